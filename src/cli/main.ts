@@ -1,0 +1,20 @@
+import { defineCommand } from "citty";
+import { FLUME_COMPAT, VERSION } from "../version.ts";
+
+const version = defineCommand({
+  meta: { name: "version", description: "Print the version of Flume TS and the Flume release it follows" },
+  run() {
+    console.log(`flume-ts ${VERSION} (compatible with Apache Flume ${FLUME_COMPAT})`);
+  },
+});
+
+export const main = defineCommand({
+  meta: {
+    name: "flume",
+    version: VERSION,
+    description: "Flume TS: a log and event collection agent compatible with Apache Flume",
+  },
+  subCommands: {
+    version,
+  },
+});

@@ -1,0 +1,18 @@
+import type { ChannelCounter } from "./counters.ts";
+import type { LifecycleAware } from "./lifecycle.ts";
+import type { Transaction } from "./transaction.ts";
+
+/** A channel buffers events between sources and sinks; all access goes through transactions. */
+export interface Channel extends LifecycleAware {
+  readonly name: string;
+  readonly counter: ChannelCounter<string>;
+  /** A fresh transaction; the caller begins, commits or rolls back, and closes it. */
+  getTransaction(): Transaction;
+  /**
+   * The position a source stored with its last committed put (see
+   * Transaction.setSourcePosition), or undefined when the channel keeps none.
+   */
+  sourcePosition?(source: string): string | undefined;
+  /** True when the channel keeps committed events across a process crash. */
+  readonly durable?: boolean;
+}

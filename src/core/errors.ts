@@ -1,0 +1,30 @@
+/** Base of every error Flume TS raises on purpose. */
+export class FlumeError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A channel refused an operation (transaction capacity, closed channel, storage failure). */
+export class ChannelException extends FlumeError {}
+
+/** The channel had no room for a commit within keep-alive. */
+export class ChannelFullException extends ChannelException {}
+
+/** A sink could not deliver its batch; the batch was rolled back and will be retried. */
+export class EventDeliveryException extends FlumeError {}
+
+/** A transaction method was called in a state that does not allow it. */
+export class TransactionStateError extends FlumeError {}
+
+/** A configuration value is missing or wrong; names the key so the user can fix it. */
+export class ConfigurationError extends FlumeError {
+  constructor(
+    readonly key: string,
+    message: string,
+    readonly component?: string,
+  ) {
+    super(component ? `${component}: ${key}: ${message}` : `${key}: ${message}`);
+  }
+}

@@ -1,0 +1,17 @@
+import type { Channel } from "./channel.ts";
+import type { SinkCounter } from "./counters.ts";
+import type { LifecycleAware } from "./lifecycle.ts";
+
+/** What one process() call achieved: READY to call again at once, BACKOFF to wait. */
+export type Status = "READY" | "BACKOFF";
+
+/**
+ * A sink takes events from its channel in a transaction and delivers them. process() throws
+ * EventDeliveryException after rolling back when delivery failed.
+ */
+export interface Sink extends LifecycleAware {
+  readonly counter?: SinkCounter;
+  setChannel(channel: Channel): void;
+  getChannel(): Channel;
+  process(): Promise<Status>;
+}

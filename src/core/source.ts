@@ -1,0 +1,28 @@
+import type { ChannelProcessor } from "./channel-processor.ts";
+import type { SourceCounter } from "./counters.ts";
+import type { LifecycleAware } from "./lifecycle.ts";
+import type { Status } from "./sink.ts";
+
+/** A source hands events to its ChannelProcessor, which writes them to channels in transactions. */
+export interface Source extends LifecycleAware {
+  readonly counter: SourceCounter;
+  setChannelProcessor(processor: ChannelProcessor): void;
+  getChannelProcessor(): ChannelProcessor;
+}
+
+/** A source the runner polls (Flume's PollableSource): process() is called in a loop. */
+export interface PollableSource extends Source {
+  readonly kind: "pollable";
+  process(): Promise<Status>;
+  /** Backoff after BACKOFF grows by this much per consecutive BACKOFF (Flume: 1000 ms). */
+  readonly backoffSleepIncrement?: number;
+  /** Upper bound of that backoff (Flume: 5000 ms). */
+  readonly maxBackoffSleep?: number;
+}
+
+/** A source that produces events by itself once started (servers, tailers). */
+export interface EventDrivenSource extends Source {
+  readonly kind: "event-driven";
+}
+
+export type AnySource = PollableSource | EventDrivenSource;

@@ -1,0 +1,120 @@
+import type { Event } from "./event.ts";
+import { TransactionStateError } from "./errors.ts";
+
+/** Flume's transaction states: NEW -> OPEN -> COMPLETED -> CLOSED. */
+export type TransactionState = "NEW" | "OPEN" | "COMPLETED" | "CLOSED";
+
+/**
+ * A channel transaction, used as in Flume:
+ *
+ *   tx.begin(); try { tx.put(e) / tx.take(); await tx.commit(); }
+ *   catch (err) { await tx.rollback(); throw err; } finally { tx.close(); }
+ *
+ * put and take are synchronous (no per-event await); commit and rollback may wait for space
+ * or for the disk, once per batch.
+ */
+export interface Transaction {
+  readonly id: number;
+  readonly state: TransactionState;
+  begin(): void;
+  put(event: Event): void;
+  /** The next event, or null when the channel has none (never blocks). */
+  take(): Event | null;
+  commit(): Promise<void>;
+  rollback(): Promise<void>;
+  close(): void;
+  /**
+   * Records a source's opaque position (for example a file offset) to be stored with this
+   * transaction's commit. Durable channels make it durable in the same commit record, so a
+   * restarted source resumes exactly where its last committed batch ended.
+   */
+  setSourcePosition(source: string, position: string): void;
+}
+
+let nextTransactionId = 1;
+
+/**
+ * The state machine shared by every channel's transactions (Flume's
+ * BasicTransactionSemantics). Subclasses implement the do* hooks.
+ */
+export abstract class BasicTransaction implements Transaction {
+  readonly id = nextTransactionId++;
+  private _state: TransactionState = "NEW";
+  /** True while an async commit or rollback is running; the transaction takes no other call. */
+  private settling = false;
+  protected positions: Map<string, string> | null = null;
+
+  get state(): TransactionState {
+    return this._state;
+  }
+
+  begin(): void {
+    if (this._state !== "NEW") throw new TransactionStateError(`begin() called when transaction is ${this._state}: a transaction can begin only once`);
+    this.doBegin();
+    this._state = "OPEN";
+  }
+
+  put(event: Event): void {
+    this.requireOpen("put");
+    this.doPut(event);
+  }
+
+  take(): Event | null {
+    this.requireOpen("take");
+    return this.doTake();
+  }
+
+  async commit(): Promise<void> {
+    this.requireOpen("commit");
+    this.settling = true;
+    try {
+      await this.doCommit();
+      this._state = "COMPLETED";
+    } finally {
+      this.settling = false;
+    }
+  }
+
+  async rollback(): Promise<void> {
+    if (this._state !== "OPEN" || this.settling) {
+      throw new TransactionStateError(`rollback() called when transaction is ${this.settling ? "COMMITTING" : this._state}: rollback only an open transaction`);
+    }
+    this.settling = true;
+    try {
+      await this.doRollback();
+    } finally {
+      this._state = "COMPLETED";
+      this.settling = false;
+    }
+  }
+
+  close(): void {
+    if (this._state === "CLOSED") return;
+    if (this._state === "OPEN" || this.settling) {
+      throw new TransactionStateError(`close() called when transaction is OPEN: commit or rollback first`);
+    }
+    this._state = "CLOSED";
+    this.doClose();
+  }
+
+  setSourcePosition(source: string, position: string): void {
+    this.requireOpen("setSourcePosition");
+    (this.positions ??= new Map()).set(source, position);
+  }
+
+  private requireOpen(op: string): void {
+    if (this._state !== "OPEN") {
+      throw new TransactionStateError(
+        `${op}() called when transaction is ${this._state}: ${this._state === "NEW" ? "call begin() first" : "start a new transaction"}`,
+      );
+    }
+    if (this.settling) throw new TransactionStateError(`${op}() called while the transaction is committing or rolling back`);
+  }
+
+  protected doBegin(): void {}
+  protected abstract doPut(event: Event): void;
+  protected abstract doTake(): Event | null;
+  protected abstract doCommit(): Promise<void> | void;
+  protected abstract doRollback(): Promise<void> | void;
+  protected doClose(): void {}
+}
