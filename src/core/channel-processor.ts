@@ -1,0 +1,130 @@
+import type { Channel } from "./channel.ts";
+import { ChannelException } from "./errors.ts";
+import type { Event } from "./event.ts";
+import type { Interceptor } from "./interceptor.ts";
+import { InterceptorChain } from "./interceptor.ts";
+import type { Logger } from "./logger.ts";
+import { silentLogger } from "./logger.ts";
+import type { ChannelSelector } from "./selectors.ts";
+
+/**
+ * Writes a source's events to its channels (Flume's ChannelProcessor): interceptors first,
+ * then, per channel chosen by the selector, one transaction per batch. A failure on a
+ * required channel rolls that transaction back and reaches the source as ChannelException
+ * (channels already committed stay committed: the source's retry may duplicate there, which
+ * is Flume's at-least-once). Failures on optional channels are logged and ignored.
+ */
+export class ChannelProcessor {
+  readonly interceptors: InterceptorChain;
+
+  constructor(
+    readonly selector: ChannelSelector,
+    interceptors: Interceptor[] | InterceptorChain = [],
+    private readonly logger: Logger = silentLogger,
+  ) {
+    this.interceptors = interceptors instanceof InterceptorChain ? interceptors : new InterceptorChain(interceptors);
+  }
+
+  initialize(): void {
+    this.interceptors.initialize();
+  }
+
+  close(): void {
+    this.interceptors.close();
+  }
+
+  getChannels(): readonly Channel[] {
+    return this.selector.getAllChannels();
+  }
+
+  async processEvent(event: Event, position?: { source: string; value: string }): Promise<void> {
+    const kept = this.interceptors.intercept(event);
+    if (kept === null) {
+      if (position) await this.storePosition(position);
+      return;
+    }
+    await this.dispatch([kept], position);
+  }
+
+  /**
+   * Writes a batch. `position` is the source's opaque position after this batch; durable
+   * channels store it in the same commit (see Transaction.setSourcePosition).
+   */
+  async processEventBatch(events: Event[], position?: { source: string; value: string }): Promise<void> {
+    const kept = this.interceptors.interceptAll(events);
+    if (kept.length === 0) {
+      if (position) await this.storePosition(position);
+      return;
+    }
+    await this.dispatch(kept, position);
+  }
+
+  private async dispatch(events: Event[], position?: { source: string; value: string }): Promise<void> {
+    const fixed = this.selector.fixedRouting();
+    if (fixed) {
+      for (const channel of fixed.required) await this.putRequired(channel, events, position);
+      for (const channel of fixed.optional) await this.putOptional(channel, events, position);
+      return;
+    }
+    const required = new Map<Channel, Event[]>();
+    const optional = new Map<Channel, Event[]>();
+    for (const event of events) {
+      for (const c of this.selector.getRequiredChannels(event)) {
+        const list = required.get(c);
+        if (list) list.push(event);
+        else required.set(c, [event]);
+      }
+      for (const c of this.selector.getOptionalChannels(event)) {
+        const list = optional.get(c);
+        if (list) list.push(event);
+        else optional.set(c, [event]);
+      }
+    }
+    for (const [channel, list] of required) await this.putRequired(channel, list, position);
+    for (const [channel, list] of optional) await this.putOptional(channel, list, position);
+  }
+
+  private async putRequired(channel: Channel, events: Event[], position?: { source: string; value: string }): Promise<void> {
+    try {
+      await putBatch(channel, events, position);
+    } catch (err) {
+      if (err instanceof ChannelException) throw err;
+      throw new ChannelException(`Unable to put batch on required channel: ${channel.name}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  private async putOptional(channel: Channel, events: Event[], position?: { source: string; value: string }): Promise<void> {
+    try {
+      await putBatch(channel, events, position);
+    } catch (err) {
+      this.logger.warn(`Unable to put batch on optional channel: ${channel.name}: ${(err as Error).message}`);
+    }
+  }
+
+  /** A batch that interceptors emptied still advances the source's position. */
+  private async storePosition(position: { source: string; value: string }): Promise<void> {
+    for (const channel of this.selector.getAllChannels()) {
+      if (channel.durable) await putBatch(channel, [], position);
+    }
+  }
+}
+
+/** One put transaction for a batch on one channel; rolls back and rethrows on failure. */
+export async function putBatch(channel: Channel, events: Event[], position?: { source: string; value: string }): Promise<void> {
+  const tx = channel.getTransaction();
+  tx.begin();
+  try {
+    for (let i = 0; i < events.length; i++) tx.put(events[i]);
+    if (position) tx.setSourcePosition(position.source, position.value);
+    await tx.commit();
+  } catch (err) {
+    try {
+      await tx.rollback();
+    } catch {
+      // The original failure is what the caller needs to see.
+    }
+    throw err;
+  } finally {
+    tx.close();
+  }
+}

@@ -1,0 +1,277 @@
+import type { Channel } from "./channel.ts";
+import type { Clock } from "./clock.ts";
+import { systemClock } from "./clock.ts";
+import { ChannelCounter } from "./counters.ts";
+import { Deque } from "./deque.ts";
+import { ChannelException, ChannelFullException, ConfigurationError } from "./errors.ts";
+import type { Event } from "./event.ts";
+import type { LifecycleState } from "./lifecycle.ts";
+import type { Logger } from "./logger.ts";
+import { silentLogger } from "./logger.ts";
+import { Permits } from "./permits.ts";
+import { BasicTransaction } from "./transaction.ts";
+
+/** Byte capacity is counted in slots of this many body bytes, as Flume does. */
+export const BYTE_CAPACITY_SLOT_SIZE = 100;
+
+/**
+ * Default byteCapacity in bytes. Flume uses 80% of the JVM's maximum heap; we have no heap
+ * limit to read, so we bound event bodies at 1 GiB by default.
+ */
+export const DEFAULT_BYTE_CAPACITY = 1024 * 1024 * 1024;
+
+export interface MemoryChannelOptions {
+  capacity?: number;
+  transactionCapacity?: number;
+  /** Total bytes of event bodies allowed; 0 or less means unbounded. */
+  byteCapacity?: number;
+  byteCapacityBufferPercentage?: number;
+  /** Seconds a commit waits for space (Flume's keep-alive). */
+  keepAlive?: number;
+}
+
+const DEFAULTS = {
+  capacity: 100,
+  transactionCapacity: 100,
+  byteCapacity: DEFAULT_BYTE_CAPACITY,
+  byteCapacityBufferPercentage: 20,
+  keepAlive: 3,
+} as const;
+
+function slotsFor(event: Event): number {
+  const n = event.body.length;
+  return n === 0 ? 1 : Math.ceil(n / BYTE_CAPACITY_SLOT_SIZE);
+}
+
+/**
+ * Flume's MemoryChannel: a bounded in-memory queue. Capacity is counted as Flume does: an
+ * event taken but not yet committed still holds its slot (and its bytes), so a rollback always
+ * has room to put it back.
+ */
+export class MemoryChannel implements Channel {
+  readonly counter: ChannelCounter;
+  readonly durable = false;
+  private readonly queue = new Deque<Event>(1024);
+  private capacity: number = DEFAULTS.capacity;
+  private transactionCapacity: number = DEFAULTS.transactionCapacity;
+  private byteCapacitySlots = 0;
+  private keepAliveMs = DEFAULTS.keepAlive * 1000;
+  private readonly slots: Permits;
+  private readonly bytes: Permits;
+  private state: LifecycleState = "IDLE";
+  private readonly positions = new Map<string, string>();
+
+  constructor(
+    readonly name: string,
+    options: MemoryChannelOptions = {},
+    clock: Clock = systemClock,
+    private readonly logger: Logger = silentLogger,
+  ) {
+    this.counter = new ChannelCounter(name, [], clock);
+    this.slots = new Permits(0, clock);
+    this.bytes = new Permits(0, clock);
+    const o = this.resolve(options);
+    this.capacity = o.capacity;
+    this.slots.release(o.capacity);
+    this.transactionCapacity = o.transactionCapacity;
+    this.byteCapacitySlots = o.byteCapacitySlots;
+    this.bytes.release(o.byteCapacitySlots);
+    this.keepAliveMs = o.keepAlive * 1000;
+    this.counter.set("ChannelCapacity", this.capacity);
+  }
+
+  private resolve(options: MemoryChannelOptions) {
+    const capacity = options.capacity ?? DEFAULTS.capacity;
+    const transactionCapacity = options.transactionCapacity ?? DEFAULTS.transactionCapacity;
+    const byteCapacity = options.byteCapacity ?? DEFAULTS.byteCapacity;
+    const pct = options.byteCapacityBufferPercentage ?? DEFAULTS.byteCapacityBufferPercentage;
+    const keepAlive = options.keepAlive ?? DEFAULTS.keepAlive;
+    if (!(capacity > 0)) throw new ConfigurationError("capacity", `must be greater than 0, got ${capacity}`, this.name);
+    if (!(transactionCapacity > 0)) throw new ConfigurationError("transactionCapacity", `must be greater than 0, got ${transactionCapacity}`, this.name);
+    if (transactionCapacity > capacity) {
+      throw new ConfigurationError(
+        "transactionCapacity",
+        `Transaction Capacity of Memory Channel cannot be higher than the capacity (${transactionCapacity} > ${capacity})`,
+        this.name,
+      );
+    }
+    if (pct < 0 || pct > 100) throw new ConfigurationError("byteCapacityBufferPercentage", `must be between 0 and 100, got ${pct}`, this.name);
+    if (keepAlive < 0) throw new ConfigurationError("keep-alive", `must not be negative, got ${keepAlive}`, this.name);
+    let byteCapacitySlots = Math.floor((byteCapacity * (1 - pct * 0.01)) / BYTE_CAPACITY_SLOT_SIZE);
+    if (byteCapacitySlots < 1) byteCapacitySlots = Number.MAX_SAFE_INTEGER;
+    return { capacity, transactionCapacity, byteCapacitySlots, keepAlive };
+  }
+
+  /**
+   * Applies new settings to a running channel without losing events (Flume's reconfigure):
+   * growing is immediate; shrinking waits up to keep-alive for the space and is abandoned
+   * with a warning when the events do not fit.
+   */
+  async reconfigure(options: MemoryChannelOptions): Promise<void> {
+    const o = this.resolve(options);
+    this.keepAliveMs = o.keepAlive * 1000;
+    this.transactionCapacity = o.transactionCapacity;
+    if (o.capacity > this.capacity) {
+      this.slots.release(o.capacity - this.capacity);
+      this.capacity = o.capacity;
+    } else if (o.capacity < this.capacity) {
+      const ok = await this.slots.tryAcquire(this.capacity - o.capacity, this.keepAliveMs);
+      if (ok) this.capacity = o.capacity;
+      else this.logger.warn(`${this.name}: could not free ${this.capacity - o.capacity} slots to shrink capacity to ${o.capacity}; keeping ${this.capacity}`);
+    }
+    if (this.transactionCapacity > this.capacity) this.transactionCapacity = this.capacity;
+    if (o.byteCapacitySlots > this.byteCapacitySlots) {
+      this.bytes.release(o.byteCapacitySlots - this.byteCapacitySlots);
+      this.byteCapacitySlots = o.byteCapacitySlots;
+    } else if (o.byteCapacitySlots < this.byteCapacitySlots) {
+      const ok = await this.bytes.tryAcquire(this.byteCapacitySlots - o.byteCapacitySlots, this.keepAliveMs);
+      if (ok) this.byteCapacitySlots = o.byteCapacitySlots;
+      else this.logger.warn(`${this.name}: could not free byte capacity to shrink it; keeping the old byteCapacity`);
+    }
+    this.counter.set("ChannelCapacity", this.capacity);
+  }
+
+  getTransaction(): MemoryTransaction {
+    return new MemoryTransaction(this, this.transactionCapacity);
+  }
+
+  start(): void {
+    this.counter.start();
+    this.counter.set("ChannelCapacity", this.capacity);
+    this.counter.set("ChannelSize", this.queue.length);
+    this.state = "START";
+  }
+
+  stop(): void {
+    this.counter.set("ChannelSize", this.queue.length);
+    this.counter.stop();
+    this.state = "STOP";
+  }
+
+  getLifecycleState(): LifecycleState {
+    return this.state;
+  }
+
+  /** Events committed and not taken. */
+  get size(): number {
+    return this.queue.length;
+  }
+
+  getCapacity(): number {
+    return this.capacity;
+  }
+
+  getTransactionCapacity(): number {
+    return this.transactionCapacity;
+  }
+
+  /** Free slots: capacity minus queued events minus events taken by open transactions. */
+  get remainingCapacity(): number {
+    return this.slots.free;
+  }
+
+  sourcePosition(source: string): string | undefined {
+    return this.positions.get(source);
+  }
+
+  // Internal operations used by MemoryTransaction.
+
+  /** @internal */
+  pollEvent(): Event | undefined {
+    return this.queue.popFront();
+  }
+
+  /** @internal */
+  async commitTransaction(puts: Event[], putSlots: number, takes: Event[], takeSlots: number, positions: Map<string, string> | null): Promise<void> {
+    const slotChange = puts.length - takes.length;
+    const byteChange = putSlots - takeSlots;
+    if (byteChange > 0) {
+      const got = this.bytes.tryAcquireNow(byteChange) || (await this.bytes.tryAcquire(byteChange, this.keepAliveMs));
+      if (!got) {
+        throw new ChannelException(
+          `Cannot commit transaction. Byte capacity allocated to store event body ${this.byteCapacitySlots * BYTE_CAPACITY_SLOT_SIZE} reached. ` +
+            `Please increase the byte capacity allocated to the channel ${this.name}, as the sinks may not be keeping up with the sources`,
+        );
+      }
+    }
+    if (slotChange > 0) {
+      const got = this.slots.tryAcquireNow(slotChange) || (await this.slots.tryAcquire(slotChange, this.keepAliveMs));
+      if (!got) {
+        if (byteChange > 0) this.bytes.release(byteChange);
+        throw new ChannelFullException(
+          `Space for commit to queue couldn't be acquired. Sinks are likely not keeping up with sources, or the buffer size is too tight (channel ${this.name}, capacity ${this.capacity})`,
+        );
+      }
+    }
+    for (let i = 0; i < puts.length; i++) this.queue.pushBack(puts[i]);
+    if (byteChange < 0) this.bytes.release(-byteChange);
+    if (slotChange < 0) this.slots.release(-slotChange);
+    if (positions) for (const [k, v] of positions) this.positions.set(k, v);
+    const c = this.counter.values;
+    c.EventPutSuccessCount += puts.length;
+    c.EventTakeSuccessCount += takes.length;
+    c.ChannelSize = this.queue.length;
+  }
+
+  /** @internal Returns taken events to the head of the queue in their original order. */
+  rollbackTakes(takes: Event[]): void {
+    for (let i = takes.length - 1; i >= 0; i--) this.queue.pushFront(takes[i]);
+    this.counter.values.ChannelSize = this.queue.length;
+  }
+}
+
+export class MemoryTransaction extends BasicTransaction {
+  private readonly puts: Event[] = [];
+  private readonly takes: Event[] = [];
+  private putSlots = 0;
+  private takeSlots = 0;
+
+  constructor(
+    private readonly channel: MemoryChannel,
+    private readonly capacity: number,
+  ) {
+    super();
+  }
+
+  protected doPut(event: Event): void {
+    this.channel.counter.values.EventPutAttemptCount++;
+    if (this.puts.length >= this.capacity) {
+      throw new ChannelException(
+        `Put queue for MemoryTransaction of capacity ${this.capacity} full, consider committing more frequently, increasing capacity or increasing thread count (channel ${this.channel.name})`,
+      );
+    }
+    this.puts.push(event);
+    this.putSlots += slotsFor(event);
+  }
+
+  protected doTake(): Event | null {
+    this.channel.counter.values.EventTakeAttemptCount++;
+    if (this.takes.length >= this.capacity) {
+      throw new ChannelException(
+        `Take list for MemoryTransaction, capacity ${this.capacity} full, consider committing more frequently, increasing capacity, or increasing thread count (channel ${this.channel.name})`,
+      );
+    }
+    const event = this.channel.pollEvent();
+    if (event === undefined) return null;
+    this.takes.push(event);
+    this.takeSlots += slotsFor(event);
+    return event;
+  }
+
+  protected async doCommit(): Promise<void> {
+    if (this.puts.length === 0 && this.takes.length === 0 && this.positions === null) return;
+    await this.channel.commitTransaction(this.puts, this.putSlots, this.takes, this.takeSlots, this.positions);
+    this.puts.length = 0;
+    this.takes.length = 0;
+    this.putSlots = 0;
+    this.takeSlots = 0;
+  }
+
+  protected doRollback(): void {
+    if (this.takes.length > 0) this.channel.rollbackTakes(this.takes);
+    this.puts.length = 0;
+    this.takes.length = 0;
+    this.putSlots = 0;
+    this.takeSlots = 0;
+  }
+}
