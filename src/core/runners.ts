@@ -1,0 +1,201 @@
+import type { Clock, TimerHandle } from "./clock.ts";
+import { systemClock } from "./clock.ts";
+import { EventDeliveryException } from "./errors.ts";
+import type { LifecycleAware, LifecycleState } from "./lifecycle.ts";
+import type { Logger } from "./logger.ts";
+import { silentLogger } from "./logger.ts";
+import type { SinkProcessor } from "./sink-processors.ts";
+import type { Status } from "./sink.ts";
+import type { AnySource, PollableSource } from "./source.ts";
+
+export interface BackoffOptions {
+  /** Added to the sleep after each consecutive BACKOFF (Flume: 1000 ms). */
+  backoffSleepIncrement?: number;
+  /** Ceiling of that sleep, and the sleep after an exception (Flume: 5000 ms). */
+  maxBackoffSleep?: number;
+}
+
+/** Counts kept by a runner loop, as Flume's runner counter group. */
+export interface RunnerStats {
+  backoffs: number;
+  consecutiveBackoffs: number;
+  deliveryErrors: number;
+  errors: number;
+}
+
+/**
+ * Calls process() in a loop: at once after READY, after a growing sleep after BACKOFF, and
+ * after maxBackoffSleep when it throws. An exception never ends the loop.
+ */
+class PollingLoop {
+  readonly stats: RunnerStats = { backoffs: 0, consecutiveBackoffs: 0, deliveryErrors: 0, errors: 0 };
+  private running = false;
+  private loop: Promise<void> | null = null;
+  private wake: (() => void) | null = null;
+  private timer: TimerHandle | null = null;
+  private readonly increment: number;
+  private readonly max: number;
+
+  constructor(
+    private readonly label: string,
+    private readonly step: () => Promise<Status>,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    options: BackoffOptions,
+  ) {
+    this.increment = options.backoffSleepIncrement ?? 1000;
+    this.max = options.maxBackoffSleep ?? 5000;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.interrupt();
+    await this.loop;
+    this.loop = null;
+  }
+
+  /** Ends a backoff sleep early, for example because new events arrived. */
+  interrupt(): void {
+    if (this.timer) this.clock.clearTimeout(this.timer);
+    this.timer = null;
+    const w = this.wake;
+    this.wake = null;
+    w?.();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.wake = resolve;
+      this.timer = this.clock.setTimeout(() => {
+        this.timer = null;
+        this.wake = null;
+        resolve();
+      }, ms);
+    });
+  }
+
+  private async run(): Promise<void> {
+    // Yield once so start() returns before the first process() call.
+    await Promise.resolve();
+    let readyStreak = 0;
+    while (this.running) {
+      try {
+        const status = await this.step();
+        if (status === "BACKOFF") {
+          this.stats.backoffs++;
+          this.stats.consecutiveBackoffs++;
+          readyStreak = 0;
+          await this.sleep(Math.min(this.stats.consecutiveBackoffs * this.increment, this.max));
+        } else {
+          this.stats.consecutiveBackoffs = 0;
+          // A sink that is always READY would otherwise starve timers and sockets.
+          if (++readyStreak >= 64) {
+            readyStreak = 0;
+            await new Promise<void>((r) => this.clock.setTimeout(r, 0));
+          }
+        }
+      } catch (err) {
+        if (err instanceof EventDeliveryException) this.stats.deliveryErrors++;
+        else this.stats.errors++;
+        this.logger.error(`${this.label}: ${err instanceof EventDeliveryException ? "Unable to deliver event" : "Unhandled exception"}, sleeping ${this.max} ms: ${(err as Error).message}`);
+        readyStreak = 0;
+        if (this.running) await this.sleep(this.max);
+      }
+    }
+  }
+}
+
+/** Drives a sink processor (one sink or a sink group), as Flume's SinkRunner. */
+export class SinkRunner implements LifecycleAware {
+  private state: LifecycleState = "IDLE";
+  private readonly loop: PollingLoop;
+
+  constructor(
+    readonly name: string,
+    readonly processor: SinkProcessor,
+    clock: Clock = systemClock,
+    logger: Logger = silentLogger,
+    options: BackoffOptions = {},
+  ) {
+    this.loop = new PollingLoop(`sink runner ${name}`, () => processor.process(), clock, logger, options);
+  }
+
+  get stats(): RunnerStats {
+    return this.loop.stats;
+  }
+
+  async start(): Promise<void> {
+    await this.processor.start();
+    this.loop.start();
+    this.state = "START";
+  }
+
+  async stop(): Promise<void> {
+    await this.loop.stop();
+    await this.processor.stop();
+    this.state = "STOP";
+  }
+
+  /** Wakes the runner from a backoff sleep. */
+  poke(): void {
+    this.loop.interrupt();
+  }
+
+  getLifecycleState(): LifecycleState {
+    return this.state;
+  }
+}
+
+/** Starts and stops a source; pollable sources are driven by a loop like a sink's. */
+export class SourceRunner implements LifecycleAware {
+  private state: LifecycleState = "IDLE";
+  private readonly loop: PollingLoop | null;
+
+  constructor(
+    readonly source: AnySource,
+    clock: Clock = systemClock,
+    logger: Logger = silentLogger,
+  ) {
+    if (source.kind === "pollable") {
+      const p = source as PollableSource;
+      this.loop = new PollingLoop(`source runner ${source.name}`, () => p.process(), clock, logger, {
+        backoffSleepIncrement: p.backoffSleepIncrement,
+        maxBackoffSleep: p.maxBackoffSleep,
+      });
+    } else {
+      this.loop = null;
+    }
+  }
+
+  get name(): string {
+    return this.source.name;
+  }
+
+  get stats(): RunnerStats | null {
+    return this.loop?.stats ?? null;
+  }
+
+  async start(): Promise<void> {
+    this.source.getChannelProcessor().initialize();
+    await this.source.start();
+    this.loop?.start();
+    this.state = "START";
+  }
+
+  async stop(): Promise<void> {
+    await this.loop?.stop();
+    await this.source.stop();
+    this.source.getChannelProcessor().close();
+    this.state = "STOP";
+  }
+
+  getLifecycleState(): LifecycleState {
+    return this.state;
+  }
+}

@@ -1,0 +1,137 @@
+import type { Clock, TimerHandle } from "./clock.ts";
+import { systemClock } from "./clock.ts";
+import type { LifecycleAware, LifecycleState } from "./lifecycle.ts";
+import type { Logger } from "./logger.ts";
+import { silentLogger } from "./logger.ts";
+
+/** When a failed start may be tried again: always (Flume's AlwaysRestartPolicy) or never. */
+export type RestartPolicy = "always" | "once";
+
+export interface SupervisedStatus {
+  desired: "START" | "STOP";
+  /** Failed start/stop attempts so far. */
+  failures: number;
+  /** The last error, when the component is in error. */
+  lastError: string | null;
+  /** True when a start failed and the policy forbids another try. */
+  error: boolean;
+}
+
+interface Supervised {
+  component: LifecycleAware;
+  policy: RestartPolicy;
+  status: SupervisedStatus;
+  busy: boolean;
+  timer: TimerHandle | null;
+  /** Resolves when the component first reaches its desired state or gives up. */
+  settled: Promise<void>;
+  settle: () => void;
+}
+
+/**
+ * Keeps components in their desired state (Flume's LifecycleSupervisor): a monitor checks
+ * each one every `monitorInterval` ms and starts or stops it; a failed start is retried on
+ * the next check under the "always" policy.
+ */
+export class LifecycleSupervisor {
+  private readonly supervised = new Map<LifecycleAware, Supervised>();
+
+  constructor(
+    private readonly clock: Clock = systemClock,
+    private readonly logger: Logger = silentLogger,
+    readonly monitorInterval = 3000,
+  ) {}
+
+  /** Starts supervising; the first check runs at once. Resolves after that first check. */
+  supervise(component: LifecycleAware, policy: RestartPolicy = "always", desired: "START" | "STOP" = "START"): Promise<void> {
+    if (this.supervised.has(component)) throw new Error(`${component.name} is already supervised`);
+    let settle = () => {};
+    const settled = new Promise<void>((r) => (settle = r));
+    const entry: Supervised = {
+      component,
+      policy,
+      status: { desired, failures: 0, lastError: null, error: false },
+      busy: false,
+      timer: null,
+      settled,
+      settle,
+    };
+    this.supervised.set(component, entry);
+    void this.check(entry);
+    return settled;
+  }
+
+  /** Stops supervising and stops the component. */
+  async unsupervise(component: LifecycleAware): Promise<void> {
+    const entry = this.supervised.get(component);
+    if (!entry) return;
+    this.supervised.delete(component);
+    if (entry.timer) this.clock.clearTimeout(entry.timer);
+    entry.settle();
+    if (component.getLifecycleState() === "START") {
+      try {
+        await component.stop();
+      } catch (err) {
+        this.logger.error(`Unable to stop ${component.name}: ${(err as Error).message}`);
+      }
+    }
+  }
+
+  setDesiredState(component: LifecycleAware, desired: "START" | "STOP"): void {
+    const entry = this.supervised.get(component);
+    if (!entry) throw new Error(`${component.name} is not supervised`);
+    entry.status.desired = desired;
+    entry.status.error = false;
+    void this.check(entry);
+  }
+
+  status(component: LifecycleAware): SupervisedStatus | undefined {
+    return this.supervised.get(component)?.status;
+  }
+
+  isComponentInErrorState(component: LifecycleAware): boolean {
+    return this.supervised.get(component)?.status.error ?? false;
+  }
+
+  /** Unsupervises and stops everything, in reverse order of supervision. */
+  async stop(): Promise<void> {
+    for (const c of [...this.supervised.keys()].reverse()) await this.unsupervise(c);
+  }
+
+  private schedule(entry: Supervised): void {
+    if (!this.supervised.has(entry.component)) return;
+    if (entry.timer) this.clock.clearTimeout(entry.timer);
+    entry.timer = this.clock.setTimeout(() => {
+      entry.timer = null;
+      void this.check(entry);
+    }, this.monitorInterval);
+  }
+
+  private async check(entry: Supervised): Promise<void> {
+    if (entry.busy || !this.supervised.has(entry.component)) return;
+    entry.busy = true;
+    const { component, status } = entry;
+    const actual: LifecycleState = component.getLifecycleState();
+    try {
+      if (status.desired === "START" && actual !== "START" && !status.error) {
+        if (entry.policy === "once" && status.failures > 0) {
+          status.error = true;
+        } else {
+          await component.start();
+          status.lastError = null;
+        }
+      } else if (status.desired === "STOP" && actual === "START") {
+        await component.stop();
+      }
+    } catch (err) {
+      status.failures++;
+      status.lastError = (err as Error).message;
+      if (entry.policy === "once") status.error = true;
+      this.logger.error(`Unable to ${status.desired === "START" ? "start" : "stop"} ${component.name} (failure ${status.failures}), ${entry.policy === "always" ? `retrying in ${this.monitorInterval} ms` : "giving up"}: ${status.lastError}`);
+    } finally {
+      entry.busy = false;
+      entry.settle();
+      this.schedule(entry);
+    }
+  }
+}
