@@ -1,0 +1,58 @@
+import type { ComponentKind } from "../config/schema.ts";
+import type { ComponentDefinition } from "./component.ts";
+import { definition as memoryChannel } from "./channels/memory.ts";
+import { definition as loadBalancingSelector } from "./selectors/load-balancing.ts";
+import { definition as multiplexingSelector } from "./selectors/multiplexing.ts";
+import { definition as replicatingSelector } from "./selectors/replicating.ts";
+import { definition as defaultSinkProcessor } from "./sink-processors/default.ts";
+import { definition as failoverSinkProcessor } from "./sink-processors/failover.ts";
+import { definition as loadBalanceSinkProcessor } from "./sink-processors/load-balance.ts";
+
+/**
+ * Every built-in component. Component modules must not import heavy packages (avsc) at load
+ * time: `flume validate` and `flume --help` load this list.
+ */
+const DEFINITIONS: ComponentDefinition<unknown>[] = [
+  memoryChannel,
+  replicatingSelector,
+  multiplexingSelector,
+  loadBalancingSelector,
+  defaultSinkProcessor,
+  failoverSinkProcessor,
+  loadBalanceSinkProcessor,
+] as ComponentDefinition<unknown>[];
+
+const byKind = new Map<ComponentKind, Map<string, ComponentDefinition<unknown>>>();
+
+function index(def: ComponentDefinition<unknown>): void {
+  let names = byKind.get(def.schema.kind);
+  if (!names) byKind.set(def.schema.kind, (names = new Map()));
+  for (const name of [def.schema.type, ...(def.schema.aliases ?? [])]) {
+    const key = name.toLowerCase();
+    const existing = names.get(key);
+    if (existing && existing !== def) throw new Error(`two ${def.schema.kind} components claim the type name "${name}"`);
+    names.set(key, def);
+  }
+}
+
+for (const def of DEFINITIONS) index(def);
+
+/** Adds a component type (plugins, tests). */
+export function registerComponent(def: ComponentDefinition<unknown>): void {
+  DEFINITIONS.push(def);
+  index(def);
+}
+
+/** The definition for a type name: case-insensitive, by alias or Flume's class name. */
+export function lookupComponent(kind: ComponentKind, type: string): ComponentDefinition<unknown> | undefined {
+  return byKind.get(kind)?.get(type.trim().toLowerCase());
+}
+
+export function allComponents(): ComponentDefinition<unknown>[] {
+  return [...DEFINITIONS];
+}
+
+/** Every name a kind accepts, for "did you mean" suggestions. */
+export function typeNames(kind: ComponentKind): string[] {
+  return DEFINITIONS.filter((d) => d.schema.kind === kind).map((d) => d.schema.type);
+}
