@@ -1,0 +1,26 @@
+import { EventDeliveryException, FlumeError } from "../core/errors.ts";
+
+/** Bytes from a peer that are not a valid Avro RPC frame or payload; the connection is closed. */
+export class RpcProtocolError extends FlumeError {}
+
+/** A frame or buffer larger than the configured bound; the connection is closed. */
+export class RpcFrameTooLargeError extends RpcProtocolError {}
+
+/** The server could not be reached, or the connection broke before an answer. */
+export class RpcConnectionError extends EventDeliveryException {}
+
+/** No answer within request-timeout (or no connection within connect-timeout). */
+export class RpcTimeoutError extends EventDeliveryException {}
+
+/** The server answered, but not with OK (Status FAILED/UNKNOWN or an Avro error). */
+export class RpcStatusError extends EventDeliveryException {
+  constructor(
+    readonly status: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A TLS setting that cannot work (missing file, JKS keystore, bad PEM). */
+export class RpcTlsConfigError extends FlumeError {}

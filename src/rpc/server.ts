@@ -1,0 +1,279 @@
+import net from "node:net";
+import tls from "node:tls";
+import type { Event } from "../core/event.ts";
+import type { Logger } from "../core/logger.ts";
+import { silentLogger } from "../core/logger.ts";
+import { AvroReader, AvroWriter } from "./binary.ts";
+import { RpcProtocolError } from "./errors.ts";
+import { DEFAULT_FRAME_LIMITS, encodeFrame, joinBuffers, type Frame, type FrameLimits } from "./frame.ts";
+import type { IpFilter } from "./ip-filter.ts";
+import { readHandshakeRequest, writeHandshakeResponse, type HandshakeRequest, type HandshakeResponse } from "./messages.ts";
+import { MESSAGE_APPEND, MESSAGE_APPEND_BATCH, PROTOCOL_HASH, PROTOCOL_TEXT, STATUS_SYMBOLS, type RpcStatus } from "./protocol.ts";
+import { localProtocol, parseRemoteProtocol, type RemoteProtocol } from "./remote-protocol.ts";
+import { FramedTransport, peerAddress, peerName, type CompressionType } from "./transport.ts";
+
+/** What the server does with calls; the avro source implements it. */
+export interface RpcRequestHandler {
+  appendBatch(events: Event[], peer: string): Promise<RpcStatus>;
+  append(event: Event, peer: string): Promise<RpcStatus>;
+}
+
+export interface AvroRpcServerOptions {
+  bind: string;
+  port: number;
+  compression?: CompressionType;
+  /** tls.createServer options (see serverTlsOptions); absent: plain TCP. */
+  tls?: tls.TlsOptions;
+  ipFilter?: IpFilter;
+  limits?: FrameLimits;
+  /** Frames queued per connection before we stop reading from it (backpressure). */
+  maxQueuedFrames?: number;
+  logger?: Logger;
+  /** Prefix for log lines, e.g. "Avro source r1". */
+  label?: string;
+  onConnectionCountChange?(count: number): void;
+}
+
+const EMPTY = Buffer.alloc(0);
+const META_EMPTY = Buffer.from([0]);
+
+/**
+ * Avro IPC over Netty framing, as Avro's NettyServer + Responder: a handshake once per
+ * connection, then calls answered in order with their serial.
+ */
+export class AvroRpcServer {
+  private server: net.Server | null = null;
+  private readonly connections = new Set<ServerConnection>();
+  /** Protocols announced by clients, by hash (Avro's Responder keeps the same cache). */
+  readonly protocols = new Map<string, RemoteProtocol>([[localProtocol().hashHex, localProtocol()]]);
+  readonly logger: Logger;
+  readonly label: string;
+
+  constructor(
+    readonly handler: RpcRequestHandler,
+    readonly options: AvroRpcServerOptions,
+  ) {
+    this.logger = options.logger ?? silentLogger;
+    this.label = options.label ?? "Avro RPC server";
+  }
+
+  get connectionCount(): number {
+    return this.connections.size;
+  }
+
+  /** Starts listening; resolves with the bound port. */
+  listen(): Promise<number> {
+    const onSocket = (socket: net.Socket) => this.accept(socket);
+    const server = this.options.tls ? tls.createServer(this.options.tls, onSocket) : net.createServer(onSocket);
+    if (this.options.tls) {
+      server.on("tlsClientError", (err: Error, socket: tls.TLSSocket) => {
+        this.logger.warn(`${this.label}: TLS handshake with ${peerName(socket)} failed: ${err.message}`);
+      });
+    }
+    this.server = server;
+    return new Promise((resolve, reject) => {
+      server.once("error", reject);
+      server.listen({ host: this.options.bind, port: this.options.port }, () => {
+        server.off("error", reject);
+        server.on("error", (err) => this.logger.error(`${this.label}: server error: ${err.message}`));
+        const addr = server.address();
+        resolve(typeof addr === "object" && addr ? addr.port : this.options.port);
+      });
+    });
+  }
+
+  /** Stops accepting, closes every connection; in-flight answers are dropped (the client retries). */
+  async close(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    for (const c of this.connections) c.transport.destroy();
+    this.connections.clear();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  private accept(socket: net.Socket): void {
+    socket.setNoDelay(true);
+    const filter = this.options.ipFilter;
+    if (!filter) return this.open(socket);
+    socket.pause();
+    filter.allows(peerAddress(socket)).then(
+      (ok) => {
+        if (ok) {
+          this.open(socket);
+          socket.resume();
+        } else {
+          this.logger.info(`${this.label}: connection from ${peerName(socket)} refused by ipFilterRules`);
+          socket.destroy();
+        }
+      },
+      () => socket.destroy(),
+    );
+  }
+
+  private open(socket: net.Socket): void {
+    if (!this.server) {
+      socket.destroy();
+      return;
+    }
+    const conn = new ServerConnection(this, socket);
+    this.connections.add(conn);
+    this.options.onConnectionCountChange?.(this.connections.size);
+  }
+
+  /** @internal */
+  closed(conn: ServerConnection): void {
+    if (this.connections.delete(conn)) this.options.onConnectionCountChange?.(this.connections.size);
+  }
+}
+
+interface ParsedRequest {
+  handshake: HandshakeRequest | null;
+  name: string;
+  params: AvroReader;
+}
+
+class ServerConnection {
+  readonly transport: FramedTransport;
+  private remote: RemoteProtocol | null = null;
+  private readonly queue: Frame[] = [];
+  private busy = false;
+  private paused = false;
+  private readonly maxQueued: number;
+
+  constructor(
+    private readonly server: AvroRpcServer,
+    socket: net.Socket,
+  ) {
+    const o = server.options;
+    this.maxQueued = o.maxQueuedFrames ?? 16;
+    this.transport = new FramedTransport(
+      socket,
+      { compression: o.compression ?? "none", compressionLevel: 6, limits: o.limits ?? DEFAULT_FRAME_LIMITS },
+      {
+        onFrames: (frames) => this.enqueue(frames),
+        onError: (err) => {
+          const reason = err instanceof RpcProtocolError ? err.message : `socket error: ${err.message}`;
+          server.logger.warn(`${server.label}: closing connection from ${this.transport.peer}: ${reason}`);
+        },
+        onClose: (midFrame) => {
+          if (midFrame) server.logger.warn(`${server.label}: connection from ${this.transport.peer} closed in the middle of a frame (truncated request dropped)`);
+          server.closed(this);
+        },
+      },
+    );
+  }
+
+  private enqueue(frames: Frame[]): void {
+    for (const f of frames) this.queue.push(f);
+    if (this.queue.length >= this.maxQueued && !this.paused) {
+      this.paused = true;
+      this.transport.pause();
+    }
+    if (!this.busy) void this.pump();
+  }
+
+  private async pump(): Promise<void> {
+    this.busy = true;
+    try {
+      while (this.queue.length > 0 && this.transport.isOpen) {
+        const frame = this.queue.shift() as Frame;
+        const answer = await this.respond(frame);
+        this.transport.send(answer);
+        if (this.paused && this.queue.length < this.maxQueued / 2) {
+          this.paused = false;
+          this.transport.resume();
+        }
+      }
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  /** One request frame in, one response frame out (Avro's Responder.respond). */
+  private async respond(frame: Frame): Promise<Buffer> {
+    const { serial } = frame;
+    let handshakeBytes: Buffer = EMPTY;
+    try {
+      const req = this.parse(frame.buffers, this.remote === null);
+      if (this.remote === null) {
+        const hs = req.handshake as HandshakeRequest;
+        const { response, remote } = await this.handshake(hs);
+        const w = new AvroWriter(response.serverProtocol ? PROTOCOL_TEXT.length + 64 : 16);
+        writeHandshakeResponse(w, response);
+        handshakeBytes = w.finish();
+        if (remote === null) return encodeFrame(serial, [handshakeBytes]);
+        this.remote = remote;
+      }
+      if (req.name === "") return encodeFrame(serial, [handshakeBytes]); // handshake-only ping
+      const remote = this.remote;
+      if (!remote.has(req.name)) throw new RpcProtocolError(`No such remote message: ${req.name}`);
+      let status: RpcStatus;
+      if (req.name === MESSAGE_APPEND_BATCH) {
+        const events = remote.readAppendBatch(req.params);
+        status = await this.server.handler.appendBatch(events, this.transport.peer);
+      } else if (req.name === MESSAGE_APPEND) {
+        const event = remote.readAppend(req.params);
+        status = await this.server.handler.append(event, this.transport.peer);
+      } else {
+        throw new RpcProtocolError(`No message named ${req.name} in AvroSourceProtocol`);
+      }
+      const result = Buffer.from([0, STATUS_SYMBOLS.indexOf(status) * 2]);
+      return encodeFrame(serial, [handshakeBytes, META_EMPTY, result]);
+    } catch (err) {
+      // As Avro's Responder: a system error goes back to the caller, the connection stays up.
+      const e = err as Error;
+      this.server.logger.warn(`${this.server.label}: request from ${this.transport.peer} failed: ${e.message}`);
+      const w = new AvroWriter(64 + e.message.length * 3);
+      w.boolean(true);
+      w.long(0); // union ["string"]: Avro's system error
+      w.string(`${e instanceof RpcProtocolError ? "org.apache.avro.AvroRuntimeException" : e.name}: ${e.message}`);
+      return encodeFrame(serial, [handshakeBytes, META_EMPTY, w.finish()]);
+    }
+  }
+
+  private async handshake(hs: HandshakeRequest): Promise<{ response: HandshakeResponse; remote: RemoteProtocol | null }> {
+    const protocols = this.server.protocols;
+    const clientHex = hs.clientHash.toString("hex");
+    let remote = protocols.get(clientHex) ?? null;
+    if (remote === null && hs.clientProtocol !== null) {
+      remote = await parseRemoteProtocol(hs.clientProtocol);
+      protocols.set(clientHex, remote);
+    }
+    const serverMatches = PROTOCOL_HASH.equals(hs.serverHash);
+    const match = remote === null ? "NONE" : serverMatches ? "BOTH" : "CLIENT";
+    const response: HandshakeResponse = {
+      match,
+      serverProtocol: match === "BOTH" ? null : PROTOCOL_TEXT,
+      serverHash: match === "BOTH" ? null : PROTOCOL_HASH,
+      meta: null,
+    };
+    return { response, remote };
+  }
+
+  /**
+   * Splits a request into handshake, name and parameters. Java clients put the parameters in
+   * their own buffer, so the common case reads each buffer in place; any other split is
+   * concatenated first.
+   */
+  private parse(buffers: Buffer[], withHandshake: boolean): ParsedRequest {
+    if (buffers.length === 0) throw new RpcProtocolError("empty request frame");
+    const first = new AvroReader(buffers[0]);
+    if (buffers.length === 2) {
+      try {
+        const head = readHead(first, withHandshake);
+        if (first.remaining() === 0) return { ...head, params: new AvroReader(buffers[1]) };
+      } catch (err) {
+        if (!(err instanceof RpcProtocolError)) throw err;
+      }
+    }
+    const whole = new AvroReader(buffers.length === 1 ? buffers[0] : joinBuffers(buffers));
+    return { ...readHead(whole, withHandshake), params: whole };
+  }
+}
+
+function readHead(r: AvroReader, withHandshake: boolean): { handshake: HandshakeRequest | null; name: string } {
+  const handshake = withHandshake ? readHandshakeRequest(r) : null;
+  r.bytesMap(); // call metadata: Flume sends none and reads none
+  const name = r.string();
+  return { handshake, name };
+}
