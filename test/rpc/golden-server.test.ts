@@ -44,7 +44,7 @@ function exchange(port: number, bytes: Buffer, until: (received: Buffer) => bool
       socket.destroy();
       reject(new Error(`no complete answer; got ${Buffer.concat(chunks).toString("hex")}`));
     }, 3000);
-    socket.on("data", (c) => {
+    socket.on("data", (c: Buffer) => {
       chunks.push(c);
       const all = Buffer.concat(chunks);
       if (until(all)) {
