@@ -1,6 +1,10 @@
 import type { ComponentKind } from "../config/schema.ts";
 import type { ComponentDefinition } from "./component.ts";
 import { definition as memoryChannel } from "./channels/memory.ts";
+import { definition as loggerSink } from "./sinks/logger.ts";
+import { definition as nullSink } from "./sinks/null.ts";
+import { definition as netcatSource } from "./sources/netcat.ts";
+import { definition as seqSource } from "./sources/seq.ts";
 import { definition as loadBalancingSelector } from "./selectors/load-balancing.ts";
 import { definition as multiplexingSelector } from "./selectors/multiplexing.ts";
 import { definition as replicatingSelector } from "./selectors/replicating.ts";
@@ -13,7 +17,11 @@ import { definition as loadBalanceSinkProcessor } from "./sink-processors/load-b
  * time: `flume validate` and `flume --help` load this list.
  */
 const DEFINITIONS: ComponentDefinition<unknown>[] = [
+  seqSource,
+  netcatSource,
   memoryChannel,
+  loggerSink,
+  nullSink,
   replicatingSelector,
   multiplexingSelector,
   loadBalancingSelector,

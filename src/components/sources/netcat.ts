@@ -1,0 +1,170 @@
+import net from "node:net";
+import type { Event } from "../../core/event.ts";
+import type { EventDrivenSource } from "../../core/source.ts";
+import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { BaseSource } from "./base.ts";
+
+export interface NetcatOptions {
+  bind: string;
+  port: number;
+  maxLineLength: number;
+  ackEveryEvent: boolean;
+}
+
+const NEWLINE = 0x0a;
+const OK = Buffer.from("OK\n");
+
+/**
+ * Flume's netcat source: each newline-terminated line from a TCP client becomes an event,
+ * answered "OK" once it is committed. The lines of one read go to the channel as one batch,
+ * and the socket is paused while that batch waits, so a slow channel slows the client
+ * instead of filling memory.
+ */
+export class NetcatSource extends BaseSource implements EventDrivenSource {
+  readonly kind = "event-driven";
+  private server: net.Server | null = null;
+  private readonly sockets = new Set<net.Socket>();
+
+  constructor(
+    ctx: ComponentContext,
+    private readonly options: NetcatOptions,
+  ) {
+    super(ctx);
+  }
+
+  /** The port actually bound (useful with port 0). */
+  get port(): number {
+    const addr = this.server?.address();
+    return addr && typeof addr === "object" ? addr.port : this.options.port;
+  }
+
+  async start(): Promise<void> {
+    this.counter.start();
+    const server = net.createServer((socket) => this.serve(socket));
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(this.options.port, this.options.bind, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    server.on("error", (err) => this.logger.error(`netcat source ${this.name}: ${err.message}`));
+    this.server = server;
+    this.state = "START";
+    this.logger.info(`netcat source ${this.name} listening on ${this.options.bind}:${this.port}`);
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    for (const s of this.sockets) s.destroy();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+    this.counter.stop();
+    this.state = "STOP";
+  }
+
+  private serve(socket: net.Socket): void {
+    const peer = `${socket.remoteAddress}:${socket.remotePort}`;
+    socket.setNoDelay(true);
+    this.sockets.add(socket);
+    this.counter.values.OpenConnectionCount++;
+    let pending: Buffer | null = null;
+    let busy = false;
+    const queue: Buffer[] = [];
+
+    const handle = async (chunk: Buffer) => {
+      let data = pending ? Buffer.concat([pending, chunk]) : chunk;
+      pending = null;
+      const events: Event[] = [];
+      let start = 0;
+      let tooLong = false;
+      for (;;) {
+        const nl = data.indexOf(NEWLINE, start);
+        if (nl < 0) break;
+        // Flume's buffer holds max-line-length characters including the newline.
+        if (nl - start + 1 > this.options.maxLineLength) {
+          tooLong = true;
+          break;
+        }
+        events.push({ headers: {}, body: data.subarray(start, nl) });
+        start = nl + 1;
+      }
+      if (!tooLong && data.length - start >= this.options.maxLineLength) tooLong = true;
+      if (events.length > 0) await this.deliver(socket, events);
+      if (tooLong) {
+        this.counter.values.EventReadFail++;
+        this.logger.warn(`netcat source ${this.name}: client ${peer} sent a line over max-line-length ${this.options.maxLineLength}; closing the connection`);
+        socket.end(`FAILED: Event exceeds the maximum length (${this.options.maxLineLength} chars, including newline)\n`);
+        return;
+      }
+      if (start < data.length) pending = Buffer.from(data.subarray(start));
+      data = Buffer.alloc(0);
+    };
+
+    const pump = async () => {
+      busy = true;
+      socket.pause();
+      try {
+        while (queue.length > 0 && !socket.destroyed) await handle(queue.shift() as Buffer);
+      } catch (err) {
+        this.counter.values.GenericProcessingFail++;
+        this.logger.error(`netcat source ${this.name}: error serving ${peer}: ${(err as Error).message}`);
+        socket.destroy();
+      } finally {
+        busy = false;
+        if (!socket.destroyed) socket.resume();
+      }
+    };
+
+    socket.on("data", (chunk: Buffer) => {
+      queue.push(chunk);
+      if (!busy) void pump();
+    });
+    socket.on("error", (err) => this.logger.warn(`netcat source ${this.name}: connection from ${peer}: ${err.message}`));
+    socket.on("close", () => {
+      this.sockets.delete(socket);
+      this.counter.values.OpenConnectionCount--;
+      if (pending && pending.length > 0) this.logger.warn(`netcat source ${this.name}: ${peer} closed with ${pending.length} bytes after the last newline; they were not an event`);
+    });
+  }
+
+  private async deliver(socket: net.Socket, events: Event[]): Promise<void> {
+    const c = this.counter.values;
+    c.EventReceivedCount += events.length;
+    c.AppendBatchReceivedCount++;
+    try {
+      await this.getChannelProcessor().processEventBatch(events);
+      c.EventAcceptedCount += events.length;
+      c.AppendBatchAcceptedCount++;
+      if (this.options.ackEveryEvent && !socket.destroyed) socket.write(events.length === 1 ? OK : Buffer.from("OK\n".repeat(events.length)));
+    } catch (err) {
+      c.ChannelWriteFail++;
+      const message = (err as Error).message;
+      this.logger.warn(`netcat source ${this.name}: error processing ${events.length} events: ${message}`);
+      if (!socket.destroyed) socket.write(`FAILED: ${message}\n`.repeat(events.length));
+    }
+  }
+}
+
+export const definition: ComponentDefinition<NetcatSource> = {
+  schema: {
+    kind: "source",
+    type: "netcat",
+    aliases: ["org.apache.flume.source.NetcatSource", "netcattcp"],
+    doc: "Listens on a TCP port; each line of text becomes an event.",
+    props: [
+      { key: "bind", type: "string", required: true, doc: "Host name or IP address to bind to" },
+      { key: "port", type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on" },
+      { key: "max-line-length", type: "int", default: 512, min: 2, doc: "Maximum line length in bytes, including the newline" },
+      { key: "ack-every-event", type: "boolean", default: true, doc: 'Answer "OK" for every event received' },
+    ],
+  },
+  create(config, ctx) {
+    return new NetcatSource(ctx, {
+      bind: config.string("bind"),
+      port: config.int("port"),
+      maxLineLength: config.int("max-line-length"),
+      ackEveryEvent: config.boolean("ack-every-event"),
+    });
+  },
+};
