@@ -1,0 +1,167 @@
+import { ConfigurationError } from "../../core/errors.ts";
+
+/**
+ * Parses dates written by a Joda-Time / SimpleDateFormat pattern (as Flume's
+ * RegexExtractorInterceptorMillisSerializer and the syslog sources' custom formats use) into
+ * epoch milliseconds. Supports the fields that appear in log timestamps: y M d H k h K m s S a
+ * Z (offset) and E (day name, checked for shape only); text in single quotes is literal. Without
+ * a Z field the time is read in the agent's local time zone, as Java's default.
+ */
+
+const MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+const FULL_MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
+
+type Field = "y" | "M" | "d" | "H" | "k" | "h" | "K" | "m" | "s" | "S" | "a" | "Z" | "E" | "D";
+type Token = { literal: string } | { field: Field; count: number };
+
+const NUMERIC = new Set<Field>(["y", "M", "d", "H", "k", "h", "K", "m", "s", "S", "D"]);
+
+function tokenize(pattern: string): Token[] {
+  const tokens: Token[] = [];
+  let i = 0;
+  while (i < pattern.length) {
+    const c = pattern[i];
+    if (c === "'") {
+      const end = pattern.indexOf("'", i + 1);
+      if (end === i + 1) {
+        tokens.push({ literal: "'" });
+        i += 2;
+        continue;
+      }
+      if (end < 0) throw new ConfigurationError("pattern", `unterminated quote in date pattern "${pattern}"`);
+      tokens.push({ literal: pattern.slice(i + 1, end) });
+      i = end + 1;
+    } else if (/[A-Za-z]/.test(c)) {
+      let j = i;
+      while (pattern[j] === c) j++;
+      if (!"yMdHkhKmsSaZEDY".includes(c)) throw new ConfigurationError("pattern", `date pattern letter "${c}" is not supported in "${pattern}"`);
+      tokens.push({ field: (c === "Y" ? "y" : c) as Field, count: j - i });
+      i = j;
+    } else {
+      tokens.push({ literal: c });
+      i++;
+    }
+  }
+  return tokens;
+}
+
+function escapeRe(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+export class DatePattern {
+  private readonly regex: RegExp;
+  private readonly fields: { field: Field; count: number }[] = [];
+
+  constructor(readonly pattern: string) {
+    const tokens = tokenize(pattern);
+    let source = "^";
+    tokens.forEach((t, idx) => {
+      if ("literal" in t) {
+        source += escapeRe(t.literal);
+        return;
+      }
+      this.fields.push(t);
+      const next = tokens[idx + 1];
+      const adjacentNumeric = next !== undefined && "field" in next && NUMERIC.has(next.field);
+      if (NUMERIC.has(t.field)) {
+        if (adjacentNumeric) source += `(\\d{${t.count}})`;
+        else if (t.field === "S") source += "(\\d+)";
+        else if (t.field === "y") source += t.count === 2 ? "(\\d{2})" : "([-+]?\\d{1,9})";
+        else source += `(\\d{1,${Math.max(t.count, t.field === "D" ? 3 : 2)}})`;
+      } else if (t.field === "M") {
+        source += "([A-Za-z]+)";
+      } else if (t.field === "a") source += "([AaPp][Mm])";
+      else if (t.field === "E") source += "([A-Za-z]+)";
+      else source += "(Z|[-+]\\d{2}:?\\d{2})";
+    });
+    this.regex = new RegExp(`${source}$`);
+  }
+
+  /** Epoch milliseconds, or undefined when the text does not fit the pattern. */
+  parse(text: string, now = Date.now()): number | undefined {
+    const m = this.regex.exec(text.trim());
+    if (!m) return undefined;
+    let year = 1970;
+    let month = 0;
+    let day = 1;
+    let hour = 0;
+    let minute = 0;
+    let second = 0;
+    let millis = 0;
+    let pm: boolean | undefined;
+    let offsetMinutes: number | undefined;
+    for (let i = 0; i < this.fields.length; i++) {
+      const { field, count } = this.fields[i];
+      const v = m[i + 1];
+      switch (field) {
+        case "y": {
+          year = Number(v);
+          if (count === 2) {
+            // Two-digit years land within 50 years of now (Joda's pivot).
+            const current = new Date(now).getFullYear();
+            year += Math.floor(current / 100) * 100;
+            if (year > current + 49) year -= 100;
+            else if (year < current - 50) year += 100;
+          }
+          break;
+        }
+        case "M": {
+          if (/^\d+$/.test(v)) month = Number(v) - 1;
+          else {
+            const lower = v.toLowerCase();
+            month = FULL_MONTHS.indexOf(lower);
+            if (month < 0) month = MONTHS.indexOf(lower.slice(0, 3));
+            if (month < 0 || (lower.length > 3 && FULL_MONTHS[month] !== lower)) return undefined;
+          }
+          break;
+        }
+        case "d":
+          day = Number(v);
+          break;
+        case "H":
+          hour = Number(v);
+          break;
+        case "k":
+          hour = Number(v) % 24;
+          break;
+        case "h":
+          hour = Number(v) % 12;
+          break;
+        case "K":
+          hour = Number(v);
+          break;
+        case "m":
+          minute = Number(v);
+          break;
+        case "s":
+          second = Number(v);
+          break;
+        case "S":
+          // Joda reads the digits as a fraction of a second.
+          millis = Math.floor(Number(`0.${v}`) * 1000 + 1e-6);
+          break;
+        case "a":
+          pm = v.toLowerCase() === "pm";
+          break;
+        case "Z": {
+          if (v === "Z") offsetMinutes = 0;
+          else {
+            const sign = v[0] === "-" ? -1 : 1;
+            const digits = v.slice(1).replace(":", "");
+            offsetMinutes = sign * (Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2)));
+          }
+          break;
+        }
+        case "E":
+        case "D":
+          break;
+      }
+    }
+    if (pm !== undefined && pm && hour < 12) hour += 12;
+    if (month < 0 || month > 11 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return undefined;
+    if (offsetMinutes !== undefined) return Date.UTC(year, month, day, hour, minute, second, millis) - offsetMinutes * 60000;
+    const d = new Date(year, month, day, hour, minute, second, millis);
+    return d.getTime();
+  }
+}

@@ -1,0 +1,47 @@
+import { hostname, networkInterfaces } from "node:os";
+import type { ComponentDefinition } from "../component.ts";
+import type { Event } from "../../core/event.ts";
+import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
+
+/** This host's first non-internal IPv4 address (what Java's InetAddress.getLocalHost() usually gives). */
+export function localAddress(): string {
+  const all = Object.values(networkInterfaces()).flat();
+  const v4 = all.find((a) => a && a.family === "IPv4" && !a.internal);
+  const v6 = all.find((a) => a && a.family === "IPv6" && !a.internal);
+  return v4?.address ?? v6?.address ?? "127.0.0.1";
+}
+
+/** Adds this agent's host name or IP address as a header (Flume's HostInterceptor). */
+export class HostInterceptor extends EventInterceptor {
+  constructor(
+    private readonly header: string,
+    private readonly host: string,
+    private readonly preserveExisting: boolean,
+  ) {
+    super();
+  }
+
+  intercept(event: Event): Event {
+    if (this.preserveExisting && this.header in event.headers) return event;
+    event.headers[this.header] = this.host;
+    return event;
+  }
+}
+
+export const definition: ComponentDefinition<Interceptor> = {
+  schema: {
+    kind: "interceptor",
+    type: "host",
+    aliases: ["org.apache.flume.interceptor.HostInterceptor$Builder"],
+    doc: "Adds the agent's host name or IP address as a header.",
+    props: [
+      { key: "preserveExisting", type: "boolean", default: false, doc: "Keep a host header that is already set." },
+      { key: "useIP", type: "boolean", default: true, doc: "Use the IP address (true) or the host name (false)." },
+      { key: "hostHeader", type: "string", default: "host", doc: "Name of the header to set." },
+    ],
+  },
+  create(config) {
+    const host = config.boolean("useIP") ? localAddress() : hostname();
+    return new HostInterceptor(config.string("hostHeader"), host, config.boolean("preserveExisting"));
+  },
+};

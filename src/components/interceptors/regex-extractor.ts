@@ -1,0 +1,116 @@
+import type { ComponentDefinition } from "../component.ts";
+import type { ComponentConfig } from "../../config/schema.ts";
+import { ConfigurationError } from "../../core/errors.ts";
+import type { Event } from "../../core/event.ts";
+import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
+import type { Logger } from "../../core/logger.ts";
+import { DatePattern } from "./date-pattern.ts";
+import { compileJavaRegex } from "./java-regex.ts";
+
+const decoder = new TextDecoder();
+
+/** Turns one matched group into a header value (Flume's RegexExtractorInterceptorSerializer). */
+export interface GroupSerializer {
+  serialize(value: string): string;
+}
+
+const PASS_THROUGH_TYPES = ["DEFAULT", "org.apache.flume.interceptor.RegexExtractorInterceptorPassThroughSerializer", "passthrough"];
+const MILLIS_TYPES = ["org.apache.flume.interceptor.RegexExtractorInterceptorMillisSerializer", "millis"];
+
+export const passThrough: GroupSerializer = { serialize: (v) => v };
+
+/** Parses the group with a date pattern into epoch milliseconds. */
+export class MillisSerializer implements GroupSerializer {
+  private readonly format: DatePattern;
+  constructor(pattern: string) {
+    this.format = new DatePattern(pattern);
+  }
+  serialize(value: string): string {
+    const ms = this.format.parse(value);
+    if (ms === undefined) throw new Error(`"${value}" does not match the date pattern "${this.format.pattern}"`);
+    return String(ms);
+  }
+}
+
+interface Named {
+  header: string;
+  serializer: GroupSerializer;
+}
+
+/**
+ * Finds the first match of a regex in the body and writes each group to a header, through the
+ * serializer configured for that group (Flume's RegexExtractorInterceptor).
+ */
+export class RegexExtractorInterceptor extends EventInterceptor {
+  constructor(
+    private readonly regex: RegExp,
+    private readonly serializers: readonly Named[],
+    private readonly logger?: Logger,
+  ) {
+    super();
+  }
+
+  intercept(event: Event): Event {
+    const m = this.regex.exec(decoder.decode(event.body));
+    if (!m) return event;
+    const n = Math.min(m.length - 1, this.serializers.length);
+    for (let g = 1; g <= n; g++) {
+      const value = m[g];
+      if (value === undefined) continue;
+      const s = this.serializers[g - 1];
+      try {
+        event.headers[s.header] = s.serializer.serialize(value);
+      } catch (err) {
+        // Flume lets the exception escape and loses the batch; we keep the event without this header.
+        this.logger?.warn(`regex_extractor: header ${s.header} not set: ${(err as Error).message}`);
+      }
+    }
+    return event;
+  }
+}
+
+function buildSerializers(config: ComponentConfig): Named[] {
+  const names = config.list("serializers");
+  if (names.length === 0) throw new ConfigurationError("serializers", "must name at least one serializer (e.g. serializers = s1 s2)");
+  const group = config.group("serializers.");
+  return names.map((id) => {
+    const header = group[`${id}.name`];
+    if (!header) throw new ConfigurationError(`serializers.${id}.name`, "is required: the header the group is written to");
+    const type = (group[`${id}.type`] ?? "DEFAULT").trim();
+    if (PASS_THROUGH_TYPES.includes(type)) return { header, serializer: passThrough };
+    if (MILLIS_TYPES.includes(type)) {
+      const pattern = group[`${id}.pattern`];
+      if (!pattern) throw new ConfigurationError(`serializers.${id}.pattern`, "is required for the millis serializer (a Joda date pattern such as yyyy-MM-dd HH:mm)");
+      return { header, serializer: new MillisSerializer(pattern) };
+    }
+    throw new ConfigurationError(`serializers.${id}.type`, `unknown serializer "${type}"; use ${PASS_THROUGH_TYPES[1]} or ${MILLIS_TYPES[0]}`);
+  });
+}
+
+export const definition: ComponentDefinition<Interceptor> = {
+  schema: {
+    kind: "interceptor",
+    type: "regex_extractor",
+    aliases: ["org.apache.flume.interceptor.RegexExtractorInterceptor$Builder"],
+    doc: "Extracts regex groups from the body into headers, each group through a serializer (pass-through or date-to-millis).",
+    props: [
+      { key: "regex", type: "string", required: true, doc: "Regular expression with groups, searched in the body." },
+      { key: "serializers", type: "list", required: true, doc: "Space-separated serializer ids, one per group in order." },
+    ],
+    prefixes: [{ prefix: "serializers.", doc: "serializers.<id>.name (header), .type (DEFAULT or a serializer class), .pattern (for the millis serializer)" }],
+  },
+  create(config, ctx) {
+    return new RegexExtractorInterceptor(compileJavaRegex(config.string("regex"), "regex"), buildSerializers(config), ctx.logger);
+  },
+  validate(config) {
+    const errors: { key: string; message: string }[] = [];
+    try {
+      compileJavaRegex(config.string("regex"), "regex");
+      buildSerializers(config);
+    } catch (err) {
+      if (err instanceof ConfigurationError) errors.push({ key: err.key, message: err.message.slice(err.key.length + 2) });
+      else errors.push({ key: "regex", message: (err as Error).message });
+    }
+    return errors;
+  },
+};

@@ -1,0 +1,48 @@
+import type { ComponentDefinition } from "../component.ts";
+import type { Event } from "../../core/event.ts";
+import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
+import { compileJavaRegex } from "./java-regex.ts";
+
+const decoder = new TextDecoder();
+
+/**
+ * Keeps (or, with excludeEvents, drops) events whose body contains a match of the regex
+ * (Flume's RegexFilteringInterceptor; Java's find(), not a whole-body match).
+ */
+export class RegexFilteringInterceptor extends EventInterceptor {
+  constructor(
+    private readonly regex: RegExp,
+    private readonly excludeEvents: boolean,
+  ) {
+    super();
+  }
+
+  intercept(event: Event): Event | null {
+    const found = this.regex.test(decoder.decode(event.body));
+    return found !== this.excludeEvents ? event : null;
+  }
+}
+
+export const definition: ComponentDefinition<Interceptor> = {
+  schema: {
+    kind: "interceptor",
+    type: "regex_filter",
+    aliases: ["org.apache.flume.interceptor.RegexFilteringInterceptor$Builder"],
+    doc: "Keeps or drops events by whether their body (as text) contains a match of a regex.",
+    props: [
+      { key: "regex", type: "string", default: ".*", doc: "Regular expression searched in the body." },
+      { key: "excludeEvents", type: "boolean", default: false, doc: "Drop matching events instead of keeping only them." },
+    ],
+  },
+  create(config) {
+    return new RegexFilteringInterceptor(compileJavaRegex(config.string("regex"), "regex"), config.boolean("excludeEvents"));
+  },
+  validate(config) {
+    try {
+      compileJavaRegex(config.string("regex"), "regex");
+      return [];
+    } catch (err) {
+      return [{ key: "regex", message: (err as Error).message }];
+    }
+  },
+};

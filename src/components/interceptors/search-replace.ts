@@ -1,0 +1,84 @@
+import type { ComponentDefinition } from "../component.ts";
+import type { Event } from "../../core/event.ts";
+import { ConfigurationError } from "../../core/errors.ts";
+import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
+import { compileJavaRegex, javaReplacement } from "./java-regex.ts";
+
+/** Node's TextDecoder labels for the charsets Flume configs name. */
+const CHARSETS: Record<string, string> = {
+  "utf-8": "utf-8",
+  utf8: "utf-8",
+  "iso-8859-1": "latin1",
+  latin1: "latin1",
+  "us-ascii": "latin1",
+  ascii: "latin1",
+  "utf-16le": "utf-16le",
+  "utf-16": "utf-16le",
+};
+
+const utf8 = new TextDecoder();
+
+function decodeAs(body: Uint8Array, charset: string): string {
+  if (charset === "utf-8") return utf8.decode(body);
+  return Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString(charset === "latin1" ? "latin1" : "utf16le");
+}
+
+function encodeAs(text: string, charset: string): Uint8Array {
+  if (charset === "utf-8") return new TextEncoder().encode(text);
+  return Buffer.from(text, charset === "latin1" ? "latin1" : "utf16le");
+}
+
+/** Rewrites the body with a regex replace-all (Flume's SearchAndReplaceInterceptor). */
+export class SearchAndReplaceInterceptor extends EventInterceptor {
+  private readonly replace: (match: string, ...rest: unknown[]) => string;
+
+  constructor(
+    private readonly search: RegExp,
+    replaceString: string,
+    private readonly charset = "utf-8",
+  ) {
+    super();
+    this.replace = javaReplacement(replaceString);
+  }
+
+  intercept(event: Event): Event {
+    const text = decodeAs(event.body, this.charset);
+    event.body = encodeAs(text.replace(this.search, this.replace), this.charset);
+    return event;
+  }
+}
+
+export function charsetLabel(name: string): string | undefined {
+  return CHARSETS[name.toLowerCase()];
+}
+
+export const definition: ComponentDefinition<Interceptor> = {
+  schema: {
+    kind: "interceptor",
+    type: "search_replace",
+    aliases: ["org.apache.flume.interceptor.SearchAndReplaceInterceptor$Builder"],
+    doc: "Replaces every match of a regex in the body (Java replaceAll syntax: $1 refers to a group).",
+    props: [
+      { key: "searchPattern", type: "string", required: true, doc: "Regular expression to search for." },
+      { key: "replaceString", type: "string", default: "", doc: "Replacement; $n inserts group n." },
+      { key: "charset", type: "string", default: "UTF-8", doc: "Charset of the body (UTF-8, ISO-8859-1, US-ASCII, UTF-16LE)." },
+    ],
+  },
+  create(config) {
+    const charset = charsetLabel(config.string("charset"));
+    if (!charset) throw new ConfigurationError("charset", `unsupported charset "${config.string("charset")}"; use UTF-8, ISO-8859-1, US-ASCII or UTF-16LE`);
+    return new SearchAndReplaceInterceptor(compileJavaRegex(config.string("searchPattern"), "searchPattern", "g"), config.string("replaceString"), charset);
+  },
+  validate(config) {
+    const errors: { key: string; message: string }[] = [];
+    if (config.optionalString("searchPattern") === undefined) errors.push({ key: "searchPattern", message: "must not be empty" });
+    else
+      try {
+        compileJavaRegex(config.string("searchPattern"), "searchPattern", "g");
+      } catch (err) {
+        errors.push({ key: "searchPattern", message: (err as Error).message });
+      }
+    if (!charsetLabel(config.string("charset"))) errors.push({ key: "charset", message: `unsupported charset "${config.string("charset")}"; use UTF-8, ISO-8859-1, US-ASCII or UTF-16LE` });
+    return errors;
+  },
+};

@@ -1,0 +1,44 @@
+import type { ComponentDefinition } from "../component.ts";
+import type { Clock } from "../../core/clock.ts";
+import type { Event } from "../../core/event.ts";
+import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
+
+/** Puts the time of interception, in epoch milliseconds, into a header (Flume's TimestampInterceptor). */
+export class TimestampInterceptor extends EventInterceptor {
+  constructor(
+    private readonly header: string,
+    private readonly preserveExisting: boolean,
+    private readonly clock: Clock,
+  ) {
+    super();
+  }
+
+  intercept(event: Event): Event {
+    if (this.preserveExisting && this.header in event.headers) return event;
+    event.headers[this.header] = String(this.clock.now());
+    return event;
+  }
+
+  override interceptAll(events: Event[]): Event[] {
+    // One clock read per batch: the events of a batch arrived together.
+    const now = String(this.clock.now());
+    for (const e of events) if (!(this.preserveExisting && this.header in e.headers)) e.headers[this.header] = now;
+    return events;
+  }
+}
+
+export const definition: ComponentDefinition<Interceptor> = {
+  schema: {
+    kind: "interceptor",
+    type: "timestamp",
+    aliases: ["org.apache.flume.interceptor.TimestampInterceptor$Builder"],
+    doc: "Adds the time the event was processed (epoch milliseconds) as a header.",
+    props: [
+      { key: "preserveExisting", type: "boolean", default: false, doc: "Keep a timestamp header that is already set." },
+      { key: "headerName", type: "string", default: "timestamp", doc: "Name of the header to set." },
+    ],
+  },
+  create(config, ctx) {
+    return new TimestampInterceptor(config.string("headerName"), config.boolean("preserveExisting"), ctx.clock);
+  },
+};

@@ -1,0 +1,38 @@
+import { randomUUID } from "node:crypto";
+import type { ComponentDefinition } from "../component.ts";
+import type { Event } from "../../core/event.ts";
+import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
+
+/** Sets a random (version 4) UUID header, optionally prefixed (Flume's UUIDInterceptor). */
+export class UuidInterceptor extends EventInterceptor {
+  constructor(
+    private readonly headerName: string,
+    private readonly prefix: string,
+    private readonly preserveExisting: boolean,
+  ) {
+    super();
+  }
+
+  intercept(event: Event): Event {
+    if (this.preserveExisting && this.headerName in event.headers) return event;
+    event.headers[this.headerName] = this.prefix + randomUUID();
+    return event;
+  }
+}
+
+export const definition: ComponentDefinition<Interceptor> = {
+  schema: {
+    kind: "interceptor",
+    type: "uuid",
+    aliases: ["org.apache.flume.sink.solr.morphline.UUIDInterceptor$Builder"],
+    doc: "Sets a universally unique identifier header on every event.",
+    props: [
+      { key: "headerName", type: "string", default: "id", doc: "Name of the header to set." },
+      { key: "preserveExisting", type: "boolean", default: true, doc: "Keep the header when it is already set." },
+      { key: "prefix", type: "string", default: "", doc: "Text put before each UUID." },
+    ],
+  },
+  create(config) {
+    return new UuidInterceptor(config.string("headerName"), config.string("prefix"), config.boolean("preserveExisting"));
+  },
+};
