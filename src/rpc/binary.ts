@@ -177,6 +177,19 @@ export class AvroWriter {
     this.pos = pos;
   }
 
+  /** A big-endian int32 (frame headers); returns its position so a length can be patched. */
+  int32(n: number): number {
+    this.ensure(4);
+    const at = this.pos;
+    this.buf.writeInt32BE(n | 0, at);
+    this.pos += 4;
+    return at;
+  }
+
+  patchInt32(at: number, n: number): void {
+    this.buf.writeInt32BE(n | 0, at);
+  }
+
   boolean(b: boolean): void {
     this.ensure(1);
     this.buf[this.pos++] = b ? 1 : 0;
