@@ -1,0 +1,454 @@
+/**
+ * Checks a parsed agent configuration against the component schemas and Flume's wiring rules,
+ * and reports every problem at once (Flume itself drops misconfigured components silently).
+ */
+
+import type { ComponentDefinition } from "../components/component.ts";
+import {
+  type AgentConfig,
+  type ComponentEntry,
+  componentLabel,
+  interceptorEntries,
+  isFrameworkKey,
+  LIST_OF_KIND,
+  listNames,
+  type Located,
+  ownProps,
+  parseFlumeConfig,
+  type ParseOptions,
+  type ParseResult,
+  rawValues,
+  selectorProps,
+  sinkChannel,
+  sinkGroupSinks,
+  sinkProcessorProps,
+  sourceChannels,
+  type SubComponent,
+  unlistedInterceptors,
+} from "./flume-config.ts";
+import { didYouMean, type EntryKind, type Problem, type ProblemCode, type Severity, sortProblems } from "./problems.ts";
+import { type ComponentConfig, type ComponentKind, type ComponentSchema, findProp, isUnderPrefix, parseConfig } from "./schema.ts";
+
+/** What the validator needs from src/components/registry.ts (pass the module itself). */
+export interface ComponentRegistry {
+  lookupComponent(kind: ComponentKind, type: string): ComponentDefinition<unknown> | undefined;
+  allComponents(): ComponentDefinition<unknown>[];
+}
+
+/** The selector and sink processor Flume uses when none is configured. */
+export const DEFAULT_SELECTOR_TYPE = "replicating";
+export const DEFAULT_SINK_PROCESSOR_TYPE = "default";
+
+/** A component whose type resolved, with its parsed configuration. */
+interface Checked {
+  entry: ComponentEntry;
+  schema: ComponentSchema;
+  config: ComponentConfig;
+}
+
+/** Schema keys that hold a batch size (batchSize, batch-size, sink.batchSize, hdfs.batchSize, ...). */
+export function batchSizeKeys(schema: ComponentSchema): string[] {
+  return schema.props.filter((p) => (p.type === "int" || p.type === "number") && /batchsize$/.test(p.key.toLowerCase().replace(/[-_]/g, ""))).map((p) => p.key);
+}
+
+export function validateAgentConfig(config: AgentConfig, registry: ComponentRegistry): Problem[] {
+  return new Validator(config, registry).run();
+}
+
+/** Parses, substitutes and validates in one go: what `flume validate` and `flume run` do first. */
+export function validateConfigText(text: string, file: string, opts: ParseOptions, registry: ComponentRegistry): ParseResult {
+  const parsed = parseFlumeConfig(text, file, opts);
+  const problems = parsed.config ? [...parsed.problems, ...validateAgentConfig(parsed.config, registry)] : parsed.problems;
+  return { ...parsed, problems: sortProblems(problems) };
+}
+
+class Validator {
+  private readonly problems: Problem[] = [];
+  private readonly checked = new Map<string, Checked>(); // by "kind name"
+  private readonly a: string;
+
+  constructor(
+    private readonly config: AgentConfig,
+    private readonly registry: ComponentRegistry,
+  ) {
+    this.a = config.agent;
+  }
+
+  run(): Problem[] {
+    this.checkAgent();
+    const kinds: EntryKind[] = ["channel", "source", "sink", "sinkgroup"];
+    for (const kind of kinds) this.checkListing(kind);
+    for (const channel of this.active("channel")) this.checkComponent(channel);
+    for (const source of this.active("source")) this.checkSource(source);
+    for (const sink of this.active("sink")) this.checkSink(sink);
+    this.checkSinkGroups();
+    this.checkChannelUse();
+    return this.problems;
+  }
+
+  // ---- reporting ------------------------------------------------------------------------
+
+  private add(severity: Severity, code: ProblemCode, line: number, component: string, key: string, message: string, hint?: string, ref?: Problem["ref"]): void {
+    this.problems.push({ file: this.config.file, line, component, key, message, hint, severity, code, ref });
+  }
+
+  private addFor(entry: ComponentEntry, severity: Severity, code: ProblemCode, line: number, key: string, message: string, hint?: string): void {
+    this.add(severity, code, line, componentLabel(entry.kind, entry.name), key, message, hint, { kind: entry.kind, name: entry.name });
+  }
+
+  private hasError(entry: ComponentEntry, key: string): boolean {
+    const label = componentLabel(entry.kind, entry.name);
+    return this.problems.some((p) => p.severity === "error" && p.component === label && p.key === key);
+  }
+
+  // ---- agent and lists ----------------------------------------------------------------------
+
+  private mapOf(kind: EntryKind): Map<string, ComponentEntry> {
+    return this.config[LIST_OF_KIND[kind]];
+  }
+
+  private listed(kind: EntryKind): string[] {
+    return listNames(this.config.listed[LIST_OF_KIND[kind]]);
+  }
+
+  /** Components Flume would build: listed and configured. */
+  private active(kind: EntryKind): ComponentEntry[] {
+    const map = this.mapOf(kind);
+    return [...new Set(this.listed(kind))].flatMap((n) => {
+      const e = map.get(n);
+      return e ? [e] : [];
+    });
+  }
+
+  private checkAgent(): void {
+    const { listed } = this.config;
+    if (!listed.channels) {
+      this.add("error", "no-channels", this.config.line, this.a, "channels", "the agent lists no channels, so Flume would not start it", `add ${this.a}.channels = c1 and configure ${this.a}.channels.c1.type = memory`);
+    }
+    if (!listed.sources && !listed.sinks) {
+      this.add("error", "no-channels", this.config.line, this.a, "sources", "the agent lists neither sources nor sinks, so Flume would not start it", `add ${this.a}.sources = r1 and ${this.a}.sinks = k1`);
+    }
+  }
+
+  private checkListing(kind: EntryKind): void {
+    const listKey = LIST_OF_KIND[kind];
+    const list = this.config.listed[listKey];
+    const names = this.listed(kind);
+    const map = this.mapOf(kind);
+    const seen = new Set<string>();
+    for (const name of names) {
+      if (seen.has(name)) {
+        this.add("warning", "duplicate-name", list!.line, this.a, listKey, `lists ${name} twice`, "remove the repetition");
+        continue;
+      }
+      seen.add(name);
+      if (!map.has(name)) {
+        const similar = didYouMean(name, [...map.keys()].filter((k) => !names.includes(k)));
+        this.add(
+          "error",
+          "listed-not-configured",
+          list!.line,
+          componentLabel(kind, name),
+          "",
+          `is listed in ${this.a}.${listKey} but not configured`,
+          similar ? `did you mean ${similar}, which is configured?` : kind === "sinkgroup" ? `add ${this.a}.sinkgroups.${name}.sinks = ...` : `add ${this.a}.${listKey}.${name}.type = ...`,
+          { kind, name },
+        );
+      }
+    }
+    for (const entry of map.values()) {
+      if (seen.has(entry.name)) continue;
+      const similar = didYouMean(entry.name, names.filter((n) => !map.has(n)));
+      this.addFor(
+        entry,
+        "warning",
+        "configured-not-listed",
+        entry.line,
+        "",
+        `is configured but not listed in ${this.a}.${listKey}, so it is ignored`,
+        similar ? `did you mean ${similar}, which is listed?` : `add it: ${this.a}.${listKey} = ${[...names, entry.name].join(" ")}`,
+      );
+    }
+  }
+
+  // ---- types and properties ----------------------------------------------------------------
+
+  private typeNames(kind: ComponentKind): string[] {
+    return this.registry
+      .allComponents()
+      .filter((d) => d.schema.kind === kind)
+      .flatMap((d) => [d.schema.type, ...(d.schema.aliases ?? []).filter((a) => !a.includes("."))]);
+  }
+
+  /** Resolves a type name, reporting a missing or unknown type. */
+  private resolveType(kind: ComponentKind, type: Located | undefined, report: (code: ProblemCode, line: number, message: string, hint: string) => void, missingLine: number, missingHint: string): ComponentDefinition<unknown> | undefined {
+    if (!type) {
+      report("missing-type", missingLine, "has no type", missingHint);
+      return undefined;
+    }
+    const def = this.registry.lookupComponent(kind, type.value);
+    if (def) return def;
+    const names = this.typeNames(kind);
+    const guess = didYouMean(type.value, names) ?? didYouMean(type.value.split(/[.$]/).filter(Boolean).pop() ?? "", names);
+    report(
+      "unknown-type",
+      type.line,
+      `unknown ${kind} type "${type.value}"`,
+      guess ? `did you mean "${guess}"?` : names.length ? `known ${kind} types: ${names.join(", ")}` : `Flume TS has no ${kind} types yet; \`flume describe\` lists what it has`,
+    );
+    return undefined;
+  }
+
+  /**
+   * Parses props against a schema: bad values, missing required keys, unknown keys, the
+   * component's own cross-checks, and empty values that let a default apply.
+   */
+  private checkProps(
+    entry: ComponentEntry,
+    def: ComponentDefinition<unknown>,
+    props: Record<string, Located>,
+    keyPrefix: string,
+    fallbackLine: number,
+    empty: Record<string, Located> = {},
+    beforeOwnChecks?: (config: ComponentConfig) => void,
+  ): ComponentConfig {
+    const schema = def.schema;
+    const { config, errors } = parseConfig(schema, rawValues(props));
+    const lineOf = (key: string) => props[key]?.line ?? fallbackLine;
+    for (const e of errors) {
+      const spec = findProp(schema, e.key);
+      const missing = props[e.key] === undefined;
+      this.addFor(entry, "error", "bad-value", lineOf(e.key), keyPrefix + e.key, e.message, missing ? `add ${this.fullKey(entry, keyPrefix + e.key)} = ...` : spec ? describeSpec(spec) : undefined);
+    }
+    for (const [key, loc] of Object.entries(props)) {
+      if (findProp(schema, key) || isUnderPrefix(schema, key)) continue;
+      const candidates = [...schema.props.flatMap((p) => [p.key, ...(p.aliases ?? [])]), ...(schema.prefixes ?? []).map((p) => p.prefix.replace(/\.$/, ""))];
+      const guess = didYouMean(key, candidates);
+      this.addFor(
+        entry,
+        "warning",
+        "unknown-property",
+        loc.line,
+        keyPrefix + key,
+        `is not a property of ${schema.kind} type ${schema.type}, so it is ignored`,
+        guess ? `did you mean ${keyPrefix}${guess}?` : schema.props.length ? `${schema.type} reads: ${schema.props.map((p) => p.key).join(", ")}` : `${schema.type} takes no properties`,
+      );
+    }
+    for (const [key, loc] of Object.entries(empty)) {
+      const spec = findProp(schema, key);
+      if (!spec || spec.default === undefined || spec.default === "" || (Array.isArray(spec.default) && spec.default.length === 0)) continue;
+      this.addFor(entry, "warning", "bad-value", loc.line, keyPrefix + key, `is empty, so Flume ignores it and the default ${formatDefault(spec.default)} applies`, "remove the line or give a value");
+    }
+    beforeOwnChecks?.(config);
+    for (const e of def.validate?.(config) ?? []) {
+      if (this.hasError(entry, keyPrefix + e.key)) continue;
+      this.addFor(entry, "error", "bad-value", lineOf(e.key), keyPrefix + e.key, e.message);
+    }
+    return config;
+  }
+
+  private fullKey(entry: ComponentEntry, key: string): string {
+    return `${this.a}.${LIST_OF_KIND[entry.kind]}.${entry.name}.${key}`;
+  }
+
+  private checkComponent(entry: ComponentEntry): Checked | undefined {
+    const def = this.resolveType(
+      entry.kind as ComponentKind,
+      entry.type,
+      (code, line, message, hint) => this.addFor(entry, "error", code, line, "type", message, hint),
+      entry.line,
+      `add ${this.fullKey(entry, "type")} = ...; \`flume describe\` lists the types`,
+    );
+    if (!def) return undefined;
+    const own = ownProps(entry);
+    const ownEmpty: Record<string, Located> = {};
+    for (const [k, v] of Object.entries(entry.emptyProps)) if (!isFrameworkKey(entry.kind, k)) ownEmpty[k] = v;
+    // Generic cross-checks run before the component's own, which then stay quiet on the same key.
+    const generic = entry.kind === "channel" ? (config: ComponentConfig) => this.checkCapacity({ entry, schema: def.schema, config }) : undefined;
+    const config = this.checkProps(entry, def, own, "", entry.line, ownEmpty, generic);
+    const checked = { entry, schema: def.schema, config };
+    this.checked.set(`${entry.kind} ${entry.name}`, checked);
+    return checked;
+  }
+
+  private checkSub(entry: ComponentEntry, kind: ComponentKind, sub: SubComponent, defaultType: string | undefined, missingLine: number): void {
+    let def: ComponentDefinition<unknown> | undefined;
+    if (!sub.type && defaultType !== undefined) {
+      def = this.registry.lookupComponent(kind, defaultType);
+      if (!def) return; // the default is not registered (yet): nothing to check against
+    } else {
+      def = this.resolveType(
+        kind,
+        sub.type,
+        (code, line, message, hint) => this.addFor(entry, "error", code, line, `${sub.prefix}type`, message, hint),
+        missingLine,
+        `add ${this.fullKey(entry, `${sub.prefix}type`)} = ...`,
+      );
+    }
+    if (def) this.checkProps(entry, def, sub.props, sub.prefix, sub.line);
+  }
+
+  // ---- sources, sinks, groups ----------------------------------------------------------------
+
+  private channelRef(entry: ComponentEntry, name: string, line: number, key: string): boolean {
+    const configured = this.config.channels.has(name);
+    const listed = this.listed("channel").includes(name);
+    if (configured && listed) return true;
+    if (listed) return false; // reported at the list already
+    if (configured) {
+      this.addFor(entry, "error", "undefined-channel", line, key, `channel ${name} is configured but not listed in ${this.a}.channels`, `add it: ${this.a}.channels = ${[...this.listed("channel"), name].join(" ")}`);
+      return false;
+    }
+    const guess = didYouMean(name, this.listed("channel"));
+    this.addFor(entry, "error", "undefined-channel", line, key, `channel ${name} is not defined`, guess ? `did you mean ${guess}?` : `define it: ${this.a}.channels = ${[...this.listed("channel"), name].join(" ")} and ${this.a}.channels.${name}.type = memory`);
+    return false;
+  }
+
+  private checkSource(source: ComponentEntry): void {
+    const checked = this.checkComponent(source);
+    const channels = sourceChannels(source);
+    if (channels.length === 0) {
+      const line = source.emptyProps.channels?.line ?? source.line;
+      this.addFor(source, "error", "missing-channels", line, "channels", "the source has no channels, so Flume would drop it", `add ${this.fullKey(source, "channels")} = ${this.listed("channel")[0] ?? "c1"}`);
+    }
+    const good: string[] = [];
+    for (const ch of channels) if (this.channelRef(source, ch, source.props.channels.line, "channels")) good.push(ch);
+
+    // Selector: its type and keys, and channels it names must be among the source's channels.
+    const selector = selectorProps(source);
+    this.checkSub(source, "selector", selector, DEFAULT_SELECTOR_TYPE, selector.line);
+    for (const [key, loc] of Object.entries(selector.props)) {
+      if (!(key === "default" || key === "optional" || key.startsWith("optional.") || key.startsWith("mapping."))) continue;
+      for (const ch of listNames(loc)) {
+        if (channels.includes(ch)) continue;
+        this.addFor(source, "error", "undefined-channel", loc.line, `selector.${key}`, `channel ${ch} is not one of the source's channels (${channels.join(" ") || "none"})`, `add ${ch} to ${this.fullKey(source, "channels")}`);
+      }
+    }
+
+    // Interceptors, in their listed order.
+    for (const i of interceptorEntries(source)) {
+      this.checkSub(source, "interceptor", i, undefined, Object.keys(i.props).length ? i.line : source.props.interceptors.line);
+    }
+    for (const name of unlistedInterceptors(source)) {
+      const line = Math.min(...Object.entries(source.props).filter(([k]) => k.startsWith(`interceptors.${name}.`)).map(([, v]) => v.line));
+      this.addFor(source, "warning", "configured-not-listed", line, `interceptors.${name}`, `interceptor ${name} is configured but not listed in interceptors, so it is ignored`, `add it: ${this.fullKey(source, "interceptors")} = ${[...listNames(source.props.interceptors), name].join(" ")}`);
+    }
+
+    if (checked) for (const ch of good) this.checkBatch(checked, ch, "writes to");
+  }
+
+  private checkSink(sink: ComponentEntry): void {
+    const checked = this.checkComponent(sink);
+    const ch = sinkChannel(sink);
+    if (ch === undefined) {
+      const line = sink.emptyProps.channel?.line ?? sink.line;
+      this.addFor(sink, "error", "missing-channel", line, "channel", "the sink has no channel, so Flume would drop it", `add ${this.fullKey(sink, "channel")} = ${this.listed("channel")[0] ?? "c1"}`);
+      return;
+    }
+    if (listNames(ch).length > 1) {
+      this.addFor(sink, "error", "undefined-channel", sink.props.channel.line, "channel", `a sink reads from exactly one channel, got "${ch}"`, "use one sink per channel");
+      return;
+    }
+    if (this.channelRef(sink, ch, sink.props.channel.line, "channel") && checked) this.checkBatch(checked, ch, "reads from");
+  }
+
+  /** A batch larger than the channel's transactionCapacity can never be committed. */
+  private checkBatch(component: Checked, channelName: string, verb: string): void {
+    const channel = this.checked.get(`channel ${channelName}`);
+    if (!channel || !findProp(channel.schema, "transactionCapacity")) return;
+    const tc = channel.config.int("transactionCapacity");
+    for (const key of batchSizeKeys(component.schema)) {
+      const batch = component.config.int(key);
+      if (!(batch > tc)) continue;
+      const loc = component.entry.props[key] ?? Object.entries(component.entry.props).find(([k]) => findProp(component.schema, k)?.key === key)?.[1];
+      const tcLoc = channel.entry.props.transactionCapacity;
+      this.addFor(
+        component.entry,
+        "error",
+        "batch-exceeds-transaction",
+        loc?.line ?? component.entry.line,
+        key,
+        `${key} ${batch}${loc ? "" : " (the default)"} is larger than the transactionCapacity ${tc}${tcLoc ? ` (line ${tcLoc.line})` : " (the default)"} of channel ${channelName} it ${verb}, so no batch could ever commit`,
+        `lower ${key} to at most ${tc} or raise ${this.a}.channels.${channelName}.transactionCapacity`,
+      );
+    }
+  }
+
+  private checkSinkGroups(): void {
+    const owner = new Map<string, string>();
+    for (const group of this.active("sinkgroup")) {
+      const sinks = sinkGroupSinks(group);
+      if (sinks.length === 0) {
+        this.addFor(group, "error", "missing-sinks", group.emptyProps.sinks?.line ?? group.line, "sinks", "the sink group has no sinks", `add ${this.fullKey(group, "sinks")} = k1 k2`);
+      }
+      for (const s of sinks) {
+        const line = group.props.sinks.line;
+        const configured = this.config.sinks.has(s);
+        const listed = this.listed("sink").includes(s);
+        if (!configured && !listed) {
+          const guess = didYouMean(s, this.listed("sink"));
+          this.addFor(group, "error", "undefined-sink", line, "sinks", `sink ${s} is not defined`, guess ? `did you mean ${guess}?` : `define it: ${this.a}.sinks = ${[...this.listed("sink"), s].join(" ")} and ${this.a}.sinks.${s}.type = ...`);
+        } else if (!listed) {
+          this.addFor(group, "error", "undefined-sink", line, "sinks", `sink ${s} is configured but not listed in ${this.a}.sinks`, `add it: ${this.a}.sinks = ${[...this.listed("sink"), s].join(" ")}`);
+        }
+        const first = owner.get(s);
+        if (first !== undefined && first !== group.name) {
+          this.addFor(group, "error", "sink-in-two-groups", line, "sinks", `sink ${s} is already in sink group ${first}; a sink can belong to one group only`, `remove ${s} from one of the groups`);
+        } else owner.set(s, group.name);
+      }
+      const processor = sinkProcessorProps(group);
+      this.checkSub(group, "sinkprocessor", processor, DEFAULT_SINK_PROCESSOR_TYPE, processor.line);
+      for (const [key, loc] of Object.entries(processor.props)) {
+        const m = /^priority\.(.+)$/.exec(key);
+        if (m && !sinks.includes(m[1])) {
+          this.addFor(group, "warning", "undefined-sink", loc.line, `processor.${key}`, `sink ${m[1]} is not in this group (${sinks.join(" ") || "none"})`, "fix the sink name or add the sink to sinks");
+        }
+      }
+    }
+  }
+
+  // ---- channels ------------------------------------------------------------------------------
+
+  private checkChannelUse(): void {
+    const writers = new Set(this.active("source").flatMap(sourceChannels));
+    const readers = new Set(this.active("sink").flatMap((s) => listNames(sinkChannel(s))));
+    for (const channel of this.active("channel")) {
+      if (!writers.has(channel.name)) {
+        this.addFor(channel, "warning", "channel-unused", channel.line, "", "no source writes to this channel", `add it to a source: ${this.a}.sources.<source>.channels = ${channel.name}`);
+      }
+      if (!readers.has(channel.name)) {
+        this.addFor(channel, "warning", "channel-unused", channel.line, "", "no sink reads from this channel, so it fills up and then blocks its sources", `add a sink with ${this.a}.sinks.<sink>.channel = ${channel.name}`);
+      }
+    }
+  }
+
+  private checkCapacity(channel: Checked): void {
+    if (!findProp(channel.schema, "transactionCapacity") || !findProp(channel.schema, "capacity")) return;
+    const tc = channel.config.int("transactionCapacity");
+    const cap = channel.config.int("capacity");
+    if (tc <= cap || this.hasError(channel.entry, "transactionCapacity")) return;
+    const tcLoc = channel.entry.props.transactionCapacity;
+    const capLoc = channel.entry.props.capacity;
+    this.addFor(
+      channel.entry,
+      "error",
+      "transaction-exceeds-capacity",
+      (tcLoc ?? capLoc)?.line ?? channel.entry.line,
+      "transactionCapacity",
+      `transactionCapacity ${tc}${tcLoc ? "" : " (the default)"} is larger than capacity ${cap}${capLoc ? "" : " (the default)"}`,
+      `lower transactionCapacity to at most ${cap} or raise capacity`,
+    );
+  }
+}
+
+function formatDefault(v: unknown): string {
+  return Array.isArray(v) ? `"${v.join(" ")}"` : JSON.stringify(v);
+}
+
+function describeSpec(spec: { type: string; values?: readonly string[]; min?: number; max?: number; default?: unknown }): string {
+  const parts = [spec.type === "enum" && spec.values ? `one of ${spec.values.join(", ")}` : `a ${spec.type}`];
+  if (spec.min !== undefined) parts.push(`at least ${spec.min}`);
+  if (spec.max !== undefined) parts.push(`at most ${spec.max}`);
+  if (spec.default !== undefined) parts.push(`default ${formatDefault(spec.default)}`);
+  return parts.join(", ");
+}
