@@ -16,5 +16,7 @@ export const main = defineCommand({
   },
   subCommands: {
     version,
+    validate: () => import("./validate.ts").then((m) => m.validate),
+    describe: () => import("./describe.ts").then((m) => m.describe),
   },
 });

@@ -1,0 +1,160 @@
+/**
+ * `flume validate <file> [-n agent] [--json] [--strict] [-D k=v ...]`: reports every problem
+ * of a Flume configuration file at once. Exit 0 valid (warnings allowed), 1 errors (or
+ * warnings under --strict), 2 usage errors (bad options, unreadable file, no such agent).
+ */
+
+import { readFileSync } from "node:fs";
+import { defineCommand } from "citty";
+import * as registry from "../components/registry.ts";
+import { formatProblem, fullMessage, type Problem } from "../config/problems.ts";
+import { validateConfigText } from "../config/validate.ts";
+
+export const EXIT_VALID = 0;
+export const EXIT_INVALID = 1;
+export const EXIT_USAGE = 2;
+
+export interface ValidateOptions {
+  file?: string;
+  agentName?: string;
+  json: boolean;
+  strict: boolean;
+  sysProps: Record<string, string>;
+}
+
+export class UsageError extends Error {}
+
+/**
+ * Parses validate's arguments by hand: citty cannot repeat `-D` or take `-Dk=v`, and usage
+ * errors must exit 2. Accepts flume-ng's spellings too (-f/--conf-file, --name).
+ */
+export function parseValidateArgs(args: string[]): ValidateOptions {
+  const opts: ValidateOptions = { json: false, strict: false, sysProps: {} };
+  const positionals: string[] = [];
+  const value = (i: number, flag: string): string => {
+    const v = args[i + 1];
+    if (v === undefined) throw new UsageError(`${flag} needs a value`);
+    return v;
+  };
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === "--") {
+      positionals.push(...args.slice(i + 1));
+      break;
+    }
+    const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
+    const flag = eq > 0 ? arg.slice(0, eq) : arg;
+    const inline = eq > 0 ? arg.slice(eq + 1) : undefined;
+    switch (flag) {
+      case "--json":
+        opts.json = true;
+        continue;
+      case "--strict":
+        opts.strict = true;
+        continue;
+      case "-n":
+      case "--name":
+        opts.agentName = inline ?? value(i++, flag);
+        continue;
+      case "-f":
+      case "--conf-file":
+      case "--file":
+        opts.file = inline ?? value(i++, flag);
+        continue;
+    }
+    if (arg.startsWith("-D")) {
+      const def = arg.length > 2 ? arg.slice(2) : value(i++, "-D");
+      const at = def.indexOf("=");
+      if (at <= 0) throw new UsageError(`-D expects key=value, got "${def}"`);
+      opts.sysProps[def.slice(0, at)] = def.slice(at + 1);
+      continue;
+    }
+    if (arg.startsWith("-") && arg !== "-") throw new UsageError(`unknown option ${arg}`);
+    positionals.push(arg);
+  }
+  if (positionals.length > 1 || (positionals.length === 1 && opts.file !== undefined)) {
+    throw new UsageError(`expected one configuration file, got ${[opts.file, ...positionals].filter(Boolean).join(", ")}`);
+  }
+  opts.file ??= positionals[0];
+  if (opts.file === undefined) throw new UsageError("missing the configuration file to validate");
+  return opts;
+}
+
+/** The --json document: exactly valid, errors and warnings. */
+export function jsonReport(problems: Problem[], strict: boolean): { valid: boolean; errors: JsonProblem[]; warnings: JsonProblem[] } {
+  const toJson = (p: Problem): JsonProblem => ({ file: p.file, line: p.line, component: p.component, key: p.key, message: fullMessage(p) });
+  const errors = problems.filter((p) => p.severity === "error" || strict).map(toJson);
+  const warnings = strict ? [] : problems.filter((p) => p.severity === "warning").map(toJson);
+  return { valid: errors.length === 0, errors, warnings };
+}
+
+export interface JsonProblem {
+  file: string;
+  line: number;
+  component: string;
+  key: string;
+  message: string;
+}
+
+/** Runs the command; returns the exit code. Output goes through the given writers (tests, run). */
+export function runValidate(args: string[], out: (s: string) => void = (s) => process.stdout.write(s), err: (s: string) => void = (s) => process.stderr.write(s)): number {
+  let opts: ValidateOptions;
+  try {
+    opts = parseValidateArgs(args);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    err(`flume validate: ${e.message}\nusage: flume validate <file> [-n agent] [--json] [--strict] [-D key=value ...]\n`);
+    return EXIT_USAGE;
+  }
+  const usageFailure = (problem: Problem): number => {
+    if (opts.json) out(JSON.stringify(jsonReport([problem], false), null, 2) + "\n");
+    err(`flume validate: ${formatProblem(problem)}\n`);
+    return EXIT_USAGE;
+  };
+
+  const file = opts.file!;
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (e) {
+    const reason = (e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message;
+    return usageFailure({ file, line: 0, component: "", key: "", message: `cannot read the file: ${reason}`, severity: "error", code: "syntax" });
+  }
+
+  const result = validateConfigText(text, file, { agentName: opts.agentName, sysProps: opts.sysProps }, registry);
+  if (!result.config && result.agents.length > 0) {
+    const selection = result.problems.find((p) => p.code === "unknown-agent" || p.code === "ambiguous-agent");
+    if (selection) return usageFailure(selection);
+  }
+
+  const problems = opts.strict ? result.problems.map((p) => ({ ...p, severity: "error" as const })) : result.problems;
+  const errors = problems.filter((p) => p.severity === "error").length;
+  const warnings = problems.length - errors;
+  if (opts.json) {
+    out(JSON.stringify(jsonReport(result.problems, opts.strict), null, 2) + "\n");
+  } else {
+    for (const p of problems) out(formatProblem(p) + "\n");
+    const agent = result.config ? `agent ${result.config.agent}` : "configuration";
+    const counts = [plural(errors, "error"), plural(warnings, "warning")].join(", ");
+    out(errors === 0 ? `${file}: ${agent} is valid${warnings ? ` (${plural(warnings, "warning")})` : ""}\n` : `${file}: ${agent} is invalid: ${counts}\n`);
+  }
+  return errors === 0 ? EXIT_VALID : EXIT_INVALID;
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+export const validate = defineCommand({
+  meta: { name: "validate", description: "Check a Flume configuration file and report every problem with file and line" },
+  args: {
+    file: { type: "positional", required: false, description: "The Flume properties file (also -f/--conf-file)" },
+    name: { type: "string", alias: "n", description: "The agent to check (optional when the file has one agent)" },
+    json: { type: "boolean", description: 'Print {"valid", "errors", "warnings"} as JSON' },
+    strict: { type: "boolean", description: "Treat warnings as errors" },
+    D: { type: "string", description: "-Dkey=value: a system property for ${sys:key} (repeatable)" },
+  },
+  run(ctx) {
+    process.exitCode = runValidate(ctx.rawArgs);
+  },
+});
