@@ -1,0 +1,612 @@
+/**
+ * The durable file channel. Puts and takes are synchronous and touch only memory; a commit
+ * encodes the whole transaction (see format.ts), and a single writer appends the commits that
+ * are waiting as one group with one fsync (group commit), then applies them to the in-memory
+ * queue and resolves them. Checkpoints (checkpoint.ts) snapshot the queue between groups so a
+ * restart replays only the log tail (replay.ts).
+ */
+import fs from "node:fs";
+import type { Channel } from "../../../core/channel.ts";
+import type { Clock, TimerHandle } from "../../../core/clock.ts";
+import { systemClock } from "../../../core/clock.ts";
+import { ChannelException, ChannelFullException } from "../../../core/errors.ts";
+import type { Event } from "../../../core/event.ts";
+import type { LifecycleState } from "../../../core/lifecycle.ts";
+import { type Logger, silentLogger } from "../../../core/logger.ts";
+import { BasicTransaction } from "../../../core/transaction.ts";
+import { encodeCheckpoint, writeCheckpointFile } from "./checkpoint.ts";
+import { FileChannelCounter } from "./counter.ts";
+import { DirLock } from "./dir-lock.ts";
+import { EventQueue } from "./event-queue.ts";
+import { encodeTransaction, toRanges } from "./format.ts";
+import { recover } from "./replay.ts";
+import { SegmentLog } from "./segment-log.ts";
+
+export interface FileChannelOptions {
+  checkpointDir: string;
+  dataDirs: string[];
+  backupCheckpointDir?: string;
+  useDualCheckpoints: boolean;
+  capacity: number;
+  transactionCapacity: number;
+  /** Milliseconds. */
+  checkpointInterval: number;
+  maxFileSize: number;
+  minimumRequiredSpace: number;
+  /** Seconds a commit waits for room in a full channel. */
+  keepAlive: number;
+  checkpointOnClose: boolean;
+  fsyncPerTransaction: boolean;
+  /** Seconds between fsyncs when fsyncPerTransaction is false. */
+  fsyncInterval: number;
+}
+
+/** Flume's floor for minimumRequiredSpace: 1 MB. */
+export const MINIMUM_REQUIRED_SPACE_FLOOR = 1024 * 1024;
+/** Events kept in memory after their put, so a sink that keeps up never reads the disk. */
+const MEMORY_CACHE_BYTES = 16 * 1024 * 1024;
+/** Upper bound of one group write. */
+const MAX_GROUP_BYTES = 64 * 1024 * 1024;
+/** How often put() re-checks free disk space while the channel is refusing puts. */
+const LOW_DISK_RECHECK_MS = 1000;
+
+interface CommitRequest {
+  tx: FileTransaction;
+  bytes: Buffer;
+  eventOffsets: Uint32Array;
+  firstSeq: number;
+  puts: Event[];
+  positions: Map<string, string> | null;
+  resolve(): void;
+  reject(err: Error): void;
+}
+
+function cost(e: Event): number {
+  let n = 96 + e.body.length;
+  for (const k in e.headers) n += 64 + k.length + e.headers[k].length;
+  return n;
+}
+
+export class FileTransaction extends BasicTransaction {
+  puts: Event[] = [];
+  takenSeqs: number[] = [];
+  takenSegs: number[] = [];
+  takenOffs: number[] = [];
+  takenEvents: Event[] = [];
+
+  constructor(private readonly ch: FileChannel) {
+    super();
+  }
+
+  protected override doPut(event: Event): void {
+    this.ch.put(this, event);
+  }
+
+  protected override doTake(): Event | null {
+    return this.ch.take(this);
+  }
+
+  protected override doCommit(): Promise<void> {
+    return this.ch.commit(this, this.positions);
+  }
+
+  protected override doRollback(): void {
+    this.ch.rollback(this);
+  }
+
+  clear(): void {
+    this.puts = [];
+    this.takenSeqs = [];
+    this.takenSegs = [];
+    this.takenOffs = [];
+    this.takenEvents = [];
+    this.positions = null;
+  }
+}
+
+export class FileChannel implements Channel {
+  readonly durable = true;
+  readonly counter: FileChannelCounter;
+  private state: LifecycleState = "IDLE";
+  private startError: Error | null = null;
+  private readonly logger: Logger;
+  private readonly clock: Clock;
+
+  private locks: DirLock[] = [];
+  private log: SegmentLog | null = null;
+  private queue = new EventQueue();
+  /** Pending events (queued or taken by an open transaction) per segment id. */
+  private segLive = new Map<number, number>();
+  private positions = new Map<string, string>();
+  private nextSeq = 0;
+  private nextTxid = 1;
+  private inflightTakes = 0;
+  private reservedPuts = 0;
+  private cachedBytes = 0;
+  /** Transactions holding taken events: their events are still pending for checkpoints. */
+  private readonly takers = new Set<FileTransaction>();
+  private spaceWaiters: (() => void)[] = [];
+
+  private pendingWrites: CommitRequest[] = [];
+  private writing = false;
+  private idleWaiters: (() => void)[] = [];
+  private checkpointDue = false;
+  private syncDue = false;
+  private checkpointTimer: TimerHandle | null = null;
+  private syncTimer: TimerHandle | null = null;
+
+  private lowDisk: string | null = null;
+  private lastSpaceCheck = 0;
+  private readonly minimumRequiredSpace: number;
+
+  constructor(
+    readonly name: string,
+    readonly options: FileChannelOptions,
+    deps: { clock?: Clock; logger?: Logger } = {},
+  ) {
+    this.clock = deps.clock ?? systemClock;
+    this.logger = deps.logger ?? silentLogger;
+    this.counter = new FileChannelCounter(name, this.clock);
+    this.counter.set("ChannelCapacity", options.capacity);
+    this.minimumRequiredSpace = Math.max(options.minimumRequiredSpace, MINIMUM_REQUIRED_SPACE_FLOOR);
+  }
+
+  getLifecycleState(): LifecycleState {
+    return this.state;
+  }
+
+  getTransaction(): FileTransaction {
+    return new FileTransaction(this);
+  }
+
+  sourcePosition(source: string): string | undefined {
+    return this.positions.get(source);
+  }
+
+  /** Number of events waiting to be taken. */
+  get size(): number {
+    return this.queue.length;
+  }
+
+  private describeDirs(): string {
+    return `checkpointDir ${this.options.checkpointDir}, dataDirs ${this.options.dataDirs.join(",")}`;
+  }
+
+  async start(): Promise<void> {
+    if (this.state === "START") return;
+    const o = this.options;
+    const started = this.clock.now();
+    try {
+      const dirs = [o.checkpointDir, ...o.dataDirs];
+      if (o.useDualCheckpoints && o.backupCheckpointDir) dirs.push(o.backupCheckpointDir);
+      if (new Set(dirs).size !== dirs.length) {
+        throw new ChannelException(`file channel ${this.name}: checkpointDir, backupCheckpointDir and dataDirs must be distinct directories (${dirs.join(", ")})`);
+      }
+      for (const d of dirs) fs.mkdirSync(d, { recursive: true });
+      for (const d of dirs) this.locks.push(DirLock.acquire(d, this.name));
+
+      const ckptDirs = [o.checkpointDir];
+      if (o.useDualCheckpoints && o.backupCheckpointDir) ckptDirs.push(o.backupCheckpointDir);
+      const r = recover({ dataDirs: o.dataDirs, checkpointDirs: ckptDirs, logger: this.logger, repair: true, channel: this.name });
+      this.queue = new EventQueue(Math.max(1024, r.count));
+      this.segLive.clear();
+      for (let i = 0; i < r.count; i++) {
+        this.queue.pushBack(r.seqs[i], r.segs[i], r.offs[i], undefined);
+        this.segLive.set(r.segs[i], (this.segLive.get(r.segs[i]) ?? 0) + 1);
+      }
+      this.positions = r.positions;
+      this.nextSeq = r.nextSeq;
+      this.nextTxid = r.nextTxid;
+      this.log = new SegmentLog(o.dataDirs, o.maxFileSize);
+      this.log.open(r.segments);
+      this.inflightTakes = 0;
+      this.reservedPuts = 0;
+      this.cachedBytes = 0;
+      this.startError = null;
+      this.counter.unhealthy = false;
+      this.counter.set("ChannelSize", this.queue.length);
+      this.counter.set("ChannelCapacity", o.capacity);
+      this.counter.start();
+      this.state = "START";
+      this.counter.open = true;
+      // A fresh checkpoint makes the next start fast and lets old segments go.
+      if (r.replayedRecords > 0 || r.tornTail || !r.checkpointUsed) await this.checkpoint();
+      this.armTimers();
+      this.logger.info(
+        `file channel ${this.name}: open with ${this.queue.length} pending events in ${this.clock.now() - started} ms ` +
+          `(${r.checkpointUsed ? `checkpoint ${r.checkpointUsed}` : "no checkpoint"}, ${r.committedTransactions} transactions replayed)`,
+      );
+    } catch (err) {
+      for (const l of this.locks) l.release();
+      this.locks = [];
+      await this.log?.close().catch(() => {});
+      this.log = null;
+      this.state = "ERROR";
+      this.counter.open = false;
+      this.counter.unhealthy = true;
+      this.startError = err instanceof Error ? err : new Error(String(err));
+      throw err instanceof ChannelException ? err : new ChannelException(`file channel ${this.name} could not start (${this.describeDirs()}): ${this.startError.message}`, { cause: err });
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.state !== "START") return;
+    this.counter.open = false;
+    this.state = "STOP";
+    this.disarmTimers();
+    await this.whenIdle();
+    if (this.options.checkpointOnClose) await this.checkpoint();
+    await this.log?.close();
+    this.log = null;
+    for (const l of this.locks) l.release();
+    this.locks = [];
+    for (const w of this.spaceWaiters.splice(0)) w();
+    this.counter.stop();
+  }
+
+  private armTimers(): void {
+    const interval = Math.max(1000, this.options.checkpointInterval);
+    const tick = (): void => {
+      this.checkpointDue = true;
+      this.pump();
+      this.checkpointTimer = this.clock.setTimeout(tick, interval);
+    };
+    this.checkpointTimer = this.clock.setTimeout(tick, interval);
+    if (!this.options.fsyncPerTransaction) {
+      const every = Math.max(1, this.options.fsyncInterval) * 1000;
+      const sync = (): void => {
+        this.syncDue = true;
+        this.pump();
+        this.syncTimer = this.clock.setTimeout(sync, every);
+      };
+      this.syncTimer = this.clock.setTimeout(sync, every);
+    }
+  }
+
+  private disarmTimers(): void {
+    if (this.checkpointTimer) this.clock.clearTimeout(this.checkpointTimer);
+    if (this.syncTimer) this.clock.clearTimeout(this.syncTimer);
+    this.checkpointTimer = this.syncTimer = null;
+  }
+
+  private requireOpen(): SegmentLog {
+    if (this.state === "START" && this.log) return this.log;
+    if (this.startError) throw new ChannelException(`file channel ${this.name} is closed: it failed to start: ${this.startError.message}`);
+    throw new ChannelException(`file channel ${this.name} is not open (state ${this.state})`);
+  }
+
+  // ---- transaction operations ----
+
+  put(tx: FileTransaction, event: Event): void {
+    this.counter.values.EventPutAttemptCount++;
+    this.requireOpen();
+    if (tx.puts.length >= this.options.transactionCapacity) {
+      throw new ChannelException(
+        `Put queue for FileBackedTransaction of capacity ${this.options.transactionCapacity} full, consider committing more frequently, increasing capacity or increasing thread count (channel ${this.name})`,
+      );
+    }
+    if (this.lowDisk !== null) {
+      const reason = this.checkDiskSpace(true);
+      if (reason) {
+        this.counter.values.EventPutErrorCount++;
+        throw new ChannelException(reason);
+      }
+    }
+    tx.puts.push(event);
+  }
+
+  take(tx: FileTransaction): Event | null {
+    this.counter.values.EventTakeAttemptCount++;
+    const log = this.requireOpen();
+    if (tx.takenSeqs.length >= this.options.transactionCapacity) {
+      throw new ChannelException(
+        `Take list for FileBackedTransaction, capacity ${this.options.transactionCapacity} full, consider committing more frequently, increasing capacity, or increasing thread count (channel ${this.name})`,
+      );
+    }
+    const q = this.queue;
+    if (q.length === 0) return null;
+    const seq = q.frontSeq();
+    const seg = q.frontSeg();
+    const off = q.frontOff();
+    let event = q.frontEvent();
+    if (event) {
+      this.cachedBytes -= cost(event);
+    } else {
+      try {
+        event = log.read(seg, off);
+      } catch (err) {
+        this.counter.values.EventTakeErrorCount++;
+        throw new ChannelException(`file channel ${this.name}: cannot read event ${seq} from ${log.pathOf(seg) ?? `segment ${seg}`} at offset ${off}: ${(err as Error).message}`, {
+          cause: err,
+        });
+      }
+    }
+    q.dropFront();
+    this.inflightTakes++;
+    tx.takenSeqs.push(seq);
+    tx.takenSegs.push(seg);
+    tx.takenOffs.push(off);
+    tx.takenEvents.push(event);
+    this.takers.add(tx);
+    this.counter.values.ChannelSize = q.length;
+    return event;
+  }
+
+  rollback(tx: FileTransaction): void {
+    const n = tx.takenSeqs.length;
+    // Back to the head, in their original order.
+    for (let i = n - 1; i >= 0; i--) {
+      const e = tx.takenEvents[i];
+      const keep = this.cachedBytes < MEMORY_CACHE_BYTES;
+      if (keep) this.cachedBytes += cost(e);
+      this.queue.pushFront(tx.takenSeqs[i], tx.takenSegs[i], tx.takenOffs[i], keep ? e : undefined);
+    }
+    this.inflightTakes -= n;
+    this.takers.delete(tx);
+    this.counter.values.ChannelSize = this.queue.length;
+    tx.clear();
+  }
+
+  async commit(tx: FileTransaction, positions: Map<string, string> | null): Promise<void> {
+    const puts = tx.puts.length;
+    const takes = tx.takenSeqs.length;
+    if (puts === 0 && takes === 0 && (!positions || positions.size === 0)) return;
+    this.requireOpen();
+    if (puts > 0) {
+      const reason = this.checkDiskSpace(false);
+      if (reason) {
+        this.counter.values.EventPutErrorCount += puts;
+        throw new ChannelException(reason);
+      }
+      await this.reserve(puts, takes);
+      this.requireOpen();
+    }
+    const txid = this.nextTxid++;
+    const firstSeq = this.nextSeq;
+    this.nextSeq += puts;
+    const { bytes, eventOffsets } = encodeTransaction(txid, firstSeq, tx.puts, takes > 0 ? toRanges(tx.takenSeqs, takes) : [], takes, positions);
+    await new Promise<void>((resolve, reject) => {
+      this.pendingWrites.push({ tx, bytes, eventOffsets, firstSeq, puts: tx.puts, positions, resolve, reject });
+      this.pump();
+    });
+  }
+
+  /** Waits up to keep-alive until the channel has room for the transaction's net puts. */
+  private async reserve(puts: number, takes: number): Promise<void> {
+    const fits = (): boolean => this.queue.length + this.inflightTakes + this.reservedPuts + puts - takes <= this.options.capacity;
+    if (!fits()) {
+      const deadline = this.clock.now() + this.options.keepAlive * 1000;
+      while (!fits() && this.state === "START") {
+        const left = deadline - this.clock.now();
+        if (left <= 0) break;
+        await new Promise<void>((resolve) => {
+          const timer = this.clock.setTimeout(resolve, left);
+          this.spaceWaiters.push(() => {
+            this.clock.clearTimeout(timer);
+            resolve();
+          });
+        });
+      }
+      if (!fits()) {
+        throw new ChannelFullException(
+          `Space for commit to queue couldn't be acquired. Sinks are likely not keeping up with sources, or the buffer size is too tight (channel ${this.name}, capacity ${this.options.capacity})`,
+        );
+      }
+    }
+    this.reservedPuts += puts;
+  }
+
+  private wakeSpaceWaiters(): void {
+    if (this.spaceWaiters.length === 0) return;
+    for (const w of this.spaceWaiters.splice(0)) w();
+  }
+
+  /**
+   * Returns why puts are refused (free space below minimumRequiredSpace), or null. While puts
+   * are refused, put() re-checks at most once a second so a full disk costs no syscall per event.
+   */
+  private checkDiskSpace(throttled: boolean): string | null {
+    const now = this.clock.now();
+    if (throttled && now - this.lastSpaceCheck < LOW_DISK_RECHECK_MS) return this.lowDisk;
+    this.lastSpaceCheck = now;
+    const dir = this.log?.activeDir ?? this.options.dataDirs[0];
+    try {
+      const st = fs.statfsSync(dir);
+      const free = Number(st.bavail) * Number(st.bsize);
+      if (free < this.minimumRequiredSpace) {
+        if (this.lowDisk === null) this.logger.warn(`file channel ${this.name}: disk space low in ${dir}; refusing puts until it returns`);
+        this.lowDisk = `file channel ${this.name}: only ${free} bytes free in ${dir}, below minimumRequiredSpace ${this.minimumRequiredSpace}; puts are refused until space is freed (takes keep working)`;
+      } else {
+        if (this.lowDisk !== null) this.logger.info(`file channel ${this.name}: disk space is back in ${dir}; accepting puts again`);
+        this.lowDisk = null;
+      }
+    } catch {
+      // statfs unsupported: rely on ENOSPC from the writes themselves.
+      this.lowDisk = null;
+    }
+    return this.lowDisk;
+  }
+
+  // ---- the writer ----
+
+  private pump(): void {
+    if (this.writing) return;
+    if (this.pendingWrites.length === 0 && !this.checkpointDue && !this.syncDue) return;
+    this.writing = true;
+    void this.runWriter();
+  }
+
+  private async runWriter(): Promise<void> {
+    try {
+      while (this.log && (this.pendingWrites.length > 0 || this.checkpointDue || this.syncDue)) {
+        if (this.pendingWrites.length > 0) await this.writeGroup(this.log);
+        if (this.syncDue && this.log) {
+          this.syncDue = false;
+          await this.log.syncIfDirty().catch((err: Error) => this.logger.error(`file channel ${this.name}: periodic fsync failed: ${err.message}`));
+        }
+        if (this.checkpointDue && this.pendingWrites.length === 0) await this.checkpoint();
+      }
+    } finally {
+      this.writing = false;
+      for (const w of this.idleWaiters.splice(0)) w();
+    }
+    if (this.log && this.pendingWrites.length > 0) this.pump();
+  }
+
+  private whenIdle(): Promise<void> {
+    if (!this.writing && this.pendingWrites.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private async writeGroup(log: SegmentLog): Promise<void> {
+    let total = 0;
+    let n = 0;
+    while (n < this.pendingWrites.length && (n === 0 || total + this.pendingWrites[n].bytes.length <= MAX_GROUP_BYTES)) {
+      total += this.pendingWrites[n].bytes.length;
+      n++;
+    }
+    const group = this.pendingWrites.splice(0, n);
+    let segment: number;
+    let offset: number;
+    try {
+      log.prepare(total);
+      ({ segment, offset } = await log.append(
+        group.map((r) => r.bytes),
+        total,
+        this.options.fsyncPerTransaction,
+      ));
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      if (e.code === "ENOSPC") {
+        this.lowDisk = `file channel ${this.name}: the disk of ${log.activeDir} is full (ENOSPC); puts are refused until space is freed (takes keep working)`;
+        this.lastSpaceCheck = this.clock.now();
+      }
+      const failure = new ChannelException(`file channel ${this.name}: cannot write to ${log.pathOf(log.activeId) ?? log.activeDir}: ${e.message}`, { cause: err });
+      for (const r of group) {
+        this.reservedPuts -= r.puts.length;
+        if (r.puts.length > 0) this.counter.values.EventPutErrorCount += r.puts.length;
+        else this.counter.values.EventTakeErrorCount += r.tx.takenSeqs.length;
+        r.reject(failure);
+      }
+      this.wakeSpaceWaiters();
+      return;
+    }
+    let at = offset;
+    let freed = false;
+    for (const r of group) {
+      if (this.apply(r, segment, at)) freed = true;
+      at += r.bytes.length;
+    }
+    if (freed) this.wakeSpaceWaiters();
+    for (const r of group) r.resolve();
+  }
+
+  /** Makes a durable commit visible: queues its puts, forgets its takes. True if it freed room. */
+  private apply(r: CommitRequest, segment: number, base: number): boolean {
+    const q = this.queue;
+    const v = this.counter.values;
+    const puts = r.puts;
+    for (let i = 0; i < puts.length; i++) {
+      const e = puts[i];
+      let keep = false;
+      if (this.cachedBytes < MEMORY_CACHE_BYTES) {
+        this.cachedBytes += cost(e);
+        keep = true;
+      }
+      q.pushBack(r.firstSeq + i, segment, base + r.eventOffsets[i], keep ? e : undefined);
+    }
+    if (puts.length > 0) {
+      this.segLive.set(segment, (this.segLive.get(segment) ?? 0) + puts.length);
+      this.reservedPuts -= puts.length;
+      v.EventPutSuccessCount += puts.length;
+    }
+    const tx = r.tx;
+    const takes = tx.takenSeqs.length;
+    if (takes > 0) {
+      let i = 0;
+      while (i < takes) {
+        const s = tx.takenSegs[i];
+        let j = i + 1;
+        while (j < takes && tx.takenSegs[j] === s) j++;
+        this.segLive.set(s, (this.segLive.get(s) ?? 0) - (j - i));
+        i = j;
+      }
+      this.inflightTakes -= takes;
+      v.EventTakeSuccessCount += takes;
+      this.takers.delete(tx);
+    }
+    if (r.positions) for (const [k, val] of r.positions) this.positions.set(k, val);
+    v.ChannelSize = q.length;
+    tx.clear();
+    return takes > 0;
+  }
+
+  /**
+   * Writes a checkpoint of every pending event (taken-but-uncommitted ones first) at the
+   * current end of the log, then deletes segments that hold no pending event and lie wholly
+   * before it. Runs only while no group write is in flight, so the snapshot matches the log.
+   */
+  private async checkpoint(): Promise<void> {
+    this.checkpointDue = false;
+    const log = this.log;
+    if (!log) return;
+    const o = this.options;
+    if (!o.fsyncPerTransaction) await log.syncIfDirty();
+    const count = this.inflightTakes + this.queue.length;
+    const seqs = new Float64Array(count);
+    const segs = new Uint32Array(count);
+    const offs = new Uint32Array(count);
+    let i = 0;
+    for (const tx of this.takers) {
+      for (let k = 0; k < tx.takenSeqs.length; k++, i++) {
+        seqs[i] = tx.takenSeqs[k];
+        segs[i] = tx.takenSegs[k];
+        offs[i] = tx.takenOffs[k];
+      }
+    }
+    this.queue.forEach((s, g, f) => {
+      seqs[i] = s;
+      segs[i] = g;
+      offs[i] = f;
+      i++;
+    });
+    const logSegment = log.activeId;
+    const bytes = encodeCheckpoint({
+      logSegment,
+      logOffset: log.activeEnd,
+      nextSeq: this.nextSeq,
+      nextTxid: this.nextTxid,
+      count: i,
+      seqs,
+      segs,
+      offs,
+      positions: new Map(this.positions),
+    });
+    try {
+      await writeCheckpointFile(o.checkpointDir, bytes);
+    } catch (err) {
+      this.counter.values.CheckpointWriteErrorCount++;
+      this.logger.error(`file channel ${this.name}: cannot write checkpoint in ${o.checkpointDir}: ${(err as Error).message}; the log is kept until a checkpoint succeeds`);
+      return;
+    }
+    if (o.useDualCheckpoints && o.backupCheckpointDir) {
+      try {
+        await writeCheckpointFile(o.backupCheckpointDir, bytes);
+      } catch (err) {
+        this.counter.values.CheckpointBackupWriteErrorCount++;
+        this.logger.error(`file channel ${this.name}: cannot write backup checkpoint in ${o.backupCheckpointDir}: ${(err as Error).message}`);
+      }
+    }
+    if (!this.log) return;
+    for (const id of log.segmentIds()) {
+      if (id < logSegment && (this.segLive.get(id) ?? 0) <= 0) {
+        try {
+          log.remove(id);
+          this.segLive.delete(id);
+        } catch (err) {
+          this.logger.warn(`file channel ${this.name}: cannot delete data file of segment ${id}: ${(err as Error).message}`);
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,203 @@
+/**
+ * The append-only segment files of a file channel: appends whole transaction groups at the end
+ * of the active segment, rolls to a new segment (round-robin over dataDirs) at maxFileSize,
+ * reads events back for takes with large read-ahead, and deletes segments nobody needs.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import type { Event } from "../../../core/event.ts";
+import { fsyncDir } from "./checkpoint.ts";
+import { SEGMENT_HEADER_SIZE, decodeEventAt, encodeSegmentHeader, segmentFileName } from "./format.ts";
+import type { SegmentInfo } from "./replay.ts";
+
+const READ_AHEAD = 1024 * 1024;
+
+function writeAll(fd: number, buf: Buffer, position: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const step = (done: number): void => {
+      if (done === buf.length) return resolve();
+      fs.write(fd, buf, done, buf.length - done, position + done, (err, n) => (err ? reject(err) : step(done + n)));
+    };
+    step(0);
+  });
+}
+
+function datasync(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fs.fdatasync(fd, (err) => (err ? reject(err) : resolve())));
+}
+
+interface Segment {
+  id: number;
+  path: string;
+  dir: string;
+  /** Bytes whose write completed: readers never look past it. */
+  end: number;
+  readFd: number | null;
+}
+
+export class SegmentLog {
+  private readonly segments = new Map<number, Segment>();
+  private active!: Segment;
+  private writeFd = -1;
+  private nextDir = 0;
+  private dirty = false;
+  /** Read-ahead window. */
+  private rSeg = -1;
+  private rStart = 0;
+  private rEnd = 0;
+  private rBuf: Buffer = Buffer.alloc(0);
+
+  constructor(
+    private readonly dataDirs: readonly string[],
+    private readonly maxFileSize: number,
+  ) {}
+
+  /** Opens the log after recovery: appends to the newest segment, or starts the first one. */
+  open(recovered: readonly SegmentInfo[]): void {
+    for (const s of recovered) this.segments.set(s.id, { id: s.id, path: s.path, dir: s.dir, end: s.size, readFd: null });
+    const last = recovered[recovered.length - 1];
+    if (last && last.size < this.maxFileSize) {
+      this.active = this.segments.get(last.id)!;
+      this.writeFd = fs.openSync(last.path, "r+");
+      this.nextDir = (this.dataDirs.indexOf(last.dir) + 1) % this.dataDirs.length;
+    } else {
+      this.createSegment(last ? last.id + 1 : 1);
+    }
+  }
+
+  get activeId(): number {
+    return this.active.id;
+  }
+  get activeEnd(): number {
+    return this.active.end;
+  }
+  get activeDir(): string {
+    return this.active.dir;
+  }
+  segmentIds(): number[] {
+    return [...this.segments.keys()];
+  }
+  pathOf(id: number): string | undefined {
+    return this.segments.get(id)?.path;
+  }
+
+  private createSegment(id: number): void {
+    const dir = this.dataDirs[this.nextDir];
+    this.nextDir = (this.nextDir + 1) % this.dataDirs.length;
+    const file = path.join(dir, segmentFileName(id));
+    const fd = fs.openSync(file, "w+");
+    const header = encodeSegmentHeader(id);
+    fs.writeSync(fd, header, 0, header.length, 0);
+    fs.fdatasyncSync(fd);
+    fsyncDir(dir);
+    this.writeFd = fd;
+    this.active = { id, path: file, dir, end: SEGMENT_HEADER_SIZE, readFd: null };
+    this.segments.set(id, this.active);
+  }
+
+  /**
+   * Makes room for `bytes` more: rolls to a new segment when the active one would pass
+   * maxFileSize (a group larger than maxFileSize still goes whole into a fresh segment).
+   */
+  prepare(bytes: number): void {
+    if (this.active.end > SEGMENT_HEADER_SIZE && this.active.end + bytes > this.maxFileSize) {
+      if (this.dirty) fs.fdatasyncSync(this.writeFd);
+      this.dirty = false;
+      fs.closeSync(this.writeFd);
+      this.createSegment(this.active.id + 1);
+    }
+  }
+
+  /**
+   * Appends buffers at the end of the active segment and returns their file offset. On failure
+   * the segment is cut back so no partial record stays in the middle of the log.
+   */
+  async append(bufs: readonly Buffer[], total: number, sync: boolean): Promise<{ segment: number; offset: number }> {
+    const seg = this.active;
+    const fd = this.writeFd;
+    const offset = seg.end;
+    const data = bufs.length === 1 ? bufs[0] : Buffer.concat(bufs as Buffer[], total);
+    try {
+      await writeAll(fd, data, offset);
+      if (sync) await datasync(fd);
+      else this.dirty = true;
+    } catch (err) {
+      try {
+        fs.ftruncateSync(fd, offset);
+      } catch {
+        // The next append rewrites this region anyway; replay would cut it as a torn tail.
+      }
+      throw err;
+    }
+    seg.end = offset + total;
+    return { segment: seg.id, offset };
+  }
+
+  /** For fsyncPerTransaction=false: the periodic fsync. */
+  async syncIfDirty(): Promise<void> {
+    if (!this.dirty) return;
+    this.dirty = false;
+    await datasync(this.writeFd);
+  }
+
+  /** Reads the event at (segment, offset), using and refilling the read-ahead window. */
+  read(segment: number, offset: number): Event {
+    if (segment === this.rSeg && offset >= this.rStart) {
+      const e = decodeEventAt(this.rBuf, offset - this.rStart, this.rEnd - this.rStart);
+      if (e) return e;
+    }
+    const seg = this.segments.get(segment);
+    if (!seg) throw new Error(`data file for segment ${segment} is gone`);
+    seg.readFd ??= fs.openSync(seg.path, "r");
+    const limit = seg.end;
+    let want = Math.min(READ_AHEAD, limit - offset);
+    if (want < 4) throw new Error(`event at ${seg.path}:${offset} lies beyond the written data (${limit} bytes)`);
+    // A fresh buffer per window: events handed out keep views into it.
+    let buf = Buffer.allocUnsafe(want);
+    let got = fs.readSync(seg.readFd, buf, 0, want, offset);
+    if (got >= 4) {
+      const need = 4 + buf.readUInt32LE(0);
+      if (need > got) {
+        want = Math.min(Math.max(need, READ_AHEAD), limit - offset);
+        buf = Buffer.allocUnsafe(want);
+        got = 0;
+        while (got < want) {
+          const n = fs.readSync(seg.readFd, buf, got, want - got, offset + got);
+          if (n <= 0) break;
+          got += n;
+        }
+      }
+    }
+    this.rSeg = segment;
+    this.rStart = offset;
+    this.rEnd = offset + got;
+    this.rBuf = buf;
+    const e = decodeEventAt(buf, 0, got);
+    if (!e) throw new Error(`cannot read the event at ${seg.path}:${offset}`);
+    return e;
+  }
+
+  /** Deletes a segment that holds no pending event and that replay no longer needs. */
+  remove(id: number): void {
+    const seg = this.segments.get(id);
+    if (!seg || seg === this.active) return;
+    if (seg.readFd !== null) fs.closeSync(seg.readFd);
+    if (this.rSeg === id) this.rSeg = -1;
+    this.segments.delete(id);
+    fs.rmSync(seg.path, { force: true });
+  }
+
+  async close(): Promise<void> {
+    if (this.writeFd >= 0) {
+      if (this.dirty) await datasync(this.writeFd);
+      fs.closeSync(this.writeFd);
+      this.writeFd = -1;
+    }
+    for (const seg of this.segments.values()) {
+      if (seg.readFd !== null) fs.closeSync(seg.readFd);
+      seg.readFd = null;
+    }
+    this.rBuf = Buffer.alloc(0);
+    this.rSeg = -1;
+  }
+}

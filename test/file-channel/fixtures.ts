@@ -1,0 +1,78 @@
+import path from "node:path";
+import { createEvent, type Event } from "../../src/core/event.ts";
+import { MemoryLogger } from "../../src/core/logger.ts";
+import { FileChannel, type FileChannelOptions } from "../../src/components/channels/file/index.ts";
+
+export function options(dir: string, over: Partial<FileChannelOptions> = {}): FileChannelOptions {
+  return {
+    checkpointDir: path.join(dir, "checkpoint"),
+    dataDirs: [path.join(dir, "data")],
+    useDualCheckpoints: false,
+    capacity: 100000,
+    transactionCapacity: 1000,
+    checkpointInterval: 30000,
+    maxFileSize: 2146435071,
+    minimumRequiredSpace: 1024 * 1024,
+    keepAlive: 0,
+    checkpointOnClose: true,
+    fsyncPerTransaction: true,
+    fsyncInterval: 5,
+    ...over,
+  };
+}
+
+export async function openChannel(dir: string, over: Partial<FileChannelOptions> = {}, logger = new MemoryLogger()) {
+  const ch = new FileChannel("c1", options(dir, over), { logger });
+  await ch.start();
+  return { ch, logger };
+}
+
+/** Puts the bodies in one committed transaction. */
+export async function putAll(ch: FileChannel, bodies: string[], headers: Record<string, string> = {}, position?: [string, string]): Promise<void> {
+  const tx = ch.getTransaction();
+  tx.begin();
+  try {
+    for (const b of bodies) tx.put(createEvent(b, { ...headers }));
+    if (position) tx.setSourcePosition(position[0], position[1]);
+    await tx.commit();
+  } catch (err) {
+    await tx.rollback();
+    throw err;
+  } finally {
+    tx.close();
+  }
+}
+
+/** Takes up to max events in one committed transaction. */
+export async function takeSome(ch: FileChannel, max: number): Promise<Event[]> {
+  const tx = ch.getTransaction();
+  tx.begin();
+  const out: Event[] = [];
+  try {
+    for (let i = 0; i < max; i++) {
+      const e = tx.take();
+      if (!e) break;
+      out.push(e);
+    }
+    await tx.commit();
+  } catch (err) {
+    await tx.rollback();
+    throw err;
+  } finally {
+    tx.close();
+  }
+  return out;
+}
+
+export async function drain(ch: FileChannel, batch = 1000): Promise<string[]> {
+  const out: string[] = [];
+  for (;;) {
+    const got = await takeSome(ch, batch);
+    if (got.length === 0) return out;
+    for (const e of got) out.push(new TextDecoder().decode(e.body));
+  }
+}
+
+export function range(from: number, n: number, prefix = "e"): string[] {
+  return Array.from({ length: n }, (_, i) => `${prefix}${from + i}`);
+}
