@@ -16,6 +16,8 @@ export const main = defineCommand({
   },
   subCommands: {
     version,
+    run: () => import("./run.ts").then((m) => m.run),
+    agent: () => import("./run.ts").then((m) => m.agentAlias),
     validate: () => import("./validate.ts").then((m) => m.validate),
     describe: () => import("./describe.ts").then((m) => m.describe),
   },

@@ -1,0 +1,63 @@
+import type { Clock, TimerHandle } from "../core/clock.ts";
+import type { Agent } from "./agent.ts";
+
+/**
+ * A one-line report of the agent's throughput: events in per second per source, events out
+ * per second per channel (taken by sinks) and each channel's fill.
+ */
+export class StatsReporter {
+  private timer: TimerHandle | null = null;
+  private last = new Map<string, number>();
+  private lastAt = 0;
+
+  constructor(
+    private readonly agent: Agent,
+    private readonly clock: Clock,
+    private readonly write: (line: string) => void,
+    private readonly intervalMs = 10000,
+  ) {}
+
+  start(): void {
+    this.lastAt = this.clock.now();
+    this.snapshot();
+    this.schedule();
+  }
+
+  stop(): void {
+    if (this.timer) this.clock.clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private schedule(): void {
+    this.timer = this.clock.setTimeout(() => {
+      this.write(this.line());
+      this.schedule();
+    }, this.intervalMs);
+  }
+
+  private snapshot(): Map<string, number> {
+    const now = new Map<string, number>();
+    const { sources, channels } = this.agent.components;
+    for (const s of sources.values()) now.set(`in:${s.name}`, s.source.counter.values.EventAcceptedCount);
+    for (const c of channels.values()) now.set(`out:${c.name}`, c.channel.counter.values.EventTakeSuccessCount);
+    return now;
+  }
+
+  /** The report line for the time since the previous one. */
+  line(): string {
+    const now = this.snapshot();
+    const at = this.clock.now();
+    const secs = Math.max(0.001, (at - this.lastAt) / 1000);
+    const rate = (key: string) => Math.max(0, Math.round(((now.get(key) ?? 0) - (this.last.get(key) ?? 0)) / secs));
+    const parts: string[] = [];
+    const { sources, channels } = this.agent.components;
+    for (const s of sources.values()) parts.push(`${s.name} in ${rate(`in:${s.name}`)}/s`);
+    for (const c of channels.values()) {
+      const v = c.channel.counter.values;
+      parts.push(`${c.name} out ${rate(`out:${c.name}`)}/s fill ${c.channel.counter.fillPercentage().toFixed(1)}% (${v.ChannelSize}/${v.ChannelCapacity})`);
+    }
+    this.last = now;
+    this.lastAt = at;
+    return `stats: ${parts.join(" | ")}`;
+  }
+}

@@ -1,0 +1,280 @@
+import { readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import { type ArgsDef, defineCommand } from "citty";
+import { Agent } from "../agent/agent.ts";
+import { dropBroken } from "../agent/build.ts";
+import { componentLogger, createAgentLogger } from "../agent/logging.ts";
+import { StatsReporter } from "../agent/stats.ts";
+import * as registry from "../components/registry.ts";
+import { formatProblem } from "../config/problems.ts";
+import { validateConfigText } from "../config/validate.ts";
+import { systemClock } from "../core/clock.ts";
+import { MetricsServer } from "../monitoring/http-server.ts";
+
+export interface RunOptions {
+  file: string;
+  name?: string;
+  sysProps: Record<string, string>;
+  reload: boolean;
+  pollIntervalSec: number;
+  metricsPort?: number;
+  metricsBind: string;
+  lenient: boolean;
+  quiet: boolean;
+  drainTimeoutMs: number;
+  statsIntervalSec: number;
+}
+
+export class UsageError extends Error {}
+
+/**
+ * Parses `flume run` arguments, accepting flume-ng's spellings too: `agent` as a first word,
+ * `--conf-file`, `--name`, `-c/--conf` (ignored), `--no-reload-conf`, `-Dk=v` or `-D k=v`.
+ */
+export function parseRunArgs(argv: string[]): { options: RunOptions; notes: string[] } {
+  const notes: string[] = [];
+  const o: RunOptions = {
+    file: "",
+    sysProps: {},
+    reload: true,
+    pollIntervalSec: 30,
+    metricsBind: "0.0.0.0",
+    lenient: false,
+    quiet: false,
+    drainTimeoutMs: 5000,
+    statsIntervalSec: 10,
+  };
+  const args = [...argv];
+  if (args[0] === "agent") args.shift();
+  const value = (flag: string): string => {
+    const v = args.shift();
+    if (v === undefined) throw new UsageError(`${flag} needs a value`);
+    return v;
+  };
+  const number = (flag: string, v: string): number => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n < 0) throw new UsageError(`${flag} needs a non-negative number, got "${v}"`);
+    return n;
+  };
+  while (args.length > 0) {
+    const raw = args.shift() as string;
+    const eq = raw.startsWith("--") ? raw.indexOf("=") : -1;
+    const arg = eq > 0 ? raw.slice(0, eq) : raw;
+    if (eq > 0) args.unshift(raw.slice(eq + 1));
+    switch (arg) {
+      case "-f":
+      case "--conf-file":
+      case "--file":
+        o.file = value(arg);
+        break;
+      case "-n":
+      case "--name":
+        o.name = value(arg);
+        break;
+      case "-c":
+      case "--conf":
+        notes.push(`${arg} ${value(arg)} ignored: Flume TS needs no conf directory (logging goes to stderr)`);
+        break;
+      case "--no-reload-conf":
+        o.reload = false;
+        break;
+      case "--poll-interval":
+        o.pollIntervalSec = number(arg, value(arg));
+        break;
+      case "--metrics-port":
+        o.metricsPort = number(arg, value(arg));
+        break;
+      case "--metrics-bind":
+        o.metricsBind = value(arg);
+        break;
+      case "--lenient":
+        o.lenient = true;
+        break;
+      case "--quiet":
+      case "-q":
+        o.quiet = true;
+        break;
+      case "--drain-timeout":
+        o.drainTimeoutMs = number(arg, value(arg));
+        break;
+      case "--stats-interval":
+        o.statsIntervalSec = number(arg, value(arg));
+        break;
+      case "-D": {
+        const kv = value(arg);
+        addSysProp(o, kv);
+        break;
+      }
+      default:
+        if (arg.startsWith("-D") && arg.length > 2) addSysProp(o, arg.slice(2));
+        else throw new UsageError(`unknown option "${raw}"`);
+    }
+  }
+  if (!o.file) throw new UsageError("missing the configuration file: flume run -f FILE [-n AGENT]");
+  const mtype = o.sysProps["flume.monitoring.type"];
+  if (mtype !== undefined) {
+    if (mtype.toLowerCase() !== "http") throw new UsageError(`-Dflume.monitoring.type=${mtype}: only "http" monitoring is available`);
+    const port = o.sysProps["flume.monitoring.port"] ?? "41414";
+    o.metricsPort ??= number("-Dflume.monitoring.port", port);
+  }
+  return { options: o, notes };
+}
+
+function addSysProp(o: RunOptions, kv: string): void {
+  const eq = kv.indexOf("=");
+  if (eq <= 0) throw new UsageError(`-D needs key=value, got "${kv}"`);
+  o.sysProps[kv.slice(0, eq)] = kv.slice(eq + 1);
+}
+
+function loadConfig(file: string, o: RunOptions) {
+  const text = readFileSync(file, "utf8");
+  return validateConfigText(text, file, { agentName: o.name, sysProps: o.sysProps }, registry);
+}
+
+/** Runs an agent until SIGINT or SIGTERM; resolves with the exit code. */
+export async function runAgent(o: RunOptions, notes: string[] = []): Promise<number> {
+  const log = createAgentLogger({ quiet: false });
+  for (const n of notes) log.info(n);
+  const file = path.resolve(o.file);
+  let result;
+  try {
+    result = loadConfig(file, o);
+  } catch (err) {
+    log.error(`cannot read ${o.file}: ${(err as Error).message}`);
+    return 2;
+  }
+  const errors = result.problems.filter((p) => p.severity === "error");
+  for (const p of result.problems) (p.severity === "error" ? log.error : log.warn)(formatProblem(p));
+  if (!result.config) return 1;
+  if (errors.length > 0) {
+    if (!o.lenient) {
+      log.error(`${errors.length} error(s) in ${o.file}; not starting (fix them, or use --lenient to drop the broken components as Flume does)`);
+      return 1;
+    }
+    for (const w of dropBroken(result.config, result.problems)) log.warn(w);
+  }
+  const config = result.config;
+  const agent = new Agent(config.agent, {
+    clock: systemClock,
+    logger: log,
+    componentLogger: (name) => componentLogger(log, name),
+    drainTimeout: o.drainTimeoutMs,
+  });
+  try {
+    await agent.start(config);
+  } catch (err) {
+    log.error(`agent ${config.agent} failed to start: ${(err as Error).message}`);
+    await agent.stop().catch(() => {});
+    return 1;
+  }
+  const c = agent.components;
+  log.success(`agent ${config.agent} started: sources [${[...c.sources.keys()].join(", ")}], channels [${[...c.channels.keys()].join(", ")}], sinks [${[...c.runners.values()].flatMap((r) => r.sinks.map((s) => s.name)).join(", ")}]`);
+
+  let metrics: MetricsServer | null = null;
+  if (o.metricsPort !== undefined) {
+    metrics = new MetricsServer(agent, o.metricsPort, o.metricsBind, log);
+    try {
+      await metrics.start();
+    } catch (err) {
+      log.error(`cannot serve metrics on ${o.metricsBind}:${o.metricsPort}: ${(err as Error).message}`);
+      await agent.stop();
+      return 1;
+    }
+  }
+
+  const stats = o.quiet || o.statsIntervalSec === 0 ? null : new StatsReporter(agent, systemClock, (line) => log.info(line), o.statsIntervalSec * 1000);
+  stats?.start();
+
+  let reloadTimer: ReturnType<typeof setInterval> | null = null;
+  if (o.reload && o.pollIntervalSec > 0) {
+    let lastText = readFileSync(file, "utf8");
+    let lastMtime = statSync(file).mtimeMs;
+    let reloading = false;
+    reloadTimer = setInterval(async () => {
+      if (reloading) return;
+      reloading = true;
+      try {
+        const mtime = statSync(file).mtimeMs;
+        if (mtime === lastMtime) return;
+        lastMtime = mtime;
+        const text = readFileSync(file, "utf8");
+        if (text === lastText) return;
+        lastText = text;
+        const next = loadConfig(file, o);
+        const bad = next.problems.filter((p) => p.severity === "error");
+        if (bad.length > 0 || !next.config) {
+          log.error(`${o.file} changed but has ${bad.length} error(s); keeping the running configuration`);
+          for (const p of next.problems) (p.severity === "error" ? log.error : log.warn)(formatProblem(p));
+          return;
+        }
+        const r = await agent.reload(next.config);
+        log.success(`reloaded ${o.file}: started [${r.started.join(", ")}], stopped [${r.stopped.join(", ")}], kept [${r.kept.join(", ")}]`);
+      } catch (err) {
+        log.error(`reload of ${o.file} failed: ${(err as Error).message}; keeping the running configuration`);
+      } finally {
+        reloading = false;
+      }
+    }, o.pollIntervalSec * 1000);
+  }
+
+  return await new Promise<number>((resolve) => {
+    let stopping = false;
+    const shutdown = async (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info(`${signal} received: stopping agent ${config.agent}`);
+      if (reloadTimer) clearInterval(reloadTimer);
+      stats?.stop();
+      try {
+        await agent.stop();
+        await metrics?.stop();
+        log.success(`agent ${config.agent} stopped`);
+        resolve(0);
+      } catch (err) {
+        log.error(`error while stopping: ${(err as Error).message}`);
+        resolve(1);
+      }
+    };
+    process.on("SIGINT", () => void shutdown("SIGINT"));
+    process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  });
+}
+
+const HELP_ARGS = {
+  "conf-file": { type: "string", alias: "f", description: "The Flume properties file (flume-ng: --conf-file)" },
+  name: { type: "string", alias: "n", description: "The agent to run; optional when the file configures one agent" },
+  conf: { type: "string", alias: "c", description: "Accepted for flume-ng compatibility and ignored" },
+  "no-reload-conf": { type: "boolean", description: "Do not reload the file when it changes" },
+  "poll-interval": { type: "string", description: "Seconds between checks of the file for changes (default 30)" },
+  "metrics-port": { type: "string", description: "Serve /metrics (Flume's JSON) and /prometheus on this port" },
+  "metrics-bind": { type: "string", description: "Address for the metrics server (default 0.0.0.0)" },
+  lenient: { type: "boolean", description: "Start with broken components dropped, as Flume does, instead of refusing" },
+  quiet: { type: "boolean", alias: "q", description: "No periodic stats line" },
+  "drain-timeout": { type: "string", description: "Milliseconds sinks get to drain channels on shutdown (default 5000)" },
+  "stats-interval": { type: "string", description: "Seconds between stats lines (default 10)" },
+  D: { type: "string", description: "-Dkey=value system property: ${sys:key}, flume.monitoring.type=http, flume.monitoring.port=N" },
+} satisfies ArgsDef;
+
+export function makeRunCommand(name: string, description: string) {
+  return defineCommand({
+    meta: { name, description },
+    args: HELP_ARGS,
+    async run({ rawArgs }) {
+      let parsed;
+      try {
+        parsed = parseRunArgs(rawArgs);
+      } catch (err) {
+        if (err instanceof UsageError) {
+          console.error(`flume ${name}: ${err.message}`);
+          process.exit(2);
+        }
+        throw err;
+      }
+      const code = await runAgent(parsed.options, parsed.notes);
+      process.exit(code);
+    },
+  });
+}
+
+export const run = makeRunCommand("run", "Run an agent from a Flume properties file (flume-ng agent)");
+export const agentAlias = makeRunCommand("agent", "Same as run, spelled as flume-ng's `agent` command");

@@ -1,0 +1,64 @@
+import http from "node:http";
+import type { Logger } from "../core/logger.ts";
+import { metricsJson, prometheusText } from "./metrics.ts";
+import type { MetricsProvider } from "./metrics.ts";
+
+const INDEX = '<html><body><a href="./metrics">Metrics</a> <a href="./prometheus">Prometheus</a></body></html>\n';
+
+/**
+ * Flume's HTTP monitoring: GET /metrics answers the counter JSON, GET / a small page linking
+ * to it, GET /prometheus the same counters for Prometheus; anything else 404.
+ */
+export class MetricsServer {
+  private server: http.Server | null = null;
+
+  constructor(
+    private readonly provider: MetricsProvider,
+    private readonly port: number,
+    private readonly bind = "0.0.0.0",
+    private readonly logger?: Logger,
+  ) {}
+
+  get boundPort(): number {
+    const addr = this.server?.address();
+    return addr && typeof addr === "object" ? addr.port : this.port;
+  }
+
+  async start(): Promise<void> {
+    const server = http.createServer((req, res) => this.handle(req, res));
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(this.port, this.bind, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    this.server = server;
+    this.logger?.info(`metrics on http://${this.bind}:${this.boundPort}/metrics`);
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    if (!server) return;
+    server.closeAllConnections?.();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const path = (req.url ?? "/").split("?")[0];
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      res.writeHead(405, { Allow: "GET, HEAD", "Content-Type": "text/plain" }).end("method not allowed\n");
+      return;
+    }
+    if (path === "/metrics") {
+      res.writeHead(200, { "Content-Type": "application/json;charset=utf-8" }).end(JSON.stringify(metricsJson(this.provider)));
+    } else if (path === "/prometheus") {
+      res.writeHead(200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" }).end(prometheusText(this.provider));
+    } else if (path === "/" || path === "") {
+      res.writeHead(200, { "Content-Type": "text/html;charset=utf-8" }).end(INDEX);
+    } else {
+      res.writeHead(404, { "Content-Type": "text/plain" }).end("not found\n");
+    }
+  }
+}
