@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import type { SecureVersion, TlsOptions } from "node:tls";
+import type { ConnectionOptions, SecureVersion, TlsOptions } from "node:tls";
 import { RpcTlsConfigError } from "./errors.ts";
 
 /** Flume's TLS settings, with key material as PEM files instead of Java key stores. */
@@ -100,7 +100,7 @@ export function serverTlsOptions(s: TlsSettings): TlsOptions {
  * is checked against the truststore (or the system CAs) but the host name is not, and
  * trust-all-certs skips the check entirely.
  */
-export function clientTlsOptions(s: TlsSettings): TlsOptions & { rejectUnauthorized: boolean; checkServerIdentity: () => undefined } {
+export function clientTlsOptions(s: TlsSettings): ConnectionOptions {
   const ca = s.truststore && !s.trustAllCerts ? readPem(s.truststore, "truststore", "truststore", s.truststoreType) : undefined;
   return {
     ...(ca ? { ca } : {}),
