@@ -1,0 +1,325 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { chmodSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import {
+  interceptorEntries,
+  ownProps,
+  parseFlumeConfig,
+  type ParseOptions,
+  rawValues,
+  selectorProps,
+  sinkChannel,
+  sinkGroupSinks,
+  sinkProcessorProps,
+  sourceChannels,
+  unlistedInterceptors,
+} from "../../src/config/flume-config.ts";
+import type { Problem } from "../../src/config/problems.ts";
+import { tempDir } from "../helpers.ts";
+
+const conf = (lines: string[]) => lines.join("\n") + "\n";
+
+function parse(text: string, opts: ParseOptions = {}) {
+  return parseFlumeConfig(text, "flume.conf", { env: {}, ...opts });
+}
+
+function brief(problems: Problem[]) {
+  return problems.map((p) => ({ line: p.line, severity: p.severity, code: p.code, component: p.component, key: p.key }));
+}
+
+describe("Flume's configuration grammar", () => {
+  const classic = conf([
+    "# example.conf", // 1
+    "a1.sources = r1", // 2
+    "a1.sinks = k1", // 3
+    "a1.channels = c1", // 4
+    "a1.sources.r1.type = netcat", // 5
+    "a1.sources.r1.bind = localhost", // 6
+    "a1.sources.r1.port = 44444", // 7
+    "a1.sinks.k1.type = logger", // 8
+    "a1.channels.c1.type = memory", // 9
+    "a1.channels.c1.capacity = 1000", // 10
+    "a1.sources.r1.channels = c1", // 11
+    "a1.sinks.k1.channel = c1", // 12
+  ]);
+
+  test("components with their type, props and lines", () => {
+    const r = parse(classic);
+    expect(r.agents).toEqual(["a1"]);
+    expect(r.problems).toEqual([]);
+    const c = r.config!;
+    expect(c.agent).toBe("a1");
+    expect(c.file).toBe("flume.conf");
+    expect(c.line).toBe(2);
+    expect(c.listed.sources).toEqual({ value: "r1", file: "flume.conf", line: 2 });
+    const r1 = c.sources.get("r1")!;
+    expect(r1.kind).toBe("source");
+    expect(r1.type).toEqual({ value: "netcat", file: "flume.conf", line: 5 });
+    expect(r1.line).toBe(5);
+    expect(rawValues(r1.props)).toEqual({ bind: "localhost", port: "44444", channels: "c1" });
+    expect(r1.props.channels.line).toBe(11);
+    expect(sourceChannels(r1)).toEqual(["c1"]);
+    expect(rawValues(ownProps(r1))).toEqual({ bind: "localhost", port: "44444" });
+    const k1 = c.sinks.get("k1")!;
+    expect(sinkChannel(k1)).toBe("c1");
+    expect(ownProps(k1)).toEqual({});
+    expect(c.channels.get("c1")!.props.capacity).toEqual({ value: "1000", file: "flume.conf", line: 10 });
+  });
+
+  test("values are trimmed; empty values are kept apart (Flume ignores them)", () => {
+    const r = parse(conf(["a1.channels = c1  ", "a1.channels.c1.type =   memory   ", "a1.channels.c1.capacity =", "a1.sources ="]));
+    const c1 = r.config!.channels.get("c1")!;
+    expect(c1.type?.value).toBe("memory");
+    expect(c1.props.capacity).toBeUndefined();
+    expect(c1.emptyProps.capacity).toEqual({ value: "", file: "flume.conf", line: 3 });
+    expect(r.config!.listed.channels?.value).toBe("c1");
+    expect(r.config!.listed.sources).toBeUndefined();
+    expect(brief(r.problems)).toEqual([{ line: 4, severity: "warning", code: "empty-list", component: "a1", key: "sources" }]);
+  });
+
+  test("selector, interceptors and sink processor keys stay in props and are read through helpers", () => {
+    const r = parse(
+      conf([
+        "a1.sources = r1", // 1
+        "a1.sources.r1.type = seq", // 2
+        "a1.sources.r1.channels = c1 c2", // 3
+        "a1.sources.r1.selector.type = multiplexing", // 4
+        "a1.sources.r1.selector.header = state", // 5
+        "a1.sources.r1.selector.mapping.CZ = c1", // 6
+        "a1.sources.r1.interceptors = i2 i1", // 7
+        "a1.sources.r1.interceptors.i1.type = static", // 8
+        "a1.sources.r1.interceptors.i1.key = dc", // 9
+        "a1.sources.r1.interceptors.i2.type = timestamp", // 10
+        "a1.sources.r1.interceptors.i3.type = host", // 11
+        "a1.sinkgroups = g1", // 12
+        "a1.sinkgroups.g1.sinks = k1 k2", // 13
+        "a1.sinkgroups.g1.processor.type = failover", // 14
+        "a1.sinkgroups.g1.processor.priority.k1 = 5", // 15
+      ]),
+    );
+    const r1 = r.config!.sources.get("r1")!;
+    const sel = selectorProps(r1);
+    expect(sel.type).toEqual({ value: "multiplexing", file: "flume.conf", line: 4 });
+    expect(rawValues(sel.props)).toEqual({ header: "state", "mapping.CZ": "c1" });
+    expect(sel.prefix).toBe("selector.");
+    expect(sel.line).toBe(4);
+    const is = interceptorEntries(r1);
+    expect(is.map((i) => [i.name, i.type?.value, rawValues(i.props), i.prefix])).toEqual([
+      ["i2", "timestamp", {}, "interceptors.i2."],
+      ["i1", "static", { key: "dc" }, "interceptors.i1."],
+    ]);
+    expect(unlistedInterceptors(r1)).toEqual(["i3"]);
+    expect(Object.keys(ownProps(r1))).toEqual([]);
+    const g1 = r.config!.sinkgroups.get("g1")!;
+    expect(sinkGroupSinks(g1)).toEqual(["k1", "k2"]);
+    const proc = sinkProcessorProps(g1);
+    expect(proc.type?.value).toBe("failover");
+    expect(rawValues(proc.props)).toEqual({ "priority.k1": "5" });
+  });
+
+  test("a source without a selector gets an empty selector part located at the source", () => {
+    const r = parse(conf(["a1.sources = r1", "a1.sources.r1.type = seq"]));
+    const sel = selectorProps(r.config!.sources.get("r1")!);
+    expect(sel.type).toBeUndefined();
+    expect(sel.line).toBe(2);
+    expect(interceptorEntries(r.config!.sources.get("r1")!)).toEqual([]);
+  });
+
+  test("several agents per file: -n picks one, and keys of other agents are not mixed in", () => {
+    const text = conf(["a1.channels = c1", "a1.channels.c1.type = memory", "a2.channels = c9", "a2.channels.c9.type = memory", "a2.channels.c9.capacity = 5"]);
+    const r = parse(text, { agentName: "a2" });
+    expect(r.agents).toEqual(["a1", "a2"]);
+    expect([...r.config!.channels.keys()]).toEqual(["c9"]);
+    expect(r.config!.line).toBe(3);
+    expect(r.problems).toEqual([]);
+  });
+
+  test("several agents and no name: a problem listing them, no config", () => {
+    const r = parse(conf(["a1.channels = c1", "b7.channels = c1"]));
+    expect(r.config).toBeUndefined();
+    expect(r.problems).toHaveLength(1);
+    expect(r.problems[0].code).toBe("ambiguous-agent");
+    expect(r.problems[0].message).toBe("the file configures several agents (a1, b7)");
+    expect(r.problems[0].hint).toBe("pick one with -n, e.g. -n a1");
+  });
+
+  test("an unknown agent name: a problem with a suggestion", () => {
+    const r = parse(conf(["agent1.channels = c1"]), { agentName: "agent2" });
+    expect(r.config).toBeUndefined();
+    expect(r.problems[0].code).toBe("unknown-agent");
+    expect(r.problems[0].message).toBe("no agent named agent2 in this file; it configures agent1");
+    expect(r.problems[0].hint).toBe("did you mean -n agent1?");
+  });
+
+  test("a file with no agent", () => {
+    const r = parse("# nothing\nfoo = bar\n");
+    expect(r.agents).toEqual([]);
+    expect(r.problems.map((p) => p.code)).toEqual(["no-agent"]);
+  });
+
+  test("keys outside Flume's grammar are errors with a suggestion", () => {
+    const r = parse(conf(["a1.channels = c1", "a1.channels.c1.type = memory", "a1.source.r1.type = seq", "a1.sources.r1 = x", "a1.foo = 1"]));
+    expect(brief(r.problems)).toEqual([
+      { line: 3, severity: "error", code: "invalid-key", component: "a1", key: "source.r1.type" },
+      { line: 4, severity: "error", code: "invalid-key", component: "a1", key: "sources.r1" },
+      { line: 5, severity: "error", code: "invalid-key", component: "a1", key: "foo" },
+    ]);
+    expect(r.problems[0].hint).toBe("did you mean a1.sources.r1.type?");
+  });
+
+  test("duplicate keys: the later wins, with a warning at its line", () => {
+    const r = parse(conf(["a1.channels = c1", "a1.channels.c1.type = memory", "a1.channels.c1.capacity = 10", "a1.channels.c1.capacity = 20"]));
+    expect(r.config!.channels.get("c1")!.props.capacity).toEqual({ value: "20", file: "flume.conf", line: 4 });
+    expect(brief(r.problems)).toEqual([{ line: 4, severity: "warning", code: "duplicate-key", component: "channel c1", key: "a1.channels.c1.capacity" }]);
+    expect(r.problems[0].message).toContain("line 3");
+  });
+
+  test("a key of no agent is a warning unless a ${...} refers to it", () => {
+    const r = parse(conf(["base = /var/flume", "unused = 1", "a1.channels = c1", "a1.channels.c1.type = file", "a1.channels.c1.checkpointDir = ${base}/cp"]));
+    expect(r.config!.channels.get("c1")!.props.checkpointDir.value).toBe("/var/flume/cp");
+    expect(brief(r.problems)).toEqual([{ line: 2, severity: "warning", code: "not-in-agent", component: "", key: "unused" }]);
+  });
+
+  test("a properties syntax error is reported with its line", () => {
+    const r = parse(conf(["a1.channels = c1", "a1.channels.c1.type = \\uZZZZ"]));
+    expect(brief(r.problems)).toEqual([{ line: 2, severity: "error", code: "syntax", component: "", key: "" }]);
+  });
+});
+
+describe("substitution as Flume 1.11", () => {
+  const one = (value: string, opts: ParseOptions = {}, extra: string[] = []) => {
+    const r = parse(conf([...extra, "a1.channels = c1", `a1.channels.c1.type = ${value}`]), opts);
+    return { value: r.config!.channels.get("c1")!.type?.value, problems: r.problems };
+  };
+
+  test("${env:X}, ${sys:X} from -D, and bare ${KEY} from other properties", () => {
+    expect(one("${env:CH_TYPE}", { env: { CH_TYPE: "memory" } }).value).toBe("memory");
+    expect(one("${sys:ch.type}", { sysProps: { "ch.type": "file" } }).value).toBe("file");
+    expect(one("${a1.default.type}x", {}, ["a1.default.type = mem"]).value).toBe("memx");
+    expect(one("${sys:user.home}").value).not.toContain("${");
+  });
+
+  test("defaults, nesting, recursion and $$ escapes", () => {
+    expect(one("${env:NOPE:-memory}").value).toBe("memory");
+    expect(one("${env:${sys:which}}", { sysProps: { which: "T" }, env: { T: "memory" } }).value).toBe("memory");
+    expect(one("${outer}", { env: { E: "e" } }, ["outer = ${inner}-x", "inner = ${env:E}"]).value).toBe("e-x");
+    expect(one("$${literal}").value).toBe("${literal}");
+    expect(one("cost ${ not closed").value).toBe("cost ${ not closed");
+  });
+
+  test("an unresolved variable is an error with file:line, and the text stays as written", () => {
+    const r = one("${env:MISSING}", {}, ["# a comment"]);
+    expect(r.value).toBe("${env:MISSING}");
+    expect(r.problems).toHaveLength(1);
+    expect(r.problems[0]).toMatchObject({ file: "flume.conf", line: 3, component: "channel c1", key: "type", severity: "error", code: "unresolved-variable" });
+    expect(r.problems[0].message).toBe("environment variable MISSING is not set");
+    expect(one("${sys:nope}").problems[0].hint).toContain("-Dnope=");
+    expect(one("${NOT_A_KEY}").problems[0].message).toBe("variable ${NOT_A_KEY} is not defined");
+    expect(one("${date:yyyy}").problems[0].message).toContain("not supported");
+  });
+
+  test("a cycle is reported, not looped", () => {
+    const r = one("${x}", {}, ["x = ${y}", "y = ${x}"]);
+    expect(r.problems.map((p) => p.code)).toEqual(["substitution-cycle"]);
+    expect(r.problems[0].message).toContain("x -> y -> x");
+  });
+
+  test("EnvVarResolverProperties mode lets bare ${X} read the environment", () => {
+    const opts = { env: { HOME_DIR: "/h" }, sysProps: { propertiesImplementation: "org.apache.flume.node.EnvVarResolverProperties" } };
+    expect(one("${HOME_DIR}", opts)).toEqual({ value: "/h", problems: [] });
+  });
+
+  test("list keys are substituted too", () => {
+    const r = parse(conf(["a1.channels = ${env:CHS}", "a1.channels.c1.type = memory"]), { env: { CHS: "c1" } });
+    expect(r.config!.listed.channels?.value).toBe("c1");
+  });
+});
+
+describe("config filters", () => {
+  const { dir, cleanup } = tempDir();
+  afterAll(cleanup);
+  const script = (name: string, body: string) => {
+    const p = path.join(dir, name);
+    writeFileSync(p, `#!/bin/sh\n${body}\n`);
+    chmodSync(p, 0o755);
+    return p;
+  };
+
+  const withFilter = (filterLines: string[], value: string, opts: ParseOptions = {}) => {
+    const r = parse(conf(["a1.channels = c1", "a1.configfilters = f1", ...filterLines, `a1.channels.c1.dataDirs = ${value}`]), opts);
+    return { value: r.config!.channels.get("c1")!.props.dataDirs?.value, problems: r.problems, config: r.config! };
+  };
+
+  test("env filter: ${f1['KEY']}, ${f1[\"KEY\"]} and ${f1[KEY]}", () => {
+    const r = withFilter(["a1.configfilters.f1.type = env"], "${f1['A']}/${f1[\"B\"]}/${f1[C]}", { env: { A: "a", B: "b", C: "c" } });
+    expect(r.problems).toEqual([]);
+    expect(r.value).toBe("a/b/c");
+    expect(r.config.configFilters.filters.get("f1")!.type?.value).toBe("env");
+  });
+
+  test("Flume's class name works as the filter type", () => {
+    const r = withFilter(["a1.configfilters.f1.type = org.apache.flume.configfilter.EnvironmentVariableConfigFilter"], "${f1['A']}", { env: { A: "x" } });
+    expect(r.value).toBe("x");
+  });
+
+  test("env filter: a missing variable is an error at the line using it", () => {
+    const r = withFilter(["a1.configfilters.f1.type = env"], "${f1['my_keystore_password']}");
+    expect(brief(r.problems)).toEqual([{ line: 4, severity: "error", code: "unresolved-variable", component: "channel c1", key: "dataDirs" }]);
+    expect(r.problems[0].message).toBe("${f1['my_keystore_password']}: environment variable my_keystore_password is not set");
+  });
+
+  test("external filter: runs command + key and takes the first line of its output", () => {
+    const cmd = script("resolver.sh", 'echo "secret-for-$2"; echo "second line"');
+    const r = withFilter(["a1.configfilters.f1.type = external", `a1.configfilters.f1.command = ${cmd} --key`, "a1.configfilters.f1.charset = UTF-8"], "/data/${f1['db_password']}");
+    expect(r.problems).toEqual([]);
+    expect(r.value).toBe("/data/secret-for-db_password");
+  });
+
+  test("external filter: a failing command is an error naming its status and stderr", () => {
+    const cmd = script("fail.sh", 'echo "no such key $1" >&2; exit 3');
+    const r = withFilter(["a1.configfilters.f1.type = external", `a1.configfilters.f1.command = ${cmd}`], "${f1['k']}");
+    expect(r.problems).toHaveLength(1);
+    expect(r.problems[0].message).toContain("exited with status 3: no such key k");
+  });
+
+  test("external filter: a command that hangs is killed after the timeout", () => {
+    const cmd = script("hang.sh", "sleep 30");
+    const r = withFilter(["a1.configfilters.f1.type = external", `a1.configfilters.f1.command = ${cmd}`, "a1.configfilters.f1.timeout = 200"], "${f1['k']}");
+    expect(r.problems).toHaveLength(1);
+    expect(r.problems[0].message).toContain("did not finish within 200 ms");
+  });
+
+  test("external filter without a command, hadoop, and unknown types are errors at their lines", () => {
+    expect(brief(withFilter(["a1.configfilters.f1.type = external"], "x").problems)).toEqual([
+      { line: 3, severity: "error", code: "config-filter", component: "configfilter f1", key: "command" },
+    ]);
+    const hadoop = withFilter(["a1.configfilters.f1.type = hadoop"], "x").problems;
+    expect(hadoop[0].message).toContain("not supported");
+    expect(brief(withFilter(["", "a1.configfilters.f1.type = vault"], "x").problems)).toEqual([
+      { line: 4, severity: "error", code: "config-filter", component: "configfilter f1", key: "type" },
+    ]);
+  });
+
+  test("a reference to a broken filter says so instead of 'undefined variable'", () => {
+    const r = withFilter(["a1.configfilters.f1.type = vault"], "${f1['k']}");
+    expect(r.problems.map((p) => p.code)).toEqual(["config-filter", "config-filter"]);
+    expect(r.problems[1].message).toBe("config filter f1 cannot resolve ${f1['k']}");
+  });
+
+  test("an undeclared filter name is an unresolved variable; listed-but-unconfigured and unlisted filters are reported", () => {
+    const r = parse(conf(["a1.channels = c1", "a1.configfilters = f1", "a1.configfilters.f2.type = env", "a1.channels.c1.type = ${f3['x']}"]));
+    expect(brief(r.problems)).toEqual([
+      { line: 2, severity: "error", code: "config-filter", component: "configfilter f1", key: "" },
+      { line: 3, severity: "warning", code: "configured-not-listed", component: "configfilter f2", key: "" },
+      { line: 4, severity: "error", code: "unresolved-variable", component: "channel c1", key: "type" },
+    ]);
+    expect(r.problems[2].message).toBe("${f3['x']} names no config filter");
+  });
+
+  test("filter settings themselves use ${env:...} substitution", () => {
+    const cmd = script("echo.sh", 'echo "v-$1"');
+    const r = withFilter(["a1.configfilters.f1.type = external", "a1.configfilters.f1.command = ${env:RESOLVER}"], "${f1['k']}", { env: { RESOLVER: cmd } });
+    expect(r.problems).toEqual([]);
+    expect(r.value).toBe("v-k");
+  });
+});
