@@ -1,0 +1,144 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import net from "node:net";
+import { parseConfig } from "../../src/config/schema.ts";
+import { EventDeliveryException } from "../../src/core/errors.ts";
+import { createEvent } from "../../src/core/event.ts";
+import { definition as avroSink } from "../../src/components/sinks/avro.ts";
+import { tempDir } from "../helpers.ts";
+import { drain, makeSink, memoryChannel, selfSignedCert, startSource, texts } from "./support.ts";
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function fill(channel: ReturnType<typeof memoryChannel>, n: number, prefix = "e") {
+  const tx = channel.getTransaction();
+  tx.begin();
+  for (let i = 0; i < n; i++) tx.put(createEvent(`${prefix}${i}`, { i: String(i) }));
+  await tx.commit();
+  tx.close();
+}
+
+async function sink(props: Record<string, string>, channel = memoryChannel("upstream")) {
+  const s = makeSink(props, channel);
+  cleanups.push(() => s.sink.stop());
+  await s.sink.start();
+  return { ...s, channel };
+}
+
+async function source(props: Record<string, string> = {}, channel = memoryChannel("downstream")) {
+  const s = await startSource(props, channel);
+  cleanups.push(() => s.source.stop());
+  return s;
+}
+
+describe("avro sink", () => {
+  test("sends batch-size events per appendBatch, commits on OK, and counts as Flume's SinkCounter", async () => {
+    const down = await source();
+    const { sink: k, channel } = await sink({ port: String(down.port), "batch-size": "5" });
+    await fill(channel, 7);
+    expect(await k.process()).toBe("READY");
+    expect(await k.process()).toBe("READY");
+    expect(await k.process()).toBe("BACKOFF");
+    const got = await drain(down.channel);
+    expect(texts(got)).toEqual(["e0", "e1", "e2", "e3", "e4", "e5", "e6"]);
+    expect(got[6].headers).toEqual({ i: "6" });
+    expect(await drain(channel)).toHaveLength(0);
+    const v = k.counter.values;
+    expect(v).toMatchObject({
+      ConnectionCreatedCount: 1,
+      BatchCompleteCount: 1,
+      BatchUnderflowCount: 1,
+      BatchEmptyCount: 1,
+      EventDrainAttemptCount: 7,
+      EventDrainSuccessCount: 7,
+      EventWriteFail: 0,
+    });
+    expect(down.source.counter.values.AppendBatchAcceptedCount).toBe(2);
+  });
+
+  test("FAILED from a full downstream channel rolls back and throws; the events are delivered on a later try", async () => {
+    const downChannel = memoryChannel("downstream", { capacity: 4, transactionCapacity: 4, keepAlive: 0 });
+    const down = await source({}, downChannel);
+    const { sink: k, channel } = await sink({ port: String(down.port), "batch-size": "3" });
+    await fill(channel, 6);
+    await k.process(); // 3 stored downstream
+    const err = await k.process().catch((e: unknown) => e); // 3 more do not fit in 4
+    expect(err).toBeInstanceOf(EventDeliveryException);
+    expect((err as Error).message).toMatch(/Status FAILED/);
+    expect(k.counter.values.EventWriteFail).toBe(1);
+    expect(texts(await drain(downChannel, 4))).toEqual(["e0", "e1", "e2"]);
+    await k.process(); // reconnects and resends the rolled-back batch
+    expect(texts(await drain(downChannel, 4))).toEqual(["e3", "e4", "e5"]);
+    expect(k.counter.values.ConnectionCreatedCount).toBe(2);
+    expect(k.counter.values.ConnectionClosedCount).toBe(1);
+  });
+
+  test("unreachable downstream: process() throws, nothing is lost, delivery resumes once the source is up", async () => {
+    const probe = net.createServer();
+    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", () => r()));
+    const port = (probe.address() as net.AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const { sink: k, channel, logger } = await sink({ port: String(port) });
+    expect(logger.lines.some((l) => /unable to create Rpc client/.test(l.message))).toBe(true);
+    await fill(channel, 3);
+    const err = await k.process().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EventDeliveryException);
+    expect((err as Error).message).toContain(`127.0.0.1:${port}`);
+    expect(k.counter.values.ConnectionFailedCount).toBe(2);
+    const down = await source({ port: String(port) });
+    await k.process();
+    expect(texts(await drain(down.channel))).toEqual(["e0", "e1", "e2"]);
+  });
+
+  test("no answer within request-timeout: the batch is rolled back and stays in the channel", async () => {
+    // A server that accepts and never answers.
+    const silent = net.createServer(() => {});
+    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", () => r()));
+    cleanups.push(() => silent.close());
+    const port = (silent.address() as net.AddressInfo).port;
+    const { sink: k, channel } = await sink({ port: String(port), "request-timeout": "1000" });
+    await fill(channel, 2);
+    const err = await k.process().catch((e: unknown) => e);
+    expect((err as Error).message).toMatch(/within 1000 ms \(request-timeout\)/);
+    expect(texts(await drain(channel))).toEqual(["e0", "e1"]);
+  });
+
+  test("deflate and TLS (truststore as PEM) to an avro source", async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const { cert, key } = selfSignedCert(tmp.dir);
+    const down = await source({ ssl: "true", keystore: cert, "keystore-key": key, "compression-type": "deflate" });
+    const { sink: k, channel } = await sink({ port: String(down.port), ssl: "true", truststore: cert, "compression-type": "deflate", "compression-level": "9" });
+    await fill(channel, 20);
+    await k.process();
+    expect(await drain(down.channel)).toHaveLength(20);
+    expect(readFileSync(cert, "utf8")).toContain("BEGIN CERTIFICATE");
+  });
+
+  test("trust-all-certs accepts a certificate nobody vouches for; without it the sink refuses", async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const { cert, key } = selfSignedCert(tmp.dir);
+    const down = await source({ ssl: "true", keystore: cert, "keystore-key": key });
+    const strict = await sink({ port: String(down.port), ssl: "true" });
+    await fill(strict.channel, 1);
+    expect(await strict.sink.process().catch((e: unknown) => e)).toBeInstanceOf(EventDeliveryException);
+    const lax = await sink({ port: String(down.port), ssl: "true", "trust-all-certs": "true" }, strict.channel);
+    await lax.sink.process();
+    expect(await drain(down.channel)).toHaveLength(1);
+  });
+
+  test("configuration: Flume's defaults and timeouts under a second meaning the default", () => {
+    const { config } = parseConfig(avroSink.schema, { hostname: "h", port: "4141", "request-timeout": "500" });
+    expect(config.int("batch-size")).toBe(100);
+    expect(config.int("connect-timeout")).toBe(20000);
+    expect(config.int("compression-level")).toBe(6);
+    expect(config.string("compression-type")).toBe("none");
+    const made = makeSink({ port: "4141", "request-timeout": "500" }, memoryChannel());
+    expect(made.sink.options.requestTimeout).toBe(20000);
+    expect(avroSink.validate?.(parseConfig(avroSink.schema, { hostname: "h", port: "1", ssl: "true", "truststore-type": "JKS" }).config)[0].message).toMatch(/keytool -exportcert/);
+  });
+});
