@@ -38,7 +38,8 @@ export class ReplicatingChannelSelector implements ChannelSelector {
     private readonly channels: readonly Channel[],
     optionalNames: readonly string[] = [],
   ) {
-    this.optional = byName(channels, optionalNames, "selector.optional");
+    // A channel named twice is optional once; otherwise every batch would be written to it twice.
+    this.optional = [...new Set(byName(channels, optionalNames, "selector.optional"))];
     this.required = channels.filter((c) => !this.optional.includes(c));
   }
 
