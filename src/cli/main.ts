@@ -20,5 +20,7 @@ export const main = defineCommand({
     agent: () => import("./run.ts").then((m) => m.agentAlias),
     validate: () => import("./validate.ts").then((m) => m.validate),
     describe: () => import("./describe.ts").then((m) => m.describe),
+    channel: () => import("./channel.ts").then((m) => m.channel),
+    "avro-client": () => import("./avro-client.ts").then((m) => m.avroClient),
   },
 });
