@@ -19,7 +19,8 @@
  *
  * Payloads:
  *   PUT       f64 first event sequence number, u32 event count, then per event (its sequence
- *             number is first + index): u32 event length E (bytes after this field),
+ *             number is first + index): u32 event length E (bytes after the next field),
+ *             u32 crc32 of those E bytes (so a take checks the one event it reads),
  *             u16 header count, per header: u16 key length, key (UTF-8), u32 value length,
  *             value (UTF-8); then u32 body length, body.
  *   TAKE      u32 range count, per range: f64 first sequence number, u32 count.
@@ -104,6 +105,9 @@ function sealRecord(buf: Buffer, at: number, payloadLength: number): void {
   buf.writeUInt32LE(crc32(buf.subarray(at + 12, at + RECORD_HEADER_SIZE + payloadLength)), at + 8);
 }
 
+/** Bytes before an event's header count: its length and its checksum. */
+export const EVENT_PREFIX = 8;
+
 function eventSize(e: Event): number {
   let size = 2 + 4 + e.body.length;
   for (const key in e.headers) size += 2 + Buffer.byteLength(key) + 4 + Buffer.byteLength(e.headers[key]);
@@ -137,7 +141,7 @@ export function encodeTransaction(
   let putPayload = 0;
   if (puts.length > 0) {
     putPayload = 12;
-    for (let i = 0; i < puts.length; i++) putPayload += 4 + eventSize(puts[i]);
+    for (let i = 0; i < puts.length; i++) putPayload += EVENT_PREFIX + eventSize(puts[i]);
     total += RECORD_HEADER_SIZE + putPayload;
   }
   const takePayload = takes.length > 0 ? 4 + takes.length * 12 : 0;
@@ -162,7 +166,7 @@ export function encodeTransaction(
       const e = puts[i];
       eventOffsets[i] = p;
       const start = p;
-      p += 4;
+      p += EVENT_PREFIX;
       let headerCount = 0;
       const countAt = p;
       p += 2;
@@ -179,7 +183,8 @@ export function encodeTransaction(
       buf.writeUInt32LE(e.body.length, p);
       buf.set(e.body, p + 4);
       p += 4 + e.body.length;
-      buf.writeUInt32LE(p - start - 4, start);
+      buf.writeUInt32LE(p - start - EVENT_PREFIX, start);
+      buf.writeUInt32LE(crc32(buf.subarray(start + EVENT_PREFIX, p)), start + 4);
     }
     sealRecord(buf, at, putPayload);
     at = p;
@@ -221,14 +226,17 @@ export function encodeTransaction(
 }
 
 /**
- * Decodes the event whose u32 length field is at `at` in `buf`; null when the buffer does not
- * hold the whole event (the caller reads more). The body is a view into `buf`.
+ * Decodes the event whose u32 length field is at `at` in `buf`. Returns null when the buffer
+ * does not hold the whole event (the caller reads more), "corrupt" when its checksum fails.
+ * The body is a view into `buf`.
  */
-export function decodeEventAt(buf: Buffer, at: number, end: number): Event | null {
-  if (at + 4 > end) return null;
+export function decodeEventAt(buf: Buffer, at: number, end: number): Event | null | "corrupt" {
+  if (at + EVENT_PREFIX > end) return null;
   const len = buf.readUInt32LE(at);
-  if (at + 4 + len > end) return null;
-  let p = at + 4;
+  const stop = at + EVENT_PREFIX + len;
+  if (stop > end) return null;
+  if (crc32(buf.subarray(at + EVENT_PREFIX, stop)) !== buf.readUInt32LE(at + 4)) return "corrupt";
+  let p = at + EVENT_PREFIX;
   const headerCount = buf.readUInt16LE(p);
   p += 2;
   const headers: Record<string, string> = {};
@@ -245,9 +253,9 @@ export function decodeEventAt(buf: Buffer, at: number, end: number): Event | nul
   return { headers, body };
 }
 
-/** The total bytes an event occupies at its location (length field included). */
+/** The total bytes an event occupies at its location. */
 export function eventLengthAt(buf: Buffer, at: number): number {
-  return 4 + buf.readUInt32LE(at);
+  return EVENT_PREFIX + buf.readUInt32LE(at);
 }
 
 export function decodeTakeRanges(payload: Buffer): TakeRange[] {

@@ -13,6 +13,7 @@ import {
   decodePositions,
   decodePutHeader,
   decodeTakeRanges,
+  eventLengthAt,
   parseSegmentFileName,
 } from "./format.ts";
 import { type ScanResult, type ScannedRecord, scanSegment } from "./segment-scan.ts";
@@ -176,7 +177,7 @@ export function recover(opts: RecoverOptions): RecoveredState {
         let p = 12;
         for (let k = 0; k < count; k++) {
           entries.push(firstSeq + k, currentSegment, r.payloadOffset + p);
-          p += 4 + r.payload.readUInt32LE(p);
+          p += eventLengthAt(r.payload, p);
         }
         pendingNextSeq = Math.max(pendingNextSeq, firstSeq + count);
         break;

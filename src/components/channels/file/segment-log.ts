@@ -7,10 +7,20 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Event } from "../../../core/event.ts";
 import { fsyncDir } from "./checkpoint.ts";
-import { SEGMENT_HEADER_SIZE, decodeEventAt, encodeSegmentHeader, segmentFileName } from "./format.ts";
+import { EVENT_PREFIX, SEGMENT_HEADER_SIZE, decodeEventAt, encodeSegmentHeader, eventLengthAt, segmentFileName } from "./format.ts";
 import type { SegmentInfo } from "./replay.ts";
 
 const READ_AHEAD = 1024 * 1024;
+
+/** An event whose checksum does not match: the data file was damaged after it was written. */
+export class CorruptEventError extends Error {
+  constructor(
+    readonly file: string,
+    readonly offset: number,
+  ) {
+    super(`checksum mismatch in the event at ${file} offset ${offset}; run \`flume channel inspect ${file.replace(/\/[^/]*$/, "")} --verify\``);
+  }
+}
 
 function writeAll(fd: number, buf: Buffer, position: number): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -140,10 +150,14 @@ export class SegmentLog {
     await datasync(this.writeFd);
   }
 
-  /** Reads the event at (segment, offset), using and refilling the read-ahead window. */
+  /**
+   * Reads the event at (segment, offset), using and refilling the read-ahead window (one read
+   * per window, not per event). Throws naming the file and offset when the event is damaged.
+   */
   read(segment: number, offset: number): Event {
     if (segment === this.rSeg && offset >= this.rStart) {
       const e = decodeEventAt(this.rBuf, offset - this.rStart, this.rEnd - this.rStart);
+      if (e === "corrupt") throw new CorruptEventError(this.pathOf(segment) ?? `segment ${segment}`, offset);
       if (e) return e;
     }
     const seg = this.segments.get(segment);
@@ -151,12 +165,12 @@ export class SegmentLog {
     seg.readFd ??= fs.openSync(seg.path, "r");
     const limit = seg.end;
     let want = Math.min(READ_AHEAD, limit - offset);
-    if (want < 4) throw new Error(`event at ${seg.path}:${offset} lies beyond the written data (${limit} bytes)`);
+    if (want < EVENT_PREFIX) throw new Error(`event at ${seg.path}:${offset} lies beyond the written data (${limit} bytes)`);
     // A fresh buffer per window: events handed out keep views into it.
     let buf = Buffer.allocUnsafe(want);
     let got = fs.readSync(seg.readFd, buf, 0, want, offset);
-    if (got >= 4) {
-      const need = 4 + buf.readUInt32LE(0);
+    if (got >= EVENT_PREFIX) {
+      const need = eventLengthAt(buf, 0);
       if (need > got) {
         want = Math.min(Math.max(need, READ_AHEAD), limit - offset);
         buf = Buffer.allocUnsafe(want);
@@ -173,7 +187,8 @@ export class SegmentLog {
     this.rEnd = offset + got;
     this.rBuf = buf;
     const e = decodeEventAt(buf, 0, got);
-    if (!e) throw new Error(`cannot read the event at ${seg.path}:${offset}`);
+    if (e === "corrupt") throw new CorruptEventError(seg.path, offset);
+    if (!e) throw new Error(`cannot read the event at ${seg.path}:${offset}: the data file ends early`);
     return e;
   }
 
