@@ -178,8 +178,8 @@ interface BackoffState {
   restoreTime: number;
 }
 
-/** Failures within this long after the previous backoff ended count as consecutive (Flume's CONSIDER_SEQUENTIAL_RANGE). */
-const CONSIDER_SEQUENTIAL_RANGE_MS = 2000;
+/** Failures within this long after the previous backoff ended count as consecutive (Flume's CONSIDER_SEQUENTIAL_RANGE: one hour). */
+const CONSIDER_SEQUENTIAL_RANGE_MS = 60 * 60 * 1000;
 const MAX_EXPONENT = 16;
 
 /**

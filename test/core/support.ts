@@ -77,6 +77,8 @@ export class TestSink implements Sink {
   fail = false;
   /** When set, the sink fails once it has delivered this many more events (Flume's ConsumeXSink). */
   remaining = Number.POSITIVE_INFINITY;
+  /** Return READY even when the channel was empty (as Flume's ConsumeXSink). */
+  readyWhenEmpty = false;
   calls = 0;
   private channel: Channel | null = null;
   private state: LifecycleState = "IDLE";
@@ -114,7 +116,7 @@ export class TestSink implements Sink {
     try {
       const e = tx.take();
       await tx.commit();
-      if (e === null) return "BACKOFF";
+      if (e === null) return this.readyWhenEmpty ? "READY" : "BACKOFF";
       this.received.push(bodyText(e));
       this.remaining--;
       return "READY";
