@@ -1,0 +1,59 @@
+import type { Event } from "../../core/event.ts";
+import type { ByteOutput, EventSerializer, SerializerDefinition } from "./serializer.ts";
+
+const NEWLINE = new Uint8Array([10]);
+const encoder = new TextEncoder();
+
+/** Headers as Java's Map.toString prints them: `{k1=v1, k2=v2}`. */
+export function javaMapString(headers: Record<string, string>): string {
+  let s = "{";
+  let first = true;
+  for (const key in headers) {
+    if (!first) s += ", ";
+    s += `${key}=${headers[key]}`;
+    first = false;
+  }
+  return `${s}}`;
+}
+
+/**
+ * `{headers} body`, then a newline unless appendNewline is false (Flume's
+ * HeaderAndBodyTextEventSerializer). Header order is the event's insertion order.
+ */
+export class HeaderAndBodyTextSerializer implements EventSerializer {
+  constructor(
+    private readonly out: ByteOutput,
+    private readonly appendNewline: boolean,
+  ) {}
+
+  afterCreate(): void {}
+  afterReopen(): void {}
+  beforeClose(): void {}
+  flush(): void {}
+  supportsReopen(): boolean {
+    return true;
+  }
+
+  write(event: Event): void {
+    this.out.write(encoder.encode(`${javaMapString(event.headers)} `));
+    this.out.write(event.body);
+    if (this.appendNewline) this.out.write(NEWLINE);
+  }
+}
+
+export const definition: SerializerDefinition = {
+  schema: {
+    kind: "serializer",
+    type: "header_and_text",
+    aliases: ["HEADER_AND_TEXT", "org.apache.flume.serialization.HeaderAndBodyTextEventSerializer$Builder"],
+    doc: "Writes each event's headers as {key=value, ...}, a space, the body and a newline.",
+    props: [{ key: "appendNewline", type: "boolean", default: true, doc: "Append a newline after each event" }],
+  },
+  create(config) {
+    const appendNewline = config.boolean("appendNewline");
+    return {
+      type: "header_and_text",
+      open: async (out: ByteOutput) => new HeaderAndBodyTextSerializer(out, appendNewline),
+    };
+  },
+};

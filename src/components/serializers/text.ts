@@ -1,0 +1,42 @@
+import type { Event } from "../../core/event.ts";
+import type { ByteOutput, EventSerializer, SerializerDefinition } from "./serializer.ts";
+
+const NEWLINE = new Uint8Array([10]);
+
+/** The event body as is, then a newline unless appendNewline is false (Flume's BodyTextEventSerializer). */
+export class BodyTextSerializer implements EventSerializer {
+  constructor(
+    private readonly out: ByteOutput,
+    private readonly appendNewline: boolean,
+  ) {}
+
+  afterCreate(): void {}
+  afterReopen(): void {}
+  beforeClose(): void {}
+  flush(): void {}
+  supportsReopen(): boolean {
+    return true;
+  }
+
+  write(event: Event): void {
+    this.out.write(event.body);
+    if (this.appendNewline) this.out.write(NEWLINE);
+  }
+}
+
+export const definition: SerializerDefinition = {
+  schema: {
+    kind: "serializer",
+    type: "text",
+    aliases: ["TEXT", "org.apache.flume.serialization.BodyTextEventSerializer$Builder"],
+    doc: "Writes each event's body, followed by a newline.",
+    props: [{ key: "appendNewline", type: "boolean", default: true, doc: "Append a newline after each event body" }],
+  },
+  create(config) {
+    const appendNewline = config.boolean("appendNewline");
+    return {
+      type: "text",
+      open: async (out: ByteOutput) => new BodyTextSerializer(out, appendNewline),
+    };
+  },
+};

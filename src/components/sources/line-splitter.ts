@@ -1,0 +1,211 @@
+/**
+ * Splits a stream of byte chunks into lines without a syscall or a copy per line: a line
+ * inside a chunk is a view (subarray) of that chunk; only a line that straddles two chunks is
+ * copied. Callers feed a chunk, pull lines with next() until it returns null, then feed the
+ * next chunk. Used by TAILDIR, spooldir (LINE), exec and netcat-style sources.
+ */
+
+/** What happens to a line longer than maxLineLength bytes. */
+export type OverlongPolicy =
+  /** Emit it in pieces of maxLineLength bytes (nothing lost; Flume's LineDeserializer). */
+  | "split"
+  /** Emit the first maxLineLength bytes, drop the rest up to the newline. */
+  | "truncate";
+
+export interface LineSplitterOptions {
+  /** Longest line in bytes, newline excluded; 0 or less means unbounded. */
+  maxLineLength?: number;
+  overlong?: OverlongPolicy;
+  /** Drop a carriage return before the newline (CRLF input). */
+  stripCR?: boolean;
+  /** Cut overlong lines at a UTF-8 character boundary instead of inside a character. */
+  utf8?: boolean;
+  /** Called once per overlong line, with the bytes seen so far; for a warning. */
+  onOverlong?: (length: number) => void;
+}
+
+const NL = 10;
+const CR = 13;
+const EMPTY = new Uint8Array(0);
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  if (a.length === 0) return b;
+  if (b.length === 0) return a;
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a, 0);
+  out.set(b, a.length);
+  return out;
+}
+
+/** Largest cut <= max that does not split a UTF-8 sequence (falls back to max). */
+function utf8Cut(bytes: Uint8Array, max: number): number {
+  let cut = max;
+  // Back off over continuation bytes (10xxxxxx) so the piece ends on a character boundary.
+  while (cut > 0 && cut > max - 4 && (bytes[cut] & 0xc0) === 0x80) cut--;
+  return cut > 0 ? cut : max;
+}
+
+export class LineSplitter {
+  private readonly max: number;
+  private readonly policy: OverlongPolicy;
+  private readonly stripCR: boolean;
+  private readonly utf8: boolean;
+  private readonly onOverlong?: (length: number) => void;
+  private chunk: Uint8Array = EMPTY;
+  private cursor = 0;
+  /** Bytes of an unfinished line carried over from earlier chunks. */
+  private carry: Uint8Array = EMPTY;
+  /** True while dropping the rest of a truncated line up to its newline. */
+  private discarding = false;
+  /** Bytes consumed through the end of the last line returned (newline included). */
+  private consumedBytes = 0;
+  /** True when the last line returned ended with a newline (not an overlong piece). */
+  lastComplete = true;
+
+  constructor(options: LineSplitterOptions = {}) {
+    this.max = options.maxLineLength && options.maxLineLength > 0 ? options.maxLineLength : 0;
+    this.policy = options.overlong ?? "split";
+    this.stripCR = options.stripCR ?? false;
+    this.utf8 = options.utf8 ?? true;
+    this.onOverlong = options.onOverlong;
+  }
+
+  /** Bytes consumed through the end of the last line returned, since construction or reset(). */
+  get offset(): number {
+    return this.consumedBytes;
+  }
+
+  /** Bytes held (carried and unread) that do not form a complete line yet. */
+  get pending(): number {
+    return this.carry.length + (this.chunk.length - this.cursor);
+  }
+
+  /** Starts over at `offset` (for example after reopening a file at a position). */
+  reset(offset = 0): void {
+    this.chunk = EMPTY;
+    this.cursor = 0;
+    this.carry = EMPTY;
+    this.discarding = false;
+    this.rest = null;
+    this.restNewline = 0;
+    this.consumedBytes = offset;
+    this.lastComplete = true;
+  }
+
+  /** Adds the next chunk. Lines still unread in the previous chunk are carried over. */
+  feed(chunk: Uint8Array): void {
+    if (this.cursor < this.chunk.length) this.carry = concat(this.carry, this.chunk.slice(this.cursor));
+    this.chunk = chunk;
+    this.cursor = 0;
+  }
+
+  /** The next complete line (without its newline), or null when more input is needed. */
+  next(): Uint8Array | null {
+    if (this.rest !== null) return this.nextPiece();
+    for (;;) {
+      const chunk = this.chunk;
+      const start = this.cursor;
+      const nl = start < chunk.length ? chunk.indexOf(NL, start) : -1;
+      if (this.discarding) {
+        if (nl < 0) {
+          this.consumedBytes += chunk.length - start;
+          this.cursor = chunk.length;
+          return null;
+        }
+        this.consumedBytes += nl + 1 - start;
+        this.cursor = nl + 1;
+        this.discarding = false;
+        continue;
+      }
+      if (nl < 0) {
+        // No newline yet: the line is unfinished. Bound what we hold.
+        if (this.max > 0 && this.carry.length + (chunk.length - start) > this.max) return this.unfinishedPiece();
+        return null;
+      }
+      const consumed = this.carry.length + (nl + 1 - start);
+      let line: Uint8Array;
+      if (this.carry.length > 0) {
+        line = concat(this.carry, chunk.subarray(start, nl));
+        this.carry = EMPTY;
+      } else {
+        line = chunk.subarray(start, nl);
+      }
+      this.cursor = nl + 1;
+      if (this.stripCR && line.length > 0 && line[line.length - 1] === CR) line = line.subarray(0, line.length - 1);
+      if (this.max > 0 && line.length > this.max) {
+        this.onOverlong?.(line.length);
+        if (this.policy === "truncate") {
+          this.consumedBytes += consumed;
+          this.lastComplete = true;
+          return line.subarray(0, this.cutAt(line));
+        }
+        this.rest = line;
+        this.restNewline = consumed - line.length;
+        return this.nextPiece();
+      }
+      this.consumedBytes += consumed;
+      this.lastComplete = true;
+      return line;
+    }
+  }
+
+  /** The remainder of an overlong complete line being emitted in pieces. */
+  private rest: Uint8Array | null = null;
+  private restNewline = 0;
+
+  private cutAt(bytes: Uint8Array): number {
+    return this.utf8 ? utf8Cut(bytes, this.max) : this.max;
+  }
+
+  private nextPiece(): Uint8Array {
+    const rest = this.rest as Uint8Array;
+    if (rest.length <= this.max) {
+      this.rest = null;
+      this.consumedBytes += rest.length + this.restNewline;
+      this.lastComplete = true;
+      return rest;
+    }
+    const cut = this.cutAt(rest);
+    this.rest = rest.subarray(cut);
+    this.consumedBytes += cut;
+    this.lastComplete = false;
+    return rest.subarray(0, cut);
+  }
+
+  /** An unfinished line grew past maxLineLength: emit a piece now so memory stays bounded. */
+  private unfinishedPiece(): Uint8Array {
+    const bytes = concat(this.carry, this.chunk.subarray(this.cursor));
+    this.cursor = this.chunk.length;
+    const cut = this.cutAt(bytes);
+    this.lastComplete = false;
+    if (this.policy === "split") {
+      // Keep only the remainder; copy it so the big chunk can be freed.
+      this.carry = bytes.slice(cut);
+      this.consumedBytes += cut;
+      return bytes.subarray(0, cut);
+    }
+    this.onOverlong?.(bytes.length);
+    this.carry = EMPTY;
+    this.consumedBytes += bytes.length;
+    this.discarding = true;
+    return bytes.slice(0, cut);
+  }
+
+  /**
+   * Returns the unfinished last line, if any, and consumes it: at the end of an input that
+   * will not grow (end of a file, a closed pipe).
+   */
+  flush(): Uint8Array | null {
+    let rest = this.carry;
+    if (this.cursor < this.chunk.length) rest = concat(rest, this.chunk.subarray(this.cursor));
+    this.carry = EMPTY;
+    this.chunk = EMPTY;
+    this.cursor = 0;
+    const wasDiscarding = this.discarding;
+    this.discarding = false;
+    this.consumedBytes += rest.length;
+    if (wasDiscarding || rest.length === 0) return null;
+    this.lastComplete = false;
+    return rest;
+  }
+}

@@ -1,0 +1,589 @@
+import { readdir, stat } from "node:fs/promises";
+import { homedir } from "node:os";
+import path from "node:path";
+import type { TimerHandle } from "../../core/clock.ts";
+import { ChannelException, ConfigurationError } from "../../core/errors.ts";
+import type { Status } from "../../core/sink.ts";
+import type { PollableSource } from "../../core/source.ts";
+import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { BaseSource } from "./base.ts";
+import { FileGroupMatcher } from "./taildir/matcher.ts";
+import type { MatchedFile } from "./taildir/matcher.ts";
+import type { Fingerprint, PositionEntry } from "./taildir/position-file.ts";
+import { fingerprintFileOf, formatPositions, parsePositions, readFingerprints, readPositionFile, writeAtomically } from "./taildir/position-file.ts";
+import { TailFile, matchesFingerprint } from "./taildir/tail-file.ts";
+import type { TailBatch } from "./taildir/tail-file.ts";
+
+export interface TaildirOptions {
+  /** Group name -> path whose last element is a regex on file names. */
+  filegroups: Record<string, string>;
+  /** Group name -> headers added to its events. */
+  headers: Record<string, Record<string, string>>;
+  positionFile: string;
+  skipToEnd: boolean;
+  idleTimeout: number;
+  writePosInterval: number;
+  batchSize: number;
+  maxBatchCount: number;
+  fileHeader: boolean;
+  fileHeaderKey: string;
+  byteOffsetHeader: boolean;
+  cachePatternMatching: boolean;
+  maxLineLength: number;
+  backoffSleepIncrement: number;
+  maxBackoffSleep: number;
+}
+
+/** Flume's byte offset header name. */
+export const BYTE_OFFSET_HEADER_KEY = "byteoffset";
+/** Batches one process() call may cut before it returns READY, so a stop is never held up long. */
+const BATCHES_PER_PROCESS = 256;
+
+/**
+ * Flume's TAILDIR source: tails every file matching the groups' patterns, identifies files by
+ * inode, and keeps positions in Flume's JSON position file. Unlike Flume, a position moves only
+ * after the batch is committed, a batch that the channel refused is retried as is, a file
+ * rotated away by rename is drained to its end (found again by inode after a restart), and a
+ * copy made by copytruncate is recognised (by fingerprint) and continued where the original
+ * was, so rotation neither loses nor repeats lines.
+ */
+export class TaildirSource extends BaseSource implements PollableSource {
+  readonly kind = "pollable";
+  readonly backoffSleepIncrement: number;
+  readonly maxBackoffSleep: number;
+  private readonly matchers: FileGroupMatcher[];
+  /** Tracked files by inode. */
+  private readonly files = new Map<number, TailFile>();
+  /** Fingerprints at the committed positions, by inode (kept for files that may be truncated). */
+  private readonly fingerprints = new Map<number, Fingerprint>();
+  private pending: TailBatch | null = null;
+  private posTimer: TimerHandle | null = null;
+  private writing: Promise<void> = Promise.resolve();
+  private started = false;
+  private retryInterval = 1000;
+
+  constructor(
+    ctx: ComponentContext,
+    readonly options: TaildirOptions,
+  ) {
+    super(ctx);
+    this.backoffSleepIncrement = options.backoffSleepIncrement;
+    this.maxBackoffSleep = options.maxBackoffSleep;
+    this.matchers = Object.entries(options.filegroups).map(([g, p]) => new FileGroupMatcher(g, p, options.cachePatternMatching));
+  }
+
+  /** Committed positions of the tracked files (what the position file holds). */
+  positions(): PositionEntry[] {
+    const out: PositionEntry[] = [];
+    for (const f of this.files.values()) if (f.shadowOf === null) out.push({ inode: f.inode, pos: f.pos, file: f.path });
+    return out;
+  }
+
+  async start(): Promise<void> {
+    this.logger.info(`${this.name} TaildirSource source starting with directory: ${JSON.stringify(this.options.filegroups)}`);
+    for (const m of this.matchers) {
+      try {
+        const s = await stat(m.directory);
+        if (!s.isDirectory()) throw new Error("not a directory");
+      } catch {
+        throw new ConfigurationError(`filegroups.${m.group}`, `Directory does not exist: ${m.directory}`, this.name);
+      }
+    }
+    this.counter.start();
+    await this.restore();
+    this.started = true;
+    this.state = "START";
+    this.schedulePositionWrite();
+  }
+
+  async stop(): Promise<void> {
+    this.started = false;
+    if (this.posTimer) this.clock.clearTimeout(this.posTimer);
+    this.posTimer = null;
+    // A batch the channel never took is dropped: its lines are read again after a restart.
+    this.pending = null;
+    await this.writePositions();
+    for (const f of this.files.values()) await f.close();
+    this.files.clear();
+    this.counter.stop();
+    this.state = "STOP";
+    this.logger.info(`Taildir source ${this.name} stopped. Metrics: ${JSON.stringify(this.counter.snapshot())}`);
+  }
+
+  private schedulePositionWrite(): void {
+    this.posTimer = this.clock.setTimeout(() => {
+      void this.writePositions().finally(() => {
+        if (this.started) this.schedulePositionWrite();
+      });
+    }, this.options.writePosInterval);
+  }
+
+  /** Writes the committed positions (and fingerprints) atomically; writes never overlap. */
+  writePositions(): Promise<void> {
+    const run = async () => {
+      try {
+        for (const f of this.files.values()) {
+          if (f.size >= f.pos) {
+            const fp = await f.fingerprint();
+            if (fp) this.fingerprints.set(f.inode, fp);
+          }
+        }
+        const entries = this.positions();
+        const fps: Record<string, Fingerprint> = {};
+        for (const e of entries) {
+          const fp = this.fingerprints.get(e.inode);
+          if (fp && fp.tailEnd <= e.pos) fps[String(e.inode)] = fp;
+        }
+        await writeAtomically(fingerprintFileOf(this.options.positionFile), JSON.stringify(fps));
+        await writeAtomically(this.options.positionFile, formatPositions(entries));
+      } catch (err) {
+        this.counter.inc("GenericProcessingFail");
+        this.logger.error(`${this.name}: Failed writing positionFile ${this.options.positionFile}: ${(err as Error).message}`);
+      }
+    };
+    this.writing = this.writing.then(run);
+    return this.writing;
+  }
+
+  /** The positions to resume from: a durable channel's (stored with the events) or the position file's. */
+  private async savedPositions(): Promise<PositionEntry[]> {
+    for (const channel of this.getChannelProcessor().getChannels()) {
+      if (!channel.durable || !channel.sourcePosition) continue;
+      const value = channel.sourcePosition(this.name);
+      if (value === undefined) continue;
+      try {
+        const entries = parsePositions(value);
+        this.logger.info(`${this.name}: resuming from the positions stored in channel ${channel.name}`);
+        return entries;
+      } catch (err) {
+        this.logger.warn(`${this.name}: ignoring the position stored in channel ${channel.name}: ${(err as Error).message}`);
+      }
+    }
+    try {
+      return await readPositionFile(this.options.positionFile);
+    } catch (err) {
+      this.logger.error(`${this.name}: Failed loading positionFile ${this.options.positionFile}: ${(err as Error).message}; starting without positions`);
+      return [];
+    }
+  }
+
+  private async listMatched(): Promise<{ group: string; file: MatchedFile }[]> {
+    const out: { group: string; file: MatchedFile }[] = [];
+    const now = this.clock.now();
+    for (const m of this.matchers) {
+      try {
+        for (const file of await m.match(now)) out.push({ group: m.group, file });
+      } catch (err) {
+        this.logger.error(`${this.name}: I/O error while listing ${m.directory}: ${(err as Error).message}`);
+      }
+    }
+    return out;
+  }
+
+  private newTailFile(p: string, inode: number, group: string, pos: number): TailFile {
+    const tf = new TailFile(
+      {
+        path: p,
+        inode,
+        group,
+        headers: this.options.headers[group] ?? {},
+        pos,
+        maxLineLength: this.options.maxLineLength,
+        onOverlong: (file, length) => this.logger.warn(`${this.name}: line of ${length}+ bytes in ${file} exceeds maxLineLength ${this.options.maxLineLength}; emitting it in pieces`),
+      },
+      this.clock.now(),
+    );
+    this.logger.info(`Opening file: ${p}, inode: ${inode}, pos: ${pos}`);
+    return tf;
+  }
+
+  /** Startup: match files, then place each at its saved position, found by inode. */
+  private async restore(): Promise<void> {
+    const saved = await this.savedPositions();
+    const savedFps = await readFingerprints(fingerprintFileOf(this.options.positionFile));
+    for (const [inode, fp] of savedFps) this.fingerprints.set(inode, fp);
+    const matched = await this.listMatched();
+    const byInode = new Map<number, { group: string; file: MatchedFile }>();
+    for (const m of matched) if (!byInode.has(m.file.inode)) byInode.set(m.file.inode, m);
+    const groupOfDir = (dir: string) => this.matchers.find((m) => m.directory === dir)?.group ?? this.matchers[0].group;
+
+    for (const entry of saved) {
+      const m = byInode.get(entry.inode);
+      if (m) {
+        const tf = this.newTailFile(m.file.path, entry.inode, m.group, entry.pos);
+        tf.size = m.file.size;
+        this.files.set(entry.inode, tf);
+        if (m.file.size < entry.pos) await this.handleShrink(tf, m.file.size);
+        continue;
+      }
+      // Not matched any more: rotated away by rename? Look for the inode in its directory.
+      const found = await this.findByInode(path.dirname(entry.file), entry.inode);
+      if (found) {
+        const tf = this.newTailFile(found.path, entry.inode, groupOfDir(path.dirname(entry.file)), entry.pos);
+        tf.size = found.size;
+        tf.matched = false;
+        this.files.set(entry.inode, tf);
+        if (found.size < entry.pos) await this.handleShrink(tf, found.size);
+        this.logger.info(`${this.name}: ${entry.file} (inode ${entry.inode}) was rotated to ${found.path}; reading it to its end from pos ${entry.pos}`);
+      } else {
+        this.logger.info(`Missing file: ${entry.file}, inode: ${entry.inode}, pos: ${entry.pos}`);
+      }
+    }
+    for (const m of matched) {
+      if (this.files.has(m.file.inode)) continue;
+      const take = this.options.skipToEnd ? { pos: m.file.size, shadowOf: null } : await this.takeUpNewFile(m.file);
+      const tf = this.newTailFile(m.file.path, m.file.inode, m.group, take.pos);
+      tf.shadowOf = take.shadowOf;
+      tf.size = m.file.size;
+      this.files.set(m.file.inode, tf);
+    }
+  }
+
+  private async findByInode(dir: string, inode: number): Promise<{ path: string; size: number } | null> {
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch {
+      return null;
+    }
+    for (const n of names) {
+      const p = path.join(dir, n);
+      try {
+        const s = await stat(p);
+        if (s.isFile() && s.ino === inode) return { path: p, size: s.size };
+      } catch {
+        // Gone since the listing.
+      }
+    }
+    return null;
+  }
+
+  /**
+   * How to take up a file seen for the first time: from 0, unless it is a copy of a tracked
+   * file (copytruncate): then it waits as that file's shadow until the original is truncated,
+   * and continues where the original was. A copy of a file from before a restart (known only
+   * by its saved fingerprint) continues at the saved position.
+   */
+  private async takeUpNewFile(file: MatchedFile): Promise<{ pos: number; shadowOf: number | null }> {
+    const candidates: { inode: number; fp: Fingerprint; tracked: TailFile | undefined }[] = [];
+    for (const tf of this.files.values()) {
+      if (tf.inode === file.inode || tf.shadowOf !== null || tf.pos === 0) continue;
+      const fp = tf.memoryFingerprint() ?? this.fingerprints.get(tf.inode);
+      if (fp) candidates.push({ inode: tf.inode, fp, tracked: tf });
+    }
+    for (const [inode, fp] of this.fingerprints) if (!this.files.has(inode)) candidates.push({ inode, fp, tracked: undefined });
+    for (const c of candidates) {
+      if (file.size < c.fp.tailEnd) continue;
+      if (!(await matchesFingerprint(file.path, c.fp))) continue;
+      if (c.tracked) {
+        this.logger.info(`${this.name}: ${file.path} is a copy of ${c.tracked.path} (copytruncate?); it is read from where the original is once the original is truncated or gone`);
+        return { pos: 0, shadowOf: c.inode };
+      }
+      this.logger.info(`${this.name}: ${file.path} is a copy of a file read up to pos ${c.fp.tailEnd} before; continuing it there`);
+      return { pos: c.fp.tailEnd, shadowOf: null };
+    }
+    return { pos: 0, shadowOf: null };
+  }
+
+  /** Starts the shadows of `original` at its position: the original lost its content. */
+  private releaseShadows(original: TailFile, pos: number): boolean {
+    let any = false;
+    for (const tf of this.files.values()) {
+      if (tf.shadowOf !== original.inode) continue;
+      tf.shadowOf = null;
+      // A copy shorter than the original's position holds nothing unread: start at its end.
+      const at = Math.min(pos, tf.size);
+      tf.rewindTo(at);
+      any = true;
+      this.logger.info(`${this.name}: continuing ${tf.path}, the copy of ${original.path}, at pos ${at}`);
+    }
+    return any;
+  }
+
+  /**
+   * A tracked file got smaller than its committed position: truncated (copytruncate, or by
+   * hand). The lines after the position may survive in a copy in the same directory: find it
+   * by fingerprint and continue it there. Then read the truncated file from its start.
+   */
+  private async handleShrink(tf: TailFile, size: number): Promise<void> {
+    const useFp = tf.memoryFingerprint() ?? this.fingerprints.get(tf.inode) ?? null;
+    const oldPos = tf.pos;
+    if (this.releaseShadows(tf, oldPos)) {
+      this.logger.info(`${this.name}: ${tf.path} was truncated after being copied; reading it again from pos 0`);
+    } else if (useFp && oldPos > 0) {
+      const copy = await this.findCopy(path.dirname(tf.path), tf.inode, useFp, oldPos);
+      if (copy) {
+        const existing = this.files.get(copy.inode);
+        if (existing) {
+          if (existing.pos < oldPos) {
+            existing.rewindTo(oldPos);
+            existing.size = copy.size;
+          }
+        } else {
+          const ctf = this.newTailFile(copy.path, copy.inode, tf.group, oldPos);
+          ctf.size = copy.size;
+          ctf.matched = this.matchers.some((m) => m.directory === path.dirname(copy.path)) && (await this.isMatched(copy.path));
+          this.files.set(copy.inode, ctf);
+        }
+        this.logger.info(`${this.name}: ${tf.path} was truncated after being copied to ${copy.path}; continuing the copy at pos ${oldPos}`);
+      } else {
+        this.logger.warn(`${this.name}: Pos ${oldPos} is larger than file size ${size}! Restarting from pos 0, file: ${tf.path}, inode: ${tf.inode} (no copy of its content found; lines after pos ${oldPos} were lost by the truncation)`);
+      }
+    } else {
+      this.logger.info(`Pos ${oldPos} is larger than file size! Restarting from pos 0, file: ${tf.path}, inode: ${tf.inode}`);
+    }
+    this.fingerprints.delete(tf.inode);
+    tf.rewindTo(0);
+    tf.size = size;
+  }
+
+  private async isMatched(p: string): Promise<boolean> {
+    const all = await this.listMatched();
+    return all.some((m) => m.file.path === p);
+  }
+
+  private async findCopy(dir: string, exclude: number, fp: Fingerprint, minSize: number): Promise<{ path: string; inode: number; size: number } | null> {
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch {
+      return null;
+    }
+    for (const n of names) {
+      const p = path.join(dir, n);
+      if (p === this.options.positionFile || p.startsWith(`${this.options.positionFile}.`)) continue;
+      try {
+        const s = await stat(p);
+        if (!s.isFile() || s.ino === exclude || s.size < minSize) continue;
+        const tracked = this.files.get(s.ino);
+        if (tracked && tracked.pos >= minSize) continue;
+        if (await matchesFingerprint(p, fp)) return { path: p, inode: s.ino, size: s.size };
+      } catch {
+        // Gone since the listing.
+      }
+    }
+    return null;
+  }
+
+  /** Re-lists and re-stats: new files, rotations, truncations, growth, idleness. */
+  private async updateFiles(): Promise<void> {
+    const now = this.clock.now();
+    const matched = await this.listMatched();
+    const seen = new Set<number>();
+    const fresh: { group: string; file: MatchedFile }[] = [];
+    for (const m of matched) {
+      if (seen.has(m.file.inode)) continue;
+      seen.add(m.file.inode);
+      const tf = this.files.get(m.file.inode);
+      if (!tf) {
+        fresh.push(m);
+        continue;
+      }
+      // Renamed to another matching name: same inode, same content, same position.
+      if (tf.path !== m.file.path) tf.path = m.file.path;
+      tf.matched = true;
+      if (m.file.size < tf.pos) await this.handleShrink(tf, m.file.size);
+      else if (m.file.size !== tf.size && tf.pos > 0 && !(await tf.tailStillMatches())) await this.handleShrink(tf, m.file.size);
+      else tf.grew(m.file.size, now);
+    }
+    for (const tf of this.files.values()) {
+      if (seen.has(tf.inode)) continue;
+      // Rotated away (or deleted): keep reading through the open descriptor until drained.
+      if (tf.matched) {
+        tf.matched = false;
+        tf.lastActive = now;
+        this.logger.info(`${this.name}: ${tf.path} (inode ${tf.inode}) no longer matches; reading it to its end`);
+      }
+      if (!tf.isOpen) {
+        const found = await this.findByInode(path.dirname(tf.path), tf.inode);
+        if (!found) {
+          this.retire(tf, "deleted");
+          continue;
+        }
+        tf.path = found.path;
+        tf.grew(found.size, now);
+      } else {
+        tf.grew(await tf.currentSize(), now);
+      }
+    }
+    for (const m of fresh) {
+      if (this.files.has(m.file.inode)) continue; // already taken up as a copytruncate copy
+      const take = await this.takeUpNewFile(m.file);
+      const tf = this.newTailFile(m.file.path, m.file.inode, m.group, take.pos);
+      tf.shadowOf = take.shadowOf;
+      tf.size = m.file.size;
+      this.files.set(m.file.inode, tf);
+    }
+  }
+
+  private retire(tf: TailFile, why: string): void {
+    this.releaseShadows(tf, tf.pos);
+    this.files.delete(tf.inode);
+    this.fingerprints.delete(tf.inode);
+    void tf.close();
+    this.logger.info(`Closed file: ${tf.path}, inode: ${tf.inode}, pos: ${tf.pos} (${why})`);
+  }
+
+  /** Commits one batch; on a channel failure keeps it pending for the next call. */
+  private async commit(batch: TailBatch): Promise<boolean> {
+    const c = this.counter.values;
+    try {
+      const position = { source: this.name, value: formatPositions(this.positionsAfter(batch)) };
+      await this.getChannelProcessor().processEventBatch(batch.events, position);
+    } catch (err) {
+      if (!(err instanceof ChannelException)) throw err;
+      c.ChannelWriteFail++;
+      this.pending = batch;
+      this.logger.warn(`${this.name}: The channel is full or unexpected failure. The source will try again after ${this.retryInterval} ms: ${err.message}`);
+      this.retryInterval = Math.min(this.retryInterval * 2, 5000);
+      return false;
+    }
+    this.pending = null;
+    this.retryInterval = 1000;
+    batch.file.committed(batch, this.clock.now());
+    c.EventAcceptedCount += batch.events.length;
+    c.AppendBatchAcceptedCount++;
+    return true;
+  }
+
+  private positionsAfter(batch: TailBatch): PositionEntry[] {
+    const out: PositionEntry[] = [];
+    for (const f of this.files.values()) if (f.shadowOf === null) out.push({ inode: f.inode, pos: f === batch.file ? batch.endPos : f.pos, file: f.path });
+    return out;
+  }
+
+  async process(): Promise<Status> {
+    if (!this.started) return "BACKOFF";
+    try {
+      if (this.pending) {
+        if (!(await this.commit(this.pending))) return "BACKOFF";
+      }
+      await this.updateFiles();
+      let status: Status = "BACKOFF";
+      let batches = 0;
+      const c = this.counter.values;
+      const offsetHeader = this.options.byteOffsetHeader ? BYTE_OFFSET_HEADER_KEY : null;
+      const fileHeader = this.options.fileHeader ? this.options.fileHeaderKey : null;
+      const now = this.clock.now();
+      for (const tf of [...this.files.values()]) {
+        if (!this.started) break;
+        if (tf.shadowOf !== null) continue;
+        const idle = now - tf.lastActive >= this.options.idleTimeout;
+        // A file rotated away that stayed idle will not grow: its last line is complete now.
+        const finalRead = !tf.matched && idle;
+        let fileBatches = 0;
+        while (this.started && (tf.hasUnread() || finalRead)) {
+          const batch = await tf.readBatch(this.options.batchSize, offsetHeader, fileHeader, finalRead);
+          if (batch === null) break;
+          c.EventReceivedCount += batch.events.length;
+          c.AppendBatchReceivedCount++;
+          if (!(await this.commit(batch))) return "BACKOFF";
+          batches++;
+          if (batch.events.length < this.options.batchSize) break;
+          if (++fileBatches >= this.options.maxBatchCount || batches >= BATCHES_PER_PROCESS) {
+            status = "READY";
+            break;
+          }
+        }
+        if (batches >= BATCHES_PER_PROCESS) {
+          status = "READY";
+          break;
+        }
+        if (finalRead && !tf.hasUnread()) this.retire(tf, "rotated away and drained");
+        else if (idle && tf.matched && tf.isOpen && !tf.hasUnread()) {
+          await tf.close();
+          this.logger.info(`Closed file: ${tf.path}, inode: ${tf.inode}, pos: ${tf.pos} (idle)`);
+        }
+      }
+      return status;
+    } catch (err) {
+      this.logger.error(`${this.name}: Unable to tail files: ${(err as Error).message}`);
+      this.counter.inc("EventReadFail");
+      return "BACKOFF";
+    }
+  }
+}
+
+function parseHeaders(raw: Record<string, string>): Record<string, Record<string, string>> {
+  const out: Record<string, Record<string, string>> = {};
+  for (const [k, v] of Object.entries(raw)) {
+    const dot = k.indexOf(".");
+    if (dot <= 0) continue;
+    const group = k.slice(0, dot);
+    (out[group] ??= {})[k.slice(dot + 1)] = v;
+  }
+  return out;
+}
+
+export const definition: ComponentDefinition<TaildirSource> = {
+  schema: {
+    kind: "source",
+    type: "TAILDIR",
+    aliases: ["org.apache.flume.source.taildir.TaildirSource"],
+    doc: "Tails files matching regular expressions and keeps their positions in a JSON position file.",
+    props: [
+      { key: "filegroups", type: "list", required: true, doc: "Space-separated file group names" },
+      { key: "positionFile", type: "path", default: "~/.flume/taildir_position.json", doc: "JSON file with the inode, position and path of each tailed file" },
+      { key: "skipToEnd", type: "boolean", default: false, doc: "Start files not in the position file at their end" },
+      { key: "idleTimeout", type: "int", default: 120000, min: 0, doc: "Milliseconds without new data after which a file is closed" },
+      { key: "writePosInterval", type: "int", default: 3000, min: 1, doc: "Milliseconds between writes of the position file" },
+      { key: "batchSize", type: "int", default: 100, min: 1, doc: "Lines per channel transaction" },
+      { key: "maxBatchCount", type: "int", default: Number.MAX_SAFE_INTEGER, doc: "Batches read from one file before moving to the next (<= 0: no limit)" },
+      { key: "fileHeader", type: "boolean", default: false, doc: "Add the file's absolute path as a header" },
+      { key: "fileHeaderKey", type: "string", default: "file", doc: "Header name for fileHeader" },
+      { key: "byteOffsetHeader", type: "boolean", default: false, doc: "Add the line's byte offset as header 'byteoffset'" },
+      { key: "cachePatternMatching", type: "boolean", default: true, doc: "List a directory again only when its modification time changes" },
+      { key: "backoffSleepIncrement", type: "int", default: 1000, min: 0, doc: "Added to the sleep after each poll without new lines (ms)" },
+      { key: "maxBackoffSleep", type: "int", default: 5000, min: 0, doc: "Longest sleep between polls without new lines (ms)" },
+      {
+        key: "maxLineLength",
+        type: "int",
+        default: 16 * 1024 * 1024,
+        min: 1,
+        doc: "Flume TS extension: longest line in bytes held in memory; longer lines are emitted in pieces",
+      },
+    ],
+    prefixes: [
+      { prefix: "filegroups.", doc: "filegroups.<group> = /dir/regex: the directory and a regex on file names" },
+      { prefix: "headers.", doc: "headers.<group>.<key> = value: a header added to the group's events" },
+    ],
+  },
+  create(config, ctx) {
+    const groups = config.list("filegroups");
+    const paths = config.group("filegroups.");
+    const filegroups: Record<string, string> = {};
+    for (const g of groups) if (paths[g] !== undefined) filegroups[g] = paths[g];
+    if (Object.keys(filegroups).length === 0) {
+      throw new ConfigurationError("filegroups", `Mapping for tailing files is empty or invalid: 'filegroups.' (groups: ${groups.join(" ") || "none"})`, ctx.name);
+    }
+    let positionFile = config.string("positionFile");
+    if (positionFile.startsWith("~/")) positionFile = path.join(homedir(), positionFile.slice(2));
+    const maxBatchCount = config.int("maxBatchCount");
+    if (maxBatchCount <= 0) ctx.logger.warn(`${ctx.name}: Invalid maxBatchCount specified, using no limit`);
+    return new TaildirSource(ctx, {
+      filegroups,
+      headers: parseHeaders(config.group("headers.")),
+      positionFile: path.resolve(positionFile),
+      skipToEnd: config.boolean("skipToEnd"),
+      idleTimeout: config.int("idleTimeout"),
+      writePosInterval: config.int("writePosInterval"),
+      batchSize: config.int("batchSize"),
+      maxBatchCount: maxBatchCount <= 0 ? Number.MAX_SAFE_INTEGER : maxBatchCount,
+      fileHeader: config.boolean("fileHeader"),
+      fileHeaderKey: config.string("fileHeaderKey"),
+      byteOffsetHeader: config.boolean("byteOffsetHeader"),
+      cachePatternMatching: config.boolean("cachePatternMatching"),
+      maxLineLength: config.int("maxLineLength"),
+      backoffSleepIncrement: config.int("backoffSleepIncrement"),
+      maxBackoffSleep: config.int("maxBackoffSleep"),
+    });
+  },
+  validate(config) {
+    const errors: { key: string; message: string }[] = [];
+    const paths = config.group("filegroups.");
+    for (const g of config.list("filegroups")) {
+      if (paths[g] === undefined) errors.push({ key: `filegroups.${g}`, message: `group "${g}" is listed in filegroups but has no filegroups.${g} path` });
+    }
+    return errors;
+  },
+};
