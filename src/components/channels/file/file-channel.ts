@@ -137,7 +137,7 @@ export class FileChannel implements Channel {
 
   private lowDisk: string | null = null;
   private lastSpaceCheck = 0;
-  private readonly minimumRequiredSpace: number;
+  private minimumRequiredSpace: number;
 
   constructor(
     readonly name: string,
@@ -161,6 +161,15 @@ export class FileChannel implements Channel {
 
   sourcePosition(source: string): string | undefined {
     return this.positions.get(source);
+  }
+
+  /**
+   * Changes minimumRequiredSpace on a running channel (reconfiguration); the next put checks
+   * the disk again.
+   */
+  setMinimumRequiredSpace(bytes: number): void {
+    this.minimumRequiredSpace = Math.max(bytes, MINIMUM_REQUIRED_SPACE_FLOOR);
+    this.lastSpaceCheck = Number.NEGATIVE_INFINITY;
   }
 
   /** Number of events waiting to be taken. */
