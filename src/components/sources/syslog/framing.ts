@@ -1,0 +1,167 @@
+/**
+ * Splits a syslog TCP stream into messages. Both RFC 6587 framings are accepted on the same
+ * connection, decided per message: octet counting ("LEN SP MSG", what `logger --octet-count`
+ * and rsyslog's omfwd send) when the message starts with a digit followed by digits and a space,
+ * otherwise a newline trailer (what Flume's syslogtcp reads). Empty lines are skipped.
+ *
+ * No message buffers more than eventSize bytes: a longer one is cut into a first piece of
+ * eventSize bytes (Flume's Incomplete) and pieces of what follows (Flume's Invalid), so
+ * nothing is dropped and memory stays bounded.
+ */
+
+export type FramePart = "whole" | "first" | "rest";
+
+export interface Frame {
+  bytes: Uint8Array;
+  part: FramePart;
+}
+
+const NL = 10;
+const CR = 13;
+const SP = 32;
+const EMPTY = new Uint8Array(0);
+/** Longest octet count we read (RFC 6587 allows any; ten digits is beyond any sane frame). */
+const MAX_COUNT_DIGITS = 10;
+
+function concat(parts: Uint8Array[], length: number): Uint8Array {
+  if (parts.length === 1) return parts[0];
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+export class SyslogFrameDecoder {
+  /** Pieces of the message being read (views of chunks, or copies once the chunk is done). */
+  private parts: Uint8Array[] = [];
+  private length = 0;
+  /** True once the current message has emitted its first eventSize piece. */
+  private split = false;
+  /** Bytes still to read of an octet-counted message; -1 when reading to a newline. */
+  private octetLeft = -1;
+  /** Digits of an octet count seen at the end of the previous chunk. */
+  private pendingDigits: Uint8Array = EMPTY;
+  /** Messages longer than eventSize seen so far (for the source's warning). */
+  overlong = 0;
+
+  constructor(private readonly maxSize: number) {}
+
+  /** True while a message is partly read (for the warning when a peer disconnects). */
+  get midMessage(): boolean {
+    return this.length > 0 || this.octetLeft > 0 || this.pendingDigits.length > 0;
+  }
+
+  /** Appends the frames completed by this chunk to `out`. The chunk must not be reused by the caller. */
+  push(chunk: Uint8Array, out: Frame[]): void {
+    let data = chunk;
+    if (this.pendingDigits.length > 0) {
+      const joined = new Uint8Array(this.pendingDigits.length + chunk.length);
+      joined.set(this.pendingDigits, 0);
+      joined.set(chunk, this.pendingDigits.length);
+      data = joined;
+      this.pendingDigits = EMPTY;
+    }
+    let pos = 0;
+    const end = data.length;
+    while (pos < end) {
+      if (this.octetLeft > 0) {
+        const n = Math.min(this.octetLeft, end - pos);
+        this.add(data.subarray(pos, pos + n), out);
+        pos += n;
+        this.octetLeft -= n;
+        if (this.octetLeft === 0) {
+          this.octetLeft = -1;
+          this.finish(out);
+        }
+        continue;
+      }
+      if (this.length === 0 && !this.split && this.octetLeft < 0) {
+        // At a message start: skip blank lines, then choose the framing.
+        const b = data[pos];
+        if (b === NL || b === CR) {
+          pos++;
+          continue;
+        }
+        if (b >= 0x31 && b <= 0x39) {
+          let i = pos + 1;
+          while (i < end && i - pos < MAX_COUNT_DIGITS && data[i] >= 0x30 && data[i] <= 0x39) i++;
+          if (i === end && i - pos < MAX_COUNT_DIGITS) {
+            // Cannot tell yet: keep the digits for the next chunk.
+            this.pendingDigits = data.slice(pos);
+            return;
+          }
+          if (data[i] === SP) {
+            this.octetLeft = Number(new TextDecoder().decode(data.subarray(pos, i)));
+            pos = i + 1;
+            continue;
+          }
+        }
+      }
+      const nl = data.indexOf(NL, pos);
+      if (nl < 0) {
+        this.add(data.subarray(pos, end), out);
+        pos = end;
+      } else {
+        let stop = nl;
+        if (stop > pos && data[stop - 1] === CR) stop--;
+        this.add(data.subarray(pos, stop), out);
+        pos = nl + 1;
+        this.finish(out);
+      }
+    }
+    // What is left refers into this chunk; copy so the caller's buffer can be reused or freed.
+    if (this.parts.length > 0) this.parts = [concat(this.parts, this.length).slice()];
+  }
+
+  /** At end of stream: the unfinished message, if any (Incomplete when an octet frame was cut short). */
+  flush(out: Frame[]): { truncated: boolean } {
+    const truncated = this.octetLeft > 0;
+    if (this.pendingDigits.length > 0) {
+      this.add(this.pendingDigits, out);
+      this.pendingDigits = EMPTY;
+    }
+    if (this.length > 0) {
+      const bytes = concat(this.parts, this.length);
+      out.push({ bytes, part: this.split ? "rest" : truncated ? "first" : "whole" });
+    }
+    this.reset();
+    return { truncated };
+  }
+
+  private reset(): void {
+    this.parts = [];
+    this.length = 0;
+    this.split = false;
+    this.octetLeft = -1;
+  }
+
+  private add(bytes: Uint8Array, out: Frame[]): void {
+    while (bytes.length > 0) {
+      const room = this.maxSize - this.length;
+      if (bytes.length <= room) {
+        this.parts.push(bytes);
+        this.length += bytes.length;
+        return;
+      }
+      // The message outgrows eventSize: emit a full piece now.
+      this.parts.push(bytes.subarray(0, room));
+      const piece = concat(this.parts, this.maxSize);
+      out.push({ bytes: piece, part: this.split ? "rest" : "first" });
+      if (!this.split) this.overlong++;
+      this.split = true;
+      this.parts = [];
+      this.length = 0;
+      bytes = bytes.subarray(room);
+    }
+  }
+
+  private finish(out: Frame[]): void {
+    if (this.length > 0) out.push({ bytes: concat(this.parts, this.length), part: this.split ? "rest" : "whole" });
+    this.parts = [];
+    this.length = 0;
+    this.split = false;
+  }
+}

@@ -1,0 +1,181 @@
+import type { Event } from "../../../core/event.ts";
+import { parseRfc3164Timestamp, parseRfc5424Timestamp, type ZoneRule } from "./dates.ts";
+
+/** Header names and values Flume's syslog sources write. */
+export const SYSLOG_FACILITY = "Facility";
+export const SYSLOG_SEVERITY = "Severity";
+export const EVENT_STATUS = "flume.syslog.status";
+export const STATUS_INVALID = "Invalid";
+export const STATUS_INCOMPLETE = "Incomplete";
+export const DEFAULT_EVENT_SIZE = 2500;
+/** Flume raises smaller eventSize values to this. */
+export const MIN_EVENT_SIZE = 10;
+
+/** Fields keepFields can put back into the body; null keeps none, "all" keeps the raw message. */
+export type KeepFields = null | "all" | ReadonlySet<"priority" | "version" | "timestamp" | "hostname">;
+
+/** Flume's keepFields: none/false, all/true, or a list naming priority, version, timestamp, hostname. */
+export function parseKeepFields(value: string): KeepFields {
+  const v = value.trim().toLowerCase();
+  if (v === "" || v === "false" || v === "none") return null;
+  if (v === "true" || v === "all") return "all";
+  const set = new Set<"priority" | "version" | "timestamp" | "hostname">();
+  for (const f of ["priority", "version", "timestamp", "hostname"] as const) if (v.includes(f)) set.add(f);
+  return set;
+}
+
+/**
+ * How the parsed fields become headers. "syslog" is SyslogUtils (syslogtcp, syslogudp):
+ * Facility, Severity, priority, version, timestamp, host; a message whose header does not
+ * parse keeps its priority headers and its whole text as body. "multiport" is SyslogParser
+ * (multiport_syslogtcp): Priority, Version, Facility, Severity, timestamp (now for "-"), host;
+ * a message that does not parse is Invalid.
+ */
+export type Dialect = "syslog" | "multiport";
+
+export interface ParseOptions {
+  dialect: Dialect;
+  keepFields: KeepFields;
+  /** RFC 3164 stamps are read in local time (syslogtcp/udp) or UTC (multiport), as Flume. */
+  rfc3164Zone: ZoneRule;
+  now: () => number;
+}
+
+// The message layouts of Flume's SyslogUtils (RFC 5424 first, then RFC 3164).
+const RFC5424 =
+  /^<(\d{1,3})>(?:(\d?)\s?)(?:(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:[+-]\d{2}:\d{2}|Z)?)|-)\s(?:([\w][\w\d.@-]*)|-)\s(.*)$/s;
+const RFC3164 = /^<(\d{1,3})>(?:(\d)?\s?)([A-Z][a-z][a-z]\s{1,2}\d{1,2}\s\d{2}:\d{2}:\d{2})\s([\w][\w\d.@-]*)\s(.*)$/s;
+const PRIORITY = /^<(\d{1,3})>/;
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+const encoder = new TextEncoder();
+
+/** The last timestamps parsed, so a burst within one second parses its stamp once. */
+class StampCache {
+  private key = "";
+  private value: number | undefined;
+  get(text: string, parse: (t: string) => number | undefined): number | undefined {
+    if (text === this.key) return this.value;
+    this.key = text;
+    this.value = parse(text);
+    return this.value;
+  }
+}
+
+export interface ParsedEvent {
+  event: Event;
+  /** Why the event is marked Invalid (for the log line), when it is. */
+  invalid?: string;
+}
+
+function invalidEvent(bytes: Uint8Array, dialect: Dialect, reason: string): ParsedEvent {
+  const headers: Record<string, string> =
+    dialect === "syslog" ? { [SYSLOG_FACILITY]: "0", [SYSLOG_SEVERITY]: "0", [EVENT_STATUS]: STATUS_INVALID } : { [EVENT_STATUS]: STATUS_INVALID };
+  return { event: { headers, body: bytes }, invalid: reason };
+}
+
+/** Turns one syslog message (frame without its trailer) into an event with Flume's headers. */
+export class SyslogEventParser {
+  private readonly stamps5424 = new StampCache();
+  private readonly stamps3164 = new StampCache();
+
+  constructor(private readonly options: ParseOptions) {}
+
+  /**
+   * `part`: "whole" for a complete message, "first" for the first eventSize bytes of a longer
+   * one (marked Incomplete), "rest" for what followed (marked Invalid, as Flume does).
+   */
+  parse(bytes: Uint8Array, part: "whole" | "first" | "rest" = "whole"): ParsedEvent {
+    const { dialect } = this.options;
+    if (part === "rest") return invalidEvent(bytes, dialect, "continuation of a message longer than eventSize");
+    let text: string;
+    try {
+      text = utf8.decode(bytes);
+    } catch {
+      return invalidEvent(bytes, dialect, "not valid UTF-8");
+    }
+    const result = dialect === "syslog" ? this.parseSyslog(text, bytes) : this.parseMultiport(text, bytes);
+    if (part === "first") result.event.headers[EVENT_STATUS] = STATUS_INCOMPLETE;
+    return result;
+  }
+
+  private parseSyslog(text: string, bytes: Uint8Array): ParsedEvent {
+    const prio = PRIORITY.exec(text);
+    if (!prio) return invalidEvent(bytes, "syslog", text.startsWith("<") ? "bad priority" : "no <priority> at the start");
+    const pri = Number(prio[1]);
+    const headers: Record<string, string> = { [SYSLOG_FACILITY]: String(pri >> 3), [SYSLOG_SEVERITY]: String(pri & 7) };
+    let m = RFC5424.exec(text);
+    let is5424 = true;
+    if (!m) {
+      m = RFC3164.exec(text);
+      is5424 = false;
+    }
+    if (!m) return { event: { headers, body: bytes } };
+    const [, priority, version, stamp, host, msg] = m;
+    headers.priority = priority;
+    if (version) headers.version = version;
+    if (stamp !== undefined) {
+      const ts = is5424
+        ? this.stamps5424.get(stamp, parseRfc5424Timestamp)
+        : this.stamps3164.get(stamp, (t) => parseRfc3164Timestamp(t.replace("  ", " "), this.options.now(), this.options.rfc3164Zone));
+      if (ts !== undefined) headers.timestamp = String(ts);
+    }
+    if (host) headers.host = host;
+    return { event: { headers, body: this.body(bytes, msg, priority, version, stamp, host) } };
+  }
+
+  private parseMultiport(text: string, bytes: Uint8Array): ParsedEvent {
+    let m = RFC5424.exec(text);
+    let is5424 = true;
+    if (!m) {
+      m = RFC3164.exec(text);
+      is5424 = false;
+    }
+    if (!m) return invalidEvent(bytes, "multiport", PRIORITY.test(text) ? "unrecognised syslog header" : "no <priority> at the start");
+    const [, priority, version, stamp, host, msg] = m;
+    const pri = Number(priority);
+    const headers: Record<string, string> = { Priority: priority, [SYSLOG_FACILITY]: String(pri >> 3), [SYSLOG_SEVERITY]: String(pri & 7) };
+    if (version) headers.Version = version;
+    let ts: number | undefined;
+    if (stamp === undefined) ts = this.options.now();
+    else if (is5424) ts = this.stamps5424.get(stamp, parseRfc5424Timestamp);
+    else ts = this.stamps3164.get(stamp, (t) => parseRfc3164Timestamp(t.replace("  ", " "), this.options.now(), "utc"));
+    if (ts === undefined) return invalidEvent(bytes, "multiport", `bad timestamp "${stamp}"`);
+    headers.timestamp = String(ts);
+    if (host === undefined) return invalidEvent(bytes, "multiport", "missing hostname");
+    headers.host = host;
+    return { event: { headers, body: this.body(bytes, msg, priority, version, stamp ?? "-", host) } };
+  }
+
+  /** The body: the message after the header, with the fields keepFields asks for put back. */
+  private body(bytes: Uint8Array, msg: string, priority: string, version: string | undefined, stamp: string | undefined, host: string | undefined): Uint8Array {
+    const keep = this.options.keepFields;
+    if (keep === "all") return bytes;
+    if (keep === null || keep.size === 0) {
+      if (msg.length === 0) return bytes;
+      // msg is a suffix of the decoded text, so its bytes are the frame's tail: no re-encoding.
+      return bytes.subarray(bytes.length - byteLength(msg));
+    }
+    let body = msg;
+    if (keep.has("hostname")) body = `${host ?? "null"} ${body}`;
+    if (keep.has("timestamp")) body = `${stamp ?? "null"} ${body}`;
+    if (keep.has("version") && version) body = `${version} ${body}`;
+    if (keep.has("priority")) body = `<${priority}>${body}`;
+    return encoder.encode(body);
+  }
+}
+
+/** UTF-8 length of a string without encoding it. */
+export function byteLength(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
+}
