@@ -158,7 +158,9 @@ class Validator {
     }
     for (const entry of map.values()) {
       if (seen.has(entry.name)) continue;
-      const similar = didYouMean(entry.name, names.filter((n) => !map.has(n)));
+      // A listed name without configuration is the likeliest intent; then any listed name.
+      const similar = didYouMean(entry.name, names.filter((n) => !map.has(n))) ?? didYouMean(entry.name, names);
+      const addIt = `add it: ${this.a}.${listKey} = ${[...names, entry.name].join(" ")}`;
       this.addFor(
         entry,
         "warning",
@@ -166,18 +168,19 @@ class Validator {
         entry.line,
         "",
         `is configured but not listed in ${this.a}.${listKey}, so it is ignored`,
-        similar ? `did you mean ${similar}, which is listed?` : `add it: ${this.a}.${listKey} = ${[...names, entry.name].join(" ")}`,
+        similar ? `did you mean ${similar}, which is listed? otherwise ${addIt}` : addIt,
       );
     }
   }
 
   // ---- types and properties ----------------------------------------------------------------
 
-  private typeNames(kind: ComponentKind): string[] {
+  /** Canonical type names of a kind, and with short aliases when `withAliases` (for suggestions). */
+  private typeNames(kind: ComponentKind, withAliases = false): string[] {
     return this.registry
       .allComponents()
       .filter((d) => d.schema.kind === kind)
-      .flatMap((d) => [d.schema.type, ...(d.schema.aliases ?? []).filter((a) => !a.includes("."))]);
+      .flatMap((d) => [d.schema.type, ...(withAliases ? (d.schema.aliases ?? []).filter((a) => !a.includes(".")) : [])]);
   }
 
   /** Resolves a type name, reporting a missing or unknown type. */
@@ -189,7 +192,9 @@ class Validator {
     const def = this.registry.lookupComponent(kind, type.value);
     if (def) return def;
     const names = this.typeNames(kind);
-    const guess = didYouMean(type.value, names) ?? didYouMean(type.value.split(/[.$]/).filter(Boolean).pop() ?? "", names);
+    const candidates = this.typeNames(kind, true);
+    // For a class name, also try its last part (org.example.Netcat -> Netcat).
+    const guess = didYouMean(type.value, candidates) ?? didYouMean(type.value.split(/[.$]/).filter(Boolean).pop() ?? "", candidates);
     report(
       "unknown-type",
       type.line,

@@ -107,7 +107,7 @@ describe("validateAgentConfig", () => {
     const p = check([...BASE.map((l) => l.replace("a1.sinks = k1", "a1.sinks = k1 k2")), "a1.sinks.k3.type = logger", "a1.sinks.k3.channel = c1"]);
     expect(brief(p)).toEqual(["3 error listed-not-configured sink k2", "10 warning configured-not-listed sink k3"]);
     expect(p[0].hint).toBe("did you mean k3, which is configured?");
-    expect(p[1].hint).toBe("did you mean k2, which is listed?");
+    expect(p[1].hint).toBe("did you mean k2, which is listed? otherwise add it: a1.sinks = k1 k2 k3");
   });
 
   test("a channel that is configured but not listed cannot be used", () => {
