@@ -97,7 +97,8 @@ class PollingLoop {
           // A sink that is always READY would otherwise starve timers and sockets.
           if (++readyStreak >= 64) {
             readyStreak = 0;
-            await new Promise<void>((r) => this.clock.setTimeout(r, 0));
+            // Through sleep() so stop() can cut it short (on a paused virtual clock it never fires).
+            await this.sleep(0);
           }
         }
       } catch (err) {

@@ -86,11 +86,18 @@ export class VirtualClock implements Clock {
     this.time = Math.max(this.time, target);
   }
 
-  /** Fires the next timer (moving time to it); false when there is none. */
+  /**
+   * Fires the next timer only (moving time to it); false when there is none. Only one: a loop
+   * that re-arms a zero-delay timer (a runner yielding between READY batches) would otherwise
+   * keep step() at the same instant forever.
+   */
   async step(): Promise<boolean> {
-    const next = this.timers[0];
+    await this.settle();
+    const next = this.timers.shift();
     if (!next) return false;
-    await this.advanceTo(next.at);
+    this.time = Math.max(this.time, next.at);
+    next.fn();
+    await this.settle();
     return true;
   }
 }
