@@ -1,0 +1,192 @@
+// LifecycleSupervisor (Flume's TestLifecycleSupervisor): desired states, start/stop, restart of
+// a failed component on the monitor interval, failure counts. On virtual time.
+import { describe, expect, test } from "bun:test";
+import type { LifecycleAware, LifecycleState } from "../../src/core/lifecycle.ts";
+import { MemoryLogger } from "../../src/core/logger.ts";
+import { LifecycleSupervisor } from "../../src/core/supervisor.ts";
+import { VirtualClock } from "../../src/core/virtual-clock.ts";
+
+/** Counts starts and stops (Flume's CountingLifecycleAware); can be told to fail. */
+class Counting implements LifecycleAware {
+  starts: number[] = [];
+  stops: number[] = [];
+  failStarts = 0;
+  failStop = false;
+  state: LifecycleState = "IDLE";
+  constructor(
+    readonly name: string,
+    private readonly clock: VirtualClock,
+    private readonly log: string[] = [],
+  ) {}
+  start(): void {
+    this.starts.push(this.clock.now());
+    if (this.failStarts > 0) {
+      this.failStarts--;
+      throw new Error(`${this.name} cannot start`);
+    }
+    this.state = "START";
+    this.log.push(`start ${this.name}`);
+  }
+  stop(): void {
+    this.stops.push(this.clock.now());
+    if (this.failStop) throw new Error(`${this.name} cannot stop`);
+    this.state = "STOP";
+    this.log.push(`stop ${this.name}`);
+  }
+  getLifecycleState(): LifecycleState {
+    return this.state;
+  }
+}
+
+function setup() {
+  const clock = new VirtualClock(0);
+  const logger = new MemoryLogger();
+  const supervisor = new LifecycleSupervisor(clock, logger);
+  return { clock, logger, supervisor };
+}
+
+describe("lifecycle supervisor", () => {
+  test("the monitor interval defaults to 3 s", () => {
+    expect(new LifecycleSupervisor().monitorInterval).toBe(3000);
+  });
+
+  test("supervise starts a component at once and leaves a healthy one alone (Flume's testStopServce)", async () => {
+    const { clock, supervisor } = setup();
+    const c = new Counting("c", clock);
+    await supervisor.supervise(c, "once", "START");
+    expect(c.starts).toEqual([0]);
+    await clock.advance(3200);
+    expect(c.starts.length).toBe(1);
+    expect(c.stops.length).toBe(0);
+    supervisor.setDesiredState(c, "STOP");
+    await clock.advance(3200);
+    expect(c.starts.length).toBe(1);
+    expect(c.stops.length).toBe(1);
+    expect(supervisor.status(c)?.desired).toBe("STOP");
+    await supervisor.stop();
+  });
+
+  test("a failed start is retried on each monitor interval under the always policy, counting failures", async () => {
+    const { clock, logger, supervisor } = setup();
+    const c = new Counting("flaky", clock);
+    c.failStarts = 2;
+    await supervisor.supervise(c, "always");
+    expect(supervisor.status(c)).toMatchObject({ failures: 1, lastError: "flaky cannot start", error: false });
+    await clock.advance(2999);
+    expect(c.starts).toEqual([0]);
+    await clock.advance(1);
+    expect(c.starts).toEqual([0, 3000]);
+    expect(supervisor.status(c)?.failures).toBe(2);
+    await clock.advance(3000);
+    expect(c.starts).toEqual([0, 3000, 6000]);
+    expect(c.getLifecycleState()).toBe("START");
+    expect(supervisor.status(c)).toMatchObject({ failures: 2, lastError: null, error: false });
+    await clock.advance(30_000);
+    expect(c.starts.length).toBe(3);
+    expect(logger.lines.filter((l) => l.level === "error").length).toBe(2);
+    expect(logger.lines[0].message).toContain("retrying in 3000 ms");
+    await supervisor.stop();
+  });
+
+  test("a component that fails after starting is restarted at the next monitor check", async () => {
+    const { clock, supervisor } = setup();
+    const c = new Counting("c", clock);
+    await supervisor.supervise(c);
+    await clock.advance(1000);
+    c.state = "ERROR"; // it crashed on its own
+    await clock.advance(1999);
+    expect(c.starts).toEqual([0]);
+    await clock.advance(1);
+    expect(c.starts).toEqual([0, 3000]);
+    expect(c.getLifecycleState()).toBe("START");
+    await supervisor.stop();
+  });
+
+  test("under the once policy a failed start puts the component in error and is not retried (Flume's testSuperviseBroken)", async () => {
+    const { clock, supervisor } = setup();
+    const c = new Counting("broken", clock);
+    c.failStarts = 100;
+    await supervisor.supervise(c, "once");
+    await clock.advance(15_000);
+    expect(c.starts).toEqual([0]);
+    expect(supervisor.isComponentInErrorState(c)).toBe(true);
+    expect(supervisor.status(c)).toMatchObject({ failures: 1, error: true });
+    await supervisor.stop();
+    expect(c.stops.length).toBe(0); // never started, so nothing to stop
+  });
+
+  test("a failed stop is counted and retried on the next check", async () => {
+    const { clock, supervisor } = setup();
+    const c = new Counting("c", clock);
+    await supervisor.supervise(c);
+    c.failStop = true;
+    supervisor.setDesiredState(c, "STOP");
+    await clock.flush();
+    expect(supervisor.status(c)?.failures).toBe(1);
+    c.failStop = false;
+    await clock.advance(3000);
+    expect(c.getLifecycleState()).toBe("STOP");
+    expect(c.stops.length).toBe(2);
+    await supervisor.stop();
+  });
+
+  test("unsupervise stops a started component and ends its monitoring (Flume's testUnsuperviseServce)", async () => {
+    const { clock, supervisor } = setup();
+    const c = new Counting("c", clock);
+    await supervisor.supervise(c);
+    await supervisor.unsupervise(c);
+    expect(c.stops.length).toBe(1);
+    expect(supervisor.status(c)).toBeUndefined();
+    expect(clock.pendingTimers).toBe(0);
+    c.state = "ERROR";
+    await clock.advance(10_000);
+    expect(c.starts.length).toBe(1);
+  });
+
+  test("stop unsupervises everything in reverse order of supervision", async () => {
+    const { clock, supervisor } = setup();
+    const log: string[] = [];
+    const channel = new Counting("channel", clock, log);
+    const sink = new Counting("sink", clock, log);
+    const source = new Counting("source", clock, log);
+    for (const c of [channel, sink, source]) await supervisor.supervise(c);
+    await supervisor.stop();
+    expect(log).toEqual(["start channel", "start sink", "start source", "stop source", "stop sink", "stop channel"]);
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  test("a component desired STOP is not started; supervising twice or an unknown component is an error", async () => {
+    const { clock, supervisor } = setup();
+    const c = new Counting("c", clock);
+    await supervisor.supervise(c, "always", "STOP");
+    await clock.advance(6000);
+    expect(c.starts.length).toBe(0);
+    expect(() => supervisor.supervise(c)).toThrow("already supervised");
+    expect(() => supervisor.setDesiredState(new Counting("other", clock), "START")).toThrow("not supervised");
+    await supervisor.stop();
+  });
+
+  test("a supervisor can supervise a component that is itself a supervisor's child (Flume's testSuperviseSupervisor)", async () => {
+    const { clock, supervisor } = setup();
+    const inner = new LifecycleSupervisor(clock);
+    const node = new Counting("node", clock);
+    let state: LifecycleState = "IDLE";
+    const innerComponent: LifecycleAware = {
+      name: "inner-supervisor",
+      start: async () => {
+        await inner.supervise(node, "once");
+        state = "START";
+      },
+      stop: async () => {
+        await inner.stop();
+        state = "STOP";
+      },
+      getLifecycleState: () => state,
+    };
+    await supervisor.supervise(innerComponent, "always");
+    await clock.advance(10_000);
+    expect(node.starts).toEqual([0]);
+    await supervisor.stop();
+    expect(node.stops.length).toBe(1);
+  });
+});
