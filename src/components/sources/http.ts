@@ -1,0 +1,250 @@
+import http from "node:http";
+import https from "node:https";
+import type { TlsOptions } from "node:tls";
+import type { ComponentConfig } from "../../config/schema.ts";
+import { ChannelException, ConfigurationError } from "../../core/errors.ts";
+import type { Event } from "../../core/event.ts";
+import type { EventDrivenSource } from "../../core/source.ts";
+import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { BaseSource } from "./base.ts";
+import { BlobHandler } from "./http-handlers/blob.ts";
+import { HttpBadRequestError, type HttpSourceHandler } from "./http-handlers/handler.ts";
+import { JsonHandler } from "./http-handlers/json.ts";
+import { plainIp } from "./syslog/delivery.ts";
+import { TLS_PROPS, tlsErrors, tlsServerOptions } from "./tls-pem.ts";
+
+const JSON_HANDLERS = ["org.apache.flume.source.http.JSONHandler", "JSON"];
+const BLOB_HANDLERS = ["org.apache.flume.source.http.BLOBHandler", "org.apache.flume.sink.solr.morphline.BlobHandler", "BLOB"];
+
+export interface HttpSourceOptions {
+  bind: string;
+  port: number;
+  handler: HttpSourceHandler;
+  maxBodySize: number;
+  retryAfter: number;
+  tls: TlsOptions | null;
+}
+
+class BodyTooLarge extends Error {}
+
+/**
+ * Flume's HTTP source: each POST (or GET) request is turned into events by its handler and
+ * written to the channel in one transaction. 200 only after the commit; 400 for a malformed
+ * request (with the reason); 413 over maxBodySize; 503 with Retry-After when the channel
+ * refuses the batch (full); 500 for anything else.
+ */
+export class HttpSource extends BaseSource implements EventDrivenSource {
+  readonly kind = "event-driven";
+  private server: http.Server | null = null;
+  private stopping = false;
+
+  constructor(
+    ctx: ComponentContext,
+    readonly options: HttpSourceOptions,
+  ) {
+    super(ctx);
+  }
+
+  get port(): number {
+    const a = this.server?.address();
+    return a && typeof a === "object" ? a.port : this.options.port;
+  }
+
+  async start(): Promise<void> {
+    this.stopping = false;
+    this.counter.start();
+    const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => void this.handle(req, res);
+    const server = this.options.tls ? https.createServer(this.options.tls, onRequest) : http.createServer(onRequest);
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(this.options.port, this.options.bind, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    server.on("error", (err) => this.logger.error(`http source ${this.name}: ${err.message}`));
+    server.on("clientError", (err, socket) => {
+      this.logger.warn(`http source ${this.name}: bad HTTP from ${plainIp((socket as { remoteAddress?: string }).remoteAddress)}: ${err.message}`);
+      if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+      else socket.destroy();
+    });
+    if (this.options.tls) server.on("tlsClientError", (err, socket) => this.logger.warn(`http source ${this.name}: TLS handshake with ${plainIp(socket.remoteAddress)} failed: ${err.message}`));
+    this.server = server;
+    this.state = "START";
+    this.logger.info(`http source ${this.name} listening on ${this.options.tls ? "https" : "http"}://${this.options.bind}:${this.port}`);
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    const server = this.server;
+    this.server = null;
+    if (server) {
+      // Requests in flight finish (their events are committed or refused); idle keep-alive sockets close now.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const timer = this.clock.setTimeout(() => server.closeAllConnections(), 5000);
+      await closed;
+      this.clock.clearTimeout(timer);
+    }
+    this.counter.stop();
+    this.state = "STOP";
+  }
+
+  private reply(res: http.ServerResponse, status: number, message: string, extra: Record<string, string> = {}): void {
+    if (res.headersSent) return;
+    res.writeHead(status, { "Content-Type": "text/plain; charset=utf-8", ...extra });
+    res.end(message ? `${message}\n` : "");
+  }
+
+  private readBody(req: http.IncomingMessage): Promise<Uint8Array> {
+    const limit = this.options.maxBodySize;
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      req.on("data", (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > limit) {
+          req.removeAllListeners("data");
+          req.pause();
+          reject(new BodyTooLarge());
+          return;
+        }
+        chunks.push(chunk);
+      });
+      req.on("end", () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
+      req.on("error", reject);
+      req.on("aborted", () => reject(new Error("client aborted the request")));
+    });
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const peer = `${plainIp(req.socket.remoteAddress)}:${req.socket.remotePort}`;
+    const c = this.counter.values;
+    if (req.method !== "POST" && req.method !== "GET") {
+      req.resume();
+      this.reply(res, 405, `Method ${req.method} is not allowed; send events with POST`, { Allow: "POST, GET" });
+      return;
+    }
+    if (this.stopping) {
+      req.resume();
+      this.reply(res, 503, "Source is shutting down", { "Retry-After": String(this.options.retryAfter), Connection: "close" });
+      return;
+    }
+    const declared = Number(req.headers["content-length"] ?? 0);
+    let body: Uint8Array;
+    try {
+      if (declared > this.options.maxBodySize) throw new BodyTooLarge();
+      body = await this.readBody(req);
+    } catch (err) {
+      c.EventReadFail++;
+      if (err instanceof BodyTooLarge) {
+        this.logger.warn(`http source ${this.name}: request from ${peer} is larger than maxBodySize ${this.options.maxBodySize} bytes; answered 413`);
+        this.reply(res, 413, `Request body is larger than ${this.options.maxBodySize} bytes (maxBodySize)`, { Connection: "close" });
+        res.on("finish", () => req.socket.destroySoon?.());
+      } else {
+        this.logger.warn(`http source ${this.name}: request from ${peer} failed while reading: ${(err as Error).message}`);
+      }
+      return;
+    }
+    let events: Event[];
+    try {
+      const url = new URL(req.url ?? "/", "http://localhost");
+      events = this.options.handler.getEvents({ method: req.method, url, headers: req.headers, body });
+    } catch (err) {
+      c.EventReadFail++;
+      if (err instanceof HttpBadRequestError) {
+        this.logger.warn(`http source ${this.name}: bad request from ${peer}: ${err.message}`);
+        this.reply(res, 400, `Bad request from client. ${err.message}`);
+      } else {
+        this.logger.warn(`http source ${this.name}: handler failed on the request from ${peer}: ${(err as Error).message}`);
+        this.reply(res, 500, `Deserializer threw unexpected exception. ${(err as Error).message}`);
+      }
+      return;
+    }
+    c.AppendBatchReceivedCount++;
+    c.EventReceivedCount += events.length;
+    try {
+      await this.getChannelProcessor().processEventBatch(events);
+    } catch (err) {
+      if (err instanceof ChannelException) {
+        c.ChannelWriteFail++;
+        this.logger.warn(`http source ${this.name}: channel refused ${events.length} events from ${peer} (answered 503): ${err.message}`);
+        this.reply(res, 503, `Error appending event to channel. Channel might be full. ${err.message}`, { "Retry-After": String(this.options.retryAfter) });
+      } else {
+        c.GenericProcessingFail++;
+        this.logger.error(`http source ${this.name}: unexpected error writing ${events.length} events from ${peer} (answered 500): ${(err as Error).message}`);
+        this.reply(res, 500, `Unexpected error while appending event to channel. ${(err as Error).message}`);
+      }
+      return;
+    }
+    c.AppendBatchAcceptedCount++;
+    c.EventAcceptedCount += events.length;
+    this.reply(res, 200, "");
+  }
+}
+
+function handlerFor(config: ComponentConfig): { handler: HttpSourceHandler; maxBlob?: number } {
+  const name = config.string("handler").trim();
+  const lower = name.toLowerCase();
+  const group = config.group("handler.");
+  if (JSON_HANDLERS.some((h) => h.toLowerCase() === lower)) return { handler: new JsonHandler() };
+  if (BLOB_HANDLERS.some((h) => h.toLowerCase() === lower)) {
+    const mandatory = (group.mandatoryParameters ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== "");
+    let maxBlob: number | undefined;
+    if (group.maxBlobLength !== undefined) {
+      maxBlob = Number(group.maxBlobLength.trim());
+      if (!Number.isInteger(maxBlob) || maxBlob < 1) throw new ConfigurationError("handler.maxBlobLength", `expected a positive whole number, got "${group.maxBlobLength}"`);
+    }
+    return { handler: new BlobHandler(mandatory), maxBlob };
+  }
+  throw new ConfigurationError("handler", `unknown handler "${name}"; use ${JSON_HANDLERS[0]} (JSON) or ${BLOB_HANDLERS[0]} (BLOB)`);
+}
+
+export const definition: ComponentDefinition<HttpSource> = {
+  schema: {
+    kind: "source",
+    type: "http",
+    aliases: ["org.apache.flume.source.http.HTTPSource"],
+    doc: "Accepts events by HTTP POST; each request is one transaction. JSON handler (Flume's event array) or BLOB handler (body as one event).",
+    props: [
+      { key: "port", type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on." },
+      { key: "bind", type: "string", default: "0.0.0.0", doc: "Host name or IP address to listen on." },
+      { key: "handler", type: "string", default: JSON_HANDLERS[0], doc: "Handler class: org.apache.flume.source.http.JSONHandler (JSON) or org.apache.flume.source.http.BLOBHandler (BLOB)." },
+      { key: "maxBodySize", type: "int", default: 16 * 1024 * 1024, min: 1, doc: "Largest request body in bytes; larger requests get 413 (for BLOB, handler.maxBlobLength when set)." },
+      { key: "retryAfter", type: "int", default: 1, min: 0, doc: "Seconds sent in Retry-After with a 503 when the channel is full." },
+      ...TLS_PROPS,
+    ],
+    prefixes: [
+      { prefix: "handler.", doc: "handler settings: mandatoryParameters (BLOB, comma-separated), maxBlobLength (BLOB)" },
+      { prefix: "QueuedThreadPool.", doc: "Jetty settings: accepted and ignored" },
+      { prefix: "HttpConfiguration.", doc: "Jetty settings: accepted and ignored" },
+      { prefix: "SslContextFactory.", doc: "Jetty settings: accepted and ignored" },
+      { prefix: "ServerConnector.", doc: "Jetty settings: accepted and ignored" },
+    ],
+  },
+  create(config, ctx) {
+    const { handler, maxBlob } = handlerFor(config);
+    const jetty = Object.keys(config.raw).filter((k) => /^(QueuedThreadPool|HttpConfiguration|SslContextFactory|ServerConnector)\./.test(k));
+    if (jetty.length) ctx.logger.warn(`http source ${ctx.name}: Jetty settings have no effect here and are ignored: ${jetty.join(", ")}`);
+    return new HttpSource(ctx, {
+      bind: config.string("bind"),
+      port: config.int("port"),
+      handler,
+      maxBodySize: maxBlob ?? config.int("maxBodySize"),
+      retryAfter: config.int("retryAfter"),
+      tls: tlsServerOptions(config),
+    });
+  },
+  validate(config) {
+    const errors = tlsErrors(config);
+    try {
+      handlerFor(config);
+    } catch (err) {
+      if (err instanceof ConfigurationError) errors.push({ key: err.key, message: err.message.slice(err.key.length + 2) });
+    }
+    return errors;
+  },
+};
