@@ -5,6 +5,12 @@ import { RpcProtocolError } from "./errors.ts";
  * Hand-written rather than avsc's Tap because bytes must come out as views of the received
  * chunk (avsc copies them) and encoding a batch must size one buffer up front.
  */
+const KEY_CACHE_SIZE = 32;
+const MAX_KEY_CACHE_LEN = 64;
+const keyCache: { bytes: Uint8Array; text: string }[] = [];
+
+type Utf8Sliceable = Buffer & { utf8Slice(start: number, end: number): string };
+
 export class AvroReader {
   pos: number;
 
@@ -24,7 +30,7 @@ export class AvroReader {
     throw new RpcProtocolError(`truncated Avro payload: ${what} runs past the end of the message (at byte ${this.pos} of ${this.end})`);
   }
 
-  /** An Avro long as a JS number; values beyond 2^53 are refused (no Flume field needs them). */
+  /** An Avro long as a JS number; values beyond ±2^52 are refused (no Flume field needs them). */
   long(): number {
     const buf = this.buf;
     let pos = this.pos;
@@ -49,7 +55,7 @@ export class AvroReader {
         if (mul > 2 ** 63) throw new RpcProtocolError(`invalid Avro varint at byte ${this.pos}: longer than 10 bytes`);
       } while (b & 0x80);
       this.pos = pos;
-      if (big > Number.MAX_SAFE_INTEGER) throw new RpcProtocolError(`Avro long at byte ${this.pos} is too large`);
+      if (big > 2 ** 53) throw new RpcProtocolError(`Avro long at byte ${this.pos} is too large (beyond ±2^52)`);
       return big % 2 === 0 ? big / 2 : -(big + 1) / 2;
     }
     this.pos = pos;
@@ -79,7 +85,8 @@ export class AvroReader {
     const start = this.pos;
     if (len > this.end - start) this.truncated(`a ${len}-byte string`);
     this.pos = start + len;
-    return this.buf.toString("utf8", start, start + len);
+    // utf8Slice skips toString's encoding dispatch (both Bun and Node have it).
+    return (this.buf as Utf8Sliceable).utf8Slice(start, start + len);
   }
 
   fixed(size: number): Buffer {
@@ -106,12 +113,42 @@ export class AvroReader {
     return i;
   }
 
+  /**
+   * A map key. Header names repeat from event to event, so recently seen ones are recognised
+   * by their bytes and the same string instance is returned: property insertion with a known
+   * key is far cheaper for the engine than with a fresh string.
+   */
+  key(): string {
+    const len = this.long();
+    if (len < 0) throw new RpcProtocolError(`negative Avro string length ${len} at byte ${this.pos}`);
+    const start = this.pos;
+    if (len > this.end - start) this.truncated(`a ${len}-byte string`);
+    this.pos = start + len;
+    const buf = this.buf;
+    if (len <= MAX_KEY_CACHE_LEN) {
+      for (let k = 0; k < keyCache.length; k++) {
+        const entry = keyCache[k];
+        const bytes = entry.bytes;
+        if (bytes.length !== len) continue;
+        let i = 0;
+        while (i < len && bytes[i] === buf[start + i]) i++;
+        if (i === len) return entry.text;
+      }
+    }
+    const text = (buf as Utf8Sliceable).utf8Slice(start, start + len);
+    if (len <= MAX_KEY_CACHE_LEN) {
+      if (keyCache.length >= KEY_CACHE_SIZE) keyCache.shift();
+      keyCache.push({ bytes: Uint8Array.from(buf.subarray(start, start + len)), text });
+    }
+    return text;
+  }
+
   /** map<string> as a plain object. */
   stringMap(): Record<string, string> {
     const out: Record<string, string> = {};
     for (let n = this.blockCount(); n > 0; n = this.blockCount()) {
       for (let i = 0; i < n; i++) {
-        const k = this.string();
+        const k = this.key();
         out[k] = this.string();
       }
     }
@@ -207,6 +244,24 @@ export class AvroWriter {
   }
 
   string(s: string): void {
+    const n = s.length;
+    if (n < 64) {
+      // Short ASCII strings (header keys and values): a one-byte length, then the chars.
+      this.ensure(n + 1);
+      const buf = this.buf;
+      const at = this.pos;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) break;
+        buf[at + 1 + i] = c;
+      }
+      if (i === n) {
+        buf[at] = n << 1;
+        this.pos = at + 1 + n;
+        return;
+      }
+    }
     // Worst case 3 bytes per UTF-16 unit; write in place, then fix the length prefix size.
     const max = s.length * 3;
     this.ensure(max + 10);

@@ -91,11 +91,12 @@ export function readEventArray(r: AvroReader): Event[] {
   return events;
 }
 
+/** UTF-16 length: exact for ASCII, and the writer grows in the rare case it falls short. */
 function asciiOrUtf8Length(s: string): number {
-  return Buffer.byteLength(s, "utf8");
+  return s.length;
 }
 
-/** Exact encoded size of one event, so a batch is written into one right-sized buffer. */
+/** Encoded size of one event (exact for ASCII headers), so a batch is written into one right-sized buffer. */
 export function eventSize(e: Event): number {
   let size = 0;
   const headers = e.headers;
