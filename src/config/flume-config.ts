@@ -310,7 +310,7 @@ class AgentBuilder {
       let component = map.get(key.name);
       if (!component) map.set(key.name, (component = { name: key.name, kind, props: {}, emptyProps: {}, file: this.file, line: entry.line }));
       component.line = Math.min(component.line, entry.line);
-      const value = this.resolve(entry, componentLabel(kind, key.name), key.sub!, true);
+      const value = this.resolve(entry, componentLabel(kind, key.name), key.sub!, true, { kind, name: key.name });
       const located = this.located(entry, value);
       if (value === "") component.emptyProps[key.sub!] = located;
       else if (key.sub === "type") component.type = located;
@@ -351,12 +351,12 @@ class AgentBuilder {
   }
 
   /** Trims (as Flume does) and substitutes a value, reporting what cannot be resolved. */
-  private resolve(entry: PropertyEntry, component: string, key: string, withFilters: boolean): string {
+  private resolve(entry: PropertyEntry, component: string, key: string, withFilters: boolean, ref?: Problem["ref"]): string {
     const raw = entry.value.trim();
     if (!hasVariables(raw)) return raw;
     const r = substitute(raw, this.sources(withFilters), this.referenced);
     for (const issue of r.issues) {
-      this.problems.push({ file: entry.file, line: entry.line, component, key, message: issue.message, hint: issue.hint, severity: "error", code: issue.code });
+      this.problems.push({ file: entry.file, line: entry.line, component, key, message: issue.message, hint: issue.hint, severity: "error", code: issue.code, ref });
     }
     return r.value.trim();
   }

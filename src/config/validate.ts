@@ -39,6 +39,14 @@ export interface ComponentRegistry {
 export const DEFAULT_SELECTOR_TYPE = "replicating";
 export const DEFAULT_SINK_PROCESSOR_TYPE = "default";
 
+/** Flume's wiring keys per kind, suggested when a component key is a near miss ("channels" on a sink). */
+const WIRING_KEYS: Record<EntryKind, readonly string[]> = {
+  source: ["channels", "interceptors", "selector.type"],
+  sink: ["channel"],
+  sinkgroup: ["sinks", "processor.type"],
+  channel: [],
+};
+
 /** A component whose type resolved, with its parsed configuration. */
 interface Checked {
   entry: ComponentEntry;
@@ -216,6 +224,7 @@ class Validator {
     fallbackLine: number,
     empty: Record<string, Located> = {},
     beforeOwnChecks?: (config: ComponentConfig) => void,
+    wiringKeys: readonly string[] = [],
   ): ComponentConfig {
     const schema = def.schema;
     const { config, errors } = parseConfig(schema, rawValues(props));
@@ -227,7 +236,7 @@ class Validator {
     }
     for (const [key, loc] of Object.entries(props)) {
       if (findProp(schema, key) || isUnderPrefix(schema, key)) continue;
-      const candidates = [...schema.props.flatMap((p) => [p.key, ...(p.aliases ?? [])]), ...(schema.prefixes ?? []).map((p) => p.prefix.replace(/\.$/, ""))];
+      const candidates = [...schema.props.flatMap((p) => [p.key, ...(p.aliases ?? [])]), ...(schema.prefixes ?? []).map((p) => p.prefix.replace(/\.$/, "")), ...wiringKeys];
       const guess = didYouMean(key, candidates);
       this.addFor(
         entry,
@@ -270,7 +279,7 @@ class Validator {
     for (const [k, v] of Object.entries(entry.emptyProps)) if (!isFrameworkKey(entry.kind, k)) ownEmpty[k] = v;
     // Generic cross-checks run before the component's own, which then stay quiet on the same key.
     const generic = entry.kind === "channel" ? (config: ComponentConfig) => this.checkCapacity({ entry, schema: def.schema, config }) : undefined;
-    const config = this.checkProps(entry, def, own, "", entry.line, ownEmpty, generic);
+    const config = this.checkProps(entry, def, own, "", entry.line, ownEmpty, generic, WIRING_KEYS[entry.kind]);
     const checked = { entry, schema: def.schema, config };
     this.checked.set(`${entry.kind} ${entry.name}`, checked);
     return checked;
@@ -450,10 +459,20 @@ function formatDefault(v: unknown): string {
   return Array.isArray(v) ? `"${v.join(" ")}"` : JSON.stringify(v);
 }
 
-function describeSpec(spec: { type: string; values?: readonly string[]; min?: number; max?: number; default?: unknown }): string {
-  const parts = [spec.type === "enum" && spec.values ? `one of ${spec.values.join(", ")}` : `a ${spec.type}`];
+const TYPE_WORDS: Record<string, string> = {
+  int: "a whole number",
+  number: "a number",
+  boolean: "true or false",
+  list: "a space-separated list",
+  string: "a string",
+  path: "a path",
+};
+
+/** What a property accepts, as a fix hint: "a whole number, at least 1; default 100". */
+export function describeSpec(spec: { type: string; values?: readonly string[]; min?: number; max?: number; default?: unknown }): string {
+  const parts = [spec.type === "enum" && spec.values ? `one of ${spec.values.join(", ")}` : (TYPE_WORDS[spec.type] ?? spec.type)];
   if (spec.min !== undefined) parts.push(`at least ${spec.min}`);
   if (spec.max !== undefined) parts.push(`at most ${spec.max}`);
-  if (spec.default !== undefined) parts.push(`default ${formatDefault(spec.default)}`);
-  return parts.join(", ");
+  const accepts = parts.join(", ");
+  return spec.default !== undefined ? `${accepts}; default ${formatDefault(spec.default)}` : accepts;
 }

@@ -47,7 +47,7 @@ describe("flume validate", () => {
     expect(r.code).toBe(1);
     expect(r.stdout.split("\n")).toEqual([
       `${broken}:6: error: channel c1: type: unknown channel type "memroy" (did you mean "memory"?)`,
-      `${broken}:10: error: sink k1: batchSize: must be at least 1, got -1 (a int, at least 1, default 100)`,
+      `${broken}:10: error: sink k1: batchSize: must be at least 1, got -1 (a whole number, at least 1; default 100)`,
       `${broken}: agent a1 is invalid: 2 errors, 0 warnings`,
       "",
     ]);
@@ -72,7 +72,7 @@ describe("flume validate", () => {
     expect(doc.warnings).toEqual([]);
     expect(doc.errors).toEqual([
       { file: broken, line: 6, component: "channel c1", key: "type", message: 'unknown channel type "memroy" (did you mean "memory"?)' },
-      { file: broken, line: 10, component: "sink k1", key: "batchSize", message: "must be at least 1, got -1 (a int, at least 1, default 100)" },
+      { file: broken, line: 10, component: "sink k1", key: "batchSize", message: "must be at least 1, got -1 (a whole number, at least 1; default 100)" },
     ]);
   });
 

@@ -53,6 +53,8 @@ describe("validateAgentConfig", () => {
     expect(p[0].message).toBe('unknown channel type "memroy"');
     expect(p[0].hint).toBe('did you mean "memory"?');
     expect(p[0].ref).toEqual({ kind: "channel", name: "c1" });
+    const unresolved = check([...BASE, "a1.sinks.k1.batchSize = ${env:B}"]);
+    expect(unresolved[0].ref).toEqual({ kind: "sink", name: "k1" });
   });
 
   test("types are case-insensitive and Flume's class names are accepted", () => {
@@ -73,11 +75,18 @@ describe("validateAgentConfig", () => {
     expect(p[1].hint).toContain("memory reads: capacity, transactionCapacity");
   });
 
+  test("a wiring key misspelled on a component: did-you-mean points to it", () => {
+    const p = check(BASE.map((l) => l.replace("k1.channel = c1", "k1.channels = c1")));
+    expect(brief(p)).toEqual(["6 warning channel-unused channel c1", "8 error missing-channel sink k1 channel", "9 warning unknown-property sink k1 channels"]);
+    expect(p[2].hint).toBe("did you mean channel?");
+  });
+
   test("a value of the wrong type or out of range", () => {
     const p = check([...BASE, "a1.channels.c1.keep-alive = soon", "a1.channels.c1.byteCapacityBufferPercentage = 120"]);
     expect(brief(p)).toEqual(["10 error bad-value channel c1 keep-alive", "11 error bad-value channel c1 byteCapacityBufferPercentage"]);
     expect(p[0].message).toBe('expected a whole number, got "soon"');
     expect(p[1].message).toBe("must be at most 100, got 120");
+    expect(p[0].hint).toBe("a whole number, at least 0; default 3");
   });
 
   test("an empty value lets the default apply: a warning when the default matters", () => {
