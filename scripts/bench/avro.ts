@@ -19,12 +19,24 @@ import { silentLogger } from "../../src/core/logger.ts";
 import { AvroSource } from "../../src/components/sources/avro.ts";
 import { DEFAULT_FRAME_LIMITS } from "../../src/rpc/frame.ts";
 import { AvroRpcClient } from "../../src/rpc/client.ts";
-import { fmt, peakRssMb } from "./_util.ts";
+import { readFileSync } from "node:fs";
 
 const BATCH = 1000;
 const BODY_SIZE = 100;
 const MEASURE_MS = Number(process.env.BENCH_MS ?? 3000);
 const WARMUP_MS = 500;
+
+/** Peak resident set size of a process in MB (VmHWM), from /proc. */
+function peakRssMb(pid: number | "self" = "self"): number {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 
 interface Case {
   name: string;

@@ -1,6 +1,8 @@
 import type { ComponentKind } from "../config/schema.ts";
 import type { ComponentDefinition } from "./component.ts";
 import { definition as memoryChannel } from "./channels/memory.ts";
+import { definition as avroSink } from "./sinks/avro.ts";
+import { definition as avroSource } from "./sources/avro.ts";
 import { definition as loggerSink } from "./sinks/logger.ts";
 import { definition as nullSink } from "./sinks/null.ts";
 import { definition as netcatSource } from "./sources/netcat.ts";
@@ -19,6 +21,8 @@ import { definition as loadBalanceSinkProcessor } from "./sink-processors/load-b
 const DEFINITIONS: ComponentDefinition<unknown>[] = [
   seqSource,
   netcatSource,
+  avroSource,
+  avroSink,
   memoryChannel,
   loggerSink,
   nullSink,
