@@ -1,104 +1,94 @@
-import type { Event } from "../../../core/event.ts";
-
 /**
- * The channel's queue of pending events as a growable ring of typed arrays: per event its
- * sequence number and location (segment id, file offset), plus an optional in-memory copy of
- * the event so a sink that keeps up never reads the disk. 16 bytes and one slot per event, so a
- * million pending events cost about 24 MB.
+ * The channel's queue of pending events: per event its sequence number and location (segment
+ * id, file offset), 16 bytes each, in fixed-size chunks of typed arrays. A million pending
+ * events cost 16 MB, and growing never copies (a doubling array would briefly hold both).
+ * Event bodies stay on disk; take() reads them back in large windows.
  */
-export class EventQueue {
-  private seqs: Float64Array;
-  private segs: Uint32Array;
-  private offs: Uint32Array;
-  private events: (Event | undefined)[];
-  private head = 0;
-  private _length = 0;
+const CHUNK = 65536;
 
-  constructor(initial = 1024) {
-    this.seqs = new Float64Array(initial);
-    this.segs = new Uint32Array(initial);
-    this.offs = new Uint32Array(initial);
-    this.events = new Array(initial);
-  }
+class Chunk {
+  readonly seqs = new Float64Array(CHUNK);
+  readonly segs = new Uint32Array(CHUNK);
+  readonly offs = new Uint32Array(CHUNK);
+}
+
+export class EventQueue {
+  private chunks: Chunk[] = [new Chunk()];
+  /** Index of the first entry in chunks[0]. */
+  private head = 0;
+  /** Index after the last entry in the last chunk. */
+  private tail = 0;
+  private _length = 0;
+  /** One emptied chunk kept for reuse, so a queue hovering at a chunk boundary does not churn. */
+  private spare: Chunk | null = null;
 
   get length(): number {
     return this._length;
   }
 
-  private grow(): void {
-    const cap = this.seqs.length * 2;
-    const seqs = new Float64Array(cap);
-    const segs = new Uint32Array(cap);
-    const offs = new Uint32Array(cap);
-    const events: (Event | undefined)[] = new Array(cap);
-    for (let i = 0; i < this._length; i++) {
-      const j = (this.head + i) % this.seqs.length;
-      seqs[i] = this.seqs[j];
-      segs[i] = this.segs[j];
-      offs[i] = this.offs[j];
-      events[i] = this.events[j];
+  private newChunk(): Chunk {
+    const c = this.spare ?? new Chunk();
+    this.spare = null;
+    return c;
+  }
+
+  pushBack(seq: number, seg: number, off: number): void {
+    if (this.tail === CHUNK) {
+      this.chunks.push(this.newChunk());
+      this.tail = 0;
     }
-    this.seqs = seqs;
-    this.segs = segs;
-    this.offs = offs;
-    this.events = events;
-    this.head = 0;
-  }
-
-  pushBack(seq: number, seg: number, off: number, event: Event | undefined): void {
-    if (this._length === this.seqs.length) this.grow();
-    const j = (this.head + this._length) % this.seqs.length;
-    this.seqs[j] = seq;
-    this.segs[j] = seg;
-    this.offs[j] = off;
-    this.events[j] = event;
+    const c = this.chunks[this.chunks.length - 1];
+    c.seqs[this.tail] = seq;
+    c.segs[this.tail] = seg;
+    c.offs[this.tail] = off;
+    this.tail++;
     this._length++;
   }
 
-  pushFront(seq: number, seg: number, off: number, event: Event | undefined): void {
-    if (this._length === this.seqs.length) this.grow();
-    this.head = (this.head - 1 + this.seqs.length) % this.seqs.length;
-    this.seqs[this.head] = seq;
-    this.segs[this.head] = seg;
-    this.offs[this.head] = off;
-    this.events[this.head] = event;
+  pushFront(seq: number, seg: number, off: number): void {
+    if (this.head === 0) {
+      this.chunks.unshift(this.newChunk());
+      this.head = CHUNK;
+    }
+    this.head--;
+    const c = this.chunks[0];
+    c.seqs[this.head] = seq;
+    c.segs[this.head] = seg;
+    c.offs[this.head] = off;
     this._length++;
   }
 
-  /** Index-based access to the head, for take: read these, then call dropFront(). */
+  /** The head entry, for take: read these, then call dropFront(). */
   frontSeq(): number {
-    return this.seqs[this.head];
+    return this.chunks[0].seqs[this.head];
   }
   frontSeg(): number {
-    return this.segs[this.head];
+    return this.chunks[0].segs[this.head];
   }
   frontOff(): number {
-    return this.offs[this.head];
-  }
-  frontEvent(): Event | undefined {
-    return this.events[this.head];
+    return this.chunks[0].offs[this.head];
   }
 
   dropFront(): void {
-    this.events[this.head] = undefined;
-    this.head = (this.head + 1) % this.seqs.length;
+    this.head++;
     this._length--;
+    if (this._length === 0) {
+      // Empty: rewind instead of walking through chunks.
+      this.chunks.length = 1;
+      this.head = this.tail = 0;
+    } else if (this.head === CHUNK) {
+      this.spare = this.chunks.shift() ?? null;
+      this.head = 0;
+    }
   }
 
   /** Calls fn for every entry from head to tail. */
   forEach(fn: (seq: number, seg: number, off: number) => void): void {
-    const cap = this.seqs.length;
-    for (let i = 0; i < this._length; i++) {
-      const j = (this.head + i) % cap;
-      fn(this.seqs[j], this.segs[j], this.offs[j]);
+    for (let ci = 0; ci < this.chunks.length; ci++) {
+      const c = this.chunks[ci];
+      const from = ci === 0 ? this.head : 0;
+      const to = ci === this.chunks.length - 1 ? this.tail : CHUNK;
+      for (let i = from; i < to; i++) fn(c.seqs[i], c.segs[i], c.offs[i]);
     }
-  }
-
-  /** Location of the i-th entry from the head, for read-ahead. */
-  segAt(i: number): number {
-    return this.segs[(this.head + i) % this.seqs.length];
-  }
-  offAt(i: number): number {
-    return this.offs[(this.head + i) % this.seqs.length];
   }
 }

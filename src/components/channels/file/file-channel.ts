@@ -16,6 +16,7 @@ import { type Logger, silentLogger } from "../../../core/logger.ts";
 import { BasicTransaction } from "../../../core/transaction.ts";
 import { encodeCheckpoint, writeCheckpointFile } from "./checkpoint.ts";
 import { FileChannelCounter } from "./counter.ts";
+import { BufferPool } from "./buffer-pool.ts";
 import { DirLock } from "./dir-lock.ts";
 import { EventQueue } from "./event-queue.ts";
 import { encodeTransaction, toRanges } from "./format.ts";
@@ -43,8 +44,6 @@ export interface FileChannelOptions {
 
 /** Flume's floor for minimumRequiredSpace: 1 MB. */
 export const MINIMUM_REQUIRED_SPACE_FLOOR = 1024 * 1024;
-/** Events kept in memory after their put, so a sink that keeps up never reads the disk. */
-const MEMORY_CACHE_BYTES = 16 * 1024 * 1024;
 /** Upper bound of one group write. */
 const MAX_GROUP_BYTES = 64 * 1024 * 1024;
 /** How often put() re-checks free disk space while the channel is refusing puts. */
@@ -61,18 +60,11 @@ interface CommitRequest {
   reject(err: Error): void;
 }
 
-function cost(e: Event): number {
-  let n = 96 + e.body.length;
-  for (const k in e.headers) n += 64 + k.length + e.headers[k].length;
-  return n;
-}
-
 export class FileTransaction extends BasicTransaction {
   puts: Event[] = [];
   takenSeqs: number[] = [];
   takenSegs: number[] = [];
   takenOffs: number[] = [];
-  takenEvents: Event[] = [];
 
   constructor(private readonly ch: FileChannel) {
     super();
@@ -99,7 +91,6 @@ export class FileTransaction extends BasicTransaction {
     this.takenSeqs = [];
     this.takenSegs = [];
     this.takenOffs = [];
-    this.takenEvents = [];
     this.positions = null;
   }
 }
@@ -122,12 +113,12 @@ export class FileChannel implements Channel {
   private nextTxid = 1;
   private inflightTakes = 0;
   private reservedPuts = 0;
-  private cachedBytes = 0;
   /** Transactions holding taken events: their events are still pending for checkpoints. */
   private readonly takers = new Set<FileTransaction>();
   private spaceWaiters: (() => void)[] = [];
 
   private pendingWrites: CommitRequest[] = [];
+  private readonly pool = new BufferPool();
   private writing = false;
   private idleWaiters: (() => void)[] = [];
   private checkpointDue = false;
@@ -197,10 +188,10 @@ export class FileChannel implements Channel {
       const ckptDirs = [o.checkpointDir];
       if (o.useDualCheckpoints && o.backupCheckpointDir) ckptDirs.push(o.backupCheckpointDir);
       const r = recover({ dataDirs: o.dataDirs, checkpointDirs: ckptDirs, logger: this.logger, repair: true, channel: this.name });
-      this.queue = new EventQueue(Math.max(1024, r.count));
+      this.queue = new EventQueue();
       this.segLive.clear();
       for (let i = 0; i < r.count; i++) {
-        this.queue.pushBack(r.seqs[i], r.segs[i], r.offs[i], undefined);
+        this.queue.pushBack(r.seqs[i], r.segs[i], r.offs[i]);
         this.segLive.set(r.segs[i], (this.segLive.get(r.segs[i]) ?? 0) + 1);
       }
       this.positions = r.positions;
@@ -210,7 +201,6 @@ export class FileChannel implements Channel {
       this.log.open(r.segments);
       this.inflightTakes = 0;
       this.reservedPuts = 0;
-      this.cachedBytes = 0;
       this.startError = null;
       this.counter.unhealthy = false;
       this.counter.set("ChannelSize", this.queue.length);
@@ -317,25 +307,20 @@ export class FileChannel implements Channel {
     const seq = q.frontSeq();
     const seg = q.frontSeg();
     const off = q.frontOff();
-    let event = q.frontEvent();
-    if (event) {
-      this.cachedBytes -= cost(event);
-    } else {
-      try {
-        event = log.read(seg, off);
-      } catch (err) {
-        this.counter.values.EventTakeErrorCount++;
-        throw new ChannelException(`file channel ${this.name}: cannot read event ${seq} from ${log.pathOf(seg) ?? `segment ${seg}`} at offset ${off}: ${(err as Error).message}`, {
-          cause: err,
-        });
-      }
+    let event: Event;
+    try {
+      event = log.read(seg, off);
+    } catch (err) {
+      this.counter.values.EventTakeErrorCount++;
+      throw new ChannelException(`file channel ${this.name}: cannot read event ${seq} from ${log.pathOf(seg) ?? `segment ${seg}`} at offset ${off}: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     q.dropFront();
     this.inflightTakes++;
     tx.takenSeqs.push(seq);
     tx.takenSegs.push(seg);
     tx.takenOffs.push(off);
-    tx.takenEvents.push(event);
     this.takers.add(tx);
     this.counter.values.ChannelSize = q.length;
     return event;
@@ -344,12 +329,7 @@ export class FileChannel implements Channel {
   rollback(tx: FileTransaction): void {
     const n = tx.takenSeqs.length;
     // Back to the head, in their original order.
-    for (let i = n - 1; i >= 0; i--) {
-      const e = tx.takenEvents[i];
-      const keep = this.cachedBytes < MEMORY_CACHE_BYTES;
-      if (keep) this.cachedBytes += cost(e);
-      this.queue.pushFront(tx.takenSeqs[i], tx.takenSegs[i], tx.takenOffs[i], keep ? e : undefined);
-    }
+    for (let i = n - 1; i >= 0; i--) this.queue.pushFront(tx.takenSeqs[i], tx.takenSegs[i], tx.takenOffs[i]);
     this.inflightTakes -= n;
     this.takers.delete(tx);
     this.counter.values.ChannelSize = this.queue.length;
@@ -373,7 +353,7 @@ export class FileChannel implements Channel {
     const txid = this.nextTxid++;
     const firstSeq = this.nextSeq;
     this.nextSeq += puts;
-    const { bytes, eventOffsets } = encodeTransaction(txid, firstSeq, tx.puts, takes > 0 ? toRanges(tx.takenSeqs, takes) : [], takes, positions);
+    const { bytes, eventOffsets } = encodeTransaction(txid, firstSeq, tx.puts, takes > 0 ? toRanges(tx.takenSeqs, takes) : [], takes, positions, (n) => this.pool.get(n));
     await new Promise<void>((resolve, reject) => {
       this.pendingWrites.push({ tx, bytes, eventOffsets, firstSeq, puts: tx.puts, positions, resolve, reject });
       this.pump();
@@ -495,6 +475,7 @@ export class FileChannel implements Channel {
         this.reservedPuts -= r.puts.length;
         if (r.puts.length > 0) this.counter.values.EventPutErrorCount += r.puts.length;
         else this.counter.values.EventTakeErrorCount += r.tx.takenSeqs.length;
+        this.pool.release(r.bytes);
         r.reject(failure);
       }
       this.wakeSpaceWaiters();
@@ -507,7 +488,10 @@ export class FileChannel implements Channel {
       at += r.bytes.length;
     }
     if (freed) this.wakeSpaceWaiters();
-    for (const r of group) r.resolve();
+    for (const r of group) {
+      this.pool.release(r.bytes);
+      r.resolve();
+    }
   }
 
   /** Makes a durable commit visible: queues its puts, forgets its takes. True if it freed room. */
@@ -515,15 +499,7 @@ export class FileChannel implements Channel {
     const q = this.queue;
     const v = this.counter.values;
     const puts = r.puts;
-    for (let i = 0; i < puts.length; i++) {
-      const e = puts[i];
-      let keep = false;
-      if (this.cachedBytes < MEMORY_CACHE_BYTES) {
-        this.cachedBytes += cost(e);
-        keep = true;
-      }
-      q.pushBack(r.firstSeq + i, segment, base + r.eventOffsets[i], keep ? e : undefined);
-    }
+    for (let i = 0; i < puts.length; i++) q.pushBack(r.firstSeq + i, segment, base + r.eventOffsets[i]);
     if (puts.length > 0) {
       this.segLive.set(segment, (this.segLive.get(segment) ?? 0) + puts.length);
       this.reservedPuts -= puts.length;

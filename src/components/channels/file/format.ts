@@ -136,6 +136,7 @@ export function encodeTransaction(
   takes: readonly TakeRange[],
   takeCount: number,
   positions: ReadonlyMap<string, string> | null,
+  alloc: (size: number) => Buffer = Buffer.allocUnsafe,
 ): EncodedTransaction {
   let total = RECORD_HEADER_SIZE + 8; // COMMIT
   let putPayload = 0;
@@ -153,7 +154,7 @@ export function encodeTransaction(
     total += RECORD_HEADER_SIZE + posPayload;
   }
 
-  const buf = Buffer.allocUnsafe(total);
+  const buf = alloc(total);
   const eventOffsets = new Uint32Array(puts.length);
   let at = 0;
   if (puts.length > 0) {
@@ -228,7 +229,7 @@ export function encodeTransaction(
 /**
  * Decodes the event whose u32 length field is at `at` in `buf`. Returns null when the buffer
  * does not hold the whole event (the caller reads more), "corrupt" when its checksum fails.
- * The body is a view into `buf`.
+ * The body is a copy, so `buf` can be reused.
  */
 export function decodeEventAt(buf: Buffer, at: number, end: number): Event | null | "corrupt" {
   if (at + EVENT_PREFIX > end) return null;
@@ -249,7 +250,8 @@ export function decodeEventAt(buf: Buffer, at: number, end: number): Event | nul
     p += 4 + vLen;
   }
   const bodyLen = buf.readUInt32LE(p);
-  const body = new Uint8Array(buf.buffer, buf.byteOffset + p + 4, bodyLen);
+  const body = new Uint8Array(bodyLen);
+  body.set(buf.subarray(p + 4, p + 4 + bodyLen));
   return { headers, body };
 }
 

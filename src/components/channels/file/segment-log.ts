@@ -32,6 +32,18 @@ function writeAll(fd: number, buf: Buffer, position: number): Promise<void> {
   });
 }
 
+/** One writev for a whole group; a short write (rare) finishes with plain writes. */
+function writeGroup(fd: number, bufs: readonly Buffer[], total: number, position: number): Promise<void> {
+  if (bufs.length === 1) return writeAll(fd, bufs[0], position);
+  return new Promise((resolve, reject) => {
+    fs.writev(fd, bufs as Buffer[], position, (err, n) => {
+      if (err) return reject(err);
+      if (n === total) return resolve();
+      writeAll(fd, Buffer.concat(bufs as Buffer[], total).subarray(n), position + n).then(resolve, reject);
+    });
+  });
+}
+
 function datasync(fd: number): Promise<void> {
   return new Promise((resolve, reject) => fs.fdatasync(fd, (err) => (err ? reject(err) : resolve())));
 }
@@ -126,9 +138,8 @@ export class SegmentLog {
     const seg = this.active;
     const fd = this.writeFd;
     const offset = seg.end;
-    const data = bufs.length === 1 ? bufs[0] : Buffer.concat(bufs as Buffer[], total);
     try {
-      await writeAll(fd, data, offset);
+      await writeGroup(fd, bufs, total, offset);
       if (sync) await datasync(fd);
       else this.dirty = true;
     } catch (err) {
@@ -166,14 +177,14 @@ export class SegmentLog {
     const limit = seg.end;
     let want = Math.min(READ_AHEAD, limit - offset);
     if (want < EVENT_PREFIX) throw new Error(`event at ${seg.path}:${offset} lies beyond the written data (${limit} bytes)`);
-    // A fresh buffer per window: events handed out keep views into it.
-    let buf = Buffer.allocUnsafe(want);
+    // Events are copied out of the window, so one window buffer serves every read.
+    let buf = this.rBuf.length >= want ? this.rBuf : Buffer.allocUnsafe(Math.max(want, READ_AHEAD));
     let got = fs.readSync(seg.readFd, buf, 0, want, offset);
     if (got >= EVENT_PREFIX) {
       const need = eventLengthAt(buf, 0);
       if (need > got) {
         want = Math.min(Math.max(need, READ_AHEAD), limit - offset);
-        buf = Buffer.allocUnsafe(want);
+        if (buf.length < want) buf = Buffer.allocUnsafe(want);
         got = 0;
         while (got < want) {
           const n = fs.readSync(seg.readFd, buf, got, want - got, offset + got);
