@@ -1,0 +1,113 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { startCli, tempDir } from "../helpers.ts";
+
+type Agent = ReturnType<typeof startCli>;
+const running: Agent[] = [];
+const cleanups: (() => void)[] = [];
+afterEach(async () => {
+  for (const a of running.splice(0)) {
+    if (a.child.exitCode === null && a.child.signalCode === null) {
+      a.child.kill("SIGKILL");
+      await a.exited();
+    }
+  }
+  for (const c of cleanups.splice(0)) c();
+});
+
+async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, "127.0.0.1", () => r()));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+async function metrics(port: number): Promise<Record<string, Record<string, string>>> {
+  const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+  return (await res.json()) as Record<string, Record<string, string>>;
+}
+
+async function waitForMetric(port: number, group: string, key: string, value: string, ms = 15000): Promise<Record<string, Record<string, string>>> {
+  const start = Date.now();
+  let last: Record<string, Record<string, string>> = {};
+  while (Date.now() - start < ms) {
+    try {
+      last = await metrics(port);
+      if (last[group]?.[key] === value) return last;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${group}.${key} never reached ${value}: ${JSON.stringify(last)}`);
+}
+
+function agent(dir: string, name: string, conf: string, metricsPort: number): Agent {
+  const file = path.join(dir, `${name}.conf`);
+  writeFileSync(file, conf);
+  const a = startCli(["run", "-f", file, "-n", name, "--metrics-port", String(metricsPort), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"]);
+  running.push(a);
+  return a;
+}
+
+describe("two agents over Avro RPC (flume run child processes)", () => {
+  test("agent A (seq -> memory -> avro sink) to agent B (avro source -> memory -> null): every event arrives", async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const [avroPort, metricsA, metricsB] = [await freePort(), await freePort(), await freePort()];
+    const total = 5000;
+    const b = agent(
+      tmp.dir,
+      "b",
+      `b.sources = r1
+b.channels = c1
+b.sinks = k1
+b.sources.r1.type = avro
+b.sources.r1.bind = 127.0.0.1
+b.sources.r1.port = ${avroPort}
+b.sources.r1.channels = c1
+b.channels.c1.type = memory
+b.channels.c1.capacity = 100000
+b.channels.c1.transactionCapacity = 1000
+b.sinks.k1.type = null
+b.sinks.k1.channel = c1
+`,
+      metricsB,
+    );
+    await b.waitFor(/started/);
+    const a = agent(
+      tmp.dir,
+      "a",
+      `a.sources = r1
+a.channels = c1
+a.sinks = k1
+a.sources.r1.type = seq
+a.sources.r1.totalEvents = ${total}
+a.sources.r1.batchSize = 500
+a.sources.r1.channels = c1
+a.channels.c1.type = memory
+a.channels.c1.capacity = 100000
+a.channels.c1.transactionCapacity = 1000
+a.sinks.k1.type = avro
+a.sinks.k1.hostname = 127.0.0.1
+a.sinks.k1.port = ${avroPort}
+a.sinks.k1.batch-size = 1000
+a.sinks.k1.channel = c1
+`,
+      metricsA,
+    );
+    const mb = await waitForMetric(metricsB, "SOURCE.r1", "EventAcceptedCount", String(total));
+    expect(mb["SOURCE.r1"].AppendBatchAcceptedCount).toBe(String(total / 1000));
+    expect(mb["SOURCE.r1"].OpenConnectionCount).toBe("1");
+    const ma = await waitForMetric(metricsA, "SINK.k1", "EventDrainSuccessCount", String(total));
+    expect(ma["SINK.k1"].ConnectionCreatedCount).toBe("1");
+    expect(ma["SINK.k1"].EventWriteFail).toBe("0");
+    a.child.kill("SIGTERM");
+    b.child.kill("SIGTERM");
+    expect(await a.exited()).toBe(0);
+    expect(await b.exited()).toBe(0);
+  });
+});
