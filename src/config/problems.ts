@@ -37,7 +37,8 @@ export type ProblemCode =
   | "batch-exceeds-transaction"
   | "transaction-exceeds-capacity"
   | "channel-unused"
-  | "no-channels";
+  | "no-channels"
+  | "no-sources-or-sinks";
 
 export interface Problem {
   file: string;

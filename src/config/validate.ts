@@ -134,7 +134,7 @@ class Validator {
       this.add("error", "no-channels", this.config.line, this.a, "channels", "the agent lists no channels, so Flume would not start it", `add ${this.a}.channels = c1 and configure ${this.a}.channels.c1.type = memory`);
     }
     if (!listed.sources && !listed.sinks) {
-      this.add("error", "no-channels", this.config.line, this.a, "sources", "the agent lists neither sources nor sinks, so Flume would not start it", `add ${this.a}.sources = r1 and ${this.a}.sinks = k1`);
+      this.add("error", "no-sources-or-sinks", this.config.line, this.a, "sources", "the agent lists neither sources nor sinks, so Flume would not start it", `add ${this.a}.sources = r1 and ${this.a}.sinks = k1`);
     }
   }
 

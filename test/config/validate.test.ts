@@ -238,7 +238,7 @@ describe("validateAgentConfig", () => {
   });
 
   test("an agent without channels, or without sources and sinks", () => {
-    expect(brief(check(["a1.channels = c1", "a1.channels.c1.type = memory"]))).toEqual(["1 error no-channels a1 sources", "2 warning channel-unused channel c1", "2 warning channel-unused channel c1"]);
+    expect(brief(check(["a1.channels = c1", "a1.channels.c1.type = memory"]))).toEqual(["1 error no-sources-or-sinks a1 sources", "2 warning channel-unused channel c1", "2 warning channel-unused channel c1"]);
     expect(brief(check(["a1.sinks = k1", "a1.sinks.k1.type = null", "a1.sinks.k1.channel = c1"]))).toEqual(["1 error no-channels a1 channels", "3 error undefined-channel sink k1 channel"]);
   });
 
