@@ -1,0 +1,204 @@
+import { Agent, request } from "undici/index.js";
+import type { ComponentConfig } from "../../config/schema.ts";
+import { SinkCounter } from "../../core/counters.ts";
+import { ConfigurationError, EventDeliveryException } from "../../core/errors.ts";
+import type { Sink, Status } from "../../core/sink.ts";
+import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { BaseSink } from "./base.ts";
+
+// undici is imported by path: Bun replaces the bare "undici" with a partial built-in whose
+// request() ignores the dispatcher's timeouts.
+
+/** A per-status policy: exact codes ("503"), then "50X", then "5XX", then the default. */
+export class StatusPolicy {
+  private readonly rules = new Map<string, boolean>();
+
+  constructor(
+    readonly name: string,
+    readonly defaultValue: boolean,
+    overrides: Record<string, string> = {},
+  ) {
+    for (const [code, raw] of Object.entries(overrides)) {
+      const key = code.trim().toUpperCase();
+      if (!/^[1-5](\d\d|\dX|XX)$/.test(key)) throw new ConfigurationError(`${name}.${code}`, "expected an HTTP status code (503) or pattern (50X, 5XX)");
+      const value = raw.trim().toLowerCase();
+      if (value !== "true" && value !== "false") throw new ConfigurationError(`${name}.${code}`, `expected true or false, got "${raw}"`);
+      this.rules.set(key, value === "true");
+    }
+  }
+
+  /** Whether this policy's rule names a 2XX code (for the start-up hint). */
+  coversSuccess(): boolean {
+    return [...this.rules.keys()].some((k) => k.startsWith("2"));
+  }
+
+  decide(status: number): boolean {
+    const code = String(status);
+    return this.rules.get(code) ?? this.rules.get(`${code.slice(0, 2)}X`) ?? this.rules.get(`${code[0]}XX`) ?? this.defaultValue;
+  }
+}
+
+export interface HttpSinkOptions {
+  endpoint: URL;
+  connectTimeout: number;
+  requestTimeout: number;
+  contentType: string;
+  accept: string;
+  backoff: StatusPolicy;
+  rollback: StatusPolicy;
+  incrementMetrics: StatusPolicy;
+}
+
+/**
+ * Flume's HttpSink: takes one event per transaction and POSTs its body to the endpoint. The
+ * response status decides, through the backoff / rollback / incrementMetrics policies, whether
+ * the transaction commits or rolls back, whether the runner backs off, and whether
+ * EventDrainSuccessCount counts it. As in Flume, the defaults roll back and back off on every
+ * status, so a working setup sets rollback.2XX = false (and usually backoff.2XX = false).
+ * A connection failure or timeout rolls back and raises EventDeliveryException.
+ */
+export class HttpSink extends BaseSink implements Sink {
+  readonly counter: SinkCounter;
+  private agent: Agent | null = null;
+
+  constructor(
+    ctx: ComponentContext,
+    readonly options: HttpSinkOptions,
+  ) {
+    super(ctx);
+    this.counter = new SinkCounter(ctx.name, ctx.clock);
+  }
+
+  start(): void {
+    this.agent = new Agent({ connectTimeout: this.options.connectTimeout, headersTimeout: this.options.requestTimeout, bodyTimeout: this.options.requestTimeout });
+    this.counter.start();
+    if (this.options.rollback.defaultValue && !this.options.rollback.coversSuccess())
+      this.logger.warn(`http sink ${this.name}: defaultRollback is true and no rollback.2XX/rollback.200 is set, so even successful posts are rolled back and sent again (as in Flume); set rollback.2XX = false`);
+    this.state = "START";
+  }
+
+  async stop(): Promise<void> {
+    const agent = this.agent;
+    this.agent = null;
+    if (agent) await agent.close().catch(() => agent.destroy());
+    this.counter.stop();
+    this.state = "STOP";
+  }
+
+  private async post(body: Uint8Array): Promise<number> {
+    const agent = this.agent;
+    if (!agent) throw new Error("sink is not started");
+    const res = await request(this.options.endpoint, {
+      method: "POST",
+      body,
+      headers: { "content-type": this.options.contentType, accept: this.options.accept },
+      dispatcher: agent,
+      signal: AbortSignal.timeout(this.options.connectTimeout + this.options.requestTimeout),
+    });
+    // Read the response to its end so the connection can be reused.
+    await res.body.dump();
+    return res.statusCode;
+  }
+
+  async process(): Promise<Status> {
+    const c = this.counter.values;
+    const tx = this.getChannel().getTransaction();
+    tx.begin();
+    try {
+      const event = tx.take();
+      if (event === null || event.body.length === 0) {
+        // Flume commits here: an empty body is dropped (with a warning), nothing is lost otherwise.
+        await tx.commit();
+        if (event === null) c.BatchEmptyCount++;
+        else this.logger.warn(`http sink ${this.name}: dropped an event with an empty body`);
+        return "BACKOFF";
+      }
+      c.EventDrainAttemptCount++;
+      let status: number;
+      try {
+        status = await this.post(event.body);
+      } catch (err) {
+        await tx.rollback();
+        c.EventWriteFail++;
+        const reason = (err as { code?: string }).code ? `${(err as { code: string }).code}: ${(err as Error).message}` : (err as Error).message;
+        throw new EventDeliveryException(`http sink ${this.name}: POST to ${this.options.endpoint.href} failed (${reason}); the event was rolled back`, { cause: err });
+      }
+      const rollback = this.options.rollback.decide(status);
+      if (rollback) await tx.rollback();
+      else await tx.commit();
+      const backoff = this.options.backoff.decide(status);
+      if (this.options.incrementMetrics.decide(status)) c.EventDrainSuccessCount++;
+      if (rollback) this.logger.info(`http sink ${this.name}: got status ${status}; rolled back the event${backoff ? " and backed off" : " for retry"}`);
+      else if (status >= 400) this.logger.warn(`http sink ${this.name}: got status ${status}; the event was committed (dropped) as configured`);
+      return backoff ? "BACKOFF" : "READY";
+    } catch (err) {
+      if (err instanceof EventDeliveryException) throw err;
+      try {
+        await tx.rollback();
+      } catch {
+        // The transaction may already be finished; the original error matters.
+      }
+      c.ChannelReadFail++;
+      throw new EventDeliveryException(`http sink ${this.name}: ${(err as Error).message}`, { cause: err });
+    } finally {
+      tx.close();
+    }
+  }
+}
+
+function options(config: ComponentConfig): HttpSinkOptions {
+  const raw = config.string("endpoint");
+  let endpoint: URL;
+  try {
+    endpoint = new URL(raw);
+  } catch {
+    throw new ConfigurationError("endpoint", `"${raw}" is not a valid URL (e.g. http://collector:8080/events)`);
+  }
+  if (endpoint.protocol !== "http:" && endpoint.protocol !== "https:") throw new ConfigurationError("endpoint", `must be an http:// or https:// URL, got "${raw}"`);
+  return {
+    endpoint,
+    connectTimeout: config.int("connectTimeout"),
+    requestTimeout: config.int("requestTimeout"),
+    contentType: config.string("contentTypeHeader"),
+    accept: config.string("acceptHeader"),
+    backoff: new StatusPolicy("backoff", config.boolean("defaultBackoff"), config.group("backoff.")),
+    rollback: new StatusPolicy("rollback", config.boolean("defaultRollback"), config.group("rollback.")),
+    incrementMetrics: new StatusPolicy("incrementMetrics", config.boolean("defaultIncrementMetrics"), config.group("incrementMetrics.")),
+  };
+}
+
+export const definition: ComponentDefinition<HttpSink> = {
+  schema: {
+    kind: "sink",
+    type: "http",
+    aliases: ["org.apache.flume.sink.http.HttpSink"],
+    doc: "POSTs each event's body to an HTTP endpoint; the response status decides commit or rollback, backoff and metrics.",
+    props: [
+      { key: "endpoint", type: "string", required: true, doc: "URL to POST to." },
+      { key: "connectTimeout", type: "int", default: 5000, min: 1, doc: "Milliseconds to wait for the connection." },
+      { key: "requestTimeout", type: "int", default: 5000, min: 1, doc: "Milliseconds to wait for the response." },
+      { key: "contentTypeHeader", type: "string", default: "text/plain", doc: "Content-Type of the request." },
+      { key: "acceptHeader", type: "string", default: "text/plain", doc: "Accept header of the request." },
+      { key: "defaultBackoff", type: "boolean", default: true, doc: "Back off after a status no backoff.CODE names." },
+      { key: "defaultRollback", type: "boolean", default: true, doc: "Roll back after a status no rollback.CODE names." },
+      { key: "defaultIncrementMetrics", type: "boolean", default: false, doc: "Count EventDrainSuccessCount for a status no incrementMetrics.CODE names." },
+    ],
+    prefixes: [
+      { prefix: "backoff.", doc: "backoff.CODE = true|false, CODE a status (503) or pattern (50X, 5XX); the most specific wins" },
+      { prefix: "rollback.", doc: "rollback.CODE = true|false" },
+      { prefix: "incrementMetrics.", doc: "incrementMetrics.CODE = true|false" },
+    ],
+  },
+  create(config, ctx) {
+    return new HttpSink(ctx, options(config));
+  },
+  validate(config) {
+    try {
+      options(config);
+      return [];
+    } catch (err) {
+      if (err instanceof ConfigurationError) return [{ key: err.key, message: err.message.slice(err.key.length + 2) }];
+      throw err;
+    }
+  },
+};
