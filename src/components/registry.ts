@@ -1,6 +1,7 @@
 import type { ComponentKind } from "../config/schema.ts";
 import type { ComponentDefinition } from "./component.ts";
 import { definition as memoryChannel } from "./channels/memory.ts";
+import { definition as fileChannel } from "./channels/file/index.ts";
 import { definition as avroSink } from "./sinks/avro.ts";
 import { definition as avroSource } from "./sources/avro.ts";
 import { definition as loggerSink } from "./sinks/logger.ts";
@@ -24,6 +25,7 @@ const DEFINITIONS: ComponentDefinition<unknown>[] = [
   avroSource,
   avroSink,
   memoryChannel,
+  fileChannel,
   loggerSink,
   nullSink,
   replicatingSelector,
