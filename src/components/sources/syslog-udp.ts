@@ -1,16 +1,9 @@
-import dgram from "node:dgram";
-import { isIPv6 } from "node:net";
 import type { Event } from "../../core/event.ts";
-import type { EventDrivenSource } from "../../core/source.ts";
 import type { ComponentContext, ComponentDefinition } from "../component.ts";
-import { NetworkSource, plainIp, reverseName } from "./syslog/delivery.ts";
+import { DatagramSource, DEFAULT_UDP_BACKLOG } from "./syslog/datagram.ts";
+import { reverseName } from "./syslog/delivery.ts";
 import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, KEEP_FIELDS } from "./syslog/options.ts";
 import { type KeepFields, parseKeepFields, SyslogEventParser } from "./syslog/parse.ts";
-
-/** RFC 5426 allows 64 KiB datagrams; Flume's syslogudp reads up to that. */
-export const MAX_DATAGRAM = 1 << 16;
-/** Events held while the channel is busy; beyond this, datagrams are dropped (UDP cannot push back). */
-export const DEFAULT_UDP_BACKLOG = 10000;
 
 export interface SyslogUdpOptions {
   host: string;
@@ -22,27 +15,22 @@ export interface SyslogUdpOptions {
 }
 
 const NL = 10;
+const CR = 13;
 
 /**
- * Flume's syslogudp: each datagram is a syslog message (lines after the first are further
- * messages rather than being dropped). Datagrams that arrive while a batch waits on the channel
- * are queued, up to maxBacklog events, and go out as the next batch.
+ * Flume's syslogudp: each datagram is a syslog message (up to 64 KiB, RFC 5426). Lines after
+ * the first become further events instead of being dropped as in Flume.
  */
-export class SyslogUdpSource extends NetworkSource implements EventDrivenSource {
-  readonly kind = "event-driven";
-  private socket: dgram.Socket | null = null;
+export class SyslogUdpSource extends DatagramSource {
   private readonly parser: SyslogEventParser;
-  private backlog: Event[] = [];
-  private flushing = false;
-  private scheduled = false;
-  private dropped = 0;
   private readonly names = new Map<string, string>();
+  private invalidLogged = 0;
 
   constructor(
     ctx: ComponentContext,
     readonly options: SyslogUdpOptions,
   ) {
-    super(ctx);
+    super(ctx, options);
     this.parser = new SyslogEventParser({ dialect: "syslog", keepFields: options.keepFields, rfc3164Zone: "local", now: () => this.clock.now() });
   }
 
@@ -50,110 +38,40 @@ export class SyslogUdpSource extends NetworkSource implements EventDrivenSource 
     return `syslogudp source ${this.name}`;
   }
 
-  get port(): number {
-    return this.socket?.address().port ?? this.options.port;
-  }
-
-  async start(): Promise<void> {
-    this.stopping = false;
-    this.counter.start();
-    const host = this.options.host || undefined;
-    const socket = dgram.createSocket({ type: host && isIPv6(host) ? "udp6" : "udp4", reuseAddr: true });
-    await new Promise<void>((resolve, reject) => {
-      socket.once("error", reject);
-      socket.bind(this.options.port, host, () => {
-        socket.off("error", reject);
-        resolve();
-      });
-    });
-    socket.on("error", (err) => this.logger.error(`${this.describe()}: ${err.message}`));
-    socket.on("message", (msg, rinfo) => this.receive(msg, rinfo));
-    this.socket = socket;
-    this.state = "START";
-    this.logger.info(`${this.describe()} listening on ${host ?? "*"}:${this.port}`);
-  }
-
-  async stop(): Promise<void> {
-    this.stopping = true;
-    const socket = this.socket;
-    this.socket = null;
-    if (socket) await new Promise<void>((resolve) => socket.close(() => resolve()));
-    if (this.backlog.length > 0) await this.flush();
-    this.counter.stop();
-    this.state = "STOP";
-  }
-
-  private receive(msg: Buffer, rinfo: dgram.RemoteInfo): void {
-    const ip = plainIp(rinfo.address);
-    const peer = `${ip}:${rinfo.port}`;
-    const data: Uint8Array = msg.buffer.byteLength > msg.byteLength * 2 ? new Uint8Array(msg) : msg;
+  protected toEvents(data: Uint8Array, ip: string, port: number, out: Event[]): void {
     let start = 0;
     while (start < data.length) {
       let nl = data.indexOf(NL, start);
       if (nl < 0) nl = data.length;
       let stop = nl;
-      if (stop > start && data[stop - 1] === 13) stop--;
-      if (stop > start) this.add(this.parser.parse(data.subarray(start, stop)), ip, peer);
+      if (stop > start && data[stop - 1] === CR) stop--;
+      if (stop > start) {
+        const { event, invalid } = this.parser.parse(data.subarray(start, stop));
+        if (invalid !== undefined) {
+          this.counter.values.EventReadFail++;
+          // Bounded: a flood of garbage must not flood the log.
+          if (this.invalidLogged++ < 100) this.logger.warn(`${this.describe()}: datagram from ${ip}:${port} is Invalid (${invalid}); delivered with flume.syslog.status=Invalid`);
+        }
+        if (this.options.clientIPHeader) event.headers[this.options.clientIPHeader] = ip;
+        // Resolved in prepare(), before delivery.
+        if (this.options.clientHostnameHeader) event.headers[this.options.clientHostnameHeader] = ip;
+        out.push(event);
+      }
       start = nl + 1;
     }
-    if (!this.scheduled && !this.flushing) {
-      this.scheduled = true;
-      // Let the datagrams already waiting in the socket join this batch.
-      setImmediate(() => {
-        this.scheduled = false;
-        void this.flush();
-      });
-    }
   }
 
-  private add(parsed: ReturnType<SyslogEventParser["parse"]>, ip: string, peer: string): void {
-    if (parsed.invalid !== undefined) {
-      this.counter.values.EventReadFail++;
-      this.logger.warn(`${this.describe()}: datagram from ${peer} is Invalid (${parsed.invalid}); delivered with flume.syslog.status=Invalid`);
-    }
-    if (this.backlog.length >= this.options.maxBacklog) {
-      if (this.dropped++ === 0) this.logger.error(`${this.describe()}: channel is not keeping up; dropping datagrams (from ${peer} and others) beyond ${this.options.maxBacklog} queued events`);
-      this.counter.values.ChannelWriteFail++;
-      return;
-    }
-    const h = parsed.event.headers;
-    if (this.options.clientIPHeader) h[this.options.clientIPHeader] = ip;
-    if (this.options.clientHostnameHeader) h[this.options.clientHostnameHeader] = ip; // resolved before delivery
-    this.backlog.push(parsed.event);
-  }
-
-  private async flush(): Promise<void> {
-    if (this.flushing) return;
-    this.flushing = true;
-    try {
-      while (this.backlog.length > 0) {
-        const batch = this.backlog;
-        this.backlog = [];
-        if (this.options.clientHostnameHeader) await this.resolveNames(batch);
-        await this.deliver(batch, "UDP clients", !this.stopping);
-        if (this.dropped > 0) {
-          this.logger.warn(`${this.describe()}: ${this.dropped} datagrams were dropped while the channel was full`);
-          this.dropped = 0;
-        }
-      }
-    } finally {
-      this.flushing = false;
-    }
-  }
-
-  /** Reverse lookups, cached per address, for the clientHostnameHeader. */
-  private async resolveNames(batch: Event[]): Promise<void> {
-    const header = this.options.clientHostnameHeader as string;
+  protected override async prepare(batch: Event[]): Promise<void> {
+    const header = this.options.clientHostnameHeader;
+    if (!header) return;
     for (const e of batch) {
       const ip = e.headers[header];
       let name = this.names.get(ip);
-      if (name !== undefined) {
-        e.headers[header] = name;
-        continue;
+      if (name === undefined) {
+        name = await reverseName(ip, 0);
+        if (this.names.size > 10000) this.names.clear();
+        this.names.set(ip, name);
       }
-      name = await reverseName(ip, 0);
-      if (this.names.size > 10000) this.names.clear();
-      this.names.set(ip, name);
       e.headers[header] = name;
     }
   }

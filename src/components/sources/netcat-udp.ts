@@ -1,0 +1,66 @@
+import type { Event } from "../../core/event.ts";
+import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { DatagramSource, DEFAULT_UDP_BACKLOG } from "./syslog/datagram.ts";
+
+export interface NetcatUdpOptions {
+  bind: string;
+  port: number;
+  remoteAddressHeader?: string;
+  maxBacklog: number;
+}
+
+const NL = 10;
+
+/**
+ * Flume's netcatudp (`nc -u -k -l`): each line of a datagram becomes an event. The sender's
+ * address goes into remoteAddressHeader, written as Java prints it ("/127.0.0.1:5555").
+ * Lines after the first in a datagram become further events rather than being dropped.
+ */
+export class NetcatUdpSource extends DatagramSource {
+  constructor(
+    ctx: ComponentContext,
+    readonly options: NetcatUdpOptions,
+  ) {
+    super(ctx, { host: options.bind, port: options.port, maxBacklog: options.maxBacklog });
+  }
+
+  protected describe(): string {
+    return `netcatudp source ${this.name}`;
+  }
+
+  protected toEvents(data: Uint8Array, ip: string, port: number, out: Event[]): void {
+    const header = this.options.remoteAddressHeader;
+    const address = header ? `/${ip}:${port}` : "";
+    let start = 0;
+    do {
+      let nl = data.indexOf(NL, start);
+      if (nl < 0) nl = data.length;
+      const headers: Record<string, string> = header ? { [header]: address } : {};
+      out.push({ headers, body: data.subarray(start, nl) });
+      start = nl + 1;
+    } while (start < data.length);
+  }
+}
+
+export const definition: ComponentDefinition<NetcatUdpSource> = {
+  schema: {
+    kind: "source",
+    type: "netcatudp",
+    aliases: ["org.apache.flume.source.NetcatUdpSource"],
+    doc: "Listens on a UDP port; each line of each datagram becomes an event.",
+    props: [
+      { key: "bind", type: "string", required: true, doc: "Host name or IP address to bind to." },
+      { key: "port", type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on." },
+      { key: "remoteAddressHeader", type: "string", doc: "Header to store the sender's address in (/ip:port)." },
+      { key: "maxBacklog", type: "int", default: DEFAULT_UDP_BACKLOG, min: 1, doc: "Events held while the channel is busy; datagrams beyond are dropped and counted as ChannelWriteFail." },
+    ],
+  },
+  create(config, ctx) {
+    return new NetcatUdpSource(ctx, {
+      bind: config.string("bind"),
+      port: config.int("port"),
+      remoteAddressHeader: config.optionalString("remoteAddressHeader"),
+      maxBacklog: config.int("maxBacklog"),
+    });
+  },
+};

@@ -1,0 +1,117 @@
+import dgram from "node:dgram";
+import { isIPv6 } from "node:net";
+import type { Event } from "../../../core/event.ts";
+import type { EventDrivenSource } from "../../../core/source.ts";
+import type { ComponentContext } from "../../component.ts";
+import { NetworkSource, plainIp } from "./delivery.ts";
+
+/** Events held while the channel is busy; beyond this, datagrams are dropped (UDP cannot push back). */
+export const DEFAULT_UDP_BACKLOG = 10000;
+
+export interface DatagramOptions {
+  host: string;
+  port: number;
+  maxBacklog: number;
+}
+
+/**
+ * A UDP source: datagrams become events; those that arrive while a batch waits on the channel
+ * are queued, up to maxBacklog events, and go out together as the next batch. UDP has no way
+ * to slow the sender, so past that bound datagrams are dropped, counted as ChannelWriteFail
+ * and reported in the log.
+ */
+export abstract class DatagramSource extends NetworkSource implements EventDrivenSource {
+  readonly kind = "event-driven";
+  private socket: dgram.Socket | null = null;
+  private backlog: Event[] = [];
+  private flushing = false;
+  private scheduled = false;
+  private dropped = 0;
+
+  constructor(
+    ctx: ComponentContext,
+    readonly datagramOptions: DatagramOptions,
+  ) {
+    super(ctx);
+  }
+
+  get port(): number {
+    return this.socket?.address().port ?? this.datagramOptions.port;
+  }
+
+  /** Appends the events of one datagram to `out`. */
+  protected abstract toEvents(data: Uint8Array, ip: string, port: number, out: Event[]): void;
+
+  /** A last step before a batch is delivered (reverse lookups). */
+  protected async prepare(_batch: Event[]): Promise<void> {}
+
+  async start(): Promise<void> {
+    this.stopping = false;
+    this.counter.start();
+    const host = this.datagramOptions.host || undefined;
+    const socket = dgram.createSocket({ type: host && isIPv6(host) ? "udp6" : "udp4", reuseAddr: true });
+    await new Promise<void>((resolve, reject) => {
+      socket.once("error", reject);
+      socket.bind(this.datagramOptions.port, host, () => {
+        socket.off("error", reject);
+        resolve();
+      });
+    });
+    socket.on("error", (err) => this.logger.error(`${this.describe()}: ${err.message}`));
+    socket.on("message", (msg, rinfo) => this.receive(msg, rinfo));
+    this.socket = socket;
+    this.state = "START";
+    this.logger.info(`${this.describe()} listening on ${host ?? "*"}:${this.port} (UDP)`);
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    const socket = this.socket;
+    this.socket = null;
+    if (socket) await new Promise<void>((resolve) => socket.close(() => resolve()));
+    while (this.flushing) await this.clock.sleep(10);
+    if (this.backlog.length > 0) await this.flush();
+    this.counter.stop();
+    this.state = "STOP";
+  }
+
+  private receive(msg: Buffer, rinfo: dgram.RemoteInfo): void {
+    const ip = plainIp(rinfo.address);
+    if (this.backlog.length >= this.datagramOptions.maxBacklog) {
+      if (this.dropped++ === 0)
+        this.logger.error(`${this.describe()}: channel is not keeping up; dropping datagrams (from ${ip}:${rinfo.port} and others) beyond ${this.datagramOptions.maxBacklog} queued events`);
+      this.counter.values.ChannelWriteFail++;
+      return;
+    }
+    // Node may hand out a slice of a larger buffer; copy small ones so events do not pin it.
+    const data: Uint8Array = msg.buffer.byteLength > msg.byteLength * 2 ? new Uint8Array(msg) : msg;
+    this.toEvents(data, ip, rinfo.port, this.backlog);
+    if (!this.scheduled && !this.flushing) {
+      this.scheduled = true;
+      // Let the datagrams already waiting in the socket join this batch.
+      setImmediate(() => {
+        this.scheduled = false;
+        void this.flush();
+      });
+    }
+  }
+
+  private async flush(): Promise<void> {
+    if (this.flushing) return;
+    this.flushing = true;
+    try {
+      while (this.backlog.length > 0) {
+        const batch = this.backlog;
+        this.backlog = [];
+        await this.prepare(batch);
+        await this.deliver(batch, "UDP clients", !this.stopping);
+        if (this.dropped > 0) {
+          this.logger.warn(`${this.describe()}: ${this.dropped} datagrams were dropped while the channel was full`);
+          this.dropped = 0;
+        }
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+}
