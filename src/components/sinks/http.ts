@@ -1,4 +1,4 @@
-import { Agent, request } from "undici/index.js";
+import type { Agent } from "undici/index.js";
 import type { ComponentConfig } from "../../config/schema.ts";
 import { SinkCounter } from "../../core/counters.ts";
 import { ConfigurationError, EventDeliveryException } from "../../core/errors.ts";
@@ -7,7 +7,14 @@ import type { ComponentContext, ComponentDefinition } from "../component.ts";
 import { BaseSink } from "./base.ts";
 
 // undici is imported by path: Bun replaces the bare "undici" with a partial built-in whose
-// request() ignores the dispatcher's timeouts.
+// request() ignores the dispatcher's timeouts. It is loaded when the sink starts, so listing
+// components (flume validate, describe) does not pay for it.
+type Undici = typeof import("undici/index.js");
+let undici: Promise<Undici> | null = null;
+function loadUndici(): Promise<Undici> {
+  undici ??= import("undici/index.js");
+  return undici;
+}
 
 /** A per-status policy: exact codes ("503"), then "50X", then "5XX", then the default. */
 export class StatusPolicy {
@@ -60,6 +67,7 @@ export interface HttpSinkOptions {
 export class HttpSink extends BaseSink implements Sink {
   readonly counter: SinkCounter;
   private agent: Agent | null = null;
+  private request: Undici["request"] | null = null;
 
   constructor(
     ctx: ComponentContext,
@@ -69,7 +77,9 @@ export class HttpSink extends BaseSink implements Sink {
     this.counter = new SinkCounter(ctx.name, ctx.clock);
   }
 
-  start(): void {
+  async start(): Promise<void> {
+    const { Agent, request } = await loadUndici();
+    this.request = request;
     this.agent = new Agent({ connectTimeout: this.options.connectTimeout, headersTimeout: this.options.requestTimeout, bodyTimeout: this.options.requestTimeout });
     this.counter.start();
     if (this.options.rollback.defaultValue && !this.options.rollback.coversSuccess())
@@ -87,7 +97,8 @@ export class HttpSink extends BaseSink implements Sink {
 
   private async post(body: Uint8Array): Promise<number> {
     const agent = this.agent;
-    if (!agent) throw new Error("sink is not started");
+    const request = this.request;
+    if (!agent || !request) throw new Error("sink is not started");
     const res = await request(this.options.endpoint, {
       method: "POST",
       body,

@@ -59,7 +59,7 @@ async function sinkWith(raw: Record<string, string>, bodies: string[] = ["e1"]) 
   channel.start();
   await putBatch(channel, bodies.map((b) => createEvent(b, { h: "v" })));
   sink.setChannel(channel);
-  sink.start();
+  await sink.start();
   sinks.push(sink);
   return { sink, channel, logger };
 }
