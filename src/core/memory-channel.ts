@@ -170,6 +170,11 @@ export class MemoryChannel implements Channel {
     return this.slots.free;
   }
 
+  /** Free byte-capacity slots (100 body bytes each), counted like remainingCapacity (Flume's getBytesRemainingValue). */
+  get remainingByteSlots(): number {
+    return this.bytes.free;
+  }
+
   sourcePosition(source: string): string | undefined {
     return this.positions.get(source);
   }
@@ -185,8 +190,11 @@ export class MemoryChannel implements Channel {
   async commitTransaction(puts: Event[], putSlots: number, takes: Event[], takeSlots: number, positions: Map<string, string> | null): Promise<void> {
     const slotChange = puts.length - takes.length;
     const byteChange = putSlots - takeSlots;
+    // Await only when a wait really started: a refusal must release what this commit holds
+    // before any other commit runs, or that one could fail for space this one is giving back.
     if (byteChange > 0) {
-      const got = this.bytes.tryAcquireNow(byteChange) || (await this.bytes.tryAcquire(byteChange, this.keepAliveMs));
+      let got = this.bytes.tryAcquire(byteChange, this.keepAliveMs);
+      if (typeof got !== "boolean") got = await got;
       if (!got) {
         throw new ChannelException(
           `Cannot commit transaction. Byte capacity allocated to store event body ${this.byteCapacitySlots * BYTE_CAPACITY_SLOT_SIZE} reached. ` +
@@ -195,7 +203,8 @@ export class MemoryChannel implements Channel {
       }
     }
     if (slotChange > 0) {
-      const got = this.slots.tryAcquireNow(slotChange) || (await this.slots.tryAcquire(slotChange, this.keepAliveMs));
+      let got = this.slots.tryAcquire(slotChange, this.keepAliveMs);
+      if (typeof got !== "boolean") got = await got;
       if (!got) {
         if (byteChange > 0) this.bytes.release(byteChange);
         throw new ChannelFullException(
