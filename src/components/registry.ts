@@ -15,6 +15,21 @@ import { definition as defaultSinkProcessor } from "./sink-processors/default.ts
 import { definition as failoverSinkProcessor } from "./sink-processors/failover.ts";
 import { definition as loadBalanceSinkProcessor } from "./sink-processors/load-balance.ts";
 
+import { definition as syslogTcpSource } from "./sources/syslog-tcp.ts";
+import { definition as syslogUdpSource } from "./sources/syslog-udp.ts";
+import { definition as multiportSyslogTcpSource } from "./sources/multiport-syslog-tcp.ts";
+import { definition as httpSource } from "./sources/http.ts";
+import { definition as netcatUdpSource } from "./sources/netcat-udp.ts";
+import { definition as stressSource } from "./sources/stress.ts";
+import { definition as httpSink } from "./sinks/http.ts";
+import { definition as timestampInterceptor } from "./interceptors/timestamp.ts";
+import { definition as hostInterceptor } from "./interceptors/host.ts";
+import { definition as staticInterceptor } from "./interceptors/static.ts";
+import { definition as removeHeaderInterceptor } from "./interceptors/remove-header.ts";
+import { definition as uuidInterceptor } from "./interceptors/uuid.ts";
+import { definition as regexFilterInterceptor } from "./interceptors/regex-filter.ts";
+import { definition as regexExtractorInterceptor } from "./interceptors/regex-extractor.ts";
+import { definition as searchReplaceInterceptor } from "./interceptors/search-replace.ts";
 /**
  * Every built-in component. Component modules must not import heavy packages (avsc) at load
  * time: `flume validate` and `flume --help` load this list.
@@ -34,6 +49,21 @@ const DEFINITIONS: ComponentDefinition<unknown>[] = [
   defaultSinkProcessor,
   failoverSinkProcessor,
   loadBalanceSinkProcessor,
+  syslogTcpSource,
+  syslogUdpSource,
+  multiportSyslogTcpSource,
+  httpSource,
+  netcatUdpSource,
+  stressSource,
+  httpSink,
+  timestampInterceptor,
+  hostInterceptor,
+  staticInterceptor,
+  removeHeaderInterceptor,
+  uuidInterceptor,
+  regexFilterInterceptor,
+  regexExtractorInterceptor,
+  searchReplaceInterceptor,
 ] as ComponentDefinition<unknown>[];
 
 const byKind = new Map<ComponentKind, Map<string, ComponentDefinition<unknown>>>();
