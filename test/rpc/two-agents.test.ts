@@ -79,7 +79,7 @@ b.sinks.k1.channel = c1
 `,
       metricsB,
     );
-    await b.waitFor(/started/);
+    await b.waitFor(/agent b started/);
     const a = agent(
       tmp.dir,
       "a",
@@ -132,7 +132,7 @@ ${name}.sinks.k1.channel = c1
 `;
     const b1 = agent(tmp.dir, "b1", downstream("b1", portB1), mB1);
     const b2 = agent(tmp.dir, "b2", downstream("b2", portB2), mB2);
-    await Promise.all([b1.waitFor(/started/), b2.waitFor(/started/)]);
+    await Promise.all([b1.waitFor(/agent b1 started/), b2.waitFor(/agent b2 started/)]);
     const sink = (k: string, port: number) => `a.sinks.${k}.type = avro
 a.sinks.${k}.hostname = 127.0.0.1
 a.sinks.${k}.port = ${port}
@@ -160,7 +160,7 @@ a.channels.c1.transactionCapacity = 1000
 ${sink("k1", portB1)}${sink("k2", portB2)}`,
       mA,
     );
-    await a.waitFor(/started/);
+    await a.waitFor(/agent a started/);
     const client = await AvroRpcClient.connect({ host: "127.0.0.1", port: portA });
     const total = 2000;
     for (let i = 0; i < total; i += 100) {
@@ -177,7 +177,12 @@ ${sink("k1", portB1)}${sink("k2", portB2)}`,
     await waitForMetric(mB2, "CHANNEL.c1", "ChannelSize", "0");
     const seen = (out: string) => [...out.matchAll(/body: ((?:[0-9A-F]{2} )+)/g)].map((m) => Buffer.from(m[1].replace(/ /g, ""), "hex").toString());
     const atB1 = seen(b1.stdout + b1.stderr);
-    const atB2 = seen(b2.stdout + b2.stderr);
+    let atB2 = seen(b2.stdout + b2.stderr);
+    // The last lines may still be in the pipe from b2.
+    for (let tries = 0; tries < 100 && new Set([...atB1, ...atB2]).size < total; tries++) {
+      await new Promise((r) => setTimeout(r, 20));
+      atB2 = seen(b2.stdout + b2.stderr);
+    }
     const unique = new Set([...atB1, ...atB2]);
     const duplicates = atB1.length + atB2.length - unique.size;
     console.log(`failover: ${atB1.length} events logged by b1, ${atB2.length} by b2, ${unique.size} unique of ${total}, ${duplicates} duplicates`);
