@@ -57,13 +57,16 @@ describe("http source, JSON handler", () => {
       ["application/json", '[{"headers":{"a":{"b":1}},"body":"x"}]', /header "a"/],
       ["application/json; charset=ISO-8859-1", "[]", /Unsupported character set/],
     ];
+    const invalidUtf8 = await fetch(url, { method: "POST", headers: { "Content-Type": "application/json" }, body: new Uint8Array([0x5b, 0xff, 0xfe, 0x5d]) });
+    expect(invalidUtf8.status).toBe(400);
+    expect(await invalidUtf8.text()).toMatch(/not valid UTF-8/);
     for (const [type, body, reason] of cases) {
       const res = await fetch(url, { method: "POST", headers: { "Content-Type": type }, body });
       expect(res.status).toBe(400);
       expect(await res.text()).toMatch(reason);
     }
     expect((await takeAll(channel)).length).toBe(0);
-    expect(source.counter.get("EventReadFail")).toBe(4);
+    expect(source.counter.get("EventReadFail")).toBe(5);
     expect(logger.lines.some((l) => l.level === "warn" && l.message.includes("bad request from 127.0.0.1:"))).toBe(true);
   });
 
@@ -155,6 +158,23 @@ describe("http source, JSON handler", () => {
     expect(res.status).toBe(500);
     expect(await res.text()).toMatch(/interceptor exploded/);
     expect(r.source.counter.get("GenericProcessingFail")).toBe(1);
+  });
+
+  test("a client that disconnects mid-body is logged with its address; nothing is written; others are served", async () => {
+    const { url, source, channel, logger } = await start();
+    await new Promise<void>((resolve) => {
+      const s = net.connect(source.port, "127.0.0.1", () => {
+        s.write('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n[{"body":"trunc', () => setTimeout(() => {
+          s.resetAndDestroy();
+          resolve();
+        }, 20));
+      });
+    });
+    const deadline = Date.now() + 5000;
+    while (!logger.lines.some((l) => l.level === "warn" && l.message.includes("127.0.0.1:")) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(logger.lines.some((l) => l.level === "warn" && l.message.includes("127.0.0.1:"))).toBe(true);
+    expect((await fetch(url, { method: "POST", body: '[{"body":"ok"}]' })).status).toBe(200);
+    expect((await takeAll(channel)).map(text)).toEqual(["ok"]);
   });
 
   test("405 for methods other than POST/GET; garbage on the socket does not stop the server", async () => {

@@ -2,6 +2,11 @@ import { afterEach, describe, expect, test } from "bun:test";
 import net from "node:net";
 import { hostname } from "node:os";
 import dgram from "node:dgram";
+import { execFileSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import tls from "node:tls";
+import { tempDir } from "../../helpers.ts";
 import { definition as multiport } from "../../../src/components/sources/multiport-syslog-tcp.ts";
 import { definition as syslogTcp } from "../../../src/components/sources/syslog-tcp.ts";
 import { definition as syslogUdp } from "../../../src/components/sources/syslog-udp.ts";
@@ -70,12 +75,40 @@ describe("syslogtcp with the real logger command", () => {
 
   test("logger --octet-count frames (RFC 6587) several messages on one connection", async () => {
     const { source, channel } = await startTcp();
-    const port = String(source.port);
-    const r = await runLogger(["--tcp", "--octet-count", "--rfc5424", "-n", "127.0.0.1", "-P", port, "-t", "oc", "first"]);
-    expect(r.code).toBe(0);
-    const events = await collect(channel, 1);
-    expect(text(events[0])).toMatch(/ first$/);
-    expect(events[0].headers.Severity).toBe("5");
+    const { dir, cleanup } = tempDir();
+    try {
+      const file = path.join(dir, "messages.txt");
+      writeFileSync(file, "first message\nsecond, with trailing space \nthird\n");
+      const r = await runLogger(["--tcp", "--octet-count", "--rfc5424", "-n", "127.0.0.1", "-P", String(source.port), "-t", "oc", "-f", file]);
+      expect(r.code).toBe(0);
+      const events = await collect(channel, 3);
+      expect(events.map((e) => text(e).replace(/^oc \S+ - \[[^\]]*\] /, ""))).toEqual(["first message", "second, with trailing space ", "third"]);
+      expect(events.every((e) => e.headers.Severity === "5" && e.headers.version === "1")).toBe(true);
+      expect(source.counter.get("OpenConnectionCount")).toBeLessThanOrEqual(1);
+    } finally {
+      cleanup();
+    }
+  });
+
+  test("over TLS with a PEM certificate and key", async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const cert = path.join(dir, "cert.pem");
+      const key = path.join(dir, "key.pem");
+      execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"], { stdio: "ignore" });
+      const { source, channel, logger } = await startTcp({ ssl: "true", "ssl-certificate": cert, "ssl-key": key });
+      await new Promise<void>((resolve, reject) => {
+        const s = tls.connect({ host: "127.0.0.1", port: source.port, ca: readFileSync(cert) }, () => s.end("<13>Jan  2 03:04:05 host over tls\n", () => resolve()));
+        s.on("error", reject);
+      });
+      const [e] = await collect(channel, 1);
+      expect(text(e)).toBe("over tls");
+      // A plain-text client is refused with a log line naming it; the source keeps serving.
+      await send(source.port, "<13>Jan  2 03:04:05 host plain\n").catch(() => undefined);
+      await until(() => logger.lines.some((l) => l.message.includes("TLS") && l.message.includes("127.0.0.1")), 5000, "TLS warning");
+    } finally {
+      cleanup();
+    }
   });
 
   test("keepFields=all keeps the whole message; clientIPHeader and clientHostnameHeader are set", async () => {

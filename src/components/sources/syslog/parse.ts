@@ -41,9 +41,10 @@ export interface ParseOptions {
   now: () => number;
 }
 
-// The message layouts of Flume's SyslogUtils (RFC 5424 first, then RFC 3164).
+// The message layouts of Flume's SyslogUtils (RFC 5424 first, then RFC 3164); fractions of a
+// second may have up to nine digits here (Flume: six).
 const RFC5424 =
-  /^<(\d{1,3})>(?:(\d?)\s?)(?:(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:[+-]\d{2}:\d{2}|Z)?)|-)\s(?:([\w][\w\d.@-]*)|-)\s(.*)$/s;
+  /^<(\d{1,3})>(?:(\d?)\s?)(?:(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[+-]\d{2}:\d{2}|Z)?)|-)\s(?:([\w][\w\d.@-]*)|-)\s(.*)$/s;
 const RFC3164 = /^<(\d{1,3})>(?:(\d)?\s?)([A-Z][a-z][a-z]\s{1,2}\d{1,2}\s\d{2}:\d{2}:\d{2})\s([\w][\w\d.@-]*)\s(.*)$/s;
 const PRIORITY = /^<(\d{1,3})>/;
 
