@@ -4,6 +4,7 @@ import net from "node:net";
 import { parseConfig } from "../../src/config/schema.ts";
 import { EventDeliveryException } from "../../src/core/errors.ts";
 import { createEvent } from "../../src/core/event.ts";
+import { VirtualClock } from "../../src/core/virtual-clock.ts";
 import { definition as avroSink } from "../../src/components/sinks/avro.ts";
 import { tempDir } from "../helpers.ts";
 import { drain, makeSink, memoryChannel, selfSignedCert, startSource, texts } from "./support.ts";
@@ -129,6 +130,25 @@ describe("avro sink", () => {
     const lax = await sink({ port: String(down.port), ssl: "true", "trust-all-certs": "true" }, strict.channel);
     await lax.sink.process();
     expect(await drain(down.channel)).toHaveLength(1);
+  });
+
+  test("reset-connection-interval replaces the connection after that many seconds", async () => {
+    const down = await source();
+    const clock = new VirtualClock(Date.now());
+    const { sink: k } = makeSink({ port: String(down.port), "reset-connection-interval": "30" }, memoryChannel("upstream"), clock);
+    cleanups.push(() => k.stop());
+    await k.start();
+    await fill(k.getChannel() as ReturnType<typeof memoryChannel>, 2);
+    await k.process();
+    expect(k.counter.values.ConnectionCreatedCount).toBe(1);
+    await clock.advance(29_000);
+    await k.process();
+    expect(k.counter.values.ConnectionCreatedCount).toBe(1);
+    await clock.advance(1_000);
+    await fill(k.getChannel() as ReturnType<typeof memoryChannel>, 1, "late");
+    await k.process();
+    expect(k.counter.values).toMatchObject({ ConnectionCreatedCount: 2, ConnectionClosedCount: 1, EventDrainSuccessCount: 3 });
+    expect(texts(await drain(down.channel))).toEqual(["e0", "e1", "late0"]);
   });
 
   test("configuration: Flume's defaults and timeouts under a second meaning the default", () => {

@@ -5,7 +5,12 @@ import path from "node:path";
 import { parseConfig } from "../../src/config/schema.ts";
 import { createEvent } from "../../src/core/event.ts";
 import { definition as avroSource } from "../../src/components/sources/avro.ts";
+import { createHash } from "node:crypto";
+import { AvroReader, AvroWriter } from "../../src/rpc/binary.ts";
 import { AvroRpcClient } from "../../src/rpc/client.ts";
+import { FrameDecoder } from "../../src/rpc/frame.ts";
+import { readCallResult, readHandshakeResponse, writeEventArray, writeHandshakeRequest } from "../../src/rpc/messages.ts";
+import { PROTOCOL_HASH, PROTOCOL_TEXT } from "../../src/rpc/protocol.ts";
 import { RpcConnectionError, RpcStatusError } from "../../src/rpc/errors.ts";
 import { tempDir } from "../helpers.ts";
 import { drain, memoryChannel, rawExchange, selfSignedCert, startSource, texts, until } from "./support.ts";
@@ -52,6 +57,65 @@ describe("avro source", () => {
     expect(v.OpenConnectionCount).toBe(1);
     c.close();
     await until(() => src.counter.values.OpenConnectionCount === 0);
+  });
+
+  test("many clients at once: every batch from every connection is stored", async () => {
+    const { source: src, channel, port } = await source();
+    const clients = await Promise.all(Array.from({ length: 12 }, () => client(port)));
+    await until(() => src.counter.values.OpenConnectionCount === 12);
+    await Promise.all(clients.map(async (c, n) => {
+      for (let b = 0; b < 10; b++) await c.appendBatch(batch(50, `c${n}b${b}-`));
+    }));
+    const got = texts(await drain(channel));
+    expect(got).toHaveLength(12 * 10 * 50);
+    expect(new Set(got).size).toBe(got.length);
+    expect(src.counter.values.AppendBatchAcceptedCount).toBe(120);
+  });
+
+  test("a client announcing a differently laid-out protocol text is answered BOTH or CLIENT, and its calls are served", async () => {
+    const { channel, port } = await source();
+    const text = JSON.stringify(JSON.parse(PROTOCOL_TEXT), null, 1);
+    const hash = createHash("md5").update(text).digest();
+    const request = (serverHash: Buffer) => {
+      const w = new AvroWriter();
+      w.int32(1);
+      w.int32(1);
+      const at = w.int32(0);
+      writeHandshakeRequest(w, { clientHash: hash, clientProtocol: text, serverHash, meta: null });
+      w.bytesMap(undefined);
+      w.string("appendBatch");
+      writeEventArray(w, [createEvent("hello", { via: "other-client" })]);
+      w.patchInt32(at, w.pos - at - 4);
+      return w.finish();
+    };
+    const answer = async (serverHash: Buffer) => {
+      const s = net.connect(port, "127.0.0.1");
+      cleanups.push(() => s.destroy());
+      const chunks: Buffer[] = [];
+      const decoder = new FrameDecoder();
+      return await new Promise<ReturnType<typeof readHandshakeResponse>>((resolve) => {
+        s.on("data", (d: Buffer) => {
+          chunks.push(d);
+          const frames = decoder.push(d);
+          if (frames.length > 0) {
+            const r = new AvroReader(Buffer.concat(frames[0].buffers));
+            const hs = readHandshakeResponse(r);
+            expect(readCallResult(r)).toEqual({ ok: true, status: "OK" });
+            resolve(hs);
+          }
+        });
+        s.write(request(serverHash));
+      });
+    };
+    const both = await answer(PROTOCOL_HASH);
+    expect(both.match).toBe("BOTH");
+    const client = await answer(Buffer.alloc(16, 1));
+    expect(client.match).toBe("CLIENT");
+    expect(client.serverProtocol).toBe(PROTOCOL_TEXT);
+    expect(client.serverHash?.toString("hex")).toBe(PROTOCOL_HASH.toString("hex"));
+    const got = await drain(channel);
+    expect(texts(got)).toEqual(["hello", "hello"]);
+    expect(got[0].headers).toEqual({ via: "other-client" });
   });
 
   test("recorded flume-ng avro-client stream against a channel of capacity 3: Flume's exact FAILED answer, nothing stored", async () => {

@@ -4,7 +4,7 @@ import net from "node:net";
 import path from "node:path";
 import { parseConfig } from "../../src/config/schema.ts";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
-import { systemClock } from "../../src/core/clock.ts";
+import { type Clock, systemClock } from "../../src/core/clock.ts";
 import { bodyText, type Event } from "../../src/core/event.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { MemoryChannel, type MemoryChannelOptions } from "../../src/core/memory-channel.ts";
@@ -31,11 +31,11 @@ export async function startSource(props: Record<string, string> = {}, channel = 
   return { source, channel, logger, port: source.port };
 }
 
-export function makeSink(props: Record<string, string>, channel: MemoryChannel) {
+export function makeSink(props: Record<string, string>, channel: MemoryChannel, clock: Clock = systemClock) {
   const { config, errors } = parseConfig(avroSink.schema, { hostname: "127.0.0.1", ...props });
   if (errors.length > 0) throw new Error(JSON.stringify(errors));
   const logger = new MemoryLogger();
-  const sink: AvroSink = avroSink.create(config, { name: "k1", agentName: "a1", clock: systemClock, logger });
+  const sink: AvroSink = avroSink.create(config, { name: "k1", agentName: "a1", clock, logger });
   sink.setChannel(channel);
   return { sink, logger };
 }
