@@ -344,6 +344,7 @@ const configArb: fc.Arbitrary<Config> = fc
 
 test("MemoryChannel matches the reference model under random interleavings of transactions", async () => {
   const seed = Number(process.env.FC_SEED ?? 20261130);
+  const runs = Number(process.env.FC_RUNS ?? 1000);
   await fc.assert(
     fc.asyncProperty(configArb, fc.commands(commandArbs, { maxCommands: 80, size: "max", replayPath: process.env.FC_PATH }), async (cfg, cmds) => {
       const channel = new MemoryChannel("model", { ...cfg, keepAlive: 0 }, new VirtualClock());
@@ -389,10 +390,140 @@ test("MemoryChannel matches the reference model under random interleavings of tr
       expect(channel.remainingCapacity).toBe(cfg.capacity);
       expect(channel.remainingByteSlots).toBe(model.byteSlots);
     }),
-    { numRuns: Number(process.env.FC_RUNS ?? 1000), seed, path: process.env.FC_PATH, endOnFailure: false },
+    { numRuns: runs, seed, path: process.env.FC_PATH, endOnFailure: false },
   );
-  // Every kind of pressure and failure came up many times.
+  // Every kind of pressure and failure came up many times (checked on full-length runs).
   for (const [name, count] of Object.entries(seen)) {
-    if (count < 10) throw new Error(`the random runs hit "${name}" only ${count} times: ${JSON.stringify(seen)}`);
+    if (runs >= 1000 && count < 10) throw new Error(`the random runs hit "${name}" only ${count} times: ${JSON.stringify(seen)}`);
+  }
+});
+
+/** Seeded PRNG (mulberry32): the decisions of one run follow from fast-check's seed. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+test("producers and consumers with waiting commits (keep-alive > 0) lose and duplicate nothing, on random timing", async () => {
+  const runs = Number(process.env.FC_RUNS_TIMED ?? 100);
+  const timed = { waitedThenCommitted: 0, full: 0 };
+  const scenario = fc.record({
+    capacity: fc.integer({ min: 1, max: 12 }),
+    txFraction: fc.double({ min: 0, max: 1, noNaN: true }),
+    keepAlive: fc.integer({ min: 0, max: 3 }),
+    producers: fc.integer({ min: 1, max: 4 }),
+    consumers: fc.integer({ min: 1, max: 3 }),
+    perProducer: fc.integer({ min: 1, max: 40 }),
+    seed: fc.integer(),
+  });
+  await fc.assert(
+    fc.asyncProperty(scenario, async (s) => {
+      const rand = prng(s.seed);
+      // setImmediate drains the woken code as well as a host timer does, much faster.
+      const clock = new VirtualClock(0, () => new Promise<void>((r) => setImmediate(r)));
+      const transactionCapacity = Math.max(1, Math.round(s.txFraction * s.capacity));
+      const channel = new MemoryChannel("model", { capacity: s.capacity, transactionCapacity, keepAlive: s.keepAlive }, clock);
+      channel.start();
+      const committed: string[] = [];
+      const received: string[] = [];
+      let producing = s.producers;
+      const check = () => {
+        expect(channel.remainingCapacity).toBeGreaterThanOrEqual(0);
+        expect(channel.remainingCapacity).toBeLessThanOrEqual(s.capacity);
+        expect(channel.size).toBeLessThanOrEqual(s.capacity);
+      };
+      const produce = async (p: number) => {
+        let sent = 0;
+        while (sent < s.perProducer) {
+          const n = Math.min(1 + Math.floor(rand() * transactionCapacity), s.perProducer - sent);
+          const ids = Array.from({ length: n }, (_, i) => `p${p}-${sent + i}`);
+          const tx = channel.getTransaction();
+          tx.begin();
+          for (const id of ids) tx.put(createEvent(new Uint8Array(Math.floor(rand() * 300)), { id }));
+          const before = clock.now();
+          try {
+            await tx.commit();
+            committed.push(...ids);
+            sent += n;
+            if (clock.now() > before) timed.waitedThenCommitted++;
+          } catch (err) {
+            expect(err).toBeInstanceOf(ChannelFullException);
+            expect(clock.now() - before).toBe(s.keepAlive * 1000);
+            timed.full++;
+            await tx.rollback();
+          } finally {
+            tx.close();
+          }
+          check();
+          await clock.sleep(Math.floor(rand() * 1500));
+        }
+        producing--;
+      };
+      const consume = async () => {
+        for (;;) {
+          const tx = channel.getTransaction();
+          tx.begin();
+          const got: string[] = [];
+          const want = 1 + Math.floor(rand() * transactionCapacity);
+          for (let i = 0; i < want; i++) {
+            const e = tx.take();
+            if (e === null) break;
+            got.push(e.headers.id);
+          }
+          check();
+          if (rand() < 0.5) await clock.sleep(Math.floor(rand() * 1000)); // hold the takes across an await
+          if (got.length > 0 && rand() < 0.25) {
+            await tx.rollback();
+          } else {
+            await tx.commit();
+            received.push(...got);
+          }
+          tx.close();
+          check();
+          if (got.length === 0) {
+            if (producing === 0 && channel.size === 0) return;
+            await clock.sleep(1 + Math.floor(rand() * 500));
+          }
+        }
+      };
+      const all = Promise.all([...Array.from({ length: s.producers }, (_, p) => produce(p)), ...Array.from({ length: s.consumers }, () => consume())]);
+      let finished = false;
+      void all.then(
+        () => (finished = true),
+        () => (finished = true),
+      );
+      let steps = 0;
+      while (!finished && steps < 100_000 && (await clock.step())) steps++;
+      await clock.flush();
+      expect(finished).toBe(true);
+      await all;
+      expect(committed.length).toBe(s.producers * s.perProducer);
+      expect(new Set(received).size).toBe(received.length);
+      expect([...received].sort()).toEqual([...committed].sort());
+      if (s.consumers === 1) {
+        // One consumer sees each producer's events in the order they were committed.
+        for (let p = 0; p < s.producers; p++) {
+          const mine = (xs: string[]) => xs.filter((id) => id.startsWith(`p${p}-`));
+          expect(mine(received)).toEqual(mine(committed));
+        }
+      }
+      const c = channel.counter.values;
+      expect(c.EventPutSuccessCount - c.EventTakeSuccessCount).toBe(c.ChannelSize);
+      expect(c.ChannelSize).toBe(0);
+      expect(channel.remainingCapacity).toBe(s.capacity);
+      expect(clock.pendingTimers).toBe(0);
+    }),
+    { numRuns: runs, seed: Number(process.env.FC_SEED ?? 20261130), path: process.env.FC_PATH_TIMED, endOnFailure: false },
+  );
+  // Commits both waited for space and timed out after keep-alive, many times.
+  if (runs >= 100) {
+    expect(timed.waitedThenCommitted).toBeGreaterThanOrEqual(10);
+    expect(timed.full).toBeGreaterThanOrEqual(10);
   }
 });
