@@ -1,5 +1,5 @@
 import type { ComponentDefinition } from "../component.ts";
-import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, EVENT_SIZE, KEEP_FIELDS, effectiveEventSize } from "./syslog/options.ts";
+import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, customFormat, customFormatErrors, EVENT_SIZE, effectiveEventSize, FORMAT_PREFIX, KEEP_FIELDS } from "./syslog/options.ts";
 import { parseKeepFields } from "./syslog/parse.ts";
 import { SyslogTcpSource } from "./syslog/tcp-source.ts";
 import { TLS_PROPS, tlsErrors, tlsServerOptions } from "./tls-pem.ts";
@@ -22,6 +22,7 @@ export const definition: ComponentDefinition<SyslogTcpSource> = {
       { key: "batchSize", type: "int", default: 100, min: 1, doc: "Most events handed to the channel in one transaction (Flume's syslogtcp commits each event alone)." },
       ...TLS_PROPS,
     ],
+    prefixes: [FORMAT_PREFIX],
   },
   create(config, ctx) {
     return new SyslogTcpSource(ctx, {
@@ -30,11 +31,11 @@ export const definition: ComponentDefinition<SyslogTcpSource> = {
       ports: [config.int("port")],
       eventSize: effectiveEventSize(config.int("eventSize")),
       batchSize: config.int("batchSize"),
-      parse: { dialect: "syslog", keepFields: parseKeepFields(config.string("keepFields")), rfc3164Zone: "local" },
+      parse: { dialect: "syslog", keepFields: parseKeepFields(config.string("keepFields")), rfc3164Zone: "local", custom: customFormat(config) },
       clientIPHeader: config.optionalString("clientIPHeader"),
       clientHostnameHeader: config.optionalString("clientHostnameHeader"),
       tls: tlsServerOptions(config),
     });
   },
-  validate: (config) => tlsErrors(config),
+  validate: (config) => [...tlsErrors(config), ...customFormatErrors(config)],
 };

@@ -2,8 +2,8 @@ import type { Event } from "../../core/event.ts";
 import type { ComponentContext, ComponentDefinition } from "../component.ts";
 import { DatagramSource, DEFAULT_UDP_BACKLOG } from "./syslog/datagram.ts";
 import { reverseName } from "./syslog/delivery.ts";
-import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, KEEP_FIELDS } from "./syslog/options.ts";
-import { type KeepFields, parseKeepFields, SyslogEventParser } from "./syslog/parse.ts";
+import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, customFormat, customFormatErrors, FORMAT_PREFIX, KEEP_FIELDS } from "./syslog/options.ts";
+import { type CustomFormat, type KeepFields, parseKeepFields, SyslogEventParser } from "./syslog/parse.ts";
 
 export interface SyslogUdpOptions {
   host: string;
@@ -12,6 +12,7 @@ export interface SyslogUdpOptions {
   clientIPHeader?: string;
   clientHostnameHeader?: string;
   maxBacklog: number;
+  custom?: CustomFormat;
 }
 
 const NL = 10;
@@ -31,7 +32,7 @@ export class SyslogUdpSource extends DatagramSource {
     readonly options: SyslogUdpOptions,
   ) {
     super(ctx, options);
-    this.parser = new SyslogEventParser({ dialect: "syslog", keepFields: options.keepFields, rfc3164Zone: "local", now: () => this.clock.now() });
+    this.parser = new SyslogEventParser({ dialect: "syslog", keepFields: options.keepFields, rfc3164Zone: "local", now: () => this.clock.now(), custom: options.custom });
   }
 
   protected describe(): string {
@@ -91,6 +92,7 @@ export const definition: ComponentDefinition<SyslogUdpSource> = {
       CLIENT_HOSTNAME_HEADER,
       { key: "maxBacklog", type: "int", default: DEFAULT_UDP_BACKLOG, min: 1, doc: "Events held while the channel is busy; datagrams beyond are dropped and counted as ChannelWriteFail." },
     ],
+    prefixes: [FORMAT_PREFIX],
   },
   create(config, ctx) {
     return new SyslogUdpSource(ctx, {
@@ -100,6 +102,8 @@ export const definition: ComponentDefinition<SyslogUdpSource> = {
       clientIPHeader: config.optionalString("clientIPHeader"),
       clientHostnameHeader: config.optionalString("clientHostnameHeader"),
       maxBacklog: config.int("maxBacklog"),
+      custom: customFormat(config),
     });
   },
+  validate: (config) => customFormatErrors(config),
 };

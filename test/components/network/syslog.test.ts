@@ -206,6 +206,24 @@ describe("syslogtcp framing and bad input", () => {
   });
 });
 
+describe("custom formats (format.regex, format.search/replace, format.dateFormat)", () => {
+  test("a site layout is parsed with its own regex and date pattern", async () => {
+    const { source, channel } = await startTcp({
+      "format.regex": "<(\\d+)>()(\\d{2}/\\d{2}/\\d{4}T\\d{2}\\.\\d{2}\\.\\d{2}) \\[(\\S+)\\] (.*)",
+      "format.search": "T",
+      "format.replace": " ",
+      "format.dateFormat": "dd/MM/yyyy HH.mm.ss",
+    });
+    await send(source.port, "<30>24/12/2023T18.30.00 [edge-7] custom body\n<13>Jan  2 03:04:05 std standard\n");
+    const [a, b] = await collect(channel, 2);
+    expect(a.headers.host).toBe("edge-7");
+    expect(a.headers.timestamp).toBe(String(new Date(2023, 11, 24, 18, 30, 0).getTime()));
+    expect(a.headers.Facility).toBe("3");
+    expect(text(a)).toBe("custom body");
+    expect(b.headers.host).toBe("std");
+  });
+});
+
 describe("multiport_syslogtcp", () => {
   test("listens on several ports; portHeader tells which; Priority/Version headers as Flume's SyslogParser", async () => {
     const r = rig(multiport, { host: "127.0.0.1", ports: "0 0", portHeader: "port", batchSize: "2" });

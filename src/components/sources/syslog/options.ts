@@ -1,4 +1,8 @@
-import type { PropSpec } from "../../../config/schema.ts";
+import type { ComponentConfig, PropSpec } from "../../../config/schema.ts";
+import { ConfigurationError } from "../../../core/errors.ts";
+import { DatePattern } from "../../interceptors/date-pattern.ts";
+import { compileJavaFullMatch, compileJavaRegex, javaReplacement } from "../../interceptors/java-regex.ts";
+import type { CustomFormat } from "./parse.ts";
 import { DEFAULT_EVENT_SIZE, MIN_EVENT_SIZE } from "./parse.ts";
 
 /** Properties every syslog source reads, with Flume's names and defaults. */
@@ -15,4 +19,38 @@ export const CLIENT_HOSTNAME_HEADER: PropSpec = { key: "clientHostnameHeader", t
 /** Flume raises an eventSize below 10 to 10. */
 export function effectiveEventSize(n: number): number {
   return Math.max(n, MIN_EVENT_SIZE);
+}
+
+export const FORMAT_PREFIX = {
+  prefix: "format.",
+  doc: "format.regex (groups: priority, version, timestamp, hostname, message), format.search / format.replace (applied to the timestamp), format.dateFormat (a SimpleDateFormat pattern): a custom layout tried first",
+} as const;
+
+/** The format.* properties as a custom layout, or undefined when format.regex is not set. */
+export function customFormat(config: ComponentConfig): CustomFormat | undefined {
+  const f = config.group("format.");
+  if (!f.regex) return undefined;
+  const regex = compileJavaFullMatch(f.regex, "format.regex");
+  if (!f.dateFormat) return { regex };
+  let pattern: DatePattern;
+  try {
+    pattern = new DatePattern(f.dateFormat);
+  } catch (err) {
+    throw new ConfigurationError("format.dateFormat", (err as Error).message);
+  }
+  if (!f.search) return { regex, parseDate: (text) => pattern.parse(text) };
+  const search = compileJavaRegex(f.search, "format.search", "g");
+  const replace = javaReplacement(f.replace ?? "");
+  return { regex, parseDate: (text) => pattern.parse(text.replace(search, replace)) };
+}
+
+/** Config errors of the format.* properties (for validate()). */
+export function customFormatErrors(config: ComponentConfig): { key: string; message: string }[] {
+  try {
+    customFormat(config);
+    return [];
+  } catch (err) {
+    if (err instanceof ConfigurationError) return [{ key: err.key, message: err.message.slice(err.key.length + 2) }];
+    throw err;
+  }
 }

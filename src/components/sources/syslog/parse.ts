@@ -33,12 +33,24 @@ export function parseKeepFields(value: string): KeepFields {
  */
 export type Dialect = "syslog" | "multiport";
 
+/**
+ * A site-specific layout (Flume's format.regex / format.search / format.replace /
+ * format.dateFormat), tried before the standard ones. Its groups are, in order: priority,
+ * version, timestamp, hostname, message.
+ */
+export interface CustomFormat {
+  regex: RegExp;
+  /** Parses the timestamp group (search/replace included) into epoch ms. */
+  parseDate?: (text: string) => number | undefined;
+}
+
 export interface ParseOptions {
   dialect: Dialect;
   keepFields: KeepFields;
   /** RFC 3164 stamps are read in local time (syslogtcp/udp) or UTC (multiport), as Flume. */
   rfc3164Zone: ZoneRule;
   now: () => number;
+  custom?: CustomFormat;
 }
 
 // The message layouts of Flume's SyslogUtils (RFC 5424 first, then RFC 3164); fractions of a
@@ -105,6 +117,11 @@ export class SyslogEventParser {
     if (!prio) return invalidEvent(bytes, "syslog", text.startsWith("<") ? "bad priority" : "no <priority> at the start");
     const pri = Number(prio[1]);
     const headers: Record<string, string> = { [SYSLOG_FACILITY]: String(pri >> 3), [SYSLOG_SEVERITY]: String(pri & 7) };
+    const custom = this.options.custom;
+    if (custom) {
+      const c = custom.regex.exec(text);
+      if (c) return { event: { headers: this.customHeaders(headers, c, custom), body: this.body(bytes, c[5] ?? "", c[1] ?? prio[1], c[2], c[3], c[4]) } };
+    }
     let m = RFC5424.exec(text);
     let is5424 = true;
     if (!m) {
@@ -123,6 +140,18 @@ export class SyslogEventParser {
     }
     if (host) headers.host = host;
     return { event: { headers, body: this.body(bytes, msg, priority, version, stamp, host) } };
+  }
+
+  private customHeaders(headers: Record<string, string>, m: RegExpExecArray, custom: CustomFormat): Record<string, string> {
+    const [, priority, version, stamp, host] = m;
+    if (priority) headers.priority = priority;
+    if (version) headers.version = version;
+    if (stamp && custom.parseDate) {
+      const ts = custom.parseDate(stamp);
+      if (ts !== undefined) headers.timestamp = String(ts);
+    }
+    if (host) headers.host = host;
+    return headers;
   }
 
   private parseMultiport(text: string, bytes: Uint8Array): ParsedEvent {
