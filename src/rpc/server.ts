@@ -96,14 +96,18 @@ export class AvroRpcServer {
     const filter = this.options.ipFilter;
     if (!filter) return this.open(socket);
     socket.pause();
+    // Until the transport owns the socket, a reset must not surface as an unhandled error.
+    const ignore = () => {};
+    socket.on("error", ignore);
     filter.allows(peerAddress(socket)).then(
       (ok) => {
-        if (ok) {
-          this.open(socket);
-          socket.resume();
-        } else {
+        socket.off("error", ignore);
+        if (!ok) {
           this.logger.info(`${this.label}: connection from ${peerName(socket)} refused by ipFilterRules`);
           socket.destroy();
+        } else if (!socket.destroyed) {
+          this.open(socket);
+          socket.resume();
         }
       },
       () => socket.destroy(),
