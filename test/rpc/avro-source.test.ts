@@ -59,6 +59,15 @@ describe("avro source", () => {
     await until(() => src.counter.values.OpenConnectionCount === 0);
   });
 
+  test("large events (1 MiB bodies, a 3 MiB frame spanning many socket reads) arrive intact", async () => {
+    const { channel, port } = await source();
+    const c = await client(port);
+    const bodies = [0, 1, 2].map((k) => new Uint8Array(1 << 20).map((_, i) => (i * 31 + k) & 0xff));
+    await c.appendBatch(bodies.map((b) => createEvent(b)));
+    const got = await drain(channel);
+    expect(got.map((e) => Buffer.from(e.body).equals(Buffer.from(bodies[got.indexOf(e)])))).toEqual([true, true, true]);
+  });
+
   test("many clients at once: every batch from every connection is stored", async () => {
     const { source: src, channel, port } = await source();
     const clients = await Promise.all(Array.from({ length: 12 }, () => client(port)));
