@@ -5,6 +5,7 @@ import { parseConfig } from "../../src/config/schema.ts";
 import { EventDeliveryException } from "../../src/core/errors.ts";
 import { createEvent } from "../../src/core/event.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
+import { LoadBalancingSinkProcessor } from "../../src/core/sink-processors.ts";
 import { definition as avroSink } from "../../src/components/sinks/avro.ts";
 import { tempDir } from "../helpers.ts";
 import { drain, makeSink, memoryChannel, selfSignedCert, startSource, texts } from "./support.ts";
@@ -149,6 +150,26 @@ describe("avro sink", () => {
     await k.process();
     expect(k.counter.values).toMatchObject({ ConnectionCreatedCount: 2, ConnectionClosedCount: 1, EventDrainSuccessCount: 3 });
     expect(texts(await drain(down.channel))).toEqual(["e0", "e1", "late0"]);
+  });
+
+  test("in a load_balance group: batches alternate between two avro sources; a dead one is skipped without loss", async () => {
+    const d1 = await source({}, memoryChannel("d1"));
+    const d2 = await source({}, memoryChannel("d2"));
+    const upstream = memoryChannel("upstream");
+    const k1 = makeSink({ port: String(d1.port), "batch-size": "10" }, upstream).sink;
+    const k2 = makeSink({ port: String(d2.port), "batch-size": "10" }, upstream).sink;
+    const group = new LoadBalancingSinkProcessor([k1, k2]);
+    cleanups.push(() => group.stop());
+    await group.start();
+    await fill(upstream, 40);
+    for (let i = 0; i < 4; i++) await group.process();
+    expect(texts(await drain(d1.channel))).toEqual(["e0", "e1", "e2", "e3", "e4", "e5", "e6", "e7", "e8", "e9", "e20", "e21", "e22", "e23", "e24", "e25", "e26", "e27", "e28", "e29"]);
+    expect(await drain(d2.channel)).toHaveLength(20);
+    await d1.source.stop();
+    await fill(upstream, 30, "x");
+    for (let i = 0; i < 3; i++) await group.process();
+    expect(texts(await drain(d2.channel)).sort()).toEqual(texts(Array.from({ length: 30 }, (_, i) => createEvent(`x${i}`))).sort());
+    expect(k1.counter.values.EventWriteFail).toBeGreaterThan(0);
   });
 
   test("configuration: Flume's defaults and timeouts under a second meaning the default", () => {
