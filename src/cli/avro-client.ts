@@ -168,6 +168,7 @@ export async function streamLines(input: Readable, batchSize: number, headers: R
   let rest: Buffer | null = null;
   let sent = 0;
   let skipLf = false;
+  const withHeaders = Object.keys(headers).length > 0;
   const flush = async () => {
     if (batch.length === 0) return;
     const b = batch;
@@ -182,21 +183,26 @@ export async function streamLines(input: Readable, batchSize: number, headers: R
     const data: Buffer = rest ? Buffer.concat([rest, chunk]) : chunk;
     rest = null;
     let start = 0;
-    for (let i = 0; i < data.length; i++) {
-      const b = data[i];
-      if (b !== 0x0a && b !== 0x0d) continue;
-      batch.push({ headers: { ...headers }, body: data.subarray(start, i) });
-      if (b === 0x0d) {
-        if (i + 1 < data.length) {
-          if (data[i + 1] === 0x0a) i++;
+    // Native indexOf for both terminators; the \r position is only searched again once passed.
+    let cr = data.indexOf(0x0d, 0);
+    for (;;) {
+      const lf = data.indexOf(0x0a, start);
+      if (cr !== -1 && cr < start) cr = data.indexOf(0x0d, start);
+      const i = cr === -1 ? lf : lf === -1 ? cr : Math.min(lf, cr);
+      if (i === -1) break;
+      batch.push({ headers: withHeaders ? { ...headers } : {}, body: data.subarray(start, i) });
+      let next = i + 1;
+      if (i === cr) {
+        if (next < data.length) {
+          if (data[next] === 0x0a) next++;
         } else skipLf = true;
       }
-      start = i + 1;
+      start = next;
       if (batch.length >= batchSize) await flush();
     }
     if (start < data.length) rest = Buffer.from(data.subarray(start));
   }
-  if (rest && rest.length > 0) batch.push({ headers: { ...headers }, body: rest });
+  if (rest && rest.length > 0) batch.push({ headers: withHeaders ? { ...headers } : {}, body: rest });
   await flush();
   return sent;
 }

@@ -3,6 +3,9 @@ import { spawn } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
+import { Readable } from "node:stream";
+import { bodyText, type Event } from "../../src/core/event.ts";
+import { streamLines } from "../../src/cli/avro-client.ts";
 import { CLI, ROOT, tempDir } from "../helpers.ts";
 import { drain, memoryChannel, startSource, texts } from "./support.ts";
 
@@ -87,5 +90,21 @@ describe("flume avro-client", () => {
     const r = await avroClient(["-F", "x"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("Either --rpcProps or both --host and --port must be specified.");
+  });
+
+  test("line splitting as Java's readLine: \\n, \\r\\n and \\r, across any chunk boundary", async () => {
+    const text = "a\r\nb\rc\n\nd\r\r\ne";
+    const expected = ["a", "b", "c", "", "d", "", "e"];
+    for (let cut = 0; cut <= text.length; cut++) {
+      const batches: string[][] = [];
+      const chunks = [Buffer.from(text.slice(0, cut)), Buffer.from(text.slice(cut))];
+      const sent = await streamLines(Readable.from(chunks), 3, { h: "v" }, async (events: Event[]) => {
+        batches.push(events.map(bodyText));
+        expect(events[0].headers).toEqual({ h: "v" });
+      });
+      expect(batches.flat()).toEqual(expected);
+      expect(sent).toBe(expected.length);
+      expect(batches[0]).toHaveLength(3);
+    }
   });
 });
