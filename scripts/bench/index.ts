@@ -1,0 +1,26 @@
+// npm run bench [-- name ...]: runs the named benchmarks (all when none is named).
+import { readdirSync } from "node:fs";
+import path from "node:path";
+
+const dir = import.meta.dir;
+const available = readdirSync(dir)
+  .filter((f) => f.endsWith(".ts") && f !== "index.ts" && !f.startsWith("_"))
+  .map((f) => f.slice(0, -3))
+  .sort();
+const wanted = process.argv.slice(2);
+const names = wanted.length > 0 ? wanted : available;
+for (const name of names) {
+  if (!available.includes(name)) {
+    console.error(`unknown benchmark "${name}"; available: ${available.join(", ")}`);
+    process.exit(2);
+  }
+}
+for (const name of names) {
+  console.log(`\n== bench ${name} ==`);
+  const mod = (await import(path.join(dir, `${name}.ts`))) as { run?: () => Promise<void> };
+  if (typeof mod.run !== "function") {
+    console.error(`scripts/bench/${name}.ts exports no run()`);
+    process.exit(1);
+  }
+  await mod.run();
+}
