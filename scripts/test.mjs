@@ -7,7 +7,7 @@ import path from "node:path";
 
 const require = createRequire(import.meta.url);
 const bunBin = path.join(path.dirname(require.resolve("bun/package.json")), "bin", "bun.exe");
-const args = ["test", ...process.argv.slice(2)];
+const args = ["test", "--timeout", "30000", ...process.argv.slice(2)];
 const child = spawn(bunBin, args, { stdio: ["ignore", "inherit", "pipe"] });
 
 let tail = "";

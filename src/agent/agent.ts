@@ -94,10 +94,12 @@ export class Agent implements MetricsProvider {
     return { kept, started, stopped };
   }
 
-  /** Events waiting in all channels. */
+  /** Events waiting in the channels that some sink reads (the ones a drain can empty). */
   pendingEvents(): number {
+    const drained = new Set<unknown>();
+    for (const r of this.built.runners.values()) for (const s of r.sinks) drained.add(s.getChannel());
     let n = 0;
-    for (const c of this.built.channels.values()) n += c.channel.counter.values.ChannelSize;
+    for (const c of this.built.channels.values()) if (drained.has(c.channel)) n += c.channel.counter.values.ChannelSize;
     return n;
   }
 

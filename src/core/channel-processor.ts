@@ -37,6 +37,19 @@ export class ChannelProcessor {
     return this.selector.getAllChannels();
   }
 
+  /**
+   * The largest batch every channel of this source accepts in one transaction (the smallest
+   * transactionCapacity), for sources whose batches are not configured, like netcat.
+   */
+  maxBatchSize(fallback = 100): number {
+    let max = Infinity;
+    for (const c of this.selector.getAllChannels()) {
+      const cap = c.getTransactionCapacity?.();
+      if (cap !== undefined && cap < max) max = cap;
+    }
+    return max === Infinity ? fallback : max;
+  }
+
   async processEvent(event: Event, position?: { source: string; value: string }): Promise<void> {
     const kept = this.interceptors.intercept(event);
     if (kept === null) {

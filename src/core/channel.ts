@@ -13,6 +13,8 @@ export interface Channel extends LifecycleAware {
    * Transaction.setSourcePosition), or undefined when the channel keeps none.
    */
   sourcePosition?(source: string): string | undefined;
+  /** Most events one transaction may hold, when the channel limits it. */
+  getTransactionCapacity?(): number;
   /** True when the channel keeps committed events across a process crash. */
   readonly durable?: boolean;
 }

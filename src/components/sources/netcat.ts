@@ -90,7 +90,10 @@ export class NetcatSource extends BaseSource implements EventDrivenSource {
         start = nl + 1;
       }
       if (!tooLong && data.length - start >= this.options.maxLineLength) tooLong = true;
-      if (events.length > 0) await this.deliver(socket, events);
+      if (events.length > 0) {
+        const max = this.getChannelProcessor().maxBatchSize();
+        for (let i = 0; i < events.length && !socket.destroyed; i += max) await this.deliver(socket, events.length <= max ? events : events.slice(i, i + max));
+      }
       if (tooLong) {
         this.counter.values.EventReadFail++;
         this.logger.warn(`netcat source ${this.name}: client ${peer} sent a line over max-line-length ${this.options.maxLineLength}; closing the connection`);
