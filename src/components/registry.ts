@@ -6,6 +6,7 @@ import { definition as avroSink } from "./sinks/avro.ts";
 import { definition as avroSource } from "./sources/avro.ts";
 import { definition as loggerSink } from "./sinks/logger.ts";
 import { definition as nullSink } from "./sinks/null.ts";
+import { definition as embeddedSource } from "./sources/embedded.ts";
 import { definition as netcatSource } from "./sources/netcat.ts";
 import { definition as seqSource } from "./sources/seq.ts";
 import { definition as loadBalancingSelector } from "./selectors/load-balancing.ts";
@@ -37,6 +38,7 @@ import { definition as searchReplaceInterceptor } from "./interceptors/search-re
 const DEFINITIONS: ComponentDefinition<unknown>[] = [
   seqSource,
   netcatSource,
+  embeddedSource,
   avroSource,
   avroSink,
   memoryChannel,

@@ -1,0 +1,105 @@
+import type { Clock } from "../core/clock.ts";
+import type { Event } from "../core/event.ts";
+import { ConfigurationError } from "../core/errors.ts";
+import type { Logger } from "../core/logger.ts";
+import * as registry from "../components/registry.ts";
+import { EmbeddedSource } from "../components/sources/embedded.ts";
+import type { AgentConfig } from "../config/flume-config.ts";
+import { formatProblem } from "../config/problems.ts";
+import { validateConfigText } from "../config/validate.ts";
+import { Agent } from "./agent.ts";
+
+const AGENT = "embedded";
+
+/** Turns an EmbeddedAgent property map into a Flume properties file for one agent. */
+function translate(properties: Record<string, string>): string {
+  const sinks = (properties.sinks ?? "").trim();
+  if (!sinks) throw new ConfigurationError("sinks", "is required: name the sinks, e.g. sinks = k1");
+  const sinkNames = sinks.split(/\s+/);
+  const lines = [`${AGENT}.sources = source`, `${AGENT}.channels = channel`, `${AGENT}.sinks = ${sinks}`, `${AGENT}.sources.source.type = embedded`, `${AGENT}.sources.source.channels = channel`];
+  if (Object.keys(properties).some((k) => k.startsWith("processor."))) lines.push(`${AGENT}.sinkgroups = group`, `${AGENT}.sinkgroups.group.sinks = ${sinks}`);
+  for (const [key, value] of Object.entries(properties)) {
+    const v = value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n");
+    if (key === "sinks") continue;
+    if (key === "source.type") {
+      if (value.trim().toLowerCase() !== "embedded") throw new ConfigurationError(key, `an embedded agent's source is always "embedded", got "${value}"`);
+    } else if (key.startsWith("channel.")) lines.push(`${AGENT}.channels.channel.${key.slice(8)} = ${v}`);
+    else if (key.startsWith("processor.")) lines.push(`${AGENT}.sinkgroups.group.${key} = ${v}`);
+    else if (key.startsWith("source.")) lines.push(`${AGENT}.sources.source.${key.slice(7)} = ${v}`);
+    else {
+      const dot = key.indexOf(".");
+      if (dot <= 0 || !sinkNames.includes(key.slice(0, dot))) {
+        throw new ConfigurationError(key, `unknown key: expected channel.*, processor.*, source.*, sinks, or <sink>.* for one of ${sinkNames.join(", ")}`);
+      }
+      lines.push(`${AGENT}.sinks.${key} = ${v}`);
+    }
+  }
+  for (const s of sinkNames) lines.push(`${AGENT}.sinks.${s}.channel = channel`);
+  return lines.join("\n") + "\n";
+}
+
+/**
+ * An agent inside an application, configured like Flume's EmbeddedAgent from a flat map:
+ *
+ *   channel.type = memory, channel.capacity = 1000,
+ *   sinks = k1 k2, k1.type = avro, k1.hostname = ..., k1.port = ...,
+ *   processor.type = failover (optional), source.interceptors = i1, source.interceptors.i1.type = ...
+ *
+ * put/putAll go through the source's interceptors into the channel and throw ChannelException
+ * when it is full; sinks deliver in the background. Unlike Flume's, any sink type may be used.
+ */
+export class EmbeddedAgent {
+  private agent: Agent | null = null;
+  private config: AgentConfig | null = null;
+
+  constructor(
+    readonly name = AGENT,
+    private readonly options: { clock?: Clock; logger?: Logger } = {},
+  ) {}
+
+  /** Checks and keeps the configuration; throws ConfigurationError listing every problem. */
+  configure(properties: Record<string, string>): void {
+    const result = validateConfigText(translate(properties), "<embedded>", { agentName: AGENT }, registry);
+    const errors = result.problems.filter((p) => p.severity === "error");
+    if (errors.length > 0 || !result.config) {
+      throw new ConfigurationError("properties", `invalid embedded agent configuration:\n${errors.map((p) => `  ${p.component}: ${p.key}: ${p.message}`).join("\n")}`);
+    }
+    for (const p of result.problems) this.options.logger?.warn(formatProblem(p));
+    this.config = result.config;
+  }
+
+  async start(): Promise<void> {
+    if (!this.config) throw new Error("configure() the embedded agent before start()");
+    if (this.agent) throw new Error("the embedded agent is already started");
+    const agent = new Agent(this.name, { clock: this.options.clock, logger: this.options.logger });
+    await agent.start(this.config);
+    this.agent = agent;
+  }
+
+  private source(): EmbeddedSource {
+    const s = this.agent?.components.sources.get("source")?.source;
+    if (!(s instanceof EmbeddedSource)) throw new Error("the embedded agent is not started");
+    return s;
+  }
+
+  /** Puts one event; throws ChannelException when the channel is full. */
+  put(event: Event): Promise<void> {
+    return this.source().put(event);
+  }
+
+  /** Puts a batch in one transaction; all or nothing. */
+  putAll(events: Event[]): Promise<void> {
+    return this.source().putAll(events);
+  }
+
+  /** The running agent (its counters are the groups /metrics serves), or null when stopped. */
+  get running(): Agent | null {
+    return this.agent;
+  }
+
+  async stop(): Promise<void> {
+    const agent = this.agent;
+    this.agent = null;
+    await agent?.stop();
+  }
+}

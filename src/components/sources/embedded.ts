@@ -1,0 +1,51 @@
+import type { Event } from "../../core/event.ts";
+import type { EventDrivenSource } from "../../core/source.ts";
+import type { ComponentDefinition } from "../component.ts";
+import { BaseSource } from "./base.ts";
+
+/** The source of an EmbeddedAgent: the application hands it events directly. */
+export class EmbeddedSource extends BaseSource implements EventDrivenSource {
+  readonly kind = "event-driven";
+
+  start(): void {
+    this.counter.start();
+    this.state = "START";
+  }
+
+  stop(): void {
+    this.counter.stop();
+    this.state = "STOP";
+  }
+
+  async put(event: Event): Promise<void> {
+    await this.putAll([event]);
+  }
+
+  async putAll(events: Event[]): Promise<void> {
+    if (this.state !== "START") throw new Error(`embedded source ${this.name} is not started`);
+    const c = this.counter.values;
+    c.AppendBatchReceivedCount++;
+    c.EventReceivedCount += events.length;
+    try {
+      await this.getChannelProcessor().processEventBatch(events);
+    } catch (err) {
+      c.ChannelWriteFail++;
+      throw err;
+    }
+    c.AppendBatchAcceptedCount++;
+    c.EventAcceptedCount += events.length;
+  }
+}
+
+export const definition: ComponentDefinition<EmbeddedSource> = {
+  schema: {
+    kind: "source",
+    type: "embedded",
+    aliases: ["org.apache.flume.agent.embedded.EmbeddedSource"],
+    doc: "The source of an EmbeddedAgent; events come from the application's put/putAll calls.",
+    props: [],
+  },
+  create(_config, ctx) {
+    return new EmbeddedSource(ctx);
+  },
+};
