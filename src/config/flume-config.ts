@@ -278,7 +278,7 @@ class AgentBuilder {
         continue;
       }
       let f = config.configFilters.filters.get(key.name);
-      if (!f) config.configFilters.filters.set(key.name, (f = { name: key.name, props: {}, line: entry.line }));
+      if (!f) config.configFilters.filters.set(key.name, (f = { name: key.name, props: record(), line: entry.line }));
       f.line = Math.min(f.line, entry.line);
       if (value === "") continue;
       if (key.sub === "type") f.type = this.located(entry, value);
@@ -308,7 +308,7 @@ class AgentBuilder {
       const kind = KIND_OF_LIST[listKey];
       const map = config[listKey];
       let component = map.get(key.name);
-      if (!component) map.set(key.name, (component = { name: key.name, kind, props: {}, emptyProps: {}, file: this.file, line: entry.line }));
+      if (!component) map.set(key.name, (component = { name: key.name, kind, props: record(), emptyProps: record(), file: this.file, line: entry.line }));
       component.line = Math.min(component.line, entry.line);
       const value = this.resolve(entry, componentLabel(kind, key.name), key.sub!, true, { kind, name: key.name });
       const located = this.located(entry, value);
@@ -377,7 +377,7 @@ class AgentBuilder {
         fail(f.line, "type", "is missing", `add ${this.agent}.configfilters.${name}.type = env or external`);
         continue;
       }
-      const raw: Record<string, string> = {};
+      const raw = record<string>();
       for (const [k, v] of Object.entries(f.props)) raw[k] = v.value;
       const setup = createConfigFilter(f.type.value, raw, this.env);
       if ("error" in setup) {
@@ -404,6 +404,11 @@ class AgentBuilder {
 
 // ---- Helpers for the agent builder and the validator -------------------------------------
 
+/** A record without prototype: keys come from the file, and "__proto__" must stay a plain key. */
+export function record<T>(): Record<string, T> {
+  return Object.create(null) as Record<string, T>;
+}
+
 /** The names of a whitespace-separated list value. */
 export function listNames(list: Located | string | undefined): string[] {
   const text = typeof list === "string" ? list : list?.value;
@@ -426,7 +431,7 @@ export function sinkGroupSinks(group: ComponentEntry): string[] {
 }
 
 function subComponent(entry: ComponentEntry, name: string, prefix: string): SubComponent {
-  const props: Record<string, Located> = {};
+  const props = record<Located>();
   let type: Located | undefined;
   let line = Infinity;
   for (const [k, v] of Object.entries(entry.props)) {
@@ -481,14 +486,14 @@ export function isFrameworkKey(kind: EntryKind, key: string): boolean {
 
 /** The component's own keys (what its schema describes): props without the wiring keys. */
 export function ownProps(entry: ComponentEntry): Record<string, Located> {
-  const out: Record<string, Located> = {};
+  const out = record<Located>();
   for (const [k, v] of Object.entries(entry.props)) if (!isFrameworkKey(entry.kind, k)) out[k] = v;
   return out;
 }
 
 /** Plain values of located props, as parseConfig takes them. */
 export function rawValues(props: Record<string, Located>): Record<string, string> {
-  const out: Record<string, string> = {};
+  const out = record<string>();
   for (const [k, v] of Object.entries(props)) out[k] = v.value;
   return out;
 }

@@ -15,6 +15,7 @@ import {
   type Located,
   ownProps,
   parseFlumeConfig,
+  record,
   type ParseOptions,
   type ParseResult,
   rawValues,
@@ -222,7 +223,7 @@ class Validator {
     props: Record<string, Located>,
     keyPrefix: string,
     fallbackLine: number,
-    empty: Record<string, Located> = {},
+    empty: Record<string, Located> = record(),
     beforeOwnChecks?: (config: ComponentConfig) => void,
     wiringKeys: readonly string[] = [],
   ): ComponentConfig {
@@ -275,7 +276,7 @@ class Validator {
     );
     if (!def) return undefined;
     const own = ownProps(entry);
-    const ownEmpty: Record<string, Located> = {};
+    const ownEmpty = record<Located>();
     for (const [k, v] of Object.entries(entry.emptyProps)) if (!isFrameworkKey(entry.kind, k)) ownEmpty[k] = v;
     // Generic cross-checks run before the component's own, which then stay quiet on the same key.
     const generic = entry.kind === "channel" ? (config: ComponentConfig) => this.checkCapacity({ entry, schema: def.schema, config }) : undefined;

@@ -146,7 +146,7 @@ describe("flume describe", () => {
     const r = runCli(["describe"]);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^Sources:\n/);
-    expect(r.stdout).toMatch(/\nChannels:\n {2}memory +Events in an in-memory queue/);
+    expect(r.stdout).toMatch(/\nChannels:\n( {2}.*\n)* {2}memory +Events in an in-memory queue/);
     expect(r.stdout).toContain("Sink processors (processor.type):");
     expect(r.stdout).toMatch(/Config filters \(configfilters\.<name>\.type\):\n {2}env +.*\n {2}external /);
   });

@@ -323,3 +323,12 @@ describe("config filters", () => {
     expect(r.value).toBe("v-k");
   });
 });
+
+describe("keys that are names of Object.prototype members", () => {
+  test("__proto__ and constructor are ordinary keys", () => {
+    const r = parse(conf(["a1.channels = c1", "a1.channels.c1.type = memory", "a1.channels.c1.__proto__ = x", "a1.channels.c1.constructor = y"]));
+    const c1 = r.config!.channels.get("c1")!;
+    expect(Object.keys(c1.props)).toEqual(["__proto__", "constructor"]);
+    expect(rawValues(c1.props).__proto__).toBe("x");
+  });
+});

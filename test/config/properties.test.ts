@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { parseProperties } from "../../src/config/properties.ts";
 
 function values(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
+  const out: Record<string, string> = Object.create(null);
   for (const [k, e] of parseProperties(text, "t.properties").entries) out[k] = e.value;
   return out;
 }
