@@ -63,6 +63,19 @@ const PRIORITY = /^<(\d{1,3})>/;
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 const encoder = new TextEncoder();
 
+/**
+ * Matches the RFC 5424 layout, then RFC 3164 (Flume's order). A month name right after the
+ * priority can only be RFC 3164, so that case skips the RFC 5424 attempt.
+ */
+function matchLayout(text: string): { m: RegExpExecArray | null; is5424: boolean } {
+  const close = text.indexOf(">");
+  const c = close > 0 ? text.charCodeAt(close + 1) : 0;
+  if (c >= 65 && c <= 90) return { m: RFC3164.exec(text), is5424: false };
+  const m = RFC5424.exec(text);
+  if (m) return { m, is5424: true };
+  return { m: RFC3164.exec(text), is5424: false };
+}
+
 /** The last timestamps parsed, so a burst within one second parses its stamp once. */
 class StampCache {
   private key = "";
@@ -122,12 +135,7 @@ export class SyslogEventParser {
       const c = custom.regex.exec(text);
       if (c) return { event: { headers: this.customHeaders(headers, c, custom), body: this.body(bytes, c[5] ?? "", c[1] ?? prio[1], c[2], c[3], c[4]) } };
     }
-    let m = RFC5424.exec(text);
-    let is5424 = true;
-    if (!m) {
-      m = RFC3164.exec(text);
-      is5424 = false;
-    }
+    const { m, is5424 } = matchLayout(text);
     if (!m) return { event: { headers, body: bytes } };
     const [, priority, version, stamp, host, msg] = m;
     headers.priority = priority;
@@ -155,12 +163,7 @@ export class SyslogEventParser {
   }
 
   private parseMultiport(text: string, bytes: Uint8Array): ParsedEvent {
-    let m = RFC5424.exec(text);
-    let is5424 = true;
-    if (!m) {
-      m = RFC3164.exec(text);
-      is5424 = false;
-    }
+    const { m, is5424 } = matchLayout(text);
     if (!m) return invalidEvent(bytes, "multiport", PRIORITY.test(text) ? "unrecognised syslog header" : "no <priority> at the start");
     const [, priority, version, stamp, host, msg] = m;
     const pri = Number(priority);
