@@ -5,7 +5,7 @@ import type { EventDrivenSource } from "../../../core/source.ts";
 import type { ComponentContext } from "../../component.ts";
 import { NetworkSource, plainIp, reverseName } from "./delivery.ts";
 import { type Frame, SyslogFrameDecoder } from "./framing.ts";
-import { type ParseOptions, SyslogEventParser } from "./parse.ts";
+import { EVENT_STATUS, type ParseOptions, SyslogEventParser } from "./parse.ts";
 
 export interface SyslogTcpOptions {
   /** Display name in logs ("syslogtcp", "multiport_syslogtcp"). */
@@ -120,7 +120,8 @@ export class SyslogTcpSource extends NetworkSource implements EventDrivenSource 
         const { event, invalid } = parser.parse(frames[i].bytes, frames[i].part);
         if (invalid !== undefined && frames[i].part !== "rest") {
           this.counter.values.EventReadFail++;
-          if (warnedInvalid++ < 3) this.logger.warn(`${this.describe()}: message from ${peer} is Invalid (${invalid}); delivered with ${"flume.syslog.status"}=Invalid`);
+          // A few lines per connection: a client sending garbage must not flood the log.
+          if (warnedInvalid++ < 3) this.logger.warn(`${this.describe()}: message from ${peer} is Invalid (${invalid}); delivered with ${EVENT_STATUS}=Invalid`);
         }
         const h = event.headers;
         if (o.portHeader) h[o.portHeader] = localPort;
