@@ -37,8 +37,24 @@ describe("MemoryChannel defaults and configuration", () => {
     tx.close();
   });
 
-  test("the default byteCapacity is documented as 1 GiB of event bodies (no JVM heap to size it from)", () => {
+  test("the default byteCapacity is documented as 1 GiB of event bodies (no JVM heap to size it from), less the 20% buffer", () => {
     expect(DEFAULT_BYTE_CAPACITY).toBe(1024 * 1024 * 1024);
+    expect(make().channel.remainingByteSlots).toBe(Math.floor((DEFAULT_BYTE_CAPACITY * 0.8) / 100));
+    // Below one slot means unbounded, as in Flume.
+    expect(make({ byteCapacity: 0 }).channel.remainingByteSlots).toBe(Number.MAX_SAFE_INTEGER);
+  });
+
+  test("byte slots follow Flume's arithmetic: byteCapacity 1000 with 20% buffer is 8 slots; a rolled-back put gives its slots back", async () => {
+    const { channel } = make({ byteCapacity: 1000 });
+    expect(channel.remainingByteSlots).toBe(8);
+    const tx = channel.getTransaction();
+    tx.begin();
+    tx.put(createEvent(new Uint8Array(0)));
+    await tx.rollback();
+    tx.close();
+    expect(channel.remainingByteSlots).toBe(8);
+    await putAll(channel, [createEvent(new Uint8Array(250))]);
+    expect(channel.remainingByteSlots).toBe(5);
   });
 
   test("transactionCapacity above capacity is a configuration error naming the key", () => {

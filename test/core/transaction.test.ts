@@ -158,6 +158,15 @@ describe("transaction state machine", () => {
     expect(rolled.state).toBe("CLOSED");
   });
 
+  test("closing a CLOSED transaction again is harmless (Flume throws; here cleanup code may close twice)", async () => {
+    const tx = channel().getTransaction();
+    tx.begin();
+    await tx.commit();
+    tx.close();
+    tx.close();
+    expect(tx.state).toBe("CLOSED");
+  });
+
   test("a failed commit leaves the transaction OPEN: close refuses, rollback then close work", async () => {
     const tx = new FaultyTransaction();
     tx.failCommit = true;
