@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { defineCommand } from "citty";
 import * as registry from "../components/registry.ts";
 import { formatProblem, fullMessage, type Problem } from "../config/problems.ts";
+import type { ParseResult } from "../config/flume-config.ts";
 import { validateConfigText } from "../config/validate.ts";
 
 export const EXIT_VALID = 0;
@@ -127,18 +128,25 @@ export function runValidate(args: string[], out: (s: string) => void = (s) => pr
     if (selection) return usageFailure(selection);
   }
 
-  const problems = opts.strict ? result.problems.map((p) => ({ ...p, severity: "error" as const })) : result.problems;
+  const report = humanReport(result, file, opts.strict);
+  out(opts.json ? JSON.stringify(jsonReport(result.problems, opts.strict), null, 2) + "\n" : report.text);
+  return report.errors === 0 ? EXIT_VALID : EXIT_INVALID;
+}
+
+/**
+ * The human report: one `file:line: severity: component: key: message (hint)` line per
+ * problem and a verdict line. `flume run` prints the same when it refuses to start.
+ */
+export function humanReport(result: ParseResult, file: string, strict = false): { text: string; errors: number; warnings: number } {
+  const problems = strict ? result.problems.map((p) => ({ ...p, severity: "error" as const })) : result.problems;
   const errors = problems.filter((p) => p.severity === "error").length;
   const warnings = problems.length - errors;
-  if (opts.json) {
-    out(JSON.stringify(jsonReport(result.problems, opts.strict), null, 2) + "\n");
-  } else {
-    for (const p of problems) out(formatProblem(p) + "\n");
-    const agent = result.config ? `agent ${result.config.agent}` : "configuration";
-    const counts = [plural(errors, "error"), plural(warnings, "warning")].join(", ");
-    out(errors === 0 ? `${file}: ${agent} is valid${warnings ? ` (${plural(warnings, "warning")})` : ""}\n` : `${file}: ${agent} is invalid: ${counts}\n`);
-  }
-  return errors === 0 ? EXIT_VALID : EXIT_INVALID;
+  const agent = result.config ? `agent ${result.config.agent}` : "configuration";
+  const verdict =
+    errors === 0
+      ? `${file}: ${agent} is valid${warnings ? ` (${plural(warnings, "warning")})` : ""}`
+      : `${file}: ${agent} is invalid: ${plural(errors, "error")}, ${plural(warnings, "warning")}`;
+  return { text: problems.map((p) => formatProblem(p) + "\n").join("") + verdict + "\n", errors, warnings };
 }
 
 function plural(n: number, word: string): string {
