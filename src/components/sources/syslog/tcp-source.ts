@@ -31,6 +31,8 @@ export class SyslogTcpSource extends NetworkSource implements EventDrivenSource 
   readonly kind = "event-driven";
   private servers: net.Server[] = [];
   private readonly sockets = new Set<net.Socket>();
+  /** Batches on their way to the channel; stop() waits for them so none is cut off mid-commit. */
+  private readonly inFlight = new Set<Promise<void>>();
 
   constructor(
     ctx: ComponentContext,
@@ -71,6 +73,7 @@ export class SyslogTcpSource extends NetworkSource implements EventDrivenSource 
   async stop(): Promise<void> {
     this.stopping = true;
     for (const s of this.sockets) s.destroy();
+    await Promise.allSettled([...this.inFlight]);
     await this.closeServers();
     this.counter.stop();
     this.state = "STOP";
@@ -149,6 +152,11 @@ export class SyslogTcpSource extends NetworkSource implements EventDrivenSource 
       }
     };
 
+    const track = (p: Promise<void>) => {
+      this.inFlight.add(p);
+      void p.finally(() => this.inFlight.delete(p));
+    };
+
     const pump = async () => {
       busy = true;
       socket.pause();
@@ -181,11 +189,11 @@ export class SyslogTcpSource extends NetworkSource implements EventDrivenSource 
     socket.on("data", (chunk: Buffer) => {
       // Node hands out slices of a larger read buffer; copy small ones so events do not pin it.
       queue.push(chunk.buffer.byteLength > chunk.byteLength * 2 ? new Uint8Array(chunk) : chunk);
-      if (!busy) void pump();
+      if (!busy) track(pump());
     });
     socket.on("end", () => {
       ended = true;
-      if (!busy) void pump();
+      if (!busy) track(pump());
     });
     socket.on("error", (err) => this.logger.warn(`${this.describe()}: connection from ${peer}: ${err.message}`));
     socket.on("close", (hadError) => {
