@@ -57,6 +57,11 @@ export function parseValidateArgs(args: string[]): ValidateOptions {
       case "--name":
         opts.agentName = inline ?? value(i++, flag);
         continue;
+      case "-c":
+      case "--conf":
+        // flume-ng's configuration directory (log4j, flume-env.sh): nothing to validate there.
+        if (inline === undefined) value(i++, flag);
+        continue;
       case "-f":
       case "--conf-file":
       case "--file":

@@ -128,9 +128,10 @@ describe("flume validate", () => {
     expect(option.stderr).toContain("unknown option --bogus");
   });
 
-  test("flume-ng spellings: -f / --conf-file and --name", () => {
+  test("flume-ng spellings: -f / --conf-file, --name, -c (ignored)", () => {
     expect(runCli(["validate", "--conf-file", valid, "--name", "a1"]).code).toBe(0);
     expect(runCli(["validate", "-f", valid]).code).toBe(0);
+    expect(runCli(["validate", "-c", "conf", "-f", valid, "-n", "a1"]).code).toBe(0);
   });
 
   test("validate never loads avsc (it must start fast)", () => {
