@@ -205,6 +205,21 @@ export function parseFlumeConfig(text: string, file: string, opts: ParseOptions 
       });
     }
   }
+  // Another "agent" without a channel list cannot run: most likely a typo of this agent's name.
+  for (const other of agents) {
+    if (other === agent || parsed.entries.has(`${other}.channels`)) continue;
+    const first = [...parsed.entries.values()].filter((e) => agentPrefix(e.key) === other).reduce((a, b) => (b.line < a.line ? b : a));
+    problems.push({
+      file,
+      line: first.line,
+      component: other,
+      key: first.key,
+      message: `keys under ${other}. form an agent without channels, so no agent runs them`,
+      hint: didYouMean(other, [agent]) ? `did you mean ${agent}.${first.key.slice(other.length + 1)}?` : `they are ignored while running agent ${agent}`,
+      severity: "warning",
+      code: "not-in-agent",
+    });
+  }
   return { agents, config, problems };
 }
 

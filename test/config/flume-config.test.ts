@@ -134,6 +134,13 @@ describe("Flume's configuration grammar", () => {
     expect(r.problems).toEqual([]);
   });
 
+  test("another 'agent' without channels is most likely a typo of the agent name: a warning", () => {
+    const r = parse(conf(["a1.channels = c1", "a1.channels.c1.type = memory", "al.channels.c1.capacity = 10"]), { agentName: "a1" });
+    expect(r.agents).toEqual(["a1", "al"]);
+    expect(brief(r.problems)).toEqual([{ line: 3, severity: "warning", code: "not-in-agent", component: "al", key: "al.channels.c1.capacity" }]);
+    expect(r.problems[0].hint).toBe("did you mean a1.channels.c1.capacity?");
+  });
+
   test("several agents and no name: a problem listing them, no config", () => {
     const r = parse(conf(["a1.channels = c1", "b7.channels = c1"]));
     expect(r.config).toBeUndefined();
