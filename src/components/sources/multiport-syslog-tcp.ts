@@ -1,7 +1,8 @@
+import type { ComponentConfig } from "../../config/schema.ts";
 import type { ComponentDefinition } from "../component.ts";
 import { ConfigurationError } from "../../core/errors.ts";
 import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, EVENT_SIZE, KEEP_FIELDS, effectiveEventSize } from "./syslog/options.ts";
-import { parseKeepFields } from "./syslog/parse.ts";
+import { parseKeepFields, type SyslogCharset, syslogCharset } from "./syslog/parse.ts";
 import { SyslogTcpSource } from "./syslog/tcp-source.ts";
 import { TLS_PROPS, tlsErrors, tlsServerOptions } from "./tls-pem.ts";
 
@@ -13,14 +14,31 @@ function ports(list: string[]): number[] {
   });
 }
 
-function charsetErrors(config: { string(k: string): string; group(p: string): Record<string, string> }): { key: string; message: string }[] {
-  const errors: { key: string; message: string }[] = [];
-  const check = (key: string, value: string) => {
-    if (!/^utf-?8$/i.test(value.trim())) errors.push({ key, message: `only UTF-8 is supported, got "${value}"` });
-  };
-  check("charset.default", config.string("charset.default"));
-  for (const [port, cs] of Object.entries(config.group("charset.port."))) check(`charset.port.${port}`, cs);
-  return errors;
+/** The charset.port.<port> settings, checked. */
+function portCharsets(config: ComponentConfig): Record<string, SyslogCharset> {
+  const out: Record<string, SyslogCharset> = {};
+  for (const [port, name] of Object.entries(config.group("charset.port."))) {
+    if (!/^\d+$/.test(port)) throw new ConfigurationError(`charset.port.${port}`, `"${port}" is not a port number`);
+    out[port] = charset(name, `charset.port.${port}`);
+  }
+  return out;
+}
+
+function charset(name: string, key: string): SyslogCharset {
+  const cs = syslogCharset(name);
+  if (!cs) throw new ConfigurationError(key, `unsupported charset "${name}"; use UTF-8 or ISO-8859-1`);
+  return cs;
+}
+
+function charsetErrors(config: ComponentConfig): { key: string; message: string }[] {
+  try {
+    charset(config.string("charset.default"), "charset.default");
+    portCharsets(config);
+    return [];
+  } catch (err) {
+    if (err instanceof ConfigurationError) return [{ key: err.key, message: err.message.slice(err.key.length + 2) }];
+    throw err;
+  }
 }
 
 export const definition: ComponentDefinition<SyslogTcpSource> = {
@@ -38,12 +56,12 @@ export const definition: ComponentDefinition<SyslogTcpSource> = {
       CLIENT_IP_HEADER,
       CLIENT_HOSTNAME_HEADER,
       { key: "batchSize", type: "int", default: 100, min: 1, doc: "Most events handed to the channel in one transaction." },
-      { key: "charset.default", type: "string", default: "UTF-8", doc: "Character set of the messages (UTF-8 only)." },
+      { key: "charset.default", type: "string", default: "UTF-8", doc: "Character set of the messages: UTF-8 or ISO-8859-1." },
       { key: "readBufferSize", type: "int", default: 1024, min: 1, doc: "Accepted for compatibility; reads use the socket's buffer.", aliases: ["readBufferBytes"] },
       { key: "numProcessors", type: "int", min: 1, doc: "Accepted for compatibility; one event loop serves all ports." },
       ...TLS_PROPS,
     ],
-    prefixes: [{ prefix: "charset.port.", doc: "charset.port.<port>: character set for one port (UTF-8 only)" }],
+    prefixes: [{ prefix: "charset.port.", doc: "charset.port.<port>: character set for one port (UTF-8 or ISO-8859-1)" }],
   },
   create(config, ctx) {
     return new SyslogTcpSource(ctx, {
@@ -52,7 +70,8 @@ export const definition: ComponentDefinition<SyslogTcpSource> = {
       ports: ports(config.list("ports")),
       eventSize: effectiveEventSize(config.int("eventSize")),
       batchSize: config.int("batchSize"),
-      parse: { dialect: "multiport", keepFields: parseKeepFields(config.string("keepFields")), rfc3164Zone: "utc" },
+      parse: { dialect: "multiport", keepFields: parseKeepFields(config.string("keepFields")), rfc3164Zone: "utc", charset: charset(config.string("charset.default"), "charset.default") },
+      portCharsets: portCharsets(config),
       portHeader: config.optionalString("portHeader"),
       clientIPHeader: config.optionalString("clientIPHeader"),
       clientHostnameHeader: config.optionalString("clientHostnameHeader"),

@@ -256,6 +256,27 @@ describe("multiport_syslogtcp", () => {
     expect(r.source.counter.get("AppendBatchAcceptedCount")).toBeGreaterThanOrEqual(4);
   });
 
+  test("charset.port.<port> reads that port's messages as ISO-8859-1", async () => {
+    const r = rig(multiport, { host: "127.0.0.1", ports: "0 0" });
+    await r.source.start();
+    started.push(r.source);
+    const [p1, p2] = r.source.ports;
+    await r.source.stop();
+    started.pop();
+    const r2 = rig(multiport, { host: "127.0.0.1", ports: `${p1} ${p2}`, [`charset.port.${p2}`]: "ISO-8859-1", portHeader: "port" });
+    await r2.source.start();
+    started.push(r2.source);
+    const latin1 = Buffer.from("<13>Jan  2 03:04:05 host caf\xe9\n", "latin1");
+    await send(p2, latin1);
+    await send(p1, latin1);
+    const events = await collect(r2.channel, 2);
+    const onLatin = events.find((e) => e.headers.port === String(p2));
+    const onUtf8 = events.find((e) => e.headers.port === String(p1));
+    expect(onLatin?.headers.host).toBe("host");
+    expect([...(onLatin?.body ?? [])]).toEqual([0x63, 0x61, 0x66, 0xe9]);
+    expect(onUtf8?.headers["flume.syslog.status"]).toBe("Invalid");
+  });
+
   test("an unparseable message is Invalid without Facility headers", async () => {
     const r = rig(multiport, { host: "127.0.0.1", ports: "0" });
     await r.source.start();

@@ -51,6 +51,18 @@ export interface ParseOptions {
   rfc3164Zone: ZoneRule;
   now: () => number;
   custom?: CustomFormat;
+  /** Character set of the messages (multiport's charset.*): UTF-8 (default) or ISO-8859-1. */
+  charset?: SyslogCharset;
+}
+
+export type SyslogCharset = "utf-8" | "latin1";
+
+/** The charset names Flume configs use that we can read; undefined for others. */
+export function syslogCharset(name: string): SyslogCharset | undefined {
+  const n = name.trim().toLowerCase();
+  if (n === "utf-8" || n === "utf8") return "utf-8";
+  if (n === "iso-8859-1" || n === "latin1" || n === "us-ascii" || n === "ascii") return "latin1";
+  return undefined;
 }
 
 // The message layouts of Flume's SyslogUtils (RFC 5424 first, then RFC 3164); fractions of a
@@ -62,6 +74,19 @@ const PRIORITY = /^<(\d{1,3})>/;
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 const encoder = new TextEncoder();
+
+/** ISO-8859-1: one byte per character, every byte valid. */
+function decodeLatin1(bytes: Uint8Array): string {
+  let out = "";
+  for (let i = 0; i < bytes.length; i += 8192) out += String.fromCharCode(...bytes.subarray(i, i + 8192));
+  return out;
+}
+
+function encodeLatin1(text: string): Uint8Array {
+  const out = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) out[i] = text.charCodeAt(i);
+  return out;
+}
 
 /**
  * Matches the RFC 5424 layout, then RFC 3164 (Flume's order). A month name right after the
@@ -105,7 +130,11 @@ export class SyslogEventParser {
   private readonly stamps5424 = new StampCache();
   private readonly stamps3164 = new StampCache();
 
-  constructor(private readonly options: ParseOptions) {}
+  private readonly latin1: boolean;
+
+  constructor(private readonly options: ParseOptions) {
+    this.latin1 = options.charset === "latin1";
+  }
 
   /**
    * `part`: "whole" for a complete message, "first" for the first eventSize bytes of a longer
@@ -116,7 +145,7 @@ export class SyslogEventParser {
     if (part === "rest") return invalidEvent(bytes, dialect, "continuation of a message longer than eventSize");
     let text: string;
     try {
-      text = utf8.decode(bytes);
+      text = this.latin1 ? decodeLatin1(bytes) : utf8.decode(bytes);
     } catch {
       return invalidEvent(bytes, dialect, "not valid UTF-8");
     }
@@ -187,14 +216,14 @@ export class SyslogEventParser {
     if (keep === null || keep.size === 0) {
       if (msg.length === 0) return bytes;
       // msg is a suffix of the decoded text, so its bytes are the frame's tail: no re-encoding.
-      return bytes.subarray(bytes.length - byteLength(msg));
+      return bytes.subarray(bytes.length - (this.latin1 ? msg.length : byteLength(msg)));
     }
     let body = msg;
     if (keep.has("hostname")) body = `${host ?? "null"} ${body}`;
     if (keep.has("timestamp")) body = `${stamp ?? "null"} ${body}`;
     if (keep.has("version") && version) body = `${version} ${body}`;
     if (keep.has("priority")) body = `<${priority}>${body}`;
-    return encoder.encode(body);
+    return this.latin1 ? encodeLatin1(body) : encoder.encode(body);
   }
 }
 

@@ -5,7 +5,7 @@ import type { EventDrivenSource } from "../../../core/source.ts";
 import type { ComponentContext } from "../../component.ts";
 import { NetworkSource, plainIp, reverseName } from "./delivery.ts";
 import { type Frame, SyslogFrameDecoder } from "./framing.ts";
-import { EVENT_STATUS, type ParseOptions, SyslogEventParser } from "./parse.ts";
+import { EVENT_STATUS, type ParseOptions, type SyslogCharset, SyslogEventParser } from "./parse.ts";
 
 export interface SyslogTcpOptions {
   /** Display name in logs ("syslogtcp", "multiport_syslogtcp"). */
@@ -16,6 +16,8 @@ export interface SyslogTcpOptions {
   /** Most events per channel batch (multiport's batchSize); Infinity for one batch per read. */
   batchSize: number;
   parse: Omit<ParseOptions, "now">;
+  /** Charset per local port (multiport's charset.port.<port>); parse.charset otherwise. */
+  portCharsets?: Record<string, SyslogCharset>;
   portHeader?: string;
   clientIPHeader?: string;
   clientHostnameHeader?: string;
@@ -106,7 +108,8 @@ export class SyslogTcpSource extends NetworkSource implements EventDrivenSource 
     const localPort = String(socket.localPort);
     const o = this.options;
     const decoder = new SyslogFrameDecoder(o.eventSize);
-    const parser = new SyslogEventParser({ ...o.parse, now: () => this.clock.now() });
+    const charset = o.portCharsets?.[localPort] ?? o.parse.charset;
+    const parser = new SyslogEventParser({ ...o.parse, charset, now: () => this.clock.now() });
     let hostname: Promise<string> | null = o.clientHostnameHeader ? reverseName(ip, socket.remotePort ?? 0) : null;
     let resolvedHost = "";
     this.sockets.add(socket);
