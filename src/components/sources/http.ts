@@ -53,7 +53,14 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
   async start(): Promise<void> {
     this.stopping = false;
     this.counter.start();
-    const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => void this.handle(req, res);
+    const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
+      this.handle(req, res).catch((err: Error) => {
+        // A bug here must cost one request, not the agent.
+        this.counter.values.GenericProcessingFail++;
+        this.logger.error(`http source ${this.name}: unexpected error serving ${plainIp(req.socket.remoteAddress)}:${req.socket.remotePort}: ${err.message}`);
+        this.reply(res, 500, `Unexpected error: ${err.message}`);
+      });
+    };
     const server = this.options.tls ? https.createServer(this.options.tls, onRequest) : http.createServer(onRequest);
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
