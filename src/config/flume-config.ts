@@ -11,7 +11,7 @@
 
 import { createConfigFilter } from "./config-filters.ts";
 import { didYouMean, type EntryKind, type Problem } from "./problems.ts";
-import { parseProperties, type PropertyEntry } from "./properties.ts";
+import { type ParsedProperties, parseProperties, type PropertyEntry } from "./properties.ts";
 import { type FilterLookup, hasVariables, javaSystemProperties, substitute, type SubstitutionSources } from "./substitution.ts";
 
 export type { EntryKind, Problem } from "./problems.ts";
@@ -128,7 +128,23 @@ function agentPrefix(key: string): string | undefined {
 }
 
 export function parseFlumeConfig(text: string, file: string, opts: ParseOptions = {}): ParseResult {
-  const parsed = parseProperties(text, file);
+  return configFromProperties(parseProperties(text, file), file, opts);
+}
+
+/**
+ * The same from key/values already in memory (an embedding program's configuration).
+ * `source` names them in problems; lines are the keys' 1-based positions in the map.
+ */
+export function parseFlumeConfigMap(properties: Record<string, string> | Map<string, string>, source: string, opts: ParseOptions = {}): ParseResult {
+  const entries = new Map<string, PropertyEntry>();
+  let line = 0;
+  for (const [key, value] of properties instanceof Map ? properties : Object.entries(properties)) {
+    entries.set(key, { key, value, file: source, line: ++line });
+  }
+  return configFromProperties({ entries, duplicates: [], errors: [] }, source, opts);
+}
+
+function configFromProperties(parsed: ParsedProperties, file: string, opts: ParseOptions): ParseResult {
   const problems: Problem[] = parsed.errors.map((e) => ({
     file,
     line: e.line,
@@ -504,6 +520,16 @@ export function ownProps(entry: ComponentEntry): Record<string, Located> {
   const out = record<Located>();
   for (const [k, v] of Object.entries(entry.props)) if (!isFrameworkKey(entry.kind, k)) out[k] = v;
   return out;
+}
+
+/**
+ * What a component's configuration amounts to, without lines: equal fingerprints across a
+ * reload mean the component can keep running. Includes the wiring keys (channels, selector,
+ * interceptors, sinks, processor).
+ */
+export function fingerprint(entry: ComponentEntry): string {
+  const keys = Object.keys(entry.props).sort();
+  return JSON.stringify([entry.kind, entry.name, entry.type?.value ?? null, keys.map((k) => [k, entry.props[k].value])]);
 }
 
 /** Plain values of located props, as parseConfig takes them. */

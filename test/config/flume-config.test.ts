@@ -2,9 +2,11 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import {
+  fingerprint,
   interceptorEntries,
   ownProps,
   parseFlumeConfig,
+  parseFlumeConfigMap,
   type ParseOptions,
   rawValues,
   selectorProps,
@@ -337,5 +339,25 @@ describe("keys that are names of Object.prototype members", () => {
     const c1 = r.config!.channels.get("c1")!;
     expect(Object.keys(c1.props)).toEqual(["__proto__", "constructor"]);
     expect(rawValues(c1.props).__proto__).toBe("x");
+  });
+});
+
+describe("configuration from memory and reload fingerprints", () => {
+  test("parseFlumeConfigMap takes key/values without a file", () => {
+    const r = parseFlumeConfigMap({ "a1.channels": "c1", "a1.channels.c1.type": "memory", "a1.channels.c1.capacity": " ${env:CAP} " }, "<embedded>", { env: { CAP: "7" } });
+    expect(r.problems).toEqual([]);
+    const c1 = r.config!.channels.get("c1")!;
+    expect(c1.props.capacity).toEqual({ value: "7", file: "<embedded>", line: 3 });
+    const m = parseFlumeConfigMap(new Map([["x.channels", "c"]]), "<embedded>");
+    expect(m.agents).toEqual(["x"]);
+  });
+
+  test("fingerprints ignore lines and key order, and change with any value", () => {
+    const a = parse(conf(["a1.channels = c1", "a1.channels.c1.type = memory", "a1.channels.c1.capacity = 10", "a1.channels.c1.keep-alive = 1"]));
+    const b = parse(conf(["a1.channels = c1", "", "a1.channels.c1.keep-alive = 1", "a1.channels.c1.capacity = 10", "a1.channels.c1.type = memory"]));
+    const c = parse(conf(["a1.channels = c1", "a1.channels.c1.type = memory", "a1.channels.c1.capacity = 11", "a1.channels.c1.keep-alive = 1"]));
+    const fp = (r: ReturnType<typeof parse>) => fingerprint(r.config!.channels.get("c1")!);
+    expect(fp(a)).toBe(fp(b));
+    expect(fp(a)).not.toBe(fp(c));
   });
 });
