@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
-import { closeSync, openSync, readSync, readdirSync, statSync, statfsSync, truncateSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, openSync, readSync, readdirSync, rmSync, statSync, statfsSync, truncateSync, writeFileSync, writeSync } from "node:fs";
 import path from "node:path";
 import { ChannelException } from "../../src/core/errors.ts";
 import { createEvent } from "../../src/core/event.ts";
@@ -204,6 +204,35 @@ describe("file channel damage", () => {
     const c = await openChannel(dir, { useDualCheckpoints: true, backupCheckpointDir: backup });
     expect(c.logger.lines.some((l) => l.level === "warn" && l.message.includes("ignoring unreadable checkpoint"))).toBe(true);
     expect(await drain(c.ch)).toEqual(range(5, 15));
+    await c.ch.stop();
+  });
+
+  test("a checkpoint that refers to a deleted data file stops the channel with the file's name", async () => {
+    const dir = temp();
+    const a = await openChannel(dir);
+    await putAll(a.ch, range(0, 10));
+    await a.ch.stop();
+    const [seg] = segmentFiles(dir);
+    rmSync(seg);
+    const ch = new FileChannel("c1", options(dir));
+    const err = await ch.start().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ChannelException);
+    expect((err as Error).message).toContain("log-1");
+    expect((err as Error).message).toContain("missing");
+  });
+
+  test("after the data files of a drained channel are removed, new segments still replay after a crash", async () => {
+    const dir = temp();
+    const a = await openChannel(dir, { maxFileSize: 2048 });
+    for (let i = 0; i < 10; i++) await putAll(a.ch, range(i * 20, 20));
+    await drain(a.ch);
+    await a.ch.stop();
+    for (const f of segmentFiles(dir)) rmSync(f);
+    const b = await openChannel(dir, { checkpointOnClose: false });
+    await putAll(b.ch, ["kept"]);
+    await b.ch.stop();
+    const c = await openChannel(dir);
+    expect(await drain(c.ch)).toEqual(["kept"]);
     await c.ch.stop();
   });
 });

@@ -179,4 +179,24 @@ describe("file channel transactions", () => {
     expect(await drain(b.ch)).toEqual(range(0, 400));
     await b.ch.stop();
   });
+
+  test("concurrent commits share one write and one fsync (group commit)", async () => {
+    const { ch } = await openChannel(temp());
+    await Promise.all(Array.from({ length: 10 }, (_, i) => putAll(ch, range(i * 10, 10, `g${i}-`))));
+    expect(ch.size).toBe(100);
+    expect(ch.writeStats.transactions).toBe(10);
+    expect(ch.writeStats.groups).toBeLessThan(10);
+    await ch.stop();
+  });
+
+  test("with fsyncPerTransaction false commits still reach the log and survive a restart", async () => {
+    const dir = temp();
+    const a = await openChannel(dir, { fsyncPerTransaction: false, fsyncInterval: 1, checkpointOnClose: false });
+    await putAll(a.ch, range(0, 100));
+    await takeSome(a.ch, 30);
+    await a.ch.stop();
+    const b = await openChannel(dir);
+    expect(await drain(b.ch)).toEqual(range(30, 70));
+    await b.ch.stop();
+  });
 });

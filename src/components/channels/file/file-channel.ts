@@ -117,6 +117,8 @@ export class FileChannel implements Channel {
   private readonly takers = new Set<FileTransaction>();
   private spaceWaiters: (() => void)[] = [];
 
+  /** Group commit figures: how many writes (each with one fsync) carried how many commits. */
+  readonly writeStats = { groups: 0, transactions: 0 };
   private pendingWrites: CommitRequest[] = [];
   private readonly pool = new BufferPool();
   private writing = false;
@@ -198,7 +200,7 @@ export class FileChannel implements Channel {
       this.nextSeq = r.nextSeq;
       this.nextTxid = r.nextTxid;
       this.log = new SegmentLog(o.dataDirs, o.maxFileSize);
-      this.log.open(r.segments);
+      this.log.open(r.segments, r.minNewSegmentId);
       this.inflightTakes = 0;
       this.reservedPuts = 0;
       this.startError = null;
@@ -347,8 +349,11 @@ export class FileChannel implements Channel {
         this.counter.values.EventPutErrorCount += puts;
         throw new ChannelException(reason);
       }
-      await this.reserve(puts, takes);
-      this.requireOpen();
+      if (!this.fits(puts, takes)) {
+        await this.waitForRoom(puts, takes);
+        this.requireOpen();
+      }
+      this.reservedPuts += puts;
     }
     const txid = this.nextTxid++;
     const firstSeq = this.nextSeq;
@@ -360,29 +365,29 @@ export class FileChannel implements Channel {
     });
   }
 
+  private fits(puts: number, takes: number): boolean {
+    return this.queue.length + this.inflightTakes + this.reservedPuts + puts - takes <= this.options.capacity;
+  }
+
   /** Waits up to keep-alive until the channel has room for the transaction's net puts. */
-  private async reserve(puts: number, takes: number): Promise<void> {
-    const fits = (): boolean => this.queue.length + this.inflightTakes + this.reservedPuts + puts - takes <= this.options.capacity;
-    if (!fits()) {
-      const deadline = this.clock.now() + this.options.keepAlive * 1000;
-      while (!fits() && this.state === "START") {
-        const left = deadline - this.clock.now();
-        if (left <= 0) break;
-        await new Promise<void>((resolve) => {
-          const timer = this.clock.setTimeout(resolve, left);
-          this.spaceWaiters.push(() => {
-            this.clock.clearTimeout(timer);
-            resolve();
-          });
+  private async waitForRoom(puts: number, takes: number): Promise<void> {
+    const deadline = this.clock.now() + this.options.keepAlive * 1000;
+    while (!this.fits(puts, takes) && this.state === "START") {
+      const left = deadline - this.clock.now();
+      if (left <= 0) break;
+      await new Promise<void>((resolve) => {
+        const timer = this.clock.setTimeout(resolve, left);
+        this.spaceWaiters.push(() => {
+          this.clock.clearTimeout(timer);
+          resolve();
         });
-      }
-      if (!fits()) {
-        throw new ChannelFullException(
-          `Space for commit to queue couldn't be acquired. Sinks are likely not keeping up with sources, or the buffer size is too tight (channel ${this.name}, capacity ${this.options.capacity})`,
-        );
-      }
+      });
     }
-    this.reservedPuts += puts;
+    if (!this.fits(puts, takes)) {
+      throw new ChannelFullException(
+        `Space for commit to queue couldn't be acquired. Sinks are likely not keeping up with sources, or the buffer size is too tight (channel ${this.name}, capacity ${this.options.capacity})`,
+      );
+    }
   }
 
   private wakeSpaceWaiters(): void {
@@ -481,6 +486,8 @@ export class FileChannel implements Channel {
       this.wakeSpaceWaiters();
       return;
     }
+    this.writeStats.groups++;
+    this.writeStats.transactions += group.length;
     let at = offset;
     let freed = false;
     for (const r of group) {
@@ -580,6 +587,8 @@ export class FileChannel implements Channel {
       } catch (err) {
         this.counter.values.CheckpointBackupWriteErrorCount++;
         this.logger.error(`file channel ${this.name}: cannot write backup checkpoint in ${o.backupCheckpointDir}: ${(err as Error).message}`);
+        // The older backup may still need the segments: keep them until both are written.
+        return;
       }
     }
     if (!this.log) return;

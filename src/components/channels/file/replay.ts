@@ -83,6 +83,8 @@ export interface RecoveredState {
   nextTxid: number;
   segments: SegmentInfo[];
   checkpointUsed: string | null;
+  /** The lowest id a new segment may take: replay must never skip a segment written later. */
+  minNewSegmentId: number;
   /** Records read from the log after the checkpoint. */
   replayedRecords: number;
   committedTransactions: number;
@@ -287,6 +289,7 @@ export function recover(opts: RecoverOptions): RecoveredState {
     nextTxid,
     segments,
     checkpointUsed: "from" in loaded ? loaded.from : null,
+    minNewSegmentId: ckpt ? ckpt.logSegment + 1 : 1,
     replayedRecords,
     committedTransactions,
     tornTail,

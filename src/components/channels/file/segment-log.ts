@@ -75,7 +75,7 @@ export class SegmentLog {
   ) {}
 
   /** Opens the log after recovery: appends to the newest segment, or starts the first one. */
-  open(recovered: readonly SegmentInfo[]): void {
+  open(recovered: readonly SegmentInfo[], minNewId: number): void {
     for (const s of recovered) this.segments.set(s.id, { id: s.id, path: s.path, dir: s.dir, end: s.size, readFd: null });
     const last = recovered[recovered.length - 1];
     if (last && last.size < this.maxFileSize) {
@@ -83,7 +83,7 @@ export class SegmentLog {
       this.writeFd = fs.openSync(last.path, "r+");
       this.nextDir = (this.dataDirs.indexOf(last.dir) + 1) % this.dataDirs.length;
     } else {
-      this.createSegment(last ? last.id + 1 : 1);
+      this.createSegment(Math.max(last ? last.id + 1 : 1, minNewId));
     }
   }
 
