@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { defineCommand } from "citty";
 import * as registry from "../components/registry.ts";
 import { formatProblem, fullMessage, type Problem } from "../config/problems.ts";
+import { decodeProperties } from "../config/properties.ts";
 import type { ParseResult } from "../config/flume-config.ts";
 import { validateConfigText } from "../config/validate.ts";
 
@@ -121,7 +122,7 @@ export function runValidate(args: string[], out: (s: string) => void = (s) => pr
   const file = opts.file!;
   let text: string;
   try {
-    text = readFileSync(file, "utf8");
+    text = decodeProperties(readFileSync(file));
   } catch (e) {
     const reason = (e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message;
     return usageFailure({ file, line: 0, component: "", key: "", message: `cannot read the file: ${reason}`, severity: "error", code: "syntax" });

@@ -109,6 +109,19 @@ function splitKeyValue(line: string): { key: string; value: string } {
   return { key, value: line.slice(v) };
 }
 
+/**
+ * Decodes a properties file. Flume reads them as ISO-8859-1 (Properties.load(InputStream));
+ * Flume TS reads UTF-8, which is what editors write, and falls back to ISO-8859-1 for files
+ * that are not valid UTF-8, so Latin-1 files still read as Flume reads them.
+ */
+export function decodeProperties(bytes: Uint8Array): string {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    return new TextDecoder("latin1").decode(bytes);
+  }
+}
+
 export function parseProperties(text: string, file: string): ParsedProperties {
   const lines = naturalLines(text.startsWith("\uFEFF") ? text.slice(1) : text);
   const entries = new Map<string, PropertyEntry>();

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { parseProperties } from "../../src/config/properties.ts";
+import { decodeProperties, parseProperties } from "../../src/config/properties.ts";
 
 function values(text: string): Record<string, string> {
   const out: Record<string, string> = Object.create(null);
@@ -108,6 +108,11 @@ describe("Java .properties syntax", () => {
     const r = parseProperties("\n# x\n  a1.sources = r1\n\na1.channels = c1\n", "conf/flume.conf");
     expect(r.entries.get("a1.sources")).toEqual({ key: "a1.sources", value: "r1", file: "conf/flume.conf", line: 3 });
     expect(r.entries.get("a1.channels")?.line).toBe(5);
+  });
+
+  test("files are read as UTF-8, or as ISO-8859-1 (as Flume) when they are not valid UTF-8", () => {
+    expect(decodeProperties(new TextEncoder().encode("a = caf\u00e9\n"))).toBe("a = caf\u00e9\n");
+    expect(decodeProperties(Uint8Array.from([0x61, 0x3d, 0x63, 0x61, 0x66, 0xe9]))).toBe("a=caf\u00e9");
   });
 
   // Java's Properties.store escaping: anything written that way must read back identically.
