@@ -91,6 +91,9 @@ export class TaildirSource extends BaseSource implements PollableSource {
     }
     this.counter.start();
     await this.restore();
+    // Every tracked file is in the position file before any of its lines is read, so a crash
+    // followed by a rotation can still find it by inode.
+    await this.writePositions();
     this.started = true;
     this.state = "START";
     this.schedulePositionWrite();
@@ -213,7 +216,9 @@ export class TaildirSource extends BaseSource implements PollableSource {
         const tf = this.newTailFile(m.file.path, entry.inode, m.group, entry.pos);
         tf.size = m.file.size;
         this.files.set(entry.inode, tf);
-        if (m.file.size < entry.pos) await this.handleShrink(tf, m.file.size);
+        const fp = this.fingerprints.get(entry.inode);
+        // Smaller than the position, or other content: truncated (and rewritten) while we were down.
+        if (m.file.size < entry.pos || (fp && !(await matchesFingerprint(m.file.path, fp)))) await this.handleShrink(tf, m.file.size);
         continue;
       }
       // Not matched any more: rotated away by rename? Look for the inode in its directory.
@@ -310,7 +315,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
     const oldPos = tf.pos;
     if (this.releaseShadows(tf, oldPos)) {
       this.logger.info(`${this.name}: ${tf.path} was truncated after being copied; reading it again from pos 0`);
-    } else if (useFp && oldPos > 0) {
+    } else if (useFp) {
       const copy = await this.findCopy(path.dirname(tf.path), tf.inode, useFp, oldPos);
       if (copy) {
         const existing = this.files.get(copy.inode);
@@ -406,6 +411,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
         tf.grew(await tf.currentSize(), now);
       }
     }
+    let added = false;
     for (const m of fresh) {
       if (this.files.has(m.file.inode)) continue; // already taken up as a copytruncate copy
       const take = await this.takeUpNewFile(m.file);
@@ -413,7 +419,10 @@ export class TaildirSource extends BaseSource implements PollableSource {
       tf.shadowOf = take.shadowOf;
       tf.size = m.file.size;
       this.files.set(m.file.inode, tf);
+      added = true;
     }
+    // A new file is recorded before it is read (see start()).
+    if (added) await this.writePositions();
   }
 
   private retire(tf: TailFile, why: string): void {

@@ -3,7 +3,7 @@ import { appendFileSync, copyFileSync, readFileSync, renameSync, statSync, trunc
 import path from "node:path";
 import { definition, TaildirSource } from "../../../src/components/sources/taildir.ts";
 import { tempDir } from "../../helpers.ts";
-import { bodies, build, context, drain, numbered, wire } from "./harness.ts";
+import { bodies, build, context, drain, numbered, until, wire } from "./harness.ts";
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -176,4 +176,67 @@ describe("TAILDIR", () => {
     expect(props).toMatchObject({ idleTimeout: 120000, writePosInterval: 3000, batchSize: 100, skipToEnd: false, fileHeaderKey: "file", cachePatternMatching: true });
     expect(definition.schema.aliases).toContain("org.apache.flume.source.taildir.TaildirSource");
   });
+});
+
+describe("TAILDIR in a child process", () => {
+  for (const first of ["rename", "copytruncate"]) test(`SIGKILL during writes and rotations (${first} first), then restart: no line lost`, async () => {
+    const { spawn } = await import("node:child_process");
+    const s = setup({ "filegroups.g1": "" });
+    s.raw["filegroups.g1"] = `${s.logs}/app\\.log`;
+    const output = path.join(s.dir, "delivered.txt");
+    const runner = path.join(import.meta.dir, "taildir-runner.ts");
+    const children: import("node:child_process").ChildProcess[] = [];
+    cleanups.push(() => {
+      for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+    });
+    const startRunner = async () => {
+      const child = spawn(process.execPath, [runner, JSON.stringify({ ...s.raw, batchSize: "50" }), output], { stdio: ["pipe", "pipe", "inherit"] });
+      children.push(child);
+      let out = "";
+      child.stdout.on("data", (d) => (out += d));
+      await until(() => out.includes("READY"), "runner start");
+      const exited = new Promise<void>((r) => child.on("exit", () => r()));
+      return { child, exited, output: () => out };
+    };
+    const file = path.join(s.logs, "app.log");
+    let n = 0;
+    const write = (k: number) => {
+      appendFileSync(file, numbered("K", n, n + k));
+      n += k;
+    };
+    const delivered = () => {
+      try {
+        return readFileSync(output, "utf8").split("\n").filter((l) => l !== "");
+      } catch {
+        return [];
+      }
+    };
+    for (let round = 0; round < 4; round++) {
+      const r = await startRunner();
+      write(500);
+      await until(() => delivered().length >= n - 300, "some lines delivered");
+      write(700); // the kill lands while these are being read
+      r.child.kill("SIGKILL");
+      await r.exited;
+      write(50);
+      if (round % 2 === (first === "rename" ? 0 : 1)) renameSync(file, `${file}.${round}`);
+      else {
+        copyFileSync(file, `${file}.${round}`);
+        truncateSync(file, 0);
+      }
+      write(60);
+    }
+    const r = await startRunner();
+    write(10);
+    await until(() => new Set(delivered()).size >= n, "every line delivered", 15000);
+    r.child.kill("SIGTERM");
+    await r.exited;
+    const lines = delivered();
+    const unique = new Set(lines);
+    if (process.env.DEBUG_TAILDIR) console.log(`delivered ${lines.length} lines, ${lines.length - unique.size} repeated, of ${n}`);
+    const missing = numbered("K", 0, n).trim().split("\n").filter((l) => !unique.has(l));
+    expect(missing).toEqual([]);
+    expect(unique.size).toBe(n);
+    expect(r.output()).toContain("STOPPED");
+  }, 30000);
 });

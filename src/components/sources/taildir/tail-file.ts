@@ -225,10 +225,16 @@ export class TailFile {
 
   /** The fingerprint at the committed position, reading the file when it is not in memory. */
   async fingerprint(): Promise<Fingerprint | null> {
-    if (this.pos === 0) return null;
     try {
-      if (this.head === null) this.head = await this.readAt(0, Math.min(HEAD_BYTES, this.pos));
-      if (this.tail === null || this.tailEnd > this.pos) {
+      if (this.head === null || this.head.length === 0) {
+        const head = await this.readAt(0, this.pos > 0 ? Math.min(HEAD_BYTES, this.pos) : Math.min(HEAD_BYTES, this.size));
+        if (head.length === 0) return null;
+        this.head = head;
+      }
+      if (this.pos === 0) {
+        this.tail = new Uint8Array(0);
+        this.tailEnd = 0;
+      } else if (this.tail === null || this.tailEnd > this.pos || this.tail.length === 0) {
         const n = Math.min(TAIL_BYTES, this.pos);
         this.tail = await this.readAt(this.pos - n, n);
         this.tailEnd = this.pos;
