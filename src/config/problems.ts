@@ -62,9 +62,9 @@ export function fullMessage(p: Problem): string {
   return p.hint ? `${p.message} (${p.hint})` : p.message;
 }
 
-/** `file:line: error: component: key: message (hint)` */
+/** `file:line: error: component: key: message (hint)`; `file: error: ...` for the whole file. */
 export function formatProblem(p: Problem): string {
-  const parts = [`${p.file}:${p.line}`, p.severity];
+  const parts = [p.line > 0 ? `${p.file}:${p.line}` : p.file, p.severity];
   if (p.component) parts.push(p.component);
   if (p.key) parts.push(p.key);
   parts.push(fullMessage(p));
@@ -103,7 +103,8 @@ export function editDistance(a: string, b: string): number {
 
 /**
  * The closest candidate, if it is close enough to be a plausible typo: at most a third of
- * the word's length (at least 2 edits allowed), or the same word ignoring case, '-' and '_'.
+ * the word's length (at least 2 edits, 1 for names of up to 3 letters), or the same word
+ * ignoring case, '-', '_' and '.'.
  */
 export function didYouMean(word: string, candidates: Iterable<string>): string | undefined {
   const squash = (s: string) => s.toLowerCase().replace(/[-_.]/g, "");
@@ -117,6 +118,7 @@ export function didYouMean(word: string, candidates: Iterable<string>): string |
       bestDistance = d;
     }
   }
-  const limit = Math.max(2, Math.floor(word.length / 3));
+  // Short names ("c1", "k2") only get suggestions one edit away; otherwise any two-letter name matches.
+  const limit = word.length <= 3 ? 1 : Math.max(2, Math.floor(word.length / 3));
   return best !== undefined && bestDistance <= limit ? best : undefined;
 }
