@@ -8,7 +8,8 @@
  * the same directory. Each scenario runs in its own child process so its peak RSS is its own.
  * BENCH_DIR picks the directory (default: the OS temp dir); BENCH_EVENTS the event count.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import net from "node:net";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -126,6 +127,80 @@ async function child(mode: string, dir: string): Promise<Record<string, number>>
   throw new Error(`unknown mode ${mode}`);
 }
 
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * The issue's pipeline through the real agent: `flume run` with seq -> file -> null (Flume's
+ * recorded configuration), timed from "started" until the channel's EventTakeSuccessCount
+ * reaches the event count, read from /metrics; peak RSS from /proc.
+ */
+async function agentRun(dir: string): Promise<{ sec: number; rss: number }> {
+  fs.mkdirSync(dir, { recursive: true });
+  const conf = path.join(dir, "agent.conf");
+  fs.writeFileSync(
+    conf,
+    [
+      "a1.sources = r1",
+      "a1.channels = c1",
+      "a1.sinks = k1",
+      "a1.sources.r1.type = seq",
+      `a1.sources.r1.totalEvents = ${EVENTS}`,
+      `a1.sources.r1.batchSize = ${BATCH}`,
+      "a1.sources.r1.channels = c1",
+      "a1.sinks.k1.type = null",
+      `a1.sinks.k1.batchSize = ${BATCH}`,
+      "a1.sinks.k1.channel = c1",
+      `a1.channels.c1.transactionCapacity = ${BATCH}`,
+      "a1.channels.c1.type = file",
+      `a1.channels.c1.capacity = ${Math.max(EVENTS, 1_000_000)}`,
+      `a1.channels.c1.checkpointDir = ${path.join(dir, "checkpoint")}`,
+      `a1.channels.c1.dataDirs = ${path.join(dir, "data")}`,
+      "",
+    ].join("\n"),
+  );
+  const port = await freePort();
+  const cli = path.join(import.meta.dir, "..", "..", "src", "cli.ts");
+  const child = spawn(process.execPath, [cli, "run", "-f", conf, "-n", "a1", "--metrics-port", String(port), "--metrics-bind", "127.0.0.1", "--no-reload-conf", "--quiet"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout.on("data", (d) => (out += d));
+  child.stderr.on("data", (d) => (out += d));
+  try {
+    const begin = performance.now();
+    while (!out.includes("agent a1 started")) {
+      if (child.exitCode !== null || performance.now() - begin > 20000) throw new Error(`agent did not start:\n${out}`);
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    const t0 = performance.now();
+    for (;;) {
+      await new Promise((r) => setTimeout(r, 10));
+      if (performance.now() - t0 > 120000) throw new Error(`agent did not finish:\n${out}`);
+      try {
+        const m = (await (await fetch(`http://127.0.0.1:${port}/metrics`)).json()) as Record<string, Record<string, string>>;
+        if (Number(m["CHANNEL.c1"]?.EventTakeSuccessCount) >= EVENTS) break;
+      } catch {
+        // the metrics server is not up yet
+      }
+    }
+    const sec = (performance.now() - t0) / 1000;
+    const rss = peakRssMb(child.pid ?? "self");
+    return { sec, rss };
+  } finally {
+    child.kill("SIGTERM");
+    await new Promise((r) => child.once("exit", r));
+  }
+}
+
 function runChild(mode: string, dir: string): Record<string, number> {
   const r = spawnSync(process.execPath, [import.meta.path, "--child", mode, dir], { encoding: "utf8", env: { ...process.env } });
   const line = r.stdout.trim().split("\n").pop() ?? "";
@@ -159,6 +234,9 @@ export async function run(): Promise<void> {
     const small = fsyncRate(base, 4096);
     const large = fsyncRate(base, 130 * 1024);
     console.log(`disk (${base}): ${fmt(small)} fdatasync/s after 4 KB appends, ${fmt(large)} fdatasync/s after 130 KB appends`);
+
+    const g = await agentRun(path.join(base, "g"));
+    console.log(`flume run, seq -> file -> null (fsyncPerTransaction true): ${fmt(EVENTS / g.sec)} events/s, agent peak RSS ${g.rss.toFixed(0)} MB`);
 
     const a = runChild("put-take", path.join(base, "a"));
     const total = a.putSec + a.takeSec;
