@@ -286,11 +286,11 @@ class Validator {
     return checked;
   }
 
-  private checkSub(entry: ComponentEntry, kind: ComponentKind, sub: SubComponent, defaultType: string | undefined, missingLine: number): void {
+  private checkSub(entry: ComponentEntry, kind: ComponentKind, sub: SubComponent, defaultType: string | undefined, missingLine: number): ComponentDefinition<unknown> | undefined {
     let def: ComponentDefinition<unknown> | undefined;
     if (!sub.type && defaultType !== undefined) {
       def = this.registry.lookupComponent(kind, defaultType);
-      if (!def) return; // the default is not registered (yet): nothing to check against
+      if (!def) return undefined; // the default is not registered (yet): nothing to check against
     } else {
       def = this.resolveType(
         kind,
@@ -301,6 +301,7 @@ class Validator {
       );
     }
     if (def) this.checkProps(entry, def, sub.props, sub.prefix, sub.line);
+    return def;
   }
 
   // ---- sources, sinks, groups ----------------------------------------------------------------
@@ -412,7 +413,11 @@ class Validator {
         } else owner.set(s, group.name);
       }
       const processor = sinkProcessorProps(group);
-      this.checkSub(group, "sinkprocessor", processor, DEFAULT_SINK_PROCESSOR_TYPE, processor.line);
+      const def = this.checkSub(group, "sinkprocessor", processor, DEFAULT_SINK_PROCESSOR_TYPE, processor.line);
+      if (def?.schema.type === DEFAULT_SINK_PROCESSOR_TYPE && sinks.length > 1) {
+        // Flume's DefaultSinkProcessor refuses more than one sink, and the group is dropped.
+        this.addFor(group, "error", "bad-value", processor.type?.line ?? group.props.sinks.line, processor.type ? "processor.type" : "sinks", `the default sink processor takes exactly one sink, got ${sinks.length}`, `set ${this.fullKey(group, "processor.type")} = failover or load_balance`);
+      }
       for (const [key, loc] of Object.entries(processor.props)) {
         const m = /^priority\.(.+)$/.exec(key);
         if (m && !sinks.includes(m[1])) {

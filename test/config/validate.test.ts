@@ -133,6 +133,8 @@ describe("validateAgentConfig", () => {
       "a1.sinkgroups = g1 g2", // 12
       "a1.sinkgroups.g1.sinks = k1 k2", // 13
       "a1.sinkgroups.g2.sinks = k2 k7", // 14
+      "a1.sinkgroups.g1.processor.type = failover", // 15
+      "a1.sinkgroups.g2.processor.type = failover", // 16
     ]);
     expect(brief(p)).toEqual(["14 error sink-in-two-groups sinkgroup g2 sinks", "14 error undefined-sink sinkgroup g2 sinks"].sort());
     expect(p.find((x) => x.code === "sink-in-two-groups")!.message).toBe("sink k2 is already in sink group g1; a sink can belong to one group only");
@@ -156,6 +158,18 @@ describe("validateAgentConfig", () => {
       "17 warning configured-not-listed sinkgroup g2",
     ]);
     expect(p[1].hint).toBe("did you mean processor.backoff?");
+  });
+
+  test("a sink group with the default processor takes one sink only (as Flume)", () => {
+    const p = check([
+      ...BASE.map((l) => l.replace("a1.sinks = k1", "a1.sinks = k1 k2")),
+      "a1.sinks.k2.type = null", // 10
+      "a1.sinks.k2.channel = c1", // 11
+      "a1.sinkgroups = g1", // 12
+      "a1.sinkgroups.g1.sinks = k1 k2", // 13
+    ]);
+    expect(brief(p)).toEqual(["13 error bad-value sinkgroup g1 sinks"]);
+    expect(p[0].hint).toBe("set a1.sinkgroups.g1.processor.type = failover or load_balance");
   });
 
   test("unknown processor and selector types", () => {
