@@ -69,8 +69,8 @@ export function parseValidateArgs(args: string[]): ValidateOptions {
         opts.file = inline ?? value(i++, flag);
         continue;
     }
-    if (arg.startsWith("-D")) {
-      const def = arg.length > 2 ? arg.slice(2) : value(i++, "-D");
+    if (arg.startsWith("-D") || flag === "--define") {
+      const def = flag === "--define" ? (inline ?? value(i++, flag)) : arg.length > 2 ? arg.slice(2) : value(i++, "-D");
       const at = def.indexOf("=");
       if (at <= 0) throw new UsageError(`-D expects key=value, got "${def}"`);
       opts.sysProps[def.slice(0, at)] = def.slice(at + 1);
@@ -166,7 +166,7 @@ export const validate = defineCommand({
     name: { type: "string", alias: "n", description: "The agent to check (optional when the file has one agent)" },
     json: { type: "boolean", description: 'Print {"valid", "errors", "warnings"} as JSON' },
     strict: { type: "boolean", description: "Treat warnings as errors" },
-    D: { type: "string", description: "-Dkey=value: a system property for ${sys:key} (repeatable)" },
+    define: { type: "string", alias: "D", valueHint: "key=value", description: "A system property for ${sys:key}, as -Dkey=value (repeatable)" },
   },
   run(ctx) {
     process.exitCode = runValidate(ctx.rawArgs);

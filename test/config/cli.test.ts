@@ -95,6 +95,7 @@ describe("flume validate", () => {
     const tight = write("tight.conf", [...VALID, "a1.channels.c1.transactionCapacity = ${sys:tc}"]);
     expect(runCli(["validate", tight, "-Dtc=50"]).code).toBe(1); // null's batchSize 100 > 50
     expect(runCli(["validate", tight, "-D", "tc=100"]).code).toBe(0);
+    expect(runCli(["validate", tight, "--define", "tc=100"]).code).toBe(0);
     const unset = runCli(["validate", tight]);
     expect(unset.code).toBe(1);
     expect(unset.stdout).toContain(`${tight}:10: error: channel c1: transactionCapacity: system property tc is not set (pass -Dtc=... on the command line, or write \${sys:tc:-default})`);
