@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
 import type { ComponentDefinition } from "../../src/components/component.ts";
 import { definition as staticInterceptor } from "../../src/components/interceptors/static.ts";
 import { definition as timestampInterceptor } from "../../src/components/interceptors/timestamp.ts";
@@ -282,5 +283,31 @@ describe("validateAgentConfig", () => {
   test("batch-size keys are found by name in any schema", () => {
     const schema = (keys: string[]) => ({ kind: "sink" as const, type: "x", doc: "", props: keys.map((key) => ({ key, type: "int" as const, doc: "" })) });
     expect(batchSizeKeys(schema(["batchSize", "batch-size", "sink.batchSize", "hdfs.batchSize", "port", "batchDurationMillis"]))).toEqual(["batchSize", "batch-size", "sink.batchSize", "hdfs.batchSize"]);
+  });
+});
+
+describe("robustness", () => {
+  const word = fc.constantFrom("a1", "sources", "channels", "sinks", "sinkgroups", "configfilters", "r1", "c1", "k1", "g1", "f1", "type", "channel", "selector", "interceptors", "i1", "processor", "mapping", "batchSize", "capacity", "transactionCapacity", "__proto__", "", "x");
+  const value = fc.oneof(
+    fc.constantFrom("memory", "seq", "null", "logger", "c1", "c1 c2", "k1 k1", "10", "-1", "0", "true", "multiplexing", "failover", "default", "timestamp", "env", "external", "${env:X}", "${a1.x}", "${f1['k']}", "$${y}", "${", ""),
+    fc.string({ maxLength: 8 }),
+  );
+  const line = fc.tuple(fc.array(word, { minLength: 1, maxLength: 5 }), fc.constantFrom(" = ", ":", " ", "="), value).map(([k, sep, v]) => k.join(".") + sep + v);
+
+  test("any file of Flume-like keys validates without throwing, every problem located", () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof(line, fc.string({ maxLength: 20 })), { maxLength: 30 }), (lines) => {
+        const text = lines.join("\n");
+        const total = text.split(/\r\n|\r|\n/).length;
+        const r = validateConfigText(text, "fuzz.conf", { agentName: "a1", env: {} }, reg);
+        for (const p of r.problems) {
+          expect(p.file).toBe("fuzz.conf");
+          expect(p.line).toBeGreaterThanOrEqual(0);
+          expect(p.line).toBeLessThanOrEqual(total);
+          expect(typeof p.message).toBe("string");
+        }
+      }),
+      { numRuns: 400 },
+    );
   });
 });
