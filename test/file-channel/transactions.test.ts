@@ -199,4 +199,14 @@ describe("file channel transactions", () => {
     expect(await drain(b.ch)).toEqual(range(30, 70));
     await b.ch.stop();
   });
+
+  test("an event the format cannot hold fails its commit with ChannelException; the channel goes on", async () => {
+    const { ch } = await openChannel(temp());
+    const err = await putAll(ch, ["x"], { ["k".repeat(70000)]: "v" }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ChannelException);
+    expect((err as Error).message).toContain("header name is 70000 bytes");
+    await putAll(ch, ["fine"]);
+    expect(await drain(ch)).toEqual(["fine"]);
+    await ch.stop();
+  });
 });

@@ -236,11 +236,17 @@ export class FileChannel implements Channel {
     this.state = "STOP";
     this.disarmTimers();
     await this.whenIdle();
-    if (this.options.checkpointOnClose) await this.checkpoint();
-    await this.log?.close();
-    this.log = null;
-    for (const l of this.locks) l.release();
-    this.locks = [];
+    try {
+      if (this.options.checkpointOnClose) await this.checkpoint();
+      await this.log?.close();
+    } catch (err) {
+      // Nothing is lost: the log holds every commit and the next start replays it.
+      this.logger.error(`file channel ${this.name}: error while closing: ${(err as Error).message}`);
+    } finally {
+      this.log = null;
+      for (const l of this.locks) l.release();
+      this.locks = [];
+    }
     for (const w of this.spaceWaiters.splice(0)) w();
     this.counter.stop();
   }
@@ -358,7 +364,16 @@ export class FileChannel implements Channel {
     const txid = this.nextTxid++;
     const firstSeq = this.nextSeq;
     this.nextSeq += puts;
-    const { bytes, eventOffsets } = encodeTransaction(txid, firstSeq, tx.puts, takes > 0 ? toRanges(tx.takenSeqs, takes) : [], takes, positions, (n) => this.pool.get(n));
+    let encoded: ReturnType<typeof encodeTransaction>;
+    try {
+      encoded = encodeTransaction(txid, firstSeq, tx.puts, takes > 0 ? toRanges(tx.takenSeqs, takes) : [], takes, positions, (n) => this.pool.get(n));
+    } catch (err) {
+      this.reservedPuts -= puts;
+      this.counter.values.EventPutErrorCount += puts;
+      this.wakeSpaceWaiters();
+      throw err instanceof ChannelException ? err : new ChannelException(`file channel ${this.name}: cannot encode the transaction: ${(err as Error).message}`, { cause: err });
+    }
+    const { bytes, eventOffsets } = encoded;
     await new Promise<void>((resolve, reject) => {
       this.pendingWrites.push({ tx, bytes, eventOffsets, firstSeq, puts: tx.puts, positions, resolve, reject });
       this.pump();
@@ -438,7 +453,19 @@ export class FileChannel implements Channel {
           this.syncDue = false;
           await this.log.syncIfDirty().catch((err: Error) => this.logger.error(`file channel ${this.name}: periodic fsync failed: ${err.message}`));
         }
-        if (this.checkpointDue && this.pendingWrites.length === 0) await this.checkpoint();
+        if (this.checkpointDue && this.pendingWrites.length === 0) {
+          await this.checkpoint().catch((err: Error) => {
+            this.counter.values.CheckpointWriteErrorCount++;
+            this.logger.error(`file channel ${this.name}: checkpoint failed: ${err.message}`);
+          });
+        }
+      }
+    } catch (err) {
+      // Not expected (writeGroup handles I/O errors): fail what waits rather than hang it.
+      this.logger.error(`file channel ${this.name}: writer failed: ${(err as Error).message}`);
+      for (const r of this.pendingWrites.splice(0)) {
+        this.reservedPuts -= r.puts.length;
+        r.reject(new ChannelException(`file channel ${this.name}: writer failed: ${(err as Error).message}`, { cause: err }));
       }
     } finally {
       this.writing = false;
@@ -471,11 +498,10 @@ export class FileChannel implements Channel {
       ));
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
-      if (e.code === "ENOSPC") {
-        this.lowDisk = `file channel ${this.name}: the disk of ${log.activeDir} is full (ENOSPC); puts are refused until space is freed (takes keep working)`;
-        this.lastSpaceCheck = this.clock.now();
-      }
-      const failure = new ChannelException(`file channel ${this.name}: cannot write to ${log.pathOf(log.activeId) ?? log.activeDir}: ${e.message}`, { cause: err });
+      // The partial write was cut off (SegmentLog.append), so the next commit simply tries
+      // again: on a full disk (ENOSPC) puts fail until space returns, then go through.
+      const hint = e.code === "ENOSPC" ? "; the disk is full: puts fail until space is freed, takes keep working" : "";
+      const failure = new ChannelException(`file channel ${this.name}: cannot write to ${log.pathOf(log.activeId) ?? log.activeDir}: ${e.message}${hint}`, { cause: err });
       for (const r of group) {
         this.reservedPuts -= r.puts.length;
         if (r.puts.length > 0) this.counter.values.EventPutErrorCount += r.puts.length;

@@ -34,6 +34,7 @@
  * (segment id, file offset of its u32 event length).
  */
 import { crc32 } from "node:zlib";
+import { ChannelException } from "../../../core/errors.ts";
 import type { Event } from "../../../core/event.ts";
 
 export const SEGMENT_MAGIC = "FLTSSEG1";
@@ -110,7 +111,14 @@ export const EVENT_PREFIX = 8;
 
 function eventSize(e: Event): number {
   let size = 2 + 4 + e.body.length;
-  for (const key in e.headers) size += 2 + Buffer.byteLength(key) + 4 + Buffer.byteLength(e.headers[key]);
+  let count = 0;
+  for (const key in e.headers) {
+    const kLen = Buffer.byteLength(key);
+    if (kLen > 0xffff) throw new ChannelException(`an event header name is ${kLen} bytes long; the file channel stores names up to 65535 bytes`);
+    size += 2 + kLen + 4 + Buffer.byteLength(e.headers[key]);
+    count++;
+  }
+  if (count > 0xffff) throw new ChannelException(`an event has ${count} headers; the file channel stores up to 65535 per event`);
   return size;
 }
 
@@ -152,6 +160,9 @@ export function encodeTransaction(
     posPayload = 4;
     for (const [k, v] of positions) posPayload += 2 + Buffer.byteLength(k) + 4 + Buffer.byteLength(v);
     total += RECORD_HEADER_SIZE + posPayload;
+  }
+  if (putPayload > MAX_RECORD_PAYLOAD || posPayload > MAX_RECORD_PAYLOAD) {
+    throw new ChannelException(`a transaction of ${total} bytes is larger than the file channel's limit of ${MAX_RECORD_PAYLOAD} bytes; use smaller batches`);
   }
 
   const buf = alloc(total);
