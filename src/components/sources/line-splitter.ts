@@ -77,7 +77,7 @@ export class LineSplitter {
 
   /** Bytes held (carried and unread) that do not form a complete line yet. */
   get pending(): number {
-    return this.carry.length + (this.chunk.length - this.cursor);
+    return this.carry.length + (this.chunk.length - this.cursor) + (this.rest?.length ?? 0);
   }
 
   /** Starts over at `offset` (for example after reopening a file at a position). */

@@ -1,0 +1,497 @@
+import { open, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
+import path from "node:path";
+import { ChannelException, ConfigurationError } from "../../core/errors.ts";
+import type { Event } from "../../core/event.ts";
+import type { EventDrivenSource } from "../../core/source.ts";
+import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { compileJavaFullMatch } from "../interceptors/java-regex.ts";
+import { BaseSource } from "./base.ts";
+import type { Cut, DecodeErrorPolicy, Deserializer } from "./spooldir/deserializers.ts";
+import { BlobDeserializer, LineCodec, LineDeserializer, isSupportedInputCharset, isSupportedOutputCharset } from "./spooldir/deserializers.ts";
+import type { SpoolPosition } from "./spooldir/tracker.ts";
+import { FAILED_SUFFIX, Tracker, parsePosition } from "./spooldir/tracker.ts";
+
+export interface SpoolDirOptions {
+  spoolDir: string;
+  fileSuffix: string;
+  deletePolicy: "never" | "immediate";
+  trackingPolicy: "rename" | "tracker_dir";
+  trackerDir: string;
+  consumeOrder: "oldest" | "youngest" | "random";
+  pollDelay: number;
+  batchSize: number;
+  maxBackoff: number;
+  includePattern: string;
+  ignorePattern: string;
+  recursiveDirectorySearch: boolean;
+  deserializer: "LINE" | "BLOB";
+  maxLineLength: number;
+  outputCharset: string;
+  maxBlobLength: number;
+  inputCharset: string;
+  decodeErrorPolicy: DecodeErrorPolicy;
+  fileHeader: boolean;
+  fileHeaderKey: string;
+  basenameHeader: boolean;
+  basenameHeaderKey: string;
+}
+
+/** The file being read: identity at pickup, committed position, open deserializer. */
+interface Current {
+  path: string;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+  pos: number;
+  handle: FileHandle;
+  deserializer: Deserializer;
+  /** Nothing was read from it yet in this run (Flume sends one empty event for an empty file). */
+  firstRead: boolean;
+}
+
+/** A file that breaks the spooling rules; it is set aside, the source goes on. */
+class SpoolViolation extends Error {}
+
+/**
+ * Flume's spooling directory source: reads each file dropped into a directory, then renames it
+ * with fileSuffix (or records it in the tracker directory, or deletes it). A file is marked
+ * done only after all its events are committed. The committed position is kept in a meta file
+ * (and stored with the events in a durable channel), so a restart resumes where the last
+ * committed batch ended. A file that changed after pickup, a reused name or undecodable input
+ * gets an error naming the file and is set aside (a FAILED marker in the tracker directory);
+ * the source keeps serving the other files.
+ */
+export class SpoolDirectorySource extends BaseSource implements EventDrivenSource {
+  readonly kind = "event-driven";
+  private readonly tracker: Tracker;
+  private readonly include: RegExp;
+  private readonly ignore: RegExp;
+  private current: Current | null = null;
+  private running = false;
+  private loop: Promise<void> | null = null;
+  private wake: (() => void) | null = null;
+  /** Position handed over by a durable channel at start, preferred over the meta file. */
+  private channelPosition: SpoolPosition | null = null;
+
+  constructor(
+    ctx: ComponentContext,
+    readonly options: SpoolDirOptions,
+  ) {
+    super(ctx);
+    const trackerDir = path.isAbsolute(options.trackerDir) ? options.trackerDir : path.join(options.spoolDir, options.trackerDir);
+    this.tracker = new Tracker(path.resolve(options.spoolDir), trackerDir);
+    this.include = compileJavaFullMatch(options.includePattern, "includePattern");
+    this.ignore = compileJavaFullMatch(options.ignorePattern, "ignorePattern");
+  }
+
+  async start(): Promise<void> {
+    this.logger.info(`SpoolDirectorySource source starting with directory: ${this.options.spoolDir}`);
+    const dir = this.options.spoolDir;
+    let s;
+    try {
+      s = await stat(dir);
+    } catch {
+      throw new ConfigurationError("spoolDir", `Directory does not exist: ${path.resolve(dir)}`, this.name);
+    }
+    if (!s.isDirectory()) throw new ConfigurationError("spoolDir", `Path is not a directory: ${path.resolve(dir)}`, this.name);
+    if (this.options.trackingPolicy === "rename") await this.canary();
+    await this.tracker.init();
+    this.channelPosition = this.durablePosition();
+    this.counter.start();
+    this.running = true;
+    this.state = "START";
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+    this.loop = null;
+    if (this.current) {
+      await this.current.handle.close().catch(() => {});
+      this.current = null;
+    }
+    this.counter.stop();
+    this.state = "STOP";
+    this.logger.info(`SpoolDir source ${this.name} stopped. Metrics: ${JSON.stringify(this.counter.snapshot())}`);
+  }
+
+  /** Checks that files in the spool directory can be created and removed (they get renamed). */
+  private async canary(): Promise<void> {
+    const p = path.join(this.options.spoolDir, `.flume-spooldir-perm-check-${process.pid}-${Math.random().toString(36).slice(2)}.canary`);
+    try {
+      await writeFile(p, "testing flume file permissions\n");
+      await rm(p);
+    } catch (err) {
+      throw new ConfigurationError("spoolDir", `Unable to read and modify files in the spooling directory: ${this.options.spoolDir}: ${(err as Error).message}`, this.name);
+    }
+  }
+
+  private durablePosition(): SpoolPosition | null {
+    for (const channel of this.getChannelProcessor().getChannels()) {
+      if (!channel.durable || !channel.sourcePosition) continue;
+      const value = channel.sourcePosition(this.name);
+      if (value === undefined) continue;
+      const p = parsePosition(value);
+      if (p) return p;
+    }
+    return null;
+  }
+
+  /** Sleeps on the clock; stop() ends the sleep at once. */
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = this.clock.setTimeout(() => {
+        this.wake = null;
+        resolve();
+      }, ms);
+      this.wake = () => {
+        this.clock.clearTimeout(timer);
+        this.wake = null;
+        resolve();
+      };
+    });
+  }
+
+  private async run(): Promise<void> {
+    await Promise.resolve();
+    while (this.running) {
+      try {
+        const worked = await this.step();
+        if (!worked && this.running) await this.sleep(this.options.pollDelay);
+      } catch (err) {
+        this.counter.inc("GenericProcessingFail");
+        this.logger.error(`${this.name}: unexpected error in the spooling directory source (will retry): ${(err as Error).stack ?? err}`);
+        if (this.running) await this.sleep(this.options.pollDelay);
+      }
+    }
+  }
+
+  /** Reads and commits one batch (opening the next file if needed); false when idle. */
+  private async step(): Promise<boolean> {
+    if (!this.current) {
+      this.current = await this.nextFile();
+      if (!this.current) return false;
+    }
+    const cur = this.current;
+    let cut: Cut;
+    try {
+      cut = await cur.deserializer.read(this.options.batchSize);
+    } catch (err) {
+      this.counter.inc("EventReadFail");
+      await this.setAside(cur, `read error at byte ${cur.pos}: ${(err as Error).message}`);
+      return true;
+    }
+    if (cut.events.length === 0 && cur.firstRead && cut.atEnd && cur.size === 0) {
+      cut.events.push({ headers: {}, body: new Uint8Array(0) });
+    }
+    cur.firstRead = false;
+    if (cut.events.length > 0) {
+      this.annotate(cur, cut.events);
+      const committed = await this.commit(cur, cut);
+      if (!committed) return true; // stopped while retrying: nothing more to do
+    }
+    if (cut.error) {
+      this.counter.inc("EventReadFail");
+      await this.setAside(cur, `undecodable input at byte ${cut.error.offset}: ${cut.error.message} (inputCharset ${this.options.inputCharset}, decodeErrorPolicy ${this.options.decodeErrorPolicy})`);
+      return true;
+    }
+    if (cut.atEnd) await this.complete(cur);
+    return true;
+  }
+
+  private annotate(cur: Current, events: Event[]): void {
+    const o = this.options;
+    if (!o.fileHeader && !o.basenameHeader) return;
+    const abs = path.resolve(cur.path);
+    const base = path.basename(cur.path);
+    for (const e of events) {
+      if (o.fileHeader) e.headers[o.fileHeaderKey] = abs;
+      if (o.basenameHeader) e.headers[o.basenameHeaderKey] = base;
+    }
+  }
+
+  /** Commits a batch, retrying the same batch with backoff until it commits or the source stops. */
+  private async commit(cur: Current, cut: Cut): Promise<boolean> {
+    const position: SpoolPosition = { file: path.resolve(cur.path), ino: cur.ino, size: cur.size, mtimeMs: cur.mtimeMs, pos: cut.endPos };
+    const c = this.counter.values;
+    c.EventReceivedCount += cut.events.length;
+    c.AppendBatchReceivedCount++;
+    let backoff = 250;
+    for (;;) {
+      try {
+        await this.getChannelProcessor().processEventBatch(cut.events, { source: this.name, value: JSON.stringify(position) });
+        break;
+      } catch (err) {
+        if (!(err instanceof ChannelException)) throw err;
+        c.ChannelWriteFail++;
+        if (!this.running) return false;
+        this.logger.warn(`${this.name}: The channel is full or failed, and cannot write data now (${err.message}). The source will try again after ${backoff} milliseconds`);
+        await this.sleep(backoff);
+        if (!this.running) return false;
+        backoff = Math.min(backoff * 2, this.options.maxBackoff);
+      }
+    }
+    cur.pos = cut.endPos;
+    c.EventAcceptedCount += cut.events.length;
+    c.AppendBatchAcceptedCount++;
+    await this.tracker.writePosition(position);
+    return true;
+  }
+
+  /** Candidate files: not hidden, not completed, not set aside, matching the patterns. */
+  private async candidates(): Promise<{ path: string; mtimeMs: number; name: string }[]> {
+    const out: { path: string; mtimeMs: number; name: string }[] = [];
+    const trackerAbs = path.resolve(this.tracker.dir);
+    const walk = async (dir: string): Promise<void> => {
+      let entries;
+      try {
+        entries = await readdir(dir, { withFileTypes: true });
+      } catch (err) {
+        this.counter.inc("GenericProcessingFail");
+        this.logger.error(`${this.name}: I/O error while listing ${dir}: ${(err as Error).message}`);
+        return;
+      }
+      for (const e of entries) {
+        const p = path.join(dir, e.name);
+        if (e.isDirectory()) {
+          if (this.options.recursiveDirectorySearch && !e.name.startsWith(".") && !this.ignore.test(e.name) && path.resolve(p) !== trackerAbs) await walk(p);
+          continue;
+        }
+        if (!e.isFile()) continue;
+        if (e.name.startsWith(".") || e.name.endsWith(this.options.fileSuffix)) continue;
+        if (!this.include.test(e.name) || this.ignore.test(e.name)) continue;
+        if (await this.tracker.exists(this.tracker.marker(p, FAILED_SUFFIX))) continue;
+        if (this.options.trackingPolicy === "tracker_dir" && (await this.tracker.exists(this.tracker.marker(p, this.options.fileSuffix)))) continue;
+        try {
+          const s = await stat(p);
+          out.push({ path: p, mtimeMs: s.mtimeMs, name: e.name });
+        } catch {
+          // Gone since the listing.
+        }
+      }
+    };
+    await walk(this.options.spoolDir);
+    return out;
+  }
+
+  private async nextFile(): Promise<Current | null> {
+    const saved = this.channelPosition ?? (await this.tracker.readPosition());
+    this.channelPosition = null;
+    const candidates = await this.candidates();
+    if (candidates.length === 0) return null;
+    let chosen: string;
+    const resume = saved ? candidates.find((c) => path.resolve(c.path) === saved.file) : undefined;
+    if (resume) {
+      chosen = resume.path;
+    } else if (this.options.consumeOrder === "random") {
+      chosen = candidates[Math.floor(Math.random() * candidates.length)].path;
+    } else {
+      const sign = this.options.consumeOrder === "oldest" ? 1 : -1;
+      candidates.sort((a, b) => (a.mtimeMs !== b.mtimeMs ? sign * (a.mtimeMs - b.mtimeMs) : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      chosen = candidates[0].path;
+    }
+    return this.openFile(chosen, saved);
+  }
+
+  private async openFile(p: string, saved: SpoolPosition | null): Promise<Current | null> {
+    let handle: FileHandle;
+    try {
+      handle = await open(p, "r");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") {
+        this.counter.inc("GenericProcessingFail");
+        this.logger.error(`${this.name}: Exception opening file: ${p}: ${(err as Error).message}`);
+      }
+      return null;
+    }
+    const s = await handle.stat();
+    const cur: Current = { path: p, ino: s.ino, size: s.size, mtimeMs: s.mtimeMs, pos: 0, handle, deserializer: null as unknown as Deserializer, firstRead: true };
+    try {
+      if (this.options.trackingPolicy === "rename" && this.options.deletePolicy === "never") {
+        const dest = `${p}${this.options.fileSuffix}`;
+        if (await this.tracker.exists(dest)) throw new SpoolViolation(`File name has been re-used with different files. Spooling assumptions violated for ${dest}`);
+      }
+      if (saved && saved.file === path.resolve(p)) {
+        if (saved.ino !== s.ino) throw new SpoolViolation(`File name has been re-used with different files: ${p} is not the file that was being read (inode ${saved.ino}, now ${s.ino})`);
+        if (saved.size !== s.size || saved.mtimeMs !== s.mtimeMs) {
+          throw new SpoolViolation(`File has been modified since being read: ${p} (size ${saved.size} -> ${s.size}); ${saved.pos} bytes of it were delivered`);
+        }
+        cur.pos = saved.pos;
+        cur.firstRead = false;
+        this.logger.info(`${this.name}: resuming ${p} at byte ${saved.pos} of ${s.size}`);
+      } else if (saved) {
+        // The meta file belongs to a file that is gone (completed by hand, deleted): start fresh.
+        await this.tracker.clearPosition();
+      }
+    } catch (err) {
+      if (!(err instanceof SpoolViolation)) throw err;
+      await this.setAside(cur, err.message);
+      return null;
+    }
+    cur.deserializer = this.makeDeserializer(handle, cur);
+    this.logger.info(`${this.name}: Preparing to read ${p} (${s.size} bytes)`);
+    return cur;
+  }
+
+  private makeDeserializer(handle: FileHandle, cur: Current): Deserializer {
+    const o = this.options;
+    if (o.deserializer === "BLOB") {
+      return new BlobDeserializer(handle, cur.pos, cur.size, o.maxBlobLength, () =>
+        this.logger.warn(`${this.name}: File length exceeds maxBlobLength (${o.maxBlobLength}), splitting BLOB event of ${cur.path}`),
+      );
+    }
+    return new LineDeserializer(handle, cur.pos, cur.size, o.maxLineLength, new LineCodec(o.inputCharset, o.outputCharset, o.decodeErrorPolicy), (length) =>
+      this.logger.warn(`${this.name}: Line length exceeds max (${o.maxLineLength}), splitting line of ${length}+ bytes in ${cur.path}`),
+    );
+  }
+
+  /** Every event of the file is committed: check it did not change, then roll or delete it. */
+  private async complete(cur: Current): Promise<void> {
+    this.current = null;
+    await cur.handle.close().catch(() => {});
+    let s;
+    try {
+      s = await stat(cur.path);
+    } catch {
+      this.logger.warn(`${this.name}: ${cur.path} disappeared after being read completely`);
+      await this.tracker.clearPosition();
+      return;
+    }
+    if (s.ino !== cur.ino || s.size !== cur.size || s.mtimeMs !== cur.mtimeMs) {
+      const what = s.size !== cur.size ? `File has changed size since being read: ${cur.path} (${cur.size} -> ${s.size} bytes)` : `File has been modified since being read: ${cur.path}`;
+      await this.setAside(cur, `${what}; all ${cur.size} bytes it had at pickup were delivered, later changes were not`, true);
+      return;
+    }
+    try {
+      if (this.options.deletePolicy === "immediate") {
+        this.logger.info(`${this.name}: Preparing to delete file ${cur.path}`);
+        await rm(cur.path);
+      } else if (this.options.trackingPolicy === "rename") {
+        const dest = `${cur.path}${this.options.fileSuffix}`;
+        if (await this.tracker.exists(dest)) throw new SpoolViolation(`File name has been re-used with different files. Spooling assumptions violated for ${dest}`);
+        this.logger.info(`${this.name}: Preparing to move file ${cur.path} to ${dest}`);
+        await rename(cur.path, dest);
+      } else {
+        const marker = this.tracker.marker(cur.path, this.options.fileSuffix);
+        if (await this.tracker.exists(marker)) throw new SpoolViolation(`File name has been re-used with different files. Spooling assumptions violated for ${marker}`);
+        this.logger.info(`${this.name}: Preparing to create tracker file for ${cur.path} at ${marker}`);
+        await this.tracker.createMarker(marker);
+      }
+    } catch (err) {
+      await this.setAside(cur, (err as Error).message, true);
+      return;
+    }
+    await this.tracker.clearPosition();
+  }
+
+  /**
+   * Records the file as set aside (a FAILED marker holding the reason) and moves on. The file
+   * itself is left as it is; deleting the marker makes the source read it again.
+   */
+  private async setAside(cur: Current, reason: string, closed = false): Promise<void> {
+    if (this.current === cur) this.current = null;
+    if (!closed) await cur.handle.close().catch(() => {});
+    const marker = this.tracker.marker(cur.path, FAILED_SUFFIX);
+    this.counter.inc("GenericProcessingFail");
+    this.logger.error(`${this.name}: ${reason}. The file ${cur.path} is set aside (not deleted); remove ${marker} to read it again.`);
+    try {
+      await this.tracker.createMarker(marker, `${reason}\n`);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") this.logger.error(`${this.name}: could not write ${marker}: ${(err as Error).message}`);
+    }
+    const saved = await this.tracker.readPosition();
+    if (saved && saved.file === path.resolve(cur.path)) await this.tracker.clearPosition();
+  }
+}
+
+export const definition: ComponentDefinition<SpoolDirectorySource> = {
+  schema: {
+    kind: "source",
+    type: "spooldir",
+    aliases: ["org.apache.flume.source.SpoolDirectorySource"],
+    doc: "Reads files dropped into a directory, then renames (or deletes) each once all its events are committed.",
+    props: [
+      { key: "spoolDir", type: "path", required: true, doc: "Directory to read files from" },
+      { key: "fileSuffix", type: "string", default: ".COMPLETED", doc: "Suffix appended to completely read files" },
+      { key: "deletePolicy", type: "enum", values: ["never", "immediate"], default: "never", doc: "When to delete completed files: never or immediate" },
+      { key: "trackingPolicy", type: "enum", values: ["rename", "tracker_dir"], default: "rename", doc: "rename completed files, or record them in trackerDir (tracker_dir)" },
+      { key: "trackerDir", type: "path", default: ".flumespool", doc: "Directory for metadata (relative paths are inside spoolDir)" },
+      { key: "consumeOrder", type: "enum", values: ["oldest", "youngest", "random"], default: "oldest", doc: "Order in which files are read, by modification time" },
+      { key: "pollDelay", type: "int", default: 500, min: 1, doc: "Milliseconds between polls for new files" },
+      { key: "batchSize", type: "int", default: 100, min: 1, doc: "Events per channel transaction" },
+      { key: "maxBackoff", type: "int", default: 4000, min: 1, doc: "Longest wait (ms) between retries when the channel is full" },
+      { key: "includePattern", type: "string", default: "^.*$", doc: "Regex of file names to read" },
+      { key: "ignorePattern", type: "string", default: "^$", doc: "Regex of file names to skip" },
+      { key: "recursiveDirectorySearch", type: "boolean", default: false, doc: "Also read files in subdirectories" },
+      { key: "deserializer", type: "string", default: "LINE", doc: "LINE (one event per line) or BLOB (one event per file)" },
+      { key: "deserializer.maxLineLength", type: "int", default: 2048, min: 1, aliases: ["bufferMaxLineLength"], doc: "Longest event of the LINE deserializer in bytes; longer lines continue in the next event" },
+      { key: "deserializer.outputCharset", type: "string", default: "UTF-8", doc: "Charset of LINE event bodies (UTF-8, ISO-8859-1, US-ASCII)" },
+      { key: "deserializer.maxBlobLength", type: "int", default: 100000000, min: 1, doc: "Largest BLOB event in bytes; larger files become several events" },
+      { key: "inputCharset", type: "string", default: "UTF-8", doc: "Charset of the files (UTF-8, US-ASCII, ISO-8859-x, windows-125x)" },
+      { key: "decodeErrorPolicy", type: "enum", values: ["FAIL", "REPLACE", "IGNORE"], default: "FAIL", doc: "On undecodable input: FAIL (set the file aside), REPLACE (U+FFFD) or IGNORE" },
+      { key: "fileHeader", type: "boolean", default: false, doc: "Add the file's absolute path as a header" },
+      { key: "fileHeaderKey", type: "string", default: "file", doc: "Header name for fileHeader" },
+      { key: "basenameHeader", type: "boolean", default: false, doc: "Add the file's name as a header" },
+      { key: "basenameHeaderKey", type: "string", default: "basename", doc: "Header name for basenameHeader" },
+    ],
+  },
+  create(config, ctx) {
+    for (const e of validate(config)) throw new ConfigurationError(e.key, e.message, ctx.name);
+    return new SpoolDirectorySource(ctx, {
+      spoolDir: config.string("spoolDir"),
+      fileSuffix: config.string("fileSuffix"),
+      deletePolicy: config.string("deletePolicy") as "never" | "immediate",
+      trackingPolicy: config.string("trackingPolicy") as "rename" | "tracker_dir",
+      trackerDir: config.string("trackerDir"),
+      consumeOrder: config.string("consumeOrder") as "oldest" | "youngest" | "random",
+      pollDelay: config.int("pollDelay"),
+      batchSize: config.int("batchSize"),
+      maxBackoff: config.int("maxBackoff"),
+      includePattern: config.string("includePattern"),
+      ignorePattern: config.string("ignorePattern"),
+      recursiveDirectorySearch: config.boolean("recursiveDirectorySearch"),
+      deserializer: deserializerKind(config.string("deserializer")) ?? "LINE",
+      maxLineLength: config.int("deserializer.maxLineLength"),
+      outputCharset: config.string("deserializer.outputCharset"),
+      maxBlobLength: config.int("deserializer.maxBlobLength"),
+      inputCharset: config.string("inputCharset"),
+      decodeErrorPolicy: config.string("decodeErrorPolicy") as DecodeErrorPolicy,
+      fileHeader: config.boolean("fileHeader"),
+      fileHeaderKey: config.string("fileHeaderKey"),
+      basenameHeader: config.boolean("basenameHeader"),
+      basenameHeaderKey: config.string("basenameHeaderKey"),
+    });
+  },
+  validate,
+};
+
+function deserializerKind(name: string): "LINE" | "BLOB" | null {
+  const n = name.trim();
+  if (/^line$/i.test(n) || n === "org.apache.flume.serialization.LineDeserializer$Builder") return "LINE";
+  if (/^blob$/i.test(n) || n === "org.apache.flume.sink.solr.morphline.BlobDeserializer$Builder") return "BLOB";
+  return null;
+}
+
+function validate(config: import("../../config/schema.ts").ComponentConfig): { key: string; message: string }[] {
+  const errors: { key: string; message: string }[] = [];
+  if (deserializerKind(config.string("deserializer")) === null) {
+    errors.push({ key: "deserializer", message: `unsupported deserializer "${config.string("deserializer")}" (LINE or BLOB)` });
+  }
+  if (!isSupportedInputCharset(config.string("inputCharset"))) {
+    errors.push({ key: "inputCharset", message: `unsupported charset "${config.string("inputCharset")}": lines are cut at byte 0x0A, so it must be UTF-8, US-ASCII, ISO-8859-x or windows-125x` });
+  }
+  if (!isSupportedOutputCharset(config.string("deserializer.outputCharset"))) {
+    errors.push({ key: "deserializer.outputCharset", message: `unsupported charset "${config.string("deserializer.outputCharset")}" (UTF-8, ISO-8859-1 or US-ASCII)` });
+  }
+  for (const key of ["includePattern", "ignorePattern"]) {
+    try {
+      compileJavaFullMatch(config.string(key), key);
+    } catch (err) {
+      errors.push({ key, message: (err as Error).message });
+    }
+  }
+  return errors;
+}

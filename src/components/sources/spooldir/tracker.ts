@@ -1,0 +1,87 @@
+import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import path from "node:path";
+
+/** The identity and committed position of the file being read. */
+export interface SpoolPosition {
+  file: string;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+  pos: number;
+}
+
+/** Our meta file (Flume's is an Avro file named .flumespool-main.meta; this one is JSON). */
+export const META_FILE = ".flumespool-main.meta.json";
+/** Marker suffix of files set aside after an error. */
+export const FAILED_SUFFIX = ".FAILED";
+
+export function parsePosition(text: string): SpoolPosition | null {
+  try {
+    const o = JSON.parse(text) as Partial<SpoolPosition>;
+    if (typeof o.file === "string" && typeof o.ino === "number" && typeof o.size === "number" && typeof o.mtimeMs === "number" && typeof o.pos === "number") {
+      return { file: o.file, ino: o.ino, size: o.size, mtimeMs: o.mtimeMs, pos: o.pos };
+    }
+  } catch {
+    // A torn or foreign meta file: treated as none.
+  }
+  return null;
+}
+
+/**
+ * The tracker directory: the meta file with the committed position of the file being read,
+ * COMPLETED markers (trackingPolicy tracker_dir) and FAILED markers of files set aside.
+ */
+export class Tracker {
+  readonly metaFile: string;
+
+  constructor(
+    readonly spoolDir: string,
+    readonly dir: string,
+  ) {
+    this.metaFile = path.join(dir, META_FILE);
+  }
+
+  async init(): Promise<void> {
+    await mkdir(this.dir, { recursive: true });
+    const s = await stat(this.dir);
+    if (!s.isDirectory()) throw new Error(`Specified meta directory is not a directory: ${this.dir}`);
+  }
+
+  async readPosition(): Promise<SpoolPosition | null> {
+    try {
+      return parsePosition(await readFile(this.metaFile, "utf8"));
+    } catch {
+      return null;
+    }
+  }
+
+  /** Written after each committed batch; atomically, so a crash leaves the old or the new one. */
+  async writePosition(p: SpoolPosition): Promise<void> {
+    const tmp = `${this.metaFile}.tmp`;
+    await writeFile(tmp, JSON.stringify(p));
+    await rename(tmp, this.metaFile);
+  }
+
+  async clearPosition(): Promise<void> {
+    await rm(this.metaFile, { force: true });
+  }
+
+  /** Path of a marker for a spool file (relative path kept, so subdirectories do not clash). */
+  marker(file: string, suffix: string): string {
+    return path.join(this.dir, `${path.relative(this.spoolDir, file)}${suffix}`);
+  }
+
+  async exists(p: string): Promise<boolean> {
+    try {
+      await stat(p);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async createMarker(p: string, content = ""): Promise<void> {
+    await mkdir(path.dirname(p), { recursive: true });
+    await writeFile(p, content, { flag: "wx" });
+  }
+}

@@ -1,0 +1,186 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { definition, SpoolDirectorySource } from "../../../src/components/sources/spooldir.ts";
+import type { MemoryChannel } from "../../../src/core/memory-channel.ts";
+import { tempDir } from "../../helpers.ts";
+import { bodies, build, context, drain, numbered, until, wire } from "./harness.ts";
+
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  while (cleanups.length) cleanups.pop()?.();
+});
+
+function setup(extra: Record<string, string> = {}) {
+  const t = tempDir("flume-spool-");
+  cleanups.push(t.cleanup);
+  const spool = path.join(t.dir, "spool");
+  mkdirSync(spool);
+  const raw = { spoolDir: spool, pollDelay: "20", batchSize: "10", ...extra };
+  const make = (channelOpts?: Parameters<typeof wire>[1]) => {
+    const ctx = context("r1");
+    const src = build(definition, raw, ctx) as SpoolDirectorySource;
+    const channel = wire(src, channelOpts);
+    return { src, channel, ctx };
+  };
+  return { dir: t.dir, spool, raw, make };
+}
+
+const ls = (dir: string) => readdirSync(dir).filter((n) => !n.startsWith(".")).sort();
+
+async function collectUntil(channel: MemoryChannel, cond: () => boolean, what: string): Promise<string[]> {
+  const out: string[] = [];
+  await until(async () => {
+    out.push(...bodies(await drain(channel)));
+    return cond();
+  }, what);
+  out.push(...bodies(await drain(channel)));
+  return out;
+}
+
+describe("spooldir", () => {
+  test("reads files oldest first with file and basename headers, renames them .COMPLETED after the commit", async () => {
+    const s = setup({ fileHeader: "true", basenameHeader: "true", basenameHeaderKey: "bn" });
+    const a = path.join(s.spool, "a.log");
+    const b = path.join(s.spool, "b.log");
+    writeFileSync(b, "b1\nb2\n");
+    writeFileSync(a, "a1\r\na2\na3-no-newline");
+    utimesSync(a, new Date(1000_000), new Date(1000_000));
+    writeFileSync(path.join(s.spool, ".hidden"), "x\n");
+    const { src, channel } = s.make();
+    const events: ReturnType<typeof bodies> = [];
+    await src.start();
+    const got = await collectUntil(channel, () => ls(s.spool).filter((n) => n.endsWith(".COMPLETED")).length === 2, "both files completed");
+    events.push(...got);
+    await src.stop();
+    expect(events).toEqual(["a1\r", "a2", "a3-no-newline", "b1", "b2"]);
+    expect(ls(s.spool)).toEqual(["a.log.COMPLETED", "b.log.COMPLETED"]);
+    expect(src.counter.get("EventAcceptedCount")).toBe(5);
+  });
+
+  test("headers carry the absolute path and basename", async () => {
+    const s = setup({ fileHeader: "true", basenameHeader: "true" });
+    writeFileSync(path.join(s.spool, "h.txt"), "line\n");
+    const { src, channel } = s.make();
+    await src.start();
+    await until(() => existsSync(path.join(s.spool, "h.txt.COMPLETED")), "completed");
+    const events = await drain(channel);
+    await src.stop();
+    expect(events[0].headers).toEqual({ file: path.join(s.spool, "h.txt"), basename: "h.txt" });
+  });
+
+  test("graceful stop in the middle of a file, then restart: every line exactly once", async () => {
+    const s = setup();
+    const file = path.join(s.spool, "big.log");
+    writeFileSync(file, numbered("S", 0, 1000));
+    const delivered: string[] = [];
+    for (let round = 0; round < 3; round++) {
+      // A small channel that is never drained while the source runs: the source stalls mid-file.
+      const { src, channel } = s.make({ capacity: 100, transactionCapacity: 10, keepAlive: 0 });
+      await src.start();
+      await until(() => channel.size === 100, "channel filled");
+      await src.stop();
+      delivered.push(...bodies(await drain(channel, Number.MAX_SAFE_INTEGER, 10)));
+    }
+    const { src, channel } = s.make();
+    await src.start();
+    delivered.push(...(await collectUntil(channel, () => existsSync(`${file}.COMPLETED`), "file completed")));
+    await src.stop();
+    expect(delivered).toEqual(numbered("S", 0, 1000).trim().split("\n"));
+  });
+
+  test("a file modified after pickup is set aside with a clear error; the others are read", async () => {
+    const s = setup();
+    const file = path.join(s.spool, "changing.log");
+    writeFileSync(file, numbered("M", 0, 200));
+    const first = s.make({ capacity: 50, transactionCapacity: 10, keepAlive: 0 });
+    await first.src.start();
+    await until(() => first.channel.size === 50, "channel filled");
+    await first.src.stop();
+    appendFileSync(file, "appended later\n");
+    writeFileSync(path.join(s.spool, "other.log"), "o1\no2\n");
+    const { src, channel, ctx } = s.make();
+    await src.start();
+    const got = await collectUntil(channel, () => existsSync(path.join(s.spool, "other.log.COMPLETED")), "other file completed");
+    await src.stop();
+    expect(got).toEqual(["o1", "o2"]);
+    expect(existsSync(file)).toBe(true);
+    expect(existsSync(`${file}.COMPLETED`)).toBe(false);
+    const error = ctx.logger.lines.find((l) => l.level === "error")?.message ?? "";
+    expect(error).toContain(`File has been modified since being read: ${file}`);
+    expect(error).toContain("set aside");
+    expect(readFileSync(path.join(s.spool, ".flumespool", "changing.log.FAILED"), "utf8")).toContain("modified");
+  });
+
+  test("a reused name is set aside before anything is read from it", async () => {
+    const s = setup();
+    writeFileSync(path.join(s.spool, "x.log.COMPLETED"), "old\n");
+    writeFileSync(path.join(s.spool, "x.log"), "new\n");
+    writeFileSync(path.join(s.spool, "y.log"), "y\n");
+    const { src, channel, ctx } = s.make();
+    await src.start();
+    const got = await collectUntil(channel, () => existsSync(path.join(s.spool, "y.log.COMPLETED")), "y completed");
+    await src.stop();
+    expect(got).toEqual(["y"]);
+    expect(ctx.logger.lines.some((l) => l.level === "error" && l.message.includes("File name has been re-used"))).toBe(true);
+    expect(readFileSync(path.join(s.spool, "x.log"), "utf8")).toBe("new\n");
+  });
+
+  test("undecodable input: FAIL delivers the lines before it and sets the file aside naming the byte; REPLACE substitutes", async () => {
+    const s = setup();
+    const bad = Buffer.concat([Buffer.from("ok1\nok2\n"), Buffer.from([0x66, 0xff, 0x0a]), Buffer.from("after\n")]);
+    writeFileSync(path.join(s.spool, "bad.log"), bad);
+    writeFileSync(path.join(s.spool, "good.log"), "g\n");
+    utimesSync(path.join(s.spool, "good.log"), new Date(), new Date(Date.now() + 10000));
+    const { src, channel, ctx } = s.make();
+    await src.start();
+    const got = await collectUntil(channel, () => existsSync(path.join(s.spool, "good.log.COMPLETED")), "good completed");
+    await src.stop();
+    expect(got).toEqual(["ok1", "ok2", "g"]);
+    expect(ctx.logger.lines.find((l) => l.level === "error")?.message).toContain("undecodable input at byte 8");
+
+    const r = setup({ decodeErrorPolicy: "REPLACE" });
+    writeFileSync(path.join(r.spool, "bad.log"), bad);
+    const rr = r.make();
+    await rr.src.start();
+    const replaced = await collectUntil(rr.channel, () => existsSync(path.join(r.spool, "bad.log.COMPLETED")), "completed");
+    await rr.src.stop();
+    expect(replaced).toEqual(["ok1", "ok2", "f\uFFFD", "after"]);
+  });
+
+  test("BLOB deserializer, deletePolicy immediate, tracker_dir tracking, long lines split", async () => {
+    const s = setup({ deserializer: "BLOB", "deserializer.maxBlobLength": "4", deletePolicy: "immediate" });
+    writeFileSync(path.join(s.spool, "blob.bin"), "0123456789");
+    const a = s.make();
+    await a.src.start();
+    const blobs = await collectUntil(a.channel, () => !existsSync(path.join(s.spool, "blob.bin")), "deleted");
+    await a.src.stop();
+    expect(blobs).toEqual(["0123", "4567", "89"]);
+
+    const t = setup({ trackingPolicy: "tracker_dir", "deserializer.maxLineLength": "3" });
+    writeFileSync(path.join(t.spool, "t.log"), "abcdefg\nhi\n");
+    const b = t.make();
+    await b.src.start();
+    const lines = await collectUntil(b.channel, () => existsSync(path.join(t.spool, ".flumespool", "t.log.COMPLETED")), "tracked");
+    await new Promise((r) => setTimeout(r, 100)); // a few more polls: it must not be read again
+    lines.push(...bodies(await drain(b.channel)));
+    await b.src.stop();
+    expect(lines).toEqual(["abc", "def", "g", "hi"]);
+    expect(existsSync(path.join(t.spool, "t.log"))).toBe(true);
+  });
+
+  test("an empty file gives one empty event, as Flume", async () => {
+    const s = setup();
+    writeFileSync(path.join(s.spool, "empty.log"), "");
+    const { src, channel } = s.make();
+    await src.start();
+    const got = await collectUntil(channel, () => existsSync(path.join(s.spool, "empty.log.COMPLETED")), "completed");
+    await src.stop();
+    expect(got).toEqual([""]);
+  });
+
+  test("schema: Flume's names and defaults", () => {
+    const props = Object.fromEntries(definition.schema.props.map((p) => [p.key, p.default]));
+    expect(props).toMatchObject({ fileSuffix: ".COMPLETED", deletePolicy: "never", trackingPolicy: "rename", trackerDir: ".flumespool", consumeOrder: "oldest", pollDelay: 500, batchSize: 100, "deserializer.maxLineLength": 2048, decodeErrorPolicy: "FAIL", fileHeaderKey: "file", basenameHeaderKey: "basename" });
+  });
+});
