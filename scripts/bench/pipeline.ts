@@ -2,7 +2,7 @@
 // run as `flume run` in a child process and timed through /metrics from the first delivered event
 // to the last, the way Apache Flume 1.11 was timed on this machine (1.6-2.7 M events/s, 280-350 MB RSS).
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -51,8 +51,11 @@ export async function run(): Promise<void> {
     ].join("\n"),
   );
   const port = await freePort();
-  const cli = path.resolve(import.meta.dir, "../../src/cli.ts");
-  const child = spawn(process.execPath, [...(process.env.BENCH_BUN_FLAGS ? process.env.BENCH_BUN_FLAGS.split(" ") : []), cli, "run", "-f", conf, "-n", "a1", "--quiet", "--no-reload-conf", `-Dflume.monitoring.type=http`, `-Dflume.monitoring.port=${port}`], {
+  // Measure what ships: the compiled binary (npm run build), else the sources under Bun.
+  const binary = path.resolve(import.meta.dir, "../../dist/flume");
+  const cmd = existsSync(binary) && !process.env.BENCH_FROM_SOURCE ? [binary] : [process.execPath, path.resolve(import.meta.dir, "../../src/cli.ts")];
+  console.log(`running ${cmd.map((c) => path.relative(process.cwd(), c) || c).join(" ")}`);
+  const child = spawn(cmd[0], [...cmd.slice(1), "run", "-f", conf, "-n", "a1", "--quiet", "--no-reload-conf", `-Dflume.monitoring.type=http`, `-Dflume.monitoring.port=${port}`], {
     stdio: ["ignore", "ignore", "pipe"],
   });
   let stderr = "";

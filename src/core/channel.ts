@@ -15,6 +15,11 @@ export interface Channel extends LifecycleAware {
   sourcePosition?(source: string): string | undefined;
   /** Most events one transaction may hold, when the channel limits it. */
   getTransactionCapacity?(): number;
+  /**
+   * Calls listener after each commit that added events, so a sink runner sleeping after an
+   * empty take wakes at once. Returns a function that removes the listener.
+   */
+  onPutsCommitted?(listener: () => void): () => void;
   /** True when the channel keeps committed events across a process crash. */
   readonly durable?: boolean;
 }

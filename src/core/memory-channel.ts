@@ -175,6 +175,15 @@ export class MemoryChannel implements Channel {
     return this.bytes.free;
   }
 
+  private putListeners: (() => void)[] = [];
+
+  onPutsCommitted(listener: () => void): () => void {
+    this.putListeners.push(listener);
+    return () => {
+      this.putListeners = this.putListeners.filter((l) => l !== listener);
+    };
+  }
+
   sourcePosition(source: string): string | undefined {
     return this.positions.get(source);
   }
@@ -220,6 +229,7 @@ export class MemoryChannel implements Channel {
     c.EventPutSuccessCount += puts.length;
     c.EventTakeSuccessCount += takes.length;
     c.ChannelSize = this.queue.length;
+    if (puts.length > 0) for (let i = 0; i < this.putListeners.length; i++) this.putListeners[i]();
   }
 
   /** @internal Returns taken events to the head of the queue in their original order. */

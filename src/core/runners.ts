@@ -33,6 +33,8 @@ class PollingLoop {
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
   private timer: TimerHandle | null = null;
+  /** True while sleeping after a BACKOFF (not after an error). */
+  private backingOff = false;
   private readonly increment: number;
   private readonly max: number;
 
@@ -69,6 +71,16 @@ class PollingLoop {
     w?.();
   }
 
+  /**
+   * Ends a BACKOFF sleep because there is work again (events committed to the channel).
+   * Flume's sinks get the same effect from a take that waits keep-alive for an event; our
+   * take never blocks, so the channel tells the runner instead. Sleeps after an error are
+   * not cut short: they protect a failing downstream.
+   */
+  wakeFromBackoff(): void {
+    if (this.backingOff) this.interrupt();
+  }
+
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
       this.wake = resolve;
@@ -91,7 +103,12 @@ class PollingLoop {
           this.stats.backoffs++;
           this.stats.consecutiveBackoffs++;
           readyStreak = 0;
-          await this.sleep(Math.min(this.stats.consecutiveBackoffs * this.increment, this.max));
+          this.backingOff = true;
+          try {
+            await this.sleep(Math.min(this.stats.consecutiveBackoffs * this.increment, this.max));
+          } finally {
+            this.backingOff = false;
+          }
         } else {
           this.stats.consecutiveBackoffs = 0;
           // A sink that is always READY would otherwise starve timers and sockets.
@@ -131,13 +148,22 @@ export class SinkRunner implements LifecycleAware {
     return this.loop.stats;
   }
 
+  private unsubscribe: (() => void)[] = [];
+
   async start(): Promise<void> {
     await this.processor.start();
+    const channels = new Set(this.processor.sinks.map((s) => s.getChannel()));
+    for (const c of channels) {
+      const off = c.onPutsCommitted?.(() => this.loop.wakeFromBackoff());
+      if (off) this.unsubscribe.push(off);
+    }
     this.loop.start();
     this.state = "START";
   }
 
   async stop(): Promise<void> {
+    for (const off of this.unsubscribe) off();
+    this.unsubscribe = [];
     await this.loop.stop();
     await this.processor.stop();
     this.state = "STOP";
