@@ -184,3 +184,51 @@ describe("spooldir", () => {
     expect(props).toMatchObject({ fileSuffix: ".COMPLETED", deletePolicy: "never", trackingPolicy: "rename", trackerDir: ".flumespool", consumeOrder: "oldest", pollDelay: 500, batchSize: 100, "deserializer.maxLineLength": 2048, decodeErrorPolicy: "FAIL", fileHeaderKey: "file", basenameHeaderKey: "basename" });
   });
 });
+
+describe("spooldir in a child process", () => {
+  for (const durable of [false, true]) {
+    test(`SIGKILL in the middle of files, then restart: nothing lost${durable ? "; with a durable channel nothing repeated either" : ""}`, async () => {
+      const { spawn } = await import("node:child_process");
+      const s = setup({ batchSize: "25" });
+      const output = path.join(s.dir, "delivered.txt");
+      writeFileSync(output, "");
+      const children: import("node:child_process").ChildProcess[] = [];
+      cleanups.push(() => {
+        for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+      });
+      const runner = path.join(import.meta.dir, "spooldir-runner.ts");
+      const start = async () => {
+        const child = spawn(process.execPath, [runner, JSON.stringify(s.raw), output, durable ? "1" : "0"], { stdio: ["pipe", "pipe", "inherit"] });
+        children.push(child);
+        let out = "";
+        child.stdout.on("data", (d) => (out += d));
+        await until(() => out.includes("READY"), "runner start");
+        return { child, exited: new Promise<void>((r) => child.on("exit", () => r())), out: () => out };
+      };
+      const delivered = () => (existsSync(output) ? readFileSync(output, "utf8").split("\n").filter((l) => l !== "" && !l.startsWith("#POS ")) : []);
+      const expected: string[] = [];
+      for (let f = 0; f < 4; f++) {
+        const text = numbered(`F${f}`, 0, 4000);
+        writeFileSync(path.join(s.spool, `f${f}.log`), text);
+        utimesSync(path.join(s.spool, `f${f}.log`), new Date(), new Date(1_000_000 + f * 1000));
+        expected.push(...text.trim().split("\n"));
+      }
+      for (let kill = 0; kill < 4; kill++) {
+        const r = await start();
+        const before = delivered().length;
+        await until(() => delivered().length >= before + 1500, "progress");
+        r.child.kill("SIGKILL");
+        await r.exited;
+      }
+      const r = await start();
+      await until(() => ls(s.spool).filter((n) => n.endsWith(".COMPLETED")).length === 4, "all files completed", 15000);
+      r.child.kill("SIGTERM");
+      await r.exited;
+      const lines = delivered();
+      const unique = new Set(lines);
+      expect(expected.filter((l) => !unique.has(l))).toEqual([]);
+      if (durable) expect(lines.length).toBe(expected.length);
+      expect(r.out()).toContain("STOPPED");
+    }, 30000);
+  }
+});
