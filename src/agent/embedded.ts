@@ -54,7 +54,7 @@ export class EmbeddedAgent {
 
   constructor(
     readonly name = AGENT,
-    private readonly options: { clock?: Clock; logger?: Logger } = {},
+    private readonly options: { clock?: Clock; logger?: Logger; drainTimeout?: number } = {},
   ) {}
 
   /** Checks and keeps the configuration; throws ConfigurationError listing every problem. */
@@ -71,7 +71,7 @@ export class EmbeddedAgent {
   async start(): Promise<void> {
     if (!this.config) throw new Error("configure() the embedded agent before start()");
     if (this.agent) throw new Error("the embedded agent is already started");
-    const agent = new Agent(this.name, { clock: this.options.clock, logger: this.options.logger });
+    const agent = new Agent(this.name, { clock: this.options.clock, logger: this.options.logger, drainTimeout: this.options.drainTimeout });
     await agent.start(this.config);
     this.agent = agent;
   }

@@ -23,6 +23,10 @@ import { definition as httpSource } from "./sources/http.ts";
 import { definition as netcatUdpSource } from "./sources/netcat-udp.ts";
 import { definition as stressSource } from "./sources/stress.ts";
 import { definition as httpSink } from "./sinks/http.ts";
+import { definition as fileRollSink } from "./sinks/file-roll.ts";
+import { definition as textSerializer } from "./serializers/text.ts";
+import { definition as headerAndTextSerializer } from "./serializers/header-and-text.ts";
+import { definition as avroEventSerializer } from "./serializers/avro-event.ts";
 import { definition as timestampInterceptor } from "./interceptors/timestamp.ts";
 import { definition as hostInterceptor } from "./interceptors/host.ts";
 import { definition as staticInterceptor } from "./interceptors/static.ts";
@@ -58,6 +62,10 @@ const DEFINITIONS: ComponentDefinition<unknown>[] = [
   netcatUdpSource,
   stressSource,
   httpSink,
+  fileRollSink,
+  textSerializer,
+  headerAndTextSerializer,
+  avroEventSerializer,
   timestampInterceptor,
   hostInterceptor,
   staticInterceptor,

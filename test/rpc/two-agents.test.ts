@@ -102,7 +102,9 @@ a.sinks.k1.channel = c1
       metricsA,
     );
     const mb = await waitForMetric(metricsB, "SOURCE.r1", "EventAcceptedCount", String(total));
-    expect(mb["SOURCE.r1"].AppendBatchAcceptedCount).toBe(String(total / 1000));
+    // The sink wakes as soon as events are committed, so a batch may hold fewer than batch-size.
+    expect(Number(mb["SOURCE.r1"].AppendBatchAcceptedCount)).toBeGreaterThanOrEqual(total / 1000);
+    expect(mb["SOURCE.r1"].AppendBatchAcceptedCount).toBe(mb["SOURCE.r1"].AppendBatchReceivedCount);
     expect(mb["SOURCE.r1"].OpenConnectionCount).toBe("1");
     const ma = await waitForMetric(metricsA, "SINK.k1", "EventDrainSuccessCount", String(total));
     expect(ma["SINK.k1"].ConnectionCreatedCount).toBe("1");
