@@ -23,7 +23,9 @@ function random(): number {
   return seed / 0x100000000;
 }
 
-const ch = new FileChannel("c1", options(dir, { maxFileSize: 256 * 1024, checkpointInterval: 1000, capacity: 1_000_000, transactionCapacity: 1000 }));
+const warn = (m: string) => process.stderr.write(`warn: ${m}\n`);
+const logger = { debug() {}, info() {}, warn, error: warn };
+const ch = new FileChannel("c1", options(dir, { maxFileSize: 256 * 1024, checkpointInterval: 1000, capacity: 1_000_000, transactionCapacity: 1000 }), { logger });
 await ch.start();
 const out = fs.openSync(path.join(dir, "delivered.txt"), "a");
 process.stdout.write("ready\n");

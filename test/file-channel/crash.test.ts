@@ -36,6 +36,7 @@ function runAndKill(dir: string, firstId: number, seed: number, killAfterMs: num
     child.on("exit", (code, signal) => {
       if (timer) clearTimeout(timer);
       if (signal !== "SIGKILL") return reject(new Error(`writer exited with ${code ?? signal} before the kill:\n${out}\n${err}`));
+      if (process.env.FLUME_CRASH_DEBUG && err) process.stderr.write(err);
       const acks = [...out.matchAll(/^ack (\d+)$/gm)].map((m) => Number(m[1]));
       resolve(acks.length > 0 ? acks[acks.length - 1] : null);
     });

@@ -3,8 +3,10 @@ import { readdirSync } from "node:fs";
 import path from "node:path";
 import { ChannelException, ChannelFullException } from "../../src/core/errors.ts";
 import { createEvent } from "../../src/core/event.ts";
+import { FileChannel } from "../../src/components/channels/file/index.ts";
+import { VirtualClock } from "../../src/core/virtual-clock.ts";
 import { tempDir } from "../helpers.ts";
-import { drain, openChannel, putAll, range, takeSome } from "./fixtures.ts";
+import { drain, openChannel, options, putAll, range, takeSome } from "./fixtures.ts";
 
 const dirs: { cleanup(): void }[] = [];
 afterEach(() => {
@@ -207,6 +209,22 @@ describe("file channel transactions", () => {
     expect((err as Error).message).toContain("header name is 70000 bytes");
     await putAll(ch, ["fine"]);
     expect(await drain(ch)).toEqual(["fine"]);
+    await ch.stop();
+  });
+
+  test("the periodic checkpoint deletes drained segments while the channel runs", async () => {
+    const dir = temp();
+    const clock = new VirtualClock(1_000_000);
+    const ch = new FileChannel("c1", options(dir, { maxFileSize: 4096, checkpointInterval: 5000 }), { clock });
+    await ch.start();
+    const files = () => readdirSync(path.join(dir, "data")).filter((f) => f.startsWith("log-"));
+    for (let i = 0; i < 20; i++) await putAll(ch, range(i * 50, 50));
+    expect(files().length).toBeGreaterThan(3);
+    expect((await drain(ch)).length).toBe(1000);
+    await clock.advance(5000);
+    // Let the writer finish the checkpoint it started (real file I/O).
+    for (let i = 0; i < 100 && files().length > 1; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(files().length).toBe(1);
     await ch.stop();
   });
 });

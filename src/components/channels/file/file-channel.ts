@@ -207,11 +207,11 @@ export class FileChannel implements Channel {
       this.counter.unhealthy = false;
       this.counter.set("ChannelSize", this.queue.length);
       this.counter.set("ChannelCapacity", o.capacity);
+      // A fresh checkpoint makes the next start fast and lets old segments go.
+      if (r.replayedRecords > 0 || r.tornTail || !r.checkpointUsed) await this.checkpoint();
       this.counter.start();
       this.state = "START";
       this.counter.open = true;
-      // A fresh checkpoint makes the next start fast and lets old segments go.
-      if (r.replayedRecords > 0 || r.tornTail || !r.checkpointUsed) await this.checkpoint();
       this.armTimers();
       this.logger.info(
         `file channel ${this.name}: open with ${this.queue.length} pending events in ${this.clock.now() - started} ms ` +
@@ -453,7 +453,9 @@ export class FileChannel implements Channel {
           this.syncDue = false;
           await this.log.syncIfDirty().catch((err: Error) => this.logger.error(`file channel ${this.name}: periodic fsync failed: ${err.message}`));
         }
-        if (this.checkpointDue && this.pendingWrites.length === 0) {
+        // Due checkpoints run even under constant load (commits queued meanwhile wait), or
+        // the log would never shrink.
+        if (this.checkpointDue) {
           await this.checkpoint().catch((err: Error) => {
             this.counter.values.CheckpointWriteErrorCount++;
             this.logger.error(`file channel ${this.name}: checkpoint failed: ${err.message}`);
