@@ -7,6 +7,8 @@ import { componentLogger, createAgentLogger } from "../agent/logging.ts";
 import { StatsReporter } from "../agent/stats.ts";
 import * as registry from "../components/registry.ts";
 import { formatProblem } from "../config/problems.ts";
+import { decodeProperties } from "../config/properties.ts";
+import { humanReport } from "./validate.ts";
 import { validateConfigText } from "../config/validate.ts";
 import { systemClock } from "../core/clock.ts";
 import { MetricsServer } from "../monitoring/http-server.ts";
@@ -127,7 +129,7 @@ function addSysProp(o: RunOptions, kv: string): void {
 }
 
 function loadConfig(file: string, o: RunOptions) {
-  const text = readFileSync(file, "utf8");
+  const text = decodeProperties(readFileSync(file));
   return validateConfigText(text, file, { agentName: o.name, sysProps: o.sysProps }, registry);
 }
 
@@ -144,7 +146,12 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
     return 2;
   }
   const errors = result.problems.filter((p) => p.severity === "error");
-  for (const p of result.problems) (p.severity === "error" ? log.error : log.warn)(formatProblem(p));
+  if (errors.length > 0 && !o.lenient) {
+    // The same report as `flume validate`.
+    process.stderr.write(humanReport(result, o.file).text);
+  } else {
+    for (const p of result.problems) (p.severity === "error" ? log.error : log.warn)(formatProblem(p));
+  }
   if (!result.config) return 1;
   if (errors.length > 0) {
     if (!o.lenient) {
@@ -187,7 +194,7 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
 
   let reloadTimer: ReturnType<typeof setInterval> | null = null;
   if (o.reload && o.pollIntervalSec > 0) {
-    let lastText = readFileSync(file, "utf8");
+    let lastText = decodeProperties(readFileSync(file));
     let lastMtime = statSync(file).mtimeMs;
     let reloading = false;
     reloadTimer = setInterval(async () => {
@@ -197,7 +204,7 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
         const mtime = statSync(file).mtimeMs;
         if (mtime === lastMtime) return;
         lastMtime = mtime;
-        const text = readFileSync(file, "utf8");
+        const text = decodeProperties(readFileSync(file));
         if (text === lastText) return;
         lastText = text;
         const next = loadConfig(file, o);

@@ -276,3 +276,65 @@ a1.channels.c1.type = memory
     void out;
   });
 });
+
+describe("monitoring, avro -> memory -> file_roll", () => {
+  test("/metrics after flume avro-client sent 7 events in 5 + 2 matches Flume's keys and counts", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const mport = await freePort();
+    const roll = path.join(dir, "roll");
+    const conf = path.join(dir, "avro.conf");
+    // The fixture's configuration, with our port and directory.
+    const fixtureConf = readFileSync(path.join(FIXTURES, "flume-avro-memory-fileroll.conf"), "utf8");
+    writeFileSync(conf, fixtureConf.replace("41414", String(port)).replace("/var/tmp/roll", roll));
+    const { mkdirSync, readdirSync } = await import("node:fs");
+    mkdirSync(roll);
+    const agent = startCli(["run", "-f", conf, "--metrics-port", String(mport), "--quiet"]);
+    cleanups.push(() => agent.child.kill("SIGKILL"));
+    await agent.waitFor(/agent a1 started/);
+    const input = path.resolve(ROOT, "../shared/fixtures/avro-rpc/avro-client-input.txt");
+    const sent = runCli(["avro-client", "-H", "127.0.0.1", "-p", String(port), "-F", input]);
+    expect(sent.code).toBe(0);
+    let m: Record<string, Record<string, string>> = {};
+    for (let i = 0; i < 200; i++) {
+      m = JSON.parse((await getJson(mport, "/metrics")).body);
+      if (m["SINK.k1"]?.EventDrainSuccessCount === "7") break;
+      await sleep(25);
+    }
+    const fixture = JSON.parse(readFileSync(path.join(FIXTURES, "flume-avro-memory-fileroll.json"), "utf8"));
+    expect(Object.keys(m).sort()).toEqual(Object.keys(fixture).sort());
+    for (const key of Object.keys(fixture)) expect(Object.keys(m[key]).sort()).toEqual(Object.keys(fixture[key]).sort());
+    expect(m["SOURCE.r1"]).toMatchObject({ AppendBatchReceivedCount: "2", AppendBatchAcceptedCount: "2", EventReceivedCount: "7", EventAcceptedCount: "7" });
+    expect(m["CHANNEL.c1"]).toMatchObject({ EventPutSuccessCount: "7", EventTakeSuccessCount: "7", ChannelSize: "0", ChannelCapacity: "10000" });
+    expect(m["SINK.k1"]).toMatchObject({ EventDrainSuccessCount: "7", ConnectionCreatedCount: "1" });
+    const written = readdirSync(roll).map((f) => readFileSync(path.join(roll, f), "utf8")).join("");
+    expect(written).toBe(readFileSync(input, "utf8"));
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+  });
+});
+
+describe("stats line", () => {
+  test("a one-line report per interval with events in/out per second and channel fill; --quiet turns it off", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const conf = path.join(dir, "stats.conf");
+    writeFileSync(
+      conf,
+      "a1.sources = r1\na1.channels = c1\na1.sources.r1.type = seq\na1.sources.r1.totalEvents = 500\na1.sources.r1.batchSize = 100\na1.sources.r1.channels = c1\na1.channels.c1.type = memory\na1.channels.c1.capacity = 1000\n",
+    );
+    const agent = startCli(["run", "-f", conf, "--stats-interval", "0.3"]);
+    cleanups.push(() => agent.child.kill("SIGKILL"));
+    await agent.waitFor(/stats: r1 in \d+\/s \| c1 out 0\/s fill 50\.0% \(500\/1000\)/);
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+    const quiet = startCli(["run", "-f", conf, "--stats-interval", "0.3", "--quiet"]);
+    cleanups.push(() => quiet.child.kill("SIGKILL"));
+    await quiet.waitFor(/agent a1 started/);
+    await sleep(700);
+    expect(quiet.stderr).not.toContain("stats:");
+    quiet.child.kill("SIGTERM");
+    expect(await quiet.exited()).toBe(0);
+  });
+});
