@@ -1,0 +1,303 @@
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import type { TimerHandle } from "../../core/clock.ts";
+import { ChannelException, ConfigurationError } from "../../core/errors.ts";
+import type { Event } from "../../core/event.ts";
+import type { EventDrivenSource } from "../../core/source.ts";
+import type { ComponentConfig } from "../../config/schema.ts";
+import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { BaseSource } from "./base.ts";
+import { LineSplitter } from "./line-splitter.ts";
+import { isSupportedInputCharset } from "./spooldir/deserializers.ts";
+
+export interface ExecOptions {
+  command: string;
+  shell: string | null;
+  restart: boolean;
+  restartThrottle: number;
+  logStdErr: boolean;
+  batchSize: number;
+  batchTimeout: number;
+  charset: string;
+  maxLineLength: number;
+}
+
+/** First and longest wait between retries of a batch the channel refused. */
+const RETRY_START_MS = 100;
+const RETRY_MAX_MS = 5000;
+/** After SIGTERM, how long a child gets before SIGKILL on stop. */
+const KILL_GRACE_MS = 5000;
+
+/**
+ * Flume's exec source: runs a command and turns each line of its standard output into an
+ * event, in batches of batchSize (or after batchTimeout ms). Unlike Flume, a batch the channel
+ * refuses is retried with backoff until it commits, and while it waits the source stops
+ * reading the pipe, so the command blocks on its writes instead of lines being lost.
+ */
+export class ExecSource extends BaseSource implements EventDrivenSource {
+  readonly kind = "event-driven";
+  private running = false;
+  private restart: boolean;
+  private loop: Promise<void> | null = null;
+  private child: ChildProcess | null = null;
+  private batch: Event[] = [];
+  private chain: Promise<void> = Promise.resolve();
+  private batchTimer: TimerHandle | null = null;
+  private wake: (() => void) | null = null;
+
+  constructor(
+    ctx: ComponentContext,
+    readonly options: ExecOptions,
+  ) {
+    super(ctx);
+    this.restart = options.restart;
+  }
+
+  start(): void {
+    this.logger.info(`Exec source starting with command: ${this.options.command}`);
+    this.counter.start();
+    this.running = true;
+    this.restart = this.options.restart;
+    this.state = "START";
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.logger.info(`Stopping exec source with command: ${this.options.command}`);
+    this.running = false;
+    this.restart = false;
+    this.wake?.();
+    this.kill();
+    await this.loop;
+    this.loop = null;
+    this.counter.stop();
+    this.state = "STOP";
+    this.logger.info(`Exec source with command: ${this.options.command} stopped. Metrics: ${JSON.stringify(this.counter.snapshot())}`);
+  }
+
+  /**
+   * SIGTERM to the command's process group (a shell's children too), SIGKILL after a grace
+   * period; then stop reading, since a grandchild may keep the pipe open.
+   */
+  private kill(): void {
+    const child = this.child;
+    if (!child) return;
+    const signal = (sig: NodeJS.Signals) => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, sig);
+      } catch {
+        child.kill(sig);
+      }
+    };
+    if (child.exitCode === null && child.signalCode === null) {
+      signal("SIGTERM");
+      const t = this.clock.setTimeout(() => {
+        if (child.exitCode === null && child.signalCode === null) signal("SIGKILL");
+      }, KILL_GRACE_MS);
+      child.once("exit", () => this.clock.clearTimeout(t));
+    }
+    const t2 = this.clock.setTimeout(() => child.stdout?.destroy(), 200);
+    child.once("close", () => this.clock.clearTimeout(t2));
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = this.clock.setTimeout(() => {
+        this.wake = null;
+        resolve();
+      }, ms);
+      this.wake = () => {
+        this.clock.clearTimeout(timer);
+        this.wake = null;
+        resolve();
+      };
+    });
+  }
+
+  private async run(): Promise<void> {
+    await Promise.resolve();
+    do {
+      let exit = "unknown";
+      try {
+        exit = await this.runOnce();
+      } catch (err) {
+        this.logger.error(`Failed while running command: ${this.options.command}: ${(err as Error).message}`);
+      }
+      if (this.restart && this.running) {
+        this.logger.info(`Restarting in ${this.options.restartThrottle}ms, exit code ${exit}`);
+        await this.sleep(this.options.restartThrottle);
+      } else {
+        this.logger.info(`Command [${this.options.command}] exited with ${exit}`);
+      }
+    } while (this.restart && this.running);
+  }
+
+  private argv(): string[] {
+    const o = this.options;
+    if (o.shell) return [...o.shell.trim().split(/\s+/), o.command];
+    return o.command.trim().split(/\s+/);
+  }
+
+  /** Runs the command once; resolves with its exit code (or signal) once its output is delivered. */
+  private async runOnce(): Promise<string> {
+    const [file, ...args] = this.argv();
+    // Its own process group, so stop() can signal the command and everything it started.
+    const child = spawn(file, args, { stdio: ["ignore", "pipe", "pipe"], detached: true });
+    this.child = child;
+    const exited = new Promise<string>((resolve) => {
+      child.once("error", (err) => {
+        this.logger.error(`Failed while running command: ${this.options.command}: ${err.message}`);
+        resolve("unknown");
+      });
+      child.once("close", (code, signal) => resolve(code !== null ? String(code) : String(signal)));
+    });
+    this.readStderr(child);
+    const splitter = new LineSplitter({
+      maxLineLength: this.options.maxLineLength,
+      stripCR: true,
+      onOverlong: (length) => this.logger.warn(`${this.name}: line of ${length}+ bytes from [${this.options.command}] exceeds maxLineLength ${this.options.maxLineLength}; emitting it in pieces`),
+    });
+    const c = this.counter.values;
+    const stdout = child.stdout;
+    if (stdout) {
+      try {
+        // Pulling chunks one at a time is the backpressure: while a batch waits for the
+        // channel, nothing is read, the pipe fills and the command blocks.
+        for await (const chunk of stdout as AsyncIterable<Uint8Array>) {
+          splitter.feed(chunk);
+          for (let line = splitter.next(); line !== null; line = splitter.next()) {
+            this.add(line);
+            c.EventReceivedCount++;
+            if (this.batch.length >= this.options.batchSize) await this.flush();
+          }
+        }
+      } catch (err) {
+        this.logger.error(`${this.name}: error reading the output of [${this.options.command}]: ${(err as Error).message}`);
+      }
+      const last = splitter.flush();
+      if (last !== null) {
+        this.add(last);
+        c.EventReceivedCount++;
+      }
+    }
+    await this.flush();
+    const code = await exited;
+    this.child = null;
+    return code;
+  }
+
+  private add(line: Uint8Array): void {
+    // A view into the stream's chunk: streams hand out a fresh buffer per chunk.
+    this.batch.push({ headers: {}, body: line });
+    if (this.batch.length === 1 && this.batchTimer === null) {
+      this.batchTimer = this.clock.setTimeout(() => {
+        this.batchTimer = null;
+        void this.flush();
+      }, this.options.batchTimeout);
+    }
+  }
+
+  private readStderr(child: ChildProcess): void {
+    const stderr = child.stderr;
+    if (!stderr) return;
+    const splitter = new LineSplitter({ maxLineLength: 64 * 1024, overlong: "truncate", stripCR: true });
+    const decoder = new TextDecoder();
+    let i = 0;
+    stderr.on("data", (chunk: Uint8Array) => {
+      if (!this.options.logStdErr) return;
+      splitter.feed(chunk);
+      for (let line = splitter.next(); line !== null; line = splitter.next()) {
+        this.logger.info(`StderrLogger[${++i}] = '${decoder.decode(line)}'`);
+      }
+    });
+  }
+
+  /** Delivers the current batch after any delivery in progress; one at a time, in order. */
+  private flush(): Promise<void> {
+    this.chain = this.chain.then(() => this.deliver());
+    return this.chain;
+  }
+
+  private async deliver(): Promise<void> {
+    if (this.batchTimer) {
+      this.clock.clearTimeout(this.batchTimer);
+      this.batchTimer = null;
+    }
+    if (this.batch.length === 0) return;
+    const events = this.batch;
+    this.batch = [];
+    const c = this.counter.values;
+    c.AppendBatchReceivedCount++;
+    let wait = RETRY_START_MS;
+    let attempt = 0;
+    for (;;) {
+      try {
+        await this.getChannelProcessor().processEventBatch(events);
+        c.EventAcceptedCount += events.length;
+        c.AppendBatchAcceptedCount++;
+        return;
+      } catch (err) {
+        if (!(err instanceof ChannelException)) {
+          this.logger.error(`${this.name}: Exception occurred when processing event batch; ${events.length} lines dropped: ${(err as Error).message}`);
+          return;
+        }
+        c.ChannelWriteFail++;
+        // Stopping: one last attempt was made; the lines cannot be read again from a pipe.
+        if (!this.running && attempt > 0) {
+          this.logger.error(`${this.name}: stopping with ${events.length} lines the channel did not take: ${err.message}`);
+          return;
+        }
+        attempt++;
+        if (attempt === 1 || attempt % 10 === 0) {
+          this.logger.warn(`${this.name}: The channel is full or unexpected failure; pausing the command's output and retrying in ${wait} ms: ${err.message}`);
+        }
+        await this.sleep(wait);
+        wait = Math.min(wait * 2, RETRY_MAX_MS);
+      }
+    }
+  }
+}
+
+function validate(config: ComponentConfig): { key: string; message: string }[] {
+  const errors: { key: string; message: string }[] = [];
+  if (config.string("command").trim() === "") errors.push({ key: "command", message: "The parameter command must be specified" });
+  if (!isSupportedInputCharset(config.string("charset"))) {
+    errors.push({ key: "charset", message: `unsupported charset "${config.string("charset")}": lines are cut at byte 0x0A, so it must be UTF-8, US-ASCII, ISO-8859-x or windows-125x` });
+  }
+  return errors;
+}
+
+export const definition: ComponentDefinition<ExecSource> = {
+  schema: {
+    kind: "source",
+    type: "exec",
+    aliases: ["org.apache.flume.source.ExecSource"],
+    doc: "Runs a command and makes an event of each line it writes to standard output.",
+    props: [
+      { key: "command", type: "string", required: true, doc: "The command to run (split on whitespace unless shell is set)" },
+      { key: "shell", type: "string", doc: "Shell to run the command with, e.g. /bin/sh -c" },
+      { key: "restart", type: "boolean", default: false, doc: "Run the command again when it exits" },
+      { key: "restartThrottle", type: "int", default: 10000, min: 0, doc: "Milliseconds to wait before restarting the command" },
+      { key: "logStdErr", type: "boolean", default: false, doc: "Log the command's standard error" },
+      { key: "batchSize", type: "int", default: 20, min: 1, doc: "Lines per channel transaction" },
+      { key: "batchTimeout", type: "int", default: 3000, min: 1, doc: "Milliseconds to wait before sending a batch that is not full" },
+      { key: "charset", type: "string", default: "UTF-8", doc: "Charset of the command's output" },
+      { key: "maxLineLength", type: "int", default: 16 * 1024 * 1024, min: 1, doc: "Flume TS extension: longest line in bytes; longer lines are emitted in pieces" },
+    ],
+  },
+  create(config, ctx) {
+    for (const e of validate(config)) throw new ConfigurationError(e.key, e.message, ctx.name);
+    return new ExecSource(ctx, {
+      command: config.string("command"),
+      shell: config.optionalString("shell") ?? null,
+      restart: config.boolean("restart"),
+      restartThrottle: config.int("restartThrottle"),
+      logStdErr: config.boolean("logStdErr"),
+      batchSize: config.int("batchSize"),
+      batchTimeout: config.int("batchTimeout"),
+      charset: config.string("charset"),
+      maxLineLength: config.int("maxLineLength"),
+    });
+  },
+  validate,
+};
