@@ -48,7 +48,7 @@ export class DirLock {
         if (owner !== null && (owner === process.pid || processAlive(owner))) {
           throw new ChannelException(
             `file channel ${channel}: directory ${dir} is in use by process ${owner}${owner === process.pid ? " (this process: is another channel configured with the same directory?)" : ""}; ` +
-              `stop that agent or give this channel its own checkpointDir and dataDirs (lock file ${file})`,
+              `stop that agent or give this channel its own checkpointDir and dataDirs (lock file ${file}; if process ${owner} is not a Flume agent, delete that file)`,
           );
         }
         // Stale: its owner is gone (or never wrote its pid, which our link protocol rules out).

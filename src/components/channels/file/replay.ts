@@ -18,6 +18,8 @@ import {
 } from "./format.ts";
 import { type ScanResult, type ScannedRecord, scanSegment } from "./segment-scan.ts";
 
+const COMPACT_EVERY_TAKES = 1 << 20;
+
 export interface SegmentInfo {
   id: number;
   path: string;
@@ -148,7 +150,38 @@ export function recover(opts: RecoverOptions): RecoveredState {
     nextTxid = ckpt.nextTxid;
     for (const [k, v] of ckpt.positions) positions.set(k, v);
   }
-  const takes: TakeRange[] = [];
+  let takes: TakeRange[] = [];
+  let takenSinceCompact = 0;
+
+  /**
+   * Drops the events whose take was read so far. Takes always follow their puts in the log, so
+   * this is valid at any commit boundary; doing it every million takes keeps replay memory
+   * bounded by the pending events, not by everything written since the checkpoint.
+   */
+  const compact = (): void => {
+    if (takes.length === 0) return;
+    takes.sort((a, b) => a.first - b.first);
+    const merged: TakeRange[] = [];
+    for (const r of takes) {
+      const last = merged[merged.length - 1];
+      if (last && r.first <= last.first + last.count) {
+        const end = Math.max(last.first + last.count, r.first + r.count);
+        last.count = end - last.first;
+      } else merged.push({ first: r.first, count: r.count });
+    }
+    let w = 0;
+    for (let i = 0; i < entries.count; i++) {
+      const seq = entries.seqs[i];
+      if (isTaken(merged, seq)) continue;
+      entries.seqs[w] = seq;
+      entries.segs[w] = entries.segs[i];
+      entries.offs[w] = entries.offs[i];
+      w++;
+    }
+    entries.count = w;
+    takes = [];
+    takenSinceCompact = 0;
+  };
 
   // The transaction being read: its PUT events go into `entries` at once (no copy of the
   // payload) and are dropped again (count reset to `mark`) if its COMMIT never comes.
@@ -191,14 +224,20 @@ export function recover(opts: RecoverOptions): RecoveredState {
         break;
       case RecordType.COMMIT:
         for (const rec of pendingSmall) {
-          if (rec.type === RecordType.TAKE) for (const range of decodeTakeRanges(rec.payload)) takes.push(range);
+          if (rec.type === RecordType.TAKE) {
+            for (const range of decodeTakeRanges(rec.payload)) {
+              takes.push(range);
+              takenSinceCompact += range.count;
+            }
+          }
           else for (const [k, v] of decodePositions(rec.payload)) positions.set(k, v);
         }
         if (pendingNextSeq > nextSeq) nextSeq = pendingNextSeq;
         committedTransactions++;
-        mark = entries.count;
         pendingSmall = [];
         pendingTxid = -1;
+        if (takenSinceCompact >= COMPACT_EVERY_TAKES) compact();
+        mark = entries.count;
         break;
     }
   };
@@ -256,29 +295,8 @@ export function recover(opts: RecoverOptions): RecoveredState {
   discard();
   segments = kept;
 
-  // Drop the events whose take was committed after the checkpoint.
-  let count = entries.count;
-  if (takes.length > 0) {
-    takes.sort((a, b) => a.first - b.first);
-    const merged: TakeRange[] = [];
-    for (const r of takes) {
-      const last = merged[merged.length - 1];
-      if (last && r.first <= last.first + last.count) {
-        const end = Math.max(last.first + last.count, r.first + r.count);
-        last.count = end - last.first;
-      } else merged.push({ first: r.first, count: r.count });
-    }
-    let w = 0;
-    for (let i = 0; i < entries.count; i++) {
-      const s = entries.seqs[i];
-      if (isTaken(merged, s)) continue;
-      entries.seqs[w] = s;
-      entries.segs[w] = entries.segs[i];
-      entries.offs[w] = entries.offs[i];
-      w++;
-    }
-    count = w;
-  }
+  compact();
+  const count = entries.count;
   return {
     count,
     seqs: entries.seqs,
