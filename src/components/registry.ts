@@ -27,6 +27,9 @@ import { definition as fileRollSink } from "./sinks/file-roll.ts";
 import { definition as textSerializer } from "./serializers/text.ts";
 import { definition as headerAndTextSerializer } from "./serializers/header-and-text.ts";
 import { definition as avroEventSerializer } from "./serializers/avro-event.ts";
+import { definition as execSource } from "./sources/exec.ts";
+import { definition as spoolDirSource } from "./sources/spooldir.ts";
+import { definition as taildirSource } from "./sources/taildir.ts";
 import { definition as timestampInterceptor } from "./interceptors/timestamp.ts";
 import { definition as hostInterceptor } from "./interceptors/host.ts";
 import { definition as staticInterceptor } from "./interceptors/static.ts";
@@ -66,6 +69,9 @@ const DEFINITIONS: ComponentDefinition<unknown>[] = [
   textSerializer,
   headerAndTextSerializer,
   avroEventSerializer,
+  execSource,
+  spoolDirSource,
+  taildirSource,
   timestampInterceptor,
   hostInterceptor,
   staticInterceptor,
