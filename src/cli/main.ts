@@ -22,5 +22,7 @@ export const main = defineCommand({
     describe: () => import("./describe.ts").then((m) => m.describe),
     channel: () => import("./channel.ts").then((m) => m.channel),
     "avro-client": () => import("./avro-client.ts").then((m) => m.avroClient),
+    simulate: () => import("./simulate.ts").then((m) => m.simulate),
+    replay: () => import("./replay.ts").then((m) => m.replay),
   },
 });

@@ -1,0 +1,264 @@
+/**
+ * The simulated parts that replace configured sources and sinks: clients offering numbered
+ * events to a source (and retrying a failed put, as an RPC client does), and sinks that take a
+ * batch in a transaction and "deliver" it to the ledger, failing as told.
+ */
+import type { Channel } from "../core/channel.ts";
+import type { ChannelProcessor } from "../core/channel-processor.ts";
+import type { Clock, TimerHandle } from "../core/clock.ts";
+import { SinkCounter, SourceCounter } from "../core/counters.ts";
+import { EventDeliveryException } from "../core/errors.ts";
+import type { Event } from "../core/event.ts";
+import type { LifecycleState } from "../core/lifecycle.ts";
+import type { Sink, Status } from "../core/sink.ts";
+import type { EventDrivenSource } from "../core/source.ts";
+import type { VirtualClock } from "../core/virtual-clock.ts";
+import type { FailSpec } from "./options.ts";
+import type { Random } from "./rng.ts";
+import { SIM_ID_HEADER, simIdOf, type TracedChannel, type TracedTransaction } from "./trace.ts";
+
+/** One run of the simulated process between crashes; its timers die with it. */
+export class Epoch implements Clock {
+  alive = true;
+  constructor(
+    readonly number: number,
+    private readonly clock: VirtualClock,
+  ) {}
+  now(): number {
+    return this.clock.now();
+  }
+  setTimeout(fn: () => void, ms: number): TimerHandle {
+    return this.clock.setTimeout(() => {
+      if (this.alive) fn();
+    }, ms);
+  }
+  clearTimeout(handle: TimerHandle): void {
+    this.clock.clearTimeout(handle);
+  }
+  sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => this.setTimeout(resolve, ms));
+  }
+}
+
+/** What simulated parts report to the simulation (ledger, trace, timeline, history). */
+export interface SimWorld {
+  readonly sinkFail: FailSpec;
+  readonly sinkRandom: Random;
+  readonly partialRandom: Random;
+  /** Non-empty sink batches so far (numbers for --fail-sink 3,7-9 start at 1). */
+  sinkBatches: number;
+  produced(ids: number[], by: string): void;
+  accepted(ids: number[], by: string): void;
+  putFailed(ids: number[], by: string, err: Error): void;
+  delivered(tx: TracedTransaction, by: string, ids: number[]): void;
+  sinkFailed(tx: TracedTransaction, by: string, batch: number, delivered: number, size: number): void;
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * An upstream client of one source: it survives crashes of the agent (it is another process),
+ * makes numbered events at its rate, and resends a batch until the source accepted it.
+ */
+export class SimClient {
+  /** The batch being offered, until the source accepts it. */
+  pending: Event[] | null = null;
+  pendingIds: number[] = [];
+  nextDue = 0;
+  retries = 0;
+  attempts = 0;
+
+  constructor(
+    readonly name: string,
+    readonly batchSize: number,
+    /** Virtual ms between batches (0: as fast as accepted). */
+    readonly interval: number,
+    private readonly ids: { next: number; total: number },
+  ) {}
+
+  get exhausted(): boolean {
+    return this.pending === null && this.ids.next >= this.ids.total;
+  }
+
+  makeBatch(): void {
+    const n = Math.min(this.batchSize, this.ids.total - this.ids.next);
+    const events: Event[] = new Array(n);
+    const ids: number[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const id = this.ids.next++;
+      ids[i] = id;
+      events[i] = { headers: { [SIM_ID_HEADER]: String(id) }, body: encoder.encode(`event ${id}`) };
+    }
+    this.pending = events;
+    this.pendingIds = ids;
+    this.nextDue += this.interval;
+  }
+}
+
+/** Client retry delay after a refused batch (virtual ms). */
+export const CLIENT_RETRY_MS = 100;
+
+/** A source that receives its client's batches (as an RPC source would) and puts them in one call. */
+export class SimSource implements EventDrivenSource {
+  readonly kind = "event-driven";
+  readonly counter: SourceCounter;
+  private processor: ChannelProcessor | null = null;
+  private state: LifecycleState = "IDLE";
+
+  constructor(
+    readonly name: string,
+    private readonly client: SimClient,
+    private readonly epoch: Epoch,
+    private readonly world: SimWorld,
+  ) {
+    this.counter = new SourceCounter(name, epoch);
+  }
+
+  setChannelProcessor(processor: ChannelProcessor): void {
+    this.processor = processor;
+  }
+  getChannelProcessor(): ChannelProcessor {
+    if (!this.processor) throw new Error(`source ${this.name} has no channel processor`);
+    return this.processor;
+  }
+  getLifecycleState(): LifecycleState {
+    return this.state;
+  }
+  start(): void {
+    this.state = "START";
+    void this.loop();
+  }
+  stop(): void {
+    this.state = "STOP";
+  }
+
+  private async loop(): Promise<void> {
+    const c = this.client;
+    const processor = this.getChannelProcessor();
+    const epoch = this.epoch;
+    while (epoch.alive && this.state === "START") {
+      if (c.pending === null) {
+        if (c.exhausted) return;
+        const wait = c.nextDue - epoch.now();
+        if (wait > 0) {
+          await epoch.sleep(wait);
+          if (!epoch.alive) return;
+        }
+        c.makeBatch();
+        this.world.produced(c.pendingIds, this.name);
+      } else if (c.attempts > 0) {
+        c.retries++;
+      }
+      const events = c.pending as Event[];
+      c.attempts++;
+      this.counter.values.AppendBatchReceivedCount++;
+      try {
+        await processor.processEventBatch(events);
+      } catch (err) {
+        if (!epoch.alive) return;
+        this.world.putFailed(c.pendingIds, this.name, err as Error);
+        await epoch.sleep(CLIENT_RETRY_MS);
+        continue;
+      }
+      if (!epoch.alive) return;
+      this.counter.values.AppendBatchAcceptedCount++;
+      this.world.accepted(c.pendingIds, this.name);
+      c.pending = null;
+      c.attempts = 0;
+    }
+  }
+}
+
+/**
+ * A sink that takes up to batchSize events in a transaction, spends `latency` virtual ms
+ * delivering them, and commits. A failing batch delivers a random prefix first, then rolls
+ * back: the events that got through will be delivered again (real duplicates).
+ */
+export class SimSink implements Sink {
+  readonly counter: SinkCounter;
+  private channel: Channel | null = null;
+  private state: LifecycleState = "IDLE";
+
+  constructor(
+    readonly name: string,
+    private readonly batchSize: number,
+    private readonly latency: number,
+    private readonly epoch: Epoch,
+    private readonly world: SimWorld,
+  ) {
+    this.counter = new SinkCounter(name, epoch);
+  }
+
+  setChannel(channel: Channel): void {
+    this.channel = channel;
+  }
+  getChannel(): Channel {
+    if (!this.channel) throw new Error(`sink ${this.name} has no channel`);
+    return this.channel;
+  }
+  start(): void {
+    this.counter.start();
+    this.state = "START";
+  }
+  stop(): void {
+    this.counter.stop();
+    this.state = "STOP";
+  }
+  getLifecycleState(): LifecycleState {
+    return this.state;
+  }
+
+  private shouldFail(batch: number): boolean {
+    const f = this.world.sinkFail;
+    if (f.kind === "none") return false;
+    if (f.kind === "batches") return f.batches.has(batch);
+    return this.world.sinkRandom() < f.rate;
+  }
+
+  async process(): Promise<Status> {
+    const tx = (this.channel as TracedChannel).getTransaction();
+    const v = this.counter.values;
+    tx.begin();
+    try {
+      const taken: Event[] = [];
+      for (let i = 0; i < this.batchSize; i++) {
+        const e = tx.take();
+        if (e === null) break;
+        taken.push(e);
+      }
+      v.EventDrainAttemptCount += taken.length;
+      if (taken.length === 0) {
+        v.BatchEmptyCount++;
+        await tx.commit();
+        return "BACKOFF";
+      }
+      const batch = ++this.world.sinkBatches;
+      const fail = this.shouldFail(batch);
+      if (this.latency > 0) await this.epoch.sleep(this.latency);
+      const ids = taken.map(simIdOf);
+      if (fail) {
+        const reached = Math.floor(this.world.partialRandom() * taken.length);
+        if (reached > 0) this.world.delivered(tx, this.name, ids.slice(0, reached));
+        this.world.sinkFailed(tx, this.name, batch, reached, taken.length);
+        v.EventWriteFail++;
+        throw new EventDeliveryException(`sink ${this.name}: simulated failure of batch ${batch} after ${reached} of ${taken.length} events reached the destination`);
+      }
+      this.world.delivered(tx, this.name, ids);
+      await tx.commit();
+      v.EventDrainSuccessCount += taken.length;
+      if (taken.length < this.batchSize) v.BatchUnderflowCount++;
+      else v.BatchCompleteCount++;
+      return "READY";
+    } catch (err) {
+      try {
+        await tx.rollback();
+      } catch {
+        // The failure that made us roll back is the one to report.
+      }
+      if (err instanceof EventDeliveryException) throw err;
+      throw new EventDeliveryException(`sink ${this.name}: ${(err as Error).message}`, { cause: err });
+    } finally {
+      tx.close();
+    }
+  }
+}

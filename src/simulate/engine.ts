@@ -1,0 +1,369 @@
+/**
+ * The simulation loop. The real core (channels, ChannelProcessor, selectors, interceptors,
+ * sink processors, runners) runs on a VirtualClock; the loop lets everything run to its next
+ * wait, then moves time to the next timer. Time moves only when all work is done, so a run
+ * is the same on every machine for the same seed (file channel I/O is awaited before time
+ * moves, too).
+ */
+import { mkdtempSync, rmSync, unlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { Channel } from "../core/channel.ts";
+import { ChannelException } from "../core/errors.ts";
+import { silentLogger } from "../core/logger.ts";
+import { SinkRunner, SourceRunner } from "../core/runners.ts";
+import type { Sink } from "../core/sink.ts";
+import { VirtualClock } from "../core/virtual-clock.ts";
+import { Epoch, SimClient, SimSink, SimSource, type SimWorld } from "./components.ts";
+import { Ledger, type LedgerSummary, verdict } from "./ledger.ts";
+import { formatTime, type SimulationOptions } from "./options.ts";
+import { seededRandom } from "./rng.ts";
+import { Timeline } from "./timeline.ts";
+import { type Topology, buildTopology } from "./topology.ts";
+import { bothObservers, type ChannelObserver, FileTraceOutput, simIdOf, TraceRecorder, TracedChannel, type TracedTransaction, TraceTarget } from "./trace.ts";
+
+/** Flume's sink runner backoff (SinkRunner: 1000 ms steps, at most 5000 ms). */
+const SINK_RUNNER_BACKOFF = { backoffSleepIncrement: 1000, maxBackoffSleep: 5000 };
+
+export interface SimulationHooks {
+  /** Write the transaction trace here. */
+  traceFile?: string;
+  /** Record the history of this event id. */
+  watch?: number;
+  /** Called now and then with the progress (for a progress bar). */
+  onProgress?(p: Progress): void;
+}
+
+export interface Progress {
+  time: number;
+  produced: number;
+  delivered: number;
+  total: number;
+}
+
+export interface CrashRecord {
+  at: number;
+  lost: { channel: string; lost: number }[];
+}
+
+export interface SimulationResult {
+  topology: string[];
+  warnings: string[];
+  events: number;
+  seed: number;
+  produced: number;
+  /** Batches the clients had accepted by the source (after retries). */
+  clientAccepted: number;
+  summary: LedgerSummary;
+  retries: number;
+  putFailures: number;
+  sinkBatches: number;
+  sinkFailures: number;
+  deliveries: number;
+  crashes: CrashRecord[];
+  channels: { name: string; type: string; durable: boolean; capacity: number; peak: number; end: number }[];
+  /** Virtual time at the end (ms). */
+  time: number;
+  /** True when every produced event was accepted and every channel drained before maxTime. */
+  completed: boolean;
+  verdict: { held: boolean; line: string };
+  firstLost?: { id: number; channel: string; history: string[] };
+  timeline: Timeline;
+  /** The trace recorder's own ledger (when tracing): must equal summary. */
+  traceSummary?: LedgerSummary;
+}
+
+/** The file channel's writer state, read to know whether real disk I/O is still running. */
+function ioBusy(channel: Channel): boolean {
+  const io = channel as unknown as { writing?: unknown; pendingWrites?: unknown };
+  if (typeof io.writing !== "boolean" || !Array.isArray(io.pendingWrites)) {
+    throw new Error(`simulate: cannot observe the disk writes of channel ${channel.name}; the simulation would not be deterministic`);
+  }
+  return io.writing || io.pendingWrites.length > 0;
+}
+
+const immediate = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+interface Running {
+  epoch: Epoch;
+  targets: TraceTarget[];
+  durable: Channel[];
+}
+
+export async function runSimulation(o: SimulationOptions, hooks: SimulationHooks = {}): Promise<SimulationResult> {
+  const ownWorkDir = o.workDir === undefined;
+  const workDir = o.workDir ?? mkdtempSync(path.join(tmpdir(), "flume-simulate-"));
+  const savedRandom = Math.random;
+  // Components that draw from Math.random (random selectors) draw from the seed instead.
+  Math.random = seededRandom(o.seed, 9);
+  try {
+    return await simulate(o, buildTopology(o, workDir), hooks);
+  } finally {
+    Math.random = savedRandom;
+    if (ownWorkDir) rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+async function simulate(o: SimulationOptions, topo: Topology, hooks: SimulationHooks): Promise<SimulationResult> {
+  let running: Running | null = null;
+  const settle = async (): Promise<void> => {
+    for (;;) {
+      await immediate();
+      if (!running || !running.durable.some(ioBusy)) return;
+    }
+  };
+  const clock = new VirtualClock(0, settle);
+  const ledger = new Ledger(
+    topo.channels.map((c) => ({ name: c.name, durable: c.durable })),
+    o.events,
+  );
+  const timeline = new Timeline(topo.channels.map((c) => ({ name: c.name, capacity: c.capacity })));
+  const recorder = hooks.traceFile
+    ? new TraceRecorder(
+        new FileTraceOutput(hooks.traceFile),
+        topo.channels.map((c) => ({ name: c.name, type: c.type, durable: c.durable, capacity: c.capacity, transactionCapacity: c.transactionCapacity })),
+        { clock, idOf: simIdOf, deliveries: "sink", seed: o.seed },
+      )
+    : null;
+  const txCounter = recorder?.transactionCounter ?? { n: 1 };
+  const watch = hooks.watch ?? -1;
+  const history: string[] = [];
+  const note = (text: string) => history.push(`${formatTime(clock.now()).padStart(10)}  ${text}`);
+  const putRandom = seededRandom(o.seed, 2);
+  const stats = { produced: 0, clientAccepted: 0, putFailures: 0, sinkFailures: 0, deliveries: 0 };
+
+  const world: SimWorld = {
+    sinkFail: o.failSink,
+    sinkRandom: seededRandom(o.seed, 1),
+    partialRandom: seededRandom(o.seed, 3),
+    sinkBatches: 0,
+    produced(ids, by) {
+      stats.produced += ids.length;
+      if (watch >= 0 && ids.includes(watch)) note(`produced by the client of source ${by} (batch of ${ids.length})`);
+    },
+    accepted(ids, by) {
+      stats.clientAccepted += ids.length;
+      if (watch >= 0 && ids.includes(watch)) note(`source ${by} acknowledged the batch to its client`);
+    },
+    putFailed(ids, by, err) {
+      stats.putFailures++;
+      timeline.putFailure(clock.now());
+      if (watch >= 0 && ids.includes(watch)) note(`source ${by} could not put the batch (${err.message}); the client will retry`);
+    },
+    delivered(tx, by, ids) {
+      stats.deliveries += ids.length;
+      ledger.delivered(tx.target.index, ids);
+      recorder?.deliver(tx, by, ids);
+      timeline.delivered(clock.now(), ids.length);
+      if (watch >= 0 && ids.includes(watch)) note(`delivered by sink ${by} (tx ${tx.id})`);
+    },
+    sinkFailed(tx, by, batch, reached, size) {
+      stats.sinkFailures++;
+      timeline.sinkFailure(clock.now());
+      if (watch >= 0 && tx.takes.some((e) => simIdOf(e) === watch)) note(`sink ${by} failed batch ${batch} after ${reached} of ${size} events got through; tx ${tx.id} rolls back`);
+    },
+  };
+
+  const has = (tx: TracedTransaction, which: "puts" | "takes") => watch >= 0 && tx[which].some((e) => simIdOf(e) === watch);
+  const simObserver: ChannelObserver = {
+    begin() {},
+    put() {},
+    take() {},
+    close() {},
+    commit(tx, error) {
+      if (error) {
+        if (has(tx, "puts")) note(`put into ${tx.channel} by ${tx.by ?? "?"} failed at commit (tx ${tx.id}): ${error.message}`);
+        return;
+      }
+      const puts = tx.puts.length > 0 ? tx.puts.map(simIdOf) : [];
+      const takes = tx.takes.length > 0 ? tx.takes.map(simIdOf) : [];
+      ledger.committed(tx.target.index, puts, takes);
+      if (has(tx, "puts")) note(`committed into channel ${tx.channel} by ${tx.by ?? "?"} (tx ${tx.id})`);
+      if (has(tx, "takes")) note(`take by ${tx.by ?? "?"} committed: it left channel ${tx.channel} (tx ${tx.id})`);
+    },
+    rollback(tx) {
+      ledger.rolledBack();
+      if (has(tx, "puts")) note(`put into ${tx.channel} rolled back (tx ${tx.id})`);
+      if (has(tx, "takes")) note(`take by ${tx.by ?? "?"} rolled back: back in channel ${tx.channel} (tx ${tx.id})`);
+    },
+    beforeCommit(tx) {
+      if (o.failPut > 0 && tx.puts.length > 0 && putRandom() < o.failPut) {
+        return new ChannelException(`simulated put failure on channel ${tx.channel}`);
+      }
+      return null;
+    },
+  };
+  const observer = recorder ? bothObservers(simObserver, recorder) : simObserver;
+
+  const ids = { next: 0, total: o.events };
+  const interval = o.rate > 0 ? (batch: number) => Math.max(1, Math.round((batch * topo.sources.length * 1000) / o.rate)) : () => 0;
+  const clients = new Map(topo.sources.map((s) => [s.name, new SimClient(s.name, s.batchSize, interval(s.batchSize), ids)]));
+  if (topo.sources.length === 0) throw new Error("simulate: the topology has no source");
+
+  let epochNo = 0;
+  async function start(): Promise<Running> {
+    const epoch = new Epoch(++epochNo, clock);
+    const targets = topo.channels.map((plan, k) => new TraceTarget(plan.create(epoch), k, observer, txCounter));
+    const byName = new Map(targets.map((t) => [t.inner.name, t]));
+    for (const t of targets) await t.inner.start();
+    const sinks = new Map<string, Sink>();
+    for (const s of topo.sinks) {
+      const sink = new SimSink(s.name, s.batchSize, o.sinkLatency, epoch, world);
+      const target = byName.get(s.channel);
+      if (!target) throw new Error(`sink ${s.name}: channel ${s.channel} is not configured`);
+      sink.setChannel(new TracedChannel(target, s.name));
+      sinks.set(s.name, sink);
+    }
+    const sinkRunners = topo.runners.map(
+      (r) =>
+        new SinkRunner(
+          r.name,
+          r.processor(
+            r.sinks.map((n) => sinks.get(n) as Sink),
+            epoch,
+          ),
+          epoch,
+          silentLogger,
+          SINK_RUNNER_BACKOFF,
+        ),
+    );
+    const sourceRunners = topo.sources.map((s) => {
+      const source = new SimSource(s.name, clients.get(s.name) as SimClient, epoch, world);
+      const views = s.channels.map((c) => {
+        const target = byName.get(c);
+        if (!target) throw new Error(`source ${s.name}: channel ${c} is not configured`);
+        return new TracedChannel(target, s.name);
+      });
+      source.setChannelProcessor(s.processor(views, epoch));
+      return new SourceRunner(source, epoch, silentLogger);
+    });
+    const r: Running = { epoch, targets, durable: targets.filter((t) => t.inner.durable).map((t) => t.inner) };
+    running = r;
+    for (const runner of sinkRunners) await runner.start();
+    for (const runner of sourceRunners) await runner.start();
+    return r;
+  }
+
+  function crash(r: Running): CrashRecord {
+    r.epoch.alive = false;
+    for (const t of r.targets) t.dead = true;
+    if (watch >= 0) {
+      const i = watch;
+      topo.channels.forEach((c, k) => {
+        if (ledger.heldOf(k, i) > 0) note(c.durable ? `CRASH: it stays in file channel ${c.name}, which keeps committed events` : `CRASH: memory channel ${c.name} loses its contents, this event with them`);
+      });
+      note("process restarted");
+    }
+    const lost = ledger.crash();
+    recorder?.crash();
+    timeline.crash(clock.now());
+    // The dead process's lock files are stale now; the restarted one takes the directories over.
+    for (const plan of topo.channels) {
+      for (const dir of plan.lockDirs) {
+        try {
+          unlinkSync(path.join(dir, "in_use.lock"));
+        } catch {
+          // no lock there
+        }
+      }
+    }
+    return { at: clock.now(), lost };
+  }
+
+  const peaks = topo.channels.map(() => 0);
+  const fills = topo.channels.map(() => 0);
+  const sample = (r: Running) => {
+    for (let k = 0; k < r.targets.length; k++) {
+      const f = r.targets[k].inner.counter.values.ChannelSize;
+      fills[k] = f;
+      if (f > peaks[k]) peaks[k] = f;
+    }
+    timeline.fill(clock.now(), fills);
+  };
+  const allClientsDone = () => {
+    for (const c of clients.values()) if (!c.exhausted) return false;
+    return true;
+  };
+
+  const crashes: CrashRecord[] = [];
+  const crashTimes = [...o.crashAt];
+  let current = await start();
+  let completed = false;
+  let steps = 0;
+  let lastProgress = -1;
+  for (;;) {
+    await clock.flush();
+    sample(current);
+    if (allClientsDone() && ledger.heldTotal === 0) {
+      completed = true;
+      break;
+    }
+    const next = clock.nextTimerAt();
+    const crashAt = crashTimes[0];
+    if (crashAt !== undefined && crashAt <= o.maxTime && (next === undefined || next >= crashAt)) {
+      crashTimes.shift();
+      await clock.advanceTo(crashAt);
+      sample(current);
+      crashes.push(crash(current));
+      current = await start();
+      continue;
+    }
+    if (next === undefined || next > o.maxTime) break;
+    await clock.step();
+    if (hooks.onProgress && ++steps % 512 === 0 && stats.deliveries !== lastProgress) {
+      lastProgress = stats.deliveries;
+      hooks.onProgress({ time: clock.now(), produced: stats.produced, delivered: stats.deliveries, total: o.events });
+    }
+  }
+  const end = clock.now();
+  sample(current);
+  current.epoch.alive = false;
+  for (const t of current.targets) {
+    t.dead = true;
+    await t.inner.stop();
+  }
+  running = null;
+
+  const summary = ledger.summary();
+  const v = verdict(summary);
+  const traceSummary = recorder?.finish();
+  let firstLost: SimulationResult["firstLost"];
+  const fl = ledger.firstLost();
+  if (fl) firstLost = { id: Number(fl.id), channel: fl.channel, history: watch === Number(fl.id) ? history : [] };
+  return {
+    topology: topo.description,
+    warnings: topo.warnings,
+    events: o.events,
+    seed: o.seed,
+    produced: stats.produced,
+    clientAccepted: stats.clientAccepted,
+    summary,
+    retries: [...clients.values()].reduce((n, c) => n + c.retries, 0),
+    putFailures: stats.putFailures,
+    sinkBatches: world.sinkBatches,
+    sinkFailures: stats.sinkFailures,
+    deliveries: stats.deliveries,
+    crashes,
+    channels: topo.channels.map((c, k) => ({ name: c.name, type: c.type, durable: c.durable, capacity: c.capacity, peak: peaks[k], end: fills[k] })),
+    time: end,
+    completed,
+    verdict: v,
+    firstLost,
+    timeline,
+    traceSummary,
+  };
+}
+
+/**
+ * Runs the simulation; when at-least-once was violated, runs it again with the same seed
+ * watching the first lost event, to tell its story (a run is deterministic, so the second
+ * run is the same run).
+ */
+export async function simulateWithHistory(o: SimulationOptions, hooks: SimulationHooks = {}): Promise<SimulationResult> {
+  const result = await runSimulation(o, hooks);
+  if (result.firstLost) {
+    const again = await runSimulation(o, { watch: result.firstLost.id });
+    result.firstLost.history = again.firstLost?.history ?? [];
+  }
+  return result;
+}

@@ -1,0 +1,375 @@
+/**
+ * `flume replay`: re-executes a transaction trace (see trace.ts) against fresh channels of
+ * the same kind and capacity, checks each operation against the transaction rules and each
+ * take against the events the fresh channel really returns, and compares the ledger it
+ * reaches with the one recorded at the end of the trace.
+ */
+import { mkdtempSync, readFileSync, rmSync, unlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { Channel } from "../core/channel.ts";
+import { FlumeError } from "../core/errors.ts";
+import type { Event } from "../core/event.ts";
+import { MemoryChannel } from "../core/memory-channel.ts";
+import type { Transaction } from "../core/transaction.ts";
+import { VirtualClock } from "../core/virtual-clock.ts";
+import { FileChannel } from "../components/channels/file/index.ts";
+import { Epoch } from "./components.ts";
+import { Ledger, type LedgerSummary, SUMMARY_KEYS, verdict } from "./ledger.ts";
+import { formatTime } from "./options.ts";
+import type { EventId, TraceChannelInfo } from "./trace.ts";
+
+/** A line that is not valid trace syntax, or an operation the transaction rules forbid. */
+export class TraceError extends FlumeError {
+  constructor(
+    readonly file: string,
+    readonly line: number,
+    readonly reason: string,
+  ) {
+    super(`${file}:${line}: ${reason}`);
+  }
+}
+
+/** The fresh channel did something else than the traced one. */
+export class TraceDivergence extends TraceError {}
+
+interface OpenTx {
+  id: number;
+  ch: number;
+  by?: string;
+  line: number;
+  tx: Transaction;
+  puts: number[];
+  takes: number[];
+  closed: boolean;
+  commitFailed: boolean;
+}
+
+interface ReplayChannel {
+  info: TraceChannelInfo;
+  channel: Channel;
+  /** The channel's clock: it dies with the channel at a crash, so no old timer touches the directory. */
+  epoch: Epoch;
+  dir?: string;
+}
+
+export interface ReplayResult {
+  operations: number;
+  transactions: number;
+  summary: LedgerSummary;
+  expected?: LedgerSummary;
+  mismatches: { key: string; expected: number; replayed: number }[];
+  truncated: boolean;
+  verdict: { held: boolean; line: string };
+}
+
+const ID_HEADER = "trace.id";
+const encoder = new TextEncoder();
+
+function describeIds(ids: readonly EventId[]): string {
+  if (ids.length === 0) return "";
+  const nums = ids.every((i) => typeof i === "number") ? (ids as number[]) : null;
+  if (nums && nums.length > 2 && nums.every((v, i) => i === 0 || v === nums[i - 1] + 1)) return `${nums[0]}..${nums[nums.length - 1]}`;
+  const shown = ids.slice(0, 6).map(String).join(" ");
+  return ids.length > 6 ? `${shown} ... (+${ids.length - 6})` : shown;
+}
+
+export interface ReplayOptions {
+  /** Called with a readable line per operation (--step). */
+  step?: (line: string) => void;
+  /** Scratch directory for durable channels (a temp dir by default). */
+  workDir?: string;
+}
+
+export async function replayTrace(file: string, opts: ReplayOptions = {}): Promise<ReplayResult> {
+  const text = readFileSync(file, "utf8");
+  const ownDir = opts.workDir === undefined;
+  const workDir = opts.workDir ?? mkdtempSync(path.join(tmpdir(), "flume-replay-"));
+  const clock = new VirtualClock(0, () => new Promise((r) => setImmediate(r)));
+  const channels: ReplayChannel[] = [];
+  const txs = new Map<number, OpenTx>();
+  const begunAt = new Map<number, number>();
+  let ledger = new Ledger([]);
+  let deliveries: "sink" | "take" = "take";
+  let expected: LedgerSummary | undefined;
+  let truncated = false;
+  let operations = 0;
+  const step = opts.step;
+  try {
+    let lineNo = 0;
+    let pos = 0;
+    let sawHeader = false;
+    while (pos < text.length) {
+      let nl = text.indexOf("\n", pos);
+      if (nl < 0) nl = text.length;
+      const raw = text.slice(pos, nl);
+      pos = nl + 1;
+      lineNo++;
+      if (raw.trim() === "") continue;
+      const fail = (reason: string): never => {
+        throw new TraceError(file, lineNo, reason);
+      };
+      const diverge = (reason: string): never => {
+        throw new TraceDivergence(file, lineNo, `replay diverged: ${reason}`);
+      };
+      let rec: Record<string, unknown>;
+      try {
+        const parsed: unknown = JSON.parse(raw);
+        if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) fail("expected a JSON object");
+        rec = parsed as Record<string, unknown>;
+      } catch (err) {
+        if (err instanceof TraceError) throw err;
+        return fail(`not valid JSON: ${(err as Error).message}`);
+      }
+      if (!sawHeader) {
+        if (rec.flumeTrace !== 1) fail("not a Flume TS trace: the first line must be the header {\"flumeTrace\":1,...}");
+        sawHeader = true;
+        deliveries = rec.deliveries === "sink" ? "sink" : "take";
+        const list = Array.isArray(rec.channels) ? (rec.channels as TraceChannelInfo[]) : [];
+        ledger = new Ledger([]);
+        for (const info of list) await addChannel(info);
+        continue;
+      }
+      const op = rec.op;
+      if (typeof op !== "string") fail('missing "op"');
+      if (op === "channel") {
+        await addChannel(rec as unknown as TraceChannelInfo);
+        continue;
+      }
+      if (op === "truncated") {
+        truncated = true;
+        step?.(`  -- the trace was truncated here (its size bound); replay stops`);
+        continue;
+      }
+      if (op === "ledger") {
+        expected = {} as LedgerSummary;
+        for (const k of SUMMARY_KEYS) {
+          const v = rec[k];
+          if (typeof v !== "number") fail(`ledger line: "${k}" must be a number`);
+          expected[k] = v as number;
+        }
+        continue;
+      }
+      if (truncated) continue;
+      const t = rec.t;
+      if (typeof t !== "number" || !Number.isFinite(t)) fail(`"${op}" needs a time "t" in ms`);
+      if ((t as number) < clock.now()) fail(`time goes backwards (${t} after ${clock.now()})`);
+      await clock.advanceTo(t as number);
+      operations++;
+      const when = formatTime(t as number).padStart(10);
+      if (op === "crash") {
+        for (const o of txs.values()) if (!o.closed) begunAt.delete(o.id);
+        txs.clear();
+        const lost = ledger.crash();
+        for (let k = 0; k < channels.length; k++) await restart(k);
+        step?.(`${when}  CRASH: open transactions vanish${lost.filter((l) => l.lost > 0).map((l) => `; ${l.channel} loses ${l.lost} events`).join("")}`);
+        continue;
+      }
+      const txId = rec.tx;
+      if (typeof txId !== "number" || !Number.isInteger(txId)) fail(`"${op}" needs a transaction number "tx"`);
+      const id = txId as number;
+      if (op === "begin") {
+        const chName = rec.ch;
+        const k = channels.findIndex((c) => c.info.name === chName);
+        if (k < 0) fail(`begin on unknown channel ${JSON.stringify(chName)}`);
+        if (begunAt.has(id)) fail(`transaction ${id} begun twice (first at line ${begunAt.get(id)})`);
+        const tx = channels[k].channel.getTransaction();
+        tx.begin();
+        const o: OpenTx = { id, ch: k, by: typeof rec.by === "string" ? rec.by : undefined, line: lineNo, tx, puts: [], takes: [], closed: false, commitFailed: false };
+        txs.set(id, o);
+        begunAt.set(id, lineNo);
+        step?.(`${when}  tx ${String(id).padEnd(6)} ${label(o).padEnd(14)} begin`);
+        continue;
+      }
+      const o = txs.get(id);
+      if (!o) fail(`${op} on transaction ${id}, which ${begunAt.has(id) ? "vanished in a crash" : "was never begun"}: ${op === "take" || op === "put" ? `a ${op} must happen inside a transaction` : "begin it first"}`);
+      const tx = (o as OpenTx).tx;
+      const cur = o as OpenTx;
+      const stateError = (err: unknown): never => fail(`${op} on transaction ${id} (begun at line ${cur.line}) breaks the transaction rules: ${(err as Error).message}`);
+      const ids = (): EventId[] => {
+        const v = rec.ids;
+        if (!Array.isArray(v) || !v.every((x) => typeof x === "number" || typeof x === "string")) return fail(`"${op}" needs "ids", an array of event ids`);
+        return v as EventId[];
+      };
+      const chName = channels[cur.ch].info.name;
+      switch (op) {
+        case "put": {
+          const list = ids();
+          try {
+            for (const eid of list) {
+              tx.put({ headers: { [ID_HEADER]: JSON.stringify(eid) }, body: encoder.encode(String(eid)) });
+              cur.puts.push(ledger.index(eid));
+            }
+          } catch (err) {
+            stateError(err);
+          }
+          step?.(`${when}  tx ${String(id).padEnd(6)} ${"".padEnd(14)} put ${list.length} events ${describeIds(list)}`);
+          break;
+        }
+        case "take": {
+          const list = ids();
+          for (const want of list) {
+            let e: Event | null;
+            try {
+              e = tx.take();
+            } catch (err) {
+              return stateError(err);
+            }
+            if (e === null) diverge(`transaction ${id} took event ${JSON.stringify(want)} from ${chName}, but the replayed channel is empty`);
+            const got = JSON.parse((e as Event).headers[ID_HEADER]) as EventId;
+            if (got !== want) diverge(`transaction ${id} took event ${JSON.stringify(want)} from ${chName}, the replayed channel gave ${JSON.stringify(got)}`);
+            cur.takes.push(ledger.index(got));
+          }
+          if (rec.end === true) {
+            let e: Event | null;
+            try {
+              e = tx.take();
+            } catch (err) {
+              return stateError(err);
+            }
+            if (e !== null) {
+              diverge(`transaction ${id} found ${chName} empty, the replayed channel still had event ${(e as Event).headers[ID_HEADER]}`);
+            }
+          }
+          step?.(`${when}  tx ${String(id).padEnd(6)} ${"".padEnd(14)} take ${list.length} events ${describeIds(list)}${rec.end === true ? (list.length ? " (then empty)" : "(channel empty)") : ""}`);
+          break;
+        }
+        case "deliver": {
+          const list = ids();
+          const taken = new Set(cur.takes);
+          const idx = list.map((eid) => ledger.index(eid));
+          const stray = idx.findIndex((i) => !taken.has(i));
+          if (stray >= 0) fail(`deliver of event ${JSON.stringify(list[stray])}, which transaction ${id} did not take`);
+          ledger.delivered(cur.ch, idx);
+          step?.(`${when}  tx ${String(id).padEnd(6)} ${"".padEnd(14)} delivered ${list.length} events${typeof rec.by === "string" ? ` by ${rec.by}` : ""}`);
+          break;
+        }
+        case "commit": {
+          if (typeof rec.error === "string") {
+            if (tx.state !== "OPEN") stateError(new Error(`commit() called when transaction is ${tx.state}`));
+            cur.commitFailed = true;
+            step?.(`${when}  tx ${String(id).padEnd(6)} ${"".padEnd(14)} commit FAILED: ${rec.error}`);
+            break;
+          }
+          try {
+            await tx.commit();
+          } catch (err) {
+            if (err instanceof Error && err.name === "TransactionStateError") stateError(err);
+            diverge(`transaction ${id} committed on ${chName}, the replayed commit failed: ${(err as Error).message}`);
+          }
+          ledger.committed(cur.ch, cur.puts, cur.takes);
+          if (deliveries === "take" && cur.takes.length > 0) ledger.delivered(cur.ch, cur.takes);
+          step?.(`${when}  tx ${String(id).padEnd(6)} ${"".padEnd(14)} commit${cur.puts.length ? ` +${cur.puts.length}` : ""}${cur.takes.length ? ` -${cur.takes.length}` : ""}  (${chName} holds ${channels[cur.ch].channel.counter.values.ChannelSize})`);
+          break;
+        }
+        case "rollback": {
+          try {
+            await tx.rollback();
+          } catch (err) {
+            stateError(err);
+          }
+          ledger.rolledBack();
+          step?.(`${when}  tx ${String(id).padEnd(6)} ${"".padEnd(14)} ROLLBACK${cur.takes.length ? ` (${cur.takes.length} events back into ${chName})` : ""}`);
+          break;
+        }
+        case "close": {
+          try {
+            tx.close();
+          } catch (err) {
+            stateError(err);
+          }
+          cur.closed = true;
+          break;
+        }
+        default:
+          fail(`unknown op "${op}"`);
+      }
+    }
+    if (!sawHeader) throw new TraceError(file, 1, "empty trace: no header line");
+
+    // Transactions still open when the trace ended (a live agent stopped mid-batch) end unrecorded.
+    for (const o of txs.values()) {
+      if (o.tx.state === "OPEN") await o.tx.rollback().catch(() => {});
+    }
+    // What is left must be what the ledger says is left.
+    for (let k = 0; k < channels.length; k++) {
+      const left = channels[k].channel.counter.values.ChannelSize;
+      const held = ledger.held(k);
+      if (left !== held) throw new TraceDivergence(file, lineNo, `replay diverged: channel ${channels[k].info.name} holds ${left} events at the end, the ledger says ${held}`);
+    }
+    const summary = ledger.summary();
+    const mismatches: ReplayResult["mismatches"] = [];
+    if (expected) for (const k of SUMMARY_KEYS) if (expected[k] !== summary[k]) mismatches.push({ key: k, expected: expected[k], replayed: summary[k] });
+    return { operations, transactions: begunAt.size, summary, expected, mismatches, truncated, verdict: verdict(summary) };
+  } finally {
+    for (const c of channels) {
+      try {
+        await c.channel.stop();
+      } catch {
+        // best effort
+      }
+    }
+    if (ownDir) rmSync(workDir, { recursive: true, force: true });
+  }
+
+  function label(o: OpenTx): string {
+    const ch = channels[o.ch].info.name;
+    if (!o.by) return ch;
+    return `${o.by} @ ${ch}`;
+  }
+
+  function makeChannel(info: TraceChannelInfo, dir: string, epoch: Epoch): Channel {
+    const capacity = info.capacity && info.capacity > 0 ? info.capacity : 1_000_000;
+    const transactionCapacity = info.transactionCapacity && info.transactionCapacity > 0 ? info.transactionCapacity : capacity;
+    if (info.durable) {
+      return new FileChannel(
+        info.name,
+        {
+          checkpointDir: path.join(dir, "checkpoint"),
+          dataDirs: [path.join(dir, "data")],
+          useDualCheckpoints: false,
+          capacity,
+          transactionCapacity,
+          checkpointInterval: 30_000,
+          maxFileSize: 2146435071,
+          minimumRequiredSpace: 1024 * 1024,
+          keepAlive: 0,
+          checkpointOnClose: true,
+          fsyncPerTransaction: true,
+          fsyncInterval: 5,
+        },
+        { clock: epoch },
+      );
+    }
+    // keep-alive 0: nothing else runs during a replay, so a commit that does not fit never will.
+    return new MemoryChannel(info.name, { capacity, transactionCapacity: Math.min(transactionCapacity, capacity), keepAlive: 0 }, epoch);
+  }
+
+  async function addChannel(info: TraceChannelInfo): Promise<void> {
+    if (typeof info.name !== "string") throw new TraceError(file, 1, "a channel needs a name");
+    const dir = path.join(workDir, `ch${channels.length}`);
+    const epoch = new Epoch(1, clock);
+    const channel = makeChannel(info, dir, epoch);
+    await channel.start();
+    channels.push({ info, channel, epoch, dir });
+    ledger.addChannel({ name: info.name, durable: info.durable === true });
+  }
+
+  async function restart(k: number): Promise<void> {
+    const c = channels[k];
+    c.epoch.alive = false;
+    if (c.info.durable && c.dir) {
+      // As after a real crash: no orderly stop; the stale lock files are taken over.
+      for (const d of [path.join(c.dir, "checkpoint"), path.join(c.dir, "data")]) {
+        try {
+          unlinkSync(path.join(d, "in_use.lock"));
+        } catch {
+          // none
+        }
+      }
+    }
+    c.epoch = new Epoch(c.epoch.number + 1, clock);
+    c.channel = makeChannel(c.info, c.dir as string, c.epoch);
+    await c.channel.start();
+  }
+}

@@ -1,0 +1,471 @@
+/**
+ * Transaction tracing: a Channel wrapper that reports every transaction operation to an
+ * observer, and the recorder that writes those operations as JSON lines (`--trace FILE` of
+ * `flume simulate` and `flume run`). `flume replay` reads the same format (see replay.ts).
+ *
+ * Line format, one JSON object per line:
+ *   {"flumeTrace":1,"clock":"virtual"|"wall","deliveries":"sink"|"take","channels":[{name,type,durable,capacity,transactionCapacity}]}
+ *   {"t":ms,"op":"begin","tx":n,"ch":"c1","by":"r1"}
+ *   {"t":ms,"op":"put"|"take","tx":n,"ids":[...]}          consecutive puts (takes) of a transaction share a line
+ *   {"t":ms,"op":"take","tx":n,"ids":[...],"end":true}     the last take found the channel empty
+ *   {"t":ms,"op":"deliver","tx":n,"by":"k1","ids":[...]}   events a sink delivered (simulations)
+ *   {"t":ms,"op":"commit","tx":n}  or  {"t":ms,"op":"commit","tx":n,"error":"..."}
+ *   {"t":ms,"op":"rollback","tx":n}   {"t":ms,"op":"close","tx":n}
+ *   {"t":ms,"op":"crash"}                                   the process died; open transactions vanish
+ *   {"op":"truncated","bytes":n}                            the size bound was reached
+ *   {"op":"ledger",...LedgerSummary}                         the recorder's ledger at the end
+ */
+import fs from "node:fs";
+import type { Channel } from "../core/channel.ts";
+import type { Clock } from "../core/clock.ts";
+import type { ChannelCounter } from "../core/counters.ts";
+import type { Event } from "../core/event.ts";
+import type { LifecycleState } from "../core/lifecycle.ts";
+import type { Transaction, TransactionState } from "../core/transaction.ts";
+import { Ledger, type LedgerSummary } from "./ledger.ts";
+
+export type EventId = number | string;
+
+/** What a TracedChannel reports. Calls come after the inner channel accepted the operation. */
+export interface ChannelObserver {
+  begin(tx: TracedTransaction): void;
+  put(tx: TracedTransaction, event: Event): void;
+  take(tx: TracedTransaction, event: Event | null): void;
+  /** error is null for a successful commit. */
+  commit(tx: TracedTransaction, error: Error | null): void;
+  rollback(tx: TracedTransaction): void;
+  close(tx: TracedTransaction): void;
+  /** A fault to inject instead of committing (simulated put failures), or null. */
+  beforeCommit?(tx: TracedTransaction): Error | null;
+}
+
+/** The shared part of a traced channel: the real channel, its observer, its transaction numbers. */
+export class TraceTarget {
+  /** Set when the process that owned the channel crashed: late calls are ignored. */
+  dead = false;
+  constructor(
+    readonly inner: Channel,
+    readonly index: number,
+    readonly observer: ChannelObserver,
+    readonly nextTx: { n: number },
+  ) {}
+}
+
+/**
+ * A channel seen through a tracer. Each component may get its own view (`by`), so the trace
+ * says which source or sink ran a transaction; all views share the real channel.
+ */
+export class TracedChannel implements Channel {
+  /** Present only when the real channel has it (ChannelProcessor.maxBatchSize relies on that). */
+  readonly getTransactionCapacity?: () => number;
+
+  constructor(
+    readonly target: TraceTarget,
+    readonly by?: string,
+  ) {
+    const inner = target.inner;
+    if (inner.getTransactionCapacity) this.getTransactionCapacity = () => (inner.getTransactionCapacity as () => number).call(inner);
+  }
+
+  get inner(): Channel {
+    return this.target.inner;
+  }
+  get name(): string {
+    return this.target.inner.name;
+  }
+  get counter(): ChannelCounter<string> {
+    return this.target.inner.counter;
+  }
+  get durable(): boolean | undefined {
+    return this.target.inner.durable;
+  }
+  /** Another view of the same channel for component `by`. */
+  view(by: string): TracedChannel {
+    return new TracedChannel(this.target, by);
+  }
+  getTransaction(): TracedTransaction {
+    return new TracedTransaction(this.target, this.target.inner.getTransaction(), this.target.nextTx.n++, this.by);
+  }
+  sourcePosition(source: string): string | undefined {
+    return this.target.inner.sourcePosition?.(source);
+  }
+  start(): void | Promise<void> {
+    return this.target.inner.start();
+  }
+  stop(): void | Promise<void> {
+    return this.target.inner.stop();
+  }
+  getLifecycleState(): LifecycleState {
+    return this.target.inner.getLifecycleState();
+  }
+}
+
+export class TracedTransaction implements Transaction {
+  /** Events put and taken so far (for observers that act at commit). */
+  readonly puts: Event[] = [];
+  readonly takes: Event[] = [];
+
+  constructor(
+    readonly target: TraceTarget,
+    readonly inner: Transaction,
+    /** Trace-wide transaction number (not the core's id, which is process-wide). */
+    readonly id: number,
+    readonly by: string | undefined,
+  ) {}
+
+  get state(): TransactionState {
+    return this.inner.state;
+  }
+  get channel(): string {
+    return this.target.inner.name;
+  }
+
+  begin(): void {
+    this.inner.begin();
+    if (!this.target.dead) this.target.observer.begin(this);
+  }
+
+  put(event: Event): void {
+    this.inner.put(event);
+    this.puts.push(event);
+    if (!this.target.dead) this.target.observer.put(this, event);
+  }
+
+  take(): Event | null {
+    const e = this.inner.take();
+    if (e !== null) this.takes.push(e);
+    if (!this.target.dead) this.target.observer.take(this, e);
+    return e;
+  }
+
+  async commit(): Promise<void> {
+    const o = this.target.observer;
+    const fault = this.target.dead ? null : (o.beforeCommit?.(this) ?? null);
+    if (fault) {
+      o.commit(this, fault);
+      throw fault;
+    }
+    try {
+      await this.inner.commit();
+    } catch (err) {
+      if (!this.target.dead) o.commit(this, err instanceof Error ? err : new Error(String(err)));
+      throw err;
+    }
+    if (!this.target.dead) o.commit(this, null);
+  }
+
+  async rollback(): Promise<void> {
+    await this.inner.rollback();
+    if (!this.target.dead) this.target.observer.rollback(this);
+  }
+
+  close(): void {
+    const was = this.inner.state;
+    this.inner.close();
+    if (was !== "CLOSED" && !this.target.dead) this.target.observer.close(this);
+  }
+
+  setSourcePosition(source: string, position: string): void {
+    this.inner.setSourcePosition(source, position);
+  }
+}
+
+// ---- ids ------------------------------------------------------------------------------
+
+/** The header simulated events carry their number in. */
+export const SIM_ID_HEADER = "sim.id";
+const decoder = new TextDecoder();
+
+/** The number of a simulated event: its sim.id header, or a body "event N" if an interceptor dropped the header. */
+export function simIdOf(event: Event): number {
+  const h = event.headers[SIM_ID_HEADER];
+  if (h !== undefined) return Number(h);
+  const m = /(\d+)/.exec(decoder.decode(event.body.subarray(0, 64)));
+  return m ? Number(m[1]) : -1;
+}
+
+/**
+ * An id for an event of a live agent, which carries no number: a 64-bit FNV-1a hash of its
+ * headers and body (the same after a file channel's round trip). Identical events share an id;
+ * replay compares takes in order, so that only weakens the check for those events.
+ */
+export function contentIdOf(event: Event): string {
+  let h1 = 0x811c9dc5;
+  let h2 = 0x050c5d1f;
+  const mix = (b: number) => {
+    h1 = Math.imul(h1 ^ b, 0x01000193);
+    h2 = Math.imul(h2 ^ b, 0x01000193) ^ (h1 >>> 15);
+  };
+  const keys = Object.keys(event.headers).sort();
+  for (const k of keys) {
+    for (let i = 0; i < k.length; i++) mix(k.charCodeAt(i) & 0xff);
+    mix(0x3d);
+    const v = event.headers[k];
+    for (let i = 0; i < v.length; i++) mix(v.charCodeAt(i) & 0xff);
+    mix(0x0a);
+  }
+  const body = event.body;
+  for (let i = 0; i < body.length; i++) mix(body[i]);
+  return (h1 >>> 0).toString(16).padStart(8, "0") + (h2 >>> 0).toString(16).padStart(8, "0");
+}
+
+// ---- the recorder ---------------------------------------------------------------------
+
+export interface TraceChannelInfo {
+  name: string;
+  type: string;
+  durable: boolean;
+  capacity?: number;
+  transactionCapacity?: number;
+}
+
+export interface TraceHeader {
+  flumeTrace: 1;
+  clock: "virtual" | "wall";
+  /** "sink": deliveries are the deliver lines; "take": a committed take counts as the delivery. */
+  deliveries: "sink" | "take";
+  channels: TraceChannelInfo[];
+  /** Wall-clock start of a live recording (ISO 8601). */
+  started?: string;
+  seed?: number;
+}
+
+/** Where trace lines go: a file with buffered writes, or memory (tests). */
+export interface TraceOutput {
+  write(text: string): void;
+  close(): void;
+}
+
+export class FileTraceOutput implements TraceOutput {
+  private readonly fd: number;
+  private buf: string[] = [];
+  private pending = 0;
+  constructor(readonly file: string) {
+    this.fd = fs.openSync(file, "w");
+  }
+  write(text: string): void {
+    this.buf.push(text);
+    this.pending += text.length;
+    if (this.pending >= 1 << 20) this.flush();
+  }
+  flush(): void {
+    if (this.buf.length === 0) return;
+    fs.writeSync(this.fd, this.buf.join(""));
+    this.buf = [];
+    this.pending = 0;
+  }
+  close(): void {
+    this.flush();
+    fs.closeSync(this.fd);
+  }
+}
+
+export interface RecorderOptions {
+  clock: Clock;
+  idOf: (event: Event) => EventId;
+  deliveries: "sink" | "take";
+  /** Stop recording (with a "truncated" line) after this many bytes; 0 = no bound. */
+  maxBytes?: number;
+  seed?: number;
+}
+
+/** Pending run of puts or takes of one transaction, written as one line. */
+interface Run {
+  t: number;
+  tx: number;
+  op: "put" | "take";
+  ids: EventId[];
+  end: boolean;
+}
+
+/**
+ * Writes every operation of traced channels as JSON lines and keeps a ledger of them, written
+ * as the last line, that `flume replay` must reach again.
+ */
+export class TraceRecorder implements ChannelObserver {
+  readonly ledger: Ledger;
+  private readonly targets: TraceTarget[] = [];
+  private readonly t0: number;
+  private run: Run | null = null;
+  private bytes = 0;
+  private truncated = false;
+  private closed = false;
+  private readonly txCounter = { n: 1 };
+
+  constructor(
+    private readonly out: TraceOutput,
+    channels: TraceChannelInfo[],
+    private readonly options: RecorderOptions,
+  ) {
+    this.t0 = options.clock.now();
+    this.ledger = new Ledger(channels.map((c) => ({ name: c.name, durable: c.durable })));
+    const header: TraceHeader = {
+      flumeTrace: 1,
+      clock: options.seed === undefined ? "wall" : "virtual",
+      deliveries: options.deliveries,
+      channels,
+    };
+    if (options.seed !== undefined) header.seed = options.seed;
+    else header.started = new Date(this.t0).toISOString();
+    this.emit(JSON.stringify(header));
+  }
+
+  /** Wraps channel number `index` (the order given to the constructor). */
+  wrap(channel: Channel, index: number, observer: ChannelObserver = this): TracedChannel {
+    const target = new TraceTarget(channel, index, observer, this.txCounter);
+    this.targets[index] = target;
+    return new TracedChannel(target);
+  }
+
+  /** Shares this recorder's transaction numbering with a wrapper made elsewhere. */
+  get transactionCounter(): { n: number } {
+    return this.txCounter;
+  }
+
+  private now(): number {
+    return this.options.clock.now() - this.t0;
+  }
+
+  private emit(line: string): void {
+    if (this.truncated || this.closed) return;
+    const max = this.options.maxBytes ?? 0;
+    if (max > 0 && this.bytes + line.length + 1 > max) {
+      this.truncated = true;
+      this.out.write(`{"op":"truncated","bytes":${this.bytes}}\n`);
+      return;
+    }
+    this.bytes += line.length + 1;
+    this.out.write(line + "\n");
+  }
+
+  private flushRun(): void {
+    const r = this.run;
+    if (!r) return;
+    this.run = null;
+    this.emit(`{"t":${r.t},"op":"${r.op}","tx":${r.tx},"ids":${JSON.stringify(r.ids)}${r.end ? ',"end":true' : ""}}`);
+  }
+
+  private line(op: string, tx: number, extra = ""): void {
+    this.flushRun();
+    this.emit(`{"t":${this.now()},"op":"${op}","tx":${tx}${extra}}`);
+  }
+
+  private key(id: EventId): number {
+    if (typeof id === "number") return id;
+    return this.ledger.index(id);
+  }
+
+  private addToRun(tx: TracedTransaction, op: "put" | "take", id: EventId | null): void {
+    const r = this.run;
+    if (r && r.tx === tx.id && r.op === op && !r.end) {
+      if (id === null) r.end = true;
+      else r.ids.push(id);
+      return;
+    }
+    this.flushRun();
+    this.run = { t: this.now(), tx: tx.id, op, ids: id === null ? [] : [id], end: id === null };
+  }
+
+  begin(tx: TracedTransaction): void {
+    this.line("begin", tx.id, `,"ch":${JSON.stringify(tx.channel)}${tx.by ? `,"by":${JSON.stringify(tx.by)}` : ""}`);
+  }
+
+  put(tx: TracedTransaction, event: Event): void {
+    this.addToRun(tx, "put", this.options.idOf(event));
+  }
+
+  take(tx: TracedTransaction, event: Event | null): void {
+    this.addToRun(tx, "take", event === null ? null : this.options.idOf(event));
+  }
+
+  commit(tx: TracedTransaction, error: Error | null): void {
+    if (error) {
+      this.line("commit", tx.id, `,"error":${JSON.stringify(`${error.name}: ${error.message}`)}`);
+      return;
+    }
+    this.line("commit", tx.id);
+    const idOf = this.options.idOf;
+    const puts = tx.puts.map((e) => this.key(idOf(e)));
+    const takes = tx.takes.map((e) => this.key(idOf(e)));
+    this.ledger.committed(tx.target.index, puts, takes);
+    if (this.options.deliveries === "take" && takes.length > 0) this.ledger.delivered(tx.target.index, takes);
+  }
+
+  rollback(tx: TracedTransaction): void {
+    this.line("rollback", tx.id);
+    this.ledger.rolledBack();
+  }
+
+  close(tx: TracedTransaction): void {
+    this.line("close", tx.id);
+  }
+
+  /** Events a sink delivered from transaction tx (simulations; a failed batch may deliver some). */
+  deliver(tx: TracedTransaction, by: string, ids: EventId[]): void {
+    this.flushRun();
+    this.emit(`{"t":${this.now()},"op":"deliver","tx":${tx.id},"by":${JSON.stringify(by)},"ids":${JSON.stringify(ids)}}`);
+    this.ledger.delivered(
+      tx.target.index,
+      ids.map((id) => this.key(id)),
+    );
+  }
+
+  /** The process crashed: open transactions vanish, non-durable channels lose their events. */
+  crash(): void {
+    this.flushRun();
+    this.emit(`{"t":${this.now()},"op":"crash"}`);
+    this.ledger.crash();
+  }
+
+  /** A channel made after the header was written (a live agent's reload): announced by a "channel" line. */
+  addChannel(info: TraceChannelInfo): number {
+    const index = this.ledger.addChannel({ name: info.name, durable: info.durable });
+    this.flushRun();
+    this.emit(JSON.stringify({ op: "channel", ...info }));
+    return index;
+  }
+
+  /** Writes the ledger line and closes the output. */
+  finish(): LedgerSummary {
+    const summary = this.ledger.summary();
+    if (this.closed) return summary;
+    this.flushRun();
+    const wasTruncated = this.truncated;
+    this.truncated = false;
+    this.out.write(JSON.stringify({ op: "ledger", ...summary, ...(wasTruncated ? { truncated: true } : {}) }) + "\n");
+    this.closed = true;
+    this.out.close();
+    return summary;
+  }
+}
+
+/** Observers called one after the other (a simulation's ledger and a trace recorder). */
+export function bothObservers(a: ChannelObserver, b: ChannelObserver): ChannelObserver {
+  return {
+    begin: (tx) => (a.begin(tx), b.begin(tx)),
+    put: (tx, e) => (a.put(tx, e), b.put(tx, e)),
+    take: (tx, e) => (a.take(tx, e), b.take(tx, e)),
+    commit: (tx, err) => (a.commit(tx, err), b.commit(tx, err)),
+    rollback: (tx) => (a.rollback(tx), b.rollback(tx)),
+    close: (tx) => (a.close(tx), b.close(tx)),
+    beforeCommit: (tx) => a.beforeCommit?.(tx) ?? b.beforeCommit?.(tx) ?? null,
+  };
+}
+
+/** Trace file of a live agent (`flume run --trace FILE`): wraps every channel buildAgent makes. */
+export function liveTracer(file: string, clock: Clock, maxBytes: number): { wrapChannel: (channel: Channel, type: string) => Channel; finish: () => LedgerSummary } {
+  const recorder = new TraceRecorder(new FileTraceOutput(file), [], { clock, idOf: contentIdOf, deliveries: "take", maxBytes });
+  return {
+    wrapChannel(channel: Channel, type: string): Channel {
+      const index = recorder.addChannel({
+        name: channel.name,
+        type,
+        durable: channel.durable === true,
+        capacity: channel.counter.values.ChannelCapacity,
+        transactionCapacity: channel.getTransactionCapacity?.(),
+      });
+      return recorder.wrap(channel, index);
+    },
+    finish: () => recorder.finish(),
+  };
+}
