@@ -1,0 +1,78 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { startCli, tempDir } from "../../helpers.ts";
+import { numbered, until } from "./harness.ts";
+
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  while (cleanups.length) cleanups.pop()?.();
+});
+
+const readAll = (dir: string) =>
+  readdirSync(dir)
+    .sort()
+    .map((n) => readFileSync(path.join(dir, n), "utf8"))
+    .join("")
+    .split("\n")
+    .filter((l) => l !== "");
+
+describe("flume run with file components", () => {
+  test("TAILDIR and spooldir -> memory -> file_roll; a restart delivers the rest exactly once", async () => {
+    const t = tempDir("flume-files-agent-");
+    cleanups.push(t.cleanup);
+    const logs = path.join(t.dir, "logs");
+    const spool = path.join(t.dir, "spool");
+    const out = path.join(t.dir, "out");
+    for (const d of [logs, spool, out]) mkdirSync(d);
+    const conf = path.join(t.dir, "flume.conf");
+    writeFileSync(
+      conf,
+      [
+        "a1.sources = r1 r2",
+        "a1.channels = c1",
+        "a1.sinks = k1",
+        "a1.sources.r1.type = TAILDIR",
+        "a1.sources.r1.filegroups = f1",
+        `a1.sources.r1.filegroups.f1 = ${logs}/.*\\.log`,
+        `a1.sources.r1.positionFile = ${t.dir}/taildir_position.json`,
+        "a1.sources.r1.backoffSleepIncrement = 20",
+        "a1.sources.r1.maxBackoffSleep = 100",
+        "a1.sources.r1.channels = c1",
+        "a1.sources.r2.type = spooldir",
+        `a1.sources.r2.spoolDir = ${spool}`,
+        "a1.sources.r2.pollDelay = 50",
+        "a1.sources.r2.channels = c1",
+        "a1.channels.c1.type = memory",
+        "a1.channels.c1.capacity = 10000",
+        "a1.channels.c1.transactionCapacity = 1000",
+        "a1.sinks.k1.type = file_roll",
+        `a1.sinks.k1.sink.directory = ${out}`,
+        "a1.sinks.k1.sink.rollInterval = 0",
+        "a1.sinks.k1.channel = c1",
+        "",
+      ].join("\n"),
+    );
+    const run = () => {
+      const agent = startCli(["run", "-f", conf, "-n", "a1", "--no-reload-conf", "-q"]);
+      cleanups.push(() => agent.child.kill("SIGKILL"));
+      return agent;
+    };
+    appendFileSync(path.join(logs, "app.log"), numbered("T", 0, 300));
+    writeFileSync(path.join(spool, "batch1.txt"), numbered("S", 0, 200));
+    let agent = run();
+    await until(() => readAll(out).length >= 500, "first lines in file_roll output", 15000);
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+    appendFileSync(path.join(logs, "app.log"), numbered("T", 300, 400));
+    writeFileSync(path.join(spool, "batch2.txt"), numbered("S", 200, 250));
+    agent = run();
+    await until(() => readAll(out).length >= 650, "the rest after the restart", 15000);
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+    const lines = readAll(out);
+    expect(lines.filter((l) => l.startsWith("T-"))).toEqual(numbered("T", 0, 400).trim().split("\n"));
+    expect(lines.filter((l) => l.startsWith("S-"))).toEqual(numbered("S", 0, 250).trim().split("\n"));
+    expect(readdirSync(spool).sort()).toEqual([".flumespool", "batch1.txt.COMPLETED", "batch2.txt.COMPLETED"]);
+  }, 40000);
+});
