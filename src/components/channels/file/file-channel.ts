@@ -6,6 +6,7 @@
  * restart replays only the log tail (replay.ts).
  */
 import fs from "node:fs";
+import path from "node:path";
 import type { Channel } from "../../../core/channel.ts";
 import type { Clock, TimerHandle } from "../../../core/clock.ts";
 import { systemClock } from "../../../core/clock.ts";
@@ -181,7 +182,7 @@ export class FileChannel implements Channel {
     try {
       const dirs = [o.checkpointDir, ...o.dataDirs];
       if (o.useDualCheckpoints && o.backupCheckpointDir) dirs.push(o.backupCheckpointDir);
-      if (new Set(dirs).size !== dirs.length) {
+      if (new Set(dirs.map((d) => path.resolve(d))).size !== dirs.length) {
         throw new ChannelException(`file channel ${this.name}: checkpointDir, backupCheckpointDir and dataDirs must be distinct directories (${dirs.join(", ")})`);
       }
       for (const d of dirs) fs.mkdirSync(d, { recursive: true });
