@@ -61,6 +61,8 @@ export class TaildirSource extends BaseSource implements PollableSource {
   private writing: Promise<void> = Promise.resolve();
   private started = false;
   private retryInterval = 1000;
+  /** Some channel of this source keeps positions (a file channel). */
+  private durable = false;
 
   constructor(
     ctx: ComponentContext,
@@ -90,6 +92,9 @@ export class TaildirSource extends BaseSource implements PollableSource {
       }
     }
     this.counter.start();
+    this.durable = this.getChannelProcessor()
+      .getChannels()
+      .some((c) => c.durable === true);
     await this.restore();
     // Every tracked file is in the position file before any of its lines is read, so a crash
     // followed by a rotation can still find it by inode.
@@ -437,7 +442,8 @@ export class TaildirSource extends BaseSource implements PollableSource {
   private async commit(batch: TailBatch): Promise<boolean> {
     const c = this.counter.values;
     try {
-      const position = { source: this.name, value: formatPositions(this.positionsAfter(batch)) };
+      // Only a durable channel stores the position; skip building it for the others.
+      const position = this.durable ? { source: this.name, value: formatPositions(this.positionsAfter(batch)) } : undefined;
       await this.getChannelProcessor().processEventBatch(batch.events, position);
     } catch (err) {
       if (!(err instanceof ChannelException)) throw err;
