@@ -153,8 +153,18 @@ export class TaildirSource extends BaseSource implements PollableSource {
     return this.writing;
   }
 
-  /** The positions to resume from: a durable channel's (stored with the events) or the position file's. */
+  /**
+   * The positions to resume from: a durable channel's (stored with the events, so exact) for
+   * the files it knows, the position file's for the others (files recorded before any of their
+   * lines was committed).
+   */
   private async savedPositions(): Promise<PositionEntry[]> {
+    let fromFile: PositionEntry[] = [];
+    try {
+      fromFile = await readPositionFile(this.options.positionFile);
+    } catch (err) {
+      this.logger.error(`${this.name}: Failed loading positionFile ${this.options.positionFile}: ${(err as Error).message}; starting without positions`);
+    }
     for (const channel of this.getChannelProcessor().getChannels()) {
       if (!channel.durable || !channel.sourcePosition) continue;
       const value = channel.sourcePosition(this.name);
@@ -162,17 +172,13 @@ export class TaildirSource extends BaseSource implements PollableSource {
       try {
         const entries = parsePositions(value);
         this.logger.info(`${this.name}: resuming from the positions stored in channel ${channel.name}`);
-        return entries;
+        const known = new Set(entries.map((e) => e.inode));
+        return [...entries, ...fromFile.filter((e) => !known.has(e.inode))];
       } catch (err) {
         this.logger.warn(`${this.name}: ignoring the position stored in channel ${channel.name}: ${(err as Error).message}`);
       }
     }
-    try {
-      return await readPositionFile(this.options.positionFile);
-    } catch (err) {
-      this.logger.error(`${this.name}: Failed loading positionFile ${this.options.positionFile}: ${(err as Error).message}; starting without positions`);
-      return [];
-    }
+    return fromFile;
   }
 
   private async listMatched(): Promise<{ group: string; file: MatchedFile }[]> {

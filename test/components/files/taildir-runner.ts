@@ -4,10 +4,16 @@
  * covers are in the output (as a sink that delivered them), so a SIGKILL can repeat lines but
  * must never lose one. SIGTERM stops gracefully.
  *
- * Usage: bun taildir-runner.ts '<json: TAILDIR properties>' <output file>
+ * With a third argument "durable", the channel is a DeliveringChannel instead: its commit is
+ * the delivery and it keeps the source's position, as a file channel would (exactly once).
+ *
+ * Usage: bun taildir-runner.ts '<json: TAILDIR properties>' <output file> [durable]
  */
 import { closeSync, fsyncSync, openSync, writeSync } from "node:fs";
 import { definition } from "../../../src/components/sources/taildir.ts";
+import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
+import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
+import { DeliveringChannel } from "./delivering-channel.ts";
 import { build, context, drain, wire } from "./harness.ts";
 
 const raw = JSON.parse(process.argv[2]) as Record<string, string>;
@@ -18,11 +24,18 @@ if (process.env.DEBUG_TAILDIR) {
   Object.assign(ctx.logger, { info: log("info"), warn: log("warn"), error: log("error"), debug: () => {} });
 }
 const src = build(definition, { writePosInterval: String(3600_000), ...raw }, ctx);
-const channel = wire(src, { capacity: 10000, transactionCapacity: 1000 });
+const durable = process.argv[4] === "durable";
+const delivering = durable ? new DeliveringChannel("c1", output, true) : null;
+if (delivering) {
+  delivering.start();
+  src.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([delivering])));
+}
+const channel = delivering ? null : wire(src, { capacity: 10000, transactionCapacity: 1000 });
 const fd = openSync(output, "a");
 const NL = new Uint8Array([10]);
 
 async function deliver(): Promise<void> {
+  if (!channel) return;
   const events = await drain(channel, Number.MAX_SAFE_INTEGER, 1000);
   if (events.length === 0) return;
   const parts: Uint8Array[] = [];
@@ -45,7 +58,7 @@ console.log("READY");
 while (running) {
   const status = await src.process();
   await deliver();
-  await src.writePositions();
+  if (!durable) await src.writePositions();
   if (status === "BACKOFF") await new Promise((r) => setTimeout(r, 10));
 }
 await deliver();
