@@ -12,6 +12,7 @@ import { humanReport } from "./validate.ts";
 import { validateConfigText } from "../config/validate.ts";
 import { systemClock } from "../core/clock.ts";
 import { MetricsServer } from "../monitoring/http-server.ts";
+import { liveTracer } from "../simulate/trace.ts";
 
 export interface RunOptions {
   file: string;
@@ -25,7 +26,13 @@ export interface RunOptions {
   quiet: boolean;
   drainTimeoutMs: number;
   statsIntervalSec: number;
+  /** Record every channel transaction to this file (JSON lines, see src/simulate/trace.ts). */
+  trace?: string;
+  traceMaxBytes: number;
 }
+
+/** Default size bound of `--trace`: the recording stops (with a "truncated" line) beyond it. */
+export const DEFAULT_TRACE_MAX_BYTES = 256 * 1024 * 1024;
 
 export class UsageError extends Error {}
 
@@ -45,6 +52,7 @@ export function parseRunArgs(argv: string[]): { options: RunOptions; notes: stri
     quiet: false,
     drainTimeoutMs: 5000,
     statsIntervalSec: 10,
+    traceMaxBytes: DEFAULT_TRACE_MAX_BYTES,
   };
   const args = [...argv];
   if (args[0] === "agent") args.shift();
@@ -101,6 +109,12 @@ export function parseRunArgs(argv: string[]): { options: RunOptions; notes: stri
         break;
       case "--stats-interval":
         o.statsIntervalSec = number(arg, value(arg));
+        break;
+      case "--trace":
+        o.trace = value(arg);
+        break;
+      case "--trace-max-bytes":
+        o.traceMaxBytes = number(arg, value(arg));
         break;
       case "-D": {
         const kv = value(arg);
@@ -161,7 +175,17 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
     for (const w of dropBroken(result.config, result.problems)) log.warn(w);
   }
   const config = result.config;
+  let tracer: ReturnType<typeof liveTracer> | null = null;
+  if (o.trace) {
+    try {
+      tracer = liveTracer(o.trace, systemClock, o.traceMaxBytes);
+    } catch (err) {
+      log.error(`cannot write the trace ${o.trace}: ${(err as Error).message}`);
+      return 1;
+    }
+  }
   const agent = new Agent(config.agent, {
+    wrapChannel: tracer?.wrapChannel,
     clock: systemClock,
     logger: log,
     componentLogger: (name) => componentLogger(log, name),
@@ -210,8 +234,8 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
         const next = loadConfig(file, o);
         const bad = next.problems.filter((p) => p.severity === "error");
         if (bad.length > 0 || !next.config) {
-          log.error(`${o.file} changed but has ${bad.length} error(s); keeping the running configuration`);
           for (const p of next.problems) (p.severity === "error" ? log.error : log.warn)(formatProblem(p));
+          log.error(`${o.file} changed but has ${bad.length} error(s); keeping the running configuration`);
           return;
         }
         const r = await agent.reload(next.config);
@@ -235,6 +259,10 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
       try {
         await agent.stop();
         await metrics?.stop();
+        if (tracer) {
+          const t = tracer.finish();
+          log.info(`trace written to ${o.trace}: ${t.accepted} events accepted, ${t.deliveredUnique} delivered (check it with: flume replay ${o.trace})`);
+        }
         log.success(`agent ${config.agent} stopped`);
         resolve(0);
       } catch (err) {
@@ -259,6 +287,8 @@ const HELP_ARGS = {
   quiet: { type: "boolean", alias: "q", description: "No periodic stats line" },
   "drain-timeout": { type: "string", description: "Milliseconds sinks get to drain channels on shutdown (default 5000)" },
   "stats-interval": { type: "string", description: "Seconds between stats lines (default 10)" },
+  trace: { type: "string", description: "Record every channel transaction to this file as JSON lines (for flume replay)" },
+  "trace-max-bytes": { type: "string", description: "Stop recording the trace beyond this many bytes (default 256 MiB)" },
   D: { type: "string", description: "-Dkey=value system property: ${sys:key}, flume.monitoring.type=http, flume.monitoring.port=N" },
 } satisfies ArgsDef;
 
