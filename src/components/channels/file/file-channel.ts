@@ -449,7 +449,12 @@ export class FileChannel implements Channel {
   private async runWriter(): Promise<void> {
     try {
       while (this.log && (this.pendingWrites.length > 0 || this.checkpointDue || this.syncDue)) {
-        if (this.pendingWrites.length > 0) await this.writeGroup(this.log);
+        if (this.pendingWrites.length > 0) {
+          await this.writeGroup(this.log);
+          // Let the committers just resolved run on: their next commits join the next group
+          // (a producer and a consumer then share one fsync instead of alternating).
+          await new Promise<void>((resolve) => setImmediate(resolve));
+        }
         if (this.syncDue && this.log) {
           this.syncDue = false;
           await this.log.syncIfDirty().catch((err: Error) => this.logger.error(`file channel ${this.name}: periodic fsync failed: ${err.message}`));
