@@ -73,6 +73,8 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
   private wake: (() => void) | null = null;
   /** Position handed over by a durable channel at start, preferred over the meta file. */
   private channelPosition: SpoolPosition | null = null;
+  /** Some channel of this source stores positions with its commits (a file channel). */
+  private durable = false;
 
   constructor(
     ctx: ComponentContext,
@@ -98,6 +100,9 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
     if (this.options.trackingPolicy === "rename") await this.canary();
     await this.tracker.init();
     this.channelPosition = this.durablePosition();
+    this.durable = this.getChannelProcessor()
+      .getChannels()
+      .some((c) => c.durable === true);
     this.counter.start();
     this.running = true;
     this.state = "START";
@@ -222,7 +227,7 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
     let backoff = 250;
     for (;;) {
       try {
-        await this.getChannelProcessor().processEventBatch(cut.events, { source: this.name, value: JSON.stringify(position) });
+        await this.getChannelProcessor().processEventBatch(cut.events, this.durable ? { source: this.name, value: JSON.stringify(position) } : undefined);
         break;
       } catch (err) {
         if (!(err instanceof ChannelException)) throw err;

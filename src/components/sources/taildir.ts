@@ -61,6 +61,8 @@ export class TaildirSource extends BaseSource implements PollableSource {
   private writing: Promise<void> = Promise.resolve();
   private started = false;
   private retryInterval = 1000;
+  private lastWritten = "";
+  private lastFingerprints = "";
   /** Some channel of this source keeps positions (a file channel). */
   private durable = false;
 
@@ -142,8 +144,14 @@ export class TaildirSource extends BaseSource implements PollableSource {
           const fp = this.fingerprints.get(e.inode);
           if (fp && fp.tailEnd <= e.pos) fps[String(e.inode)] = fp;
         }
-        await writeAtomically(fingerprintFileOf(this.options.positionFile), JSON.stringify(fps));
-        await writeAtomically(this.options.positionFile, formatPositions(entries));
+        const positions = formatPositions(entries);
+        const fingerprints = JSON.stringify(fps);
+        // Nothing moved since the last write: leave the files alone.
+        if (positions === this.lastWritten && fingerprints === this.lastFingerprints) return;
+        await writeAtomically(fingerprintFileOf(this.options.positionFile), fingerprints);
+        await writeAtomically(this.options.positionFile, positions);
+        this.lastWritten = positions;
+        this.lastFingerprints = fingerprints;
       } catch (err) {
         this.counter.inc("GenericProcessingFail");
         this.logger.error(`${this.name}: Failed writing positionFile ${this.options.positionFile}: ${(err as Error).message}`);

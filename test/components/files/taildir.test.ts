@@ -160,6 +160,29 @@ describe("TAILDIR", () => {
     });
   }
 
+  test("idleTimeout: a rotated-away file is drained (its unfinished last line too) and dropped; an idle file is closed and reopened on growth", async () => {
+    const s = setup({ idleTimeout: "50" });
+    const file = path.join(s.logs, "app.log");
+    writeFileSync(file, "a\nunfinished");
+    const { src, channel, ctx } = s.make();
+    await src.start();
+    await pump(src);
+    expect(bodies(await drain(channel))).toEqual(["a"]);
+    renameSync(file, `${file}.1`);
+    writeFileSync(file, "b\n");
+    await pump(src);
+    expect(bodies(await drain(channel))).toEqual(["b"]);
+    await new Promise((r) => setTimeout(r, 80));
+    await pump(src);
+    expect(bodies(await drain(channel))).toEqual(["unfinished"]);
+    expect(src.positions().map((p) => p.file)).toEqual([file]);
+    expect(ctx.logger.lines.some((l) => l.message.includes("(idle)"))).toBe(true);
+    appendFileSync(file, "c\n");
+    await pump(src);
+    expect(bodies(await drain(channel))).toEqual(["c"]);
+    await src.stop();
+  });
+
   test("a long line is emitted in pieces of maxLineLength bytes", async () => {
     const s = setup({ maxLineLength: "10" });
     writeFileSync(path.join(s.logs, "app.log"), `${"a".repeat(25)}\nshort\n`);

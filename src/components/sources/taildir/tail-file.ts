@@ -162,9 +162,12 @@ export class TailFile {
       if (line === null) {
         if (!this.eof) {
           const want = Math.min(CHUNK_SIZE, Math.max(MIN_CHUNK, this.size - this.readOffset));
-          const buf = new Uint8Array(want);
+          let buf = new Uint8Array(want);
           const { bytesRead } = await handle.read(buf, 0, want, this.readOffset);
           if (bytesRead > 0) {
+            // Events are views of the chunk and keep all of it alive: don't let a few new
+            // lines pin a mostly empty buffer.
+            if (bytesRead < want / 2) buf = buf.slice(0, bytesRead);
             if (this.readOffset === 0 && this.head === null) this.head = buf.slice(0, Math.min(HEAD_BYTES, bytesRead));
             this.readOffset += bytesRead;
             if (this.readOffset > this.size) this.size = this.readOffset;
