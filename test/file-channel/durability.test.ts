@@ -172,6 +172,10 @@ describe("file channel damage", () => {
     await takeSome(a.ch, 10);
     await a.ch.stop();
     const [seg] = segmentFiles(dir);
+    const running = await openChannel(dir);
+    const busy = runCli(["channel", "inspect", path.join(dir, "data")]);
+    expect(busy.stdout).toContain(`in_use.lock held by process ${process.pid}`);
+    await running.ch.stop();
     const ok = runCli(["channel", "inspect", path.join(dir, "data"), "--checkpointDir", path.join(dir, "checkpoint"), "--verify"]);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toMatch(/log-1\s+\d+\s+4\s+2\s+30\s+10\s+ok/);

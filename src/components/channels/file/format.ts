@@ -32,6 +32,12 @@
  * all with the same txid. Replay applies a transaction only when its COMMIT record is read, so
  * a write torn by a crash leaves no partial transaction behind. An event's location is
  * (segment id, file offset of its u32 event length).
+ *
+ * Recovery (replay.ts): a bad record at the end of the newest segment is a torn write and is
+ * cut off (back to the end of its last COMMIT) with a warning; any other bad record (length
+ * check, checksum or type) stops the channel with an error naming the file and offset. A
+ * segment is deleted once it holds no pending event and lies wholly before the newest
+ * checkpoint's log position (checkpoint.ts), so replay never needs it again.
  */
 import { crc32 } from "node:zlib";
 import { ChannelException } from "../../../core/errors.ts";
