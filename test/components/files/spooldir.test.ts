@@ -58,6 +58,19 @@ describe("spooldir", () => {
     expect(src.counter.get("EventAcceptedCount")).toBe(5);
   });
 
+  test("consumeOrder youngest reads the newest file first", async () => {
+    const s = setup({ consumeOrder: "youngest" });
+    for (const [name, t] of [["old.log", 1_000_000], ["new.log", 3_000_000], ["mid.log", 2_000_000]] as const) {
+      writeFileSync(path.join(s.spool, name), `${name}\n`);
+      utimesSync(path.join(s.spool, name), new Date(t), new Date(t));
+    }
+    const { src, channel } = s.make();
+    await src.start();
+    const got = await collectUntil(channel, () => ls(s.spool).filter((n) => n.endsWith(".COMPLETED")).length === 3, "all completed");
+    await src.stop();
+    expect(got).toEqual(["new.log", "mid.log", "old.log"]);
+  });
+
   test("headers carry the absolute path and basename", async () => {
     const s = setup({ fileHeader: "true", basenameHeader: "true" });
     writeFileSync(path.join(s.spool, "h.txt"), "line\n");
