@@ -611,7 +611,15 @@ export const definition: ComponentDefinition<TaildirSource> = {
     const errors: { key: string; message: string }[] = [];
     const paths = config.group("filegroups.");
     for (const g of config.list("filegroups")) {
-      if (paths[g] === undefined) errors.push({ key: `filegroups.${g}`, message: `group "${g}" is listed in filegroups but has no filegroups.${g} path` });
+      if (paths[g] === undefined) {
+        errors.push({ key: `filegroups.${g}`, message: `group "${g}" is listed in filegroups but has no filegroups.${g} path` });
+        continue;
+      }
+      try {
+        new FileGroupMatcher(g, paths[g], true);
+      } catch (err) {
+        errors.push({ key: `filegroups.${g}`, message: (err as Error).message.replace(/^filegroups\.[^:]*: /, "") });
+      }
     }
     return errors;
   },
