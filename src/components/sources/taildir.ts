@@ -194,7 +194,11 @@ export class TaildirSource extends BaseSource implements PollableSource {
     const now = this.clock.now();
     for (const m of this.matchers) {
       try {
-        for (const file of await m.match(now)) out.push({ group: m.group, file });
+        for (const file of await m.match(now)) {
+          // Never tail our own position files (a pattern like .* in their directory).
+          if (file.path.startsWith(this.options.positionFile)) continue;
+          out.push({ group: m.group, file });
+        }
       } catch (err) {
         this.logger.error(`${this.name}: I/O error while listing ${m.directory}: ${(err as Error).message}`);
       }
