@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -66,4 +67,22 @@ export function tempDir(prefix = "flume-test-"): { dir: string; cleanup: () => v
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/** A TCP port on 127.0.0.1 that was free a moment ago (for configs that need a fixed port). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** GET /metrics of an agent: Flume's JSON. */
+export async function fetchMetrics(port: number): Promise<Record<string, Record<string, string>>> {
+  const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+  return (await res.json()) as Record<string, Record<string, string>>;
 }

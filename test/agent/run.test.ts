@@ -2,18 +2,10 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { ROOT, runCli, sleep, startCli, tempDir } from "../helpers.ts";
+import { ROOT, freePort, runCli, sleep, startCli, tempDir } from "../helpers.ts";
 
 const FIXTURES = path.resolve(ROOT, "../shared/fixtures/metrics");
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** Sends lines over TCP and returns what the server answered once it closes or goes quiet. */
 function sendLines(port: number, text: string, waitMs = 500, expectLines = 0): Promise<string> {

@@ -4,7 +4,7 @@ import net from "node:net";
 import path from "node:path";
 import type { Event } from "../../src/core/event.ts";
 import { AvroRpcServer } from "../../src/rpc/server.ts";
-import { startCli, tempDir } from "../helpers.ts";
+import { freePort, startCli, tempDir } from "../helpers.ts";
 import { drain, openChannel } from "./fixtures.ts";
 
 const SEED = Number(process.env.FLUME_CRASH_SEED ?? 7);
@@ -22,16 +22,6 @@ function rng(seed: number): () => number {
   };
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * Sends numbered lines to the agent's netcat source, at most `window` unanswered, counting the

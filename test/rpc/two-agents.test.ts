@@ -1,10 +1,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import { createEvent } from "../../src/core/event.ts";
 import { AvroRpcClient } from "../../src/rpc/client.ts";
-import { startCli, tempDir } from "../helpers.ts";
+import { freePort, startCli, tempDir } from "../helpers.ts";
 
 type Agent = ReturnType<typeof startCli>;
 const running: Agent[] = [];
@@ -19,13 +18,6 @@ afterEach(async () => {
   for (const c of cleanups.splice(0)) c();
 });
 
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", () => r()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 async function metrics(port: number): Promise<Record<string, Record<string, string>>> {
   const res = await fetch(`http://127.0.0.1:${port}/metrics`);

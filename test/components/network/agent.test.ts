@@ -3,7 +3,7 @@ import { writeFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import path from "node:path";
-import { startCli, tempDir } from "../../helpers.ts";
+import { freePort, startCli, tempDir } from "../../helpers.ts";
 import { runLogger } from "./harness.ts";
 
 type Agent = ReturnType<typeof startCli>;
@@ -19,13 +19,6 @@ afterEach(async () => {
   for (const c of cleanups.splice(0)) await c();
 });
 
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", () => r()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 async function waitFor(cond: () => boolean, ms: number, what: string, agent: Agent): Promise<void> {
   const start = Date.now();
