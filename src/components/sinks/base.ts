@@ -1,4 +1,7 @@
 import type { Channel } from "../../core/channel.ts";
+import { EventDeliveryException } from "../../core/errors.ts";
+import type { Event } from "../../core/event.ts";
+import type { Status } from "../../core/sink.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { LifecycleState } from "../../core/lifecycle.ts";
 import type { Logger } from "../../core/logger.ts";
@@ -29,5 +32,35 @@ export abstract class BaseSink {
 
   getLifecycleState(): LifecycleState {
     return this.state;
+  }
+
+  /**
+   * One take transaction: up to max events, handed to deliver; commits when deliver returns,
+   * rolls back and throws EventDeliveryException when it throws. BACKOFF when the channel ran
+   * dry before max events.
+   */
+  protected async takeBatch(max: number, deliver: (events: Event[]) => void | Promise<void>): Promise<{ status: Status; count: number }> {
+    const tx = this.getChannel().getTransaction();
+    tx.begin();
+    const events: Event[] = [];
+    try {
+      let status: Status = "READY";
+      while (events.length < max) {
+        const e = tx.take();
+        if (e === null) {
+          status = "BACKOFF";
+          break;
+        }
+        events.push(e);
+      }
+      if (events.length > 0) await deliver(events);
+      await tx.commit();
+      return { status, count: events.length };
+    } catch (err) {
+      await tx.rollback();
+      throw new EventDeliveryException(`sink ${this.name}: failed to deliver ${events.length} events: ${(err as Error).message}`, { cause: err });
+    } finally {
+      tx.close();
+    }
   }
 }

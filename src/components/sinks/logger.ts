@@ -1,4 +1,3 @@
-import { EventDeliveryException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { Sink, Status } from "../../core/sink.ts";
 import type { ComponentContext, ComponentDefinition } from "../component.ts";
@@ -50,19 +49,8 @@ export class LoggerSink extends BaseSink implements Sink {
   }
 
   async process(): Promise<Status> {
-    const tx = this.getChannel().getTransaction();
-    tx.begin();
-    try {
-      const event = tx.take();
-      if (event !== null) this.write(`Event: ${dumpEvent(event, this.maxBytesToLog)}`);
-      await tx.commit();
-      return event === null ? "BACKOFF" : "READY";
-    } catch (err) {
-      await tx.rollback();
-      throw new EventDeliveryException(`logger sink ${this.name}: failed to log event: ${(err as Error).message}`, { cause: err });
-    } finally {
-      tx.close();
-    }
+    const { status } = await this.takeBatch(1, (events) => this.write(`Event: ${dumpEvent(events[0], this.maxBytesToLog)}`));
+    return status;
   }
 }
 

@@ -1,4 +1,3 @@
-import { EventDeliveryException } from "../../core/errors.ts";
 import type { Sink, Status } from "../../core/sink.ts";
 import type { ComponentContext, ComponentDefinition } from "../component.ts";
 import { BaseSink } from "./base.ts";
@@ -28,26 +27,9 @@ export class NullSink extends BaseSink implements Sink {
   }
 
   async process(): Promise<Status> {
-    const tx = this.getChannel().getTransaction();
-    tx.begin();
-    let status: Status = "READY";
-    let n = 0;
-    try {
-      for (; n < this.batchSize; n++) {
-        if (tx.take() === null) {
-          status = "BACKOFF";
-          break;
-        }
-      }
-      await tx.commit();
-      this.delivered += n;
-      return status;
-    } catch (err) {
-      await tx.rollback();
-      throw new EventDeliveryException(`null sink ${this.name}: failed to take events: ${(err as Error).message}`, { cause: err });
-    } finally {
-      tx.close();
-    }
+    const { status, count } = await this.takeBatch(this.batchSize, () => {});
+    this.delivered += count;
+    return status;
   }
 }
 
