@@ -2,8 +2,9 @@
  * Issue 5's end-to-end failover test with a crash: agent A (seq -> memory -> failover group of
  * two avro sinks) feeds downstream agents B1 (preferred) and B2 (avro source -> durable file
  * channel -> file_roll). B1 is killed with SIGKILL while batches are in flight, A fails over to
- * B2, then B1 restarts on the same file channel directories and delivers what it had
- * acknowledged. Every sequence number must reach the union of both outputs; duplicates
+ * B2, then B1 restarts on the same file channel directories, is killed again while its
+ * file_roll drains the replayed backlog, and restarts once more to deliver the rest of what it
+ * had acknowledged. Every sequence number must reach the union of both outputs; duplicates
  * (at-least-once) are counted, reported and must stay within a few batches.
  */
 import { afterEach, describe, expect, test } from "bun:test";
@@ -87,7 +88,7 @@ function readOutput(dir: string): { bodies: string[]; torn: number; files: strin
 }
 
 describe("failover group across two downstream agents, the preferred one killed mid-stream", () => {
-  test("SIGKILL of B1 while batches are in flight, B1 restarted on its file channel: nothing lost, duplicates bounded and reported", async () => {
+  test("SIGKILL of B1 while batches are in flight, again while it drains its replayed file channel: nothing lost, duplicates bounded and reported", async () => {
     const tmp = tempDir("flume-failover-kill-");
     cleanups.push(tmp.cleanup);
     const total = 20000;
@@ -170,9 +171,20 @@ ${sink("k1", portB1)}${sink("k2", portB2)}`,
 
     // A fails over: B2 takes the rest of the stream while B1 is down.
     await waitForMetrics(mB2, "b2 to accept events after the failover", (m) => num(m, "SOURCE.r1", "EventAcceptedCount") > 0);
-    const outB1BeforeRestart = new Set(readdirSync(outB1));
 
     // B1 comes back on the same directories: its file channel replays what it acknowledged.
+    b1 = startAgent(tmp.dir, "b1", confB1, mB1);
+    await b1.waitFor(/agent b1 started/);
+
+    // Killed again while its file_roll drains that backlog: taken, maybe written, not committed.
+    const midDrain = await waitForMetrics(mB1, "restarted b1 to drain 1000 events", (m) => num(m, "SINK.k1", "EventDrainSuccessCount") >= 1000, 15000, 2);
+    b1.child.kill("SIGKILL");
+    await b1.exited();
+    expect(b1.child.signalCode).toBe("SIGKILL");
+    const drainedBeforeSecondKill = num(midDrain, "SINK.k1", "EventDrainSuccessCount");
+    const leftAtSecondKill = num(midDrain, "CHANNEL.c1", "ChannelSize");
+    expect(leftAtSecondKill).toBeGreaterThan(0);
+
     b1 = startAgent(tmp.dir, "b1", confB1, mB1);
     await b1.waitFor(/agent b1 started/);
 
@@ -201,24 +213,29 @@ ${sink("k1", portB1)}${sink("k2", portB2)}`,
     r2 = readOutput(outB2);
     const delivered = r1.bodies.length + r2.bodies.length;
     const duplicates = delivered - total;
-    // What the restarted B1 wrote that did not come from A since the restart: its channel's replay.
+    // Within B1: replays of batches its file_roll had written but not committed; across B1 and B2:
+    // A's batch in flight at the kill, committed by B1 but resent to B2 for want of an answer.
+    const uniqueB1 = new Set(r1.bodies);
+    const withinB1 = r1.bodies.length - uniqueB1.size;
+    const acrossB1B2 = r2.bodies.filter((b) => uniqueB1.has(b)).length;
+    // What the last B1 wrote that did not come from A since its start: its channel's replay.
     const replayed = num(mb1, "SINK.k1", "EventDrainSuccessCount") - num(mb1, "SOURCE.r1", "EventAcceptedCount");
-    const afterRestart = readdirSync(outB1).filter((f) => !outB1BeforeRestart.has(f));
     console.log(
       `failover-kill: B1 killed after accepting ${acceptedByB1} events (${backlogAtB1} in its channel at the last reading); ` +
-        `restarted B1 replayed ${replayed} from its file channel into ${afterRestart.length} new file(s); ` +
-        `b1 wrote ${r1.bodies.length}, b2 wrote ${r2.bodies.length}; ${union.size} unique of ${total}, ${duplicates} duplicates; ` +
+        `restarted, killed again after draining ${drainedBeforeSecondKill} (${leftAtSecondKill} left at the last reading); ` +
+        `restarted again, replayed ${replayed} from its file channel; ${r1.files.length} files in b1's output; ` +
+        `b1 wrote ${r1.bodies.length}, b2 wrote ${r2.bodies.length}; ${union.size} unique of ${total}, ${duplicates} duplicates (${withinB1} within b1, ${acrossB1B2} across b1 and b2); ` +
         `A: k1 write failures ${ma["SINK.k1"].EventWriteFail}, k2 drained ${ma["SINK.k2"].EventDrainSuccessCount}; torn tails ${r1.torn + r2.torn}`,
     );
     expect(r2.bodies.length).toBeGreaterThan(0);
     // Per hop, every event a downstream agent acknowledged to A is in that agent's output:
     // for B1 this includes what its file channel held when it was killed.
-    expect(new Set(r1.bodies).size).toBeGreaterThanOrEqual(num(ma, "SINK.k1", "EventDrainSuccessCount"));
+    expect(uniqueB1.size).toBeGreaterThanOrEqual(num(ma, "SINK.k1", "EventDrainSuccessCount"));
     expect(new Set(r2.bodies).size).toBeGreaterThanOrEqual(num(ma, "SINK.k2", "EventDrainSuccessCount"));
     expect(num(ma, "SINK.k1", "EventWriteFail")).toBeGreaterThanOrEqual(1);
     expect(num(ma, "SINK.k1", "EventDrainSuccessCount") + num(ma, "SINK.k2", "EventDrainSuccessCount")).toBe(total);
-    // At-least-once across the crash costs at most the batch A had in flight to B1 plus the
-    // batch B1's file_roll had taken but not committed; allow a few batches.
+    // At-least-once across the crashes costs at most the batch A had in flight to B1 plus the
+    // batches B1's file_roll had taken but not committed at each kill; allow a few batches.
     expect(duplicates).toBeGreaterThanOrEqual(0);
     expect(duplicates).toBeLessThanOrEqual(3 * batch);
 
