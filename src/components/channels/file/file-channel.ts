@@ -157,6 +157,16 @@ export class FileChannel implements Channel {
     return this.positions.get(source);
   }
 
+  private putListeners: (() => void)[] = [];
+
+  /** Wakes sink runners sleeping after an empty take once puts are durable (see Channel). */
+  onPutsCommitted(listener: () => void): () => void {
+    this.putListeners.push(listener);
+    return () => {
+      this.putListeners = this.putListeners.filter((l) => l !== listener);
+    };
+  }
+
   /**
    * Changes minimumRequiredSpace on a running channel (reconfiguration); the next put checks
    * the disk again.
@@ -564,6 +574,7 @@ export class FileChannel implements Channel {
     if (r.positions) for (const [k, val] of r.positions) this.positions.set(k, val);
     v.ChannelSize = q.length;
     tx.clear();
+    if (puts.length > 0) for (let i = 0; i < this.putListeners.length; i++) this.putListeners[i]();
     return takes > 0;
   }
 
