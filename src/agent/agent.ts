@@ -1,3 +1,4 @@
+import type { Channel } from "../core/channel.ts";
 import type { Clock } from "../core/clock.ts";
 import { systemClock } from "../core/clock.ts";
 import type { CounterGroup } from "../core/counters.ts";
@@ -15,6 +16,8 @@ export interface AgentOptions {
   componentLogger?: (name: string) => Logger;
   /** How long a graceful stop lets sinks drain the channels (ms). */
   drainTimeout?: number;
+  /** Wraps each channel the agent builds (transaction tracing). */
+  wrapChannel?: (channel: Channel, type: string) => Channel;
 }
 
 /**
@@ -53,7 +56,7 @@ export class Agent implements MetricsProvider {
   }
 
   private buildContext() {
-    return { agentName: this.name, clock: this.clock, logger: this.componentLogger };
+    return { agentName: this.name, clock: this.clock, logger: this.componentLogger, wrapChannel: this.options.wrapChannel };
   }
 
   private async startAll(next: BuiltAgent, keep: Set<unknown>): Promise<void> {

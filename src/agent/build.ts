@@ -32,6 +32,8 @@ export interface BuildContext {
   agentName: string;
   clock: Clock;
   logger: (name: string) => Logger;
+  /** Wraps each new channel (`flume run --trace` records transactions this way). */
+  wrapChannel?: (channel: Channel, type: string) => Channel;
 }
 
 /** A built channel with what decides whether a reload may keep it. */
@@ -111,10 +113,11 @@ export async function buildAgent(config: AgentConfig, bc: BuildContext, reuse?: 
         built.channels.set(name, old);
         continue;
       }
-      if (old.channel instanceof MemoryChannel) {
+      const oldInner = (old.channel as { inner?: Channel }).inner ?? old.channel;
+      if (oldInner instanceof MemoryChannel) {
         const { config: parsed, errors } = parseConfig(def.schema, rawValues(ownProps(entry)));
         if (errors.length > 0) throw new ConfigurationError(errors[0].key, errors[0].message, `channel ${name}`);
-        await old.channel.reconfigure({
+        await oldInner.reconfigure({
           capacity: parsed.int("capacity"),
           transactionCapacity: parsed.int("transactionCapacity"),
           byteCapacity: parsed.int("byteCapacity"),
@@ -126,7 +129,8 @@ export async function buildAgent(config: AgentConfig, bc: BuildContext, reuse?: 
       }
     }
     const { value } = instantiate<Channel>("channel", type, ownProps(entry), ctxFor(name));
-    built.channels.set(name, { name, type: def.schema.type, fingerprint, channel: value });
+    const channel = bc.wrapChannel ? bc.wrapChannel(value, def.schema.type) : value;
+    built.channels.set(name, { name, type: def.schema.type, fingerprint, channel });
   }
 
   // An identity for each channel instance, so a source or sink is kept only if its channels are the same objects.
