@@ -58,6 +58,8 @@ export class TraceTarget {
 export class TracedChannel implements Channel {
   /** Present only when the real channel has it (ChannelProcessor.maxBatchSize relies on that). */
   readonly getTransactionCapacity?: () => number;
+  /** Forwarded so sink runners still wake when events arrive (tracing must not change behaviour). */
+  readonly onPutsCommitted?: (listener: () => void) => () => void;
 
   constructor(
     readonly target: TraceTarget,
@@ -65,6 +67,12 @@ export class TracedChannel implements Channel {
   ) {
     const inner = target.inner;
     if (inner.getTransactionCapacity) this.getTransactionCapacity = () => (inner.getTransactionCapacity as () => number).call(inner);
+    if (inner.onPutsCommitted) {
+      const subscribe = inner.onPutsCommitted;
+      this.onPutsCommitted = (listener) => subscribe.call(inner, () => {
+        if (!target.dead) listener();
+      });
+    }
   }
 
   get inner(): Channel {

@@ -1,0 +1,128 @@
+import { describe, expect, test } from "bun:test";
+import { runSimulation } from "../../src/simulate/engine.ts";
+import { Ledger, verdict } from "../../src/simulate/ledger.ts";
+import { DEFAULTS, parseDuration, parseDurations, parseFailSpec, SimulationUsageError, type SimulationOptions } from "../../src/simulate/options.ts";
+import { seededRandom } from "../../src/simulate/rng.ts";
+
+describe("ledger arithmetic", () => {
+  test("puts, takes, deliveries and duplicates per event", () => {
+    const l = new Ledger([{ name: "c1", durable: false }]);
+    l.committed(0, [0, 1, 2, 3], []);
+    // A failing batch delivered 0 and 1, then rolled back; the retry delivers all three.
+    l.delivered(0, [0, 1]);
+    l.rolledBack();
+    l.delivered(0, [0, 1, 2]);
+    l.committed(0, [], [0, 1, 2]);
+    const s = l.summary();
+    expect(s).toEqual({ accepted: 4, deliveredUnique: 3, duplicates: 2, lost: 0, remaining: 1, rolledBack: 1, crashLost: 0 });
+    expect(l.heldTotal).toBe(1);
+    expect(verdict(s).line).toBe("at-least-once: HELD (0 lost, 2 duplicates)");
+  });
+
+  test("a crash empties a memory channel: what it held is lost, a file channel keeps it", () => {
+    const l = new Ledger([
+      { name: "mem", durable: false },
+      { name: "file", durable: true },
+    ]);
+    l.committed(0, [10, 11, 12], []);
+    l.committed(1, [10, 11, 12], []);
+    l.delivered(0, [10]);
+    l.committed(0, [], [10]);
+    expect(l.crash()).toEqual([{ channel: "mem", lost: 2 }]);
+    expect(l.held(0)).toBe(0);
+    expect(l.held(1)).toBe(3);
+    const s = l.summary();
+    expect(s.lost).toBe(2);
+    expect(s.crashLost).toBe(2);
+    expect(s.remaining).toBe(3);
+    expect(l.firstLost()).toEqual({ id: 11, index: 11, channel: "mem" });
+    expect(verdict(s)).toEqual({ held: false, line: "at-least-once: VIOLATED (2 lost)" });
+  });
+
+  test("events a channel never accepted are not lost", () => {
+    const l = new Ledger([{ name: "c1", durable: false }]);
+    l.committed(0, [5], []);
+    l.delivered(0, [5]);
+    l.committed(0, [], [5]);
+    // ids 0..4 were produced but refused (never committed): not in the ledger's books.
+    expect(l.summary()).toMatchObject({ accepted: 1, deliveredUnique: 1, lost: 0 });
+  });
+
+  test("string ids (live traces) are interned", () => {
+    const l = new Ledger([{ name: "c1", durable: false }]);
+    const a = l.index("aaaa");
+    const b = l.index("bbbb");
+    expect(l.index("aaaa")).toBe(a);
+    l.committed(0, [a, b], []);
+    l.committed(0, [], [a]);
+    l.delivered(0, [a]);
+    expect(l.firstLost()).toBeUndefined();
+    l.crash();
+    expect(l.firstLost()?.id).toBe("bbbb");
+  });
+});
+
+describe("options", () => {
+  test("durations, fault specs and seeds", () => {
+    expect(parseDuration("500ms", "x")).toBe(500);
+    expect(parseDuration("2s", "x")).toBe(2000);
+    expect(parseDuration("1.5m", "x")).toBe(90_000);
+    expect(parseDurations("2s,500ms", "x")).toEqual([500, 2000]);
+    expect(() => parseDuration("soon", "--crash-at")).toThrow(SimulationUsageError);
+    expect(parseFailSpec("0.2", "x")).toEqual({ kind: "rate", rate: 0.2 });
+    const b = parseFailSpec("3,7-9", "x");
+    expect(b.kind === "batches" && [...b.batches]).toEqual([3, 7, 8, 9]);
+    expect(() => parseFailSpec("7-3", "x")).toThrow(SimulationUsageError);
+    const r1 = seededRandom(42);
+    const r2 = seededRandom(42);
+    const a = Array.from({ length: 5 }, r1);
+    expect(Array.from({ length: 5 }, r2)).toEqual(a);
+    expect(a.every((v) => v >= 0 && v < 1)).toBe(true);
+  });
+});
+
+describe("simulation results add up", () => {
+  const base = (over: Partial<SimulationOptions>): SimulationOptions => ({ ...DEFAULTS, crashAt: [], events: 3000, ...over });
+
+  test("no faults: every event delivered once", async () => {
+    const r = await runSimulation(base({}));
+    expect(r.completed).toBe(true);
+    expect(r.produced).toBe(3000);
+    expect(r.summary).toEqual({ accepted: 3000, deliveredUnique: 3000, duplicates: 0, lost: 0, remaining: 0, rolledBack: 0, crashLost: 0 });
+    expect(r.deliveries).toBe(3000);
+  });
+
+  test("sink and put failures: deliveries = unique + duplicates, accepted = unique + lost", async () => {
+    const r = await runSimulation(base({ failSink: parseFailSpec("0.3", "x"), failPut: 0.2, seed: 7 }));
+    const s = r.summary;
+    expect(r.completed).toBe(true);
+    expect(r.sinkFailures).toBeGreaterThan(0);
+    expect(r.putFailures).toBeGreaterThan(0);
+    expect(r.retries).toBe(r.putFailures);
+    expect(r.deliveries).toBe(s.deliveredUnique + s.duplicates);
+    expect(s.accepted).toBe(s.deliveredUnique + s.lost);
+    expect(s.lost).toBe(0);
+    expect(s.duplicates).toBeGreaterThan(0);
+    // Each failed sink batch and each failed put rolled back one transaction.
+    expect(s.rolledBack).toBe(r.sinkFailures + r.putFailures);
+  });
+
+  test("listed sink batches fail, and nothing else", async () => {
+    const r = await runSimulation(base({ failSink: parseFailSpec("2,5-6", "x") }));
+    expect(r.sinkFailures).toBe(3);
+    expect(r.summary.rolledBack).toBe(3);
+    expect(r.summary.lost).toBe(0);
+  });
+
+  test("a memory channel crash: lost = what the crash took minus what had already got through", async () => {
+    const r = await runSimulation(base({ crashAt: [150] }));
+    const s = r.summary;
+    expect(r.crashes).toHaveLength(1);
+    expect(r.crashes[0].at).toBe(150);
+    expect(s.crashLost).toBe(r.crashes[0].lost[0].lost);
+    expect(s.lost).toBeGreaterThan(0);
+    expect(s.lost).toBeLessThanOrEqual(s.crashLost);
+    expect(s.accepted).toBe(s.deliveredUnique + s.lost);
+    expect(r.verdict.held).toBe(false);
+  });
+});
