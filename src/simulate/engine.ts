@@ -121,7 +121,7 @@ async function simulate(o: SimulationOptions, topo: Topology, hooks: SimulationH
   const recorder = hooks.traceFile
     ? new TraceRecorder(
         new FileTraceOutput(hooks.traceFile),
-        topo.channels.map((c) => ({ name: c.name, type: c.type, durable: c.durable, capacity: c.capacity, transactionCapacity: c.transactionCapacity })),
+        topo.channels.map((c) => ({ name: c.name, type: c.type, durable: c.durable, capacity: c.capacity, transactionCapacity: c.transactionCapacity, keepAlive: c.keepAlive })),
         { clock, idOf: simIdOf, deliveries: "sink", seed: o.seed },
       )
     : null;

@@ -42,6 +42,8 @@ export interface ChannelPlan {
   durable: boolean;
   capacity: number;
   transactionCapacity?: number;
+  /** Seconds a commit waits for space. */
+  keepAlive: number;
   /** Directories a durable channel locks (their lock files go when the process crashes). */
   lockDirs: string[];
   create(epoch: Epoch): Channel;
@@ -104,6 +106,7 @@ function fileChannelPlan(name: string, dir: string, capacity: number, transactio
     durable: true,
     capacity,
     transactionCapacity,
+    keepAlive,
     lockDirs,
     create: (epoch) => new FileChannel(name, options, { clock: epoch, logger: silentLogger }),
   };
@@ -119,6 +122,7 @@ export function demoTopology(o: SimulationOptions, workDir: string): Topology {
           durable: false,
           capacity: DEMO_CAPACITY,
           transactionCapacity: DEMO_TRANSACTION_CAPACITY,
+          keepAlive: 3,
           lockDirs: [],
           create: (epoch) => new MemoryChannel("c1", { capacity: DEMO_CAPACITY, transactionCapacity: DEMO_TRANSACTION_CAPACITY, keepAlive: 3 }, epoch),
         };
@@ -219,6 +223,7 @@ export function configTopology(o: SimulationOptions, workDir: string): Topology 
       durable: false,
       capacity,
       transactionCapacity,
+      keepAlive: parsed.int("keep-alive"),
       lockDirs: [],
       create: (epoch) => instantiate<Channel>("channel", type, props, ctxOf(name, epoch)),
     });

@@ -9,8 +9,11 @@
  *   {"t":ms,"op":"put"|"take","tx":n,"ids":[...]}          consecutive puts (takes) of a transaction share a line
  *   {"t":ms,"op":"take","tx":n,"ids":[...],"end":true}     the last take found the channel empty
  *   {"t":ms,"op":"deliver","tx":n,"by":"k1","ids":[...]}   events a sink delivered (simulations)
- *   {"t":ms,"op":"commit","tx":n}  or  {"t":ms,"op":"commit","tx":n,"error":"..."}
+ *   {"t":ms,"op":"commit","tx":n}                          commit called (its effects may land before it returns)
+ *   {"t":ms,"op":"committed","tx":n}  or  ...,"error":"..."} commit returned, or failed (e.g. no space within keep-alive)
+ *   {"t":ms,"op":"commit","tx":n,"refused":"..."}          a commit refused before it reached the channel (injected fault)
  *   {"t":ms,"op":"rollback","tx":n}   {"t":ms,"op":"close","tx":n}
+ * Operations are written when they are called, so a line comes before anything its effects cause.
  *   {"t":ms,"op":"crash"}                                   the process died; open transactions vanish
  *   {"op":"truncated","bytes":n}                            the size bound was reached
  *   {"op":"ledger",...LedgerSummary}                         the recorder's ledger at the end
@@ -31,8 +34,10 @@ export interface ChannelObserver {
   begin(tx: TracedTransaction): void;
   put(tx: TracedTransaction, event: Event): void;
   take(tx: TracedTransaction, event: Event | null): void;
-  /** error is null for a successful commit. */
-  commit(tx: TracedTransaction, error: Error | null): void;
+  /** commit() was called and goes to the channel. */
+  commitStart?(tx: TracedTransaction): void;
+  /** commit() returned (error null) or failed; refused: the fault was injected before the channel saw it. */
+  commit(tx: TracedTransaction, error: Error | null, refused?: boolean): void;
   rollback(tx: TracedTransaction): void;
   close(tx: TracedTransaction): void;
   /** A fault to inject instead of committing (simulated put failures), or null. */
@@ -150,9 +155,10 @@ export class TracedTransaction implements Transaction {
     const o = this.target.observer;
     const fault = this.target.dead ? null : (o.beforeCommit?.(this) ?? null);
     if (fault) {
-      o.commit(this, fault);
+      o.commit(this, fault, true);
       throw fault;
     }
+    if (!this.target.dead) o.commitStart?.(this);
     try {
       await this.inner.commit();
     } catch (err) {
@@ -163,8 +169,9 @@ export class TracedTransaction implements Transaction {
   }
 
   async rollback(): Promise<void> {
+    // Reported first: the taken events are back in the channel before rollback() returns.
+    if (this.inner.state === "OPEN" && !this.target.dead) this.target.observer.rollback(this);
     await this.inner.rollback();
-    if (!this.target.dead) this.target.observer.rollback(this);
   }
 
   close(): void {
@@ -225,6 +232,16 @@ export interface TraceChannelInfo {
   durable: boolean;
   capacity?: number;
   transactionCapacity?: number;
+  /** Seconds a commit waits for space (replay waits the same). */
+  keepAlive?: number;
+}
+
+/** A channel's keep-alive in seconds, when it can be read (memory and file channels). */
+export function keepAliveOf(channel: Channel): number | undefined {
+  const c = channel as unknown as { keepAliveMs?: unknown; options?: { keepAlive?: unknown } };
+  if (typeof c.keepAliveMs === "number") return c.keepAliveMs / 1000;
+  if (typeof c.options?.keepAlive === "number") return c.options.keepAlive;
+  return undefined;
 }
 
 export interface TraceHeader {
@@ -386,12 +403,17 @@ export class TraceRecorder implements ChannelObserver {
     this.addToRun(tx, "take", event === null ? null : this.options.idOf(event));
   }
 
-  commit(tx: TracedTransaction, error: Error | null): void {
+  commitStart(tx: TracedTransaction): void {
+    this.line("commit", tx.id);
+  }
+
+  commit(tx: TracedTransaction, error: Error | null, refused = false): void {
     if (error) {
-      this.line("commit", tx.id, `,"error":${JSON.stringify(`${error.name}: ${error.message}`)}`);
+      const text = JSON.stringify(`${error.name}: ${error.message}`);
+      this.line(refused ? "commit" : "committed", tx.id, `,"${refused ? "refused" : "error"}":${text}`);
       return;
     }
-    this.line("commit", tx.id);
+    this.line("committed", tx.id);
     const idOf = this.options.idOf;
     const puts = tx.puts.map((e) => this.key(idOf(e)));
     const takes = tx.takes.map((e) => this.key(idOf(e)));
@@ -453,7 +475,8 @@ export function bothObservers(a: ChannelObserver, b: ChannelObserver): ChannelOb
     begin: (tx) => (a.begin(tx), b.begin(tx)),
     put: (tx, e) => (a.put(tx, e), b.put(tx, e)),
     take: (tx, e) => (a.take(tx, e), b.take(tx, e)),
-    commit: (tx, err) => (a.commit(tx, err), b.commit(tx, err)),
+    commitStart: (tx) => (a.commitStart?.(tx), b.commitStart?.(tx)),
+    commit: (tx, err, refused) => (a.commit(tx, err, refused), b.commit(tx, err, refused)),
     rollback: (tx) => (a.rollback(tx), b.rollback(tx)),
     close: (tx) => (a.close(tx), b.close(tx)),
     beforeCommit: (tx) => a.beforeCommit?.(tx) ?? b.beforeCommit?.(tx) ?? null,
@@ -471,6 +494,7 @@ export function liveTracer(file: string, clock: Clock, maxBytes: number): { wrap
         durable: channel.durable === true,
         capacity: channel.counter.values.ChannelCapacity,
         transactionCapacity: channel.getTransactionCapacity?.(),
+        keepAlive: keepAliveOf(channel),
       });
       return recorder.wrap(channel, index);
     },

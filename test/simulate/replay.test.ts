@@ -1,0 +1,189 @@
+import { describe, expect, test } from "bun:test";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { runCli, startCli, tempDir } from "../helpers.ts";
+
+interface ReplayJson {
+  ok: boolean;
+  operations: number;
+  ledger: Record<string, number>;
+  expected: Record<string, number> | null;
+  mismatches: unknown[];
+  line?: number;
+  error?: string;
+}
+
+function replayJson(file: string): { code: number | null; out: ReplayJson } {
+  const r = runCli(["replay", file, "--json"]);
+  return { code: r.code, out: JSON.parse(r.stdout) as ReplayJson };
+}
+
+const HEADER = JSON.stringify({ flumeTrace: 1, clock: "virtual", deliveries: "sink", channels: [{ name: "c1", type: "memory", durable: false, capacity: 100, transactionCapacity: 10 }] });
+
+function traceFile(dir: string, name: string, lines: object[]): string {
+  const file = path.join(dir, name);
+  writeFileSync(file, [HEADER, ...lines.map((l) => JSON.stringify(l))].join("\n") + "\n");
+  return file;
+}
+
+describe("flume replay", () => {
+  test("a recorded simulation (sink failures, put failures, crash; memory and file channel) replays to the same ledger", () => {
+    const { dir, cleanup } = tempDir("flume-replay-");
+    try {
+      for (const channel of ["memory", "file"]) {
+        const trace = path.join(dir, `${channel}.jsonl`);
+        const sim = runCli(["simulate", "--json", "--events", "5000", "--fail-sink", "0.2", "--fail-put", "0.1", "--crash-at", "400ms", "--channel", channel, "--trace", trace], { env: { TMPDIR: dir } });
+        const report = JSON.parse(sim.stdout) as Record<string, number>;
+        const { code, out } = replayJson(trace);
+        expect(code).toBe(0);
+        expect(out.ok).toBe(true);
+        expect(out.mismatches).toEqual([]);
+        for (const k of ["accepted", "deliveredUnique", "duplicates", "lost", "remaining", "rolledBack"]) expect(out.ledger[k]).toBe(report[k]);
+        expect(out.ledger.duplicates).toBeGreaterThan(0);
+        if (channel === "memory") expect(out.ledger.lost).toBeGreaterThan(0);
+        else expect(out.ledger.lost).toBe(0);
+      }
+      // The text form names the verdict and the comparison.
+      const text = runCli(["replay", path.join(dir, "file.jsonl")]);
+      expect(text.code).toBe(0);
+      expect(text.stdout).toContain("replay reached the same ledger");
+      expect(text.stdout).toContain("at-least-once: HELD");
+    } finally {
+      cleanup();
+    }
+  });
+
+  test("--step prints a readable timeline", () => {
+    const { dir, cleanup } = tempDir("flume-replay-step-");
+    try {
+      const trace = path.join(dir, "t.jsonl");
+      runCli(["simulate", "--events", "300", "--fail-sink", "2", "--crash-at", "20ms", "--trace", trace]);
+      const r = runCli(["replay", trace, "--step"]);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(/tx 2\s+r1 @ c1\s+begin/);
+      expect(r.stdout).toMatch(/put 100 events 0\.\.99/);
+      expect(r.stdout).toMatch(/commit \+100\s+\(c1 holds \d+\)/);
+      expect(r.stdout).toContain("ROLLBACK");
+      expect(r.stdout).toContain("CRASH: open transactions vanish");
+    } finally {
+      cleanup();
+    }
+  });
+
+  test("a trace that breaks the transaction rules is rejected with its line number", () => {
+    const { dir, cleanup } = tempDir("flume-replay-bad-");
+    try {
+      const takeOutside = traceFile(dir, "take.jsonl", [
+        { t: 0, op: "begin", tx: 1, ch: "c1", by: "r1" },
+        { t: 0, op: "put", tx: 1, ids: [1, 2] },
+        { t: 0, op: "commit", tx: 1 },
+        { t: 0, op: "committed", tx: 1 },
+        { t: 0, op: "close", tx: 1 },
+        { t: 1, op: "take", tx: 2, ids: [1] },
+      ]);
+      let r = runCli(["replay", takeOutside]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`${takeOutside}:7: take on transaction 2, which was never begun: a take must happen inside a transaction`);
+
+      const commitAfterClose = traceFile(dir, "close.jsonl", [
+        { t: 0, op: "begin", tx: 1, ch: "c1" },
+        { t: 0, op: "put", tx: 1, ids: [1] },
+        { t: 0, op: "commit", tx: 1 },
+        { t: 0, op: "committed", tx: 1 },
+        { t: 0, op: "close", tx: 1 },
+        { t: 0, op: "commit", tx: 1 },
+      ]);
+      r = runCli(["replay", commitAfterClose]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(new RegExp(`close\\.jsonl:7: commit on transaction 1 \\(begun at line 2\\) breaks the transaction rules: commit\\(\\) called when transaction is CLOSED`));
+
+      const closeWhileOpen = traceFile(dir, "open.jsonl", [
+        { t: 0, op: "begin", tx: 1, ch: "c1" },
+        { t: 0, op: "close", tx: 1 },
+      ]);
+      expect(replayJson(closeWhileOpen).out).toMatchObject({ ok: false, line: 3, error: expect.stringContaining("close() called when transaction is OPEN") });
+
+      const notJson = path.join(dir, "json.jsonl");
+      writeFileSync(notJson, `${HEADER}\n{"t":0,"op":"begin","tx":1,"ch":"c1"}\n{"t":0,"op":"put",\n`);
+      expect(replayJson(notJson).out).toMatchObject({ ok: false, line: 3, error: expect.stringContaining("not valid JSON") });
+
+      const noHeader = path.join(dir, "noheader.jsonl");
+      writeFileSync(noHeader, `{"t":0,"op":"begin","tx":1,"ch":"c1"}\n`);
+      expect(replayJson(noHeader).out).toMatchObject({ ok: false, line: 1, error: expect.stringContaining("not a Flume TS trace") });
+
+      // A take that the fresh channel cannot reproduce (edited trace) diverges at its line.
+      const diverged = traceFile(dir, "diverged.jsonl", [
+        { t: 0, op: "begin", tx: 1, ch: "c1" },
+        { t: 0, op: "put", tx: 1, ids: [1, 2] },
+        { t: 0, op: "commit", tx: 1 },
+        { t: 0, op: "committed", tx: 1 },
+        { t: 0, op: "close", tx: 1 },
+        { t: 1, op: "begin", tx: 2, ch: "c1" },
+        { t: 1, op: "take", tx: 2, ids: [2] },
+      ]);
+      expect(replayJson(diverged).out).toMatchObject({ ok: false, line: 8, error: expect.stringContaining('took event 2 from c1, the replayed channel gave 1') });
+    } finally {
+      cleanup();
+    }
+  });
+
+  test("an edited ledger line is reported as a different ledger", () => {
+    const { dir, cleanup } = tempDir("flume-replay-ledger-");
+    try {
+      const trace = path.join(dir, "t.jsonl");
+      runCli(["simulate", "--events", "500", "--trace", trace]);
+      const lines = readFileSync(trace, "utf8").trimEnd().split("\n");
+      const ledger = JSON.parse(lines[lines.length - 1]) as Record<string, unknown>;
+      lines[lines.length - 1] = JSON.stringify({ ...ledger, duplicates: 3 });
+      writeFileSync(trace, lines.join("\n") + "\n");
+      const r = runCli(["replay", trace]);
+      expect(r.code).toBe(1);
+      expect(r.stdout).toMatch(/duplicates\s+3\s+0\s+<- differs/);
+      expect(r.stdout).toContain("replay reached a different ledger (duplicates)");
+    } finally {
+      cleanup();
+    }
+  });
+
+  test("flume run --trace records a live agent; the trace replays to the same ledger", async () => {
+    const { dir, cleanup } = tempDir("flume-replay-live-");
+    try {
+      const conf = path.join(dir, "agent.conf");
+      const trace = path.join(dir, "live.jsonl");
+      writeFileSync(
+        conf,
+        [
+          "a1.sources = r1",
+          "a1.channels = c1",
+          "a1.sinks = k1",
+          "a1.sources.r1.type = seq",
+          "a1.sources.r1.totalEvents = 3000",
+          "a1.sources.r1.batchSize = 50",
+          "a1.sources.r1.channels = c1",
+          "a1.channels.c1.type = memory",
+          "a1.channels.c1.capacity = 10000",
+          "a1.channels.c1.transactionCapacity = 100",
+          "a1.sinks.k1.type = null",
+          "a1.sinks.k1.channel = c1",
+          "",
+        ].join("\n"),
+      );
+      const agent = startCli(["run", "-f", conf, "-q", "--no-reload-conf", "--trace", trace]);
+      await agent.waitFor(/agent a1 started/);
+      agent.child.kill("SIGTERM");
+      await agent.waitFor(/trace written to/);
+      expect(await agent.exited()).toBe(0);
+      const lines = readFileSync(trace, "utf8").trimEnd().split("\n");
+      expect(JSON.parse(lines[0])).toMatchObject({ flumeTrace: 1, clock: "wall", deliveries: "take" });
+      expect(JSON.parse(lines[1])).toMatchObject({ op: "channel", name: "c1", type: "memory", capacity: 10000, transactionCapacity: 100 });
+      const { code, out } = replayJson(trace);
+      expect(code).toBe(0);
+      expect(out.ok).toBe(true);
+      expect(out.ledger.lost).toBe(0);
+      expect(out.ledger.accepted).toBeGreaterThan(0);
+      expect(out.ledger).toEqual(out.expected as Record<string, number>);
+    } finally {
+      cleanup();
+    }
+  });
+});
