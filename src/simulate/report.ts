@@ -128,6 +128,21 @@ export function jsonReport(o: SimulationOptions, r: SimulationResult): string {
   )}\n`;
 }
 
+/** Axis labels: 250ms, 11.7s, 1m46s. */
+function shortTime(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)}s`;
+  const m = Math.floor(ms / 60_000);
+  return `${m}m${String(Math.round((ms % 60_000) / 1000)).padStart(2, "0")}s`;
+}
+
+/** 1, 2 or 5 times a power of ten, at least v. */
+function niceCeil(v: number): number {
+  const p = 10 ** Math.floor(Math.log10(v));
+  for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
+  return 10 * p;
+}
+
 const escapeHtml = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 const COLORS = ["#2563eb", "#7c3aed", "#0891b2", "#ca8a04", "#db2777"];
 
@@ -151,9 +166,10 @@ export function htmlReport(o: SimulationOptions, r: SimulationResult): string {
   const svg: string[] = [];
   svg.push(`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" font-family="system-ui, sans-serif" font-size="12">`);
   svg.push(`<rect x="0" y="0" width="${W}" height="${H}" fill="#fff"/>`);
-  // Fill panel.
-  const maxCap = Math.max(...r.channels.map((c) => c.capacity));
-  const yFill = (v: number) => fillTop + fillH - (v / maxCap) * fillH;
+  // Fill panel, scaled to the highest peak (a capacity far above it would flatten the curve).
+  const peak = Math.max(1, ...r.channels.map((c) => c.peak));
+  const maxCap = niceCeil(peak * 1.1);
+  const yFill = (v: number) => fillTop + fillH - (Math.min(v, maxCap) / maxCap) * fillH;
   svg.push(`<text x="${left}" y="${fillTop - 10}" font-weight="600">channel fill (events)</text>`);
   for (let g = 0; g <= 4; g++) {
     const v = (maxCap * g) / 4;
@@ -166,10 +182,16 @@ export function htmlReport(o: SimulationOptions, r: SimulationResult): string {
     const pts = cols.map((col, i) => `${(left + (i + 0.5) * colW).toFixed(1)},${yFill(col.fill[k]).toFixed(1)}`);
     svg.push(`<polygon points="${left},${yFill(0)} ${pts.join(" ")} ${W - right},${yFill(0)}" fill="${color}" fill-opacity="0.15"/>`);
     svg.push(`<polyline points="${pts.join(" ")}" fill="none" stroke="${color}" stroke-width="1.5"/>`);
-    if (c.capacity !== maxCap || r.channels.length === 1) {
+    if (c.capacity <= maxCap) {
       svg.push(`<line x1="${left}" x2="${W - right}" y1="${yFill(c.capacity)}" y2="${yFill(c.capacity)}" stroke="${color}" stroke-dasharray="4 3"/>`);
+      svg.push(`<text x="${W - right - 4}" y="${yFill(c.capacity) - 4}" text-anchor="end" fill="${color}">capacity of ${escapeHtml(c.name)}</text>`);
     }
-    svg.push(`<text x="${W - right - 4 - k * 160}" y="${fillTop - 10}" text-anchor="end" fill="${color}">■ ${escapeHtml(c.name)} (${c.type}, peak ${fmt(c.peak)})</text>`);
+  });
+  let legendX = left + 170;
+  r.channels.forEach((c, k) => {
+    const text = `■ ${c.name} (${c.type}, peak ${fmt(c.peak)} of ${fmt(c.capacity)})`;
+    svg.push(`<text x="${legendX}" y="${fillTop - 10}" fill="${COLORS[k % COLORS.length]}">${escapeHtml(text)}</text>`);
+    legendX += text.length * 7 + 16;
   });
   // Deliveries panel.
   const maxDel = Math.max(1, ...cols.map((c) => c.delivered));
@@ -190,18 +212,19 @@ export function htmlReport(o: SimulationOptions, r: SimulationResult): string {
     if (col.putFailures > 0) svg.push(`<rect x="${(Number(cx) - 3).toFixed(1)}" y="${faultTop + 27}" width="6" height="6" fill="#a16207"><title>${col.putFailures} put failure(s) at ${formatTime(Math.round(col.from))}</title></rect>`);
   });
   // Crashes across all panels.
-  for (const c of r.crashes) {
+  r.crashes.forEach((c, i) => {
     const cx = x(c.at).toFixed(1);
     svg.push(`<line x1="${cx}" x2="${cx}" y1="${fillTop}" y2="${faultTop + 40}" stroke="#dc2626" stroke-width="2"/>`);
     const lost = c.lost.reduce((a, l) => a + l.lost, 0);
-    svg.push(`<text x="${Number(cx) + 4}" y="${fillTop + 14}" fill="#dc2626" font-weight="600">crash ${formatTime(c.at)}${lost > 0 ? ` (${fmt(lost)} lost)` : ""}</text>`);
-  }
+    // Labels of nearby crashes go one under the other.
+    svg.push(`<text x="${Number(cx) + 4}" y="${fillTop + 14 + (i % 8) * 15}" fill="#dc2626" font-weight="600">crash ${formatTime(c.at)}${lost > 0 ? ` (${fmt(lost)} lost)` : " (nothing lost)"}</text>`);
+  });
   // Time axis.
   const axisY = H - 14;
   for (let g = 0; g <= 10; g++) {
     const t = (end * g) / 10;
     svg.push(`<line x1="${x(t)}" x2="${x(t)}" y1="${fillTop + fillH}" y2="${fillTop + fillH + 4}" stroke="#9ca3af"/>`);
-    svg.push(`<text x="${x(t)}" y="${axisY}" text-anchor="middle" fill="#6b7280">${formatTime(Math.round(t))}</text>`);
+    svg.push(`<text x="${x(t)}" y="${axisY}" text-anchor="${g === 0 ? "start" : g === 10 ? "end" : "middle"}" fill="#6b7280">${shortTime(t)}</text>`);
   }
   svg.push(`</svg>`);
 
