@@ -414,6 +414,8 @@ export class TraceRecorder implements ChannelObserver {
       return;
     }
     this.line("committed", tx.id);
+    // Past the size bound the ledger stops too, so it matches what the file holds.
+    if (this.truncated) return;
     const idOf = this.options.idOf;
     const puts = tx.puts.map((e) => this.key(idOf(e)));
     const takes = tx.takes.map((e) => this.key(idOf(e)));
@@ -423,7 +425,7 @@ export class TraceRecorder implements ChannelObserver {
 
   rollback(tx: TracedTransaction): void {
     this.line("rollback", tx.id);
-    this.ledger.rolledBack();
+    if (!this.truncated) this.ledger.rolledBack();
   }
 
   close(tx: TracedTransaction): void {
@@ -434,6 +436,7 @@ export class TraceRecorder implements ChannelObserver {
   deliver(tx: TracedTransaction, by: string, ids: EventId[]): void {
     this.flushRun();
     this.emit(`{"t":${this.now()},"op":"deliver","tx":${tx.id},"by":${JSON.stringify(by)},"ids":${JSON.stringify(ids)}}`);
+    if (this.truncated) return;
     this.ledger.delivered(
       tx.target.index,
       ids.map((id) => this.key(id)),
@@ -444,7 +447,7 @@ export class TraceRecorder implements ChannelObserver {
   crash(): void {
     this.flushRun();
     this.emit(`{"t":${this.now()},"op":"crash"}`);
-    this.ledger.crash();
+    if (!this.truncated) this.ledger.crash();
   }
 
   /** A channel made after the header was written (a live agent's reload): announced by a "channel" line. */

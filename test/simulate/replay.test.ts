@@ -1,6 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { putBatch } from "../../src/core/channel-processor.ts";
+import { createEvent } from "../../src/core/event.ts";
+import { MemoryChannel } from "../../src/core/memory-channel.ts";
+import { VirtualClock } from "../../src/core/virtual-clock.ts";
+import { liveTracer } from "../../src/simulate/trace.ts";
 import { runCli, startCli, tempDir } from "../helpers.ts";
 
 interface ReplayJson {
@@ -181,6 +186,43 @@ describe("flume replay", () => {
       expect(out.ok).toBe(true);
       expect(out.ledger.lost).toBe(0);
       expect(out.ledger.accepted).toBeGreaterThan(0);
+      expect(out.ledger).toEqual(out.expected as Record<string, number>);
+    } finally {
+      cleanup();
+    }
+  });
+});
+
+describe("trace recorder", () => {
+  test("a live recording stops at its size bound and still replays to its ledger", async () => {
+    const { dir, cleanup } = tempDir("flume-trace-bound-");
+    try {
+      const file = path.join(dir, "bounded.jsonl");
+      const clock = new VirtualClock(1_000);
+      const tracer = liveTracer(file, clock, 6_000);
+      const channel = tracer.wrapChannel(new MemoryChannel("c1", { capacity: 1000, transactionCapacity: 100 }, clock), "memory");
+      await channel.start();
+      for (let b = 0; b < 40; b++) {
+        await putBatch(
+          channel,
+          Array.from({ length: 10 }, (_, i) => createEvent(`event ${b * 10 + i}`)),
+        );
+        const tx = channel.getTransaction();
+        tx.begin();
+        for (let i = 0; i < 10; i++) tx.take();
+        await tx.commit();
+        tx.close();
+        await clock.advance(5);
+      }
+      const summary = tracer.finish();
+      const text = readFileSync(file, "utf8");
+      expect(text.length).toBeLessThan(6_000 + 500);
+      expect(text).toContain('{"op":"truncated"');
+      expect(summary.accepted).toBeGreaterThan(0);
+      expect(summary.accepted).toBeLessThan(400);
+      const { code, out } = replayJson(file);
+      expect(code).toBe(0);
+      expect(out.ok).toBe(true);
       expect(out.ledger).toEqual(out.expected as Record<string, number>);
     } finally {
       cleanup();
