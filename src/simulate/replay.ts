@@ -66,6 +66,8 @@ export interface ReplayResult {
 }
 
 const ID_HEADER = "trace.id";
+const immediate: () => Promise<void> =
+  typeof setImmediate === "function" ? () => new Promise((resolve) => setImmediate(resolve)) : () => new Promise((resolve) => setTimeout(resolve, 0));
 const encoder = new TextEncoder();
 
 function describeIds(ids: readonly EventId[]): string {
@@ -87,7 +89,7 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
   const text = readFileSync(file, "utf8");
   const ownDir = opts.workDir === undefined;
   const workDir = opts.workDir ?? mkdtempSync(path.join(tmpdir(), "flume-replay-"));
-  const clock = new VirtualClock(0, () => new Promise((r) => setImmediate(r)));
+  const clock = new VirtualClock(0, immediate);
   const channels: ReplayChannel[] = [];
   const txs = new Map<number, OpenTx>();
   const begunAt = new Map<number, number>();
@@ -268,7 +270,7 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
             },
           );
           // Let it take effect as it did when it was recorded (a wait for space goes on waiting).
-          await new Promise((r) => setImmediate(r));
+          await immediate();
           break;
         }
         case "committed": {
@@ -347,7 +349,7 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
   /** Lets pending disk writes of file channels finish. */
   async function settleIo(): Promise<void> {
     for (;;) {
-      await new Promise((r) => setImmediate(r));
+      await immediate();
       const busy = channels.some((c) => {
         const io = c.channel as unknown as { writing?: unknown; pendingWrites?: unknown };
         return io.writing === true || (Array.isArray(io.pendingWrites) && io.pendingWrites.length > 0);

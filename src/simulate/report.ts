@@ -80,6 +80,7 @@ export function textReport(o: SimulationOptions, r: SimulationResult, timeline =
   for (const [k, v] of rows) out.push(`${k.padEnd(w)}${v.padStart(12)}`);
   out.push("");
   if (!r.completed) out.push(`note: stopped at ${formatTime(r.time)} of virtual time before every event was delivered (--max-time)`);
+  if (r.channels.length > 1) out.push("(with several channels each channel's copy of an event counts: an event is lost when any copy was accepted and never delivered)");
   out.push(r.verdict.line);
   if (r.firstLost) {
     out.push(`first lost event: ${r.firstLost.id} (accepted into channel ${r.firstLost.channel}, never delivered from it)`);
@@ -122,6 +123,7 @@ export function jsonReport(o: SimulationOptions, r: SimulationResult): string {
       verdict: r.verdict.held ? "HELD" : "VIOLATED",
       verdictLine: r.verdict.line,
       firstLost: r.firstLost ?? null,
+      timeline: jsonTimeline(r),
     },
     null,
     2,
@@ -141,6 +143,19 @@ function niceCeil(v: number): number {
   const p = 10 ** Math.floor(Math.log10(v));
   for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
   return 10 * p;
+}
+
+/** The text timeline's columns as data. */
+function jsonTimeline(r: SimulationResult, width = 64) {
+  const end = Math.max(1, r.time);
+  return r.timeline.columns(end, width).map((c) => ({
+    from: Math.round(c.from),
+    fill: Object.fromEntries(r.channels.map((ch, k) => [ch.name, c.fill[k]])),
+    delivered: c.delivered,
+    sinkFailures: c.sinkFailures,
+    putFailures: c.putFailures,
+    crashes: c.crashes,
+  }));
 }
 
 const escapeHtml = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");

@@ -45,6 +45,13 @@ describe("flume simulate", () => {
       const j3 = runCli(["simulate", "--json", "--events", "5000", "--fail-sink", "0.3", "--seed", "8"]);
       expect(j2.stdout).toBe(j1.stdout);
       expect(j3.stdout).not.toBe(j1.stdout);
+      // The real file channel (disk writes, fsync) is awaited before virtual time moves: still the same bytes.
+      const fileArgs = ["simulate", "--channel", "file", "--events", "5000", "--fail-sink", "0.2", "--crash-at", "300ms", "--seed", "9"];
+      const f1 = runCli([...fileArgs, "--trace", path.join(dir, "f1.jsonl")], { env: { TMPDIR: dir } });
+      const f2 = runCli([...fileArgs, "--trace", path.join(dir, "f2.jsonl")], { env: { TMPDIR: dir } });
+      expect(f1.code).toBe(0);
+      expect(f2.stdout.replaceAll("f2.jsonl", "f1.jsonl")).toBe(f1.stdout);
+      expect(readFileSync(path.join(dir, "f2.jsonl"))).toEqual(readFileSync(path.join(dir, "f1.jsonl")));
     } finally {
       cleanup();
     }
