@@ -326,7 +326,8 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
       if (o.tx.state === "OPEN") await o.tx.rollback().catch(() => {});
     }
     // What is left must be what the ledger says is left (a truncated trace may end mid-commit).
-    for (let k = 0; k < channels.length && !truncated; k++) {
+    // An unfinished recording (no ledger line: the agent is still running or was killed) may end mid-commit too.
+    for (let k = 0; k < channels.length && !truncated && expected !== undefined; k++) {
       const left = channels[k].channel.counter.values.ChannelSize;
       const held = ledger.held(k);
       if (left !== held) throw new TraceDivergence(file, lineNo, `replay diverged: channel ${channels[k].info.name} holds ${left} events at the end, the ledger says ${held}`);

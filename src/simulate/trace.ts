@@ -236,6 +236,12 @@ export interface TraceChannelInfo {
   keepAlive?: number;
 }
 
+/** A numeric setting of a channel that exposes its options (the file channel). */
+function optionOf(channel: Channel, key: string): number | undefined {
+  const v = (channel as unknown as { options?: Record<string, unknown> }).options?.[key];
+  return typeof v === "number" ? v : undefined;
+}
+
 /** A channel's keep-alive in seconds, when it can be read (memory and file channels). */
 export function keepAliveOf(channel: Channel): number | undefined {
   const c = channel as unknown as { keepAliveMs?: unknown; options?: { keepAlive?: unknown } };
@@ -265,13 +271,17 @@ export class FileTraceOutput implements TraceOutput {
   private readonly fd: number;
   private buf: string[] = [];
   private pending = 0;
-  constructor(readonly file: string) {
+  constructor(
+    readonly file: string,
+    /** Bytes buffered before a write; small for live agents, so a killed agent leaves most of its trace. */
+    private readonly flushAt = 1 << 20,
+  ) {
     this.fd = fs.openSync(file, "w");
   }
   write(text: string): void {
     this.buf.push(text);
     this.pending += text.length;
-    if (this.pending >= 1 << 20) this.flush();
+    if (this.pending >= this.flushAt) this.flush();
   }
   flush(): void {
     if (this.buf.length === 0) return;
@@ -488,7 +498,7 @@ export function bothObservers(a: ChannelObserver, b: ChannelObserver): ChannelOb
 
 /** Trace file of a live agent (`flume run --trace FILE`): wraps every channel buildAgent makes. */
 export function liveTracer(file: string, clock: Clock, maxBytes: number): { wrapChannel: (channel: Channel, type: string) => Channel; finish: () => LedgerSummary } {
-  const recorder = new TraceRecorder(new FileTraceOutput(file), [], { clock, idOf: contentIdOf, deliveries: "take", maxBytes });
+  const recorder = new TraceRecorder(new FileTraceOutput(file, 64 * 1024), [], { clock, idOf: contentIdOf, deliveries: "take", maxBytes });
   return {
     wrapChannel(channel: Channel, type: string): Channel {
       const index = recorder.addChannel({
@@ -496,7 +506,7 @@ export function liveTracer(file: string, clock: Clock, maxBytes: number): { wrap
         type,
         durable: channel.durable === true,
         capacity: channel.counter.values.ChannelCapacity,
-        transactionCapacity: channel.getTransactionCapacity?.(),
+        transactionCapacity: channel.getTransactionCapacity?.() ?? optionOf(channel, "transactionCapacity"),
         keepAlive: keepAliveOf(channel),
       });
       return recorder.wrap(channel, index);
