@@ -59,6 +59,8 @@ export class Ledger {
   private rolledBackTx = 0;
   /** Events in all channels (committed in, not committed out), kept as a running total. */
   heldTotal = 0;
+  /** The same per channel. */
+  readonly heldIn: number[] = [];
   private crashLostCount = 0;
   /** String ids (events of a live agent) get dense indexes here. */
   private readonly interned = new Map<string, number>();
@@ -70,11 +72,13 @@ export class Ledger {
     this.channels = [...channels];
     this.size = Math.max(16, sizeHint);
     this.counts = channels.map(() => new Counts(this.size));
+    this.heldIn = channels.map(() => 0);
   }
 
   addChannel(channel: LedgerChannel): number {
     this.channels.push(channel);
     this.counts.push(new Counts(this.size));
+    this.heldIn.push(0);
     return this.channels.length - 1;
   }
 
@@ -119,6 +123,7 @@ export class Ledger {
       c.inChannel[i]++;
     }
     this.heldTotal += puts.length - takes.length;
+    this.heldIn[ch] += puts.length - takes.length;
     for (let k = 0; k < takes.length; k++) {
       const i = takes[k];
       this.ensure(i);
@@ -154,6 +159,7 @@ export class Ledger {
       }
       this.crashLostCount += lost;
       this.heldTotal -= lost;
+      this.heldIn[k] -= lost;
       out.push({ channel: ch.name, lost });
     });
     return out;

@@ -104,7 +104,8 @@ export function describeFailSpec(f: FailSpec): string {
 export function formatTime(ms: number): string {
   if (ms < 1000) return `${ms}ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(3)}s`;
-  const m = Math.floor(ms / 60_000);
   const s = ((ms % 60_000) / 1000).toFixed(3).padStart(6, "0");
-  return `${m}m${s}s`;
+  if (ms < 3_600_000) return `${Math.floor(ms / 60_000)}m${s}s`;
+  const m = String(Math.floor((ms % 3_600_000) / 60_000)).padStart(2, "0");
+  return `${Math.floor(ms / 3_600_000)}h${m}m${s}s`;
 }
