@@ -171,7 +171,7 @@ export class SimSource implements EventDrivenSource {
 
 /**
  * A sink that takes up to batchSize events in a transaction, spends `latency` virtual ms
- * delivering them, and commits. A failing batch delivers a random prefix first, then rolls
+ * delivering them, waits latency/2 for the acknowledgement, and commits. A failing batch delivers a random prefix first, then rolls
  * back: the events that got through will be delivered again (real duplicates).
  */
 export class SimSink implements Sink {
@@ -244,6 +244,10 @@ export class SimSink implements Sink {
         throw new EventDeliveryException(`sink ${this.name}: simulated failure of batch ${batch} after ${reached} of ${taken.length} events reached the destination`);
       }
       this.world.delivered(tx, this.name, ids);
+      // The destination has the batch; the acknowledgement takes half the latency to come
+      // back. A crash in that window makes a durable channel deliver the batch again.
+      const ack = Math.ceil(this.latency / 2);
+      if (ack > 0) await this.epoch.sleep(ack);
       await tx.commit();
       v.EventDrainSuccessCount += taken.length;
       if (taken.length < this.batchSize) v.BatchUnderflowCount++;

@@ -62,7 +62,7 @@ describe("flume replay", () => {
     const { dir, cleanup } = tempDir("flume-replay-step-");
     try {
       const trace = path.join(dir, "t.jsonl");
-      runCli(["simulate", "--events", "300", "--fail-sink", "2", "--crash-at", "20ms", "--trace", trace]);
+      runCli(["simulate", "--events", "300", "--fail-sink", "2", "--crash-at", "40ms", "--trace", trace]);
       const r = runCli(["replay", trace, "--step"]);
       expect(r.code).toBe(0);
       expect(r.stdout).toMatch(/tx 2\s+r1 @ c1\s+begin/);

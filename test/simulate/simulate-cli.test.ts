@@ -97,6 +97,13 @@ describe("flume simulate", () => {
       expect(file.report.firstLost).toBeNull();
       // The scratch directory is removed afterwards.
       expect(readdirSync(dir)).toEqual([]);
+
+      // A crash after a batch reached its destination but before the sink committed its take:
+      // the file channel still has the batch and delivers it again (duplicates, nothing lost).
+      const ack = simulateJson(["--channel", "file", "--events", "10000", "--crash-at", "505ms"], { TMPDIR: dir });
+      expect(ack.report.verdict).toBe("HELD");
+      expect(ack.report.sinkFailures).toBe(0);
+      expect(ack.report.duplicates).toBe(100);
     } finally {
       cleanup();
     }
