@@ -20,6 +20,11 @@ export interface Channel extends LifecycleAware {
    * empty take wakes at once. Returns a function that removes the listener.
    */
   onPutsCommitted?(listener: () => void): () => void;
+  /**
+   * True while the channel still has writes in flight (a durable channel's disk I/O); the
+   * simulator waits for it before moving virtual time.
+   */
+  ioBusy?(): boolean;
   /** True when the channel keeps committed events across a process crash. */
   readonly durable?: boolean;
 }

@@ -35,6 +35,8 @@ class PollingLoop {
   private timer: TimerHandle | null = null;
   /** True while sleeping after a BACKOFF (not after an error). */
   private backingOff = false;
+  /** Work arrived while process() ran: skip the next BACKOFF sleep (it may predate the work). */
+  private wakePending = false;
   private readonly increment: number;
   private readonly max: number;
 
@@ -79,6 +81,7 @@ class PollingLoop {
    */
   wakeFromBackoff(): void {
     if (this.backingOff) this.interrupt();
+    else this.wakePending = true;
   }
 
   private sleep(ms: number): Promise<void> {
@@ -98,11 +101,16 @@ class PollingLoop {
     let readyStreak = 0;
     while (this.running) {
       try {
+        this.wakePending = false;
         const status = await this.step();
         if (status === "BACKOFF") {
           this.stats.backoffs++;
           this.stats.consecutiveBackoffs++;
           readyStreak = 0;
+          if (this.wakePending) {
+            this.wakePending = false;
+            continue;
+          }
           this.backingOff = true;
           try {
             await this.sleep(Math.min(this.stats.consecutiveBackoffs * this.increment, this.max));

@@ -73,13 +73,10 @@ export interface SimulationResult {
   traceSummary?: LedgerSummary;
 }
 
-/** The file channel's writer state, read to know whether real disk I/O is still running. */
+/** Whether a durable channel's real disk I/O is still running. */
 function ioBusy(channel: Channel): boolean {
-  const io = channel as unknown as { writing?: unknown; pendingWrites?: unknown };
-  if (typeof io.writing !== "boolean" || !Array.isArray(io.pendingWrites)) {
-    throw new Error(`simulate: cannot observe the disk writes of channel ${channel.name}; the simulation would not be deterministic`);
-  }
-  return io.writing || io.pendingWrites.length > 0;
+  if (!channel.ioBusy) throw new Error(`simulate: channel ${channel.name} cannot say whether its disk writes are done; the simulation would not be deterministic`);
+  return channel.ioBusy();
 }
 
 /** One turn of the event loop after all pending microtasks (setImmediate is cheap: ~1 µs; setTimeout(0) is ~1 ms). */

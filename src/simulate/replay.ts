@@ -351,10 +351,7 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
   async function settleIo(): Promise<void> {
     for (;;) {
       await immediate();
-      const busy = channels.some((c) => {
-        const io = c.channel as unknown as { writing?: unknown; pendingWrites?: unknown };
-        return io.writing === true || (Array.isArray(io.pendingWrites) && io.pendingWrites.length > 0);
-      });
+      const busy = channels.some((c) => c.channel.ioBusy?.() === true);
       if (!busy) return;
     }
   }

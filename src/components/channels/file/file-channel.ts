@@ -159,6 +159,10 @@ export class FileChannel implements Channel {
 
   private putListeners: (() => void)[] = [];
 
+  ioBusy(): boolean {
+    return this.writing || this.pendingWrites.length > 0;
+  }
+
   /** Wakes sink runners sleeping after an empty take once puts are durable (see Channel). */
   onPutsCommitted(listener: () => void): () => void {
     this.putListeners.push(listener);
