@@ -42,7 +42,9 @@ export abstract class BaseSink {
   protected async takeBatch(max: number, deliver: (events: Event[]) => void | Promise<void>): Promise<{ status: Status; count: number }> {
     const tx = this.getChannel().getTransaction();
     tx.begin();
-    const events: Event[] = [];
+    // One array per sink, reused: deliver must not keep it.
+    const events = this.batch;
+    events.length = 0;
     try {
       let status: Status = "READY";
       while (events.length < max) {
@@ -60,7 +62,10 @@ export abstract class BaseSink {
       await tx.rollback();
       throw new EventDeliveryException(`sink ${this.name}: failed to deliver ${events.length} events: ${(err as Error).message}`, { cause: err });
     } finally {
+      events.length = 0;
       tx.close();
     }
   }
+
+  private readonly batch: Event[] = [];
 }
