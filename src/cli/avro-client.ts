@@ -6,6 +6,7 @@ import { parseProperties } from "../config/properties.ts";
 import type { Event } from "../core/event.ts";
 import { AvroRpcClient, type AvroRpcClientOptions } from "../rpc/client.ts";
 import { clientTlsOptions } from "../rpc/tls.ts";
+import { ArgReader, UsageError } from "./args.ts";
 
 export interface AvroClientOptions {
   host: string;
@@ -23,7 +24,7 @@ export interface AvroClientOptions {
   requestTimeout: number;
 }
 
-export class AvroClientUsageError extends Error {}
+export class AvroClientUsageError extends UsageError {}
 
 /** flume-ng avro-client's default batch (AvroCLIClient.BATCH_SIZE). */
 const DEFAULT_BATCH = 5;
@@ -35,57 +36,44 @@ const DEFAULT_BATCH = 5;
  */
 export function parseAvroClientArgs(argv: string[]): AvroClientOptions {
   const o: Partial<AvroClientOptions> & { rpcProps?: string } = {};
-  const args = [...argv];
-  const value = (flag: string): string => {
-    const v = args.shift();
-    if (v === undefined) throw new AvroClientUsageError(`${flag} needs a value`);
-    return v;
-  };
-  const int = (flag: string, v: string, min: number): number => {
-    if (!/^\d+$/.test(v) || Number(v) < min) throw new AvroClientUsageError(`${flag} needs a whole number of at least ${min}, got "${v}"`);
-    return Number(v);
-  };
-  while (args.length > 0) {
-    const raw = args.shift() as string;
-    const eq = raw.startsWith("--") ? raw.indexOf("=") : -1;
-    const arg = eq > 0 ? raw.slice(0, eq) : raw;
-    if (eq > 0) args.unshift(raw.slice(eq + 1));
+  const r = new ArgReader(argv, AvroClientUsageError);
+  for (let arg = r.next(); arg !== undefined; arg = r.next()) {
     switch (arg) {
       case "-H":
       case "--host":
-        o.host = value(arg);
+        o.host = r.value(arg);
         break;
       case "-p":
       case "--port":
-        o.port = int(arg, value(arg), 1);
+        o.port = r.int(arg, 1);
         break;
       case "-F":
       case "--filename":
-        o.file = value(arg);
+        o.file = r.value(arg);
         break;
       case "--dirname":
-        o.dirname = value(arg);
+        o.dirname = r.value(arg);
         break;
       case "-R":
       case "--headerFile":
-        o.headerFile = value(arg);
+        o.headerFile = r.value(arg);
         break;
       case "-P":
       case "--rpcProps":
-        o.rpcProps = value(arg);
+        o.rpcProps = r.value(arg);
         break;
       case "--batch-size":
-        o.batchSize = int(arg, value(arg), 1);
+        o.batchSize = r.int(arg, 1);
         break;
       case "--compression":
       case "--compression-type": {
-        const v = value(arg).toLowerCase();
+        const v = r.value(arg).toLowerCase();
         if (v !== "deflate" && v !== "none") throw new AvroClientUsageError(`${arg} is deflate or none, got "${v}"`);
         o.compression = v;
         break;
       }
       case "--compression-level":
-        o.compressionLevel = int(arg, value(arg), 0);
+        o.compressionLevel = r.int(arg, 0);
         break;
       case "--ssl":
         o.ssl = true;
@@ -94,14 +82,14 @@ export function parseAvroClientArgs(argv: string[]): AvroClientOptions {
         o.trustAllCerts = true;
         break;
       case "--truststore":
-        o.truststore = value(arg);
+        o.truststore = r.value(arg);
         break;
       case "-c":
       case "--conf":
-        value(arg); // flume-ng's conf directory: nothing to read
+        r.value(arg); // flume-ng's conf directory: nothing to read
         break;
       default:
-        throw new AvroClientUsageError(`unknown option "${raw}"`);
+        throw new AvroClientUsageError(`unknown option "${r.raw}"`);
     }
   }
   if (o.rpcProps) applyRpcProps(o, o.rpcProps);

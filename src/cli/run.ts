@@ -8,6 +8,7 @@ import { StatsReporter } from "../agent/stats.ts";
 import * as registry from "../components/registry.ts";
 import { formatProblem } from "../config/problems.ts";
 import { decodeProperties } from "../config/properties.ts";
+import { ArgReader, UsageError } from "./args.ts";
 import { humanReport } from "./validate.ts";
 import { validateConfigText } from "../config/validate.ts";
 import { systemClock } from "../core/clock.ts";
@@ -34,7 +35,7 @@ export interface RunOptions {
 /** Default size bound of `--trace`: the recording stops (with a "truncated" line) beyond it. */
 export const DEFAULT_TRACE_MAX_BYTES = 256 * 1024 * 1024;
 
-export class UsageError extends Error {}
+export { UsageError };
 
 /**
  * Parses `flume run` arguments, accepting flume-ng's spellings too: `agent` as a first word,
@@ -54,48 +55,33 @@ export function parseRunArgs(argv: string[]): { options: RunOptions; notes: stri
     statsIntervalSec: 10,
     traceMaxBytes: DEFAULT_TRACE_MAX_BYTES,
   };
-  const args = [...argv];
-  if (args[0] === "agent") args.shift();
-  const value = (flag: string): string => {
-    const v = args.shift();
-    if (v === undefined) throw new UsageError(`${flag} needs a value`);
-    return v;
-  };
-  const number = (flag: string, v: string): number => {
-    const n = Number(v);
-    if (!Number.isFinite(n) || n < 0) throw new UsageError(`${flag} needs a non-negative number, got "${v}"`);
-    return n;
-  };
-  while (args.length > 0) {
-    const raw = args.shift() as string;
-    const eq = raw.startsWith("--") ? raw.indexOf("=") : -1;
-    const arg = eq > 0 ? raw.slice(0, eq) : raw;
-    if (eq > 0) args.unshift(raw.slice(eq + 1));
+  const r = new ArgReader(argv[0] === "agent" ? argv.slice(1) : argv);
+  for (let arg = r.next(); arg !== undefined; arg = r.next()) {
     switch (arg) {
       case "-f":
       case "--conf-file":
       case "--file":
-        o.file = value(arg);
+        o.file = r.value(arg);
         break;
       case "-n":
       case "--name":
-        o.name = value(arg);
+        o.name = r.value(arg);
         break;
       case "-c":
       case "--conf":
-        notes.push(`${arg} ${value(arg)} ignored: Flume TS needs no conf directory (logging goes to stderr)`);
+        notes.push(`${arg} ${r.value(arg)} ignored: Flume TS needs no conf directory (logging goes to stderr)`);
         break;
       case "--no-reload-conf":
         o.reload = false;
         break;
       case "--poll-interval":
-        o.pollIntervalSec = number(arg, value(arg));
+        o.pollIntervalSec = r.number(arg);
         break;
       case "--metrics-port":
-        o.metricsPort = number(arg, value(arg));
+        o.metricsPort = r.number(arg);
         break;
       case "--metrics-bind":
-        o.metricsBind = value(arg);
+        o.metricsBind = r.value(arg);
         break;
       case "--lenient":
         o.lenient = true;
@@ -105,25 +91,25 @@ export function parseRunArgs(argv: string[]): { options: RunOptions; notes: stri
         o.quiet = true;
         break;
       case "--drain-timeout":
-        o.drainTimeoutMs = number(arg, value(arg));
+        o.drainTimeoutMs = r.number(arg);
         break;
       case "--stats-interval":
-        o.statsIntervalSec = number(arg, value(arg));
+        o.statsIntervalSec = r.number(arg);
         break;
       case "--trace":
-        o.trace = value(arg);
+        o.trace = r.value(arg);
         break;
       case "--trace-max-bytes":
-        o.traceMaxBytes = number(arg, value(arg));
+        o.traceMaxBytes = r.number(arg);
         break;
       case "-D": {
-        const kv = value(arg);
+        const kv = r.value(arg);
         addSysProp(o, kv);
         break;
       }
       default:
         if (arg.startsWith("-D") && arg.length > 2) addSysProp(o, arg.slice(2));
-        else throw new UsageError(`unknown option "${raw}"`);
+        else throw new UsageError(`unknown option "${r.raw}"`);
     }
   }
   if (!o.file) throw new UsageError("missing the configuration file: flume run -f FILE [-n AGENT]");
@@ -131,7 +117,7 @@ export function parseRunArgs(argv: string[]): { options: RunOptions; notes: stri
   if (mtype !== undefined) {
     if (mtype.toLowerCase() !== "http") throw new UsageError(`-Dflume.monitoring.type=${mtype}: only "http" monitoring is available`);
     const port = o.sysProps["flume.monitoring.port"] ?? "41414";
-    o.metricsPort ??= number("-Dflume.monitoring.port", port);
+    o.metricsPort ??= r.number("-Dflume.monitoring.port", port);
   }
   return { options: o, notes };
 }

@@ -9,6 +9,7 @@ import { type Progress, simulateWithHistory } from "../simulate/engine.ts";
 import { DEFAULTS, parseCount, parseDuration, parseDurations, parseFailSpec, parseRate, SimulationUsageError, type SimulationOptions } from "../simulate/options.ts";
 import { htmlReport, jsonReport, textReport } from "../simulate/report.ts";
 import { parseSeed } from "../simulate/rng.ts";
+import { ArgReader } from "./args.ts";
 
 export interface SimulateCli {
   options: SimulationOptions;
@@ -21,56 +22,47 @@ export interface SimulateCli {
 export function parseSimulateArgs(argv: string[]): SimulateCli {
   const o: SimulationOptions = { ...DEFAULTS, crashAt: [] };
   const cli: SimulateCli = { options: o, json: false, progress: true };
-  const args = [...argv];
-  const value = (flag: string): string => {
-    const v = args.shift();
-    if (v === undefined) throw new SimulationUsageError(`${flag} needs a value`);
-    return v;
-  };
-  while (args.length > 0) {
-    const raw = args.shift() as string;
-    const eq = raw.startsWith("--") ? raw.indexOf("=") : -1;
-    const arg = eq > 0 ? raw.slice(0, eq) : raw;
-    if (eq > 0) args.unshift(raw.slice(eq + 1));
+  const r = new ArgReader(argv, SimulationUsageError);
+  for (let arg = r.next(); arg !== undefined; arg = r.next()) {
     switch (arg) {
       case "-f":
       case "--conf-file":
       case "--file":
-        o.configFile = value(arg);
+        o.configFile = r.value(arg);
         break;
       case "-n":
       case "--name":
-        o.agentName = value(arg);
+        o.agentName = r.value(arg);
         break;
       case "--events":
-        o.events = parseCount(value(arg), arg, 1);
+        o.events = parseCount(r.value(arg), arg, 1);
         break;
       case "--seed":
-        o.seed = parseSeed(value(arg));
+        o.seed = parseSeed(r.value(arg));
         break;
       case "--batch-size":
-        o.batchSize = parseCount(value(arg), arg, 1);
+        o.batchSize = parseCount(r.value(arg), arg, 1);
         break;
       case "--rate":
-        o.rate = parseCount(value(arg), arg, 0);
+        o.rate = parseCount(r.value(arg), arg, 0);
         break;
       case "--fail-sink":
-        o.failSink = parseFailSpec(value(arg), arg);
+        o.failSink = parseFailSpec(r.value(arg), arg);
         break;
       case "--fail-put":
-        o.failPut = parseRate(value(arg), arg);
+        o.failPut = parseRate(r.value(arg), arg);
         break;
       case "--crash-at":
-        o.crashAt = parseDurations(value(arg), arg);
+        o.crashAt = parseDurations(r.value(arg), arg);
         break;
       case "--sink-latency":
-        o.sinkLatency = parseDuration(value(arg), arg);
+        o.sinkLatency = parseDuration(r.value(arg), arg);
         break;
       case "--max-time":
-        o.maxTime = parseDuration(value(arg), arg);
+        o.maxTime = parseDuration(r.value(arg), arg);
         break;
       case "--channel": {
-        const c = value(arg);
+        const c = r.value(arg);
         if (c !== "memory" && c !== "file") throw new SimulationUsageError(`--channel: expected memory or file, got "${c}"`);
         o.channel = c;
         break;
@@ -79,16 +71,16 @@ export function parseSimulateArgs(argv: string[]): SimulateCli {
         cli.json = true;
         break;
       case "--html":
-        cli.html = value(arg);
+        cli.html = r.value(arg);
         break;
       case "--trace":
-        cli.trace = value(arg);
+        cli.trace = r.value(arg);
         break;
       case "--no-progress":
         cli.progress = false;
         break;
       default:
-        throw new SimulationUsageError(`unknown option "${raw}" (see flume simulate --help)`);
+        throw new SimulationUsageError(`unknown option "${r.raw}" (see flume simulate --help)`);
     }
   }
   if (o.configFile && eqChannelGiven(argv)) throw new SimulationUsageError("--channel applies to the built-in demo; with -f the configured channels are used");

@@ -11,6 +11,7 @@ import { formatProblem, fullMessage, type Problem } from "../config/problems.ts"
 import { decodeProperties } from "../config/properties.ts";
 import type { ParseResult } from "../config/flume-config.ts";
 import { validateConfigText } from "../config/validate.ts";
+import { ArgReader, UsageError } from "./args.ts";
 
 export const EXIT_VALID = 0;
 export const EXIT_INVALID = 1;
@@ -24,7 +25,7 @@ export interface ValidateOptions {
   sysProps: Record<string, string>;
 }
 
-export class UsageError extends Error {}
+export { UsageError };
 
 /**
  * Parses validate's arguments by hand: citty cannot repeat `-D` or take `-Dk=v`, and usage
@@ -33,51 +34,43 @@ export class UsageError extends Error {}
 export function parseValidateArgs(args: string[]): ValidateOptions {
   const opts: ValidateOptions = { json: false, strict: false, sysProps: {} };
   const positionals: string[] = [];
-  const value = (i: number, flag: string): string => {
-    const v = args[i + 1];
-    if (v === undefined) throw new UsageError(`${flag} needs a value`);
-    return v;
-  };
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    if (arg === "--") {
-      positionals.push(...args.slice(i + 1));
+  const r = new ArgReader(args);
+  for (let flag = r.next(); flag !== undefined; flag = r.next()) {
+    if (r.raw === "--") {
+      positionals.push(...r.rest());
       break;
     }
-    const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
-    const flag = eq > 0 ? arg.slice(0, eq) : arg;
-    const inline = eq > 0 ? arg.slice(eq + 1) : undefined;
     switch (flag) {
       case "--json":
         opts.json = true;
+        r.ignoreInlineValue();
         continue;
       case "--strict":
         opts.strict = true;
+        r.ignoreInlineValue();
         continue;
       case "-n":
       case "--name":
-        opts.agentName = inline ?? value(i++, flag);
+        opts.agentName = r.value(flag);
         continue;
       case "-c":
       case "--conf":
         // flume-ng's configuration directory (log4j, flume-env.sh): nothing to validate there.
-        if (inline === undefined) value(i++, flag);
+        r.value(flag);
         continue;
       case "-f":
       case "--conf-file":
       case "--file":
-        opts.file = inline ?? value(i++, flag);
+        opts.file = r.value(flag);
+        continue;
+      case "--define":
+      case "-D":
+        defineSysProp(opts, r.value(flag));
         continue;
     }
-    if (arg.startsWith("-D") || flag === "--define") {
-      const def = flag === "--define" ? (inline ?? value(i++, flag)) : arg.length > 2 ? arg.slice(2) : value(i++, "-D");
-      const at = def.indexOf("=");
-      if (at <= 0) throw new UsageError(`-D expects key=value, got "${def}"`);
-      opts.sysProps[def.slice(0, at)] = def.slice(at + 1);
-      continue;
-    }
-    if (arg.startsWith("-") && arg !== "-") throw new UsageError(`unknown option ${arg}`);
-    positionals.push(arg);
+    if (flag.startsWith("-D")) defineSysProp(opts, flag.slice(2));
+    else if (flag.startsWith("-") && flag !== "-") throw new UsageError(`unknown option ${r.raw}`);
+    else positionals.push(flag);
   }
   if (positionals.length > 1 || (positionals.length === 1 && opts.file !== undefined)) {
     throw new UsageError(`expected one configuration file, got ${[opts.file, ...positionals].filter(Boolean).join(", ")}`);
@@ -85,6 +78,12 @@ export function parseValidateArgs(args: string[]): ValidateOptions {
   opts.file ??= positionals[0];
   if (opts.file === undefined) throw new UsageError("missing the configuration file to validate");
   return opts;
+}
+
+function defineSysProp(opts: ValidateOptions, def: string): void {
+  const at = def.indexOf("=");
+  if (at <= 0) throw new UsageError(`-D expects key=value, got "${def}"`);
+  opts.sysProps[def.slice(0, at)] = def.slice(at + 1);
 }
 
 /** The --json document: exactly valid, errors and warnings. */

@@ -1,6 +1,8 @@
 /** Options of a simulation and the parsers for their command-line spellings. */
 
-export class SimulationUsageError extends Error {
+import { UsageError } from "../cli/args.ts";
+
+export class SimulationUsageError extends UsageError {
   override name = "SimulationUsageError";
 }
 
