@@ -108,9 +108,16 @@ export class SegmentLog {
     this.nextDir = (this.nextDir + 1) % this.dataDirs.length;
     const file = path.join(dir, segmentFileName(id));
     const fd = fs.openSync(file, "w+");
-    const header = encodeSegmentHeader(id);
-    fs.writeSync(fd, header, 0, header.length, 0);
-    fs.fdatasyncSync(fd);
+    try {
+      const header = encodeSegmentHeader(id);
+      fs.writeSync(fd, header, 0, header.length, 0);
+      fs.fdatasyncSync(fd);
+    } catch (err) {
+      // No half-made segment: the caller keeps appending to the old one and retries the roll.
+      fs.closeSync(fd);
+      fs.rmSync(file, { force: true });
+      throw err;
+    }
     fsyncDir(dir);
     this.writeFd = fd;
     this.active = { id, path: file, dir, end: SEGMENT_HEADER_SIZE, readFd: null };
@@ -125,8 +132,12 @@ export class SegmentLog {
     if (this.active.end > SEGMENT_HEADER_SIZE && this.active.end + bytes > this.maxFileSize) {
       if (this.dirty) fs.fdatasyncSync(this.writeFd);
       this.dirty = false;
-      fs.closeSync(this.writeFd);
+      // Close the old segment only once the new one exists: a roll that fails (no space, no
+      // inode) must leave a valid write descriptor, or every later append fails (EBADF) or
+      // writes into whatever file reused the descriptor number.
+      const old = this.writeFd;
       this.createSegment(this.active.id + 1);
+      fs.closeSync(old);
     }
   }
 
