@@ -33,6 +33,8 @@ export class Agent implements MetricsProvider {
   private readonly logger: Logger;
   private readonly componentLogger: (name: string) => Logger;
   private running = false;
+  /** start, reload and stop run one after another: a stop that arrives mid-start waits for it. */
+  private transition: Promise<unknown> = Promise.resolve();
 
   constructor(
     readonly name: string,
@@ -48,8 +50,18 @@ export class Agent implements MetricsProvider {
     return this.built;
   }
 
+  private serialized<T>(op: () => Promise<T>): Promise<T> {
+    const result = this.transition.then(op, op);
+    this.transition = result.catch(() => {});
+    return result;
+  }
+
   /** Builds and starts the configuration. */
-  async start(config: AgentConfig): Promise<void> {
+  start(config: AgentConfig): Promise<void> {
+    return this.serialized(() => this.doStart(config));
+  }
+
+  private async doStart(config: AgentConfig): Promise<void> {
     this.built = await buildAgent(config, this.buildContext());
     await this.startAll(this.built, new Set());
     this.running = true;
@@ -75,7 +87,12 @@ export class Agent implements MetricsProvider {
    * Applies a new configuration. Components whose settings and wiring did not change keep
    * running untouched; a memory channel that only changed its settings is resized in place.
    */
-  async reload(config: AgentConfig): Promise<{ kept: string[]; started: string[]; stopped: string[] }> {
+  reload(config: AgentConfig): Promise<{ kept: string[]; started: string[]; stopped: string[] }> {
+    return this.serialized(() => this.doReload(config));
+  }
+
+  private async doReload(config: AgentConfig): Promise<{ kept: string[]; started: string[]; stopped: string[] }> {
+    if (!this.running) throw new Error(`agent ${this.name} is not running`);
     const old = this.built;
     const next = await buildAgent(config, this.buildContext(), old);
     const keep = new Set<unknown>();
@@ -111,7 +128,11 @@ export class Agent implements MetricsProvider {
    * channels, then sink runners stop (a batch in flight completes or rolls back), then
    * channels close. Committed events left in a memory channel are reported.
    */
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
+    return this.serialized(() => this.doStop());
+  }
+
+  private async doStop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
     for (const s of [...this.built.sources.values()].reverse()) await this.supervisor.unsupervise(s.runner);

@@ -177,32 +177,75 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
     componentLogger: (name) => componentLogger(log, name),
     drainTimeout: o.drainTimeoutMs,
   });
+  // Handlers go in before the start: a SIGTERM during a long start (a file channel replaying
+  // its log) stops the agent gracefully once started, instead of killing the process.
+  let reloadTimer: ReturnType<typeof setInterval> | null = null;
+  let metrics: MetricsServer | null = null;
+  let stats: StatsReporter | null = null;
+  let stopping = false;
+  let resolveExit: (code: number) => void = () => {};
+  const exited = new Promise<number>((resolve) => (resolveExit = resolve));
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`${signal} received: stopping agent ${config.agent}`);
+    if (reloadTimer) clearInterval(reloadTimer);
+    stats?.stop();
+    try {
+      await agent.stop();
+      await metrics?.stop();
+      if (tracer) {
+        const t = tracer.finish();
+        log.info(`trace written to ${o.trace}: ${t.accepted} events accepted, ${t.deliveredUnique} delivered (check it with: flume replay ${o.trace})`);
+      }
+      log.success(`agent ${config.agent} stopped`);
+      resolveExit(0);
+    } catch (err) {
+      log.error(`error while stopping: ${(err as Error).message}`);
+      resolveExit(1);
+    }
+  };
+  const onSigint = () => void shutdown("SIGINT");
+  const onSigterm = () => void shutdown("SIGTERM");
+  process.on("SIGINT", onSigint);
+  process.on("SIGTERM", onSigterm);
+  const finish = (code: number) => {
+    process.off("SIGINT", onSigint);
+    process.off("SIGTERM", onSigterm);
+    return code;
+  };
+
   try {
     await agent.start(config);
   } catch (err) {
     log.error(`agent ${config.agent} failed to start: ${(err as Error).message}`);
     await agent.stop().catch(() => {});
-    return 1;
+    return finish(1);
   }
+  if (stopping) return finish(await exited);
   const c = agent.components;
   log.success(`agent ${config.agent} started: sources [${[...c.sources.keys()].join(", ")}], channels [${[...c.channels.keys()].join(", ")}], sinks [${[...c.runners.values()].flatMap((r) => r.sinks.map((s) => s.name)).join(", ")}]`);
 
-  let metrics: MetricsServer | null = null;
   if (o.metricsPort !== undefined) {
     metrics = new MetricsServer(agent, o.metricsPort, o.metricsBind, log);
     try {
       await metrics.start();
     } catch (err) {
       log.error(`cannot serve metrics on ${o.metricsBind}:${o.metricsPort}: ${(err as Error).message}`);
+      metrics = null;
+      if (stopping) return finish(await exited);
       await agent.stop();
-      return 1;
+      return finish(1);
+    }
+    if (stopping) {
+      await metrics.stop();
+      return finish(await exited);
     }
   }
 
-  const stats = o.quiet || o.statsIntervalSec === 0 ? null : new StatsReporter(agent, systemClock, (line) => log.info(line), o.statsIntervalSec * 1000);
+  stats = o.quiet || o.statsIntervalSec === 0 ? null : new StatsReporter(agent, systemClock, (line) => log.info(line), o.statsIntervalSec * 1000);
   stats?.start();
 
-  let reloadTimer: ReturnType<typeof setInterval> | null = null;
   if (o.reload && o.pollIntervalSec > 0) {
     let lastText = decodeProperties(readFileSync(file));
     let lastMtime = statSync(file).mtimeMs;
@@ -234,31 +277,7 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
     }, o.pollIntervalSec * 1000);
   }
 
-  return await new Promise<number>((resolve) => {
-    let stopping = false;
-    const shutdown = async (signal: string) => {
-      if (stopping) return;
-      stopping = true;
-      log.info(`${signal} received: stopping agent ${config.agent}`);
-      if (reloadTimer) clearInterval(reloadTimer);
-      stats?.stop();
-      try {
-        await agent.stop();
-        await metrics?.stop();
-        if (tracer) {
-          const t = tracer.finish();
-          log.info(`trace written to ${o.trace}: ${t.accepted} events accepted, ${t.deliveredUnique} delivered (check it with: flume replay ${o.trace})`);
-        }
-        log.success(`agent ${config.agent} stopped`);
-        resolve(0);
-      } catch (err) {
-        log.error(`error while stopping: ${(err as Error).message}`);
-        resolve(1);
-      }
-    };
-    process.on("SIGINT", () => void shutdown("SIGINT"));
-    process.on("SIGTERM", () => void shutdown("SIGTERM"));
-  });
+  return finish(await exited);
 }
 
 const HELP_ARGS = {

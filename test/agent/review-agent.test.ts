@@ -1,0 +1,73 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { Agent } from "../../src/agent/agent.ts";
+import * as registry from "../../src/components/registry.ts";
+import type { AgentConfig } from "../../src/config/flume-config.ts";
+import { validateConfigText } from "../../src/config/validate.ts";
+import { freePort, tempDir } from "../helpers.ts";
+
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  while (cleanups.length) cleanups.pop()?.();
+});
+
+function parse(text: string): AgentConfig {
+  const r = validateConfigText(text, "review.conf", { agentName: "a1" }, registry);
+  const errors = r.problems.filter((p) => p.severity === "error");
+  if (errors.length > 0 || !r.config) throw new Error(errors.map((e) => e.message).join("; "));
+  return r.config;
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, "127.0.0.1");
+    s.once("connect", () => (s.destroy(), resolve(true)));
+    s.once("error", () => resolve(false));
+  });
+}
+
+function fileChannelConf(port: number, dir: string, extra = ""): string {
+  return `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = netcat
+a1.sources.r1.bind = 127.0.0.1
+a1.sources.r1.port = ${port}
+a1.sources.r1.channels = c1
+a1.channels.c1.type = file
+a1.channels.c1.checkpointDir = ${path.join(dir, "ckpt")}
+a1.channels.c1.dataDirs = ${path.join(dir, "data")}
+${extra}
+a1.sinks.k1.type = null
+a1.sinks.k1.channel = c1
+`;
+}
+
+describe("agent lifecycle under an operator's hands", () => {
+  test("stop() called while start() is still running leaves nothing running (SIGTERM during startup)", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const agent = new Agent("a1", { drainTimeout: 200 });
+    await Promise.all([agent.start(parse(fileChannelConf(port, dir))), agent.stop()]);
+    // The netcat port is closed and the file channel released its directory lock.
+    expect(await canConnect(port)).toBe(false);
+    expect(existsSync(path.join(dir, "ckpt", "in_use.lock"))).toBe(false);
+  });
+
+  test("stop() called while a reload is applying leaves none of the new components running (SIGTERM during reload)", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const [port1, port2] = [await freePort(), await freePort()];
+    const agent = new Agent("a1", { drainTimeout: 200 });
+    await agent.start(parse(fileChannelConf(port1, dir)));
+    expect(await canConnect(port1)).toBe(true);
+    // The new source listens elsewhere; stop arrives while the reload runs.
+    await Promise.all([agent.reload(parse(fileChannelConf(port2, dir))).catch(() => {}), new Promise((r) => setTimeout(r, 0)).then(() => agent.stop())]);
+    expect(await canConnect(port1)).toBe(false);
+    expect(await canConnect(port2)).toBe(false);
+    expect(existsSync(path.join(dir, "ckpt", "in_use.lock"))).toBe(false);
+  });
+});

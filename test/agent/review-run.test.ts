@@ -1,0 +1,53 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { parseRunArgs, runAgent } from "../../src/cli/run.ts";
+import { freePort, tempDir } from "../helpers.ts";
+
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  while (cleanups.length) cleanups.pop()?.();
+});
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, "127.0.0.1");
+    s.once("connect", () => (s.destroy(), resolve(true)));
+    s.once("error", () => resolve(false));
+  });
+}
+
+describe("flume run: signals", () => {
+  test("a SIGTERM that arrives while the agent is starting stops it gracefully (exit 0, port closed)", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const file = path.join(dir, "a.conf");
+    writeFileSync(
+      file,
+      `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = netcat
+a1.sources.r1.bind = 127.0.0.1
+a1.sources.r1.port = ${port}
+a1.sources.r1.channels = c1
+a1.channels.c1.type = file
+a1.channels.c1.checkpointDir = ${path.join(dir, "ckpt")}
+a1.channels.c1.dataDirs = ${path.join(dir, "data")}
+a1.sinks.k1.type = null
+a1.sinks.k1.channel = c1
+`,
+    );
+    const { options } = parseRunArgs(["-f", file, "--quiet", "--no-reload-conf", "--drain-timeout", "200"]);
+    const code = runAgent(options);
+    // runAgent is now inside the agent's start: the signal comes during startup.
+    process.emit("SIGTERM");
+    // Before the fix nothing listened yet, so the signal was lost and runAgent never returned.
+    const hung = new Promise<"hung">((r) => setTimeout(() => r("hung"), 4000));
+    expect(await Promise.race([code, hung])).toBe(0);
+    expect(await canConnect(port)).toBe(false);
+    expect(process.listenerCount("SIGTERM")).toBe(0);
+  });
+});
