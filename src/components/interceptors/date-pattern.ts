@@ -16,6 +16,9 @@ type Token = { literal: string } | { field: Field; count: number };
 
 const NUMERIC = new Set<Field>(["y", "M", "d", "H", "k", "h", "K", "m", "s", "S", "D"]);
 
+/** MMM and MMMM are month names, M and MM month numbers. */
+const isNumeric = (t: { field: Field; count: number }) => NUMERIC.has(t.field) && !(t.field === "M" && t.count >= 3);
+
 function tokenize(pattern: string): Token[] {
   const tokens: Token[] = [];
   let i = 0;
@@ -63,8 +66,8 @@ export class DatePattern {
       }
       this.fields.push(t);
       const next = tokens[idx + 1];
-      const adjacentNumeric = next !== undefined && "field" in next && NUMERIC.has(next.field);
-      if (NUMERIC.has(t.field)) {
+      const adjacentNumeric = next !== undefined && "field" in next && isNumeric(next);
+      if (isNumeric(t)) {
         if (adjacentNumeric) source += `(\\d{${t.count}})`;
         else if (t.field === "S") source += "(\\d+)";
         else if (t.field === "y") source += t.count === 2 ? "(\\d{2})" : "([-+]?\\d{1,9})";

@@ -1,0 +1,32 @@
+import { describe, expect, test } from "bun:test";
+import { DatePattern } from "../../../src/components/interceptors/date-pattern.ts";
+import { definition as regexExtractor } from "../../../src/components/interceptors/regex-extractor.ts";
+import { createEvent } from "../../../src/core/event.ts";
+import type { Interceptor } from "../../../src/core/interceptor.ts";
+import { build } from "./build.ts";
+
+const body = (text: string) => createEvent(new TextEncoder().encode(text));
+
+describe("date patterns with month names (Joda MMM / MMMM)", () => {
+  test("an Apache access log timestamp dd/MMM/yyyy:HH:mm:ss Z parses", () => {
+    const p = new DatePattern("dd/MMM/yyyy:HH:mm:ss Z");
+    expect(p.parse("10/Oct/2000:13:55:36 -0700")).toBe(Date.UTC(2000, 9, 10, 20, 55, 36));
+  });
+
+  test("a full month name with MMMM parses; a number where MMM wants a name does not", () => {
+    expect(new DatePattern("MMMM d, yyyy HH:mm Z").parse("March 5, 2021 08:00 +0000")).toBe(Date.UTC(2021, 2, 5, 8, 0));
+    expect(new DatePattern("dd MMM yyyy Z").parse("05 03 2021 +0000")).toBeUndefined();
+  });
+
+  test("the millis serializer of regex_extractor turns a syslog-style date into epoch millis", () => {
+    const { component } = build<Interceptor>(regexExtractor, {
+      regex: "^\\[([^\\]]+)\\]",
+      serializers: "s1",
+      "serializers.s1.name": "ts",
+      "serializers.s1.type": "org.apache.flume.interceptor.RegexExtractorInterceptorMillisSerializer",
+      "serializers.s1.pattern": "dd/MMM/yyyy:HH:mm:ss Z",
+    });
+    const e = component.intercept(body("[10/Oct/2000:13:55:36 -0700] GET /"));
+    expect(e?.headers.ts).toBe(String(Date.UTC(2000, 9, 10, 20, 55, 36)));
+  });
+});
