@@ -370,6 +370,7 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
       await this.setAside(cur, `${what}; all ${cur.size} bytes it had at pickup were delivered, later changes were not`, true);
       return;
     }
+    await this.forgetDurablePosition(cur);
     try {
       if (this.options.deletePolicy === "immediate") {
         this.logger.info(`${this.name}: Preparing to delete file ${cur.path}`);
@@ -393,6 +394,21 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
   }
 
   /**
+   * Tells a durable channel that this source is done with the file. Otherwise the channel keeps
+   * the file's last position, and after a restart a new file under the same name (or the same
+   * file once its FAILED marker is removed) would be taken for it: set aside as reused or
+   * modified, or resumed mid-file. The marker is no position, so the meta file decides.
+   */
+  private async forgetDurablePosition(cur: Current): Promise<void> {
+    if (!this.durable) return;
+    try {
+      await this.getChannelProcessor().processEventBatch([], { source: this.name, value: JSON.stringify({ done: path.resolve(cur.path) }) });
+    } catch (err) {
+      this.logger.warn(`${this.name}: could not record in the channel that ${cur.path} is done: ${(err as Error).message}`);
+    }
+  }
+
+  /**
    * Records the file as set aside (a FAILED marker holding the reason) and moves on. The file
    * itself is left as it is; deleting the marker makes the source read it again.
    */
@@ -409,6 +425,7 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
     }
     const saved = await this.tracker.readPosition();
     if (saved && saved.file === path.resolve(cur.path)) await this.tracker.clearPosition();
+    await this.forgetDurablePosition(cur);
   }
 }
 

@@ -1,0 +1,50 @@
+import { afterEach, expect, test } from "bun:test";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { FileChannel } from "../../../src/components/channels/file/index.ts";
+import { definition, SpoolDirectorySource } from "../../../src/components/sources/spooldir.ts";
+import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
+import type { Channel } from "../../../src/core/channel.ts";
+import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
+import { options } from "../../file-channel/fixtures.ts";
+import { drain } from "../../file-channel/fixtures.ts";
+import { tempDir } from "../../helpers.ts";
+import { build, context, until } from "./harness.ts";
+
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  while (cleanups.length) cleanups.pop()?.();
+});
+
+test("with a file channel, a new file under the name of the last completed one is read after a restart (not set aside as reused)", async () => {
+  const t = tempDir("flume-review-spool-");
+  cleanups.push(t.cleanup);
+  const spool = path.join(t.dir, "spool");
+  mkdirSync(spool);
+  const raw = { spoolDir: spool, pollDelay: "20", batchSize: "10", deletePolicy: "immediate" };
+  const file = path.join(spool, "current.log");
+
+  const run = async (until_: () => boolean) => {
+    const channel = new FileChannel("c1", options(t.dir));
+    await channel.start();
+    const ctx = context("r1");
+    const src = build(definition, raw, ctx) as SpoolDirectorySource;
+    src.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel as Channel])));
+    await src.start();
+    await until(until_, "file consumed");
+    await src.stop();
+    const got = await drain(channel);
+    await channel.stop();
+    return { got, ctx };
+  };
+
+  writeFileSync(file, "a1\na2\n");
+  const first = await run(() => !existsSync(file));
+  expect(first.got).toEqual(["a1", "a2"]);
+
+  // The application drops the next file under the same name while the agent is down.
+  writeFileSync(file, "b1\nb2\nb3\n");
+  const second = await run(() => !existsSync(file) || existsSync(path.join(spool, ".flumespool", "current.log.FAILED")));
+  expect(second.ctx.logger.lines.filter((l) => l.level === "error").map((l) => l.message)).toEqual([]);
+  expect(second.got).toEqual(["b1", "b2", "b3"]);
+});
