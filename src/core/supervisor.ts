@@ -22,6 +22,8 @@ interface Supervised {
   policy: RestartPolicy;
   status: SupervisedStatus;
   busy: boolean;
+  /** The check in progress (a start or stop), which unsupervise waits for. */
+  inflight: Promise<void> | null;
   timer: TimerHandle | null;
   /** Resolves when the component first reaches its desired state or gives up. */
   settled: Promise<void>;
@@ -52,6 +54,7 @@ export class LifecycleSupervisor {
       policy,
       status: { desired, failures: 0, lastError: null, error: false },
       busy: false,
+      inflight: null,
       timer: null,
       settled,
       settle,
@@ -68,6 +71,8 @@ export class LifecycleSupervisor {
     this.supervised.delete(component);
     if (entry.timer) this.clock.clearTimeout(entry.timer);
     entry.settle();
+    // A start in flight (a retry) would otherwise finish after this and leave it running.
+    if (entry.inflight) await entry.inflight;
     if (component.getLifecycleState() === "START") {
       try {
         await component.stop();
@@ -107,9 +112,15 @@ export class LifecycleSupervisor {
     }, this.monitorInterval);
   }
 
-  private async check(entry: Supervised): Promise<void> {
-    if (entry.busy || !this.supervised.has(entry.component)) return;
+  private check(entry: Supervised): Promise<void> {
+    if (entry.busy || !this.supervised.has(entry.component)) return Promise.resolve();
     entry.busy = true;
+    const run = this.runCheck(entry);
+    entry.inflight = run;
+    return run;
+  }
+
+  private async runCheck(entry: Supervised): Promise<void> {
     const { component, status } = entry;
     const actual: LifecycleState = component.getLifecycleState();
     try {
@@ -130,6 +141,7 @@ export class LifecycleSupervisor {
       this.logger.error(`Unable to ${status.desired === "START" ? "start" : "stop"} ${component.name} (failure ${status.failures}), ${entry.policy === "always" ? `retrying in ${this.monitorInterval} ms` : "giving up"}: ${status.lastError}`);
     } finally {
       entry.busy = false;
+      entry.inflight = null;
       entry.settle();
       this.schedule(entry);
     }
