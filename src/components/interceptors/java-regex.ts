@@ -13,12 +13,85 @@ export function compileJavaRegex(pattern: string, key: string, extraFlags = ""):
     source = source.slice(inline[0].length);
     for (const f of inline[1]) if (f !== "x" && !flags.includes(f)) flags += f;
   }
-  source = source.replace(/(^|[^\\])\\A/g, "$1^").replace(/(^|[^\\])\\[zZ]/g, "$1$");
+  source = translateEscapes(source, pattern, key);
   try {
     return new RegExp(source, flags);
   } catch (err) {
     throw new ConfigurationError(key, `invalid regular expression "${pattern}": ${(err as Error).message}`);
   }
+}
+
+// Java's POSIX classes (US-ASCII), as JavaScript class contents.
+const POSIX: Record<string, string> = {
+  Lower: "a-z",
+  Upper: "A-Z",
+  ASCII: "\\x00-\\x7F",
+  Alpha: "A-Za-z",
+  Digit: "0-9",
+  Alnum: "A-Za-z0-9",
+  Punct: "!-\\/:-@\\[-`{-~",
+  Graph: "!-~",
+  Print: " -~",
+  Blank: " \\t",
+  Cntrl: "\\x00-\\x1F\\x7F",
+  XDigit: "0-9a-fA-F",
+  Space: " \\t\\n\\x0B\\f\\r",
+};
+
+/**
+ * Rewrites the Java escapes JavaScript reads differently (without the u flag it would take
+ * \Q or \p{Alpha} as plain letters and match something else without a word): \Q...\E quoting,
+ * POSIX classes \p{Name}, and \A, \z, \Z outside character classes.
+ */
+function translateEscapes(source: string, pattern: string, key: string): string {
+  let out = "";
+  let inClass = false;
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i];
+    if (c !== "\\" || i + 1 === source.length) {
+      if (c === "[" && !inClass) {
+        inClass = true;
+        out += c;
+        // A "]" right after "[" or "[^" is a literal, not the end of the class.
+        if (source[i + 1] === "^") out += source[++i];
+        if (source[i + 1] === "]") {
+          out += "\\]";
+          i++;
+        }
+        continue;
+      }
+      if (inClass && (c === "[" || (c === "&" && source[i + 1] === "&"))) {
+        // Java's nested classes and && intersections; JavaScript would read them as literal characters.
+        throw new ConfigurationError(key, `invalid regular expression "${pattern}": nested character classes and && intersections are not supported; write the resulting class out, e.g. [ac-z] for [a-z&&[^b]]`);
+      }
+      if (c === "]" && inClass) inClass = false;
+      out += c;
+      continue;
+    }
+    const n = source[i + 1];
+    if (n === "Q") {
+      const end = source.indexOf("\\E", i + 2);
+      const quoted = source.slice(i + 2, end < 0 ? source.length : end);
+      out += quoted.replace(/[\\^$.*+?()[\]{}|/-]/g, "\\$&");
+      i = end < 0 ? source.length : end + 1;
+      continue;
+    }
+    if (n === "p" || n === "P") {
+      const m = /^\{(?:Is)?([A-Za-z]+)\}/.exec(source.slice(i + 2));
+      const posix = m ? POSIX[m[1]] : undefined;
+      if (posix === undefined || (n === "P" && inClass)) {
+        throw new ConfigurationError(key, `invalid regular expression "${pattern}": the class \\${n}${m ? m[0] : source.slice(i + 2, i + 3)} is not supported; use a character class such as [A-Za-z] or one of \\p{Alpha} \\p{Digit} \\p{Alnum} \\p{Punct} \\p{Space} \\p{Upper} \\p{Lower}`);
+      }
+      out += inClass ? posix : n === "p" ? `[${posix}]` : `[^${posix}]`;
+      i += 1 + (m as RegExpExecArray)[0].length;
+      continue;
+    }
+    if (!inClass && n === "A") out += "^";
+    else if (!inClass && (n === "z" || n === "Z")) out += "$";
+    else out += c + n;
+    i++;
+  }
+  return out;
 }
 
 /** A RegExp that must match the whole input, as Java's Matcher.matches(). */
@@ -33,7 +106,8 @@ export function compileJavaFullMatch(pattern: string, key: string): RegExp {
  * `$&`, `$$` spellings are not interpreted.
  */
 export function javaReplacement(replacement: string): (match: string, ...rest: unknown[]) => string {
-  type Part = string | number | { name: string };
+  // A group number's digits: Java takes as many as still name an existing group.
+  type Part = string | { digits: string } | { name: string };
   const parts: Part[] = [];
   let literal = "";
   for (let i = 0; i < replacement.length; i++) {
@@ -42,7 +116,7 @@ export function javaReplacement(replacement: string): (match: string, ...rest: u
       literal += replacement[++i];
     } else if (c === "$" && i + 1 < replacement.length) {
       const named = /^\{([A-Za-z][A-Za-z0-9]*)\}/.exec(replacement.slice(i + 1));
-      const digits = /^\d/.exec(replacement.slice(i + 1));
+      const digits = /^\d+/.exec(replacement.slice(i + 1));
       if (named) {
         if (literal) parts.push(literal);
         literal = "";
@@ -51,8 +125,8 @@ export function javaReplacement(replacement: string): (match: string, ...rest: u
       } else if (digits) {
         if (literal) parts.push(literal);
         literal = "";
-        parts.push(Number(digits[0]));
-        i += 1;
+        parts.push({ digits: digits[0] });
+        i += digits[0].length;
       } else {
         literal += c;
       }
@@ -69,10 +143,14 @@ export function javaReplacement(replacement: string): (match: string, ...rest: u
     let out = "";
     for (const p of parts) {
       if (typeof p === "string") out += p;
-      else if (typeof p === "number") {
-        if (p === 0) out += match;
-        else if (p <= captureCount) out += (rest[p - 1] as string | undefined) ?? "";
-        else throw new Error(`No group ${p} in the search pattern`);
+      else if ("digits" in p) {
+        let ref = Number(p.digits[0]);
+        let k = 1;
+        for (; k < p.digits.length && ref * 10 + Number(p.digits[k]) <= captureCount; k++) ref = ref * 10 + Number(p.digits[k]);
+        if (ref === 0) out += match;
+        else if (ref <= captureCount) out += (rest[ref - 1] as string | undefined) ?? "";
+        else throw new Error(`No group ${ref} in the search pattern`);
+        out += p.digits.slice(k);
       } else out += groups?.[p.name] ?? "";
     }
     return out;

@@ -1,0 +1,51 @@
+import { describe, expect, test } from "bun:test";
+import { definition as regexFilter } from "../../../src/components/interceptors/regex-filter.ts";
+import { definition as searchReplace } from "../../../src/components/interceptors/search-replace.ts";
+import { bodyText, createEvent } from "../../../src/core/event.ts";
+import type { Interceptor } from "../../../src/core/interceptor.ts";
+import { build, configErrors } from "./build.ts";
+
+const body = (text: string) => createEvent(new TextEncoder().encode(text));
+
+describe("Java regex spellings", () => {
+  test("\\Q...\\E quotes its text literally", () => {
+    const { component } = build<Interceptor>(regexFilter, { regex: "\\Qa.b(c)\\E$" });
+    expect(component.intercept(body("x a.b(c)"))).not.toBeNull();
+    expect(component.intercept(body("x aXb(c)"))).toBeNull();
+    expect(component.intercept(body("x Qa.bcE"))).toBeNull();
+  });
+
+  test("\\Q without \\E quotes to the end of the pattern", () => {
+    const { component } = build<Interceptor>(regexFilter, { regex: "^id\\Q+*" });
+    expect(component.intercept(body("id+*"))).not.toBeNull();
+    expect(component.intercept(body("iddd"))).toBeNull();
+  });
+
+  test("POSIX classes \\p{Alpha} \\p{Digit} \\p{Punct} match as in Java", () => {
+    const { component } = build<Interceptor>(searchReplace, { searchPattern: "\\p{Alpha}+\\p{Digit}\\p{Punct}", replaceString: "X" });
+    const e = component.intercept(body("abc1! p{Alpha}"));
+    expect(bodyText(e as NonNullable<typeof e>)).toBe("X p{Alpha}");
+  });
+});
+
+describe("Matcher.replaceAll group references", () => {
+  test("$12 means group 12 when the pattern has 12 groups, else group 1 then '2'", () => {
+    const twelve = build<Interceptor>(searchReplace, { searchPattern: "(a)(b)(c)(d)(e)(f)(g)(h)(i)(j)(k)(l)", replaceString: "[$12]" }).component;
+    expect(bodyText(twelve.intercept(body("abcdefghijkl")) as NonNullable<ReturnType<Interceptor["intercept"]>>)).toBe("[l]");
+    const one = build<Interceptor>(searchReplace, { searchPattern: "(a)", replaceString: "[$12]" }).component;
+    expect(bodyText(one.intercept(body("a")) as NonNullable<ReturnType<Interceptor["intercept"]>>)).toBe("[a2]");
+  });
+});
+
+describe("Java character classes JavaScript reads differently", () => {
+  test("a ']' first in a class is a literal, as in Java", () => {
+    const { component } = build<Interceptor>(regexFilter, { regex: "^[]a]+$" });
+    expect(component.intercept(body("]a]"))).not.toBeNull();
+    expect(component.intercept(body("b"))).toBeNull();
+  });
+
+  test("intersections and nested classes are reported instead of matching something else", () => {
+    expect(configErrors(regexFilter, { regex: "[a-z&&[^b]]" }).join()).toContain("intersections are not supported");
+    expect(configErrors(regexFilter, { regex: "\\p{L}+" }).join()).toContain("\\p{L} is not supported");
+  });
+});
