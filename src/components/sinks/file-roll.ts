@@ -182,6 +182,8 @@ export class RollingFileSink implements Sink {
   private async openFile(): Promise<void> {
     const target = this.paths.getCurrentFile();
     try {
+      // The directory may have been removed since start (a cleanup job): make it again.
+      await mkdir(this.options.directory, { recursive: true });
       this.file = await open(target, "w");
       this.serializer = await this.options.serializer.open(this.output);
       this.serializer.afterCreate();
@@ -208,6 +210,12 @@ export class RollingFileSink implements Sink {
           throw new EventDeliveryException(`Unable to rotate file ${closing} while delivering event: ${(err as Error).message}`, { cause: err });
         }
       }
+    }
+    // One fstat per batch: a file deleted under us (or its directory removed) would take the
+    // batch into nowhere while the channel commits it as delivered.
+    if (this.file && (await this.file.stat()).nlink === 0) {
+      this.logger.warn(`${this.name}: ${this.paths.getCurrentFile()} was deleted while open; continuing in a new file`);
+      await this.abandonFile();
     }
     if (!this.file) await this.openFile();
     const file = this.file as FileHandle;

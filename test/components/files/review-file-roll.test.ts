@@ -1,0 +1,43 @@
+import { afterEach, expect, test } from "bun:test";
+import { readdirSync, readFileSync, rmSync } from "node:fs";
+import path from "node:path";
+import { definition, RollingFileSink } from "../../../src/components/sinks/file-roll.ts";
+import { createEvent } from "../../../src/core/event.ts";
+import { MemoryChannel } from "../../../src/core/memory-channel.ts";
+import { tempDir } from "../../helpers.ts";
+import { build, context } from "./harness.ts";
+
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  while (cleanups.length) cleanups.pop()?.();
+});
+
+async function put(channel: MemoryChannel, bodies: string[]): Promise<void> {
+  const tx = channel.getTransaction();
+  tx.begin();
+  for (const b of bodies) tx.put(createEvent(b, {}));
+  await tx.commit();
+  tx.close();
+}
+
+test("file_roll: the directory removed while a file is open: later batches go to a new file in the recreated directory, none into the deleted file", async () => {
+  const t = tempDir("flume-review-fileroll-");
+  cleanups.push(t.cleanup);
+  const dir = path.join(t.dir, "out");
+  const sink = build(definition, { "sink.directory": dir, "sink.rollInterval": "0" }, context("k1")) as RollingFileSink;
+  const channel = new MemoryChannel("c1", { capacity: 100, transactionCapacity: 100 });
+  channel.start();
+  sink.setChannel(channel);
+  await sink.start();
+  await put(channel, ["a", "b"]);
+  await sink.process();
+  rmSync(dir, { recursive: true });
+
+  await put(channel, ["c", "d"]);
+  // The sink may fail a batch (it goes back to the channel) but must recover on its own.
+  for (let i = 0; i < 3 && channel.size > 0; i++) await sink.process().catch(() => "error");
+  await sink.stop();
+  expect(channel.size).toBe(0);
+  const written = readdirSync(dir).map((n) => readFileSync(path.join(dir, n), "utf8"));
+  expect(written.join("")).toBe("c\nd\n");
+});
