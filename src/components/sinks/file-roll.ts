@@ -95,6 +95,8 @@ export class RollingFileSink implements Sink {
   private serializer: EventSerializer | null = null;
   private readonly output = new ChunkOutput();
   private shouldRotate = false;
+  /** Bytes of whole batches in the current file: a failed batch is cut back to it. */
+  private fileBytes = 0;
   private rollTimer: TimerHandle | null = null;
 
   constructor(
@@ -185,6 +187,7 @@ export class RollingFileSink implements Sink {
       // The directory may have been removed since start (a cleanup job): make it again.
       await mkdir(this.options.directory, { recursive: true });
       this.file = await open(target, "w");
+      this.fileBytes = 0;
       this.serializer = await this.options.serializer.open(this.output);
       this.serializer.afterCreate();
       this.counter.inc("ConnectionCreatedCount");
@@ -225,6 +228,7 @@ export class RollingFileSink implements Sink {
     const c = this.counter.values;
     let status: Status = "READY";
     let taken = 0;
+    const before = this.fileBytes;
     tx.begin();
     try {
       for (let i = 0; i < this.options.batchSize; i++) {
@@ -239,7 +243,11 @@ export class RollingFileSink implements Sink {
       c.EventDrainAttemptCount += taken;
       serializer.flush();
       // Into the file (the OS) before the commit: a committed event is never only in memory.
-      if (this.output.length > 0) await writeAll(file, this.output.take());
+      if (this.output.length > 0) {
+        const bytes = this.output.take();
+        await writeAll(file, bytes);
+        this.fileBytes += bytes.length;
+      }
       await tx.commit();
       c.EventDrainSuccessCount += taken;
       if (taken === 0) c.BatchEmptyCount++;
@@ -254,7 +262,10 @@ export class RollingFileSink implements Sink {
       } catch {
         // The delivery failure is what the runner needs to see.
       }
-      // A partly written batch (or Avro block) would corrupt the file: continue in a new one.
+      // The batch goes back to the channel: cut what reached the file of it (a partial write
+      // on a full disk, or a whole batch whose commit failed), or it would be there twice and
+      // a torn Avro block would end the file. Then continue in a new file.
+      await file.truncate(before).catch(() => {});
       await this.abandonFile();
       throw new EventDeliveryException(`Failed to process transaction: ${(err as Error).message}`, { cause: err });
     } finally {

@@ -1,5 +1,6 @@
 import { afterEach, expect, test } from "bun:test";
-import { readdirSync, readFileSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { definition, RollingFileSink } from "../../../src/components/sinks/file-roll.ts";
 import { createEvent } from "../../../src/core/event.ts";
@@ -40,4 +41,47 @@ test("file_roll: the directory removed while a file is open: later batches go to
   expect(channel.size).toBe(0);
   const written = readdirSync(dir).map((n) => readFileSync(path.join(dir, n), "utf8"));
   expect(written.join("")).toBe("c\nd\n");
+});
+
+/** A real full disk: a small tmpfs (mounting needs root; elsewhere the test is skipped). */
+function smallDisk(): string | null {
+  const t = tempDir("flume-review-fileroll-full-");
+  const mnt = path.join(t.dir, "disk");
+  mkdirSync(mnt);
+  if (process.platform !== "linux" || spawnSync("mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt]).status !== 0) {
+    t.cleanup();
+    return null;
+  }
+  cleanups.push(() => {
+    spawnSync("umount", ["-l", mnt]);
+    t.cleanup();
+  });
+  return mnt;
+}
+
+test("file_roll: a batch that hits a full disk leaves no part of itself in the file; it is written once, whole, when space returns", async () => {
+  const mnt = smallDisk();
+  if (!mnt) return;
+  const dir = path.join(mnt, "out");
+  const sink = build(definition, { "sink.directory": dir, "sink.rollInterval": "0", "sink.batchSize": "1000" }, context("k1")) as RollingFileSink;
+  const channel = new MemoryChannel("c1", { capacity: 10000, transactionCapacity: 1000 });
+  channel.start();
+  sink.setChannel(channel);
+  await sink.start();
+  await put(channel, ["first"]);
+  await sink.process();
+  const filler = path.join(mnt, "filler");
+  writeFileSync(filler, Buffer.alloc(1024 * 1024 - 64 * 1024));
+  const lines = Array.from({ length: 1000 }, (_, i) => `line-${i}`.padEnd(199, "x"));
+  await put(channel, lines);
+  await expect(sink.process()).rejects.toThrow("ENOSPC");
+  expect(channel.size).toBe(1000);
+  rmSync(filler);
+  await sink.process();
+  await sink.stop();
+  const all = readdirSync(dir)
+    .sort()
+    .map((n) => readFileSync(path.join(dir, n), "utf8"))
+    .join("");
+  expect(all).toBe(`first\n${lines.join("\n")}\n`);
 });
