@@ -19,7 +19,7 @@ export class StatsReporter {
 
   start(): void {
     this.lastAt = this.clock.now();
-    this.snapshot();
+    this.last = this.snapshot();
     this.schedule();
   }
 
