@@ -110,6 +110,8 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
 
   private reply(res: http.ServerResponse, status: number, message: string, extra: Record<string, string> = {}): void {
     if (res.headersSent) return;
+    // While stopping, a keep-alive connection would keep server.close() waiting until the forced close.
+    if (this.stopping) extra = { ...extra, Connection: "close" };
     res.writeHead(status, { "Content-Type": "text/plain; charset=utf-8", ...extra });
     res.end(message ? `${message}\n` : "");
   }

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import net from "node:net";
 import { definition as httpSource, type HttpSource } from "../../../src/components/sources/http.ts";
 import { parseConfig } from "../../../src/config/schema.ts";
-import { rig, takeAll, text } from "./harness.ts";
+import { rig, takeAll, text, until } from "./harness.ts";
 
 const started: HttpSource[] = [];
 afterEach(async () => {
@@ -52,5 +52,25 @@ describe("http source under slow clients", () => {
     expect(r.source.options.idleTimeout).toBe(30000);
     const { config } = parseConfig(httpSource.schema, { port: "0", "ServerConnector.idleTimeout": "soon" });
     expect(httpSource.validate?.(config)).toEqual([{ key: "ServerConnector.idleTimeout", message: expect.stringContaining('"soon"') }]);
+  });
+});
+
+describe("http source stopping with a request in flight", () => {
+  test("stop() lets the request finish: 200 only for committed events, and the keep-alive connection is closed at once", async () => {
+    const r = rig(httpSource, { bind: "127.0.0.1", port: "0" }, { capacity: 2, transactionCapacity: 2, keepAlive: 2 });
+    await r.source.start();
+    const url = `http://127.0.0.1:${r.source.port}/`;
+    const body = JSON.stringify([{ body: "a" }, { body: "b" }]);
+    expect((await fetch(url, { method: "POST", body })).status).toBe(200);
+    // The channel is full: this request waits for room (keepAlive) while the source stops.
+    const inFlight = fetch(url, { method: "POST", body: JSON.stringify([{ body: "c" }, { body: "d" }]) });
+    await until(() => r.source.counter.get("AppendBatchReceivedCount") === 2, 5000, "the second request");
+    const stopped = r.source.stop();
+    const drained = (await takeAll(r.channel)).map(text);
+    const res = await inFlight;
+    await stopped;
+    expect(res.status).toBe(200);
+    expect(res.headers.get("connection")).toBe("close");
+    expect([...drained, ...(await takeAll(r.channel)).map(text)]).toEqual(["a", "b", "c", "d"]);
   });
 });
