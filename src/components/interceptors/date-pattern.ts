@@ -70,7 +70,8 @@ export class DatePattern {
       if (isNumeric(t)) {
         if (adjacentNumeric) source += `(\\d{${t.count}})`;
         else if (t.field === "S") source += "(\\d+)";
-        else if (t.field === "y") source += t.count === 2 ? "(\\d{2})" : "([-+]?\\d{1,9})";
+        // yy before a literal reads any year (Joda's lenient parse); only exactly two digits pivot.
+        else if (t.field === "y") source += "([-+]?\\d{1,9})";
         else source += `(\\d{1,${Math.max(t.count, t.field === "D" ? 3 : 2)}})`;
       } else if (t.field === "M") {
         source += "([A-Za-z]+)";
@@ -100,12 +101,12 @@ export class DatePattern {
       switch (field) {
         case "y": {
           year = Number(v);
-          if (count === 2) {
-            // Two-digit years land within 50 years of now (Joda's pivot).
+          if (count === 2 && /^\d{2}$/.test(v)) {
+            // Two-digit years land from 80 years before now to 19 after (Joda's pivot, now - 30).
             const current = new Date(now).getFullYear();
             year += Math.floor(current / 100) * 100;
-            if (year > current + 49) year -= 100;
-            else if (year < current - 50) year += 100;
+            if (year > current + 19) year -= 100;
+            else if (year < current - 80) year += 100;
           }
           break;
         }

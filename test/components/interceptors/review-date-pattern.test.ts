@@ -30,3 +30,18 @@ describe("date patterns with month names (Joda MMM / MMMM)", () => {
     expect(e?.headers.ts).toBe(String(Date.UTC(2000, 9, 10, 20, 55, 36)));
   });
 });
+
+describe("two-digit years (Joda yy: 80 years back, 19 ahead, as SimpleDateFormat)", () => {
+  const now = Date.UTC(2026, 5, 1);
+  test("yy lands between now-80 and now+19 years", () => {
+    const p = new DatePattern("yy-MM-dd Z");
+    expect(p.parse("70-01-01 +0000", now)).toBe(Date.UTC(1970, 0, 1));
+    expect(p.parse("46-01-01 +0000", now)).toBe(Date.UTC(1946, 0, 1));
+    expect(p.parse("45-01-01 +0000", now)).toBe(Date.UTC(2045, 0, 1));
+    expect(p.parse("26-03-04 +0000", now)).toBe(Date.UTC(2026, 2, 4));
+  });
+
+  test("a yy field not followed by a number also reads a full year, as Joda parses leniently", () => {
+    expect(new DatePattern("dd/MM/yy Z").parse("04/03/2021 +0000", now)).toBe(Date.UTC(2021, 2, 4));
+  });
+});
