@@ -7,7 +7,8 @@ import type { Agent } from "./agent.ts";
  */
 export class StatsReporter {
   private timer: TimerHandle | null = null;
-  private last = new Map<string, number>();
+  /** Keyed by counter group: a component a reload replaced starts from zero, not from its predecessor's count. */
+  private last = new Map<object, number>();
   private lastAt = 0;
 
   constructor(
@@ -35,11 +36,11 @@ export class StatsReporter {
     }, this.intervalMs);
   }
 
-  private snapshot(): Map<string, number> {
-    const now = new Map<string, number>();
+  private snapshot(): Map<object, number> {
+    const now = new Map<object, number>();
     const { sources, channels } = this.agent.components;
-    for (const s of sources.values()) now.set(`in:${s.name}`, s.source.counter.values.EventAcceptedCount);
-    for (const c of channels.values()) now.set(`out:${c.name}`, c.channel.counter.values.EventTakeSuccessCount);
+    for (const s of sources.values()) now.set(s.source.counter, s.source.counter.values.EventAcceptedCount);
+    for (const c of channels.values()) now.set(c.channel.counter, c.channel.counter.values.EventTakeSuccessCount);
     return now;
   }
 
@@ -48,13 +49,13 @@ export class StatsReporter {
     const now = this.snapshot();
     const at = this.clock.now();
     const secs = Math.max(0.001, (at - this.lastAt) / 1000);
-    const rate = (key: string) => Math.max(0, Math.round(((now.get(key) ?? 0) - (this.last.get(key) ?? 0)) / secs));
+    const rate = (key: object) => Math.max(0, Math.round(((now.get(key) ?? 0) - (this.last.get(key) ?? 0)) / secs));
     const parts: string[] = [];
     const { sources, channels } = this.agent.components;
-    for (const s of sources.values()) parts.push(`${s.name} in ${rate(`in:${s.name}`)}/s`);
+    for (const s of sources.values()) parts.push(`${s.name} in ${rate(s.source.counter)}/s`);
     for (const c of channels.values()) {
       const v = c.channel.counter.values;
-      parts.push(`${c.name} out ${rate(`out:${c.name}`)}/s fill ${c.channel.counter.fillPercentage().toFixed(1)}% (${v.ChannelSize}/${v.ChannelCapacity})`);
+      parts.push(`${c.name} out ${rate(c.channel.counter)}/s fill ${c.channel.counter.fillPercentage().toFixed(1)}% (${v.ChannelSize}/${v.ChannelCapacity})`);
     }
     this.last = now;
     this.lastAt = at;

@@ -6,7 +6,50 @@ import { validateConfigText } from "../../src/config/validate.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
 import { sleep } from "../helpers.ts";
 
+function conf(total: number) {
+  const r = validateConfigText(
+    `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = seq
+a1.sources.r1.totalEvents = ${total}
+a1.sources.r1.channels = c1
+a1.channels.c1.type = memory
+a1.channels.c1.capacity = 10000
+a1.sinks.k1.type = null
+a1.sinks.k1.channel = c1
+`,
+    "stats.conf",
+    { agentName: "a1" },
+    registry,
+  );
+  return r.config!;
+}
+
+async function delivered(agent: Agent, n: number) {
+  const channel = agent.components.channels.get("c1")!.channel;
+  for (let i = 0; i < 200 && channel.counter.values.EventTakeSuccessCount < n; i++) await sleep(10);
+  expect(channel.counter.values.EventTakeSuccessCount).toBe(n);
+}
+
 describe("stats line", () => {
+  test("after a reload replaces a source, its rate counts the new source's events (its counter starts over)", async () => {
+    const agent = new Agent("a1", { drainTimeout: 1000 });
+    await agent.start(conf(5000));
+    await delivered(agent, 5000);
+    const clock = new VirtualClock();
+    const lines: string[] = [];
+    const stats = new StatsReporter(agent, clock, (l) => lines.push(l), 10000);
+    stats.start();
+    // A new r1 (another totalEvents) feeds the kept channel and sink.
+    await agent.reload(conf(3000));
+    await delivered(agent, 8000);
+    await clock.advance(10000);
+    stats.stop();
+    await agent.stop();
+    expect(lines).toEqual(["stats: r1 in 300/s | c1 out 300/s fill 0.0% (0/10000)"]);
+  });
+
   test("the first line reports only what happened since the reporter started, not the agent's whole history", async () => {
     const r = validateConfigText(
       `a1.sources = r1
