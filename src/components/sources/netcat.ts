@@ -40,7 +40,8 @@ export class NetcatSource extends BaseSource implements EventDrivenSource {
 
   async start(): Promise<void> {
     this.counter.start();
-    const server = net.createServer((socket) => this.serve(socket));
+    // allowHalfOpen: a client that half-closes after its lines (printf ... | nc -N) still gets its OKs.
+    const server = net.createServer({ allowHalfOpen: true }, (socket) => this.serve(socket));
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(this.options.port, this.options.bind, () => {
@@ -70,6 +71,10 @@ export class NetcatSource extends BaseSource implements EventDrivenSource {
     this.counter.values.OpenConnectionCount++;
     let pending: Buffer | null = null;
     let busy = false;
+    /** The client half-closed: end our side once what it sent is answered. */
+    let ended = false;
+    /** An overlong line was refused: nothing more is read from this client. */
+    let refused = false;
     const queue: Buffer[] = [];
 
     const handle = async (chunk: Buffer) => {
@@ -97,6 +102,7 @@ export class NetcatSource extends BaseSource implements EventDrivenSource {
       if (tooLong) {
         this.counter.values.EventReadFail++;
         this.logger.warn(`netcat source ${this.name}: client ${peer} sent a line over max-line-length ${this.options.maxLineLength}; closing the connection`);
+        refused = true;
         socket.end(`FAILED: Event exceeds the maximum length (${this.options.maxLineLength} chars, including newline)\n`);
         return;
       }
@@ -108,20 +114,26 @@ export class NetcatSource extends BaseSource implements EventDrivenSource {
       busy = true;
       socket.pause();
       try {
-        while (queue.length > 0 && !socket.destroyed) await handle(queue.shift() as Buffer);
+        while (queue.length > 0 && !socket.destroyed && !refused) await handle(queue.shift() as Buffer);
       } catch (err) {
         this.counter.values.GenericProcessingFail++;
         this.logger.error(`netcat source ${this.name}: error serving ${peer}: ${(err as Error).message}`);
         socket.destroy();
       } finally {
         busy = false;
-        if (!socket.destroyed) socket.resume();
+        if (ended) socket.end();
+        else if (!socket.destroyed) socket.resume();
       }
     };
 
     socket.on("data", (chunk: Buffer) => {
+      if (refused) return;
       queue.push(chunk);
       if (!busy) void pump();
+    });
+    socket.on("end", () => {
+      ended = true;
+      if (!busy) socket.end();
     });
     socket.on("error", (err) => this.logger.warn(`netcat source ${this.name}: connection from ${peer}: ${err.message}`));
     socket.on("close", () => {
