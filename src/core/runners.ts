@@ -111,6 +111,8 @@ class PollingLoop {
             this.wakePending = false;
             continue;
           }
+          // stop() came while step() ran: its interrupt found no sleep to cut short.
+          if (!this.running) break;
           this.backingOff = true;
           try {
             await this.sleep(Math.min(this.stats.consecutiveBackoffs * this.increment, this.max));
