@@ -102,8 +102,15 @@ export class Agent implements MetricsProvider {
     for (const s of next.sources.values()) if (old.sources.get(s.name)?.runner === s.runner) (keep.add(s.runner), kept.push(`source ${s.name}`));
     const stopped: string[] = [];
     for (const s of old.sources.values()) if (!keep.has(s.runner)) (await this.supervisor.unsupervise(s.runner), stopped.push(`source ${s.name}`));
+    // A memory channel that goes away would lose its events: its old sinks drain it first (bounded).
+    const replaced = [...old.channels.values()].filter((c) => !keep.has(c.channel));
+    await this.drain(old, new Set(replaced.filter((c) => !c.channel.durable).map((c) => c.channel)));
     for (const r of old.runners.values()) if (!keep.has(r.runner)) (await this.supervisor.unsupervise(r.runner), stopped.push(`sink runner ${r.name}`));
-    for (const c of old.channels.values()) if (!keep.has(c.channel) && next.channels.get(c.name)?.channel !== c.channel) (await this.supervisor.unsupervise(c.channel), stopped.push(`channel ${c.name}`));
+    for (const c of replaced) {
+      this.warnLeftover(c);
+      await this.supervisor.unsupervise(c.channel);
+      stopped.push(`channel ${c.name}`);
+    }
     this.built = next;
     await this.startAll(next, keep);
     const started = [
@@ -115,12 +122,33 @@ export class Agent implements MetricsProvider {
   }
 
   /** Events waiting in the channels that some sink reads (the ones a drain can empty). */
-  pendingEvents(): number {
+  pendingEvents(built: BuiltAgent = this.built, only?: Set<Channel>): number {
     const drained = new Set<unknown>();
-    for (const r of this.built.runners.values()) for (const s of r.sinks) drained.add(s.getChannel());
+    for (const r of built.runners.values()) for (const s of r.sinks) drained.add(s.getChannel());
     let n = 0;
-    for (const c of this.built.channels.values()) if (drained.has(c.channel)) n += c.channel.counter.values.ChannelSize;
+    for (const c of built.channels.values()) if (drained.has(c.channel) && (!only || only.has(c.channel))) n += c.channel.counter.values.ChannelSize;
     return n;
+  }
+
+  /** Lets the sinks of `built` empty its channels (or just `only`) for up to drainTimeout. */
+  private async drain(built: BuiltAgent, only?: Set<Channel>): Promise<void> {
+    if (only && only.size === 0) return;
+    const deadline = this.clock.now() + (this.options.drainTimeout ?? 5000);
+    for (const r of built.runners.values()) r.runner.poke();
+    while (this.pendingEvents(built, only) > 0 && this.clock.now() < deadline) {
+      for (const r of built.runners.values()) r.runner.poke();
+      await this.clock.sleep(20);
+    }
+  }
+
+  private warnLeftover(c: { name: string; channel: Channel }): void {
+    const left = c.channel.counter.values.ChannelSize;
+    if (left === 0) return;
+    this.logger.warn(
+      c.channel.durable
+        ? `channel ${c.name} keeps ${left} events on disk for the next start`
+        : `channel ${c.name} still held ${left} events after the ${this.options.drainTimeout ?? 5000} ms drain; a memory channel loses them`,
+    );
   }
 
   /**
@@ -136,22 +164,10 @@ export class Agent implements MetricsProvider {
     if (!this.running) return;
     this.running = false;
     for (const s of [...this.built.sources.values()].reverse()) await this.supervisor.unsupervise(s.runner);
-    const deadline = this.clock.now() + (this.options.drainTimeout ?? 5000);
-    for (const r of this.built.runners.values()) r.runner.poke();
-    while (this.pendingEvents() > 0 && this.clock.now() < deadline) {
-      for (const r of this.built.runners.values()) r.runner.poke();
-      await this.clock.sleep(20);
-    }
+    await this.drain(this.built);
     for (const r of [...this.built.runners.values()].reverse()) await this.supervisor.unsupervise(r.runner);
     for (const c of [...this.built.channels.values()].reverse()) {
-      const left = c.channel.counter.values.ChannelSize;
-      if (left > 0) {
-        this.logger.warn(
-          c.channel.durable
-            ? `channel ${c.name} keeps ${left} events on disk for the next start`
-            : `channel ${c.name} still held ${left} events after the ${this.options.drainTimeout ?? 5000} ms drain; a memory channel loses them`,
-        );
-      }
+      this.warnLeftover(c);
       await this.supervisor.unsupervise(c.channel);
     }
     await this.supervisor.stop();

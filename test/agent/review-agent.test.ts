@@ -1,12 +1,13 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
+import http from "node:http";
 import net from "node:net";
 import path from "node:path";
 import { Agent } from "../../src/agent/agent.ts";
 import * as registry from "../../src/components/registry.ts";
 import type { AgentConfig } from "../../src/config/flume-config.ts";
 import { validateConfigText } from "../../src/config/validate.ts";
-import { freePort, tempDir } from "../helpers.ts";
+import { freePort, sleep, tempDir } from "../helpers.ts";
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -69,5 +70,56 @@ describe("agent lifecycle under an operator's hands", () => {
     expect(await canConnect(port1)).toBe(false);
     expect(await canConnect(port2)).toBe(false);
     expect(existsSync(path.join(dir, "ckpt", "in_use.lock"))).toBe(false);
+  });
+
+  test("a reload that replaces a memory channel lets its sink drain it first (events are not silently dropped)", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    // The downstream answers 503 (the sink rolls back and backs off) until it is told to accept.
+    let accepting = false;
+    const received: string[] = [];
+    const server = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (d) => (body += d));
+      req.on("end", () => {
+        if (!accepting) return void res.writeHead(503).end();
+        received.push(body);
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    cleanups.push(() => server.close());
+    const endpoint = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/`;
+    const sink = `a1.sinks = k1
+a1.sinks.k1.type = http
+a1.sinks.k1.endpoint = ${endpoint}
+a1.sinks.k1.rollback.200 = false
+a1.sinks.k1.backoff.200 = false
+a1.sinks.k1.channel = c1
+`;
+    const agent = new Agent("a1", { drainTimeout: 3000 });
+    await agent.start(
+      parse(`a1.sources = r1
+a1.channels = c1
+a1.sources.r1.type = seq
+a1.sources.r1.totalEvents = 20
+a1.sources.r1.channels = c1
+a1.channels.c1.type = memory
+${sink}`),
+    );
+    const c1 = agent.components.channels.get("c1")!.channel;
+    for (let i = 0; i < 200 && c1.counter.values.ChannelSize < 20; i++) await sleep(10);
+    expect(c1.counter.values.ChannelSize).toBe(20);
+    // The operator makes c1 durable; the downstream is healthy again.
+    accepting = true;
+    await agent.reload(
+      parse(`a1.channels = c1
+a1.channels.c1.type = file
+a1.channels.c1.checkpointDir = ${path.join(dir, "ckpt")}
+a1.channels.c1.dataDirs = ${path.join(dir, "data")}
+${sink}`),
+    );
+    await agent.stop();
+    expect(received.length).toBe(20);
   });
 });
