@@ -124,6 +124,7 @@ export class LineSplitter {
         this.consumedBytes += nl + 1 - start;
         this.cursor = nl + 1;
         this.discarding = false;
+        this.lastComplete = true;
         continue;
       }
       if (nl < 0) {
@@ -141,7 +142,8 @@ export class LineSplitter {
       this.cursor = nl + 1;
       if (this.stripCR && line.length > 0 && line[line.length - 1] === CR) line = line.subarray(0, line.length - 1);
       if (this.max > 0 && line.length > this.max) {
-        this.onOverlong?.(line.length);
+        // Warned already when its first part was cut while unfinished.
+        if (this.lastComplete) this.onOverlong?.(line.length);
         if (this.policy === "truncate") {
           this.consumedBytes += consumed;
           this.lastComplete = true;
@@ -202,8 +204,10 @@ export class LineSplitter {
     const bytes = concat(this.takeCarry(), this.chunk.subarray(this.cursor));
     this.cursor = this.chunk.length;
     const cut = this.cutAt(bytes);
-    this.lastComplete = false;
     if (this.policy === "split") {
+      // Once per line: its first piece (later pieces follow with lastComplete false).
+      if (this.lastComplete) this.onOverlong?.(bytes.length);
+      this.lastComplete = false;
       // Keep only the remainder; copy it so the big chunk can be freed.
       const remainder = bytes.slice(cut);
       this.carryParts.push(remainder);
@@ -212,6 +216,7 @@ export class LineSplitter {
       return bytes.subarray(0, cut);
     }
     this.onOverlong?.(bytes.length);
+    this.lastComplete = false;
     this.consumedBytes += bytes.length;
     this.discarding = true;
     return bytes.slice(0, cut);
