@@ -64,7 +64,8 @@ export class AvroRpcServer {
   /** Starts listening; resolves with the bound port. */
   listen(): Promise<number> {
     const onSocket = (socket: net.Socket) => this.accept(socket);
-    const server = this.options.tls ? tls.createServer(this.options.tls, onSocket) : net.createServer(onSocket);
+    // allowHalfOpen: a client that half-closes after its requests still gets their answers.
+    const server = this.options.tls ? tls.createServer({ ...this.options.tls, allowHalfOpen: true }, onSocket) : net.createServer({ allowHalfOpen: true }, onSocket);
     if (this.options.tls) {
       server.on("tlsClientError", (err: Error, socket: tls.TLSSocket) => {
         this.logger.warn(`${this.label}: TLS handshake with ${peerName(socket)} failed: ${err.message}`);
@@ -142,6 +143,8 @@ class ServerConnection {
   private readonly queue: Frame[] = [];
   private busy = false;
   private paused = false;
+  /** The client half-closed: end our side once its requests are answered. */
+  private peerEnded = false;
   private readonly maxQueued: number;
 
   constructor(
@@ -158,6 +161,10 @@ class ServerConnection {
         onError: (err) => {
           const reason = err instanceof RpcProtocolError ? err.message : `socket error: ${err.message}`;
           server.logger.warn(`${server.label}: closing connection from ${this.transport.peer}: ${reason}`);
+        },
+        onEnd: () => {
+          this.peerEnded = true;
+          if (!this.busy) this.transport.end();
         },
         onClose: (midFrame) => {
           if (midFrame) server.logger.warn(`${server.label}: connection from ${this.transport.peer} closed in the middle of a frame (truncated request dropped)`);
@@ -190,6 +197,7 @@ class ServerConnection {
       }
     } finally {
       this.busy = false;
+      if (this.peerEnded) this.transport.end();
     }
   }
 

@@ -18,6 +18,11 @@ export interface TransportHandlers {
   onError(err: Error): void;
   /** The socket closed; midFrame is true when the peer left a frame unfinished. */
   onClose(midFrame: boolean): void;
+  /**
+   * The peer half-closed after the frames delivered so far (sockets created with allowHalfOpen);
+   * the receiver answers them, then calls end().
+   */
+  onEnd?(): void;
 }
 
 /** "1.2.3.4:5678" for logs; IPv4-mapped IPv6 addresses shown as IPv4. */
@@ -68,6 +73,13 @@ export class FramedTransport {
     } else {
       socket.on("data", (chunk: Buffer) => this.receive(chunk));
     }
+    socket.on("end", () => {
+      const onEnd = this.handlers.onEnd;
+      if (!onEnd || this.failed) return;
+      // With deflate, bytes written to the inflater may still be on their way to receive().
+      if (this.inflater) this.inflater.flush(zlib.constants.Z_SYNC_FLUSH, () => setImmediate(onEnd));
+      else onEnd();
+    });
     socket.on("error", (err) => this.fail(err));
     socket.on("close", () => {
       if (this.closed) return;

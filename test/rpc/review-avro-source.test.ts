@@ -1,0 +1,55 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { constants, inflateSync } from "node:zlib";
+import { drain, rawExchange, startSource, texts } from "./support.ts";
+
+const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
+const fixture = (name: string) => readFileSync(path.join(FIXTURES, name));
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+describe("avro source, clients that half-close", () => {
+  test("a client that half-closes after its requests still gets every answer once the channel committed", async () => {
+    const s = await startSource();
+    cleanups.push(() => s.source.stop());
+    const processor = s.source.getChannelProcessor();
+    const original = processor.processEventBatch.bind(processor);
+    // A channel that takes a moment to commit, as a file channel does.
+    processor.processEventBatch = async (events) => {
+      await new Promise((res) => setTimeout(res, 50));
+      return original(events);
+    };
+    const { data } = await rawExchange(s.port, fixture("avro-client-plain.c2s.bin"), { endAfterWrite: true });
+    const stored = texts(await drain(s.channel));
+    expect(stored.length).toBeGreaterThan(0);
+    expect(data.toString("hex")).toBe(fixture("avro-client-plain.s2c.bin").toString("hex"));
+  });
+
+  test("the same with deflate: the answers come back compressed before the server closes", async () => {
+    const s = await startSource({ "compression-type": "deflate" });
+    cleanups.push(() => s.source.stop());
+    const processor = s.source.getChannelProcessor();
+    const original = processor.processEventBatch.bind(processor);
+    processor.processEventBatch = async (events) => {
+      await new Promise((res) => setTimeout(res, 50));
+      return original(events);
+    };
+    const { data } = await rawExchange(s.port, fixture("avro-client-deflate.c2s.bin"), { endAfterWrite: true });
+    expect(texts(await drain(s.channel)).length).toBeGreaterThan(0);
+    expect(inflateSync(data, { finishFlush: constants.Z_SYNC_FLUSH }).toString("hex")).toBe(inflateSync(fixture("avro-client-deflate.s2c.bin"), { finishFlush: constants.Z_SYNC_FLUSH }).toString("hex"));
+    expect(s.logger.lines.filter((l) => l.level === "warn" || l.level === "error")).toEqual([]);
+  });
+
+  test("an idle client that half-closes is closed at once; the source keeps serving", async () => {
+    const s = await startSource();
+    cleanups.push(() => s.source.stop());
+    const { data } = await rawExchange(s.port, Buffer.alloc(0), { endAfterWrite: true });
+    expect(data.length).toBe(0);
+    const { data: again } = await rawExchange(s.port, fixture("avro-client-plain.c2s.bin"), { endAfterWrite: true });
+    expect(again.toString("hex")).toBe(fixture("avro-client-plain.s2c.bin").toString("hex"));
+  });
+});
