@@ -134,9 +134,11 @@ export class Agent implements MetricsProvider {
   private async drain(built: BuiltAgent, only?: Set<Channel>): Promise<void> {
     if (only && only.size === 0) return;
     const deadline = this.clock.now() + (this.options.drainTimeout ?? 5000);
+    // One immediate try for every runner; after that a sink that fails keeps its error sleep
+    // (polling it every 20 ms would hammer the failing downstream and flood the log).
     for (const r of built.runners.values()) r.runner.poke();
     while (this.pendingEvents(built, only) > 0 && this.clock.now() < deadline) {
-      for (const r of built.runners.values()) r.runner.poke();
+      for (const r of built.runners.values()) r.runner.wake();
       await this.clock.sleep(20);
     }
   }

@@ -179,9 +179,14 @@ export class SinkRunner implements LifecycleAware {
     this.state = "STOP";
   }
 
-  /** Wakes the runner from a backoff sleep. */
+  /** Wakes the runner from any sleep, a sleep after an error included. */
   poke(): void {
     this.loop.interrupt();
+  }
+
+  /** Wakes the runner from a BACKOFF sleep only: a failing sink keeps its error sleep. */
+  wake(): void {
+    this.loop.wakeFromBackoff();
   }
 
   getLifecycleState(): LifecycleState {
