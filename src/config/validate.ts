@@ -424,6 +424,33 @@ class Validator {
           this.addFor(group, "warning", "undefined-sink", loc.line, `processor.${key}`, `sink ${m[1]} is not in this group (${sinks.join(" ") || "none"})`, "fix the sink name or add the sink to sinks");
         }
       }
+      if (def?.schema.type === "failover") this.checkFailoverPriorities(group, sinks, processor);
+    }
+  }
+
+  /** Flume's failover processor keeps one sink per priority: a sink whose priority is taken never runs. */
+  private checkFailoverPriorities(group: ComponentEntry, sinks: string[], processor: SubComponent): void {
+    const byPriority = new Map<number, string>();
+    let next = 0;
+    for (const s of [...new Set(sinks)]) {
+      const loc = processor.props[`priority.${s}`];
+      const explicit = loc && /^[-+]?\d+$/.test(loc.value.trim()) ? Number(loc.value.trim()) : undefined;
+      // Sinks without a priority get -1, -2, ... in the group's order, as Flume assigns them.
+      const p = explicit ?? --next;
+      const holder = byPriority.get(p);
+      if (holder === undefined) {
+        byPriority.set(p, s);
+        continue;
+      }
+      this.addFor(
+        group,
+        "warning",
+        "bad-value",
+        loc?.line ?? group.props.sinks.line,
+        loc ? `processor.priority.${s}` : "sinks",
+        `sink ${s} has the same priority (${p}) as sink ${holder}, so the failover processor leaves it out and it never runs`,
+        `give each sink its own ${this.fullKey(group, `processor.priority.${s}`)}`,
+      );
     }
   }
 
