@@ -65,6 +65,11 @@ export class TaildirSource extends BaseSource implements PollableSource {
   private lastFingerprints = "";
   /** Some channel of this source keeps positions (a file channel). */
   private durable = false;
+  /**
+   * A file was let go since the last commit: a durable channel still lists its inode and
+   * position, which a restart would apply to a new file that got the freed inode.
+   */
+  private retiredSinceCommit = false;
 
   constructor(
     ctx: ComponentContext,
@@ -112,6 +117,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
     this.posTimer = null;
     // A batch the channel never took is dropped: its lines are read again after a restart.
     this.pending = null;
+    await this.storeRetiredPositions();
     await this.writePositions();
     for (const f of this.files.values()) await f.close();
     this.files.clear();
@@ -452,6 +458,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
     this.releaseShadows(tf, tf.pos);
     this.files.delete(tf.inode);
     this.fingerprints.delete(tf.inode);
+    if (this.durable) this.retiredSinceCommit = true;
     void tf.close();
     this.logger.info(`Closed file: ${tf.path}, inode: ${tf.inode}, pos: ${tf.pos} (${why})`);
   }
@@ -473,10 +480,23 @@ export class TaildirSource extends BaseSource implements PollableSource {
     }
     this.pending = null;
     this.retryInterval = 1000;
+    if (this.durable) this.retiredSinceCommit = false;
     batch.file.committed(batch, this.clock.now());
     c.EventAcceptedCount += batch.events.length;
     c.AppendBatchAcceptedCount++;
     return true;
+  }
+
+  /** Gives a durable channel the positions without the files let go (no events). */
+  private async storeRetiredPositions(): Promise<void> {
+    if (!this.retiredSinceCommit) return;
+    try {
+      await this.getChannelProcessor().processEventBatch([], { source: this.name, value: formatPositions(this.positions()) });
+      this.retiredSinceCommit = false;
+    } catch (err) {
+      // Tried again after the next poll.
+      this.logger.warn(`${this.name}: could not update the positions stored in the channel: ${(err as Error).message}`);
+    }
   }
 
   private positionsAfter(batch: TailBatch): PositionEntry[] {
@@ -528,6 +548,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
           this.logger.info(`Closed file: ${tf.path}, inode: ${tf.inode}, pos: ${tf.pos} (idle)`);
         }
       }
+      await this.storeRetiredPositions();
       return status;
     } catch (err) {
       this.logger.error(`${this.name}: Unable to tail files: ${(err as Error).message}`);
