@@ -93,6 +93,8 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
   const channels: ReplayChannel[] = [];
   const txs = new Map<number, OpenTx>();
   const begunAt = new Map<number, number>();
+  /** Transactions that were open when a crash ended them. */
+  const vanished = new Set<number>();
   let ledger = new Ledger([]);
   let deliveries: "sink" | "take" = "take";
   let expected: LedgerSummary | undefined;
@@ -162,7 +164,11 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
       operations++;
       const when = formatTime(t as number).padStart(10);
       if (op === "crash") {
-        for (const o of txs.values()) if (!o.closed) begunAt.delete(o.id);
+        for (const o of txs.values()) {
+          if (o.closed) continue;
+          begunAt.delete(o.id);
+          vanished.add(o.id);
+        }
         txs.clear();
         const lost = ledger.crash();
         await settleIo();
@@ -183,11 +189,15 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
         const o: OpenTx = { id, ch: k, by: typeof rec.by === "string" ? rec.by : undefined, line: lineNo, tx, puts: [], takes: [], closed: false, commitFailed: false, pending: null };
         txs.set(id, o);
         begunAt.set(id, lineNo);
+        vanished.delete(id);
         step?.(`${when}  tx ${String(id).padEnd(6)} ${label(o).padEnd(14)} begin`);
         continue;
       }
       const o = txs.get(id);
-      if (!o) fail(`${op} on transaction ${id}, which ${begunAt.has(id) ? "vanished in a crash" : "was never begun"}: ${op === "take" || op === "put" ? `a ${op} must happen inside a transaction` : "begin it first"}`);
+      if (!o) {
+        const what = vanished.has(id) ? "vanished in a crash" : begunAt.has(id) ? "was closed before the crash" : "was never begun";
+        fail(`${op} on transaction ${id}, which ${what}: ${op === "take" || op === "put" ? `a ${op} must happen inside a transaction` : "begin it first"}`);
+      }
       const tx = (o as OpenTx).tx;
       const cur = o as OpenTx;
       const stateError = (err: unknown): never => fail(`${op} on transaction ${id} (begun at line ${cur.line}) breaks the transaction rules: ${(err as Error).message}`);
