@@ -161,7 +161,14 @@ export class SinkRunner implements LifecycleAware {
   private unsubscribe: (() => void)[] = [];
 
   async start(): Promise<void> {
-    await this.processor.start();
+    try {
+      await this.processor.start();
+    } catch (err) {
+      // The sinks that did start (a connection, a roll timer) would be left running: the
+      // supervisor only stops a runner that reached START, and it retries the start.
+      await this.processor.stop().catch(() => {});
+      throw err;
+    }
     const channels = new Set(this.processor.sinks.map((s) => s.getChannel()));
     for (const c of channels) {
       const off = c.onPutsCommitted?.(() => this.loop.wakeFromBackoff());

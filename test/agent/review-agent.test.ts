@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import path from "node:path";
@@ -150,5 +150,57 @@ a1.sinks.k1.channel = c1
     expect(logger.lines.some((l) => l.level === "warn" && l.message.includes("still held 10 events"))).toBe(true);
     expect(failures.length).toBeGreaterThan(0);
     expect(failures.length).toBeLessThanOrEqual(3);
+  });
+
+  test("a sink group that cannot start (one sink's directory is unusable) does not leak its other sink's connection", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const avroPort = await freePort();
+    // The downstream agent: an avro source whose counters show the open connections.
+    const downstream = new Agent("a1", { drainTimeout: 200 });
+    await downstream.start(
+      parse(`a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = avro
+a1.sources.r1.bind = 127.0.0.1
+a1.sources.r1.port = ${avroPort}
+a1.sources.r1.channels = c1
+a1.channels.c1.type = memory
+a1.sinks.k1.type = null
+a1.sinks.k1.channel = c1
+`),
+    );
+    const openConnections = () => downstream.components.sources.get("r1")!.source.counter.values.OpenConnectionCount;
+    const notADir = path.join(dir, "file");
+    writeFileSync(notADir, "x");
+    const agent = new Agent("a1", { drainTimeout: 200 });
+    await agent.start(
+      parse(`a1.sources = r1
+a1.channels = c1
+a1.sinks = k1 k2
+a1.sinkgroups = g1
+a1.sinkgroups.g1.sinks = k1 k2
+a1.sinkgroups.g1.processor.type = failover
+a1.sources.r1.type = seq
+a1.sources.r1.totalEvents = 1
+a1.sources.r1.channels = c1
+a1.channels.c1.type = memory
+a1.sinks.k1.type = avro
+a1.sinks.k1.hostname = 127.0.0.1
+a1.sinks.k1.port = ${avroPort}
+a1.sinks.k1.channel = c1
+a1.sinks.k2.type = file_roll
+a1.sinks.k2.sink.directory = ${path.join(notADir, "out")}
+a1.sinks.k2.channel = c1
+`),
+    );
+    // The group's start failed on k2 after k1 had connected.
+    const k1 = agent.components.runners.get("group:g1")!.sinks[0];
+    expect(k1.counter!.values.ConnectionCreatedCount).toBe(1);
+    await agent.stop();
+    for (let i = 0; i < 100 && openConnections() > 0; i++) await sleep(10);
+    expect(openConnections()).toBe(0);
+    await downstream.stop();
   });
 });
