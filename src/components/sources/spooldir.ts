@@ -362,6 +362,7 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
       s = await stat(cur.path);
     } catch {
       this.logger.warn(`${this.name}: ${cur.path} disappeared after being read completely`);
+      await this.forgetDurablePosition(cur);
       await this.tracker.clearPosition();
       return;
     }
