@@ -114,7 +114,11 @@ export class NetcatSource extends BaseSource implements EventDrivenSource {
       busy = true;
       socket.pause();
       try {
-        while (queue.length > 0 && !socket.destroyed && !refused) await handle(queue.shift() as Buffer);
+        while (queue.length > 0 && !socket.destroyed && !refused) {
+          await handle(queue.shift() as Buffer);
+          // A client that does not read its OKs must not make us buffer them without bound.
+          if (socket.writableLength > socket.writableHighWaterMark) await drained(socket);
+        }
       } catch (err) {
         this.counter.values.GenericProcessingFail++;
         this.logger.error(`netcat source ${this.name}: error serving ${peer}: ${(err as Error).message}`);
@@ -159,6 +163,19 @@ export class NetcatSource extends BaseSource implements EventDrivenSource {
       if (!socket.destroyed) socket.write(`FAILED: ${message}\n`.repeat(events.length));
     }
   }
+}
+
+/** Resolves once the socket's write buffer drained, or it closed. */
+function drained(socket: net.Socket): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      socket.off("drain", done);
+      socket.off("close", done);
+      resolve();
+    };
+    socket.on("drain", done);
+    socket.on("close", done);
+  });
 }
 
 export const definition: ComponentDefinition<NetcatSource> = {

@@ -22,7 +22,7 @@ function sendAndHalfClose(port: number, data: string): Promise<string> {
   });
 }
 
-describe("netcat source, clients that half-close", () => {
+describe("netcat source, clients that half-close or never read", () => {
   test("a client that half-closes after its lines still gets an OK for each committed line", async () => {
     const r = rig(netcat, { bind: "127.0.0.1", port: "0" });
     const processor = r.source.getChannelProcessor();
@@ -59,4 +59,35 @@ describe("netcat source, clients that half-close", () => {
     expect(r.logger.lines.some((l) => /127\.0\.0\.1:\d+ closed with 7 bytes after the last newline/.test(l.message))).toBe(true);
     await until(() => r.source.counter.get("OpenConnectionCount") === 0, 5000, "the server side to close");
   });
+
+  test("a client that never reads its OKs is slowed down instead of the server buffering them without bound", async () => {
+    const r = rig(netcat, { bind: "127.0.0.1", port: "0" }, { capacity: 10_000_000, transactionCapacity: 100_000 });
+    await r.source.start();
+    started.push(r.source);
+    const lines = 5_000_000;
+    const client = net.connect(r.source.port, "127.0.0.1");
+    await new Promise((res) => client.once("connect", res));
+    client.pause(); // reads nothing: its OKs pile up
+    const chunk = Buffer.from("a\n".repeat(500_000));
+    for (let i = 0; i < lines / 500_000; i++) client.write(chunk);
+    // Wait until the source stops taking lines (or has taken them all).
+    let last = -1;
+    for (let still = 0; still < 3; ) {
+      await new Promise((res) => setTimeout(res, 100));
+      const now = r.source.counter.get("EventAcceptedCount");
+      still = now === last ? still + 1 : 0;
+      last = now;
+    }
+    const serverSide = [...(r.source as unknown as { sockets: Set<net.Socket> }).sockets];
+    // 15 MB of OKs were owed; the kernel's socket buffers hold a few MB, the source's own buffer little.
+    expect(serverSide[0].writableLength).toBeLessThan(1024 * 1024);
+    expect(last).toBeLessThan(lines);
+    // Once the client reads, everything goes through.
+    let oks = 0;
+    client.on("data", (d: Buffer) => (oks += d.length / 3));
+    client.resume();
+    await until(() => oks === lines, 10000, "every OK");
+    expect(r.source.counter.get("EventAcceptedCount")).toBe(lines);
+    client.destroy();
+  }, 20000);
 });
