@@ -94,6 +94,18 @@ function instantiate<T>(kind: ComponentKind, type: string | undefined, props: Re
   return { value: def.create(config, ctx) as T, def };
 }
 
+// An identity for each channel instance, so a source or sink is kept only if its channels are
+// the same objects. Module-wide: an id must mean the same instance in every build, or a reload
+// compares fingerprints numbered differently (restarting unchanged components, or keeping one
+// whose channel was replaced).
+const channelIds = new WeakMap<Channel, number>();
+let nextChannelId = 1;
+function idOf(c: Channel): number {
+  let id = channelIds.get(c);
+  if (id === undefined) channelIds.set(c, (id = nextChannelId++));
+  return id;
+}
+
 /**
  * Builds the components of a validated agent configuration. With `reuse`, components whose
  * configuration did not change are taken over from the running agent instead of built anew,
@@ -133,16 +145,11 @@ export async function buildAgent(config: AgentConfig, bc: BuildContext, reuse?: 
     built.channels.set(name, { name, type: def.schema.type, fingerprint, channel });
   }
 
-  // An identity for each channel instance, so a source or sink is kept only if its channels are the same objects.
-  const channelIds = new Map<Channel, number>();
-  let nextId = 1;
-  const idOf = (c: Channel) => channelIds.get(c) ?? (channelIds.set(c, nextId++), channelIds.get(c) as number);
   const channelRef = (name: string): Channel => {
     const c = built.channels.get(name)?.channel;
     if (!c) throw new ConfigurationError("channels", `channel "${name}" is not configured`);
     return c;
   };
-  if (reuse) for (const c of reuse.channels.values()) idOf(c.channel);
 
   for (const [name, entry] of config.sources) {
     const channelNames = sourceChannels(entry);

@@ -1,0 +1,44 @@
+import { describe, expect, test } from "bun:test";
+import { Agent } from "../../src/agent/agent.ts";
+import * as registry from "../../src/components/registry.ts";
+import type { AgentConfig } from "../../src/config/flume-config.ts";
+import { validateConfigText } from "../../src/config/validate.ts";
+
+function parse(text: string): AgentConfig {
+  const r = validateConfigText(text, "reload.conf", { agentName: "a1" }, registry);
+  const errors = r.problems.filter((p) => p.severity === "error");
+  if (errors.length > 0 || !r.config) throw new Error(errors.map((e) => e.message).join("; "));
+  return r.config;
+}
+
+// Sources and sinks list their channels in another order than a1.channels does.
+const CONF = `a1.sources = r1 r2
+a1.channels = c1 c2
+a1.sinks = k1 k2
+a1.sources.r1.type = seq
+a1.sources.r1.totalEvents = 10
+a1.sources.r1.channels = c2
+a1.sources.r2.type = seq
+a1.sources.r2.totalEvents = 10
+a1.sources.r2.channels = c1
+a1.channels.c1.type = memory
+a1.channels.c2.type = memory
+a1.sinks.k1.type = null
+a1.sinks.k1.channel = c2
+a1.sinks.k2.type = null
+a1.sinks.k2.channel = c1
+`;
+
+describe("reload keeps what did not change", () => {
+  test("an unchanged source or sink keeps running whatever order its channels are declared in", async () => {
+    const agent = new Agent("a1", { drainTimeout: 200 });
+    await agent.start(parse(CONF));
+    const r1 = agent.components.sources.get("r1")!.source;
+    const r = await agent.reload(parse(`${CONF}a1.channels.c1.capacity = 200\n`));
+    await agent.stop();
+    expect(r.started).toEqual([]);
+    expect(r.stopped).toEqual([]);
+    expect(agent.components.sources.get("r1")!.source).toBe(r1);
+    expect(r.kept.sort()).toEqual(["channel c1", "channel c2", "sink runner k1", "sink runner k2", "source r1", "source r2"]);
+  });
+});
