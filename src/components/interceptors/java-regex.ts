@@ -13,7 +13,7 @@ export function compileJavaRegex(pattern: string, key: string, extraFlags = ""):
     source = source.slice(inline[0].length);
     for (const f of inline[1]) if (f !== "x" && !flags.includes(f)) flags += f;
   }
-  source = translateEscapes(source, pattern, key);
+  source = translateEscapes(source, pattern, key, inline?.[1].includes("x") ?? false);
   try {
     return new RegExp(source, flags);
   } catch (err) {
@@ -38,16 +38,28 @@ const POSIX: Record<string, string> = {
   Space: " \\t\\n\\x0B\\f\\r",
 };
 
+// Java's \h (horizontal) and \v (vertical) whitespace; JavaScript reads \h as "h" and \v as \x0B only.
+const JAVA_CLASSES: Record<string, string> = {
+  h: " \\t\\xA0\\u1680\\u180e\\u2000-\\u200a\\u202f\\u205f\\u3000",
+  v: "\\n\\x0B\\f\\r\\x85\\u2028\\u2029",
+};
+
 /**
  * Rewrites the Java escapes JavaScript reads differently (without the u flag it would take
  * \Q or \p{Alpha} as plain letters and match something else without a word): \Q...\E quoting,
- * POSIX classes \p{Name}, and \A, \z, \Z outside character classes.
+ * POSIX classes \p{Name}, \h \v \R \e \a, \A, \z, \Z outside character classes, and (?x) comments.
  */
-function translateEscapes(source: string, pattern: string, key: string): string {
+function translateEscapes(source: string, pattern: string, key: string, comments: boolean): string {
   let out = "";
   let inClass = false;
   for (let i = 0; i < source.length; i++) {
     const c = source[i];
+    if (comments && /[ \t\n\x0B\f\r]/.test(c)) continue; // (?x): blanks are not part of the pattern
+    if (comments && c === "#") {
+      // (?x): a comment runs to the end of the line
+      while (i + 1 < source.length && source[i + 1] !== "\n") i++;
+      continue;
+    }
     if (c !== "\\" || i + 1 === source.length) {
       if (c === "[" && !inClass) {
         inClass = true;
@@ -86,9 +98,16 @@ function translateEscapes(source: string, pattern: string, key: string): string 
       i += 1 + (m as RegExpExecArray)[0].length;
       continue;
     }
-    if (!inClass && n === "A") out += "^";
+    const cls = JAVA_CLASSES[n];
+    if (cls !== undefined) out += inClass ? cls : `[${cls}]`;
+    else if (!inClass && n === "R") out += "(?:\\r\\n|[\\n\\x0B\\f\\r\\x85\\u2028\\u2029])";
+    else if (n === "e") out += "\\x1B";
+    else if (n === "a") out += "\\x07";
+    else if (!inClass && n === "A") out += "^";
     else if (!inClass && (n === "z" || n === "Z")) out += "$";
-    else out += c + n;
+    else if (n === "G" || n === "X" || n === "R") {
+      throw new ConfigurationError(key, `invalid regular expression "${pattern}": \\${n} is not supported here`);
+    } else out += c + n;
     i++;
   }
   return out;
@@ -97,7 +116,8 @@ function translateEscapes(source: string, pattern: string, key: string): string 
 /** A RegExp that must match the whole input, as Java's Matcher.matches(). */
 export function compileJavaFullMatch(pattern: string, key: string): RegExp {
   const inner = compileJavaRegex(pattern, key);
-  return new RegExp(`^(?:${inner.source})$`, inner.flags);
+  // Lookarounds instead of ^ and $: under (?m) those would also match at line ends.
+  return new RegExp(`(?<![\\s\\S])(?:${inner.source})(?![\\s\\S])`, inner.flags);
 }
 
 /**

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { definition as removeHeader } from "../../../src/components/interceptors/remove-header.ts";
 import { definition as regexFilter } from "../../../src/components/interceptors/regex-filter.ts";
 import { definition as searchReplace } from "../../../src/components/interceptors/search-replace.ts";
 import { bodyText, createEvent } from "../../../src/core/event.ts";
@@ -47,5 +48,25 @@ describe("Java character classes JavaScript reads differently", () => {
   test("intersections and nested classes are reported instead of matching something else", () => {
     expect(configErrors(regexFilter, { regex: "[a-z&&[^b]]" }).join()).toContain("intersections are not supported");
     expect(configErrors(regexFilter, { regex: "\\p{L}+" }).join()).toContain("\\p{L} is not supported");
+  });
+});
+
+describe("more Java-only spellings", () => {
+  test("(?x) ignores blanks and # comments in the pattern", () => {
+    const { component } = build<Interceptor>(regexFilter, { regex: "(?x) ^ ERROR \\d+  # the code\n" });
+    expect(component.intercept(body("ERROR42 x"))).not.toBeNull();
+    expect(component.intercept(body("ERROR 42"))).toBeNull();
+  });
+
+  test("\\h is horizontal whitespace and \\R a line break, not the letters h and R", () => {
+    const { component } = build<Interceptor>(searchReplace, { searchPattern: "a\\h+b\\Rc", replaceString: "X" });
+    const e = component.intercept(body("a \tb\r\nc hbRc"));
+    expect(bodyText(e as NonNullable<typeof e>)).toBe("X hbRc");
+  });
+
+  test("remove_header's matching is a whole-name match even under (?m)", () => {
+    const { component } = build<Interceptor>(removeHeader, { matching: "(?m)ab" });
+    const e = createEvent(new Uint8Array(), { ab: "1", "ab\ncd": "2" });
+    expect(Object.keys(component.intercept(e)?.headers ?? {})).toEqual(["ab\ncd"]);
   });
 });
