@@ -176,3 +176,31 @@ export function javaReplacement(replacement: string): (match: string, ...rest: u
     return out;
   };
 }
+
+/**
+ * What Java's Matcher.replaceAll would throw for this replacement with this pattern (at every
+ * matching event, so the batch fails): a reference to a group the pattern lacks, a `$` that
+ * starts no group reference, a trailing backslash. Undefined when the replacement is fine.
+ */
+export function javaReplacementProblem(replacement: string, regex: RegExp): string | undefined {
+  const groupCount = new RegExp(`${regex.source}|`, regex.flags.replace("g", "")).exec("")!.length - 1;
+  const names = new Set(Object.keys(new RegExp(`${regex.source}|`).exec("")?.groups ?? {}));
+  for (let i = 0; i < replacement.length; i++) {
+    const c = replacement[i];
+    if (c === "\\") {
+      if (i + 1 === replacement.length) return "ends with a backslash that escapes nothing (write \\\\ for a backslash)";
+      i++;
+    } else if (c === "$") {
+      const rest = replacement.slice(i + 1);
+      const named = /^\{([A-Za-z][A-Za-z0-9]*)\}/.exec(rest);
+      if (named) {
+        if (!names.has(named[1])) return `refers to group \${${named[1]}}, which the search pattern does not have`;
+        i += named[0].length;
+      } else if (/^\d/.test(rest)) {
+        if (Number(rest[0]) > groupCount) return `refers to group $${rest[0]}, but the search pattern has ${groupCount} group(s)`;
+        i += 1;
+      } else return `has a "$" that starts no group reference (write \\$ for a dollar sign)`;
+    }
+  }
+  return undefined;
+}

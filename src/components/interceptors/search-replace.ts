@@ -2,7 +2,7 @@ import type { ComponentDefinition } from "../component.ts";
 import type { Event } from "../../core/event.ts";
 import { ConfigurationError } from "../../core/errors.ts";
 import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
-import { compileJavaRegex, javaReplacement } from "./java-regex.ts";
+import { compileJavaRegex, javaReplacement, javaReplacementProblem } from "./java-regex.ts";
 
 /** Node's TextDecoder labels for the charsets Flume configs name. */
 const CHARSETS: Record<string, string> = {
@@ -74,7 +74,9 @@ export const definition: ComponentDefinition<Interceptor> = {
     if (config.optionalString("searchPattern") === undefined) errors.push({ key: "searchPattern", message: "must not be empty" });
     else
       try {
-        compileJavaRegex(config.string("searchPattern"), "searchPattern", "g");
+        const regex = compileJavaRegex(config.string("searchPattern"), "searchPattern", "g");
+        const problem = javaReplacementProblem(config.string("replaceString"), regex);
+        if (problem) errors.push({ key: "replaceString", message: problem });
       } catch (err) {
         errors.push({ key: "searchPattern", message: (err as Error).message });
       }

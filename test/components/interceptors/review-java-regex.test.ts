@@ -70,3 +70,16 @@ describe("more Java-only spellings", () => {
     expect(Object.keys(component.intercept(e)?.headers ?? {})).toEqual(["ab\ncd"]);
   });
 });
+
+describe("search_replace replacement strings Java's replaceAll would reject at every event", () => {
+  test("a group the pattern does not have, a bare $, a trailing backslash are configuration errors", () => {
+    expect(configErrors(searchReplace, { searchPattern: "(a)(b)", replaceString: "$3" }).join()).toContain("replaceString: refers to group $3, but the search pattern has 2 group(s)");
+    expect(configErrors(searchReplace, { searchPattern: "a", replaceString: "US$ 5" }).join()).toContain('replaceString: has a "$" that starts no group reference');
+    expect(configErrors(searchReplace, { searchPattern: "a", replaceString: "x\\" }).join()).toContain("replaceString: ends with a backslash");
+    expect(configErrors(searchReplace, { searchPattern: "(?<y>a)", replaceString: "${z}" }).join()).toContain("replaceString: refers to group ${z}");
+  });
+
+  test("valid references, escaped dollars and $12 with one group (group 1 then '2') are accepted", () => {
+    expect(configErrors(searchReplace, { searchPattern: "(?<y>a)(b)", replaceString: "${y}-$2-\\$-$0-$12" })).toEqual([]);
+  });
+});
