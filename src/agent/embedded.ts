@@ -72,8 +72,14 @@ export class EmbeddedAgent {
     if (!this.config) throw new Error("configure() the embedded agent before start()");
     if (this.agent) throw new Error("the embedded agent is already started");
     const agent = new Agent(this.name, { clock: this.options.clock, logger: this.options.logger, drainTimeout: this.options.drainTimeout });
-    await agent.start(this.config);
+    // Set before the start completes, so a stop() meanwhile reaches it (the agent runs it after the start).
     this.agent = agent;
+    try {
+      await agent.start(this.config);
+    } catch (err) {
+      if (this.agent === agent) this.agent = null;
+      throw err;
+    }
   }
 
   private source(): EmbeddedSource {
