@@ -99,12 +99,29 @@ function expand(s: string, src: SubstitutionSources, stack: string[], issues: Su
       break;
     }
     const inner = s.slice(i + 2, end);
-    const name = inner.includes("${") ? expand(inner, src, stack, issues, referenced) : inner;
-    const resolved = resolve(name, src, stack, issues, referenced);
+    // The default after ":-" is expanded only when it is used, so its variables need not exist otherwise.
+    const sep = defaultSeparator(inner);
+    const rawName = sep < 0 ? inner : inner.slice(0, sep);
+    const fallback = sep < 0 ? undefined : inner.slice(sep + DEFAULT_SEPARATOR.length);
+    const name = rawName.includes("${") ? expand(rawName, src, stack, issues, referenced) : rawName;
+    const resolved = resolve(name, fallback, src, stack, issues, referenced);
     out += resolved ?? s.slice(i, end + 1);
     i = end + 1;
   }
   return out;
+}
+
+/** Position of the first ":-" outside nested `${...}`, or -1. */
+function defaultSeparator(inner: string): number {
+  let depth = 0;
+  for (let j = 0; j < inner.length; j++) {
+    if (inner.startsWith("${", j)) {
+      depth++;
+      j++;
+    } else if (inner[j] === "}" && depth > 0) depth--;
+    else if (depth === 0 && inner.startsWith(DEFAULT_SEPARATOR, j)) return j;
+  }
+  return -1;
 }
 
 function closingBrace(s: string, from: number): number {
@@ -118,8 +135,8 @@ function closingBrace(s: string, from: number): number {
   return -1;
 }
 
-function resolve(name: string, src: SubstitutionSources, stack: string[], issues: SubstitutionIssue[], referenced?: Set<string>): string | undefined {
-  const filterRef = FILTER_REF.exec(name);
+function resolve(name: string, fallback: string | undefined, src: SubstitutionSources, stack: string[], issues: SubstitutionIssue[], referenced?: Set<string>): string | undefined {
+  const filterRef = fallback === undefined ? FILTER_REF.exec(name) : null;
   if (filterRef && (src.filterNames?.has(filterRef[1]) || src.filters?.has(filterRef[1]))) {
     const filter = src.filters?.get(filterRef[1]);
     if (!filter) {
@@ -139,13 +156,7 @@ function resolve(name: string, src: SubstitutionSources, stack: string[], issues
     return r.value;
   }
 
-  let varName = name;
-  let fallback: string | undefined;
-  const sep = name.indexOf(DEFAULT_SEPARATOR);
-  if (sep >= 0) {
-    varName = name.slice(0, sep);
-    fallback = name.slice(sep + DEFAULT_SEPARATOR.length);
-  }
+  const varName = name;
   if (stack.includes(varName)) {
     issues.push({
       code: "substitution-cycle",
