@@ -9,7 +9,7 @@ import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import { options } from "../../file-channel/fixtures.ts";
 import { drain } from "../../file-channel/fixtures.ts";
 import { tempDir } from "../../helpers.ts";
-import { build, context, until } from "./harness.ts";
+import { build, context, drain as drainMemory, until, wire } from "./harness.ts";
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -47,4 +47,28 @@ test("with a file channel, a new file under the name of the last completed one i
   const second = await run(() => !existsSync(file) || existsSync(path.join(spool, ".flumespool", "current.log.FAILED")));
   expect(second.ctx.logger.lines.filter((l) => l.level === "error").map((l) => l.message)).toEqual([]);
   expect(second.got).toEqual(["b1", "b2", "b3"]);
+});
+
+test("BLOB: a file far larger than maxBlobLength is read one piece per transaction, so memory stays bounded by maxBlobLength, and arrives whole", async () => {
+  const t = tempDir("flume-review-spool-blob-");
+  cleanups.push(t.cleanup);
+  const spool = path.join(t.dir, "spool");
+  mkdirSync(spool);
+  const content = Buffer.alloc(200 * 1024, "z");
+  writeFileSync(path.join(spool, "big.bin"), content);
+  const src = build(definition, { spoolDir: spool, pollDelay: "20", batchSize: "100", deserializer: "BLOB", "deserializer.maxBlobLength": "10000" }, context("r1")) as SpoolDirectorySource;
+  const channel = wire(src);
+  const batchBytes: number[] = [];
+  const processor = src.getChannelProcessor();
+  const original = processor.processEventBatch.bind(processor);
+  processor.processEventBatch = (events, position) => {
+    batchBytes.push(events.reduce((n, e) => n + e.body.length, 0));
+    return original(events, position);
+  };
+  await src.start();
+  await until(() => existsSync(path.join(spool, "big.bin.COMPLETED")), "file completed");
+  await src.stop();
+  const got = Buffer.concat((await drainMemory(channel)).map((e) => e.body));
+  expect(got.equals(content)).toBe(true);
+  expect(Math.max(...batchBytes)).toBeLessThanOrEqual(10000);
 });

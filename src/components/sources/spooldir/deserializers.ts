@@ -176,7 +176,9 @@ export class BlobDeserializer implements Deserializer {
 
   async read(max: number): Promise<Cut> {
     const events: Event[] = [];
-    while (events.length < max && this.offset < this.size) {
+    // One event per batch (a file is one event unless it is split): a batch of full pieces
+    // would hold up to batchSize x maxBlobLength bytes (10 GB with the defaults) at once.
+    while (events.length < Math.min(max, 1) && this.offset < this.size) {
       const want = Math.min(this.maxBlobLength, this.size - this.offset);
       const buf = new Uint8Array(want);
       let got = 0;
