@@ -182,11 +182,22 @@ export class RollingFileSink implements Sink {
   }
 
   private async openFile(): Promise<void> {
-    const target = this.paths.getCurrentFile();
+    let target = this.paths.getCurrentFile();
     try {
       // The directory may have been removed since start (a cleanup job): make it again.
       await mkdir(this.options.directory, { recursive: true });
-      this.file = await open(target, "w");
+      // Never truncate an existing file: another sink started in the same millisecond, or this
+      // one restarted within the same second (ROLLTIME), has the same name. Take the next one.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          this.file = await open(target, "wx");
+          break;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt >= 1000) throw err;
+          this.paths.rotate();
+          target = this.paths.getCurrentFile();
+        }
+      }
       this.fileBytes = 0;
       this.serializer = await this.options.serializer.open(this.output);
       this.serializer.afterCreate();

@@ -5,6 +5,7 @@ import path from "node:path";
 import { definition, RollingFileSink } from "../../../src/components/sinks/file-roll.ts";
 import { createEvent } from "../../../src/core/event.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
+import { VirtualClock } from "../../../src/core/virtual-clock.ts";
 import { tempDir } from "../../helpers.ts";
 import { build, context } from "./harness.ts";
 
@@ -84,4 +85,42 @@ test("file_roll: a batch that hits a full disk leaves no part of itself in the f
     .map((n) => readFileSync(path.join(dir, n), "utf8"))
     .join("");
   expect(all).toBe(`first\n${lines.join("\n")}\n`);
+});
+
+test("file_roll: two sinks on one directory started in the same millisecond (or a restart within the same second with ROLLTIME) never write into each other's file", async () => {
+  const t = tempDir("flume-review-fileroll-names-");
+  cleanups.push(t.cleanup);
+  const clock = new VirtualClock(1_700_000_000_000);
+  const make = (name: string, extra: Record<string, string> = {}) => {
+    const ctx = context(name);
+    ctx.clock = clock;
+    const sink = build(definition, { "sink.directory": t.dir, "sink.rollInterval": "0", ...extra }, ctx) as RollingFileSink;
+    const channel = new MemoryChannel("c1", { capacity: 100, transactionCapacity: 100 });
+    channel.start();
+    sink.setChannel(channel);
+    return { sink, channel };
+  };
+  const a = make("k1");
+  const b = make("k2");
+  await a.sink.start();
+  await b.sink.start();
+  await put(a.channel, ["from-a-1", "from-a-2"]);
+  await put(b.channel, ["b"]);
+  await a.sink.process();
+  await b.sink.process();
+  await a.sink.stop();
+  await b.sink.stop();
+
+  for (const run of ["r1", "r2"]) {
+    const r = make("k3", { "sink.pathManager": "ROLLTIME" });
+    await r.sink.start();
+    await put(r.channel, [run]);
+    await r.sink.process();
+    await r.sink.stop();
+  }
+  const all = readdirSync(t.dir)
+    .flatMap((n) => readFileSync(path.join(t.dir, n), "utf8").split("\n"))
+    .filter((l) => l !== "")
+    .sort();
+  expect(all).toEqual(["b", "from-a-1", "from-a-2", "r1", "r2"]);
 });
