@@ -133,13 +133,13 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
         deliveries = rec.deliveries === "sink" ? "sink" : "take";
         const list = Array.isArray(rec.channels) ? (rec.channels as TraceChannelInfo[]) : [];
         ledger = new Ledger([]);
-        for (const info of list) await addChannel(info);
+        for (const info of list) await addChannel(info, lineNo);
         continue;
       }
       const op = rec.op;
       if (typeof op !== "string") fail('missing "op"');
       if (op === "channel") {
-        await addChannel(rec as unknown as TraceChannelInfo);
+        await addChannel(rec as unknown as TraceChannelInfo, lineNo);
         continue;
       }
       if (op === "truncated") {
@@ -398,8 +398,8 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
     return new MemoryChannel(info.name, { capacity, transactionCapacity: Math.min(transactionCapacity, capacity), keepAlive: info.keepAlive ?? 3 }, epoch);
   }
 
-  async function addChannel(info: TraceChannelInfo): Promise<void> {
-    if (typeof info.name !== "string") throw new TraceError(file, 1, "a channel needs a name");
+  async function addChannel(info: TraceChannelInfo, line: number): Promise<void> {
+    if (info === null || typeof info !== "object" || typeof info.name !== "string") throw new TraceError(file, line, "a channel needs a name");
     const dir = path.join(workDir, `ch${channels.length}`);
     const epoch = new Epoch(1, clock);
     const channel = makeChannel(info, dir, epoch);

@@ -45,3 +45,26 @@ describe("operations on transactions a crash ended", () => {
     expect(msg).not.toContain("vanished");
   });
 });
+
+describe("malformed channel declarations", () => {
+  test("a channel line without a name is reported with its own line number", async () => {
+    const msg = await replayError([{ op: "channel" }]);
+    expect(msg).toContain(":2: a channel needs a name");
+  });
+
+  test("a header whose channel list holds something else than objects is a trace error, not a crash", async () => {
+    const { dir, cleanup } = tempDir();
+    const file = path.join(dir, "t.jsonl");
+    writeFileSync(file, `${JSON.stringify({ flumeTrace: 1, channels: [null] })}\n`);
+    let msg = "no error";
+    try {
+      await replayTrace(file);
+    } catch (err) {
+      msg = `${(err as Error).name}: ${(err as Error).message}`;
+    } finally {
+      cleanup();
+    }
+    expect(msg).toContain("TraceError");
+    expect(msg).toContain(":1: a channel needs a name");
+  });
+});
