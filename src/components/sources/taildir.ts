@@ -526,7 +526,21 @@ export class TaildirSource extends BaseSource implements PollableSource {
         const finalRead = !tf.matched && idle;
         let fileBatches = 0;
         while (this.started && (tf.hasUnread() || finalRead)) {
-          const batch = await tf.readBatch(this.options.batchSize, offsetHeader, fileHeader, finalRead);
+          let batch: TailBatch | null;
+          try {
+            batch = await tf.readBatch(this.options.batchSize, offsetHeader, fileHeader, finalRead);
+            tf.readError = null;
+          } catch (err) {
+            // One file that cannot be read (permissions, I/O error) must not hold up the others.
+            const message = (err as Error).message;
+            if (tf.readError !== message) this.logger.error(`${this.name}: Unable to read ${tf.path} (inode ${tf.inode}): ${message}; will try again`);
+            tf.readError = message;
+            c.EventReadFail++;
+            // Lines cut before the failure were not delivered: read again from the committed position.
+            tf.rewindTo(tf.pos);
+            await tf.close();
+            break;
+          }
           if (batch === null) break;
           c.EventReceivedCount += batch.events.length;
           c.AppendBatchReceivedCount++;

@@ -1,6 +1,6 @@
 import { afterEach, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, rmSync, statSync, truncateSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { FileChannel } from "../../../src/components/channels/file/index.ts";
 import { definition, TaildirSource } from "../../../src/components/sources/taildir.ts";
@@ -72,4 +72,28 @@ test("TAILDIR with a file channel: a deleted file's position is dropped from the
   expect(await drain(second.channel)).toEqual(["b1", "b2", "b3"]);
   await second.src.stop();
   await second.channel.stop();
+});
+
+test("TAILDIR: a matched file it may not read gets an error naming it, and the other files are still read", () => {
+  const t = tempDir("flume-review-taildir-perm-");
+  cleanups.push(t.cleanup);
+  const logs = path.join(t.dir, "logs");
+  mkdirSync(logs);
+  const a = path.join(logs, "a.log");
+  const b = path.join(logs, "b.log");
+  const c = path.join(logs, "c.log");
+  // The unreadable file is the oldest, so it comes first.
+  writeFileSync(b, "secret\n", { mode: 0o000 });
+  writeFileSync(a, "a1\n");
+  writeFileSync(c, "c1\n");
+  utimesSync(b, new Date(1_000_000), new Date(1_000_000));
+  chmodSync(t.dir, 0o777);
+  chmodSync(logs, 0o777);
+  // File permissions do not bind root: run the source as nobody.
+  const r = spawnSync(process.execPath, [path.join(import.meta.dir, "review-taildir-runner.ts"), t.dir], { uid: 65534, gid: 65534, cwd: t.dir, encoding: "utf8" });
+  if (r.error || (r.status !== 0 && /EPERM|setuid|setgid/i.test(r.stderr ?? ""))) return; // not root: cannot switch user
+  expect(r.status).toBe(0);
+  const out = JSON.parse(r.stdout) as { lines: string[]; errors: string[] };
+  expect(out.lines.sort()).toEqual(["a1", "c1"]);
+  expect(out.errors.some((e) => e.includes(b))).toBe(true);
 });

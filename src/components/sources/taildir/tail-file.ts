@@ -65,6 +65,8 @@ export class TailFile {
    * (copytruncate in progress): it is not read until the original shrinks or goes away.
    */
   shadowOf: number | null = null;
+  /** The last read failure, logged once until a read succeeds again. */
+  readError: string | null = null;
   private eof = false;
 
   constructor(
