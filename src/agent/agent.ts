@@ -2,6 +2,7 @@ import type { Channel } from "../core/channel.ts";
 import type { Clock } from "../core/clock.ts";
 import { systemClock } from "../core/clock.ts";
 import type { CounterGroup } from "../core/counters.ts";
+import type { LifecycleAware } from "../core/lifecycle.ts";
 import type { Logger } from "../core/logger.ts";
 import { silentLogger } from "../core/logger.ts";
 import { LifecycleSupervisor } from "../core/supervisor.ts";
@@ -113,10 +114,15 @@ export class Agent implements MetricsProvider {
     }
     this.built = next;
     await this.startAll(next, keep);
+    // A start that failed (a port in use) is retried by the supervisor; the report says so.
+    const label = (what: string, c: LifecycleAware) => {
+      const error = this.supervisor.status(c)?.lastError;
+      return error ? `${what} (not started, retrying: ${error})` : what;
+    };
     const started = [
-      ...[...next.channels.values()].filter((c) => !keep.has(c.channel)).map((c) => `channel ${c.name}`),
-      ...[...next.runners.values()].filter((r) => !keep.has(r.runner)).map((r) => `sink runner ${r.name}`),
-      ...[...next.sources.values()].filter((s) => !keep.has(s.runner)).map((s) => `source ${s.name}`),
+      ...[...next.channels.values()].filter((c) => !keep.has(c.channel)).map((c) => label(`channel ${c.name}`, c.channel)),
+      ...[...next.runners.values()].filter((r) => !keep.has(r.runner)).map((r) => label(`sink runner ${r.name}`, r.runner)),
+      ...[...next.sources.values()].filter((s) => !keep.has(s.runner)).map((s) => label(`source ${s.name}`, s.runner)),
     ];
     return { kept, started, stopped };
   }

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import net from "node:net";
 import { Agent } from "../../src/agent/agent.ts";
 import * as registry from "../../src/components/registry.ts";
 import type { AgentConfig } from "../../src/config/flume-config.ts";
@@ -40,5 +41,29 @@ describe("reload keeps what did not change", () => {
     expect(r.stopped).toEqual([]);
     expect(agent.components.sources.get("r1")!.source).toBe(r1);
     expect(r.kept.sort()).toEqual(["channel c1", "channel c2", "sink runner k1", "sink runner k2", "source r1", "source r2"]);
+  });
+});
+
+describe("reload report", () => {
+  test("a new source whose port is taken is reported as not started (and retried), not as started", async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", () => r()));
+    const taken = (blocker.address() as net.AddressInfo).port;
+    const agent = new Agent("a1", { drainTimeout: 200 });
+    try {
+      await agent.start(parse(CONF));
+      const r = await agent.reload(
+        parse(`${CONF.replace("a1.sources = r1 r2", "a1.sources = r1 r2 r3")}a1.sources.r3.type = netcat
+a1.sources.r3.bind = 127.0.0.1
+a1.sources.r3.port = ${taken}
+a1.sources.r3.channels = c1
+`),
+      );
+      expect(r.started).toHaveLength(1);
+      expect(r.started[0]).toMatch(/^source r3 \(not started, retrying: .*EADDRINUSE/);
+    } finally {
+      await agent.stop();
+      blocker.close();
+    }
   });
 });
