@@ -262,16 +262,14 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
         lastText = text;
         const next = loadConfig(file, o);
         const bad = next.problems.filter((p) => p.severity === "error");
+        // Warnings too (an unknown property's "did you mean"), as at startup.
+        for (const p of next.problems) (p.severity === "error" ? log.error : log.warn)(formatProblem(p));
         if (!next.config || (bad.length > 0 && !o.lenient)) {
-          for (const p of next.problems) (p.severity === "error" ? log.error : log.warn)(formatProblem(p));
           log.error(`${o.file} changed but has ${bad.length} error(s); keeping the running configuration`);
           return;
         }
         // --lenient applies to reloads too, as at startup: the broken components are dropped.
-        if (bad.length > 0) {
-          for (const p of next.problems) (p.severity === "error" ? log.error : log.warn)(formatProblem(p));
-          for (const w of dropBroken(next.config, next.problems)) log.warn(w);
-        }
+        if (bad.length > 0) for (const w of dropBroken(next.config, next.problems)) log.warn(w);
         const r = await agent.reload(next.config);
         log.success(`reloaded ${o.file}: started [${r.started.join(", ")}], stopped [${r.stopped.join(", ")}], kept [${r.kept.join(", ")}]`);
       } catch (err) {

@@ -50,4 +50,33 @@ a1.sinks.k2.channel = c1
     agent.child.kill("SIGTERM");
     expect(await agent.exited()).toBe(0);
   });
+
+  test("a reload reports the new file's warnings (an unknown property, with its line), not only its errors", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const conf = path.join(dir, "warn.conf");
+    const base = `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = netcat
+a1.sources.r1.bind = 127.0.0.1
+a1.sources.r1.port = ${port}
+a1.sources.r1.channels = c1
+a1.channels.c1.type = memory
+a1.sinks.k1.type = null
+a1.sinks.k1.channel = c1
+`;
+    writeFileSync(conf, base);
+    const agent = startCli(["run", "-f", conf, "--poll-interval", "0.2", "--quiet"]);
+    cleanups.push(() => agent.child.kill("SIGKILL"));
+    await agent.waitFor(/agent a1 started/);
+    await sleep(50);
+    writeFileSync(conf, base + "a1.channels.c1.capacty = 500\n");
+    await agent.waitFor(/reloaded/);
+    expect(agent.stderr).toContain(`${conf}:11`);
+    expect(agent.stderr).toContain("capacty");
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+  });
 });
