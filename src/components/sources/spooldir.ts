@@ -75,6 +75,8 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
   private channelPosition: SpoolPosition | null = null;
   /** Some channel of this source stores positions with its commits (a file channel). */
   private durable = false;
+  /** Files whose open failed (path -> error), tried after the others. */
+  private readonly unopenable = new Map<string, string>();
 
   constructor(
     ctx: ComponentContext,
@@ -287,18 +289,25 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
     this.channelPosition = null;
     const candidates = await this.candidates();
     if (candidates.length === 0) return null;
-    let chosen: string;
     const resume = saved ? candidates.find((c) => path.resolve(c.path) === saved.file) : undefined;
-    if (resume) {
-      chosen = resume.path;
-    } else if (this.options.consumeOrder === "random") {
-      chosen = candidates[Math.floor(Math.random() * candidates.length)].path;
+    if (resume) return this.openFile(resume.path, saved);
+    if (this.options.consumeOrder === "random") {
+      for (let i = candidates.length - 1; i > 0; i--) {
+        const j = Math.floor(Math.random() * (i + 1));
+        [candidates[i], candidates[j]] = [candidates[j], candidates[i]];
+      }
     } else {
       const sign = this.options.consumeOrder === "oldest" ? 1 : -1;
       candidates.sort((a, b) => (a.mtimeMs !== b.mtimeMs ? sign * (a.mtimeMs - b.mtimeMs) : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-      chosen = candidates[0].path;
     }
-    return this.openFile(chosen, saved);
+    // Files that could not be opened go last (stable sort), so one unreadable file does not
+    // hold up the others; it is tried again once they are done.
+    candidates.sort((a, b) => Number(this.unopenable.has(a.path)) - Number(this.unopenable.has(b.path)));
+    for (const c of candidates) {
+      const cur = await this.openFile(c.path, saved);
+      if (cur) return cur;
+    }
+    return null;
   }
 
   private async openFile(p: string, saved: SpoolPosition | null): Promise<Current | null> {
@@ -308,10 +317,14 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "ENOENT") {
         this.counter.inc("GenericProcessingFail");
-        this.logger.error(`${this.name}: Exception opening file: ${p}: ${(err as Error).message}`);
+        const message = (err as Error).message;
+        // Logged once per file and reason, not at every poll.
+        if (this.unopenable.get(p) !== message) this.logger.error(`${this.name}: Exception opening file: ${p}: ${message}; the other files are read meanwhile`);
+        this.unopenable.set(p, message);
       }
       return null;
     }
+    this.unopenable.delete(p);
     const s = await handle.stat();
     const cur: Current = { path: p, ino: s.ino, size: s.size, mtimeMs: s.mtimeMs, pos: 0, handle, deserializer: null as unknown as Deserializer, firstRead: true };
     try {

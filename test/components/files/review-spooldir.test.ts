@@ -1,5 +1,6 @@
 import { afterEach, expect, test } from "bun:test";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { FileChannel } from "../../../src/components/channels/file/index.ts";
 import { definition, SpoolDirectorySource } from "../../../src/components/sources/spooldir.ts";
@@ -72,3 +73,26 @@ test("BLOB: a file far larger than maxBlobLength is read one piece per transacti
   expect(got.equals(content)).toBe(true);
   expect(Math.max(...batchBytes)).toBeLessThanOrEqual(10000);
 });
+
+test("spooldir: a file it may not read gets one error naming it, and the other files are still read", () => {
+  const t = tempDir("flume-review-spool-perm-");
+  cleanups.push(t.cleanup);
+  const spool = path.join(t.dir, "spool");
+  mkdirSync(spool);
+  const locked = path.join(spool, "locked.log");
+  // The unreadable file is the oldest, so it is chosen first.
+  writeFileSync(locked, "secret\n", { mode: 0o000 });
+  utimesSync(locked, new Date(1_000_000), new Date(1_000_000));
+  writeFileSync(path.join(spool, "first.log"), "f1\n");
+  writeFileSync(path.join(spool, "last.log"), "l1\n");
+  utimesSync(path.join(spool, "last.log"), new Date(Date.now() + 60_000), new Date(Date.now() + 60_000));
+  chmodSync(t.dir, 0o777);
+  chmodSync(spool, 0o777);
+  // File permissions do not bind root: run the source as nobody.
+  const r = spawnSync(process.execPath, [path.join(import.meta.dir, "review-spooldir-runner.ts"), t.dir], { uid: 65534, gid: 65534, cwd: t.dir, encoding: "utf8" });
+  if (r.error) return; // not root: cannot switch user
+  expect({ status: r.status, signal: r.signal, stderr: r.stderr }).toEqual({ status: 0, signal: null, stderr: "" });
+  const out = JSON.parse(r.stdout) as { lines: string[]; errors: string[] };
+  expect(out.lines).toEqual(["f1", "l1"]);
+  expect(out.errors.filter((e) => e.includes(locked)).length).toBe(1);
+}, 10000);
