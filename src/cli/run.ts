@@ -139,7 +139,12 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   for (const n of notes) log.info(n);
   const file = path.resolve(o.file);
   let result;
+  // Taken before the config is read: a save during the start is then seen by the first poll.
+  let loadedMtime = 0;
+  let loadedText = "";
   try {
+    loadedMtime = statSync(file).mtimeMs;
+    loadedText = decodeProperties(readFileSync(file));
     result = loadConfig(file, o);
   } catch (err) {
     log.error(`cannot read ${o.file}: ${(err as Error).message}`);
@@ -247,8 +252,8 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   stats?.start();
 
   if (o.reload && o.pollIntervalSec > 0) {
-    let lastText = decodeProperties(readFileSync(file));
-    let lastMtime = statSync(file).mtimeMs;
+    let lastText = loadedText;
+    let lastMtime = loadedMtime;
     let reloading = false;
     reloadTimer = setInterval(async () => {
       if (reloading) return;
