@@ -23,13 +23,7 @@ export interface HttpSourceOptions {
   maxBodySize: number;
   retryAfter: number;
   tls: TlsOptions | null;
-  /** Milliseconds a connection may sit without completing a request (Jetty's ServerConnector.idleTimeout). */
-  idleTimeout: number;
 }
-
-/** Jetty's default connector idle timeout; Bun's HTTP server enforces no header or request timeout. */
-const DEFAULT_IDLE_TIMEOUT = 30000;
-const IDLE_TIMEOUT_KEY = "ServerConnector.idleTimeout";
 
 class BodyTooLarge extends Error {}
 
@@ -76,11 +70,6 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
       });
     });
     server.on("error", (err) => this.logger.error(`http source ${this.name}: ${err.message}`));
-    // Without this a client that never finishes its request (slowloris) holds its socket forever.
-    server.setTimeout(this.options.idleTimeout, (socket) => {
-      this.logger.info(`http source ${this.name}: closing connection from ${plainIp(socket.remoteAddress)}:${socket.remotePort}, idle for ${this.options.idleTimeout} ms (${IDLE_TIMEOUT_KEY})`);
-      socket.destroy();
-    });
     server.on("clientError", (err, socket) => {
       this.logger.warn(`http source ${this.name}: bad HTTP from ${plainIp((socket as { remoteAddress?: string }).remoteAddress)}: ${err.message}`);
       if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
@@ -223,14 +212,6 @@ function handlerFor(config: ComponentConfig): { handler: HttpSourceHandler; maxB
   throw new ConfigurationError("handler", `unknown handler "${name}"; use ${JSON_HANDLERS[0]} (JSON) or ${BLOB_HANDLERS[0]} (BLOB)`);
 }
 
-function idleTimeout(config: ComponentConfig): number {
-  const raw = config.raw[IDLE_TIMEOUT_KEY];
-  if (raw === undefined) return DEFAULT_IDLE_TIMEOUT;
-  const ms = Number(raw.trim());
-  if (!Number.isInteger(ms) || ms < 1) throw new ConfigurationError(IDLE_TIMEOUT_KEY, `expected a positive number of milliseconds, got "${raw}"`);
-  return ms;
-}
-
 export const definition: ComponentDefinition<HttpSource> = {
   schema: {
     kind: "source",
@@ -250,12 +231,12 @@ export const definition: ComponentDefinition<HttpSource> = {
       { prefix: "QueuedThreadPool.", doc: "Jetty settings: accepted and ignored" },
       { prefix: "HttpConfiguration.", doc: "Jetty settings: accepted and ignored" },
       { prefix: "SslContextFactory.", doc: "Jetty settings: accepted and ignored" },
-      { prefix: "ServerConnector.", doc: "Jetty settings: idleTimeout (ms, default 30000) closes connections that sit without completing a request; others accepted and ignored" },
+      { prefix: "ServerConnector.", doc: "Jetty settings: accepted and ignored" },
     ],
   },
   create(config, ctx) {
     const { handler, maxBlob } = handlerFor(config);
-    const jetty = Object.keys(config.raw).filter((k) => k !== IDLE_TIMEOUT_KEY && /^(QueuedThreadPool|HttpConfiguration|SslContextFactory|ServerConnector)\./.test(k));
+    const jetty = Object.keys(config.raw).filter((k) => /^(QueuedThreadPool|HttpConfiguration|SslContextFactory|ServerConnector)\./.test(k));
     if (jetty.length) ctx.logger.warn(`http source ${ctx.name}: Jetty settings have no effect here and are ignored: ${jetty.join(", ")}`);
     return new HttpSource(ctx, {
       bind: config.string("bind"),
@@ -264,17 +245,14 @@ export const definition: ComponentDefinition<HttpSource> = {
       maxBodySize: maxBlob ?? config.int("maxBodySize"),
       retryAfter: config.int("retryAfter"),
       tls: tlsServerOptions(config),
-      idleTimeout: idleTimeout(config),
     });
   },
   validate(config) {
     const errors = tlsErrors(config);
-    for (const check of [handlerFor, idleTimeout]) {
-      try {
-        check(config);
-      } catch (err) {
-        if (err instanceof ConfigurationError) errors.push({ key: err.key, message: err.message.slice(err.key.length + 2) });
-      }
+    try {
+      handlerFor(config);
+    } catch (err) {
+      if (err instanceof ConfigurationError) errors.push({ key: err.key, message: err.message.slice(err.key.length + 2) });
     }
     return errors;
   },
