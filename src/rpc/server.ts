@@ -69,6 +69,8 @@ export class AvroRpcServer {
     if (this.options.tls) {
       server.on("tlsClientError", (err: Error, socket: tls.TLSSocket) => {
         this.logger.warn(`${this.label}: TLS handshake with ${peerName(socket)} failed: ${err.message}`);
+        // Bun leaves the socket open after a handshake timeout; a silent client would hold it forever.
+        socket.destroy();
       });
     }
     this.server = server;

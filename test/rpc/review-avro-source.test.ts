@@ -2,7 +2,12 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { constants, inflateSync } from "node:zlib";
-import { drain, rawExchange, startSource, texts } from "./support.ts";
+import net from "node:net";
+import { MemoryLogger } from "../../src/core/logger.ts";
+import { AvroRpcServer } from "../../src/rpc/server.ts";
+import { serverTlsOptions } from "../../src/rpc/tls.ts";
+import { tempDir } from "../helpers.ts";
+import { drain, rawExchange, selfSignedCert, startSource, texts } from "./support.ts";
 
 const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
 const fixture = (name: string) => readFileSync(path.join(FIXTURES, name));
@@ -51,5 +56,25 @@ describe("avro source, clients that half-close", () => {
     expect(data.length).toBe(0);
     const { data: again } = await rawExchange(s.port, fixture("avro-client-plain.c2s.bin"), { endAfterWrite: true });
     expect(again.toString("hex")).toBe(fixture("avro-client-plain.s2c.bin").toString("hex"));
+  });
+});
+
+describe("avro source over TLS, a client that never starts the handshake", () => {
+  test("the connection is closed when the handshake times out, with a log line naming the peer", async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const { cert, key } = selfSignedCert(tmp.dir);
+    const logger = new MemoryLogger();
+    const handler = { appendBatch: async () => "OK" as const, append: async () => "OK" as const };
+    // Node's default handshake timeout is 120 s; shortened so the test is quick.
+    const server = new AvroRpcServer(handler, { bind: "127.0.0.1", port: 0, tls: { ...serverTlsOptions({ keystore: cert, keystoreKey: key, keystoreType: "PEM", excludeProtocols: [], includeProtocols: [], excludeCipherSuites: [], includeCipherSuites: [] }), handshakeTimeout: 200 }, logger });
+    const port = await server.listen();
+    cleanups.push(() => server.close());
+    await new Promise<void>((resolve) => {
+      const s = net.connect(port, "127.0.0.1");
+      s.on("error", () => {});
+      s.on("close", () => resolve());
+    });
+    expect(logger.lines.some((l) => /TLS handshake with 127\.0\.0\.1:\d+ failed/.test(l.message))).toBe(true);
   });
 });

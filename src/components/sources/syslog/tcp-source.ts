@@ -96,7 +96,11 @@ export class SyslogTcpSource extends NetworkSource implements EventDrivenSource 
         server.off("error", reject);
         server.on("error", (err) => this.logger.error(`${this.describe()}: ${err.message}`));
         if (server instanceof tls.Server)
-          server.on("tlsClientError", (err, s) => this.logger.warn(`${this.describe()}: TLS handshake with ${plainIp(s.remoteAddress)}:${s.remotePort} failed: ${err.message}`));
+          server.on("tlsClientError", (err, s) => {
+            this.logger.warn(`${this.describe()}: TLS handshake with ${plainIp(s.remoteAddress)}:${s.remotePort} failed: ${err.message}`);
+            // Bun leaves the socket open after a handshake timeout; a silent client would hold it forever.
+            s.destroy();
+          });
         resolve(server);
       });
     });
