@@ -1,4 +1,4 @@
-import { open, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { open, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { ChannelException, ConfigurationError } from "../../core/errors.ts";
@@ -271,9 +271,19 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
         if (e.name.startsWith(".") || e.name.endsWith(this.options.fileSuffix)) continue;
         if (!this.include.test(e.name) || this.ignore.test(e.name)) continue;
         if (await this.tracker.exists(this.tracker.marker(p, FAILED_SUFFIX))) continue;
-        if (this.options.trackingPolicy === "tracker_dir" && (await this.tracker.exists(this.tracker.marker(p, this.options.fileSuffix)))) continue;
         try {
           const s = await stat(p);
+          if (this.options.trackingPolicy === "tracker_dir") {
+            const done = await this.completedIdentity(p);
+            if (done === "none") {
+              // not completed yet
+            } else if (done === null || (done.ino === s.ino && done.size === s.size && done.mtimeMs === s.mtimeMs)) {
+              continue; // completed (a marker without identity is from an older version)
+            } else {
+              await this.markFailed(p, `File name has been re-used with different files: ${p} is not the file completed under that name (inode ${done.ino}, ${done.size} bytes; now inode ${s.ino}, ${s.size} bytes)`);
+              continue;
+            }
+          }
           out.push({ path: p, mtimeMs: s.mtimeMs, name: e.name });
         } catch {
           // Gone since the listing.
@@ -398,7 +408,8 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
         const marker = this.tracker.marker(cur.path, this.options.fileSuffix);
         if (await this.tracker.exists(marker)) throw new SpoolViolation(`File name has been re-used with different files. Spooling assumptions violated for ${marker}`);
         this.logger.info(`${this.name}: Preparing to create tracker file for ${cur.path} at ${marker}`);
-        await this.tracker.createMarker(marker);
+        // The file's identity, so a new file under the same name is told apart from it.
+        await this.tracker.createMarker(marker, JSON.stringify({ ino: cur.ino, size: cur.size, mtimeMs: cur.mtimeMs }));
       }
     } catch (err) {
       await this.setAside(cur, (err as Error).message, true);
@@ -423,20 +434,46 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
   }
 
   /**
+   * For trackingPolicy tracker_dir: "none" when the file has no COMPLETED marker, else the
+   * identity the marker records (null for an empty marker of an older version).
+   */
+  private async completedIdentity(file: string): Promise<"none" | { ino: number; size: number; mtimeMs: number } | null> {
+    let text: string;
+    try {
+      text = await readFile(this.tracker.marker(file, this.options.fileSuffix), "utf8");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return "none";
+      return null;
+    }
+    try {
+      const o = JSON.parse(text) as { ino?: unknown; size?: unknown; mtimeMs?: unknown };
+      if (typeof o.ino === "number" && typeof o.size === "number" && typeof o.mtimeMs === "number") return { ino: o.ino, size: o.size, mtimeMs: o.mtimeMs };
+    } catch {
+      // empty or foreign content
+    }
+    return null;
+  }
+
+  /** Logs why a file is set aside and writes its FAILED marker (holding the reason). */
+  private async markFailed(file: string, reason: string): Promise<void> {
+    const marker = this.tracker.marker(file, FAILED_SUFFIX);
+    this.counter.inc("GenericProcessingFail");
+    this.logger.error(`${this.name}: ${reason}. The file ${file} is set aside (not deleted); remove ${marker} to read it again.`);
+    try {
+      await this.tracker.createMarker(marker, `${reason}\n`);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") this.logger.error(`${this.name}: could not write ${marker}: ${(err as Error).message}`);
+    }
+  }
+
+  /**
    * Records the file as set aside (a FAILED marker holding the reason) and moves on. The file
    * itself is left as it is; deleting the marker makes the source read it again.
    */
   private async setAside(cur: Current, reason: string, closed = false): Promise<void> {
     if (this.current === cur) this.current = null;
     if (!closed) await cur.handle.close().catch(() => {});
-    const marker = this.tracker.marker(cur.path, FAILED_SUFFIX);
-    this.counter.inc("GenericProcessingFail");
-    this.logger.error(`${this.name}: ${reason}. The file ${cur.path} is set aside (not deleted); remove ${marker} to read it again.`);
-    try {
-      await this.tracker.createMarker(marker, `${reason}\n`);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") this.logger.error(`${this.name}: could not write ${marker}: ${(err as Error).message}`);
-    }
+    await this.markFailed(cur.path, reason);
     const saved = await this.tracker.readPosition();
     if (saved && saved.file === path.resolve(cur.path)) await this.tracker.clearPosition();
     await this.forgetDurablePosition(cur);

@@ -1,6 +1,6 @@
 import { afterEach, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, utimesSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, renameSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { FileChannel } from "../../../src/components/channels/file/index.ts";
 import { definition, SpoolDirectorySource } from "../../../src/components/sources/spooldir.ts";
@@ -96,3 +96,27 @@ test("spooldir: a file it may not read gets one error naming it, and the other f
   expect(out.lines).toEqual(["f1", "l1"]);
   expect(out.errors.filter((e) => e.includes(locked)).length).toBe(1);
 }, 10000);
+
+test("spooldir trackingPolicy tracker_dir: a new file under a completed file's name gets an error naming it (it was ignored silently, its lines never delivered)", async () => {
+  const t = tempDir("flume-review-spool-tracker-");
+  cleanups.push(t.cleanup);
+  const spool = path.join(t.dir, "spool");
+  mkdirSync(spool);
+  const file = path.join(spool, "x.log");
+  const completed = path.join(spool, ".flumespool", "x.log.COMPLETED");
+  const failed = path.join(spool, ".flumespool", "x.log.FAILED");
+  writeFileSync(file, "old1\n");
+  const ctx = context("r1");
+  const src = build(definition, { spoolDir: spool, pollDelay: "20", trackingPolicy: "tracker_dir" }, ctx) as SpoolDirectorySource;
+  const channel = wire(src);
+  await src.start();
+  await until(() => existsSync(completed), "x.log completed");
+  // The application replaces x.log with a new file of the same name.
+  writeFileSync(`${file}.tmp`, "new1\nnew2\n");
+  renameSync(`${file}.tmp`, file);
+  writeFileSync(path.join(spool, "y.log"), "y1\n");
+  await until(() => existsSync(path.join(spool, ".flumespool", "y.log.COMPLETED")) && existsSync(failed), "y.log completed and x.log set aside", 3000);
+  await src.stop();
+  expect((await drainMemory(channel)).map((e) => new TextDecoder().decode(e.body))).toEqual(["old1", "y1"]);
+  expect(ctx.logger.lines.some((l) => l.level === "error" && l.message.includes("re-used") && l.message.includes(file))).toBe(true);
+});
