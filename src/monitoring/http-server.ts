@@ -33,6 +33,8 @@ export class MetricsServer {
         resolve();
       });
     });
+    // After listen, a server error must not take the agent down: log it.
+    server.on("error", (err) => this.logger?.error(`metrics server: ${err.message}`));
     this.server = server;
     this.logger?.info(`metrics on http://${this.bind}:${this.boundPort}/metrics`);
   }
