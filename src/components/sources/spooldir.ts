@@ -550,6 +550,9 @@ function deserializerKind(name: string): "LINE" | "BLOB" | null {
 
 function validate(config: import("../../config/schema.ts").ComponentConfig): { key: string; message: string }[] {
   const errors: { key: string; message: string }[] = [];
+  if (config.string("fileSuffix") === "") {
+    errors.push({ key: "fileSuffix", message: "must not be empty: files ending in it count as completed, and every name ends in the empty string" });
+  }
   if (deserializerKind(config.string("deserializer")) === null) {
     errors.push({ key: "deserializer", message: `unsupported deserializer "${config.string("deserializer")}" (LINE or BLOB)` });
   }

@@ -120,3 +120,9 @@ test("spooldir trackingPolicy tracker_dir: a new file under a completed file's n
   expect((await drainMemory(channel)).map((e) => new TextDecoder().decode(e.body))).toEqual(["old1", "y1"]);
   expect(ctx.logger.lines.some((l) => l.level === "error" && l.message.includes("re-used") && l.message.includes(file))).toBe(true);
 });
+
+test("spooldir: an empty fileSuffix is a configuration error (every file would count as completed and nothing would be read)", () => {
+  const t = tempDir("flume-review-spool-suffix-");
+  cleanups.push(t.cleanup);
+  expect(() => build(definition, { spoolDir: t.dir, fileSuffix: "" }, context("r1"))).toThrow("fileSuffix");
+});
