@@ -68,6 +68,8 @@ export class SegmentLog {
   private rStart = 0;
   private rEnd = 0;
   private rBuf: Buffer = Buffer.alloc(0);
+  /** The one segment with an open read descriptor (see read()). */
+  private reading: Segment | null = null;
 
   constructor(
     private readonly dataDirs: readonly string[],
@@ -184,7 +186,18 @@ export class SegmentLog {
     }
     const seg = this.segments.get(segment);
     if (!seg) throw new Error(`data file for segment ${segment} is gone`);
-    seg.readFd ??= fs.openSync(seg.path, "r");
+    if (seg.readFd === null) {
+      // One read descriptor at a time: takes move through the log in order, and a descriptor
+      // per segment kept until the next checkpoint runs out of descriptors (EMFILE) when a
+      // small maxFileSize makes thousands of segments.
+      const prev = this.reading;
+      if (prev && prev !== seg && prev.readFd !== null) {
+        fs.closeSync(prev.readFd);
+        prev.readFd = null;
+      }
+      seg.readFd = fs.openSync(seg.path, "r");
+      this.reading = seg;
+    }
     const limit = seg.end;
     let want = Math.min(READ_AHEAD, limit - offset);
     if (want < EVENT_PREFIX) throw new Error(`event at ${seg.path}:${offset} lies beyond the written data (${limit} bytes)`);
@@ -219,6 +232,8 @@ export class SegmentLog {
     const seg = this.segments.get(id);
     if (!seg || seg === this.active) return;
     if (seg.readFd !== null) fs.closeSync(seg.readFd);
+    seg.readFd = null;
+    if (this.reading === seg) this.reading = null;
     if (this.rSeg === id) this.rSeg = -1;
     this.segments.delete(id);
     fs.rmSync(seg.path, { force: true });
@@ -234,6 +249,7 @@ export class SegmentLog {
       if (seg.readFd !== null) fs.closeSync(seg.readFd);
       seg.readFd = null;
     }
+    this.reading = null;
     this.rBuf = Buffer.alloc(0);
     this.rSeg = -1;
   }
