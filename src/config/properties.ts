@@ -135,17 +135,16 @@ export function parseProperties(text: string, file: string): ParsedProperties {
     if (first[start] === "#" || first[start] === "!") continue; // comments never continue
     const lineNo = n + 1;
     let logical = first.slice(start);
-    let joined = false;
     // Continuation: drop the backslash, join the next line without its leading blanks.
     while (continues(logical) && n + 1 < lines.length) {
       n++;
-      joined = true;
       logical = logical.slice(0, -1) + lines[n].slice(skipBlanks(lines[n], 0));
     }
-    if (continues(logical)) logical = logical.slice(0, -1);
-    // Java's LineReader skips a logical line left empty at a line end (only a trailing `\` at
-    // the very end of the file yields an empty key).
-    if (logical === "" && joined) continue;
+    const backslashAtEof = continues(logical);
+    if (backslashAtEof) logical = logical.slice(0, -1);
+    // Java's LineReader skips a logical line left empty at a line end; only a trailing `\` at
+    // the very end of the file yields an empty key.
+    if (logical === "" && !backslashAtEof) continue;
 
     const raw = splitKeyValue(logical);
     const key = unescape(raw.key);
