@@ -8,12 +8,13 @@ import { ConfigurationError } from "../../core/errors.ts";
 export function compileJavaRegex(pattern: string, key: string, extraFlags = ""): RegExp {
   let source = pattern;
   let flags = extraFlags;
-  const inline = /^\(\?([imsx]+)\)/.exec(source);
+  const inline = /^\(\?([imsxu]+)\)/.exec(source);
   if (inline) {
     source = source.slice(inline[0].length);
-    for (const f of inline[1]) if (f !== "x" && !flags.includes(f)) flags += f;
+    // x is handled while translating; u (Unicode case folding) is what JavaScript's i does already.
+    for (const f of inline[1]) if (f !== "x" && f !== "u" && !flags.includes(f)) flags += f;
   }
-  source = translateEscapes(source, pattern, key, inline?.[1].includes("x") ?? false);
+  source = translateEscapes(source, pattern, key, inline?.[1].includes("x") ?? false, flags.includes("m"));
   try {
     return new RegExp(source, flags);
   } catch (err) {
@@ -49,7 +50,10 @@ const JAVA_CLASSES: Record<string, string> = {
  * \Q or \p{Alpha} as plain letters and match something else without a word): \Q...\E quoting,
  * POSIX classes \p{Name}, \h \v \R \e \a, \A, \z, \Z outside character classes, and (?x) comments.
  */
-function translateEscapes(source: string, pattern: string, key: string, comments: boolean): string {
+// Java's $ (without MULTILINE) and \Z: the end of the input, or before a line terminator that ends it.
+const END_OR_FINAL_TERMINATOR = "(?=(?:\\r\\n|[\\n\\r\\x85\\u2028\\u2029])?(?![\\s\\S]))";
+
+function translateEscapes(source: string, pattern: string, key: string, comments: boolean, multiline: boolean): string {
   let out = "";
   let inClass = false;
   for (let i = 0; i < source.length; i++) {
@@ -77,7 +81,7 @@ function translateEscapes(source: string, pattern: string, key: string, comments
         throw new ConfigurationError(key, `invalid regular expression "${pattern}": nested character classes and && intersections are not supported; write the resulting class out, e.g. [ac-z] for [a-z&&[^b]]`);
       }
       if (c === "]" && inClass) inClass = false;
-      out += c;
+      out += c === "$" && !inClass && !multiline ? END_OR_FINAL_TERMINATOR : c;
       continue;
     }
     const n = source[i + 1];
@@ -103,8 +107,16 @@ function translateEscapes(source: string, pattern: string, key: string, comments
     else if (!inClass && n === "R") out += "(?:\\r\\n|[\\n\\x0B\\f\\r\\x85\\u2028\\u2029])";
     else if (n === "e") out += "\\x1B";
     else if (n === "a") out += "\\x07";
-    else if (!inClass && n === "A") out += "^";
-    else if (!inClass && (n === "z" || n === "Z")) out += "$";
+    else if (!inClass && n === "A") out += "(?<![\\s\\S])";
+    else if (!inClass && n === "z") out += "(?![\\s\\S])";
+    else if (!inClass && n === "Z") out += END_OR_FINAL_TERMINATOR;
+    else if (n === "0") {
+      // Java's octal escape \0n, \0nn, \0mnn (m <= 3); JavaScript reads \0 as NUL.
+      const m = /^[0-3]?[0-7]{1,2}/.exec(source.slice(i + 2)) ?? /^[0-7]/.exec(source.slice(i + 2));
+      if (!m) throw new ConfigurationError(key, `invalid regular expression "${pattern}": \\0 must be followed by octal digits`);
+      out += `\\x${parseInt(m[0], 8).toString(16).padStart(2, "0")}`;
+      i += m[0].length;
+    }
     else if (n === "G" || n === "X" || n === "R") {
       throw new ConfigurationError(key, `invalid regular expression "${pattern}": \\${n} is not supported here`);
     } else out += c + n;

@@ -83,3 +83,31 @@ describe("search_replace replacement strings Java's replaceAll would reject at e
     expect(configErrors(searchReplace, { searchPattern: "(?<y>a)(b)", replaceString: "${y}-$2-\\$-$0-$12" })).toEqual([]);
   });
 });
+
+describe("Java's end-of-input anchors", () => {
+  test("$ also matches before a final line terminator, as Java's (a body ending in a newline)", () => {
+    const { component } = build<Interceptor>(regexFilter, { regex: "ERROR$" });
+    expect(component.intercept(body("disk ERROR\n"))).not.toBeNull();
+    expect(component.intercept(body("disk ERROR\r\n"))).not.toBeNull();
+    expect(component.intercept(body("ERROR\nmore"))).toBeNull();
+  });
+
+  test("\\z is the very end even under (?m); \\Z allows a final line terminator", () => {
+    const z = build<Interceptor>(regexFilter, { regex: "(?m)x\\z" }).component;
+    expect(z.intercept(body("x\ny"))).toBeNull();
+    expect(z.intercept(body("y\nx"))).not.toBeNull();
+    const Z = build<Interceptor>(regexFilter, { regex: "x\\Z" }).component;
+    expect(Z.intercept(body("x\n"))).not.toBeNull();
+  });
+
+  test("search_replace of trailing blanks keeps the final newline, as Java's replaceAll", () => {
+    const { component } = build<Interceptor>(searchReplace, { searchPattern: "[ \\t]+$", replaceString: "" });
+    const e = component.intercept(body("a  \n"));
+    expect(bodyText(e as NonNullable<typeof e>)).toBe("a\n");
+  });
+
+  test("octal escapes \\0nn are characters, not NUL followed by digits", () => {
+    const { component } = build<Interceptor>(regexFilter, { regex: "^\\0101\\012$" });
+    expect(component.intercept(body("A\n"))).not.toBeNull();
+  });
+});
