@@ -192,6 +192,8 @@ class ServerConnection {
         const frame = this.queue.shift() as Frame;
         const answer = await this.respond(frame);
         this.transport.send(answer);
+        // A client that pipelines calls without reading the answers must not make us buffer them without bound.
+        await this.transport.drained();
         if (this.paused && this.queue.length < this.maxQueued / 2) {
           this.paused = false;
           this.transport.resume();

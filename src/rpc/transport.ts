@@ -105,6 +105,21 @@ export class FramedTransport {
     }
   }
 
+  /** Resolves at once unless the peer is not reading our answers; then when they drained or the socket closed. */
+  drained(): Promise<void> {
+    const socket = this.socket;
+    if (socket.destroyed || socket.writableLength <= socket.writableHighWaterMark) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        socket.off("drain", done);
+        socket.off("close", done);
+        resolve();
+      };
+      socket.on("drain", done);
+      socket.on("close", done);
+    });
+  }
+
   pause(): void {
     this.socket.pause();
   }

@@ -3,11 +3,15 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { constants, inflateSync } from "node:zlib";
 import net from "node:net";
+import { AvroWriter } from "../../src/rpc/binary.ts";
+import { FrameDecoder } from "../../src/rpc/frame.ts";
+import { writeEventArray, writeHandshakeRequest } from "../../src/rpc/messages.ts";
+import { PROTOCOL_HASH } from "../../src/rpc/protocol.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { AvroRpcServer } from "../../src/rpc/server.ts";
 import { serverTlsOptions } from "../../src/rpc/tls.ts";
 import { tempDir } from "../helpers.ts";
-import { drain, rawExchange, selfSignedCert, startSource, texts } from "./support.ts";
+import { drain, rawExchange, selfSignedCert, startSource, texts, until } from "./support.ts";
 
 const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
 const fixture = (name: string) => readFileSync(path.join(FIXTURES, name));
@@ -77,4 +81,55 @@ describe("avro source over TLS, a client that never starts the handshake", () =>
     });
     expect(logger.lines.some((l) => /TLS handshake with 127\.0\.0\.1:\d+ failed/.test(l.message))).toBe(true);
   });
+});
+
+describe("avro source, a client that pipelines requests and never reads the answers", () => {
+  test("the source stops reading from it instead of buffering the answers without bound; all are answered once it reads", async () => {
+    const s = await startSource();
+    cleanups.push(() => s.source.stop());
+    // One handshake call, then many empty appendBatch calls, all written at once.
+    const calls = 600_000;
+    const call = (serial: number, handshake: boolean) => {
+      const w = new AvroWriter(256);
+      w.int32(serial);
+      w.int32(1);
+      const at = w.int32(0);
+      if (handshake) writeHandshakeRequest(w, { clientHash: PROTOCOL_HASH, clientProtocol: null, serverHash: PROTOCOL_HASH, meta: null });
+      w.bytesMap(undefined);
+      w.string("appendBatch");
+      writeEventArray(w, []);
+      w.patchInt32(at, w.pos - at - 4);
+      return w.finish();
+    };
+    const one = call(2, false);
+    const many = Buffer.alloc(one.length * calls);
+    for (let i = 0; i < calls; i++) {
+      one.copy(many, i * one.length);
+      many.writeInt32BE(i + 2, i * one.length);
+    }
+    const client = net.connect(s.port, "127.0.0.1");
+    client.on("error", () => {});
+    await new Promise((res) => client.once("connect", res));
+    client.pause();
+    client.write(call(1, true));
+    client.write(many);
+    let last = -1;
+    for (let still = 0; still < 3; ) {
+      await new Promise((res) => setTimeout(res, 100));
+      const now = s.source.counter.values.AppendBatchReceivedCount;
+      still = now === last ? still + 1 : 0;
+      last = now;
+    }
+    const server = (s.source as unknown as { server: { connections: Set<{ transport: { socket: net.Socket } }> } }).server;
+    const [conn] = [...server.connections];
+    expect(conn.transport.socket.writableLength).toBeLessThan(1024 * 1024);
+    expect(last).toBeLessThan(calls + 1);
+    // Once the client reads, every call is answered.
+    const decoder = new FrameDecoder();
+    let answered = 0;
+    client.on("data", (d: Buffer) => (answered += decoder.push(d).length));
+    client.resume();
+    await until(() => answered === calls + 1, 10000);
+    client.destroy();
+  }, 20000);
 });
