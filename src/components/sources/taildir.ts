@@ -36,6 +36,12 @@ export interface TaildirOptions {
 
 /** Flume's byte offset header name. */
 export const BYTE_OFFSET_HEADER_KEY = "byteoffset";
+/**
+ * Position files in use in this process -> the source using it. Two sources on one file
+ * (both left at the default path, say) would overwrite each other's positions.
+ */
+const positionFileOwners = new Map<string, string>();
+
 /** Batches one process() call may cut before it returns READY, so a stop is never held up long. */
 const BATCHES_PER_PROCESS = 256;
 
@@ -98,6 +104,11 @@ export class TaildirSource extends BaseSource implements PollableSource {
         throw new ConfigurationError(`filegroups.${m.group}`, `Directory does not exist: ${m.directory}`, this.name);
       }
     }
+    const owner = positionFileOwners.get(this.options.positionFile);
+    if (owner !== undefined && owner !== this.name) {
+      throw new ConfigurationError("positionFile", `${this.options.positionFile} is already used by TAILDIR source ${owner}; give each TAILDIR source its own positionFile`, this.name);
+    }
+    positionFileOwners.set(this.options.positionFile, this.name);
     this.counter.start();
     this.durable = this.getChannelProcessor()
       .getChannels()
@@ -121,6 +132,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
     await this.writePositions();
     for (const f of this.files.values()) await f.close();
     this.files.clear();
+    if (positionFileOwners.get(this.options.positionFile) === this.name) positionFileOwners.delete(this.options.positionFile);
     this.counter.stop();
     this.state = "STOP";
     this.logger.info(`Taildir source ${this.name} stopped. Metrics: ${JSON.stringify(this.counter.snapshot())}`);

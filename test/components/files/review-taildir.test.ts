@@ -9,7 +9,7 @@ import type { Channel } from "../../../src/core/channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import { drain, options } from "../../file-channel/fixtures.ts";
 import { tempDir } from "../../helpers.ts";
-import { build, context } from "./harness.ts";
+import { build, context, wire as wireMemory } from "./harness.ts";
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -96,4 +96,23 @@ test("TAILDIR: a matched file it may not read gets an error naming it, and the o
   const out = JSON.parse(r.stdout) as { lines: string[]; errors: string[] };
   expect(out.lines.sort()).toEqual(["a1", "c1"]);
   expect(out.errors.some((e) => e.includes(b))).toBe(true);
+});
+
+test("TAILDIR: a second source on the same positionFile (both left at the default, say) is refused at start with an error naming the first", async () => {
+  const t = tempDir("flume-review-taildir-pos-");
+  cleanups.push(t.cleanup);
+  const logs = path.join(t.dir, "logs");
+  mkdirSync(logs);
+  const raw = { filegroups: "g1", "filegroups.g1": `${logs}/a\\.log`, positionFile: path.join(t.dir, "pos.json") };
+  const first = build(definition, raw, context("r1")) as TaildirSource;
+  wireMemory(first);
+  const second = build(definition, { ...raw, "filegroups.g1": `${logs}/b\\.log` }, context("r2")) as TaildirSource;
+  wireMemory(second);
+  await first.start();
+  // Each would overwrite the other's positions: after a restart one re-reads (or with skipToEnd skips) its files.
+  await expect(second.start()).rejects.toThrow(/positionFile.*r1/);
+  await first.stop();
+  // Once the first source stopped, the file is free again.
+  await second.start();
+  await second.stop();
 });
