@@ -56,7 +56,14 @@ export class DatePattern {
   private readonly regex: RegExp;
   private readonly fields: { field: Field; count: number }[] = [];
 
-  constructor(readonly pattern: string) {
+  private readonly defaultYear: number;
+
+  /** `defaultYear`: the year when the pattern has a month or day but no year (Joda: 2000, SimpleDateFormat: 1970). */
+  constructor(
+    readonly pattern: string,
+    options: { defaultYear?: number } = {},
+  ) {
+    this.defaultYear = options.defaultYear ?? 1970;
     const tokens = tokenize(pattern);
     let source = "^";
     tokens.forEach((t, idx) => {
@@ -86,7 +93,9 @@ export class DatePattern {
   parse(text: string, now = Date.now()): number | undefined {
     const m = this.regex.exec(text.trim());
     if (!m) return undefined;
-    let year = 1970;
+    // Joda applies its default year only when the largest field is a month or a day.
+    let year = this.fields.some((f) => "MdDE".includes(f.field)) ? this.defaultYear : 1970;
+    let dayOfYear: number | undefined;
     let month = 0;
     let day = 1;
     let hour = 0;
@@ -157,13 +166,25 @@ export class DatePattern {
           }
           break;
         }
-        case "E":
         case "D":
+          dayOfYear = Number(v);
+          break;
+        case "E":
           break;
       }
     }
     if (pm !== undefined && pm && hour < 12) hour += 12;
-    if (month < 0 || month > 11 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return undefined;
+    const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+    const refYear = leap ? 2000 : 2001; // a year of the same kind, for month lengths
+    if (dayOfYear !== undefined) {
+      if (dayOfYear < 1 || dayOfYear > (leap ? 366 : 365)) return undefined;
+      const date = new Date(Date.UTC(refYear, 0, dayOfYear));
+      month = date.getUTCMonth();
+      day = date.getUTCDate();
+    }
+    // Joda rejects a day the month does not have (Feb 30) instead of rolling over.
+    const daysInMonth = new Date(Date.UTC(refYear, month + 1, 0)).getUTCDate();
+    if (month < 0 || month > 11 || day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 60) return undefined;
     if (offsetMinutes !== undefined) return Date.UTC(year, month, day, hour, minute, second, millis) - offsetMinutes * 60000;
     const d = new Date(year, month, day, hour, minute, second, millis);
     return d.getTime();

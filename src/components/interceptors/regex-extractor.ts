@@ -23,7 +23,8 @@ export const passThrough: GroupSerializer = { serialize: (v) => v };
 export class MillisSerializer implements GroupSerializer {
   private readonly format: DatePattern;
   constructor(pattern: string) {
-    this.format = new DatePattern(pattern);
+    // Joda-Time (which Flume's serializer uses) takes the year 2000 when the pattern has none.
+    this.format = new DatePattern(pattern, { defaultYear: 2000 });
   }
   serialize(value: string): string {
     const ms = this.format.parse(value);

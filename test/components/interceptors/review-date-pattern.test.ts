@@ -45,3 +45,33 @@ describe("two-digit years (Joda yy: 80 years back, 19 ahead, as SimpleDateFormat
     expect(new DatePattern("dd/MM/yy Z").parse("04/03/2021 +0000", now)).toBe(Date.UTC(2021, 2, 4));
   });
 });
+
+describe("Joda-Time details the millis serializer follows (checked against joda-time)", () => {
+  const millis = (pattern: string, value: string) => {
+    const { component } = build<Interceptor>(regexExtractor, {
+      regex: "^(.*)$",
+      serializers: "s1",
+      "serializers.s1.name": "ts",
+      "serializers.s1.type": "org.apache.flume.interceptor.RegexExtractorInterceptorMillisSerializer",
+      "serializers.s1.pattern": pattern,
+    });
+    return component.intercept(createEvent(new TextEncoder().encode(value)))?.headers.ts;
+  };
+
+  test("a date without a year is in 2000, Joda's default year", () => {
+    expect(millis("MMM dd HH:mm:ss Z", "Oct 10 13:55:36 +0000")).toBe(String(Date.UTC(2000, 9, 10, 13, 55, 36)));
+  });
+
+  test("a time of day alone stays on 1970-01-01", () => {
+    expect(millis("HH:mm Z", "07:05 +0000")).toBe(String(Date.UTC(1970, 0, 1, 7, 5)));
+  });
+
+  test("a day the month does not have is no date (no rolling over to March)", () => {
+    expect(new DatePattern("yyyy-MM-dd Z").parse("2012-02-30 +0000")).toBeUndefined();
+    expect(new DatePattern("yyyy-MM-dd Z").parse("2012-02-29 +0000")).toBe(Date.UTC(2012, 1, 29));
+  });
+
+  test("D is the day of the year", () => {
+    expect(new DatePattern("yyyy-DDD Z").parse("2012-045 +0000")).toBe(Date.UTC(2012, 1, 14));
+  });
+});
