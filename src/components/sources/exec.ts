@@ -41,6 +41,8 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
   private loop: Promise<void> | null = null;
   private child: ChildProcess | null = null;
   private batch: Event[] = [];
+  /** Body bytes in `batch`. */
+  private batchBytes = 0;
   private chain: Promise<void> = Promise.resolve();
   private batchTimer: TimerHandle | null = null;
   private wake: (() => void) | null = null;
@@ -168,7 +170,9 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
           for (let line = splitter.next(); line !== null; line = splitter.next()) {
             this.add(line);
             c.EventReceivedCount++;
-            if (this.batch.length >= this.options.batchSize) await this.flush();
+            // A byte budget too: batchSize lines of up to maxLineLength bytes each would be
+            // 320 MB with the defaults (a command that never writes a newline).
+            if (this.batch.length >= this.options.batchSize || this.batchBytes >= this.options.maxLineLength) await this.flush();
           }
         }
       } catch (err) {
@@ -189,6 +193,7 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
   private add(line: Uint8Array): void {
     // A view into the stream's chunk: streams hand out a fresh buffer per chunk.
     this.batch.push({ headers: {}, body: line });
+    this.batchBytes += line.length;
     if (this.batch.length === 1 && this.batchTimer === null) {
       this.batchTimer = this.clock.setTimeout(() => {
         this.batchTimer = null;
@@ -226,6 +231,7 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
     if (this.batch.length === 0) return;
     const events = this.batch;
     this.batch = [];
+    this.batchBytes = 0;
     const c = this.counter.values;
     c.AppendBatchReceivedCount++;
     let wait = RETRY_START_MS;

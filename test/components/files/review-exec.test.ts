@@ -18,3 +18,24 @@ test("exec: output that never ends a line comes in maxLineLength pieces, nothing
   expect(warnings.length).toBe(1);
   expect(warnings[0].message).toContain(command);
 });
+
+test("exec: a batch holds at most about maxLineLength bytes (twice at worst), so long lines do not multiply memory by batchSize", async () => {
+  const ctx = context("e1");
+  // 40 lines of 900 bytes: with batchSize 100 they would all sit in one 36 KB batch.
+  const command = "for i in $(seq 1 40); do head -c 900 /dev/zero | tr '\\0' y; echo; done";
+  const src = build(definition, { command, shell: "/bin/sh -c", maxLineLength: "1000", batchSize: "100" }, ctx) as ExecSource;
+  const channel = wire(src);
+  const batchBytes: number[] = [];
+  const processor = src.getChannelProcessor();
+  const original = processor.processEventBatch.bind(processor);
+  processor.processEventBatch = (events, position) => {
+    batchBytes.push(events.reduce((n, e) => n + e.body.length, 0));
+    return original(events, position);
+  };
+  src.start();
+  await until(() => ctx.logger.lines.some((l) => l.message.includes("exited with 0")), "command exit");
+  const got = bodies(await drain(channel));
+  await src.stop();
+  expect(got).toEqual(Array.from({ length: 40 }, () => "y".repeat(900)));
+  expect(Math.max(...batchBytes)).toBeLessThanOrEqual(2000);
+});
