@@ -558,7 +558,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
           c.AppendBatchReceivedCount++;
           if (!(await this.commit(batch))) return "BACKOFF";
           batches++;
-          if (batch.events.length < this.options.batchSize) break;
+          if (!batch.full) break;
           if (++fileBatches >= this.options.maxBatchCount || batches >= BATCHES_PER_PROCESS) {
             status = "READY";
             break;

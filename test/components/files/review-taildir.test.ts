@@ -9,7 +9,7 @@ import type { Channel } from "../../../src/core/channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import { drain, options } from "../../file-channel/fixtures.ts";
 import { tempDir } from "../../helpers.ts";
-import { build, context, wire as wireMemory } from "./harness.ts";
+import { build, context, drain as drainMemory, wire as wireMemory } from "./harness.ts";
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -115,4 +115,28 @@ test("TAILDIR: a second source on the same positionFile (both left at the defaul
   // Once the first source stopped, the file is free again.
   await second.start();
   await second.stop();
+});
+
+test("TAILDIR: a batch holds at most about maxLineLength bytes (twice at worst), and the rest of the file follows without a backoff", async () => {
+  const t = tempDir("flume-review-taildir-bytes-");
+  cleanups.push(t.cleanup);
+  const logs = path.join(t.dir, "logs");
+  mkdirSync(logs);
+  const line = "y".repeat(900);
+  writeFileSync(path.join(logs, "a.log"), `${line}\n`.repeat(40));
+  const src = build(definition, { filegroups: "g1", "filegroups.g1": `${logs}/a\\.log`, positionFile: path.join(t.dir, "pos.json"), maxLineLength: "1000", batchSize: "100" }, context("r1")) as TaildirSource;
+  const channel = wireMemory(src);
+  const batchBytes: number[] = [];
+  const processor = src.getChannelProcessor();
+  const original = processor.processEventBatch.bind(processor);
+  processor.processEventBatch = (events, position) => {
+    batchBytes.push(events.reduce((n, e) => n + e.body.length, 0));
+    return original(events, position);
+  };
+  await src.start();
+  await src.process(); // one poll reads everything there is
+  const got = (await drainMemory(channel)).map((e) => new TextDecoder().decode(e.body));
+  await src.stop();
+  expect(got).toEqual(Array.from({ length: 40 }, () => line));
+  expect(Math.max(...batchBytes)).toBeLessThanOrEqual(2000);
 });

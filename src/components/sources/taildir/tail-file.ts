@@ -29,6 +29,8 @@ export interface TailBatch {
   /** The last line's bytes and its end offset, for the tail fingerprint. */
   lastLine: Uint8Array | null;
   lastLineEnd: number;
+  /** Cut at a limit (lines or bytes), not for lack of data: more may follow at once. */
+  full: boolean;
 }
 
 /**
@@ -48,6 +50,8 @@ export class TailFile {
   /** File offset where the splitter's count starts. */
   private base: number;
   private readonly splitter: LineSplitter;
+  /** Byte budget of a batch: batchSize lines of up to maxLineLength bytes could be gigabytes. */
+  private readonly maxBatchBytes: number;
   private handle: FileHandle | null = null;
   /** Size from the last stat. */
   size = 0;
@@ -81,6 +85,7 @@ export class TailFile {
     this.readOffset = options.pos;
     this.base = options.pos;
     this.lastActive = now;
+    this.maxBatchBytes = options.maxLineLength;
     this.splitter = new LineSplitter({
       maxLineLength: options.maxLineLength,
       overlong: "split",
@@ -158,7 +163,8 @@ export class TailFile {
     const hasGroupHeaders = Object.keys(groupHeaders).length > 0;
     let lastLine: Uint8Array | null = null;
     let lastLineEnd = 0;
-    while (events.length < max) {
+    let bytes = 0;
+    while (events.length < max && bytes < this.maxBatchBytes) {
       const before = this.splitter.offset;
       let line = this.splitter.next();
       if (line === null) {
@@ -186,11 +192,13 @@ export class TailFile {
       if (offsetHeader !== null) headers[offsetHeader] = String(this.base + before);
       if (fileHeader !== null) headers[fileHeader] = this.path;
       events.push({ headers, body: line });
+      bytes += line.length;
       lastLine = line;
       lastLineEnd = this.base + before + line.length;
     }
     if (events.length === 0) return null;
-    return { file: this, events, endPos: this.base + this.splitter.offset, lastLine, lastLineEnd };
+    const full = events.length >= max || bytes >= this.maxBatchBytes;
+    return { file: this, events, endPos: this.base + this.splitter.offset, lastLine, lastLineEnd, full };
   }
 
   /** Records a committed batch: the position moves, the tail fingerprint follows. */
