@@ -36,6 +36,7 @@ export interface AvroRpcServerOptions {
 
 const EMPTY = Buffer.alloc(0);
 const META_EMPTY = Buffer.from([0]);
+const MAX_FAILURES_LOGGED = 3;
 
 /**
  * Avro IPC over Netty framing, as Avro's NettyServer + Responder: a handshake once per
@@ -147,6 +148,8 @@ class ServerConnection {
   private paused = false;
   /** The client half-closed: end our side once its requests are answered. */
   private peerEnded = false;
+  /** Failed requests logged on this connection: a client repeating a bad call must not flood the log. */
+  private failuresLogged = 0;
   private readonly maxQueued: number;
 
   constructor(
@@ -238,7 +241,10 @@ class ServerConnection {
     } catch (err) {
       // As Avro's Responder: a system error goes back to the caller, the connection stays up.
       const e = err as Error;
-      this.server.logger.warn(`${this.server.label}: request from ${this.transport.peer} failed: ${e.message}`);
+      if (this.failuresLogged < MAX_FAILURES_LOGGED) {
+        const more = ++this.failuresLogged === MAX_FAILURES_LOGGED ? " (further failures on this connection are answered but not logged)" : "";
+        this.server.logger.warn(`${this.server.label}: request from ${this.transport.peer} failed: ${e.message}${more}`);
+      }
       const w = new AvroWriter(64 + e.message.length * 3);
       w.boolean(true);
       w.long(0); // union ["string"]: Avro's system error

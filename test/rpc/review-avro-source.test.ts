@@ -133,3 +133,38 @@ describe("avro source, a client that pipelines requests and never reads the answ
     client.destroy();
   }, 20000);
 });
+
+describe("avro source, a client that keeps sending bad requests", () => {
+  test("every bad request is answered with an error, but the log names the peer only a few times per connection", async () => {
+    const s = await startSource();
+    cleanups.push(() => s.source.stop());
+    // A handshake carrying a corrupt appendBatch, then many more corrupt calls on the same connection.
+    const bad = (serial: number, handshake: boolean) => {
+      const w = new AvroWriter(256);
+      w.int32(serial);
+      w.int32(1);
+      const at = w.int32(0);
+      if (handshake) writeHandshakeRequest(w, { clientHash: PROTOCOL_HASH, clientProtocol: null, serverHash: PROTOCOL_HASH, meta: null });
+      w.bytesMap(undefined);
+      w.string("appendBatch");
+      w.long(1000); // an array that claims 1000 events, and nothing follows
+      w.patchInt32(at, w.pos - at - 4);
+      return w.finish();
+    };
+    const calls = 1000;
+    const frames = [bad(1, true), ...Array.from({ length: calls - 1 }, (_, i) => bad(i + 2, false))];
+    const client = net.connect(s.port, "127.0.0.1");
+    client.on("error", () => {});
+    cleanups.push(() => client.destroy());
+    const decoder = new FrameDecoder();
+    let answered = 0;
+    client.on("data", (d: Buffer) => (answered += decoder.push(d).length));
+    await new Promise((res) => client.once("connect", res));
+    client.write(Buffer.concat(frames));
+    await until(() => answered === calls, 10000);
+    const warnings = s.logger.lines.filter((l) => l.level === "warn" && /127\.0\.0\.1:\d+/.test(l.message));
+    expect(warnings.length).toBeGreaterThan(0);
+    expect(warnings.length).toBeLessThanOrEqual(5);
+    expect(warnings[0].message).toContain("event array declares 1000 events");
+  });
+});
