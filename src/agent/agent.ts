@@ -140,13 +140,11 @@ export class Agent implements MetricsProvider {
   private async drain(built: BuiltAgent, only?: Set<Channel>): Promise<void> {
     if (only && only.size === 0) return;
     const deadline = this.clock.now() + (this.options.drainTimeout ?? 5000);
-    // One immediate try for every runner; after that a sink that fails keeps its error sleep
-    // (polling it every 20 ms would hammer the failing downstream and flood the log).
+    // One immediate try for every runner; after that each sink keeps its own backoff or error
+    // sleep (waking it every 20 ms would hit a downstream answering 503 ~50 times a second).
+    // New events still wake it: the channels notify their runners of committed puts.
     for (const r of built.runners.values()) r.runner.poke();
-    while (this.pendingEvents(built, only) > 0 && this.clock.now() < deadline) {
-      for (const r of built.runners.values()) r.runner.wake();
-      await this.clock.sleep(20);
-    }
+    while (this.pendingEvents(built, only) > 0 && this.clock.now() < deadline) await this.clock.sleep(20);
   }
 
   private warnLeftover(c: { name: string; channel: Channel }): void {

@@ -1,0 +1,98 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import http from "node:http";
+import type net from "node:net";
+import { Agent } from "../../src/agent/agent.ts";
+import * as registry from "../../src/components/registry.ts";
+import type { AgentConfig } from "../../src/config/flume-config.ts";
+import { validateConfigText } from "../../src/config/validate.ts";
+import { MemoryLogger } from "../../src/core/logger.ts";
+import { sleep } from "../helpers.ts";
+
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  while (cleanups.length) cleanups.pop()?.();
+});
+
+function parse(text: string): AgentConfig {
+  const r = validateConfigText(text, "review2.conf", { agentName: "a1" }, registry);
+  const errors = r.problems.filter((p) => p.severity === "error");
+  if (errors.length > 0 || !r.config) throw new Error(errors.map((e) => e.message).join("; "));
+  return r.config;
+}
+
+describe("drain on stop", () => {
+  test("a sink whose downstream answers 503 (BACKOFF) keeps its backoff during the drain instead of being retried every 20 ms", async () => {
+    let requests = 0;
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        requests++;
+        res.writeHead(503).end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    cleanups.push(() => server.close());
+    const endpoint = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/`;
+    const logger = new MemoryLogger();
+    const agent = new Agent("a1", { drainTimeout: 1000, logger });
+    await agent.start(
+      parse(`a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = seq
+a1.sources.r1.totalEvents = 10
+a1.sources.r1.channels = c1
+a1.channels.c1.type = memory
+a1.sinks.k1.type = http
+a1.sinks.k1.endpoint = ${endpoint}
+a1.sinks.k1.channel = c1
+`),
+    );
+    const c1 = agent.components.channels.get("c1")!.channel;
+    for (let i = 0; i < 200 && (c1.counter.values.ChannelSize < 10 || requests === 0); i++) await sleep(10);
+    expect(requests).toBeGreaterThan(0);
+    const before = requests;
+    await agent.stop();
+    const duringDrain = requests - before;
+    // One immediate try, then the sink's own backoff (1 s and growing): a handful, not ~50.
+    expect(duringDrain).toBeGreaterThan(0);
+    expect(duringDrain).toBeLessThanOrEqual(3);
+    expect(logger.lines.some((l) => l.level === "warn" && l.message.includes("still held 10 events"))).toBe(true);
+  });
+
+  test("the drain still ends as soon as the sinks emptied the channel", async () => {
+    let accepting = false;
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on("end", () => res.writeHead(accepting ? 200 : 503).end());
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    cleanups.push(() => server.close());
+    const endpoint = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/`;
+    const logger = new MemoryLogger();
+    // A long drain timeout: the stop must not wait it out once the channel is empty.
+    const agent = new Agent("a1", { drainTimeout: 60_000, logger });
+    await agent.start(
+      parse(`a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = seq
+a1.sources.r1.totalEvents = 10
+a1.sources.r1.channels = c1
+a1.channels.c1.type = memory
+a1.sinks.k1.type = http
+a1.sinks.k1.endpoint = ${endpoint}
+a1.sinks.k1.rollback.200 = false
+a1.sinks.k1.backoff.200 = false
+a1.sinks.k1.channel = c1
+`),
+    );
+    const c1 = agent.components.channels.get("c1")!.channel;
+    for (let i = 0; i < 200 && c1.counter.values.ChannelSize < 10; i++) await sleep(10);
+    accepting = true;
+    const outcome = await Promise.race([agent.stop().then(() => "stopped"), sleep(4000).then(() => "still draining")]);
+    expect(outcome).toBe("stopped");
+    expect(c1.counter.values.ChannelSize).toBe(0);
+    expect(logger.lines.some((l) => l.message.includes("still held"))).toBe(false);
+  });
+});
