@@ -53,6 +53,9 @@ export class TailFile {
   /** Byte budget of a batch: batchSize lines of up to maxLineLength bytes could be gigabytes. */
   private readonly maxBatchBytes: number;
   private handle: FileHandle | null = null;
+  private opening: Promise<void> | null = null;
+  /** Bumped by close(), so an open in flight knows its descriptor is not wanted any more. */
+  private closes = 0;
   /** Size from the last stat. */
   size = 0;
   /** Still matched by its group's pattern (false after it was rotated away). */
@@ -100,12 +103,25 @@ export class TailFile {
 
   async ensureOpen(): Promise<void> {
     if (this.handle) return;
+    // Callers racing to open (a poll's read and a timed position write) share one open.
+    this.opening ??= this.openChecked().finally(() => {
+      this.opening = null;
+    });
+    await this.opening;
+  }
+
+  private async openChecked(): Promise<void> {
+    const closes = this.closes;
     const handle = await open(this.path, "r");
-    // The name may point at another file by now (rotation between stat and open).
-    const s = await handle.stat();
-    if (s.ino !== this.inode) {
-      await handle.close();
-      throw new Error(`${this.path} is now inode ${s.ino}, not ${this.inode}; it will be picked up on the next poll`);
+    try {
+      // The name may point at another file by now (rotation between stat and open).
+      const s = await handle.stat();
+      if (s.ino !== this.inode) throw new Error(`${this.path} is now inode ${s.ino}, not ${this.inode}; it will be picked up on the next poll`);
+      // Closed while opening (the file was let go): nobody would ever close this descriptor.
+      if (closes !== this.closes) throw new Error(`${this.path} was closed while being opened`);
+    } catch (err) {
+      await handle.close().catch(() => {});
+      throw err;
     }
     this.handle = handle;
   }
@@ -121,6 +137,7 @@ export class TailFile {
   }
 
   async close(): Promise<void> {
+    this.closes++;
     const h = this.handle;
     this.handle = null;
     await h?.close().catch(() => {});
