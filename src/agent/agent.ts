@@ -112,6 +112,13 @@ export class Agent implements MetricsProvider {
       await this.supervisor.unsupervise(c.channel);
       stopped.push(`channel ${c.name}`);
     }
+    // Resized only now: the build succeeded, and the old sources and sinks (whose batches
+    // fit the old transactionCapacity) are stopped.
+    for (const c of next.channels.values()) {
+      const resize = c.resize;
+      delete c.resize;
+      if (resize) await resize();
+    }
     this.built = next;
     await this.startAll(next, keep);
     // A start that failed (a port in use) is retried by the supervisor; the report says so.

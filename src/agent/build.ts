@@ -42,6 +42,11 @@ export interface BuiltChannel {
   type: string;
   fingerprint: string;
   channel: Channel;
+  /**
+   * A kept memory channel's new settings, applied by the reload once everything was built
+   * and the old components that use it stopped (a failed build must leave it untouched).
+   */
+  resize?: () => Promise<void>;
 }
 
 export interface BuiltSource {
@@ -108,8 +113,8 @@ function idOf(c: Channel): number {
 
 /**
  * Builds the components of a validated agent configuration. With `reuse`, components whose
- * configuration did not change are taken over from the running agent instead of built anew,
- * and a memory channel whose settings changed is resized in place, keeping its events.
+ * configuration did not change are taken over from the running agent instead of built anew;
+ * a memory channel whose settings changed is kept with a `resize` for the caller to apply.
  */
 export async function buildAgent(config: AgentConfig, bc: BuildContext, reuse?: Reuse): Promise<BuiltAgent> {
   const ctxFor = (name: string): ComponentContext => ({ name, agentName: bc.agentName, clock: bc.clock, logger: bc.logger(name) });
@@ -129,14 +134,14 @@ export async function buildAgent(config: AgentConfig, bc: BuildContext, reuse?: 
       if (oldInner instanceof MemoryChannel) {
         const { config: parsed, errors } = parseConfig(def.schema, rawValues(ownProps(entry)));
         if (errors.length > 0) throw new ConfigurationError(errors[0].key, errors[0].message, `channel ${name}`);
-        await oldInner.reconfigure({
+        const settings = {
           capacity: parsed.int("capacity"),
           transactionCapacity: parsed.int("transactionCapacity"),
           byteCapacity: parsed.int("byteCapacity"),
           byteCapacityBufferPercentage: parsed.int("byteCapacityBufferPercentage"),
           keepAlive: parsed.int("keep-alive"),
-        });
-        built.channels.set(name, { ...old, fingerprint });
+        };
+        built.channels.set(name, { ...old, fingerprint, resize: () => oldInner.reconfigure(settings) });
         continue;
       }
     }
