@@ -134,6 +134,19 @@ export class Agent implements MetricsProvider {
     return { kept, started, stopped };
   }
 
+  /** Components whose start failed and that the supervisor is retrying, with the last error. */
+  notStarted(): { kind: "channel" | "sink runner" | "source"; name: string; error: string }[] {
+    const out: { kind: "channel" | "sink runner" | "source"; name: string; error: string }[] = [];
+    const add = (kind: "channel" | "sink runner" | "source", name: string, c: LifecycleAware) => {
+      const error = this.supervisor.status(c)?.lastError;
+      if (error && c.getLifecycleState() !== "START") out.push({ kind, name, error });
+    };
+    for (const c of this.built.channels.values()) add("channel", c.name, c.channel);
+    for (const r of this.built.runners.values()) add("sink runner", r.name, r.runner);
+    for (const s of this.built.sources.values()) add("source", s.name, s.runner);
+    return out;
+  }
+
   /** Events waiting in the channels that some sink reads (the ones a drain can empty). */
   pendingEvents(built: BuiltAgent = this.built, only?: Set<Channel>): number {
     const drained = new Set<unknown>();

@@ -229,7 +229,13 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   }
   if (stopping) return finish(await exited);
   const c = agent.components;
-  log.success(`agent ${config.agent} started: sources [${[...c.sources.keys()].join(", ")}], channels [${[...c.channels.keys()].join(", ")}], sinks [${[...c.runners.values()].flatMap((r) => r.sinks.map((s) => s.name)).join(", ")}]`);
+  // A component whose start failed (a port in use) is retried by the supervisor: said apart.
+  const failed = agent.notStarted();
+  const isFailed = (kind: string, name: string) => failed.some((f) => f.kind === kind && f.name === name);
+  const retrying = failed.length > 0 ? `; not started yet, retrying: ${failed.map((f) => `${f.kind === "source" ? "" : `${f.kind} `}${f.name} (${f.error})`).join(", ")}` : "";
+  log.success(
+    `agent ${config.agent} started: sources [${[...c.sources.keys()].filter((n) => !isFailed("source", n)).join(", ")}], channels [${[...c.channels.keys()].filter((n) => !isFailed("channel", n)).join(", ")}], sinks [${[...c.runners.values()].filter((r) => !isFailed("sink runner", r.name)).flatMap((r) => r.sinks.map((s) => s.name)).join(", ")}]${retrying}`,
+  );
 
   if (o.metricsPort !== undefined) {
     metrics = new MetricsServer(agent, o.metricsPort, o.metricsBind, log);

@@ -1,0 +1,48 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { startCli, tempDir } from "../helpers.ts";
+
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  while (cleanups.length) cleanups.pop()?.();
+});
+
+describe("flume run: the started line", () => {
+  test("a source whose start failed (port in use) is listed as retrying, not among the started sources", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const blocker = net.createServer();
+    await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", () => r()));
+    cleanups.push(() => blocker.close());
+    const taken = (blocker.address() as net.AddressInfo).port;
+    const conf = path.join(dir, "a.conf");
+    writeFileSync(
+      conf,
+      `a1.sources = r1 r2
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = seq
+a1.sources.r1.totalEvents = 1
+a1.sources.r1.channels = c1
+a1.sources.r2.type = netcat
+a1.sources.r2.bind = 127.0.0.1
+a1.sources.r2.port = ${taken}
+a1.sources.r2.channels = c1
+a1.channels.c1.type = memory
+a1.sinks.k1.type = null
+a1.sinks.k1.channel = c1
+`,
+    );
+    const agent = startCli(["run", "-f", conf, "--quiet", "--no-reload-conf", "--drain-timeout", "200"]);
+    cleanups.push(() => agent.child.kill("SIGKILL"));
+    await agent.waitFor(/agent a1 started/);
+    const out = agent.stdout + agent.stderr;
+    const line = out.split("\n").find((l) => l.includes("agent a1 started"))!;
+    expect(line).toContain("sources [r1]");
+    expect(line).toMatch(/not started yet, retrying: r2 \(.*EADDRINUSE/);
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+  });
+});
