@@ -37,6 +37,42 @@ export interface AvroRpcServerOptions {
 const EMPTY = Buffer.alloc(0);
 const META_EMPTY = Buffer.from([0]);
 const MAX_FAILURES_LOGGED = 3;
+/** Client protocols remembered; clients with a new hash each time must not grow memory without bound. */
+const MAX_CACHED_PROTOCOLS = 64;
+
+/**
+ * Client protocols by hash, least recently used dropped first; Flume's own protocol is always
+ * known. A dropped client is answered NONE and resends its protocol, as for any unknown hash.
+ */
+export class ProtocolCache {
+  private readonly entries = new Map<string, RemoteProtocol>();
+
+  constructor(private readonly max: number) {}
+
+  /** Entries held, Flume's own protocol included. */
+  get size(): number {
+    return this.entries.size + 1;
+  }
+
+  get(hashHex: string): RemoteProtocol | undefined {
+    const local = localProtocol();
+    if (hashHex === local.hashHex) return local;
+    const found = this.entries.get(hashHex);
+    if (found) {
+      // Map order is insertion order: re-inserting marks it most recently used.
+      this.entries.delete(hashHex);
+      this.entries.set(hashHex, found);
+    }
+    return found;
+  }
+
+  set(hashHex: string, protocol: RemoteProtocol): void {
+    if (hashHex === localProtocol().hashHex) return;
+    this.entries.delete(hashHex);
+    this.entries.set(hashHex, protocol);
+    if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value as string);
+  }
+}
 
 /**
  * Avro IPC over Netty framing, as Avro's NettyServer + Responder: a handshake once per
@@ -45,8 +81,8 @@ const MAX_FAILURES_LOGGED = 3;
 export class AvroRpcServer {
   private server: net.Server | null = null;
   private readonly connections = new Set<ServerConnection>();
-  /** Protocols announced by clients, by hash (Avro's Responder keeps the same cache). */
-  readonly protocols = new Map<string, RemoteProtocol>([[localProtocol().hashHex, localProtocol()]]);
+  /** Protocols announced by clients, by hash (Avro's Responder keeps the same cache, unbounded). */
+  readonly protocols = new ProtocolCache(MAX_CACHED_PROTOCOLS);
   readonly logger: Logger;
   readonly label: string;
 
