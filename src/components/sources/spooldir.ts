@@ -11,6 +11,7 @@ import type { Cut, DecodeErrorPolicy, Deserializer } from "./spooldir/deserializ
 import { BlobDeserializer, LineCodec, LineDeserializer, isSupportedInputCharset, isSupportedOutputCharset } from "./spooldir/deserializers.ts";
 import type { SpoolPosition } from "./spooldir/tracker.ts";
 import { FAILED_SUFFIX, Tracker, parsePosition } from "./spooldir/tracker.ts";
+import { syncDirectory } from "./sync-file.ts";
 
 export interface SpoolDirOptions {
   spoolDir: string;
@@ -394,16 +395,20 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
       await this.setAside(cur, `${what}; all ${cur.size} bytes it had at pickup were delivered, later changes were not`, true);
       return;
     }
+    // The meta file (at the file's end) must survive a power loss before the channel forgets.
+    await this.tracker.syncPosition().catch((err: Error) => this.logger.warn(`${this.name}: could not flush ${this.tracker.metaFile}: ${err.message}`));
     await this.forgetDurablePosition(cur);
     try {
       if (this.options.deletePolicy === "immediate") {
         this.logger.info(`${this.name}: Preparing to delete file ${cur.path}`);
         await rm(cur.path);
+        await this.syncSpoolDir(cur);
       } else if (this.options.trackingPolicy === "rename") {
         const dest = `${cur.path}${this.options.fileSuffix}`;
         if (await this.tracker.exists(dest)) throw new SpoolViolation(`File name has been re-used with different files. Spooling assumptions violated for ${dest}`);
         this.logger.info(`${this.name}: Preparing to move file ${cur.path} to ${dest}`);
         await rename(cur.path, dest);
+        await this.syncSpoolDir(cur);
       } else {
         const marker = this.tracker.marker(cur.path, this.options.fileSuffix);
         if (await this.tracker.exists(marker)) throw new SpoolViolation(`File name has been re-used with different files. Spooling assumptions violated for ${marker}`);
@@ -416,6 +421,11 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
       return;
     }
     await this.tracker.clearPosition();
+  }
+
+  /** Makes a completed file's rename (or removal) durable; a lost one has it read again. */
+  private async syncSpoolDir(cur: Current): Promise<void> {
+    await syncDirectory(path.dirname(cur.path)).catch((err: Error) => this.logger.warn(`${this.name}: could not flush directory ${path.dirname(cur.path)}: ${err.message}`));
   }
 
   /**

@@ -166,7 +166,8 @@ export class TaildirSource extends BaseSource implements PollableSource {
         const fingerprints = JSON.stringify(fps);
         // Nothing moved since the last write: leave the files alone.
         if (positions === this.lastWritten && fingerprints === this.lastFingerprints) return;
-        await writeAtomically(fingerprintFileOf(this.options.positionFile), fingerprints);
+        // Same directory: the second write's directory flush covers both renames.
+        await writeAtomically(fingerprintFileOf(this.options.positionFile), fingerprints, false);
         await writeAtomically(this.options.positionFile, positions);
         this.lastWritten = positions;
         this.lastFingerprints = fingerprints;

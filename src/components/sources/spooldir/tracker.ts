@@ -1,5 +1,6 @@
 import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { syncDirectory, syncExistingFile, writeFileSynced } from "../sync-file.ts";
 
 /** The identity and committed position of the file being read. */
 export interface SpoolPosition {
@@ -55,11 +56,23 @@ export class Tracker {
     }
   }
 
-  /** Written after each committed batch; atomically, so a crash leaves the old or the new one. */
+  /**
+   * Written after each committed batch; atomically, so a crash leaves the old or the new one.
+   * Not flushed per batch (that would cost an fsync per batch): a durable channel stores the
+   * same position with the events, and syncPosition() makes it durable before it matters.
+   */
   async writePosition(p: SpoolPosition): Promise<void> {
     const tmp = `${this.metaFile}.tmp`;
     await writeFile(tmp, JSON.stringify(p));
     await rename(tmp, this.metaFile);
+  }
+
+  /**
+   * Flushes the meta file and its name to disk: done before a file is marked done, since from
+   * then on (the channel forgets the position) the meta file alone says it was read to its end.
+   */
+  async syncPosition(): Promise<void> {
+    if (await syncExistingFile(this.metaFile)) await syncDirectory(this.dir);
   }
 
   async clearPosition(): Promise<void> {
@@ -82,6 +95,8 @@ export class Tracker {
 
   async createMarker(p: string, content = ""): Promise<void> {
     await mkdir(path.dirname(p), { recursive: true });
-    await writeFile(p, content, { flag: "wx" });
+    // A COMPLETED marker lost to a power loss would have the whole file read again.
+    await writeFileSynced(p, content, "wx");
+    await syncDirectory(path.dirname(p));
   }
 }

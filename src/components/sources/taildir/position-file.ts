@@ -1,5 +1,6 @@
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rename } from "node:fs/promises";
 import path from "node:path";
+import { syncDirectory, writeFileSynced } from "../sync-file.ts";
 
 /** One entry of Flume's TAILDIR position file. */
 export interface PositionEntry {
@@ -76,12 +77,15 @@ export async function readFingerprints(file: string): Promise<Map<number, Finger
 }
 
 /**
- * Replaces a file atomically (write a temporary file, rename over): a crash leaves either
- * the old or the new content, never a torn file.
+ * Replaces a file atomically and durably (write a temporary file, flush it, rename over,
+ * flush the directory): a crash or power loss leaves either the old or the new content, never
+ * a torn or empty file. `syncDir` false leaves the directory flush to a following write in the
+ * same directory (one fsync for the position and fingerprint files).
  */
-export async function writeAtomically(file: string, content: string): Promise<void> {
+export async function writeAtomically(file: string, content: string, syncDir = true): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });
   const tmp = `${file}.tmp`;
-  await writeFile(tmp, content);
+  await writeFileSynced(tmp, content);
   await rename(tmp, file);
+  if (syncDir) await syncDirectory(path.dirname(file));
 }
