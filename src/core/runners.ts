@@ -231,8 +231,15 @@ export class SourceRunner implements LifecycleAware {
   }
 
   async start(): Promise<void> {
-    this.source.getChannelProcessor().initialize();
-    await this.source.start();
+    const processor = this.source.getChannelProcessor();
+    processor.initialize();
+    try {
+      await this.source.start();
+    } catch (err) {
+      // The supervisor retries the start, which initializes again: close to pair them up.
+      processor.close();
+      throw err;
+    }
     this.loop?.start();
     this.state = "START";
   }
