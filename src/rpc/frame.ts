@@ -45,6 +45,11 @@ export class FrameDecoder {
     return this.available > 0 || this.count >= 0;
   }
 
+  /** Bytes held for the frame not yet complete (its buffers so far and what is not decoded yet). */
+  get bufferedBytes(): number {
+    return this.available + (this.count >= 0 ? this.frameBytes : 0);
+  }
+
   /** Adds a chunk; returns the frames it completed. Throws RpcProtocolError on invalid framing. */
   push(chunk: Buffer): Frame[] {
     if (chunk.length > 0) {
@@ -135,6 +140,13 @@ export function encodeFrame(serial: number, buffers: readonly Uint8Array[]): Buf
     pos += 4 + b.length;
   }
   return out;
+}
+
+/** The payload bytes of a frame. */
+export function frameSize(frame: Frame): number {
+  let n = 0;
+  for (const b of frame.buffers) n += b.length;
+  return n;
 }
 
 /** The frame's payload as one buffer (no copy for a single buffer). */

@@ -28,6 +28,8 @@ export interface AvroRpcServerOptions {
   limits?: FrameLimits;
   /** Frames queued per connection before we stop reading from it (backpressure). */
   maxQueuedFrames?: number;
+  /** Request bytes buffered per connection before we stop reading from it; default: the max frame size + 1 MiB. */
+  maxBufferedBytes?: number;
   logger?: Logger;
   /** Prefix for log lines, e.g. "Avro source r1". */
   label?: string;
@@ -35,6 +37,8 @@ export interface AvroRpcServerOptions {
 }
 
 const EMPTY = Buffer.alloc(0);
+/** Room beyond one frame of the maximum size, so the next request can arrive while one is served. */
+const BUFFER_SLACK = 1024 * 1024;
 const META_EMPTY = Buffer.from([0]);
 const MAX_FAILURES_LOGGED = 3;
 /** Client protocols remembered; clients with a new hash each time must not grow memory without bound. */
@@ -96,6 +100,20 @@ export class AvroRpcServer {
 
   get connectionCount(): number {
     return this.connections.size;
+  }
+
+  /** Request bytes buffered now over all connections. */
+  get bufferedBytes(): number {
+    let n = 0;
+    for (const c of this.connections) n += c.transport.bufferedBytes;
+    return n;
+  }
+
+  /** @internal The most request bytes one open connection has held at once. */
+  get peakBufferedBytes(): number {
+    let n = 0;
+    for (const c of this.connections) n = Math.max(n, c.transport.peakBufferedBytes);
+    return n;
   }
 
   /** Starts listening; resolves with the bound port. */
@@ -194,9 +212,10 @@ class ServerConnection {
   ) {
     const o = server.options;
     this.maxQueued = o.maxQueuedFrames ?? 16;
+    const limits = o.limits ?? DEFAULT_FRAME_LIMITS;
     this.transport = new FramedTransport(
       socket,
-      { compression: o.compression ?? "none", compressionLevel: 6, limits: o.limits ?? DEFAULT_FRAME_LIMITS },
+      { compression: o.compression ?? "none", compressionLevel: 6, limits, maxBufferedBytes: o.maxBufferedBytes ?? limits.maxFrameBytes + BUFFER_SLACK },
       {
         onFrames: (frames) => this.enqueue(frames),
         onError: (err) => {
@@ -230,6 +249,7 @@ class ServerConnection {
       while (this.queue.length > 0 && this.transport.isOpen) {
         const frame = this.queue.shift() as Frame;
         const answer = await this.respond(frame);
+        this.transport.release(frame);
         this.transport.send(answer);
         // A client that pipelines calls without reading the answers must not make us buffer them without bound.
         await this.transport.drained();

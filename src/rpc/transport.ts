@@ -1,7 +1,7 @@
 import type { Socket } from "node:net";
 import zlib from "node:zlib";
 import { RpcProtocolError } from "./errors.ts";
-import { DEFAULT_FRAME_LIMITS, FrameDecoder, type Frame, type FrameLimits } from "./frame.ts";
+import { DEFAULT_FRAME_LIMITS, FrameDecoder, frameSize, type Frame, type FrameLimits } from "./frame.ts";
 
 export type CompressionType = "none" | "deflate";
 
@@ -10,6 +10,12 @@ export interface TransportOptions {
   /** zlib level for what we send (Flume: 6). */
   compressionLevel?: number;
   limits?: FrameLimits;
+  /**
+   * Most bytes of requests held for this connection: frames handed to the receiver and not yet
+   * release()d, plus the frame being decoded. Beyond it reading (and inflating) pauses until the
+   * receiver releases frames. Absent: no accounting (the receiver does not call release()).
+   */
+  maxBufferedBytes?: number;
 }
 
 export interface TransportHandlers {
@@ -47,6 +53,14 @@ export class FramedTransport {
   private readonly inflater: zlib.Inflate | null = null;
   private failed = false;
   private closed = false;
+  private readonly maxBuffered: number;
+  /** Bytes of frames handed to the receiver and not yet released. */
+  private held = 0;
+  /** Highest bufferedBytes seen on this connection. */
+  peakBufferedBytes = 0;
+  private receiverPaused = false;
+  private bytesPaused = false;
+  private flowPaused = false;
 
   constructor(
     readonly socket: Socket,
@@ -56,6 +70,7 @@ export class FramedTransport {
     this.peer = peerName(socket);
     socket.setNoDelay(true);
     this.decoder = new FrameDecoder(options.limits ?? DEFAULT_FRAME_LIMITS);
+    this.maxBuffered = options.maxBufferedBytes ?? Infinity;
     if (options.compression === "deflate") {
       const deflater = zlib.createDeflate({ level: options.compressionLevel ?? 6 });
       deflater.on("data", (chunk: Buffer) => {
@@ -120,12 +135,44 @@ export class FramedTransport {
     });
   }
 
+  /** Request bytes held for this connection (see TransportOptions.maxBufferedBytes). */
+  get bufferedBytes(): number {
+    return this.held + this.decoder.bufferedBytes + (this.inflater?.readableLength ?? 0);
+  }
+
+  /** The receiver is done with a frame it was handed: its bytes no longer count. */
+  release(frame: Frame): void {
+    if (this.maxBuffered === Infinity) return;
+    this.held -= frameSize(frame);
+    if (this.bytesPaused && (this.held === 0 || this.bufferedBytes <= this.maxBuffered / 2)) {
+      this.bytesPaused = false;
+      this.applyFlow();
+    }
+  }
+
   pause(): void {
-    this.socket.pause();
+    this.receiverPaused = true;
+    this.applyFlow();
   }
 
   resume(): void {
-    this.socket.resume();
+    this.receiverPaused = false;
+    this.applyFlow();
+  }
+
+  /** Reads while neither the receiver nor the byte limit asks for a pause. */
+  private applyFlow(): void {
+    const pause = this.receiverPaused || this.bytesPaused;
+    if (pause === this.flowPaused) return;
+    this.flowPaused = pause;
+    // The inflater too: compressed bytes already read would otherwise keep inflating (a deflate bomb).
+    if (pause) {
+      this.socket.pause();
+      this.inflater?.pause();
+    } else {
+      this.socket.resume();
+      this.inflater?.resume();
+    }
   }
 
   /** Ends the connection after pending writes (finishing the zlib stream). */
@@ -153,6 +200,16 @@ export class FramedTransport {
     } catch (err) {
       this.fail(err as Error);
       return;
+    }
+    if (this.maxBuffered !== Infinity) {
+      for (const f of frames) this.held += frameSize(f);
+      const buffered = this.bufferedBytes;
+      if (buffered > this.peakBufferedBytes) this.peakBufferedBytes = buffered;
+      // Only frames the receiver will release can free room; an unfinished frame alone needs more bytes.
+      if (buffered > this.maxBuffered && this.held > 0 && !this.bytesPaused) {
+        this.bytesPaused = true;
+        this.applyFlow();
+      }
     }
     if (frames.length > 0) this.handlers.onFrames(frames);
   }

@@ -19,6 +19,8 @@ export interface AvroSourceOptions {
   tls: TlsSettings;
   ipFilterRules: string | null;
   limits: FrameLimits;
+  /** Request bytes buffered per connection (absent: max-frame-size + 1 MiB). */
+  maxBufferedBytes?: number;
 }
 
 /**
@@ -57,6 +59,7 @@ export class AvroSource extends BaseSource implements EventDrivenSource, RpcRequ
       tls: o.ssl ? serverTlsOptions(o.tls) : undefined,
       ipFilter: o.ipFilterRules ? new IpFilter(parseIpFilterRules(o.ipFilterRules)) : undefined,
       limits: o.limits,
+      maxBufferedBytes: o.maxBufferedBytes,
       logger: this.logger,
       label: this.label,
       onConnectionCountChange: (n) => this.counter.set("OpenConnectionCount", n),
@@ -165,10 +168,15 @@ export const definition: ComponentDefinition<AvroSource> = {
       { key: "ipFilter", type: "boolean", default: false, doc: "Filter connecting clients by ipFilterRules" },
       { key: "ipFilterRules", type: "string", doc: "Comma-separated allow|deny:ip|name:pattern rules, first match wins, e.g. allow:ip:127.*,deny:name:localhost" },
       ...FRAME_LIMIT_PROPS,
+      { key: "max-buffered-bytes", type: "int", min: 1024, doc: "Most request bytes buffered per connection (decoded and not yet answered); reading from the client pauses beyond it. Default: max-frame-size + 1 MiB (Flume TS only)" },
     ],
   },
   validate(config) {
     const errors: { key: string; message: string }[] = [];
+    const buffered = config.values["max-buffered-bytes"];
+    if (buffered !== undefined && config.int("max-buffered-bytes") < config.int("max-frame-size")) {
+      errors.push({ key: "max-buffered-bytes", message: `must be at least max-frame-size (${config.int("max-frame-size")}) so that one request fits, got ${config.int("max-buffered-bytes")}` });
+    }
     if (config.boolean("ipFilter")) {
       try {
         parseIpFilterRules(config.string("ipFilterRules"));
@@ -197,6 +205,7 @@ export const definition: ComponentDefinition<AvroSource> = {
       tls: tlsSettings(config),
       ipFilterRules: config.boolean("ipFilter") ? config.string("ipFilterRules") : null,
       limits: { maxFrameBytes: config.int("max-frame-size"), maxBuffers: config.int("max-frame-buffers") },
+      maxBufferedBytes: config.values["max-buffered-bytes"] === undefined ? undefined : config.int("max-buffered-bytes"),
     });
   },
 };
