@@ -20,13 +20,15 @@ export interface ExecOptions {
   batchTimeout: number;
   charset: string;
   maxLineLength: number;
+  /** On stop: ms after SIGTERM that the command's remaining output is still read, then SIGKILL. */
+  stopTimeout: number;
 }
 
 /** First and longest wait between retries of a batch the channel refused. */
 const RETRY_START_MS = 100;
 const RETRY_MAX_MS = 5000;
-/** After SIGTERM, how long a child gets before SIGKILL on stop. */
-const KILL_GRACE_MS = 5000;
+/** After SIGKILL, how long the pipe is still read (a grandchild outside the group may hold it open). */
+const AFTER_KILL_MS = 200;
 
 /**
  * Flume's exec source: runs a command and turns each line of its standard output into an
@@ -78,12 +80,13 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
   }
 
   /**
-   * SIGTERM to the command's process group (a shell's children too), SIGKILL after a grace
-   * period; then stop reading, since a grandchild may keep the pipe open.
+   * SIGTERM to the command's process group (a shell's children too). What it prints while
+   * shutting down is still read and delivered until its output ends, for up to stopTimeout ms;
+   * then SIGKILL, and reading stops shortly after (a grandchild may keep the pipe open).
    */
   private kill(): void {
     const child = this.child;
-    if (!child) return;
+    if (!child || child.pid === undefined) return;
     const signal = (sig: NodeJS.Signals) => {
       try {
         if (child.pid !== undefined) process.kill(-child.pid, sig);
@@ -91,15 +94,19 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
         child.kill(sig);
       }
     };
-    if (child.exitCode === null && child.signalCode === null) {
-      signal("SIGTERM");
-      const t = this.clock.setTimeout(() => {
-        if (child.exitCode === null && child.signalCode === null) signal("SIGKILL");
-      }, KILL_GRACE_MS);
-      child.once("exit", () => this.clock.clearTimeout(t));
-    }
-    const t2 = this.clock.setTimeout(() => child.stdout?.destroy(), 200);
-    child.once("close", () => this.clock.clearTimeout(t2));
+    if (child.exitCode === null && child.signalCode === null) signal("SIGTERM");
+    let t2: TimerHandle | null = null;
+    const t = this.clock.setTimeout(() => {
+      if (child.exitCode === null && child.signalCode === null) {
+        this.logger.warn(`${this.name}: [${this.options.command}] still running ${this.options.stopTimeout} ms after SIGTERM; sending SIGKILL`);
+        signal("SIGKILL");
+      }
+      t2 = this.clock.setTimeout(() => child.stdout?.destroy(), AFTER_KILL_MS);
+    }, this.options.stopTimeout);
+    child.once("close", () => {
+      this.clock.clearTimeout(t);
+      if (t2) this.clock.clearTimeout(t2);
+    });
   }
 
   private sleep(ms: number): Promise<void> {
@@ -146,9 +153,12 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
     // Its own process group, so stop() can signal the command and everything it started.
     const child = spawn(file, args, { stdio: ["ignore", "pipe", "pipe"], detached: true });
     this.child = child;
+    let spawnFailed = false;
     const exited = new Promise<string>((resolve) => {
-      child.once("error", (err) => {
-        this.logger.error(`Failed while running command: ${this.options.command}: ${err.message}`);
+      child.once("error", (err: NodeJS.ErrnoException) => {
+        spawnFailed = true;
+        const why = err.code === "ENOENT" ? `${file} not found (check the command, shell and PATH)` : err.code === "EACCES" ? `${file} is not executable` : err.message;
+        this.logger.error(`Failed while running command: ${this.options.command}: ${why}`);
         resolve("unknown");
       });
       child.once("close", (code, signal) => resolve(code !== null ? String(code) : String(signal)));
@@ -176,7 +186,8 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
           }
         }
       } catch (err) {
-        this.logger.error(`${this.name}: error reading the output of [${this.options.command}]: ${(err as Error).message}`);
+        // A command that could not be started has no output: its error was logged once above.
+        if (!spawnFailed) this.logger.error(`${this.name}: error reading the output of [${this.options.command}]: ${(err as Error).message}`);
       }
       const last = splitter.flush();
       if (last !== null) {
@@ -289,6 +300,13 @@ export const definition: ComponentDefinition<ExecSource> = {
       { key: "batchTimeout", type: "int", default: 3000, min: 1, doc: "Milliseconds to wait before sending a batch that is not full" },
       { key: "charset", type: "string", default: "UTF-8", doc: "Charset of the command's output" },
       { key: "maxLineLength", type: "int", default: 16 * 1024 * 1024, min: 1, doc: "Flume TS extension: longest line in bytes; longer lines are emitted in pieces" },
+      {
+        key: "stopTimeout",
+        type: "int",
+        default: 5000,
+        min: 0,
+        doc: "Flume TS extension: on stop, milliseconds after SIGTERM during which the command's remaining output is still read and delivered; then SIGKILL",
+      },
     ],
   },
   create(config, ctx) {
@@ -303,6 +321,7 @@ export const definition: ComponentDefinition<ExecSource> = {
       batchTimeout: config.int("batchTimeout"),
       charset: config.string("charset"),
       maxLineLength: config.int("maxLineLength"),
+      stopTimeout: config.int("stopTimeout"),
     });
   },
   validate,
