@@ -1,4 +1,4 @@
-import { readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { type ArgsDef, defineCommand } from "citty";
 import { Agent } from "../agent/agent.ts";
@@ -139,11 +139,9 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   for (const n of notes) log.info(n);
   const file = path.resolve(o.file);
   let result;
-  // Taken before the config is read: a save during the start is then seen by the first poll.
-  let loadedMtime = 0;
+  // Read before the config is parsed: a save during the start is then seen by the first poll.
   let loadedText = "";
   try {
-    loadedMtime = statSync(file).mtimeMs;
     loadedText = decodeProperties(readFileSync(file));
     result = loadConfig(file, o);
   } catch (err) {
@@ -258,30 +256,45 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   stats?.start();
 
   if (o.reload && o.pollIntervalSec > 0) {
+    // The text last handled; the content is compared on every poll (two saves within one
+    // mtime tick would look unchanged to an mtime check, and the file is small).
     let lastText = loadedText;
-    let lastMtime = loadedMtime;
+    // Why building lastText failed (a file it names missing, a resource busy): such a failure
+    // may pass without the file changing, so it is tried again on each poll, logged once.
+    let buildFailure: string | null = null;
     let reloading = false;
     reloadTimer = setInterval(async () => {
       if (reloading) return;
       reloading = true;
+      let retry = false;
       try {
-        const mtime = statSync(file).mtimeMs;
-        if (mtime === lastMtime) return;
-        lastMtime = mtime;
         const text = decodeProperties(readFileSync(file));
-        if (text === lastText) return;
+        if (text === lastText && buildFailure === null) return;
+        retry = text === lastText;
         lastText = text;
+        if (!retry) buildFailure = null;
         const next = loadConfig(file, o);
         const bad = next.problems.filter((p) => p.severity === "error");
-        // Warnings too (an unknown property's "did you mean"), as at startup.
-        for (const p of next.problems) (p.severity === "error" ? log.error : log.warn)(formatProblem(p));
-        if (!next.config || (bad.length > 0 && !o.lenient)) {
+        // Warnings too (an unknown property's "did you mean"), as at startup; once per change.
+        const invalid = !next.config || (bad.length > 0 && !o.lenient);
+        if (!retry || invalid) for (const p of next.problems) (p.severity === "error" ? log.error : log.warn)(formatProblem(p));
+        if (!next.config || invalid) {
+          buildFailure = null;
           log.error(`${o.file} changed but has ${bad.length} error(s); keeping the running configuration`);
           return;
         }
         // --lenient applies to reloads too, as at startup: the broken components are dropped.
-        if (bad.length > 0) for (const w of dropBroken(next.config, next.problems)) log.warn(w);
-        const r = await agent.reload(next.config);
+        if (bad.length > 0) for (const w of dropBroken(next.config, next.problems)) if (!retry) log.warn(w);
+        let r;
+        try {
+          r = await agent.reload(next.config);
+        } catch (err) {
+          const message = (err as Error).message;
+          if (message !== buildFailure) log.error(`reload of ${o.file} failed: ${message}; keeping the running configuration, trying again on each poll`);
+          buildFailure = message;
+          return;
+        }
+        buildFailure = null;
         log.success(`reloaded ${o.file}: started [${r.started.join(", ")}], stopped [${r.stopped.join(", ")}], kept [${r.kept.join(", ")}]`);
       } catch (err) {
         log.error(`reload of ${o.file} failed: ${(err as Error).message}; keeping the running configuration`);
