@@ -150,9 +150,11 @@ export class AvroRpcServer {
   }
 
   private accept(socket: net.Socket): void {
+    // Read once now: a socket reset later (or while the filter runs) may no longer tell.
+    const peer = peerName(socket);
     socket.setNoDelay(true);
     const filter = this.options.ipFilter;
-    if (!filter) return this.open(socket);
+    if (!filter) return this.open(socket, peer);
     socket.pause();
     // Until the transport owns the socket, a reset must not surface as an unhandled error.
     const ignore = () => {};
@@ -161,10 +163,10 @@ export class AvroRpcServer {
       (ok) => {
         socket.off("error", ignore);
         if (!ok) {
-          this.logger.info(`${this.label}: connection from ${peerName(socket)} refused by ipFilterRules`);
+          this.logger.info(`${this.label}: connection from ${peer} refused by ipFilterRules`);
           socket.destroy();
         } else if (!socket.destroyed) {
-          this.open(socket);
+          this.open(socket, peer);
           socket.resume();
         }
       },
@@ -172,12 +174,12 @@ export class AvroRpcServer {
     );
   }
 
-  private open(socket: net.Socket): void {
+  private open(socket: net.Socket, peer: string): void {
     if (!this.server) {
       socket.destroy();
       return;
     }
-    const conn = new ServerConnection(this, socket);
+    const conn = new ServerConnection(this, socket, peer);
     this.connections.add(conn);
     this.options.onConnectionCountChange?.(this.connections.size);
   }
@@ -209,13 +211,14 @@ class ServerConnection {
   constructor(
     private readonly server: AvroRpcServer,
     socket: net.Socket,
+    peer: string,
   ) {
     const o = server.options;
     this.maxQueued = o.maxQueuedFrames ?? 16;
     const limits = o.limits ?? DEFAULT_FRAME_LIMITS;
     this.transport = new FramedTransport(
       socket,
-      { compression: o.compression ?? "none", compressionLevel: 6, limits, maxBufferedBytes: o.maxBufferedBytes ?? limits.maxFrameBytes + BUFFER_SLACK },
+      { compression: o.compression ?? "none", compressionLevel: 6, limits, peer, maxBufferedBytes: o.maxBufferedBytes ?? limits.maxFrameBytes + BUFFER_SLACK },
       {
         onFrames: (frames) => this.enqueue(frames),
         onError: (err) => {

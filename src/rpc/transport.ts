@@ -10,6 +10,8 @@ export interface TransportOptions {
   /** zlib level for what we send (Flume: 6). */
   compressionLevel?: number;
   limits?: FrameLimits;
+  /** The peer's name for logs, as read when the connection was accepted (default: read now). */
+  peer?: string;
   /**
    * Most bytes of requests held for this connection: frames handed to the receiver and not yet
    * release()d, plus the frame being decoded. Beyond it reading (and inflating) pauses until the
@@ -31,8 +33,15 @@ export interface TransportHandlers {
   onEnd?(): void;
 }
 
-/** "1.2.3.4:5678" for logs; IPv4-mapped IPv6 addresses shown as IPv4. */
+/** Named in logs for a client the runtime has no address for (Bun reports none once a connection was reset). */
+export const UNKNOWN_PEER = "an unknown peer (connection reset before its address was known)";
+
+/**
+ * "1.2.3.4:5678" for logs; IPv4-mapped IPv6 addresses shown as IPv4. Read it once when the
+ * connection is accepted: after a reset the socket may no longer tell.
+ */
 export function peerName(socket: Socket): string {
+  if (!socket.remoteAddress) return UNKNOWN_PEER;
   return `${peerAddress(socket)}:${socket.remotePort ?? "?"}`;
 }
 
@@ -67,7 +76,7 @@ export class FramedTransport {
     options: TransportOptions,
     private readonly handlers: TransportHandlers,
   ) {
-    this.peer = peerName(socket);
+    this.peer = options.peer ?? peerName(socket);
     socket.setNoDelay(true);
     this.decoder = new FrameDecoder(options.limits ?? DEFAULT_FRAME_LIMITS);
     this.maxBuffered = options.maxBufferedBytes ?? Infinity;

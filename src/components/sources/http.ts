@@ -1,5 +1,6 @@
 import http from "node:http";
 import https from "node:https";
+import type { Socket } from "node:net";
 import type { TlsOptions } from "node:tls";
 import type { ComponentConfig } from "../../config/schema.ts";
 import { ChannelException, ConfigurationError } from "../../core/errors.ts";
@@ -10,7 +11,7 @@ import { BaseSource } from "./base.ts";
 import { BlobHandler } from "./http-handlers/blob.ts";
 import { HttpBadRequestError, type HttpSourceHandler } from "./http-handlers/handler.ts";
 import { JsonHandler } from "./http-handlers/json.ts";
-import { plainIp } from "./syslog/delivery.ts";
+import { peerName } from "../../rpc/transport.ts";
 import { TLS_PROPS, tlsErrors, tlsServerOptions } from "./tls-pem.ts";
 
 const JSON_HANDLERS = ["org.apache.flume.source.http.JSONHandler", "JSON"];
@@ -37,6 +38,8 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
   readonly kind = "event-driven";
   private server: http.Server | null = null;
   private stopping = false;
+  /** Peer names read when each connection was accepted: Bun's sockets forget the address once reset. */
+  private readonly peers = new WeakMap<object, string>();
 
   constructor(
     ctx: ComponentContext,
@@ -57,7 +60,7 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
       this.handle(req, res).catch((err: Error) => {
         // A bug here must cost one request, not the agent.
         this.counter.values.GenericProcessingFail++;
-        this.logger.error(`http source ${this.name}: unexpected error serving ${plainIp(req.socket.remoteAddress)}:${req.socket.remotePort}: ${err.message}`);
+        this.logger.error(`http source ${this.name}: unexpected error serving ${this.peerOf(req.socket)}: ${err.message}`);
         this.reply(res, 500, `Unexpected error: ${err.message}`);
       });
     };
@@ -70,12 +73,13 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
       });
     });
     server.on("error", (err) => this.logger.error(`http source ${this.name}: ${err.message}`));
+    server.on("connection", (socket: Socket) => this.peers.set(socket, peerName(socket)));
     server.on("clientError", (err, socket) => {
-      this.logger.warn(`http source ${this.name}: bad HTTP from ${plainIp((socket as { remoteAddress?: string }).remoteAddress)}: ${err.message}`);
+      this.logger.warn(`http source ${this.name}: bad HTTP from ${this.peerOf(socket)}: ${err.message}`);
       if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
       else socket.destroy();
     });
-    if (this.options.tls) server.on("tlsClientError", (err, socket) => this.logger.warn(`http source ${this.name}: TLS handshake with ${plainIp(socket.remoteAddress)} failed: ${err.message}`));
+    if (this.options.tls) server.on("tlsClientError", (err, socket) => this.logger.warn(`http source ${this.name}: TLS handshake with ${this.peerOf(socket)} failed: ${err.message}`));
     this.server = server;
     this.state = "START";
     this.logger.info(`http source ${this.name} listening on ${this.options.tls ? "https" : "http"}://${this.options.bind}:${this.port}`);
@@ -95,6 +99,11 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
     }
     this.counter.stop();
     this.state = "STOP";
+  }
+
+  /** The peer's name as read when it connected (read now if that was missed). */
+  private peerOf(socket: object): string {
+    return this.peers.get(socket) ?? peerName(socket as Socket);
   }
 
   private reply(res: http.ServerResponse, status: number, message: string, extra: Record<string, string> = {}): void {
@@ -127,7 +136,7 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const peer = `${plainIp(req.socket.remoteAddress)}:${req.socket.remotePort}`;
+    const peer = this.peerOf(req.socket);
     const c = this.counter.values;
     if (req.method !== "POST" && req.method !== "GET") {
       req.resume();

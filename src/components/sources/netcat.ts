@@ -1,6 +1,7 @@
 import net from "node:net";
 import type { Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
+import { peerName } from "../../rpc/transport.ts";
 import type { ComponentContext, ComponentDefinition } from "../component.ts";
 import { BaseSource } from "./base.ts";
 
@@ -65,7 +66,7 @@ export class NetcatSource extends BaseSource implements EventDrivenSource {
   }
 
   private serve(socket: net.Socket): void {
-    const peer = `${socket.remoteAddress}:${socket.remotePort}`;
+    const peer = peerName(socket);
     socket.setNoDelay(true);
     this.sockets.add(socket);
     this.counter.values.OpenConnectionCount++;

@@ -2,6 +2,7 @@ import net from "node:net";
 import tls from "node:tls";
 import type { Event } from "../../../core/event.ts";
 import type { EventDrivenSource } from "../../../core/source.ts";
+import { peerName } from "../../../rpc/transport.ts";
 import type { ComponentContext } from "../../component.ts";
 import { NetworkSource, plainIp, reverseName } from "./delivery.ts";
 import { type Frame, SyslogFrameDecoder } from "./framing.ts";
@@ -97,7 +98,7 @@ export class SyslogTcpSource extends NetworkSource implements EventDrivenSource 
         server.on("error", (err) => this.logger.error(`${this.describe()}: ${err.message}`));
         if (server instanceof tls.Server)
           server.on("tlsClientError", (err, s) => {
-            this.logger.warn(`${this.describe()}: TLS handshake with ${plainIp(s.remoteAddress)}:${s.remotePort} failed: ${err.message}`);
+            this.logger.warn(`${this.describe()}: TLS handshake with ${peerName(s)} failed: ${err.message}`);
             // Bun leaves the socket open after a handshake timeout; a silent client would hold it forever.
             s.destroy();
           });
@@ -108,7 +109,7 @@ export class SyslogTcpSource extends NetworkSource implements EventDrivenSource 
 
   private serve(socket: net.Socket): void {
     const ip = plainIp(socket.remoteAddress);
-    const peer = `${ip}:${socket.remotePort}`;
+    const peer = peerName(socket);
     const localPort = String(socket.localPort);
     const o = this.options;
     const decoder = new SyslogFrameDecoder(o.eventSize);
