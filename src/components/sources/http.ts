@@ -13,6 +13,7 @@ import { HttpBadRequestError, type HttpSourceHandler } from "./http-handlers/han
 import { JsonHandler } from "./http-handlers/json.ts";
 import { peerName } from "../../rpc/transport.ts";
 import { TLS_PROPS, tlsErrors, tlsServerOptions } from "./tls-pem.ts";
+import { WarningThrottle } from "./warning-throttle.ts";
 
 const JSON_HANDLERS = ["org.apache.flume.source.http.JSONHandler", "JSON"];
 const BLOB_HANDLERS = ["org.apache.flume.source.http.BLOBHandler", "org.apache.flume.sink.solr.morphline.BlobHandler", "BLOB"];
@@ -40,12 +41,15 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
   private stopping = false;
   /** Peer names read when each connection was accepted: Bun's sockets forget the address once reset. */
   private readonly peers = new WeakMap<object, string>();
+  /** A full channel refuses every request: one line per interval, not one per request. */
+  private readonly refusals: WarningThrottle;
 
   constructor(
     ctx: ComponentContext,
     readonly options: HttpSourceOptions,
   ) {
     super(ctx);
+    this.refusals = new WarningThrottle(this.clock, (m) => this.logger.warn(m));
   }
 
   get port(): number {
@@ -97,6 +101,7 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
       await closed;
       this.clock.clearTimeout(timer);
     }
+    this.refusals.stop();
     this.counter.stop();
     this.state = "STOP";
   }
@@ -186,7 +191,7 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
     } catch (err) {
       if (err instanceof ChannelException) {
         c.ChannelWriteFail++;
-        this.logger.warn(`http source ${this.name}: channel refused ${events.length} events from ${peer} (answered 503): ${err.message}`);
+        this.refusals.warn(`http source ${this.name}: channel refused ${events.length} events from ${peer} (answered 503): ${err.message}`);
         this.reply(res, 503, `Error appending event to channel. Channel might be full. ${err.message}`, { "Retry-After": String(this.options.retryAfter) });
       } else {
         c.GenericProcessingFail++;

@@ -4,6 +4,7 @@ import type { EventDrivenSource } from "../../core/source.ts";
 import { peerName } from "../../rpc/transport.ts";
 import type { ComponentContext, ComponentDefinition } from "../component.ts";
 import { BaseSource } from "./base.ts";
+import { WarningThrottle } from "./warning-throttle.ts";
 
 export interface NetcatOptions {
   bind: string;
@@ -25,12 +26,15 @@ export class NetcatSource extends BaseSource implements EventDrivenSource {
   readonly kind = "event-driven";
   private server: net.Server | null = null;
   private readonly sockets = new Set<net.Socket>();
+  /** A full channel refuses every batch: one line per interval, not one per batch. */
+  private readonly refusals: WarningThrottle;
 
   constructor(
     ctx: ComponentContext,
     private readonly options: NetcatOptions,
   ) {
     super(ctx);
+    this.refusals = new WarningThrottle(this.clock, (m) => this.logger.warn(m));
   }
 
   /** The port actually bound (useful with port 0). */
@@ -61,6 +65,7 @@ export class NetcatSource extends BaseSource implements EventDrivenSource {
     this.server = null;
     for (const s of this.sockets) s.destroy();
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+    this.refusals.stop();
     this.counter.stop();
     this.state = "STOP";
   }
@@ -160,7 +165,7 @@ export class NetcatSource extends BaseSource implements EventDrivenSource {
     } catch (err) {
       c.ChannelWriteFail++;
       const message = (err as Error).message;
-      this.logger.warn(`netcat source ${this.name}: error processing ${events.length} events: ${message}`);
+      this.refusals.warn(`netcat source ${this.name}: error processing ${events.length} events: ${message}`);
       if (!socket.destroyed) socket.write(`FAILED: ${message}\n`.repeat(events.length));
     }
   }
