@@ -22,6 +22,16 @@ export class CorruptEventError extends Error {
   }
 }
 
+/**
+ * The active data file has no name any more (deleted, or its directory was): writes to it are
+ * lost at restart. The message follows "cannot write to <file>: ".
+ */
+export class DeletedSegmentError extends Error {
+  constructor(readonly file: string) {
+    super(`it was deleted while the channel was running (or its directory was); commits written to it would be lost at restart, so they are refused until the channel is restarted`);
+  }
+}
+
 function writeAll(fd: number, buf: Buffer, position: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const step = (done: number): void => {
@@ -155,6 +165,8 @@ export class SegmentLog {
       await writeGroup(fd, bufs, total, offset);
       if (sync) await datasync(fd);
       else this.dirty = true;
+      // One fstat per group, not per event: a file without links takes writes that vanish.
+      if (fs.fstatSync(fd).nlink === 0) throw new DeletedSegmentError(seg.path);
     } catch (err) {
       try {
         fs.ftruncateSync(fd, offset);
