@@ -130,7 +130,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
     this.pending = null;
     await this.storeRetiredPositions();
     await this.writePositions();
-    for (const f of this.files.values()) await f.close();
+    for (const f of this.files.values()) await f.release();
     this.files.clear();
     if (positionFileOwners.get(this.options.positionFile) === this.name) positionFileOwners.delete(this.options.positionFile);
     this.counter.stop();
@@ -472,7 +472,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
     this.files.delete(tf.inode);
     this.fingerprints.delete(tf.inode);
     if (this.durable) this.retiredSinceCommit = true;
-    void tf.close();
+    void tf.release();
     this.logger.info(`Closed file: ${tf.path}, inode: ${tf.inode}, pos: ${tf.pos} (${why})`);
   }
 

@@ -49,3 +49,17 @@ test("TAILDIR: two reads that open a closed file at once share one descriptor", 
   await tf.close();
   expect(openDescriptors(file)).toBe(0);
 });
+
+test("TAILDIR: a file that was let go is not opened again by a later position write", async () => {
+  const t = tempDir("flume-review2-taildir-leak3-");
+  cleanups.push(t.cleanup);
+  const file = path.join(t.dir, "app.log");
+  writeFileSync(file, "a1\na2\n");
+  const { ino } = statSync(file);
+  const tf = new TailFile({ path: file, inode: ino, group: "g1", headers: {}, pos: 6, maxLineLength: 1024, onOverlong: () => {} }, 0);
+  await tf.readAt(0, 2);
+  // Let go between the two reads of a fingerprint (head, then tail).
+  await tf.release();
+  expect(await tf.fingerprint()).toBeNull();
+  expect(openDescriptors(file)).toBe(0);
+});

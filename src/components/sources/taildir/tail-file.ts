@@ -56,6 +56,8 @@ export class TailFile {
   private opening: Promise<void> | null = null;
   /** Bumped by close(), so an open in flight knows its descriptor is not wanted any more. */
   private closes = 0;
+  /** Let go for good (deleted, or rotated away and drained): never opened again. */
+  private released = false;
   /** Size from the last stat. */
   size = 0;
   /** Still matched by its group's pattern (false after it was rotated away). */
@@ -103,6 +105,7 @@ export class TailFile {
 
   async ensureOpen(): Promise<void> {
     if (this.handle) return;
+    if (this.released) throw new Error(`${this.path} (inode ${this.inode}) is no longer tailed`);
     // Callers racing to open (a poll's read and a timed position write) share one open.
     this.opening ??= this.openChecked().finally(() => {
       this.opening = null;
@@ -141,6 +144,12 @@ export class TailFile {
     const h = this.handle;
     this.handle = null;
     await h?.close().catch(() => {});
+  }
+
+  /** Closes for good: a position write still fingerprinting the file must not reopen it. */
+  release(): Promise<void> {
+    this.released = true;
+    return this.close();
   }
 
   /** True when bytes past what was read exist, or complete lines wait in the splitter. */
