@@ -94,10 +94,14 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
         child.kill(sig);
       }
     };
-    if (child.exitCode === null && child.signalCode === null) signal("SIGTERM");
+    const exited = () => child.exitCode !== null || child.signalCode !== null;
+    // Output still open after the command exited: something it started in the background holds it.
+    const outputOpen = () => child.stdout !== null && !child.stdout.destroyed && !child.stdout.readableEnded;
+    if (exited() && !outputOpen()) return;
+    signal("SIGTERM");
     let t2: TimerHandle | null = null;
     const t = this.clock.setTimeout(() => {
-      if (child.exitCode === null && child.signalCode === null) {
+      if (!exited() || outputOpen()) {
         this.logger.warn(`${this.name}: [${this.options.command}] still running ${this.options.stopTimeout} ms after SIGTERM; sending SIGKILL`);
         signal("SIGKILL");
       }

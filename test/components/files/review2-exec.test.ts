@@ -1,4 +1,5 @@
 import { expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import { definition, ExecSource } from "../../../src/components/sources/exec.ts";
 import { bodies, build, context, drain, until, wire } from "./harness.ts";
 
@@ -38,4 +39,21 @@ test("exec: a command that does not exist gives one error naming it, and no stre
   expect(errors.length).toBe(1);
   expect(errors[0]).toContain("/nonexistent/flume-review2-command");
   expect(errors[0]).not.toContain("Premature close");
+});
+
+test("exec: stop also ends what the command left running in the background holding its output", async () => {
+  const { src, channel } = make({ command: "sleep 30 & echo $!", shell: "/bin/sh -c", batchSize: "1" });
+  src.start();
+  await until(() => channel.size === 1, "background pid");
+  const pid = Number(bodies(await drain(channel))[0]);
+  await src.stop();
+  // Killed is enough: a zombie waits for init to reap it.
+  const alive = () => {
+    try {
+      return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+    } catch {
+      return false;
+    }
+  };
+  await until(() => !alive(), `background process ${pid} to end`, 3000);
 });
