@@ -191,11 +191,6 @@ export class SinkRunner implements LifecycleAware {
     this.loop.interrupt();
   }
 
-  /** Wakes the runner from a BACKOFF sleep only: a failing sink keeps its error sleep. */
-  wake(): void {
-    this.loop.wakeFromBackoff();
-  }
-
   getLifecycleState(): LifecycleState {
     return this.state;
   }
