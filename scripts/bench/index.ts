@@ -15,7 +15,15 @@ for (const name of names) {
     process.exit(2);
   }
 }
-for (const name of names) {
+if (names.length > 1) {
+  // One process per benchmark, so each one's peak RSS is its own.
+  const { spawnSync } = await import("node:child_process");
+  for (const name of names) {
+    const r = spawnSync(process.execPath, [import.meta.path, name], { stdio: "inherit" });
+    if (r.status !== 0) process.exitCode = 1;
+  }
+} else {
+  const name = names[0];
   console.log(`\n== bench ${name} ==`);
   const mod = (await import(path.join(dir, `${name}.ts`))) as { run?: () => Promise<void> };
   if (typeof mod.run !== "function") {
