@@ -18,3 +18,4 @@ export * from "./source.ts";
 export * from "./supervisor.ts";
 export * from "./transaction.ts";
 export * from "./virtual-clock.ts";
+export * from "./sleeper.ts";

@@ -1,6 +1,7 @@
-import type { Clock, TimerHandle } from "./clock.ts";
+import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
 import { EventDeliveryException } from "./errors.ts";
+import { Sleeper } from "./sleeper.ts";
 import type { LifecycleAware, LifecycleState } from "./lifecycle.ts";
 import type { Logger } from "./logger.ts";
 import { silentLogger } from "./logger.ts";
@@ -31,8 +32,7 @@ class PollingLoop {
   readonly stats: RunnerStats = { backoffs: 0, consecutiveBackoffs: 0, deliveryErrors: 0, errors: 0 };
   private running = false;
   private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
-  private timer: TimerHandle | null = null;
+  private readonly sleeper: Sleeper;
   /** True while sleeping after a BACKOFF (not after an error). */
   private backingOff = false;
   /** Work arrived while process() ran: skip the next BACKOFF sleep (it may predate the work). */
@@ -43,12 +43,13 @@ class PollingLoop {
   constructor(
     private readonly label: string,
     private readonly step: () => Promise<Status>,
-    private readonly clock: Clock,
+    clock: Clock,
     private readonly logger: Logger,
     options: BackoffOptions,
   ) {
     this.increment = options.backoffSleepIncrement ?? 1000;
     this.max = options.maxBackoffSleep ?? 5000;
+    this.sleeper = new Sleeper(clock);
   }
 
   start(): void {
@@ -66,11 +67,7 @@ class PollingLoop {
 
   /** Ends a backoff sleep early, for example because new events arrived. */
   interrupt(): void {
-    if (this.timer) this.clock.clearTimeout(this.timer);
-    this.timer = null;
-    const w = this.wake;
-    this.wake = null;
-    w?.();
+    this.sleeper.wake();
   }
 
   /**
@@ -85,14 +82,7 @@ class PollingLoop {
   }
 
   private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      this.wake = resolve;
-      this.timer = this.clock.setTimeout(() => {
-        this.timer = null;
-        this.wake = null;
-        resolve();
-      }, ms);
-    });
+    return this.sleeper.sleep(ms);
   }
 
   private async run(): Promise<void> {

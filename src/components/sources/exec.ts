@@ -9,6 +9,7 @@ import type { ComponentContext, ComponentDefinition } from "../component.ts";
 import { BaseSource } from "./base.ts";
 import { LineSplitter } from "./line-splitter.ts";
 import { isSupportedInputCharset } from "./spooldir/deserializers.ts";
+import { Sleeper } from "../../core/sleeper.ts";
 
 export interface ExecOptions {
   command: string;
@@ -47,13 +48,14 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
   private batchBytes = 0;
   private chain: Promise<void> = Promise.resolve();
   private batchTimer: TimerHandle | null = null;
-  private wake: (() => void) | null = null;
+  private readonly sleeper: Sleeper;
 
   constructor(
     ctx: ComponentContext,
     readonly options: ExecOptions,
   ) {
     super(ctx);
+    this.sleeper = new Sleeper(ctx.clock);
     this.restart = options.restart;
   }
 
@@ -70,7 +72,7 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
     this.logger.info(`Stopping exec source with command: ${this.options.command}`);
     this.running = false;
     this.restart = false;
-    this.wake?.();
+    this.sleeper.wake();
     this.kill();
     await this.loop;
     this.loop = null;
@@ -113,19 +115,6 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
     });
   }
 
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = this.clock.setTimeout(() => {
-        this.wake = null;
-        resolve();
-      }, ms);
-      this.wake = () => {
-        this.clock.clearTimeout(timer);
-        this.wake = null;
-        resolve();
-      };
-    });
-  }
 
   private async run(): Promise<void> {
     await Promise.resolve();
@@ -138,7 +127,7 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
       }
       if (this.restart && this.running) {
         this.logger.info(`Restarting in ${this.options.restartThrottle}ms, exit code ${exit}`);
-        await this.sleep(this.options.restartThrottle);
+        await this.sleeper.sleep(this.options.restartThrottle);
       } else {
         this.logger.info(`Command [${this.options.command}] exited with ${exit}`);
       }
@@ -272,7 +261,7 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
         if (attempt === 1 || attempt % 10 === 0) {
           this.logger.warn(`${this.name}: The channel is full or unexpected failure; pausing the command's output and retrying in ${wait} ms: ${err.message}`);
         }
-        await this.sleep(wait);
+        await this.sleeper.sleep(wait);
         wait = Math.min(wait * 2, RETRY_MAX_MS);
       }
     }

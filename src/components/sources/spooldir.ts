@@ -12,6 +12,7 @@ import { BlobDeserializer, LineCodec, LineDeserializer, isSupportedInputCharset,
 import type { SpoolPosition } from "./spooldir/tracker.ts";
 import { FAILED_SUFFIX, Tracker, parsePosition } from "./spooldir/tracker.ts";
 import { syncDirectory } from "./sync-file.ts";
+import { Sleeper } from "../../core/sleeper.ts";
 
 export interface SpoolDirOptions {
   spoolDir: string;
@@ -71,7 +72,7 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
   private current: Current | null = null;
   private running = false;
   private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
+  private readonly sleeper: Sleeper;
   /** Position handed over by a durable channel at start, preferred over the meta file. */
   private channelPosition: SpoolPosition | null = null;
   /** Some channel of this source stores positions with its commits (a file channel). */
@@ -84,6 +85,7 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
     readonly options: SpoolDirOptions,
   ) {
     super(ctx);
+    this.sleeper = new Sleeper(ctx.clock);
     const trackerDir = path.isAbsolute(options.trackerDir) ? options.trackerDir : path.join(options.spoolDir, options.trackerDir);
     this.tracker = new Tracker(path.resolve(options.spoolDir), trackerDir);
     this.include = compileJavaFullMatch(options.includePattern, "includePattern");
@@ -114,7 +116,7 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
 
   async stop(): Promise<void> {
     this.running = false;
-    this.wake?.();
+    this.sleeper.wake();
     await this.loop;
     this.loop = null;
     if (this.current) {
@@ -148,31 +150,17 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
     return null;
   }
 
-  /** Sleeps on the clock; stop() ends the sleep at once. */
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = this.clock.setTimeout(() => {
-        this.wake = null;
-        resolve();
-      }, ms);
-      this.wake = () => {
-        this.clock.clearTimeout(timer);
-        this.wake = null;
-        resolve();
-      };
-    });
-  }
 
   private async run(): Promise<void> {
     await Promise.resolve();
     while (this.running) {
       try {
         const worked = await this.step();
-        if (!worked && this.running) await this.sleep(this.options.pollDelay);
+        if (!worked && this.running) await this.sleeper.sleep(this.options.pollDelay);
       } catch (err) {
         this.counter.inc("GenericProcessingFail");
         this.logger.error(`${this.name}: unexpected error in the spooling directory source (will retry): ${(err as Error).stack ?? err}`);
-        if (this.running) await this.sleep(this.options.pollDelay);
+        if (this.running) await this.sleeper.sleep(this.options.pollDelay);
       }
     }
   }
@@ -237,7 +225,7 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
         c.ChannelWriteFail++;
         if (!this.running) return false;
         this.logger.warn(`${this.name}: The channel is full or failed, and cannot write data now (${err.message}). The source will try again after ${backoff} milliseconds`);
-        await this.sleep(backoff);
+        await this.sleeper.sleep(backoff);
         if (!this.running) return false;
         backoff = Math.min(backoff * 2, this.options.maxBackoff);
       }
