@@ -43,6 +43,8 @@ const META_EMPTY = Buffer.from([0]);
 const MAX_FAILURES_LOGGED = 3;
 /** Client protocols remembered; clients with a new hash each time must not grow memory without bound. */
 const MAX_CACHED_PROTOCOLS = 64;
+/** Node's default for tls.createServer; a client that never finishes the TLS handshake is dropped after it. */
+const DEFAULT_HANDSHAKE_TIMEOUT = 120_000;
 
 /**
  * Client protocols by hash, least recently used dropped first; Flume's own protocol is always
@@ -84,6 +86,10 @@ export class ProtocolCache {
  */
 export class AvroRpcServer {
   private server: net.Server | null = null;
+  private secureContext: tls.SecureContext | null = null;
+  private handshakeTimeout = DEFAULT_HANDSHAKE_TIMEOUT;
+  /** Sockets in their TLS handshake (not yet connections); close() drops them too. */
+  private readonly handshaking = new Set<net.Socket>();
   private readonly connections = new Set<ServerConnection>();
   /** Protocols announced by clients, by hash (Avro's Responder keeps the same cache, unbounded). */
   readonly protocols = new ProtocolCache(MAX_CACHED_PROTOCOLS);
@@ -118,16 +124,16 @@ export class AvroRpcServer {
 
   /** Starts listening; resolves with the bound port. */
   listen(): Promise<number> {
-    const onSocket = (socket: net.Socket) => this.accept(socket);
-    // allowHalfOpen: a client that half-closes after its requests still gets their answers.
-    const server = this.options.tls ? tls.createServer({ ...this.options.tls, allowHalfOpen: true }, onSocket) : net.createServer({ allowHalfOpen: true }, onSocket);
     if (this.options.tls) {
-      server.on("tlsClientError", (err: Error, socket: tls.TLSSocket) => {
-        this.logger.warn(`${this.label}: TLS handshake with ${peerName(socket)} failed: ${err.message}`);
-        // Bun leaves the socket open after a handshake timeout; a silent client would hold it forever.
-        socket.destroy();
-      });
+      // Built once: a bad key or certificate fails here, not on the first client.
+      const { handshakeTimeout, ...contextOptions } = this.options.tls;
+      this.secureContext = tls.createSecureContext(contextOptions);
+      this.handshakeTimeout = handshakeTimeout ?? DEFAULT_HANDSHAKE_TIMEOUT;
     }
+    // Plain TCP even with TLS on: as Flume's Netty pipeline, the ipFilter decides on the raw
+    // connection and only allowed peers get a TLS handshake (see secure()).
+    // allowHalfOpen: a client that half-closes after its requests still gets their answers.
+    const server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(socket));
     this.server = server;
     return new Promise((resolve, reject) => {
       server.once("error", reject);
@@ -146,6 +152,8 @@ export class AvroRpcServer {
     this.server = null;
     for (const c of this.connections) c.transport.destroy();
     this.connections.clear();
+    for (const s of this.handshaking) s.destroy();
+    this.handshaking.clear();
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 
@@ -154,7 +162,7 @@ export class AvroRpcServer {
     const peer = peerName(socket);
     socket.setNoDelay(true);
     const filter = this.options.ipFilter;
-    if (!filter) return this.open(socket, peer);
+    if (!filter) return this.admit(socket, peer);
     socket.pause();
     // Until the transport owns the socket, a reset must not surface as an unhandled error.
     const ignore = () => {};
@@ -163,15 +171,54 @@ export class AvroRpcServer {
       (ok) => {
         socket.off("error", ignore);
         if (!ok) {
+          // Before any TLS work: a denied peer costs no handshake (Flume's filter runs ahead of its SslHandler).
           this.logger.info(`${this.label}: connection from ${peer} refused by ipFilterRules`);
           socket.destroy();
         } else if (!socket.destroyed) {
-          this.open(socket, peer);
-          socket.resume();
+          this.admit(socket, peer);
         }
       },
       () => socket.destroy(),
     );
+  }
+
+  /** An allowed TCP connection: served at once in plain mode, after the TLS handshake otherwise. */
+  private admit(socket: net.Socket, peer: string): void {
+    if (this.secureContext === null) {
+      this.open(socket, peer);
+      socket.resume();
+      return;
+    }
+    this.secure(socket, peer, this.secureContext);
+  }
+
+  private secure(socket: net.Socket, peer: string, secureContext: tls.SecureContext): void {
+    const secured = new tls.TLSSocket(socket, { isServer: true, secureContext });
+    this.handshaking.add(secured);
+    const finish = () => {
+      clearTimeout(timer);
+      this.handshaking.delete(secured);
+      secured.off("error", onError);
+      secured.off("close", onClose);
+    };
+    const fail = (reason: string) => {
+      finish();
+      this.logger.warn(`${this.label}: TLS handshake with ${peer} failed: ${reason}`);
+      secured.destroy();
+      socket.destroy();
+    };
+    const onError = (err: Error) => fail(err.message);
+    const onClose = () => fail("connection closed during the handshake");
+    // A client that connects and never sends its ClientHello must not hold the socket forever.
+    const timer = setTimeout(() => fail(`no handshake within ${this.handshakeTimeout} ms`), this.handshakeTimeout);
+    timer.unref?.();
+    secured.on("error", onError);
+    secured.on("close", onClose);
+    secured.once("secure", () => {
+      finish();
+      this.open(secured, peer);
+    });
+    socket.resume();
   }
 
   private open(socket: net.Socket, peer: string): void {
