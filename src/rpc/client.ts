@@ -4,7 +4,7 @@ import type { Clock, TimerHandle } from "../core/clock.ts";
 import { systemClock } from "../core/clock.ts";
 import type { Event } from "../core/event.ts";
 import { AvroReader, AvroWriter } from "./binary.ts";
-import { RpcConnectionError, RpcProtocolError, RpcStatusError, RpcTimeoutError } from "./errors.ts";
+import { RpcConnectionError, RpcHandshakeTimeoutError, RpcProtocolError, RpcStatusError, RpcTimeoutError } from "./errors.ts";
 import { DEFAULT_FRAME_LIMITS, joinBuffers, type Frame, type FrameLimits } from "./frame.ts";
 import { eventArraySize, eventSize, readCallResult, readHandshakeResponse, writeEvent, writeEventArray, writeHandshakeRequest } from "./messages.ts";
 import { MESSAGE_APPEND, MESSAGE_APPEND_BATCH, PROTOCOL_HASH, PROTOCOL_TEXT, type RpcStatus } from "./protocol.ts";
@@ -13,9 +13,9 @@ import { FramedTransport, type CompressionType } from "./transport.ts";
 export interface AvroRpcClientOptions {
   host: string;
   port: number;
-  /** Milliseconds to establish the connection (Flume: connect-timeout, 20000). */
+  /** Milliseconds for TCP + TLS, and again for the Avro handshake on the first call (Flume: connect-timeout, 20000). */
   connectTimeout?: number;
-  /** Milliseconds to wait for each answer (Flume: request-timeout, 20000). */
+  /** Milliseconds to wait for each answer once the handshake is done (Flume: request-timeout, 20000). */
   requestTimeout?: number;
   compression?: CompressionType;
   compressionLevel?: number;
@@ -54,6 +54,7 @@ export class AvroRpcClient {
   private broken: Error | null = null;
   private readonly clock: Clock;
   private readonly requestTimeout: number;
+  private readonly connectTimeout: number;
   readonly address: string;
 
   private constructor(
@@ -62,6 +63,7 @@ export class AvroRpcClient {
   ) {
     this.clock = options.clock ?? systemClock;
     this.requestTimeout = options.requestTimeout ?? 20000;
+    this.connectTimeout = options.connectTimeout ?? 20000;
     this.address = `${options.host}:${options.port}`;
   }
 
@@ -136,11 +138,18 @@ export class AvroRpcClient {
     if (this.broken) return Promise.reject(this.broken);
     return new Promise<RpcStatus>((resolve, reject) => {
       const p: Pending = { serial: 0, withHandshake: false, sentText: false, encodeParams, paramsSize, name, resolve, reject, timer: null };
+      // The call that carries the handshake finishes the connection setup, so connect-timeout
+      // bounds it (NONE and the resend included), as Flume's client bounds its first call;
+      // request-timeout bounds every other call.
+      const carriesHandshake = !this.established && !this.handshaking;
+      const timeout = carriesHandshake ? this.connectTimeout : this.requestTimeout;
       p.timer = this.clock.setTimeout(() => {
-        const err = new RpcTimeoutError(`no answer from Avro source at ${this.address} within ${this.requestTimeout} ms (request-timeout)`);
+        const err = carriesHandshake
+          ? new RpcHandshakeTimeoutError(`Avro handshake with the source at ${this.address} not answered within ${timeout} ms (connect-timeout)`)
+          : new RpcTimeoutError(`no answer from Avro source at ${this.address} within ${timeout} ms (request-timeout)`);
         this.fail(err);
         this.transport.destroy();
-      }, this.requestTimeout);
+      }, timeout);
       if (this.established) this.send(p, false, false);
       else if (this.handshaking) this.waiting.push(p);
       else {

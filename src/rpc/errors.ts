@@ -12,6 +12,9 @@ export class RpcConnectionError extends EventDeliveryException {}
 /** No answer within request-timeout (or no connection within connect-timeout). */
 export class RpcTimeoutError extends EventDeliveryException {}
 
+/** The Avro handshake (the first call on a connection) not answered within connect-timeout: the connection was never set up. */
+export class RpcHandshakeTimeoutError extends RpcTimeoutError {}
+
 /** The server answered, but not with OK (Status FAILED/UNKNOWN or an Avro error). */
 export class RpcStatusError extends EventDeliveryException {
   constructor(

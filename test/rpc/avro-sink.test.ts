@@ -95,16 +95,17 @@ describe("avro sink", () => {
     expect(texts(await drain(down.channel))).toEqual(["e0", "e1", "e2"]);
   });
 
-  test("no answer within request-timeout: the batch is rolled back and stays in the channel", async () => {
-    // A server that accepts and never answers.
+  test("no answer to the first call (it carries the handshake) within connect-timeout: the batch is rolled back and stays in the channel", async () => {
+    // A server that accepts and never answers. As in Flume, connect-timeout bounds the handshake;
+    // request-timeout bounds later calls (test/rpc/review3-timeouts.test.ts).
     const silent = net.createServer(() => {});
     await new Promise<void>((r) => silent.listen(0, "127.0.0.1", () => r()));
     cleanups.push(() => silent.close());
     const port = (silent.address() as net.AddressInfo).port;
-    const { sink: k, channel } = await sink({ port: String(port), "request-timeout": "1000" });
+    const { sink: k, channel } = await sink({ port: String(port), "connect-timeout": "1000" });
     await fill(channel, 2);
     const err = await k.process().catch((e: unknown) => e);
-    expect((err as Error).message).toMatch(/within 1000 ms \(request-timeout\)/);
+    expect((err as Error).message).toMatch(/within 1000 ms \(connect-timeout\)/);
     expect(texts(await drain(channel))).toEqual(["e0", "e1"]);
   });
 

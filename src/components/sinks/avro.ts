@@ -5,6 +5,7 @@ import type { Event } from "../../core/event.ts";
 import type { Sink, Status } from "../../core/sink.ts";
 import type { ComponentConfig } from "../../config/schema.ts";
 import { AvroRpcClient } from "../../rpc/client.ts";
+import { RpcHandshakeTimeoutError } from "../../rpc/errors.ts";
 import { clientTlsOptions, type TlsSettings } from "../../rpc/tls.ts";
 import type { CompressionType } from "../../rpc/transport.ts";
 import type { ComponentContext, ComponentDefinition } from "../component.ts";
@@ -117,6 +118,8 @@ export class AvroSink extends BaseSink implements Sink {
         status = "BACKOFF";
       } else {
         c.EventWriteFail++;
+        // A handshake that never came back means the connection was never set up.
+        if (err instanceof RpcHandshakeTimeoutError) c.ConnectionFailedCount++;
         this.destroyConnection();
         throw new EventDeliveryException(`${this.label}: failed to send events to ${this.options.hostname}:${this.options.port}: ${(err as Error).message}`, { cause: err });
       }
@@ -189,8 +192,8 @@ export const definition: ComponentDefinition<AvroSink> = {
       { key: "hostname", type: "string", required: true, doc: "Host name or IP address of the Avro source" },
       { key: "port", type: "int", required: true, min: 1, max: 65535, doc: "Port of the Avro source" },
       { key: "batch-size", type: "int", default: 100, min: 1, doc: "Events taken per transaction and sent per appendBatch" },
-      { key: "connect-timeout", type: "int", default: DEFAULT_TIMEOUT, doc: "Milliseconds to connect (values under 1000 mean the default, as in Flume)" },
-      { key: "request-timeout", type: "int", default: DEFAULT_TIMEOUT, doc: "Milliseconds to wait for each batch's answer (values under 1000 mean the default)" },
+      { key: "connect-timeout", type: "int", default: DEFAULT_TIMEOUT, doc: "Milliseconds to connect (TCP and TLS), and again for the Avro handshake on the first call (values under 1000 mean the default, as in Flume)" },
+      { key: "request-timeout", type: "int", default: DEFAULT_TIMEOUT, doc: "Milliseconds to wait for each later batch's answer (values under 1000 mean the default)" },
       { key: "reset-connection-interval", type: "int", default: 0, min: 0, doc: "Seconds after which the connection is re-established (0: never), so load balancers rebalance" },
       { key: "compression-type", type: "enum", values: ["none", "deflate"], default: "none", doc: "deflate to compress; the avro source must use the same" },
       { key: "compression-level", type: "int", default: 6, min: 0, max: 9, doc: "zlib level for deflate" },
