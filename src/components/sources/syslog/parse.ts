@@ -70,7 +70,13 @@ export function syslogCharset(name: string): SyslogCharset | undefined {
 const RFC5424 =
   /^<(\d{1,3})>(?:(\d?)\s?)(?:(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[+-]\d{2}:\d{2}|Z)?)|-)\s(?:([\w][\w\d.@-]*)|-)\s(.*)$/s;
 const RFC3164 = /^<(\d{1,3})>(?:(\d)?\s?)([A-Z][a-z][a-z]\s{1,2}\d{1,2}\s\d{2}:\d{2}:\d{2})\s([\w][\w\d.@-]*)\s(.*)$/s;
-const PRIORITY = /^<(\d{1,3})>/;
+
+/**
+ * Decimal strings of 0..999. Header values come from here (or from the small caches below)
+ * rather than from regex captures: in JSC a capture is a substring that keeps the whole
+ * decoded message alive for as long as the event is queued.
+ */
+const DECIMAL: readonly string[] = Array.from({ length: 1000 }, (_, i) => String(i));
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 const encoder = new TextEncoder();
@@ -88,17 +94,58 @@ function encodeLatin1(text: string): Uint8Array {
   return out;
 }
 
+/** The value of a leading "<1-3 digits>", or -1 (what /^<(\d{1,3})>/ matches). */
+function readPriority(text: string): number {
+  if (text.charCodeAt(0) !== 60) return -1;
+  let pri = 0;
+  let i = 1;
+  for (; i < 4; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 48 || c > 57) break;
+    pri = pri * 10 + c - 48;
+  }
+  return i > 1 && text.charCodeAt(i) === 62 ? pri : -1;
+}
+
+/** The priority header as written in the message ("<007>" keeps its zeros, as Flume). */
+function priorityText(text: string, pri: number): string {
+  const canonical = DECIMAL[pri];
+  // "<" + digits + ">": the digits are canonical when their count matches.
+  return text.charCodeAt(canonical.length + 1) === 62 ? canonical : flatCopy(text.slice(1, text.indexOf(">")));
+}
+
+/** A copy of s that shares no storage with the string it was cut from. */
+function flatCopy(s: string): string {
+  return s.length < 2 ? s : s.split("").join("");
+}
+
+/** A body that owns its bytes: a view would keep the whole socket read (up to 512 KiB) alive while the event is queued. */
+function ownBytes(bytes: Uint8Array, start = 0): Uint8Array {
+  const n = bytes.length - start;
+  const out = new Uint8Array(n);
+  // A short body is copied by hand: cheaper than making a subarray for set().
+  if (n <= 128) for (let i = 0; i < n; i++) out[i] = bytes[start + i];
+  else out.set(start === 0 ? bytes : bytes.subarray(start));
+  return out;
+}
+
+/** Most distinct strings a parser keeps for reuse (host names); the cache is emptied when full. */
+const INTERN_LIMIT = 1024;
+
 /**
  * Matches the RFC 5424 layout, then RFC 3164 (Flume's order). A month name right after the
  * priority can only be RFC 3164, so that case skips the RFC 5424 attempt.
  */
-function matchLayout(text: string): { m: RegExpExecArray | null; is5424: boolean } {
+function matchLayout(text: string): RegExpExecArray | null {
   const close = text.indexOf(">");
   const c = close > 0 ? text.charCodeAt(close + 1) : 0;
-  if (c >= 65 && c <= 90) return { m: RFC3164.exec(text), is5424: false };
-  const m = RFC5424.exec(text);
-  if (m) return { m, is5424: true };
-  return { m: RFC3164.exec(text), is5424: false };
+  if (c >= 65 && c <= 90) return RFC3164.exec(text);
+  return RFC5424.exec(text) ?? RFC3164.exec(text);
+}
+
+/** Whether a matchLayout stamp is RFC 5424's (digits, or none for "-") rather than RFC 3164's (a month name). */
+function is5424Stamp(stamp: string | undefined): boolean {
+  return stamp === undefined || stamp.charCodeAt(0) <= 57;
 }
 
 /** The last timestamps parsed, so a burst within one second parses its stamp once. */
@@ -107,7 +154,8 @@ class StampCache {
   private value: number | undefined;
   get(text: string, parse: (t: string) => number | undefined): number | undefined {
     if (text === this.key) return this.value;
-    this.key = text;
+    // A copy: keeping the capture would keep its whole message alive.
+    this.key = flatCopy(text);
     this.value = parse(text);
     return this.value;
   }
@@ -122,7 +170,7 @@ export interface ParsedEvent {
 function invalidEvent(bytes: Uint8Array, dialect: Dialect, reason: string): ParsedEvent {
   const headers: Record<string, string> =
     dialect === "syslog" ? { [SYSLOG_FACILITY]: "0", [SYSLOG_SEVERITY]: "0", [EVENT_STATUS]: STATUS_INVALID } : { [EVENT_STATUS]: STATUS_INVALID };
-  return { event: { headers, body: bytes }, invalid: reason };
+  return { event: { headers, body: ownBytes(bytes) }, invalid: reason };
 }
 
 /** Turns one syslog message (frame without its trailer) into an event with Flume's headers. */
@@ -131,9 +179,40 @@ export class SyslogEventParser {
   private readonly stamps3164 = new StampCache();
 
   private readonly latin1: boolean;
+  /** The last timestamp header, shared by the events of a burst. */
+  private lastTs = Number.NaN;
+  private lastTsText = "";
+  /** Host names (and custom-layout fields) seen, so events share one copy. */
+  private readonly interned = new Map<string, string>();
+  private lastHost = "";
+
+  // Made once, not per message.
+  private readonly parse3164 = (t: string) => parseRfc3164Timestamp(t.replace("  ", " "), this.options.now(), this.options.rfc3164Zone);
+  private readonly parse3164Utc = (t: string) => parseRfc3164Timestamp(t.replace("  ", " "), this.options.now(), "utc");
 
   constructor(private readonly options: ParseOptions) {
     this.latin1 = options.charset === "latin1";
+  }
+
+  private tsText(ts: number): string {
+    if (ts !== this.lastTs) {
+      this.lastTs = ts;
+      this.lastTsText = String(ts);
+    }
+    return this.lastTsText;
+  }
+
+  /** One shared copy per distinct value, detached from the message it was captured from. */
+  private intern(s: string): string {
+    if (s === this.lastHost) return this.lastHost;
+    let v = this.interned.get(s);
+    if (v === undefined) {
+      if (this.interned.size >= INTERN_LIMIT) this.interned.clear();
+      v = flatCopy(s);
+      this.interned.set(v, v);
+    }
+    this.lastHost = v;
+    return v;
   }
 
   /**
@@ -155,68 +234,87 @@ export class SyslogEventParser {
   }
 
   private parseSyslog(text: string, bytes: Uint8Array): ParsedEvent {
-    const prio = PRIORITY.exec(text);
-    if (!prio) return invalidEvent(bytes, "syslog", text.startsWith("<") ? "bad priority" : "no <priority> at the start");
-    const pri = Number(prio[1]);
-    const headers: Record<string, string> = { [SYSLOG_FACILITY]: String(pri >> 3), [SYSLOG_SEVERITY]: String(pri & 7) };
+    const pri = readPriority(text);
+    if (pri < 0) return invalidEvent(bytes, "syslog", text.startsWith("<") ? "bad priority" : "no <priority> at the start");
+    const facility = DECIMAL[pri >> 3];
+    const severity = DECIMAL[pri & 7];
     const custom = this.options.custom;
     if (custom) {
       const c = custom.regex.exec(text);
-      if (c) return { event: { headers: this.customHeaders(headers, c, custom), body: this.body(bytes, c[5] ?? "", c[1] ?? prio[1], c[2], c[3], c[4]) } };
+      if (c) {
+        const headers: Record<string, string> = { Facility: facility, Severity: severity };
+        return { event: { headers: this.customHeaders(headers, c, custom), body: this.body(bytes, c[5] ?? "", c[1] ?? priorityText(text, pri), c[2], c[3], c[4]) } };
+      }
     }
-    const { m, is5424 } = matchLayout(text);
-    if (!m) return { event: { headers, body: bytes } };
-    const [, priority, version, stamp, host, msg] = m;
-    headers.priority = priority;
-    if (version) headers.version = version;
+    const m = matchLayout(text);
+    if (!m) return { event: { headers: { Facility: facility, Severity: severity }, body: ownBytes(bytes) } };
+    const [, , version, stamp, host, msg] = m;
+    const priority = priorityText(text, pri);
+    let timestamp: string | undefined;
     if (stamp !== undefined) {
-      const ts = is5424
+      const ts = is5424Stamp(stamp)
         ? this.stamps5424.get(stamp, parseRfc5424Timestamp)
-        : this.stamps3164.get(stamp, (t) => parseRfc3164Timestamp(t.replace("  ", " "), this.options.now(), this.options.rfc3164Zone));
-      if (ts !== undefined) headers.timestamp = String(ts);
+        : this.stamps3164.get(stamp, this.parse3164);
+      if (ts !== undefined) timestamp = this.tsText(ts);
     }
-    if (host) headers.host = host;
-    return { event: { headers, body: this.body(bytes, msg, priority, version, stamp, host) } };
+    const body = this.body(bytes, msg, priority, version, stamp, host);
+    // The usual shapes as literals (Flume's header order), so every event gets the same
+    // compact object layout; the rarer ones are built up.
+    let headers: Record<string, string>;
+    if (timestamp !== undefined && host) {
+      headers = version
+        ? { Facility: facility, Severity: severity, priority, version: DECIMAL[version.charCodeAt(0) - 48], timestamp, host: this.intern(host) }
+        : { Facility: facility, Severity: severity, priority, timestamp, host: this.intern(host) };
+    } else {
+      headers = { Facility: facility, Severity: severity, priority };
+      if (version) headers.version = DECIMAL[version.charCodeAt(0) - 48];
+      if (timestamp !== undefined) headers.timestamp = timestamp;
+      if (host) headers.host = this.intern(host);
+    }
+    return { event: { headers, body } };
   }
 
   private customHeaders(headers: Record<string, string>, m: RegExpExecArray, custom: CustomFormat): Record<string, string> {
     const [, priority, version, stamp, host] = m;
-    if (priority) headers.priority = priority;
-    if (version) headers.version = version;
+    if (priority) headers.priority = this.intern(priority);
+    if (version) headers.version = this.intern(version);
     if (stamp && custom.parseDate) {
       const ts = custom.parseDate(stamp);
-      if (ts !== undefined) headers.timestamp = String(ts);
+      if (ts !== undefined) headers.timestamp = this.tsText(ts);
     }
-    if (host) headers.host = host;
+    if (host) headers.host = this.intern(host);
     return headers;
   }
 
   private parseMultiport(text: string, bytes: Uint8Array): ParsedEvent {
-    const { m, is5424 } = matchLayout(text);
-    if (!m) return invalidEvent(bytes, "multiport", PRIORITY.test(text) ? "unrecognised syslog header" : "no <priority> at the start");
-    const [, priority, version, stamp, host, msg] = m;
-    const pri = Number(priority);
-    const headers: Record<string, string> = { Priority: priority, [SYSLOG_FACILITY]: String(pri >> 3), [SYSLOG_SEVERITY]: String(pri & 7) };
-    if (version) headers.Version = version;
+    const m = matchLayout(text);
+    if (!m) return invalidEvent(bytes, "multiport", readPriority(text) >= 0 ? "unrecognised syslog header" : "no <priority> at the start");
+    const [, , version, stamp, host, msg] = m;
+    const pri = readPriority(text);
+    const priority = priorityText(text, pri);
     let ts: number | undefined;
     if (stamp === undefined) ts = this.options.now();
-    else if (is5424) ts = this.stamps5424.get(stamp, parseRfc5424Timestamp);
-    else ts = this.stamps3164.get(stamp, (t) => parseRfc3164Timestamp(t.replace("  ", " "), this.options.now(), "utc"));
+    else if (is5424Stamp(stamp)) ts = this.stamps5424.get(stamp, parseRfc5424Timestamp);
+    else ts = this.stamps3164.get(stamp, this.parse3164Utc);
     if (ts === undefined) return invalidEvent(bytes, "multiport", `bad timestamp "${stamp}"`);
-    headers.timestamp = String(ts);
     if (host === undefined) return invalidEvent(bytes, "multiport", "missing hostname");
-    headers.host = host;
+    const facility = DECIMAL[pri >> 3];
+    const severity = DECIMAL[pri & 7];
+    const timestamp = this.tsText(ts);
+    const headers: Record<string, string> = version
+      ? { Priority: priority, Facility: facility, Severity: severity, Version: DECIMAL[version.charCodeAt(0) - 48], timestamp, host: this.intern(host) }
+      : { Priority: priority, Facility: facility, Severity: severity, timestamp, host: this.intern(host) };
     return { event: { headers, body: this.body(bytes, msg, priority, version, stamp ?? "-", host) } };
   }
 
   /** The body: the message after the header, with the fields keepFields asks for put back. */
   private body(bytes: Uint8Array, msg: string, priority: string, version: string | undefined, stamp: string | undefined, host: string | undefined): Uint8Array {
     const keep = this.options.keepFields;
-    if (keep === "all") return bytes;
+    if (keep === "all") return ownBytes(bytes);
     if (keep === null || keep.size === 0) {
-      if (msg.length === 0) return bytes;
+      if (msg.length === 0) return ownBytes(bytes);
       // msg is a suffix of the decoded text, so its bytes are the frame's tail: no re-encoding.
-      return bytes.subarray(bytes.length - (this.latin1 ? msg.length : byteLength(msg)));
+      return ownBytes(bytes, bytes.length - (this.latin1 ? msg.length : byteLength(msg)));
     }
     let body = msg;
     if (keep.has("hostname")) body = `${host ?? "null"} ${body}`;
