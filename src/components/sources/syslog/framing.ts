@@ -23,6 +23,13 @@ const EMPTY = new Uint8Array(0);
 /** Longest octet count we read (RFC 6587 allows any; ten digits is beyond any sane frame). */
 const MAX_COUNT_DIGITS = 10;
 
+/** A copy that owns its bytes (Buffer's slice() would only make a view). */
+function copy(bytes: Uint8Array): Uint8Array {
+  const out = new Uint8Array(bytes.length);
+  out.set(bytes);
+  return out;
+}
+
 function concat(parts: Uint8Array[], length: number): Uint8Array {
   if (parts.length === 1) return parts[0];
   const out = new Uint8Array(length);
@@ -90,11 +97,13 @@ export class SyslogFrameDecoder {
           while (i < end && i - pos < MAX_COUNT_DIGITS && data[i] >= 0x30 && data[i] <= 0x39) i++;
           if (i === end && i - pos < MAX_COUNT_DIGITS) {
             // Cannot tell yet: keep the digits for the next chunk.
-            this.pendingDigits = data.slice(pos);
+            this.pendingDigits = copy(data.subarray(pos));
             return;
           }
           if (data[i] === SP) {
-            this.octetLeft = Number(new TextDecoder().decode(data.subarray(pos, i)));
+            let count = 0;
+            for (let d = pos; d < i; d++) count = count * 10 + data[d] - 0x30;
+            this.octetLeft = count;
             pos = i + 1;
             continue;
           }
@@ -113,7 +122,8 @@ export class SyslogFrameDecoder {
       }
     }
     // What is left refers into this chunk; copy so the caller's buffer can be reused or freed.
-    if (this.parts.length > 0) this.parts = [concat(this.parts, this.length).slice()];
+    if (this.parts.length === 1) this.parts = [copy(this.parts[0])];
+    else if (this.parts.length > 1) this.parts = [concat(this.parts, this.length)];
   }
 
   /** At end of stream: the unfinished message, if any (Incomplete when an octet frame was cut short). */

@@ -195,8 +195,9 @@ export class SyslogTcpSource extends NetworkSource implements EventDrivenSource 
     };
 
     socket.on("data", (chunk: Buffer) => {
-      // Node hands out slices of a larger read buffer; copy small ones so events do not pin it.
-      queue.push(chunk.buffer.byteLength > chunk.byteLength * 2 ? new Uint8Array(chunk) : chunk);
+      // No copy: events copy their bodies out and the decoder its unfinished message, so
+      // nothing keeps the read buffer once its frames are parsed.
+      queue.push(chunk);
       if (!busy) track(pump());
     });
     socket.on("end", () => {
