@@ -154,8 +154,8 @@ class StampCache {
   private value: number | undefined;
   get(text: string, parse: (t: string) => number | undefined): number | undefined {
     if (text === this.key) return this.value;
-    // A copy: keeping the capture would keep its whole message alive.
-    this.key = flatCopy(text);
+    // Keeps one message's text alive; cheaper than copying stamps that change every message.
+    this.key = text;
     this.value = parse(text);
     return this.value;
   }
