@@ -6,10 +6,16 @@
  * MemoryChannel that a null sink (batchSize 1000) empties, driven by the agent's own SinkRunner,
  * so the channel is drained on the schedule a real agent has (woken by puts, yielding to I/O
  * every 64 full batches). Prints events/s from the client's start to the last event taken, and
- * the agent process's peak RSS.
+ * the agent process's peak RSS. Then, in the same process, the memory one queued event costs:
+ * 100,000 messages framed and parsed from 512 KiB reads (the size Bun's sockets deliver) and
+ * kept, measured with JSC's heap statistics after a full GC.
  */
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { heapStats } from "bun:jsc";
+import { type Frame, SyslogFrameDecoder } from "../../src/components/sources/syslog/framing.ts";
+import { SyslogEventParser } from "../../src/components/sources/syslog/parse.ts";
+import type { Event } from "../../src/core/event.ts";
 import { definition as syslogTcp } from "../../src/components/sources/syslog-tcp.ts";
 import { parseConfig } from "../../src/config/schema.ts";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
@@ -98,6 +104,66 @@ async function scenario(format: "3164" | "5424"): Promise<{ rate: number; second
   return { rate: N / seconds, seconds, maxQueued: sink.maxQueued };
 }
 
+/** The client's messages, as the bytes of one 1000-message block. */
+function messageBlock(format: "3164" | "5424"): Uint8Array {
+  const lines: string[] = [];
+  for (let i = 0; i < 1000; i++) {
+    const msg =
+      format === "5424"
+        ? `<134>1 2024-05-06T07:08:09.123456+02:00 web-01.example.com nginx 4242 - - GET /index.html 200 ${String(i).padStart(6, "0")}`
+        : `<134>May  6 07:08:09 web-01 nginx[4242]: GET /index.html HTTP/1.1 200 512 ${String(i).padStart(6, "0")}`;
+    lines.push(format === "5424" ? `${Buffer.byteLength(msg)} ${msg}` : `${msg}\n`);
+  }
+  return Buffer.from(lines.join(""));
+}
+
+/** Bytes in the JS heap (GC cells) and in array buffers outside it, after a full collection. */
+async function memoryInUse(): Promise<number> {
+  for (let i = 0; i < 2; i++) {
+    Bun.gc(true);
+    // Array buffers are released after the collection, on the event loop.
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const h = heapStats();
+  return h.heapSize - h.extraMemorySize + process.memoryUsage().arrayBuffers;
+}
+
+/**
+ * Memory per queued event: `count` messages framed and parsed as the TCP source does, from
+ * fresh 512 KiB reads, every `keepEvery`-th event kept (1 = a full channel; 100 = a few events
+ * of each read still queued, as behind a selective channel).
+ */
+async function retainedBytesPerEvent(format: "3164" | "5424", count: number, keepEvery: number): Promise<number> {
+  const block = messageBlock(format);
+  const READ = 512 * 1024;
+  const total = block.length * Math.ceil(count / 1000);
+  const kept: Event[] = [];
+  const decoder = new SyslogFrameDecoder(2500);
+  const parser = new SyslogEventParser({ dialect: "syslog", keepFields: null, rfc3164Zone: "local", now: () => Date.now() });
+  const before = await memoryInUse();
+  let n = 0;
+  for (let off = 0; off < total; off += READ) {
+    const read = new Uint8Array(Math.min(READ, total - off));
+    for (let i = 0; i < read.length; ) {
+      const from = (off + i) % block.length;
+      const len = Math.min(read.length - i, block.length - from);
+      read.set(block.subarray(from, from + len), i);
+      i += len;
+    }
+    const frames: Frame[] = [];
+    decoder.push(read, frames);
+    for (const f of frames) {
+      const { event } = parser.parse(f.bytes, f.part);
+      if (n++ % keepEvery === 0) kept.push(event);
+    }
+  }
+  const after = await memoryInUse();
+  const perEvent = (after - before) / kept.length;
+  // A stale stack slot may keep this array alive into the next measurement: empty it.
+  kept.length = 0;
+  return perEvent;
+}
+
 export async function run(): Promise<void> {
   for (const format of ["3164", "5424"] as const) {
     const r = await scenario(format);
@@ -105,6 +171,11 @@ export async function run(): Promise<void> {
     console.log(`syslogtcp ${framing}: ${N.toLocaleString("en-US")} events in ${r.seconds.toFixed(2)} s = ${Math.round(r.rate).toLocaleString("en-US")} events/s (channel held at most ${r.maxQueued.toLocaleString("en-US")})`);
   }
   console.log(`peak RSS ${peakRssMb().toFixed(0)} MB`);
+  for (const format of ["3164", "5424"] as const) {
+    const dense = await retainedBytesPerEvent(format, 100_000, 1);
+    const sparse = await retainedBytesPerEvent(format, 1_000_000, 100);
+    console.log(`RFC ${format}: ${dense.toFixed(0)} bytes per queued event; ${sparse.toFixed(0)} when 1 event in 100 of each read is still queued`);
+  }
 }
 
 if (import.meta.main) await run();
