@@ -19,7 +19,13 @@ export function parseRfc5424Timestamp(text: string): number | undefined {
   const m = RFC5424.exec(text);
   if (!m) return undefined;
   const millis = m[7] ? Math.floor(Number(`0.${m[7]}`) * 1000 + 1e-6) : 0;
-  const [y, mo, d, h, mi, s] = [m[1], m[2], m[3], m[4], m[5], m[6]].map(Number);
+  // Six Number() calls rather than an array and map(): with fractions of a second every message misses the stamp cache.
+  const y = Number(m[1]);
+  const mo = Number(m[2]);
+  const d = Number(m[3]);
+  const h = Number(m[4]);
+  const mi = Number(m[5]);
+  const s = Number(m[6]);
   if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) return undefined;
   const zone = m[8];
   if (zone === undefined) return new Date(y, mo - 1, d, h, mi, s, millis).getTime();
