@@ -33,9 +33,12 @@
  * a write torn by a crash leaves no partial transaction behind. An event's location is
  * (segment id, file offset of its u32 event length).
  *
- * Recovery (replay.ts): a bad record at the end of the newest segment is a torn write and is
- * cut off (back to the end of its last COMMIT) with a warning; any other bad record (length
- * check, checksum or type) stops the channel with an error naming the file and offset. A
+ * Recovery (replay.ts): a bad record (length check, checksum or type) in the newest segment
+ * with no valid record after it (checksum matching, transaction id not older than the records
+ * before it) is a torn write: after a power loss the unsynced tail may hold zeros or stale
+ * non-zero blocks. It is cut off (back to the end of its last COMMIT) with a warning naming the
+ * file, offset and bytes dropped. Any other bad record stops the channel with an error naming
+ * the file and offset. A
  * segment is deleted once it holds no pending event and lies wholly before the newest
  * checkpoint's log position (checkpoint.ts), so replay never needs it again.
  */

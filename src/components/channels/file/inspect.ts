@@ -40,6 +40,7 @@ export interface InspectReport {
 export function inspectChannel(dataDirs: string[], checkpointDir?: string): InspectReport {
   const segments: SegmentReport[] = [];
   const infos = listSegments(dataDirs);
+  let maxTxid = 0;
   infos.forEach((info, i) => {
     const rep: SegmentReport = { file: info.path, id: null, size: 0, records: 0, transactions: 0, puts: 0, takes: 0, uncommittedRecords: 0, damage: null, repairable: false };
     let pendingRecords = 0;
@@ -56,7 +57,8 @@ export function inspectChannel(dataDirs: string[], checkpointDir?: string): Insp
       pendingRecords++;
       if (r.type === RecordType.PUT) pendingPuts += decodePutHeader(r.payload).count;
       else if (r.type === RecordType.TAKE) for (const t of decodeTakeRanges(r.payload)) pendingTakes += t.count;
-    });
+    }, { minTxid: maxTxid });
+    maxTxid = Math.max(maxTxid, scan.maxTxid);
     rep.id = scan.id;
     rep.size = scan.size;
     rep.records = scan.records;
@@ -98,7 +100,7 @@ export function formatReport(r: InspectReport): string {
       if (s.damage) {
         status = s.repairable
           ? `torn tail at offset ${s.damage.offset} (${s.damage.reason}; cut off on next start, no committed event lost)`
-          : `DAMAGED at offset ${s.damage.offset}: ${s.damage.reason}`;
+          : `DAMAGED at offset ${s.damage.offset}: ${s.damage.reason}${s.damage.nextRecord !== undefined ? ` (valid record follows at offset ${s.damage.nextRecord})` : ""}`;
       } else if (s.uncommittedRecords > 0) status = `ok (${s.uncommittedRecords} records of an uncommitted transaction at the end)`;
       rows.push([path.basename(s.file), String(s.size), String(s.records), String(s.transactions), String(s.puts), String(s.takes), status]);
     }

@@ -246,6 +246,7 @@ export function recover(opts: RecoverOptions): RecoveredState {
   let tornTail: RecoveredState["tornTail"] = null;
   const startSeg = ckpt ? ckpt.logSegment : -1;
   const kept: SegmentInfo[] = [];
+  let maxTxid = 0; // newest txid read so far: records written later never carry an older one
   for (let i = 0; i < segments.length; i++) {
     const seg = segments[i];
     const isLast = i === segments.length - 1;
@@ -253,7 +254,10 @@ export function recover(opts: RecoverOptions): RecoveredState {
     discard();
     const scanning = seg.id >= startSeg;
     const start = ckpt && seg.id === ckpt.logSegment ? ckpt.logOffset : undefined;
-    const scan = scanning ? scanSegment(seg.path, onRecord, start) : scanSegment(seg.path, () => {}, Number.MAX_SAFE_INTEGER);
+    const scan = scanning
+      ? scanSegment(seg.path, onRecord, { start, minTxid: maxTxid })
+      : scanSegment(seg.path, () => {}, { start: Number.MAX_SAFE_INTEGER });
+    maxTxid = Math.max(maxTxid, scan.maxTxid);
     scans.push({ segment: seg, scan });
     if (scan.id === null) {
       // A segment whose header never made it to disk: the crash came right after creating it.
@@ -277,7 +281,9 @@ export function recover(opts: RecoverOptions): RecoveredState {
     if (scanning && scan.damage) {
       if (!isLast || scan.damage.kind === "corrupt") {
         throw new ChannelException(
-          `file channel ${channel}: data file ${seg.path} is damaged at offset ${scan.damage.offset}: ${scan.damage.reason}; ` +
+          `file channel ${channel}: data file ${seg.path} is damaged at offset ${scan.damage.offset}: ${scan.damage.reason}` +
+            (scan.damage.nextRecord !== undefined ? ` (a valid record follows at offset ${scan.damage.nextRecord}, so this is not a torn write)` : isLast ? "" : " (not the newest data file, so this is not a torn write)") +
+            `; ` +
             `run \`flume channel inspect ${seg.dir} --verify\` for details; the events before that offset are intact`,
         );
       }
