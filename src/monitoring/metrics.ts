@@ -23,6 +23,12 @@ function labelValue(v: string): string {
   return v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
 }
 
+/**
+ * Flume attributes named like counters that are current values and go down again: typed as
+ * Prometheus counters (`_total`), rate() would read each drop as a counter reset.
+ */
+const GAUGES_NAMED_COUNT = new Set(["OpenConnectionCount"]);
+
 /** The same counters in the Prometheus text exposition format (version 0.0.4). */
 export function prometheusText(provider: MetricsProvider): string {
   const series = new Map<string, { kind: "counter" | "gauge"; lines: string[] }>();
@@ -35,7 +41,7 @@ export function prometheusText(provider: MetricsProvider): string {
       else if (raw === "false") value = 0;
       else value = Number(raw);
       if (!Number.isFinite(value)) continue;
-      const isCounter = /(Count|Fail)$/.test(key);
+      const isCounter = /(Count|Fail)$/.test(key) && !GAUGES_NAMED_COUNT.has(key);
       const name = `flume_${group.type.toLowerCase()}_${snake(key)}${isCounter ? "_total" : key.endsWith("Time") ? "_ms" : ""}`;
       let s = series.get(name);
       if (!s) series.set(name, (s = { kind: isCounter ? "counter" : "gauge", lines: [] }));

@@ -1,0 +1,108 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { freePort, startCli, tempDir } from "../helpers.ts";
+
+const cleanups: (() => void)[] = [];
+afterAll(() => {
+  for (const c of cleanups.reverse()) c();
+});
+
+/** Checks Prometheus text exposition 0.0.4 rules; returns the families with their TYPE. */
+function checkExposition(text: string): Map<string, string> {
+  const types = new Map<string, string>();
+  const seenSeries = new Set<string>();
+  const sampled = new Set<string>();
+  for (const line of text.split("\n")) {
+    if (line === "") continue;
+    const t = /^# TYPE (\S+) (counter|gauge|histogram|summary|untyped)$/.exec(line);
+    if (t) {
+      expect(types.has(t[1])).toBe(false); // one TYPE per family
+      expect(sampled.has(t[1])).toBe(false); // TYPE before the family's samples
+      types.set(t[1], t[2]);
+      continue;
+    }
+    if (line.startsWith("#")) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*",?)*\})? (\S+)$/.exec(line);
+    expect(m).not.toBeNull();
+    if (!m) continue;
+    expect(Number.isNaN(Number(m[3])) && m[3] !== "NaN").toBe(false);
+    expect(types.has(m[1])).toBe(true);
+    const series = m[1] + (m[2] ?? "");
+    expect(seenSeries.has(series)).toBe(false);
+    seenSeries.add(series);
+    sampled.add(m[1]);
+  }
+  for (const [name, type] of types) if (type === "counter") expect(name.endsWith("_total")).toBe(true);
+  return types;
+}
+
+describe("monitoring endpoints of a running agent", () => {
+  test("/prometheus is valid 0.0.4 text; OpenConnectionCount (it goes down) is a gauge; HEAD and a query string work", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const mport = await freePort();
+    const conf = path.join(dir, "agent.conf");
+    writeFileSync(
+      conf,
+      `a1.sources = r1 r2
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = netcat
+a1.sources.r1.bind = 127.0.0.1
+a1.sources.r1.port = ${port}
+a1.sources.r1.channels = c1
+a1.sources.r2.type = seq
+a1.sources.r2.totalEvents = 10
+a1.sources.r2.channels = c1
+a1.channels.c1.type = memory
+a1.sinks.k1.type = logger
+a1.sinks.k1.channel = c1
+`,
+    );
+    const agent = startCli(["run", "-f", conf, "--metrics-port", String(mport), "--metrics-bind", "127.0.0.1", "--quiet"]);
+    cleanups.push(() => agent.child.kill("SIGKILL"));
+    await agent.waitFor(/agent a1 started/);
+    const client = net.connect(port, "127.0.0.1");
+    cleanups.push(() => client.destroy());
+    await new Promise<void>((resolve) => client.once("connect", () => resolve()));
+    // wait until the agent counted the open connection
+    for (let i = 0; i < 200; i++) {
+      const m = (await (await fetch(`http://127.0.0.1:${mport}/metrics`)).json()) as Record<string, Record<string, string>>;
+      if (m["SOURCE.r1"]?.OpenConnectionCount === "1") break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+
+    const res = await fetch(`http://127.0.0.1:${mport}/prometheus`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("version=0.0.4");
+    const text = await res.text();
+    const types = checkExposition(text);
+    expect(types.get("flume_source_open_connection_count")).toBe("gauge");
+    expect(text).toContain('flume_source_open_connection_count{component="r1"} 1');
+    expect(types.has("flume_source_open_connection_count_total")).toBe(false);
+    expect(types.get("flume_channel_event_put_success_count_total")).toBe("counter");
+    expect(types.get("flume_channel_channel_size")).toBe("gauge");
+
+    const head = await fetch(`http://127.0.0.1:${mport}/metrics`, { method: "HEAD" });
+    expect(head.status).toBe(200);
+    expect(head.headers.get("content-type")).toContain("application/json");
+    expect(await head.text()).toBe("");
+    const headProm = await fetch(`http://127.0.0.1:${mport}/prometheus`, { method: "HEAD" });
+    expect(headProm.status).toBe(200);
+    expect(await headProm.text()).toBe("");
+
+    const q = await fetch(`http://127.0.0.1:${mport}/metrics?pretty=1`);
+    expect(q.status).toBe(200);
+    const json = (await q.json()) as Record<string, Record<string, string>>;
+    expect(Object.keys(json)).toEqual(expect.arrayContaining(["CHANNEL.c1", "SOURCE.r1", "SOURCE.r2"]));
+    for (const group of Object.values(json)) for (const v of Object.values(group)) expect(typeof v).toBe("string");
+    expect((await fetch(`http://127.0.0.1:${mport}/prometheus?x=1`)).status).toBe(200);
+
+    client.destroy();
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+  });
+});
