@@ -82,3 +82,77 @@ export class ArgReader {
     return new this.errorClass(message);
   }
 }
+
+/** The option and positional shape of a citty command, as far as strict checking needs it. */
+type ArgSpec = Record<string, { type?: string; alias?: string | string[] }>;
+
+function kebab(name: string): string {
+  return name.replace(/([a-z0-9])([A-Z])/g, "$1-$2").toLowerCase();
+}
+
+/**
+ * The first word of `rawArgs` that the command does not define (an unknown option or one
+ * positional too many), as a usage message; null when every word is known. citty itself
+ * accepts anything, which would let a typo like `--verfy` pass silently.
+ */
+export function unknownArgument(rawArgs: readonly string[], spec: ArgSpec): string | null {
+  const valued = new Set<string>();
+  const switches = new Set<string>();
+  let positionals = 0;
+  for (const [name, d] of Object.entries(spec)) {
+    if (d.type === "positional") {
+      positionals++;
+      continue;
+    }
+    const aliases = d.alias === undefined ? [] : Array.isArray(d.alias) ? d.alias : [d.alias];
+    for (const s of [name, kebab(name), ...aliases]) (d.type === "boolean" ? switches : valued).add(s);
+  }
+  let seen = 0;
+  for (let i = 0; i < rawArgs.length; i++) {
+    const w = rawArgs[i];
+    if (w === "--") {
+      seen += rawArgs.length - i - 1;
+      if (seen > positionals) return `unexpected argument "${rawArgs[i + 1 + positionals]}"`;
+      break;
+    }
+    if (w.startsWith("-") && w !== "-") {
+      const body = w.replace(/^--?/, "");
+      const eq = body.indexOf("=");
+      const key = eq < 0 ? body : body.slice(0, eq);
+      if (valued.has(key)) {
+        if (eq < 0) i++; // its value is the next word
+      } else if (!switches.has(key) && !(key.startsWith("no-") && switches.has(key.slice(3)))) {
+        return `unknown option "${w}"`;
+      }
+      continue;
+    }
+    if (++seen > positionals) return `unexpected argument "${w}"`;
+  }
+  return null;
+}
+
+/** Prints `flume <command>: <message>` and exits 2, the exit code of every usage error. */
+export function exitUsage(command: string, message: string): never {
+  process.stderr.write(`flume ${command}: ${message}\n`);
+  process.exit(2);
+}
+
+/**
+ * A setup hook for a command made of subcommands: no subcommand, an unknown one or an
+ * unknown option before it exits 2 with a message (citty would exit 1 with a bare line).
+ */
+export function requireSubcommand(command: string, names: readonly string[], showUsage: () => Promise<void>) {
+  return async ({ rawArgs }: { rawArgs: string[] }): Promise<void> => {
+    const first = rawArgs[0];
+    const where = command === "flume" ? "flume" : `flume ${command}`;
+    const fail = (message: string): never => {
+      process.stderr.write(`${where}: ${message}; see ${where} --help\n`);
+      process.exit(2);
+    };
+    if (first === undefined) {
+      await showUsage();
+      fail("no command given");
+    } else if (first.startsWith("-")) fail(`unknown option "${first}"`);
+    else if (!names.includes(first)) fail(`unknown command "${first}"`);
+  };
+}

@@ -45,7 +45,7 @@ export function parseAvroClientArgs(argv: string[]): AvroClientOptions {
         break;
       case "-p":
       case "--port":
-        o.port = r.int(arg, 1);
+        o.port = portNumber(r, arg);
         break;
       case "-F":
       case "--filename":
@@ -95,6 +95,10 @@ export function parseAvroClientArgs(argv: string[]): AvroClientOptions {
   if (o.rpcProps) applyRpcProps(o, o.rpcProps);
   if (o.file && o.dirname) throw new AvroClientUsageError("--filename and --dirname options cannot be used simultaneously");
   if (!o.host || o.port === undefined) throw new AvroClientUsageError("Either --rpcProps or both --host and --port must be specified.");
+  // Inputs are checked before connecting, so a typo in a path is not reported as a connection problem.
+  if (o.headerFile) mustExist("header file", o.headerFile, "file");
+  if (o.file) mustExist("input file", o.file, "file");
+  if (o.dirname) mustExist("directory", o.dirname, "directory");
   return {
     host: o.host,
     port: o.port,
@@ -112,6 +116,21 @@ export function parseAvroClientArgs(argv: string[]): AvroClientOptions {
   };
 }
 
+/** A TCP port: a whole number from 1 to 65535. */
+function portNumber(r: ArgReader, flag: string, text: string = r.value(flag)): number {
+  if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > 65535) {
+    throw new AvroClientUsageError(`${flag} needs a port number from 1 to 65535, got "${text}"`);
+  }
+  return Number(text);
+}
+
+function mustExist(what: string, p: string, kind: "file" | "directory"): void {
+  const st = statSync(p, { throwIfNoEntry: false });
+  if (!st) throw new AvroClientUsageError(`${what} ${p}: no such ${kind}`);
+  if (kind === "file" && st.isDirectory()) throw new AvroClientUsageError(`${what} ${p}: is a directory, not a file`);
+  if (kind === "directory" && !st.isDirectory()) throw new AvroClientUsageError(`${what} ${p}: not a directory`);
+}
+
 /** Reads the RPC client properties file of -P (Flume's RpcClientFactory keys); flags given win. */
 function applyRpcProps(o: Partial<AvroClientOptions>, file: string): void {
   let text: string;
@@ -127,6 +146,7 @@ function applyRpcProps(o: Partial<AvroClientOptions>, file: string): void {
     const m = /^(.*):(\d+)$/.exec(hostPort);
     if (!m) throw new AvroClientUsageError(`${file}: hosts.${first} must be host:port, got "${hostPort}"`);
     o.host ??= m[1];
+    if (Number(m[2]) < 1 || Number(m[2]) > 65535) throw new AvroClientUsageError(`${file}: hosts.${first} needs a port number from 1 to 65535, got "${m[2]}"`);
     o.port ??= Number(m[2]);
   }
   const num = (k: string) => (props.has(k) && /^\d+$/.test(props.get(k) as string) ? Number(props.get(k)) : undefined);

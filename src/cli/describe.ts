@@ -4,10 +4,11 @@
  * validator uses.
  */
 
-import { defineCommand } from "citty";
+import { type ArgsDef, defineCommand } from "citty";
 import * as registry from "../components/registry.ts";
 import { configFilterSchemas } from "../config/config-filters.ts";
 import { didYouMean } from "../config/problems.ts";
+import { exitUsage, unknownArgument } from "./args.ts";
 import type { ComponentKind, ComponentSchema, PropSpec, PropValue } from "../config/schema.ts";
 
 const KIND_TITLES: [ComponentKind, string][] = [
@@ -114,13 +115,17 @@ export function runDescribe(type: string | undefined, kind: string | undefined, 
   return 0;
 }
 
+const DESCRIBE_ARGS = {
+  type: { type: "positional", required: false, description: "A type name, alias or Flume class name (e.g. memory, TAILDIR)" },
+  kind: { type: "string", description: "Only this kind: source, channel, sink, interceptor, selector, sinkprocessor, serializer, configfilter" },
+} satisfies ArgsDef;
+
 export const describe = defineCommand({
   meta: { name: "describe", description: "List component types, or show one type's properties, defaults and docs" },
-  args: {
-    type: { type: "positional", required: false, description: "A type name, alias or Flume class name (e.g. memory, TAILDIR)" },
-    kind: { type: "string", description: "Only this kind: source, channel, sink, interceptor, selector, sinkprocessor, serializer, configfilter" },
-  },
+  args: DESCRIBE_ARGS,
   run(ctx) {
+    const bad = unknownArgument(ctx.rawArgs, DESCRIBE_ARGS);
+    if (bad) exitUsage("describe", bad);
     const type = typeof ctx.args.type === "string" ? ctx.args.type : undefined;
     const kind = typeof ctx.args.kind === "string" ? ctx.args.kind : undefined;
     process.exitCode = runDescribe(type, kind, (s) => process.stdout.write(s), (s) => process.stderr.write(s));

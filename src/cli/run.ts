@@ -102,7 +102,8 @@ export function parseRunArgs(argv: string[]): { options: RunOptions; notes: stri
       case "--trace-max-bytes":
         o.traceMaxBytes = r.number(arg);
         break;
-      case "-D": {
+      case "-D":
+      case "--define": {
         const kv = r.value(arg);
         addSysProp(o, kv);
         break;
@@ -321,7 +322,12 @@ const HELP_ARGS = {
   "stats-interval": { type: "string", description: "Seconds between stats lines (default 10)" },
   trace: { type: "string", description: "Record every channel transaction to this file as JSON lines (for flume replay)" },
   "trace-max-bytes": { type: "string", description: "Stop recording the trace beyond this many bytes (default 256 MiB)" },
-  D: { type: "string", description: "-Dkey=value system property: ${sys:key}, flume.monitoring.type=http, flume.monitoring.port=N" },
+  define: {
+    type: "string",
+    alias: "D",
+    valueHint: "key=value",
+    description: "A system property, as -Dkey=value (repeatable): ${sys:key}, flume.monitoring.type=http, flume.monitoring.port=N",
+  },
 } satisfies ArgsDef;
 
 export function makeRunCommand(name: string, description: string) {
