@@ -200,7 +200,8 @@ function configFromProperties(parsed: ParsedProperties, file: string, opts: Pars
       file,
       line: entry.line,
       component: builder.labelOf(entry.key),
-      key: entry.key,
+      // Relative to the component, like every other problem's key.
+      key: /^[^.]+\.(?:sources|channels|sinks|sinkgroups|configfilters)\.[^.]+\.(.+)$/.exec(entry.key)?.[1] ?? entry.key,
       message: `is set twice; this value overrides the one on line ${overridden.line}`,
       hint: "remove one of the two lines",
       severity: "warning",

@@ -28,6 +28,7 @@ import {
   unlistedInterceptors,
 } from "./flume-config.ts";
 import { didYouMean, type EntryKind, type Problem, type ProblemCode, type Severity, sortProblems } from "./problems.ts";
+import { hasVariables } from "./substitution.ts";
 import { type ComponentConfig, type ComponentKind, type ComponentSchema, findProp, isUnderPrefix, parseConfig } from "./schema.ts";
 
 /** What the validator needs from src/components/registry.ts (pass the module itself). */
@@ -231,6 +232,8 @@ class Validator {
     const { config, errors } = parseConfig(schema, rawValues(props));
     const lineOf = (key: string) => props[key]?.line ?? fallbackLine;
     for (const e of errors) {
+      // A value still holding ${...} was reported as an unresolved variable already.
+      if (hasVariables(props[e.key]?.value ?? "")) continue;
       const spec = findProp(schema, e.key);
       const missing = props[e.key] === undefined;
       this.addFor(entry, "error", "bad-value", lineOf(e.key), keyPrefix + e.key, e.message, missing ? `add ${this.fullKey(entry, keyPrefix + e.key)} = ...` : spec ? describeSpec(spec) : undefined);

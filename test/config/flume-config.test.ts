@@ -179,7 +179,7 @@ describe("Flume's configuration grammar", () => {
   test("duplicate keys: the later wins, with a warning at its line", () => {
     const r = parse(conf(["a1.channels = c1", "a1.channels.c1.type = memory", "a1.channels.c1.capacity = 10", "a1.channels.c1.capacity = 20"]));
     expect(r.config!.channels.get("c1")!.props.capacity).toEqual({ value: "20", file: "flume.conf", line: 4 });
-    expect(brief(r.problems)).toEqual([{ line: 4, severity: "warning", code: "duplicate-key", component: "channel c1", key: "a1.channels.c1.capacity" }]);
+    expect(brief(r.problems)).toEqual([{ line: 4, severity: "warning", code: "duplicate-key", component: "channel c1", key: "capacity" }]);
     expect(r.problems[0].message).toContain("line 3");
   });
 

@@ -43,3 +43,16 @@ describe("failover sink groups", () => {
     expect(problems(["a1.sinkgroups.g1.processor.priority.k1 = 10", "a1.sinkgroups.g1.processor.priority.k2 = 5"]).filter((x) => x.includes("same priority"))).toEqual([]);
   });
 });
+
+describe("problem reports name each problem once, relative to its component", () => {
+  test("an unresolved variable is one error, not also a bad value; a duplicate key's key is relative", async () => {
+    const { validateConfigText } = await import("../../src/config/validate.ts");
+    const registry = await import("../../src/components/registry.ts");
+    const text = "a1.sources = r1\na1.channels = c1\na1.sources.r1.type = seq\na1.sources.r1.channels = c1\na1.channels.c1.type = memory\na1.channels.c1.capacity = ${env:FLUME_TS_SURELY_UNSET}\na1.channels.c1.keep-alive = 1\na1.channels.c1.keep-alive = 2\n";
+    const r = validateConfigText(text, "x.conf", { env: {} }, registry);
+    const capacity = r.problems.filter((p) => p.key === "capacity");
+    expect(capacity.map((p) => p.code)).toEqual(["unresolved-variable"]);
+    const dup = r.problems.find((p) => p.code === "duplicate-key");
+    expect(dup).toMatchObject({ line: 8, component: "channel c1", key: "keep-alive" });
+  });
+});
