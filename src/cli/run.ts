@@ -120,6 +120,9 @@ export function parseRunArgs(argv: string[]): { options: RunOptions; notes: stri
     const port = o.sysProps["flume.monitoring.port"] ?? "41414";
     o.metricsPort ??= r.number("-Dflume.monitoring.port", port);
   }
+  if (o.metricsPort !== undefined && (!Number.isInteger(o.metricsPort) || o.metricsPort > 65535)) {
+    throw new UsageError(`the metrics port must be a whole number from 0 to 65535, got ${o.metricsPort}`);
+  }
   return { options: o, notes };
 }
 
