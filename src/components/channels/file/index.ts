@@ -25,7 +25,7 @@ export const schema: ComponentSchema = {
     { key: "transactionCapacity", type: "int", default: 10000, min: 1, doc: "Maximum number of events one transaction may put or take" },
     { key: "checkpointInterval", type: "int", default: 30000, min: 1000, doc: "Milliseconds between checkpoints" },
     { key: "maxFileSize", type: "int", default: DEFAULT_MAX_FILE_SIZE, min: 1024, doc: "Maximum size in bytes of one data file (at most the default)" },
-    { key: "minimumRequiredSpace", type: "int", default: 524288000, min: 0, doc: "Free bytes the data disk must keep; below it puts fail (at least 1048576)" },
+    { key: "minimumRequiredSpace", type: "int", default: 524288000, min: 0, doc: "Free bytes the data disk must keep; below it puts fail (values under 1048576 count as 1048576, as in Flume)" },
     { key: "capacity", type: "int", default: 1000000, min: 1, doc: "Maximum number of events in the channel" },
     { key: "keep-alive", type: "int", default: 3, min: 0, doc: "Seconds a commit waits for room in a full channel" },
     { key: "use-log-replay-v1", type: "boolean", default: false, doc: "Accepted for compatibility; has no effect (one replay algorithm)" },

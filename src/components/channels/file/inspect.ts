@@ -70,7 +70,7 @@ export function inspectChannel(dataDirs: string[], checkpointDir?: string): Insp
 
   let pending: number | null = null;
   let pendingError: string | null = null;
-  const pendingSource = checkpointDir ? `checkpoint in ${checkpointDir} plus the log after it` : "the log alone (pass --checkpointDir for the exact figure)";
+  const pendingSource = checkpointDir ? `checkpoint in ${checkpointDir} plus the log after it` : "the log alone; pass --checkpointDir for the exact figure";
   try {
     const r = recover({ dataDirs, checkpointDirs: checkpointDir ? [checkpointDir] : [], logger: new MemoryLogger(), repair: false, channel: "inspect" });
     pending = r.count;
