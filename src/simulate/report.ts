@@ -46,6 +46,21 @@ function faultMark(c: Column): string {
   return "·";
 }
 
+/** The ledger's figures, as the text and HTML reports list them. */
+function ledgerRows(r: SimulationResult): [string, string][] {
+  const s = r.summary;
+  return [
+    ["produced", fmt(r.produced)],
+    ["accepted", fmt(s.accepted)],
+    ["delivered unique", fmt(s.deliveredUnique)],
+    ["duplicates", fmt(s.duplicates)],
+    ["lost", fmt(s.lost)],
+    ["still in channels", fmt(s.remaining)],
+    ["rolled-back transactions", fmt(s.rolledBack)],
+    ["client retries", fmt(r.retries)],
+  ];
+}
+
 export function textReport(o: SimulationOptions, r: SimulationResult, timeline = true): string {
   const out: string[] = [];
   out.push(`flume simulate: ${fmt(r.events)} events, seed ${r.seed}`);
@@ -58,16 +73,8 @@ export function textReport(o: SimulationOptions, r: SimulationResult, timeline =
     out.push(...textTimeline(r));
     out.push("");
   }
-  const s = r.summary;
   const rows: [string, string][] = [
-    ["produced", fmt(r.produced)],
-    ["accepted", fmt(s.accepted)],
-    ["delivered unique", fmt(s.deliveredUnique)],
-    ["duplicates", fmt(s.duplicates)],
-    ["lost", fmt(s.lost)],
-    ["still in channels", fmt(s.remaining)],
-    ["rolled-back transactions", fmt(s.rolledBack)],
-    ["client retries", fmt(r.retries)],
+    ...ledgerRows(r),
     ["sink batches (failed)", `${fmt(r.sinkBatches)} (${fmt(r.sinkFailures)})`],
   ];
   for (const c of r.channels) rows.push([`channel peak fill ${c.name}`, `${fmt(c.peak)} of ${fmt(c.capacity)}`]);
@@ -243,18 +250,7 @@ export function htmlReport(o: SimulationOptions, r: SimulationResult): string {
   }
   svg.push(`</svg>`);
 
-  const s = r.summary;
-  const rows: [string, string][] = [
-    ["produced", fmt(r.produced)],
-    ["accepted", fmt(s.accepted)],
-    ["delivered unique", fmt(s.deliveredUnique)],
-    ["duplicates", fmt(s.duplicates)],
-    ["lost", fmt(s.lost)],
-    ["still in channels", fmt(s.remaining)],
-    ["rolled-back transactions", fmt(s.rolledBack)],
-    ["client retries", fmt(r.retries)],
-    ["virtual time", formatTime(r.time)],
-  ];
+  const rows: [string, string][] = [...ledgerRows(r), ["virtual time", formatTime(r.time)]];
   const color = r.verdict.held ? "#15803d" : "#b91c1c";
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>flume simulate: ${escapeHtml(r.verdict.line)}</title>
