@@ -1,8 +1,12 @@
+import { afterEach } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import * as registry from "../src/components/registry.ts";
+import type { AgentConfig } from "../src/config/flume-config.ts";
+import { validateConfigText } from "../src/config/validate.ts";
 
 export const ROOT = path.resolve(import.meta.dir, "..");
 export const CLI = path.join(ROOT, "src", "cli.ts");
@@ -85,4 +89,110 @@ export function freePort(): Promise<number> {
 export async function fetchMetrics(port: number): Promise<Record<string, Record<string, string>>> {
   const res = await fetch(`http://127.0.0.1:${port}/metrics`);
   return (await res.json()) as Record<string, Record<string, string>>;
+}
+
+export type Metrics = Record<string, Record<string, string>>;
+
+/** Polls an agent's /metrics until ok(metrics) holds; throws with the last reading after ms. */
+export async function waitForMetrics(port: number, what: string, ok: (m: Metrics) => boolean, ms = 15000, pollMs = 20): Promise<Metrics> {
+  const start = Date.now();
+  let last: Metrics = {};
+  while (Date.now() - start < ms) {
+    try {
+      last = await fetchMetrics(port);
+      if (ok(last)) return last;
+    } catch {
+      // not listening yet
+    }
+    await sleep(pollMs);
+  }
+  throw new Error(`timed out waiting for ${what}: ${JSON.stringify(last)}`);
+}
+
+/** A list of cleanups that run (last pushed first) after every test of the file that calls this. */
+export function cleanupsAfterEach(): (() => void)[] {
+  const cleanups: (() => void)[] = [];
+  afterEach(() => {
+    while (cleanups.length) cleanups.pop()?.();
+  });
+  return cleanups;
+}
+
+/** Whether something accepts TCP connections on 127.0.0.1:port right now. */
+export function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, "127.0.0.1");
+    s.once("connect", () => (s.destroy(), resolve(true)));
+    s.once("error", () => resolve(false));
+  });
+}
+
+/** Polls until 127.0.0.1:port accepts connections (about 2 s at most). */
+export async function waitUntilListening(port: number): Promise<boolean> {
+  for (let i = 0; i < 100; i++) {
+    if (await canConnect(port)) return true;
+    await sleep(20);
+  }
+  return false;
+}
+
+/** Sends lines over TCP and returns what the server answered once it closes or goes quiet. */
+export function sendLines(port: number, text: string, waitMs = 500, expectLines = 0): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, "127.0.0.1");
+    let answer = "";
+    let timer: ReturnType<typeof setTimeout>;
+    const done = () => {
+      socket.destroy();
+      resolve(answer);
+    };
+    socket.on("connect", () => socket.write(text));
+    socket.on("data", (d) => {
+      answer += d;
+      clearTimeout(timer);
+      if (expectLines > 0 && answer.split("\n").length > expectLines) return done();
+      timer = setTimeout(done, waitMs);
+    });
+    socket.on("close", () => resolve(answer));
+    socket.on("error", reject);
+    timer = setTimeout(done, waitMs * 4);
+  });
+}
+
+/** Validates a configuration text for agent a1 with every registered component; throws on errors. */
+export function parseAgentConfig(text: string, file = "review.conf"): AgentConfig {
+  const r = validateConfigText(text, file, { agentName: "a1" }, registry);
+  const errors = r.problems.filter((p) => p.severity === "error");
+  if (errors.length > 0 || !r.config) throw new Error(errors.map((e) => e.message).join("; "));
+  return r.config;
+}
+
+/** Starts the CLI as an agent that the cleanups SIGKILL; resolves once its output matches ready. */
+export async function startAgentCli(cleanups: (() => void)[], args: string[], ready = /agent a1 started/) {
+  const agent = startCli(args);
+  cleanups.push(() => agent.child.kill("SIGKILL"));
+  await agent.waitFor(ready);
+  return agent;
+}
+
+/** The lines of a file channel c1 of agent a1 keeping its checkpoint and data below dir. */
+export function fileChannelLines(dir: string): string {
+  return `a1.channels.c1.type = file
+a1.channels.c1.checkpointDir = ${path.join(dir, "ckpt")}
+a1.channels.c1.dataDirs = ${path.join(dir, "data")}`;
+}
+
+/** Agent a1: a netcat source r1 on 127.0.0.1:port into channel c1 (its lines), drained by sink k1 of type sink. */
+export function netcatConf(port: number, { channel = "a1.channels.c1.type = memory", sink = "null" } = {}): string {
+  return `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = netcat
+a1.sources.r1.bind = 127.0.0.1
+a1.sources.r1.port = ${port}
+a1.sources.r1.channels = c1
+${channel}
+a1.sinks.k1.type = ${sink}
+a1.sinks.k1.channel = c1
+`;
 }

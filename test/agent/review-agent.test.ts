@@ -1,50 +1,18 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { existsSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import path from "node:path";
 import { Agent } from "../../src/agent/agent.ts";
-import * as registry from "../../src/components/registry.ts";
-import type { AgentConfig } from "../../src/config/flume-config.ts";
-import { validateConfigText } from "../../src/config/validate.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
-import { freePort, sleep, tempDir } from "../helpers.ts";
+import { canConnect, cleanupsAfterEach, fileChannelLines, freePort, netcatConf, parseAgentConfig, sleep, tempDir } from "../helpers.ts";
 
-const cleanups: (() => void)[] = [];
-afterEach(() => {
-  while (cleanups.length) cleanups.pop()?.();
-});
+const cleanups = cleanupsAfterEach();
 
-function parse(text: string): AgentConfig {
-  const r = validateConfigText(text, "review.conf", { agentName: "a1" }, registry);
-  const errors = r.problems.filter((p) => p.severity === "error");
-  if (errors.length > 0 || !r.config) throw new Error(errors.map((e) => e.message).join("; "));
-  return r.config;
-}
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, "127.0.0.1");
-    s.once("connect", () => (s.destroy(), resolve(true)));
-    s.once("error", () => resolve(false));
-  });
-}
+const parse = (text: string) => parseAgentConfig(text, "review.conf");
 
 function fileChannelConf(port: number, dir: string, extra = ""): string {
-  return `a1.sources = r1
-a1.channels = c1
-a1.sinks = k1
-a1.sources.r1.type = netcat
-a1.sources.r1.bind = 127.0.0.1
-a1.sources.r1.port = ${port}
-a1.sources.r1.channels = c1
-a1.channels.c1.type = file
-a1.channels.c1.checkpointDir = ${path.join(dir, "ckpt")}
-a1.channels.c1.dataDirs = ${path.join(dir, "data")}
-${extra}
-a1.sinks.k1.type = null
-a1.sinks.k1.channel = c1
-`;
+  return netcatConf(port, { channel: `${fileChannelLines(dir)}\n${extra}` });
 }
 
 describe("agent lifecycle under an operator's hands", () => {

@@ -1,21 +1,9 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
-import net from "node:net";
 import path from "node:path";
-import { freePort, sleep, startCli, tempDir } from "../helpers.ts";
+import { canConnect, cleanupsAfterEach, freePort, netcatConf, sleep, startAgentCli, tempDir } from "../helpers.ts";
 
-const cleanups: (() => void)[] = [];
-afterEach(() => {
-  while (cleanups.length) cleanups.pop()?.();
-});
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, "127.0.0.1");
-    s.once("connect", () => (s.destroy(), resolve(true)));
-    s.once("error", () => resolve(false));
-  });
-}
+const cleanups = cleanupsAfterEach();
 
 describe("flume run --lenient and reload", () => {
   test("a reload under --lenient drops the broken components again instead of refusing every change", async () => {
@@ -24,23 +12,9 @@ describe("flume run --lenient and reload", () => {
     const [port, port2] = [await freePort(), await freePort()];
     const conf = path.join(dir, "lenient.conf");
     // k2 is broken from the start: --lenient drops it and runs the rest.
-    const base = `a1.sources = r1
-a1.channels = c1
-a1.sinks = k1 k2
-a1.sources.r1.type = netcat
-a1.sources.r1.bind = 127.0.0.1
-a1.sources.r1.port = ${port}
-a1.sources.r1.channels = c1
-a1.channels.c1.type = memory
-a1.sinks.k1.type = null
-a1.sinks.k1.channel = c1
-a1.sinks.k2.type = nosuchsink
-a1.sinks.k2.channel = c1
-`;
+    const base = netcatConf(port).replace("a1.sinks = k1", "a1.sinks = k1 k2") + "a1.sinks.k2.type = nosuchsink\na1.sinks.k2.channel = c1\n";
     writeFileSync(conf, base);
-    const agent = startCli(["run", "-f", conf, "--lenient", "--poll-interval", "0.2", "--quiet"]);
-    cleanups.push(() => agent.child.kill("SIGKILL"));
-    await agent.waitFor(/agent a1 started/);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--lenient", "--poll-interval", "0.2", "--quiet"]);
     await sleep(50);
     // The operator adds a source; k2 is still broken.
     writeFileSync(conf, base.replace("a1.sources = r1", "a1.sources = r1 r2") + `a1.sources.r2.type = netcat\na1.sources.r2.bind = 127.0.0.1\na1.sources.r2.port = ${port2}\na1.sources.r2.channels = c1\n`);
@@ -56,21 +30,9 @@ a1.sinks.k2.channel = c1
     cleanups.push(cleanup);
     const port = await freePort();
     const conf = path.join(dir, "warn.conf");
-    const base = `a1.sources = r1
-a1.channels = c1
-a1.sinks = k1
-a1.sources.r1.type = netcat
-a1.sources.r1.bind = 127.0.0.1
-a1.sources.r1.port = ${port}
-a1.sources.r1.channels = c1
-a1.channels.c1.type = memory
-a1.sinks.k1.type = null
-a1.sinks.k1.channel = c1
-`;
+    const base = netcatConf(port);
     writeFileSync(conf, base);
-    const agent = startCli(["run", "-f", conf, "--poll-interval", "0.2", "--quiet"]);
-    cleanups.push(() => agent.child.kill("SIGKILL"));
-    await agent.waitFor(/agent a1 started/);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--poll-interval", "0.2", "--quiet"]);
     await sleep(50);
     writeFileSync(conf, base + "a1.channels.c1.capacty = 500\n");
     await agent.waitFor(/reloaded/);

@@ -1,16 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import net from "node:net";
 import { Agent } from "../../src/agent/agent.ts";
-import * as registry from "../../src/components/registry.ts";
-import type { AgentConfig } from "../../src/config/flume-config.ts";
-import { validateConfigText } from "../../src/config/validate.ts";
+import { parseAgentConfig } from "../helpers.ts";
 
-function parse(text: string): AgentConfig {
-  const r = validateConfigText(text, "reload.conf", { agentName: "a1" }, registry);
-  const errors = r.problems.filter((p) => p.severity === "error");
-  if (errors.length > 0 || !r.config) throw new Error(errors.map((e) => e.message).join("; "));
-  return r.config;
-}
+const parse = (text: string) => parseAgentConfig(text, "reload.conf");
 
 // Sources and sinks list their channels in another order than a1.channels does.
 const CONF = `a1.sources = r1 r2

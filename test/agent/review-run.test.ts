@@ -1,22 +1,10 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import { parseRunArgs, runAgent } from "../../src/cli/run.ts";
-import { freePort, sleep, tempDir } from "../helpers.ts";
+import { canConnect, cleanupsAfterEach, fileChannelLines, freePort, netcatConf, sleep, tempDir } from "../helpers.ts";
 
-const cleanups: (() => void)[] = [];
-afterEach(() => {
-  while (cleanups.length) cleanups.pop()?.();
-});
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, "127.0.0.1");
-    s.once("connect", () => (s.destroy(), resolve(true)));
-    s.once("error", () => resolve(false));
-  });
-}
+const cleanups = cleanupsAfterEach();
 
 describe("flume run: signals and reload timing", () => {
   test("a SIGTERM that arrives while the agent is starting stops it gracefully (exit 0, port closed)", async () => {
@@ -26,19 +14,7 @@ describe("flume run: signals and reload timing", () => {
     const file = path.join(dir, "a.conf");
     writeFileSync(
       file,
-      `a1.sources = r1
-a1.channels = c1
-a1.sinks = k1
-a1.sources.r1.type = netcat
-a1.sources.r1.bind = 127.0.0.1
-a1.sources.r1.port = ${port}
-a1.sources.r1.channels = c1
-a1.channels.c1.type = file
-a1.channels.c1.checkpointDir = ${path.join(dir, "ckpt")}
-a1.channels.c1.dataDirs = ${path.join(dir, "data")}
-a1.sinks.k1.type = null
-a1.sinks.k1.channel = c1
-`,
+      netcatConf(port, { channel: fileChannelLines(dir) }),
     );
     const { options } = parseRunArgs(["-f", file, "--quiet", "--no-reload-conf", "--drain-timeout", "200"]);
     const code = runAgent(options);
@@ -56,17 +32,7 @@ a1.sinks.k1.channel = c1
     cleanups.push(cleanup);
     const [port, port2] = [await freePort(), await freePort()];
     const file = path.join(dir, "a.conf");
-    const base = `a1.sources = r1
-a1.channels = c1
-a1.sinks = k1
-a1.sources.r1.type = netcat
-a1.sources.r1.bind = 127.0.0.1
-a1.sources.r1.port = ${port}
-a1.sources.r1.channels = c1
-a1.channels.c1.type = memory
-a1.sinks.k1.type = null
-a1.sinks.k1.channel = c1
-`;
+    const base = netcatConf(port);
     writeFileSync(file, base);
     const { options } = parseRunArgs(["-f", file, "--quiet", "--poll-interval", "0.1", "--drain-timeout", "200"]);
     const code = runAgent(options);

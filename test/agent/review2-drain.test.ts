@@ -1,24 +1,13 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import http from "node:http";
 import type net from "node:net";
 import { Agent } from "../../src/agent/agent.ts";
-import * as registry from "../../src/components/registry.ts";
-import type { AgentConfig } from "../../src/config/flume-config.ts";
-import { validateConfigText } from "../../src/config/validate.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
-import { sleep } from "../helpers.ts";
+import { cleanupsAfterEach, parseAgentConfig, sleep } from "../helpers.ts";
 
-const cleanups: (() => void)[] = [];
-afterEach(() => {
-  while (cleanups.length) cleanups.pop()?.();
-});
+const cleanups = cleanupsAfterEach();
 
-function parse(text: string): AgentConfig {
-  const r = validateConfigText(text, "review2.conf", { agentName: "a1" }, registry);
-  const errors = r.problems.filter((p) => p.severity === "error");
-  if (errors.length > 0 || !r.config) throw new Error(errors.map((e) => e.message).join("; "));
-  return r.config;
-}
+const parse = (text: string) => parseAgentConfig(text, "review2.conf");
 
 describe("drain on stop", () => {
   test("a sink whose downstream answers 503 (BACKOFF) keeps its backoff during the drain instead of being retried every 20 ms", async () => {

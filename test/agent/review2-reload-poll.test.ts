@@ -1,32 +1,12 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { statSync, utimesSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import { parseRunArgs, runAgent } from "../../src/cli/run.ts";
 import type { ComponentDefinition } from "../../src/components/component.ts";
 import * as registry from "../../src/components/registry.ts";
-import { freePort, sleep, tempDir } from "../helpers.ts";
+import { cleanupsAfterEach, freePort, netcatConf, tempDir, waitUntilListening } from "../helpers.ts";
 
-const cleanups: (() => void)[] = [];
-afterEach(() => {
-  while (cleanups.length) cleanups.pop()?.();
-});
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, "127.0.0.1");
-    s.once("connect", () => (s.destroy(), resolve(true)));
-    s.once("error", () => resolve(false));
-  });
-}
-
-async function waitUntilListening(port: number): Promise<boolean> {
-  for (let i = 0; i < 100; i++) {
-    if (await canConnect(port)) return true;
-    await sleep(20);
-  }
-  return false;
-}
+const cleanups = cleanupsAfterEach();
 
 // A netcat source whose first create() fails, as one whose resource is briefly unavailable.
 const netcat = registry.lookupComponent("source", "netcat")!;
@@ -40,17 +20,7 @@ registry.registerComponent({
   },
 } as ComponentDefinition<unknown>);
 
-const base = (port: number) => `a1.sources = r1
-a1.channels = c1
-a1.sinks = k1
-a1.sources.r1.type = netcat
-a1.sources.r1.bind = 127.0.0.1
-a1.sources.r1.port = ${port}
-a1.sources.r1.channels = c1
-a1.channels.c1.type = memory
-a1.sinks.k1.type = null
-a1.sinks.k1.channel = c1
-`;
+const base = (port: number) => netcatConf(port);
 
 const withR2 = (port: number, port2: number, type = "netcat") =>
   base(port).replace("a1.sources = r1", "a1.sources = r1 r2") +

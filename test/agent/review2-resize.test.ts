@@ -5,17 +5,10 @@ import { Agent } from "../../src/agent/agent.ts";
 import type { ComponentContext, ComponentDefinition } from "../../src/components/component.ts";
 import * as registry from "../../src/components/registry.ts";
 import { BaseSource } from "../../src/components/sources/base.ts";
-import type { AgentConfig } from "../../src/config/flume-config.ts";
-import { validateConfigText } from "../../src/config/validate.ts";
 import { createEvent } from "../../src/core/event.ts";
-import { tempDir } from "../helpers.ts";
+import { parseAgentConfig, tempDir } from "../helpers.ts";
 
-function parse(text: string): AgentConfig {
-  const r = validateConfigText(text, "review2.conf", { agentName: "a1" }, registry);
-  const errors = r.problems.filter((p) => p.severity === "error");
-  if (errors.length > 0 || !r.config) throw new Error(errors.map((e) => e.message).join("; "));
-  return r.config;
-}
+const parse = (text: string) => parseAgentConfig(text, "review2.conf");
 
 /** A source that hands its buffered batch to the channel when it stops (as a tailer flushes). */
 class FlushOnStopSource extends BaseSource {

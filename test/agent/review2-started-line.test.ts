@@ -1,13 +1,10 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { startCli, tempDir } from "../helpers.ts";
+import { cleanupsAfterEach, startAgentCli, tempDir } from "../helpers.ts";
 
-const cleanups: (() => void)[] = [];
-afterEach(() => {
-  while (cleanups.length) cleanups.pop()?.();
-});
+const cleanups = cleanupsAfterEach();
 
 describe("flume run: the started line", () => {
   test("a source whose start failed (port in use) is listed as retrying, not among the started sources", async () => {
@@ -35,9 +32,7 @@ a1.sinks.k1.type = null
 a1.sinks.k1.channel = c1
 `,
     );
-    const agent = startCli(["run", "-f", conf, "--quiet", "--no-reload-conf", "--drain-timeout", "200"]);
-    cleanups.push(() => agent.child.kill("SIGKILL"));
-    await agent.waitFor(/agent a1 started/);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet", "--no-reload-conf", "--drain-timeout", "200"]);
     const out = agent.stdout + agent.stderr;
     const line = out.split("\n").find((l) => l.includes("agent a1 started"))!;
     expect(line).toContain("sources [r1]");

@@ -1,57 +1,20 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import path from "node:path";
-import { ROOT, freePort, runCli, sleep, startCli, tempDir } from "../helpers.ts";
+import { ROOT, cleanupsAfterEach, freePort, netcatConf, runCli, sendLines, sleep, startAgentCli, tempDir } from "../helpers.ts";
 
 const FIXTURES = path.resolve(ROOT, "../shared/fixtures/metrics");
 
-
-/** Sends lines over TCP and returns what the server answered once it closes or goes quiet. */
-function sendLines(port: number, text: string, waitMs = 500, expectLines = 0): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, "127.0.0.1");
-    let answer = "";
-    let timer: ReturnType<typeof setTimeout>;
-    const done = () => {
-      socket.destroy();
-      resolve(answer);
-    };
-    socket.on("connect", () => socket.write(text));
-    socket.on("data", (d) => {
-      answer += d;
-      clearTimeout(timer);
-      if (expectLines > 0 && answer.split("\n").length > expectLines) return done();
-      timer = setTimeout(done, waitMs);
-    });
-    socket.on("close", () => resolve(answer));
-    socket.on("error", reject);
-    timer = setTimeout(done, waitMs * 4);
-  });
-}
 
 async function getJson(port: number, p: string): Promise<{ status: number; body: string; type: string | null }> {
   const res = await fetch(`http://127.0.0.1:${port}${p}`);
   return { status: res.status, body: await res.text(), type: res.headers.get("content-type") };
 }
 
-const cleanups: (() => void)[] = [];
-afterEach(() => {
-  while (cleanups.length) cleanups.pop()?.();
-});
+const cleanups = cleanupsAfterEach();
 
 function agentConf(port: number, extra = ""): string {
-  return `a1.sources = r1
-a1.channels = c1
-a1.sinks = k1
-a1.sources.r1.type = netcat
-a1.sources.r1.bind = 127.0.0.1
-a1.sources.r1.port = ${port}
-a1.sources.r1.channels = c1
-a1.channels.c1.type = memory
-a1.sinks.k1.type = logger
-a1.sinks.k1.channel = c1
-${extra}`;
+  return netcatConf(port, { sink: "logger" }) + extra;
 }
 
 describe("flume run", () => {
@@ -61,9 +24,7 @@ describe("flume run", () => {
     const port = await freePort();
     const conf = path.join(dir, "a.conf");
     writeFileSync(conf, agentConf(port));
-    const agent = startCli(["run", "-f", conf, "-n", "a1", "--quiet"]);
-    cleanups.push(() => agent.child.kill("SIGKILL"));
-    await agent.waitFor(/agent a1 started/);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "-n", "a1", "--quiet"]);
     const answer = await sendLines(port, "Hello world!\r\nsecond line\n");
     expect(answer).toBe("OK\nOK\n");
     await agent.waitFor(/body: 73 65 63 6F 6E 64/);
@@ -80,9 +41,7 @@ describe("flume run", () => {
     const port = await freePort();
     const conf = path.join(dir, "a.conf");
     writeFileSync(conf, agentConf(port, "a1.sources.r1.max-line-length = 10\n"));
-    const agent = startCli(["run", "-f", conf, "--quiet"]);
-    cleanups.push(() => agent.child.kill("SIGKILL"));
-    await agent.waitFor(/agent a1 started/);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet"]);
     const answer = await sendLines(port, "short\nthis line is far too long\n");
     expect(answer).toBe("OK\nFAILED: Event exceeds the maximum length (10 chars, including newline)\n");
     expect(agent.stderr).toMatch(/client 127\.0\.0\.1:\d+ sent a line over max-line-length 10/);
@@ -117,9 +76,7 @@ describe("flume run", () => {
     const port = await freePort();
     const conf = path.join(dir, "ng.conf");
     writeFileSync(conf, agentConf(port).replace(`port = ${port}`, "port = ${sys:nc.port}"));
-    const agent = startCli(["agent", "--conf", dir, "--conf-file", conf, "--name", "a1", `-Dnc.port=${port}`, "--no-reload-conf", "--quiet"]);
-    cleanups.push(() => agent.child.kill("SIGKILL"));
-    await agent.waitFor(/agent a1 started/);
+    const agent = await startAgentCli(cleanups, ["agent", "--conf", dir, "--conf-file", conf, "--name", "a1", `-Dnc.port=${port}`, "--no-reload-conf", "--quiet"]);
     expect(agent.stderr).toContain("ignored");
     expect(await sendLines(port, "x\n")).toBe("OK\n");
     agent.child.kill("SIGINT");
@@ -136,9 +93,7 @@ describe("flume run", () => {
       agentConf(port).replace("a1.sinks = k1", "a1.sinks = k1 k2") + "a1.sinks.k2.type = nosuchsink\na1.sinks.k2.channel = c1\n",
     );
     expect(runCli(["run", "-f", conf]).code).toBe(1);
-    const agent = startCli(["run", "-f", conf, "--lenient", "--quiet"]);
-    cleanups.push(() => agent.child.kill("SIGKILL"));
-    await agent.waitFor(/agent a1 started/);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--lenient", "--quiet"]);
     expect(agent.stderr).toContain("dropping sink k2");
     expect(await sendLines(port, "x\n")).toBe("OK\n");
     agent.child.kill("SIGTERM");
@@ -169,9 +124,7 @@ a1.sinks.k1.batchSize = 1000
 a1.sinks.k1.channel = c1
 `,
     );
-    const agent = startCli(["run", "-f", conf, "-Dflume.monitoring.type=http", `-Dflume.monitoring.port=${port}`, "--quiet"]);
-    cleanups.push(() => agent.child.kill("SIGKILL"));
-    await agent.waitFor(/metrics on/);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "-Dflume.monitoring.type=http", `-Dflume.monitoring.port=${port}`, "--quiet"], /metrics on/);
     let m: Record<string, Record<string, string>> = {};
     for (let i = 0; i < 200; i++) {
       m = JSON.parse((await getJson(port, "/metrics")).body);
@@ -226,9 +179,7 @@ a1.sources.r1.channels = c1
 a1.channels.c1.type = memory
 `;
     writeFileSync(conf, base);
-    const agent = startCli(["run", "-f", conf, "--poll-interval", "0.2", "--metrics-port", String(mport), "--metrics-bind", "127.0.0.1", "--quiet"]);
-    cleanups.push(() => agent.child.kill("SIGKILL"));
-    await agent.waitFor(/agent a1 started/);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--poll-interval", "0.2", "--metrics-port", String(mport), "--metrics-bind", "127.0.0.1", "--quiet"]);
     expect(await sendLines(port, "one\ntwo\n")).toBe("OK\nOK\n");
 
     await sleep(50);
@@ -257,9 +208,7 @@ a1.channels.c1.type = memory
     const conf = path.join(dir, "drain.conf");
     // A slow sink (one event per transaction, logger) behind a fast source: the channel has a backlog at SIGTERM.
     writeFileSync(conf, agentConf(port));
-    const agent = startCli(["run", "-f", conf, "--quiet", "--drain-timeout", "10000"]);
-    cleanups.push(() => agent.child.kill("SIGKILL"));
-    await agent.waitFor(/agent a1 started/);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet", "--drain-timeout", "10000"]);
     const lines = Array.from({ length: 300 }, (_, i) => `line-${i}`);
     const answer = await sendLines(port, lines.join("\n") + "\n", 5000, 300);
     expect(answer.split("\n").filter((l) => l === "OK").length).toBe(300);
@@ -285,9 +234,7 @@ describe("monitoring, avro -> memory -> file_roll", () => {
     writeFileSync(conf, fixtureConf.replace("41414", String(port)).replace("/var/tmp/roll", roll));
     const { mkdirSync, readdirSync } = await import("node:fs");
     mkdirSync(roll);
-    const agent = startCli(["run", "-f", conf, "--metrics-port", String(mport), "--quiet"]);
-    cleanups.push(() => agent.child.kill("SIGKILL"));
-    await agent.waitFor(/agent a1 started/);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--metrics-port", String(mport), "--quiet"]);
     const input = path.resolve(ROOT, "../shared/fixtures/avro-rpc/avro-client-input.txt");
     const sent = runCli(["avro-client", "-H", "127.0.0.1", "-p", String(port), "-F", input]);
     expect(sent.code).toBe(0);
@@ -319,14 +266,10 @@ describe("stats line", () => {
       conf,
       "a1.sources = r1\na1.channels = c1\na1.sources.r1.type = seq\na1.sources.r1.totalEvents = 500\na1.sources.r1.batchSize = 100\na1.sources.r1.channels = c1\na1.channels.c1.type = memory\na1.channels.c1.capacity = 1000\n",
     );
-    const agent = startCli(["run", "-f", conf, "--stats-interval", "0.3"]);
-    cleanups.push(() => agent.child.kill("SIGKILL"));
-    await agent.waitFor(/stats: r1 in \d+\/s \| c1 out 0\/s fill 50\.0% \(500\/1000\)/);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--stats-interval", "0.3"], /stats: r1 in \d+\/s \| c1 out 0\/s fill 50\.0% \(500\/1000\)/);
     agent.child.kill("SIGTERM");
     expect(await agent.exited()).toBe(0);
-    const quiet = startCli(["run", "-f", conf, "--stats-interval", "0.3", "--quiet"]);
-    cleanups.push(() => quiet.child.kill("SIGKILL"));
-    await quiet.waitFor(/agent a1 started/);
+    const quiet = await startAgentCli(cleanups, ["run", "-f", conf, "--stats-interval", "0.3", "--quiet"]);
     await sleep(700);
     expect(quiet.stderr).not.toContain("stats:");
     quiet.child.kill("SIGTERM");

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { freePort, startCli, tempDir } from "../helpers.ts";
+import { freePort, startAgentCli, tempDir } from "../helpers.ts";
 
 const cleanups: (() => void)[] = [];
 afterAll(() => {
@@ -62,9 +62,7 @@ a1.sinks.k1.type = logger
 a1.sinks.k1.channel = c1
 `,
     );
-    const agent = startCli(["run", "-f", conf, "--metrics-port", String(mport), "--metrics-bind", "127.0.0.1", "--quiet"]);
-    cleanups.push(() => agent.child.kill("SIGKILL"));
-    await agent.waitFor(/agent a1 started/);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--metrics-port", String(mport), "--metrics-bind", "127.0.0.1", "--quiet"]);
     const client = net.connect(port, "127.0.0.1");
     cleanups.push(() => client.destroy());
     await new Promise<void>((resolve) => client.once("connect", () => resolve()));

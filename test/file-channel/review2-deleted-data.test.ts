@@ -1,14 +1,11 @@
-import { afterEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { readdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { ChannelException } from "../../src/core/errors.ts";
-import { tempDir } from "../helpers.ts";
+import { cleanupsAfterEach, tempDir } from "../helpers.ts";
 import { openChannel, putAll, range } from "./fixtures.ts";
 
-const cleanups: (() => void)[] = [];
-afterEach(() => {
-  while (cleanups.length) cleanups.pop()?.();
-});
+const cleanups = cleanupsAfterEach();
 
 function segmentFiles(dataDir: string): string[] {
   return readdirSync(dataDir).filter((n) => !n.startsWith(".") && !n.endsWith(".lock")).map((n) => path.join(dataDir, n));

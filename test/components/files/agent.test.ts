@@ -1,13 +1,10 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { appendFileSync, copyFileSync, mkdirSync, readdirSync, readFileSync, renameSync, truncateSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { startCli, tempDir } from "../../helpers.ts";
+import { cleanupsAfterEach, startCli, tempDir } from "../../helpers.ts";
 import { numbered, until } from "./harness.ts";
 
-const cleanups: (() => void)[] = [];
-afterEach(() => {
-  while (cleanups.length) cleanups.pop()?.();
-});
+const cleanups = cleanupsAfterEach();
 
 const readAll = (dir: string) =>
   readdirSync(dir)

@@ -1,4 +1,4 @@
-import { afterEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -6,13 +6,10 @@ import { definition, RollingFileSink } from "../../../src/components/sinks/file-
 import { createEvent } from "../../../src/core/event.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { VirtualClock } from "../../../src/core/virtual-clock.ts";
-import { tempDir } from "../../helpers.ts";
+import { cleanupsAfterEach, tempDir } from "../../helpers.ts";
 import { build, context } from "./harness.ts";
 
-const cleanups: (() => void)[] = [];
-afterEach(() => {
-  while (cleanups.length) cleanups.pop()?.();
-});
+const cleanups = cleanupsAfterEach();
 
 async function put(channel: MemoryChannel, bodies: string[]): Promise<void> {
   const tx = channel.getTransaction();

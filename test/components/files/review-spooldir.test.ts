@@ -1,4 +1,4 @@
-import { afterEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, renameSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -9,13 +9,10 @@ import type { Channel } from "../../../src/core/channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import { options } from "../../file-channel/fixtures.ts";
 import { drain } from "../../file-channel/fixtures.ts";
-import { tempDir } from "../../helpers.ts";
+import { cleanupsAfterEach, tempDir } from "../../helpers.ts";
 import { build, context, drain as drainMemory, until, wire } from "./harness.ts";
 
-const cleanups: (() => void)[] = [];
-afterEach(() => {
-  while (cleanups.length) cleanups.pop()?.();
-});
+const cleanups = cleanupsAfterEach();
 
 test("with a file channel, a new file under the name of the last completed one is read after a restart (not set aside as reused)", async () => {
   const t = tempDir("flume-review-spool-");

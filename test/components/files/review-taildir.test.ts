@@ -1,4 +1,4 @@
-import { afterEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, rmSync, statSync, truncateSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -8,13 +8,10 @@ import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
 import type { Channel } from "../../../src/core/channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import { drain, options } from "../../file-channel/fixtures.ts";
-import { tempDir } from "../../helpers.ts";
+import { cleanupsAfterEach, tempDir } from "../../helpers.ts";
 import { build, context, drain as drainMemory, wire as wireMemory } from "./harness.ts";
 
-const cleanups: (() => void)[] = [];
-afterEach(() => {
-  while (cleanups.length) cleanups.pop()?.();
-});
+const cleanups = cleanupsAfterEach();
 
 async function pump(src: TaildirSource): Promise<void> {
   for (let i = 0; i < 1000; i++) if ((await src.process()) === "BACKOFF") return;

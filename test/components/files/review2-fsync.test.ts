@@ -1,13 +1,10 @@
-import { afterEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { tempDir } from "../../helpers.ts";
+import { cleanupsAfterEach, tempDir } from "../../helpers.ts";
 
-const cleanups: (() => void)[] = [];
-afterEach(() => {
-  while (cleanups.length) cleanups.pop()?.();
-});
+const cleanups = cleanupsAfterEach();
 
 /**
  * The runner's file system calls, as strace prints them with -y (descriptors with their

@@ -1,13 +1,10 @@
-import { afterEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { readdirSync, readlinkSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { TailFile } from "../../../src/components/sources/taildir/tail-file.ts";
-import { tempDir } from "../../helpers.ts";
+import { cleanupsAfterEach, tempDir } from "../../helpers.ts";
 
-const cleanups: (() => void)[] = [];
-afterEach(() => {
-  while (cleanups.length) cleanups.pop()?.();
-});
+const cleanups = cleanupsAfterEach();
 
 /** Descriptors of this process open on `file` (Linux /proc). */
 function openDescriptors(file: string): number {

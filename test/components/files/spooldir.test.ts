@@ -1,15 +1,12 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { definition, SpoolDirectorySource } from "../../../src/components/sources/spooldir.ts";
 import type { MemoryChannel } from "../../../src/core/memory-channel.ts";
-import { tempDir } from "../../helpers.ts";
+import { cleanupsAfterEach, tempDir } from "../../helpers.ts";
 import { bodies, build, context, drain, numbered, until, wire } from "./harness.ts";
 
-const cleanups: (() => void)[] = [];
-afterEach(() => {
-  while (cleanups.length) cleanups.pop()?.();
-});
+const cleanups = cleanupsAfterEach();
 
 function setup(extra: Record<string, string> = {}) {
   const t = tempDir("flume-spool-");

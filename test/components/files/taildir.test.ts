@@ -1,14 +1,11 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { appendFileSync, copyFileSync, readFileSync, renameSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { definition, TaildirSource } from "../../../src/components/sources/taildir.ts";
-import { tempDir } from "../../helpers.ts";
+import { cleanupsAfterEach, tempDir } from "../../helpers.ts";
 import { bodies, build, context, drain, numbered, until, wire } from "./harness.ts";
 
-const cleanups: (() => void)[] = [];
-afterEach(() => {
-  while (cleanups.length) cleanups.pop()?.();
-});
+const cleanups = cleanupsAfterEach();
 
 function setup(extra: Record<string, string> = {}) {
   const t = tempDir("flume-taildir-");
