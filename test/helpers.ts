@@ -1,6 +1,6 @@
 import { afterEach } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -195,4 +195,33 @@ ${channel}
 a1.sinks.k1.type = ${sink}
 a1.sinks.k1.channel = c1
 `;
+}
+
+export type AgentProcess = ReturnType<typeof startCli>;
+
+/**
+ * For files that run `flume run` agents: after each test the agents still running are SIGKILLed
+ * (and awaited), then the cleanups run in the order they were pushed.
+ */
+export function agentsAfterEach() {
+  const running: AgentProcess[] = [];
+  const cleanups: (() => void)[] = [];
+  afterEach(async () => {
+    for (const a of running.splice(0)) {
+      if (a.child.exitCode === null && a.child.signalCode === null) {
+        a.child.kill("SIGKILL");
+        await a.exited();
+      }
+    }
+    for (const c of cleanups.splice(0)) c();
+  });
+  /** Writes conf to dir/<name>.conf and runs agent name with /metrics on 127.0.0.1:metricsPort. */
+  function startAgent(dir: string, name: string, conf: string, metricsPort: number): AgentProcess {
+    const file = path.join(dir, `${name}.conf`);
+    writeFileSync(file, conf);
+    const a = startCli(["run", "-f", file, "-n", name, "--metrics-port", String(metricsPort), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"]);
+    running.push(a);
+    return a;
+  }
+  return { cleanups, startAgent };
 }

@@ -7,66 +7,15 @@
  * had acknowledged. Every sequence number must reach the union of both outputs; duplicates
  * (at-least-once) are counted, reported and must stay within a few batches.
  */
-import { afterEach, describe, expect, test } from "bun:test";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import net from "node:net";
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { sleep, startCli, tempDir } from "../helpers.ts";
+import { agentsAfterEach, freePort, type Metrics, sleep, tempDir, waitForMetrics } from "../helpers.ts";
 
-type Agent = ReturnType<typeof startCli>;
-type Metrics = Record<string, Record<string, string>>;
-
-const running: Agent[] = [];
-const cleanups: (() => void)[] = [];
-afterEach(async () => {
-  for (const a of running.splice(0)) {
-    if (a.child.exitCode === null && a.child.signalCode === null) {
-      a.child.kill("SIGKILL");
-      await a.exited();
-    }
-  }
-  for (const c of cleanups.splice(0)) c();
-});
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", () => r()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
-
-async function metrics(port: number): Promise<Metrics> {
-  const res = await fetch(`http://127.0.0.1:${port}/metrics`);
-  return (await res.json()) as Metrics;
-}
-
-/** Polls an agent's /metrics until ok(metrics) holds; throws with the last reading after ms. */
-async function waitForMetrics(port: number, what: string, ok: (m: Metrics) => boolean, ms = 15000, pollMs = 20): Promise<Metrics> {
-  const start = Date.now();
-  let last: Metrics = {};
-  while (Date.now() - start < ms) {
-    try {
-      last = await metrics(port);
-      if (ok(last)) return last;
-    } catch {
-      // not listening yet
-    }
-    await sleep(pollMs);
-  }
-  throw new Error(`timed out waiting for ${what}: ${JSON.stringify(last)}`);
-}
+const { cleanups, startAgent } = agentsAfterEach();
 
 function num(m: Metrics, group: string, key: string): number {
   return Number(m[group]?.[key] ?? Number.NaN);
-}
-
-function startAgent(dir: string, name: string, conf: string, metricsPort: number): Agent {
-  const file = path.join(dir, `${name}.conf`);
-  writeFileSync(file, conf);
-  const a = startCli(["run", "-f", file, "-n", name, "--metrics-port", String(metricsPort), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"]);
-  running.push(a);
-  return a;
 }
 
 /**

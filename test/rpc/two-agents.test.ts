@@ -1,51 +1,12 @@
-import { afterEach, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
-import path from "node:path";
+import { describe, expect, test } from "bun:test";
 import { createEvent } from "../../src/core/event.ts";
 import { AvroRpcClient } from "../../src/rpc/client.ts";
-import { freePort, startCli, tempDir } from "../helpers.ts";
+import { agentsAfterEach, freePort, tempDir, waitForMetrics } from "../helpers.ts";
 
-type Agent = ReturnType<typeof startCli>;
-const running: Agent[] = [];
-const cleanups: (() => void)[] = [];
-afterEach(async () => {
-  for (const a of running.splice(0)) {
-    if (a.child.exitCode === null && a.child.signalCode === null) {
-      a.child.kill("SIGKILL");
-      await a.exited();
-    }
-  }
-  for (const c of cleanups.splice(0)) c();
-});
+const { cleanups, startAgent: agent } = agentsAfterEach();
 
-
-async function metrics(port: number): Promise<Record<string, Record<string, string>>> {
-  const res = await fetch(`http://127.0.0.1:${port}/metrics`);
-  return (await res.json()) as Record<string, Record<string, string>>;
-}
-
-async function waitForMetric(port: number, group: string, key: string, value: string, ms = 15000): Promise<Record<string, Record<string, string>>> {
-  const start = Date.now();
-  let last: Record<string, Record<string, string>> = {};
-  while (Date.now() - start < ms) {
-    try {
-      last = await metrics(port);
-      if (last[group]?.[key] === value) return last;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`${group}.${key} never reached ${value}: ${JSON.stringify(last)}`);
-}
-
-function agent(dir: string, name: string, conf: string, metricsPort: number): Agent {
-  const file = path.join(dir, `${name}.conf`);
-  writeFileSync(file, conf);
-  const a = startCli(["run", "-f", file, "-n", name, "--metrics-port", String(metricsPort), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"]);
-  running.push(a);
-  return a;
-}
+const waitForMetric = (port: number, group: string, key: string, value: string, ms = 15000) =>
+  waitForMetrics(port, `${group}.${key} to reach ${value}`, (m) => m[group]?.[key] === value, ms, 50);
 
 describe("two agents over Avro RPC (flume run child processes)", () => {
   test("agent A (seq -> memory -> avro sink) to agent B (avro source -> memory -> null): every event arrives", async () => {
