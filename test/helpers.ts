@@ -4,9 +4,6 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import * as registry from "../src/components/registry.ts";
-import type { AgentConfig } from "../src/config/flume-config.ts";
-import { validateConfigText } from "../src/config/validate.ts";
 
 export const ROOT = path.resolve(import.meta.dir, "..");
 export const CLI = path.join(ROOT, "src", "cli.ts");
@@ -157,14 +154,6 @@ export function sendLines(port: number, text: string, waitMs = 500, expectLines 
     socket.on("error", reject);
     timer = setTimeout(done, waitMs * 4);
   });
-}
-
-/** Validates a configuration text for agent a1 with every registered component; throws on errors. */
-export function parseAgentConfig(text: string, file = "review.conf"): AgentConfig {
-  const r = validateConfigText(text, file, { agentName: "a1" }, registry);
-  const errors = r.problems.filter((p) => p.severity === "error");
-  if (errors.length > 0 || !r.config) throw new Error(errors.map((e) => e.message).join("; "));
-  return r.config;
 }
 
 /** Starts the CLI as an agent that the cleanups SIGKILL; resolves once its output matches ready. */

@@ -5,7 +5,8 @@ import net from "node:net";
 import path from "node:path";
 import { Agent } from "../../src/agent/agent.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
-import { canConnect, cleanupsAfterEach, fileChannelLines, freePort, netcatConf, parseAgentConfig, sleep, tempDir } from "../helpers.ts";
+import { canConnect, cleanupsAfterEach, fileChannelLines, freePort, netcatConf, sleep, tempDir } from "../helpers.ts";
+import { parseAgentConfig } from "./support.ts";
 
 const cleanups = cleanupsAfterEach();
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import net from "node:net";
 import { Agent } from "../../src/agent/agent.ts";
-import { parseAgentConfig } from "../helpers.ts";
+import { parseAgentConfig } from "./support.ts";
 
 const parse = (text: string) => parseAgentConfig(text, "reload.conf");
 

@@ -3,7 +3,8 @@ import http from "node:http";
 import type net from "node:net";
 import { Agent } from "../../src/agent/agent.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
-import { cleanupsAfterEach, parseAgentConfig, sleep } from "../helpers.ts";
+import { cleanupsAfterEach, sleep } from "../helpers.ts";
+import { parseAgentConfig } from "./support.ts";
 
 const cleanups = cleanupsAfterEach();
 

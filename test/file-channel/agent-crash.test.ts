@@ -5,22 +5,10 @@ import path from "node:path";
 import type { Event } from "../../src/core/event.ts";
 import { AvroRpcServer } from "../../src/rpc/server.ts";
 import { freePort, startCli, tempDir } from "../helpers.ts";
-import { drain, openChannel } from "./fixtures.ts";
+import { drain, openChannel, rng } from "./fixtures.ts";
 
 const SEED = Number(process.env.FLUME_CRASH_SEED ?? 7);
 const CYCLES = 8;
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s / 0x100000000;
-  };
-}
 
 
 /**

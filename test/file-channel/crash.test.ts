@@ -3,23 +3,11 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { tempDir } from "../helpers.ts";
-import { drain, openChannel } from "./fixtures.ts";
+import { drain, openChannel, rng } from "./fixtures.ts";
 
 const WRITER = path.join(import.meta.dir, "crash-writer.ts");
 const SEED = Number(process.env.FLUME_CRASH_SEED ?? 20261130);
 const CYCLES = 20;
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s / 0x100000000;
-  };
-}
 
 /** Runs the writer until `killAfterMs` after its first ack, SIGKILLs it, returns its last ack. */
 function runAndKill(dir: string, firstId: number, seed: number, killAfterMs: number): Promise<number | null> {

@@ -1,31 +1,15 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
-import { closeSync, openSync, readSync, readdirSync, rmSync, statSync, statfsSync, truncateSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, openSync, readSync, rmSync, statSync, statfsSync, truncateSync, writeFileSync, writeSync } from "node:fs";
 import path from "node:path";
 import { ChannelException } from "../../src/core/errors.ts";
 import { createEvent } from "../../src/core/event.ts";
 import { FileChannel } from "../../src/components/channels/file/index.ts";
-import { runCli, tempDir } from "../helpers.ts";
-import { drain, openChannel, options, putAll, range, takeSome } from "./fixtures.ts";
+import { runCli } from "../helpers.ts";
+import { drain, openChannel, options, putAll, range, segmentFiles, takeSome, tempDirsAfterEach } from "./fixtures.ts";
 
-const dirs: { cleanup(): void }[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) d.cleanup();
-});
-function temp(): string {
-  const t = tempDir("flume-fc-");
-  dirs.push(t);
-  return t.dir;
-}
+const temp = tempDirsAfterEach();
 const OPENER = path.join(import.meta.dir, "open-channel.ts");
-
-function segmentFiles(dir: string): string[] {
-  const data = path.join(dir, "data");
-  return readdirSync(data)
-    .filter((f) => f.startsWith("log-"))
-    .sort((a, b) => Number(a.slice(4)) - Number(b.slice(4)))
-    .map((f) => path.join(data, f));
-}
 
 describe("file channel lock", () => {
   test("a second process on the same directories gets a clear error and changes nothing", async () => {

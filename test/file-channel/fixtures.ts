@@ -1,7 +1,10 @@
+import { afterEach } from "bun:test";
+import { readdirSync } from "node:fs";
 import path from "node:path";
 import { createEvent, type Event } from "../../src/core/event.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { FileChannel, type FileChannelOptions } from "../../src/components/channels/file/index.ts";
+import { tempDir } from "../helpers.ts";
 
 export function options(dir: string, over: Partial<FileChannelOptions> = {}): FileChannelOptions {
   return {
@@ -75,4 +78,39 @@ export async function drain(ch: FileChannel, batch = 1000): Promise<string[]> {
 
 export function range(from: number, n: number, prefix = "e"): string[] {
   return Array.from({ length: n }, (_, i) => `${prefix}${from + i}`);
+}
+
+/** Returns temp(): a fresh temp dir (named prefix...), removed after each test of the calling file. */
+export function tempDirsAfterEach(prefix = "flume-fc-"): () => string {
+  const dirs: { cleanup(): void }[] = [];
+  afterEach(() => {
+    for (const d of dirs.splice(0)) d.cleanup();
+  });
+  return () => {
+    const t = tempDir(prefix);
+    dirs.push(t);
+    return t.dir;
+  };
+}
+
+/** The channel's data segment files below dir/data, oldest first. */
+export function segmentFiles(dir: string): string[] {
+  const data = path.join(dir, "data");
+  return readdirSync(data)
+    .filter((f) => f.startsWith("log-"))
+    .sort((a, b) => Number(a.slice(4)) - Number(b.slice(4)))
+    .map((f) => path.join(data, f));
+}
+
+/** A seeded xorshift32 generator in [0, 1): a crash test's seed reproduces its run. */
+export function rng(seed: number): () => number {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
+    return s / 0x100000000;
+  };
 }

@@ -1,16 +1,7 @@
-import { afterEach, describe, expect, test } from "bun:test";
-import { tempDir } from "../helpers.ts";
-import { drain, openChannel, putAll, range, takeSome } from "./fixtures.ts";
+import { describe, expect, test } from "bun:test";
+import { drain, openChannel, putAll, range, takeSome, tempDirsAfterEach } from "./fixtures.ts";
 
-const dirs: { cleanup(): void }[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) d.cleanup();
-});
-function temp(): string {
-  const t = tempDir("flume-fc-");
-  dirs.push(t);
-  return t.dir;
-}
+const temp = tempDirsAfterEach();
 
 describe("file channel restart", () => {
   test("pending events come back after a clean restart, in order, with headers", async () => {

@@ -4,31 +4,15 @@
  * is a torn tail, not damage, as long as no valid record follows it; damage with valid records
  * after it, or garbage in an older data file, still stops the channel naming file and offset.
  */
-import { afterEach, describe, expect, test } from "bun:test";
-import { appendFileSync, closeSync, openSync, readFileSync, readSync, readdirSync, statSync, truncateSync, writeFileSync, writeSync } from "node:fs";
+import { describe, expect, test } from "bun:test";
+import { appendFileSync, closeSync, openSync, readFileSync, readSync, statSync, truncateSync, writeFileSync, writeSync } from "node:fs";
 import path from "node:path";
 import { ChannelException } from "../../src/core/errors.ts";
 import { FileChannel } from "../../src/components/channels/file/index.ts";
-import { runCli, tempDir } from "../helpers.ts";
-import { drain, openChannel, options, putAll, range } from "./fixtures.ts";
+import { runCli } from "../helpers.ts";
+import { drain, openChannel, options, putAll, range, segmentFiles, tempDirsAfterEach } from "./fixtures.ts";
 
-const dirs: { cleanup(): void }[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) d.cleanup();
-});
-function temp(): string {
-  const t = tempDir("flume-fc-r3-");
-  dirs.push(t);
-  return t.dir;
-}
-
-function segmentFiles(dir: string): string[] {
-  const data = path.join(dir, "data");
-  return readdirSync(data)
-    .filter((f) => f.startsWith("log-"))
-    .sort((a, b) => Number(a.slice(4)) - Number(b.slice(4)))
-    .map((f) => path.join(data, f));
-}
+const temp = tempDirsAfterEach("flume-fc-r3-");
 
 /** Seeded so a failure can be reproduced; every byte is 1..255 (never the zeros of a sparse tail). */
 function garbage(seed: number, n: number): Buffer {

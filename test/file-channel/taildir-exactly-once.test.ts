@@ -3,22 +3,10 @@ import { spawn } from "node:child_process";
 import { appendFileSync, copyFileSync, mkdirSync, renameSync, truncateSync } from "node:fs";
 import path from "node:path";
 import { tempDir } from "../helpers.ts";
-import { drain, openChannel } from "./fixtures.ts";
+import { drain, openChannel, rng } from "./fixtures.ts";
 
 const RUNNER = path.join(import.meta.dir, "taildir-runner.ts");
 const SEED = Number(process.env.FLUME_CRASH_SEED ?? 11);
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s / 0x100000000;
-  };
-}
 
 function startRunner(dir: string, raw: Record<string, string>) {
   const child = spawn(process.execPath, [RUNNER, dir, JSON.stringify(raw)], { stdio: ["ignore", "pipe", "pipe"] });

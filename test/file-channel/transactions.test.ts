@@ -1,22 +1,13 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import path from "node:path";
 import { ChannelException, ChannelFullException } from "../../src/core/errors.ts";
 import { createEvent } from "../../src/core/event.ts";
 import { FileChannel } from "../../src/components/channels/file/index.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
-import { tempDir } from "../helpers.ts";
-import { drain, openChannel, options, putAll, range, takeSome } from "./fixtures.ts";
+import { drain, openChannel, options, putAll, range, takeSome, tempDirsAfterEach } from "./fixtures.ts";
 
-const dirs: { cleanup(): void }[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) d.cleanup();
-});
-function temp(): string {
-  const t = tempDir("flume-fc-");
-  dirs.push(t);
-  return t.dir;
-}
+const temp = tempDirsAfterEach();
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 
 describe("file channel transactions", () => {
