@@ -11,6 +11,7 @@ import { createEvent } from "../../src/core/event.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import type { Transaction } from "../../src/core/transaction.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
+import { mulberry32 } from "./support.ts";
 
 const TRANSACTIONS = 3;
 
@@ -398,18 +399,6 @@ test("MemoryChannel matches the reference model under random interleavings of tr
   }
 });
 
-/** Seeded PRNG (mulberry32): the decisions of one run follow from fast-check's seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 test("producers and consumers with waiting commits (keep-alive > 0) lose and duplicate nothing, on random timing", async () => {
   const runs = Number(process.env.FC_RUNS_TIMED ?? 100);
   const timed = { waitedThenCommitted: 0, full: 0 };
@@ -424,7 +413,7 @@ test("producers and consumers with waiting commits (keep-alive > 0) lose and dup
   });
   await fc.assert(
     fc.asyncProperty(scenario, async (s) => {
-      const rand = prng(s.seed);
+      const rand = mulberry32(s.seed);
       // setImmediate drains the woken code as well as a host timer does, much faster.
       const clock = new VirtualClock(0, () => new Promise<void>((r) => setImmediate(r)));
       const transactionCapacity = Math.max(1, Math.round(s.txFraction * s.capacity));

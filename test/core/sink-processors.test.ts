@@ -7,7 +7,7 @@ import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { DefaultSinkProcessor, FailoverSinkProcessor, LoadBalancingSinkProcessor, type SinkProcessor } from "../../src/core/sink-processors.ts";
 import type { Status } from "../../src/core/sink.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
-import { events, putAll, TestSink } from "./support.ts";
+import { events, mulberry32, putAll, TestSink } from "./support.ts";
 
 const START = 1_700_000_000_000;
 
@@ -34,18 +34,6 @@ async function untilBackoff(p: SinkProcessor): Promise<void> {
   let s: Status = "READY";
   for (let i = 0; i < 100_000 && s !== "BACKOFF"; i++) s = await p.process();
   expect(s).toBe("BACKOFF");
-}
-
-/** Seeded PRNG (mulberry32) so "random" runs are reproducible. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 describe("default sink processor", () => {
@@ -216,7 +204,7 @@ describe("load_balance sink processor", () => {
     s1.fail = true;
     s3.fail = true;
     await fill(c, 10);
-    await untilBackoff(new LoadBalancingSinkProcessor([s1, s2, s3], { selector: "random", random: seeded(1) }, clock));
+    await untilBackoff(new LoadBalancingSinkProcessor([s1, s2, s3], { selector: "random", random: mulberry32(1) }, clock));
     expect([s1.received.length, s2.received.length, s3.received.length]).toEqual([0, 10, 0]);
   });
 
@@ -227,7 +215,7 @@ describe("load_balance sink processor", () => {
     s1.fail = true;
     s3.fail = true;
     await fill(c, 100);
-    const p = new LoadBalancingSinkProcessor([s1, s2, s3], { selector: "random", backoff: true, random: seeded(7) }, clock);
+    const p = new LoadBalancingSinkProcessor([s1, s2, s3], { selector: "random", backoff: true, random: mulberry32(7) }, clock);
     for (let i = 0; i < 50; i++) await p.process();
     expect(s2.received.length).toBe(50);
     s2.fail = true;
@@ -243,7 +231,7 @@ describe("load_balance sink processor", () => {
     const c = channel(clock);
     const ss = sinks(c, ...Array.from({ length: 10 }, (_, i) => `s${i}`));
     await fill(c, 10_000);
-    await untilBackoff(new LoadBalancingSinkProcessor(ss, { selector: "random", random: seeded(3) }, clock));
+    await untilBackoff(new LoadBalancingSinkProcessor(ss, { selector: "random", random: mulberry32(3) }, clock));
     const counts = ss.map((s) => s.received.length);
     expect(counts.reduce((a, b) => a + b, 0)).toBe(10_000);
     expect(new Set(counts).size).toBeGreaterThan(1);

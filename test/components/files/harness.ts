@@ -29,6 +29,18 @@ export function wire(source: AnySource, options: MemoryChannelOptions = { capaci
   return channel;
 }
 
+/** Records the body bytes of every batch the source hands to its channel processor. */
+export function recordBatchBytes(source: AnySource): number[] {
+  const batchBytes: number[] = [];
+  const processor = source.getChannelProcessor();
+  const original = processor.processEventBatch.bind(processor);
+  processor.processEventBatch = (events, position) => {
+    batchBytes.push(events.reduce((n, e) => n + e.body.length, 0));
+    return original(events, position);
+  };
+  return batchBytes;
+}
+
 /** Takes everything the channel holds, committing. */
 export async function drain(channel: MemoryChannel, max = Number.MAX_SAFE_INTEGER, perTx = 1000): Promise<Event[]> {
   const out: Event[] = [];

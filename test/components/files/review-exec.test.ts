@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { definition, ExecSource } from "../../../src/components/sources/exec.ts";
-import { bodies, build, context, drain, until, wire } from "./harness.ts";
+import { bodies, build, context, drain, recordBatchBytes, until, wire } from "./harness.ts";
 
 test("exec: output that never ends a line comes in maxLineLength pieces, nothing lost, with one warning naming the command", async () => {
   const ctx = context("e1");
@@ -25,13 +25,7 @@ test("exec: a batch holds at most about maxLineLength bytes (twice at worst), so
   const command = "for i in $(seq 1 40); do head -c 900 /dev/zero | tr '\\0' y; echo; done";
   const src = build(definition, { command, shell: "/bin/sh -c", maxLineLength: "1000", batchSize: "100" }, ctx) as ExecSource;
   const channel = wire(src);
-  const batchBytes: number[] = [];
-  const processor = src.getChannelProcessor();
-  const original = processor.processEventBatch.bind(processor);
-  processor.processEventBatch = (events, position) => {
-    batchBytes.push(events.reduce((n, e) => n + e.body.length, 0));
-    return original(events, position);
-  };
+  const batchBytes = recordBatchBytes(src);
   src.start();
   await until(() => ctx.logger.lines.some((l) => l.message.includes("exited with 0")), "command exit");
   const got = bodies(await drain(channel));

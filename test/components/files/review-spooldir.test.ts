@@ -10,7 +10,7 @@ import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import { options } from "../../file-channel/fixtures.ts";
 import { drain } from "../../file-channel/fixtures.ts";
 import { cleanupsAfterEach, tempDir } from "../../helpers.ts";
-import { build, context, drain as drainMemory, until, wire } from "./harness.ts";
+import { build, context, drain as drainMemory, recordBatchBytes, until, wire } from "./harness.ts";
 
 const cleanups = cleanupsAfterEach();
 
@@ -56,13 +56,7 @@ test("BLOB: a file far larger than maxBlobLength is read one piece per transacti
   writeFileSync(path.join(spool, "big.bin"), content);
   const src = build(definition, { spoolDir: spool, pollDelay: "20", batchSize: "100", deserializer: "BLOB", "deserializer.maxBlobLength": "10000" }, context("r1")) as SpoolDirectorySource;
   const channel = wire(src);
-  const batchBytes: number[] = [];
-  const processor = src.getChannelProcessor();
-  const original = processor.processEventBatch.bind(processor);
-  processor.processEventBatch = (events, position) => {
-    batchBytes.push(events.reduce((n, e) => n + e.body.length, 0));
-    return original(events, position);
-  };
+  const batchBytes = recordBatchBytes(src);
   await src.start();
   await until(() => existsSync(path.join(spool, "big.bin.COMPLETED")), "file completed");
   await src.stop();

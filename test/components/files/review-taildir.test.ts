@@ -9,7 +9,7 @@ import type { Channel } from "../../../src/core/channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import { drain, options } from "../../file-channel/fixtures.ts";
 import { cleanupsAfterEach, tempDir } from "../../helpers.ts";
-import { build, context, drain as drainMemory, wire as wireMemory } from "./harness.ts";
+import { build, context, drain as drainMemory, recordBatchBytes, wire as wireMemory } from "./harness.ts";
 
 const cleanups = cleanupsAfterEach();
 
@@ -123,13 +123,7 @@ test("TAILDIR: a batch holds at most about maxLineLength bytes (twice at worst),
   writeFileSync(path.join(logs, "a.log"), `${line}\n`.repeat(40));
   const src = build(definition, { filegroups: "g1", "filegroups.g1": `${logs}/a\\.log`, positionFile: path.join(t.dir, "pos.json"), maxLineLength: "1000", batchSize: "100" }, context("r1")) as TaildirSource;
   const channel = wireMemory(src);
-  const batchBytes: number[] = [];
-  const processor = src.getChannelProcessor();
-  const original = processor.processEventBatch.bind(processor);
-  processor.processEventBatch = (events, position) => {
-    batchBytes.push(events.reduce((n, e) => n + e.body.length, 0));
-    return original(events, position);
-  };
+  const batchBytes = recordBatchBytes(src);
   await src.start();
   await src.process(); // one poll reads everything there is
   const got = (await drainMemory(channel)).map((e) => new TextDecoder().decode(e.body));
