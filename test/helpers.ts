@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import type { ChannelProcessor } from "../src/core/channel-processor.ts";
 
 export const ROOT = path.resolve(import.meta.dir, "..");
 export const CLI = path.join(ROOT, "src", "cli.ts");
@@ -213,4 +214,14 @@ export function agentsAfterEach() {
     return a;
   }
   return { cleanups, startAgent };
+}
+
+/** Makes every batch the source hands on wait ms before it reaches the channel, as a file channel's commit does. */
+export function slowCommits(source: { getChannelProcessor(): ChannelProcessor }, ms = 50): void {
+  const processor = source.getChannelProcessor();
+  const original = processor.processEventBatch.bind(processor);
+  processor.processEventBatch = async (events) => {
+    await new Promise((res) => setTimeout(res, ms));
+    return original(events);
+  };
 }

@@ -10,7 +10,7 @@ import { PROTOCOL_HASH } from "../../src/rpc/protocol.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { AvroRpcServer } from "../../src/rpc/server.ts";
 import { serverTlsOptions } from "../../src/rpc/tls.ts";
-import { tempDir } from "../helpers.ts";
+import { slowCommits, tempDir } from "../helpers.ts";
 import { drain, rawExchange, selfSignedCert, startSource, texts, until } from "./support.ts";
 
 const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
@@ -25,13 +25,8 @@ describe("avro source, clients that half-close", () => {
   test("a client that half-closes after its requests still gets every answer once the channel committed", async () => {
     const s = await startSource();
     cleanups.push(() => s.source.stop());
-    const processor = s.source.getChannelProcessor();
-    const original = processor.processEventBatch.bind(processor);
     // A channel that takes a moment to commit, as a file channel does.
-    processor.processEventBatch = async (events) => {
-      await new Promise((res) => setTimeout(res, 50));
-      return original(events);
-    };
+    slowCommits(s.source);
     const { data } = await rawExchange(s.port, fixture("avro-client-plain.c2s.bin"), { endAfterWrite: true });
     const stored = texts(await drain(s.channel));
     expect(stored.length).toBeGreaterThan(0);
@@ -41,12 +36,7 @@ describe("avro source, clients that half-close", () => {
   test("the same with deflate: the answers come back compressed before the server closes", async () => {
     const s = await startSource({ "compression-type": "deflate" });
     cleanups.push(() => s.source.stop());
-    const processor = s.source.getChannelProcessor();
-    const original = processor.processEventBatch.bind(processor);
-    processor.processEventBatch = async (events) => {
-      await new Promise((res) => setTimeout(res, 50));
-      return original(events);
-    };
+    slowCommits(s.source);
     const { data } = await rawExchange(s.port, fixture("avro-client-deflate.c2s.bin"), { endAfterWrite: true });
     expect(texts(await drain(s.channel)).length).toBeGreaterThan(0);
     expect(inflateSync(data, { finishFlush: constants.Z_SYNC_FLUSH }).toString("hex")).toBe(inflateSync(fixture("avro-client-deflate.s2c.bin"), { finishFlush: constants.Z_SYNC_FLUSH }).toString("hex"));

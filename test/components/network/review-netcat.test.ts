@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import net from "node:net";
 import { definition as netcat, type NetcatSource } from "../../../src/components/sources/netcat.ts";
+import { slowCommits } from "../../helpers.ts";
 import { rig, takeAll, text, until } from "./harness.ts";
 
 const started: NetcatSource[] = [];
@@ -25,13 +26,8 @@ function sendAndHalfClose(port: number, data: string): Promise<string> {
 describe("netcat source, clients that half-close or never read", () => {
   test("a client that half-closes after its lines still gets an OK for each committed line", async () => {
     const r = rig(netcat, { bind: "127.0.0.1", port: "0" });
-    const processor = r.source.getChannelProcessor();
-    const original = processor.processEventBatch.bind(processor);
     // A channel that takes a moment to commit, as a file channel does.
-    processor.processEventBatch = async (events) => {
-      await new Promise((res) => setTimeout(res, 50));
-      return original(events);
-    };
+    slowCommits(r.source);
     await r.source.start();
     started.push(r.source);
     const answer = await sendAndHalfClose(r.source.port, "one\ntwo\nthree\n");
