@@ -71,6 +71,15 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+/** Polls cond every pollMs until it holds; throws "timed out waiting for <what>" after ms. */
+export async function waitUntil(cond: () => boolean | Promise<boolean>, what: string, ms = 8000, pollMs = 10): Promise<void> {
+  const start = Date.now();
+  while (!(await cond())) {
+    if (Date.now() - start > ms) throw new Error(`timed out waiting for ${what}`);
+    await sleep(pollMs);
+  }
+}
+
 /** A TCP port on 127.0.0.1 that was free a moment ago (for configs that need a fixed port). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -11,6 +11,7 @@ import { MemoryChannel, type MemoryChannelOptions } from "../../src/core/memory-
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import { definition as avroSink, type AvroSink } from "../../src/components/sinks/avro.ts";
 import { definition as avroSource, type AvroSource } from "../../src/components/sources/avro.ts";
+import { waitUntil } from "../helpers.ts";
 
 export function memoryChannel(name = "c1", options: MemoryChannelOptions = { capacity: 10000, transactionCapacity: 10000 }): MemoryChannel {
   const ch = new MemoryChannel(name, options);
@@ -79,12 +80,8 @@ export function rawExchange(port: number, bytes: Buffer, opts: { endAfterWrite?:
 }
 
 /** Waits until cond() is true (polling), for state that settles asynchronously. */
-export async function until(cond: () => boolean, ms = 3000): Promise<void> {
-  const start = Date.now();
-  while (!cond()) {
-    if (Date.now() - start > ms) throw new Error("condition not reached");
-    await new Promise((r) => setTimeout(r, 5));
-  }
+export function until(cond: () => boolean, ms = 3000): Promise<void> {
+  return waitUntil(cond, "condition", ms, 5);
 }
 
 /** A self-signed certificate and key for 127.0.0.1/localhost, made with openssl in dir. */

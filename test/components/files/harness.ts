@@ -9,6 +9,7 @@ import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import type { AnySource } from "../../../src/core/source.ts";
 import { parseConfig } from "../../../src/config/schema.ts";
 import type { ComponentContext, ComponentDefinition } from "../../../src/components/component.ts";
+import { waitUntil } from "../../helpers.ts";
 
 export function context(name: string, logger = new MemoryLogger()): ComponentContext & { logger: MemoryLogger } {
   return { name, agentName: "a1", clock: systemClock, logger };
@@ -66,13 +67,7 @@ export function bodies(events: Event[]): string[] {
 }
 
 /** Polls until cond() is true; fails with `what` after ms. */
-export async function until(cond: () => boolean | Promise<boolean>, what: string, ms = 8000): Promise<void> {
-  const start = Date.now();
-  while (!(await cond())) {
-    if (Date.now() - start > ms) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+export const until = waitUntil;
 
 /** Lines "prefix-0" .. "prefix-(n-1)" joined with newlines, with a final newline. */
 export function numbered(prefix: string, from: number, to: number): string {

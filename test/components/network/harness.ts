@@ -8,6 +8,7 @@ import { MemoryLogger } from "../../../src/core/logger.ts";
 import { MemoryChannel, type MemoryChannelOptions } from "../../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import type { Source } from "../../../src/core/source.ts";
+import { waitUntil } from "../../helpers.ts";
 
 export interface Rig<T> {
   source: T;
@@ -65,12 +66,8 @@ export async function collect(channel: MemoryChannel, n: number, ms = 5000): Pro
 }
 
 /** Waits until cond() holds (or throws after `ms`). */
-export async function until(cond: () => boolean, ms = 5000, what = "condition"): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+export function until(cond: () => boolean, ms = 5000, what = "condition"): Promise<void> {
+  return waitUntil(cond, what, ms);
 }
 
 /** Runs util-linux `logger` with the arguments; resolves with its exit code and stderr. */
