@@ -92,6 +92,11 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Listens on an ephemeral port of 127.0.0.1; resolves with the port. */
+export function listenLocal(server: net.Server): Promise<number> {
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve((server.address() as net.AddressInfo).port)));
+}
+
 /** GET /metrics of an agent: Flume's JSON. */
 export async function fetchMetrics(port: number): Promise<Record<string, Record<string, string>>> {
   const res = await fetch(`http://127.0.0.1:${port}/metrics`);

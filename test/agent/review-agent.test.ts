@@ -1,11 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, writeFileSync } from "node:fs";
 import http from "node:http";
-import net from "node:net";
 import path from "node:path";
 import { Agent } from "../../src/agent/agent.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
-import { canConnect, cleanupsAfterEach, fileChannelLines, freePort, netcatConf, sleep, tempDir } from "../helpers.ts";
+import { canConnect, cleanupsAfterEach, fileChannelLines, freePort, listenLocal, netcatConf, sleep, tempDir } from "../helpers.ts";
 import { parseAgentConfig } from "./support.ts";
 
 const cleanups = cleanupsAfterEach();
@@ -57,9 +56,8 @@ describe("agent lifecycle under an operator's hands", () => {
         res.writeHead(200).end();
       });
     });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    const endpoint = `http://127.0.0.1:${await listenLocal(server)}/`;
     cleanups.push(() => server.close());
-    const endpoint = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/`;
     const sink = `a1.sinks = k1
 a1.sinks.k1.type = http
 a1.sinks.k1.endpoint = ${endpoint}
@@ -84,9 +82,7 @@ ${sink}`),
     accepting = true;
     await agent.reload(
       parse(`a1.channels = c1
-a1.channels.c1.type = file
-a1.channels.c1.checkpointDir = ${path.join(dir, "ckpt")}
-a1.channels.c1.dataDirs = ${path.join(dir, "data")}
+${fileChannelLines(dir)}
 ${sink}`),
     );
     await agent.stop();

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import net from "node:net";
 import { Agent } from "../../src/agent/agent.ts";
 import { parseAgentConfig } from "./support.ts";
+import { listenLocal } from "../helpers.ts";
 
 const parse = (text: string) => parseAgentConfig(text, "reload.conf");
 
@@ -40,8 +41,7 @@ describe("reload keeps what did not change", () => {
 describe("reload report", () => {
   test("a new source whose port is taken is reported as not started (and retried), not as started", async () => {
     const blocker = net.createServer();
-    await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", () => r()));
-    const taken = (blocker.address() as net.AddressInfo).port;
+    const taken = await listenLocal(blocker);
     const agent = new Agent("a1", { drainTimeout: 200 });
     try {
       await agent.start(parse(CONF));

@@ -1,9 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import http from "node:http";
-import type net from "node:net";
 import { Agent } from "../../src/agent/agent.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
-import { cleanupsAfterEach, sleep } from "../helpers.ts";
+import { cleanupsAfterEach, listenLocal, sleep } from "../helpers.ts";
 import { parseAgentConfig } from "./support.ts";
 
 const cleanups = cleanupsAfterEach();
@@ -20,9 +19,8 @@ describe("drain on stop", () => {
         res.writeHead(503).end();
       });
     });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    const endpoint = `http://127.0.0.1:${await listenLocal(server)}/`;
     cleanups.push(() => server.close());
-    const endpoint = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/`;
     const logger = new MemoryLogger();
     const agent = new Agent("a1", { drainTimeout: 1000, logger });
     await agent.start(
@@ -56,9 +54,8 @@ a1.sinks.k1.channel = c1
       req.resume();
       req.on("end", () => res.writeHead(accepting ? 200 : 503).end());
     });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    const endpoint = `http://127.0.0.1:${await listenLocal(server)}/`;
     cleanups.push(() => server.close());
-    const endpoint = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/`;
     const logger = new MemoryLogger();
     // A long drain timeout: the stop must not wait it out once the channel is empty.
     const agent = new Agent("a1", { drainTimeout: 60_000, logger });

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { cleanupsAfterEach, startAgentCli, tempDir } from "../helpers.ts";
+import { cleanupsAfterEach, listenLocal, startAgentCli, tempDir } from "../helpers.ts";
 
 const cleanups = cleanupsAfterEach();
 
@@ -11,9 +11,8 @@ describe("flume run: the started line", () => {
     const { dir, cleanup } = tempDir();
     cleanups.push(cleanup);
     const blocker = net.createServer();
-    await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", () => r()));
+    const taken = await listenLocal(blocker);
     cleanups.push(() => blocker.close());
-    const taken = (blocker.address() as net.AddressInfo).port;
     const conf = path.join(dir, "a.conf");
     writeFileSync(
       conf,

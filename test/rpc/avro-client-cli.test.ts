@@ -6,7 +6,7 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { bodyText, type Event } from "../../src/core/event.ts";
 import { streamLines } from "../../src/cli/avro-client.ts";
-import { CLI, ROOT, tempDir } from "../helpers.ts";
+import { CLI, ROOT, listenLocal, tempDir } from "../helpers.ts";
 import { drain, memoryChannel, startSource, texts } from "./support.ts";
 
 const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
@@ -78,8 +78,7 @@ describe("flume avro-client", () => {
 
   test("exits non-zero when nothing listens, naming the address", async () => {
     const probe = net.createServer();
-    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", () => r()));
-    const port = (probe.address() as net.AddressInfo).port;
+    const port = await listenLocal(probe);
     await new Promise<void>((r) => probe.close(() => r()));
     const r = await avroClient(["-H", "127.0.0.1", "-p", String(port)], "x\n");
     expect(r.code).toBe(1);

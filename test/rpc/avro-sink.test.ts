@@ -7,7 +7,7 @@ import { createEvent } from "../../src/core/event.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
 import { LoadBalancingSinkProcessor } from "../../src/core/sink-processors.ts";
 import { definition as avroSink } from "../../src/components/sinks/avro.ts";
-import { tempDir } from "../helpers.ts";
+import { listenLocal, tempDir } from "../helpers.ts";
 import { drain, makeSink, memoryChannel, selfSignedCert, startSource, texts } from "./support.ts";
 
 const cleanups: (() => unknown)[] = [];
@@ -80,8 +80,7 @@ describe("avro sink", () => {
 
   test("unreachable downstream: process() throws, nothing is lost, delivery resumes once the source is up", async () => {
     const probe = net.createServer();
-    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", () => r()));
-    const port = (probe.address() as net.AddressInfo).port;
+    const port = await listenLocal(probe);
     await new Promise<void>((r) => probe.close(() => r()));
     const { sink: k, channel, logger } = await sink({ port: String(port) });
     expect(logger.lines.some((l) => /unable to create Rpc client/.test(l.message))).toBe(true);
@@ -99,9 +98,8 @@ describe("avro sink", () => {
     // A server that accepts and never answers. As in Flume, connect-timeout bounds the handshake;
     // request-timeout bounds later calls (test/rpc/review3-timeouts.test.ts).
     const silent = net.createServer(() => {});
-    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", () => r()));
+    const port = await listenLocal(silent);
     cleanups.push(() => silent.close());
-    const port = (silent.address() as net.AddressInfo).port;
     const { sink: k, channel } = await sink({ port: String(port), "connect-timeout": "1000" });
     await fill(channel, 2);
     const err = await k.process().catch((e: unknown) => e);

@@ -11,6 +11,7 @@ import { encodeFrame, FrameDecoder, joinBuffers, type Frame } from "../../src/rp
 import { readEventArray, readHandshakeRequest } from "../../src/rpc/messages.ts";
 import { PROTOCOL_TEXT } from "../../src/rpc/protocol.ts";
 import { FramedTransport } from "../../src/rpc/transport.ts";
+import { listenLocal } from "../helpers.ts";
 
 const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
 const fixture = (name: string) => readFileSync(path.join(FIXTURES, name));
@@ -69,9 +70,8 @@ async function replayServer(responses: Frame[], compression: "none" | "deflate" 
       onClose: () => {},
     });
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const port = await listenLocal(server);
   closers.push(() => server.close());
-  const port = (server.address() as net.AddressInfo).port;
   return { port, sent: () => Buffer.concat(received) };
 }
 
