@@ -11,6 +11,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { agentsAfterEach, freePort, type Metrics, sleep, tempDir, waitForMetrics } from "../helpers.ts";
+import { avroSinkLines } from "./support.ts";
 
 const { cleanups, startAgent } = agentsAfterEach();
 
@@ -78,12 +79,6 @@ ${name}.sinks.k1.sink.batchSize = 20
     const b2 = startAgent(tmp.dir, "b2", confB2, mB2);
     await Promise.all([b1.waitFor(/agent b1 started/), b2.waitFor(/agent b2 started/)]);
 
-    const sink = (k: string, port: number) => `a.sinks.${k}.type = avro
-a.sinks.${k}.hostname = 127.0.0.1
-a.sinks.${k}.port = ${port}
-a.sinks.${k}.batch-size = ${batch}
-a.sinks.${k}.channel = c1
-`;
     const a = startAgent(
       tmp.dir,
       "a",
@@ -103,7 +98,7 @@ a.sources.r1.channels = c1
 a.channels.c1.type = memory
 a.channels.c1.capacity = 100000
 a.channels.c1.transactionCapacity = 1000
-${sink("k1", portB1)}${sink("k2", portB2)}`,
+${avroSinkLines("k1", portB1, batch)}${avroSinkLines("k2", portB2, batch)}`,
       mA,
     );
 

@@ -96,3 +96,13 @@ export function selfSignedCert(dir: string, name = "server") {
   if (r.status !== 0) throw new Error(`openssl failed: ${r.stderr}`);
   return { cert, key };
 }
+
+/** The lines of avro sink k of agent "a": from channel c1 to 127.0.0.1:port in batches of batchSize. */
+export function avroSinkLines(k: string, port: number, batchSize: number): string {
+  return `a.sinks.${k}.type = avro
+a.sinks.${k}.hostname = 127.0.0.1
+a.sinks.${k}.port = ${port}
+a.sinks.${k}.batch-size = ${batchSize}
+a.sinks.${k}.channel = c1
+`;
+}

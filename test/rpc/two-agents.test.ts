@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { createEvent } from "../../src/core/event.ts";
 import { AvroRpcClient } from "../../src/rpc/client.ts";
 import { agentsAfterEach, freePort, tempDir, waitForMetrics } from "../helpers.ts";
+import { avroSinkLines } from "./support.ts";
 
 const { cleanups, startAgent: agent } = agentsAfterEach();
 
@@ -88,12 +89,6 @@ ${name}.sinks.k1.channel = c1
     const b1 = agent(tmp.dir, "b1", downstream("b1", portB1), mB1);
     const b2 = agent(tmp.dir, "b2", downstream("b2", portB2), mB2);
     await Promise.all([b1.waitFor(/agent b1 started/), b2.waitFor(/agent b2 started/)]);
-    const sink = (k: string, port: number) => `a.sinks.${k}.type = avro
-a.sinks.${k}.hostname = 127.0.0.1
-a.sinks.${k}.port = ${port}
-a.sinks.${k}.batch-size = 50
-a.sinks.${k}.channel = c1
-`;
     const a = agent(
       tmp.dir,
       "a",
@@ -112,7 +107,7 @@ a.sources.r1.channels = c1
 a.channels.c1.type = memory
 a.channels.c1.capacity = 100000
 a.channels.c1.transactionCapacity = 1000
-${sink("k1", portB1)}${sink("k2", portB2)}`,
+${avroSinkLines("k1", portB1, 50)}${avroSinkLines("k2", portB2, 50)}`,
       mA,
     );
     await a.waitFor(/agent a started/);
