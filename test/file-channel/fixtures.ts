@@ -30,14 +30,14 @@ export async function openChannel(dir: string, over: Partial<FileChannelOptions>
   return { ch, logger };
 }
 
-/** Puts the bodies in one committed transaction. */
-export async function putAll(ch: FileChannel, bodies: string[], headers: Record<string, string> = {}, position?: [string, string]): Promise<void> {
+/** Runs work in one transaction of ch: committed when it returns, rolled back (and rethrown) when it throws. */
+async function inTransaction<T>(ch: FileChannel, work: (tx: ReturnType<FileChannel["getTransaction"]>) => T): Promise<T> {
   const tx = ch.getTransaction();
   tx.begin();
   try {
-    for (const b of bodies) tx.put(createEvent(b, { ...headers }));
-    if (position) tx.setSourcePosition(position[0], position[1]);
+    const result = work(tx);
     await tx.commit();
+    return result;
   } catch (err) {
     await tx.rollback();
     throw err;
@@ -46,25 +46,25 @@ export async function putAll(ch: FileChannel, bodies: string[], headers: Record<
   }
 }
 
+/** Puts the bodies in one committed transaction. */
+export async function putAll(ch: FileChannel, bodies: string[], headers: Record<string, string> = {}, position?: [string, string]): Promise<void> {
+  await inTransaction(ch, (tx) => {
+    for (const b of bodies) tx.put(createEvent(b, { ...headers }));
+    if (position) tx.setSourcePosition(position[0], position[1]);
+  });
+}
+
 /** Takes up to max events in one committed transaction. */
-export async function takeSome(ch: FileChannel, max: number): Promise<Event[]> {
-  const tx = ch.getTransaction();
-  tx.begin();
-  const out: Event[] = [];
-  try {
+export function takeSome(ch: FileChannel, max: number): Promise<Event[]> {
+  return inTransaction(ch, (tx) => {
+    const out: Event[] = [];
     for (let i = 0; i < max; i++) {
       const e = tx.take();
       if (!e) break;
       out.push(e);
     }
-    await tx.commit();
-  } catch (err) {
-    await tx.rollback();
-    throw err;
-  } finally {
-    tx.close();
-  }
-  return out;
+    return out;
+  });
 }
 
 export async function drain(ch: FileChannel, batch = 1000): Promise<string[]> {
