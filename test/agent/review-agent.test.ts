@@ -5,14 +5,15 @@ import path from "node:path";
 import { Agent } from "../../src/agent/agent.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { canConnect, cleanupsAfterEach, fileChannelLines, freePort, listenLocal, netcatConf, sleep, tempDir } from "../helpers.ts";
-import { parseAgentConfig } from "./support.ts";
+import { parseAgentConfig, seqConf } from "./support.ts";
 
 const cleanups = cleanupsAfterEach();
 
 const parse = (text: string) => parseAgentConfig(text, "review.conf");
 
 function fileChannelConf(port: number, dir: string, extra = ""): string {
-  return netcatConf(port, { channel: `${fileChannelLines(dir)}\n${extra}` });
+  return netcatConf(port, { channel: `${fileChannelLines(dir)}
+${extra}` });
 }
 
 describe("agent lifecycle under an operator's hands", () => {
@@ -94,18 +95,9 @@ ${sink}`),
     const logger = new MemoryLogger();
     const agent = new Agent("a1", { drainTimeout: 1000, logger });
     await agent.start(
-      parse(`a1.sources = r1
-a1.channels = c1
-a1.sinks = k1
-a1.sources.r1.type = seq
-a1.sources.r1.totalEvents = 10
-a1.sources.r1.channels = c1
-a1.channels.c1.type = memory
-a1.sinks.k1.type = avro
+      parse(seqConf(10, { sink: `a1.sinks.k1.type = avro
 a1.sinks.k1.hostname = 127.0.0.1
-a1.sinks.k1.port = ${deadPort}
-a1.sinks.k1.channel = c1
-`),
+a1.sinks.k1.port = ${deadPort}` })),
     );
     const c1 = agent.components.channels.get("c1")!.channel;
     for (let i = 0; i < 200 && c1.counter.values.ChannelSize < 10; i++) await sleep(10);

@@ -1,29 +1,13 @@
 import { describe, expect, test } from "bun:test";
 import { Agent } from "../../src/agent/agent.ts";
 import { StatsReporter } from "../../src/agent/stats.ts";
-import * as registry from "../../src/components/registry.ts";
-import { validateConfigText } from "../../src/config/validate.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
 import { sleep } from "../helpers.ts";
+import { parseAgentConfig, seqConf } from "./support.ts";
 
 function conf(total: number) {
-  const r = validateConfigText(
-    `a1.sources = r1
-a1.channels = c1
-a1.sinks = k1
-a1.sources.r1.type = seq
-a1.sources.r1.totalEvents = ${total}
-a1.sources.r1.channels = c1
-a1.channels.c1.type = memory
-a1.channels.c1.capacity = 10000
-a1.sinks.k1.type = null
-a1.sinks.k1.channel = c1
-`,
-    "stats.conf",
-    { agentName: "a1" },
-    registry,
-  );
-  return r.config!;
+  return parseAgentConfig(seqConf(total, { channel: `a1.channels.c1.type = memory
+a1.channels.c1.capacity = 10000` }), "stats.conf");
 }
 
 async function delivered(agent: Agent, n: number) {

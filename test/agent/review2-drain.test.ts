@@ -3,7 +3,7 @@ import http from "node:http";
 import { Agent } from "../../src/agent/agent.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { cleanupsAfterEach, listenLocal, sleep } from "../helpers.ts";
-import { parseAgentConfig } from "./support.ts";
+import { parseAgentConfig, seqConf } from "./support.ts";
 
 const cleanups = cleanupsAfterEach();
 
@@ -24,17 +24,8 @@ describe("drain on stop", () => {
     const logger = new MemoryLogger();
     const agent = new Agent("a1", { drainTimeout: 1000, logger });
     await agent.start(
-      parse(`a1.sources = r1
-a1.channels = c1
-a1.sinks = k1
-a1.sources.r1.type = seq
-a1.sources.r1.totalEvents = 10
-a1.sources.r1.channels = c1
-a1.channels.c1.type = memory
-a1.sinks.k1.type = http
-a1.sinks.k1.endpoint = ${endpoint}
-a1.sinks.k1.channel = c1
-`),
+      parse(seqConf(10, { sink: `a1.sinks.k1.type = http
+a1.sinks.k1.endpoint = ${endpoint}` })),
     );
     const c1 = agent.components.channels.get("c1")!.channel;
     for (let i = 0; i < 200 && (c1.counter.values.ChannelSize < 10 || requests === 0); i++) await sleep(10);
@@ -60,19 +51,10 @@ a1.sinks.k1.channel = c1
     // A long drain timeout: the stop must not wait it out once the channel is empty.
     const agent = new Agent("a1", { drainTimeout: 60_000, logger });
     await agent.start(
-      parse(`a1.sources = r1
-a1.channels = c1
-a1.sinks = k1
-a1.sources.r1.type = seq
-a1.sources.r1.totalEvents = 10
-a1.sources.r1.channels = c1
-a1.channels.c1.type = memory
-a1.sinks.k1.type = http
+      parse(seqConf(10, { sink: `a1.sinks.k1.type = http
 a1.sinks.k1.endpoint = ${endpoint}
 a1.sinks.k1.rollback.200 = false
-a1.sinks.k1.backoff.200 = false
-a1.sinks.k1.channel = c1
-`),
+a1.sinks.k1.backoff.200 = false` })),
     );
     const c1 = agent.components.channels.get("c1")!.channel;
     for (let i = 0; i < 200 && c1.counter.values.ChannelSize < 10; i++) await sleep(10);

@@ -7,7 +7,7 @@ import * as registry from "../../src/components/registry.ts";
 import { BaseSource } from "../../src/components/sources/base.ts";
 import { createEvent } from "../../src/core/event.ts";
 import { tempDir } from "../helpers.ts";
-import { parseAgentConfig } from "./support.ts";
+import { parseAgentConfig, seqConf } from "./support.ts";
 
 const parse = (text: string) => parseAgentConfig(text, "review2.conf");
 
@@ -46,18 +46,9 @@ const flushSource: ComponentDefinition<FlushOnStopSource> = {
 };
 registry.registerComponent(flushSource as ComponentDefinition<unknown>);
 
-const BASE = `a1.sources = r1
-a1.channels = c1
-a1.sinks = k1
-a1.sources.r1.type = seq
-a1.sources.r1.totalEvents = 0
-a1.sources.r1.channels = c1
-a1.channels.c1.type = memory
+const BASE = seqConf(0, { channel: `a1.channels.c1.type = memory
 a1.channels.c1.capacity = 100
-a1.channels.c1.transactionCapacity = 100
-a1.sinks.k1.type = null
-a1.sinks.k1.channel = c1
-`;
+a1.channels.c1.transactionCapacity = 100` });
 
 describe("reload resizing a memory channel", () => {
   test("a reload that fails to build a later component leaves the channel's capacity as it was", async () => {
