@@ -239,3 +239,12 @@ export function slowCommits(source: { getChannelProcessor(): ChannelProcessor },
     return original(events);
   };
 }
+
+/** Like cleanupsAfterEach, for cleanups that may return a promise: each is awaited, last pushed first. */
+export function asyncCleanupsAfterEach(): (() => unknown)[] {
+  const cleanups: (() => unknown)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+  return cleanups;
+}

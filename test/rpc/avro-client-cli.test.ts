@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import net from "node:net";
@@ -6,15 +6,12 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { bodyText, type Event } from "../../src/core/event.ts";
 import { streamLines } from "../../src/cli/avro-client.ts";
-import { CLI, ROOT, listenLocal, tempDir } from "../helpers.ts";
+import { CLI, ROOT, asyncCleanupsAfterEach, listenLocal, tempDir } from "../helpers.ts";
 import { drain, memoryChannel, startSource, texts } from "./support.ts";
 
 const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = asyncCleanupsAfterEach();
 
 /** Runs `flume avro-client` as a child process without blocking this process's event loop. */
 function avroClient(args: string[], input?: string): Promise<{ code: number | null; stderr: string }> {

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import net from "node:net";
 import { parseConfig } from "../../src/config/schema.ts";
@@ -7,13 +7,10 @@ import { createEvent } from "../../src/core/event.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
 import { LoadBalancingSinkProcessor } from "../../src/core/sink-processors.ts";
 import { definition as avroSink } from "../../src/components/sinks/avro.ts";
-import { listenLocal, tempDir } from "../helpers.ts";
+import { asyncCleanupsAfterEach, listenLocal, tempDir } from "../helpers.ts";
 import { drain, makeSink, memoryChannel, selfSignedCert, startSource, texts } from "./support.ts";
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = asyncCleanupsAfterEach();
 
 async function fill(channel: ReturnType<typeof memoryChannel>, n: number, prefix = "e") {
   const tx = channel.getTransaction();

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
@@ -12,16 +12,13 @@ import { FrameDecoder } from "../../src/rpc/frame.ts";
 import { readCallResult, readHandshakeResponse, writeEventArray, writeHandshakeRequest } from "../../src/rpc/messages.ts";
 import { PROTOCOL_HASH, PROTOCOL_TEXT } from "../../src/rpc/protocol.ts";
 import { RpcConnectionError, RpcStatusError } from "../../src/rpc/errors.ts";
-import { tempDir } from "../helpers.ts";
+import { asyncCleanupsAfterEach, tempDir } from "../helpers.ts";
 import { drain, memoryChannel, rawExchange, selfSignedCert, startSource, texts, until } from "./support.ts";
 
 const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
 const fixture = (name: string) => readFileSync(path.join(FIXTURES, name));
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = asyncCleanupsAfterEach();
 
 async function source(props: Record<string, string> = {}, channel = memoryChannel()) {
   const s = await startSource(props, channel);

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
@@ -6,16 +6,14 @@ import avro from "avsc";
 import { createEvent } from "../../src/core/event.ts";
 import { AvroRpcClient } from "../../src/rpc/client.ts";
 import { drain, startSource, texts } from "./support.ts";
+import { asyncCleanupsAfterEach } from "../helpers.ts";
 
 // avsc is an independent Avro IPC implementation with Netty-framed stateful channels; it
 // hashes its own rendering of the protocol, so the handshake takes the CLIENT/NONE paths.
 const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
 const service = () => avro.Service.forProtocol(JSON.parse(readFileSync(path.join(FIXTURES, "AvroSourceProtocol.server.json"), "utf8")));
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = asyncCleanupsAfterEach();
 
 interface AvscClient {
   emitMessage(name: string, req: unknown, opts: object, cb: (err: unknown, res: unknown) => void): void;

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { constants, inflateSync } from "node:zlib";
@@ -10,16 +10,13 @@ import { PROTOCOL_HASH } from "../../src/rpc/protocol.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { AvroRpcServer } from "../../src/rpc/server.ts";
 import { serverTlsOptions } from "../../src/rpc/tls.ts";
-import { slowCommits, tempDir } from "../helpers.ts";
+import { asyncCleanupsAfterEach, slowCommits, tempDir } from "../helpers.ts";
 import { drain, rawExchange, selfSignedCert, startSource, texts, until } from "./support.ts";
 
 const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
 const fixture = (name: string) => readFileSync(path.join(FIXTURES, name));
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = asyncCleanupsAfterEach();
 
 describe("avro source, clients that half-close", () => {
   test("a client that half-closes after its requests still gets every answer once the channel committed", async () => {

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import net from "node:net";
 import { constants, deflateSync } from "node:zlib";
 import { parseConfig } from "../../src/config/schema.ts";
@@ -10,11 +10,9 @@ import { PROTOCOL_HASH } from "../../src/rpc/protocol.ts";
 import { AvroRpcServer } from "../../src/rpc/server.ts";
 import type { CompressionType } from "../../src/rpc/transport.ts";
 import { until } from "./support.ts";
+import { asyncCleanupsAfterEach } from "../helpers.ts";
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = asyncCleanupsAfterEach();
 
 const MAX_FRAME = 256 * 1024;
 const BODY = 200 * 1024;

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import net from "node:net";
 import { AvroReader, AvroWriter } from "../../src/rpc/binary.ts";
@@ -6,11 +6,9 @@ import { FrameDecoder } from "../../src/rpc/frame.ts";
 import { readHandshakeResponse, writeHandshakeRequest, type HandshakeMatch } from "../../src/rpc/messages.ts";
 import { PROTOCOL_HASH, PROTOCOL_TEXT } from "../../src/rpc/protocol.ts";
 import { AvroRpcServer } from "../../src/rpc/server.ts";
+import { asyncCleanupsAfterEach } from "../helpers.ts";
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = asyncCleanupsAfterEach();
 
 /** One handshake-only call on a fresh connection; resolves with the server's match. */
 function handshake(port: number, clientHash: Buffer, clientProtocol: string | null): Promise<HandshakeMatch> {

@@ -1,20 +1,17 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import tls from "node:tls";
 import { createEvent } from "../../src/core/event.ts";
 import { AvroRpcClient } from "../../src/rpc/client.ts";
-import { tempDir } from "../helpers.ts";
+import { asyncCleanupsAfterEach, tempDir } from "../helpers.ts";
 import { drain, selfSignedCert, startSource, texts, until } from "./support.ts";
 
 const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
 const fixture = (name: string) => readFileSync(path.join(FIXTURES, name));
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = asyncCleanupsAfterEach();
 
 /**
  * A TCP relay on 127.0.0.1 in front of the source that counts the bytes the source sends back.

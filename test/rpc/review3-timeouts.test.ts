@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import net from "node:net";
 import { systemClock } from "../../src/core/clock.ts";
 import { EventDeliveryException } from "../../src/core/errors.ts";
@@ -9,11 +9,9 @@ import { AvroSink, type AvroSinkOptions } from "../../src/components/sinks/avro.
 import { AvroRpcServer } from "../../src/rpc/server.ts";
 import type { RpcStatus } from "../../src/rpc/protocol.ts";
 import { drain, memoryChannel, texts } from "./support.ts";
+import { asyncCleanupsAfterEach } from "../helpers.ts";
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = asyncCleanupsAfterEach();
 
 /** Accepts TCP connections and reads everything, but never answers: a hung Avro source. */
 async function silentServer() {
