@@ -1,3 +1,4 @@
+import { afterEach } from "bun:test";
 import { spawn } from "node:child_process";
 import type { ComponentContext, ComponentDefinition } from "../../../src/components/component.ts";
 import { parseConfig } from "../../../src/config/schema.ts";
@@ -82,3 +83,12 @@ export function runLogger(args: string[]): Promise<{ code: number | null; stderr
 }
 
 export const text = (e: Event) => new TextDecoder().decode(e.body);
+
+/** Components pushed here are stopped, in the order they were pushed, after each test of the calling file. */
+export function stoppedAfterEach<T extends { stop(): unknown }>(): T[] {
+  const started: T[] = [];
+  afterEach(async () => {
+    for (const s of started.splice(0)) await s.stop();
+  });
+  return started;
+}

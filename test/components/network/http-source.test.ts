@@ -1,16 +1,13 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { execFileSync } from "node:child_process";
 import https from "node:https";
 import net from "node:net";
 import path from "node:path";
 import { definition as httpSource, type HttpSource } from "../../../src/components/sources/http.ts";
 import { tempDir } from "../../helpers.ts";
-import { collect, rig, takeAll, text } from "./harness.ts";
+import { collect, rig, stoppedAfterEach, takeAll, text } from "./harness.ts";
 
-const started: HttpSource[] = [];
-afterEach(async () => {
-  for (const s of started.splice(0)) await s.stop();
-});
+const started = stoppedAfterEach<HttpSource>();
 
 async function start(raw: Record<string, string> = {}, channel?: { capacity: number; transactionCapacity: number; keepAlive: number }) {
   const r = rig(httpSource, { bind: "127.0.0.1", port: "0", ...raw }, channel);

@@ -1,13 +1,10 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import net from "node:net";
 import { definition as netcat, type NetcatSource } from "../../../src/components/sources/netcat.ts";
 import { slowCommits } from "../../helpers.ts";
-import { rig, takeAll, text, until } from "./harness.ts";
+import { rig, stoppedAfterEach, takeAll, text, until } from "./harness.ts";
 
-const started: NetcatSource[] = [];
-afterEach(async () => {
-  for (const s of started.splice(0)) await s.stop();
-});
+const started = stoppedAfterEach<NetcatSource>();
 
 /** Sends `data`, half-closes (like `printf ... | nc -N`), and returns what the server answered until it closed. */
 function sendAndHalfClose(port: number, data: string): Promise<string> {

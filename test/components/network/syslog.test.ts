@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import net from "node:net";
 import { hostname } from "node:os";
 import dgram from "node:dgram";
@@ -11,12 +11,9 @@ import { definition as multiport } from "../../../src/components/sources/multipo
 import { definition as syslogTcp } from "../../../src/components/sources/syslog-tcp.ts";
 import { definition as syslogUdp } from "../../../src/components/sources/syslog-udp.ts";
 import type { Source } from "../../../src/core/source.ts";
-import { collect, rig, runLogger, text, until } from "./harness.ts";
+import { collect, rig, runLogger, stoppedAfterEach, text, until } from "./harness.ts";
 
-const started: Source[] = [];
-afterEach(async () => {
-  for (const s of started.splice(0)) await s.stop();
-});
+const started = stoppedAfterEach<Source>();
 
 async function startTcp(raw: Record<string, string> = {}) {
   const r = rig(syslogTcp, { host: "127.0.0.1", port: "0", ...raw });

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import dgram from "node:dgram";
 import { definition as netcatUdp } from "../../../src/components/sources/netcat-udp.ts";
 import { definition as stress, type StressSource } from "../../../src/components/sources/stress.ts";
@@ -9,12 +9,9 @@ import { MemoryLogger } from "../../../src/core/logger.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import type { Source } from "../../../src/core/source.ts";
-import { collect, rig, takeAll, text } from "./harness.ts";
+import { collect, rig, stoppedAfterEach, takeAll, text } from "./harness.ts";
 
-const started: Source[] = [];
-afterEach(async () => {
-  for (const s of started.splice(0)) await s.stop();
-});
+const started = stoppedAfterEach<Source>();
 
 function sendUdp(port: number, ...messages: (string | Uint8Array)[]): Promise<number> {
   return new Promise((resolve) => {
