@@ -1,14 +1,12 @@
-import { afterEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { definition } from "../../src/components/channels/file/index.ts";
 import { lookupComponent } from "../../src/components/registry.ts";
-import { runCli, tempDir } from "../helpers.ts";
+import { runCli } from "../helpers.ts";
+import { tempDirsAfterEach } from "./fixtures.ts";
 
-const dirs: { cleanup(): void }[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) d.cleanup();
-});
+const temp = tempDirsAfterEach("flume-fc-def-");
 
 test("type file and Flume's class name resolve to the file channel, with Flume's defaults", () => {
   expect(lookupComponent("channel", "file")).toBe(definition);
@@ -31,9 +29,8 @@ test("type file and Flume's class name resolve to the file channel, with Flume's
 });
 
 test("flume validate reports the file channel's cross-property problems by key", () => {
-  const t = tempDir("flume-fc-def-");
-  dirs.push(t);
-  const conf = path.join(t.dir, "a.conf");
+  const dir = temp();
+  const conf = path.join(dir, "a.conf");
   writeFileSync(
     conf,
     [
@@ -49,8 +46,8 @@ test("flume validate reports the file channel's cross-property problems by key",
       "a1.channels.c1.transactionCapacity = 1000",
       "a1.channels.c1.useDualCheckpoints = true",
       "a1.channels.c1.encryption.activeKey = key-0",
-      `a1.channels.c1.checkpointDir = ${path.join(t.dir, "cp")}`,
-      `a1.channels.c1.dataDirs = ${path.join(t.dir, "d1")}, ${path.join(t.dir, "d2")}`,
+      `a1.channels.c1.checkpointDir = ${path.join(dir, "cp")}`,
+      `a1.channels.c1.dataDirs = ${path.join(dir, "d1")}, ${path.join(dir, "d2")}`,
       "",
     ].join("\n"),
   );
