@@ -1,7 +1,7 @@
 import type { Event } from "../../core/event.ts";
-import type { ByteOutput, EventSerializer, SerializerDefinition } from "./serializer.ts";
+import { LineSerializer, NEWLINE } from "./line-serializer.ts";
+import type { ByteOutput, SerializerDefinition } from "./serializer.ts";
 
-const NEWLINE = new Uint8Array([10]);
 const encoder = new TextEncoder();
 
 /** Headers as Java's Map.toString prints them: `{k1=v1, k2=v2}`. */
@@ -20,20 +20,7 @@ export function javaMapString(headers: Record<string, string>): string {
  * `{headers} body`, then a newline unless appendNewline is false (Flume's
  * HeaderAndBodyTextEventSerializer). Header order is the event's insertion order.
  */
-export class HeaderAndBodyTextSerializer implements EventSerializer {
-  constructor(
-    private readonly out: ByteOutput,
-    private readonly appendNewline: boolean,
-  ) {}
-
-  afterCreate(): void {}
-  afterReopen(): void {}
-  beforeClose(): void {}
-  flush(): void {}
-  supportsReopen(): boolean {
-    return true;
-  }
-
+export class HeaderAndBodyTextSerializer extends LineSerializer {
   write(event: Event): void {
     this.out.write(encoder.encode(`${javaMapString(event.headers)} `));
     this.out.write(event.body);

@@ -1,23 +1,10 @@
 import type { Event } from "../../core/event.ts";
-import type { ByteOutput, EventSerializer, SerializerDefinition } from "./serializer.ts";
+import { LineSerializer, NEWLINE } from "./line-serializer.ts";
+import type { ByteOutput, SerializerDefinition } from "./serializer.ts";
 
-const NEWLINE = new Uint8Array([10]);
 
 /** The event body as is, then a newline unless appendNewline is false (Flume's BodyTextEventSerializer). */
-export class BodyTextSerializer implements EventSerializer {
-  constructor(
-    private readonly out: ByteOutput,
-    private readonly appendNewline: boolean,
-  ) {}
-
-  afterCreate(): void {}
-  afterReopen(): void {}
-  beforeClose(): void {}
-  flush(): void {}
-  supportsReopen(): boolean {
-    return true;
-  }
-
+export class BodyTextSerializer extends LineSerializer {
   write(event: Event): void {
     this.out.write(event.body);
     if (this.appendNewline) this.out.write(NEWLINE);

@@ -1,4 +1,5 @@
 import type { Event } from "../../core/event.ts";
+import { javaMapString } from "../serializers/header-and-text.ts";
 import type { Sink, Status } from "../../core/sink.ts";
 import type { ComponentContext, ComponentDefinition } from "../component.ts";
 import { BaseSink } from "./base.ts";
@@ -11,9 +12,7 @@ const HEX = "0123456789ABCDEF";
  * maxBytes of the body, without the leading offset of the first row.
  */
 export function dumpEvent(event: Event, maxBytes: number): string {
-  const headers = `{${Object.entries(event.headers)
-    .map(([k, v]) => `${k}=${v}`)
-    .join(", ")}}`;
+  const headers = javaMapString(event.headers);
   const data = event.body.subarray(0, Math.max(0, Math.min(event.body.length, maxBytes)));
   const rows: string[] = [];
   for (let row = 0; row < data.length; row += 16) {
