@@ -1,0 +1,178 @@
+/**
+ * Real nats-server processes for the JetStream tests: JetStream on, store in a temp dir,
+ * loopback ports chosen free. A single server or a 3-node cluster; nodes can be SIGKILLed
+ * and restarted on the same ports and store.
+ */
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { freePort, sleep } from "../helpers.ts";
+
+function findNatsServer(): string | null {
+  for (const p of ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"]) if (existsSync(p)) return p;
+  const r = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" });
+  const found = r.stdout?.trim();
+  return found ? found : null;
+}
+
+export const NATS_SERVER = findNatsServer();
+/** With CI=true a missing nats-server fails the tests instead of skipping them. */
+export const hasNats = NATS_SERVER !== null || process.env.CI === "true";
+
+export interface NatsNode {
+  name: string;
+  port: number;
+  url: string;
+  storeDir: string;
+  readonly log: string;
+  readonly running: boolean;
+  /** SIGKILL (default) or SIGTERM; resolves when the process is gone. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts again on the same ports and store; resolves when it accepts clients. */
+  restart(): Promise<void>;
+}
+
+interface NodeSpec {
+  name: string;
+  port: number;
+  storeDir: string;
+  cluster?: { port: number; routes: number[]; name: string };
+}
+
+function args(spec: NodeSpec): string[] {
+  const a = ["-js", "-sd", spec.storeDir, "-a", "127.0.0.1", "-p", String(spec.port), "-n", spec.name];
+  if (spec.cluster) {
+    a.push("--cluster_name", spec.cluster.name, "--cluster", `nats://127.0.0.1:${spec.cluster.port}`);
+    a.push("--routes", spec.cluster.routes.map((p) => `nats://127.0.0.1:${p}`).join(","));
+  }
+  return a;
+}
+
+function launch(spec: NodeSpec): NatsNode {
+  let child: ChildProcess | null = null;
+  let log = "";
+  const start = async () => {
+    if (!NATS_SERVER) throw new Error("nats-server is not installed (apt-get install nats-server)");
+    log = "";
+    const c = spawn(NATS_SERVER, args(spec), { stdio: ["ignore", "pipe", "pipe"] });
+    child = c;
+    c.stdout?.on("data", (d) => (log += d));
+    c.stderr?.on("data", (d) => (log += d));
+    const started = Date.now();
+    while (!/Server is ready/.test(log)) {
+      if (c.exitCode !== null) throw new Error(`nats-server ${spec.name} exited (${c.exitCode}):\n${log}`);
+      if (Date.now() - started > 10000) throw new Error(`nats-server ${spec.name} did not get ready:\n${log}`);
+      await sleep(10);
+    }
+  };
+  const node: NatsNode = {
+    name: spec.name,
+    port: spec.port,
+    url: `nats://127.0.0.1:${spec.port}`,
+    storeDir: spec.storeDir,
+    get log() {
+      return log;
+    },
+    get running() {
+      return child !== null && child.exitCode === null && child.signalCode === null;
+    },
+    async kill(signal: NodeJS.Signals = "SIGKILL") {
+      const c = child;
+      if (!c || c.exitCode !== null || c.signalCode !== null) return;
+      const gone = new Promise<void>((resolve) => c.once("exit", () => resolve()));
+      c.kill(signal);
+      await gone;
+    },
+    restart: start,
+  };
+  (node as NatsNode & { boot: () => Promise<void> }).boot = start;
+  return node;
+}
+
+export interface NatsSetup {
+  nodes: NatsNode[];
+  /** Comma-separated client URLs of every node (the `servers` property). */
+  servers: string;
+  stop(): Promise<void>;
+}
+
+function tempStore(): string {
+  return mkdtempSync(path.join(tmpdir(), "flume-nats-"));
+}
+
+/** One JetStream server on a free loopback port. `port` reuses a chosen one (a server started late). */
+export async function startNats(opts: { port?: number; dir?: string } = {}): Promise<NatsSetup & { node: NatsNode }> {
+  const dir = opts.dir ?? tempStore();
+  const node = launch({ name: "n1", port: opts.port ?? (await freePort()), storeDir: path.join(dir, "n1") });
+  await (node as NatsNode & { boot: () => Promise<void> }).boot();
+  return {
+    node,
+    nodes: [node],
+    servers: node.url,
+    async stop() {
+      await node.kill("SIGKILL");
+      if (!opts.dir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A 3-node JetStream cluster on loopback; resolves once JetStream has a meta leader. */
+export async function startCluster(size = 3): Promise<NatsSetup> {
+  const dir = tempStore();
+  const clientPorts: number[] = [];
+  const routePorts: number[] = [];
+  for (let i = 0; i < size; i++) {
+    clientPorts.push(await freePort());
+    routePorts.push(await freePort());
+  }
+  const nodes = clientPorts.map((port, i) => {
+    const storeDir = path.join(dir, `n${i + 1}`);
+    mkdirSync(storeDir, { recursive: true });
+    return launch({ name: `n${i + 1}`, port, storeDir, cluster: { name: "flume", port: routePorts[i], routes: routePorts.filter((_, j) => j !== i) } });
+  });
+  await Promise.all(nodes.map((n) => (n as NatsNode & { boot: () => Promise<void> }).boot()));
+  const setup: NatsSetup = {
+    nodes,
+    servers: nodes.map((n) => n.url).join(","),
+    async stop() {
+      await Promise.all(nodes.map((n) => n.kill("SIGKILL")));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  await waitForJetStream(setup.servers);
+  return setup;
+}
+
+/** Polls until JetStream answers API calls (a cluster has elected its meta leader). */
+export async function waitForJetStream(servers: string, ms = 15000): Promise<void> {
+  const { connect } = await import("@nats-io/transport-node");
+  const { jetstreamManager } = await import("@nats-io/jetstream");
+  const started = Date.now();
+  let last: unknown = null;
+  while (Date.now() - started < ms) {
+    try {
+      const nc = await connect({ servers: servers.split(","), timeout: 1000 });
+      try {
+        const jsm = await jetstreamManager(nc, { timeout: 1000 });
+        await jsm.getAccountInfo();
+        return;
+      } finally {
+        await nc.close();
+      }
+    } catch (err) {
+      last = err;
+      await sleep(100);
+    }
+  }
+  throw new Error(`JetStream did not become available at ${servers}: ${(last as Error)?.message}`);
+}
+
+/** A plain client for tests: publish, read back, inspect streams. */
+export async function natsClient(servers: string) {
+  const transport = await import("@nats-io/transport-node");
+  const js = await import("@nats-io/jetstream");
+  const nc = await transport.connect({ servers: servers.split(","), timeout: 2000, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
+  const jsm = await js.jetstreamManager(nc, { timeout: 5000 });
+  return { nc, jsm, js: js.jetstream(nc, { timeout: 5000 }), mod: js, headers: transport.headers, close: () => nc.close() };
+}
