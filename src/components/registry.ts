@@ -7,6 +7,8 @@ import { definition as avroSink } from "./sinks/avro.ts";
 import { definition as avroSource } from "./sources/avro.ts";
 import { definition as loggerSink } from "./sinks/logger.ts";
 import { definition as nullSink } from "./sinks/null.ts";
+import { definition as jetstreamSink } from "./sinks/jetstream.ts";
+import { definition as jetstreamSource } from "./sources/jetstream.ts";
 import { definition as embeddedSource } from "./sources/embedded.ts";
 import { definition as netcatSource } from "./sources/netcat.ts";
 import { definition as seqSource } from "./sources/seq.ts";
@@ -54,6 +56,8 @@ const DEFINITIONS: ComponentDefinition<unknown>[] = [
   jetstreamChannel,
   loggerSink,
   nullSink,
+  jetstreamSink,
+  jetstreamSource,
   replicatingSelector,
   multiplexingSelector,
   loadBalancingSelector,

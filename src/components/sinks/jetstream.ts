@@ -1,0 +1,177 @@
+/**
+ * The jetstream sink (Flume's Kafka sink, on NATS JetStream): takes up to batch-size events in
+ * one channel transaction, publishes them to a stream and commits the take only after the
+ * stream acknowledged every one. Each event gets a message id; after a failed batch the
+ * events the channel hands back are published with the ids they had, so the stream's
+ * duplicate window drops the ones it already stored. With msg-id-header the id comes from an
+ * event header instead (for example the uuid interceptor's), which also dedupes across agents.
+ */
+import { randomBytes } from "node:crypto";
+import { SinkCounter } from "../../core/counters.ts";
+import { ChannelException, EventDeliveryException } from "../../core/errors.ts";
+import type { Event } from "../../core/event.ts";
+import type { Sink, Status } from "../../core/sink.ts";
+import { type NatsClients, NatsLink } from "../../nats/connection.ts";
+import { messageOf } from "../../nats/errors.ts";
+import { publishBatch } from "../../nats/publish.ts";
+import { CONNECTION_PROPS, type ConnectionSettings, connectionSettings, type StreamSettings, streamProps, streamSettings, validateCommon } from "../../nats/settings.ts";
+import { ensureStream } from "../../nats/stream.ts";
+import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { BaseSink } from "./base.ts";
+
+export interface JetStreamSinkOptions {
+  connection: ConnectionSettings;
+  stream: StreamSettings;
+  batchSize: number;
+  /** Milliseconds a batch keeps retrying through reconnects and leader elections. */
+  publishTimeout: number;
+  /** Header whose value is the message id, when set and present. */
+  msgIdHeader?: string;
+}
+
+function sameEvent(a: Event, b: Event): boolean {
+  if (a === b) return true;
+  if (a.body.length !== b.body.length) return false;
+  for (let i = 0; i < a.body.length; i++) if (a.body[i] !== b.body[i]) return false;
+  const ka = Object.keys(a.headers);
+  if (ka.length !== Object.keys(b.headers).length) return false;
+  for (const k of ka) if (a.headers[k] !== b.headers[k]) return false;
+  return true;
+}
+
+export class JetStreamSink extends BaseSink implements Sink {
+  readonly counter: SinkCounter;
+  private readonly link: NatsLink;
+  private readonly idPrefix = randomBytes(9).toString("base64url");
+  private nextBatch = 1;
+  /** The last batch that failed, with its ids, so a resend of the same events reuses them. */
+  private failed: { events: Event[]; ids: string[] } | null = null;
+
+  constructor(
+    ctx: ComponentContext,
+    readonly options: JetStreamSinkOptions,
+  ) {
+    super(ctx);
+    this.counter = new SinkCounter(ctx.name, ctx.clock);
+    this.link = new NatsLink(`jetstream sink ${ctx.name}`, options.connection, (c) => this.setup(c), ctx.clock, ctx.logger);
+  }
+
+  get label(): string {
+    return this.link.label;
+  }
+
+  get connected(): boolean {
+    return this.link.ready;
+  }
+
+  private async setup({ jsm, mod }: NatsClients): Promise<void> {
+    await ensureStream(jsm, mod, this.options.stream, { label: this.label, logger: this.logger, publishes: true });
+    this.counter.values.ConnectionCreatedCount++;
+  }
+
+  start(): void {
+    this.counter.start();
+    this.link.open();
+    this.state = "START";
+    this.logger.info(`${this.label} started (servers ${this.link.describeServers()}, stream ${this.options.stream.stream}, subject ${this.options.stream.subject})`);
+  }
+
+  async stop(): Promise<void> {
+    await this.link.close();
+    this.counter.values.ConnectionClosedCount++;
+    this.counter.stop();
+    this.state = "STOP";
+    this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
+  }
+
+  async process(): Promise<Status> {
+    // Not connected yet (the link retries and logs): leave the events in the channel.
+    if (!this.link.ready) return "BACKOFF";
+    const channel = this.getChannel();
+    const tx = channel.getTransaction();
+    const c = this.counter.values;
+    const batchSize = this.options.batchSize;
+    const batch: Event[] = [];
+    let status: Status = "READY";
+    tx.begin();
+    try {
+      for (let i = 0; i < batchSize; i++) {
+        const event = tx.take();
+        if (event === null) break;
+        batch.push(event);
+      }
+      if (batch.length === 0) {
+        c.BatchEmptyCount++;
+        status = "BACKOFF";
+      } else {
+        if (batch.length < batchSize) c.BatchUnderflowCount++;
+        else c.BatchCompleteCount++;
+        c.EventDrainAttemptCount += batch.length;
+        const ids = this.idsFor(batch);
+        try {
+          await publishBatch(this.link, { subject: this.options.stream.subject, stream: this.options.stream.stream, timeout: this.options.publishTimeout, fullWait: 0 }, batch, ids, this.clock);
+        } catch (err) {
+          this.failed = { events: batch, ids };
+          throw err;
+        }
+        this.failed = null;
+      }
+      await tx.commit();
+      c.EventDrainSuccessCount += batch.length;
+    } catch (err) {
+      await tx.rollback();
+      if (err instanceof ChannelException) {
+        c.ChannelReadFail++;
+        this.logger.error(`${this.label}: unable to get events from channel ${channel.name}: ${err.message}`);
+        return "BACKOFF";
+      }
+      c.EventWriteFail++;
+      throw new EventDeliveryException(`${this.label}: failed to publish ${batch.length} events to stream ${this.options.stream.stream}: ${messageOf(err)}`, { cause: err });
+    } finally {
+      tx.close();
+    }
+    return status;
+  }
+
+  private idsFor(batch: Event[]): string[] {
+    const ids = new Array<string>(batch.length);
+    const header = this.options.msgIdHeader;
+    const prev = this.failed;
+    const key = `${this.idPrefix}.${this.nextBatch++}`;
+    for (let i = 0; i < batch.length; i++) {
+      const fromHeader = header ? batch[i].headers[header] : undefined;
+      if (fromHeader) ids[i] = fromHeader;
+      else if (prev && i < prev.events.length && sameEvent(prev.events[i], batch[i])) ids[i] = prev.ids[i];
+      else ids[i] = `${key}.${i}`;
+    }
+    return ids;
+  }
+}
+
+export const definition: ComponentDefinition<JetStreamSink> = {
+  schema: {
+    kind: "sink",
+    type: "jetstream",
+    aliases: ["nats", "org.apache.flume.sink.jetstream.JetStreamSink"],
+    doc: "Publishes events to a NATS JetStream stream; a batch's take commits only after the stream stored every event (Flume's Kafka sink, on JetStream).",
+    props: [
+      ...CONNECTION_PROPS,
+      ...streamProps("max-msgs"),
+      { key: "batch-size", type: "int", default: 100, min: 1, aliases: ["batchSize", "flumeBatchSize"], doc: "Events taken per transaction and published per batch" },
+      { key: "publish-timeout", type: "int", default: 10000, min: 100, doc: "Milliseconds a batch keeps retrying (same message ids) through reconnects and leader elections before it is rolled back" },
+      { key: "msg-id-header", type: "string", doc: "Event header whose value becomes the message id (e.g. the uuid interceptor's id), so the stream drops copies from any sender" },
+    ],
+  },
+  validate(config) {
+    return validateCommon(config, { publishes: true, consumes: false });
+  },
+  create(config, ctx) {
+    return new JetStreamSink(ctx, {
+      connection: connectionSettings(config),
+      stream: streamSettings(config, "max-msgs"),
+      batchSize: config.int("batch-size"),
+      publishTimeout: config.int("publish-timeout"),
+      msgIdHeader: config.optionalString("msg-id-header"),
+    });
+  },
+};

@@ -1,0 +1,145 @@
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { lookupComponent } from "../../../src/components/registry.ts";
+import { definition, type JetStreamSink } from "../../../src/components/sinks/jetstream.ts";
+import { parseConfig } from "../../../src/config/schema.ts";
+import { systemClock } from "../../../src/core/clock.ts";
+import { EventDeliveryException } from "../../../src/core/errors.ts";
+import { createEvent } from "../../../src/core/event.ts";
+import { MemoryLogger } from "../../../src/core/logger.ts";
+import { MemoryChannel } from "../../../src/core/memory-channel.ts";
+import { freePort, waitUntil } from "../../helpers.ts";
+import { events, putAll } from "../../core/support.ts";
+import { hasNats, natsClient, type NatsSetup, startNats } from "../../support/nats.ts";
+
+let server: NatsSetup;
+let streamNo = 0;
+const open: JetStreamSink[] = [];
+
+function sink(props: Record<string, string>, logger = new MemoryLogger()): { sink: JetStreamSink; channel: MemoryChannel } {
+  const { config, errors } = parseConfig(definition.schema, { servers: server.servers, ...props });
+  expect(errors).toEqual([]);
+  expect(definition.validate?.(config) ?? []).toEqual([]);
+  const k = definition.create(config, { name: "k1", agentName: "a1", clock: systemClock, logger });
+  const channel = new MemoryChannel("c1", { capacity: 1000, transactionCapacity: 100 });
+  channel.start();
+  k.setChannel(channel);
+  open.push(k);
+  return { sink: k, channel };
+}
+
+async function started(k: JetStreamSink): Promise<void> {
+  k.start();
+  await waitUntil(() => k.connected, "sink connected", 8000);
+}
+
+/** Every message of the stream, oldest first, without consuming it. */
+async function storedBodies(stream: string): Promise<string[]> {
+  const c = await natsClient(server.servers);
+  try {
+    const info = await c.jsm.streams.info(stream);
+    const out: string[] = [];
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+      const m = await c.jsm.streams.getMessage(stream, { seq }).catch(() => null);
+      if (m) out.push(new TextDecoder().decode(m.data));
+    }
+    return out;
+  } finally {
+    await c.close();
+  }
+}
+
+beforeAll(async () => {
+  if (hasNats) server = await startNats();
+});
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((k) => k.stop()));
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+test("type jetstream resolves to the sink; a wildcard subject is refused by validate", () => {
+  expect(lookupComponent("sink", "jetstream")).toBe(definition);
+  const { config } = parseConfig(definition.schema, { stream: "S", subject: "a.*" });
+  expect((definition.validate?.(config) ?? []).map((e) => e.key)).toEqual(["subject"]);
+});
+
+describe.skipIf(!hasNats)("jetstream sink on a real nats-server", () => {
+  test("publishes a taken batch; the take commits once the stream stored every event; headers travel as NATS headers", async () => {
+    const stream = `K${process.pid}_${++streamNo}`;
+    const { sink: k, channel } = sink({ stream, "batch-size": "10" });
+    await started(k);
+    await putAll(channel, events(25).map((e, i) => ({ ...e, headers: { n: String(i), host: "wörker" } })));
+    expect(await k.process()).toBe("READY");
+    expect(channel.size).toBe(15);
+    expect(await storedBodies(stream)).toEqual(events(10).map((_, i) => `event ${i}`));
+    expect(await k.process()).toBe("READY");
+    // Five left: an underflowing batch is still READY; an empty one is BACKOFF (as Flume's Kafka sink).
+    expect(await k.process()).toBe("READY");
+    expect(await k.process()).toBe("BACKOFF");
+    expect(channel.size).toBe(0);
+    const c = await natsClient(server.servers);
+    try {
+      const m = (await c.jsm.streams.getMessage(stream, { seq: 25 }))!;
+      expect(m.header.get("n")).toBe("24");
+      expect(m.header.get("host")).toBe("wörker");
+    } finally {
+      await c.close();
+    }
+    expect(k.counter.values).toMatchObject({ EventDrainAttemptCount: 25, EventDrainSuccessCount: 25, BatchCompleteCount: 2, BatchUnderflowCount: 1, EventWriteFail: 0 });
+  });
+
+  test("a failed batch rolls back into the channel; the resent batch reuses its message ids, so the stream stores nothing twice", async () => {
+    const stream = `K${process.pid}_${++streamNo}`;
+    const { sink: k, channel } = sink({ stream, "batch-size": "8", "max-msgs": "5", retention: "limits" });
+    await started(k);
+    await putAll(channel, events(8));
+    const err = await k.process().catch((e) => e);
+    expect(err).toBeInstanceOf(EventDeliveryException);
+    expect(String(err.message)).toContain(`stream ${stream} is full`);
+    // Five of the eight went in; all eight are back in the channel.
+    expect(channel.size).toBe(8);
+    expect(await storedBodies(stream)).toEqual(events(5).map((_, i) => `event ${i}`));
+    const c = await natsClient(server.servers);
+    try {
+      await c.jsm.streams.update(stream, { max_msgs: 100 });
+    } finally {
+      await c.close();
+    }
+    expect(await k.process()).toBe("READY");
+    expect(channel.size).toBe(0);
+    expect(await storedBodies(stream)).toEqual(events(8).map((_, i) => `event ${i}`));
+    expect(k.counter.values.EventWriteFail).toBe(1);
+  });
+
+  test("msg-id-header: events carrying the same id are stored once, whoever sends them", async () => {
+    const stream = `K${process.pid}_${++streamNo}`;
+    const { sink: k, channel } = sink({ stream, "msg-id-header": "id" });
+    await started(k);
+    await putAll(channel, [createEvent("a", { id: "x-1" }), createEvent("a again", { id: "x-1" }), createEvent("b", { id: "x-2" }), createEvent("no id")]);
+    expect(await k.process()).toBe("READY");
+    expect(await storedBodies(stream)).toEqual(["a", "b", "no id"]);
+  });
+
+  test("a server that is down at start: the sink logs and retries, leaves events in the channel, and publishes once the server is up", async () => {
+    const port = await freePort();
+    const logger = new MemoryLogger();
+    const stream = `K${process.pid}_${++streamNo}`;
+    const { sink: k, channel } = sink({ stream, servers: `nats://127.0.0.1:${port}`, "reconnect-wait": "100" }, logger);
+    k.start();
+    await putAll(channel, events(3));
+    await waitUntil(() => logger.lines.some((l) => l.level === "warn" && /jetstream sink k1: cannot use NATS at .*retrying every 100 ms/.test(l.message)), "retry log line");
+    expect(await k.process()).toBe("BACKOFF");
+    expect(channel.size).toBe(3);
+    const late = await startNats({ port });
+    try {
+      await waitUntil(() => k.connected, "connected", 8000);
+      expect(await k.process()).toBe("READY");
+      expect(channel.size).toBe(0);
+      expect(k.counter.values.EventDrainSuccessCount).toBe(3);
+    } finally {
+      await k.stop();
+      await late.stop();
+    }
+  });
+});
