@@ -216,7 +216,15 @@ export function configTopology(o: SimulationOptions, workDir: string): Topology 
       continue;
     }
     const probe = instantiate<Channel>("channel", type, props, { name, agentName, clock: { now: () => 0, setTimeout: () => ({ id: 0 }), clearTimeout() {}, sleep: () => Promise.resolve() }, logger: silentLogger });
-    if (probe.durable) throw new SimulationUsageError(`channel ${name}: the simulator knows how to crash memory and file channels, not type "${type}"`);
+    if (probe.durable) {
+      // Another durable channel (one kept by a server) survives a crash as a file channel does;
+      // a file channel on a scratch directory stands in for it, and the real one is never touched.
+      const cap = capacity > 0 ? capacity : 1_000_000;
+      const tc = transactionCapacity > 0 ? Math.min(transactionCapacity, cap) : cap;
+      channels.push(fileChannelPlan(name, path.join(workDir, name), cap, tc, parsed.int("keep-alive")));
+      description.push(`channel ${name} (${def.schema.type}, durable: simulated by a file channel on a scratch directory, capacity ${cap.toLocaleString("en-US")}, transactionCapacity ${tc})`);
+      continue;
+    }
     channels.push({
       name,
       type: def.schema.type,
