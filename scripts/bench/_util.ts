@@ -14,3 +14,54 @@ export function peakRssMb(pid: number | "self" = "self"): number {
 export function fmt(n: number): string {
   return Math.round(n).toLocaleString("en-US");
 }
+
+/**
+ * Runs `flume run` on conf (the built binary when present, else the sources under Bun) and
+ * times from the first counted event to the `total`-th, read from /metrics as `group.key`.
+ * Returns events/s and the agent's peak RSS in MB; the agent is stopped afterwards.
+ */
+export async function timeAgent(conf: string, agent: string, group: string, key: string, total: number, timeoutMs = 180_000): Promise<{ rate: number; rss: number }> {
+  const { spawn } = await import("node:child_process");
+  const { existsSync } = await import("node:fs");
+  const net = await import("node:net");
+  const path = await import("node:path");
+  const port = await new Promise<number>((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const p = (s.address() as import("node:net").AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
+  const binary = path.resolve(import.meta.dir, "../../dist/flume");
+  const cmd = existsSync(binary) && !process.env.BENCH_FROM_SOURCE ? [binary] : [process.execPath, path.resolve(import.meta.dir, "../../src/cli.ts")];
+  const child = spawn(cmd[0], [...cmd.slice(1), "run", "-f", conf, "-n", agent, "--quiet", "--no-reload-conf", "--metrics-port", String(port), "--metrics-bind", "127.0.0.1"], { stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr?.on("data", (d) => (stderr += d));
+  let first = 0;
+  let last = 0;
+  let peak = 0;
+  const deadline = Date.now() + timeoutMs;
+  try {
+    while (Date.now() < deadline && child.exitCode === null) {
+      let n = 0;
+      try {
+        const m = (await (await fetch(`http://127.0.0.1:${port}/metrics`)).json()) as Record<string, Record<string, string>>;
+        n = Number(m[group]?.[key] ?? 0);
+      } catch {
+        // not up yet
+      }
+      peak = Math.max(peak, peakRssMb(child.pid as number) || 0);
+      if (n > 0 && first === 0) first = performance.now();
+      if (n >= total) {
+        last = performance.now();
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    peak = Math.max(peak, peakRssMb(child.pid as number) || 0);
+  } finally {
+    child.kill("SIGTERM");
+    await new Promise((r) => (child.exitCode !== null ? r(null) : child.on("exit", r)));
+  }
+  if (last === 0) throw new Error(`${agent}: ${group}.${key} did not reach ${total} within ${timeoutMs / 1000} s\n${stderr.slice(-2000)}`);
+  return { rate: total / ((last - first) / 1000), rss: peak };
+}

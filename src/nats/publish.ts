@@ -3,10 +3,12 @@
  * Each event carries a message id (Nats-Msg-Id), so a publish retried after a timeout, a
  * reconnect or a leader election is dropped by the stream's duplicate window instead of being
  * stored twice. Only the events not yet acknowledged are sent again.
+ *
+ * The events go out as plain publishes whose replies (the stream's PubAcks) arrive on one
+ * subscription per connection, so a batch costs one timer, not a request per event.
  */
-import type { MsgHdrs } from "@nats-io/nats-core";
-import type { PubAck } from "@nats-io/jetstream";
-import type { Clock } from "../core/clock.ts";
+import type { Msg, MsgHdrs, NatsConnection, Subscription } from "@nats-io/nats-core";
+import type { Clock, TimerHandle } from "../core/clock.ts";
 import type { Event } from "../core/event.ts";
 import type { NatsLink } from "./connection.ts";
 import { classifyPublishError, messageOf, NatsUnavailableError, PublishRejectedError, StreamFullError } from "./errors.ts";
@@ -21,11 +23,6 @@ export interface PublishTarget {
   fullWait: number;
 }
 
-/** Publishes in flight at once; more would only queue in the client. */
-const WINDOW = 1024;
-const RETRY_PAUSE_MIN = 50;
-const RETRY_PAUSE_MAX = 1000;
-
 export interface PublishResult {
   /** Events the stream had already stored (a retried id). */
   duplicates: number;
@@ -33,9 +30,126 @@ export interface PublishResult {
   retries: number;
 }
 
+const RETRY_PAUSE_MIN = 50;
+const RETRY_PAUSE_MAX = 1000;
+
+/** Outcome of one publish in a round. */
+const enum Outcome {
+  Pending = 0,
+  Stored = 1,
+  Duplicate = 2,
+  Full = 3,
+  Rejected = 4,
+  Failed = 5,
+}
+
+interface Round {
+  outcomes: Uint8Array;
+  left: number;
+  lastError: unknown;
+  done: () => void;
+}
+
+/** The reply subscription of one connection: PubAcks are matched to rounds by reply subject. */
+class AckInbox {
+  readonly prefix: string;
+  private readonly sub: Subscription;
+  private readonly rounds = new Map<number, Round>();
+  private nextRound = 1;
+
+  constructor(nc: NatsConnection, inbox: string) {
+    this.prefix = inbox;
+    this.sub = nc.subscribe(`${inbox}.>`, { callback: (err, msg) => (err ? undefined : this.onReply(msg)) });
+  }
+
+  open(size: number, done: () => void): { id: number; round: Round } {
+    const id = this.nextRound++;
+    const round: Round = { outcomes: new Uint8Array(size), left: size, lastError: null, done };
+    this.rounds.set(id, round);
+    return { id, round };
+  }
+
+  close(id: number): void {
+    this.rounds.delete(id);
+  }
+
+  private onReply(msg: Msg): void {
+    const subject = msg.subject;
+    const dot = subject.lastIndexOf(".");
+    const prev = subject.lastIndexOf(".", dot - 1);
+    const round = this.rounds.get(Number(subject.slice(prev + 1, dot)));
+    if (!round) return;
+    const k = Number(subject.slice(dot + 1));
+    if (!(k >= 0 && k < round.outcomes.length) || round.outcomes[k] !== Outcome.Pending) return;
+    let outcome: Outcome;
+    const status = msg.headers?.code ?? 0;
+    if (status >= 300) {
+      // 503: no stream answered (none captures the subject, or a leader election is under way).
+      round.lastError = Object.assign(new Error(status === 503 ? "no responders" : `status ${status} ${msg.headers?.description ?? ""}`.trim()), { name: status === 503 ? "NoResponders" : "StatusError" });
+      outcome = Outcome.Failed;
+    } else {
+      try {
+        const ack = JSON.parse(new TextDecoder().decode(msg.data)) as { error?: { err_code?: number; description?: string }; duplicate?: boolean; stream?: string };
+        if (ack.error) {
+          const err = { code: ack.error.err_code, message: ack.error.description ?? "publish refused", name: "JetStreamApiError" };
+          round.lastError = err;
+          const kind = classifyPublishError(err);
+          outcome = kind === "full" ? Outcome.Full : kind === "rejected" ? Outcome.Rejected : Outcome.Failed;
+        } else {
+          outcome = ack.duplicate ? Outcome.Duplicate : Outcome.Stored;
+        }
+      } catch (err) {
+        round.lastError = err;
+        outcome = Outcome.Failed;
+      }
+    }
+    round.outcomes[k] = outcome;
+    if (--round.left === 0) round.done();
+  }
+
+  unsubscribe(): void {
+    this.sub.unsubscribe();
+  }
+}
+
+const inboxes = new WeakMap<NatsConnection, AckInbox>();
+
+function ackInbox(link: NatsLink, nc: NatsConnection): AckInbox {
+  let inbox = inboxes.get(nc);
+  if (!inbox) {
+    inbox = new AckInbox(nc, link.mods!.transport.createInbox());
+    inboxes.set(nc, inbox);
+  }
+  return inbox;
+}
+
+/** Publishes the events at `pending` once; resolves when each has an answer or timeout ms passed. */
+async function publishRound(link: NatsLink, nc: NatsConnection, target: PublishTarget, events: readonly Event[], headers: MsgHdrs[], pending: number[], timeout: number, clock: Clock): Promise<Round> {
+  const inbox = ackInbox(link, nc);
+  let timer: TimerHandle | null = null;
+  let finish = () => {};
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  const { id, round } = inbox.open(pending.length, () => finish());
+  try {
+    const base = `${inbox.prefix}.${id}.`;
+    for (let k = 0; k < pending.length; k++) {
+      const i = pending[k];
+      nc.publish(target.subject, events[i].body, { reply: base + k, headers: headers[i] });
+    }
+    timer = clock.setTimeout(() => finish(), timeout);
+    await finished;
+  } catch (err) {
+    round.lastError = err;
+  } finally {
+    if (timer) clock.clearTimeout(timer);
+    inbox.close(id);
+  }
+  return round;
+}
+
 export async function publishBatch(link: NatsLink, target: PublishTarget, events: readonly Event[], ids: readonly string[], clock: Clock): Promise<PublishResult> {
   const started = clock.now();
-  const headers: (MsgHdrs | undefined)[] = new Array(events.length);
+  let headers: MsgHdrs[] | null = null;
   let pending: number[] = new Array(events.length);
   for (let i = 0; i < events.length; i++) pending[i] = i;
   let duplicates = 0;
@@ -44,35 +158,35 @@ export async function publishBatch(link: NatsLink, target: PublishTarget, events
   let pause = RETRY_PAUSE_MIN;
   for (;;) {
     rounds++;
-    let failed: number[] = [];
+    const failed: number[] = [];
     let lastError: unknown = null;
     let full = false;
-    if (!link.ready) {
+    const nc = link.ready ? link.nc : null;
+    if (!nc) {
       lastError = new NatsUnavailableError(`not connected${link.lastError ? `: ${link.lastError}` : ""}`);
-      failed = pending;
+      failed.push(...pending);
     } else {
-      const { js } = link.requireReady();
-      for (let from = 0; from < pending.length; from += WINDOW) {
-        const slice = pending.slice(from, from + WINDOW);
-        const sends: Promise<PubAck>[] = new Array(slice.length);
-        for (let k = 0; k < slice.length; k++) {
-          const i = slice[k];
-          const h = headers[i] ?? (headers[i] = toNatsHeaders(() => link.headers(), events[i].headers));
-          sends[k] = js.publish(target.subject, events[i].body, { msgID: ids[i], headers: h, expect: { streamName: target.stream } });
+      if (!headers) {
+        headers = new Array(events.length);
+        for (let i = 0; i < events.length; i++) {
+          const h = toNatsHeaders(() => link.headers(), events[i].headers) ?? link.headers();
+          h.set("Nats-Msg-Id", ids[i]);
+          h.set("Nats-Expected-Stream", target.stream);
+          headers[i] = h;
         }
-        const results = await Promise.allSettled(sends);
-        for (let k = 0; k < results.length; k++) {
-          const r = results[k];
-          if (r.status === "fulfilled") {
-            if (r.value.duplicate) duplicates++;
-            continue;
-          }
-          const kind = classifyPublishError(r.reason);
-          if (kind === "rejected") throw new PublishRejectedError(`the server refused an event of ${events[slice[k]].body.length} bytes: ${messageOf(r.reason)}`, { cause: r.reason });
-          if (kind === "full") full = true;
-          lastError = r.reason;
-          failed.push(slice[k]);
+      }
+      const round = await publishRound(link, nc, target, events, headers, pending, link.settings.requestTimeout, clock);
+      lastError = round.lastError ?? (round.left > 0 ? new Error(`no acknowledgement within ${link.settings.requestTimeout} ms`) : null);
+      for (let k = 0; k < pending.length; k++) {
+        const outcome = round.outcomes[k];
+        if (outcome === Outcome.Stored) continue;
+        if (outcome === Outcome.Duplicate) {
+          duplicates++;
+          continue;
         }
+        if (outcome === Outcome.Rejected) throw new PublishRejectedError(`the server refused an event of ${events[pending[k]].body.length} bytes: ${messageOf(round.lastError)}`, { cause: round.lastError });
+        if (outcome === Outcome.Full) full = true;
+        failed.push(pending[k]);
       }
     }
     if (failed.length === 0) return { duplicates, retries: rounds - 1 };
@@ -96,6 +210,6 @@ export async function publishBatch(link: NatsLink, target: PublishTarget, events
 
 function describe(err: unknown, subject: string): string {
   const e = err as { name?: string };
-  if (e?.name === "JetStreamNotEnabled") return `no stream answered on subject ${subject} (is JetStream on, and does the stream exist and capture the subject?)`;
+  if (e?.name === "NoResponders") return `no stream answered on subject ${subject} (is JetStream on, and does the stream exist and capture the subject?)`;
   return messageOf(err);
 }
