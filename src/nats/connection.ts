@@ -95,13 +95,14 @@ export class NatsLink {
 
   requireReady(): { nc: NatsConnection; js: JetStreamClient; jsm: JetStreamManager } {
     if (!this.ready || !this.nc || !this.js || !this.jsm) {
-      throw new NatsUnavailableError(`${this.label}: not connected to NATS (${this.settings.servers.join(",")})${this.lastError ? `: ${this.lastError}` : ""}`);
+      throw new NatsUnavailableError(`${this.label}: not connected to NATS (${this.describeServers()})${this.lastError ? `: ${this.lastError}` : ""}`);
     }
     return { nc: this.nc, js: this.js, jsm: this.jsm };
   }
 
+  /** The server URLs for log lines, with any user:password@ in them masked. */
   describeServers(): string {
-    return this.settings.servers.join(",");
+    return this.settings.servers.map((u) => u.replace(/\/\/[^/@]*@/, "//***@")).join(",");
   }
 
   async close(): Promise<void> {

@@ -139,6 +139,8 @@ async function publishRound(link: NatsLink, nc: NatsConnection, target: PublishT
     timer = clock.setTimeout(() => finish(), timeout);
     await finished;
   } catch (err) {
+    // The client refuses synchronously what can never be sent (larger than max_payload).
+    if (classifyPublishError(err) === "rejected") throw new PublishRejectedError(`the server refused an event: ${messageOf(err)}`, { cause: err });
     round.lastError = err;
   } finally {
     if (timer) clock.clearTimeout(timer);

@@ -38,6 +38,8 @@ interface NodeSpec {
   port: number;
   storeDir: string;
   cluster?: { port: number; routes: number[]; name: string };
+  /** More nats-server flags (TLS, authentication). */
+  extra?: string[];
 }
 
 function args(spec: NodeSpec): string[] {
@@ -46,7 +48,7 @@ function args(spec: NodeSpec): string[] {
     a.push("--cluster_name", spec.cluster.name, "--cluster", `nats://127.0.0.1:${spec.cluster.port}`);
     a.push("--routes", spec.cluster.routes.map((p) => `nats://127.0.0.1:${p}`).join(","));
   }
-  return a;
+  return [...a, ...(spec.extra ?? [])];
 }
 
 function launch(spec: NodeSpec): NatsNode {
@@ -101,10 +103,13 @@ function tempStore(): string {
   return mkdtempSync(path.join(tmpdir(), "flume-nats-"));
 }
 
-/** One JetStream server on a free loopback port. `port` reuses a chosen one (a server started late). */
-export async function startNats(opts: { port?: number; dir?: string } = {}): Promise<NatsSetup & { node: NatsNode }> {
+/**
+ * One JetStream server on a free loopback port. `port` reuses a chosen one (a server started
+ * late); `extra` adds nats-server flags (e.g. --tls --tlscert f --tlskey f, --user u --pass p).
+ */
+export async function startNats(opts: { port?: number; dir?: string; extra?: string[] } = {}): Promise<NatsSetup & { node: NatsNode }> {
   const dir = opts.dir ?? tempStore();
-  const node = launch({ name: "n1", port: opts.port ?? (await freePort()), storeDir: path.join(dir, "n1") });
+  const node = launch({ name: "n1", port: opts.port ?? (await freePort()), storeDir: path.join(dir, "n1"), extra: opts.extra });
   await (node as NatsNode & { boot: () => Promise<void> }).boot();
   return {
     node,

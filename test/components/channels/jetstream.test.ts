@@ -6,7 +6,8 @@ import { systemClock } from "../../../src/core/clock.ts";
 import { ChannelException, ChannelFullException } from "../../../src/core/errors.ts";
 import { bodyText, createEvent, type Event } from "../../../src/core/event.ts";
 import { MemoryLogger } from "../../../src/core/logger.ts";
-import { freePort, sleep, waitUntil } from "../../helpers.ts";
+import { freePort, sleep, tempDir, waitUntil } from "../../helpers.ts";
+import { selfSignedCert } from "../../rpc/support.ts";
 import { events, putAll } from "../../core/support.ts";
 import { hasNats, natsClient, type NatsSetup, startNats } from "../../support/nats.ts";
 
@@ -258,6 +259,35 @@ describe.skipIf(!hasNats)("jetstream channel on a real nats-server", () => {
     } finally {
       await ch.stop();
       await late.stop();
+    }
+  });
+});
+
+describe.skipIf(!hasNats)("jetstream channel: TLS and credentials", () => {
+  test("TLS with a PEM truststore and user/password: events flow; a wrong password is retried with a log line naming the refusal", async () => {
+    const tmp = tempDir();
+    const { cert, key } = selfSignedCert(tmp.dir);
+    const secure = await startNats({ extra: ["--tls", "--tlscert", cert, "--tlskey", key, "--user", "flume", "--pass", "s3cret"] });
+    try {
+      const stream = nextStream();
+      const ch = channel({ stream, servers: secure.servers, ssl: "true", truststore: cert, user: "flume", password: "s3cret" });
+      await started(ch);
+      await putAll(ch, events(2));
+      expect((await takeN(ch, 2)).map(bodyText)).toEqual(["event 0", "event 1"]);
+      const logger = new MemoryLogger();
+      const wrong = channel({ stream, servers: secure.servers, ssl: "true", truststore: cert, user: "flume", password: "nope", "reconnect-wait": "100" }, logger, "c3");
+      wrong.start();
+      await waitUntil(() => logger.lines.some((l) => l.level === "warn" && /cannot use NATS .*(authoriz|auth)/i.test(l.message)), "authorization failure logged", 5000);
+      expect(wrong.connected).toBe(false);
+      const untrusted = new MemoryLogger();
+      const noCa = channel({ stream, servers: secure.servers, ssl: "true", user: "flume", password: "s3cret", "reconnect-wait": "100" }, untrusted, "c4");
+      noCa.start();
+      await waitUntil(() => untrusted.lines.some((l) => l.level === "warn" && /cannot use NATS .*(certificate|self.signed)/i.test(l.message)), "untrusted certificate logged", 5000);
+      expect(noCa.connected).toBe(false);
+    } finally {
+      await Promise.all(open.splice(0).map((c) => c.stop()));
+      await secure.stop();
+      tmp.cleanup();
     }
   });
 });

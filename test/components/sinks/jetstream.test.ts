@@ -143,3 +143,18 @@ describe.skipIf(!hasNats)("jetstream sink on a real nats-server", () => {
     }
   });
 });
+
+describe.skipIf(!hasNats)("jetstream sink: bad input", () => {
+  test("an event larger than the server's max_payload fails the batch at once with a clear error; the batch stays in the channel", async () => {
+    const stream = `K${process.pid}_${++streamNo}`;
+    const { sink: k, channel } = sink({ stream });
+    await started(k);
+    await putAll(channel, [createEvent("small"), createEvent(new Uint8Array(2 * 1024 * 1024))]);
+    const t0 = Date.now();
+    const err = await k.process().catch((e) => e);
+    expect(err).toBeInstanceOf(EventDeliveryException);
+    expect(String(err.message)).toMatch(/refused an event.*(payload|maximum)/i);
+    expect(Date.now() - t0).toBeLessThan(3000);
+    expect(channel.size).toBe(2);
+  });
+});
