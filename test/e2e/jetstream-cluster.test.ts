@@ -63,7 +63,7 @@ function expected(n: number): string[] {
   return Array.from({ length: n }, (_, i) => `e-${i}`);
 }
 
-describe.skipIf(!hasNats)("JetStream scale-out (nats-server and flume run child processes)", () => {
+describe.skipIf(!hasNats)("JetStream scale-out (nats-server and flume run child processes) (needs nats-server)", () => {
   test("3-node cluster, stream of 3 replicas: the stream leader is SIGKILLed mid-stream and restarted; every event the client got OK for is delivered, duplicates bounded", async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);

@@ -81,7 +81,7 @@ test("validate names the key: bad stream name, wildcard subject, transactionCapa
   expect(keys).toEqual(["stream", "subject", "token", "transactionCapacity"]);
 });
 
-describe.skipIf(!hasNats)("jetstream channel on a real nats-server", () => {
+describe.skipIf(!hasNats)("jetstream channel on a real nats-server (needs nats-server)", () => {
   test("a put is invisible to takers until it commits; commit returns once stored; headers and binary bodies round-trip", async () => {
     const stream = nextStream();
     const a = await started(channel({ stream }));
@@ -263,7 +263,7 @@ describe.skipIf(!hasNats)("jetstream channel on a real nats-server", () => {
   });
 });
 
-describe.skipIf(!hasNats)("jetstream channel: TLS and credentials", () => {
+describe.skipIf(!hasNats)("jetstream channel: TLS and credentials (needs nats-server)", () => {
   test("TLS with a PEM truststore and user/password: events flow; a wrong password is retried with a log line naming the refusal", async () => {
     const tmp = tempDir();
     const { cert, key } = selfSignedCert(tmp.dir);

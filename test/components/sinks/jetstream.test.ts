@@ -64,7 +64,7 @@ test("type jetstream resolves to the sink; a wildcard subject is refused by vali
   expect((definition.validate?.(config) ?? []).map((e) => e.key)).toEqual(["subject"]);
 });
 
-describe.skipIf(!hasNats)("jetstream sink on a real nats-server", () => {
+describe.skipIf(!hasNats)("jetstream sink on a real nats-server (needs nats-server)", () => {
   test("publishes a taken batch; the take commits once the stream stored every event; headers travel as NATS headers", async () => {
     const stream = `K${process.pid}_${++streamNo}`;
     const { sink: k, channel } = sink({ stream, "batch-size": "10" });
@@ -144,7 +144,7 @@ describe.skipIf(!hasNats)("jetstream sink on a real nats-server", () => {
   });
 });
 
-describe.skipIf(!hasNats)("jetstream sink: bad input", () => {
+describe.skipIf(!hasNats)("jetstream sink: bad input (needs nats-server)", () => {
   test("an event larger than the server's max_payload fails the batch at once with a clear error; the batch stays in the channel", async () => {
     const stream = `K${process.pid}_${++streamNo}`;
     const { sink: k, channel } = sink({ stream });

@@ -75,7 +75,7 @@ test("type jetstream resolves to the source, a pollable source with Flume's Kafk
   expect(defaults).toMatchObject({ batchSize: 1000, batchDurationMillis: 1000, consumer: "flume" });
 });
 
-describe.skipIf(!hasNats)("jetstream source on a real nats-server", () => {
+describe.skipIf(!hasNats)("jetstream source on a real nats-server (needs nats-server)", () => {
   test("hands batches to the channel and acks them only after the channel committed", async () => {
     const stream = `R${process.pid}_${++streamNo}`;
     const { source: r, channel } = source({ stream, batchSize: "10" });
