@@ -18,6 +18,12 @@ export interface ComponentContext {
 export interface ComponentDefinition<T> {
   schema: ComponentSchema;
   create(config: ComponentConfig, ctx: ComponentContext): T;
+  /**
+   * Channels: present when committed events survive the process dying. crash(instance) leaves
+   * the instance as a killed process would (the simulator and the channel conformance suite
+   * crash channels this way).
+   */
+  durability?: { crash(instance: T): void | Promise<void> };
   /** Cross-property checks the schema cannot express; messages name the key. */
   validate?(config: ComponentConfig): { key: string; message: string }[];
 }

@@ -21,7 +21,7 @@ export const schema: ComponentSchema = {
     { key: "checkpointDir", type: "path", default: path.join(HOME_BASE, "checkpoint"), doc: "Directory for checkpoints of the queue" },
     { key: "useDualCheckpoints", type: "boolean", default: false, doc: "Also write every checkpoint to backupCheckpointDir" },
     { key: "backupCheckpointDir", type: "path", doc: "Directory for the backup checkpoint (must differ from checkpointDir)" },
-    { key: "dataDirs", type: "string", default: path.join(HOME_BASE, "data"), doc: "Comma-separated directories for the data files; new files go round-robin over them" },
+    { key: "dataDirs", type: "path", default: path.join(HOME_BASE, "data"), doc: "Comma-separated directories for the data files; new files go round-robin over them" },
     { key: "transactionCapacity", type: "int", default: 10000, min: 1, doc: "Maximum number of events one transaction may put or take" },
     { key: "checkpointInterval", type: "int", default: 30000, min: 1000, doc: "Milliseconds between checkpoints" },
     { key: "maxFileSize", type: "int", default: DEFAULT_MAX_FILE_SIZE, min: 1024, doc: "Maximum size in bytes of one data file (at most the default)" },
@@ -47,6 +47,7 @@ export function parseDataDirs(value: string): string[] {
 
 export const definition: ComponentDefinition<FileChannel> = {
   schema,
+  durability: { crash: (channel) => channel.crash() },
   validate(config) {
     const errors: { key: string; message: string }[] = [];
     if (config.int("transactionCapacity") > config.int("capacity")) {

@@ -252,8 +252,13 @@ export class SegmentLog {
   }
 
   async close(): Promise<void> {
+    if (this.writeFd >= 0 && this.dirty) await datasync(this.writeFd);
+    this.closeNow();
+  }
+
+  /** Closes every descriptor without syncing (what a process that dies leaves to the kernel). */
+  closeNow(): void {
     if (this.writeFd >= 0) {
-      if (this.dirty) await datasync(this.writeFd);
       fs.closeSync(this.writeFd);
       this.writeFd = -1;
     }
