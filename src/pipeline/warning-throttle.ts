@@ -1,4 +1,4 @@
-import type { Clock, TimerHandle } from "../../core/clock.ts";
+import type { Clock, TimerHandle } from "../core/clock.ts";
 
 /** How long a run of similar warnings is summed up before one line reports it. */
 export const WARNING_INTERVAL_MS = 10_000;

@@ -1,4 +1,4 @@
-import { ConfigurationError } from "../../core/errors.ts";
+import { ConfigurationError } from "../core/errors.ts";
 
 /**
  * Parses dates written by a Joda-Time / SimpleDateFormat pattern (as Flume's

@@ -1,4 +1,4 @@
-import { ConfigurationError } from "../../core/errors.ts";
+import { ConfigurationError } from "../core/errors.ts";
 
 /**
  * Flume's regex properties are Java patterns. JavaScript's syntax covers nearly all of what
