@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ROOT, cleanupsAfterEach, freePort, netcatConf, runCli, sendLines, sleep, startAgentCli, tempDir } from "../helpers.ts";
 
-const FIXTURES = path.resolve(ROOT, "../shared/fixtures/metrics");
+const FIXTURES = path.join(ROOT, "test", "fixtures", "metrics");
 
 
 async function getJson(port: number, p: string): Promise<{ status: number; body: string; type: string | null }> {
@@ -235,7 +235,7 @@ describe("monitoring, avro -> memory -> file_roll", () => {
     const { mkdirSync, readdirSync } = await import("node:fs");
     mkdirSync(roll);
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--metrics-port", String(mport), "--quiet"]);
-    const input = path.resolve(ROOT, "../shared/fixtures/avro-rpc/avro-client-input.txt");
+    const input = path.join(ROOT, "test", "fixtures", "avro-rpc", "avro-client-input.txt");
     const sent = runCli(["avro-client", "-H", "127.0.0.1", "-p", String(port), "-F", input]);
     expect(sent.code).toBe(0);
     let m: Record<string, Record<string, string>> = {};

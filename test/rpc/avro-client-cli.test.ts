@@ -9,7 +9,7 @@ import { streamLines } from "../../src/cli/avro-client.ts";
 import { CLI, ROOT, asyncCleanupsAfterEach, listenLocal, tempDir } from "../helpers.ts";
 import { drain, memoryChannel, startSource, texts } from "./support.ts";
 
-const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
+const FIXTURES = path.resolve(import.meta.dir, "../fixtures/avro-rpc");
 
 const cleanups = asyncCleanupsAfterEach();
 

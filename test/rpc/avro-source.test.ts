@@ -15,7 +15,7 @@ import { RpcConnectionError, RpcStatusError } from "../../src/rpc/errors.ts";
 import { asyncCleanupsAfterEach, tempDir } from "../helpers.ts";
 import { drain, memoryChannel, rawExchange, selfSignedCert, startSource, texts, until } from "./support.ts";
 
-const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
+const FIXTURES = path.resolve(import.meta.dir, "../fixtures/avro-rpc");
 const fixture = (name: string) => readFileSync(path.join(FIXTURES, name));
 
 const cleanups = asyncCleanupsAfterEach();

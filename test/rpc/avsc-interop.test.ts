@@ -10,7 +10,7 @@ import { asyncCleanupsAfterEach } from "../helpers.ts";
 
 // avsc is an independent Avro IPC implementation with Netty-framed stateful channels; it
 // hashes its own rendering of the protocol, so the handshake takes the CLIENT/NONE paths.
-const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
+const FIXTURES = path.resolve(import.meta.dir, "../fixtures/avro-rpc");
 const service = () => avro.Service.forProtocol(JSON.parse(readFileSync(path.join(FIXTURES, "AvroSourceProtocol.server.json"), "utf8")));
 
 const cleanups = asyncCleanupsAfterEach();

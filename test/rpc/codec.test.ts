@@ -11,7 +11,7 @@ import { eventArraySize, readEventArray, writeEventArray } from "../../src/rpc/m
 import { PROTOCOL_HASH_HEX, PROTOCOL_TEXT } from "../../src/rpc/protocol.ts";
 import { parseRemoteProtocol } from "../../src/rpc/remote-protocol.ts";
 
-const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
+const FIXTURES = path.resolve(import.meta.dir, "../fixtures/avro-rpc");
 const eventsType = avro.Type.forSchema({
   type: "array",
   items: { type: "record", name: "AvroFlumeEvent", fields: [{ name: "headers", type: { type: "map", values: "string" } }, { name: "body", type: "bytes" }] },

@@ -13,7 +13,7 @@ import { PROTOCOL_TEXT } from "../../src/rpc/protocol.ts";
 import { FramedTransport } from "../../src/rpc/transport.ts";
 import { listenLocal } from "../helpers.ts";
 
-const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
+const FIXTURES = path.resolve(import.meta.dir, "../fixtures/avro-rpc");
 const fixture = (name: string) => readFileSync(path.join(FIXTURES, name));
 const inflate = (b: Buffer) => zlib.inflateSync(b, { finishFlush: zlib.constants.Z_SYNC_FLUSH });
 

@@ -7,7 +7,7 @@ import type { Event } from "../../src/core/event.ts";
 import type { RpcStatus } from "../../src/rpc/protocol.ts";
 import { AvroRpcServer } from "../../src/rpc/server.ts";
 
-const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
+const FIXTURES = path.resolve(import.meta.dir, "../fixtures/avro-rpc");
 const fixture = (name: string) => readFileSync(path.join(FIXTURES, name));
 
 let server: AvroRpcServer | null = null;

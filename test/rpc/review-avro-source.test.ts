@@ -13,7 +13,7 @@ import { serverTlsOptions } from "../../src/rpc/tls.ts";
 import { asyncCleanupsAfterEach, slowCommits, tempDir } from "../helpers.ts";
 import { drain, rawExchange, selfSignedCert, startSource, texts, until } from "./support.ts";
 
-const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
+const FIXTURES = path.resolve(import.meta.dir, "../fixtures/avro-rpc");
 const fixture = (name: string) => readFileSync(path.join(FIXTURES, name));
 
 const cleanups = asyncCleanupsAfterEach();

@@ -8,7 +8,7 @@ import { AvroRpcClient } from "../../src/rpc/client.ts";
 import { asyncCleanupsAfterEach, tempDir } from "../helpers.ts";
 import { drain, selfSignedCert, startSource, texts, until } from "./support.ts";
 
-const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
+const FIXTURES = path.resolve(import.meta.dir, "../fixtures/avro-rpc");
 const fixture = (name: string) => readFileSync(path.join(FIXTURES, name));
 
 const cleanups = asyncCleanupsAfterEach();
