@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import path from "node:path";
-import { ROOT } from "./helpers.ts";
+import { ROOT } from "./support/helpers.ts";
 import { findOutsidePaths, formatOffender, scanRepository } from "./support/outside-paths.ts";
 
 const at = (relative: string, text: string) => findOutsidePaths(path.join(ROOT, relative), text, ROOT).map(formatOffender);

@@ -3,7 +3,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { ROOT, tempDir } from "../helpers.ts";
+import { ROOT, tempDir } from "../support/helpers.ts";
 
 // Deno comes from npm (devDependency `deno`); src/ must run under it unchanged.
 const DENO = path.join(ROOT, "node_modules", ".bin", "deno");

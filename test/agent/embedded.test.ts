@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { ChannelException, ConfigurationError, createEvent, EmbeddedAgent } from "../../src/index.ts";
-import { tempDir } from "../helpers.ts";
+import { tempDir } from "../support/helpers.ts";
 
 function closedPort(): Promise<number> {
   return new Promise((resolve) => {

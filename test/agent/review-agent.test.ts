@@ -4,8 +4,8 @@ import http from "node:http";
 import path from "node:path";
 import { Agent } from "../../src/agent/agent.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
-import { canConnect, cleanupsAfterEach, fileChannelLines, freePort, listenLocal, netcatConf, sleep, tempDir } from "../helpers.ts";
-import { parseAgentConfig, seqConf } from "./support.ts";
+import { canConnect, cleanupsAfterEach, fileChannelLines, freePort, listenLocal, netcatConf, sleep, tempDir } from "../support/helpers.ts";
+import { parseAgentConfig, seqConf } from "../support/agent.ts";
 
 const cleanups = cleanupsAfterEach();
 

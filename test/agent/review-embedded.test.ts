@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { EmbeddedAgent } from "../../src/index.ts";
-import { tempDir } from "../helpers.ts";
+import { tempDir } from "../support/helpers.ts";
 
 describe("EmbeddedAgent stop racing start", () => {
   test("stop() called before start() finished stops the agent once it is up (the file channel lock is released)", async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { canConnect, cleanupsAfterEach, freePort, netcatConf, sleep, startAgentCli, tempDir } from "../helpers.ts";
+import { canConnect, cleanupsAfterEach, freePort, netcatConf, sleep, startAgentCli, tempDir } from "../support/helpers.ts";
 
 const cleanups = cleanupsAfterEach();
 

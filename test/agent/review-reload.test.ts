@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import net from "node:net";
 import { Agent } from "../../src/agent/agent.ts";
-import { parseAgentConfig } from "./support.ts";
-import { listenLocal } from "../helpers.ts";
+import { parseAgentConfig } from "../support/agent.ts";
+import { listenLocal } from "../support/helpers.ts";
 
 const parse = (text: string) => parseAgentConfig(text, "reload.conf");
 

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { parseRunArgs, runAgent } from "../../src/cli/run.ts";
-import { canConnect, cleanupsAfterEach, fileChannelLines, freePort, netcatConf, sleep, tempDir } from "../helpers.ts";
+import { canConnect, cleanupsAfterEach, fileChannelLines, freePort, netcatConf, sleep, tempDir } from "../support/helpers.ts";
 
 const cleanups = cleanupsAfterEach();
 

@@ -2,8 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { Agent } from "../../src/agent/agent.ts";
 import { StatsReporter } from "../../src/agent/stats.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
-import { sleep } from "../helpers.ts";
-import { parseAgentConfig, seqConf } from "./support.ts";
+import { sleep } from "../support/helpers.ts";
+import { parseAgentConfig, seqConf } from "../support/agent.ts";
 
 function conf(total: number) {
   return parseAgentConfig(seqConf(total, { channel: `a1.channels.c1.type = memory

@@ -2,8 +2,8 @@ import { describe, expect, test } from "bun:test";
 import http from "node:http";
 import { Agent } from "../../src/agent/agent.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
-import { cleanupsAfterEach, listenLocal, sleep } from "../helpers.ts";
-import { parseAgentConfig, seqConf } from "./support.ts";
+import { cleanupsAfterEach, listenLocal, sleep } from "../support/helpers.ts";
+import { parseAgentConfig, seqConf } from "../support/agent.ts";
 
 const cleanups = cleanupsAfterEach();
 

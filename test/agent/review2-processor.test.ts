@@ -9,7 +9,7 @@ import { SourceRunner } from "../../src/core/runners.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import type { EventDrivenSource } from "../../src/core/source.ts";
 import { LifecycleSupervisor } from "../../src/core/supervisor.ts";
-import { sleep } from "../helpers.ts";
+import { sleep } from "../support/helpers.ts";
 
 /** An interceptor holding a resource between initialize() and close() (a file, a timer). */
 class ResourceInterceptor implements Interceptor {

@@ -4,7 +4,7 @@ import path from "node:path";
 import { parseRunArgs, runAgent } from "../../src/cli/run.ts";
 import type { ComponentDefinition } from "../../src/components/component.ts";
 import * as registry from "../../src/components/registry.ts";
-import { cleanupsAfterEach, freePort, netcatConf, tempDir, waitUntilListening } from "../helpers.ts";
+import { cleanupsAfterEach, freePort, netcatConf, tempDir, waitUntilListening } from "../support/helpers.ts";
 
 const cleanups = cleanupsAfterEach();
 

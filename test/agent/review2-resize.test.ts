@@ -6,8 +6,8 @@ import type { ComponentContext, ComponentDefinition } from "../../src/components
 import * as registry from "../../src/components/registry.ts";
 import { BaseSource } from "../../src/components/sources/base.ts";
 import { createEvent } from "../../src/core/event.ts";
-import { tempDir } from "../helpers.ts";
-import { parseAgentConfig, seqConf } from "./support.ts";
+import { tempDir } from "../support/helpers.ts";
+import { parseAgentConfig, seqConf } from "../support/agent.ts";
 
 const parse = (text: string) => parseAgentConfig(text, "review2.conf");
 

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { cleanupsAfterEach, listenLocal, startAgentCli, tempDir } from "../helpers.ts";
+import { cleanupsAfterEach, listenLocal, startAgentCli, tempDir } from "../support/helpers.ts";
 
 const cleanups = cleanupsAfterEach();
 

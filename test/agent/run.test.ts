@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { ROOT, cleanupsAfterEach, freePort, netcatConf, runCli, sendLines, sleep, startAgentCli, tempDir } from "../helpers.ts";
+import { ROOT, cleanupsAfterEach, freePort, netcatConf, runCli, sendLines, sleep, startAgentCli, tempDir } from "../support/helpers.ts";
 
 const FIXTURES = path.join(ROOT, "test", "fixtures", "metrics");
 

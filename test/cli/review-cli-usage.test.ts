@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { runCli, tempDir } from "../helpers.ts";
+import { runCli, tempDir } from "../support/helpers.ts";
 
 const tmp = tempDir("flume-review-cli-");
 afterAll(() => tmp.cleanup());

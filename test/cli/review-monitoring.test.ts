@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { freePort, startAgentCli, tempDir } from "../helpers.ts";
+import { freePort, startAgentCli, tempDir } from "../support/helpers.ts";
 
 const cleanups: (() => void)[] = [];
 afterAll(() => {

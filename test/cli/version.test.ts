@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { ROOT, runCli } from "../helpers.ts";
+import { ROOT, runCli } from "../support/helpers.ts";
 
 describe("flume CLI shell", () => {
   test("version prints the package version and the Flume release it follows", () => {

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { CLI, ROOT, runCli, tempDir } from "../helpers.ts";
+import { CLI, ROOT, runCli, tempDir } from "../support/helpers.ts";
 
 const { dir, cleanup } = tempDir("flume-validate-");
 afterAll(cleanup);
@@ -136,7 +136,7 @@ describe("flume validate", () => {
   });
 
   test("validate never loads avsc (it must start fast)", () => {
-    const preload = path.join(import.meta.dir, "support", "forbid-avsc.ts");
+    const preload = path.join(ROOT, "test", "support", "forbid-avsc.ts");
     const r = spawnSync(process.execPath, ["--preload", preload, CLI, "validate", valid], { cwd: ROOT, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } });
     expect(r.stderr).toBe("");
     expect(r.status).toBe(0);

@@ -17,7 +17,7 @@ import {
   unlistedInterceptors,
 } from "../../src/config/flume-config.ts";
 import type { Problem } from "../../src/config/problems.ts";
-import { tempDir } from "../helpers.ts";
+import { tempDir } from "../support/helpers.ts";
 
 const conf = (lines: string[]) => lines.join("\n") + "\n";
 

@@ -16,7 +16,7 @@ import type { SinkProcessor } from "../../src/core/sink-processors.ts";
 import type { Status } from "../../src/core/sink.ts";
 import type { EventDrivenSource, PollableSource } from "../../src/core/source.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
-import { drain } from "./support.ts";
+import { drain } from "../support/core.ts";
 
 type Step = Status | Error;
 

@@ -4,8 +4,8 @@ import net from "node:net";
 import path from "node:path";
 import type { Event } from "../../src/core/event.ts";
 import { AvroRpcServer } from "../../src/rpc/server.ts";
-import { freePort, startCli, tempDir } from "../helpers.ts";
-import { drain, openChannel, rng } from "./fixtures.ts";
+import { freePort, startCli, tempDir } from "../support/helpers.ts";
+import { drain, openChannel, rng } from "../support/file-channel.ts";
 
 const SEED = Number(process.env.FLUME_CRASH_SEED ?? 7);
 const CYCLES = 8;

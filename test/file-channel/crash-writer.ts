@@ -9,7 +9,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { createEvent } from "../../src/core/event.ts";
 import { FileChannel } from "../../src/components/channels/file/index.ts";
-import { options } from "./fixtures.ts";
+import { options } from "../support/file-channel.ts";
 
 const [dir, firstArg, seedArg] = process.argv.slice(2);
 let seed = Number(seedArg) >>> 0 || 1;

@@ -3,8 +3,8 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ChannelException } from "../../src/core/errors.ts";
-import { tempDir } from "../helpers.ts";
-import { drain, openChannel, putAll, range, takeSome } from "./fixtures.ts";
+import { tempDir } from "../support/helpers.ts";
+import { drain, openChannel, putAll, range, takeSome } from "../support/file-channel.ts";
 
 /**
  * A real full disk: an 8 MB tmpfs. Mounting needs root; elsewhere the test is skipped (the

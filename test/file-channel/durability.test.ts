@@ -5,8 +5,8 @@ import path from "node:path";
 import { ChannelException } from "../../src/core/errors.ts";
 import { createEvent } from "../../src/core/event.ts";
 import { FileChannel } from "../../src/components/channels/file/index.ts";
-import { runCli } from "../helpers.ts";
-import { drain, openChannel, options, putAll, range, segmentFiles, takeSome, tempDirsAfterEach } from "./fixtures.ts";
+import { runCli } from "../support/helpers.ts";
+import { drain, openChannel, options, putAll, range, segmentFiles, takeSome, tempDirsAfterEach } from "../support/file-channel.ts";
 
 const temp = tempDirsAfterEach();
 const OPENER = path.join(import.meta.dir, "open-channel.ts");

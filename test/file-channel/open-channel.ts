@@ -4,7 +4,7 @@
  * try: tries to open it; prints "opened" (exit 0) or "error: <message>" (exit 3).
  */
 import { FileChannel } from "../../src/components/channels/file/index.ts";
-import { options } from "./fixtures.ts";
+import { options } from "../support/file-channel.ts";
 
 const [dir, mode] = process.argv.slice(2);
 const ch = new FileChannel("c1", options(dir));

@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { existsSync, readdirSync } from "node:fs";
-import { tempDir } from "../helpers.ts";
-import { openChannel, putAll, range, takeSome } from "./fixtures.ts";
+import { tempDir } from "../support/helpers.ts";
+import { openChannel, putAll, range, takeSome } from "../support/file-channel.ts";
 
 /** Open descriptors of this process (Linux). */
 const openFds = () => readdirSync("/proc/self/fd").length;

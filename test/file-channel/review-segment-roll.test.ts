@@ -3,8 +3,8 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ChannelException } from "../../src/core/errors.ts";
-import { tempDir } from "../helpers.ts";
-import { drain, openChannel, putAll, range } from "./fixtures.ts";
+import { tempDir } from "../support/helpers.ts";
+import { drain, openChannel, putAll, range } from "../support/file-channel.ts";
 
 const big = (from: number, n: number) => range(from, n).map((s) => s.padEnd(200, "x"));
 

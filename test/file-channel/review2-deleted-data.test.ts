@@ -2,8 +2,8 @@ import { expect, test } from "bun:test";
 import { readdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { ChannelException } from "../../src/core/errors.ts";
-import { cleanupsAfterEach, tempDir } from "../helpers.ts";
-import { openChannel, putAll, range } from "./fixtures.ts";
+import { cleanupsAfterEach, tempDir } from "../support/helpers.ts";
+import { openChannel, putAll, range } from "../support/file-channel.ts";
 
 const cleanups = cleanupsAfterEach();
 

@@ -9,8 +9,8 @@ import { appendFileSync, closeSync, openSync, readFileSync, readSync, statSync, 
 import path from "node:path";
 import { ChannelException } from "../../src/core/errors.ts";
 import { FileChannel } from "../../src/components/channels/file/index.ts";
-import { runCli } from "../helpers.ts";
-import { drain, openChannel, options, putAll, range, segmentFiles, tempDirsAfterEach } from "./fixtures.ts";
+import { runCli } from "../support/helpers.ts";
+import { drain, openChannel, options, putAll, range, segmentFiles, tempDirsAfterEach } from "../support/file-channel.ts";
 
 const temp = tempDirsAfterEach("flume-fc-r3-");
 

@@ -10,8 +10,8 @@ import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import { definition } from "../../src/components/sources/taildir.ts";
 import { FileChannel } from "../../src/components/channels/file/index.ts";
-import { build, context } from "../components/files/harness.ts";
-import { options } from "./fixtures.ts";
+import { build, context } from "../support/components.ts";
+import { options } from "../support/file-channel.ts";
 
 const [dir, json] = process.argv.slice(2);
 const ch = new FileChannel("c1", options(dir, { maxFileSize: 64 * 1024, checkpointInterval: 1000 }));

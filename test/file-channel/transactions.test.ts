@@ -5,7 +5,7 @@ import { ChannelException, ChannelFullException } from "../../src/core/errors.ts
 import { createEvent } from "../../src/core/event.ts";
 import { FileChannel } from "../../src/components/channels/file/index.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
-import { drain, openChannel, options, putAll, range, takeSome, tempDirsAfterEach } from "./fixtures.ts";
+import { drain, openChannel, options, putAll, range, takeSome, tempDirsAfterEach } from "../support/file-channel.ts";
 
 const temp = tempDirsAfterEach();
 const text = (b: Uint8Array) => new TextDecoder().decode(b);

@@ -6,10 +6,10 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { bodyText, type Event } from "../../src/core/event.ts";
 import { streamLines } from "../../src/cli/avro-client.ts";
-import { CLI, ROOT, asyncCleanupsAfterEach, listenLocal, tempDir } from "../helpers.ts";
-import { drain, memoryChannel, startSource, texts } from "./support.ts";
+import { CLI, ROOT, asyncCleanupsAfterEach, listenLocal, tempDir, FIXTURES } from "../support/helpers.ts";
+import { drain, memoryChannel, startSource, texts } from "../support/rpc.ts";
 
-const FIXTURES = path.resolve(import.meta.dir, "../fixtures/avro-rpc");
+const AVRO_RPC = path.join(FIXTURES, "avro-rpc");
 
 const cleanups = asyncCleanupsAfterEach();
 
@@ -35,7 +35,7 @@ async function source(props: Record<string, string> = {}, channel = memoryChanne
 describe("flume avro-client", () => {
   test("-F file -R headerFile: one event per line, headers from the file, exit 0", async () => {
     const { channel, port, source: src } = await source();
-    const r = await avroClient(["-H", "127.0.0.1", "-p", String(port), "-F", path.join(FIXTURES, "avro-client-input.txt"), "-R", path.join(FIXTURES, "avro-client-headers.txt")]);
+    const r = await avroClient(["-H", "127.0.0.1", "-p", String(port), "-F", path.join(AVRO_RPC, "avro-client-input.txt"), "-R", path.join(AVRO_RPC, "avro-client-headers.txt")]);
     expect(r.stderr).toContain("sent 7 events");
     expect(r.code).toBe(0);
     const got = await drain(channel);
@@ -68,7 +68,7 @@ describe("flume avro-client", () => {
 
   test("exits non-zero when the server answers FAILED", async () => {
     const { port } = await source({}, memoryChannel("c1", { capacity: 3, transactionCapacity: 3 }));
-    const r = await avroClient(["-H", "127.0.0.1", "-p", String(port), "-F", path.join(FIXTURES, "avro-client-input.txt")]);
+    const r = await avroClient(["-H", "127.0.0.1", "-p", String(port), "-F", path.join(AVRO_RPC, "avro-client-input.txt")]);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/Status FAILED/);
   });

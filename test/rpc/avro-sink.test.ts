@@ -7,8 +7,8 @@ import { createEvent } from "../../src/core/event.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
 import { LoadBalancingSinkProcessor } from "../../src/core/sink-processors.ts";
 import { definition as avroSink } from "../../src/components/sinks/avro.ts";
-import { asyncCleanupsAfterEach, listenLocal, tempDir } from "../helpers.ts";
-import { drain, makeSink, memoryChannel, selfSignedCert, startSource, texts } from "./support.ts";
+import { asyncCleanupsAfterEach, listenLocal, tempDir } from "../support/helpers.ts";
+import { drain, makeSink, memoryChannel, selfSignedCert, startSource, texts } from "../support/rpc.ts";
 
 const cleanups = asyncCleanupsAfterEach();
 

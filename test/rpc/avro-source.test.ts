@@ -12,11 +12,11 @@ import { FrameDecoder } from "../../src/rpc/frame.ts";
 import { readCallResult, readHandshakeResponse, writeEventArray, writeHandshakeRequest } from "../../src/rpc/messages.ts";
 import { PROTOCOL_HASH, PROTOCOL_TEXT } from "../../src/rpc/protocol.ts";
 import { RpcConnectionError, RpcStatusError } from "../../src/rpc/errors.ts";
-import { asyncCleanupsAfterEach, tempDir } from "../helpers.ts";
-import { drain, memoryChannel, rawExchange, selfSignedCert, startSource, texts, until } from "./support.ts";
+import { asyncCleanupsAfterEach, tempDir, FIXTURES } from "../support/helpers.ts";
+import { drain, memoryChannel, rawExchange, selfSignedCert, startSource, texts, until } from "../support/rpc.ts";
 
-const FIXTURES = path.resolve(import.meta.dir, "../fixtures/avro-rpc");
-const fixture = (name: string) => readFileSync(path.join(FIXTURES, name));
+const AVRO_RPC = path.join(FIXTURES, "avro-rpc");
+const fixture = (name: string) => readFileSync(path.join(AVRO_RPC, name));
 
 const cleanups = asyncCleanupsAfterEach();
 

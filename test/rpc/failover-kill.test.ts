@@ -10,8 +10,8 @@
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { agentsAfterEach, freePort, type Metrics, sleep, tempDir, waitForMetrics } from "../helpers.ts";
-import { avroSinkLines } from "./support.ts";
+import { agentsAfterEach, freePort, type Metrics, sleep, tempDir, waitForMetrics } from "../support/helpers.ts";
+import { avroSinkLines } from "../support/rpc.ts";
 
 const { cleanups, startAgent } = agentsAfterEach();
 

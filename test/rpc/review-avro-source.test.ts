@@ -10,11 +10,11 @@ import { PROTOCOL_HASH } from "../../src/rpc/protocol.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { AvroRpcServer } from "../../src/rpc/server.ts";
 import { serverTlsOptions } from "../../src/rpc/tls.ts";
-import { asyncCleanupsAfterEach, slowCommits, tempDir } from "../helpers.ts";
-import { drain, rawExchange, selfSignedCert, startSource, texts, until } from "./support.ts";
+import { asyncCleanupsAfterEach, slowCommits, tempDir, FIXTURES } from "../support/helpers.ts";
+import { drain, rawExchange, selfSignedCert, startSource, texts, until } from "../support/rpc.ts";
 
-const FIXTURES = path.resolve(import.meta.dir, "../fixtures/avro-rpc");
-const fixture = (name: string) => readFileSync(path.join(FIXTURES, name));
+const AVRO_RPC = path.join(FIXTURES, "avro-rpc");
+const fixture = (name: string) => readFileSync(path.join(AVRO_RPC, name));
 
 const cleanups = asyncCleanupsAfterEach();
 

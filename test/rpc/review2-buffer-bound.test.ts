@@ -9,8 +9,8 @@ import { writeEventArray, writeHandshakeRequest } from "../../src/rpc/messages.t
 import { PROTOCOL_HASH } from "../../src/rpc/protocol.ts";
 import { AvroRpcServer } from "../../src/rpc/server.ts";
 import type { CompressionType } from "../../src/rpc/transport.ts";
-import { until } from "./support.ts";
-import { asyncCleanupsAfterEach } from "../helpers.ts";
+import { until } from "../support/rpc.ts";
+import { asyncCleanupsAfterEach } from "../support/helpers.ts";
 
 const cleanups = asyncCleanupsAfterEach();
 

@@ -6,7 +6,7 @@ import { FrameDecoder } from "../../src/rpc/frame.ts";
 import { readHandshakeResponse, writeHandshakeRequest, type HandshakeMatch } from "../../src/rpc/messages.ts";
 import { PROTOCOL_HASH, PROTOCOL_TEXT } from "../../src/rpc/protocol.ts";
 import { AvroRpcServer } from "../../src/rpc/server.ts";
-import { asyncCleanupsAfterEach } from "../helpers.ts";
+import { asyncCleanupsAfterEach } from "../support/helpers.ts";
 
 const cleanups = asyncCleanupsAfterEach();
 

@@ -5,11 +5,11 @@ import path from "node:path";
 import tls from "node:tls";
 import { createEvent } from "../../src/core/event.ts";
 import { AvroRpcClient } from "../../src/rpc/client.ts";
-import { asyncCleanupsAfterEach, tempDir } from "../helpers.ts";
-import { drain, selfSignedCert, startSource, texts, until } from "./support.ts";
+import { asyncCleanupsAfterEach, tempDir, FIXTURES } from "../support/helpers.ts";
+import { drain, selfSignedCert, startSource, texts, until } from "../support/rpc.ts";
 
-const FIXTURES = path.resolve(import.meta.dir, "../fixtures/avro-rpc");
-const fixture = (name: string) => readFileSync(path.join(FIXTURES, name));
+const AVRO_RPC = path.join(FIXTURES, "avro-rpc");
+const fixture = (name: string) => readFileSync(path.join(AVRO_RPC, name));
 
 const cleanups = asyncCleanupsAfterEach();
 

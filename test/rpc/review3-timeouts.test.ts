@@ -8,8 +8,8 @@ import type { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { AvroSink, type AvroSinkOptions } from "../../src/components/sinks/avro.ts";
 import { AvroRpcServer } from "../../src/rpc/server.ts";
 import type { RpcStatus } from "../../src/rpc/protocol.ts";
-import { drain, memoryChannel, texts } from "./support.ts";
-import { asyncCleanupsAfterEach } from "../helpers.ts";
+import { drain, memoryChannel, texts } from "../support/rpc.ts";
+import { asyncCleanupsAfterEach } from "../support/helpers.ts";
 
 const cleanups = asyncCleanupsAfterEach();
 

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { createEvent } from "../../src/core/event.ts";
 import { AvroRpcClient } from "../../src/rpc/client.ts";
-import { agentsAfterEach, freePort, tempDir, waitForMetrics } from "../helpers.ts";
-import { avroSinkLines } from "./support.ts";
+import { agentsAfterEach, freePort, tempDir, waitForMetrics } from "../support/helpers.ts";
+import { avroSinkLines } from "../support/rpc.ts";
 
 const { cleanups, startAgent: agent } = agentsAfterEach();
 

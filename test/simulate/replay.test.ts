@@ -6,7 +6,7 @@ import { createEvent } from "../../src/core/event.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
 import { liveTracer } from "../../src/simulate/trace.ts";
-import { runCli, startCli, tempDir } from "../helpers.ts";
+import { runCli, startCli, tempDir } from "../support/helpers.ts";
 
 interface ReplayJson {
   ok: boolean;

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { replayTrace } from "../../src/simulate/replay.ts";
-import { tempDir } from "../helpers.ts";
+import { tempDir } from "../support/helpers.ts";
 
 const HEADER = JSON.stringify({ flumeTrace: 1, clock: "virtual", deliveries: "sink", channels: [{ name: "c1", type: "memory", durable: false, capacity: 100, transactionCapacity: 10, keepAlive: 3 }], seed: 1 });
 

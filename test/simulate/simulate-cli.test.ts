@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { runCli, tempDir } from "../helpers.ts";
+import { runCli, tempDir } from "../support/helpers.ts";
 
 interface Report {
   events: number;

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { definition, ExecSource } from "../../../src/components/sources/exec.ts";
-import { bodies, build, context, drain, until, wire } from "./harness.ts";
+import { bodies, build, context, drain, until, wire } from "../../support/components.ts";
 
 function make(raw: Record<string, string>, channelOpts?: Parameters<typeof wire>[1]) {
   const ctx = context("e1");

@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { definition, ExecSource } from "../../../src/components/sources/exec.ts";
-import { bodies, build, context, drain, recordBatchBytes, until, wire } from "./harness.ts";
+import { bodies, build, context, drain, recordBatchBytes, until, wire } from "../../support/components.ts";
 
 test("exec: output that never ends a line comes in maxLineLength pieces, nothing lost, with one warning naming the command", async () => {
   const ctx = context("e1");

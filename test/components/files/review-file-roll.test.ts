@@ -6,8 +6,8 @@ import { definition, RollingFileSink } from "../../../src/components/sinks/file-
 import { createEvent } from "../../../src/core/event.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { VirtualClock } from "../../../src/core/virtual-clock.ts";
-import { cleanupsAfterEach, tempDir } from "../../helpers.ts";
-import { build, context } from "./harness.ts";
+import { cleanupsAfterEach, tempDir } from "../../support/helpers.ts";
+import { build, context } from "../../support/components.ts";
 
 const cleanups = cleanupsAfterEach();
 

@@ -7,7 +7,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { definition, SpoolDirectorySource } from "../../../src/components/sources/spooldir.ts";
-import { bodies, build, context, drain, wire } from "./harness.ts";
+import { bodies, build, context, drain, wire } from "../../support/components.ts";
 
 const dir = process.argv[2];
 const spool = path.join(dir, "spool");

@@ -7,10 +7,10 @@ import { definition, SpoolDirectorySource } from "../../../src/components/source
 import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
 import type { Channel } from "../../../src/core/channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
-import { options } from "../../file-channel/fixtures.ts";
-import { drain } from "../../file-channel/fixtures.ts";
-import { cleanupsAfterEach, tempDir } from "../../helpers.ts";
-import { build, context, drain as drainMemory, recordBatchBytes, until, wire } from "./harness.ts";
+import { options } from "../../support/file-channel.ts";
+import { drain } from "../../support/file-channel.ts";
+import { cleanupsAfterEach, tempDir } from "../../support/helpers.ts";
+import { build, context, drain as drainMemory, recordBatchBytes, until, wire } from "../../support/components.ts";
 
 const cleanups = cleanupsAfterEach();
 

@@ -5,7 +5,7 @@
  */
 import path from "node:path";
 import { definition, TaildirSource } from "../../../src/components/sources/taildir.ts";
-import { bodies, build, context, drain, wire } from "./harness.ts";
+import { bodies, build, context, drain, wire } from "../../support/components.ts";
 
 const dir = process.argv[2];
 const ctx = context("r1");

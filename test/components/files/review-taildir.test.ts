@@ -7,9 +7,9 @@ import { definition, TaildirSource } from "../../../src/components/sources/taild
 import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
 import type { Channel } from "../../../src/core/channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
-import { drain, options } from "../../file-channel/fixtures.ts";
-import { cleanupsAfterEach, tempDir } from "../../helpers.ts";
-import { build, context, drain as drainMemory, recordBatchBytes, wire as wireMemory } from "./harness.ts";
+import { drain, options } from "../../support/file-channel.ts";
+import { cleanupsAfterEach, tempDir } from "../../support/helpers.ts";
+import { build, context, drain as drainMemory, recordBatchBytes, wire as wireMemory } from "../../support/components.ts";
 
 const cleanups = cleanupsAfterEach();
 

@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { definition, ExecSource } from "../../../src/components/sources/exec.ts";
-import { bodies, build, context, drain, until, wire } from "./harness.ts";
+import { bodies, build, context, drain, until, wire } from "../../support/components.ts";
 
 function make(raw: Record<string, string>) {
   const ctx = context("e1");

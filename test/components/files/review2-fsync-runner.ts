@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { definition as spooldir, SpoolDirectorySource } from "../../../src/components/sources/spooldir.ts";
 import { definition as taildir, TaildirSource } from "../../../src/components/sources/taildir.ts";
-import { build, context, wire } from "./harness.ts";
+import { build, context, wire } from "../../support/components.ts";
 
 const dir = process.argv[2];
 const logs = path.join(dir, "logs");

@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { cleanupsAfterEach, tempDir } from "../../helpers.ts";
+import { cleanupsAfterEach, tempDir } from "../../support/helpers.ts";
 
 const cleanups = cleanupsAfterEach();
 

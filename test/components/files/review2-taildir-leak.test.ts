@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { readdirSync, readlinkSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { TailFile } from "../../../src/components/sources/taildir/tail-file.ts";
-import { cleanupsAfterEach, tempDir } from "../../helpers.ts";
+import { cleanupsAfterEach, tempDir } from "../../support/helpers.ts";
 
 const cleanups = cleanupsAfterEach();
 

@@ -5,8 +5,8 @@
 import { definition } from "../../../src/components/sources/spooldir.ts";
 import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
-import { DeliveringChannel } from "./delivering-channel.ts";
-import { build, context } from "./harness.ts";
+import { DeliveringChannel } from "../../support/delivering-channel.ts";
+import { build, context } from "../../support/components.ts";
 
 const raw = JSON.parse(process.argv[2]) as Record<string, string>;
 const output = process.argv[3];

@@ -3,8 +3,8 @@ import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, utime
 import path from "node:path";
 import { definition, SpoolDirectorySource } from "../../../src/components/sources/spooldir.ts";
 import type { MemoryChannel } from "../../../src/core/memory-channel.ts";
-import { cleanupsAfterEach, tempDir } from "../../helpers.ts";
-import { bodies, build, context, drain, numbered, until, wire } from "./harness.ts";
+import { cleanupsAfterEach, tempDir } from "../../support/helpers.ts";
+import { bodies, build, context, drain, numbered, until, wire } from "../../support/components.ts";
 
 const cleanups = cleanupsAfterEach();
 

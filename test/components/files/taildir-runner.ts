@@ -13,8 +13,8 @@ import { closeSync, fsyncSync, openSync, writeSync } from "node:fs";
 import { definition } from "../../../src/components/sources/taildir.ts";
 import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
-import { DeliveringChannel } from "./delivering-channel.ts";
-import { build, context, drain, wire } from "./harness.ts";
+import { DeliveringChannel } from "../../support/delivering-channel.ts";
+import { build, context, drain, wire } from "../../support/components.ts";
 
 const raw = JSON.parse(process.argv[2]) as Record<string, string>;
 const output = process.argv[3];

@@ -2,8 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { appendFileSync, copyFileSync, readFileSync, renameSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { definition, TaildirSource } from "../../../src/components/sources/taildir.ts";
-import { cleanupsAfterEach, tempDir } from "../../helpers.ts";
-import { bodies, build, context, drain, numbered, until, wire } from "./harness.ts";
+import { cleanupsAfterEach, tempDir } from "../../support/helpers.ts";
+import { bodies, build, context, drain, numbered, until, wire } from "../../support/components.ts";
 
 const cleanups = cleanupsAfterEach();
 

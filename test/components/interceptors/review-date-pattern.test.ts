@@ -3,7 +3,7 @@ import { DatePattern } from "../../../src/components/interceptors/date-pattern.t
 import { definition as regexExtractor } from "../../../src/components/interceptors/regex-extractor.ts";
 import { createEvent } from "../../../src/core/event.ts";
 import type { Interceptor } from "../../../src/core/interceptor.ts";
-import { build } from "./build.ts";
+import { build } from "../../support/interceptors.ts";
 
 const body = (text: string) => createEvent(new TextEncoder().encode(text));
 

@@ -4,7 +4,7 @@ import { definition as regexFilter } from "../../../src/components/interceptors/
 import { definition as searchReplace } from "../../../src/components/interceptors/search-replace.ts";
 import { bodyText, createEvent } from "../../../src/core/event.ts";
 import type { Interceptor } from "../../../src/core/interceptor.ts";
-import { build, configErrors } from "./build.ts";
+import { build, configErrors } from "../../support/interceptors.ts";
 
 const body = (text: string) => createEvent(new TextEncoder().encode(text));
 

@@ -8,7 +8,7 @@ import { EventDeliveryException } from "../../../src/core/errors.ts";
 import { createEvent } from "../../../src/core/event.ts";
 import { MemoryLogger } from "../../../src/core/logger.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
-import { takeAll, text } from "./harness.ts";
+import { takeAll, text } from "../../support/network.ts";
 
 interface Received {
   body: string;

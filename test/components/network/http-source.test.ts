@@ -4,8 +4,8 @@ import https from "node:https";
 import net from "node:net";
 import path from "node:path";
 import { definition as httpSource, type HttpSource } from "../../../src/components/sources/http.ts";
-import { tempDir } from "../../helpers.ts";
-import { collect, rig, stoppedAfterEach, takeAll, text } from "./harness.ts";
+import { tempDir } from "../../support/helpers.ts";
+import { collect, rig, stoppedAfterEach, takeAll, text } from "../../support/network.ts";
 
 const started = stoppedAfterEach<HttpSource>();
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { definition as httpSource } from "../../../src/components/sources/http.ts";
-import { rig, takeAll, text, until } from "./harness.ts";
+import { rig, takeAll, text, until } from "../../support/network.ts";
 
 describe("http source stopping with a request in flight", () => {
   test("stop() lets the request finish: 200 only for committed events, and the keep-alive connection is closed at once", async () => {

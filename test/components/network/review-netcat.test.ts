@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import net from "node:net";
 import { definition as netcat, type NetcatSource } from "../../../src/components/sources/netcat.ts";
-import { slowCommits } from "../../helpers.ts";
-import { rig, stoppedAfterEach, takeAll, text, until } from "./harness.ts";
+import { slowCommits } from "../../support/helpers.ts";
+import { rig, stoppedAfterEach, takeAll, text, until } from "../../support/network.ts";
 
 const started = stoppedAfterEach<NetcatSource>();
 

@@ -4,8 +4,8 @@ import net from "node:net";
 import path from "node:path";
 import type { TlsOptions } from "node:tls";
 import { definition as syslogTcp } from "../../../src/components/sources/syslog-tcp.ts";
-import { tempDir } from "../../helpers.ts";
-import { rig } from "./harness.ts";
+import { tempDir } from "../../support/helpers.ts";
+import { rig } from "../../support/network.ts";
 
 const { dir, cleanup } = tempDir();
 afterAll(cleanup);

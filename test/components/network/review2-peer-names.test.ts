@@ -6,7 +6,7 @@ import { definition as netcat } from "../../../src/components/sources/netcat.ts"
 import { definition as syslogTcp } from "../../../src/components/sources/syslog-tcp.ts";
 import type { ComponentDefinition } from "../../../src/components/component.ts";
 import type { Source } from "../../../src/core/source.ts";
-import { rig, until } from "./harness.ts";
+import { rig, until } from "../../support/network.ts";
 
 const UNKNOWN = "an unknown peer (connection reset before its address was known)";
 const stops: (() => unknown)[] = [];

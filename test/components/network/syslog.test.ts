@@ -6,12 +6,12 @@ import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import tls from "node:tls";
-import { tempDir } from "../../helpers.ts";
+import { tempDir } from "../../support/helpers.ts";
 import { definition as multiport } from "../../../src/components/sources/multiport-syslog-tcp.ts";
 import { definition as syslogTcp } from "../../../src/components/sources/syslog-tcp.ts";
 import { definition as syslogUdp } from "../../../src/components/sources/syslog-udp.ts";
 import type { Source } from "../../../src/core/source.ts";
-import { collect, rig, runLogger, stoppedAfterEach, text, until } from "./harness.ts";
+import { collect, rig, runLogger, stoppedAfterEach, text, until } from "../../support/network.ts";
 
 const started = stoppedAfterEach<Source>();
 

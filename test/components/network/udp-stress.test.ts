@@ -9,7 +9,7 @@ import { MemoryLogger } from "../../../src/core/logger.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import type { Source } from "../../../src/core/source.ts";
-import { collect, rig, stoppedAfterEach, takeAll, text } from "./harness.ts";
+import { collect, rig, stoppedAfterEach, takeAll, text } from "../../support/network.ts";
 
 const started = stoppedAfterEach<Source>();
 

@@ -11,7 +11,7 @@ import { MemoryChannel, type MemoryChannelOptions } from "../../src/core/memory-
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import { definition as avroSink, type AvroSink } from "../../src/components/sinks/avro.ts";
 import { definition as avroSource, type AvroSource } from "../../src/components/sources/avro.ts";
-import { waitUntil } from "../helpers.ts";
+import { waitUntil } from "./helpers.ts";
 
 export function memoryChannel(name = "c1", options: MemoryChannelOptions = { capacity: 10000, transactionCapacity: 10000 }): MemoryChannel {
   const ch = new MemoryChannel(name, options);

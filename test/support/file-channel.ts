@@ -4,7 +4,7 @@ import path from "node:path";
 import { createEvent, type Event } from "../../src/core/event.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { FileChannel, type FileChannelOptions } from "../../src/components/channels/file/index.ts";
-import { tempDir } from "../helpers.ts";
+import { tempDir } from "./helpers.ts";
 
 export function options(dir: string, over: Partial<FileChannelOptions> = {}): FileChannelOptions {
   return {

@@ -1,15 +1,15 @@
-import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
-import type { Channel } from "../../../src/core/channel.ts";
-import { systemClock } from "../../../src/core/clock.ts";
-import type { Event } from "../../../src/core/event.ts";
-import { MemoryLogger } from "../../../src/core/logger.ts";
-import { MemoryChannel } from "../../../src/core/memory-channel.ts";
-import type { MemoryChannelOptions } from "../../../src/core/memory-channel.ts";
-import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
-import type { AnySource } from "../../../src/core/source.ts";
-import { parseConfig } from "../../../src/config/schema.ts";
-import type { ComponentContext, ComponentDefinition } from "../../../src/components/component.ts";
-import { waitUntil } from "../../helpers.ts";
+import { ChannelProcessor } from "../../src/core/channel-processor.ts";
+import type { Channel } from "../../src/core/channel.ts";
+import { systemClock } from "../../src/core/clock.ts";
+import type { Event } from "../../src/core/event.ts";
+import { MemoryLogger } from "../../src/core/logger.ts";
+import { MemoryChannel } from "../../src/core/memory-channel.ts";
+import type { MemoryChannelOptions } from "../../src/core/memory-channel.ts";
+import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
+import type { AnySource } from "../../src/core/source.ts";
+import { parseConfig } from "../../src/config/schema.ts";
+import type { ComponentContext, ComponentDefinition } from "../../src/components/component.ts";
+import { waitUntil } from "./helpers.ts";
 
 export function context(name: string, logger = new MemoryLogger()): ComponentContext & { logger: MemoryLogger } {
   return { name, agentName: "a1", clock: systemClock, logger };

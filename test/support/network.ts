@@ -1,15 +1,15 @@
 import { afterEach } from "bun:test";
 import { spawn } from "node:child_process";
-import type { ComponentContext, ComponentDefinition } from "../../../src/components/component.ts";
-import { parseConfig } from "../../../src/config/schema.ts";
-import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
-import { systemClock } from "../../../src/core/clock.ts";
-import type { Event } from "../../../src/core/event.ts";
-import { MemoryLogger } from "../../../src/core/logger.ts";
-import { MemoryChannel, type MemoryChannelOptions } from "../../../src/core/memory-channel.ts";
-import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
-import type { Source } from "../../../src/core/source.ts";
-import { waitUntil } from "../../helpers.ts";
+import type { ComponentContext, ComponentDefinition } from "../../src/components/component.ts";
+import { parseConfig } from "../../src/config/schema.ts";
+import { ChannelProcessor } from "../../src/core/channel-processor.ts";
+import { systemClock } from "../../src/core/clock.ts";
+import type { Event } from "../../src/core/event.ts";
+import { MemoryLogger } from "../../src/core/logger.ts";
+import { MemoryChannel, type MemoryChannelOptions } from "../../src/core/memory-channel.ts";
+import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
+import type { Source } from "../../src/core/source.ts";
+import { waitUntil } from "./helpers.ts";
 
 export interface Rig<T> {
   source: T;

@@ -1,9 +1,9 @@
 import { closeSync, fsyncSync, openSync, readFileSync, writeSync } from "node:fs";
-import type { Channel } from "../../../src/core/channel.ts";
-import { ChannelCounter } from "../../../src/core/counters.ts";
-import type { Event } from "../../../src/core/event.ts";
-import type { LifecycleState } from "../../../src/core/lifecycle.ts";
-import { BasicTransaction } from "../../../src/core/transaction.ts";
+import type { Channel } from "../../src/core/channel.ts";
+import { ChannelCounter } from "../../src/core/counters.ts";
+import type { Event } from "../../src/core/event.ts";
+import type { LifecycleState } from "../../src/core/lifecycle.ts";
+import { BasicTransaction } from "../../src/core/transaction.ts";
 
 /**
  * A test channel whose commit is the delivery: the batch's lines, followed by a `#POS {...}`

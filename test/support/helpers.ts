@@ -4,9 +4,11 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import type { ChannelProcessor } from "../src/core/channel-processor.ts";
+import type { ChannelProcessor } from "../../src/core/channel-processor.ts";
 
-export const ROOT = path.resolve(import.meta.dir, "..");
+export const ROOT = path.resolve(import.meta.dir, "..", "..");
+/** Golden data the tests compare against (test/fixtures/). */
+export const FIXTURES = path.join(ROOT, "test", "fixtures");
 export const CLI = path.join(ROOT, "src", "cli.ts");
 
 /** Runs the CLI to completion with the same Bun that runs the tests. */

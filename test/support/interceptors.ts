@@ -1,8 +1,8 @@
-import type { ComponentContext, ComponentDefinition } from "../../../src/components/component.ts";
-import { parseConfig } from "../../../src/config/schema.ts";
-import type { Clock } from "../../../src/core/clock.ts";
-import { systemClock } from "../../../src/core/clock.ts";
-import { MemoryLogger } from "../../../src/core/logger.ts";
+import type { ComponentContext, ComponentDefinition } from "../../src/components/component.ts";
+import { parseConfig } from "../../src/config/schema.ts";
+import type { Clock } from "../../src/core/clock.ts";
+import { systemClock } from "../../src/core/clock.ts";
+import { MemoryLogger } from "../../src/core/logger.ts";
 
 /** Builds a component from raw properties, as the agent would, failing on config errors. */
 export function build<T>(def: ComponentDefinition<T>, raw: Record<string, string>, clock: Clock = systemClock): { component: T; logger: MemoryLogger } {
