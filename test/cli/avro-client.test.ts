@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, test, afterAll } from "bun:test";
 import { spawn } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import net from "node:net";
@@ -6,7 +6,7 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { bodyText, type Event } from "../../src/core/event.ts";
 import { streamLines } from "../../src/cli/avro-client.ts";
-import { CLI, ROOT, asyncCleanupsAfterEach, listenLocal, tempDir, FIXTURES } from "../support/helpers.ts";
+import { CLI, ROOT, asyncCleanupsAfterEach, listenLocal, tempDir, FIXTURES, runCli } from "../support/helpers.ts";
 import { drain, memoryChannel, startSource, texts } from "../support/rpc.ts";
 
 const AVRO_RPC = path.join(FIXTURES, "avro-rpc");
@@ -102,5 +102,38 @@ describe("flume avro-client", () => {
       expect(sent).toBe(expected.length);
       expect(batches[0]).toHaveLength(3);
     }
+  });
+});
+
+const scratch = tempDir("flume-cli-avro-client-");
+afterAll(() => scratch.cleanup());
+
+describe("flume avro-client: bad values are usage errors naming the option or file", () => {
+  test("a port above 65535 exits 2 naming -p", () => {
+    const r = runCli(["avro-client", "-H", "127.0.0.1", "-p", "70000"], { input: "" });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('flume avro-client: -p needs a port number from 1 to 65535, got "70000"');
+  });
+
+  test("a missing header file is named as the header file, exit 2, before connecting", () => {
+    const missing = path.join(scratch.dir, "headers.properties");
+    // port 1 on 127.0.0.1 refuses connections: the header file must be checked first
+    const r = runCli(["avro-client", "-H", "127.0.0.1", "-p", "1", "-R", missing], { input: "" });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`flume avro-client: header file ${missing}: no such file`);
+  });
+
+  test("a missing input file is named, exit 2, before connecting", () => {
+    const missing = path.join(scratch.dir, "input.txt");
+    const r = runCli(["avro-client", "-H", "127.0.0.1", "-p", "1", "-F", missing], { input: "" });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`flume avro-client: input file ${missing}: no such file`);
+  });
+
+  test("a missing --dirname is named, exit 2, before connecting", () => {
+    const missing = path.join(scratch.dir, "spool");
+    const r = runCli(["avro-client", "-H", "127.0.0.1", "-p", "1", "--dirname", missing], { input: "" });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`flume avro-client: directory ${missing}: no such directory`);
   });
 });
