@@ -1,8 +1,10 @@
 import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import path from "node:path";
 import { Agent } from "../../src/agent/agent.ts";
 import { StatsReporter } from "../../src/agent/stats.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
-import { sleep } from "../support/helpers.ts";
+import { sleep, cleanupsAfterEach, startAgentCli, tempDir } from "../support/helpers.ts";
 import { parseAgentConfig, seqConf } from "../support/agent.ts";
 
 function conf(total: number) {
@@ -48,5 +50,27 @@ describe("stats line", () => {
     stats.stop();
     await agent.stop();
     expect(lines).toEqual(["stats: r1 in 0/s | c1 out 0/s fill 0.0% (0/10000)"]);
+  });
+});
+
+const cleanups = cleanupsAfterEach();
+
+describe("stats line", () => {
+  test("a one-line report per interval with events in/out per second and channel fill; --quiet turns it off", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const conf = path.join(dir, "stats.conf");
+    writeFileSync(
+      conf,
+      "a1.sources = r1\na1.channels = c1\na1.sources.r1.type = seq\na1.sources.r1.totalEvents = 500\na1.sources.r1.batchSize = 100\na1.sources.r1.channels = c1\na1.channels.c1.type = memory\na1.channels.c1.capacity = 1000\n",
+    );
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--stats-interval", "0.3"], /stats: r1 in \d+\/s \| c1 out 0\/s fill 50\.0% \(500\/1000\)/);
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+    const quiet = await startAgentCli(cleanups, ["run", "-f", conf, "--stats-interval", "0.3", "--quiet"]);
+    await sleep(700);
+    expect(quiet.stderr).not.toContain("stats:");
+    quiet.child.kill("SIGTERM");
+    expect(await quiet.exited()).toBe(0);
   });
 });
