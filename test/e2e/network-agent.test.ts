@@ -3,8 +3,8 @@ import { writeFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import path from "node:path";
-import { freePort, startCli, tempDir } from "../../support/helpers.ts";
-import { runLogger } from "../../support/network.ts";
+import { freePort, startCli, tempDir } from "../support/helpers.ts";
+import { runLogger } from "../support/network.ts";
 
 type Agent = ReturnType<typeof startCli>;
 const running: Agent[] = [];

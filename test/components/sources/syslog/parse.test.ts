@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { parseRfc3164Timestamp, parseRfc5424Timestamp } from "../../../src/components/sources/syslog/dates.ts";
-import { type Frame, SyslogFrameDecoder } from "../../../src/components/sources/syslog/framing.ts";
-import { parseKeepFields, SyslogEventParser } from "../../../src/components/sources/syslog/parse.ts";
+import { parseRfc3164Timestamp, parseRfc5424Timestamp } from "../../../../src/components/sources/syslog/dates.ts";
+import { type Frame, SyslogFrameDecoder } from "../../../../src/components/sources/syslog/framing.ts";
+import { parseKeepFields, SyslogEventParser } from "../../../../src/components/sources/syslog/parse.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();

@@ -5,7 +5,7 @@ import net from "node:net";
 import path from "node:path";
 import { definition as httpSource, type HttpSource } from "../../../src/components/sources/http.ts";
 import { tempDir } from "../../support/helpers.ts";
-import { collect, rig, stoppedAfterEach, takeAll, text } from "../../support/network.ts";
+import { collect, rig, stoppedAfterEach, takeAll, text, until } from "../../support/network.ts";
 
 const started = stoppedAfterEach<HttpSource>();
 
@@ -239,5 +239,25 @@ describe("http source over TLS", () => {
 
   test("ssl without certificate is a configuration error naming the keys", () => {
     expect(() => rig(httpSource, { port: "0", ssl: "true" })).toThrow(/ssl-certificate/);
+  });
+});
+
+describe("http source stopping with a request in flight", () => {
+  test("stop() lets the request finish: 200 only for committed events, and the keep-alive connection is closed at once", async () => {
+    const r = rig(httpSource, { bind: "127.0.0.1", port: "0" }, { capacity: 2, transactionCapacity: 2, keepAlive: 2 });
+    await r.source.start();
+    const url = `http://127.0.0.1:${r.source.port}/`;
+    const body = JSON.stringify([{ body: "a" }, { body: "b" }]);
+    expect((await fetch(url, { method: "POST", body })).status).toBe(200);
+    // The channel is full: this request waits for room (keepAlive) while the source stops.
+    const inFlight = fetch(url, { method: "POST", body: JSON.stringify([{ body: "c" }, { body: "d" }]) });
+    await until(() => r.source.counter.get("AppendBatchReceivedCount") === 2, 5000, "the second request");
+    const stopped = r.source.stop();
+    const drained = (await takeAll(r.channel)).map(text);
+    const res = await inFlight;
+    await stopped;
+    expect(res.status).toBe(200);
+    expect(res.headers.get("connection")).toBe("close");
+    expect([...drained, ...(await takeAll(r.channel)).map(text)]).toEqual(["a", "b", "c", "d"]);
   });
 });

@@ -1,8 +1,71 @@
 import { describe, expect, test } from "bun:test";
 import net from "node:net";
+import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
+import { systemClock } from "../../../src/core/clock.ts";
+import { bodyText } from "../../../src/core/event.ts";
+import { MemoryChannel } from "../../../src/core/memory-channel.ts";
+import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import { definition as netcat, type NetcatSource } from "../../../src/components/sources/netcat.ts";
 import { slowCommits } from "../../support/helpers.ts";
 import { rig, stoppedAfterEach, takeAll, text, until } from "../../support/network.ts";
+
+async function drain(channel: MemoryChannel): Promise<string[]> {
+  const out: string[] = [];
+  for (;;) {
+    const tx = channel.getTransaction();
+    tx.begin();
+    let n = 0;
+    for (let e = tx.take(); e !== null; e = n < channel.getTransactionCapacity() ? tx.take() : null) (out.push(bodyText(e)), n++);
+    await tx.commit();
+    tx.close();
+    if (n === 0) return out;
+  }
+}
+
+describe("netcat source, bad input", () => {
+  test("invalid UTF-8 passes through as bytes; an abrupt disconnect mid-line is logged with the peer; other clients keep being served", async () => {
+    const net = await import("node:net");
+    const { MemoryLogger } = await import("../../../src/core/logger.ts");
+    const { NetcatSource } = await import("../../../src/components/sources/netcat.ts");
+    const logger = new MemoryLogger();
+    const channel = new MemoryChannel("c1", { capacity: 100, transactionCapacity: 100 });
+    const source = new NetcatSource({ name: "r1", agentName: "a1", clock: systemClock, logger }, { bind: "127.0.0.1", port: 0, maxLineLength: 512, ackEveryEvent: true });
+    source.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));
+    await source.start();
+    try {
+      const send = (bytes: Uint8Array, close: "end" | "destroy", expectAnswer: boolean) =>
+        new Promise<{ answer: string; local: number }>((resolve) => {
+          const s = net.connect(source.port, "127.0.0.1");
+          let answer = "";
+          let local = 0;
+          s.on("connect", () => {
+            local = s.localPort ?? 0;
+            s.write(bytes);
+            if (!expectAnswer) setTimeout(() => (close === "destroy" ? s.destroy() : s.end()), 50);
+          });
+          s.on("data", (d) => {
+            answer += d;
+            if (expectAnswer) s.end();
+          });
+          s.on("close", () => resolve({ answer, local }));
+          s.on("error", () => {});
+        });
+      const bad = await send(new Uint8Array([0xc3, 0x28, 0xff, 0x0a]), "end", true);
+      expect(bad.answer).toBe("OK\n");
+      const cut = await send(new TextEncoder().encode("half a li"), "destroy", false);
+      for (let i = 0; i < 50 && !logger.lines.some((l) => l.message.includes(`:${cut.local} closed with 9 bytes`)); i++) await new Promise((r) => setTimeout(r, 10));
+      expect(logger.lines.some((l) => l.level === "warn" && l.message.includes(`127.0.0.1:${cut.local} closed with 9 bytes after the last newline`))).toBe(true);
+      const good = await send(new TextEncoder().encode("still here\n"), "end", true);
+      expect(good.answer).toBe("OK\n");
+      const bodies = await drain(channel);
+      expect(bodies.length).toBe(2);
+      expect(bodies[1]).toBe("still here");
+      expect(source.counter.values.EventAcceptedCount).toBe(2);
+    } finally {
+      await source.stop();
+    }
+  });
+});
 
 const started = stoppedAfterEach<NetcatSource>();
 
