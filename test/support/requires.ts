@@ -91,4 +91,4 @@ export const needsStrace = precondition(() => commandRuns("strace", "-f", "-qq",
 export const needsLogger = precondition(() => commandRuns("logger", "--version"), "needs util-linux logger (bsdutils)");
 export const needsOpenssl = precondition(() => commandRuns("openssl", "version"), "needs openssl");
 export const needsPythonAvro = precondition(() => commandRuns("/usr/bin/python3", "-c", "import avro.datafile"), "needs /usr/bin/python3 with avro (python3-avro)");
-export const needsProcFd = precondition(() => existsSync("/proc/self/fd"), "needs /proc/self/fd (Linux)");
+export const needsProc = precondition(() => existsSync("/proc/self/fd") && existsSync("/proc/self/stat"), "needs Linux /proc");

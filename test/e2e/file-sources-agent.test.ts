@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { appendFileSync, copyFileSync, mkdirSync, readdirSync, readFileSync, renameSync, truncateSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { cleanupsAfterEach, startCli, tempDir } from "../../support/helpers.ts";
-import { numbered, until } from "../../support/components.ts";
+import { cleanupsAfterEach, startCli, tempDir } from "../support/helpers.ts";
+import { numbered, until } from "../support/components.ts";
 
 const cleanups = cleanupsAfterEach();
 

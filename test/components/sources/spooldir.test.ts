@@ -1,10 +1,18 @@
 import { describe, expect, test } from "bun:test";
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync, chmodSync, renameSync } from "node:fs";
 import path from "node:path";
+import { spawnSync } from "node:child_process";
 import { definition, SpoolDirectorySource } from "../../../src/components/sources/spooldir.ts";
 import type { MemoryChannel } from "../../../src/core/memory-channel.ts";
-import { cleanupsAfterEach, tempDir } from "../../support/helpers.ts";
-import { bodies, build, context, drain, numbered, until, wire } from "../../support/components.ts";
+import { FileChannel } from "../../../src/components/channels/file/index.ts";
+import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
+import type { Channel } from "../../../src/core/channel.ts";
+import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
+import { cleanupsAfterEach, tempDir, ROOT } from "../../support/helpers.ts";
+import { bodies, build, context, drain, numbered, until, wire, recordBatchBytes } from "../../support/components.ts";
+import { drain as drainFileChannel, options } from "../../support/file-channel.ts";
+import { needsRootToSwitchUser, needsStrace } from "../../support/requires.ts";
+import { esc, indexOf, traced } from "../../support/strace.ts";
 
 const cleanups = cleanupsAfterEach();
 
@@ -193,52 +201,132 @@ describe("spooldir", () => {
     const props = Object.fromEntries(definition.schema.props.map((p) => [p.key, p.default]));
     expect(props).toMatchObject({ fileSuffix: ".COMPLETED", deletePolicy: "never", trackingPolicy: "rename", trackerDir: ".flumespool", consumeOrder: "oldest", pollDelay: 500, batchSize: 100, "deserializer.maxLineLength": 2048, decodeErrorPolicy: "FAIL", fileHeaderKey: "file", basenameHeaderKey: "basename" });
   });
+
+  test("BLOB: a file far larger than maxBlobLength is read one piece per transaction, so memory stays bounded by maxBlobLength, and arrives whole", async () => {
+    const t = tempDir("flume-spool-blob-");
+    cleanups.push(t.cleanup);
+    const spool = path.join(t.dir, "spool");
+    mkdirSync(spool);
+    const content = Buffer.alloc(200 * 1024, "z");
+    writeFileSync(path.join(spool, "big.bin"), content);
+    const src = build(definition, { spoolDir: spool, pollDelay: "20", batchSize: "100", deserializer: "BLOB", "deserializer.maxBlobLength": "10000" }, context("r1")) as SpoolDirectorySource;
+    const channel = wire(src);
+    const batchBytes = recordBatchBytes(src);
+    await src.start();
+    await until(() => existsSync(path.join(spool, "big.bin.COMPLETED")), "file completed");
+    await src.stop();
+    const got = Buffer.concat((await drain(channel)).map((e) => e.body));
+    expect(got.equals(content)).toBe(true);
+    expect(Math.max(...batchBytes)).toBeLessThanOrEqual(10000);
+  });
+
+  test("an empty fileSuffix is a configuration error (every file would count as completed and nothing would be read)", () => {
+    const t = tempDir("flume-spool-suffix-");
+    cleanups.push(t.cleanup);
+    expect(() => build(definition, { spoolDir: t.dir, fileSuffix: "" }, context("r1"))).toThrow("fileSuffix");
+  });
 });
 
-describe("spooldir in a child process", () => {
-  for (const durable of [false, true]) {
-    test(`SIGKILL in the middle of files, then restart: nothing lost${durable ? "; with a durable channel nothing repeated either" : ""}`, async () => {
-      const { spawn } = await import("node:child_process");
-      const s = setup({ batchSize: "25" });
-      const output = path.join(s.dir, "delivered.txt");
-      writeFileSync(output, "");
-      const children: import("node:child_process").ChildProcess[] = [];
-      cleanups.push(() => {
-        for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
-      });
-      const runner = path.join(import.meta.dir, "spooldir-runner.ts");
-      const start = async () => {
-        const child = spawn(process.execPath, [runner, JSON.stringify(s.raw), output, durable ? "1" : "0"], { stdio: ["pipe", "pipe", "inherit"] });
-        children.push(child);
-        let out = "";
-        child.stdout.on("data", (d) => (out += d));
-        await until(() => out.includes("READY"), "runner start");
-        return { child, exited: new Promise<void>((r) => child.on("exit", () => r())), out: () => out };
-      };
-      const delivered = () => (existsSync(output) ? readFileSync(output, "utf8").split("\n").filter((l) => l !== "" && !l.startsWith("#POS ")) : []);
-      const expected: string[] = [];
-      for (let f = 0; f < 4; f++) {
-        const text = numbered(`F${f}`, 0, 4000);
-        writeFileSync(path.join(s.spool, `f${f}.log`), text);
-        utimesSync(path.join(s.spool, `f${f}.log`), new Date(), new Date(1_000_000 + f * 1000));
-        expected.push(...text.trim().split("\n"));
-      }
-      for (let kill = 0; kill < 4; kill++) {
-        const r = await start();
-        const before = delivered().length;
-        await until(() => delivered().length >= before + 1500, "progress");
-        r.child.kill("SIGKILL");
-        await r.exited;
-      }
-      const r = await start();
-      await until(() => ls(s.spool).filter((n) => n.endsWith(".COMPLETED")).length === 4, "all files completed", 15000);
-      r.child.kill("SIGTERM");
-      await r.exited;
-      const lines = delivered();
-      const unique = new Set(lines);
-      expect(expected.filter((l) => !unique.has(l))).toEqual([]);
-      if (durable) expect(lines.length).toBe(expected.length);
-      expect(r.out()).toContain("STOPPED");
-    }, 30000);
-  }
+describe("spooldir with a file channel", () => {
+  test("a new file under the name of the last completed one is read after a restart (not set aside as reused)", async () => {
+    const t = tempDir("flume-spool-restart-");
+    cleanups.push(t.cleanup);
+    const spool = path.join(t.dir, "spool");
+    mkdirSync(spool);
+    const raw = { spoolDir: spool, pollDelay: "20", batchSize: "10", deletePolicy: "immediate" };
+    const file = path.join(spool, "current.log");
+
+    const run = async (until_: () => boolean) => {
+      const channel = new FileChannel("c1", options(t.dir));
+      await channel.start();
+      const ctx = context("r1");
+      const src = build(definition, raw, ctx) as SpoolDirectorySource;
+      src.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel as Channel])));
+      await src.start();
+      await until(until_, "file consumed");
+      await src.stop();
+      const got = await drainFileChannel(channel);
+      await channel.stop();
+      return { got, ctx };
+    };
+
+    writeFileSync(file, "a1\na2\n");
+    const first = await run(() => !existsSync(file));
+    expect(first.got).toEqual(["a1", "a2"]);
+
+    // The application drops the next file under the same name while the agent is down.
+    writeFileSync(file, "b1\nb2\nb3\n");
+    const second = await run(() => !existsSync(file) || existsSync(path.join(spool, ".flumespool", "current.log.FAILED")));
+    expect(second.ctx.logger.lines.filter((l) => l.level === "error").map((l) => l.message)).toEqual([]);
+    expect(second.got).toEqual(["b1", "b2", "b3"]);
+  });
+});
+
+describe("spooldir and files it may not read or that come back", () => {
+  needsRootToSwitchUser.test("a file it may not read gets one error naming it, and the other files are still read", () => {
+    const t = tempDir("flume-spool-perm-");
+    cleanups.push(t.cleanup);
+    const spool = path.join(t.dir, "spool");
+    mkdirSync(spool);
+    const locked = path.join(spool, "locked.log");
+    // The unreadable file is the oldest, so it is chosen first.
+    writeFileSync(locked, "secret\n", { mode: 0o000 });
+    utimesSync(locked, new Date(1_000_000), new Date(1_000_000));
+    writeFileSync(path.join(spool, "first.log"), "f1\n");
+    writeFileSync(path.join(spool, "last.log"), "l1\n");
+    utimesSync(path.join(spool, "last.log"), new Date(Date.now() + 60_000), new Date(Date.now() + 60_000));
+    chmodSync(t.dir, 0o777);
+    chmodSync(spool, 0o777);
+    // File permissions do not bind root: run the source as nobody.
+    const r = spawnSync(process.execPath, [path.join(ROOT, "test", "support", "runners", "spooldir.ts"), "poll", t.dir], { uid: 65534, gid: 65534, cwd: t.dir, encoding: "utf8" });
+    expect({ error: r.error?.message, status: r.status, signal: r.signal, stderr: r.stderr }).toEqual({ error: undefined, status: 0, signal: null, stderr: "" });
+    const out = JSON.parse(r.stdout) as { lines: string[]; errors: string[] };
+    expect(out.lines).toEqual(["f1", "l1"]);
+    expect(out.errors.filter((e) => e.includes(locked)).length).toBe(1);
+  }, 10000);
+
+  test("trackingPolicy tracker_dir: a new file under a completed file's name gets an error naming it (it was ignored silently, its lines never delivered)", async () => {
+    const t = tempDir("flume-spool-tracker-");
+    cleanups.push(t.cleanup);
+    const spool = path.join(t.dir, "spool");
+    mkdirSync(spool);
+    const file = path.join(spool, "x.log");
+    const completed = path.join(spool, ".flumespool", "x.log.COMPLETED");
+    const failed = path.join(spool, ".flumespool", "x.log.FAILED");
+    writeFileSync(file, "old1\n");
+    const ctx = context("r1");
+    const src = build(definition, { spoolDir: spool, pollDelay: "20", trackingPolicy: "tracker_dir" }, ctx) as SpoolDirectorySource;
+    const channel = wire(src);
+    await src.start();
+    await until(() => existsSync(completed), "x.log completed");
+    // The application replaces x.log with a new file of the same name.
+    writeFileSync(`${file}.tmp`, "new1\nnew2\n");
+    renameSync(`${file}.tmp`, file);
+    writeFileSync(path.join(spool, "y.log"), "y1\n");
+    await until(() => existsSync(path.join(spool, ".flumespool", "y.log.COMPLETED")) && existsSync(failed), "y.log completed and x.log set aside", 3000);
+    await src.stop();
+    expect((await drain(channel)).map((e) => new TextDecoder().decode(e.body))).toEqual(["old1", "y1"]);
+    expect(ctx.logger.lines.some((l) => l.level === "error" && l.message.includes("re-used") && l.message.includes(file))).toBe(true);
+  });
+});
+
+describe("spooling directory state on disk", () => {
+  needsStrace.test("the meta file with the file's last position is on disk before the file is marked done, and the rename to .COMPLETED is made durable", () => {
+    const t = tempDir("flume-spool-fsync-");
+    cleanups.push(t.cleanup);
+    const lines = traced(t.dir, path.join(ROOT, "test", "support", "runners", "spooldir.ts"), "complete", t.dir);
+    const tracker = path.join(t.dir, "tracker");
+    const spool = path.join(t.dir, "spool");
+    const completed = indexOf(lines, new RegExp(`rename(at2?)?\\(.*"${esc(path.join(spool, "in.log"))}".*"${esc(path.join(spool, "in.log.COMPLETED"))}"`));
+    expect(completed).toBeGreaterThan(0);
+    // The meta file (renamed into place per batch) was synced, and its directory, before the completion.
+    const metaSynced = indexOf(lines, new RegExp(`f(data)?sync\\(\\d+<${esc(path.join(tracker, ".flumespool-main.meta.json"))}(\\.tmp)?>\\)`));
+    expect(metaSynced).toBeGreaterThanOrEqual(0);
+    expect(metaSynced).toBeLessThan(completed);
+    const trackerSynced = indexOf(lines, new RegExp(`f(data)?sync\\(\\d+<${esc(tracker)}>\\)`), metaSynced);
+    expect(trackerSynced).toBeGreaterThan(metaSynced);
+    expect(trackerSynced).toBeLessThan(completed);
+    const spoolSynced = indexOf(lines, new RegExp(`f(data)?sync\\(\\d+<${esc(spool)}>\\)`), completed);
+    expect(spoolSynced).toBeGreaterThan(completed);
+  });
 });
