@@ -1,11 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import path from "node:path";
-import { ChannelException, ChannelFullException } from "../../src/core/errors.ts";
-import { createEvent } from "../../src/core/event.ts";
-import { FileChannel } from "../../src/components/channels/file/index.ts";
-import { VirtualClock } from "../../src/core/virtual-clock.ts";
-import { drain, openChannel, options, putAll, range, takeSome, tempDirsAfterEach } from "../support/file-channel.ts";
+import { ChannelException, ChannelFullException } from "../../../../src/core/errors.ts";
+import { createEvent } from "../../../../src/core/event.ts";
+import { FileChannel } from "../../../../src/components/channels/file/index.ts";
+import { VirtualClock } from "../../../../src/core/virtual-clock.ts";
+import { drain, openChannel, options, putAll, range, takeSome, tempDirsAfterEach } from "../../../support/file-channel.ts";
 
 const temp = tempDirsAfterEach();
 const text = (b: Uint8Array) => new TextDecoder().decode(b);

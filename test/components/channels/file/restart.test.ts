@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { drain, openChannel, putAll, range, takeSome, tempDirsAfterEach } from "../support/file-channel.ts";
+import { drain, openChannel, putAll, range, takeSome, tempDirsAfterEach } from "../../../support/file-channel.ts";
 
 const temp = tempDirsAfterEach();
 

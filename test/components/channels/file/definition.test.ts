@@ -1,10 +1,10 @@
 import { expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { definition } from "../../src/components/channels/file/index.ts";
-import { lookupComponent } from "../../src/components/registry.ts";
-import { runCli } from "../support/helpers.ts";
-import { tempDirsAfterEach } from "../support/file-channel.ts";
+import { definition } from "../../../../src/components/channels/file/index.ts";
+import { lookupComponent } from "../../../../src/components/registry.ts";
+import { runCli } from "../../../support/helpers.ts";
+import { tempDirsAfterEach } from "../../../support/file-channel.ts";
 
 const temp = tempDirsAfterEach("flume-fc-def-");
 

@@ -1,15 +1,15 @@
 import { describe, expect, test } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
-import { closeSync, openSync, readSync, rmSync, statSync, statfsSync, truncateSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, openSync, readSync, rmSync, statSync, statfsSync, truncateSync, writeFileSync, writeSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { ChannelException } from "../../src/core/errors.ts";
-import { createEvent } from "../../src/core/event.ts";
-import { FileChannel } from "../../src/components/channels/file/index.ts";
-import { runCli } from "../support/helpers.ts";
-import { drain, openChannel, options, putAll, range, segmentFiles, takeSome, tempDirsAfterEach } from "../support/file-channel.ts";
+import { ChannelException } from "../../../../src/core/errors.ts";
+import { createEvent } from "../../../../src/core/event.ts";
+import { FileChannel } from "../../../../src/components/channels/file/index.ts";
+import { cleanupsAfterEach, ROOT, runCli, tempDir } from "../../../support/helpers.ts";
+import { drain, openChannel, options, putAll, range, segmentFiles, takeSome, tempDirsAfterEach } from "../../../support/file-channel.ts";
 
 const temp = tempDirsAfterEach();
-const OPENER = path.join(import.meta.dir, "open-channel.ts");
+const OPENER = path.join(ROOT, "test", "support", "runners", "open-file-channel.ts");
 
 describe("file channel lock", () => {
   test("a second process on the same directories gets a clear error and changes nothing", async () => {
@@ -222,5 +222,45 @@ describe("file channel damage", () => {
     const c = await openChannel(dir);
     expect(await drain(c.ch)).toEqual(["kept"]);
     await c.ch.stop();
+  });
+});
+
+const cleanups = cleanupsAfterEach();
+
+function dataFiles(dataDir: string): string[] {
+  return readdirSync(dataDir).filter((n) => !n.startsWith(".") && !n.endsWith(".lock")).map((n) => path.join(dataDir, n));
+}
+
+describe("file channel data deleted while running", () => {
+  test("when its data directory is deleted while running, puts fail with a ChannelException naming the data file instead of being acknowledged", async () => {
+    const t = tempDir("flume-fc-deldir-");
+    cleanups.push(t.cleanup);
+    const dataDir = path.join(t.dir, "data");
+    const { ch } = await openChannel(t.dir, { checkpointOnClose: false });
+    await putAll(ch, range(0, 10));
+    const [segment] = dataFiles(dataDir);
+    rmSync(dataDir, { recursive: true, force: true });
+    for (let i = 0; i < 2; i++) {
+      const err = await putAll(ch, range(10, 5)).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ChannelException);
+      expect((err as Error).message).toContain(segment);
+      expect((err as Error).message).toContain("deleted");
+    }
+    expect(ch.counter.snapshot().EventPutErrorCount).toBe("10");
+    await ch.stop();
+  });
+
+  test("when its current data file is deleted while running, puts fail with a ChannelException naming it", async () => {
+    const t = tempDir("flume-fc-delfile-");
+    cleanups.push(t.cleanup);
+    const dataDir = path.join(t.dir, "data");
+    const { ch } = await openChannel(t.dir, { checkpointOnClose: false, fsyncPerTransaction: false });
+    await putAll(ch, range(0, 10));
+    const [segment] = dataFiles(dataDir);
+    rmSync(segment);
+    const err = await putAll(ch, range(10, 5)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ChannelException);
+    expect((err as Error).message).toContain(segment);
+    await ch.stop();
   });
 });

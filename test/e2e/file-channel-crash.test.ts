@@ -2,10 +2,10 @@ import { expect, test } from "bun:test";
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { tempDir } from "../support/helpers.ts";
+import { ROOT, tempDir } from "../support/helpers.ts";
 import { drain, openChannel, rng } from "../support/file-channel.ts";
 
-const WRITER = path.join(import.meta.dir, "crash-writer.ts");
+const WRITER = path.join(ROOT, "test", "support", "runners", "crash-writer.ts");
 const SEED = Number(process.env.FLUME_CRASH_SEED ?? 20261130);
 const CYCLES = 20;
 

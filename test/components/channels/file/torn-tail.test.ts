@@ -1,5 +1,5 @@
 /**
- * Review 3: after a power loss the end of the newest data file can hold a partly written
+ * After a power loss the end of the newest data file can hold a partly written
  * record followed by non-zero garbage (blocks the filesystem exposes past the last fsync). That
  * is a torn tail, not damage, as long as no valid record follows it; damage with valid records
  * after it, or garbage in an older data file, still stops the channel naming file and offset.
@@ -7,12 +7,12 @@
 import { describe, expect, test } from "bun:test";
 import { appendFileSync, closeSync, openSync, readFileSync, readSync, statSync, truncateSync, writeFileSync, writeSync } from "node:fs";
 import path from "node:path";
-import { ChannelException } from "../../src/core/errors.ts";
-import { FileChannel } from "../../src/components/channels/file/index.ts";
-import { runCli } from "../support/helpers.ts";
-import { drain, openChannel, options, putAll, range, segmentFiles, tempDirsAfterEach } from "../support/file-channel.ts";
+import { ChannelException } from "../../../../src/core/errors.ts";
+import { FileChannel } from "../../../../src/components/channels/file/index.ts";
+import { runCli } from "../../../support/helpers.ts";
+import { drain, openChannel, options, putAll, range, segmentFiles, tempDirsAfterEach } from "../../../support/file-channel.ts";
 
-const temp = tempDirsAfterEach("flume-fc-r3-");
+const temp = tempDirsAfterEach("flume-fc-torn-");
 
 /** Seeded so a failure can be reproduced; every byte is 1..255 (never the zeros of a sparse tail). */
 function garbage(seed: number, n: number): Buffer {
@@ -43,9 +43,9 @@ async function startFails(dir: string, over = {}): Promise<Error> {
   return err as Error;
 }
 
-describe("torn tail with non-zero garbage after a power loss", () => {
+describe("after a power loss, a torn tail with non-zero garbage at the end of the newest data file is cut off", () => {
   for (const seed of [1, 7, 4242]) {
-    test(`(a) a record cut mid-way plus random non-zero bytes in the last data file is cut off; every committed event is there (seed ${seed})`, async () => {
+    test(`a record cut mid-way plus random non-zero bytes in the last data file is cut off; every committed event is there (seed ${seed})`, async () => {
       const dir = temp();
       const a = await openChannel(dir, { checkpointOnClose: false });
       await putAll(a.ch, range(0, 100));
@@ -81,7 +81,7 @@ describe("torn tail with non-zero garbage after a power loss", () => {
     });
   }
 
-  test("(a) stale blocks holding old valid records of this channel (lower transaction ids) are garbage too", async () => {
+  test("stale blocks holding old valid records of this channel (lower transaction ids) are garbage too", async () => {
     const dir = temp();
     const a = await openChannel(dir, { checkpointOnClose: false });
     await putAll(a.ch, range(0, 50));
@@ -100,7 +100,7 @@ describe("torn tail with non-zero garbage after a power loss", () => {
     await b.ch.stop();
   });
 
-  test("(a) garbage after a checkpoint: the replay from the checkpoint cuts it and keeps every committed event", async () => {
+  test("garbage after a checkpoint: the replay from the checkpoint cuts it and keeps every committed event", async () => {
     const dir = temp();
     const a = await openChannel(dir); // checkpoint on close
     await putAll(a.ch, range(0, 100));
@@ -120,7 +120,7 @@ describe("torn tail with non-zero garbage after a power loss", () => {
     await c.ch.stop();
   });
 
-  test("(a) the last of several data files: only its tail is cut", async () => {
+  test("the last of several data files: only its tail is cut", async () => {
     const dir = temp();
     const over = { maxFileSize: 2048, checkpointOnClose: false };
     const a = await openChannel(dir, over);
@@ -137,8 +137,10 @@ describe("torn tail with non-zero garbage after a power loss", () => {
     expect(await drain(b.ch)).toEqual(range(0, 400));
     await b.ch.stop();
   });
+});
 
-  test("(b) a flipped byte in a record with valid records after it in the last data file still stops, naming file and offset", async () => {
+describe("damage followed by valid records in the newest data file still stops the channel", () => {
+  test("a flipped byte in a record with valid records after it in the last data file still stops, naming file and offset", async () => {
     const dir = temp();
     const a = await openChannel(dir, { checkpointOnClose: false });
     await putAll(a.ch, range(0, 100));
@@ -159,7 +161,7 @@ describe("torn tail with non-zero garbage after a power loss", () => {
     expect(inspect.stdout).toContain("status: DAMAGED");
   });
 
-  test("(b) a damaged length field followed by valid records, then torn garbage, still stops at the damage", async () => {
+  test("a damaged length field followed by valid records, then torn garbage, still stops at the damage", async () => {
     const dir = temp();
     const a = await openChannel(dir, { checkpointOnClose: false });
     await putAll(a.ch, range(0, 100));
@@ -178,7 +180,7 @@ describe("torn tail with non-zero garbage after a power loss", () => {
     expect(inspect.code).toBe(1);
   });
 
-  test("(b) a valid record far behind the damage (past the scanner's 8 MiB read chunks) is still found: stops", async () => {
+  test("a valid record far behind the damage (past the scanner's 8 MiB read chunks) is still found: stops", async () => {
     const dir = temp();
     const a = await openChannel(dir, { checkpointOnClose: false });
     await putAll(a.ch, range(0, 10));
@@ -194,8 +196,10 @@ describe("torn tail with non-zero garbage after a power loss", () => {
     expect(err.message).toContain(`at offset ${firstEnd}:`);
     expect(err.message).toContain(`a valid record follows at offset ${firstEnd + 9 * 1024 * 1024 + 5}`);
   });
+});
 
-  test("(c) garbage at the tail of a data file that is not the last one stops, naming file and offset", async () => {
+describe("garbage in a data file that is not the newest stops the channel", () => {
+  test("garbage at the tail of a data file that is not the last one stops, naming file and offset", async () => {
     const dir = temp();
     const over = { maxFileSize: 2048, checkpointOnClose: false };
     const a = await openChannel(dir, over);
@@ -215,7 +219,7 @@ describe("torn tail with non-zero garbage after a power loss", () => {
     expect(inspect.stdout).toContain(`DAMAGED at offset ${end}`);
   });
 
-  test("(c) a record cut mid-way plus garbage in a data file that is not the last one stops", async () => {
+  test("a record cut mid-way plus garbage in a data file that is not the last one stops", async () => {
     const dir = temp();
     const over = { maxFileSize: 2048, checkpointOnClose: false };
     const a = await openChannel(dir, over);

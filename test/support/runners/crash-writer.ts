@@ -1,5 +1,5 @@
 /**
- * Child process for the crash test: opens a file channel and runs a producer (numbered events
+ * Child process for test/e2e/file-channel-crash.test.ts: opens a file channel and runs a producer (numbered events
  * in committed batches, printing "ack <last id>" after each commit resolves) and a consumer
  * (takes a batch, appends it to an output file with fsync, then commits) until it is killed.
  *
@@ -7,9 +7,9 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { createEvent } from "../../src/core/event.ts";
-import { FileChannel } from "../../src/components/channels/file/index.ts";
-import { options } from "../support/file-channel.ts";
+import { createEvent } from "../../../src/core/event.ts";
+import { FileChannel } from "../../../src/components/channels/file/index.ts";
+import { options } from "../file-channel.ts";
 
 const [dir, firstArg, seedArg] = process.argv.slice(2);
 let seed = Number(seedArg) >>> 0 || 1;
