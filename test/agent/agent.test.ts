@@ -306,7 +306,7 @@ class FlushOnStopSource extends BaseSource {
 const flushSource: ComponentDefinition<FlushOnStopSource> = {
   schema: {
     kind: "source",
-    type: "review2-flush-on-stop",
+    type: "flush-on-stop",
     doc: "Test source: writes one batch when it stops.",
     props: [{ key: "batchSize", type: "int", default: 1, min: 1, doc: "Events written at stop" }],
   },
@@ -353,7 +353,7 @@ a1.sources.r2.channels = c1
     FlushOnStopSource.flushErrors = [];
     const conf = (batch: number, tc: number) => `a1.sources = r1
 a1.channels = c1
-a1.sources.r1.type = review2-flush-on-stop
+a1.sources.r1.type = flush-on-stop
 a1.sources.r1.batchSize = ${batch}
 a1.sources.r1.channels = c1
 a1.channels.c1.type = memory

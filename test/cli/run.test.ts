@@ -210,7 +210,7 @@ const netcat = registry.lookupComponent("source", "netcat")!;
 let flakyCreates = 0;
 registry.registerComponent({
   ...netcat,
-  schema: { ...netcat.schema, type: "review2-flaky-netcat", aliases: [] },
+  schema: { ...netcat.schema, type: "flaky-netcat", aliases: [] },
   create(config, ctx) {
     if (flakyCreates++ === 0) throw new Error("resource temporarily unavailable");
     return netcat.create(config, ctx);
@@ -257,7 +257,7 @@ describe("flume run: reload detection", () => {
     const code = runAgent(options);
     expect(await waitUntilListening(port)).toBe(true);
     flakyCreates = 0;
-    writeFileSync(file, withR2(port, port2, "review2-flaky-netcat"));
+    writeFileSync(file, withR2(port, port2, "flaky-netcat"));
     const up = await waitUntilListening(port2);
     process.emit("SIGTERM");
     expect(await code).toBe(0);

@@ -1,20 +1,22 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { ROOT, tempDir } from "../support/helpers.ts";
+import { precondition } from "../support/requires.ts";
 
 // Deno comes from npm (devDependency `deno`); src/ must run under it unchanged.
 const DENO = path.join(ROOT, "node_modules", ".bin", "deno");
 const CLI = path.join(ROOT, "src", "cli.ts");
+const needsDeno = precondition(() => existsSync(DENO), "needs deno from npm (npm install)");
 
 function deno(args: string[]) {
   return spawnSync(DENO, ["run", "-A", CLI, ...args], { cwd: ROOT, encoding: "utf8", timeout: 60000, env: { ...process.env, NO_COLOR: "1" } });
 }
 
-describe.skipIf(!existsSync(DENO))("the CLI under Deno", () => {
-  test("validate and describe", () => {
+describe("the CLI under Deno", () => {
+  needsDeno.test("validate and describe", () => {
     const ok = deno(["validate", "conf/flume.conf"]);
     expect(ok.status).toBe(0);
     expect(ok.stdout).toContain("valid");
@@ -23,7 +25,7 @@ describe.skipIf(!existsSync(DENO))("the CLI under Deno", () => {
     expect(d.stdout).toContain("transactionCapacity");
   });
 
-  test("run: netcat -> memory -> logger answers and logs a line", async () => {
+  needsDeno.test("run: netcat -> memory -> logger answers and logs a line", async () => {
     const { dir, cleanup } = tempDir();
     try {
       const port: number = await new Promise((resolve) => {

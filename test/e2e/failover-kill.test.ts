@@ -1,5 +1,5 @@
 /**
- * Issue 5's end-to-end failover test with a crash: agent A (seq -> memory -> failover group of
+ * End-to-end failover with a crash: agent A (seq -> memory -> failover group of
  * two avro sinks) feeds downstream agents B1 (preferred) and B2 (avro source -> durable file
  * channel -> file_roll). B1 is killed with SIGKILL while batches are in flight, A fails over to
  * B2, then B1 restarts on the same file channel directories, is killed again while its

@@ -1,10 +1,11 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect } from "bun:test";
 import { writeFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import path from "node:path";
 import { freePort, startCli, tempDir } from "../support/helpers.ts";
 import { runLogger } from "../support/network.ts";
+import { needsLogger } from "../support/requires.ts";
 
 type Agent = ReturnType<typeof startCli>;
 const running: Agent[] = [];
@@ -29,7 +30,7 @@ async function waitFor(cond: () => boolean, ms: number, what: string, agent: Age
 }
 
 describe("flume run: syslog and http sources, interceptors, http sink", () => {
-  test("logger and JSON posts go through interceptors to a collector over the http sink", async () => {
+  needsLogger.test("logger and JSON posts go through interceptors to a collector over the http sink", async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
     const received: { body: string; type?: string }[] = [];

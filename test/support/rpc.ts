@@ -1,7 +1,5 @@
 /** Helpers for the Avro RPC tests: a source over a MemoryChannel, raw sockets, certificates. */
-import { spawnSync } from "node:child_process";
 import net from "node:net";
-import path from "node:path";
 import { parseConfig } from "../../src/config/schema.ts";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import { type Clock, systemClock } from "../../src/core/clock.ts";
@@ -82,19 +80,6 @@ export function rawExchange(port: number, bytes: Buffer, opts: { endAfterWrite?:
 /** Waits until cond() is true (polling), for state that settles asynchronously. */
 export function until(cond: () => boolean, ms = 3000): Promise<void> {
   return waitUntil(cond, "condition", ms, 5);
-}
-
-/** A self-signed certificate and key for 127.0.0.1/localhost, made with openssl in dir. */
-export function selfSignedCert(dir: string, name = "server") {
-  const cert = path.join(dir, `${name}.crt.pem`);
-  const key = path.join(dir, `${name}.key.pem`);
-  const r = spawnSync(
-    "openssl",
-    ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-    { encoding: "utf8" },
-  );
-  if (r.status !== 0) throw new Error(`openssl failed: ${r.stderr}`);
-  return { cert, key };
 }
 
 /** The lines of avro sink k of agent "a": from channel c1 to 127.0.0.1:port in batches of batchSize. */

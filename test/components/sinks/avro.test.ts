@@ -13,7 +13,9 @@ import type { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { AvroRpcServer } from "../../../src/rpc/server.ts";
 import type { RpcStatus } from "../../../src/rpc/protocol.ts";
 import { asyncCleanupsAfterEach, listenLocal, tempDir } from "../../support/helpers.ts";
-import { drain, makeSink, memoryChannel, selfSignedCert, startSource, texts } from "../../support/rpc.ts";
+import { drain, makeSink, memoryChannel, startSource, texts } from "../../support/rpc.ts";
+import { selfSignedCert } from "../../support/tls.ts";
+import { needsOpenssl } from "../../support/requires.ts";
 
 const cleanups = asyncCleanupsAfterEach();
 
@@ -109,7 +111,7 @@ describe("avro sink", () => {
     expect(texts(await drain(channel))).toEqual(["e0", "e1"]);
   });
 
-  test("deflate and TLS (truststore as PEM) to an avro source", async () => {
+  needsOpenssl.test("deflate and TLS (truststore as PEM) to an avro source", async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
     const { cert, key } = selfSignedCert(tmp.dir);
@@ -121,7 +123,7 @@ describe("avro sink", () => {
     expect(readFileSync(cert, "utf8")).toContain("BEGIN CERTIFICATE");
   });
 
-  test("trust-all-certs accepts a certificate nobody vouches for; without it the sink refuses", async () => {
+  needsOpenssl.test("trust-all-certs accepts a certificate nobody vouches for; without it the sink refuses", async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
     const { cert, key } = selfSignedCert(tmp.dir);

@@ -20,7 +20,9 @@ import { AvroRpcServer } from "../../../src/rpc/server.ts";
 import { serverTlsOptions } from "../../../src/rpc/tls.ts";
 import type { CompressionType } from "../../../src/rpc/transport.ts";
 import { asyncCleanupsAfterEach, tempDir, FIXTURES, slowCommits } from "../../support/helpers.ts";
-import { drain, memoryChannel, rawExchange, selfSignedCert, startSource, texts, until } from "../../support/rpc.ts";
+import { drain, memoryChannel, rawExchange, startSource, texts, until } from "../../support/rpc.ts";
+import { selfSignedCert } from "../../support/tls.ts";
+import { needsOpenssl } from "../../support/requires.ts";
 
 const AVRO_RPC = path.join(FIXTURES, "avro-rpc");
 const fixture = (name: string) => readFileSync(path.join(AVRO_RPC, name));
@@ -161,7 +163,7 @@ describe("avro source", () => {
     expect(texts(await drain(channel))).toEqual(expected);
   });
 
-  test("TLS end to end with a PEM certificate; a client that does not trust it is refused", async () => {
+  needsOpenssl.test("TLS end to end with a PEM certificate; a client that does not trust it is refused", async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
     const { cert, key } = selfSignedCert(tmp.dir);
@@ -175,7 +177,7 @@ describe("avro source", () => {
     expect((untrusted as Error).message).toMatch(/self.signed|certificate/i);
   });
 
-  test("TLS and deflate together", async () => {
+  needsOpenssl.test("TLS and deflate together", async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
     const { cert, key } = selfSignedCert(tmp.dir);
@@ -306,7 +308,7 @@ describe("avro source, clients that half-close", () => {
 });
 
 describe("avro source over TLS, a client that never starts the handshake", () => {
-  test("the connection is closed when the handshake times out, with a log line naming the peer", async () => {
+  needsOpenssl.test("the connection is closed when the handshake times out, with a log line naming the peer", async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
     const { cert, key } = selfSignedCert(tmp.dir);
@@ -580,7 +582,7 @@ async function tlsSource(rules: string) {
 }
 
 describe("avro source with ssl and ipFilter", () => {
-  test("a denied client is closed on the TCP connection, before any TLS handshake, and the log names it", async () => {
+  needsOpenssl.test("a denied client is closed on the TCP connection, before any TLS handshake, and the log names it", async () => {
     const s = await tlsSource("deny:ip:127.0.0.1");
     const relay = await countingRelay(s.port);
     let secured = false;
@@ -601,7 +603,7 @@ describe("avro source with ssl and ipFilter", () => {
     expect(s.source.counter.values.AppendBatchReceivedCount).toBe(0);
   });
 
-  test("an allowed client gets its TLS handshake and delivers events through the same relay", async () => {
+  needsOpenssl.test("an allowed client gets its TLS handshake and delivers events through the same relay", async () => {
     const s = await tlsSource("allow:ip:127.0.0.1,deny:ip:*");
     const relay = await countingRelay(s.port);
     const client = await AvroRpcClient.connect({ host: "127.0.0.1", port: relay.port, tls: { rejectUnauthorized: false } });
@@ -611,7 +613,7 @@ describe("avro source with ssl and ipFilter", () => {
     expect(relay.stats.bytesFromServer).toBeGreaterThan(0);
   });
 
-  test("with deflate too, an allowed client is served and a denied one gets no bytes", async () => {
+  needsOpenssl.test("with deflate too, an allowed client is served and a denied one gets no bytes", async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
     const { cert, key } = selfSignedCert(tmp.dir);
@@ -631,7 +633,7 @@ describe("avro source with ssl and ipFilter", () => {
     expect(relay.stats.bytesFromServer).toBe(0);
   });
 
-  test("an allowed TLS client that half-closes after its requests still gets every answer", async () => {
+  needsOpenssl.test("an allowed TLS client that half-closes after its requests still gets every answer", async () => {
     const s = await tlsSource("allow:ip:127.*");
     const answer = await new Promise<Buffer>((resolve, reject) => {
       const chunks: Buffer[] = [];
@@ -647,7 +649,7 @@ describe("avro source with ssl and ipFilter", () => {
     expect((await drain(s.channel)).length).toBeGreaterThan(0);
   });
 
-  test("stopping the source drops a client still in its TLS handshake instead of waiting for it", async () => {
+  needsOpenssl.test("stopping the source drops a client still in its TLS handshake instead of waiting for it", async () => {
     const s = await tlsSource("allow:ip:127.*");
     const raw = net.connect(s.port, "127.0.0.1");
     raw.on("error", () => {});

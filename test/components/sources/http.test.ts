@@ -1,11 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import { execFileSync } from "node:child_process";
 import https from "node:https";
 import net from "node:net";
-import path from "node:path";
 import { definition as httpSource, type HttpSource } from "../../../src/components/sources/http.ts";
 import { tempDir } from "../../support/helpers.ts";
+import { selfSignedCert } from "../../support/tls.ts";
 import { collect, rig, stoppedAfterEach, takeAll, text, until } from "../../support/network.ts";
+import { needsOpenssl } from "../../support/requires.ts";
 
 const started = stoppedAfterEach<HttpSource>();
 
@@ -214,12 +214,10 @@ describe("http source, BLOB handler", () => {
 });
 
 describe("http source over TLS", () => {
-  test("PEM certificate and key: HTTPS requests are accepted", async () => {
+  needsOpenssl.test("PEM certificate and key: HTTPS requests are accepted", async () => {
     const { dir, cleanup } = tempDir();
     try {
-      const cert = path.join(dir, "cert.pem");
-      const key = path.join(dir, "key.pem");
-      execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"], { stdio: "ignore" });
+      const { cert, key } = selfSignedCert(dir);
       const { source, channel } = await start({ ssl: "true", "ssl-certificate": cert, "ssl-key": key });
       const ca = await Bun.file(cert).text();
       const status = await new Promise<number>((resolve, reject) => {

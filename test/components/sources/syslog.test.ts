@@ -1,8 +1,7 @@
-import { describe, expect, test, afterAll } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import net from "node:net";
 import { hostname } from "node:os";
 import dgram from "node:dgram";
-import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import tls from "node:tls";
@@ -12,7 +11,9 @@ import { definition as syslogTcp } from "../../../src/components/sources/syslog-
 import { definition as syslogUdp } from "../../../src/components/sources/syslog-udp.ts";
 import type { Source } from "../../../src/core/source.ts";
 import { tempDir } from "../../support/helpers.ts";
+import { selfSignedCert } from "../../support/tls.ts";
 import { collect, rig, runLogger, stoppedAfterEach, text, until } from "../../support/network.ts";
+import { needsLogger, needsOpenssl } from "../../support/requires.ts";
 
 const started = stoppedAfterEach<Source>();
 
@@ -38,7 +39,7 @@ function send(port: number, data: string | Uint8Array, opts: { end?: boolean } =
 const SHORT = hostname().split(".")[0];
 
 describe("syslogtcp with the real logger command", () => {
-  test("logger --tcp --rfc3164 arrives with Facility, Severity, timestamp and host", async () => {
+  needsLogger.test("logger --tcp --rfc3164 arrives with Facility, Severity, timestamp and host", async () => {
     const { source, channel } = await startTcp();
     const before = Date.now();
     const r = await runLogger(["--tcp", "--rfc3164", "-n", "127.0.0.1", "-P", String(source.port), "-p", "local3.warning", "-t", "myapp", "hello from rfc3164"]);
@@ -55,7 +56,7 @@ describe("syslogtcp with the real logger command", () => {
     expect(source.counter.get("EventAcceptedCount")).toBe(1);
   });
 
-  test("logger --tcp --rfc5424 arrives with headers and the message after the hostname as body", async () => {
+  needsLogger.test("logger --tcp --rfc5424 arrives with headers and the message after the hostname as body", async () => {
     const { source, channel } = await startTcp();
     const before = Date.now();
     const r = await runLogger(["--tcp", "--rfc5424", "-n", "127.0.0.1", "-P", String(source.port), "-p", "auth.err", "-t", "app5424", "hello from rfc5424"]);
@@ -71,7 +72,7 @@ describe("syslogtcp with the real logger command", () => {
     expect(text(e)).toMatch(/^app5424 \S+ - \[timeQuality[^\]]*\] hello from rfc5424$/);
   });
 
-  test("logger --octet-count frames (RFC 6587) several messages on one connection", async () => {
+  needsLogger.test("logger --octet-count frames (RFC 6587) several messages on one connection", async () => {
     const { source, channel } = await startTcp();
     const { dir, cleanup } = tempDir();
     try {
@@ -88,12 +89,10 @@ describe("syslogtcp with the real logger command", () => {
     }
   });
 
-  test("over TLS with a PEM certificate and key", async () => {
+  needsOpenssl.test("over TLS with a PEM certificate and key", async () => {
     const { dir, cleanup } = tempDir();
     try {
-      const cert = path.join(dir, "cert.pem");
-      const key = path.join(dir, "key.pem");
-      execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"], { stdio: "ignore" });
+      const { cert, key } = selfSignedCert(dir);
       const { source, channel, logger } = await startTcp({ ssl: "true", "ssl-certificate": cert, "ssl-key": key });
       await new Promise<void>((resolve, reject) => {
         const s = tls.connect({ host: "127.0.0.1", port: source.port, ca: readFileSync(cert) }, () => s.end("<13>Jan  2 03:04:05 host over tls\n", () => resolve()));
@@ -109,7 +108,7 @@ describe("syslogtcp with the real logger command", () => {
     }
   });
 
-  test("keepFields=all keeps the whole message; clientIPHeader and clientHostnameHeader are set", async () => {
+  needsLogger.test("keepFields=all keeps the whole message; clientIPHeader and clientHostnameHeader are set", async () => {
     const { source, channel } = await startTcp({ keepFields: "all", clientIPHeader: "clientIp", clientHostnameHeader: "clientName" });
     await runLogger(["--tcp", "--rfc3164", "-n", "127.0.0.1", "-P", String(source.port), "-t", "k", "kept"]);
     const [e] = await collect(channel, 1);
@@ -162,7 +161,7 @@ describe("syslogtcp framing and bad input", () => {
     expect(logger.lines.some((l) => l.level === "warn" && l.message.includes("eventSize 40") && l.message.includes("127.0.0.1:"))).toBe(true);
   });
 
-  test("garbage and invalid UTF-8 become Invalid events with a log line naming the peer; other clients keep being served", async () => {
+  needsLogger.test("garbage and invalid UTF-8 become Invalid events with a log line naming the peer; other clients keep being served", async () => {
     const { source, channel, logger } = await startTcp();
     const bad = Buffer.concat([Buffer.from("<13>Jan  2 03:04:05 host "), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from("\n")]);
     await send(source.port, Buffer.concat([Buffer.from("not syslog at all\n"), bad]));
@@ -223,7 +222,7 @@ describe("custom formats (format.regex, format.search/replace, format.dateFormat
 });
 
 describe("multiport_syslogtcp", () => {
-  test("listens on several ports; portHeader tells which; Priority/Version headers as Flume's SyslogParser", async () => {
+  needsLogger.test("listens on several ports; portHeader tells which; Priority/Version headers as Flume's SyslogParser", async () => {
     const r = rig(multiport, { host: "127.0.0.1", ports: "0 0", portHeader: "port", batchSize: "2" });
     await r.source.start();
     started.push(r.source);
@@ -287,7 +286,7 @@ describe("multiport_syslogtcp", () => {
 });
 
 describe("syslogudp", () => {
-  test("logger --udp in both formats arrives with Flume's headers", async () => {
+  needsLogger.test("logger --udp in both formats arrives with Flume's headers", async () => {
     const r = rig(syslogUdp, { host: "127.0.0.1", port: "0", clientIPHeader: "ip" });
     await r.source.start();
     started.push(r.source);
@@ -321,11 +320,6 @@ describe("syslogudp", () => {
   });
 });
 
-const { dir, cleanup } = tempDir();
-afterAll(cleanup);
-const cert = path.join(dir, "cert.pem");
-const key = path.join(dir, "key.pem");
-execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"], { stdio: "ignore" });
 
 /** Connects and never starts the TLS handshake; resolves once the server closed the connection. */
 function silentClient(port: number): Promise<void> {
@@ -339,8 +333,10 @@ function silentClient(port: number): Promise<void> {
 // The handshake timeout (Node's default: 120 s) is shortened here so the test is quick.
 const QUICK = 200;
 
-describe("TLS sources and clients that never finish the handshake", () => {
-  test("syslogtcp closes the connection when the handshake times out, naming the peer", async () => {
+describe("syslogtcp over TLS, a client that never finishes the handshake", () => {
+  needsOpenssl.test("the connection is closed when the handshake times out, naming the peer", async () => {
+    const t = tempDir();
+    const { cert, key } = selfSignedCert(t.dir);
     const r = rig(syslogTcp, { host: "127.0.0.1", port: "0", ssl: "true", "ssl-certificate": cert, "ssl-key": key });
     (r.source.options.tls as TlsOptions).handshakeTimeout = QUICK;
     await r.source.start();
@@ -349,6 +345,7 @@ describe("TLS sources and clients that never finish the handshake", () => {
       expect(r.logger.lines.some((l) => /TLS handshake with 127\.0\.0\.1:\d+ failed/.test(l.message))).toBe(true);
     } finally {
       await r.source.stop();
+      t.cleanup();
     }
   });
 });
