@@ -18,16 +18,22 @@ const child = spawn(bunBin, args, { stdio: ["ignore", "inherit", "pipe"] });
 let tail = "";
 let partial = "";
 let listedFailures = 0;
+// After the run bun lists the failed tests once more under "N tests failed:"; those are not counted again.
+let recap = false;
+const countLine = (line) => {
+  if (/^\d+ tests? failed:$/.test(line)) recap = true;
+  else if (!recap && line.startsWith("(fail) ")) listedFailures++;
+};
 child.stderr.on("data", (chunk) => {
   process.stderr.write(chunk);
   const text = chunk.toString("utf8");
   tail = (tail + text).slice(-20000);
   const lines = (partial + text).split("\n");
   partial = lines.pop() ?? "";
-  for (const line of lines) if (line.startsWith("(fail) ")) listedFailures++;
+  for (const line of lines) countLine(line);
 });
 child.on("close", (code, signal) => {
-  if (partial.startsWith("(fail) ")) listedFailures++;
+  countLine(partial);
   // The summary: " 12 pass", " 1 skip", " 2 todo", " 3 fail", " 1 error" / " 2 errors".
   // The last such line counts: test output earlier in the tail may look alike.
   const count = (word) => {
