@@ -4,8 +4,10 @@ import path from "node:path";
 import { Agent } from "../../src/agent/agent.ts";
 import { StatsReporter } from "../../src/agent/stats.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
-import { sleep, cleanupsAfterEach, startAgentCli, tempDir } from "../support/helpers.ts";
+import { cleanupsAfterEach, sleep, startAgentCli, tempDir } from "../support/helpers.ts";
 import { parseAgentConfig, seqConf } from "../support/agent.ts";
+
+const cleanups = cleanupsAfterEach();
 
 function conf(total: number) {
   return parseAgentConfig(seqConf(total, { channel: `a1.channels.c1.type = memory
@@ -18,7 +20,7 @@ async function delivered(agent: Agent, n: number) {
   expect(channel.counter.values.EventTakeSuccessCount).toBe(n);
 }
 
-describe("stats line", () => {
+describe("stats reporter", () => {
   test("after a reload replaces a source, its rate counts the new source's events (its counter starts over)", async () => {
     const agent = new Agent("a1", { drainTimeout: 1000 });
     await agent.start(conf(5000));
@@ -53,9 +55,7 @@ describe("stats line", () => {
   });
 });
 
-const cleanups = cleanupsAfterEach();
-
-describe("stats line", () => {
+describe("flume run's stats line", () => {
   test("a one-line report per interval with events in/out per second and channel fill; --quiet turns it off", async () => {
     const { dir, cleanup } = tempDir();
     cleanups.push(cleanup);

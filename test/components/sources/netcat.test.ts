@@ -9,6 +9,8 @@ import { definition as netcat, type NetcatSource } from "../../../src/components
 import { slowCommits } from "../../support/helpers.ts";
 import { rig, stoppedAfterEach, takeAll, text, until } from "../../support/network.ts";
 
+const started = stoppedAfterEach<NetcatSource>();
+
 async function drain(channel: MemoryChannel): Promise<string[]> {
   const out: string[] = [];
   for (;;) {
@@ -66,8 +68,6 @@ describe("netcat source, bad input", () => {
     }
   });
 });
-
-const started = stoppedAfterEach<NetcatSource>();
 
 /** Sends `data`, half-closes (like `printf ... | nc -N`), and returns what the server answered until it closed. */
 function sendAndHalfClose(port: number, data: string): Promise<string> {

@@ -8,6 +8,8 @@ import { FileChannel } from "../../../../src/components/channels/file/index.ts";
 import { cleanupsAfterEach, ROOT, runCli, tempDir } from "../../../support/helpers.ts";
 import { drain, openChannel, options, putAll, range, segmentFiles, takeSome, tempDirsAfterEach } from "../../../support/file-channel.ts";
 
+const cleanups = cleanupsAfterEach();
+
 const temp = tempDirsAfterEach();
 const OPENER = path.join(ROOT, "test", "support", "runners", "open-file-channel.ts");
 
@@ -224,8 +226,6 @@ describe("file channel damage", () => {
     await c.ch.stop();
   });
 });
-
-const cleanups = cleanupsAfterEach();
 
 function dataFiles(dataDir: string): string[] {
   return readdirSync(dataDir).filter((n) => !n.startsWith(".") && !n.endsWith(".lock")).map((n) => path.join(dataDir, n));
