@@ -5,7 +5,7 @@ import { type ArgsDef, defineCommand } from "citty";
 import { parseProperties } from "../config/properties.ts";
 import type { Event } from "../core/event.ts";
 import { AvroRpcClient, type AvroRpcClientOptions } from "../rpc/client.ts";
-import { clientTls } from "../net/tls.ts";
+import { clientTlsFromProperties } from "../net/tls.ts";
 import { ArgReader, UsageError } from "./args.ts";
 
 export interface AvroClientOptions {
@@ -236,18 +236,7 @@ export async function runAvroClient(o: AvroClientOptions, stdin: Readable = proc
     compressionLevel: o.compressionLevel,
     connectTimeout: o.connectTimeout,
     requestTimeout: o.requestTimeout,
-    tls:
-      clientTls({
-        ssl: o.ssl,
-        "trust-all-certs": o.trustAllCerts,
-        truststore: o.truststore,
-        "truststore-type": "JKS",
-        "keystore-type": "JKS",
-        "exclude-protocols": [],
-        "include-protocols": [],
-        "exclude-cipher-suites": [],
-        "include-cipher-suites": [],
-      }) ?? undefined,
+    tls: clientTlsFromProperties({ ssl: String(o.ssl), "trust-all-certs": String(o.trustAllCerts), ...(o.truststore ? { truststore: o.truststore } : {}) }) ?? undefined,
   };
   const client = await AvroRpcClient.connect(options);
   const send = (events: Event[]) => client.appendBatch(events);

@@ -1,5 +1,5 @@
-import type { Clock } from "../core/clock.ts";
-import type { Logger } from "../core/logger.ts";
+import { type Clock, systemClock } from "../core/clock.ts";
+import { type Logger, silentLogger } from "../core/logger.ts";
 import type { AnyOptions, ComponentKind, ComponentSchema, Groups, OptionsOf, PropError, Props } from "../config/schema.ts";
 import { parseOptions, schemaOf } from "../config/schema.ts";
 
@@ -23,6 +23,14 @@ export interface ComponentContext {
    * the simulator, which never touches the configured directories.
    */
   storagePath(configured: string): string;
+}
+
+/**
+ * A context for a component built outside an agent (tools, benchmarks, tests): the system
+ * clock, Math.random, paths as configured, no logging, unless given.
+ */
+export function componentContext(name: string, over: Partial<ComponentContext> = {}): ComponentContext {
+  return { name, agentName: "a1", clock: systemClock, logger: silentLogger, random: Math.random, storagePath: (p) => p, ...over };
 }
 
 /**

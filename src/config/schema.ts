@@ -105,6 +105,9 @@ export interface ComponentSchema {
 
 /** Builds a schema from the record form components declare. */
 export function schemaOf(decl: { kind: ComponentKind; type: string; aliases?: readonly string[]; doc: string; props: Props; groups?: Groups }): ComponentSchema {
+  for (const name of Object.keys(decl.groups ?? {})) {
+    if (name in decl.props) throw new Error(`${decl.kind} ${decl.type}: group "${name}" has the name of a property; the options object needs them apart`);
+  }
   return {
     kind: decl.kind,
     type: decl.type,

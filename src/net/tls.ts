@@ -12,7 +12,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { ConnectionOptions, SecureVersion, TLSSocket, TlsOptions } from "node:tls";
-import type { Props } from "../config/schema.ts";
+import { type OptionsOf, parseOptions, type Props, schemaOf } from "../config/schema.ts";
 import { ConfigurationError } from "../core/errors.ts";
 
 const PROTOCOL_PROPS = {
@@ -255,4 +255,23 @@ export function clientCertificateProblem(socket: TLSSocket, clientAuth: ServerTl
   const sent = cert !== null && cert !== undefined && Object.keys(cert).length > 0;
   if (!sent) return clientAuth === "required" ? "no client certificate (client-auth is required)" : null;
   return `client certificate not trusted: ${String(socket.authorizationError ?? "unknown reason")}`;
+}
+
+const serverSchema = schemaOf({ kind: "source", type: "tls", doc: "TLS server properties", props: SERVER_TLS_PROPS });
+const clientSchema = schemaOf({ kind: "sink", type: "tls", doc: "TLS client properties", props: CLIENT_TLS_PROPS });
+
+function parsed<P extends Props>(schema: ReturnType<typeof schemaOf>, raw: Readonly<Record<string, string>>): OptionsOf<P> {
+  const { options, errors } = parseOptions(schema, raw);
+  if (errors.length > 0) fail(errors[0].key, errors[0].message);
+  return options as OptionsOf<P>;
+}
+
+/** A server's TLS setup from raw properties with Flume's names (tools and tests; components get theirs parsed). */
+export function serverTlsFromProperties(raw: Readonly<Record<string, string>>): ServerTls | null {
+  return serverTls(parsed<typeof SERVER_TLS_PROPS>(serverSchema, raw));
+}
+
+/** A client's tls.connect options from raw properties with Flume's names (avro-client, tests). */
+export function clientTlsFromProperties(raw: Readonly<Record<string, string>>): ConnectionOptions | null {
+  return clientTls(parsed<typeof CLIENT_TLS_PROPS>(clientSchema, raw));
 }

@@ -102,7 +102,8 @@ function wholeNumber(v: Located | undefined): number | undefined {
  * wiring (channels, selector, interceptors, channel) and its batch size, whatever its type
  * calls it (the property with the batchSize role).
  */
-function standIn(entry: ComponentEntry, kind: "source" | "sink", fallbackBatch: number): void {
+function standIn(entry: ComponentEntry, kind: "source" | "sink", fallbackBatch: number): string {
+  const original = entry.type?.value ?? "?";
   const def = entry.type ? registry.lookupComponent(kind, entry.type.value) : undefined;
   const key = def && keyWithRole(def.schema, "batchSize");
   const spec = key ? def?.schema.props.find((p) => p.key === key) : undefined;
@@ -118,6 +119,7 @@ function standIn(entry: ComponentEntry, kind: "source" | "sink", fallbackBatch: 
   entry.props = props;
   entry.emptyProps = record();
   entry.type = { value: "simulated", ...at };
+  return original;
 }
 
 function number(model: ChannelModel, role: Role): number | undefined {
@@ -139,10 +141,16 @@ export function buildTopology(o: SimulationOptions): Topology {
   const parsed = parseFlumeConfig(text, file, { agentName: o.agentName });
   const config: AgentConfig | undefined = parsed.config;
   const warnings: string[] = [];
+  /** The configured type of each replaced source and sink, for the report. */
+  const replaced = new Map<string, string>();
   if (config) {
-    for (const e of config.sources.values()) standIn(e, "source", o.batchSize);
-    for (const e of config.sinks.values()) standIn(e, "sink", DEMO_SINK_BATCH);
+    for (const e of config.sources.values()) replaced.set(`source ${e.name}`, standIn(e, "source", o.batchSize));
+    for (const e of config.sinks.values()) replaced.set(`sink ${e.name}`, standIn(e, "sink", DEMO_SINK_BATCH));
   }
+  const was = (kind: string, name: string) => {
+    const t = replaced.get(`${kind} ${name}`);
+    return o.configFile && t ? `${t} ` : "";
+  };
   const result = withModel(parsed, simRegistry);
   const fatal = result.problems.filter((p) => p.severity === "error");
   if (!result.model || fatal.length > 0) {
@@ -170,9 +178,9 @@ export function buildTopology(o: SimulationOptions): Topology {
   }
   for (const s of model.sources.values()) {
     const extras = [s.selector.type !== "replicating" ? `${s.selector.type} selector` : "", s.interceptors.length ? `interceptors ${s.interceptors.map((i) => i.name).join(" ")}` : ""].filter(Boolean);
-    description.push(`source ${s.name} -> ${s.channels.join(" ")} (replaced by a simulated client, batches of ${s.options.batchSize}${extras.length ? `; ${extras.join(", ")}` : ""})`);
+    description.push(`source ${s.name} -> ${s.channels.join(" ")} (${was("source", s.name)}replaced by a simulated client, batches of ${s.options.batchSize}${extras.length ? `; ${extras.join(", ")}` : ""})`);
   }
-  for (const k of model.sinks.values()) description.push(`sink ${k.name} <- ${k.channel} (replaced by a simulated sink, batches of ${k.options.batchSize})`);
+  for (const k of model.sinks.values()) description.push(`sink ${k.name} <- ${k.channel} (${was("sink", k.name)}replaced by a simulated sink, batches of ${k.options.batchSize})`);
   for (const g of model.sinkGroups.values()) if (g.configured) description.push(`sinkgroup ${g.name}: ${g.processor.type} over ${g.sinks.join(" ")}`);
   const read = new Set([...model.sinks.values()].map((s) => s.channel));
   for (const c of channels) if (!read.has(c.name)) warnings.push(`no sink reads channel ${c.name}: its events can only wait there`);

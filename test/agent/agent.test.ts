@@ -5,7 +5,7 @@ import path from "node:path";
 import net from "node:net";
 import { Agent } from "../../src/agent/agent.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
-import type { ComponentContext, ComponentDefinition } from "../../src/components/component.ts";
+import { type ComponentContext, defineComponent } from "../../src/components/component.ts";
 import * as registry from "../../src/components/registry.ts";
 import { BaseSource } from "../../src/components/sources/base.ts";
 import { createEvent } from "../../src/core/event.ts";
@@ -303,16 +303,14 @@ class FlushOnStopSource extends BaseSource {
   }
 }
 
-const flushSource: ComponentDefinition<FlushOnStopSource> = {
-  schema: {
-    kind: "source",
-    type: "flush-on-stop",
-    doc: "Test source: writes one batch when it stops.",
-    props: [{ key: "batchSize", type: "int", default: 1, min: 1, doc: "Events written at stop" }],
-  },
-  create: (config, ctx) => new FlushOnStopSource(ctx, config.int("batchSize")),
-};
-registry.registerComponent(flushSource as ComponentDefinition<unknown>);
+const flushSource = defineComponent({
+  kind: "source",
+  type: "flush-on-stop",
+  doc: "Test source: writes one batch when it stops.",
+  props: { batchSize: { type: "int", default: 1, min: 1, roles: ["batchSize"], doc: "Events written at stop" } },
+  create: (config, ctx) => new FlushOnStopSource(ctx, config.batchSize),
+});
+registry.registerComponent(flushSource);
 
 const BASE = seqConf(0, { channel: `a1.channels.c1.type = memory
 a1.channels.c1.capacity = 100

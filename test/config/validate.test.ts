@@ -6,7 +6,7 @@ import { definition as timestampInterceptor } from "../../src/components/interce
 import * as registry from "../../src/components/registry.ts";
 import type { Problem } from "../../src/config/problems.ts";
 import type { ComponentKind } from "../../src/config/schema.ts";
-import { batchSizeKeys, type ComponentRegistry, validateConfigText } from "../../src/config/validate.ts";
+import { type ComponentRegistry, validateConfigText } from "../../src/config/validate.ts";
 
 /** The real registry, plus interceptors in case they are not registered yet. */
 const extras = [staticInterceptor, timestampInterceptor] as ComponentDefinition<unknown>[];
@@ -281,9 +281,11 @@ describe("validateAgentConfig", () => {
     expect(p[4].hint).toBe("add a1.sinks.k1.channel = c1");
   });
 
-  test("batch-size keys are found by name in any schema", () => {
-    const schema = (keys: string[]) => ({ kind: "sink" as const, type: "x", doc: "", props: keys.map((key) => ({ key, type: "int" as const, doc: "" })) });
-    expect(batchSizeKeys(schema(["batchSize", "batch-size", "sink.batchSize", "hdfs.batchSize", "port", "batchDurationMillis"]))).toEqual(["batchSize", "batch-size", "sink.batchSize", "hdfs.batchSize"]);
+  test("every batch-size property of every component declares the batchSize role the batch check relies on", () => {
+    const untagged = registry
+      .allComponents()
+      .flatMap((d) => d.schema.props.filter((p) => /batchsize$/.test(p.key.toLowerCase().replace(/[-_.]/g, "")) && !p.roles?.includes("batchSize")).map((p) => `${d.schema.kind} ${d.schema.type}: ${p.key}`));
+    expect(untagged).toEqual([]);
   });
 });
 

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { channelModel } from "../support/agent.ts";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { putBatch } from "../../src/core/channel-processor.ts";
@@ -201,7 +202,7 @@ describe("trace recorder", () => {
       const file = path.join(dir, "bounded.jsonl");
       const clock = new VirtualClock(1_000);
       const tracer = liveTracer(file, clock, 6_000);
-      const channel = tracer.wrapChannel(new MemoryChannel("c1", { capacity: 1000, transactionCapacity: 100 }, clock), "memory");
+      const channel = tracer.wrapChannel(new MemoryChannel("c1", { capacity: 1000, transactionCapacity: 100 }, clock), channelModel("memory", { capacity: "1000", transactionCapacity: "100" }));
       await channel.start();
       for (let b = 0; b < 40; b++) {
         await putBatch(

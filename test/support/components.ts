@@ -1,3 +1,4 @@
+import { componentContext } from "../../src/components/component.ts";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import type { Channel } from "../../src/core/channel.ts";
 import { systemClock } from "../../src/core/clock.ts";
@@ -7,17 +8,16 @@ import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import type { MemoryChannelOptions } from "../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import type { AnySource } from "../../src/core/source.ts";
-import { parseConfig } from "../../src/config/schema.ts";
 import type { ComponentContext, ComponentDefinition } from "../../src/components/component.ts";
 import { waitUntil } from "./helpers.ts";
 
 export function context(name: string, logger = new MemoryLogger()): ComponentContext & { logger: MemoryLogger } {
-  return { name, agentName: "a1", clock: systemClock, logger };
+  return { ...componentContext(name, { agentName: "a1", clock: systemClock }), logger };
 }
 
 /** Builds a component the way the agent does: raw properties through its schema. */
 export function build<T>(def: ComponentDefinition<T>, raw: Record<string, string>, ctx: ComponentContext): T {
-  const { config, errors } = parseConfig(def.schema, raw);
+  const { options: config, errors } = def.parse(raw);
   if (errors.length > 0) throw new Error(errors.map((e) => `${e.key}: ${e.message}`).join("; "));
   return def.create(config, ctx);
 }

@@ -1,7 +1,7 @@
+import { componentContext } from "../../src/components/component.ts";
 import { afterEach } from "bun:test";
 import { spawn } from "node:child_process";
 import type { ComponentContext, ComponentDefinition } from "../../src/components/component.ts";
-import { parseConfig } from "../../src/config/schema.ts";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import { systemClock } from "../../src/core/clock.ts";
 import type { Event } from "../../src/core/event.ts";
@@ -19,11 +19,11 @@ export interface Rig<T> {
 
 /** A source from raw properties, wired to a MemoryChannel through a ChannelProcessor. */
 export function rig<T extends Source>(def: ComponentDefinition<T>, raw: Record<string, string>, channelOptions: MemoryChannelOptions = { capacity: 100000, transactionCapacity: 100000 }): Rig<T> {
-  const { config, errors } = parseConfig(def.schema, raw);
+  const { options: config, errors } = def.parse(raw);
   const all = [...errors, ...(def.validate?.(config) ?? [])];
   if (all.length) throw new Error(all.map((e) => `${e.key}: ${e.message}`).join("; "));
   const logger = new MemoryLogger();
-  const ctx: ComponentContext = { name: "r1", agentName: "a1", clock: systemClock, logger };
+  const ctx: ComponentContext = componentContext("r1", { agentName: "a1", clock: systemClock, logger });
   const source = def.create(config, ctx);
   const channel = new MemoryChannel("c1", channelOptions);
   channel.start();

@@ -1,6 +1,6 @@
 /** Helpers for the Avro RPC tests: a source over a MemoryChannel, raw sockets, certificates. */
+import { componentContext } from "../../src/components/component.ts";
 import net from "node:net";
-import { parseConfig } from "../../src/config/schema.ts";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import { type Clock, systemClock } from "../../src/core/clock.ts";
 import { bodyText, type Event } from "../../src/core/event.ts";
@@ -19,22 +19,22 @@ export function memoryChannel(name = "c1", options: MemoryChannelOptions = { cap
 
 /** An avro source configured from Flume-style properties, started on an ephemeral port. */
 export async function startSource(props: Record<string, string> = {}, channel = memoryChannel()) {
-  const { config, errors } = parseConfig(avroSource.schema, { bind: "127.0.0.1", port: "0", ...props });
+  const { options: config, errors } = avroSource.parse({ bind: "127.0.0.1", port: "0", ...props });
   if (errors.length > 0) throw new Error(JSON.stringify(errors));
   const validation = avroSource.validate?.(config) ?? [];
   if (validation.length > 0) throw new Error(JSON.stringify(validation));
   const logger = new MemoryLogger();
-  const source: AvroSource = avroSource.create(config, { name: "r1", agentName: "a1", clock: systemClock, logger });
+  const source: AvroSource = avroSource.create(config, componentContext("r1", { agentName: "a1", clock: systemClock, logger }));
   source.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));
   await source.start();
   return { source, channel, logger, port: source.port };
 }
 
 export function makeSink(props: Record<string, string>, channel: MemoryChannel, clock: Clock = systemClock) {
-  const { config, errors } = parseConfig(avroSink.schema, { hostname: "127.0.0.1", ...props });
+  const { options: config, errors } = avroSink.parse({ hostname: "127.0.0.1", ...props });
   if (errors.length > 0) throw new Error(JSON.stringify(errors));
   const logger = new MemoryLogger();
-  const sink: AvroSink = avroSink.create(config, { name: "k1", agentName: "a1", clock, logger });
+  const sink: AvroSink = avroSink.create(config, componentContext("k1", { agentName: "a1", clock, logger }));
   sink.setChannel(channel);
   return { sink, logger };
 }

@@ -623,12 +623,12 @@ export const definition = defineComponent({
     },
   },
   groups: {
-    filegroups: { prefix: "filegroups.", doc: "filegroups.<group> = /dir/regex: the directory and a regex on file names" },
+    filegroupPaths: { prefix: "filegroups.", doc: "filegroups.<group> = /dir/regex: the directory and a regex on file names" },
     headers: { prefix: "headers.", doc: "headers.<group>.<key> = value: a header added to the group's events" },
   },
   create(config, ctx) {
     const groups = config.filegroups;
-    const paths = config.filegroups;
+    const paths = config.filegroupPaths;
     const filegroups: Record<string, string> = {};
     for (const g of groups) if (paths[g] !== undefined) filegroups[g] = paths[g];
     if (Object.keys(filegroups).length === 0) {
@@ -658,7 +658,7 @@ export const definition = defineComponent({
   },
   validate(config) {
     const errors: { key: string; message: string }[] = [];
-    const paths = config.filegroups;
+    const paths = config.filegroupPaths;
     for (const g of config.filegroups) {
       if (paths[g] === undefined) {
         errors.push({ key: `filegroups.${g}`, message: `group "${g}" is listed in filegroups but has no filegroups.${g} path` });

@@ -1,6 +1,7 @@
 // Every channel type the registry knows passes the channel contract (conformance.ts): a channel
 // added later is covered without touching this file. A type that needs more than scratch
 // directories to run (a server, say) gets its setup in SETUP below, or the suite fails for it.
+import { componentContext } from "../../../src/components/component.ts";
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -11,7 +12,6 @@ import { silentLogger } from "../../../src/core/logger.ts";
 import { VirtualClock } from "../../../src/core/virtual-clock.ts";
 import type { ComponentDefinition } from "../../../src/components/component.ts";
 import { allComponents } from "../../../src/components/registry.ts";
-import { parseConfig } from "../../../src/config/schema.ts";
 import { type ChannelUnderTest, checkChannelContract, coverage, type Limits } from "./conformance.ts";
 
 /** Per-type runs: a durable channel does real I/O per commit, so it gets fewer. */
@@ -26,14 +26,14 @@ function underTest(def: ComponentDefinition<unknown>): ChannelUnderTest {
     type: def.schema.type,
     survivesCrash: def.durability !== undefined,
     async open(limits: Limits, clock: VirtualClock): Promise<Channel> {
-      const { config, errors } = parseConfig(def.schema, {
+      const { options: config, errors } = def.parse({
         ...raw,
         capacity: String(limits.capacity),
         transactionCapacity: String(limits.transactionCapacity),
         "keep-alive": String(limits.keepAlive),
       });
       expect(errors).toEqual([]);
-      const channel = def.create(config, { name: "c1", agentName: "a1", clock, logger: silentLogger }) as Channel;
+      const channel = def.create(config, componentContext("c1", { agentName: "a1", clock, logger: silentLogger })) as Channel;
       await channel.start();
       return channel;
     },

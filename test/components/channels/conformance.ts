@@ -160,14 +160,16 @@ class Model {
 
 /** Settles everything the channel started without moving virtual time: microtasks and its I/O. */
 async function quiesce(channel: () => Channel | null): Promise<void> {
-  for (let i = 0; i < 100_000; i++) {
+  // Bounded by wall time, not turns: an fsync on a loaded machine can take a long while.
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
     await nextTurn();
     if (!channel()?.ioBusy?.()) {
       await nextTurn();
       if (!channel()?.ioBusy?.()) return;
     }
   }
-  throw new Error("the channel's I/O never settled");
+  throw new Error("the channel's I/O did not settle within 20 s");
 }
 
 /** One turn of the event loop: every pending continuation runs (cheaper than a 0 ms timer). */

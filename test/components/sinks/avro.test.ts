@@ -1,7 +1,8 @@
+import { componentContext } from "../../../src/components/component.ts";
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import net from "node:net";
-import { parseConfig } from "../../../src/config/schema.ts";
 import { EventDeliveryException } from "../../../src/core/errors.ts";
 import { createEvent } from "../../../src/core/event.ts";
 import { VirtualClock } from "../../../src/core/virtual-clock.ts";
@@ -176,14 +177,18 @@ describe("avro sink", () => {
   });
 
   test("configuration: Flume's defaults and timeouts under a second meaning the default", () => {
-    const { config } = parseConfig(avroSink.schema, { hostname: "h", port: "4141", "request-timeout": "500" });
-    expect(config.int("batch-size")).toBe(100);
-    expect(config.int("connect-timeout")).toBe(20000);
-    expect(config.int("compression-level")).toBe(6);
-    expect(config.string("compression-type")).toBe("none");
+    const { options: config } = avroSink.parse({ hostname: "h", port: "4141", "request-timeout": "500" });
+    expect(config["batch-size"]).toBe(100);
+    expect(config["connect-timeout"]).toBe(20000);
+    expect(config["compression-level"]).toBe(6);
+    expect(config["compression-type"]).toBe("none");
     const made = makeSink({ port: "4141", "request-timeout": "500" }, memoryChannel());
     expect(made.sink.options.requestTimeout).toBe(20000);
-    expect(avroSink.validate?.(parseConfig(avroSink.schema, { hostname: "h", port: "1", ssl: "true", "truststore-type": "JKS" }).config)[0].message).toMatch(/keytool -exportcert/);
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const jks = path.join(tmp.dir, "trust.jks");
+    writeFileSync(jks, new Uint8Array([0xfe, 0xed, 0xfe, 0xed, 0, 0, 0, 2]));
+    expect(avroSink.validate?.(avroSink.parse({ hostname: "h", port: "1", ssl: "true", truststore: jks }).options)[0].message).toMatch(/keytool -exportcert/);
   });
 });
 
@@ -212,8 +217,8 @@ async function startSink(port: number, timeouts: Pick<AvroSinkOptions, "connectT
   const channel = memoryChannel("upstream");
   const logger = new MemoryLogger();
   const sink = new AvroSink(
-    { name: "k1", agentName: "a1", clock: systemClock, logger },
-    { hostname: "127.0.0.1", port, batchSize: 10, resetConnectionInterval: 0, compression: "none", compressionLevel: 6, ssl, tls: { trustAllCerts: true }, ...timeouts },
+    componentContext("k1", { agentName: "a1", clock: systemClock, logger }),
+    { hostname: "127.0.0.1", port, batchSize: 10, resetConnectionInterval: 0, compression: "none", compressionLevel: 6, tls: ssl ? { rejectUnauthorized: false, checkServerIdentity: () => undefined } : null, ...timeouts },
   );
   sink.setChannel(channel);
   cleanups.push(() => sink.stop());

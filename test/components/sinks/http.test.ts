@@ -1,7 +1,7 @@
+import { componentContext } from "../../../src/components/component.ts";
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import http from "node:http";
 import { definition as httpSink, type HttpSink } from "../../../src/components/sinks/http.ts";
-import { parseConfig } from "../../../src/config/schema.ts";
 import { systemClock } from "../../../src/core/clock.ts";
 import { putBatch } from "../../../src/core/channel-processor.ts";
 import { EventDeliveryException } from "../../../src/core/errors.ts";
@@ -50,11 +50,11 @@ afterEach(async () => {
 });
 
 async function sinkWith(raw: Record<string, string>, bodies: string[] = ["e1"]) {
-  const { config, errors } = parseConfig(httpSink.schema, { endpoint: `http://127.0.0.1:${port}/events`, ...raw });
+  const { options: config, errors } = httpSink.parse({ endpoint: `http://127.0.0.1:${port}/events`, ...raw });
   const all = [...errors, ...(httpSink.validate?.(config) ?? [])];
   if (all.length) throw new Error(all.map((e) => `${e.key}: ${e.message}`).join("; "));
   const logger = new MemoryLogger();
-  const sink = httpSink.create(config, { name: "k1", agentName: "a1", clock: systemClock, logger });
+  const sink = httpSink.create(config, componentContext("k1", { agentName: "a1", clock: systemClock, logger }));
   const channel = new MemoryChannel("c1", { capacity: 100, transactionCapacity: 100 });
   channel.start();
   await putBatch(channel, bodies.map((b) => createEvent(b, { h: "v" })));
@@ -149,7 +149,7 @@ describe("http sink", () => {
 
   test("configuration errors name the key", () => {
     const errs = (raw: Record<string, string>) => {
-      const { config, errors } = parseConfig(httpSink.schema, raw);
+      const { options: config, errors } = httpSink.parse(raw);
       return [...errors, ...(httpSink.validate?.(config) ?? [])].map((e) => e.key).join();
     };
     expect(errs({})).toContain("endpoint");

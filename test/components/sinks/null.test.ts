@@ -1,3 +1,4 @@
+import { componentContext } from "../../../src/components/component.ts";
 import { describe, expect, test } from "bun:test";
 import { systemClock } from "../../../src/core/clock.ts";
 import { createEvent } from "../../../src/core/event.ts";
@@ -5,7 +6,7 @@ import { silentLogger } from "../../../src/core/logger.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { NullSink } from "../../../src/components/sinks/null.ts";
 
-const ctx = (name: string) => ({ name, agentName: "a1", clock: systemClock, logger: silentLogger });
+const ctx = (name: string) => (componentContext(name, { agentName: "a1", clock: systemClock, logger: silentLogger }));
 
 describe("null sink", () => {
   test("takes batches and discards them; an empty channel means BACKOFF", async () => {

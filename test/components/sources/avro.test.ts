@@ -5,7 +5,6 @@ import path from "node:path";
 import { createHash, randomBytes } from "node:crypto";
 import { constants, inflateSync, deflateSync } from "node:zlib";
 import tls from "node:tls";
-import { parseConfig } from "../../../src/config/schema.ts";
 import { createEvent } from "../../../src/core/event.ts";
 import type { Event } from "../../../src/core/event.ts";
 import { definition as avroSource } from "../../../src/components/sources/avro.ts";
@@ -17,7 +16,7 @@ import { PROTOCOL_HASH, PROTOCOL_TEXT } from "../../../src/rpc/protocol.ts";
 import { RpcConnectionError, RpcStatusError } from "../../../src/rpc/errors.ts";
 import { MemoryLogger } from "../../../src/core/logger.ts";
 import { AvroRpcServer } from "../../../src/rpc/server.ts";
-import { serverTlsOptions } from "../../../src/rpc/tls.ts";
+import { type ServerTls, serverTlsFromProperties } from "../../../src/net/tls.ts";
 import type { CompressionType } from "../../../src/rpc/transport.ts";
 import { asyncCleanupsAfterEach, tempDir, FIXTURES, slowCommits } from "../../support/helpers.ts";
 import { drain, memoryChannel, rawExchange, startSource, texts, until } from "../../support/rpc.ts";
@@ -251,17 +250,21 @@ describe("avro source", () => {
     expect(await drain(allowed.channel)).toHaveLength(1);
   });
 
-  test("configuration: threads is accepted; bad ipFilterRules and JKS keystores are explained", () => {
+  test("configuration: threads is accepted; bad ipFilterRules and JKS keystores are explained", async () => {
     const parse = (raw: Record<string, string>) => {
-      const { config, errors } = parseConfig(avroSource.schema, { bind: "0.0.0.0", port: "4141", ...raw });
+      const { options: config, errors } = avroSource.parse({ bind: "0.0.0.0", port: "4141", ...raw });
       return [...errors, ...(avroSource.validate?.(config) ?? [])];
     };
     expect(parse({ threads: "8" })).toEqual([]);
     expect(parse({ ipFilter: "true", ipFilterRules: "permit:ip:*" })[0].message).toMatch(/<allow\|deny>:<ip\|name>:<pattern>/);
-    const jks = parse({ ssl: "true", keystore: "/etc/flume/ks.jks", "keystore-type": "JKS" });
-    expect(jks[0].key).toBe("keystore-type");
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const file = path.join(tmp.dir, "ks.jks");
+    await Bun.write(file, new Uint8Array([0xfe, 0xed, 0xfe, 0xed, 0, 0, 0, 2]));
+    const jks = parse({ ssl: "true", keystore: file, "keystore-type": "JKS" });
+    expect(jks[0].key).toBe("keystore");
     expect(jks[0].message).toMatch(/keytool -importkeystore/);
-    expect(jks[0].message).toMatch(/openssl pkcs12/);
+    expect(parse({ ssl: "true", keystore: path.join(tmp.dir, "missing.p12") })[0].message).toMatch(/cannot read .*missing\.p12: ENOENT/);
   });
 
   test("a JKS file given as keystore fails at start with conversion instructions", async () => {
@@ -270,7 +273,7 @@ describe("avro source", () => {
     const jks = path.join(tmp.dir, "keystore.jks");
     await Bun.write(jks, new Uint8Array([0xfe, 0xed, 0xfe, 0xed, 0, 0, 0, 2]));
     const err = await startSource({ ssl: "true", keystore: jks }).catch((e: unknown) => e);
-    expect((err as Error).message).toMatch(/not a PEM file/);
+    expect((err as Error).message).toMatch(/is a Java key store/);
     expect((err as Error).message).toMatch(/keytool -importkeystore -srckeystore .*keystore\.jks/);
   });
 });
@@ -315,7 +318,7 @@ describe("avro source over TLS, a client that never starts the handshake", () =>
     const logger = new MemoryLogger();
     const handler = { appendBatch: async () => "OK" as const, append: async () => "OK" as const };
     // Node's default handshake timeout is 120 s; shortened so the test is quick.
-    const server = new AvroRpcServer(handler, { bind: "127.0.0.1", port: 0, tls: { ...serverTlsOptions({ keystore: cert, keystoreKey: key, keystoreType: "PEM", excludeProtocols: [], includeProtocols: [], excludeCipherSuites: [], includeCipherSuites: [] }), handshakeTimeout: 200 }, logger });
+    const server = new AvroRpcServer(handler, { bind: "127.0.0.1", port: 0, tls: withHandshakeTimeout(pemTls(cert, key), 200), logger });
     const port = await server.listen();
     cleanups.push(() => server.close());
     await new Promise<void>((resolve) => {
@@ -489,11 +492,11 @@ describe("avro source, bytes buffered per connection", () => {
   }, 20000);
 
   test("max-buffered-bytes is configurable, and smaller than max-frame-size is a configuration error", () => {
-    const ok = parseConfig(avroSource.schema, { bind: "127.0.0.1", port: "0", "max-frame-size": "1048576", "max-buffered-bytes": "2097152" });
+    const ok = avroSource.parse({ bind: "127.0.0.1", port: "0", "max-frame-size": "1048576", "max-buffered-bytes": "2097152" });
     expect(ok.errors).toEqual([]);
-    expect(avroSource.validate?.(ok.config) ?? []).toEqual([]);
-    const bad = parseConfig(avroSource.schema, { bind: "127.0.0.1", port: "0", "max-frame-size": "1048576", "max-buffered-bytes": "65536" });
-    const errors = [...bad.errors, ...(avroSource.validate?.(bad.config) ?? [])];
+    expect(avroSource.validate?.(ok.options) ?? []).toEqual([]);
+    const bad = avroSource.parse({ bind: "127.0.0.1", port: "0", "max-frame-size": "1048576", "max-buffered-bytes": "65536" });
+    const errors = [...bad.errors, ...(avroSource.validate?.(bad.options) ?? [])];
     expect(errors.map((e) => e.key)).toEqual(["max-buffered-bytes"]);
   });
 });
@@ -661,3 +664,14 @@ describe("avro source with ssl and ipFilter", () => {
     expect(raw.destroyed).toBe(true);
   });
 });
+
+/** The shared TLS module's server setup for a PEM certificate and key, as a source's properties give it. */
+function pemTls(cert: string, key: string) {
+  const tls = serverTlsFromProperties({ ssl: "true", keystore: cert, "keystore-key": key });
+  if (!tls) throw new Error("ssl is on");
+  return tls;
+}
+
+function withHandshakeTimeout(tls: ServerTls, ms: number): ServerTls {
+  return { ...tls, options: { ...tls.options, handshakeTimeout: ms } };
+}

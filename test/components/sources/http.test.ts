@@ -236,7 +236,7 @@ describe("http source over TLS", () => {
   });
 
   test("ssl without certificate is a configuration error naming the keys", () => {
-    expect(() => rig(httpSource, { port: "0", ssl: "true" })).toThrow(/ssl-certificate/);
+    expect(() => rig(httpSource, { port: "0", ssl: "true" })).toThrow(/keystore: is required when ssl is true/);
   });
 });
 

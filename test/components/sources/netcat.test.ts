@@ -1,3 +1,4 @@
+import { componentContext } from "../../../src/components/component.ts";
 import { describe, expect, test } from "bun:test";
 import net from "node:net";
 import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
@@ -31,7 +32,7 @@ describe("netcat source, bad input", () => {
     const { NetcatSource } = await import("../../../src/components/sources/netcat.ts");
     const logger = new MemoryLogger();
     const channel = new MemoryChannel("c1", { capacity: 100, transactionCapacity: 100 });
-    const source = new NetcatSource({ name: "r1", agentName: "a1", clock: systemClock, logger }, { bind: "127.0.0.1", port: 0, maxLineLength: 512, ackEveryEvent: true });
+    const source = new NetcatSource(componentContext("r1", { agentName: "a1", clock: systemClock, logger }), { bind: "127.0.0.1", port: 0, maxLineLength: 512, ackEveryEvent: true });
     source.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));
     await source.start();
     try {

@@ -1,3 +1,4 @@
+import { componentContext } from "../../../src/components/component.ts";
 import { describe, expect, test } from "bun:test";
 import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
 import { systemClock } from "../../../src/core/clock.ts";
@@ -7,7 +8,7 @@ import { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import { SeqSource } from "../../../src/components/sources/seq.ts";
 
-const ctx = (name: string) => ({ name, agentName: "a1", clock: systemClock, logger: silentLogger });
+const ctx = (name: string) => (componentContext(name, { agentName: "a1", clock: systemClock, logger: silentLogger }));
 
 async function drain(channel: MemoryChannel): Promise<string[]> {
   const out: string[] = [];

@@ -1,7 +1,7 @@
+import { componentContext } from "../../../src/components/component.ts";
 import { describe, expect, test } from "bun:test";
 import { definition as netcatUdp } from "../../../src/components/sources/netcat-udp.ts";
 import { definition as stress, type StressSource } from "../../../src/components/sources/stress.ts";
-import { parseConfig } from "../../../src/config/schema.ts";
 import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
 import type { Clock, TimerHandle } from "../../../src/core/clock.ts";
 import { MemoryLogger } from "../../../src/core/logger.ts";
@@ -27,9 +27,9 @@ class VirtualClock implements Clock {
 }
 
 function stressRig(raw: Record<string, string>, clock: Clock, capacity = 100000) {
-  const { config, errors } = parseConfig(stress.schema, raw);
+  const { options: config, errors } = stress.parse(raw);
   if (errors.length) throw new Error(JSON.stringify(errors));
-  const source = stress.create(config, { name: "s1", agentName: "a1", clock, logger: new MemoryLogger() }) as StressSource;
+  const source = stress.create(config, componentContext("s1", { agentName: "a1", clock, logger: new MemoryLogger() })) as StressSource;
   const channel = new MemoryChannel("c1", { capacity, transactionCapacity: Math.min(capacity, 1000), keepAlive: 0 });
   channel.start();
   source.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));

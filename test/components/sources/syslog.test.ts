@@ -5,7 +5,7 @@ import dgram from "node:dgram";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import tls from "node:tls";
-import type { TlsOptions } from "node:tls";
+import type { ServerTls } from "../../../src/net/tls.ts";
 import { definition as multiport } from "../../../src/components/sources/multiport-syslog-tcp.ts";
 import { definition as syslogTcp } from "../../../src/components/sources/syslog-tcp.ts";
 import { definition as syslogUdp } from "../../../src/components/sources/syslog-udp.ts";
@@ -338,7 +338,7 @@ describe("syslogtcp over TLS, a client that never finishes the handshake", () =>
     const t = tempDir();
     const { cert, key } = selfSignedCert(t.dir);
     const r = rig(syslogTcp, { host: "127.0.0.1", port: "0", ssl: "true", "ssl-certificate": cert, "ssl-key": key });
-    (r.source.options.tls as TlsOptions).handshakeTimeout = QUICK;
+    (r.source.options.tls as ServerTls).options.handshakeTimeout = QUICK;
     await r.source.start();
     try {
       await silentClient(r.source.port);

@@ -1,9 +1,9 @@
+import { componentContext } from "../../../src/components/component.ts";
 import { afterEach, describe, expect, test } from "bun:test";
 import net from "node:net";
 import type { ComponentDefinition } from "../../../src/components/component.ts";
 import { definition as httpSource } from "../../../src/components/sources/http.ts";
 import { definition as netcat } from "../../../src/components/sources/netcat.ts";
-import { parseConfig } from "../../../src/config/schema.ts";
 import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
 import { MemoryLogger } from "../../../src/core/logger.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
@@ -18,11 +18,11 @@ afterEach(async () => {
 
 /** A source on a channel that holds one event (and refuses at once when full), with time that moves only when told. */
 async function startFull<T extends Source & { port: number }>(def: ComponentDefinition<T>, raw: Record<string, string>) {
-  const { config, errors } = parseConfig(def.schema, raw);
+  const { options: config, errors } = def.parse(raw);
   if (errors.length) throw new Error(JSON.stringify(errors));
   const logger = new MemoryLogger();
   const clock = new VirtualClock(Date.now());
-  const source = def.create(config, { name: "r1", agentName: "a1", clock, logger });
+  const source = def.create(config, componentContext("r1", { agentName: "a1", clock, logger }));
   const channel = new MemoryChannel("c1", { capacity: 1, transactionCapacity: 1, keepAlive: 0 });
   channel.start();
   const processor = new ChannelProcessor(new ReplicatingChannelSelector([channel]));

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { LineSplitter } from "../../../src/components/sources/line-splitter.ts";
+import { LineSplitter } from "../../src/io/line-splitter.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();

@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { DatePattern } from "../../../src/components/interceptors/date-pattern.ts";
-import { definition as regexExtractor } from "../../../src/components/interceptors/regex-extractor.ts";
-import { createEvent } from "../../../src/core/event.ts";
-import type { Interceptor } from "../../../src/core/interceptor.ts";
-import { build } from "../../support/interceptors.ts";
+import { DatePattern } from "../../src/java/date-pattern.ts";
+import { definition as regexExtractor } from "../../src/components/interceptors/regex-extractor.ts";
+import { createEvent } from "../../src/core/event.ts";
+import type { Interceptor } from "../../src/core/interceptor.ts";
+import { build } from "../support/interceptors.ts";
 
 const body = (text: string) => createEvent(new TextEncoder().encode(text));
 

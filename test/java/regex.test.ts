@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { definition as removeHeader } from "../../../src/components/interceptors/remove-header.ts";
-import { definition as regexFilter } from "../../../src/components/interceptors/regex-filter.ts";
-import { definition as searchReplace } from "../../../src/components/interceptors/search-replace.ts";
-import { bodyText, createEvent } from "../../../src/core/event.ts";
-import type { Interceptor } from "../../../src/core/interceptor.ts";
-import { build, configErrors } from "../../support/interceptors.ts";
+import { definition as removeHeader } from "../../src/components/interceptors/remove-header.ts";
+import { definition as regexFilter } from "../../src/components/interceptors/regex-filter.ts";
+import { definition as searchReplace } from "../../src/components/interceptors/search-replace.ts";
+import { bodyText, createEvent } from "../../src/core/event.ts";
+import type { Interceptor } from "../../src/core/interceptor.ts";
+import { build, configErrors } from "../support/interceptors.ts";
 
 const body = (text: string) => createEvent(new TextEncoder().encode(text));
 
