@@ -52,6 +52,14 @@ export interface ComponentDefinition<T = unknown, O extends AnyOptions = AnyOpti
    */
   readonly durability?: { crash(instance: T): void | Promise<void> };
   /**
+   * Channels whose instances need more than the process (a server): how `flume simulate` and
+   * `flume replay` run them instead. They build the channel type named by `standIn` in its
+   * place, with this type's values for the properties that play a role (capacity,
+   * transactionCapacity, keepAlive) and scratch storage. The stand-in must be as durable as
+   * this type (declare durability alike), so a simulated crash keeps what a real one keeps.
+   */
+  readonly simulation?: ChannelSimulation;
+  /**
    * Channels: applies changed options to a running instance on reload, keeping its events.
    * Returns the change to run once the reload has stopped the old users, or null when the
    * change needs a new instance. Without it a changed channel is replaced.
@@ -70,7 +78,14 @@ export interface ComponentDeclaration<T, P extends Props, G extends Groups> {
   create(options: OptionsOf<P, G>, ctx: ComponentContext): T;
   validate?(options: OptionsOf<P, G>): PropError[];
   durability?: { crash(instance: T): void | Promise<void> };
+  simulation?: ChannelSimulation;
   reconfigure?(instance: T, options: OptionsOf<P, G>): (() => Promise<void>) | null;
+}
+
+/** See ComponentDefinition.simulation. */
+export interface ChannelSimulation {
+  /** The channel type (Flume type name) built in this one's place by the simulator and replay. */
+  readonly standIn: string;
 }
 
 /** Declares a component: its options type is inferred from the props it lists. */
@@ -82,6 +97,7 @@ export function defineComponent<T, const P extends Props, const G extends Groups
     create: decl.create,
     validate: decl.validate,
     durability: decl.durability,
+    simulation: decl.simulation,
     reconfigure: decl.reconfigure,
   };
 }

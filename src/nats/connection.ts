@@ -9,7 +9,6 @@ import type { MsgHdrs, NatsConnection } from "@nats-io/nats-core";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { Clock, TimerHandle } from "../core/clock.ts";
 import type { Logger } from "../core/logger.ts";
-import { clientTlsOptions, serverTlsOptions } from "../rpc/tls.ts";
 import { messageOf, NatsUnavailableError } from "./errors.ts";
 import type { ConnectionSettings } from "./settings.ts";
 
@@ -121,6 +120,24 @@ export class NatsLink {
     await this.opening?.catch(() => {});
   }
 
+  /**
+   * Drops the connection as a killed process would: nothing buffered is flushed, no
+   * subscription is drained; the server sees the client go.
+   */
+  async crash(): Promise<void> {
+    this.closing = true;
+    this.ready = false;
+    if (this.retryTimer) this.clock.clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    this.wake?.();
+    this.flushWaiters();
+    const nc = this.nc;
+    this.nc = this.js = this.jsm = null;
+    // close() (unlike drain()) destroys the socket without writing what is still queued.
+    if (nc && !nc.isClosed()) await nc.close().catch(() => {});
+    await this.opening?.catch(() => {});
+  }
+
   private flushWaiters(): void {
     for (const w of this.readyWaiters.splice(0)) w();
   }
@@ -213,17 +230,8 @@ export class NatsLink {
       pass: s.password,
       token: s.token,
       authenticator,
-      tls: s.ssl ? tlsOptions(s) : undefined,
+      // node:tls options from src/net/tls.ts; the transport hands them to tls.connect as they are.
+      tls: s.tls ? (s.tls as NonNullable<Parameters<TransportModule["connect"]>[0]>["tls"]) : undefined,
     };
   }
-}
-
-/** Node TLS options from Flume-style settings: the truststore, and a client certificate when given. */
-function tlsOptions(s: ConnectionSettings): Record<string, unknown> {
-  const client = clientTlsOptions(s.tls) as Record<string, unknown>;
-  if (s.tls.keystore) {
-    const { cert, key, passphrase } = serverTlsOptions(s.tls);
-    Object.assign(client, { cert, key, passphrase });
-  }
-  return client;
 }

@@ -3,12 +3,15 @@
  * synchronous. One pull request is outstanding at a time, for as many messages as there is
  * room; it is a long poll, so new messages arrive as soon as they are stored.
  *
- * A prefetched message is already delivered and counts against the consumer's ack-wait, so
- * messages left untaken for half of ack-wait are handed back (nak) for any agent to take,
- * and messages taken by an open transaction are kept alive (in-progress acks) until it ends.
+ * A prefetched message is already delivered: the server counts ack-wait for it. Messages
+ * taken by open transactions, and prefetched ones, are kept alive with in-progress acks on the
+ * server's clock (real time, whatever clock the component runs on), so the server never
+ * redelivers what this process still holds. When the oldest prefetched message has waited
+ * half of ack-wait (the component's clock), the whole prefetch goes back to the stream in
+ * order (nak), so an idle agent can take it and a single agent gets it back in the same order.
  */
 import type { Consumer, JsMsg } from "@nats-io/jetstream";
-import type { Clock, TimerHandle } from "../core/clock.ts";
+import { type Clock, systemClock, type TimerHandle } from "../core/clock.ts";
 import { Deque } from "../core/deque.ts";
 import type { Logger } from "../core/logger.ts";
 import type { NatsLink } from "./connection.ts";
@@ -24,24 +27,40 @@ export interface PullerOptions {
   expires: number;
 }
 
+export interface PullerEvents {
+  /** A message arrived (the buffer was empty before when `first`). */
+  arrived?(first: boolean): void;
+  /** n prefetched messages went back to the stream; the server delivers them again. */
+  handedBack?(n: number): void;
+}
+
+/** Stream order of messages (their stream sequence). */
+const byStreamSeq = (a: JsMsg, b: JsMsg) => a.seq - b.seq;
+
 export class Puller {
   private readonly ready = new Deque<JsMsg>(64);
+  /** When each ready message arrived (component clock), for the hand-back. */
   private readonly arrived = new Deque<number>(64);
+  /** When each held or ready message was last kept alive (real time). */
+  private readonly lastAlive = new Map<JsMsg, number>();
+  /** Messages taken by open transactions. */
+  private readonly held = new Set<JsMsg>();
   private running = false;
   private loop: Promise<void> | null = null;
   private stopCurrent: (() => void) | null = null;
   private roomWaiter: (() => void) | null = null;
-  private guard: TimerHandle | null = null;
-  /** Messages taken by open transactions, with when they were last kept alive. */
-  private readonly held = new Map<JsMsg, number>();
+  private handBackTimer: TimerHandle | null = null;
+  private aliveTimer: TimerHandle | null = null;
   private arrivalWaiters: (() => boolean)[] = [];
+  /** The server's clock: ack-wait runs on real time even when the component's clock is virtual. */
+  private readonly serverClock: Clock = systemClock;
 
   constructor(
     private readonly link: NatsLink,
     private readonly options: PullerOptions,
     private readonly clock: Clock,
     private readonly logger: Logger,
-    private readonly onArrival: () => void = () => {},
+    private readonly events: PullerEvents = {},
   ) {}
 
   get label(): string {
@@ -53,19 +72,29 @@ export class Puller {
     return this.ready.length;
   }
 
+  /** Messages taken by open transactions and not yet settled. */
+  get heldCount(): number {
+    return this.held.size;
+  }
+
+  /** True while a pull is (or is about to be) outstanding: messages the server has for the consumer will arrive. */
+  get pulling(): boolean {
+    return this.running && this.link.ready && this.room() >= this.pullThreshold();
+  }
+
   start(): void {
     if (this.running) return;
     this.running = true;
     this.loop = this.run();
-    this.armGuard();
+    this.armTimers();
   }
 
-  /** The next prefetched message, or undefined; the caller must settle it (ack/nak via settle*). */
+  /** The next prefetched message, or undefined; it is held until ack, nak, requeue or release. */
   shift(): JsMsg | undefined {
     const m = this.ready.popFront();
     if (m === undefined) return undefined;
     this.arrived.popFront();
-    this.held.set(m, this.clock.now());
+    this.held.add(m);
     if (this.roomWaiter && this.ready.length <= this.options.prefetch / 2) {
       const w = this.roomWaiter;
       this.roomWaiter = null;
@@ -77,7 +106,7 @@ export class Puller {
   /** Acknowledges messages a commit is done with; resolves when the server has them. */
   async ack(msgs: readonly JsMsg[], timeout: number): Promise<void> {
     for (let i = 0; i < msgs.length; i++) {
-      this.held.delete(msgs[i]);
+      this.forget(msgs[i]);
       msgs[i].ack();
     }
     await this.flush(timeout);
@@ -86,14 +115,24 @@ export class Puller {
   /** Hands messages back to the stream for redelivery to any agent at once. */
   nak(msgs: readonly JsMsg[]): void {
     for (let i = 0; i < msgs.length; i++) {
-      this.held.delete(msgs[i]);
+      this.forget(msgs[i]);
       msgs[i].nak();
+    }
+  }
+
+  /** Puts taken messages back at the head of the prefetch, in their order (a rolled-back take). */
+  requeue(msgs: readonly JsMsg[]): void {
+    const now = this.clock.now();
+    for (let i = msgs.length - 1; i >= 0; i--) {
+      this.held.delete(msgs[i]);
+      this.ready.pushFront(msgs[i]);
+      this.arrived.pushFront(now);
     }
   }
 
   /** Forgets messages without settling them (the server redelivers them after ack-wait). */
   release(msgs: readonly JsMsg[]): void {
-    for (let i = 0; i < msgs.length; i++) this.held.delete(msgs[i]);
+    for (let i = 0; i < msgs.length; i++) this.forget(msgs[i]);
   }
 
   /** Resolves when at least n messages are buffered, or after ms. */
@@ -114,6 +153,58 @@ export class Puller {
     });
   }
 
+  /** Stops pulling and hands every prefetched and held message back to the stream, in stream order. */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.halt();
+    // Closing the pull withdraws it: the server delivers nothing more to it.
+    this.stopCurrent?.();
+    await this.loop?.catch(() => {});
+    this.loop = null;
+    const all = [...this.ready.toArray(), ...this.held].sort(byStreamSeq);
+    this.ready.clear();
+    this.arrived.clear();
+    this.nak(all);
+  }
+
+  /**
+   * What a killed process leaves: nothing more is pulled, acked or handed back; the server
+   * delivers the prefetched and held messages again after ack-wait.
+   */
+  crash(): void {
+    if (!this.running) return;
+    this.halt();
+    this.stopCurrent?.();
+    this.ready.clear();
+    this.arrived.clear();
+    this.held.clear();
+    this.lastAlive.clear();
+    this.loop = null;
+  }
+
+  private halt(): void {
+    this.running = false;
+    if (this.handBackTimer) this.clock.clearTimeout(this.handBackTimer);
+    if (this.aliveTimer) this.serverClock.clearTimeout(this.aliveTimer);
+    this.handBackTimer = this.aliveTimer = null;
+    this.roomWaiter?.();
+    this.roomWaiter = null;
+    for (const w of this.arrivalWaiters.splice(0)) w();
+  }
+
+  private forget(m: JsMsg): void {
+    this.held.delete(m);
+    this.lastAlive.delete(m);
+  }
+
+  private room(): number {
+    return this.options.prefetch - this.ready.length;
+  }
+
+  private pullThreshold(): number {
+    return Math.max(1, this.options.prefetch / 4);
+  }
+
   private async flush(timeout: number): Promise<void> {
     const nc = this.link.nc;
     if (!nc) throw new Error(`${this.label}: not connected to NATS; the acknowledgements will not reach the server`);
@@ -130,25 +221,6 @@ export class Puller {
     }
   }
 
-  /** Stops pulling and hands every prefetched message back. */
-  async stop(): Promise<void> {
-    if (!this.running) return;
-    this.running = false;
-    if (this.guard) this.clock.clearTimeout(this.guard);
-    this.guard = null;
-    // The pull in flight is left to expire rather than closed: the server would go on
-    // delivering to it (a nak'ed message too), and what it delivers to a closed inbox waits
-    // for ack-wait. What it brings is handed back below.
-    const current = this.stopCurrent;
-    const timer = this.clock.setTimeout(() => current?.(), this.options.expires + 1000);
-    this.roomWaiter?.();
-    for (const w of this.arrivalWaiters.splice(0)) w();
-    await this.loop?.catch(() => {});
-    this.clock.clearTimeout(timer);
-    this.loop = null;
-    this.handBack(Number.POSITIVE_INFINITY);
-  }
-
   private async run(): Promise<void> {
     let consumer: Consumer | null = null;
     let failingSince = 0;
@@ -158,20 +230,25 @@ export class Puller {
         await this.link.whenReady(1000);
         continue;
       }
-      const room = this.options.prefetch - this.ready.length;
-      if (room < Math.max(1, this.options.prefetch / 4)) {
+      const room = this.room();
+      if (room < this.pullThreshold()) {
         await new Promise<void>((resolve) => (this.roomWaiter = resolve));
         continue;
       }
       try {
         const { js } = this.link.requireReady();
         consumer ??= await js.consumers.get(this.options.stream, this.options.consumer);
+        if (!this.running) break;
         const messages = await consumer.fetch({ max_messages: room, expires: this.options.expires });
         this.stopCurrent = () => void messages.close().catch(() => {});
+        if (!this.running) this.stopCurrent();
         for await (const m of messages) {
+          if (!this.running) break;
+          const first = this.ready.length === 0;
           this.ready.pushBack(m);
           this.arrived.pushBack(this.clock.now());
-          if (this.ready.length === 1) this.onArrival();
+          this.lastAlive.set(m, this.serverClock.now());
+          this.events.arrived?.(first);
           if (this.arrivalWaiters.length > 0) this.arrivalWaiters = this.arrivalWaiters.filter((w) => !w());
         }
         this.stopCurrent = null;
@@ -190,44 +267,52 @@ export class Puller {
     }
   }
 
-  private armGuard(): void {
-    const every = Math.max(250, Math.floor(this.options.ackWait / 4));
-    const tick = () => {
-      this.guard = null;
+  private armTimers(): void {
+    const handBackEvery = Math.max(250, Math.floor(this.options.ackWait / 4));
+    const handBackTick = () => {
+      this.handBackTimer = null;
       if (!this.running) return;
       this.handBack(this.options.ackWait / 2);
-      this.keepAlive(this.options.ackWait / 3);
-      this.guard = this.clock.setTimeout(tick, every);
+      this.handBackTimer = this.clock.setTimeout(handBackTick, handBackEvery);
     };
-    this.guard = this.clock.setTimeout(tick, every);
+    this.handBackTimer = this.clock.setTimeout(handBackTick, handBackEvery);
+    const aliveEvery = Math.max(100, Math.floor(this.options.ackWait / 5));
+    const aliveTick = () => {
+      this.aliveTimer = null;
+      if (!this.running) return;
+      this.keepAlive(Math.floor(this.options.ackWait * 0.6));
+      this.aliveTimer = this.serverClock.setTimeout(aliveTick, aliveEvery);
+    };
+    this.aliveTimer = this.serverClock.setTimeout(aliveTick, aliveEvery);
   }
 
-  /** Naks prefetched messages that waited longer than ms, so another agent can take them. */
+  /** When the oldest prefetched message waited longer than ms, hands the whole prefetch back in order. */
   private handBack(ms: number): void {
-    const now = this.clock.now();
-    let n = 0;
-    while (this.ready.length > 0 && (ms === Number.POSITIVE_INFINITY || now - (this.arrived.peekFront() ?? now) > ms)) {
-      const m = this.ready.popFront() as JsMsg;
-      this.arrived.popFront();
-      m.nak();
-      n++;
-    }
-    if (n > 0 && ms !== Number.POSITIVE_INFINITY) this.logger.debug(`${this.label}: handed ${n} prefetched events back to the stream (not taken within ${ms} ms)`);
-    if (n > 0 && this.roomWaiter) {
+    const oldest = this.arrived.peekFront();
+    if (oldest === undefined || this.clock.now() - oldest <= ms) return;
+    const all = this.ready.toArray();
+    this.ready.clear();
+    this.arrived.clear();
+    this.nak(all);
+    this.logger.debug(`${this.label}: handed ${all.length} prefetched events back to the stream (not taken within ${ms} ms)`);
+    this.events.handedBack?.(all.length);
+    if (this.roomWaiter) {
       const w = this.roomWaiter;
       this.roomWaiter = null;
       w();
     }
   }
 
-  /** Tells the server that messages held by open transactions are still being worked on. */
+  /** Tells the server that held and prefetched messages are still ours (in-progress acks), on real time. */
   private keepAlive(ms: number): void {
-    const now = this.clock.now();
-    for (const [m, since] of this.held) {
-      if (now - since > ms) {
+    const now = this.serverClock.now();
+    const touch = (m: JsMsg) => {
+      if (now - (this.lastAlive.get(m) ?? 0) > ms) {
         m.working();
-        this.held.set(m, now);
+        this.lastAlive.set(m, now);
       }
-    }
+    };
+    for (const m of this.held) touch(m);
+    for (let i = 0; i < this.ready.length; i++) touch(this.ready.at(i) as JsMsg);
   }
 }

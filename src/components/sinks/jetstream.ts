@@ -14,9 +14,9 @@ import type { Sink, Status } from "../../core/sink.ts";
 import { type NatsClients, NatsLink } from "../../nats/connection.ts";
 import { messageOf } from "../../nats/errors.ts";
 import { publishBatch } from "../../nats/publish.ts";
-import { CONNECTION_PROPS, type ConnectionSettings, connectionSettings, type StreamSettings, streamProps, streamSettings, validateCommon } from "../../nats/settings.ts";
+import { CONNECTION_PROPS, type ConnectionSettings, connectionSettings, MAX_MSGS_PROP, natsProblems, STREAM_PROPS, type StreamSettings, streamSettings } from "../../nats/settings.ts";
 import { ensureStream } from "../../nats/stream.ts";
-import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { type ComponentContext, defineComponent } from "../component.ts";
 import { BaseSink } from "./base.ts";
 
 export interface JetStreamSinkOptions {
@@ -148,30 +148,27 @@ export class JetStreamSink extends BaseSink implements Sink {
   }
 }
 
-export const definition: ComponentDefinition<JetStreamSink> = {
-  schema: {
-    kind: "sink",
-    type: "jetstream",
-    aliases: ["nats", "org.apache.flume.sink.jetstream.JetStreamSink"],
-    doc: "Publishes events to a NATS JetStream stream; a batch's take commits only after the stream stored every event (Flume's Kafka sink, on JetStream).",
-    props: [
-      ...CONNECTION_PROPS,
-      ...streamProps("max-msgs"),
-      { key: "batch-size", type: "int", default: 100, min: 1, aliases: ["batchSize", "flumeBatchSize"], doc: "Events taken per transaction and published per batch" },
-      { key: "publish-timeout", type: "int", default: 10000, min: 100, doc: "Milliseconds a batch keeps retrying (same message ids) through reconnects and leader elections before it is rolled back" },
-      { key: "msg-id-header", type: "string", doc: "Event header whose value becomes the message id (e.g. the uuid interceptor's id), so the stream drops copies from any sender" },
-    ],
+export const definition = defineComponent({
+  kind: "sink",
+  type: "jetstream",
+  aliases: ["nats", "org.apache.flume.sink.jetstream.JetStreamSink"],
+  doc: "Publishes events to a NATS JetStream stream; a batch's take commits only after the stream stored every event (Flume's Kafka sink, on JetStream).",
+  props: {
+    ...CONNECTION_PROPS,
+    ...STREAM_PROPS,
+    ...MAX_MSGS_PROP,
+    "batch-size": { type: "int", default: 100, min: 1, aliases: ["batchSize", "flumeBatchSize"], roles: ["batchSize"], doc: "Events taken per transaction and published per batch" },
+    "publish-timeout": { type: "int", default: 10000, min: 100, doc: "Milliseconds a batch keeps retrying (same message ids) through reconnects and leader elections before it is rolled back" },
+    "msg-id-header": { type: "string", doc: "Event header whose value becomes the message id (e.g. the uuid interceptor's id), so the stream drops copies from any sender" },
   },
-  validate(config) {
-    return validateCommon(config, { publishes: true, consumes: false });
-  },
-  create(config, ctx) {
+  validate: (o) => natsProblems(o, { publishes: true }),
+  create(o, ctx) {
     return new JetStreamSink(ctx, {
-      connection: connectionSettings(config),
-      stream: streamSettings(config, "max-msgs"),
-      batchSize: config.int("batch-size"),
-      publishTimeout: config.int("publish-timeout"),
-      msgIdHeader: config.optionalString("msg-id-header"),
+      connection: connectionSettings(o),
+      stream: streamSettings(o, o["max-msgs"]),
+      batchSize: o["batch-size"],
+      publishTimeout: o["publish-timeout"],
+      msgIdHeader: o["msg-id-header"] || undefined,
     });
   },
-};
+});

@@ -20,13 +20,14 @@ import {
   type ConsumerSettings,
   connectionSettings,
   consumerSettings,
+  MAX_MSGS_PROP,
+  natsProblems,
+  STREAM_PROPS,
   type StreamSettings,
-  streamProps,
   streamSettings,
-  validateCommon,
 } from "../../nats/settings.ts";
 import { ensureConsumer, ensureStream } from "../../nats/stream.ts";
-import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { type ComponentContext, defineComponent } from "../component.ts";
 import { BaseSource } from "./base.ts";
 
 export interface JetStreamSourceOptions {
@@ -129,32 +130,29 @@ export class JetStreamSource extends BaseSource implements PollableSource {
   }
 }
 
-export const definition: ComponentDefinition<JetStreamSource> = {
-  schema: {
-    kind: "source",
-    type: "jetstream",
-    aliases: ["nats", "org.apache.flume.source.jetstream.JetStreamSource"],
-    doc: "Pulls events from a NATS JetStream stream through a durable consumer shared by every agent naming it; acks only after the channels committed them (Flume's Kafka source, on JetStream).",
-    props: [
-      ...CONNECTION_PROPS,
-      ...streamProps("max-msgs"),
-      ...CONSUMER_PROPS,
-      { key: "filter-subject", type: "string", doc: "Only events on this subject (wildcards allowed); default: every subject of the stream" },
-      { key: "batchSize", type: "int", default: 1000, min: 1, aliases: ["batch-size"], doc: "Most events written to the channels in one batch" },
-      { key: "batchDurationMillis", type: "int", default: 1000, min: 0, doc: "Milliseconds a batch waits to fill before it is written" },
-    ],
+export const definition = defineComponent({
+  kind: "source",
+  type: "jetstream",
+  aliases: ["nats", "org.apache.flume.source.jetstream.JetStreamSource"],
+  doc: "Pulls events from a NATS JetStream stream through a durable consumer shared by every agent naming it; acks only after the channels committed them (Flume's Kafka source, on JetStream).",
+  props: {
+    ...CONNECTION_PROPS,
+    ...STREAM_PROPS,
+    ...MAX_MSGS_PROP,
+    ...CONSUMER_PROPS,
+    "filter-subject": { type: "string", doc: "Only events on this subject (wildcards allowed); default: every subject of the stream" },
+    batchSize: { type: "int", default: 1000, min: 1, aliases: ["batch-size"], roles: ["batchSize"], doc: "Most events written to the channels in one batch" },
+    batchDurationMillis: { type: "int", default: 1000, min: 0, doc: "Milliseconds a batch waits to fill before it is written" },
   },
-  validate(config) {
-    return validateCommon(config, { publishes: false, consumes: true });
-  },
-  create(config, ctx) {
+  validate: (o) => natsProblems(o, { publishes: false }),
+  create(o, ctx) {
     return new JetStreamSource(ctx, {
-      connection: connectionSettings(config),
-      stream: streamSettings(config, "max-msgs"),
-      consumer: consumerSettings(config),
-      batchSize: config.int("batchSize"),
-      batchDurationMillis: config.int("batchDurationMillis"),
-      filterSubject: config.optionalString("filter-subject"),
+      connection: connectionSettings(o),
+      stream: streamSettings(o, o["max-msgs"]),
+      consumer: consumerSettings(o),
+      batchSize: o.batchSize,
+      batchDurationMillis: o.batchDurationMillis,
+      filterSubject: o["filter-subject"] || undefined,
     });
   },
-};
+});

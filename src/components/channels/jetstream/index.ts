@@ -1,49 +1,63 @@
 /** `type = jetstream`: schema and factory of the channel kept in a NATS JetStream stream (see jetstream-channel.ts). */
-import type { ComponentSchema } from "../../../config/schema.ts";
-import { CONNECTION_PROPS, CONSUMER_PROPS, connectionSettings, consumerSettings, streamProps, streamSettings, validateCommon } from "../../../nats/settings.ts";
-import type { ComponentDefinition } from "../../component.ts";
+import type { Props } from "../../../config/schema.ts";
+import { CONNECTION_PROPS, CONSUMER_PROPS, connectionSettings, consumerSettings, DEFAULT_MAX_MSGS, natsProblems, STREAM_PROPS, streamSettings } from "../../../nats/settings.ts";
+import { defineComponent } from "../../component.ts";
 import { JetStreamChannel } from "./jetstream-channel.ts";
 
 export { JetStreamChannel, JetStreamTransaction, type JetStreamChannelOptions } from "./jetstream-channel.ts";
 
-export const schema: ComponentSchema = {
+const props = {
+  ...CONNECTION_PROPS,
+  ...STREAM_PROPS,
+  capacity: {
+    type: "int",
+    default: DEFAULT_MAX_MSGS,
+    min: 1,
+    aliases: ["max-msgs"],
+    roles: ["capacity"],
+    doc: "Most events in the channel (stored and not yet taken by a committed transaction), over every agent sharing it; the stream is created with max-msgs = capacity + transactionCapacity",
+  },
+  ...CONSUMER_PROPS,
+  transactionCapacity: { type: "int", default: 1000, min: 1, roles: ["transactionCapacity"], doc: "Maximum number of events one transaction may put or take" },
+  prefetch: { type: "int", default: 0, min: 0, doc: "Events pulled from the server ahead of takes (0: transactionCapacity)" },
+  "keep-alive": { type: "int", default: 3, min: 0, roles: ["keepAlive"], doc: "Seconds a commit waits for room in a full stream before failing with ChannelFullException" },
+  "commit-timeout": { type: "int", default: 10000, min: 100, doc: "Milliseconds a commit keeps retrying (same message ids) through reconnects and leader elections before failing" },
+} as const satisfies Props;
+
+export const definition = defineComponent({
   kind: "channel",
   type: "jetstream",
   aliases: ["nats", "org.apache.flume.channel.jetstream.JetStreamChannel"],
   doc: "Durable channel in a NATS JetStream stream, shared by every agent naming the same stream and consumer (Flume's Kafka channel, on JetStream); replicated on a cluster.",
-  props: [
-    ...CONNECTION_PROPS,
-    ...streamProps("capacity"),
-    ...CONSUMER_PROPS,
-    { key: "transactionCapacity", type: "int", default: 1000, min: 1, doc: "Maximum number of events one transaction may put or take" },
-    { key: "prefetch", type: "int", default: 0, min: 0, doc: "Events pulled from the server ahead of takes (0: transactionCapacity)" },
-    { key: "keep-alive", type: "int", default: 3, min: 0, doc: "Seconds a commit waits for room in a full stream before failing with ChannelFullException" },
-    { key: "commit-timeout", type: "int", default: 10000, min: 100, doc: "Milliseconds a commit keeps retrying (same message ids) through reconnects and leader elections before failing" },
-  ],
-};
-
-export const definition: ComponentDefinition<JetStreamChannel> = {
-  schema,
-  validate(config) {
-    const errors = validateCommon(config, { publishes: true, consumes: true });
-    if (config.int("transactionCapacity") > config.int("capacity")) {
-      errors.push({ key: "transactionCapacity", message: `transactionCapacity (${config.int("transactionCapacity")}) cannot be greater than the capacity of the channel (${config.int("capacity")})` });
+  props,
+  // A killed agent leaves its connection dropped: nothing acked or handed back; the server
+  // delivers what it had taken and not committed again after ack-wait.
+  durability: { crash: (channel: JetStreamChannel) => channel.crash() },
+  // The stream lives on a server: `flume simulate` and `flume replay` run a file channel with
+  // the same limits in its place, which keeps committed events through a crash as the stream does.
+  simulation: { standIn: "file" },
+  validate(o) {
+    const errors = natsProblems(o, { publishes: true });
+    if (o.transactionCapacity > o.capacity) {
+      errors.push({ key: "transactionCapacity", message: `transactionCapacity (${o.transactionCapacity}) cannot be greater than the capacity of the channel (${o.capacity})` });
     }
     return errors;
   },
-  create(config, ctx) {
+  create(o, ctx) {
     return new JetStreamChannel(
       ctx.name,
       {
-        connection: connectionSettings(config),
-        stream: streamSettings(config, "capacity"),
-        consumer: consumerSettings(config),
-        transactionCapacity: config.int("transactionCapacity"),
-        prefetch: config.int("prefetch"),
-        keepAlive: config.int("keep-alive"),
-        commitTimeout: config.int("commit-timeout"),
+        connection: connectionSettings(o),
+        // The stream's own limit leaves room for one transaction's puts before its takes are acknowledged.
+        stream: streamSettings(o, o.capacity + o.transactionCapacity),
+        consumer: consumerSettings(o),
+        capacity: o.capacity,
+        transactionCapacity: o.transactionCapacity,
+        prefetch: o.prefetch,
+        keepAlive: o["keep-alive"],
+        commitTimeout: o["commit-timeout"],
       },
       { clock: ctx.clock, logger: ctx.logger },
     );
   },
-};
+});

@@ -7,9 +7,18 @@
  * one, so they become visible to takers only at commit, and a publish retried inside the
  * commit is not stored twice (the stream's duplicate window drops it).
  * Take: events come from a durable pull consumer shared by every agent (competing
- * consumers), prefetched so that take() is synchronous; commit acks them, rollback naks them
- * so any agent gets them again at once. An agent that dies leaves its taken events
- * unacknowledged; the server redelivers them after ack-wait.
+ * consumers), prefetched so that take() is synchronous; commit acks them; rollback puts them
+ * back at the head of the prefetch in their order (as Flume's Kafka channel seeks back).
+ *
+ * Capacity is the backlog (events stored and not yet taken by a committed transaction, over
+ * every agent), known from the server every second and from this channel's own commits at
+ * once: a commit that would exceed it waits up to keep-alive, in arrival order, then fails
+ * with ChannelFullException having published nothing. The stream itself is created with
+ * room for one more transaction (max-msgs = capacity + transactionCapacity), so a
+ * transaction's puts fit before its takes are acknowledged.
+ *
+ * A killed agent leaves its taken and prefetched events unacknowledged; the server delivers
+ * them again after ack-wait.
  */
 import { randomBytes } from "node:crypto";
 import type { JsMsg } from "@nats-io/jetstream";
@@ -20,6 +29,7 @@ import { ChannelException, ChannelFullException } from "../../../core/errors.ts"
 import type { Event } from "../../../core/event.ts";
 import type { LifecycleState } from "../../../core/lifecycle.ts";
 import { type Logger, silentLogger } from "../../../core/logger.ts";
+import { Permits } from "../../../core/permits.ts";
 import { BasicTransaction } from "../../../core/transaction.ts";
 import { type NatsClients, NatsLink } from "../../../nats/connection.ts";
 import { messageOf, StreamFullError } from "../../../nats/errors.ts";
@@ -34,6 +44,8 @@ export interface JetStreamChannelOptions {
   connection: ConnectionSettings;
   stream: StreamSettings;
   consumer: ConsumerSettings;
+  /** Most events in the backlog (the stream's max-msgs is a backstop above it). */
+  capacity: number;
   transactionCapacity: number;
   /** Events pulled ahead of takes (0: transactionCapacity). */
   prefetch: number;
@@ -45,7 +57,7 @@ export interface JetStreamChannelOptions {
   pullExpires?: number;
 }
 
-/** How often ChannelSize is read from the server. */
+/** How often the backlog (ChannelSize, room for commits) is read from the server. */
 const SIZE_REFRESH_MS = 1000;
 
 export class JetStreamTransaction extends BasicTransaction {
@@ -87,8 +99,17 @@ export class JetStreamChannel implements Channel {
   private readonly idPrefix = randomBytes(9).toString("base64url");
   private nextTx = 1;
   private sizeTimer: TimerHandle | null = null;
-  private sizeReading = false;
   private putListeners: (() => void)[] = [];
+  /** Room in the backlog: capacity less the events known to be stored and not yet taken for good. */
+  private readonly room: Permits;
+  /** Network operations in flight (publishes, acks, backlog reads). */
+  private inflight = 0;
+  /** Commits started or finished since a backlog read was sent (a read that saw neither is current). */
+  private commits = 0;
+  /** Events the server has for the consumer that may still arrive here (see ioBusy). */
+  private owed = 0;
+  /** Events held by open transactions at the last commit or rollback (ChannelSize is set as of then). */
+  private heldAtLastMark = 0;
 
   constructor(
     readonly name: string,
@@ -98,7 +119,8 @@ export class JetStreamChannel implements Channel {
     this.clock = deps.clock ?? systemClock;
     this.logger = deps.logger ?? silentLogger;
     this.counter = new JetStreamChannelCounter(name, this.clock);
-    this.counter.set("ChannelCapacity", Math.max(0, options.stream.maxMsgs));
+    this.counter.set("ChannelCapacity", options.capacity);
+    this.room = new Permits(options.capacity, this.clock);
     const label = `jetstream channel ${name}`;
     this.link = new NatsLink(label, options.connection, (clients) => this.setup(clients), this.clock, this.logger);
     this.puller = new Puller(
@@ -112,8 +134,12 @@ export class JetStreamChannel implements Channel {
       },
       this.clock,
       this.logger,
-      () => {
-        for (let i = 0; i < this.putListeners.length; i++) this.putListeners[i]();
+      {
+        arrived: (first) => {
+          if (this.owed > 0) this.owed--;
+          if (first) for (let i = 0; i < this.putListeners.length; i++) this.putListeners[i]();
+        },
+        handedBack: (n) => (this.owed += n),
       },
     );
   }
@@ -142,6 +168,16 @@ export class JetStreamChannel implements Channel {
     };
   }
 
+  /**
+   * True while a publish, an acknowledgement or a backlog read is in flight, or while events
+   * the server has for the consumer are still on their way into the prefetch (the simulator
+   * and the conformance suite wait for it before moving virtual time). Exact when this channel
+   * is the consumer's only user; with other agents it may stay true until a backlog read.
+   */
+  ioBusy(): boolean {
+    return this.inflight > 0 || (this.owed > 0 && this.puller.pulling);
+  }
+
   /** True once connected to NATS with the stream and consumer in place. */
   get connected(): boolean {
     return this.link.ready;
@@ -160,26 +196,46 @@ export class JetStreamChannel implements Channel {
     this.link.open();
   }
 
+  /** Stops pulling, hands prefetched and held events back to the stream, and closes the connection. */
   async stop(): Promise<void> {
     if (this.state !== "START") return;
     this.state = "STOP";
-    if (this.sizeTimer) this.clock.clearTimeout(this.sizeTimer);
-    this.sizeTimer = null;
+    this.stopTimers();
     await this.puller.stop();
     await this.link.close();
     this.counter.connected = false;
     this.counter.stop();
   }
 
+  /**
+   * What a killed process leaves: the connection drops with nothing acknowledged or handed
+   * back; the server delivers this channel's prefetched and taken events again after ack-wait.
+   */
+  async crash(): Promise<void> {
+    if (this.state !== "START") return;
+    this.state = "STOP";
+    this.stopTimers();
+    this.puller.crash();
+    await this.link.crash();
+    this.counter.connected = false;
+    this.counter.stop();
+  }
+
+  private stopTimers(): void {
+    if (this.sizeTimer) this.clock.clearTimeout(this.sizeTimer);
+    this.sizeTimer = null;
+  }
+
   private async setup({ jsm, mod }: NatsClients): Promise<void> {
     const o = this.options;
-    const stream = await ensureStream(jsm, mod, o.stream, { label: this.label, logger: this.logger, publishes: true });
-    await ensureConsumer(jsm, mod, o.stream.stream, o.consumer, { label: this.label, logger: this.logger });
-    this.counter.set("ChannelCapacity", Math.max(0, stream.config.max_msgs ?? 0));
+    await ensureStream(jsm, mod, o.stream, { label: this.label, logger: this.logger, publishes: true });
+    const consumer = await ensureConsumer(jsm, mod, o.stream.stream, o.consumer, { label: this.label, logger: this.logger });
     this.counter.connected = true;
+    this.backlogRead(consumer.num_pending + consumer.num_ack_pending, consumer.num_pending, consumer.num_ack_pending);
+    this.owed = consumer.num_pending + consumer.num_ack_pending;
     if (this.state === "START") {
       this.puller.start();
-      this.scheduleSizeRead(0);
+      this.scheduleSizeRead(SIZE_REFRESH_MS);
     }
   }
 
@@ -187,22 +243,43 @@ export class JetStreamChannel implements Channel {
     if (this.sizeTimer || this.state !== "START") return;
     this.sizeTimer = this.clock.setTimeout(() => {
       this.sizeTimer = null;
-      void this.readSize().finally(() => this.scheduleSizeRead(SIZE_REFRESH_MS));
+      void this.readBacklog().finally(() => this.scheduleSizeRead(SIZE_REFRESH_MS));
     }, ms);
   }
 
-  private async readSize(): Promise<void> {
-    if (this.sizeReading || !this.link.ready || !this.link.jsm) return;
-    this.sizeReading = true;
+  /** Reads the shared backlog from the server: ChannelSize, and room others made or took. */
+  private async readBacklog(): Promise<void> {
+    if (!this.link.ready || !this.link.jsm) return;
+    const commitsBefore = this.commits;
+    this.inflight++;
     try {
       const info = await this.link.jsm.consumers.info(this.options.stream.stream, this.options.consumer.consumer);
-      this.counter.values.ChannelSize = info.num_pending + info.num_ack_pending;
       this.counter.connected = true;
+      // A commit that ran meanwhile may or may not be in the answer: the next read settles it.
+      if (this.commits === commitsBefore && this.inflight === 1) this.backlogRead(info.num_pending + info.num_ack_pending, info.num_pending, info.num_ack_pending);
     } catch {
       this.counter.connected = this.link.ready;
     } finally {
-      this.sizeReading = false;
+      this.inflight--;
     }
+  }
+
+  /** Takes a backlog the server reported as the truth: room for commits, ChannelSize, events owed. */
+  private backlogRead(backlog: number, undelivered: number, unacked: number): void {
+    const known = this.options.capacity - this.room.free;
+    if (backlog > known) this.room.reduce(backlog - known);
+    else if (backlog < known) this.room.release(known - backlog);
+    this.counter.values.ChannelSize = Math.max(0, backlog - this.heldAtLastMark);
+    // At most what is undelivered, plus what is delivered and not here (with another agent, or coming back).
+    const here = this.puller.buffered + this.puller.heldCount;
+    this.owed = Math.min(this.owed, undelivered + Math.max(0, unacked - here));
+  }
+
+  /** ChannelSize as Flume sets it, at each commit and rollback: the backlog less what open transactions hold. */
+  private markSize(): void {
+    const held = this.puller.heldCount;
+    this.heldAtLastMark = held;
+    this.counter.values.ChannelSize = Math.max(0, this.options.capacity - this.room.free - held);
   }
 
   // ---- transaction operations ----
@@ -231,55 +308,95 @@ export class JetStreamChannel implements Channel {
   }
 
   async commit(tx: JetStreamTransaction): Promise<void> {
-    const c = this.counter.values;
-    if (tx.puts.length > 0) {
-      if (this.state !== "START") throw new ChannelException(`${this.label} is not started (state ${this.state})`);
-      tx.txKey ??= `${this.idPrefix}.${this.nextTx++}`;
-      const ids = new Array<string>(tx.puts.length);
-      for (let i = 0; i < ids.length; i++) ids[i] = `${tx.txKey}.${i}`;
-      const started = this.clock.now();
-      try {
-        const r = await publishBatch(
-          this.link,
-          { subject: this.options.stream.subject, stream: this.options.stream.stream, timeout: this.options.commitTimeout, fullWait: this.options.keepAlive * 1000 },
-          tx.puts,
-          ids,
-          this.clock,
-        );
-        c["channel.jetstream.publish.retry.count"] += r.retries;
-        c["channel.jetstream.publish.duplicate.count"] += r.duplicates;
-      } catch (err) {
-        if (err instanceof StreamFullError) throw new ChannelFullException(`${this.label}: ${err.message}`, { cause: err });
-        throw new ChannelException(`${this.label}: commit of ${tx.puts.length} events failed: ${messageOf(err)}`, { cause: err });
-      } finally {
-        c["channel.jetstream.event.send.time"] += this.clock.now() - started;
-      }
-      c.EventPutSuccessCount += tx.puts.length;
-      tx.puts = [];
-      tx.txKey = null;
+    const puts = tx.puts.length;
+    const takes = tx.takes.length;
+    if (puts === 0 && takes === 0) return;
+    if (this.state !== "START") throw new ChannelException(`${this.label} is not started (state ${this.state})`);
+    this.commits++;
+    // Room for the net puts, reserved in arrival order (takes of the same transaction give theirs back).
+    const reserved = Math.max(0, puts - takes);
+    const waitMs = this.options.keepAlive * 1000;
+    const started = this.clock.now();
+    let got = this.room.tryAcquire(reserved, waitMs);
+    if (typeof got !== "boolean") got = await got;
+    if (!got) {
+      throw new ChannelFullException(
+        `Space for commit to the stream couldn't be acquired. Sinks are likely not keeping up with sources, or the capacity is too tight (channel ${this.name}, stream ${this.options.stream.stream}, capacity ${this.options.capacity})`,
+      );
     }
-    if (tx.takes.length > 0) {
-      const started = this.clock.now();
-      try {
-        await this.puller.ack(tx.takes, this.options.commitTimeout);
-      } catch (err) {
-        // The acks may still reach the server; if not, the events are delivered again (at least once).
-        this.puller.release(tx.takes);
-        tx.takes = [];
-        throw new ChannelException(`${this.label}: take commit not confirmed: ${messageOf(err)}`, { cause: err });
-      } finally {
-        c["channel.jetstream.commit.time"] += this.clock.now() - started;
+    let stored = 0;
+    let acked = 0;
+    this.inflight++;
+    try {
+      if (puts > 0) {
+        await this.publishPuts(tx, Math.max(0, waitMs - (this.clock.now() - started)));
+        stored = puts;
       }
-      c.EventTakeSuccessCount += tx.takes.length;
-      tx.takes = [];
+      if (takes > 0) {
+        await this.ackTakes(tx);
+        acked = takes;
+      }
+    } finally {
+      this.inflight--;
+      this.commits++;
+      // The backlog moved by what was stored less what was acknowledged.
+      const delta = stored - acked - reserved;
+      if (delta > 0) this.room.reduce(delta);
+      else if (delta < 0) this.room.release(-delta);
+      this.owed += stored;
+      this.markSize();
     }
   }
 
+  private async publishPuts(tx: JetStreamTransaction, fullWait: number): Promise<void> {
+    const c = this.counter.values;
+    tx.txKey ??= `${this.idPrefix}.${this.nextTx++}`;
+    const ids = new Array<string>(tx.puts.length);
+    for (let i = 0; i < ids.length; i++) ids[i] = `${tx.txKey}.${i}`;
+    const started = this.clock.now();
+    try {
+      const r = await publishBatch(
+        this.link,
+        { subject: this.options.stream.subject, stream: this.options.stream.stream, timeout: this.options.commitTimeout, fullWait },
+        tx.puts,
+        ids,
+        this.clock,
+      );
+      c["channel.jetstream.publish.retry.count"] += r.retries;
+      c["channel.jetstream.publish.duplicate.count"] += r.duplicates;
+    } catch (err) {
+      if (err instanceof StreamFullError) throw new ChannelFullException(`${this.label}: ${err.message}`, { cause: err });
+      throw new ChannelException(`${this.label}: commit of ${tx.puts.length} events failed: ${messageOf(err)}`, { cause: err });
+    } finally {
+      c["channel.jetstream.event.send.time"] += this.clock.now() - started;
+    }
+    c.EventPutSuccessCount += tx.puts.length;
+    tx.puts = [];
+    tx.txKey = null;
+  }
+
+  private async ackTakes(tx: JetStreamTransaction): Promise<void> {
+    const c = this.counter.values;
+    const started = this.clock.now();
+    try {
+      await this.puller.ack(tx.takes, this.options.commitTimeout);
+    } catch (err) {
+      // The acks may still reach the server; if not, the events are delivered again (at least once).
+      tx.takes = [];
+      throw new ChannelException(`${this.label}: take commit not confirmed: ${messageOf(err)}`, { cause: err });
+    } finally {
+      c["channel.jetstream.commit.time"] += this.clock.now() - started;
+    }
+    c.EventTakeSuccessCount += tx.takes.length;
+    tx.takes = [];
+  }
+
   rollback(tx: JetStreamTransaction): void {
-    if (tx.takes.length > 0) this.puller.nak(tx.takes);
+    if (tx.takes.length > 0) this.puller.requeue(tx.takes);
     tx.takes = [];
     tx.puts = [];
     tx.txKey = null;
     this.counter.values["channel.rollback.count"]++;
+    this.markSize();
   }
 }
