@@ -45,6 +45,8 @@ export class Puller {
   private readonly lastAlive = new Map<JsMsg, number>();
   /** Messages taken by open transactions. */
   private readonly held = new Set<JsMsg>();
+  /** Stream sequences of the ready and held messages. */
+  private readonly here = new Set<number>();
   private running = false;
   private loop: Promise<void> | null = null;
   private stopCurrent: (() => void) | null = null;
@@ -157,9 +159,13 @@ export class Puller {
   async stop(): Promise<void> {
     if (!this.running) return;
     this.halt();
-    // Closing the pull withdraws it: the server delivers nothing more to it.
-    this.stopCurrent?.();
+    // The pull in flight is left to expire rather than closed: the server may still hand it a
+    // message (one nak'ed below too), which would then wait for ack-wait in a closed inbox.
+    // What it brings is handed back with the rest.
+    const current = this.stopCurrent;
+    const timer = this.clock.setTimeout(() => current?.(), this.options.expires + 1000);
     await this.loop?.catch(() => {});
+    this.clock.clearTimeout(timer);
     this.loop = null;
     const all = [...this.ready.toArray(), ...this.held].sort(byStreamSeq);
     this.ready.clear();
@@ -178,6 +184,7 @@ export class Puller {
     this.ready.clear();
     this.arrived.clear();
     this.held.clear();
+    this.here.clear();
     this.lastAlive.clear();
     this.loop = null;
   }
@@ -193,6 +200,7 @@ export class Puller {
   }
 
   private forget(m: JsMsg): void {
+    this.here.delete(m.seq);
     this.held.delete(m);
     this.lastAlive.delete(m);
   }
@@ -241,9 +249,14 @@ export class Puller {
         if (!this.running) break;
         const messages = await consumer.fetch({ max_messages: room, expires: this.options.expires });
         this.stopCurrent = () => void messages.close().catch(() => {});
-        if (!this.running) this.stopCurrent();
         for await (const m of messages) {
-          if (!this.running) break;
+          // An event already here (prefetched or held) may be delivered again: after ack-wait,
+          // or twice after a nak (nats-server 2.9). One copy is kept; the arrival still counts.
+          if (this.here.has(m.seq)) {
+            this.events.arrived?.(false);
+            continue;
+          }
+          this.here.add(m.seq);
           const first = this.ready.length === 0;
           this.ready.pushBack(m);
           this.arrived.pushBack(this.clock.now());

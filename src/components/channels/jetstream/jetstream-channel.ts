@@ -21,7 +21,7 @@
  * them again after ack-wait.
  */
 import { randomBytes } from "node:crypto";
-import type { JsMsg } from "@nats-io/jetstream";
+import type { ConsumerInfo, JsMsg, StreamInfo } from "@nats-io/jetstream";
 import type { Channel } from "../../../core/channel.ts";
 import type { Clock, TimerHandle } from "../../../core/clock.ts";
 import { systemClock } from "../../../core/clock.ts";
@@ -136,7 +136,8 @@ export class JetStreamChannel implements Channel {
       this.logger,
       {
         arrived: (first) => {
-          if (this.owed > 0) this.owed--;
+          // May go below zero for a moment: an event can arrive before its commit has counted it.
+          this.owed--;
           if (first) for (let i = 0; i < this.putListeners.length; i++) this.putListeners[i]();
         },
         handedBack: (n) => (this.owed += n),
@@ -228,11 +229,10 @@ export class JetStreamChannel implements Channel {
 
   private async setup({ jsm, mod }: NatsClients): Promise<void> {
     const o = this.options;
-    await ensureStream(jsm, mod, o.stream, { label: this.label, logger: this.logger, publishes: true });
+    const stream = await ensureStream(jsm, mod, o.stream, { label: this.label, logger: this.logger, publishes: true });
     const consumer = await ensureConsumer(jsm, mod, o.stream.stream, o.consumer, { label: this.label, logger: this.logger });
     this.counter.connected = true;
-    this.backlogRead(consumer.num_pending + consumer.num_ack_pending, consumer.num_pending, consumer.num_ack_pending);
-    this.owed = consumer.num_pending + consumer.num_ack_pending;
+    this.backlogRead(stream, consumer);
     if (this.state === "START") {
       this.puller.start();
       this.scheduleSizeRead(SIZE_REFRESH_MS);
@@ -249,14 +249,16 @@ export class JetStreamChannel implements Channel {
 
   /** Reads the shared backlog from the server: ChannelSize, and room others made or took. */
   private async readBacklog(): Promise<void> {
-    if (!this.link.ready || !this.link.jsm) return;
+    const jsm = this.link.ready ? this.link.jsm : null;
+    if (!jsm) return;
     const commitsBefore = this.commits;
     this.inflight++;
     try {
-      const info = await this.link.jsm.consumers.info(this.options.stream.stream, this.options.consumer.consumer);
+      const { stream, consumer } = this.options;
+      const [s, c] = await Promise.all([jsm.streams.info(stream.stream), jsm.consumers.info(stream.stream, consumer.consumer)]);
       this.counter.connected = true;
       // A commit that ran meanwhile may or may not be in the answer: the next read settles it.
-      if (this.commits === commitsBefore && this.inflight === 1) this.backlogRead(info.num_pending + info.num_ack_pending, info.num_pending, info.num_ack_pending);
+      if (this.commits === commitsBefore && this.inflight === 1) this.backlogRead(s, c);
     } catch {
       this.counter.connected = this.link.ready;
     } finally {
@@ -264,15 +266,21 @@ export class JetStreamChannel implements Channel {
     }
   }
 
-  /** Takes a backlog the server reported as the truth: room for commits, ChannelSize, events owed. */
-  private backlogRead(backlog: number, undelivered: number, unacked: number): void {
+  /** Takes the backlog the server reported as the truth: room for commits, ChannelSize, events owed. */
+  private backlogRead(stream: StreamInfo, consumer: ConsumerInfo): void {
+    const undelivered = consumer.num_pending;
+    const unacked = consumer.num_ack_pending;
+    // A work queue holds exactly the events not yet taken for good; the consumer's counts can
+    // count an event twice for a moment (nats-server 2.9, after a nak), the stream's cannot.
+    const backlog = this.options.stream.retention === "workqueue" ? stream.state.messages : undelivered + unacked;
     const known = this.options.capacity - this.room.free;
     if (backlog > known) this.room.reduce(backlog - known);
     else if (backlog < known) this.room.release(known - backlog);
     this.counter.values.ChannelSize = Math.max(0, backlog - this.heldAtLastMark);
-    // At most what is undelivered, plus what is delivered and not here (with another agent, or coming back).
+    // What is undelivered, plus what is delivered and not here (on its way, coming back after
+    // ack-wait, or with another agent: then this overcounts until that agent commits).
     const here = this.puller.buffered + this.puller.heldCount;
-    this.owed = Math.min(this.owed, undelivered + Math.max(0, unacked - here));
+    this.owed = Math.min(undelivered + Math.max(0, unacked - here), Math.max(0, backlog - here));
   }
 
   /** ChannelSize as Flume sets it, at each commit and rollback: the backlog less what open transactions hold. */
@@ -310,7 +318,10 @@ export class JetStreamChannel implements Channel {
   async commit(tx: JetStreamTransaction): Promise<void> {
     const puts = tx.puts.length;
     const takes = tx.takes.length;
-    if (puts === 0 && takes === 0) return;
+    if (puts === 0 && takes === 0) {
+      this.markSize();
+      return;
+    }
     if (this.state !== "START") throw new ChannelException(`${this.label} is not started (state ${this.state})`);
     this.commits++;
     // Room for the net puts, reserved in arrival order (takes of the same transaction give theirs back).
