@@ -247,7 +247,7 @@ async function simulate(o: SimulationOptions, topo: Topology, workDir: string, h
     if (watch >= 0) {
       const i = watch;
       topo.channels.forEach((c, k) => {
-        if (ledger.heldOf(k, i) > 0) note(c.durable ? `CRASH: it stays in file channel ${c.name}, which keeps committed events` : `CRASH: memory channel ${c.name} loses its contents, this event with them`);
+        if (ledger.heldOf(k, i) > 0) note(c.durable ? `CRASH: it stays in ${c.type} channel ${c.name}, which keeps committed events` : `CRASH: ${c.type} channel ${c.name} loses its contents, this event with them`);
       });
       note("process restarted");
     }

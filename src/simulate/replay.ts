@@ -17,6 +17,7 @@ import { createComponent } from "../agent/build.ts";
 import type { AnyDefinition } from "../components/component.ts";
 import { lookupComponent } from "../components/registry.ts";
 import { type AnyOptions, keyWithRole, type Role } from "../config/schema.ts";
+import { channelStandIn } from "./stand-in.ts";
 import { seededRandom } from "./rng.ts";
 import { Epoch } from "./components.ts";
 import { Ledger, type LedgerSummary, SUMMARY_KEYS, verdict } from "./ledger.ts";
@@ -398,6 +399,14 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
       set("keepAlive", info.keepAlive);
       options = definition.parse(raw).options;
     }
+    // A type that needs a server is replayed by the stand-in its definition names.
+    let stand: ReturnType<typeof channelStandIn>;
+    try {
+      stand = channelStandIn(info.name, definition, options, (t) => lookupComponent("channel", t));
+    } catch (err) {
+      throw new TraceError(file, line, (err as Error).message);
+    }
+    const built = stand ?? { definition, options };
     const storage = new Map<string, string>();
     const storagePath = (configured: string) => {
       let d = storage.get(configured);
@@ -405,7 +414,7 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
       return d;
     };
     const ctx = { name: info.name, agentName: "replay", clock: epoch, logger: silentLogger, random: seededRandom(1, 9), storagePath };
-    return { channel: createComponent<Channel>(definition, options, ctx), definition };
+    return { channel: createComponent<Channel>(built.definition, built.options, ctx), definition: built.definition };
   }
 
   async function addChannel(info: TraceChannelInfo, line: number): Promise<void> {

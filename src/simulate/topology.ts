@@ -1,8 +1,9 @@
 /**
  * What a simulation runs: an agent model, from a Flume properties file or the built-in demo
  * (source -> channel -> sink), whose channels, selectors, interceptors and sink groups are
- * built by the agent builder exactly as `flume run` builds them. Only sources and sinks are
- * replaced (by simulated clients and sinks), keeping their configured batch sizes.
+ * built by the agent builder exactly as `flume run` builds them. Sources and sinks are
+ * replaced (by simulated clients and sinks), keeping their configured batch sizes; a channel
+ * type whose definition declares a stand-in (one that needs a server) runs as that stand-in.
  */
 import { readFileSync } from "node:fs";
 import { defineComponent } from "../components/component.ts";
@@ -14,11 +15,15 @@ import { formatProblem } from "../config/problems.ts";
 import { keyWithRole, type Role } from "../config/schema.ts";
 import { type ComponentRegistry, withModel } from "../config/validate.ts";
 import { SimulationUsageError, type SimulationOptions } from "./options.ts";
+import { channelStandIn } from "./stand-in.ts";
 
 /** A channel as the simulation reports it. */
 export interface ChannelPlan {
   name: string;
+  /** The configured type. */
   type: string;
+  /** The type built in its place, when its definition declares a stand-in. */
+  standIn?: string;
   /** Its definition says committed events survive a crash. */
   durable: boolean;
   capacity: number;
@@ -157,6 +162,14 @@ export function buildTopology(o: SimulationOptions): Topology {
     throw new SimulationUsageError(`${file} has ${fatal.length || "unrecoverable"} error(s):\n${fatal.map(formatProblem).join("\n")}`);
   }
   const model = result.model;
+  // Channel types that need more than the process run as the stand-in their definition names.
+  const standIns = new Map<string, string>();
+  for (const [name, m] of model.channels) {
+    const s = channelStandIn(name, m.definition, m.options, (t) => registry.lookupComponent("channel", t));
+    if (!s) continue;
+    standIns.set(name, m.type);
+    model.channels.set(name, { ...m, type: s.type, definition: s.definition, options: s.options });
+  }
   // A source's batches must fit every channel it writes to.
   for (const s of model.sources.values()) {
     const limit = Math.min(...s.channels.map((c) => number(model.channels.get(c) as ChannelModel, "transactionCapacity") ?? Infinity));
@@ -165,7 +178,8 @@ export function buildTopology(o: SimulationOptions): Topology {
   }
   const channels: ChannelPlan[] = [...model.channels.values()].map((m) => ({
     name: m.name,
-    type: m.type,
+    type: standIns.get(m.name) ?? m.type,
+    standIn: standIns.has(m.name) ? m.type : undefined,
     durable: m.definition.durability !== undefined,
     capacity: number(m, "capacity") ?? Infinity,
     transactionCapacity: number(m, "transactionCapacity"),
@@ -173,7 +187,7 @@ export function buildTopology(o: SimulationOptions): Topology {
   }));
   const description: string[] = o.configFile ? [`agent ${model.agent} from ${o.configFile}`] : [];
   for (const c of channels) {
-    const where = c.durable ? `${c.type} on a scratch directory` : c.type;
+    const where = c.standIn ? `${c.type}, simulated by a ${c.standIn} channel${c.durable ? " on a scratch directory" : ""}` : c.durable ? `${c.type} on a scratch directory` : c.type;
     description.push(`channel ${c.name} (${where}, capacity ${c.capacity.toLocaleString("en-US")}, transactionCapacity ${c.transactionCapacity ?? "unbounded"})`);
   }
   for (const s of model.sources.values()) {

@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { CLI, ROOT, runCli, tempDir } from "../../helpers.ts";
+import { CLI, ROOT, tempDir } from "../support/helpers.ts";
 
 const FORBID_NATS = path.join(ROOT, "test", "support", "forbid-nats.ts");
 
@@ -30,32 +30,52 @@ test("flume --help and flume describe jetstream load no NATS package; describe l
   for (const key of ["servers", "stream", "consumer", "replicas", "ack-wait", "max-deliver", "capacity", "discard", "creds-file", "truststore", "transactionCapacity"]) expect(r.out).toContain(key);
 });
 
-test("flume simulate treats a jetstream channel as durable: a crash loses nothing (a scratch file channel stands in; no server is contacted)", () => {
+test("flume simulate -f conf/jetstream-edge.conf --crash-at: the jetstream channel runs as the file channel its definition names, a crash loses nothing, and no NATS package is loaded", () => {
+  const r = cliWithoutNats(["simulate", "-f", "conf/jetstream-edge.conf", "--events", "3000", "--crash-at", "150ms", "--no-progress"]);
+  expect(r.out).toContain("channel c1 (jetstream, simulated by a file channel on a scratch directory, capacity 100,000, transactionCapacity 500)");
+  expect(r.out).toMatch(/crash at 150ms +no committed event lost/);
+  expect(r.out).toContain("at-least-once: HELD (0 lost, 0 duplicates)");
+  expect(r.code).toBe(0);
+});
+
+test("flume simulate: two jetstream channels each get a stand-in of their own; a memory channel beside them still loses its events in a crash", () => {
   const tmp = tempDir();
   try {
     const conf = path.join(tmp.dir, "shared.conf");
     writeFileSync(
       conf,
       `a1.sources = r1
-a1.channels = c1
-a1.sinks = k1
+a1.channels = c1 c2 c3
+a1.sinks = k1 k2 k3
 a1.sources.r1.type = netcat
 a1.sources.r1.bind = 127.0.0.1
 a1.sources.r1.port = 44444
-a1.sources.r1.channels = c1
+a1.sources.r1.channels = c1 c2 c3
 a1.channels.c1.type = jetstream
 a1.channels.c1.servers = nats://127.0.0.1:1
-a1.channels.c1.stream = LOGS
+a1.channels.c1.stream = ONE
 a1.channels.c1.capacity = 20000
+a1.channels.c2.type = jetstream
+a1.channels.c2.stream = TWO
+a1.channels.c2.capacity = 30000
+a1.channels.c2.transactionCapacity = 200
+a1.channels.c3.type = memory
+a1.channels.c3.capacity = 20000
+a1.channels.c3.transactionCapacity = 1000
 a1.sinks.k1.type = null
 a1.sinks.k1.channel = c1
+a1.sinks.k2.type = null
+a1.sinks.k2.channel = c2
+a1.sinks.k3.type = null
+a1.sinks.k3.channel = c3
 `,
     );
-    const r = runCli(["simulate", "-f", conf, "--events", "3000", "--crash-at", "150ms", "--no-progress"]);
-    expect(r.stdout).toContain("channel c1 (jetstream, durable: simulated by a file channel on a scratch directory");
-    expect(r.stdout).toMatch(/crash at 150ms +no committed event lost/);
-    expect(r.stdout).toContain("at-least-once: HELD (0 lost");
-    expect(r.code).toBe(0);
+    const r = cliWithoutNats(["simulate", "-f", conf, "--events", "3000", "--crash-at", "150ms", "--no-progress"]);
+    expect(r.out).toContain("channel c1 (jetstream, simulated by a file channel on a scratch directory, capacity 20,000, transactionCapacity 1000)");
+    expect(r.out).toContain("channel c2 (jetstream, simulated by a file channel on a scratch directory, capacity 30,000, transactionCapacity 200)");
+    expect(r.out).toMatch(/crash at 150ms +c3 lost \d+ events/);
+    expect(r.out).not.toMatch(/c[12] lost/);
+    expect(r.out).toContain("at-least-once: VIOLATED");
   } finally {
     tmp.cleanup();
   }
