@@ -3,13 +3,14 @@
  * and `flume run` agents as child processes. Events are counted where a user would: what an
  * upstream client was told OK for, and the lines the agents' file_roll sinks wrote.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { createEvent } from "../../src/core/event.ts";
 import { AvroRpcClient } from "../../src/rpc/client.ts";
-import { agentsAfterEach, fetchMetrics, freePort, sleep, tempDir, waitUntil } from "../helpers.ts";
-import { hasNats, natsClient, type NatsSetup, startCluster, startNats } from "../support/nats.ts";
+import { agentsAfterEach, fetchMetrics, freePort, sleep, tempDir, waitUntil } from "../support/helpers.ts";
+import { natsClient, type NatsSetup, startCluster, startNats } from "../support/nats.ts";
+import { needsNatsServer } from "../support/requires.ts";
 
 const { cleanups, startAgent } = agentsAfterEach();
 
@@ -63,8 +64,8 @@ function expected(n: number): string[] {
   return Array.from({ length: n }, (_, i) => `e-${i}`);
 }
 
-describe.skipIf(!hasNats)("JetStream scale-out (nats-server and flume run child processes) (needs nats-server)", () => {
-  test("3-node cluster, stream of 3 replicas: the stream leader is SIGKILLed mid-stream and restarted; every event the client got OK for is delivered, duplicates bounded", async () => {
+describe("JetStream scale-out (nats-server and flume run child processes)", () => {
+  needsNatsServer.test("3-node cluster, stream of 3 replicas: the stream leader is SIGKILLed mid-stream and restarted; every event the client got OK for is delivered, duplicates bounded", async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
     const cluster = await startCluster(3);
@@ -132,7 +133,7 @@ ${collectorConf("a1", cluster.servers, "R3", out, "a1.channels.c1.replicas = 3\n
     expect(Number(channel["channel.jetstream.publish.retry.count"])).toBeGreaterThan(0);
   }, 60000);
 
-  test("two agents on one jetstream channel are competing consumers: each event is delivered once across both", async () => {
+  needsNatsServer.test("two agents on one jetstream channel are competing consumers: each event is delivered once across both", async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
     const nats = await startNats();
@@ -155,7 +156,7 @@ ${collectorConf("a1", cluster.servers, "R3", out, "a1.channels.c1.replicas = 3\n
     expect(new Set([...a, ...b])).toEqual(new Set(expected(total)));
   }, 30000);
 
-  test("one of two agents is SIGKILLed mid-batch: the other delivers what it held; none lost, duplicates bounded by its prefetch", async () => {
+  needsNatsServer.test("one of two agents is SIGKILLed mid-batch: the other delivers what it held; none lost, duplicates bounded by its prefetch", async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
     const nats = await startNats();
@@ -182,7 +183,7 @@ ${collectorConf("a1", cluster.servers, "R3", out, "a1.channels.c1.replicas = 3\n
     expect(duplicates).toBeLessThanOrEqual(50);
   }, 30000);
 
-  test("an agent stopped (SIGTERM) mid-stream and started again: nothing lost, nothing duplicated", async () => {
+  needsNatsServer.test("an agent stopped (SIGTERM) mid-stream and started again: nothing lost, nothing duplicated", async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
     const nats = await startNats();
@@ -206,7 +207,7 @@ ${collectorConf("a1", cluster.servers, "R3", out, "a1.channels.c1.replicas = 3\n
     expect(lines.length).toBe(total);
   }, 30000);
 
-  test("a server that is down when the agent starts: the agent logs, keeps running, and events flow once the server is up", async () => {
+  needsNatsServer.test("a server that is down when the agent starts: the agent logs, keeps running, and events flow once the server is up", async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
     const port = await freePort();

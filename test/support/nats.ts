@@ -3,22 +3,15 @@
  * loopback ports chosen free. A single server or a 3-node cluster; nodes can be SIGKILLed
  * and restarted on the same ports and store.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { freePort, sleep } from "../helpers.ts";
+import { freePort, sleep } from "./helpers.ts";
+import { natsServerPath } from "./requires.ts";
 
-function findNatsServer(): string | null {
-  for (const p of ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"]) if (existsSync(p)) return p;
-  const r = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" });
-  const found = r.stdout?.trim();
-  return found ? found : null;
-}
-
-export const NATS_SERVER = findNatsServer();
-/** With CI=true a missing nats-server fails the tests instead of skipping them. */
-export const hasNats = NATS_SERVER !== null || process.env.CI === "true";
+/** The nats-server binary; tests that start one declare it with needsNatsServer (requires.ts). */
+export const NATS_SERVER = natsServerPath();
 
 export interface NatsNode {
   name: string;

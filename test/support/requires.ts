@@ -92,3 +92,15 @@ export const needsLogger = precondition(() => commandRuns("logger", "--version")
 export const needsOpenssl = precondition(() => commandRuns("openssl", "version"), "needs openssl");
 export const needsPythonAvro = precondition(() => commandRuns("/usr/bin/python3", "-c", "import avro.datafile"), "needs /usr/bin/python3 with avro (python3-avro)");
 export const needsProc = precondition(() => existsSync("/proc/self/fd") && existsSync("/proc/self/stat"), "needs Linux /proc");
+
+/** The nats-server binary: Debian installs it in /usr/sbin, which is often not on a user's PATH. */
+export function natsServerPath(): string | null {
+  for (const p of ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"]) if (existsSync(p)) return p;
+  const r = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" });
+  const found = r.stdout?.trim();
+  return found ? found : null;
+}
+export const needsNatsServer = precondition(() => {
+  const bin = natsServerPath();
+  return bin !== null && commandRuns(bin, "--version");
+}, "needs nats-server");

@@ -1,15 +1,16 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
 import { definition, JetStreamChannel } from "../../../src/components/channels/jetstream/index.ts";
+import { componentContext } from "../../../src/components/component.ts";
 import { lookupComponent } from "../../../src/components/registry.ts";
-import { parseConfig } from "../../../src/config/schema.ts";
-import { systemClock } from "../../../src/core/clock.ts";
 import { ChannelException, ChannelFullException } from "../../../src/core/errors.ts";
 import { bodyText, createEvent, type Event } from "../../../src/core/event.ts";
 import { MemoryLogger } from "../../../src/core/logger.ts";
-import { freePort, sleep, tempDir, waitUntil } from "../../helpers.ts";
-import { selfSignedCert } from "../../rpc/support.ts";
-import { events, putAll } from "../../core/support.ts";
-import { hasNats, natsClient, type NatsSetup, startNats } from "../../support/nats.ts";
+import { events, putAll } from "../../support/core.ts";
+import { freePort, sleep, tempDir, waitUntil } from "../../support/helpers.ts";
+import { natsClient, type NatsSetup, startNats } from "../../support/nats.ts";
+import { needsNatsServer, needsOpenssl } from "../../support/requires.ts";
+import { selfSignedCert } from "../../support/tls.ts";
 
 let server: NatsSetup;
 let streamNo = 0;
@@ -17,10 +18,10 @@ const open: JetStreamChannel[] = [];
 
 /** A jetstream channel built from properties, as `flume run` builds it. */
 function channel(props: Record<string, string>, logger = new MemoryLogger(), name = "c1"): JetStreamChannel {
-  const { config, errors } = parseConfig(definition.schema, { servers: server.servers, "ack-wait": "2000", ...props });
+  const { options, errors } = definition.parse({ servers: server.servers, "ack-wait": "2000", ...props });
   expect(errors).toEqual([]);
-  expect(definition.validate?.(config) ?? []).toEqual([]);
-  const ch = definition.create(config, { name, agentName: "a1", clock: systemClock, logger });
+  expect(definition.validate?.(options) ?? []).toEqual([]);
+  const ch = definition.create(options, componentContext(name, { logger }));
   open.push(ch);
   return ch;
 }
@@ -56,7 +57,7 @@ async function takeN(ch: JetStreamChannel, n: number, ms = 5000): Promise<Event[
 }
 
 beforeAll(async () => {
-  if (hasNats) server = await startNats();
+  if (needsNatsServer.holds) server = await startNats();
 });
 afterEach(async () => {
   await Promise.all(open.splice(0).map((ch) => ch.stop()));
@@ -69,20 +70,38 @@ test("type jetstream resolves to the channel, declared durable, with bounded def
   expect(lookupComponent("channel", "jetstream")).toBe(definition);
   const defaults = Object.fromEntries(definition.schema.props.map((p) => [p.key, p.default]));
   expect(defaults).toMatchObject({ servers: "nats://127.0.0.1:4222", capacity: 1000000, transactionCapacity: 1000, consumer: "flume", replicas: 1, discard: "new", retention: "workqueue", "ack-wait": 30000 });
-  const { config } = parseConfig(definition.schema, { stream: "S" });
-  const ch = definition.create(config, { name: "c9", agentName: "a1", clock: systemClock, logger: new MemoryLogger() });
+  const { options } = definition.parse({ stream: "S" });
+  const ch = definition.create(options, componentContext("c9"));
+  expect(definition.durability).toBeDefined();
   expect(ch.durable).toBe(true);
   expect(ch.getTransactionCapacity()).toBe(1000);
 });
 
 test("validate names the key: bad stream name, wildcard subject, transactionCapacity over capacity, two kinds of credentials", () => {
-  const { config } = parseConfig(definition.schema, { stream: "bad.name", subject: "logs.>", capacity: "10", transactionCapacity: "20", user: "u", password: "p", token: "t" });
-  const keys = (definition.validate?.(config) ?? []).map((e) => e.key).sort();
+  const { options } = definition.parse({ stream: "bad.name", subject: "logs.>", capacity: "10", transactionCapacity: "20", user: "u", password: "p", token: "t" });
+  const keys = (definition.validate?.(options) ?? []).map((e) => e.key).sort();
   expect(keys).toEqual(["stream", "subject", "token", "transactionCapacity"]);
 });
 
-describe.skipIf(!hasNats)("jetstream channel on a real nats-server (needs nats-server)", () => {
-  test("a put is invisible to takers until it commits; commit returns once stored; headers and binary bodies round-trip", async () => {
+test("TLS is the shared client TLS: a Java key store as truststore is refused with the command that exports it; roles name capacity, transactionCapacity and keep-alive", () => {
+  const tmp = tempDir();
+  try {
+    const jks = `${tmp.dir}/trust.jks`;
+    writeFileSync(jks, Buffer.from([0xfe, 0xed, 0xfe, 0xed, 0, 0, 0, 2]));
+    const { options } = definition.parse({ stream: "S", ssl: "true", truststore: jks });
+    const problems = definition.validate?.(options) ?? [];
+    expect(problems).toHaveLength(1);
+    expect(problems[0].key).toBe("truststore");
+    expect(problems[0].message).toContain("keytool -exportcert");
+    const roles = Object.fromEntries(definition.schema.props.filter((p) => p.roles).map((p) => [p.key, p.roles]));
+    expect(roles).toEqual({ capacity: ["capacity"], transactionCapacity: ["transactionCapacity"], "keep-alive": ["keepAlive"] });
+  } finally {
+    tmp.cleanup();
+  }
+});
+
+describe("jetstream channel on a real nats-server", () => {
+  needsNatsServer.test("a put is invisible to takers until it commits; commit returns once stored; headers and binary bodies round-trip", async () => {
     const stream = nextStream();
     const a = await started(channel({ stream }));
     const b = await started(channel({ stream }, new MemoryLogger(), "c2"));
@@ -115,7 +134,7 @@ describe.skipIf(!hasNats)("jetstream channel on a real nats-server (needs nats-s
     expect(a.counter.values.EventTakeSuccessCount + b.counter.values.EventTakeSuccessCount).toBe(2);
   });
 
-  test("plain headers are ordinary NATS headers that any NATS client reads", async () => {
+  needsNatsServer.test("plain headers are ordinary NATS headers that any NATS client reads", async () => {
     const stream = nextStream();
     const ch = await started(channel({ stream, subject: `plain.${stream}` }));
     await putAll(ch, [createEvent("x", { host: "web-1", "Content-Type": "text/plain" })]);
@@ -131,7 +150,7 @@ describe.skipIf(!hasNats)("jetstream channel on a real nats-server (needs nats-s
     }
   });
 
-  test("rollback of a take returns the events: another agent's channel takes them at once", async () => {
+  needsNatsServer.test("a rolled-back take puts its events back at the head in order; a stop hands every prefetched and held event to another agent at once", async () => {
     const stream = nextStream();
     const a = await started(channel({ stream }));
     await putAll(a, events(5));
@@ -143,14 +162,19 @@ describe.skipIf(!hasNats)("jetstream channel on a real nats-server (needs nats-s
     await tx.rollback();
     tx.close();
     expect(a.counter.values["channel.rollback.count"]).toBe(1);
+    expect(a.counter.values.ChannelSize).toBe(5);
+    const again = a.getTransaction();
+    again.begin();
+    expect([again.take(), again.take()].map((e) => bodyText(e!))).toEqual(["event 0", "event 1"]);
+    // Stopped with a transaction open: its takes and the prefetch go back to the stream.
     await a.stop();
     const b = await started(channel({ stream }, new MemoryLogger(), "c2"));
-    const again = await takeN(b, 5);
-    expect(again.map(bodyText).sort()).toEqual(["event 0", "event 1", "event 2", "event 3", "event 4"]);
-    expect(await takeN(b, 1, 500)).toEqual([]);
+    const all = await takeN(b, 5, 1500);
+    expect(all.map(bodyText)).toEqual(["event 0", "event 1", "event 2", "event 3", "event 4"]);
+    expect(await takeN(b, 1, 300)).toEqual([]);
   });
 
-  test("transactionCapacity bounds puts and takes of one transaction", async () => {
+  needsNatsServer.test("transactionCapacity bounds puts and takes of one transaction", async () => {
     const stream = nextStream();
     const ch = await started(channel({ stream, transactionCapacity: "3" }));
     const tx = ch.getTransaction();
@@ -169,26 +193,49 @@ describe.skipIf(!hasNats)("jetstream channel on a real nats-server (needs nats-s
     t.close();
   });
 
-  test("a full stream (capacity, discard new) is ChannelFullException after keep-alive; room comes back once takes commit", async () => {
+  needsNatsServer.test("a full channel: a commit waits keep-alive for room, in arrival order, then fails with ChannelFullException having published nothing", async () => {
     const stream = nextStream();
     const ch = await started(channel({ stream, capacity: "4", transactionCapacity: "4", "keep-alive": "0" }));
     await putAll(ch, events(4));
     const err = await putAll(ch, [createEvent("one too many")]).catch((e) => e);
     expect(err).toBeInstanceOf(ChannelFullException);
-    expect(String(err.message)).toContain(`stream ${stream} is full`);
+    expect(String(err.message)).toContain(`stream ${stream}, capacity 4`);
+    const c = await natsClient(server.servers);
+    try {
+      expect((await c.jsm.streams.info(stream)).state.messages).toBe(4);
+    } finally {
+      await c.close();
+    }
     expect((await takeN(ch, 4)).length).toBe(4);
     await putAll(ch, [createEvent("fits now")]);
     expect((await takeN(ch, 1)).map(bodyText)).toEqual(["fits now"]);
+    expect(ch.counter.values.ChannelSize).toBe(0);
+
+    const waits = await started(channel({ stream: nextStream(), capacity: "2", transactionCapacity: "2", "keep-alive": "5" }, new MemoryLogger(), "c2"));
+    await putAll(waits, events(2));
+    const pending = putAll(waits, [createEvent("waits for room")]);
+    await sleep(200);
+    expect((await takeN(waits, 1)).map(bodyText)).toEqual(["event 0"]);
+    await pending;
+    expect((await takeN(waits, 2)).map(bodyText)).toEqual(["event 1", "waits for room"]);
   });
 
-  test("a commit retried after a partial failure reuses its message ids: nothing is stored twice", async () => {
+  needsNatsServer.test("a stream that refuses part of a commit (created smaller by someone else): the retried commit reuses its message ids, nothing is stored twice", async () => {
     const stream = nextStream();
-    const a = await started(channel({ stream, capacity: "3", transactionCapacity: "3", "keep-alive": "0", prefetch: "1" }));
+    const c = await natsClient(server.servers);
+    try {
+      await c.jsm.streams.add({ name: stream, subjects: [`flume.${stream}`], retention: c.mod.RetentionPolicy.Workqueue, max_msgs: 3, discard: c.mod.DiscardPolicy.New });
+    } finally {
+      await c.close();
+    }
+    const logger = new MemoryLogger();
+    const a = await started(channel({ stream, capacity: "10", transactionCapacity: "3", "keep-alive": "0", prefetch: "1" }, logger));
+    expect(logger.lines.some((l) => l.level === "warn" && l.message.includes(`stream ${stream} exists with max-msgs 3`))).toBe(true);
     const tx = a.getTransaction();
     tx.begin();
     for (const e of events(3, "tx")) tx.put(e);
     await putAll(a, events(1, "first"));
-    // One slot taken: the commit stores two events and is refused the third.
+    // The stream holds 3: it stores two and refuses the third.
     expect(await tx.commit().catch((e) => e)).toBeInstanceOf(ChannelFullException);
     expect((await takeN(a, 3)).map(bodyText).sort()).toEqual(["first 0", "tx 0", "tx 1"]);
     await tx.commit();
@@ -198,7 +245,7 @@ describe.skipIf(!hasNats)("jetstream channel on a real nats-server (needs nats-s
     expect(a.counter.values["channel.jetstream.publish.duplicate.count"]).toBe(2);
   });
 
-  test("two channels on one stream and consumer are competing consumers: every event taken exactly once", async () => {
+  needsNatsServer.test("two channels on one stream and consumer are competing consumers: every event taken exactly once", async () => {
     const stream = nextStream();
     const producer = await started(channel({ stream }, new MemoryLogger(), "p"));
     const a = await started(channel({ stream, prefetch: "20" }, new MemoryLogger(), "a"));
@@ -218,7 +265,7 @@ describe.skipIf(!hasNats)("jetstream channel on a real nats-server (needs nats-s
     expect(new Set(seen).size).toBe(1000);
   });
 
-  test("events survive the channel's restart; takes open at a crash are delivered again after ack-wait", async () => {
+  needsNatsServer.test("events survive a crash of the channel (its definition's durability): what it had taken or prefetched is delivered again after ack-wait", async () => {
     const stream = nextStream();
     const a = await started(channel({ stream }));
     await putAll(a, events(6));
@@ -226,23 +273,30 @@ describe.skipIf(!hasNats)("jetstream channel on a real nats-server (needs nats-s
     const tx = a.getTransaction();
     tx.begin();
     expect(bodyText(tx.take()!)).toBe("event 0");
-    // A crash: the process is gone without rollback or ack (the connection just closes).
-    await a.stop();
+    const crashed = Date.now();
+    await definition.durability?.crash(a);
     const b = await started(channel({ stream }, new MemoryLogger(), "c2"));
+    // Nothing is handed back by a dead process: the server waits for ack-wait (2 s here).
+    expect(await takeN(b, 1, 500)).toEqual([]);
     const got = await takeN(b, 6, 6000);
-    expect(got.map(bodyText).sort()).toEqual(["event 0", "event 1", "event 2", "event 3", "event 4", "event 5"]);
+    expect(Date.now() - crashed).toBeGreaterThanOrEqual(1900);
+    expect(got.map(bodyText)).toEqual(["event 0", "event 1", "event 2", "event 3", "event 4", "event 5"]);
     await waitUntil(() => b.counter.values.ChannelSize === 0, "ChannelSize 0", 3000);
   });
 
-  test("ChannelSize is the shared backlog read from the server; ChannelCapacity is the stream's max-msgs", async () => {
+  needsNatsServer.test("ChannelSize is the shared backlog (set at commit, read from the server every second); ChannelCapacity is capacity", async () => {
     const stream = nextStream();
     const ch = await started(channel({ stream, capacity: "500", transactionCapacity: "100" }));
     await putAll(ch, events(7));
     await waitUntil(() => ch.counter.values.ChannelSize === 7, "ChannelSize 7", 4000);
     expect(ch.counter.snapshot()).toMatchObject({ ChannelCapacity: "500", ChannelSize: "7", Connected: "true", ChannelFillPercentage: "1.4" });
+    // Another agent's commits show once the server is read again.
+    const other = await started(channel({ stream, capacity: "500", transactionCapacity: "100", prefetch: "1" }, new MemoryLogger(), "c2"));
+    await putAll(other, events(3, "other"));
+    await waitUntil(() => ch.counter.values.ChannelSize === 10, "ChannelSize 10 in the first channel", 4000);
   });
 
-  test("a server that is down at start: the channel logs, retries, refuses commits, and works once the server is up", async () => {
+  needsNatsServer.test("a server that is down at start: the channel logs, retries, refuses commits, and works once the server is up", async () => {
     const port = await freePort();
     const logger = new MemoryLogger();
     const stream = nextStream();
@@ -263,8 +317,8 @@ describe.skipIf(!hasNats)("jetstream channel on a real nats-server (needs nats-s
   });
 });
 
-describe.skipIf(!hasNats)("jetstream channel: TLS and credentials (needs nats-server)", () => {
-  test("TLS with a PEM truststore and user/password: events flow; a wrong password is retried with a log line naming the refusal", async () => {
+describe("jetstream channel: TLS and credentials", () => {
+  needsNatsServer.and(needsOpenssl).test("TLS with a PEM truststore and user/password: events flow; a wrong password is retried with a log line naming the refusal", async () => {
     const tmp = tempDir();
     const { cert, key } = selfSignedCert(tmp.dir);
     const secure = await startNats({ extra: ["--tls", "--tlscert", cert, "--tlskey", key, "--user", "flume", "--pass", "s3cret"] });

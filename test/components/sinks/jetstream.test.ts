@@ -1,25 +1,25 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { lookupComponent } from "../../../src/components/registry.ts";
 import { definition, type JetStreamSink } from "../../../src/components/sinks/jetstream.ts";
-import { parseConfig } from "../../../src/config/schema.ts";
-import { systemClock } from "../../../src/core/clock.ts";
+import { componentContext } from "../../../src/components/component.ts";
 import { EventDeliveryException } from "../../../src/core/errors.ts";
 import { createEvent } from "../../../src/core/event.ts";
 import { MemoryLogger } from "../../../src/core/logger.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
-import { freePort, waitUntil } from "../../helpers.ts";
-import { events, putAll } from "../../core/support.ts";
-import { hasNats, natsClient, type NatsSetup, startNats } from "../../support/nats.ts";
+import { freePort, waitUntil } from "../../support/helpers.ts";
+import { events, putAll } from "../../support/core.ts";
+import { natsClient, type NatsSetup, startNats } from "../../support/nats.ts";
+import { needsNatsServer } from "../../support/requires.ts";
 
 let server: NatsSetup;
 let streamNo = 0;
 const open: JetStreamSink[] = [];
 
 function sink(props: Record<string, string>, logger = new MemoryLogger()): { sink: JetStreamSink; channel: MemoryChannel } {
-  const { config, errors } = parseConfig(definition.schema, { servers: server.servers, ...props });
+  const { options, errors } = definition.parse({ servers: server.servers, ...props });
   expect(errors).toEqual([]);
-  expect(definition.validate?.(config) ?? []).toEqual([]);
-  const k = definition.create(config, { name: "k1", agentName: "a1", clock: systemClock, logger });
+  expect(definition.validate?.(options) ?? []).toEqual([]);
+  const k = definition.create(options, componentContext("k1", { logger }));
   const channel = new MemoryChannel("c1", { capacity: 1000, transactionCapacity: 100 });
   channel.start();
   k.setChannel(channel);
@@ -49,7 +49,7 @@ async function storedBodies(stream: string): Promise<string[]> {
 }
 
 beforeAll(async () => {
-  if (hasNats) server = await startNats();
+  if (needsNatsServer.holds) server = await startNats();
 });
 afterEach(async () => {
   await Promise.all(open.splice(0).map((k) => k.stop()));
@@ -60,12 +60,12 @@ afterAll(async () => {
 
 test("type jetstream resolves to the sink; a wildcard subject is refused by validate", () => {
   expect(lookupComponent("sink", "jetstream")).toBe(definition);
-  const { config } = parseConfig(definition.schema, { stream: "S", subject: "a.*" });
+  const { options: config } = definition.parse({ stream: "S", subject: "a.*" });
   expect((definition.validate?.(config) ?? []).map((e) => e.key)).toEqual(["subject"]);
 });
 
-describe.skipIf(!hasNats)("jetstream sink on a real nats-server (needs nats-server)", () => {
-  test("publishes a taken batch; the take commits once the stream stored every event; headers travel as NATS headers", async () => {
+describe("jetstream sink on a real nats-server", () => {
+  needsNatsServer.test("publishes a taken batch; the take commits once the stream stored every event; headers travel as NATS headers", async () => {
     const stream = `K${process.pid}_${++streamNo}`;
     const { sink: k, channel } = sink({ stream, "batch-size": "10" });
     await started(k);
@@ -89,7 +89,7 @@ describe.skipIf(!hasNats)("jetstream sink on a real nats-server (needs nats-serv
     expect(k.counter.values).toMatchObject({ EventDrainAttemptCount: 25, EventDrainSuccessCount: 25, BatchCompleteCount: 2, BatchUnderflowCount: 1, EventWriteFail: 0 });
   });
 
-  test("a failed batch rolls back into the channel; the resent batch reuses its message ids, so the stream stores nothing twice", async () => {
+  needsNatsServer.test("a failed batch rolls back into the channel; the resent batch reuses its message ids, so the stream stores nothing twice", async () => {
     const stream = `K${process.pid}_${++streamNo}`;
     const { sink: k, channel } = sink({ stream, "batch-size": "8", "max-msgs": "5", retention: "limits" });
     await started(k);
@@ -112,7 +112,7 @@ describe.skipIf(!hasNats)("jetstream sink on a real nats-server (needs nats-serv
     expect(k.counter.values.EventWriteFail).toBe(1);
   });
 
-  test("msg-id-header: events carrying the same id are stored once, whoever sends them", async () => {
+  needsNatsServer.test("msg-id-header: events carrying the same id are stored once, whoever sends them", async () => {
     const stream = `K${process.pid}_${++streamNo}`;
     const { sink: k, channel } = sink({ stream, "msg-id-header": "id" });
     await started(k);
@@ -121,7 +121,7 @@ describe.skipIf(!hasNats)("jetstream sink on a real nats-server (needs nats-serv
     expect(await storedBodies(stream)).toEqual(["a", "b", "no id"]);
   });
 
-  test("a server that is down at start: the sink logs and retries, leaves events in the channel, and publishes once the server is up", async () => {
+  needsNatsServer.test("a server that is down at start: the sink logs and retries, leaves events in the channel, and publishes once the server is up", async () => {
     const port = await freePort();
     const logger = new MemoryLogger();
     const stream = `K${process.pid}_${++streamNo}`;
@@ -144,8 +144,8 @@ describe.skipIf(!hasNats)("jetstream sink on a real nats-server (needs nats-serv
   });
 });
 
-describe.skipIf(!hasNats)("jetstream sink: bad input (needs nats-server)", () => {
-  test("an event larger than the server's max_payload fails the batch at once with a clear error; the batch stays in the channel", async () => {
+describe("jetstream sink: bad input", () => {
+  needsNatsServer.test("an event larger than the server's max_payload fails the batch at once with a clear error; the batch stays in the channel", async () => {
     const stream = `K${process.pid}_${++streamNo}`;
     const { sink: k, channel } = sink({ stream });
     await started(k);

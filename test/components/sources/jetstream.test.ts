@@ -1,26 +1,26 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { lookupComponent } from "../../../src/components/registry.ts";
 import { definition, type JetStreamSource } from "../../../src/components/sources/jetstream.ts";
-import { parseConfig } from "../../../src/config/schema.ts";
+import { componentContext } from "../../../src/components/component.ts";
 import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
-import { systemClock } from "../../../src/core/clock.ts";
 
 import { MemoryLogger } from "../../../src/core/logger.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
-import { freePort, waitUntil } from "../../helpers.ts";
+import { freePort, waitUntil } from "../../support/helpers.ts";
 import { takeAll } from "../../core/support.ts";
-import { hasNats, natsClient, type NatsSetup, startNats } from "../../support/nats.ts";
+import { natsClient, type NatsSetup, startNats } from "../../support/nats.ts";
+import { needsNatsServer } from "../../support/requires.ts";
 
 let server: NatsSetup;
 let streamNo = 0;
 const open: JetStreamSource[] = [];
 
 function source(props: Record<string, string>, channel = new MemoryChannel("c1", { capacity: 1000, transactionCapacity: 1000 }), logger = new MemoryLogger(), name = "r1") {
-  const { config, errors } = parseConfig(definition.schema, { servers: server.servers, "ack-wait": "2000", batchDurationMillis: "100", ...props });
+  const { options, errors } = definition.parse({ servers: server.servers, "ack-wait": "2000", batchDurationMillis: "100", ...props });
   expect(errors).toEqual([]);
-  expect(definition.validate?.(config) ?? []).toEqual([]);
-  const r = definition.create(config, { name, agentName: "a1", clock: systemClock, logger });
+  expect(definition.validate?.(options) ?? []).toEqual([]);
+  const r = definition.create(options, componentContext(name, { logger }));
   channel.start();
   const processor = new ChannelProcessor(new ReplicatingChannelSelector([channel]));
   processor.initialize();
@@ -60,7 +60,7 @@ async function consumerState(stream: string, consumer = "flume"): Promise<{ pend
 }
 
 beforeAll(async () => {
-  if (hasNats) server = await startNats();
+  if (needsNatsServer.holds) server = await startNats();
 });
 afterEach(async () => {
   await Promise.all(open.splice(0).map((r) => r.stop()));
@@ -75,8 +75,8 @@ test("type jetstream resolves to the source, a pollable source with Flume's Kafk
   expect(defaults).toMatchObject({ batchSize: 1000, batchDurationMillis: 1000, consumer: "flume" });
 });
 
-describe.skipIf(!hasNats)("jetstream source on a real nats-server (needs nats-server)", () => {
-  test("hands batches to the channel and acks them only after the channel committed", async () => {
+describe("jetstream source on a real nats-server", () => {
+  needsNatsServer.test("hands batches to the channel and acks them only after the channel committed", async () => {
     const stream = `R${process.pid}_${++streamNo}`;
     const { source: r, channel } = source({ stream, batchSize: "10" });
     await started(r);
@@ -88,7 +88,7 @@ describe.skipIf(!hasNats)("jetstream source on a real nats-server (needs nats-se
     expect(r.counter.values).toMatchObject({ EventReceivedCount: 25, EventAcceptedCount: 25, AppendBatchAcceptedCount: 3, ChannelWriteFail: 0 });
   });
 
-  test("a channel that refuses the batch: nothing is acked, the events come again and none is lost", async () => {
+  needsNatsServer.test("a channel that refuses the batch: nothing is acked, the events come again and none is lost", async () => {
     const stream = `R${process.pid}_${++streamNo}`;
     const small = new MemoryChannel("c1", { capacity: 5, transactionCapacity: 5, keepAlive: 0 });
     const { source: r, channel } = source({ stream, batchSize: "5" }, small);
@@ -106,7 +106,7 @@ describe.skipIf(!hasNats)("jetstream source on a real nats-server (needs nats-se
     await waitUntil(async () => (await consumerState(stream)).ackPending === 0, "all acked", 3000);
   });
 
-  test("two sources on one durable consumer share the events: each is delivered once", async () => {
+  needsNatsServer.test("two sources on one durable consumer share the events: each is delivered once", async () => {
     const stream = `R${process.pid}_${++streamNo}`;
     const a = source({ stream, batchSize: "20" }, undefined, new MemoryLogger(), "ra");
     const b = source({ stream, batchSize: "20" }, undefined, new MemoryLogger(), "rb");
@@ -123,7 +123,7 @@ describe.skipIf(!hasNats)("jetstream source on a real nats-server (needs nats-se
     expect(new Set(all).size).toBe(200);
   });
 
-  test("a server that is down at start: the source logs and retries, and pulls once the server is up", async () => {
+  needsNatsServer.test("a server that is down at start: the source logs and retries, and pulls once the server is up", async () => {
     const port = await freePort();
     const logger = new MemoryLogger();
     const stream = `R${process.pid}_${++streamNo}`;
