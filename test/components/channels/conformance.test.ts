@@ -1,40 +1,106 @@
 // Every channel type the registry knows passes the channel contract (conformance.ts): a channel
 // added later is covered without touching this file. A type that needs more than scratch
 // directories to run (a server, say) gets its setup in SETUP below, or the suite fails for it.
-import { componentContext } from "../../../src/components/component.ts";
-import { describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type { ComponentDefinition } from "../../../src/components/component.ts";
+import { componentContext } from "../../../src/components/component.ts";
+import { allComponents } from "../../../src/components/registry.ts";
+import { keyWithRole, type Role } from "../../../src/config/schema.ts";
 import type { Channel } from "../../../src/core/channel.ts";
 import { createEvent } from "../../../src/core/event.ts";
 import { silentLogger } from "../../../src/core/logger.ts";
 import { VirtualClock } from "../../../src/core/virtual-clock.ts";
-import type { ComponentDefinition } from "../../../src/components/component.ts";
-import { allComponents } from "../../../src/components/registry.ts";
+import { type NatsSetup, startNats } from "../../support/nats.ts";
+import { needsNatsServer, type Precondition } from "../../support/requires.ts";
 import { type ChannelUnderTest, checkChannelContract, coverage, type Limits } from "./conformance.ts";
 
+/** What a channel type needs beyond scratch directories to run here. */
+interface TypeSetup {
+  /** A precondition of the machine (a server binary): the type's tests name it, skip without it, fail under CI=true. */
+  needs: Precondition;
+  before(): Promise<void>;
+  after(): Promise<void>;
+  /** Properties for one channel under test (fresh for each; kept across its restarts). */
+  props(): Record<string, string>;
+  /** Waits, in real time, until a channel just started can be used as the contract uses it. */
+  ready(channel: Channel): Promise<void>;
+  /** Schedules to run when fewer than the default, from a fixed seed when given (with the reason). */
+  runs?: { n: number; seed?: number; why: string };
+}
+
+/** Waits until a condition holds, in real time (a server's own pace), or fails naming it. */
+async function realTimeUntil(ok: () => boolean, what: string, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`${what} within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+let nats: NatsSetup | null = null;
+let streams = 0;
+
+const SETUP: Record<string, TypeSetup> = {
+  // A real nats-server, one stream per channel under test; the contract holds for a channel
+  // that is its consumer's only user. Takes are served from the prefetch (take() never waits),
+  // so the prefetch covers the largest capacity the suite uses: every committed event is there
+  // to take. A channel is ready once connected with its prefetch holding what the server has
+  // for it; after a crash that is when ack-wait (1 s, the least allowed) has passed and the
+  // server delivers the dead instance's events again.
+  jetstream: {
+    needs: needsNatsServer,
+    async before() {
+      nats = await startNats();
+    },
+    async after() {
+      await nats?.stop();
+    },
+    props: () => ({ servers: nats?.servers ?? "", stream: `conformance_${process.pid}_${++streams}`, "ack-wait": "1000", prefetch: "100", "reconnect-wait": "100" }),
+    async ready(channel) {
+      const ch = channel as Channel & { connected: boolean };
+      await realTimeUntil(() => ch.connected, "the jetstream channel did not connect", 10_000);
+      await realTimeUntil(() => !ch.ioBusy?.(), "the jetstream channel did not receive what the server holds for it", 10_000);
+    },
+    // A clean stop waits for the pull in flight to expire (1 s) before handing events back, and
+    // a crash for ack-wait: a schedule costs about 2 s, so a fixed set of 8 that reaches every
+    // case the test checks for (coverage below) instead of 200 random ones.
+    runs: { n: 8, seed: 2, why: "each schedule waits on the server's clock" },
+  },
+};
+
 /** Per-type runs: a durable channel does real I/O per commit, so it gets fewer. */
-const RUNS = (def: ComponentDefinition<unknown>) => (def.durability ? 200 : 1000);
+const RUNS = (def: ComponentDefinition<unknown>) => SETUP[def.schema.type]?.runs?.n ?? (def.durability ? 200 : 1000);
 
 function underTest(def: ComponentDefinition<unknown>): ChannelUnderTest {
   const dir = mkdtempSync(path.join(os.tmpdir(), `flume-conformance-${def.schema.type}-`));
+  const setup = SETUP[def.schema.type];
   const raw: Record<string, string> = {};
-  // Storage goes into the scratch directory: every path-typed property gets a folder of its own.
-  for (const p of def.schema.props) if (p.type === "path") raw[p.key] = path.join(dir, p.key);
+  // Storage goes into the scratch directory: every path-typed property with a default (which
+  // would otherwise point into the user's home) gets a folder of its own.
+  for (const p of def.schema.props) if (p.type === "path" && p.default !== undefined) raw[p.key] = path.join(dir, p.key);
+  Object.assign(raw, setup?.props());
+  const limit = (role: Role, value: number): Record<string, string> => {
+    const key = keyWithRole(def.schema, role);
+    if (key === undefined) throw new Error(`channel ${def.schema.type} has no property with the ${role} role`);
+    return { [key]: String(value) };
+  };
   return {
     type: def.schema.type,
     survivesCrash: def.durability !== undefined,
     async open(limits: Limits, clock: VirtualClock): Promise<Channel> {
       const { options: config, errors } = def.parse({
         ...raw,
-        capacity: String(limits.capacity),
-        transactionCapacity: String(limits.transactionCapacity),
-        "keep-alive": String(limits.keepAlive),
+        ...limit("capacity", limits.capacity),
+        ...limit("transactionCapacity", limits.transactionCapacity),
+        ...limit("keepAlive", limits.keepAlive),
       });
       expect(errors).toEqual([]);
       const channel = def.create(config, componentContext("c1", { agentName: "a1", clock, logger: silentLogger })) as Channel;
       await channel.start();
+      await setup?.ready(channel);
       return channel;
     },
     async crash(channel: Channel): Promise<void> {
@@ -54,10 +120,21 @@ describe("channel conformance", () => {
   });
 
   for (const def of channelTypes) {
+    const setup = SETUP[def.schema.type];
+    // A type with a precondition declares its tests through it (named, skipped or failing under CI).
+    const typeTest = (name: string, body: () => Promise<void>, timeout?: number) => (setup ? setup.needs.test(name, body, timeout) : test(name, body, timeout));
     describe(`${def.schema.type} channel`, () => {
-      test(`random interleavings of transactions keep the channel contract${def.durability ? ", across clean restarts and crashes" : ""}`, async () => {
+      if (setup) {
+        beforeAll(async () => {
+          if (setup.needs.holds) await setup.before();
+        });
+        afterAll(async () => {
+          if (setup.needs.holds) await setup.after();
+        });
+      }
+      typeTest(`random interleavings of transactions keep the channel contract${def.durability ? ", across clean restarts and crashes" : ""}`, async () => {
         const before = { ...coverage };
-        await checkChannelContract(() => underTest(def), { runs: RUNS(def) });
+        await checkChannelContract(() => underTest(def), { runs: RUNS(def), seed: setup?.runs?.seed });
         const seen = Object.fromEntries(Object.entries(coverage).map(([k, v]) => [k, v - before[k as keyof typeof coverage]]));
         // The runs reached the cases the contract is about.
         for (const k of ["commitWaited", "commitServedAfterWait", "commitFull", "putListFull", "takeListFull", "takeEmpty", "rollbackTakes", "stateErrors"]) {
@@ -66,7 +143,7 @@ describe("channel conformance", () => {
         if (def.durability) expect(seen.restarts > 0 && seen.crashes > 0).toBe(true);
       }, 120_000);
 
-      test("two commits waiting for room in a full channel: one take frees room for one of them, never more than capacity", async () => {
+      typeTest("two commits waiting for room in a full channel: one take frees room for one of them, never more than capacity", async () => {
         const cut = underTest(def);
         const clock = new VirtualClock(1_000_000);
         const ch = await cut.open({ capacity: 10, transactionCapacity: 5, keepAlive: 3 }, clock);
