@@ -7,7 +7,7 @@ import type { Logger } from "../core/logger.ts";
 import { silentLogger } from "../core/logger.ts";
 import { LifecycleSupervisor } from "../core/supervisor.ts";
 import type { AgentModel, ChannelModel } from "../config/model.ts";
-import type { MetricsProvider } from "../monitoring/metrics.ts";
+import type { LabeledGroup, MetricsProvider } from "../monitoring/metrics.ts";
 import { type BuildContext, type BuiltAgent, type BuiltChannel, buildAgent } from "./build.ts";
 
 export interface AgentOptions {
@@ -29,6 +29,7 @@ export interface AgentOptions {
  */
 export class Agent implements MetricsProvider {
   private built: BuiltAgent = { channels: new Map(), sources: new Map(), runners: new Map() };
+  private model: AgentModel | null = null;
   private supervisor: LifecycleSupervisor;
   private readonly clock: Clock;
   private readonly logger: Logger;
@@ -64,6 +65,7 @@ export class Agent implements MetricsProvider {
 
   private async doStart(model: AgentModel): Promise<void> {
     this.built = buildAgent(model, this.buildContext());
+    this.model = model;
     await this.startAll(this.built, new Set());
     this.running = true;
   }
@@ -96,6 +98,7 @@ export class Agent implements MetricsProvider {
     if (!this.running) throw new Error(`agent ${this.name} is not running`);
     const old = this.built;
     const next = buildAgent(model, this.buildContext(), old);
+    this.model = model;
     const keep = new Set<unknown>();
     const kept: string[] = [];
     for (const c of next.channels.values()) if (old.channels.get(c.name)?.channel === c.channel) (keep.add(c.channel), kept.push(`channel ${c.name}`));
@@ -145,6 +148,24 @@ export class Agent implements MetricsProvider {
     for (const r of this.built.runners.values()) add("sink runner", r.name, r.runner);
     for (const s of this.built.sources.values()) add("source", s.name, s.runner);
     return out;
+  }
+
+  /**
+   * Whether every configured component runs, for /ready: the ones that do not, with their
+   * lifecycle state and the error their last start attempt failed with.
+   */
+  readiness(): { ready: boolean; notStarted: { kind: string; name: string; state: string; error?: string }[] } {
+    const notStarted: { kind: string; name: string; state: string; error?: string }[] = [];
+    const check = (kind: string, name: string, c: LifecycleAware) => {
+      const state = c.getLifecycleState();
+      if (state === "START") return;
+      const error = this.supervisor.status(c)?.lastError;
+      notStarted.push({ kind, name, state, ...(error ? { error } : {}) });
+    };
+    for (const c of this.built.channels.values()) check("channel", c.name, c.channel);
+    for (const r of this.built.runners.values()) check("sink runner", r.name, r.runner);
+    for (const s of this.built.sources.values()) check("source", s.name, s.runner);
+    return { ready: this.running && notStarted.length === 0, notStarted };
   }
 
   /** Events waiting in the channels that some sink reads (the ones a drain can empty). */
@@ -197,6 +218,16 @@ export class Agent implements MetricsProvider {
       await this.supervisor.unsupervise(c.channel);
     }
     await this.supervisor.stop();
+  }
+
+  *labeledGroups(): Iterable<LabeledGroup> {
+    for (const s of this.built.sources.values()) yield { group: s.source.counter, componentType: this.typeOf("source", s.name) };
+    for (const c of this.built.channels.values()) yield { group: c.channel.counter, componentType: c.model.type };
+    for (const r of this.built.runners.values()) for (const sink of r.sinks) if (sink.counter) yield { group: sink.counter, componentType: this.typeOf("sink", sink.counter.name) };
+  }
+
+  private typeOf(kind: "source" | "sink", name: string): string {
+    return (kind === "source" ? this.model?.sources.get(name)?.type : this.model?.sinks.get(name)?.type) ?? "";
   }
 
   *counterGroups(): Iterable<CounterGroup<string>> {

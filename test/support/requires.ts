@@ -92,3 +92,4 @@ export const needsLogger = precondition(() => commandRuns("logger", "--version")
 export const needsOpenssl = precondition(() => commandRuns("openssl", "version"), "needs openssl");
 export const needsPythonAvro = precondition(() => commandRuns("/usr/bin/python3", "-c", "import avro.datafile"), "needs /usr/bin/python3 with avro (python3-avro)");
 export const needsProc = precondition(() => existsSync("/proc/self/fd") && existsSync("/proc/self/stat"), "needs Linux /proc");
+export const needsPromtool = precondition(() => commandRuns("promtool", "--version"), "needs promtool (Debian prometheus)");
