@@ -8,6 +8,7 @@ import { type ArgsDef, defineCommand } from "citty";
 import * as registry from "../components/registry.ts";
 import { configFilterSchemas } from "../config/config-filters.ts";
 import { didYouMean } from "../config/problems.ts";
+import { unsupportedType } from "../config/unsupported.ts";
 import { exitUsage, unknownArgument } from "./args.ts";
 import type { ComponentKind, ComponentSchema, PropSpec, PropValue } from "../config/schema.ts";
 
@@ -103,6 +104,11 @@ export function runDescribe(type: string | undefined, kind: string | undefined, 
     return 0;
   }
   const found = findSchemas(type, kind);
+  const missing = found.length === 0 ? KIND_TITLES.map(([k]) => (kind === undefined || kind === k ? unsupportedType(k, type) : undefined)).find(Boolean) : undefined;
+  if (missing) {
+    err(`flume describe: ${missing.message}; ${missing.hint}\n`);
+    return 2;
+  }
   if (found.length === 0) {
     const names = allSchemas()
       .filter((s) => kind === undefined || s.kind === kind)

@@ -138,7 +138,7 @@ function loadConfig(text: string, file: string, o: RunOptions) {
 
 /** Runs an agent until SIGINT or SIGTERM; resolves with the exit code. */
 export async function runAgent(o: RunOptions, notes: string[] = []): Promise<number> {
-  const log = createAgentLogger({ quiet: false });
+  const log = createAgentLogger({});
   for (const n of notes) log.info(n);
   const file = path.resolve(o.file);
   let result;

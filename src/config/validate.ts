@@ -29,6 +29,7 @@ import {
 } from "./flume-config.ts";
 import { didYouMean, type EntryKind, type Problem, type ProblemCode, type Severity, sortProblems } from "./problems.ts";
 import { hasVariables } from "./substitution.ts";
+import { unsupportedType } from "./unsupported.ts";
 import { type AgentModel, type ChannelModel, fingerprintOf, type PartModel, partFingerprint, type SinkGroupModel, type SinkModel, type SourceModel } from "./model.ts";
 import { type AnyOptions, type ComponentKind, type ComponentSchema, findProp, isUnderPrefix, keyWithRole } from "./schema.ts";
 
@@ -287,6 +288,11 @@ class Validator {
     }
     const def = this.registry.lookupComponent(kind, type.value);
     if (def) return def;
+    const missing = unsupportedType(kind, type.value);
+    if (missing) {
+      report("unsupported-type", type.line, missing.message, missing.hint);
+      return undefined;
+    }
     const names = this.typeNames(kind);
     const candidates = this.typeNames(kind, true);
     // For a class name, also try its last part (org.example.Netcat -> Netcat).

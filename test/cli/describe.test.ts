@@ -43,4 +43,11 @@ describe("flume describe", () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('unknown component type "memroy" (did you mean "memory"?)');
   });
+
+  test("a Flume type Flume TS does not implement exits 2 saying so, with what to use instead", () => {
+    const r = runCli(["describe", "hdfs"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("Flume's `hdfs` sink is not implemented by Flume TS; instead, ");
+    expect(r.stderr).not.toContain("did you mean");
+  });
 });
