@@ -4,6 +4,8 @@ import { systemClock } from "../core/clock.ts";
 import type { CounterGroup } from "../core/counters.ts";
 import type { LifecycleAware } from "../core/lifecycle.ts";
 import type { Logger } from "../core/logger.ts";
+import { FlumeError } from "../core/errors.ts";
+import { otherOwner } from "../io/owner-lock.ts";
 import { silentLogger } from "../core/logger.ts";
 import { LifecycleSupervisor } from "../core/supervisor.ts";
 import type { AgentModel, ChannelModel } from "../config/model.ts";
@@ -64,6 +66,7 @@ export class Agent implements MetricsProvider {
   }
 
   private async doStart(model: AgentModel): Promise<void> {
+    refuseClaimedByOthers(model, this.name);
     this.built = buildAgent(model, this.buildContext());
     this.model = model;
     await this.startAll(this.built, new Set());
@@ -97,6 +100,7 @@ export class Agent implements MetricsProvider {
   private async doReload(model: AgentModel): Promise<{ kept: string[]; started: string[]; stopped: string[] }> {
     if (!this.running) throw new Error(`agent ${this.name} is not running`);
     const old = this.built;
+    refuseClaimedByOthers(model, this.name);
     const next = buildAgent(model, this.buildContext(), old);
     this.model = model;
     const keep = new Set<unknown>();
@@ -240,4 +244,24 @@ export class Agent implements MetricsProvider {
 /** Whether a channel keeps its events when the process ends (its definition says so). */
 function durable(c: BuiltChannel): boolean {
   return c.model.definition.durability !== undefined;
+}
+
+/** An agent that will not start because another live process owns what it would use. */
+export class ClaimedByOtherProcessError extends FlumeError {}
+
+/**
+ * Refuses, before anything starts, an agent whose data directories or state files another
+ * live process holds (a second agent on the same file channel would otherwise start its
+ * sources and re-send what the first delivered). Locks held by this process are its own.
+ */
+function refuseClaimedByOthers(model: AgentModel, agent: string): void {
+  const held: string[] = [];
+  const components = [...model.channels.values(), ...model.sources.values(), ...model.sinks.values()];
+  for (const c of components) {
+    for (const claim of c.definition.claims?.(c.options, { storagePath: (p) => p }) ?? []) {
+      const owner = otherOwner(claim.file);
+      if (owner) held.push(`${claim.what} of ${c.kind} ${c.name} is in use by process ${owner.pid}${owner.what ? ` (${owner.what})` : ""} (lock file ${claim.file})`);
+    }
+  }
+  if (held.length > 0) throw new ClaimedByOtherProcessError(`agent ${agent} not started: ${held.join("; ")}; stop that process or give this agent its own directories`);
 }

@@ -57,6 +57,18 @@ export interface ComponentDefinition<T = unknown, O extends AnyOptions = AnyOpti
    * change needs a new instance. Without it a changed channel is replaced.
    */
   reconfigure?(instance: T, options: O): (() => Promise<void>) | null;
+  /**
+   * The lock files the component will hold while it runs (its data directories, its position
+   * file): an agent checks them all before it starts anything, and refuses to start when
+   * another live process holds one.
+   */
+  claims?(options: O, ctx: Pick<ComponentContext, "storagePath">): Claim[];
+}
+
+/** A lock file a component holds, and what it guards (for messages). */
+export interface Claim {
+  file: string;
+  what: string;
 }
 
 /** What a component file writes: the schema in record form, the factory, the traits. */
@@ -71,6 +83,7 @@ export interface ComponentDeclaration<T, P extends Props, G extends Groups> {
   validate?(options: OptionsOf<P, G>): PropError[];
   durability?: { crash(instance: T): void | Promise<void> };
   reconfigure?(instance: T, options: OptionsOf<P, G>): (() => Promise<void>) | null;
+  claims?(options: OptionsOf<P, G>, ctx: Pick<ComponentContext, "storagePath">): Claim[];
 }
 
 /** Declares a component: its options type is inferred from the props it lists. */
@@ -83,6 +96,7 @@ export function defineComponent<T, const P extends Props, const G extends Groups
     validate: decl.validate,
     durability: decl.durability,
     reconfigure: decl.reconfigure,
+    claims: decl.claims,
   };
 }
 

@@ -18,7 +18,7 @@ import { BasicTransaction } from "../../../core/transaction.ts";
 import { encodeCheckpoint, writeCheckpointFile } from "./checkpoint.ts";
 import { FileChannelCounter } from "./counter.ts";
 import { BufferPool } from "./buffer-pool.ts";
-import { DirLock } from "./dir-lock.ts";
+import { directoryLockFile, LockHeldError, OwnerLock } from "../../../io/owner-lock.ts";
 import { EventQueue } from "./event-queue.ts";
 import { encodeTransaction, toRanges } from "./format.ts";
 import { recover } from "./replay.ts";
@@ -108,7 +108,7 @@ export class FileChannel implements Channel {
   private readonly logger: Logger;
   private readonly clock: Clock;
 
-  private locks: DirLock[] = [];
+  private locks: OwnerLock[] = [];
   private log: SegmentLog | null = null;
   private queue = new EventQueue();
   /** Pending events (queued or taken by an open transaction) per segment id. */
@@ -205,7 +205,16 @@ export class FileChannel implements Channel {
         throw new ChannelException(`file channel ${this.name}: checkpointDir, backupCheckpointDir and dataDirs must be distinct directories (${dirs.join(", ")})`);
       }
       for (const d of dirs) fs.mkdirSync(d, { recursive: true });
-      for (const d of dirs) this.locks.push(DirLock.acquire(d, this.name));
+      for (const d of dirs) {
+        try {
+          const lock = OwnerLock.acquire(directoryLockFile(d), `directory ${d} of file channel ${this.name}`, `flume-ts file channel ${this.name}`);
+          if (lock.tookOverFrom) this.logger.warn(`file channel ${this.name}: took over ${lock.file} from process ${lock.tookOverFrom.pid}, which is no longer running`);
+          this.locks.push(lock);
+        } catch (err) {
+          if (err instanceof LockHeldError) throw new ChannelException(`file channel ${this.name}: ${err.message}`, { cause: err });
+          throw err;
+        }
+      }
 
       const ckptDirs = [o.checkpointDir];
       if (o.useDualCheckpoints && o.backupCheckpointDir) ckptDirs.push(o.backupCheckpointDir);
