@@ -565,6 +565,6 @@ export async function checkChannelContract(makeChannel: () => ChannelUnderTest, 
         cut.dispose();
       }
     }),
-    { numRuns: opts.runs, seed: opts.seed, endOnFailure: false },
+    { numRuns: opts.runs, seed: process.env.FC_SEED ? Number(process.env.FC_SEED) : opts.seed, path: process.env.FC_PATH, endOnFailure: false },
   );
 }
