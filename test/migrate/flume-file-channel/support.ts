@@ -3,9 +3,11 @@
  * channel directories in test/fixtures/flume-file-channel (tests never touch the originals),
  * their expected.jsonl, and a fingerprint of a directory tree to prove nothing changed.
  */
-import { chmodSync, cpSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
+import { chmodSync, cpSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { FileChannel } from "../../../src/components/channels/file/index.ts";
 import { ROOT } from "../../helpers.ts";
 
 export const FIXTURES = path.join(ROOT, "test", "fixtures", "flume-file-channel");
@@ -70,3 +72,59 @@ export function fingerprint(dir: string): Record<string, string> {
   walk(dir);
   return out;
 }
+
+/** Opens the Flume TS file channel in these directories and takes every event out through its transactions (batches of 1000). */
+export async function takeAllFromFlumeTs(checkpointDir: string, dataDirs: string[]): Promise<ExpectedEvent[]> {
+  const ch = new FileChannel("check", {
+    checkpointDir,
+    dataDirs,
+    useDualCheckpoints: false,
+    capacity: 1_000_000,
+    transactionCapacity: 1000,
+    checkpointInterval: 30000,
+    maxFileSize: 2146435071,
+    minimumRequiredSpace: 1024 * 1024,
+    keepAlive: 0,
+    checkpointOnClose: true,
+    fsyncPerTransaction: true,
+    fsyncInterval: 5,
+  });
+  await ch.start();
+  const out: ExpectedEvent[] = [];
+  try {
+    for (;;) {
+      const tx = ch.getTransaction();
+      tx.begin();
+      let n = 0;
+      for (; n < 1000; n++) {
+        const e = tx.take();
+        if (!e) break;
+        out.push(asExpected(e));
+      }
+      await tx.commit();
+      tx.close();
+      if (n === 0) break;
+    }
+  } finally {
+    await ch.stop();
+  }
+  return out;
+}
+
+/**
+ * Holds a POSIX (fcntl) write lock on file as Java's FileChannel.tryLock does, from a python3
+ * child; resolves once the lock is taken. Kill the child to release it.
+ */
+export async function holdPosixLock(file: string): Promise<ChildProcess> {
+  writeFileSync(file, "", { flag: "a" });
+  const child = spawn(PYTHON, ["-c", "import fcntl,sys,time\nf=open(sys.argv[1],'r+')\nfcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\nprint('locked', flush=True)\ntime.sleep(60)", file], { stdio: ["ignore", "pipe", "inherit"] });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.on("data", (d: Buffer) => (d.toString().includes("locked") ? resolve() : undefined));
+    child.once("exit", (code) => reject(new Error(`python3 exited ${code} before locking ${file}`)));
+  });
+  return child;
+}
+
+/** The system python3 (the one fcntl tests use), and whether the kernel lists POSIX locks (under CI the tests run, and fail without them). */
+export const PYTHON = "/usr/bin/python3";
+export const CAN_LOCK = process.env.CI === "true" || (existsSync(PYTHON) && existsSync("/proc/locks"));
