@@ -77,6 +77,9 @@ export class Agent implements MetricsProvider {
     for (const c of next.channels.values()) if (!keep.has(c.channel)) waits.push(this.supervisor.supervise(c.channel));
     await Promise.all(waits);
     waits.length = 0;
+    // On the first start, a channel that will never start (the supervisor gave up) ends the
+    // run (see `flume run`): its sources and sinks would only repeat its error.
+    if (!this.running && [...next.channels.values()].some((c) => this.supervisor.isComponentInErrorState(c.channel))) return;
     for (const r of next.runners.values()) if (!keep.has(r.runner)) waits.push(this.supervisor.supervise(r.runner));
     await Promise.all(waits);
     waits.length = 0;
@@ -123,8 +126,8 @@ export class Agent implements MetricsProvider {
     await this.startAll(next, keep);
     // A start that failed (a port in use) is retried by the supervisor; the report says so.
     const label = (what: string, c: LifecycleAware) => {
-      const error = this.supervisor.status(c)?.lastError;
-      return error ? `${what} (not started, retrying: ${error})` : what;
+      const status = this.supervisor.status(c);
+      return status?.lastError ? `${what} (not started, ${status.error ? "not retried" : "retrying"}: ${status.lastError})` : what;
     };
     const started = [
       ...[...next.channels.values()].filter((c) => !keep.has(c.channel)).map((c) => label(`channel ${c.name}`, c.channel)),
@@ -134,12 +137,15 @@ export class Agent implements MetricsProvider {
     return { kept, started, stopped };
   }
 
-  /** Components whose start failed and that the supervisor is retrying, with the last error. */
-  notStarted(): { kind: "channel" | "sink runner" | "source"; name: string; error: string }[] {
-    const out: { kind: "channel" | "sink runner" | "source"; name: string; error: string }[] = [];
+  /**
+   * Components whose start failed, with the last error; `retrying` is false when the supervisor
+   * gave up (an error that says retrying cannot help).
+   */
+  notStarted(): { kind: "channel" | "sink runner" | "source"; name: string; error: string; retrying: boolean }[] {
+    const out: { kind: "channel" | "sink runner" | "source"; name: string; error: string; retrying: boolean }[] = [];
     const add = (kind: "channel" | "sink runner" | "source", name: string, c: LifecycleAware) => {
-      const error = this.supervisor.status(c)?.lastError;
-      if (error && c.getLifecycleState() !== "START") out.push({ kind, name, error });
+      const status = this.supervisor.status(c);
+      if (status?.lastError && c.getLifecycleState() !== "START") out.push({ kind, name, error: status.lastError, retrying: !status.error });
     };
     for (const c of this.built.channels.values()) add("channel", c.name, c.channel);
     for (const r of this.built.runners.values()) add("sink runner", r.name, r.runner);

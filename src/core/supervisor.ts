@@ -3,6 +3,7 @@ import { systemClock } from "./clock.ts";
 import type { LifecycleAware, LifecycleState } from "./lifecycle.ts";
 import type { Logger } from "./logger.ts";
 import { silentLogger } from "./logger.ts";
+import { isRetryable } from "./errors.ts";
 
 /** When a failed start may be tried again: always (Flume's AlwaysRestartPolicy) or never. */
 export type RestartPolicy = "always" | "once";
@@ -137,8 +138,9 @@ export class LifecycleSupervisor {
     } catch (err) {
       status.failures++;
       status.lastError = (err as Error).message;
-      if (entry.policy === "once") status.error = true;
-      this.logger.error(`Unable to ${status.desired === "START" ? "start" : "stop"} ${component.name} (failure ${status.failures}), ${entry.policy === "always" ? `retrying in ${this.monitorInterval} ms` : "giving up"}: ${status.lastError}`);
+      const retry = entry.policy === "always" && isRetryable(err);
+      if (!retry) status.error = true;
+      this.logger.error(`Unable to ${status.desired === "START" ? "start" : "stop"} ${component.name} (failure ${status.failures}), ${retry ? `retrying in ${this.monitorInterval} ms` : "giving up"}: ${status.lastError}`);
     } finally {
       entry.busy = false;
       entry.inflight = null;

@@ -23,7 +23,9 @@ export function findFlumeFiles(checkpointDirs: readonly string[], dataDirs: read
     }
   }
   for (const dir of checkpointDirs) {
-    const names = listNames(dir).filter((n) => n === CHECKPOINT_META_FILE || n === INFLIGHT_PUTS_FILE || n === INFLIGHT_TAKES_FILE);
+    const names = listNames(dir)
+      .filter((n) => n === CHECKPOINT_META_FILE || n === INFLIGHT_PUTS_FILE || n === INFLIGHT_TAKES_FILE)
+      .sort();
     if (names.length > 0) return { dir, names };
   }
   return null;
