@@ -7,6 +7,7 @@
  */
 import { readFileSync, readdirSync, readlinkSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
+import { processAlive } from "../../components/channels/file/dir-lock.ts";
 import { LOCK_FILE } from "./format.ts";
 
 export interface LockState {
@@ -51,15 +52,6 @@ function devParts(dev: bigint): { major: number; minor: number } {
   return { major: Number(major), minor: Number(minor) };
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 /** Whether process pid has `file` open (for a device number /proc/locks and stat disagree on, as on btrfs). */
 function hasOpen(pid: number, file: string): boolean {
   try {
@@ -96,7 +88,7 @@ export function checkFlumeLocks(dirs: readonly string[], procLocks = "/proc/lock
       if (!sameDevice && !(k.pid > 0 && hasOpen(k.pid, real))) continue;
       // Locks of processes in other pid namespaces show no usable pid: still held.
       if (k.pid <= 0) return { file, state: "held", pid: null };
-      if (alive(k.pid)) return { file, state: "held", pid: k.pid };
+      if (processAlive(k.pid)) return { file, state: "held", pid: k.pid };
     }
     return { file, state: "stale", pid: null };
   });

@@ -17,7 +17,11 @@ import {
 } from "./messages.ts";
 import { ProtobufError, delimited } from "./protobuf.ts";
 
+/** Reads start at 64 KiB and double up to 4 MiB: replay holds one window per data file. */
+const FIRST_READ = 64 * 1024;
 const CHUNK = 4 * 1024 * 1024;
+/** Data files LogEventReader keeps open at once. */
+const OPEN_FILES = 16;
 /** OP byte and int32 length. */
 const RECORD_PREFIX = 5;
 
@@ -90,6 +94,7 @@ class WindowedFile {
   private buf = Buffer.alloc(0);
   private start = 0;
   private end = 0;
+  private readSize = FIRST_READ;
 
   constructor(readonly path: string) {
     this.fd = openSync(path, "r");
@@ -102,8 +107,9 @@ class WindowedFile {
    */
   view(pos: number, n: number): { buf: Buffer; at: number; available: number } {
     if (pos < this.start || pos + n > this.end) {
-      const want = Math.min(Math.max(CHUNK, n), this.size - pos);
-      if (this.buf.length < want) this.buf = Buffer.allocUnsafe(Math.max(want, Math.min(CHUNK, this.size)));
+      const want = Math.min(Math.max(this.readSize, n), this.size - pos);
+      this.readSize = Math.min(this.readSize * 2, CHUNK);
+      if (this.buf.length < want) this.buf = Buffer.allocUnsafe(want);
       let got = 0;
       while (got < want) {
         const r = readSync(this.fd, this.buf, got, want - got, pos + got);
@@ -114,6 +120,12 @@ class WindowedFile {
       this.end = pos + got;
     }
     return { buf: this.buf, at: pos - this.start, available: this.end - pos };
+  }
+
+  /** Frees the window (the file stays open). */
+  release(): void {
+    this.buf = Buffer.alloc(0);
+    this.start = this.end = 0;
   }
 
   close(): void {
@@ -197,6 +209,7 @@ export class LogFileScanner {
   private finish(at: number): null {
     this.ended = true;
     this.stats.dataEnd = at;
+    this.file.release();
     return null;
   }
 
@@ -236,9 +249,18 @@ export class LogEventReader {
   /** The event of the Put record at (fileID, offset). Throws DamagedRecordError or MissingLogFileError. */
   read(fileID: number, offset: number): FlumeEventData {
     let file = this.open.get(fileID);
-    if (!file) {
+    if (file) {
+      // Most recently used last: the first one is closed when too many are open.
+      this.open.delete(fileID);
+      this.open.set(fileID, file);
+    } else {
       const path = this.paths.get(fileID);
       if (path === undefined) throw new MissingLogFileError(`an event is in data file log-${fileID}, which is not in the given dataDirs; add the directory that holds it`);
+      if (this.open.size >= OPEN_FILES) {
+        const [oldest, f] = this.open.entries().next().value as [number, WindowedFile];
+        f.close();
+        this.open.delete(oldest);
+      }
       file = new WindowedFile(path);
       this.open.set(fileID, file);
     }

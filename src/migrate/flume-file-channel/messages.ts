@@ -59,152 +59,88 @@ export interface FlumeEventData {
   body: Uint8Array;
 }
 
-/** Throws naming the required fields of `message` that `seen` lacks. */
-function requireFields(message: string, seen: Set<number>, required: Record<number, string>): void {
-  const missing = Object.entries(required)
-    .filter(([n]) => !seen.has(Number(n)))
-    .map(([, name]) => name);
-  if (missing.length > 0) throw new ProtobufError(`${message} lacks its required field${missing.length > 1 ? "s" : ""} ${missing.join(", ")}`);
+/** A field of fixed width: its name, type and whether the message needs it. */
+interface FixedField<K extends string> {
+  name: K;
+  type: "sfixed32" | "sfixed64";
+  required: boolean;
 }
 
-function decodeActiveLog(buf: Buffer, start: number, end: number): ActiveLog {
+/**
+ * Decodes a message whose fields are fixed-width numbers, declared by `fields` (absent ones
+ * read 0). Other fields go to `other`, which returns false for those it does not know
+ * (skipped, as proto2 readers skip unknown fields).
+ */
+function decodeFixed<K extends string>(
+  buf: Buffer,
+  start: number,
+  end: number,
+  message: string,
+  fields: Record<number, FixedField<K>>,
+  other: (field: number, wire: number, r: ProtoReader) => boolean = () => false,
+): Record<K, number> {
   const r = new ProtoReader(buf, start, end);
-  const out: ActiveLog = { logFileID: 0, count: 0 };
+  const out = {} as Record<K, number>;
+  for (const f of Object.values<FixedField<K>>(fields)) out[f.name] = 0;
   const seen = new Set<number>();
   while (!r.done()) {
     const { field, wire } = r.tag();
-    if (field === 1 || field === 2) {
-      r.expect(wire, WireType.FIXED32, field === 1 ? "logFileID" : "count");
-      if (field === 1) out.logFileID = r.fixed32();
-      else out.count = r.fixed32();
+    const spec = fields[field];
+    if (spec) {
+      r.expect(wire, spec.type === "sfixed32" ? WireType.FIXED32 : WireType.FIXED64, spec.name);
+      out[spec.name] = spec.type === "sfixed32" ? r.fixed32() : r.fixed64();
       seen.add(field);
-    } else r.skip(wire);
+    } else if (!other(field, wire, r)) r.skip(wire);
   }
-  requireFields("ActiveLog", seen, { 1: "logFileID", 2: "count" });
+  const missing = Object.entries<FixedField<K>>(fields)
+    .filter(([n, f]) => f.required && !seen.has(Number(n)))
+    .map(([, f]) => f.name);
+  if (missing.length > 0) throw new ProtobufError(`${message} lacks its required field${missing.length > 1 ? "s" : ""} ${missing.join(", ")}`);
   return out;
 }
+
+const i32 = <K extends string>(name: K, required = true): FixedField<K> => ({ name, type: "sfixed32", required });
+const i64 = <K extends string>(name: K, required = true): FixedField<K> => ({ name, type: "sfixed64", required });
 
 /** Decodes a whole `checkpoint.meta` file (one delimited Checkpoint message). */
 export function decodeCheckpointMeta(file: Buffer): CheckpointMeta {
   const m = delimited(file, 0, file.length);
-  const r = new ProtoReader(file, m.start, m.end);
-  const out: CheckpointMeta = { version: 0, writeOrderID: 0, queueSize: 0, queueHead: 0, activeLogs: [] };
-  const seen = new Set<number>();
-  while (!r.done()) {
-    const { field, wire } = r.tag();
-    switch (field) {
-      case 1:
-        r.expect(wire, WireType.FIXED32, "version");
-        out.version = r.fixed32();
-        break;
-      case 2:
-        r.expect(wire, WireType.FIXED64, "writeOrderID");
-        out.writeOrderID = r.fixed64();
-        break;
-      case 3:
-        r.expect(wire, WireType.FIXED32, "queueSize");
-        out.queueSize = r.fixed32();
-        break;
-      case 4:
-        r.expect(wire, WireType.FIXED32, "queueHead");
-        out.queueHead = r.fixed32();
-        break;
-      case 5: {
-        r.expect(wire, WireType.BYTES, "activeLogs");
-        const { start, end } = r.bytesRange();
-        out.activeLogs.push(decodeActiveLog(file, start, end));
-        break;
-      }
-      default:
-        r.skip(wire);
-    }
-    seen.add(field);
-  }
-  requireFields("Checkpoint", seen, { 1: "version", 2: "writeOrderID", 3: "queueSize", 4: "queueHead" });
-  return out;
+  const activeLogs: ActiveLog[] = [];
+  const fields = { 1: i32("version"), 2: i64("writeOrderID"), 3: i32("queueSize"), 4: i32("queueHead") };
+  const out = decodeFixed(file, m.start, m.end, "Checkpoint", fields, (field, wire, r) => {
+    if (field !== 5) return false;
+    r.expect(wire, WireType.BYTES, "activeLogs");
+    const { start, end } = r.bytesRange();
+    activeLogs.push(decodeFixed(file, start, end, "ActiveLog", { 1: i32("logFileID"), 2: i32("count") }));
+    return true;
+  });
+  return { ...out, activeLogs };
 }
 
 /** Decodes a whole `log-N.meta` file (one delimited LogFileMetaData message). */
 export function decodeLogFileMeta(file: Buffer): LogFileMeta {
   const m = delimited(file, 0, file.length);
-  const r = new ProtoReader(file, m.start, m.end);
-  const out: LogFileMeta = {
-    version: 0,
-    logFileID: 0,
-    checkpointPosition: 0,
-    checkpointWriteOrderID: 0,
-    encrypted: false,
-    backupCheckpointPosition: 0,
-    backupCheckpointWriteOrderID: 0,
+  let encrypted = false;
+  const fields = {
+    1: i32("version"),
+    2: i32("logFileID"),
+    3: i64("checkpointPosition"),
+    4: i64("checkpointWriteOrderID"),
+    6: i64("backupCheckpointPosition", false),
+    7: i64("backupCheckpointWriteOrderID", false),
   };
-  const seen = new Set<number>();
-  while (!r.done()) {
-    const { field, wire } = r.tag();
-    switch (field) {
-      case 1:
-        r.expect(wire, WireType.FIXED32, "version");
-        out.version = r.fixed32();
-        break;
-      case 2:
-        r.expect(wire, WireType.FIXED32, "logFileID");
-        out.logFileID = r.fixed32();
-        break;
-      case 3:
-        r.expect(wire, WireType.FIXED64, "checkpointPosition");
-        out.checkpointPosition = r.fixed64();
-        break;
-      case 4:
-        r.expect(wire, WireType.FIXED64, "checkpointWriteOrderID");
-        out.checkpointWriteOrderID = r.fixed64();
-        break;
-      case 5:
-        r.expect(wire, WireType.BYTES, "encryption");
-        r.bytesRange();
-        out.encrypted = true;
-        break;
-      case 6:
-        r.expect(wire, WireType.FIXED64, "backupCheckpointPosition");
-        out.backupCheckpointPosition = r.fixed64();
-        break;
-      case 7:
-        r.expect(wire, WireType.FIXED64, "backupCheckpointWriteOrderID");
-        out.backupCheckpointWriteOrderID = r.fixed64();
-        break;
-      default:
-        r.skip(wire);
-    }
-    seen.add(field);
-  }
-  requireFields("LogFileMetaData", seen, { 1: "version", 2: "logFileID", 3: "checkpointPosition", 4: "checkpointWriteOrderID" });
-  return out;
+  const out = decodeFixed(file, m.start, m.end, "LogFileMetaData", fields, (field, wire, r) => {
+    if (field !== 5) return false;
+    r.expect(wire, WireType.BYTES, "encryption");
+    r.bytesRange();
+    encrypted = true;
+    return true;
+  });
+  return { ...out, encrypted };
 }
 
 export function decodeTransactionEventHeader(buf: Buffer, start: number, end: number): TransactionEventHeader {
-  const r = new ProtoReader(buf, start, end);
-  const out: TransactionEventHeader = { type: 0, transactionID: 0, writeOrderID: 0 };
-  const seen = new Set<number>();
-  while (!r.done()) {
-    const { field, wire } = r.tag();
-    switch (field) {
-      case 1:
-        r.expect(wire, WireType.FIXED32, "type");
-        out.type = r.fixed32();
-        break;
-      case 2:
-        r.expect(wire, WireType.FIXED64, "transactionID");
-        out.transactionID = r.fixed64();
-        break;
-      case 3:
-        r.expect(wire, WireType.FIXED64, "writeOrderID");
-        out.writeOrderID = r.fixed64();
-        break;
-      default:
-        r.skip(wire);
-    }
-    seen.add(field);
-  }
-  requireFields("TransactionEventHeader", seen, { 1: "type", 2: "transactionID", 3: "writeOrderID" });
-  return out;
+  return decodeFixed(buf, start, end, "TransactionEventHeader", { 1: i32("type"), 2: i64("transactionID"), 3: i64("writeOrderID") });
 }
 
 /** Sets a header as Java's HashMap.put would (a repeated key: the last value wins). */
@@ -213,19 +149,23 @@ function setHeader(headers: Record<string, string>, key: string, value: string):
   else headers[key] = value;
 }
 
+/** A FlumeEventHeader into headers; with headers null only its framing and key are checked. */
 function decodeEventHeader(buf: Buffer, start: number, end: number, headers: Record<string, string> | null): void {
   const r = new ProtoReader(buf, start, end);
   let key: string | null = null;
   let value = "";
   while (!r.done()) {
     const { field, wire } = r.tag();
-    if (field === 1 || field === 2) {
-      r.expect(wire, WireType.BYTES, field === 1 ? "key" : "value");
-      if (headers === null) r.bytesRange();
-      else if (field === 1) key = r.string();
-      else value = r.string();
-      if (field === 1 && headers === null) key = "";
-    } else r.skip(wire);
+    if (field !== 1 && field !== 2) {
+      r.skip(wire);
+      continue;
+    }
+    r.expect(wire, WireType.BYTES, field === 1 ? "key" : "value");
+    if (headers === null) {
+      r.bytesRange();
+      if (field === 1) key = "";
+    } else if (field === 1) key = r.string();
+    else value = r.string();
   }
   if (key === null) throw new ProtobufError("FlumeEventHeader lacks its required field key");
   if (headers !== null) setHeader(headers, key, value);
@@ -277,35 +217,12 @@ export function decodePut(buf: Buffer, start: number, end: number, withEvent: bo
 }
 
 export function decodeTake(buf: Buffer, start: number, end: number): { fileID: number; offset: number } {
-  const r = new ProtoReader(buf, start, end);
-  const out = { fileID: 0, offset: 0 };
-  const seen = new Set<number>();
-  while (!r.done()) {
-    const { field, wire } = r.tag();
-    if (field === 1 || field === 2) {
-      r.expect(wire, WireType.FIXED32, field === 1 ? "fileID" : "offset");
-      if (field === 1) out.fileID = r.fixed32();
-      else out.offset = r.fixed32();
-      seen.add(field);
-    } else r.skip(wire);
-  }
-  requireFields("Take", seen, { 1: "fileID", 2: "offset" });
-  return out;
+  return decodeFixed(buf, start, end, "Take", { 1: i32("fileID"), 2: i32("offset") });
 }
 
 /** Commit's type: the record type (PUT or TAKE) its transaction committed. */
 export function decodeCommit(buf: Buffer, start: number, end: number): number {
-  const r = new ProtoReader(buf, start, end);
-  let type: number | null = null;
-  while (!r.done()) {
-    const { field, wire } = r.tag();
-    if (field === 1) {
-      r.expect(wire, WireType.FIXED32, "type");
-      type = r.fixed32();
-    } else r.skip(wire);
-  }
-  if (type === null) throw new ProtobufError("Commit lacks its required field type");
-  return type;
+  return decodeFixed(buf, start, end, "Commit", { 1: i32("type") }).type;
 }
 
 /** Rollback and TransactionEventFooter have no fields: only their framing is checked. */

@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import { chmodSync, cpSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { FileChannel } from "../../../src/components/channels/file/index.ts";
+import { options } from "../../file-channel/fixtures.ts";
 import { ROOT } from "../../helpers.ts";
 
 export const FIXTURES = path.join(ROOT, "test", "fixtures", "flume-file-channel");
@@ -75,20 +76,7 @@ export function fingerprint(dir: string): Record<string, string> {
 
 /** Opens the Flume TS file channel in these directories and takes every event out through its transactions (batches of 1000). */
 export async function takeAllFromFlumeTs(checkpointDir: string, dataDirs: string[]): Promise<ExpectedEvent[]> {
-  const ch = new FileChannel("check", {
-    checkpointDir,
-    dataDirs,
-    useDualCheckpoints: false,
-    capacity: 1_000_000,
-    transactionCapacity: 1000,
-    checkpointInterval: 30000,
-    maxFileSize: 2146435071,
-    minimumRequiredSpace: 1024 * 1024,
-    keepAlive: 0,
-    checkpointOnClose: true,
-    fsyncPerTransaction: true,
-    fsyncInterval: 5,
-  });
+  const ch = new FileChannel("check", options(path.dirname(checkpointDir), { checkpointDir, dataDirs, capacity: 1_000_000 }));
   await ch.start();
   const out: ExpectedEvent[] = [];
   try {

@@ -9,7 +9,7 @@ import { ChannelException } from "../../../core/errors.ts";
 
 export const LOCK_FILE = "in_use.lock";
 
-function processAlive(pid: number): boolean {
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
