@@ -2,6 +2,7 @@ import type { Channel } from "../core/channel.ts";
 import type { Clock } from "../core/clock.ts";
 import { systemClock } from "../core/clock.ts";
 import type { CounterGroup } from "../core/counters.ts";
+import { ChannelException } from "../core/errors.ts";
 import type { LifecycleAware } from "../core/lifecycle.ts";
 import type { Logger } from "../core/logger.ts";
 import { silentLogger } from "../core/logger.ts";
@@ -65,6 +66,12 @@ export class Agent implements MetricsProvider {
   private async doStart(config: AgentConfig): Promise<void> {
     this.built = await buildAgent(config, this.buildContext());
     await this.startAll(this.built, new Set());
+    const final = [...this.built.channels.values()].filter((c) => this.supervisor.isComponentInErrorState(c.channel));
+    if (final.length > 0) {
+      const message = final.map((c) => `channel ${c.name} cannot start and will not be retried: ${this.supervisor.status(c.channel)?.lastError}`).join("; ");
+      await this.supervisor.stop();
+      throw new ChannelException(message);
+    }
     this.running = true;
   }
 
@@ -77,8 +84,8 @@ export class Agent implements MetricsProvider {
     for (const c of next.channels.values()) if (!keep.has(c.channel)) waits.push(this.supervisor.supervise(c.channel));
     await Promise.all(waits);
     waits.length = 0;
-    // On the first start, a channel that will never start (the supervisor gave up) ends the
-    // run (see `flume run`): its sources and sinks would only repeat its error.
+    // On the first start, a channel that will never start (the supervisor gave up) fails the
+    // start (doStart): its sources and sinks would only repeat its error.
     if (!this.running && [...next.channels.values()].some((c) => this.supervisor.isComponentInErrorState(c.channel))) return;
     for (const r of next.runners.values()) if (!keep.has(r.runner)) waits.push(this.supervisor.supervise(r.runner));
     await Promise.all(waits);
@@ -137,15 +144,12 @@ export class Agent implements MetricsProvider {
     return { kept, started, stopped };
   }
 
-  /**
-   * Components whose start failed, with the last error; `retrying` is false when the supervisor
-   * gave up (an error that says retrying cannot help).
-   */
-  notStarted(): { kind: "channel" | "sink runner" | "source"; name: string; error: string; retrying: boolean }[] {
-    const out: { kind: "channel" | "sink runner" | "source"; name: string; error: string; retrying: boolean }[] = [];
+  /** Components whose start failed and that the supervisor is retrying, with the last error. */
+  notStarted(): { kind: "channel" | "sink runner" | "source"; name: string; error: string }[] {
+    const out: { kind: "channel" | "sink runner" | "source"; name: string; error: string }[] = [];
     const add = (kind: "channel" | "sink runner" | "source", name: string, c: LifecycleAware) => {
-      const status = this.supervisor.status(c);
-      if (status?.lastError && c.getLifecycleState() !== "START") out.push({ kind, name, error: status.lastError, retrying: !status.error });
+      const error = this.supervisor.status(c)?.lastError;
+      if (error && c.getLifecycleState() !== "START") out.push({ kind, name, error });
     };
     for (const c of this.built.channels.values()) add("channel", c.name, c.channel);
     for (const r of this.built.runners.values()) add("sink runner", r.name, r.runner);

@@ -231,14 +231,6 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   }
   if (stopping) return finish(await exited);
   const c = agent.components;
-  // A start that retrying cannot fix (a file channel on Apache Flume's directories) ends the
-  // run; the supervisor's error above says what to do.
-  const final = agent.notStarted().filter((f) => !f.retrying);
-  if (final.length > 0) {
-    log.error(`agent ${config.agent} cannot run: ${final.map((f) => `${f.kind} ${f.name}`).join(", ")} cannot start and will not be retried (see the error above)`);
-    await agent.stop().catch(() => {});
-    return finish(1);
-  }
   // A component whose start failed (a port in use) is retried by the supervisor: said apart.
   const failed = agent.notStarted();
   const isFailed = (kind: string, name: string) => failed.some((f) => f.kind === kind && f.name === name);

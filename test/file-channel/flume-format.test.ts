@@ -4,6 +4,7 @@
 import { expect, test } from "bun:test";
 import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { EmbeddedAgent } from "../../src/agent/embedded.ts";
 import { FileChannel } from "../../src/components/channels/file/index.ts";
 import { FlumeFormatChannelError } from "../../src/migrate/flume-file-channel/detect.ts";
 import { cleanupsAfterEach, runCli, tempDir } from "../helpers.ts";
@@ -60,10 +61,19 @@ a1.sinks.k1.channel = c1
   expect(r.signal).toBeNull(); // it exited by itself, well before the timeout
   expect(r.code).toBe(1);
   expect(out).toContain(`Unable to start c1 (failure 1), giving up: file channel c1: ${f.dataDir} holds an Apache Flume file channel`);
-  expect(out.split("holds an Apache Flume file channel").length - 1).toBe(1);
+  expect(out.split("Unable to start c1").length - 1).toBe(1); // one attempt, no retries
   expect(out).toContain(`flume channel migrate --from-flume --checkpointDir ${f.checkpointDir} --dataDirs ${f.dataDir} --to-checkpointDir NEW_CHECKPOINT_DIR --to-dataDirs NEW_DATA_DIR`);
-  expect(out).toContain("agent a1 cannot run: channel c1 cannot start and will not be retried");
+  expect(out).toContain(`agent a1 failed to start: channel c1 cannot start and will not be retried: file channel c1: ${f.dataDir} holds an Apache Flume file channel`);
+  expect(out).not.toContain("[r1]"); // the source never started to fail on the channel
   expect(out).not.toContain("retrying");
   expect(out).not.toContain("bad magic");
   expect(fingerprint(f.root)).toEqual(before);
+});
+
+test("an EmbeddedAgent on Flume's directories fails its start with the same message", async () => {
+  const f = flumeDirs();
+  const agent = new EmbeddedAgent();
+  agent.configure({ "channel.type": "file", "channel.checkpointDir": f.checkpointDir, "channel.dataDirs": f.dataDir, sinks: "k1", "k1.type": "null" });
+  await expect(agent.start()).rejects.toThrow(`channel channel cannot start and will not be retried: file channel channel: ${f.dataDir} holds an Apache Flume file channel`);
+  await agent.stop();
 });

@@ -97,7 +97,7 @@ export function verifySnapshot(source: FlumeChannelDirs, staleLocks: string[]): 
 function targetChannel(target: TargetDirs, capacity: number, logger: Logger): FileChannel {
   // The file channel's defaults (see its schema), except a capacity that fits every event.
   return new FileChannel(
-    "migrate",
+    "target",
     {
       checkpointDir: target.checkpointDir,
       dataDirs: [...target.dataDirs],
@@ -120,8 +120,11 @@ function targetChannel(target: TargetDirs, capacity: number, logger: Logger): Fi
 export async function migrateFlumeChannel(opts: MigrateOptions): Promise<MigrationReport> {
   const logger = opts.logger ?? silentLogger;
   const batchSize = Math.max(1, Math.min(opts.batchSize ?? DEFAULT_BATCH_SIZE, 10000));
+  const staleLocks = requireStopped(opts);
   checkTarget(opts.target, sourceDirs(opts.source));
-  const verified = readAndVerify(opts);
+  const verified = verifySnapshot(opts.source, staleLocks);
+  // Reading takes a while on a big channel: an agent started meanwhile makes the copy stale.
+  requireStopped(opts);
   const { snapshot } = verified;
   const channel = targetChannel(opts.target, snapshot.pending.length, logger);
   await channel.start();
