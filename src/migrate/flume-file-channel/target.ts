@@ -6,6 +6,7 @@
  * events into other data, and an interrupted one is noticed (its target is not empty) instead
  * of being completed twice.
  */
+import { statSync } from "node:fs";
 import path from "node:path";
 import { MigrationTargetError } from "./errors.ts";
 import { findFlumeFiles } from "./detect.ts";
@@ -36,6 +37,8 @@ export function checkTarget(target: TargetDirs, sourceDirs: readonly string[]): 
       }
     }
   }
+  const file = targets.find((d) => statSync(d, { throwIfNoEntry: false })?.isDirectory() === false);
+  if (file) throw new MigrationTargetError(`the target ${file} is a file, not a directory`);
   const flume = findFlumeFiles([target.checkpointDir], target.dataDirs);
   if (flume) throw new MigrationTargetError(`the target directory ${flume.dir} holds an Apache Flume file channel (${flume.names.join(", ")}); migrate into a new, empty directory`);
   const foreign = (dir: string, allowed: (name: string) => boolean) => {

@@ -70,6 +70,8 @@ describe("migrating a Flume 1.11 file channel into a Flume TS file channel", () 
     await expect(migrateFlumeChannel({ source: s.source, target: inside })).rejects.toThrow(/overlaps the Flume directory/);
     expect(existsSync(inside.checkpointDir)).toBe(false);
     await expect(migrateFlumeChannel({ source: s.source, target: { checkpointDir: path.join(s.dir, "x"), dataDirs: [s.checkpointDir] } })).rejects.toThrow(MigrationTargetError);
+    writeFileSync(path.join(s.dir, "a-file"), "");
+    await expect(migrateFlumeChannel({ source: s.source, target: { checkpointDir: path.join(s.dir, "a-file"), dataDirs: [path.join(s.dir, "d")] } })).rejects.toThrow(/is a file, not a directory/);
   });
 
   test("a damaged record stops the migration before anything is written, naming file and offset", async () => {
