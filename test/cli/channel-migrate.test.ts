@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { cleanupsAfterEach, runCli, tempDir } from "../helpers.ts";
+import { cleanupsAfterEach, runCli, tempDir } from "../support/helpers.ts";
 import { CAN_LOCK, EXPECTED_COUNTS, FIXTURE_NAMES, type FixtureName, copyFixture, expectedEvents, fingerprint, holdPosixLock, takeAllFromFlumeTs } from "../migrate/flume-file-channel/support.ts";
 
 const cleanups = cleanupsAfterEach();

@@ -5,7 +5,7 @@ import { FlumeEventSource, readFlumeChannel } from "../../../src/migrate/flume-f
 import { DamagedRecordError, MissingLogFileError, UnsupportedFlumeFormatError } from "../../../src/migrate/flume-file-channel/errors.ts";
 import { pointerFile, pointerOffset } from "../../../src/migrate/flume-file-channel/format.ts";
 import { LogFileScanner } from "../../../src/migrate/flume-file-channel/log-reader.ts";
-import { cleanupsAfterEach, tempDir } from "../../helpers.ts";
+import { cleanupsAfterEach, tempDir } from "../../support/helpers.ts";
 import { EXPECTED_COUNTS, FIXTURE_NAMES, type FixtureCopy, type FixtureName, asExpected, copyFixture, expectedEvents } from "./support.ts";
 
 const cleanups = cleanupsAfterEach();

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { checkFlumeLocks, parseProcLocks } from "../../../src/migrate/flume-file-channel/lock.ts";
-import { asyncCleanupsAfterEach, tempDir } from "../../helpers.ts";
+import { asyncCleanupsAfterEach, tempDir } from "../../support/helpers.ts";
 import { CAN_LOCK, holdPosixLock } from "./support.ts";
 
 const cleanups = asyncCleanupsAfterEach();

@@ -5,8 +5,8 @@ import { FileChannel } from "../../../src/components/channels/file/index.ts";
 import { createEvent } from "../../../src/core/event.ts";
 import { DamagedRecordError, FlumeChannelInUseError, MigrationTargetError } from "../../../src/migrate/flume-file-channel/errors.ts";
 import { migrateFlumeChannel } from "../../../src/migrate/flume-file-channel/migrate.ts";
-import { asyncCleanupsAfterEach, tempDir } from "../../helpers.ts";
-import { options } from "../../file-channel/fixtures.ts";
+import { asyncCleanupsAfterEach, tempDir } from "../../support/helpers.ts";
+import { options } from "../../support/file-channel.ts";
 import { CAN_LOCK, EXPECTED_COUNTS, FIXTURE_NAMES, type FixtureName, copyFixture, expectedEvents, fingerprint, holdPosixLock, takeAllFromFlumeTs } from "./support.ts";
 
 const cleanups = asyncCleanupsAfterEach();

@@ -8,8 +8,8 @@ import { createHash } from "node:crypto";
 import { chmodSync, cpSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { FileChannel } from "../../../src/components/channels/file/index.ts";
-import { options } from "../../file-channel/fixtures.ts";
-import { ROOT } from "../../helpers.ts";
+import { options } from "../../support/file-channel.ts";
+import { ROOT } from "../../support/helpers.ts";
 
 export const FIXTURES = path.join(ROOT, "test", "fixtures", "flume-file-channel");
 export const FIXTURE_NAMES = ["pending-clean", "partly-drained"] as const;
