@@ -11,7 +11,7 @@ import { ChannelException } from "../core/errors.ts";
 import type { FlumeChannelDirs } from "../migrate/flume-file-channel/channel-reader.ts";
 import { FlumeMigrationError } from "../migrate/flume-file-channel/errors.ts";
 import { formatFlumeReport, inspectFlumeChannel } from "../migrate/flume-file-channel/inspect.ts";
-import { DEFAULT_BATCH_SIZE, type MigrationReport, migrateFlumeChannel } from "../migrate/flume-file-channel/migrate.ts";
+import { DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, type MigrationReport, migrateFlumeChannel } from "../migrate/flume-file-channel/migrate.ts";
 import { exitUsage, unknownArgument } from "./args.ts";
 import { badDirectories } from "./channel.ts";
 
@@ -26,7 +26,7 @@ const MIGRATE_ARGS = {
   ...SOURCE_ARGS,
   toCheckpointDir: { type: "string", alias: ["to-checkpointDir"], description: "checkpointDir of the new Flume TS file channel" },
   toDataDirs: { type: "string", alias: ["to-dataDirs"], description: "dataDirs of the new Flume TS file channel (comma-separated)" },
-  batchSize: { type: "string", description: `events per transaction (default ${DEFAULT_BATCH_SIZE}, at most 10000)` },
+  batchSize: { type: "string", description: `events per transaction (default ${DEFAULT_BATCH_SIZE}, at most ${MAX_BATCH_SIZE})` },
   assumeStopped: { type: "boolean", default: false, description: "where /proc/locks is missing (not Linux): you checked the Flume agent is stopped" },
 } satisfies ArgsDef;
 
@@ -64,7 +64,7 @@ function summary(r: MigrationReport): string {
   lines.push(`files read: ${s.filesRead.length} (${s.logFiles.length} data files); Flume's files were not changed`);
   lines.push(
     `the Flume TS file channel in checkpointDir ${path.resolve(r.target.checkpointDir)}, dataDirs ${r.target.dataDirs.map((d) => path.resolve(d)).join(",")} now holds them: ` +
-      `point the channel's checkpointDir and dataDirs there${r.migrated > 1_000_000 ? ` and set its capacity to at least ${r.migrated}` : ""}`,
+      `point the channel's checkpointDir and dataDirs there${r.raisedCapacity === null ? "" : ` and set its capacity to at least ${r.raisedCapacity}`}`,
   );
   return lines.join("\n");
 }
@@ -85,7 +85,7 @@ export const migrate = defineCommand({
     let batchSize = DEFAULT_BATCH_SIZE;
     if (args.batchSize !== undefined) {
       const text = String(args.batchSize);
-      if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > 10000) exitUsage(command, `--batchSize needs a whole number from 1 to 10000, got "${text}"`);
+      if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > MAX_BATCH_SIZE) exitUsage(command, `--batchSize needs a whole number from 1 to ${MAX_BATCH_SIZE}, got "${text}"`);
       batchSize = Number(text);
     }
     try {

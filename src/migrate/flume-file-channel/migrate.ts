@@ -4,8 +4,7 @@
  * its transactions. Flume's files are only read. Nothing is written until every event has been
  * read and its checksum verified, so a damaged record stops the migration before it starts.
  */
-import { FileChannel } from "../../components/channels/file/file-channel.ts";
-import { DEFAULT_MAX_FILE_SIZE } from "../../components/channels/file/index.ts";
+import { FileChannel, type FileChannelOptions, channelOptions, definition } from "../../components/channels/file/index.ts";
 import { type Logger, silentLogger } from "../../core/logger.ts";
 import { type FlumeChannelDirs, type FlumeChannelSnapshot, FlumeEventSource, readFlumeChannel } from "./channel-reader.ts";
 import { FlumeChannelInUseError, FlumeMigrationError, MigrationTargetError } from "./errors.ts";
@@ -13,12 +12,23 @@ import { checkFlumeLocks } from "./lock.ts";
 import type { FlumeEventData } from "./messages.ts";
 import { type TargetDirs, checkTarget } from "./target.ts";
 
-/** Events per transaction: well within the file channel's default transactionCapacity (10000). */
+/** Events per transaction: well within the file channel's default transactionCapacity. */
 export const DEFAULT_BATCH_SIZE = 1000;
 /** A batch also ends at this many bytes of bodies, so huge events do not pile up in memory. */
 const MAX_BATCH_BYTES = 16 * 1024 * 1024;
-/** The Flume TS file channel's default capacity; raised to the event count when that is larger. */
-const DEFAULT_CAPACITY = 1_000_000;
+
+/**
+ * A file channel on the target's directories with the file channel's own defaults (its schema),
+ * as `flume run` opens a channel configured with just these directories.
+ */
+export function targetChannelOptions(target: TargetDirs): FileChannelOptions {
+  const { options, errors } = definition.parse({ checkpointDir: target.checkpointDir, dataDirs: target.dataDirs.join(",") });
+  if (errors.length > 0) throw new MigrationTargetError(`the target channel: ${errors.map((e) => `${e.key} ${e.message}`).join("; ")}`);
+  return { ...channelOptions(options), dataDirs: [...target.dataDirs] };
+}
+
+/** The most events one transaction of the new channel takes: its default transactionCapacity. */
+export const MAX_BATCH_SIZE = targetChannelOptions({ checkpointDir: "checkpoint", dataDirs: ["data"] }).transactionCapacity;
 
 export interface SourceOptions {
   source: FlumeChannelDirs;
@@ -49,6 +59,8 @@ export interface MigrationReport extends VerifiedSnapshot {
   migrated: number;
   transactions: number;
   target: TargetDirs;
+  /** The capacity the new channel needs when it is above the default (set it in the config), else null. */
+  raisedCapacity: number | null;
 }
 
 export function sourceDirs(s: FlumeChannelDirs): string[] {
@@ -94,39 +106,20 @@ export function verifySnapshot(source: FlumeChannelDirs, staleLocks: string[]): 
   }
 }
 
-function targetChannel(target: TargetDirs, capacity: number, logger: Logger): FileChannel {
-  // The file channel's defaults (see its schema), except a capacity that fits every event.
-  return new FileChannel(
-    "target",
-    {
-      checkpointDir: target.checkpointDir,
-      dataDirs: [...target.dataDirs],
-      useDualCheckpoints: false,
-      capacity: Math.max(DEFAULT_CAPACITY, capacity),
-      transactionCapacity: 10000,
-      checkpointInterval: 30000,
-      maxFileSize: DEFAULT_MAX_FILE_SIZE,
-      minimumRequiredSpace: 524288000,
-      keepAlive: 3,
-      checkpointOnClose: true,
-      fsyncPerTransaction: true,
-      fsyncInterval: 5,
-    },
-    { logger },
-  );
-}
-
 /** Migrates; resolves with what was done, rejects with the errors of errors.ts (or the channel's). */
 export async function migrateFlumeChannel(opts: MigrateOptions): Promise<MigrationReport> {
   const logger = opts.logger ?? silentLogger;
-  const batchSize = Math.max(1, Math.min(opts.batchSize ?? DEFAULT_BATCH_SIZE, 10000));
+  const batchSize = Math.max(1, Math.min(opts.batchSize ?? DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE));
   const staleLocks = requireStopped(opts);
   checkTarget(opts.target, sourceDirs(opts.source));
   const verified = verifySnapshot(opts.source, staleLocks);
   // Reading takes a while on a big channel: an agent started meanwhile makes the copy stale.
   requireStopped(opts);
   const { snapshot } = verified;
-  const channel = targetChannel(opts.target, snapshot.pending.length, logger);
+  const settings = targetChannelOptions(opts.target);
+  // The default capacity, or one that fits every event when there are more.
+  const raisedCapacity = snapshot.pending.length > settings.capacity ? snapshot.pending.length : null;
+  const channel = new FileChannel("target", { ...settings, capacity: raisedCapacity ?? settings.capacity }, { logger });
   await channel.start();
   let migrated = 0;
   let transactions = 0;
@@ -171,5 +164,5 @@ export async function migrateFlumeChannel(opts: MigrateOptions): Promise<Migrati
     events.close();
     await channel.stop();
   }
-  return { ...verified, migrated, transactions, target: opts.target };
+  return { ...verified, migrated, transactions, target: opts.target, raisedCapacity };
 }

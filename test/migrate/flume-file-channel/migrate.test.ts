@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { FileChannel } from "../../../src/components/channels/file/index.ts";
+import { FileChannel, fileChannelOptions } from "../../../src/components/channels/file/index.ts";
 import { createEvent } from "../../../src/core/event.ts";
 import { DamagedRecordError, FlumeChannelInUseError, MigrationTargetError } from "../../../src/migrate/flume-file-channel/errors.ts";
-import { migrateFlumeChannel } from "../../../src/migrate/flume-file-channel/migrate.ts";
+import { MAX_BATCH_SIZE, migrateFlumeChannel, targetChannelOptions } from "../../../src/migrate/flume-file-channel/migrate.ts";
 import { asyncCleanupsAfterEach, tempDir } from "../../support/helpers.ts";
 import { options } from "../../support/file-channel.ts";
 import { CAN_LOCK, EXPECTED_COUNTS, FIXTURE_NAMES, type FixtureName, copyFixture, expectedEvents, fingerprint, holdPosixLock, takeAllFromFlumeTs } from "./support.ts";
@@ -34,6 +34,15 @@ describe("migrating a Flume 1.11 file channel into a Flume TS file channel", () 
       expect(await takeAllFromFlumeTs(s.target.checkpointDir, s.target.dataDirs)).toEqual(expected);
     });
   }
+
+  test("the new channel has the file channel's defaults, as flume run opens one configured with just its directories; batches are bounded by its transactionCapacity", async () => {
+    const s = setup("pending-clean");
+    const ts = path.join(s.dir, "ts");
+    expect(targetChannelOptions(s.target)).toEqual(fileChannelOptions(ts));
+    expect(MAX_BATCH_SIZE).toBe(fileChannelOptions(ts).transactionCapacity);
+    const report = await migrateFlumeChannel({ source: s.source, target: s.target });
+    expect(report.raisedCapacity).toBeNull(); // 2000 events fit the default capacity
+  });
 
   test("into an existing but empty Flume TS channel: allowed", async () => {
     const s = setup("partly-drained");
