@@ -2,7 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { cleanupsAfterEach, runCli, tempDir } from "../support/helpers.ts";
-import { CAN_LOCK, EXPECTED_COUNTS, FIXTURE_NAMES, type FixtureName, copyFixture, expectedEvents, fingerprint, holdPosixLock, takeAllFromFlumeTs } from "../migrate/flume-file-channel/support.ts";
+import { EXPECTED_COUNTS, FIXTURE_NAMES, type FixtureName, copyFixture, expectedEvents, fingerprint, holdPosixLock, takeAllFromFlumeTs } from "../support/flume-file-channel.ts";
+import { needsPosixLockHolder } from "../support/requires.ts";
 
 const cleanups = cleanupsAfterEach();
 
@@ -50,7 +51,7 @@ describe("flume channel migrate --from-flume", () => {
     expect(v.stdout).toMatch(new RegExp(`status: DAMAGED: damaged record in ${log6} at offset \\d+`));
   });
 
-  test.skipIf(!CAN_LOCK)("while Flume's in_use.lock is held (fcntl): exit 1 naming the lock and the process; inspect says the agent is running (needs /usr/bin/python3 and /proc/locks)", async () => {
+  needsPosixLockHolder.test("while Flume's in_use.lock is held (fcntl): exit 1 naming the lock and the process; inspect says the agent is running", async () => {
     const s = setup("pending-clean");
     const lock = path.join(s.dataDir, "in_use.lock");
     const holder = await holdPosixLock(lock);

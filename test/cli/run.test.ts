@@ -5,6 +5,7 @@ import net from "node:net";
 import { parseRunArgs, runAgent } from "../../src/cli/run.ts";
 import type { ComponentDefinition } from "../../src/components/component.ts";
 import * as registry from "../../src/components/registry.ts";
+import { copyFixture, fingerprint } from "../support/flume-file-channel.ts";
 import { cleanupsAfterEach, freePort, netcatConf, runCli, sendLines, sleep, startAgentCli, tempDir, canConnect, fileChannelLines, waitUntilListening, listenLocal } from "../support/helpers.ts";
 
 async function getJson(port: number, p: string): Promise<{ status: number; body: string; type: string | null }> {
@@ -337,5 +338,41 @@ describe("flume run --lenient and reload", () => {
     expect(agent.stderr).toContain("capacty");
     agent.child.kill("SIGTERM");
     expect(await agent.exited()).toBe(0);
+  });
+});
+
+describe("flume run on an Apache Flume file channel", () => {
+  test("on Flume's directories it prints the hint once and exits 1 instead of retrying", () => {
+    const t = tempDir("flume-run-flume-dirs-");
+    cleanups.push(t.cleanup);
+    const f = { dir: t.dir, ...copyFixture("pending-clean", t.dir) };
+    const before = fingerprint(f.root);
+    const conf = path.join(f.dir, "a1.conf");
+    writeFileSync(
+      conf,
+      `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = seq
+a1.sources.r1.channels = c1
+a1.channels.c1.type = file
+a1.channels.c1.checkpointDir = ${f.checkpointDir}
+a1.channels.c1.dataDirs = ${f.dataDir}
+a1.sinks.k1.type = null
+a1.sinks.k1.channel = c1
+`,
+    );
+    const r = runCli(["run", "-f", conf, "-n", "a1", "--no-reload-conf", "--quiet"], { timeout: 15000 });
+    const out = r.stdout + r.stderr;
+    expect(r.signal).toBeNull(); // it exited by itself, well before the timeout
+    expect(r.code).toBe(1);
+    expect(out).toContain(`Unable to start c1 (failure 1), giving up: file channel c1: ${f.dataDir} holds an Apache Flume file channel`);
+    expect(out.split("Unable to start c1").length - 1).toBe(1); // one attempt, no retries
+    expect(out).toContain(`flume channel migrate --from-flume --checkpointDir ${f.checkpointDir} --dataDirs ${f.dataDir} --to-checkpointDir NEW_CHECKPOINT_DIR --to-dataDirs NEW_DATA_DIR`);
+    expect(out).toContain(`agent a1 failed to start: channel c1 cannot start and will not be retried: file channel c1: ${f.dataDir} holds an Apache Flume file channel`);
+    expect(out).not.toContain("[r1]"); // the source never started to fail on the channel
+    expect(out).not.toContain("retrying");
+    expect(out).not.toContain("bad magic");
+    expect(fingerprint(f.root)).toEqual(before);
   });
 });

@@ -6,7 +6,7 @@ import { DamagedRecordError, MissingLogFileError, UnsupportedFlumeFormatError } 
 import { pointerFile, pointerOffset } from "../../../src/migrate/flume-file-channel/format.ts";
 import { LogFileScanner } from "../../../src/migrate/flume-file-channel/log-reader.ts";
 import { cleanupsAfterEach, tempDir } from "../../support/helpers.ts";
-import { EXPECTED_COUNTS, FIXTURE_NAMES, type FixtureCopy, type FixtureName, asExpected, copyFixture, expectedEvents } from "./support.ts";
+import { EXPECTED_COUNTS, FIXTURE_NAMES, type FixtureCopy, type FixtureName, asExpected, copyFixture, expectedEvents } from "../../support/flume-file-channel.ts";
 
 const cleanups = cleanupsAfterEach();
 

@@ -3,7 +3,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { checkFlumeLocks, parseProcLocks } from "../../../src/migrate/flume-file-channel/lock.ts";
 import { asyncCleanupsAfterEach, tempDir } from "../../support/helpers.ts";
-import { CAN_LOCK, holdPosixLock } from "./support.ts";
+import { holdPosixLock } from "../../support/flume-file-channel.ts";
+import { needsPosixLockHolder } from "../../support/requires.ts";
 
 const cleanups = asyncCleanupsAfterEach();
 
@@ -29,7 +30,7 @@ describe("telling whether Flume still holds in_use.lock", () => {
     expect(checkFlumeLocks([a], path.join(t.dir, "empty-locks"))).toEqual({ locks: [{ file: path.join(a, "in_use.lock"), state: "stale", pid: null }], unknown: null });
   });
 
-  test.skipIf(!CAN_LOCK)("a POSIX lock held by a live process is found by its inode, with the holder's pid (needs /usr/bin/python3 and /proc/locks)", async () => {
+  needsPosixLockHolder.test("a POSIX lock held by a live process is found by its inode, with the holder's pid", async () => {
     const t = tempDir("flume-lock-");
     cleanups.push(t.cleanup);
     const lock = path.join(t.dir, "in_use.lock");

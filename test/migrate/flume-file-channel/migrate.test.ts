@@ -7,7 +7,8 @@ import { DamagedRecordError, FlumeChannelInUseError, MigrationTargetError } from
 import { MAX_BATCH_SIZE, migrateFlumeChannel, targetChannelOptions } from "../../../src/migrate/flume-file-channel/migrate.ts";
 import { asyncCleanupsAfterEach, tempDir } from "../../support/helpers.ts";
 import { options } from "../../support/file-channel.ts";
-import { CAN_LOCK, EXPECTED_COUNTS, FIXTURE_NAMES, type FixtureName, copyFixture, expectedEvents, fingerprint, holdPosixLock, takeAllFromFlumeTs } from "./support.ts";
+import { EXPECTED_COUNTS, FIXTURE_NAMES, type FixtureName, copyFixture, expectedEvents, fingerprint, holdPosixLock, takeAllFromFlumeTs } from "../../support/flume-file-channel.ts";
+import { needsPosixLockHolder } from "../../support/requires.ts";
 
 const cleanups = asyncCleanupsAfterEach();
 
@@ -107,7 +108,7 @@ describe("migrating a Flume 1.11 file channel into a Flume TS file channel", () 
     expect(r.migrated).toBe(700);
   });
 
-  test.skipIf(!CAN_LOCK)("while a process holds Flume's in_use.lock (fcntl, as Java's tryLock): refused naming the lock and the pid; a left-over lock file is no obstacle (needs /usr/bin/python3 and /proc/locks)", async () => {
+  needsPosixLockHolder.test("while a process holds Flume's in_use.lock (fcntl, as Java's tryLock): refused naming the lock and the pid; a left-over lock file is no obstacle", async () => {
     const s = setup("partly-drained");
     const lock = path.join(s.checkpointDir, "in_use.lock");
     const holder = await holdPosixLock(lock);

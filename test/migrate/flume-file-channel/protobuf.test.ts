@@ -4,7 +4,7 @@ import path from "node:path";
 import { crc32 } from "node:zlib";
 import { decodeCheckpointMeta, decodeLogFileMeta, decodePut, decodeTake, decodeTransactionEventHeader } from "../../../src/migrate/flume-file-channel/messages.ts";
 import { ProtoReader, ProtobufError, delimited } from "../../../src/migrate/flume-file-channel/protobuf.ts";
-import { FIXTURES, FIXTURE_NAMES } from "./support.ts";
+import { FIXTURE_NAMES, FLUME_FIXTURES } from "../../support/flume-file-channel.ts";
 
 // A few wire-format writers, enough to build messages the decoders must accept or refuse.
 const varint = (n: number): number[] => {
@@ -34,7 +34,7 @@ const delimit = (content: number[]) => Buffer.from([...varint(content.length), .
 describe("Flume's metadata files decode as Flume 1.11 wrote them (every fixture)", () => {
   for (const name of FIXTURE_NAMES) {
     test(`${name}: checkpoint.meta matches the checkpoint file, every log-N.meta names its file`, () => {
-      const dir = path.join(FIXTURES, name);
+      const dir = path.join(FLUME_FIXTURES, name);
       const ckpt = readFileSync(path.join(dir, "checkpoint", "checkpoint"));
       const meta = decodeCheckpointMeta(readFileSync(path.join(dir, "checkpoint", "checkpoint.meta")));
       expect(meta.version).toBe(3);

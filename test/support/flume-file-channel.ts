@@ -1,17 +1,18 @@
 /**
- * Shared by the Flume file channel migration tests: copies of the golden Apache Flume 1.11
+ * For the tests of Apache Flume file channels (reading, migrating, refusing them): copies of the golden Apache Flume 1.11
  * channel directories in test/fixtures/flume-file-channel (tests never touch the originals),
  * their expected.jsonl, and a fingerprint of a directory tree to prove nothing changed.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, cpSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { FileChannel } from "../../../src/components/channels/file/index.ts";
-import { options } from "../../support/file-channel.ts";
-import { ROOT } from "../../support/helpers.ts";
+import { FileChannel } from "../../src/components/channels/file/index.ts";
+import { options } from "./file-channel.ts";
+import { FIXTURES } from "./helpers.ts";
+import { PYTHON } from "./requires.ts";
 
-export const FIXTURES = path.join(ROOT, "test", "fixtures", "flume-file-channel");
+export const FLUME_FIXTURES = path.join(FIXTURES, "flume-file-channel");
 export const FIXTURE_NAMES = ["pending-clean", "partly-drained"] as const;
 export type FixtureName = (typeof FIXTURE_NAMES)[number];
 
@@ -33,7 +34,7 @@ function makeWritable(p: string): void {
 /** Copies a fixture's checkpoint/ and data/ below dir/<name> (writable, so tests can damage the copy). */
 export function copyFixture(name: FixtureName, dir: string): FixtureCopy {
   const root = path.join(dir, name);
-  cpSync(path.join(FIXTURES, name), root, { recursive: true });
+  cpSync(path.join(FLUME_FIXTURES, name), root, { recursive: true });
   makeWritable(root);
   return { root, checkpointDir: path.join(root, "checkpoint"), dataDir: path.join(root, "data") };
 }
@@ -44,7 +45,7 @@ export interface ExpectedEvent {
 }
 
 export function expectedEvents(name: FixtureName): ExpectedEvent[] {
-  return readFileSync(path.join(FIXTURES, name, "expected.jsonl"), "utf8")
+  return readFileSync(path.join(FLUME_FIXTURES, name, "expected.jsonl"), "utf8")
     .split("\n")
     .filter((l) => l !== "")
     .map((l) => JSON.parse(l) as ExpectedEvent);
@@ -101,7 +102,8 @@ export async function takeAllFromFlumeTs(checkpointDir: string, dataDirs: string
 
 /**
  * Holds a POSIX (fcntl) write lock on file as Java's FileChannel.tryLock does, from a python3
- * child; resolves once the lock is taken. Kill the child to release it.
+ * child; resolves once the lock is taken. Kill the child to release it. Tests using it declare
+ * themselves with needsPosixLockHolder (requires.ts).
  */
 export async function holdPosixLock(file: string): Promise<ChildProcess> {
   writeFileSync(file, "", { flag: "a" });
@@ -112,7 +114,3 @@ export async function holdPosixLock(file: string): Promise<ChildProcess> {
   });
   return child;
 }
-
-/** The system python3 (the one fcntl tests use), and whether the kernel lists POSIX locks (under CI the tests run, and fail without them). */
-export const PYTHON = "/usr/bin/python3";
-export const CAN_LOCK = process.env.CI === "true" || (existsSync(PYTHON) && existsSync("/proc/locks"));
