@@ -66,11 +66,17 @@ export class Agent implements MetricsProvider {
   private async doStart(model: AgentModel): Promise<void> {
     this.built = buildAgent(model, this.buildContext());
     await this.startAll(this.built, new Set());
-    const final = [...this.built.channels.values()].filter((c) => this.supervisor.isComponentInErrorState(c.channel));
+    const final = [...this.built.channels.values()].flatMap((c) => {
+      const status = this.supervisor.status(c.channel);
+      return status?.error ? [{ name: c.name, status }] : [];
+    });
     if (final.length > 0) {
-      const message = final.map((c) => `channel ${c.name} cannot start and will not be retried: ${this.supervisor.status(c.channel)?.lastError}`).join("; ");
       await this.supervisor.stop();
-      throw new ChannelException(message);
+      // The channel's own error (it names the channel and what to do), which the supervisor left
+      // to the agent to report: the start fails with it, so it is printed once.
+      const [first] = final;
+      if (final.length === 1 && first.status.cause instanceof Error) throw first.status.cause;
+      throw new ChannelException(final.map((c) => `channel ${c.name} cannot start: ${c.status.lastError}`).join("; "));
     }
     this.running = true;
   }

@@ -14,6 +14,8 @@ export interface SupervisedStatus {
   failures: number;
   /** The last error, when the component is in error. */
   lastError: string | null;
+  /** The last error itself (what the component threw), null after a successful start. */
+  cause: unknown;
   /** True when a start failed and the policy forbids another try. */
   error: boolean;
 }
@@ -53,7 +55,7 @@ export class LifecycleSupervisor {
     const entry: Supervised = {
       component,
       policy,
-      status: { desired, failures: 0, lastError: null, error: false },
+      status: { desired, failures: 0, lastError: null, cause: null, error: false },
       busy: false,
       inflight: null,
       timer: null,
@@ -131,6 +133,7 @@ export class LifecycleSupervisor {
         } else {
           await component.start();
           status.lastError = null;
+          status.cause = null;
         }
       } else if (status.desired === "STOP" && actual === "START") {
         await component.stop();
@@ -138,9 +141,14 @@ export class LifecycleSupervisor {
     } catch (err) {
       status.failures++;
       status.lastError = (err as Error).message;
+      status.cause = err;
       const retry = entry.policy === "always" && isRetryable(err);
       if (!retry) status.error = true;
-      this.logger.error(`Unable to ${status.desired === "START" ? "start" : "stop"} ${component.name} (failure ${status.failures}), ${retry ? `retrying in ${this.monitorInterval} ms` : "giving up"}: ${status.lastError}`);
+      const line = `Unable to ${status.desired === "START" ? "start" : "stop"} ${component.name} (failure ${status.failures}), ${retry ? `retrying in ${this.monitorInterval} ms` : "giving up"}: ${status.lastError}`;
+      // An error that says retrying cannot help is for the owner to report, once, from status()
+      // (the agent fails its start with it, a reload lists it): logged here too, it would be printed twice.
+      if (isRetryable(err)) this.logger.error(line);
+      else this.logger.debug(line);
     } finally {
       entry.busy = false;
       entry.inflight = null;

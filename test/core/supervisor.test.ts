@@ -254,14 +254,16 @@ function failing(error: () => Error): LifecycleAware & { starts: number } {
 }
 
 describe("supervisor and errors marked retryable = false", () => {
-  test("such an error: one start, the supervisor gives up and says so", async () => {
+  test("such an error: one start, then the supervisor gives up; the error is in status() for its owner to report, logged here only at debug level", async () => {
     const { clock, logger, supervisor } = setup();
-    const c = failing(() => new FinalError("directory holds another format"));
+    const error = new FinalError("directory holds another format");
+    const c = failing(() => error);
     await supervisor.supervise(c, "always");
     await clock.advance(10_000);
     expect(c.starts).toBe(1);
     expect(supervisor.isComponentInErrorState(c)).toBe(true);
-    expect(logger.lines.map((l) => l.message)).toEqual(["Unable to start c1 (failure 1), giving up: directory holds another format"]);
+    expect(supervisor.status(c)).toMatchObject({ failures: 1, lastError: "directory holds another format", cause: error, error: true });
+    expect(logger.lines).toEqual([{ level: "debug", message: "Unable to start c1 (failure 1), giving up: directory holds another format" }]);
   });
 
   test("any other error is retried every monitor interval", async () => {
