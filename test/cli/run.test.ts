@@ -5,6 +5,7 @@ import net from "node:net";
 import { parseRunArgs, runAgent } from "../../src/cli/run.ts";
 import type { ComponentDefinition } from "../../src/components/component.ts";
 import * as registry from "../../src/components/registry.ts";
+import { seqConf } from "../support/agent.ts";
 import { copyFixture, fingerprint } from "../support/flume-file-channel.ts";
 import { cleanupsAfterEach, freePort, netcatConf, runCli, sendLines, sleep, startAgentCli, tempDir, canConnect, fileChannelLines, waitUntilListening, listenLocal } from "../support/helpers.ts";
 
@@ -348,20 +349,7 @@ describe("flume run on an Apache Flume file channel", () => {
     const f = { dir: t.dir, ...copyFixture("pending-clean", t.dir) };
     const before = fingerprint(f.root);
     const conf = path.join(f.dir, "a1.conf");
-    writeFileSync(
-      conf,
-      `a1.sources = r1
-a1.channels = c1
-a1.sinks = k1
-a1.sources.r1.type = seq
-a1.sources.r1.channels = c1
-a1.channels.c1.type = file
-a1.channels.c1.checkpointDir = ${f.checkpointDir}
-a1.channels.c1.dataDirs = ${f.dataDir}
-a1.sinks.k1.type = null
-a1.sinks.k1.channel = c1
-`,
-    );
+    writeFileSync(conf, seqConf(1, { channel: `a1.channels.c1.type = file\na1.channels.c1.checkpointDir = ${f.checkpointDir}\na1.channels.c1.dataDirs = ${f.dataDir}` }));
     const r = runCli(["run", "-f", conf, "-n", "a1", "--no-reload-conf", "--quiet"], { timeout: 15000 });
     const out = r.stdout + r.stderr;
     expect(r.signal).toBeNull(); // it exited by itself, well before the timeout
