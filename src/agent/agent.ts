@@ -2,6 +2,7 @@ import type { Channel } from "../core/channel.ts";
 import type { Clock } from "../core/clock.ts";
 import { systemClock } from "../core/clock.ts";
 import type { CounterGroup } from "../core/counters.ts";
+import { ChannelException } from "../core/errors.ts";
 import type { LifecycleAware } from "../core/lifecycle.ts";
 import type { Logger } from "../core/logger.ts";
 import { FlumeError } from "../core/errors.ts";
@@ -70,6 +71,18 @@ export class Agent implements MetricsProvider {
     this.built = buildAgent(model, this.buildContext());
     this.model = model;
     await this.startAll(this.built, new Set());
+    const final = [...this.built.channels.values()].flatMap((c) => {
+      const status = this.supervisor.status(c.channel);
+      return status?.error ? [{ name: c.name, status }] : [];
+    });
+    if (final.length > 0) {
+      await this.supervisor.stop();
+      // The channel's own error (it names the channel and what to do), which the supervisor left
+      // to the agent to report: the start fails with it, so it is printed once.
+      const [first] = final;
+      if (final.length === 1 && first.status.cause instanceof Error) throw first.status.cause;
+      throw new ChannelException(final.map((c) => `channel ${c.name} cannot start: ${c.status.lastError}`).join("; "));
+    }
     this.running = true;
   }
 
@@ -82,6 +95,9 @@ export class Agent implements MetricsProvider {
     for (const c of next.channels.values()) if (!keep.has(c.channel)) waits.push(this.supervisor.supervise(c.channel));
     await Promise.all(waits);
     waits.length = 0;
+    // On the first start, a channel that will never start (the supervisor gave up) fails the
+    // start (doStart): its sources and sinks would only repeat its error.
+    if (!this.running && [...next.channels.values()].some((c) => this.supervisor.isComponentInErrorState(c.channel))) return;
     for (const r of next.runners.values()) if (!keep.has(r.runner)) waits.push(this.supervisor.supervise(r.runner));
     await Promise.all(waits);
     waits.length = 0;
@@ -130,8 +146,8 @@ export class Agent implements MetricsProvider {
     await this.startAll(next, keep);
     // A start that failed (a port in use) is retried by the supervisor; the report says so.
     const label = (what: string, c: LifecycleAware) => {
-      const error = this.supervisor.status(c)?.lastError;
-      return error ? `${what} (not started, retrying: ${error})` : what;
+      const status = this.supervisor.status(c);
+      return status?.lastError ? `${what} (not started, ${status.error ? "not retried" : "retrying"}: ${status.lastError})` : what;
     };
     const started = [
       ...[...next.channels.values()].filter((c) => !keep.has(c.channel)).map((c) => label(`channel ${c.name}`, c.channel)),

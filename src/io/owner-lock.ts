@@ -7,9 +7,10 @@
  * Apache Flume's file channel holds its `in_use.lock` with a POSIX (fcntl) lock; a Flume that
  * runs is seen through /proc/locks, so its directories are not taken over either.
  */
-import { existsSync, linkSync, readFileSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import path from "node:path";
+import { posixLockHolder, processAlive } from "./posix-locks.ts";
 
 /** Who holds a lock. */
 export interface LockOwner {
@@ -56,23 +57,13 @@ function procStat(pid: number): { state: string; startTime: number } | undefined
   return { state: fields[0], startTime: Number(fields[19]) };
 }
 
-function kill0(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: it exists but belongs to someone else.
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 /** Whether the process a lock names is the one that wrote it and still runs. */
 export function ownerAlive(owner: LockOwner): boolean {
   const boot = bootId();
   if (owner.bootId && boot && owner.bootId !== boot) return false; // written before a reboot
-  if (owner.host && owner.host !== hostname()) return kill0(owner.pid); // cannot tell better
+  if (owner.host && owner.host !== hostname()) return processAlive(owner.pid); // cannot tell better
   const stat = procStat(owner.pid);
-  if (stat === undefined) return existsSync("/proc/self/stat") ? false : kill0(owner.pid);
+  if (stat === undefined) return existsSync("/proc/self/stat") ? false : processAlive(owner.pid);
   if (stat.state === "Z" || stat.state === "X") return false; // dead, not yet reaped
   if (owner.startTime !== undefined && stat.startTime !== owner.startTime) return false; // pid reused
   return true;
@@ -95,22 +86,10 @@ export function readOwner(file: string): LockOwner | null {
   }
 }
 
-/** The pid of a process holding a POSIX (fcntl) lock on the file, per /proc/locks (Apache Flume's in_use.lock). */
-export function posixLockHolder(file: string): number | undefined {
-  let ino: number;
-  try {
-    ino = statSync(file).ino;
-  } catch {
-    return undefined;
-  }
-  const locks = readText("/proc/locks");
-  if (!locks) return undefined;
-  for (const line of locks.split("\n")) {
-    // "1: POSIX  ADVISORY  WRITE 12345 fd:01:2097 0 EOF"
-    const m = /^\d+:\s+(?:->\s+)?POSIX\s+\S+\s+\S+\s+(\d+)\s+[0-9a-f]+:[0-9a-f]+:(\d+)\s/i.exec(line);
-    if (m && Number(m[2]) === ino && Number(m[1]) !== process.pid) return Number(m[1]);
-  }
-  return undefined;
+/** The pid of another process holding a POSIX (fcntl) lock on the file (Apache Flume's in_use.lock). */
+function fcntlHolder(file: string): number | undefined {
+  const h = posixLockHolder(file);
+  return h && h !== "unknown" ? (h.pid ?? 0) : undefined;
 }
 
 function describeOwner(o: LockOwner): string {
@@ -122,7 +101,7 @@ function describeOwner(o: LockOwner): string {
  * an agent checks for every directory it will own before it starts anything.
  */
 export function otherOwner(file: string): LockOwner | null {
-  const flume = posixLockHolder(file);
+  const flume = fcntlHolder(file);
   if (flume !== undefined) return { pid: flume, what: "Apache Flume, or another holder of a POSIX lock on it" };
   const owner = readOwner(file);
   if (!owner || owner.pid === process.pid) return null;
@@ -146,7 +125,7 @@ export class OwnerLock {
     let tookOver: LockOwner | null = null;
     try {
       for (let attempt = 0; attempt < 3; attempt++) {
-        const flume = posixLockHolder(file);
+        const flume = fcntlHolder(file);
         if (flume !== undefined) {
           throw new LockHeldError(file, { pid: flume }, `${what} is in use by process ${flume}, which holds a lock on ${file} (a running Apache Flume?); stop it first`);
         }

@@ -5,6 +5,8 @@ import net from "node:net";
 import { parseRunArgs, runAgent } from "../../src/cli/run.ts";
 import type { ComponentDefinition } from "../../src/components/component.ts";
 import * as registry from "../../src/components/registry.ts";
+import { seqConf } from "../support/agent.ts";
+import { copyFixture, fingerprint } from "../support/flume-file-channel.ts";
 import { cleanupsAfterEach, freePort, netcatConf, runCli, sendLines, sleep, startAgentCli, tempDir, canConnect, fileChannelLines, waitUntilListening, listenLocal } from "../support/helpers.ts";
 
 async function getJson(port: number, p: string): Promise<{ status: number; body: string; type: string | null }> {
@@ -337,5 +339,28 @@ describe("flume run --lenient and reload", () => {
     expect(agent.stderr).toContain("capacty");
     agent.child.kill("SIGTERM");
     expect(await agent.exited()).toBe(0);
+  });
+});
+
+describe("flume run on an Apache Flume file channel", () => {
+  test("on Flume's directories it prints one line naming the migrate command and exits 1 instead of retrying", () => {
+    const t = tempDir("flume-run-flume-dirs-");
+    cleanups.push(t.cleanup);
+    const f = { dir: t.dir, ...copyFixture("pending-clean", t.dir) };
+    const before = fingerprint(f.root);
+    const conf = path.join(f.dir, "a1.conf");
+    writeFileSync(conf, seqConf(1, { channel: `a1.channels.c1.type = file\na1.channels.c1.checkpointDir = ${f.checkpointDir}\na1.channels.c1.dataDirs = ${f.dataDir}` }));
+    const r = runCli(["run", "-f", conf, "-n", "a1", "--no-reload-conf", "--quiet"], { timeout: 15000 });
+    const out = r.stdout + r.stderr;
+    expect(r.signal).toBeNull(); // it exited by itself, well before the timeout
+    expect(r.code).toBe(1);
+    const lines = out.split("\n").filter((l) => l.trim() !== "");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`agent a1 failed to start: file channel c1: ${f.dataDir} holds an Apache Flume file channel (log-1, log-1.meta)`);
+    expect(lines[0]).toContain(`flume channel migrate --from-flume --checkpointDir ${f.checkpointDir} --dataDirs ${f.dataDir} --to-checkpointDir NEW_CHECKPOINT_DIR --to-dataDirs NEW_DATA_DIR`);
+    expect(out).not.toContain("[r1]"); // the source never started to fail on the channel
+    expect(out).not.toContain("retrying");
+    expect(out).not.toContain("bad magic");
+    expect(fingerprint(f.root)).toEqual(before);
   });
 });

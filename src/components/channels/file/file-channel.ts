@@ -23,6 +23,7 @@ import { EventQueue } from "./event-queue.ts";
 import { encodeTransaction, toRanges } from "./format.ts";
 import { recover } from "./replay.ts";
 import { SegmentLog } from "./segment-log.ts";
+import { refuseFlumeFormat } from "../../../migrate/flume-file-channel/detect.ts";
 
 export interface FileChannelOptions {
   checkpointDir: string;
@@ -211,6 +212,8 @@ export class FileChannel implements Channel {
       if (new Set(dirs.map((d) => path.resolve(d))).size !== dirs.length) {
         throw new ChannelException(`file channel ${this.name}: checkpointDir, backupCheckpointDir and dataDirs must be distinct directories (${dirs.join(", ")})`);
       }
+      // Before anything is created or locked there: Flume's own lock file must stay untouched.
+      refuseFlumeFormat(this.name, o.checkpointDir, o.dataDirs, o.useDualCheckpoints ? o.backupCheckpointDir : undefined);
       for (const d of dirs) fs.mkdirSync(d, { recursive: true });
       for (const d of dirs) {
         try {
