@@ -8,13 +8,13 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { parseConfig } from "../../../src/config/schema.ts";
 import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
-import { systemClock } from "../../../src/core/clock.ts";
+import { type Clock, systemClock } from "../../../src/core/clock.ts";
 import { MemoryLogger } from "../../../src/core/logger.ts";
 import type { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import { definition as thriftSink, type ThriftSink } from "../../../src/components/sinks/thrift.ts";
 import { definition as thriftSource, type ThriftSource } from "../../../src/components/sources/thrift.ts";
-import { ROOT, tempDir } from "../../helpers.ts";
+import { ROOT, tempDir, waitUntil } from "../../helpers.ts";
 import { memoryChannel } from "../support.ts";
 
 /** Debian's interpreter: the pyenv python3 on PATH has no thrift module. */
@@ -115,8 +115,10 @@ export async function pythonServer(gen: string, protocol: string, answers: strin
     calls(): PyServerCall[] {
       return out.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as PyServerCall);
     },
-    get stderr() {
-      return err;
+    /** The calls received, once there are n (their lines may arrive after the answers did). */
+    async waitForCalls(n: number): Promise<PyServerCall[]> {
+      await waitUntil(() => this.calls().length >= n, `${n} calls at the python server (got ${this.calls().length})\n${err}`, 5000, 5);
+      return this.calls();
     },
     kill(): Promise<void> {
       if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
@@ -139,12 +141,12 @@ export async function startThriftSource(props: Record<string, string> = {}, chan
 }
 
 /** A thrift sink to 127.0.0.1 from Flume-style properties, draining channel. */
-export function makeThriftSink(props: Record<string, string>, channel: MemoryChannel) {
+export function makeThriftSink(props: Record<string, string>, channel: MemoryChannel, clock: Clock = systemClock) {
   const { config, errors } = parseConfig(thriftSink.schema, { hostname: "127.0.0.1", ...props });
   const problems = [...errors, ...(thriftSink.validate?.(config) ?? [])];
   if (problems.length > 0) throw new Error(JSON.stringify(problems));
   const logger = new MemoryLogger();
-  const sink: ThriftSink = thriftSink.create(config, { name: "k1", agentName: "a1", clock: systemClock, logger });
+  const sink: ThriftSink = thriftSink.create(config, { name: "k1", agentName: "a1", clock, logger });
   sink.setChannel(channel);
   return { sink, logger };
 }
