@@ -1,3 +1,4 @@
+import { internedUtf8 } from "../interned-keys.ts";
 import { ThriftProtocolError } from "./errors.ts";
 import { MAX_NESTING, TType, type ThriftProtocolName } from "./types.ts";
 
@@ -85,6 +86,15 @@ export abstract class ThriftReader {
     this.pos = start + len;
     // utf8Slice skips toString's encoding dispatch; invalid UTF-8 becomes U+FFFD, as in Java.
     return (this.buf as Utf8Buffer).utf8Slice(start, start + len);
+  }
+
+  /** A string that recurs (a header name): interned, see interned-keys.ts. */
+  readKey(): string {
+    const len = this.readLength();
+    const start = this.pos;
+    if (len > this.end - start) this.truncated(`a ${len}-byte string`);
+    this.pos = start + len;
+    return internedUtf8(this.buf, start, len);
   }
 
   /** A declared element count: never negative, never more elements than bytes left (each takes one at least). */

@@ -30,7 +30,7 @@ function readHeaders(r: ThriftReader): Record<string, string> {
     throw new ThriftProtocolError(`ThriftFlumeEvent.headers must be map<string,string>, got key type ${r.keyType} and value type ${r.valueType}`);
   }
   for (let i = 0; i < n; i++) {
-    const k = r.readString();
+    const k = r.readKey();
     headers[k] = r.readString();
   }
   return headers;
