@@ -5,7 +5,7 @@ import { createEvent } from "../../../src/core/event.ts";
 import { VirtualClock } from "../../../src/core/virtual-clock.ts";
 import { asyncCleanupsAfterEach, listenLocal, tempDir } from "../../helpers.ts";
 import { drain, memoryChannel, selfSignedCert, texts } from "../support.ts";
-import { generatePython, makeThriftSink, pythonServer, skipWithoutThrift, warnings } from "./support.ts";
+import { generatePython, makeThriftSink, pythonServer, skipWithoutThrift, startThriftSource, warnings } from "./support.ts";
 
 const cleanups = asyncCleanupsAfterEach();
 let gen = "";
@@ -155,5 +155,30 @@ describe("thrift sink: timeouts, unreachable peers, connection reset", () => {
     await k.process();
     expect(bodies(await py.waitForCalls(2))).toEqual(["a0", "b0"]);
     expect(k.counter.values).toMatchObject({ ConnectionCreatedCount: 2, ConnectionClosedCount: 1 });
+  });
+});
+
+describe("thrift sink and source: how Flume 1.11 reads their properties", () => {
+  test("protocol: lowercase binary selects binary; BINARY and unknown values speak compact with a warning, as in Flume; request-timeout under 1000 means 20000", () => {
+    const channel = memoryChannel();
+    expect(makeThriftSink({ port: "1", protocol: "binary" }, channel).sink.options.protocol).toBe("binary");
+    const upper = makeThriftSink({ port: "1", protocol: "BINARY" }, channel);
+    expect(upper.sink.options.protocol).toBe("compact");
+    expect(warnings(upper.logger).join("\n")).toContain('protocol = BINARY selects the compact protocol, as in Flume 1.11 (only the lowercase "binary" selects binary)');
+    const json = makeThriftSink({ port: "1", protocol: "json" }, channel);
+    expect(json.sink.options.protocol).toBe("compact");
+    expect(warnings(json.logger).join("\n")).toContain("protocol = json is not binary or compact; using compact, as Flume 1.11 does");
+    const quiet = makeThriftSink({ port: "1", "request-timeout": "500" }, channel);
+    expect(quiet.sink.options).toMatchObject({ protocol: "compact", requestTimeout: 20000, batchSize: 100, connectTimeout: 20000, resetConnectionInterval: 0 });
+    expect(warnings(quiet.logger)).toEqual([]);
+  });
+
+  test("the source refuses protocols other than binary and compact, and kerberos", async () => {
+    await expect(startThriftSource({ protocol: "json" })).rejects.toThrow('must be binary or compact (the only Thrift protocols Flume\'s thrift source and sink speak), got \\"json\\"');
+    await expect(startThriftSource({ kerberos: "true", "agent-principal": "flume/h@R", "agent-keytab": "/k" })).rejects.toThrow("not supported by Flume TS");
+    const s = await startThriftSource({ protocol: "Binary" });
+    cleanups.push(() => s.source.stop());
+    expect(s.source.options.protocol).toBe("compact");
+    expect(warnings(s.logger).join("\n")).toContain("protocol = Binary selects the compact protocol");
   });
 });
