@@ -1,19 +1,11 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { agentsAfterEach, freePort, runCli, tempDir, waitForMetrics } from "../../helpers.ts";
-import { generatePython, pythonClient, skipWithoutThrift } from "./support.ts";
+import { generatedPython, pythonClient, skipWithoutThrift } from "./support.ts";
 
 const { cleanups, startAgent } = agentsAfterEach();
-let gen = "";
-let genCleanup = () => {};
-beforeAll(() => {
-  if (skipWithoutThrift) return;
-  const g = generatePython();
-  gen = g.dir;
-  genCleanup = g.cleanup;
-});
-afterAll(() => genCleanup());
+const python = generatedPython();
 
 const metric = (port: number, group: string, key: string, value: string) =>
   waitForMetrics(port, `${group}.${key} to reach ${value}`, (m) => m[group]?.[key] === value, 15000, 50);
@@ -45,7 +37,7 @@ a1.sinks.k1.channel = c1
       metrics,
     );
     await a.waitFor(/agent a1 started/);
-    const results = await pythonClient(gen, port, "binary", [
+    const results = await pythonClient(python.dir, port, "binary", [
       { method: "append", event: { headers: { h: "ü" }, body: "line one ✓" } },
       { method: "appendBatch", events: [{ body: "line two" }, { body: "line three" }] },
     ]);

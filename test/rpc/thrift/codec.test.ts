@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { createEvent, type Event } from "../../../src/core/event.ts";
@@ -19,7 +19,7 @@ import {
 import { ThriftApplicationError } from "../../../src/rpc/thrift/errors.ts";
 import { AppErrorType, MessageType, TType, type ThriftProtocolName } from "../../../src/rpc/thrift/types.ts";
 import { ROOT } from "../../helpers.ts";
-import { generatePython, PYTHON, skipWithoutThrift } from "./support.ts";
+import { generatedPython, PYTHON, skipWithoutThrift } from "./support.ts";
 
 const PROTOCOLS: ThriftProtocolName[] = ["binary", "compact"];
 
@@ -149,15 +149,7 @@ describe("thrift frame decoder", () => {
 });
 
 describe("thrift codec against python3-thrift", () => {
-  let gen = "";
-  let cleanup = () => {};
-  beforeAll(() => {
-    if (skipWithoutThrift) return;
-    const g = generatePython();
-    gen = g.dir;
-    cleanup = g.cleanup;
-  });
-  afterAll(() => cleanup());
+  const python = generatedPython();
 
   for (const protocol of PROTOCOLS) {
     test.skipIf(skipWithoutThrift)(`${protocol}: our appendBatch call is byte for byte what python3-thrift's generated client writes (needs thrift-compiler and python3-thrift)`, () => {
@@ -166,7 +158,7 @@ describe("thrift codec against python3-thrift", () => {
         { headers: {}, body: "" },
         ...Array.from({ length: 20 }, (_, i) => ({ headers: { n: String(i) }, body: "y".repeat(i * 13) })),
       ];
-      const r = spawnSync(PYTHON, [path.join(ROOT, "test/support/thrift/encode.py"), gen, protocol], { input: JSON.stringify(events), encoding: "utf8" });
+      const r = spawnSync(PYTHON, [path.join(ROOT, "test/support/thrift/encode.py"), python.dir, protocol], { input: JSON.stringify(events), encoding: "utf8" });
       expect(r.stderr).toBe("");
       const ours = encodeAppendBatch(protocol, 0, events.map((e) => createEvent(e.body, e.headers)));
       expect(ours.toString("hex")).toBe(r.stdout.trim());

@@ -1,22 +1,14 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import net from "node:net";
 import { EventDeliveryException } from "../../../src/core/errors.ts";
 import { createEvent } from "../../../src/core/event.ts";
 import { VirtualClock } from "../../../src/core/virtual-clock.ts";
 import { asyncCleanupsAfterEach, listenLocal, tempDir } from "../../helpers.ts";
 import { drain, memoryChannel, selfSignedCert, texts } from "../support.ts";
-import { generatePython, makeThriftSink, pythonServer, skipWithoutThrift, startThriftSource, warnings } from "./support.ts";
+import { generatedPython, makeThriftSink, pythonServer, skipWithoutThrift, startThriftSource, warnings } from "./support.ts";
 
 const cleanups = asyncCleanupsAfterEach();
-let gen = "";
-let genCleanup = () => {};
-beforeAll(() => {
-  if (skipWithoutThrift) return;
-  const g = generatePython();
-  gen = g.dir;
-  genCleanup = g.cleanup;
-});
-afterAll(() => genCleanup());
+const python = generatedPython();
 
 const needs = "(needs thrift-compiler and python3-thrift)";
 
@@ -29,7 +21,7 @@ async function fill(channel: ReturnType<typeof memoryChannel>, n: number, prefix
 }
 
 async function server(protocol: string, answers: string[] = [], tls?: { cert: string; key: string }) {
-  const s = await pythonServer(gen, protocol, answers, tls);
+  const s = await pythonServer(python.dir, protocol, answers, tls);
   cleanups.push(() => s.kill());
   return s;
 }

@@ -1,22 +1,14 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import net from "node:net";
 import { createEvent } from "../../../src/core/event.ts";
 import { encodeAppendBatch } from "../../../src/rpc/thrift/messages.ts";
 import { ThriftRpcClient } from "../../../src/rpc/thrift/client.ts";
 import { asyncCleanupsAfterEach, tempDir } from "../../helpers.ts";
 import { drain, memoryChannel, rawExchange, selfSignedCert, texts, until } from "../support.ts";
-import { bodyPattern, generatePython, pythonClient, skipWithoutThrift, startThriftSource, warnings, type PyCall } from "./support.ts";
+import { bodyPattern, generatedPython, pythonClient, skipWithoutThrift, startThriftSource, warnings, type PyCall } from "./support.ts";
 
 const cleanups = asyncCleanupsAfterEach();
-let gen = "";
-let genCleanup = () => {};
-beforeAll(() => {
-  if (skipWithoutThrift) return;
-  const g = generatePython();
-  gen = g.dir;
-  genCleanup = g.cleanup;
-});
-afterAll(() => genCleanup());
+const python = generatedPython();
 
 async function source(props: Record<string, string> = {}, channel = memoryChannel()) {
   const s = await startThriftSource(props, channel);
@@ -45,7 +37,7 @@ describe("thrift source with python3-thrift clients", () => {
     test.skipIf(skipWithoutThrift)(`${protocol} protocol, framed: append and appendBatch are answered OK and every event arrives intact ${needs}`, async () => {
       const props: Record<string, string> = protocol === "compact" ? {} : { protocol };
       const { source: src, channel, port } = await source(props);
-      const results = await pythonClient(gen, port, protocol, CALLS);
+      const results = await pythonClient(python.dir, port, protocol, CALLS);
       expect(results).toEqual([{ status: "OK" }, { status: "OK" }, { status: "OK" }]);
       const got = await drain(channel);
       expect(got).toHaveLength(4);
@@ -73,11 +65,11 @@ describe("thrift source with python3-thrift clients", () => {
     cleanups.push(tmp.cleanup);
     const { cert, key } = selfSignedCert(tmp.dir);
     const { channel, port, logger } = await source({ ssl: "true", keystore: cert, "keystore-key": key, protocol: "binary" });
-    const results = await pythonClient(gen, port, "binary", CALLS.slice(0, 2), { ca: cert });
+    const results = await pythonClient(python.dir, port, "binary", CALLS.slice(0, 2), { ca: cert });
     expect(results).toEqual([{ status: "OK" }, { status: "OK" }]);
     expect(await drain(channel)).toHaveLength(4);
     // A plain-TCP client is refused at the TLS layer, with the peer named.
-    const plain = await pythonClient(gen, port, "binary", CALLS.slice(0, 1));
+    const plain = await pythonClient(python.dir, port, "binary", CALLS.slice(0, 1));
     expect(plain[0].error).toBeDefined();
     await until(() => warnings(logger).some((m) => /TLS handshake with 127\.0\.0\.1:\d+ failed/.test(m)));
   });
@@ -86,12 +78,12 @@ describe("thrift source with python3-thrift clients", () => {
     const channel = memoryChannel("c1", { capacity: 3, transactionCapacity: 3, keepAlive: 0 });
     const { source: src, port, logger } = await source({}, channel);
     const batch = (p: string) => ({ method: "appendBatch" as const, events: [0, 1].map((i) => ({ body: `${p}${i}` })) });
-    const results = await pythonClient(gen, port, "compact", [batch("a"), batch("b")]);
+    const results = await pythonClient(python.dir, port, "compact", [batch("a"), batch("b")]);
     expect(results).toEqual([{ status: "OK" }, { status: "FAILED" }]);
     expect(src.counter.values).toMatchObject({ AppendBatchReceivedCount: 2, AppendBatchAcceptedCount: 1, ChannelWriteFail: 1, EventAcceptedCount: 2 });
     expect(warnings(logger).some((m) => /could not append a batch of 2 events from 127\.0\.0\.1:\d+/.test(m))).toBe(true);
     expect(texts(await drain(channel))).toEqual(["a0", "a1"]);
-    expect(await pythonClient(gen, port, "compact", [batch("b")])).toEqual([{ status: "OK" }]);
+    expect(await pythonClient(python.dir, port, "compact", [batch("b")])).toEqual([{ status: "OK" }]);
     expect(texts(await drain(channel))).toEqual(["b0", "b1"]);
   });
 
@@ -107,7 +99,7 @@ describe("thrift source with python3-thrift clients", () => {
         priority: -3,
         shard: 300,
       };
-      const results = await pythonClient(gen, port, protocol, [
+      const results = await pythonClient(python.dir, port, protocol, [
         { method: "appendBatch", events: [{ headers: { k: "v" }, body: "new client", extra }, { body: "plain" }], args: ["trace-1"] },
         { method: "append", event: { body: "single", extra: { origin: { host: "h2" } } }, args: ["trace-2"] },
       ], { module: "flume_thrift_extended" });
@@ -120,14 +112,14 @@ describe("thrift source with python3-thrift clients", () => {
 
   test.skipIf(skipWithoutThrift)(`an unknown method gets a TApplicationException UNKNOWN_METHOD and the connection keeps serving ${needs}`, async () => {
     const { channel, port } = await source();
-    const results = await pythonClient(gen, port, "compact", [{ method: "raw", name: "appendBatchV2" }, { method: "append", event: { body: "after" } }]);
+    const results = await pythonClient(python.dir, port, "compact", [{ method: "raw", name: "appendBatchV2" }, { method: "append", event: { body: "after" } }]);
     expect(results).toEqual([{ exception: { type: 1, message: "Invalid method name: 'appendBatchV2'" } }, { status: "OK" }]);
     expect(texts(await drain(channel))).toEqual(["after"]);
   });
 
   test.skipIf(skipWithoutThrift)(`a client speaking the other protocol is disconnected with an error naming it and the fix ${needs}`, async () => {
     const { port, logger } = await source({ protocol: "compact" });
-    const results = await pythonClient(gen, port, "binary", [{ method: "append", event: { body: "x" } }]);
+    const results = await pythonClient(python.dir, port, "binary", [{ method: "append", event: { body: "x" } }]);
     expect(results[0].error).toBeDefined();
     await until(() => warnings(logger).some((m) => m.includes("the client speaks the binary protocol; set protocol = binary")));
     expect(warnings(logger).join("\n")).toMatch(/closing connection from 127\.0\.0\.1:\d+/);

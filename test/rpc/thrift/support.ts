@@ -3,6 +3,7 @@
  * thrift-compiler), Debian's python3-thrift as third-party client and server, and our thrift
  * source and sink built from Flume-style properties.
  */
+import { afterAll, beforeAll } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
@@ -26,6 +27,19 @@ const IDL_DIR = path.join(ROOT, "test", "fixtures", "thrift");
 export const hasThrift = existsSync(THRIFT) && existsSync(PYTHON) && spawnSync(PYTHON, ["-c", "import thrift"]).status === 0;
 /** Skip without the tools, except under CI=true, where the tests run (and fail) instead. */
 export const skipWithoutThrift = !hasThrift && process.env.CI !== "true";
+
+/**
+ * For a test file: generates the Python code once (beforeAll, unless the tools are missing) and
+ * removes it after the file's tests; read .dir inside the tests.
+ */
+export function generatedPython(): { dir: string } {
+  const generated = { dir: "", cleanup: () => {} };
+  beforeAll(() => {
+    if (!skipWithoutThrift) Object.assign(generated, generatePython());
+  });
+  afterAll(() => generated.cleanup());
+  return generated;
+}
 
 /** Generates Python code from flume.thrift and flume-extended.thrift; returns the directory and its cleanup. */
 export function generatePython(): { dir: string; cleanup: () => void } {
