@@ -10,6 +10,7 @@
  * `flume avro-client` itself on a 1M-line file. Reference: Apache Flume 1.11's own RPC client into its avro source, about 262,000
  * events/s on the machine this project was set up on; target >= 500,000 events/s.
  */
+import { componentContext } from "../../src/components/component.ts";
 import { spawn } from "node:child_process";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import { systemClock } from "../../src/core/clock.ts";
@@ -66,8 +67,8 @@ async function runCase(c: Case): Promise<{ eventsPerSecond: number; serverRss: n
   const channel = new MemoryChannel("c1", { capacity: 200_000, transactionCapacity: 10_000, keepAlive: 3 });
   channel.start();
   const source = new AvroSource(
-    { name: "r1", agentName: "bench", clock: systemClock, logger: silentLogger },
-    { bind: "127.0.0.1", port: 0, compression: c.compression, ssl: false, tls: {}, ipFilterRules: null, limits: DEFAULT_FRAME_LIMITS },
+    componentContext("r1", { agentName: "bench", clock: systemClock, logger: silentLogger }),
+    { bind: "127.0.0.1", port: 0, compression: c.compression, tls: null, ipFilterRules: null, limits: DEFAULT_FRAME_LIMITS },
   );
   source.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));
   await source.start();
@@ -116,8 +117,8 @@ async function runCliCase(): Promise<number> {
   const channel = new MemoryChannel("c1", { capacity: lines + 10_000, transactionCapacity: 10_000 });
   channel.start();
   const source = new AvroSource(
-    { name: "r1", agentName: "bench", clock: systemClock, logger: silentLogger },
-    { bind: "127.0.0.1", port: 0, compression: "none", ssl: false, tls: {}, ipFilterRules: null, limits: DEFAULT_FRAME_LIMITS },
+    componentContext("r1", { agentName: "bench", clock: systemClock, logger: silentLogger }),
+    { bind: "127.0.0.1", port: 0, compression: "none", tls: null, ipFilterRules: null, limits: DEFAULT_FRAME_LIMITS },
   );
   source.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));
   await source.start();

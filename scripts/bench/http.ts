@@ -6,10 +6,10 @@
  * MemoryChannel in one transaction, and a drain loop empties it as a sink would. Prints
  * events/s and requests/s, and the agent process's peak RSS.
  */
+import { componentContext } from "../../src/components/component.ts";
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { definition as httpSource } from "../../src/components/sources/http.ts";
-import { parseConfig } from "../../src/config/schema.ts";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import { systemClock } from "../../src/core/clock.ts";
 import { silentLogger } from "../../src/core/logger.ts";
@@ -44,8 +44,8 @@ if (failed) console.error(failed + " requests failed");
 `;
 
 export async function run(): Promise<void> {
-  const { config } = parseConfig(httpSource.schema, { bind: "127.0.0.1", port: "0" });
-  const source = httpSource.create(config, { name: "r1", agentName: "bench", clock: systemClock, logger: silentLogger });
+  const { options: config } = httpSource.parse({ bind: "127.0.0.1", port: "0" });
+  const source = httpSource.create(config, componentContext("r1", { agentName: "bench", clock: systemClock, logger: silentLogger }));
   const channel = new MemoryChannel("c1", { capacity: 100_000, transactionCapacity: 1000 });
   channel.start();
   source.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));

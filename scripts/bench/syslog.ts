@@ -10,6 +10,7 @@
  * 100,000 messages framed and parsed from 512 KiB reads (the size Bun's sockets deliver) and
  * kept, measured with JSC's heap statistics after a full GC.
  */
+import { componentContext } from "../../src/components/component.ts";
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { heapStats } from "bun:jsc";
@@ -17,7 +18,6 @@ import { type Frame, SyslogFrameDecoder } from "../../src/components/sources/sys
 import { SyslogEventParser } from "../../src/components/sources/syslog/parse.ts";
 import type { Event } from "../../src/core/event.ts";
 import { definition as syslogTcp } from "../../src/components/sources/syslog-tcp.ts";
-import { parseConfig } from "../../src/config/schema.ts";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import { systemClock } from "../../src/core/clock.ts";
 import { silentLogger } from "../../src/core/logger.ts";
@@ -36,7 +36,7 @@ class CountingNullSink extends NullSink {
     private readonly total: number,
     private readonly done: () => void,
   ) {
-    super({ name: "k1", agentName: "bench", clock: systemClock, logger: silentLogger }, 1000);
+    super(componentContext("k1", { agentName: "bench", clock: systemClock, logger: silentLogger }), 1000);
   }
 
   /** Most events the channel held when the sink came to take (how far the source ran ahead). */
@@ -82,8 +82,8 @@ const s = net.connect(port, "127.0.0.1", () => {
 `;
 
 async function scenario(format: "3164" | "5424"): Promise<{ rate: number; seconds: number; maxQueued: number }> {
-  const { config } = parseConfig(syslogTcp.schema, { host: "127.0.0.1", port: "0", batchSize: "1000" });
-  const source = syslogTcp.create(config, { name: "r1", agentName: "bench", clock: systemClock, logger: silentLogger });
+  const { options: config } = syslogTcp.parse({ host: "127.0.0.1", port: "0", batchSize: "1000" });
+  const source = syslogTcp.create(config, componentContext("r1", { agentName: "bench", clock: systemClock, logger: silentLogger }));
   const channel = new MemoryChannel("c1", { capacity: 100_000, transactionCapacity: 1000 });
   channel.start();
   source.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));

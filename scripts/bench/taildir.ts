@@ -7,11 +7,11 @@
  * start to the last event taken, and peak RSS. Run once with the default batchSize (100) and
  * once with 1000 (BENCH_TAILDIR_BATCH overrides both). The file is deleted afterwards.
  */
+import { componentContext } from "../../src/components/component.ts";
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { definition as taildir } from "../../src/components/sources/taildir.ts";
-import { parseConfig } from "../../src/config/schema.ts";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import { systemClock } from "../../src/core/clock.ts";
 import { silentLogger } from "../../src/core/logger.ts";
@@ -43,8 +43,8 @@ function writeFile(file: string, mb: number): number {
 }
 
 async function once(dir: string, file: string, lines: number, batchSize: number): Promise<void> {
-  const ctx = { name: "r1", agentName: "bench", clock: systemClock, logger: silentLogger };
-  const { config, errors } = parseConfig(taildir.schema, {
+  const ctx = componentContext("r1", { agentName: "bench", clock: systemClock, logger: silentLogger });
+  const { options: config, errors } = taildir.parse({
     filegroups: "f1",
     "filegroups.f1": `${path.dirname(file)}/${path.basename(file).replace(/\./g, "\\.")}`,
     positionFile: path.join(dir, `position-${batchSize}.json`),

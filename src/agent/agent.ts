@@ -6,9 +6,9 @@ import type { LifecycleAware } from "../core/lifecycle.ts";
 import type { Logger } from "../core/logger.ts";
 import { silentLogger } from "../core/logger.ts";
 import { LifecycleSupervisor } from "../core/supervisor.ts";
-import type { AgentConfig } from "../config/flume-config.ts";
+import type { AgentModel, ChannelModel } from "../config/model.ts";
 import type { MetricsProvider } from "../monitoring/metrics.ts";
-import { type BuiltAgent, buildAgent } from "./build.ts";
+import { type BuildContext, type BuiltAgent, type BuiltChannel, buildAgent } from "./build.ts";
 
 export interface AgentOptions {
   clock?: Clock;
@@ -18,7 +18,7 @@ export interface AgentOptions {
   /** How long a graceful stop lets sinks drain the channels (ms). */
   drainTimeout?: number;
   /** Wraps each channel the agent builds (transaction tracing). */
-  wrapChannel?: (channel: Channel, type: string) => Channel;
+  wrapChannel?: (channel: Channel, model: ChannelModel) => Channel;
 }
 
 /**
@@ -58,17 +58,17 @@ export class Agent implements MetricsProvider {
   }
 
   /** Builds and starts the configuration. */
-  start(config: AgentConfig): Promise<void> {
-    return this.serialized(() => this.doStart(config));
+  start(model: AgentModel): Promise<void> {
+    return this.serialized(() => this.doStart(model));
   }
 
-  private async doStart(config: AgentConfig): Promise<void> {
-    this.built = await buildAgent(config, this.buildContext());
+  private async doStart(model: AgentModel): Promise<void> {
+    this.built = buildAgent(model, this.buildContext());
     await this.startAll(this.built, new Set());
     this.running = true;
   }
 
-  private buildContext() {
+  private buildContext(): BuildContext {
     return { agentName: this.name, clock: this.clock, logger: this.componentLogger, wrapChannel: this.options.wrapChannel };
   }
 
@@ -88,14 +88,14 @@ export class Agent implements MetricsProvider {
    * Applies a new configuration. Components whose settings and wiring did not change keep
    * running untouched; a memory channel that only changed its settings is resized in place.
    */
-  reload(config: AgentConfig): Promise<{ kept: string[]; started: string[]; stopped: string[] }> {
-    return this.serialized(() => this.doReload(config));
+  reload(model: AgentModel): Promise<{ kept: string[]; started: string[]; stopped: string[] }> {
+    return this.serialized(() => this.doReload(model));
   }
 
-  private async doReload(config: AgentConfig): Promise<{ kept: string[]; started: string[]; stopped: string[] }> {
+  private async doReload(model: AgentModel): Promise<{ kept: string[]; started: string[]; stopped: string[] }> {
     if (!this.running) throw new Error(`agent ${this.name} is not running`);
     const old = this.built;
-    const next = await buildAgent(config, this.buildContext(), old);
+    const next = buildAgent(model, this.buildContext(), old);
     const keep = new Set<unknown>();
     const kept: string[] = [];
     for (const c of next.channels.values()) if (old.channels.get(c.name)?.channel === c.channel) (keep.add(c.channel), kept.push(`channel ${c.name}`));
@@ -105,7 +105,7 @@ export class Agent implements MetricsProvider {
     for (const s of old.sources.values()) if (!keep.has(s.runner)) (await this.supervisor.unsupervise(s.runner), stopped.push(`source ${s.name}`));
     // A memory channel that goes away would lose its events: its old sinks drain it first (bounded).
     const replaced = [...old.channels.values()].filter((c) => !keep.has(c.channel));
-    await this.drain(old, new Set(replaced.filter((c) => !c.channel.durable).map((c) => c.channel)));
+    await this.drain(old, new Set(replaced.filter((c) => !durable(c)).map((c) => c.channel)));
     for (const r of old.runners.values()) if (!keep.has(r.runner)) (await this.supervisor.unsupervise(r.runner), stopped.push(`sink runner ${r.name}`));
     for (const c of replaced) {
       this.warnLeftover(c);
@@ -115,9 +115,9 @@ export class Agent implements MetricsProvider {
     // Resized only now: the build succeeded, and the old sources and sinks (whose batches
     // fit the old transactionCapacity) are stopped.
     for (const c of next.channels.values()) {
-      const resize = c.resize;
-      delete c.resize;
-      if (resize) await resize();
+      const change = c.reconfigure;
+      delete c.reconfigure;
+      if (change) await change();
     }
     this.built = next;
     await this.startAll(next, keep);
@@ -167,11 +167,11 @@ export class Agent implements MetricsProvider {
     while (this.pendingEvents(built, only) > 0 && this.clock.now() < deadline) await this.clock.sleep(20);
   }
 
-  private warnLeftover(c: { name: string; channel: Channel }): void {
+  private warnLeftover(c: BuiltChannel): void {
     const left = c.channel.counter.values.ChannelSize;
     if (left === 0) return;
     this.logger.warn(
-      c.channel.durable
+      durable(c)
         ? `channel ${c.name} keeps ${left} events on disk for the next start`
         : `channel ${c.name} still held ${left} events after the ${this.options.drainTimeout ?? 5000} ms drain; a memory channel loses them`,
     );
@@ -204,4 +204,9 @@ export class Agent implements MetricsProvider {
     for (const c of this.built.channels.values()) yield c.channel.counter;
     for (const r of this.built.runners.values()) for (const sink of r.sinks) if (sink.counter) yield sink.counter;
   }
+}
+
+/** Whether a channel keeps its events when the process ends (its definition says so). */
+function durable(c: BuiltChannel): boolean {
+  return c.model.definition.durability !== undefined;
 }

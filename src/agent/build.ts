@@ -1,52 +1,57 @@
+/**
+ * The one builder: turns an agent model into running parts (channels, sources with their
+ * channel processors, sink runners). `flume run`, EmbeddedAgent, `flume simulate` and
+ * `flume replay` all build here; they differ only in what they put in the BuildContext.
+ */
 import type { Channel } from "../core/channel.ts";
 import { ChannelProcessor } from "../core/channel-processor.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Interceptor } from "../core/interceptor.ts";
 import type { Logger } from "../core/logger.ts";
-import { MemoryChannel } from "../core/memory-channel.ts";
 import { SinkRunner, SourceRunner } from "../core/runners.ts";
 import type { SinkProcessor } from "../core/sink-processors.ts";
 import type { ChannelSelector } from "../core/selectors.ts";
 import type { Sink } from "../core/sink.ts";
 import type { AnySource } from "../core/source.ts";
-import type { ComponentContext, ComponentDefinition } from "../components/component.ts";
-import { lookupComponent } from "../components/registry.ts";
-import {
-  type AgentConfig,
-  type ComponentEntry,
-  interceptorEntries,
-  ownProps,
-  rawValues,
-  selectorProps,
-  sinkChannel,
-  sinkGroupSinks,
-  sinkProcessorProps,
-  sourceChannels,
-  type SubComponent,
-} from "../config/flume-config.ts";
-import type { Problem } from "../config/problems.ts";
-import { type ComponentKind, parseConfig } from "../config/schema.ts";
+import type { AnyDefinition, ComponentContext, Random } from "../components/component.ts";
+import type { AgentModel, ChannelModel, PartModel, SinkModel, SourceModel } from "../config/model.ts";
 import { ConfigurationError } from "../core/errors.ts";
+import type { AnyOptions } from "../config/schema.ts";
 
+/** What differs between the places that build agents. */
 export interface BuildContext {
   agentName: string;
   clock: Clock;
   logger: (name: string) => Logger;
+  /** Math.random in an agent; a seeded stream in the simulator. */
+  random?: Random;
+  /** Where a configured storage path lives (the simulator maps them to scratch directories). */
+  storagePath?: (configured: string) => string;
   /** Wraps each new channel (`flume run --trace` records transactions this way). */
-  wrapChannel?: (channel: Channel, type: string) => Channel;
+  wrapChannel?: (channel: Channel, model: ChannelModel) => Channel;
+  /** The channel as one source or sink sees it (the simulator's traces say who ran a transaction). */
+  view?: (channel: Channel, user: string) => Channel;
+  /** Builds a source instead of its definition (the simulator's clients). */
+  source?: (model: SourceModel, ctx: ComponentContext) => AnySource;
+  /** Builds a sink instead of its definition (the simulator's sinks). */
+  sink?: (model: SinkModel, ctx: ComponentContext) => Sink;
+  /** Sink runner backoff (Flume's SinkRunner: 1000 ms steps up to 5000 ms). */
+  runnerBackoff?: { backoffSleepIncrement: number; maxBackoffSleep: number };
 }
 
 /** A built channel with what decides whether a reload may keep it. */
 export interface BuiltChannel {
   name: string;
-  type: string;
-  fingerprint: string;
+  model: ChannelModel;
+  /** What sources and sinks use: the instance, or its wrapper. */
   channel: Channel;
+  /** The instance the definition made (under any wrapper). */
+  instance: unknown;
   /**
-   * A kept memory channel's new settings, applied by the reload once everything was built
-   * and the old components that use it stopped (a failed build must leave it untouched).
+   * A kept channel's new settings, applied by the reload once everything was built and the
+   * old components that use it stopped (a failed build must leave it untouched).
    */
-  resize?: () => Promise<void>;
+  reconfigure?: () => Promise<void>;
 }
 
 export interface BuiltSource {
@@ -72,32 +77,9 @@ export interface BuiltAgent {
 }
 
 /** What may be reused from the agent that is running now. */
-export interface Reuse {
-  channels: Map<string, BuiltChannel>;
-  sources: Map<string, BuiltSource>;
-  runners: Map<string, BuiltRunner>;
-}
+export type Reuse = BuiltAgent;
 
-function fingerprintOf(type: string, props: Record<string, { value: string }>, extra: unknown = null): string {
-  const entries = Object.entries(props)
-    .map(([k, v]) => [k, v.value] as const)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return JSON.stringify([type.toLowerCase(), entries, extra]);
-}
-
-function definitionFor(kind: ComponentKind, type: string | undefined, label: string): ComponentDefinition<unknown> {
-  if (!type) throw new ConfigurationError("type", "is missing", label);
-  const def = lookupComponent(kind, type);
-  if (!def) throw new ConfigurationError("type", `unknown ${kind} type "${type}"`, label);
-  return def;
-}
-
-function instantiate<T>(kind: ComponentKind, type: string | undefined, props: Record<string, { value: string }>, ctx: ComponentContext): { value: T; def: ComponentDefinition<unknown> } {
-  const def = definitionFor(kind, type, `${kind} ${ctx.name}`);
-  const { config, errors } = parseConfig(def.schema, rawValues(props as Record<string, { value: string; file: string; line: number }>));
-  if (errors.length > 0) throw new ConfigurationError(errors[0].key, errors[0].message, `${kind} ${ctx.name}`);
-  return { value: def.create(config, ctx) as T, def };
-}
+const FLUME_RUNNER_BACKOFF = { backoffSleepIncrement: 1000, maxBackoffSleep: 5000 };
 
 // An identity for each channel instance, so a source or sink is kept only if its channels are
 // the same objects. Module-wide: an id must mean the same instance in every build, or a reload
@@ -111,43 +93,43 @@ function idOf(c: Channel): number {
   return id;
 }
 
+/** Creates one component from its definition and options, naming the component in errors. */
+export function createComponent<T>(definition: AnyDefinition, options: AnyOptions, ctx: ComponentContext): T {
+  try {
+    return definition.create(options, ctx) as T;
+  } catch (err) {
+    if (err instanceof ConfigurationError && err.component === undefined) throw new ConfigurationError(err.key, err.detail, `${definition.schema.kind} ${ctx.name}`);
+    throw err;
+  }
+}
+
 /**
- * Builds the components of a validated agent configuration. With `reuse`, components whose
- * configuration did not change are taken over from the running agent instead of built anew;
- * a memory channel whose settings changed is kept with a `resize` for the caller to apply.
+ * Builds the components of an agent model. With `reuse`, components whose configuration did
+ * not change are taken over from the running agent instead of built anew; a channel whose
+ * definition can change it in place is kept with a `reconfigure` for the caller to apply.
  */
-export async function buildAgent(config: AgentConfig, bc: BuildContext, reuse?: Reuse): Promise<BuiltAgent> {
-  const ctxFor = (name: string): ComponentContext => ({ name, agentName: bc.agentName, clock: bc.clock, logger: bc.logger(name) });
+export function buildAgent(model: AgentModel, bc: BuildContext, reuse?: Reuse): BuiltAgent {
+  const random = bc.random ?? Math.random;
+  const storagePath = bc.storagePath ?? ((p: string) => p);
+  const ctxFor = (name: string): ComponentContext => ({ name, agentName: bc.agentName, clock: bc.clock, logger: bc.logger(name), random, storagePath });
   const built: BuiltAgent = { channels: new Map(), sources: new Map(), runners: new Map() };
 
-  for (const [name, entry] of config.channels) {
-    const type = entry.type?.value ?? "";
-    const def = definitionFor("channel", type, `channel ${name}`);
-    const fingerprint = fingerprintOf(def.schema.type, ownProps(entry));
+  for (const [name, m] of model.channels) {
     const old = reuse?.channels.get(name);
-    if (old && old.type === def.schema.type) {
-      if (old.fingerprint === fingerprint) {
+    if (old && old.model.type === m.type) {
+      if (old.model.fingerprint === m.fingerprint) {
         built.channels.set(name, old);
         continue;
       }
-      const oldInner = (old.channel as { inner?: Channel }).inner ?? old.channel;
-      if (oldInner instanceof MemoryChannel) {
-        const { config: parsed, errors } = parseConfig(def.schema, rawValues(ownProps(entry)));
-        if (errors.length > 0) throw new ConfigurationError(errors[0].key, errors[0].message, `channel ${name}`);
-        const settings = {
-          capacity: parsed.int("capacity"),
-          transactionCapacity: parsed.int("transactionCapacity"),
-          byteCapacity: parsed.int("byteCapacity"),
-          byteCapacityBufferPercentage: parsed.int("byteCapacityBufferPercentage"),
-          keepAlive: parsed.int("keep-alive"),
-        };
-        built.channels.set(name, { ...old, fingerprint, resize: () => oldInner.reconfigure(settings) });
+      const change = m.definition.reconfigure?.(old.instance, m.options);
+      if (change) {
+        built.channels.set(name, { ...old, model: m, reconfigure: change });
         continue;
       }
     }
-    const { value } = instantiate<Channel>("channel", type, ownProps(entry), ctxFor(name));
-    const channel = bc.wrapChannel ? bc.wrapChannel(value, def.schema.type) : value;
-    built.channels.set(name, { name, type: def.schema.type, fingerprint, channel });
+    const instance = createComponent<Channel>(m.definition, m.options, ctxFor(name));
+    const channel = bc.wrapChannel ? bc.wrapChannel(instance, m) : instance;
+    built.channels.set(name, { name, model: m, channel, instance });
   }
 
   const channelRef = (name: string): Channel => {
@@ -156,116 +138,48 @@ export async function buildAgent(config: AgentConfig, bc: BuildContext, reuse?: 
     return c;
   };
 
-  for (const [name, entry] of config.sources) {
-    const channelNames = sourceChannels(entry);
-    const channels = channelNames.map(channelRef);
-    const fingerprint = fingerprintOf(entry.type?.value ?? "", entry.props, channels.map(idOf));
+  const viewFor = (c: Channel, user: string) => (bc.view ? bc.view(c, user) : c);
+
+  for (const [name, m] of model.sources) {
+    const channels = m.channels.map(channelRef);
+    const fingerprint = JSON.stringify([m.fingerprint, channels.map(idOf)]);
     const old = reuse?.sources.get(name);
     if (old && old.fingerprint === fingerprint) {
       built.sources.set(name, old);
       continue;
     }
     const ctx = ctxFor(name);
-    const { value: source } = instantiate<AnySource>("source", entry.type?.value, ownProps(entry), ctx);
-    const selector = buildSelector(selectorProps(entry), channels, ctx);
-    const interceptors = interceptorEntries(entry).map((i) => buildInterceptor(i, ctx));
+    const source = bc.source ? bc.source(m, ctx) : createComponent<AnySource>(m.definition, m.options, ctx);
+    const selector = part<(c: Channel[]) => ChannelSelector>(m.selector, ctx)(channels.map((c) => viewFor(c, name)));
+    const interceptors = m.interceptors.map((i) => part<Interceptor>(i, { ...ctx, name: `${name}.${i.name}`, logger: bc.logger(`${name}.${i.name}`) }));
     source.setChannelProcessor(new ChannelProcessor(selector, interceptors, ctx.logger));
-    built.sources.set(name, { name, fingerprint, source, runner: new SourceRunner(source, bc.clock, ctx.logger), channels: channelNames });
+    built.sources.set(name, { name, fingerprint, source, runner: new SourceRunner(source, bc.clock, ctx.logger), channels: m.channels });
   }
 
-  const grouped = new Set<string>();
-  const sinkFingerprint = (entry: ComponentEntry) => {
-    const channel = sinkChannel(entry);
-    return fingerprintOf(entry.type?.value ?? "", entry.props, channel ? idOf(channelRef(channel)) : null);
-  };
-  const buildSink = (entry: ComponentEntry): Sink => {
-    const ctx = ctxFor(entry.name);
-    const { value: sink } = instantiate<Sink>("sink", entry.type?.value, ownProps(entry), ctx);
-    const channel = sinkChannel(entry);
-    if (!channel) throw new ConfigurationError("channel", "is missing", `sink ${entry.name}`);
-    sink.setChannel(channelRef(channel));
+  const sinkFingerprint = (m: SinkModel) => JSON.stringify([m.fingerprint, idOf(channelRef(m.channel))]);
+  const buildSink = (m: SinkModel): Sink => {
+    const ctx = ctxFor(m.name);
+    const sink = bc.sink ? bc.sink(m, ctx) : createComponent<Sink>(m.definition, m.options, ctx);
+    sink.setChannel(viewFor(channelRef(m.channel), m.name));
     return sink;
   };
-  const runnerOptions = { backoffSleepIncrement: 1000, maxBackoffSleep: 5000 };
 
-  for (const [name, group] of config.sinkgroups) {
-    const sinkNames = sinkGroupSinks(group);
-    const entries = sinkNames.map((s) => {
-      const e = config.sinks.get(s);
-      if (!e) throw new ConfigurationError("sinks", `sink "${s}" is not configured`, `sinkgroup ${name}`);
-      return e;
-    });
-    const fingerprint = JSON.stringify([fingerprintOf("group", group.props), entries.map(sinkFingerprint)]);
-    for (const s of sinkNames) grouped.add(s);
-    const old = reuse?.runners.get(`group:${name}`);
+  for (const [key, group] of model.sinkGroups) {
+    const members = group.sinks.map((s) => model.sinks.get(s) as SinkModel);
+    const fingerprint = JSON.stringify([group.fingerprint, members.map(sinkFingerprint)]);
+    const old = reuse?.runners.get(key);
     if (old && old.fingerprint === fingerprint) {
-      built.runners.set(`group:${name}`, old);
+      built.runners.set(key, old);
       continue;
     }
-    const sinks = entries.map(buildSink);
-    const ctx = ctxFor(name);
-    const processor = buildSinkProcessor(sinkProcessorProps(group), sinks, ctx);
-    built.runners.set(`group:${name}`, { name, fingerprint, runner: new SinkRunner(name, processor, bc.clock, ctx.logger, runnerOptions), sinks });
-  }
-
-  for (const [name, entry] of config.sinks) {
-    if (grouped.has(name)) continue;
-    const fingerprint = sinkFingerprint(entry);
-    const old = reuse?.runners.get(`sink:${name}`);
-    if (old && old.fingerprint === fingerprint) {
-      built.runners.set(`sink:${name}`, old);
-      continue;
-    }
-    const sink = buildSink(entry);
-    const ctx = ctxFor(name);
-    const processor = buildSinkProcessor({ name: "processor", props: {}, prefix: "processor.", line: entry.line }, [sink], ctx);
-    built.runners.set(`sink:${name}`, { name, fingerprint, runner: new SinkRunner(name, processor, bc.clock, ctx.logger, runnerOptions), sinks: [sink] });
+    const sinks = members.map(buildSink);
+    const ctx = ctxFor(group.name);
+    const processor = part<(sinks: Sink[]) => SinkProcessor>(group.processor, ctx)(sinks);
+    built.runners.set(key, { name: group.name, fingerprint, runner: new SinkRunner(group.name, processor, bc.clock, ctx.logger, bc.runnerBackoff ?? FLUME_RUNNER_BACKOFF), sinks });
   }
   return built;
 }
 
-function buildSelector(sub: SubComponent, channels: Channel[], ctx: ComponentContext): ChannelSelector {
-  const { value } = instantiate<(channels: Channel[]) => ChannelSelector>("selector", sub.type?.value ?? "replicating", sub.props, ctx);
-  return value(channels);
-}
-
-function buildInterceptor(sub: SubComponent, ctx: ComponentContext): Interceptor {
-  const { value } = instantiate<Interceptor>("interceptor", sub.type?.value, sub.props, { ...ctx, name: `${ctx.name}.${sub.name}` });
-  return value;
-}
-
-function buildSinkProcessor(sub: SubComponent, sinks: Sink[], ctx: ComponentContext): SinkProcessor {
-  const { value } = instantiate<(sinks: Sink[]) => SinkProcessor>("sinkprocessor", sub.type?.value ?? "default", sub.props, ctx);
-  return value(sinks);
-}
-
-/**
- * Removes the components that have errors (and what depends on them), as Flume does, for
- * `flume run --lenient`. Returns the warnings to print for each one dropped.
- */
-export function dropBroken(config: AgentConfig, problems: Problem[]): string[] {
-  const dropped: string[] = [];
-  const drop = (kind: "source" | "channel" | "sink" | "sinkgroup", name: string, why: string) => {
-    const map = kind === "source" ? config.sources : kind === "channel" ? config.channels : kind === "sink" ? config.sinks : config.sinkgroups;
-    if (map.delete(name)) dropped.push(`dropping ${kind} ${name}: ${why}`);
-  };
-  for (const p of problems) if (p.severity === "error" && p.ref) drop(p.ref.kind, p.ref.name, p.message);
-  let changed = true;
-  while (changed) {
-    changed = false;
-    const before = dropped.length;
-    for (const [name, s] of config.sources) {
-      const chans = sourceChannels(s);
-      if (chans.length === 0 || chans.some((c) => !config.channels.has(c))) drop("source", name, "one of its channels was dropped");
-    }
-    for (const [name, s] of config.sinks) {
-      const c = sinkChannel(s);
-      if (!c || !config.channels.has(c)) drop("sink", name, "its channel was dropped");
-    }
-    for (const [name, g] of config.sinkgroups) {
-      if (sinkGroupSinks(g).some((s) => !config.sinks.has(s))) drop("sinkgroup", name, "one of its sinks was dropped");
-    }
-    changed = dropped.length !== before;
-  }
-  return dropped;
+function part<T>(p: PartModel, ctx: ComponentContext): T {
+  return createComponent<T>(p.definition, p.options, ctx);
 }

@@ -4,38 +4,47 @@ import { ConfigurationError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import * as registry from "../components/registry.ts";
 import { EmbeddedSource } from "../components/sources/embedded.ts";
-import type { AgentConfig } from "../config/flume-config.ts";
+import { parseFlumeConfigMap } from "../config/flume-config.ts";
+import type { AgentModel } from "../config/model.ts";
 import { formatProblem } from "../config/problems.ts";
-import { validateConfigText } from "../config/validate.ts";
+import { withModel } from "../config/validate.ts";
 import { Agent } from "./agent.ts";
 
 const AGENT = "embedded";
 
-/** Turns an EmbeddedAgent property map into a Flume properties file for one agent. */
-function translate(properties: Record<string, string>): string {
+/** Turns an EmbeddedAgent property map into the keys of a one-agent Flume configuration. */
+function translate(properties: Record<string, string>): Map<string, string> {
   const sinks = (properties.sinks ?? "").trim();
   if (!sinks) throw new ConfigurationError("sinks", "is required: name the sinks, e.g. sinks = k1");
   const sinkNames = sinks.split(/\s+/);
-  const lines = [`${AGENT}.sources = source`, `${AGENT}.channels = channel`, `${AGENT}.sinks = ${sinks}`, `${AGENT}.sources.source.type = embedded`, `${AGENT}.sources.source.channels = channel`];
-  if (Object.keys(properties).some((k) => k.startsWith("processor."))) lines.push(`${AGENT}.sinkgroups = group`, `${AGENT}.sinkgroups.group.sinks = ${sinks}`);
+  const out = new Map<string, string>([
+    [`${AGENT}.sources`, "source"],
+    [`${AGENT}.channels`, "channel"],
+    [`${AGENT}.sinks`, sinks],
+    [`${AGENT}.sources.source.type`, "embedded"],
+    [`${AGENT}.sources.source.channels`, "channel"],
+  ]);
+  if (Object.keys(properties).some((k) => k.startsWith("processor."))) {
+    out.set(`${AGENT}.sinkgroups`, "group");
+    out.set(`${AGENT}.sinkgroups.group.sinks`, sinks);
+  }
   for (const [key, value] of Object.entries(properties)) {
-    const v = value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n");
     if (key === "sinks") continue;
     if (key === "source.type") {
       if (value.trim().toLowerCase() !== "embedded") throw new ConfigurationError(key, `an embedded agent's source is always "embedded", got "${value}"`);
-    } else if (key.startsWith("channel.")) lines.push(`${AGENT}.channels.channel.${key.slice(8)} = ${v}`);
-    else if (key.startsWith("processor.")) lines.push(`${AGENT}.sinkgroups.group.${key} = ${v}`);
-    else if (key.startsWith("source.")) lines.push(`${AGENT}.sources.source.${key.slice(7)} = ${v}`);
+    } else if (key.startsWith("channel.")) out.set(`${AGENT}.channels.channel.${key.slice(8)}`, value);
+    else if (key.startsWith("processor.")) out.set(`${AGENT}.sinkgroups.group.${key}`, value);
+    else if (key.startsWith("source.")) out.set(`${AGENT}.sources.source.${key.slice(7)}`, value);
     else {
       const dot = key.indexOf(".");
       if (dot <= 0 || !sinkNames.includes(key.slice(0, dot))) {
         throw new ConfigurationError(key, `unknown key: expected channel.*, processor.*, source.*, sinks, or <sink>.* for one of ${sinkNames.join(", ")}`);
       }
-      lines.push(`${AGENT}.sinks.${key} = ${v}`);
+      out.set(`${AGENT}.sinks.${key}`, value);
     }
   }
-  for (const s of sinkNames) lines.push(`${AGENT}.sinks.${s}.channel = channel`);
-  return lines.join("\n") + "\n";
+  for (const s of sinkNames) out.set(`${AGENT}.sinks.${s}.channel`, "channel");
+  return out;
 }
 
 /**
@@ -50,7 +59,7 @@ function translate(properties: Record<string, string>): string {
  */
 export class EmbeddedAgent {
   private agent: Agent | null = null;
-  private config: AgentConfig | null = null;
+  private model: AgentModel | null = null;
 
   constructor(
     readonly name = AGENT,
@@ -59,23 +68,23 @@ export class EmbeddedAgent {
 
   /** Checks and keeps the configuration; throws ConfigurationError listing every problem. */
   configure(properties: Record<string, string>): void {
-    const result = validateConfigText(translate(properties), "<embedded>", { agentName: AGENT }, registry);
+    const result = withModel(parseFlumeConfigMap(translate(properties), "<embedded>", { agentName: AGENT }), registry);
     const errors = result.problems.filter((p) => p.severity === "error");
-    if (errors.length > 0 || !result.config) {
+    if (errors.length > 0 || !result.model) {
       throw new ConfigurationError("properties", `invalid embedded agent configuration:\n${errors.map((p) => `  ${p.component}: ${p.key}: ${p.message}`).join("\n")}`);
     }
     for (const p of result.problems) this.options.logger?.warn(formatProblem(p));
-    this.config = result.config;
+    this.model = result.model;
   }
 
   async start(): Promise<void> {
-    if (!this.config) throw new Error("configure() the embedded agent before start()");
+    if (!this.model) throw new Error("configure() the embedded agent before start()");
     if (this.agent) throw new Error("the embedded agent is already started");
     const agent = new Agent(this.name, { clock: this.options.clock, logger: this.options.logger, drainTimeout: this.options.drainTimeout });
     // Set before the start completes, so a stop() meanwhile reaches it (the agent runs it after the start).
     this.agent = agent;
     try {
-      await agent.start(this.config);
+      await agent.start(this.model);
     } catch (err) {
       if (this.agent === agent) this.agent = null;
       throw err;

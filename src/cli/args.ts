@@ -4,7 +4,9 @@
  */
 
 /** A bad command line: the commands print `flume <command>: <message>` and exit 2. */
-export class UsageError extends Error {}
+import { UsageError } from "../core/errors.ts";
+
+export { UsageError };
 
 /** The error class a command's reader throws, so its own `instanceof` checks keep working. */
 export type UsageErrorClass = new (message: string) => UsageError;

@@ -5,7 +5,7 @@ import { type ArgsDef, defineCommand } from "citty";
 import { parseProperties } from "../config/properties.ts";
 import type { Event } from "../core/event.ts";
 import { AvroRpcClient, type AvroRpcClientOptions } from "../rpc/client.ts";
-import { clientTlsOptions } from "../rpc/tls.ts";
+import { clientTlsFromProperties } from "../net/tls.ts";
 import { ArgReader, UsageError } from "./args.ts";
 
 export interface AvroClientOptions {
@@ -236,7 +236,7 @@ export async function runAvroClient(o: AvroClientOptions, stdin: Readable = proc
     compressionLevel: o.compressionLevel,
     connectTimeout: o.connectTimeout,
     requestTimeout: o.requestTimeout,
-    tls: o.ssl ? clientTlsOptions({ trustAllCerts: o.trustAllCerts, truststore: o.truststore }) : undefined,
+    tls: clientTlsFromProperties({ ssl: String(o.ssl), "trust-all-certs": String(o.trustAllCerts), ...(o.truststore ? { truststore: o.truststore } : {}) }) ?? undefined,
   };
   const client = await AvroRpcClient.connect(options);
   const send = (events: Event[]) => client.appendBatch(events);

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { type ArgsDef, defineCommand } from "citty";
 import { Agent } from "../agent/agent.ts";
-import { dropBroken } from "../agent/build.ts";
+import { ConfigReloader } from "../agent/reload.ts";
 import { componentLogger, createAgentLogger } from "../agent/logging.ts";
 import { StatsReporter } from "../agent/stats.ts";
 import * as registry from "../components/registry.ts";
@@ -132,8 +132,7 @@ function addSysProp(o: RunOptions, kv: string): void {
   o.sysProps[kv.slice(0, eq)] = kv.slice(eq + 1);
 }
 
-function loadConfig(file: string, o: RunOptions) {
-  const text = decodeProperties(readFileSync(file));
+function loadConfig(text: string, file: string, o: RunOptions) {
   return validateConfigText(text, file, { agentName: o.name, sysProps: o.sysProps }, registry);
 }
 
@@ -147,7 +146,7 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   let loadedText = "";
   try {
     loadedText = decodeProperties(readFileSync(file));
-    result = loadConfig(file, o);
+    result = loadConfig(loadedText, file, o);
   } catch (err) {
     log.error(`cannot read ${o.file}: ${(err as Error).message}`);
     return 2;
@@ -159,15 +158,15 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   } else {
     for (const p of result.problems) (p.severity === "error" ? log.error : log.warn)(formatProblem(p));
   }
-  if (!result.config) return 1;
+  if (!result.model) return 1;
   if (errors.length > 0) {
     if (!o.lenient) {
       log.error(`${errors.length} error(s) in ${o.file}; not starting (fix them, or use --lenient to drop the broken components as Flume does)`);
       return 1;
     }
-    for (const w of dropBroken(result.config, result.problems)) log.warn(w);
+    for (const w of result.model.dropped) log.warn(w);
   }
-  const config = result.config;
+  const config = result.model;
   let tracer: ReturnType<typeof liveTracer> | null = null;
   if (o.trace) {
     try {
@@ -260,52 +259,8 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   stats?.start();
 
   if (o.reload && o.pollIntervalSec > 0) {
-    // The text last handled; the content is compared on every poll (two saves within one
-    // mtime tick would look unchanged to an mtime check, and the file is small).
-    let lastText = loadedText;
-    // Why building lastText failed (a file it names missing, a resource busy): such a failure
-    // may pass without the file changing, so it is tried again on each poll, logged once.
-    let buildFailure: string | null = null;
-    let reloading = false;
-    reloadTimer = setInterval(async () => {
-      if (reloading) return;
-      reloading = true;
-      let retry = false;
-      try {
-        const text = decodeProperties(readFileSync(file));
-        if (text === lastText && buildFailure === null) return;
-        retry = text === lastText;
-        lastText = text;
-        if (!retry) buildFailure = null;
-        const next = loadConfig(file, o);
-        const bad = next.problems.filter((p) => p.severity === "error");
-        // Warnings too (an unknown property's "did you mean"), as at startup; once per change.
-        const invalid = !next.config || (bad.length > 0 && !o.lenient);
-        if (!retry || invalid) for (const p of next.problems) (p.severity === "error" ? log.error : log.warn)(formatProblem(p));
-        if (!next.config || invalid) {
-          buildFailure = null;
-          log.error(`${o.file} changed but has ${bad.length} error(s); keeping the running configuration`);
-          return;
-        }
-        // --lenient applies to reloads too, as at startup: the broken components are dropped.
-        if (bad.length > 0) for (const w of dropBroken(next.config, next.problems)) if (!retry) log.warn(w);
-        let r;
-        try {
-          r = await agent.reload(next.config);
-        } catch (err) {
-          const message = (err as Error).message;
-          if (message !== buildFailure) log.error(`reload of ${o.file} failed: ${message}; keeping the running configuration, trying again on each poll`);
-          buildFailure = message;
-          return;
-        }
-        buildFailure = null;
-        log.success(`reloaded ${o.file}: started [${r.started.join(", ")}], stopped [${r.stopped.join(", ")}], kept [${r.kept.join(", ")}]`);
-      } catch (err) {
-        log.error(`reload of ${o.file} failed: ${(err as Error).message}; keeping the running configuration`);
-      } finally {
-        reloading = false;
-      }
-    }, o.pollIntervalSec * 1000);
+    const reloader = new ConfigReloader(agent, { file, displayName: o.file, load: (text) => loadConfig(text, file, o), lenient: o.lenient, log, loadedText });
+    reloadTimer = setInterval(() => void reloader.poll(), o.pollIntervalSec * 1000);
   }
 
   return finish(await exited);

@@ -1,23 +1,94 @@
-import type { Clock } from "../core/clock.ts";
-import type { Logger } from "../core/logger.ts";
-import type { ComponentConfig, ComponentSchema } from "../config/schema.ts";
+import { type Clock, systemClock } from "../core/clock.ts";
+import { type Logger, silentLogger } from "../core/logger.ts";
+import type { AnyOptions, ComponentKind, ComponentSchema, Groups, OptionsOf, PropError, Props } from "../config/schema.ts";
+import { parseOptions, schemaOf } from "../config/schema.ts";
 
-/** What a component gets besides its own configuration. */
+/** A source of randomness in [0, 1): Math.random in an agent, a seeded stream in the simulator. */
+export type Random = () => number;
+
+/**
+ * What a component gets besides its own options. The builder fills it the same way for
+ * `flume run`, EmbeddedAgent, `flume simulate` and `flume replay`; the simulator differs only
+ * in what it puts here (virtual clock, seeded random, scratch directories).
+ */
 export interface ComponentContext {
   /** The component's name in the config (e.g. "r1"). */
   name: string;
   agentName: string;
   clock: Clock;
   logger: Logger;
+  random: Random;
+  /**
+   * Where a configured storage path really lives: itself in an agent; a scratch directory in
+   * the simulator, which never touches the configured directories.
+   */
+  storagePath(configured: string): string;
 }
 
 /**
- * One component type: its schema and a factory. Each component file exports one of these;
- * src/components/registry.ts maps type names and aliases to them.
+ * A context for a component built outside an agent (tools, benchmarks, tests): the system
+ * clock, Math.random, paths as configured, no logging, unless given.
  */
-export interface ComponentDefinition<T> {
-  schema: ComponentSchema;
-  create(config: ComponentConfig, ctx: ComponentContext): T;
-  /** Cross-property checks the schema cannot express; messages name the key. */
-  validate?(config: ComponentConfig): { key: string; message: string }[];
+export function componentContext(name: string, over: Partial<ComponentContext> = {}): ComponentContext {
+  return { name, agentName: "a1", clock: systemClock, logger: silentLogger, random: Math.random, storagePath: (p) => p, ...over };
 }
+
+/**
+ * One component type: its schema, a factory, and what is special about it. Each component
+ * file exports one of these (made with defineComponent); src/components/registry.ts maps type
+ * names and aliases to them.
+ */
+export interface ComponentDefinition<T = unknown, O extends AnyOptions = AnyOptions> {
+  readonly schema: ComponentSchema;
+  /** Parses raw properties into this component's options (defaults filled in). */
+  parse(raw: Readonly<Record<string, string>>): { options: O; errors: PropError[] };
+  create(options: O, ctx: ComponentContext): T;
+  /** Cross-property checks the schema cannot express; messages name the key. */
+  validate?(options: O): PropError[];
+  /**
+   * Channels: present when committed events survive the process dying. crash(instance) leaves
+   * the instance as a killed process would (the simulator and the channel conformance suite
+   * crash channels this way).
+   */
+  readonly durability?: { crash(instance: T): void | Promise<void> };
+  /**
+   * Channels: applies changed options to a running instance on reload, keeping its events.
+   * Returns the change to run once the reload has stopped the old users, or null when the
+   * change needs a new instance. Without it a changed channel is replaced.
+   */
+  reconfigure?(instance: T, options: O): (() => Promise<void>) | null;
+}
+
+/** What a component file writes: the schema in record form, the factory, the traits. */
+export interface ComponentDeclaration<T, P extends Props, G extends Groups> {
+  kind: ComponentKind;
+  type: string;
+  aliases?: readonly string[];
+  doc: string;
+  props: P;
+  groups?: G;
+  create(options: OptionsOf<P, G>, ctx: ComponentContext): T;
+  validate?(options: OptionsOf<P, G>): PropError[];
+  durability?: { crash(instance: T): void | Promise<void> };
+  reconfigure?(instance: T, options: OptionsOf<P, G>): (() => Promise<void>) | null;
+}
+
+/** Declares a component: its options type is inferred from the props it lists. */
+export function defineComponent<T, const P extends Props, const G extends Groups = Record<never, never>>(decl: ComponentDeclaration<T, P, G>): ComponentDefinition<T, OptionsOf<P, G>> {
+  const schema = schemaOf(decl);
+  return {
+    schema,
+    parse: (raw) => parseOptions(schema, raw) as { options: OptionsOf<P, G>; errors: PropError[] },
+    create: decl.create,
+    validate: decl.validate,
+    durability: decl.durability,
+    reconfigure: decl.reconfigure,
+  };
+}
+
+/** The options type of a definition (for code that builds one component type by hand). */
+export type OptionsOfDefinition<D> = D extends ComponentDefinition<unknown, infer O> ? O : never;
+
+/** A definition seen from code that handles every type alike (registry, builder, validator). */
+// Methods are bivariant in their parameters, so every definition is one of these.
+export type AnyDefinition = ComponentDefinition<unknown, AnyOptions>;

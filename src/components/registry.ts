@@ -1,5 +1,5 @@
-import type { ComponentKind } from "../config/schema.ts";
-import type { ComponentDefinition } from "./component.ts";
+import type { AnyOptions, ComponentKind } from "../config/schema.ts";
+import type { AnyDefinition, ComponentDefinition } from "./component.ts";
 import { definition as memoryChannel } from "./channels/memory.ts";
 import { definition as fileChannel } from "./channels/file/index.ts";
 import { definition as avroSink } from "./sinks/avro.ts";
@@ -44,7 +44,7 @@ import { definition as searchReplaceInterceptor } from "./interceptors/search-re
  * Every built-in component. Component modules must not import heavy packages (avsc) at load
  * time: `flume validate` and `flume --help` load this list.
  */
-const DEFINITIONS: ComponentDefinition<unknown>[] = [
+const DEFINITIONS: AnyDefinition[] = [
   seqSource,
   netcatSource,
   embeddedSource,
@@ -84,11 +84,11 @@ const DEFINITIONS: ComponentDefinition<unknown>[] = [
   regexFilterInterceptor,
   regexExtractorInterceptor,
   searchReplaceInterceptor,
-] as ComponentDefinition<unknown>[];
+] as AnyDefinition[];
 
-const byKind = new Map<ComponentKind, Map<string, ComponentDefinition<unknown>>>();
+const byKind = new Map<ComponentKind, Map<string, AnyDefinition>>();
 
-function index(def: ComponentDefinition<unknown>): void {
+function index(def: AnyDefinition): void {
   let names = byKind.get(def.schema.kind);
   if (!names) byKind.set(def.schema.kind, (names = new Map()));
   for (const name of [def.schema.type, ...(def.schema.aliases ?? [])]) {
@@ -102,17 +102,18 @@ function index(def: ComponentDefinition<unknown>): void {
 for (const def of DEFINITIONS) index(def);
 
 /** Adds a component type (plugins, tests). */
-export function registerComponent(def: ComponentDefinition<unknown>): void {
+export function registerComponent<T, O extends AnyOptions>(definition: ComponentDefinition<T, O>): void {
+  const def = definition as unknown as AnyDefinition;
   DEFINITIONS.push(def);
   index(def);
 }
 
 /** The definition for a type name: case-insensitive, by alias or Flume's class name. */
-export function lookupComponent(kind: ComponentKind, type: string): ComponentDefinition<unknown> | undefined {
+export function lookupComponent(kind: ComponentKind, type: string): AnyDefinition | undefined {
   return byKind.get(kind)?.get(type.trim().toLowerCase());
 }
 
-export function allComponents(): ComponentDefinition<unknown>[] {
+export function allComponents(): AnyDefinition[] {
   return [...DEFINITIONS];
 }
 

@@ -1,7 +1,8 @@
 /**
  * Component schemas: each component file declares the properties it reads (key, type, default,
- * one-line doc). The same declaration drives parsing, validation, error messages and
- * `flume describe`.
+ * one-line doc, aliases, roles) next to its code, in the style of Fluent Bit's config_map. The
+ * same declaration drives parsing, validation, error messages, `flume describe`, and the type
+ * of the options object the component is created with: a misspelled key does not compile.
  */
 
 export type PropType =
@@ -13,25 +14,82 @@ export type PropType =
   | "list" // whitespace-separated names (Flume's lists)
   | "path"; // a file-system path
 
-export type PropValue = string | number | boolean | string[];
+export type PropValue = string | number | boolean | readonly string[];
 
-export interface PropSpec {
-  key: string;
-  type: PropType;
-  default?: PropValue;
+/**
+ * What a property means to the rest of the system, so validation and the simulator find it
+ * whatever the component calls it (batchSize, batch-size, sink.batchSize...).
+ */
+export type Role = "batchSize" | "capacity" | "transactionCapacity" | "keepAlive";
+
+interface PropBase {
   doc: string;
   /** Other spellings Flume accepts for the same property. */
-  aliases?: string[];
+  aliases?: readonly string[];
   required?: boolean;
-  min?: number;
-  max?: number;
-  values?: readonly string[];
-  caseSensitive?: boolean;
   /** Holds a secret: never printed back in errors. */
   secret?: boolean;
+  roles?: readonly Role[];
+}
+
+export interface StringProp extends PropBase {
+  type: "string" | "path";
+  default?: string;
+}
+export interface NumberProp extends PropBase {
+  type: "int" | "number";
+  default?: number;
+  min?: number;
+  max?: number;
+}
+export interface BooleanProp extends PropBase {
+  type: "boolean";
+  default?: boolean;
+}
+export interface EnumProp extends PropBase {
+  type: "enum";
+  values: readonly string[];
+  default?: string;
+  caseSensitive?: boolean;
+}
+export interface ListProp extends PropBase {
+  type: "list";
+  default?: readonly string[];
+}
+export type Prop = StringProp | NumberProp | BooleanProp | EnumProp | ListProp;
+
+/** A property with its key: the list form validate and describe walk. */
+export type PropSpec = Prop & { key: string; min?: number; max?: number; values?: readonly string[]; caseSensitive?: boolean; default?: PropValue };
+
+/** Keys read as an open-ended group (e.g. "headers." for TAILDIR): keys under it are not "unknown". */
+export interface Group {
+  prefix: string;
+  doc: string;
 }
 
 export type ComponentKind = "source" | "channel" | "sink" | "interceptor" | "serializer" | "selector" | "sinkprocessor" | "configfilter";
+
+export type Props = Readonly<Record<string, Prop>>;
+export type Groups = Readonly<Record<string, Group>>;
+
+type ValueOf<P> = P extends { type: "int" | "number" }
+  ? number
+  : P extends { type: "boolean" }
+    ? boolean
+    : P extends { type: "list" }
+      ? readonly string[]
+      : P extends { type: "enum"; values: readonly (infer V)[] }
+        ? V
+        : string;
+type AlwaysSet<P> = P extends { default: unknown } ? true : P extends { required: true } ? true : false;
+
+/** The options object a schema parses into: one field per property, one record per group. */
+export type OptionsOf<P extends Props, G extends Groups = Record<never, Group>> = {
+  readonly [K in keyof P]: AlwaysSet<P[K]> extends true ? ValueOf<P[K]> : ValueOf<P[K]> | undefined;
+} & { readonly [K in keyof G]: Readonly<Record<string, string>> };
+
+/** Options of some component, seen from code that does not know which (the builder, the validator). */
+export type AnyOptions = Readonly<Record<string, PropValue | Readonly<Record<string, string>> | undefined>>;
 
 export interface ComponentSchema {
   kind: ComponentKind;
@@ -41,19 +99,29 @@ export interface ComponentSchema {
   aliases?: readonly string[];
   doc: string;
   props: readonly PropSpec[];
-  /**
-   * Key prefixes the component reads as open-ended groups (e.g. "headers." for TAILDIR,
-   * "mapping." for the multiplexing selector); keys under them are not "unknown".
-   */
-  prefixes?: readonly { prefix: string; doc: string }[];
+  /** Key prefixes read as open-ended groups, with the options field each one fills. */
+  prefixes?: readonly (Group & { name?: string })[];
+}
+
+/** Builds a schema from the record form components declare. */
+export function schemaOf(decl: { kind: ComponentKind; type: string; aliases?: readonly string[]; doc: string; props: Props; groups?: Groups }): ComponentSchema {
+  for (const name of Object.keys(decl.groups ?? {})) {
+    if (name in decl.props) throw new Error(`${decl.kind} ${decl.type}: group "${name}" has the name of a property; the options object needs them apart`);
+  }
+  return {
+    kind: decl.kind,
+    type: decl.type,
+    aliases: decl.aliases,
+    doc: decl.doc,
+    props: Object.entries(decl.props).map(([key, p]) => ({ key, ...p }) as PropSpec),
+    prefixes: decl.groups ? Object.entries(decl.groups).map(([name, g]) => ({ name, ...g })) : undefined,
+  };
 }
 
 export interface PropError {
   key: string;
   message: string;
 }
-
-const TRUE = new Set(["true"]);
 
 /** Parses one raw string value by its spec; returns the value or an error message. */
 export function parseValue(spec: PropSpec, raw: string): { value: PropValue } | { error: string } {
@@ -64,8 +132,7 @@ export function parseValue(spec: PropSpec, raw: string): { value: PropValue } | 
       return { value: raw };
     case "int": {
       if (!/^[-+]?\d+$/.test(text)) return { error: `expected a whole number, got "${raw}"` };
-      const n = Number(text);
-      return checkRange(spec, n);
+      return checkRange(spec, Number(text));
     }
     case "number": {
       const n = Number(text);
@@ -75,10 +142,10 @@ export function parseValue(spec: PropSpec, raw: string): { value: PropValue } | 
     case "boolean": {
       const lower = text.toLowerCase();
       if (lower !== "true" && lower !== "false") return { error: `expected true or false, got "${raw}"` };
-      return { value: TRUE.has(lower) };
+      return { value: lower === "true" };
     }
     case "enum": {
-      const values = spec.values ?? [];
+      const values = spec.values;
       const found = spec.caseSensitive ? values.find((v) => v === text) : values.find((v) => v.toLowerCase() === text.toLowerCase());
       if (found === undefined) return { error: `expected one of ${values.join(", ")}, got "${raw}"` };
       return { value: found };
@@ -88,7 +155,7 @@ export function parseValue(spec: PropSpec, raw: string): { value: PropValue } | 
   }
 }
 
-function checkRange(spec: PropSpec, n: number): { value: number } | { error: string } {
+function checkRange(spec: NumberProp, n: number): { value: number } | { error: string } {
   if (spec.min !== undefined && n < spec.min) return { error: `must be at least ${spec.min}, got ${n}` };
   if (spec.max !== undefined && n > spec.max) return { error: `must be at most ${spec.max}, got ${n}` };
   return { value: n };
@@ -99,71 +166,43 @@ export function findProp(schema: ComponentSchema, key: string): PropSpec | undef
   return schema.props.find((p) => p.key === key || p.aliases?.includes(key));
 }
 
+/** The key of the property that plays a role (e.g. the batch size), if the schema has one. */
+export function keyWithRole(schema: ComponentSchema, role: Role): string | undefined {
+  return schema.props.find((p) => p.roles?.includes(role))?.key;
+}
+
 export function isUnderPrefix(schema: ComponentSchema, key: string): boolean {
   return (schema.prefixes ?? []).some((p) => key.startsWith(p.prefix));
 }
 
 /**
- * Typed view of a component's configuration: defaults filled in, values parsed.
- * `raw` keeps every key as written (including prefix groups) for components that read them.
+ * Parses raw key/values against a schema into an options object: defaults filled in, values
+ * typed, group keys collected with their prefix removed. Errors for bad values and missing
+ * required keys; unknown keys are reported separately by the validator (they are warnings).
  */
-export class ComponentConfig {
-  constructor(
-    readonly values: Record<string, PropValue | undefined>,
-    readonly raw: Record<string, string>,
-  ) {}
-
-  string(key: string): string {
-    const v = this.values[key];
-    return v === undefined ? "" : String(v);
-  }
-  optionalString(key: string): string | undefined {
-    const v = this.values[key];
-    return v === undefined || v === "" ? undefined : String(v);
-  }
-  int(key: string): number {
-    return Number(this.values[key] ?? 0);
-  }
-  number(key: string): number {
-    return Number(this.values[key] ?? 0);
-  }
-  boolean(key: string): boolean {
-    return this.values[key] === true;
-  }
-  list(key: string): string[] {
-    const v = this.values[key];
-    return Array.isArray(v) ? v : v === undefined || v === "" ? [] : String(v).split(/\s+/);
-  }
-  /** Every raw key under prefix, with the prefix removed (e.g. "headers." -> {"g1.k": "v"}). */
-  group(prefix: string): Record<string, string> {
-    const out: Record<string, string> = {};
-    for (const [k, v] of Object.entries(this.raw)) if (k.startsWith(prefix)) out[k.slice(prefix.length)] = v;
-    return out;
-  }
-}
-
-/**
- * Parses raw key/values against a schema. Errors for bad values and missing required keys;
- * unknown keys are reported separately by the validator (they are warnings).
- */
-export function parseConfig(schema: ComponentSchema, raw: Record<string, string>): { config: ComponentConfig; errors: PropError[] } {
-  const values: Record<string, PropValue | undefined> = {};
+export function parseOptions(schema: ComponentSchema, raw: Readonly<Record<string, string>>): { options: AnyOptions; errors: PropError[] } {
+  const options: Record<string, PropValue | Record<string, string> | undefined> = Object.create(null);
   const errors: PropError[] = [];
   for (const spec of schema.props) {
-    const names = [spec.key, ...(spec.aliases ?? [])];
-    const present = names.find((n) => raw[n] !== undefined);
+    const present = raw[spec.key] !== undefined ? spec.key : spec.aliases?.find((n) => raw[n] !== undefined);
     if (present === undefined) {
       if (spec.required) errors.push({ key: spec.key, message: `is required: ${spec.doc}` });
-      values[spec.key] = spec.default;
+      options[spec.key] = spec.default;
       continue;
     }
     const parsed = parseValue(spec, raw[present]);
     if ("error" in parsed) {
       errors.push({ key: present, message: spec.secret ? parsed.error.replace(/got ".*"$/, "got a bad value") : parsed.error });
-      values[spec.key] = spec.default;
+      options[spec.key] = spec.default;
     } else {
-      values[spec.key] = parsed.value;
+      options[spec.key] = parsed.value;
     }
   }
-  return { config: new ComponentConfig(values, raw), errors };
+  for (const g of schema.prefixes ?? []) {
+    if (g.name === undefined) continue;
+    const group: Record<string, string> = Object.create(null);
+    for (const [k, v] of Object.entries(raw)) if (k.startsWith(g.prefix)) group[k.slice(g.prefix.length)] = v;
+    options[g.name] = group;
+  }
+  return { options, errors };
 }

@@ -3,7 +3,7 @@
  * and reports every problem at once (Flume itself drops misconfigured components silently).
  */
 
-import type { ComponentDefinition } from "../components/component.ts";
+import type { AnyDefinition } from "../components/component.ts";
 import {
   type AgentConfig,
   type ComponentEntry,
@@ -29,12 +29,13 @@ import {
 } from "./flume-config.ts";
 import { didYouMean, type EntryKind, type Problem, type ProblemCode, type Severity, sortProblems } from "./problems.ts";
 import { hasVariables } from "./substitution.ts";
-import { type ComponentConfig, type ComponentKind, type ComponentSchema, findProp, isUnderPrefix, parseConfig } from "./schema.ts";
+import { type AgentModel, type ChannelModel, fingerprintOf, type PartModel, partFingerprint, type SinkGroupModel, type SinkModel, type SourceModel } from "./model.ts";
+import { type AnyOptions, type ComponentKind, type ComponentSchema, findProp, isUnderPrefix, keyWithRole } from "./schema.ts";
 
 /** What the validator needs from src/components/registry.ts (pass the module itself). */
 export interface ComponentRegistry {
-  lookupComponent(kind: ComponentKind, type: string): ComponentDefinition<unknown> | undefined;
-  allComponents(): ComponentDefinition<unknown>[];
+  lookupComponent(kind: ComponentKind, type: string): AnyDefinition | undefined;
+  allComponents(): AnyDefinition[];
 }
 
 /** The selector and sink processor Flume uses when none is configured. */
@@ -52,29 +53,40 @@ const WIRING_KEYS: Record<EntryKind, readonly string[]> = {
 /** A component whose type resolved, with its parsed configuration. */
 interface Checked {
   entry: ComponentEntry;
+  definition: AnyDefinition;
   schema: ComponentSchema;
-  config: ComponentConfig;
+  options: AnyOptions;
 }
 
-/** Schema keys that hold a batch size (batchSize, batch-size, sink.batchSize, hdfs.batchSize, ...). */
-export function batchSizeKeys(schema: ComponentSchema): string[] {
-  return schema.props.filter((p) => (p.type === "int" || p.type === "number") && /batchsize$/.test(p.key.toLowerCase().replace(/[-_]/g, ""))).map((p) => p.key);
+/** What checking a configuration gives: every problem, and the model of what can run. */
+export interface LoadResult extends ParseResult {
+  /** The agent's typed model (absent when the file could not be read as an agent). */
+  model?: AgentModel;
 }
 
-export function validateAgentConfig(config: AgentConfig, registry: ComponentRegistry): Problem[] {
-  return new Validator(config, registry).run();
+export function validateAgentConfig(config: AgentConfig, registry: ComponentRegistry): { problems: Problem[]; model: AgentModel } {
+  const v = new Validator(config, registry);
+  const problems = v.run();
+  return { problems, model: v.model() };
 }
 
 /** Parses, substitutes and validates in one go: what `flume validate` and `flume run` do first. */
-export function validateConfigText(text: string, file: string, opts: ParseOptions, registry: ComponentRegistry): ParseResult {
-  const parsed = parseFlumeConfig(text, file, opts);
-  const problems = parsed.config ? [...parsed.problems, ...validateAgentConfig(parsed.config, registry)] : parsed.problems;
-  return { ...parsed, problems: sortProblems(problems) };
+export function validateConfigText(text: string, file: string, opts: ParseOptions, registry: ComponentRegistry): LoadResult {
+  return withModel(parseFlumeConfig(text, file, opts), registry);
+}
+
+/** The same for a configuration already parsed (EmbeddedAgent's map). */
+export function withModel(parsed: ParseResult, registry: ComponentRegistry): LoadResult {
+  if (!parsed.config) return { ...parsed, problems: sortProblems(parsed.problems) };
+  const { problems, model } = validateAgentConfig(parsed.config, registry);
+  return { ...parsed, model, problems: sortProblems([...parsed.problems, ...problems]) };
 }
 
 class Validator {
   private readonly problems: Problem[] = [];
   private readonly checked = new Map<string, Checked>(); // by "kind name"
+  /** Selectors, interceptors and sink processors, by "kind name prefix" of their owner. */
+  private readonly parts = new Map<string, PartModel>();
   private readonly a: string;
 
   constructor(
@@ -94,6 +106,80 @@ class Validator {
     this.checkSinkGroups();
     this.checkChannelUse();
     return this.problems;
+  }
+
+  // ---- the model ---------------------------------------------------------------------------
+
+  /**
+   * What can run: every active component without an error whose wiring is intact. A component
+   * left out for its own error, or because something it needs was left out, is listed in
+   * `dropped` (Flume drops such components silently; `flume run --lenient` logs these).
+   */
+  model(): AgentModel {
+    const model: AgentModel = { agent: this.a, file: this.config.file, channels: new Map(), sources: new Map(), sinks: new Map(), sinkGroups: new Map(), dropped: [] };
+    const errorOf = new Map<string, string>();
+    for (const p of this.problems) if (p.severity === "error" && p.ref && !errorOf.has(`${p.ref.kind} ${p.ref.name}`)) errorOf.set(`${p.ref.kind} ${p.ref.name}`, p.message);
+    const usable = (entry: ComponentEntry): Checked | undefined => {
+      const why = errorOf.get(`${entry.kind} ${entry.name}`);
+      const checked = this.checked.get(`${entry.kind} ${entry.name}`);
+      if (why !== undefined || !checked) {
+        model.dropped.push(`dropping ${entry.kind} ${entry.name}: ${why ?? "it could not be checked"}`);
+        return undefined;
+      }
+      return checked;
+    };
+    const base = (c: Checked) => ({ name: c.entry.name, type: c.schema.type, definition: c.definition, options: c.options, file: c.entry.file, line: c.entry.line });
+
+    for (const entry of this.active("channel")) {
+      const c = usable(entry);
+      if (c) model.channels.set(entry.name, { kind: "channel", ...base(c), fingerprint: fingerprintOf(c.schema.type, c.options) } satisfies ChannelModel);
+    }
+    for (const entry of this.active("source")) {
+      const c = usable(entry);
+      if (!c) continue;
+      const channels = sourceChannels(entry);
+      if (channels.some((ch) => !model.channels.has(ch))) {
+        model.dropped.push(`dropping source ${entry.name}: one of its channels was dropped`);
+        continue;
+      }
+      const selector = this.parts.get(`source ${entry.name} selector.`) as PartModel;
+      const interceptors = interceptorEntries(entry).map((i) => this.parts.get(`source ${entry.name} ${i.prefix}`) as PartModel);
+      const fingerprint = fingerprintOf(c.schema.type, c.options, channels, partFingerprint(selector), interceptors.map(partFingerprint));
+      model.sources.set(entry.name, { kind: "source", ...base(c), channels, selector, interceptors, fingerprint } satisfies SourceModel);
+    }
+    for (const entry of this.active("sink")) {
+      const c = usable(entry);
+      if (!c) continue;
+      const channel = sinkChannel(entry) as string;
+      if (!model.channels.has(channel)) {
+        model.dropped.push(`dropping sink ${entry.name}: its channel was dropped`);
+        continue;
+      }
+      model.sinks.set(entry.name, { kind: "sink", ...base(c), channel, fingerprint: fingerprintOf(c.schema.type, c.options, channel) } satisfies SinkModel);
+    }
+    const grouped = new Set<string>();
+    for (const entry of this.active("sinkgroup")) {
+      if (errorOf.has(`sinkgroup ${entry.name}`)) {
+        model.dropped.push(`dropping sinkgroup ${entry.name}: ${errorOf.get(`sinkgroup ${entry.name}`)}`);
+        continue;
+      }
+      const sinks = sinkGroupSinks(entry);
+      if (sinks.some((s) => !model.sinks.has(s))) {
+        model.dropped.push(`dropping sinkgroup ${entry.name}: one of its sinks was dropped`);
+        continue;
+      }
+      const processor = this.parts.get(`sinkgroup ${entry.name} processor.`) as PartModel;
+      for (const s of sinks) grouped.add(s);
+      const fingerprint = fingerprintOf(partFingerprint(processor), sinks.map((s) => model.sinks.get(s)?.fingerprint));
+      model.sinkGroups.set(`group:${entry.name}`, { name: entry.name, sinks, processor, configured: true, fingerprint } satisfies SinkGroupModel);
+    }
+    const defaultProcessor = this.registry.lookupComponent("sinkprocessor", DEFAULT_SINK_PROCESSOR_TYPE);
+    for (const sink of model.sinks.values()) {
+      if (grouped.has(sink.name) || !defaultProcessor) continue;
+      const processor: PartModel = { kind: "sinkprocessor", name: "processor", type: defaultProcessor.schema.type, definition: defaultProcessor, options: defaultProcessor.parse({}).options };
+      model.sinkGroups.set(`sink:${sink.name}`, { name: sink.name, sinks: [sink.name], processor, configured: false, fingerprint: fingerprintOf(sink.fingerprint) });
+    }
+    return model;
   }
 
   // ---- reporting ------------------------------------------------------------------------
@@ -194,7 +280,7 @@ class Validator {
   }
 
   /** Resolves a type name, reporting a missing or unknown type. */
-  private resolveType(kind: ComponentKind, type: Located | undefined, report: (code: ProblemCode, line: number, message: string, hint: string) => void, missingLine: number, missingHint: string): ComponentDefinition<unknown> | undefined {
+  private resolveType(kind: ComponentKind, type: Located | undefined, report: (code: ProblemCode, line: number, message: string, hint: string) => void, missingLine: number, missingHint: string): AnyDefinition | undefined {
     if (!type) {
       report("missing-type", missingLine, "has no type", missingHint);
       return undefined;
@@ -220,16 +306,16 @@ class Validator {
    */
   private checkProps(
     entry: ComponentEntry,
-    def: ComponentDefinition<unknown>,
+    def: AnyDefinition,
     props: Record<string, Located>,
     keyPrefix: string,
     fallbackLine: number,
     empty: Record<string, Located> = record(),
-    beforeOwnChecks?: (config: ComponentConfig) => void,
+    beforeOwnChecks?: (options: AnyOptions) => void,
     wiringKeys: readonly string[] = [],
-  ): ComponentConfig {
+  ): AnyOptions {
     const schema = def.schema;
-    const { config, errors } = parseConfig(schema, rawValues(props));
+    const { options, errors } = def.parse(rawValues(props));
     const lineOf = (key: string) => props[key]?.line ?? fallbackLine;
     for (const e of errors) {
       // A value still holding ${...} was reported as an unresolved variable already.
@@ -257,12 +343,15 @@ class Validator {
       if (!spec || spec.default === undefined || spec.default === "" || (Array.isArray(spec.default) && spec.default.length === 0)) continue;
       this.addFor(entry, "warning", "bad-value", loc.line, keyPrefix + key, `is empty, so Flume ignores it and the default ${formatDefault(spec.default)} applies`, "remove the line or give a value");
     }
-    beforeOwnChecks?.(config);
-    for (const e of def.validate?.(config) ?? []) {
-      if (this.hasError(entry, keyPrefix + e.key)) continue;
-      this.addFor(entry, "error", "bad-value", lineOf(e.key), keyPrefix + e.key, e.message);
+    beforeOwnChecks?.(options);
+    // The component's own checks need every required value (a refused one has its default).
+    if (schema.props.every((p) => !p.required || options[p.key] !== undefined)) {
+      for (const e of def.validate?.(options) ?? []) {
+        if (this.hasError(entry, keyPrefix + e.key)) continue;
+        this.addFor(entry, "error", "bad-value", lineOf(e.key), keyPrefix + e.key, e.message);
+      }
     }
-    return config;
+    return options;
   }
 
   private fullKey(entry: ComponentEntry, key: string): string {
@@ -282,15 +371,15 @@ class Validator {
     const ownEmpty = record<Located>();
     for (const [k, v] of Object.entries(entry.emptyProps)) if (!isFrameworkKey(entry.kind, k)) ownEmpty[k] = v;
     // Generic cross-checks run before the component's own, which then stay quiet on the same key.
-    const generic = entry.kind === "channel" ? (config: ComponentConfig) => this.checkCapacity({ entry, schema: def.schema, config }) : undefined;
-    const config = this.checkProps(entry, def, own, "", entry.line, ownEmpty, generic, WIRING_KEYS[entry.kind]);
-    const checked = { entry, schema: def.schema, config };
+    const generic = entry.kind === "channel" ? (options: AnyOptions) => this.checkCapacity({ entry, definition: def, schema: def.schema, options }) : undefined;
+    const options = this.checkProps(entry, def, own, "", entry.line, ownEmpty, generic, WIRING_KEYS[entry.kind]);
+    const checked = { entry, definition: def, schema: def.schema, options };
     this.checked.set(`${entry.kind} ${entry.name}`, checked);
     return checked;
   }
 
-  private checkSub(entry: ComponentEntry, kind: ComponentKind, sub: SubComponent, defaultType: string | undefined, missingLine: number): ComponentDefinition<unknown> | undefined {
-    let def: ComponentDefinition<unknown> | undefined;
+  private checkSub(entry: ComponentEntry, kind: PartModel["kind"], sub: SubComponent, defaultType: string | undefined, missingLine: number): AnyDefinition | undefined {
+    let def: AnyDefinition | undefined;
     if (!sub.type && defaultType !== undefined) {
       def = this.registry.lookupComponent(kind, defaultType);
       if (!def) return undefined; // the default is not registered (yet): nothing to check against
@@ -303,7 +392,10 @@ class Validator {
         `add ${this.fullKey(entry, `${sub.prefix}type`)} = ...`,
       );
     }
-    if (def) this.checkProps(entry, def, sub.props, sub.prefix, sub.line);
+    if (def) {
+      const options = this.checkProps(entry, def, sub.props, sub.prefix, sub.line);
+      this.parts.set(`${entry.kind} ${entry.name} ${sub.prefix}`, { kind, name: sub.name, type: def.schema.type, definition: def, options });
+    }
     return def;
   }
 
@@ -374,13 +466,14 @@ class Validator {
   /** A batch larger than the channel's transactionCapacity can never be committed. */
   private checkBatch(component: Checked, channelName: string, verb: string): void {
     const channel = this.checked.get(`channel ${channelName}`);
-    if (!channel || !findProp(channel.schema, "transactionCapacity")) return;
-    const tc = channel.config.int("transactionCapacity");
-    for (const key of batchSizeKeys(component.schema)) {
-      const batch = component.config.int(key);
+    const tcKey = channel && keyWithRole(channel.schema, "transactionCapacity");
+    if (!channel || !tcKey) return;
+    const tc = channel.options[tcKey] as number;
+    for (const key of component.schema.props.filter((p) => p.roles?.includes("batchSize")).map((p) => p.key)) {
+      const batch = component.options[key] as number;
       if (!(batch > tc)) continue;
       const loc = component.entry.props[key] ?? Object.entries(component.entry.props).find(([k]) => findProp(component.schema, k)?.key === key)?.[1];
-      const tcLoc = channel.entry.props.transactionCapacity;
+      const tcLoc = channel.entry.props[tcKey];
       this.addFor(
         component.entry,
         "error",
@@ -473,12 +566,14 @@ class Validator {
   }
 
   private checkCapacity(channel: Checked): void {
-    if (!findProp(channel.schema, "transactionCapacity") || !findProp(channel.schema, "capacity")) return;
-    const tc = channel.config.int("transactionCapacity");
-    const cap = channel.config.int("capacity");
-    if (tc <= cap || this.hasError(channel.entry, "transactionCapacity")) return;
-    const tcLoc = channel.entry.props.transactionCapacity;
-    const capLoc = channel.entry.props.capacity;
+    const tcKey = keyWithRole(channel.schema, "transactionCapacity");
+    const capKey = keyWithRole(channel.schema, "capacity");
+    if (!tcKey || !capKey) return;
+    const tc = channel.options[tcKey] as number;
+    const cap = channel.options[capKey] as number;
+    if (tc <= cap || this.hasError(channel.entry, tcKey)) return;
+    const tcLoc = channel.entry.props[tcKey];
+    const capLoc = channel.entry.props[capKey];
     this.addFor(
       channel.entry,
       "error",

@@ -22,9 +22,13 @@ export class TransactionStateError extends FlumeError {}
 export class ConfigurationError extends FlumeError {
   constructor(
     readonly key: string,
-    message: string,
+    /** What is wrong with the key, without the key and component names. */
+    readonly detail: string,
     readonly component?: string,
   ) {
-    super(component ? `${component}: ${key}: ${message}` : `${key}: ${message}`);
+    super(component ? `${component}: ${key}: ${detail}` : `${key}: ${detail}`);
   }
 }
+
+/** A command line (or simulation input) the user must correct; commands exit 2 on it. */
+export class UsageError extends FlumeError {}

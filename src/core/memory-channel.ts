@@ -278,7 +278,10 @@ export class MemoryTransaction extends BasicTransaction {
   }
 
   protected async doCommit(): Promise<void> {
-    if (this.puts.length === 0 && this.takes.length === 0 && this.positions === null) return;
+    if (this.puts.length === 0 && this.takes.length === 0 && this.positions === null) {
+      this.channel.counter.values.ChannelSize = this.channel.size;
+      return;
+    }
     await this.channel.commitTransaction(this.puts, this.putSlots, this.takes, this.takeSlots, this.positions);
     this.puts.length = 0;
     this.takes.length = 0;
@@ -287,7 +290,7 @@ export class MemoryTransaction extends BasicTransaction {
   }
 
   protected doRollback(): void {
-    if (this.takes.length > 0) this.channel.rollbackTakes(this.takes);
+    this.channel.rollbackTakes(this.takes);
     this.puts.length = 0;
     this.takes.length = 0;
     this.putSlots = 0;

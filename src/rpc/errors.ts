@@ -25,5 +25,3 @@ export class RpcStatusError extends EventDeliveryException {
   }
 }
 
-/** A TLS setting that cannot work (missing file, JKS keystore, bad PEM). */
-export class RpcTlsConfigError extends FlumeError {}

@@ -1,5 +1,6 @@
 import net from "node:net";
 import tls from "node:tls";
+import { clientCertificateProblem, type ServerTls } from "../net/tls.ts";
 import type { Event } from "../core/event.ts";
 import type { Logger } from "../core/logger.ts";
 import { silentLogger } from "../core/logger.ts";
@@ -10,7 +11,8 @@ import type { IpFilter } from "./ip-filter.ts";
 import { readHandshakeRequest, writeHandshakeResponse, type HandshakeRequest, type HandshakeResponse } from "./messages.ts";
 import { MESSAGE_APPEND, MESSAGE_APPEND_BATCH, PROTOCOL_HASH, PROTOCOL_TEXT, STATUS_SYMBOLS, type RpcStatus } from "./protocol.ts";
 import { localProtocol, parseRemoteProtocol, type RemoteProtocol } from "./remote-protocol.ts";
-import { FramedTransport, peerAddress, peerName, type CompressionType } from "./transport.ts";
+import { peerAddress, peerName } from "../net/peer.ts";
+import { FramedTransport, type CompressionType } from "./transport.ts";
 
 /** What the server does with calls; the avro source implements it. */
 export interface RpcRequestHandler {
@@ -22,8 +24,8 @@ export interface AvroRpcServerOptions {
   bind: string;
   port: number;
   compression?: CompressionType;
-  /** tls.createServer options (see serverTlsOptions); absent: plain TCP. */
-  tls?: tls.TlsOptions;
+  /** TLS setup (see src/net/tls.ts); absent: plain TCP. */
+  tls?: ServerTls;
   ipFilter?: IpFilter;
   limits?: FrameLimits;
   /** Frames queued per connection before we stop reading from it (backpressure). */
@@ -87,6 +89,7 @@ export class ProtocolCache {
 export class AvroRpcServer {
   private server: net.Server | null = null;
   private secureContext: tls.SecureContext | null = null;
+  private clientAuth: ServerTls["clientAuth"] = "none";
   private handshakeTimeout = DEFAULT_HANDSHAKE_TIMEOUT;
   /** Sockets in their TLS handshake (not yet connections); close() drops them too. */
   private readonly handshaking = new Set<net.Socket>();
@@ -126,9 +129,10 @@ export class AvroRpcServer {
   listen(): Promise<number> {
     if (this.options.tls) {
       // Built once: a bad key or certificate fails here, not on the first client.
-      const { handshakeTimeout, ...contextOptions } = this.options.tls;
+      const { handshakeTimeout, ...contextOptions } = this.options.tls.options;
       this.secureContext = tls.createSecureContext(contextOptions);
       this.handshakeTimeout = handshakeTimeout ?? DEFAULT_HANDSHAKE_TIMEOUT;
+      this.clientAuth = this.options.tls.clientAuth;
     }
     // Plain TCP even with TLS on: as Flume's Netty pipeline, the ipFilter decides on the raw
     // connection and only allowed peers get a TLS handshake (see secure()).
@@ -193,7 +197,8 @@ export class AvroRpcServer {
   }
 
   private secure(socket: net.Socket, peer: string, secureContext: tls.SecureContext): void {
-    const secured = new tls.TLSSocket(socket, { isServer: true, secureContext });
+    const verify = this.clientAuth !== "none";
+    const secured = new tls.TLSSocket(socket, { isServer: true, secureContext, requestCert: verify, rejectUnauthorized: this.clientAuth === "required" });
     this.handshaking.add(secured);
     const finish = () => {
       clearTimeout(timer);
@@ -215,6 +220,8 @@ export class AvroRpcServer {
     secured.on("error", onError);
     secured.on("close", onClose);
     secured.once("secure", () => {
+      const refused = clientCertificateProblem(secured, this.clientAuth);
+      if (refused) return fail(refused);
       finish();
       this.open(secured, peer);
     });

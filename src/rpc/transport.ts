@@ -1,3 +1,4 @@
+import { peerName } from "../net/peer.ts";
 import type { Socket } from "node:net";
 import zlib from "node:zlib";
 import { RpcProtocolError } from "./errors.ts";
@@ -31,23 +32,6 @@ export interface TransportHandlers {
    * the receiver answers them, then calls end().
    */
   onEnd?(): void;
-}
-
-/** Named in logs for a client the runtime has no address for (Bun reports none once a connection was reset). */
-export const UNKNOWN_PEER = "an unknown peer (connection reset before its address was known)";
-
-/**
- * "1.2.3.4:5678" for logs; IPv4-mapped IPv6 addresses shown as IPv4. Read it once when the
- * connection is accepted: after a reset the socket may no longer tell.
- */
-export function peerName(socket: Socket): string {
-  if (!socket.remoteAddress) return UNKNOWN_PEER;
-  return `${peerAddress(socket)}:${socket.remotePort ?? "?"}`;
-}
-
-export function peerAddress(socket: Socket): string {
-  const a = socket.remoteAddress ?? "unknown";
-  return a.startsWith("::ffff:") ? a.slice(7) : a;
 }
 
 /**

@@ -5,14 +5,13 @@
  * is the same on every machine for the same seed (file channel I/O is awaited before time
  * moves, too).
  */
-import { mkdtempSync, rmSync, unlinkSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Channel } from "../core/channel.ts";
 import { ChannelException } from "../core/errors.ts";
 import { silentLogger } from "../core/logger.ts";
-import { SinkRunner, SourceRunner } from "../core/runners.ts";
-import type { Sink } from "../core/sink.ts";
+import { type BuiltAgent, buildAgent } from "../agent/build.ts";
 import { VirtualClock } from "../core/virtual-clock.ts";
 import { Epoch, SimClient, SimSink, SimSource, type SimWorld } from "./components.ts";
 import { Ledger, type LedgerSummary, verdict } from "./ledger.ts";
@@ -20,7 +19,7 @@ import { formatTime, type SimulationOptions } from "./options.ts";
 import { seededRandom } from "./rng.ts";
 import { Timeline } from "./timeline.ts";
 import { type Topology, buildTopology } from "./topology.ts";
-import { bothObservers, type ChannelObserver, FileTraceOutput, simIdOf, TraceRecorder, TracedChannel, type TracedTransaction, TraceTarget } from "./trace.ts";
+import { bothObservers, type ChannelObserver, channelInfo, FileTraceOutput, simIdOf, TraceRecorder, TracedChannel, type TracedTransaction, TraceTarget } from "./trace.ts";
 
 /** Flume's sink runner backoff (SinkRunner: 1000 ms steps, at most 5000 ms). */
 const SINK_RUNNER_BACKOFF = { backoffSleepIncrement: 1000, maxBackoffSleep: 5000 };
@@ -86,24 +85,34 @@ const immediate: () => Promise<void> =
 interface Running {
   epoch: Epoch;
   targets: TraceTarget[];
+  built: BuiltAgent;
   durable: Channel[];
 }
 
 export async function runSimulation(o: SimulationOptions, hooks: SimulationHooks = {}): Promise<SimulationResult> {
   const ownWorkDir = o.workDir === undefined;
   const workDir = o.workDir ?? mkdtempSync(path.join(tmpdir(), "flume-simulate-"));
-  const savedRandom = Math.random;
-  // Components that draw from Math.random (random selectors) draw from the seed instead.
-  Math.random = seededRandom(o.seed, 9);
   try {
-    return await simulate(o, buildTopology(o, workDir), hooks);
+    return await simulate(o, buildTopology(o), workDir, hooks);
   } finally {
-    Math.random = savedRandom;
     if (ownWorkDir) rmSync(workDir, { recursive: true, force: true });
   }
 }
 
-async function simulate(o: SimulationOptions, topo: Topology, hooks: SimulationHooks): Promise<SimulationResult> {
+/**
+ * Where the simulation keeps what a configured path names: one scratch directory per distinct
+ * path, the same across restarts of the simulated process (so a durable channel finds its data).
+ */
+function scratchStorage(workDir: string): (configured: string) => string {
+  const dirs = new Map<string, string>();
+  return (configured) => {
+    let dir = dirs.get(configured);
+    if (dir === undefined) dirs.set(configured, (dir = path.join(workDir, `storage-${dirs.size + 1}`)));
+    return dir;
+  };
+}
+
+async function simulate(o: SimulationOptions, topo: Topology, workDir: string, hooks: SimulationHooks): Promise<SimulationResult> {
   let running: Running | null = null;
   const settle = async (): Promise<void> => {
     for (;;) {
@@ -120,7 +129,7 @@ async function simulate(o: SimulationOptions, topo: Topology, hooks: SimulationH
   const recorder = hooks.traceFile
     ? new TraceRecorder(
         new FileTraceOutput(hooks.traceFile),
-        topo.channels.map((c) => ({ name: c.name, type: c.type, durable: c.durable, capacity: c.capacity, transactionCapacity: c.transactionCapacity, keepAlive: c.keepAlive })),
+        [...topo.model.channels.values()].map(channelInfo),
         { clock, idOf: simIdOf, deliveries: "sink", seed: o.seed },
       )
     : null;
@@ -195,55 +204,44 @@ async function simulate(o: SimulationOptions, topo: Topology, hooks: SimulationH
   const observer = recorder ? bothObservers(simObserver, recorder) : simObserver;
 
   const ids = { next: 0, total: o.events };
-  const interval = o.rate > 0 ? (batch: number) => Math.max(1, Math.round((batch * topo.sources.length * 1000) / o.rate)) : () => 0;
-  const clients = new Map(topo.sources.map((s) => [s.name, new SimClient(s.name, s.batchSize, interval(s.batchSize), ids)]));
-  if (topo.sources.length === 0) throw new Error("simulate: the topology has no source");
+  const sources = [...topo.model.sources.values()];
+  const interval = o.rate > 0 ? (batch: number) => Math.max(1, Math.round((batch * sources.length * 1000) / o.rate)) : () => 0;
+  const clients = new Map(sources.map((s) => [s.name, new SimClient(s.name, s.options.batchSize as number, interval(s.options.batchSize as number), ids)]));
+  const storagePath = scratchStorage(workDir);
+  const random = seededRandom(o.seed, 9);
+  const channelIndex = new Map(topo.channels.map((c, k) => [c.name, k]));
 
   let epochNo = 0;
+  /** Builds the agent with the one builder, as `flume run` does, and starts it. */
   async function start(): Promise<Running> {
     const epoch = new Epoch(++epochNo, clock);
-    const targets = topo.channels.map((plan, k) => new TraceTarget(plan.create(epoch), k, observer, txCounter));
-    const byName = new Map(targets.map((t) => [t.inner.name, t]));
-    for (const t of targets) await t.inner.start();
-    const sinks = new Map<string, Sink>();
-    for (const s of topo.sinks) {
-      const sink = new SimSink(s.name, s.batchSize, o.sinkLatency, epoch, world);
-      const target = byName.get(s.channel);
-      if (!target) throw new Error(`sink ${s.name}: channel ${s.channel} is not configured`);
-      sink.setChannel(new TracedChannel(target, s.name));
-      sinks.set(s.name, sink);
-    }
-    const sinkRunners = topo.runners.map(
-      (r) =>
-        new SinkRunner(
-          r.name,
-          r.processor(
-            r.sinks.map((n) => sinks.get(n) as Sink),
-            epoch,
-          ),
-          epoch,
-          silentLogger,
-          SINK_RUNNER_BACKOFF,
-        ),
-    );
-    const sourceRunners = topo.sources.map((s) => {
-      const source = new SimSource(s.name, clients.get(s.name) as SimClient, epoch, world);
-      const views = s.channels.map((c) => {
-        const target = byName.get(c);
-        if (!target) throw new Error(`source ${s.name}: channel ${c} is not configured`);
-        return new TracedChannel(target, s.name);
-      });
-      source.setChannelProcessor(s.processor(views, epoch));
-      return new SourceRunner(source, epoch, silentLogger);
+    const targets: TraceTarget[] = [];
+    const built = buildAgent(topo.model, {
+      agentName: topo.model.agent,
+      clock: epoch,
+      logger: () => silentLogger,
+      random,
+      storagePath,
+      runnerBackoff: SINK_RUNNER_BACKOFF,
+      wrapChannel: (channel, m) => {
+        const target = new TraceTarget(channel, channelIndex.get(m.name) as number, observer, txCounter);
+        targets[target.index] = target;
+        return new TracedChannel(target);
+      },
+      view: (channel, user) => new TracedChannel((channel as TracedChannel).target, user),
+      source: (m) => new SimSource(m.name, clients.get(m.name) as SimClient, epoch, world),
+      sink: (m) => new SimSink(m.name, m.options.batchSize as number, o.sinkLatency, epoch, world),
     });
-    const r: Running = { epoch, targets, durable: targets.filter((t) => t.inner.durable).map((t) => t.inner) };
+    const durable = [...built.channels.values()].filter((c) => c.model.definition.durability !== undefined);
+    const r: Running = { epoch, targets, built, durable: durable.map((c) => c.instance as Channel) };
+    for (const c of built.channels.values()) await (c.instance as Channel).start();
     running = r;
-    for (const runner of sinkRunners) await runner.start();
-    for (const runner of sourceRunners) await runner.start();
+    for (const runner of built.runners.values()) await runner.runner.start();
+    for (const source of built.sources.values()) await source.runner.start();
     return r;
   }
 
-  function crash(r: Running): CrashRecord {
+  async function crash(r: Running): Promise<CrashRecord> {
     r.epoch.alive = false;
     for (const t of r.targets) t.dead = true;
     if (watch >= 0) {
@@ -256,16 +254,8 @@ async function simulate(o: SimulationOptions, topo: Topology, hooks: SimulationH
     const lost = ledger.crash();
     recorder?.crash();
     timeline.crash(clock.now());
-    // The dead process's lock files are stale now; the restarted one takes the directories over.
-    for (const plan of topo.channels) {
-      for (const dir of plan.lockDirs) {
-        try {
-          unlinkSync(path.join(dir, "in_use.lock"));
-        } catch {
-          // no lock there
-        }
-      }
-    }
+    // What a killed process leaves: each channel's definition says (a file channel keeps its log and lets its locks go).
+    for (const c of r.built.channels.values()) await c.model.definition.durability?.crash(c.instance);
     return { at: clock.now(), lost };
   }
 
@@ -285,7 +275,8 @@ async function simulate(o: SimulationOptions, topo: Topology, hooks: SimulationH
   };
 
   // Channels no sink reads can only keep their events: the run ends when the others are empty.
-  const read = topo.channels.map((c) => topo.sinks.some((s) => s.channel === c.name));
+  const sinks = [...topo.model.sinks.values()];
+  const read = topo.channels.map((c) => sinks.some((s) => s.channel === c.name));
   const drained = () => ledger.heldTotal === 0 || ledger.heldIn.every((n, k) => n === 0 || !read[k]);
   const crashes: CrashRecord[] = [];
   const crashTimes = [...o.crashAt];
@@ -306,7 +297,7 @@ async function simulate(o: SimulationOptions, topo: Topology, hooks: SimulationH
       crashTimes.shift();
       await clock.advanceTo(crashAt);
       sample(current);
-      crashes.push(crash(current));
+      crashes.push(await crash(current));
       current = await start();
       continue;
     }

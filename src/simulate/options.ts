@@ -1,6 +1,6 @@
 /** Options of a simulation and the parsers for their command-line spellings. */
 
-import { UsageError } from "../cli/args.ts";
+import { UsageError } from "../core/errors.ts";
 
 export class SimulationUsageError extends UsageError {
   override name = "SimulationUsageError";

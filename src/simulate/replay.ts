@@ -4,16 +4,20 @@
  * take against the events the fresh channel really returns, and compares the ledger it
  * reaches with the one recorded at the end of the trace.
  */
-import { mkdtempSync, readFileSync, rmSync, unlinkSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Channel } from "../core/channel.ts";
 import { FlumeError } from "../core/errors.ts";
 import type { Event } from "../core/event.ts";
-import { MemoryChannel } from "../core/memory-channel.ts";
+import { silentLogger } from "../core/logger.ts";
 import type { Transaction } from "../core/transaction.ts";
 import { VirtualClock } from "../core/virtual-clock.ts";
-import { FileChannel } from "../components/channels/file/index.ts";
+import { createComponent } from "../agent/build.ts";
+import type { AnyDefinition } from "../components/component.ts";
+import { lookupComponent } from "../components/registry.ts";
+import { type AnyOptions, keyWithRole, type Role } from "../config/schema.ts";
+import { seededRandom } from "./rng.ts";
 import { Epoch } from "./components.ts";
 import { Ledger, type LedgerSummary, SUMMARY_KEYS, verdict } from "./ledger.ts";
 import { formatTime } from "./options.ts";
@@ -50,6 +54,7 @@ interface OpenTx {
 interface ReplayChannel {
   info: TraceChannelInfo;
   channel: Channel;
+  definition: AnyDefinition;
   /** The channel's clock: it dies with the channel at a crash, so no old timer touches the directory. */
   epoch: Epoch;
   dir?: string;
@@ -372,57 +377,54 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
     return `${o.by} @ ${ch}`;
   }
 
-  function makeChannel(info: TraceChannelInfo, dir: string, epoch: Epoch): Channel {
-    const capacity = info.capacity && info.capacity > 0 ? info.capacity : 1_000_000;
-    const transactionCapacity = info.transactionCapacity && info.transactionCapacity > 0 ? info.transactionCapacity : capacity;
-    if (info.durable) {
-      return new FileChannel(
-        info.name,
-        {
-          checkpointDir: path.join(dir, "checkpoint"),
-          dataDirs: [path.join(dir, "data")],
-          useDualCheckpoints: false,
-          capacity,
-          transactionCapacity,
-          checkpointInterval: 30_000,
-          maxFileSize: 2146435071,
-          minimumRequiredSpace: 1024 * 1024,
-          keepAlive: info.keepAlive ?? 3,
-          checkpointOnClose: true,
-          fsyncPerTransaction: true,
-          fsyncInterval: 5,
-        },
-        { clock: epoch },
-      );
+  /**
+   * A fresh channel of the traced type, made by its definition as the agent builder makes it:
+   * with the traced options (or the traced limits, for traces that did not record options),
+   * its storage in a scratch directory.
+   */
+  function makeChannel(info: TraceChannelInfo, dir: string, epoch: Epoch, line: number): { channel: Channel; definition: AnyDefinition } {
+    const definition = lookupComponent("channel", info.type);
+    if (!definition) throw new TraceError(file, line, `channel ${info.name}: unknown channel type "${info.type}"`);
+    let options: AnyOptions;
+    if (info.options && typeof info.options === "object") options = info.options;
+    else {
+      const raw: Record<string, string> = {};
+      const set = (role: Role, v: number | undefined) => {
+        const key = keyWithRole(definition.schema, role);
+        if (key && v !== undefined && v > 0) raw[key] = String(v);
+      };
+      set("capacity", info.capacity);
+      set("transactionCapacity", info.transactionCapacity && info.capacity ? Math.min(info.transactionCapacity, info.capacity) : info.transactionCapacity);
+      set("keepAlive", info.keepAlive);
+      options = definition.parse(raw).options;
     }
-    return new MemoryChannel(info.name, { capacity, transactionCapacity: Math.min(transactionCapacity, capacity), keepAlive: info.keepAlive ?? 3 }, epoch);
+    const storage = new Map<string, string>();
+    const storagePath = (configured: string) => {
+      let d = storage.get(configured);
+      if (d === undefined) storage.set(configured, (d = path.join(dir, `storage-${storage.size + 1}`)));
+      return d;
+    };
+    const ctx = { name: info.name, agentName: "replay", clock: epoch, logger: silentLogger, random: seededRandom(1, 9), storagePath };
+    return { channel: createComponent<Channel>(definition, options, ctx), definition };
   }
 
   async function addChannel(info: TraceChannelInfo, line: number): Promise<void> {
     if (info === null || typeof info !== "object" || typeof info.name !== "string") throw new TraceError(file, line, "a channel needs a name");
     const dir = path.join(workDir, `ch${channels.length}`);
     const epoch = new Epoch(1, clock);
-    const channel = makeChannel(info, dir, epoch);
+    const { channel, definition } = makeChannel(info, dir, epoch, line);
     await channel.start();
-    channels.push({ info, channel, epoch, dir });
+    channels.push({ info, channel, definition, epoch, dir });
     ledger.addChannel({ name: info.name, durable: info.durable === true });
   }
 
   async function restart(k: number): Promise<void> {
     const c = channels[k];
     c.epoch.alive = false;
-    if (c.info.durable && c.dir) {
-      // As after a real crash: no orderly stop; the stale lock files are taken over.
-      for (const d of [path.join(c.dir, "checkpoint"), path.join(c.dir, "data")]) {
-        try {
-          unlinkSync(path.join(d, "in_use.lock"));
-        } catch {
-          // none
-        }
-      }
-    }
+    // As after a real crash: no orderly stop; what survives is the definition's business.
+    await c.definition.durability?.crash(c.channel);
     c.epoch = new Epoch(c.epoch.number + 1, clock);
-    c.channel = makeChannel(c.info, c.dir as string, c.epoch);
+    c.channel = makeChannel(c.info, c.dir as string, c.epoch, 0).channel;
     await c.channel.start();
   }
 }

@@ -1,80 +1,37 @@
 /**
- * What a simulation runs: the built-in demo (source -> channel -> sink), or an agent from a
- * Flume properties file whose channels, selectors, interceptors and sink groups are built as
- * configured while its sources and sinks are replaced by simulated ones. Each plan can build
- * its components again after a crash.
+ * What a simulation runs: an agent model, from a Flume properties file or the built-in demo
+ * (source -> channel -> sink), whose channels, selectors, interceptors and sink groups are
+ * built by the agent builder exactly as `flume run` builds them. Only sources and sinks are
+ * replaced (by simulated clients and sinks), keeping their configured batch sizes.
  */
 import { readFileSync } from "node:fs";
-import path from "node:path";
-import type { Channel } from "../core/channel.ts";
-import { ChannelProcessor } from "../core/channel-processor.ts";
-import { ConfigurationError } from "../core/errors.ts";
-import type { Interceptor } from "../core/interceptor.ts";
-import { silentLogger } from "../core/logger.ts";
-import { MemoryChannel } from "../core/memory-channel.ts";
-import { DefaultSinkProcessor, type SinkProcessor } from "../core/sink-processors.ts";
-import { ReplicatingChannelSelector, type ChannelSelector } from "../core/selectors.ts";
-import type { Sink } from "../core/sink.ts";
-import type { ComponentContext } from "../components/component.ts";
-import { FileChannel } from "../components/channels/file/index.ts";
+import { defineComponent } from "../components/component.ts";
 import * as registry from "../components/registry.ts";
-import {
-  type ComponentEntry,
-  interceptorEntries,
-  ownProps,
-  rawValues,
-  selectorProps,
-  sinkChannel,
-  sinkGroupSinks,
-  sinkProcessorProps,
-  sourceChannels,
-  type SubComponent,
-} from "../config/flume-config.ts";
-import { formatProblem, type Problem } from "../config/problems.ts";
-import { type ComponentKind, parseConfig } from "../config/schema.ts";
-import { batchSizeKeys, validateConfigText } from "../config/validate.ts";
-import type { Epoch } from "./components.ts";
+import type { AnyDefinition } from "../components/component.ts";
+import { type AgentConfig, type ComponentEntry, type Located, parseFlumeConfig, record } from "../config/flume-config.ts";
+import type { AgentModel, ChannelModel } from "../config/model.ts";
+import { formatProblem } from "../config/problems.ts";
+import { keyWithRole, type Role } from "../config/schema.ts";
+import { type ComponentRegistry, withModel } from "../config/validate.ts";
 import { SimulationUsageError, type SimulationOptions } from "./options.ts";
 
+/** A channel as the simulation reports it. */
 export interface ChannelPlan {
   name: string;
   type: string;
+  /** Its definition says committed events survive a crash. */
   durable: boolean;
   capacity: number;
   transactionCapacity?: number;
   /** Seconds a commit waits for space. */
-  keepAlive: number;
-  /** Directories a durable channel locks (their lock files go when the process crashes). */
-  lockDirs: string[];
-  create(epoch: Epoch): Channel;
-}
-
-export interface SourcePlan {
-  name: string;
-  channels: string[];
-  batchSize: number;
-  processor(channels: Channel[], epoch: Epoch): ChannelProcessor;
-}
-
-export interface SinkPlan {
-  name: string;
-  channel: string;
-  batchSize: number;
-}
-
-export interface RunnerPlan {
-  name: string;
-  sinks: string[];
-  processor(sinks: Sink[], epoch: Epoch): SinkProcessor;
+  keepAlive?: number;
 }
 
 export interface Topology {
+  model: AgentModel;
   /** One line per component, for the report. */
   description: string[];
   channels: ChannelPlan[];
-  sources: SourcePlan[];
-  sinks: SinkPlan[];
-  runners: RunnerPlan[];
   warnings: string[];
 }
 
@@ -82,204 +39,151 @@ const DEMO_CAPACITY = 20_000;
 const DEMO_TRANSACTION_CAPACITY = 1_000;
 const DEMO_SINK_BATCH = 100;
 
-function fileChannelPlan(name: string, dir: string, capacity: number, transactionCapacity: number, keepAlive: number, extra: Partial<ConstructorParameters<typeof FileChannel>[1]> = {}): ChannelPlan {
-  const options = {
-    checkpointDir: path.join(dir, "checkpoint"),
-    dataDirs: [path.join(dir, "data")],
-    useDualCheckpoints: false,
-    capacity,
-    transactionCapacity,
-    checkpointInterval: 30_000,
-    maxFileSize: 2146435071,
-    minimumRequiredSpace: 1024 * 1024,
-    keepAlive,
-    checkpointOnClose: true,
-    fsyncPerTransaction: true,
-    fsyncInterval: 5,
-    ...extra,
-  };
-  const lockDirs = [options.checkpointDir, ...options.dataDirs];
-  if (options.useDualCheckpoints && options.backupCheckpointDir) lockDirs.push(options.backupCheckpointDir);
-  return {
-    name,
-    type: "file",
-    durable: true,
-    capacity,
-    transactionCapacity,
-    keepAlive,
-    lockDirs,
-    create: (epoch) => new FileChannel(name, options, { clock: epoch, logger: silentLogger }),
-  };
+const batchSizeProps = {
+  batchSize: { type: "int", default: 100, min: 1, roles: ["batchSize"], doc: "Events per transaction" },
+} as const;
+
+/** Stand-ins the simulator builds in place of configured sources and sinks (see engine.ts). */
+const simulatedSource = defineComponent({
+  kind: "source",
+  type: "simulated",
+  doc: "A simulated client feeding numbered events to the agent.",
+  props: batchSizeProps,
+  create(): never {
+    throw new Error("the simulator builds its sources itself");
+  },
+});
+const simulatedSink = defineComponent({
+  kind: "sink",
+  type: "simulated",
+  doc: "A simulated destination that records what it receives.",
+  props: batchSizeProps,
+  create(): never {
+    throw new Error("the simulator builds its sinks itself");
+  },
+});
+
+/** The registry with the stand-ins; every other type is the real one. */
+const simRegistry: ComponentRegistry = {
+  lookupComponent(kind, type) {
+    if (type === "simulated" && kind === "source") return simulatedSource as AnyDefinition;
+    if (type === "simulated" && kind === "sink") return simulatedSink as AnyDefinition;
+    return registry.lookupComponent(kind, type);
+  },
+  allComponents: () => registry.allComponents(),
+};
+
+function demoText(o: SimulationOptions): string {
+  return [
+    "a1.sources = r1",
+    "a1.channels = c1",
+    "a1.sinks = k1",
+    "a1.sources.r1.type = simulated",
+    "a1.sources.r1.channels = c1",
+    `a1.sources.r1.batchSize = ${Math.min(o.batchSize, DEMO_TRANSACTION_CAPACITY)}`,
+    `a1.channels.c1.type = ${o.channel}`,
+    `a1.channels.c1.capacity = ${DEMO_CAPACITY}`,
+    `a1.channels.c1.transactionCapacity = ${DEMO_TRANSACTION_CAPACITY}`,
+    "a1.sinks.k1.type = simulated",
+    "a1.sinks.k1.channel = c1",
+    `a1.sinks.k1.batchSize = ${DEMO_SINK_BATCH}`,
+    "",
+  ].join("\n");
 }
 
-export function demoTopology(o: SimulationOptions, workDir: string): Topology {
-  const channel: ChannelPlan =
-    o.channel === "file"
-      ? fileChannelPlan("c1", path.join(workDir, "c1"), DEMO_CAPACITY, DEMO_TRANSACTION_CAPACITY, 3)
-      : {
-          name: "c1",
-          type: "memory",
-          durable: false,
-          capacity: DEMO_CAPACITY,
-          transactionCapacity: DEMO_TRANSACTION_CAPACITY,
-          keepAlive: 3,
-          lockDirs: [],
-          create: (epoch) => new MemoryChannel("c1", { capacity: DEMO_CAPACITY, transactionCapacity: DEMO_TRANSACTION_CAPACITY, keepAlive: 3 }, epoch),
-        };
-  const batch = Math.min(o.batchSize, DEMO_TRANSACTION_CAPACITY);
-  return {
-    description: [
-      `source r1 (simulated client, batches of ${batch})`,
-      `channel c1 (${channel.type}, capacity ${DEMO_CAPACITY.toLocaleString("en-US")}, transactionCapacity ${DEMO_TRANSACTION_CAPACITY})`,
-      `sink k1 (simulated, batches of ${DEMO_SINK_BATCH})`,
-    ],
-    channels: [channel],
-    sources: [{ name: "r1", channels: ["c1"], batchSize: batch, processor: (channels) => new ChannelProcessor(new ReplicatingChannelSelector(channels)) }],
-    sinks: [{ name: "k1", channel: "c1", batchSize: DEMO_SINK_BATCH }],
-    runners: [{ name: "k1", sinks: ["k1"], processor: (sinks) => new DefaultSinkProcessor(sinks[0]) }],
-    warnings: [],
-  };
+/** A whole number a located value holds, if it does. */
+function wholeNumber(v: Located | undefined): number | undefined {
+  const t = v?.value.trim();
+  return t !== undefined && /^\d+$/.test(t) ? Number(t) : undefined;
 }
 
-/** Problems of replaced parts (a source's own type or keys) do not matter to a simulation. */
-function ignorable(p: Problem): boolean {
-  if (!p.ref || (p.ref.kind !== "source" && p.ref.kind !== "sink")) return false;
-  if (p.key.startsWith("interceptors") || p.key.startsWith("selector.")) return false;
-  return ["unknown-type", "missing-type", "unknown-property", "bad-value", "batch-exceeds-transaction"].includes(p.code);
-}
-
-function instantiate<T>(kind: ComponentKind, type: string, props: Record<string, { value: string; file: string; line: number }>, ctx: ComponentContext, overrides: Record<string, string> = {}): T {
-  const def = registry.lookupComponent(kind, type);
-  if (!def) throw new ConfigurationError("type", `unknown ${kind} type "${type}"`, `${kind} ${ctx.name}`);
-  const { config, errors } = parseConfig(def.schema, { ...rawValues(props), ...overrides });
-  if (errors.length > 0) throw new ConfigurationError(errors[0].key, errors[0].message, `${kind} ${ctx.name}`);
-  return def.create(config, ctx) as T;
-}
-
-/** The configured batch size of a source or sink (whatever its schema calls it), if any. */
-function configuredBatch(entry: ComponentEntry, kind: ComponentKind): number | undefined {
+/**
+ * Replaces a configured source's or sink's own type and keys by the stand-in's, keeping its
+ * wiring (channels, selector, interceptors, channel) and its batch size, whatever its type
+ * calls it (the property with the batchSize role).
+ */
+function standIn(entry: ComponentEntry, kind: "source" | "sink", fallbackBatch: number): string {
+  const original = entry.type?.value ?? "?";
   const def = entry.type ? registry.lookupComponent(kind, entry.type.value) : undefined;
-  if (!def) return undefined;
-  for (const key of batchSizeKeys(def.schema)) {
-    const v = entry.props[key]?.value;
-    if (v !== undefined && /^\d+$/.test(v.trim())) return Number(v.trim());
+  const key = def && keyWithRole(def.schema, "batchSize");
+  const spec = key ? def?.schema.props.find((p) => p.key === key) : undefined;
+  const configured = key ? (wholeNumber(entry.props[key]) ?? wholeNumber(spec?.aliases?.map((a) => entry.props[a]).find(Boolean))) : undefined;
+  const batch = configured ?? (typeof spec?.default === "number" ? spec.default : fallbackBatch);
+  const props = record<Located>();
+  for (const [k, v] of Object.entries(entry.props)) {
+    const wiring = kind === "source" ? k === "channels" || k === "interceptors" || k.startsWith("interceptors.") || k.startsWith("selector.") : k === "channel";
+    if (wiring) props[k] = v;
   }
-  for (const key of batchSizeKeys(def.schema)) {
-    const d = def.schema.props.find((p) => p.key === key)?.default;
-    if (typeof d === "number") return d;
-  }
-  return undefined;
+  const at = { file: entry.file, line: entry.line };
+  props.batchSize = { value: String(batch), ...at };
+  entry.props = props;
+  entry.emptyProps = record();
+  entry.type = { value: "simulated", ...at };
+  return original;
 }
 
-export function configTopology(o: SimulationOptions, workDir: string): Topology {
-  const file = o.configFile as string;
+function number(model: ChannelModel, role: Role): number | undefined {
+  const key = keyWithRole(model.definition.schema, role);
+  const v = key === undefined ? undefined : model.options[key];
+  return typeof v === "number" ? v : undefined;
+}
+
+export function buildTopology(o: SimulationOptions): Topology {
+  const file = o.configFile ?? "<demo>";
   let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (err) {
-    throw new SimulationUsageError(`cannot read ${file}: ${(err as Error).message}`);
+  if (o.configFile) {
+    try {
+      text = readFileSync(o.configFile, "utf8");
+    } catch (err) {
+      throw new SimulationUsageError(`cannot read ${o.configFile}: ${(err as Error).message}`);
+    }
+  } else text = demoText(o);
+  const parsed = parseFlumeConfig(text, file, { agentName: o.agentName });
+  const config: AgentConfig | undefined = parsed.config;
+  const warnings: string[] = [];
+  /** The configured type of each replaced source and sink, for the report. */
+  const replaced = new Map<string, string>();
+  if (config) {
+    for (const e of config.sources.values()) replaced.set(`source ${e.name}`, standIn(e, "source", o.batchSize));
+    for (const e of config.sinks.values()) replaced.set(`sink ${e.name}`, standIn(e, "sink", DEMO_SINK_BATCH));
   }
-  const result = validateConfigText(text, file, { agentName: o.agentName }, registry);
-  const fatal = result.problems.filter((p) => p.severity === "error" && !ignorable(p));
-  if (!result.config || fatal.length > 0) {
+  const was = (kind: string, name: string) => {
+    const t = replaced.get(`${kind} ${name}`);
+    return o.configFile && t ? `${t} ` : "";
+  };
+  const result = withModel(parsed, simRegistry);
+  const fatal = result.problems.filter((p) => p.severity === "error");
+  if (!result.model || fatal.length > 0) {
     throw new SimulationUsageError(`${file} has ${fatal.length || "unrecoverable"} error(s):\n${fatal.map(formatProblem).join("\n")}`);
   }
-  const config = result.config;
-  const agentName = config.agent;
-  const warnings: string[] = [];
-  const description: string[] = [`agent ${agentName} from ${file}`];
-  const ctxOf = (name: string, epoch: Epoch): ComponentContext => ({ name, agentName, clock: epoch, logger: silentLogger });
-
-  const channels: ChannelPlan[] = [];
-  for (const [name, entry] of config.channels) {
-    const type = entry.type?.value ?? "";
-    const def = registry.lookupComponent("channel", type);
-    if (!def) throw new SimulationUsageError(`channel ${name}: unknown type "${type}"`);
-    const props = ownProps(entry);
-    const { config: parsed } = parseConfig(def.schema, rawValues(props));
-    const capacity = parsed.int("capacity");
-    const transactionCapacity = parsed.int("transactionCapacity");
-    if (def.schema.type === "file") {
-      // Never touch the configured directories: the simulation works on scratch copies.
-      const dir = path.join(workDir, name);
-      const dual = parsed.boolean("useDualCheckpoints");
-      channels.push(
-        fileChannelPlan(name, dir, capacity, transactionCapacity, parsed.int("keep-alive"), {
-          checkpointInterval: parsed.int("checkpointInterval"),
-          fsyncPerTransaction: parsed.boolean("fsyncPerTransaction"),
-          fsyncInterval: parsed.int("fsyncInterval"),
-          useDualCheckpoints: dual,
-          backupCheckpointDir: dual ? path.join(dir, "backup") : undefined,
-        }),
-      );
-      description.push(`channel ${name} (file on a scratch directory, capacity ${capacity.toLocaleString("en-US")}, transactionCapacity ${transactionCapacity})`);
-      continue;
-    }
-    const probe = instantiate<Channel>("channel", type, props, { name, agentName, clock: { now: () => 0, setTimeout: () => ({ id: 0 }), clearTimeout() {}, sleep: () => Promise.resolve() }, logger: silentLogger });
-    if (probe.durable) throw new SimulationUsageError(`channel ${name}: the simulator knows how to crash memory and file channels, not type "${type}"`);
-    channels.push({
-      name,
-      type: def.schema.type,
-      durable: false,
-      capacity,
-      transactionCapacity,
-      keepAlive: parsed.int("keep-alive"),
-      lockDirs: [],
-      create: (epoch) => instantiate<Channel>("channel", type, props, ctxOf(name, epoch)),
-    });
-    description.push(`channel ${name} (${def.schema.type}, capacity ${capacity.toLocaleString("en-US")}, transactionCapacity ${transactionCapacity})`);
+  const model = result.model;
+  // A source's batches must fit every channel it writes to.
+  for (const s of model.sources.values()) {
+    const limit = Math.min(...s.channels.map((c) => number(model.channels.get(c) as ChannelModel, "transactionCapacity") ?? Infinity));
+    const batch = s.options.batchSize as number;
+    if (batch > limit) (s.options as { batchSize: number }).batchSize = limit;
   }
-  const txCap = new Map(channels.map((c) => [c.name, c.transactionCapacity ?? Infinity]));
-
-  const sources: SourcePlan[] = [];
-  for (const [name, entry] of config.sources) {
-    const chans = sourceChannels(entry);
-    const selector = selectorProps(entry);
-    const interceptors = interceptorEntries(entry);
-    const limit = Math.min(...chans.map((c) => txCap.get(c) ?? Infinity));
-    const batchSize = Math.max(1, Math.min(configuredBatch(entry, "source") ?? o.batchSize, limit));
-    const selectorType = selector.type?.value ?? "replicating";
-    sources.push({
-      name,
-      channels: chans,
-      batchSize,
-      processor: (channelViews, epoch) => {
-        const ctx = ctxOf(name, epoch);
-        const sel = instantiate<(c: Channel[]) => ChannelSelector>("selector", selectorType, selector.props, ctx)(channelViews);
-        const chain = interceptors.map((i: SubComponent) => instantiate<Interceptor>("interceptor", i.type?.value ?? "", i.props, { ...ctx, name: `${name}.${i.name}` }));
-        return new ChannelProcessor(sel, chain, silentLogger);
-      },
-    });
-    const extras = [selectorType !== "replicating" ? `${selectorType} selector` : "", interceptors.length ? `interceptors ${interceptors.map((i) => i.name).join(" ")}` : ""].filter(Boolean);
-    description.push(`source ${name} -> ${chans.join(" ")} (${entry.type?.value ?? "?"} replaced by a simulated client, batches of ${batchSize}${extras.length ? `; ${extras.join(", ")}` : ""})`);
+  const channels: ChannelPlan[] = [...model.channels.values()].map((m) => ({
+    name: m.name,
+    type: m.type,
+    durable: m.definition.durability !== undefined,
+    capacity: number(m, "capacity") ?? Infinity,
+    transactionCapacity: number(m, "transactionCapacity"),
+    keepAlive: number(m, "keepAlive"),
+  }));
+  const description: string[] = o.configFile ? [`agent ${model.agent} from ${o.configFile}`] : [];
+  for (const c of channels) {
+    const where = c.durable ? `${c.type} on a scratch directory` : c.type;
+    description.push(`channel ${c.name} (${where}, capacity ${c.capacity.toLocaleString("en-US")}, transactionCapacity ${c.transactionCapacity ?? "unbounded"})`);
   }
-
-  const sinks: SinkPlan[] = [];
-  for (const [name, entry] of config.sinks) {
-    const ch = sinkChannel(entry) as string;
-    const batchSize = Math.max(1, Math.min(configuredBatch(entry, "sink") ?? 100, txCap.get(ch) ?? Infinity));
-    sinks.push({ name, channel: ch, batchSize });
-    description.push(`sink ${name} <- ${ch} (${entry.type?.value ?? "?"} replaced by a simulated sink, batches of ${batchSize})`);
+  for (const s of model.sources.values()) {
+    const extras = [s.selector.type !== "replicating" ? `${s.selector.type} selector` : "", s.interceptors.length ? `interceptors ${s.interceptors.map((i) => i.name).join(" ")}` : ""].filter(Boolean);
+    description.push(`source ${s.name} -> ${s.channels.join(" ")} (${was("source", s.name)}replaced by a simulated client, batches of ${s.options.batchSize}${extras.length ? `; ${extras.join(", ")}` : ""})`);
   }
-
-  const runners: RunnerPlan[] = [];
-  const grouped = new Set<string>();
-  for (const [name, group] of config.sinkgroups) {
-    const members = sinkGroupSinks(group);
-    for (const s of members) grouped.add(s);
-    const proc = sinkProcessorProps(group);
-    const type = proc.type?.value ?? "default";
-    runners.push({ name, sinks: members, processor: (built, epoch) => instantiate<(s: Sink[]) => SinkProcessor>("sinkprocessor", type, proc.props, ctxOf(name, epoch))(built) });
-    description.push(`sinkgroup ${name}: ${type} over ${members.join(" ")}`);
-  }
-  for (const s of sinks) if (!grouped.has(s.name)) runners.push({ name: s.name, sinks: [s.name], processor: (built) => new DefaultSinkProcessor(built[0]) });
-
-  const read = new Set(sinks.map((s) => s.channel));
+  for (const k of model.sinks.values()) description.push(`sink ${k.name} <- ${k.channel} (${was("sink", k.name)}replaced by a simulated sink, batches of ${k.options.batchSize})`);
+  for (const g of model.sinkGroups.values()) if (g.configured) description.push(`sinkgroup ${g.name}: ${g.processor.type} over ${g.sinks.join(" ")}`);
+  const read = new Set([...model.sinks.values()].map((s) => s.channel));
   for (const c of channels) if (!read.has(c.name)) warnings.push(`no sink reads channel ${c.name}: its events can only wait there`);
-  for (const p of result.problems) if (p.severity === "error" && ignorable(p)) warnings.push(`ignored (the part is simulated): ${formatProblem(p)}`);
-  return { description, channels, sources, sinks, runners, warnings };
-}
-
-export function buildTopology(o: SimulationOptions, workDir: string): Topology {
-  return o.configFile ? configTopology(o, workDir) : demoTopology(o, workDir);
+  if (model.sources.size === 0) throw new SimulationUsageError(`${file}: the agent has no source to simulate`);
+  return { model, description, channels, warnings };
 }

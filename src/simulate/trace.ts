@@ -19,6 +19,8 @@
  *   {"op":"ledger",...LedgerSummary}                         the recorder's ledger at the end
  */
 import fs from "node:fs";
+import type { ChannelModel } from "../config/model.ts";
+import { type AnyOptions, keyWithRole, type Role } from "../config/schema.ts";
 import type { Channel } from "../core/channel.ts";
 import type { Clock } from "../core/clock.ts";
 import type { ChannelCounter } from "../core/counters.ts";
@@ -234,20 +236,26 @@ export interface TraceChannelInfo {
   transactionCapacity?: number;
   /** Seconds a commit waits for space (replay waits the same). */
   keepAlive?: number;
+  /** The channel's options, so replay builds the same channel through its definition. */
+  options?: AnyOptions;
 }
 
-/** A numeric setting of a channel that exposes its options (the file channel). */
-function optionOf(channel: Channel, key: string): number | undefined {
-  const v = (channel as unknown as { options?: Record<string, unknown> }).options?.[key];
-  return typeof v === "number" ? v : undefined;
-}
-
-/** A channel's keep-alive in seconds, when it can be read (memory and file channels). */
-export function keepAliveOf(channel: Channel): number | undefined {
-  const c = channel as unknown as { keepAliveMs?: unknown; options?: { keepAlive?: unknown } };
-  if (typeof c.keepAliveMs === "number") return c.keepAliveMs / 1000;
-  if (typeof c.options?.keepAlive === "number") return c.options.keepAlive;
-  return undefined;
+/** What a trace records of a channel, from its model: type, durability, limits by role, options. */
+export function channelInfo(model: ChannelModel): TraceChannelInfo {
+  const byRole = (role: Role): number | undefined => {
+    const key = keyWithRole(model.definition.schema, role);
+    const v = key === undefined ? undefined : model.options[key];
+    return typeof v === "number" ? v : undefined;
+  };
+  return {
+    name: model.name,
+    type: model.type,
+    durable: model.definition.durability !== undefined,
+    capacity: byRole("capacity"),
+    transactionCapacity: byRole("transactionCapacity"),
+    keepAlive: byRole("keepAlive"),
+    options: model.options,
+  };
 }
 
 export interface TraceHeader {
@@ -497,19 +505,11 @@ export function bothObservers(a: ChannelObserver, b: ChannelObserver): ChannelOb
 }
 
 /** Trace file of a live agent (`flume run --trace FILE`): wraps every channel buildAgent makes. */
-export function liveTracer(file: string, clock: Clock, maxBytes: number): { wrapChannel: (channel: Channel, type: string) => Channel; finish: () => LedgerSummary } {
+export function liveTracer(file: string, clock: Clock, maxBytes: number): { wrapChannel: (channel: Channel, model: ChannelModel) => Channel; finish: () => LedgerSummary } {
   const recorder = new TraceRecorder(new FileTraceOutput(file, 64 * 1024), [], { clock, idOf: contentIdOf, deliveries: "take", maxBytes });
   return {
-    wrapChannel(channel: Channel, type: string): Channel {
-      const index = recorder.addChannel({
-        name: channel.name,
-        type,
-        durable: channel.durable === true,
-        capacity: channel.counter.values.ChannelCapacity,
-        transactionCapacity: channel.getTransactionCapacity?.() ?? optionOf(channel, "transactionCapacity"),
-        keepAlive: keepAliveOf(channel),
-      });
-      return recorder.wrap(channel, index);
+    wrapChannel(channel: Channel, model: ChannelModel): Channel {
+      return recorder.wrap(channel, recorder.addChannel(channelInfo(model)));
     },
     finish: () => recorder.finish(),
   };

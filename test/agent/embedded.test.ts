@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, existsSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { ChannelException, ConfigurationError, createEvent, EmbeddedAgent } from "../../src/index.ts";
-import { tempDir } from "../helpers.ts";
+import { tempDir } from "../support/helpers.ts";
 
 function closedPort(): Promise<number> {
   return new Promise((resolve) => {
@@ -97,5 +97,28 @@ describe("EmbeddedAgent", () => {
     expect(() => agent.configure({ "channel.type": "memory" })).toThrow(ConfigurationError);
     expect(() => agent.configure({ "channel.type": "memory", sinks: "k1", "k1.type": "nul" })).toThrow(/k1.*type|type.*nul/);
     expect(() => agent.configure({ "channel.type": "memory", sinks: "k1", "k1.type": "null", "k9.type": "null" })).toThrow(/k9.type/);
+  });
+});
+
+describe("EmbeddedAgent stop racing start", () => {
+  test("stop() called before start() finished stops the agent once it is up (the file channel lock is released)", async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const agent = new EmbeddedAgent("app", { drainTimeout: 100 });
+      agent.configure({
+        "channel.type": "file",
+        "channel.checkpointDir": path.join(dir, "ckpt"),
+        "channel.dataDirs": path.join(dir, "data"),
+        sinks: "k1",
+        "k1.type": "null",
+      });
+      const starting = agent.start();
+      await agent.stop();
+      await starting;
+      expect(agent.running === null).toBe(true);
+      expect(existsSync(path.join(dir, "ckpt", "in_use.lock"))).toBe(false);
+    } finally {
+      cleanup();
+    }
   });
 });

@@ -1,13 +1,9 @@
-import { afterAll, describe, expect, test } from "bun:test";
-import { chmodSync, writeFileSync } from "node:fs";
-import path from "node:path";
+import { describe, expect, test } from "bun:test";
 import {
   fingerprint,
   interceptorEntries,
   ownProps,
-  parseFlumeConfig,
   parseFlumeConfigMap,
-  type ParseOptions,
   rawValues,
   selectorProps,
   sinkChannel,
@@ -16,18 +12,7 @@ import {
   sourceChannels,
   unlistedInterceptors,
 } from "../../src/config/flume-config.ts";
-import type { Problem } from "../../src/config/problems.ts";
-import { tempDir } from "../helpers.ts";
-
-const conf = (lines: string[]) => lines.join("\n") + "\n";
-
-function parse(text: string, opts: ParseOptions = {}) {
-  return parseFlumeConfig(text, "flume.conf", { env: {}, ...opts });
-}
-
-function brief(problems: Problem[]) {
-  return problems.map((p) => ({ line: p.line, severity: p.severity, code: p.code, component: p.component, key: p.key }));
-}
+import { brief, conf, parse } from "../support/config.ts";
 
 describe("Flume's configuration grammar", () => {
   const classic = conf([
@@ -192,144 +177,6 @@ describe("Flume's configuration grammar", () => {
   test("a properties syntax error is reported with its line", () => {
     const r = parse(conf(["a1.channels = c1", "a1.channels.c1.type = \\uZZZZ"]));
     expect(brief(r.problems)).toEqual([{ line: 2, severity: "error", code: "syntax", component: "", key: "" }]);
-  });
-});
-
-describe("substitution as Flume 1.11", () => {
-  const one = (value: string, opts: ParseOptions = {}, extra: string[] = []) => {
-    const r = parse(conf([...extra, "a1.channels = c1", `a1.channels.c1.type = ${value}`]), opts);
-    return { value: r.config!.channels.get("c1")!.type?.value, problems: r.problems };
-  };
-
-  test("${env:X}, ${sys:X} from -D, and bare ${KEY} from other properties", () => {
-    expect(one("${env:CH_TYPE}", { env: { CH_TYPE: "memory" } }).value).toBe("memory");
-    expect(one("${sys:ch.type}", { sysProps: { "ch.type": "file" } }).value).toBe("file");
-    expect(one("${a1.default.type}x", {}, ["a1.default.type = mem"]).value).toBe("memx");
-    expect(one("${sys:user.home}").value).not.toContain("${");
-  });
-
-  test("defaults, nesting, recursion and $$ escapes", () => {
-    expect(one("${env:NOPE:-memory}").value).toBe("memory");
-    expect(one("${env:${sys:which}}", { sysProps: { which: "T" }, env: { T: "memory" } }).value).toBe("memory");
-    expect(one("${outer}", { env: { E: "e" } }, ["outer = ${inner}-x", "inner = ${env:E}"]).value).toBe("e-x");
-    expect(one("$${literal}").value).toBe("${literal}");
-    expect(one("cost ${ not closed").value).toBe("cost ${ not closed");
-  });
-
-  test("an unresolved variable is an error with file:line, and the text stays as written", () => {
-    const r = one("${env:MISSING}", {}, ["# a comment"]);
-    expect(r.value).toBe("${env:MISSING}");
-    expect(r.problems).toHaveLength(1);
-    expect(r.problems[0]).toMatchObject({ file: "flume.conf", line: 3, component: "channel c1", key: "type", severity: "error", code: "unresolved-variable" });
-    expect(r.problems[0].message).toBe("environment variable MISSING is not set");
-    expect(one("${sys:nope}").problems[0].hint).toContain("-Dnope=");
-    expect(one("${NOT_A_KEY}").problems[0].message).toBe("variable ${NOT_A_KEY} is not defined");
-    expect(one("${date:yyyy}").problems[0].message).toContain("not supported");
-  });
-
-  test("a cycle is reported, not looped", () => {
-    const r = one("${x}", {}, ["x = ${y}", "y = ${x}"]);
-    expect(r.problems.map((p) => p.code)).toEqual(["substitution-cycle"]);
-    expect(r.problems[0].message).toContain("x -> y -> x");
-  });
-
-  test("EnvVarResolverProperties mode lets bare ${X} read the environment", () => {
-    const opts = { env: { HOME_DIR: "/h" }, sysProps: { propertiesImplementation: "org.apache.flume.node.EnvVarResolverProperties" } };
-    expect(one("${HOME_DIR}", opts)).toEqual({ value: "/h", problems: [] });
-  });
-
-  test("list keys are substituted too", () => {
-    const r = parse(conf(["a1.channels = ${env:CHS}", "a1.channels.c1.type = memory"]), { env: { CHS: "c1" } });
-    expect(r.config!.listed.channels?.value).toBe("c1");
-  });
-});
-
-describe("config filters", () => {
-  const { dir, cleanup } = tempDir();
-  afterAll(cleanup);
-  const script = (name: string, body: string) => {
-    const p = path.join(dir, name);
-    writeFileSync(p, `#!/bin/sh\n${body}\n`);
-    chmodSync(p, 0o755);
-    return p;
-  };
-
-  const withFilter = (filterLines: string[], value: string, opts: ParseOptions = {}) => {
-    const r = parse(conf(["a1.channels = c1", "a1.configfilters = f1", ...filterLines, `a1.channels.c1.dataDirs = ${value}`]), opts);
-    return { value: r.config!.channels.get("c1")!.props.dataDirs?.value, problems: r.problems, config: r.config! };
-  };
-
-  test("env filter: ${f1['KEY']}, ${f1[\"KEY\"]} and ${f1[KEY]}", () => {
-    const r = withFilter(["a1.configfilters.f1.type = env"], "${f1['A']}/${f1[\"B\"]}/${f1[C]}", { env: { A: "a", B: "b", C: "c" } });
-    expect(r.problems).toEqual([]);
-    expect(r.value).toBe("a/b/c");
-    expect(r.config.configFilters.filters.get("f1")!.type?.value).toBe("env");
-  });
-
-  test("Flume's class name works as the filter type", () => {
-    const r = withFilter(["a1.configfilters.f1.type = org.apache.flume.configfilter.EnvironmentVariableConfigFilter"], "${f1['A']}", { env: { A: "x" } });
-    expect(r.value).toBe("x");
-  });
-
-  test("env filter: a missing variable is an error at the line using it", () => {
-    const r = withFilter(["a1.configfilters.f1.type = env"], "${f1['my_keystore_password']}");
-    expect(brief(r.problems)).toEqual([{ line: 4, severity: "error", code: "unresolved-variable", component: "channel c1", key: "dataDirs" }]);
-    expect(r.problems[0].message).toBe("${f1['my_keystore_password']}: environment variable my_keystore_password is not set");
-  });
-
-  test("external filter: runs command + key and takes the first line of its output", () => {
-    const cmd = script("resolver.sh", 'echo "secret-for-$2"; echo "second line"');
-    const r = withFilter(["a1.configfilters.f1.type = external", `a1.configfilters.f1.command = ${cmd} --key`, "a1.configfilters.f1.charset = UTF-8"], "/data/${f1['db_password']}");
-    expect(r.problems).toEqual([]);
-    expect(r.value).toBe("/data/secret-for-db_password");
-  });
-
-  test("external filter: a failing command is an error naming its status and stderr", () => {
-    const cmd = script("fail.sh", 'echo "no such key $1" >&2; exit 3');
-    const r = withFilter(["a1.configfilters.f1.type = external", `a1.configfilters.f1.command = ${cmd}`], "${f1['k']}");
-    expect(r.problems).toHaveLength(1);
-    expect(r.problems[0].message).toContain("exited with status 3: no such key k");
-  });
-
-  test("external filter: a command that hangs is killed after the timeout", () => {
-    const cmd = script("hang.sh", "sleep 30");
-    const r = withFilter(["a1.configfilters.f1.type = external", `a1.configfilters.f1.command = ${cmd}`, "a1.configfilters.f1.timeout = 200"], "${f1['k']}");
-    expect(r.problems).toHaveLength(1);
-    expect(r.problems[0].message).toContain("did not finish within 200 ms");
-  });
-
-  test("external filter without a command, hadoop, and unknown types are errors at their lines", () => {
-    expect(brief(withFilter(["a1.configfilters.f1.type = external"], "x").problems)).toEqual([
-      { line: 3, severity: "error", code: "config-filter", component: "configfilter f1", key: "command" },
-    ]);
-    const hadoop = withFilter(["a1.configfilters.f1.type = hadoop"], "x").problems;
-    expect(hadoop[0].message).toContain("not supported");
-    expect(brief(withFilter(["", "a1.configfilters.f1.type = vault"], "x").problems)).toEqual([
-      { line: 4, severity: "error", code: "config-filter", component: "configfilter f1", key: "type" },
-    ]);
-  });
-
-  test("a reference to a broken filter says so instead of 'undefined variable'", () => {
-    const r = withFilter(["a1.configfilters.f1.type = vault"], "${f1['k']}");
-    expect(r.problems.map((p) => p.code)).toEqual(["config-filter", "config-filter"]);
-    expect(r.problems[1].message).toBe("config filter f1 cannot resolve ${f1['k']}");
-  });
-
-  test("an undeclared filter name is an unresolved variable; listed-but-unconfigured and unlisted filters are reported", () => {
-    const r = parse(conf(["a1.channels = c1", "a1.configfilters = f1", "a1.configfilters.f2.type = env", "a1.channels.c1.type = ${f3['x']}"]));
-    expect(brief(r.problems)).toEqual([
-      { line: 2, severity: "error", code: "config-filter", component: "configfilter f1", key: "" },
-      { line: 3, severity: "warning", code: "configured-not-listed", component: "configfilter f2", key: "" },
-      { line: 4, severity: "error", code: "unresolved-variable", component: "channel c1", key: "type" },
-    ]);
-    expect(r.problems[2].message).toBe("${f3['x']} names no config filter");
-  });
-
-  test("filter settings themselves use ${env:...} substitution", () => {
-    const cmd = script("echo.sh", 'echo "v-$1"');
-    const r = withFilter(["a1.configfilters.f1.type = external", "a1.configfilters.f1.command = ${env:RESOLVER}"], "${f1['k']}", { env: { RESOLVER: cmd } });
-    expect(r.problems).toEqual([]);
-    expect(r.value).toBe("v-k");
   });
 });
 

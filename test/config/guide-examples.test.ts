@@ -1,5 +1,5 @@
 /**
- * The example configurations of Flume 1.11's User Guide (test/config/fixtures/guide/, each
+ * The example configurations of Flume 1.11's User Guide (test/fixtures/guide/, each
  * completed into a whole agent where the guide shows a fragment) validate without errors.
  * Component types Flume TS does not register yet may only produce "unknown type" errors, so
  * each file asserts fully as soon as its components exist.
@@ -12,8 +12,9 @@ import { type AgentConfig, interceptorEntries, listNames, selectorProps, sinkPro
 import { formatProblem, type Problem } from "../../src/config/problems.ts";
 import type { ComponentKind } from "../../src/config/schema.ts";
 import { validateConfigText } from "../../src/config/validate.ts";
+import { FIXTURES } from "../support/helpers.ts";
 
-const DIR = path.join(import.meta.dir, "fixtures", "guide");
+const DIR = path.join(FIXTURES, "guide");
 
 /**
  * Errors some guide examples must produce in Flume TS, by file: "component key".

@@ -10,7 +10,7 @@ import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { LoadBalancingChannelSelector, MultiplexingChannelSelector, ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import type { Transaction } from "../../src/core/transaction.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
-import { drain, events, putAll } from "./support.ts";
+import { drain, events, putAll } from "../support/core.ts";
 
 /** A MemoryChannel that counts its transactions and can be told to fail them. */
 class ProbeChannel extends MemoryChannel {

@@ -4,7 +4,7 @@ import { CHANNEL_COUNTERS, javaDouble, SINK_COUNTERS, SinkCounter, SOURCE_COUNTE
 import { createEvent } from "../../src/core/event.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
-import { events, putAll, takeAll } from "./support.ts";
+import { events, putAll, takeAll } from "../support/core.ts";
 
 describe("javaDouble renders numbers as Java's Double.toString", () => {
   test.each([

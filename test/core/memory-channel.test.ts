@@ -6,7 +6,7 @@ import { bodyText, createEvent } from "../../src/core/event.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { DEFAULT_BYTE_CAPACITY, MemoryChannel, type MemoryChannelOptions } from "../../src/core/memory-channel.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
-import { drain, events, putAll, takeAll, watch } from "./support.ts";
+import { drain, events, putAll, takeAll, watch } from "../support/core.ts";
 
 function make(options: MemoryChannelOptions = {}, clock = new VirtualClock(), logger = new MemoryLogger()) {
   const channel = new MemoryChannel("mc", options, clock, logger);

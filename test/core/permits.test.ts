@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { Permits } from "../../src/core/permits.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
-import { watch } from "./support.ts";
+import { watch } from "../support/core.ts";
 
 describe("Permits", () => {
   test("takes permits at once when free, synchronously (no promise)", () => {

@@ -12,11 +12,15 @@ import { MemoryLogger } from "../../src/core/logger.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { type BackoffOptions, SinkRunner, SourceRunner } from "../../src/core/runners.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
+import { DefaultSinkProcessor } from "../../src/core/sink-processors.ts";
 import type { SinkProcessor } from "../../src/core/sink-processors.ts";
-import type { Status } from "../../src/core/sink.ts";
+import type { Status, Sink } from "../../src/core/sink.ts";
 import type { EventDrivenSource, PollableSource } from "../../src/core/source.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
-import { drain } from "./support.ts";
+import type { Channel } from "../../src/core/channel.ts";
+import { LifecycleSupervisor } from "../../src/core/supervisor.ts";
+import { drain } from "../support/core.ts";
+import { sleep } from "../support/helpers.ts";
 
 type Step = Status | Error;
 
@@ -277,5 +281,126 @@ describe("source runners", () => {
     await runner.stop();
     expect(calls).toEqual(["interceptor init", "source start", "source stop", "interceptor close"]);
     expect(await drain(channel)).toEqual(["hello"]);
+  });
+});
+
+/** A sink whose process() finds the channel empty (BACKOFF), and can be held inside process(). */
+class HeldSink implements Sink {
+  readonly name = "k1";
+  private channel: Channel | null = null;
+  private state: LifecycleState = "IDLE";
+  inProcess = false;
+  private release: (() => void) | null = null;
+  hold = false;
+  setChannel(c: Channel): void {
+    this.channel = c;
+  }
+  getChannel(): Channel {
+    return this.channel as Channel;
+  }
+  start(): void {
+    this.state = "START";
+  }
+  stop(): void {
+    this.state = "STOP";
+  }
+  getLifecycleState(): LifecycleState {
+    return this.state;
+  }
+  async process(): Promise<Status> {
+    this.inProcess = true;
+    if (this.hold) await new Promise<void>((r) => (this.release = r));
+    this.inProcess = false;
+    return "BACKOFF";
+  }
+  letGo(): void {
+    this.hold = false;
+    this.release?.();
+  }
+}
+
+describe("sink runner stop", () => {
+  test("a stop that arrives while process() runs does not wait out the BACKOFF sleep that follows", async () => {
+    const clock = new VirtualClock();
+    const channel = new MemoryChannel("c1", {}, clock);
+    const sink = new HeldSink();
+    sink.setChannel(channel);
+    const runner = new SinkRunner("k1", new DefaultSinkProcessor(sink), clock);
+    await runner.start();
+    sink.hold = true;
+    // The first process() (BACKOFF) leads to a 1 s sleep; end it so the runner enters a held process().
+    await clock.advance(1000);
+    expect(sink.inProcess).toBe(true);
+    let stopped = false;
+    const stopping = runner.stop().then(() => (stopped = true));
+    sink.letGo();
+    // No virtual time passes: the backoff sleep (1-5 s) must not be what ends the stop.
+    await clock.flush();
+    expect(stopped).toBe(true);
+    await clock.advance(10000);
+    await stopping;
+  });
+});
+
+/** An interceptor holding a resource between initialize() and close() (a file, a timer). */
+class ResourceInterceptor implements Interceptor {
+  open = 0;
+  initialize(): void {
+    this.open++;
+  }
+  close(): void {
+    this.open--;
+  }
+  intercept(event: Event): Event {
+    return event;
+  }
+  interceptAll(events: Event[]): Event[] {
+    return events;
+  }
+}
+
+/** A source whose port is taken for its first `failures` starts. */
+class FlakySource implements EventDrivenSource {
+  readonly kind = "event-driven";
+  readonly name = "r1";
+  readonly counter = new SourceCounter("r1");
+  private processor: ChannelProcessor | null = null;
+  private state: LifecycleState = "IDLE";
+  constructor(private failures: number) {}
+  setChannelProcessor(p: ChannelProcessor): void {
+    this.processor = p;
+  }
+  getChannelProcessor(): ChannelProcessor {
+    return this.processor!;
+  }
+  start(): void {
+    if (this.failures-- > 0) throw new Error("listen EADDRINUSE: address already in use 127.0.0.1:4141");
+    this.state = "START";
+  }
+  stop(): void {
+    this.state = "STOP";
+  }
+  getLifecycleState(): LifecycleState {
+    return this.state;
+  }
+}
+
+describe("source start retried by the supervisor", () => {
+  test("the channel processor's interceptors are closed after each failed start (initialize and close pair up)", async () => {
+    const interceptor = new ResourceInterceptor();
+    const source = new FlakySource(3);
+    source.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([new MemoryChannel("c1")]), [interceptor]));
+    const runner = new SourceRunner(source);
+    const supervisor = new LifecycleSupervisor(undefined, undefined, 10);
+    await supervisor.supervise(runner);
+    // The first start failed: nothing stays open.
+    expect(runner.getLifecycleState()).not.toBe("START");
+    expect(interceptor.open).toBe(0);
+    for (let i = 0; i < 300 && runner.getLifecycleState() !== "START"; i++) await sleep(5);
+    expect(runner.getLifecycleState()).toBe("START");
+    // Open once while running, after three failed starts.
+    expect(interceptor.open).toBe(1);
+    await supervisor.stop();
+    expect(interceptor.open).toBe(0);
   });
 });

@@ -7,7 +7,7 @@ import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { DefaultSinkProcessor, FailoverSinkProcessor, LoadBalancingSinkProcessor, type SinkProcessor } from "../../src/core/sink-processors.ts";
 import type { Status } from "../../src/core/sink.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
-import { events, mulberry32, putAll, TestSink } from "./support.ts";
+import { events, mulberry32, putAll, TestSink } from "../support/core.ts";
 
 const START = 1_700_000_000_000;
 

@@ -6,7 +6,7 @@ import { bodyText, createEvent, type Event } from "../../src/core/event.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { BasicTransaction } from "../../src/core/transaction.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
-import { watch } from "./support.ts";
+import { watch } from "../support/core.ts";
 
 function channel(): MemoryChannel {
   return new MemoryChannel("c1");

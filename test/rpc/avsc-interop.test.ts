@@ -5,13 +5,13 @@ import path from "node:path";
 import avro from "avsc";
 import { createEvent } from "../../src/core/event.ts";
 import { AvroRpcClient } from "../../src/rpc/client.ts";
-import { drain, startSource, texts } from "./support.ts";
-import { asyncCleanupsAfterEach } from "../helpers.ts";
+import { drain, startSource, texts } from "../support/rpc.ts";
+import { asyncCleanupsAfterEach, FIXTURES } from "../support/helpers.ts";
 
 // avsc is an independent Avro IPC implementation with Netty-framed stateful channels; it
 // hashes its own rendering of the protocol, so the handshake takes the CLIENT/NONE paths.
-const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
-const service = () => avro.Service.forProtocol(JSON.parse(readFileSync(path.join(FIXTURES, "AvroSourceProtocol.server.json"), "utf8")));
+const AVRO_RPC = path.join(FIXTURES, "avro-rpc");
+const service = () => avro.Service.forProtocol(JSON.parse(readFileSync(path.join(AVRO_RPC, "AvroSourceProtocol.server.json"), "utf8")));
 
 const cleanups = asyncCleanupsAfterEach();
 

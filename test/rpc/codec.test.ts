@@ -10,8 +10,9 @@ import { encodeFrame, FrameDecoder } from "../../src/rpc/frame.ts";
 import { eventArraySize, readEventArray, writeEventArray } from "../../src/rpc/messages.ts";
 import { PROTOCOL_HASH_HEX, PROTOCOL_TEXT } from "../../src/rpc/protocol.ts";
 import { parseRemoteProtocol } from "../../src/rpc/remote-protocol.ts";
+import { FIXTURES } from "../support/helpers.ts";
 
-const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
+const AVRO_RPC = path.join(FIXTURES, "avro-rpc");
 const eventsType = avro.Type.forSchema({
   type: "array",
   items: { type: "record", name: "AvroFlumeEvent", fields: [{ name: "headers", type: { type: "map", values: "string" } }, { name: "body", type: "bytes" }] },
@@ -21,7 +22,7 @@ const plain = (events: Event[]) => events.map((e) => ({ headers: { ...e.headers 
 
 describe("Avro codec", () => {
   test("the protocol text is Flume's, byte for byte, and its MD5 is the handshake hash", () => {
-    expect(PROTOCOL_TEXT).toBe(readFileSync(path.join(FIXTURES, "AvroSourceProtocol.server.json"), "utf8"));
+    expect(PROTOCOL_TEXT).toBe(readFileSync(path.join(AVRO_RPC, "AvroSourceProtocol.server.json"), "utf8"));
     expect(createHash("md5").update(PROTOCOL_TEXT).digest("hex")).toBe(PROTOCOL_HASH_HEX);
   });
 

@@ -11,10 +11,10 @@ import { encodeFrame, FrameDecoder, joinBuffers, type Frame } from "../../src/rp
 import { readEventArray, readHandshakeRequest } from "../../src/rpc/messages.ts";
 import { PROTOCOL_TEXT } from "../../src/rpc/protocol.ts";
 import { FramedTransport } from "../../src/rpc/transport.ts";
-import { listenLocal } from "../helpers.ts";
+import { listenLocal, FIXTURES } from "../support/helpers.ts";
 
-const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
-const fixture = (name: string) => readFileSync(path.join(FIXTURES, name));
+const AVRO_RPC = path.join(FIXTURES, "avro-rpc");
+const fixture = (name: string) => readFileSync(path.join(AVRO_RPC, name));
 const inflate = (b: Buffer) => zlib.inflateSync(b, { finishFlush: zlib.constants.Z_SYNC_FLUSH });
 
 function frames(bytes: Buffer): Frame[] {
@@ -75,7 +75,7 @@ async function replayServer(responses: Frame[], compression: "none" | "deflate" 
   return { port, sent: () => Buffer.concat(received) };
 }
 
-const lines = readFileSync(path.join(FIXTURES, "avro-client-input.txt"), "utf8").split("\n").filter((l) => l !== "");
+const lines = readFileSync(path.join(AVRO_RPC, "avro-client-input.txt"), "utf8").split("\n").filter((l) => l !== "");
 // Java's HashMap happened to order these headers origin, host.
 const cliEvents = (): Event[] => lines.map((l) => createEvent(l, { origin: "fixture", host: "edge-01" }));
 

@@ -6,9 +6,10 @@ import zlib from "node:zlib";
 import type { Event } from "../../src/core/event.ts";
 import type { RpcStatus } from "../../src/rpc/protocol.ts";
 import { AvroRpcServer } from "../../src/rpc/server.ts";
+import { FIXTURES } from "../support/helpers.ts";
 
-const FIXTURES = path.resolve(import.meta.dir, "../../../shared/fixtures/avro-rpc");
-const fixture = (name: string) => readFileSync(path.join(FIXTURES, name));
+const AVRO_RPC = path.join(FIXTURES, "avro-rpc");
+const fixture = (name: string) => readFileSync(path.join(AVRO_RPC, name));
 
 let server: AvroRpcServer | null = null;
 afterEach(async () => {

@@ -1,5 +1,5 @@
 import { hostname, networkInterfaces } from "node:os";
-import type { ComponentDefinition } from "../component.ts";
+import { defineComponent } from "../component.ts";
 import type { Event } from "../../core/event.ts";
 import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
 
@@ -28,20 +28,18 @@ export class HostInterceptor extends EventInterceptor {
   }
 }
 
-export const definition: ComponentDefinition<Interceptor> = {
-  schema: {
-    kind: "interceptor",
-    type: "host",
-    aliases: ["org.apache.flume.interceptor.HostInterceptor$Builder"],
-    doc: "Adds the agent's host name or IP address as a header.",
-    props: [
-      { key: "preserveExisting", type: "boolean", default: false, doc: "Keep a host header that is already set." },
-      { key: "useIP", type: "boolean", default: true, doc: "Use the IP address (true) or the host name (false)." },
-      { key: "hostHeader", type: "string", default: "host", doc: "Name of the header to set." },
-    ],
+export const definition = defineComponent({
+  kind: "interceptor",
+  type: "host",
+  aliases: ["org.apache.flume.interceptor.HostInterceptor$Builder"],
+  doc: "Adds the agent's host name or IP address as a header.",
+  props: {
+    preserveExisting: { type: "boolean", default: false, doc: "Keep a host header that is already set." },
+    useIP: { type: "boolean", default: true, doc: "Use the IP address (true) or the host name (false)." },
+    hostHeader: { type: "string", default: "host", doc: "Name of the header to set." },
   },
-  create(config) {
-    const host = config.boolean("useIP") ? localAddress() : hostname();
-    return new HostInterceptor(config.string("hostHeader"), host, config.boolean("preserveExisting"));
+  create(config): Interceptor {
+    const host = config.useIP ? localAddress() : hostname();
+    return new HostInterceptor(config.hostHeader, host, config.preserveExisting);
   },
-};
+});

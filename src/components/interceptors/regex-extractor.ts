@@ -1,11 +1,10 @@
-import type { ComponentDefinition } from "../component.ts";
-import type { ComponentConfig } from "../../config/schema.ts";
+import { defineComponent } from "../component.ts";
 import { ConfigurationError } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
 import type { Logger } from "../../core/logger.ts";
-import { DatePattern } from "./date-pattern.ts";
-import { compileJavaRegex } from "./java-regex.ts";
+import { DatePattern } from "../../java/date-pattern.ts";
+import { compileJavaRegex } from "../../java/regex.ts";
 
 const decoder = new TextDecoder();
 
@@ -70,10 +69,8 @@ export class RegexExtractorInterceptor extends EventInterceptor {
   }
 }
 
-function buildSerializers(config: ComponentConfig): Named[] {
-  const names = config.list("serializers");
+function buildSerializers(names: readonly string[], group: Readonly<Record<string, string>>): Named[] {
   if (names.length === 0) throw new ConfigurationError("serializers", "must name at least one serializer (e.g. serializers = s1 s2)");
-  const group = config.group("serializers.");
   return names.map((id) => {
     const header = group[`${id}.name`];
     if (!header) throw new ConfigurationError(`serializers.${id}.name`, "is required: the header the group is written to");
@@ -88,30 +85,28 @@ function buildSerializers(config: ComponentConfig): Named[] {
   });
 }
 
-export const definition: ComponentDefinition<Interceptor> = {
-  schema: {
-    kind: "interceptor",
-    type: "regex_extractor",
-    aliases: ["org.apache.flume.interceptor.RegexExtractorInterceptor$Builder"],
-    doc: "Extracts regex groups from the body into headers, each group through a serializer (pass-through or date-to-millis).",
-    props: [
-      { key: "regex", type: "string", required: true, doc: "Regular expression with groups, searched in the body." },
-      { key: "serializers", type: "list", required: true, doc: "Space-separated serializer ids, one per group in order." },
-    ],
-    prefixes: [{ prefix: "serializers.", doc: "serializers.<id>.name (header), .type (DEFAULT or a serializer class), .pattern (for the millis serializer)" }],
+export const definition = defineComponent({
+  kind: "interceptor",
+  type: "regex_extractor",
+  aliases: ["org.apache.flume.interceptor.RegexExtractorInterceptor$Builder"],
+  doc: "Extracts regex groups from the body into headers, each group through a serializer (pass-through or date-to-millis).",
+  props: {
+    regex: { type: "string", required: true, doc: "Regular expression with groups, searched in the body." },
+    serializers: { type: "list", required: true, doc: "Space-separated serializer ids, one per group in order." },
   },
-  create(config, ctx) {
-    return new RegexExtractorInterceptor(compileJavaRegex(config.string("regex"), "regex"), buildSerializers(config), ctx.logger);
+  groups: { serializerSettings: { prefix: "serializers.", doc: "serializers.<id>.name (header), .type (DEFAULT or a serializer class), .pattern (for the millis serializer)" }},
+  create(config, ctx): Interceptor {
+    return new RegexExtractorInterceptor(compileJavaRegex(config.regex, "regex"), buildSerializers(config.serializers, config.serializerSettings), ctx.logger);
   },
   validate(config) {
     const errors: { key: string; message: string }[] = [];
     try {
-      compileJavaRegex(config.string("regex"), "regex");
-      buildSerializers(config);
+      compileJavaRegex(config.regex, "regex");
+      buildSerializers(config.serializers, config.serializerSettings);
     } catch (err) {
-      if (err instanceof ConfigurationError) errors.push({ key: err.key, message: err.message.slice(err.key.length + 2) });
+      if (err instanceof ConfigurationError) errors.push({ key: err.key, message: err.detail });
       else errors.push({ key: "regex", message: (err as Error).message });
     }
     return errors;
   },
-};
+});

@@ -1,7 +1,7 @@
-import type { ComponentDefinition } from "../component.ts";
+import { defineComponent } from "../component.ts";
 import type { Event } from "../../core/event.ts";
 import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
-import { compileJavaRegex } from "./java-regex.ts";
+import { compileJavaRegex } from "../../java/regex.ts";
 
 const decoder = new TextDecoder();
 
@@ -23,26 +23,24 @@ export class RegexFilteringInterceptor extends EventInterceptor {
   }
 }
 
-export const definition: ComponentDefinition<Interceptor> = {
-  schema: {
-    kind: "interceptor",
-    type: "regex_filter",
-    aliases: ["org.apache.flume.interceptor.RegexFilteringInterceptor$Builder"],
-    doc: "Keeps or drops events by whether their body (as text) contains a match of a regex.",
-    props: [
-      { key: "regex", type: "string", default: ".*", doc: "Regular expression searched in the body." },
-      { key: "excludeEvents", type: "boolean", default: false, doc: "Drop matching events instead of keeping only them." },
-    ],
+export const definition = defineComponent({
+  kind: "interceptor",
+  type: "regex_filter",
+  aliases: ["org.apache.flume.interceptor.RegexFilteringInterceptor$Builder"],
+  doc: "Keeps or drops events by whether their body (as text) contains a match of a regex.",
+  props: {
+    regex: { type: "string", default: ".*", doc: "Regular expression searched in the body." },
+    excludeEvents: { type: "boolean", default: false, doc: "Drop matching events instead of keeping only them." },
   },
-  create(config) {
-    return new RegexFilteringInterceptor(compileJavaRegex(config.string("regex"), "regex"), config.boolean("excludeEvents"));
+  create(config): Interceptor {
+    return new RegexFilteringInterceptor(compileJavaRegex(config.regex, "regex"), config.excludeEvents);
   },
   validate(config) {
     try {
-      compileJavaRegex(config.string("regex"), "regex");
+      compileJavaRegex(config.regex, "regex");
       return [];
     } catch (err) {
       return [{ key: "regex", message: (err as Error).message }];
     }
   },
-};
+});

@@ -1,7 +1,7 @@
-import type { ComponentDefinition } from "../component.ts";
+import { defineComponent } from "../component.ts";
 import type { Event } from "../../core/event.ts";
 import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
-import { compileJavaFullMatch, compileJavaRegex } from "./java-regex.ts";
+import { compileJavaFullMatch, compileJavaRegex } from "../../java/regex.ts";
 
 /** Removes headers by name, by list, or by a regex on the name (Flume's RemoveHeaderInterceptor). */
 export class RemoveHeaderInterceptor extends EventInterceptor {
@@ -25,33 +25,31 @@ export class RemoveHeaderInterceptor extends EventInterceptor {
   }
 }
 
-export const definition: ComponentDefinition<Interceptor> = {
-  schema: {
-    kind: "interceptor",
-    type: "remove_header",
-    aliases: ["org.apache.flume.interceptor.RemoveHeaderInterceptor$Builder"],
-    doc: "Removes headers chosen by exact name, by a separated list of names, or by a regex on the name.",
-    props: [
-      { key: "withName", type: "string", doc: "Name of one header to remove." },
-      { key: "fromList", type: "string", doc: "List of header names to remove, split by fromListSeparator." },
-      { key: "fromListSeparator", type: "string", default: "\\s*,\\s*", doc: "Regex separating the names in fromList." },
-      { key: "matching", type: "string", doc: "Remove every header whose whole name matches this regex." },
-    ],
+export const definition = defineComponent({
+  kind: "interceptor",
+  type: "remove_header",
+  aliases: ["org.apache.flume.interceptor.RemoveHeaderInterceptor$Builder"],
+  doc: "Removes headers chosen by exact name, by a separated list of names, or by a regex on the name.",
+  props: {
+    withName: { type: "string", doc: "Name of one header to remove." },
+    fromList: { type: "string", doc: "List of header names to remove, split by fromListSeparator." },
+    fromListSeparator: { type: "string", default: "\\s*,\\s*", doc: "Regex separating the names in fromList." },
+    matching: { type: "string", doc: "Remove every header whose whole name matches this regex." },
   },
-  create(config) {
-    const list = config.optionalString("fromList");
-    const separator = compileJavaRegex(config.string("fromListSeparator"), "fromListSeparator");
-    const matching = config.optionalString("matching");
+  create(config): Interceptor {
+    const list = config.fromList;
+    const separator = compileJavaRegex(config.fromListSeparator, "fromListSeparator");
+    const matching = config.matching;
     return new RemoveHeaderInterceptor(
-      config.optionalString("withName"),
+      config.withName,
       list === undefined ? undefined : new Set(list.split(separator)),
       matching === undefined ? undefined : compileJavaFullMatch(matching, "matching"),
     );
   },
   validate(config) {
     const errors: { key: string; message: string }[] = [];
-    for (const key of ["fromListSeparator", "matching"]) {
-      const v = config.optionalString(key);
+    for (const key of ["fromListSeparator", "matching"] as const) {
+      const v = config[key];
       if (v === undefined) continue;
       try {
         compileJavaRegex(v, key);
@@ -61,4 +59,4 @@ export const definition: ComponentDefinition<Interceptor> = {
     }
     return errors;
   },
-};
+});

@@ -1,8 +1,8 @@
-import type { ComponentDefinition } from "../component.ts";
+import { defineComponent } from "../component.ts";
 import type { Event } from "../../core/event.ts";
 import { ConfigurationError } from "../../core/errors.ts";
 import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
-import { compileJavaRegex, javaReplacement, javaReplacementProblem } from "./java-regex.ts";
+import { compileJavaRegex, javaReplacement, javaReplacementProblem } from "../../java/regex.ts";
 
 /** Node's TextDecoder labels for the charsets Flume configs name. */
 const CHARSETS: Record<string, string> = {
@@ -52,35 +52,33 @@ export function charsetLabel(name: string): string | undefined {
   return CHARSETS[name.toLowerCase()];
 }
 
-export const definition: ComponentDefinition<Interceptor> = {
-  schema: {
-    kind: "interceptor",
-    type: "search_replace",
-    aliases: ["org.apache.flume.interceptor.SearchAndReplaceInterceptor$Builder"],
-    doc: "Replaces every match of a regex in the body (Java replaceAll syntax: $1 refers to a group).",
-    props: [
-      { key: "searchPattern", type: "string", required: true, doc: "Regular expression to search for." },
-      { key: "replaceString", type: "string", default: "", doc: "Replacement; $n inserts group n." },
-      { key: "charset", type: "string", default: "UTF-8", doc: "Charset of the body (UTF-8, ISO-8859-1, US-ASCII, UTF-16LE)." },
-    ],
+export const definition = defineComponent({
+  kind: "interceptor",
+  type: "search_replace",
+  aliases: ["org.apache.flume.interceptor.SearchAndReplaceInterceptor$Builder"],
+  doc: "Replaces every match of a regex in the body (Java replaceAll syntax: $1 refers to a group).",
+  props: {
+    searchPattern: { type: "string", required: true, doc: "Regular expression to search for." },
+    replaceString: { type: "string", default: "", doc: "Replacement; $n inserts group n." },
+    charset: { type: "string", default: "UTF-8", doc: "Charset of the body (UTF-8, ISO-8859-1, US-ASCII, UTF-16LE)." },
   },
-  create(config) {
-    const charset = charsetLabel(config.string("charset"));
-    if (!charset) throw new ConfigurationError("charset", `unsupported charset "${config.string("charset")}"; use UTF-8, ISO-8859-1, US-ASCII or UTF-16LE`);
-    return new SearchAndReplaceInterceptor(compileJavaRegex(config.string("searchPattern"), "searchPattern", "g"), config.string("replaceString"), charset);
+  create(config): Interceptor {
+    const charset = charsetLabel(config.charset);
+    if (!charset) throw new ConfigurationError("charset", `unsupported charset "${config.charset}"; use UTF-8, ISO-8859-1, US-ASCII or UTF-16LE`);
+    return new SearchAndReplaceInterceptor(compileJavaRegex(config.searchPattern, "searchPattern", "g"), config.replaceString, charset);
   },
   validate(config) {
     const errors: { key: string; message: string }[] = [];
-    if (config.optionalString("searchPattern") === undefined) errors.push({ key: "searchPattern", message: "must not be empty" });
+    if (config.searchPattern === undefined) errors.push({ key: "searchPattern", message: "must not be empty" });
     else
       try {
-        const regex = compileJavaRegex(config.string("searchPattern"), "searchPattern", "g");
-        const problem = javaReplacementProblem(config.string("replaceString"), regex);
+        const regex = compileJavaRegex(config.searchPattern, "searchPattern", "g");
+        const problem = javaReplacementProblem(config.replaceString, regex);
         if (problem) errors.push({ key: "replaceString", message: problem });
       } catch (err) {
         errors.push({ key: "searchPattern", message: (err as Error).message });
       }
-    if (!charsetLabel(config.string("charset"))) errors.push({ key: "charset", message: `unsupported charset "${config.string("charset")}"; use UTF-8, ISO-8859-1, US-ASCII or UTF-16LE` });
+    if (!charsetLabel(config.charset)) errors.push({ key: "charset", message: `unsupported charset "${config.charset}"; use UTF-8, ISO-8859-1, US-ASCII or UTF-16LE` });
     return errors;
   },
-};
+});

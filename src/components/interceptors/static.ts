@@ -1,4 +1,4 @@
-import type { ComponentDefinition } from "../component.ts";
+import { defineComponent } from "../component.ts";
 import type { Event } from "../../core/event.ts";
 import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
 
@@ -19,19 +19,17 @@ export class StaticInterceptor extends EventInterceptor {
   }
 }
 
-export const definition: ComponentDefinition<Interceptor> = {
-  schema: {
-    kind: "interceptor",
-    type: "static",
-    aliases: ["org.apache.flume.interceptor.StaticInterceptor$Builder"],
-    doc: "Adds a fixed header with a fixed value to every event.",
-    props: [
-      { key: "preserveExisting", type: "boolean", default: true, doc: "Keep the header when it is already set." },
-      { key: "key", type: "string", default: "key", doc: "Header name." },
-      { key: "value", type: "string", default: "value", doc: "Header value." },
-    ],
+export const definition = defineComponent({
+  kind: "interceptor",
+  type: "static",
+  aliases: ["org.apache.flume.interceptor.StaticInterceptor$Builder"],
+  doc: "Adds a fixed header with a fixed value to every event.",
+  props: {
+    preserveExisting: { type: "boolean", default: true, doc: "Keep the header when it is already set." },
+    key: { type: "string", default: "key", doc: "Header name." },
+    value: { type: "string", default: "value", doc: "Header value." },
   },
-  create(config) {
-    return new StaticInterceptor(config.string("key"), config.string("value"), config.boolean("preserveExisting"));
+  create(config): Interceptor {
+    return new StaticInterceptor(config.key, config.value, config.preserveExisting);
   },
-};
+});

@@ -1,4 +1,4 @@
-import type { ComponentDefinition } from "../component.ts";
+import { defineComponent } from "../component.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Event } from "../../core/event.ts";
 import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
@@ -27,18 +27,16 @@ export class TimestampInterceptor extends EventInterceptor {
   }
 }
 
-export const definition: ComponentDefinition<Interceptor> = {
-  schema: {
-    kind: "interceptor",
-    type: "timestamp",
-    aliases: ["org.apache.flume.interceptor.TimestampInterceptor$Builder"],
-    doc: "Adds the time the event was processed (epoch milliseconds) as a header.",
-    props: [
-      { key: "preserveExisting", type: "boolean", default: false, doc: "Keep a timestamp header that is already set." },
-      { key: "headerName", type: "string", default: "timestamp", doc: "Name of the header to set." },
-    ],
+export const definition = defineComponent({
+  kind: "interceptor",
+  type: "timestamp",
+  aliases: ["org.apache.flume.interceptor.TimestampInterceptor$Builder"],
+  doc: "Adds the time the event was processed (epoch milliseconds) as a header.",
+  props: {
+    preserveExisting: { type: "boolean", default: false, doc: "Keep a timestamp header that is already set." },
+    headerName: { type: "string", default: "timestamp", doc: "Name of the header to set." },
   },
-  create(config, ctx) {
-    return new TimestampInterceptor(config.string("headerName"), config.boolean("preserveExisting"), ctx.clock);
+  create(config, ctx): Interceptor {
+    return new TimestampInterceptor(config.headerName, config.preserveExisting, ctx.clock);
   },
-};
+});

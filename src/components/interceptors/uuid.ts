@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { ComponentDefinition } from "../component.ts";
+import { defineComponent } from "../component.ts";
 import type { Event } from "../../core/event.ts";
 import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
 
@@ -20,19 +20,17 @@ export class UuidInterceptor extends EventInterceptor {
   }
 }
 
-export const definition: ComponentDefinition<Interceptor> = {
-  schema: {
-    kind: "interceptor",
-    type: "uuid",
-    aliases: ["org.apache.flume.sink.solr.morphline.UUIDInterceptor$Builder"],
-    doc: "Sets a universally unique identifier header on every event.",
-    props: [
-      { key: "headerName", type: "string", default: "id", doc: "Name of the header to set." },
-      { key: "preserveExisting", type: "boolean", default: true, doc: "Keep the header when it is already set." },
-      { key: "prefix", type: "string", default: "", doc: "Text put before each UUID." },
-    ],
+export const definition = defineComponent({
+  kind: "interceptor",
+  type: "uuid",
+  aliases: ["org.apache.flume.sink.solr.morphline.UUIDInterceptor$Builder"],
+  doc: "Sets a universally unique identifier header on every event.",
+  props: {
+    headerName: { type: "string", default: "id", doc: "Name of the header to set." },
+    preserveExisting: { type: "boolean", default: true, doc: "Keep the header when it is already set." },
+    prefix: { type: "string", default: "", doc: "Text put before each UUID." },
   },
-  create(config) {
-    return new UuidInterceptor(config.string("headerName"), config.string("prefix"), config.boolean("preserveExisting"));
+  create(config): Interceptor {
+    return new UuidInterceptor(config.headerName, config.prefix, config.preserveExisting);
   },
-};
+});

@@ -1,7 +1,7 @@
 import type { Channel } from "../../core/channel.ts";
 import { DEFAULT_MULTIPLEXING_HEADER, MultiplexingChannelSelector } from "../../core/selectors.ts";
 import type { ChannelSelector } from "../../core/selectors.ts";
-import type { ComponentDefinition } from "../component.ts";
+import { defineComponent } from "../component.ts";
 
 function lists(group: Record<string, string>): Record<string, string[]> {
   const out: Record<string, string[]> = {};
@@ -9,28 +9,26 @@ function lists(group: Record<string, string>): Record<string, string[]> {
   return out;
 }
 
-export const definition: ComponentDefinition<(channels: Channel[]) => ChannelSelector> = {
-  schema: {
-    kind: "selector",
-    type: "multiplexing",
-    aliases: ["org.apache.flume.channel.MultiplexingChannelSelector"],
-    doc: "Routes each event by the value of one header.",
-    props: [
-      { key: "header", type: "string", default: DEFAULT_MULTIPLEXING_HEADER, doc: "Header whose value picks the channels" },
-      { key: "default", type: "list", default: [], doc: "Channels for events whose header is missing or not mapped" },
-    ],
-    prefixes: [
-      { prefix: "mapping.", doc: "mapping.<value> = channels required for that header value" },
-      { prefix: "optional.", doc: "optional.<value> = channels that may take events with that value" },
-    ],
+export const definition = defineComponent({
+  kind: "selector",
+  type: "multiplexing",
+  aliases: ["org.apache.flume.channel.MultiplexingChannelSelector"],
+  doc: "Routes each event by the value of one header.",
+  props: {
+    header: { type: "string", default: DEFAULT_MULTIPLEXING_HEADER, doc: "Header whose value picks the channels" },
+    default: { type: "list", default: [], doc: "Channels for events whose header is missing or not mapped" },
+  },
+  groups: {
+    mapping: { prefix: "mapping.", doc: "mapping.<value> = channels required for that header value" },
+    optional: { prefix: "optional.", doc: "optional.<value> = channels that may take events with that value" },
   },
   create(config) {
-    return (channels) =>
+    return (channels: Channel[]): ChannelSelector =>
       new MultiplexingChannelSelector(channels, {
-        header: config.string("header"),
-        mapping: lists(config.group("mapping.")),
-        optional: lists(config.group("optional.")),
-        default: config.list("default"),
+        header: config.header,
+        mapping: lists(config.mapping),
+        optional: lists(config.optional),
+        default: config.default,
       });
   },
-};
+});

@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { deflateRawSync } from "node:zlib";
 import type { Logger } from "../../core/logger.ts";
 import type { Event } from "../../core/event.ts";
-import type { ByteOutput, EventSerializer, SerializerDefinition } from "./serializer.ts";
+import type { ByteOutput, EventSerializer, SerializerFactory } from "./serializer.ts";
+import { defineComponent } from "../component.ts";
 
 /** Flume's event schema (FlumeEventAvroEventSerializer), written into every file's header. */
 export const FLUME_EVENT_SCHEMA = {
@@ -126,25 +127,22 @@ export function resolveCodec(name: string, logger?: Logger): AvroCodec {
   return "null";
 }
 
-export const definition: SerializerDefinition = {
-  schema: {
-    kind: "serializer",
-    type: "avro_event",
-    aliases: ["AVRO_EVENT", "org.apache.flume.serialization.FlumeEventAvroEventSerializer$Builder"],
-    doc: "Writes Avro object container files of Flume events (record Event: headers map<string>, body bytes).",
-    props: [
-      { key: "syncIntervalBytes", type: "int", default: 2048000, min: 1, doc: "Approximate block size in bytes before a sync marker is written" },
-      {
-        key: "compressionCodec",
-        type: "string",
-        default: "null",
-        doc: "Block compression: null or deflate (other Avro codecs fall back to null with a warning)",
-      },
-    ],
+export const definition = defineComponent({
+  kind: "serializer",
+  type: "avro_event",
+  aliases: ["AVRO_EVENT", "org.apache.flume.serialization.FlumeEventAvroEventSerializer$Builder"],
+  doc: "Writes Avro object container files of Flume events (record Event: headers map<string>, body bytes).",
+  props: {
+    syncIntervalBytes: { type: "int", default: 2048000, min: 1, doc: "Approximate block size in bytes before a sync marker is written" },
+    compressionCodec: {
+      type: "string",
+      default: "null",
+      doc: "Block compression: null or deflate (other Avro codecs fall back to null with a warning)",
+    },
   },
-  create(config, ctx) {
-    const syncIntervalBytes = config.int("syncIntervalBytes");
-    const codec = resolveCodec(config.string("compressionCodec"), ctx.logger);
+  create(config, ctx): SerializerFactory {
+    const syncIntervalBytes = config.syncIntervalBytes;
+    const codec = resolveCodec(config.compressionCodec, ctx.logger);
     return {
       type: "avro_event",
       async open(out: ByteOutput) {
@@ -153,4 +151,4 @@ export const definition: SerializerDefinition = {
       },
     };
   },
-};
+});

@@ -1,6 +1,7 @@
 import type { Event } from "../../core/event.ts";
 import { LineSerializer, NEWLINE } from "./line-serializer.ts";
-import type { ByteOutput, SerializerDefinition } from "./serializer.ts";
+import type { ByteOutput, SerializerFactory } from "./serializer.ts";
+import { defineComponent } from "../component.ts";
 
 const encoder = new TextEncoder();
 
@@ -28,19 +29,17 @@ export class HeaderAndBodyTextSerializer extends LineSerializer {
   }
 }
 
-export const definition: SerializerDefinition = {
-  schema: {
-    kind: "serializer",
-    type: "header_and_text",
-    aliases: ["HEADER_AND_TEXT", "org.apache.flume.serialization.HeaderAndBodyTextEventSerializer$Builder"],
-    doc: "Writes each event's headers as {key=value, ...}, a space, the body and a newline.",
-    props: [{ key: "appendNewline", type: "boolean", default: true, doc: "Append a newline after each event" }],
-  },
-  create(config) {
-    const appendNewline = config.boolean("appendNewline");
+export const definition = defineComponent({
+  kind: "serializer",
+  type: "header_and_text",
+  aliases: ["HEADER_AND_TEXT", "org.apache.flume.serialization.HeaderAndBodyTextEventSerializer$Builder"],
+  doc: "Writes each event's headers as {key=value, ...}, a space, the body and a newline.",
+  props: {appendNewline: { type: "boolean", default: true, doc: "Append a newline after each event" }},
+  create(config): SerializerFactory {
+    const appendNewline = config.appendNewline;
     return {
       type: "header_and_text",
       open: async (out: ByteOutput) => new HeaderAndBodyTextSerializer(out, appendNewline),
     };
   },
-};
+});

@@ -3,13 +3,12 @@ import { SinkCounter } from "../../core/counters.ts";
 import { ChannelException, EventDeliveryException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { Sink, Status } from "../../core/sink.ts";
-import type { ComponentConfig } from "../../config/schema.ts";
+import type { ConnectionOptions } from "node:tls";
 import { AvroRpcClient } from "../../rpc/client.ts";
 import { RpcHandshakeTimeoutError } from "../../rpc/errors.ts";
-import { clientTlsOptions, type TlsSettings } from "../../rpc/tls.ts";
+import { CLIENT_TLS_PROPS, clientTls, tlsProblems } from "../../net/tls.ts";
 import type { CompressionType } from "../../rpc/transport.ts";
-import type { ComponentContext, ComponentDefinition } from "../component.ts";
-import { TLS_FILTER_PROPS } from "../sources/avro.ts";
+import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSink } from "./base.ts";
 
 export interface AvroSinkOptions {
@@ -22,8 +21,8 @@ export interface AvroSinkOptions {
   resetConnectionInterval: number;
   compression: CompressionType;
   compressionLevel: number;
-  ssl: boolean;
-  tls: TlsSettings;
+  /** tls.connect options; null: plain TCP. */
+  tls: ConnectionOptions | null;
 }
 
 /** Flume replaces timeouts under one second by the default. */
@@ -147,7 +146,7 @@ export class AvroSink extends BaseSink implements Sink {
         requestTimeout: o.requestTimeout,
         compression: o.compression,
         compressionLevel: o.compressionLevel,
-        tls: o.ssl ? clientTlsOptions(o.tls) : undefined,
+        tls: o.tls ?? undefined,
         clock: this.clock,
       });
     } catch (err) {
@@ -177,62 +176,39 @@ export class AvroSink extends BaseSink implements Sink {
   }
 }
 
-function timeout(config: ComponentConfig, key: string): number {
-  const v = config.int(key);
+function timeout(v: number): number {
   return v < MIN_TIMEOUT ? DEFAULT_TIMEOUT : v;
 }
 
-export const definition: ComponentDefinition<AvroSink> = {
-  schema: {
-    kind: "sink",
-    type: "avro",
-    aliases: ["org.apache.flume.sink.AvroSink"],
-    doc: "Sends events to an Avro source (another agent's, Flume TS or Apache Flume) over Avro RPC.",
-    props: [
-      { key: "hostname", type: "string", required: true, doc: "Host name or IP address of the Avro source" },
-      { key: "port", type: "int", required: true, min: 1, max: 65535, doc: "Port of the Avro source" },
-      { key: "batch-size", type: "int", default: 100, min: 1, doc: "Events taken per transaction and sent per appendBatch" },
-      { key: "connect-timeout", type: "int", default: DEFAULT_TIMEOUT, doc: "Milliseconds to connect (TCP and TLS), and again for the Avro handshake on the first call (values under 1000 mean the default, as in Flume)" },
-      { key: "request-timeout", type: "int", default: DEFAULT_TIMEOUT, doc: "Milliseconds to wait for each later batch's answer (values under 1000 mean the default)" },
-      { key: "reset-connection-interval", type: "int", default: 0, min: 0, doc: "Seconds after which the connection is re-established (0: never), so load balancers rebalance" },
-      { key: "compression-type", type: "enum", values: ["none", "deflate"], default: "none", doc: "deflate to compress; the avro source must use the same" },
-      { key: "compression-level", type: "int", default: 6, min: 0, max: 9, doc: "zlib level for deflate" },
-      { key: "ssl", type: "boolean", default: false, doc: "Connect with TLS" },
-      { key: "trust-all-certs", type: "boolean", default: false, doc: "Accept any server certificate (no verification)" },
-      { key: "truststore", type: "path", doc: "PEM file of trusted CA certificates (default: the system's)" },
-      { key: "truststore-password", type: "string", secret: true, doc: "Accepted for compatibility; PEM truststores have no password" },
-      { key: "truststore-type", type: "string", default: "PEM", doc: "PEM; Java key stores must be exported to PEM (the error says how)" },
-      ...TLS_FILTER_PROPS,
-      { key: "maxIoWorkers", type: "int", doc: "Accepted and ignored, as in Flume 1.11" },
-    ],
+export const definition = defineComponent({
+  kind: "sink",
+  type: "avro",
+  aliases: ["org.apache.flume.sink.AvroSink"],
+  doc: "Sends events to an Avro source (another agent's, Flume TS or Apache Flume) over Avro RPC.",
+  props: {
+    hostname: { type: "string", required: true, doc: "Host name or IP address of the Avro source" },
+    port: { type: "int", required: true, min: 1, max: 65535, doc: "Port of the Avro source" },
+    "batch-size": { type: "int", roles: ["batchSize"], default: 100, min: 1, doc: "Events taken per transaction and sent per appendBatch" },
+    "connect-timeout": { type: "int", default: DEFAULT_TIMEOUT, doc: "Milliseconds to connect (TCP and TLS), and again for the Avro handshake on the first call (values under 1000 mean the default, as in Flume)" },
+    "request-timeout": { type: "int", default: DEFAULT_TIMEOUT, doc: "Milliseconds to wait for each later batch's answer (values under 1000 mean the default)" },
+    "reset-connection-interval": { type: "int", default: 0, min: 0, doc: "Seconds after which the connection is re-established (0: never), so load balancers rebalance" },
+    "compression-type": { type: "enum", values: ["none", "deflate"], default: "none", doc: "deflate to compress; the avro source must use the same" },
+    "compression-level": { type: "int", default: 6, min: 0, max: 9, doc: "zlib level for deflate" },
+    ...CLIENT_TLS_PROPS,
+    maxIoWorkers: { type: "int", doc: "Accepted and ignored, as in Flume 1.11" },
   },
-  validate(config) {
-    const type = config.string("truststore-type").toUpperCase();
-    if (config.boolean("ssl") && ["JKS", "PKCS12", "JCEKS"].includes(type)) {
-      return [{ key: "truststore-type", message: `${type} trust stores are not read by Flume TS; export the CA certificates to PEM (keytool -exportcert -rfc -keystore <file> -alias <alias> -file ca.pem) and set truststore = ca.pem, truststore-type = PEM` }];
-    }
-    return [];
-  },
+  validate: (config) => tlsProblems(() => clientTls(config)),
   create(config, ctx) {
     return new AvroSink(ctx, {
-      hostname: config.string("hostname"),
-      port: config.int("port"),
-      batchSize: config.int("batch-size"),
-      connectTimeout: timeout(config, "connect-timeout"),
-      requestTimeout: timeout(config, "request-timeout"),
-      resetConnectionInterval: config.int("reset-connection-interval"),
-      compression: config.string("compression-type") === "deflate" ? "deflate" : "none",
-      compressionLevel: config.int("compression-level"),
-      ssl: config.boolean("ssl"),
-      tls: {
-        truststore: config.optionalString("truststore"),
-        truststoreType: config.string("truststore-type"),
-        trustAllCerts: config.boolean("trust-all-certs"),
-        excludeProtocols: config.list("exclude-protocols"),
-        includeProtocols: config.list("include-protocols"),
-        excludeCipherSuites: config.list("exclude-cipher-suites"),
-        includeCipherSuites: config.list("include-cipher-suites"),
-      },
+      hostname: config.hostname,
+      port: config.port,
+      batchSize: config["batch-size"],
+      connectTimeout: timeout(config["connect-timeout"]),
+      requestTimeout: timeout(config["request-timeout"]),
+      resetConnectionInterval: config["reset-connection-interval"],
+      compression: config["compression-type"] === "deflate" ? "deflate" : "none",
+      compressionLevel: config["compression-level"],
+      tls: clientTls(config),
     });
   },
-};
+});

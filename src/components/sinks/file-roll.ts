@@ -9,8 +9,7 @@ import type { LifecycleState } from "../../core/lifecycle.ts";
 import type { Logger } from "../../core/logger.ts";
 import type { Sink, Status } from "../../core/sink.ts";
 import type { Transaction } from "../../core/transaction.ts";
-import { parseConfig } from "../../config/schema.ts";
-import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { defineComponent, type ComponentContext } from "../component.ts";
 import { ChunkOutput, findSerializer } from "../serializers/serializer.ts";
 import type { EventSerializer, SerializerFactory } from "../serializers/serializer.ts";
 
@@ -305,46 +304,44 @@ async function writeAll(file: FileHandle, bytes: Uint8Array): Promise<void> {
   }
 }
 
-export const definition: ComponentDefinition<RollingFileSink> = {
-  schema: {
-    kind: "sink",
-    type: "file_roll",
-    aliases: ["org.apache.flume.sink.RollingFileSink"],
-    doc: "Writes events to files in a local directory, starting a new file every rollInterval seconds.",
-    props: [
-      { key: "sink.directory", type: "path", required: true, doc: "Directory where files are written" },
-      { key: "sink.rollInterval", type: "int", default: 30, min: 0, doc: "Seconds between file rolls; 0 writes everything to one file" },
-      { key: "sink.batchSize", type: "int", default: 100, min: 1, doc: "Events taken per transaction" },
-      { key: "sink.serializer", type: "string", default: "TEXT", doc: "Serializer: TEXT, HEADER_AND_TEXT, AVRO_EVENT or a serializer class name" },
-      { key: "sink.pathManager", type: "enum", values: ["DEFAULT", "ROLLTIME"], default: "DEFAULT", doc: "File naming: DEFAULT (<timestamp>-<n>) or ROLLTIME (yyyyMMddHHmmss-<n>)" },
-      { key: "sink.pathManager.prefix", type: "string", default: "", doc: "Prefix of file names" },
-      { key: "sink.pathManager.extension", type: "string", default: "", doc: "Extension of file names (without the dot)" },
-    ],
-    prefixes: [{ prefix: "sink.serializer.", doc: "Serializer properties, e.g. sink.serializer.appendNewline" }],
+export const definition = defineComponent({
+  kind: "sink",
+  type: "file_roll",
+  aliases: ["org.apache.flume.sink.RollingFileSink"],
+  doc: "Writes events to files in a local directory, starting a new file every rollInterval seconds.",
+  props: {
+    "sink.directory": { type: "path", required: true, doc: "Directory where files are written" },
+    "sink.rollInterval": { type: "int", default: 30, min: 0, doc: "Seconds between file rolls; 0 writes everything to one file" },
+    "sink.batchSize": { type: "int", roles: ["batchSize"], default: 100, min: 1, doc: "Events taken per transaction" },
+    "sink.serializer": { type: "string", default: "TEXT", doc: "Serializer: TEXT, HEADER_AND_TEXT, AVRO_EVENT or a serializer class name" },
+    "sink.pathManager": { type: "enum", values: ["DEFAULT", "ROLLTIME"], default: "DEFAULT", doc: "File naming: DEFAULT (<timestamp>-<n>) or ROLLTIME (yyyyMMddHHmmss-<n>)" },
+    "sink.pathManager.prefix": { type: "string", default: "", doc: "Prefix of file names" },
+    "sink.pathManager.extension": { type: "string", default: "", doc: "Extension of file names (without the dot)" },
   },
+  groups: {sinkSerializer: { prefix: "sink.serializer.", doc: "Serializer properties, e.g. sink.serializer.appendNewline" }},
   create(config, ctx) {
-    const name = config.string("sink.serializer");
+    const name = config["sink.serializer"];
     const def = findSerializer(name);
     if (!def) throw new ConfigurationError("sink.serializer", `unknown serializer "${name}" (known: TEXT, HEADER_AND_TEXT, AVRO_EVENT)`, ctx.name);
-    const parsed = parseConfig(def.schema, config.group("sink.serializer."));
+    const parsed = def.parse(config.sinkSerializer);
     if (parsed.errors.length > 0) {
       const e = parsed.errors[0];
       throw new ConfigurationError(`sink.serializer.${e.key}`, e.message, ctx.name);
     }
     return new RollingFileSink(ctx, {
-      directory: config.string("sink.directory"),
-      rollInterval: config.int("sink.rollInterval"),
-      batchSize: config.int("sink.batchSize"),
-      serializer: def.create(parsed.config, ctx),
-      pathManager: config.string("sink.pathManager") === "ROLLTIME" ? "ROLLTIME" : "DEFAULT",
-      prefix: config.string("sink.pathManager.prefix"),
-      extension: config.string("sink.pathManager.extension"),
+      directory: config["sink.directory"],
+      rollInterval: config["sink.rollInterval"],
+      batchSize: config["sink.batchSize"],
+      serializer: def.create(parsed.options, ctx),
+      pathManager: config["sink.pathManager"] === "ROLLTIME" ? "ROLLTIME" : "DEFAULT",
+      prefix: config["sink.pathManager.prefix"],
+      extension: config["sink.pathManager.extension"],
     });
   },
   validate(config) {
-    const name = config.string("sink.serializer");
+    const name = config["sink.serializer"];
     const def = findSerializer(name);
     if (!def) return [{ key: "sink.serializer", message: `unknown serializer "${name}" (known: TEXT, HEADER_AND_TEXT, AVRO_EVENT)` }];
-    return parseConfig(def.schema, config.group("sink.serializer.")).errors.map((e) => ({ key: `sink.serializer.${e.key}`, message: e.message }));
+    return def.parse(config.sinkSerializer).errors.map((e) => ({ key: `sink.serializer.${e.key}`, message: e.message }));
   },
-};
+});

@@ -1,9 +1,9 @@
 import type { Agent } from "undici/index.js";
-import type { ComponentConfig } from "../../config/schema.ts";
+import type { OptionsOf } from "../../config/schema.ts";
 import { SinkCounter } from "../../core/counters.ts";
 import { ConfigurationError, EventDeliveryException } from "../../core/errors.ts";
 import type { Sink, Status } from "../../core/sink.ts";
-import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSink } from "./base.ts";
 
 // undici is imported by path: Bun replaces the bare "undici" with a partial built-in whose
@@ -157,8 +157,25 @@ export class HttpSink extends BaseSink implements Sink {
   }
 }
 
-function options(config: ComponentConfig): HttpSinkOptions {
-  const raw = config.string("endpoint");
+const props = {
+  endpoint: { type: "string", required: true, doc: "URL to POST to." },
+  connectTimeout: { type: "int", default: 5000, min: 1, doc: "Milliseconds to wait for the connection." },
+  requestTimeout: { type: "int", default: 5000, min: 1, doc: "Milliseconds to wait for the response." },
+  contentTypeHeader: { type: "string", default: "text/plain", doc: "Content-Type of the request." },
+  acceptHeader: { type: "string", default: "text/plain", doc: "Accept header of the request." },
+  defaultBackoff: { type: "boolean", default: true, doc: "Back off after a status no backoff.CODE names." },
+  defaultRollback: { type: "boolean", default: true, doc: "Roll back after a status no rollback.CODE names." },
+  defaultIncrementMetrics: { type: "boolean", default: false, doc: "Count EventDrainSuccessCount for a status no incrementMetrics.CODE names." },
+} as const;
+
+const groups = {
+  backoff: { prefix: "backoff.", doc: "backoff.CODE = true|false, CODE a status (503) or pattern (50X, 5XX); the most specific wins" },
+  rollback: { prefix: "rollback.", doc: "rollback.CODE = true|false" },
+  incrementMetrics: { prefix: "incrementMetrics.", doc: "incrementMetrics.CODE = true|false" },
+} as const;
+
+function options(config: OptionsOf<typeof props, typeof groups>): HttpSinkOptions {
+  const raw = config.endpoint;
   let endpoint: URL;
   try {
     endpoint = new URL(raw);
@@ -168,38 +185,23 @@ function options(config: ComponentConfig): HttpSinkOptions {
   if (endpoint.protocol !== "http:" && endpoint.protocol !== "https:") throw new ConfigurationError("endpoint", `must be an http:// or https:// URL, got "${raw}"`);
   return {
     endpoint,
-    connectTimeout: config.int("connectTimeout"),
-    requestTimeout: config.int("requestTimeout"),
-    contentType: config.string("contentTypeHeader"),
-    accept: config.string("acceptHeader"),
-    backoff: new StatusPolicy("backoff", config.boolean("defaultBackoff"), config.group("backoff.")),
-    rollback: new StatusPolicy("rollback", config.boolean("defaultRollback"), config.group("rollback.")),
-    incrementMetrics: new StatusPolicy("incrementMetrics", config.boolean("defaultIncrementMetrics"), config.group("incrementMetrics.")),
+    connectTimeout: config.connectTimeout,
+    requestTimeout: config.requestTimeout,
+    contentType: config.contentTypeHeader,
+    accept: config.acceptHeader,
+    backoff: new StatusPolicy("backoff", config.defaultBackoff, config.backoff),
+    rollback: new StatusPolicy("rollback", config.defaultRollback, config.rollback),
+    incrementMetrics: new StatusPolicy("incrementMetrics", config.defaultIncrementMetrics, config.incrementMetrics),
   };
 }
 
-export const definition: ComponentDefinition<HttpSink> = {
-  schema: {
-    kind: "sink",
-    type: "http",
-    aliases: ["org.apache.flume.sink.http.HttpSink"],
-    doc: "POSTs each event's body to an HTTP endpoint; the response status decides commit or rollback, backoff and metrics.",
-    props: [
-      { key: "endpoint", type: "string", required: true, doc: "URL to POST to." },
-      { key: "connectTimeout", type: "int", default: 5000, min: 1, doc: "Milliseconds to wait for the connection." },
-      { key: "requestTimeout", type: "int", default: 5000, min: 1, doc: "Milliseconds to wait for the response." },
-      { key: "contentTypeHeader", type: "string", default: "text/plain", doc: "Content-Type of the request." },
-      { key: "acceptHeader", type: "string", default: "text/plain", doc: "Accept header of the request." },
-      { key: "defaultBackoff", type: "boolean", default: true, doc: "Back off after a status no backoff.CODE names." },
-      { key: "defaultRollback", type: "boolean", default: true, doc: "Roll back after a status no rollback.CODE names." },
-      { key: "defaultIncrementMetrics", type: "boolean", default: false, doc: "Count EventDrainSuccessCount for a status no incrementMetrics.CODE names." },
-    ],
-    prefixes: [
-      { prefix: "backoff.", doc: "backoff.CODE = true|false, CODE a status (503) or pattern (50X, 5XX); the most specific wins" },
-      { prefix: "rollback.", doc: "rollback.CODE = true|false" },
-      { prefix: "incrementMetrics.", doc: "incrementMetrics.CODE = true|false" },
-    ],
-  },
+export const definition = defineComponent({
+  kind: "sink",
+  type: "http",
+  aliases: ["org.apache.flume.sink.http.HttpSink"],
+  doc: "POSTs each event's body to an HTTP endpoint; the response status decides commit or rollback, backoff and metrics.",
+  props,
+  groups,
   create(config, ctx) {
     return new HttpSink(ctx, options(config));
   },
@@ -208,8 +210,8 @@ export const definition: ComponentDefinition<HttpSink> = {
       options(config);
       return [];
     } catch (err) {
-      if (err instanceof ConfigurationError) return [{ key: err.key, message: err.message.slice(err.key.length + 2) }];
+      if (err instanceof ConfigurationError) return [{ key: err.key, message: err.detail }];
       throw err;
     }
   },
-};
+});

@@ -1,7 +1,7 @@
 import type { Event } from "../../core/event.ts";
 import { javaMapString } from "../serializers/header-and-text.ts";
 import type { Sink, Status } from "../../core/sink.ts";
-import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSink } from "./base.ts";
 
 const HEX = "0123456789ABCDEF";
@@ -53,15 +53,13 @@ export class LoggerSink extends BaseSink implements Sink {
   }
 }
 
-export const definition: ComponentDefinition<LoggerSink> = {
-  schema: {
-    kind: "sink",
-    type: "logger",
-    aliases: ["org.apache.flume.sink.LoggerSink"],
-    doc: "Logs every event at INFO level; for testing and debugging.",
-    props: [{ key: "maxBytesToLog", type: "int", default: 16, min: 0, doc: "Maximum number of body bytes to log" }],
-  },
+export const definition = defineComponent({
+  kind: "sink",
+  type: "logger",
+  aliases: ["org.apache.flume.sink.LoggerSink"],
+  doc: "Logs every event at INFO level; for testing and debugging.",
+  props: {maxBytesToLog: { type: "int", default: 16, min: 0, doc: "Maximum number of body bytes to log" }},
   create(config, ctx) {
-    return new LoggerSink(ctx, config.int("maxBytesToLog"));
+    return new LoggerSink(ctx, config.maxBytesToLog);
   },
-};
+});

@@ -1,5 +1,5 @@
 import type { Sink, Status } from "../../core/sink.ts";
-import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSink } from "./base.ts";
 
 /** Flume's null sink: takes events in batches and discards them. Like Flume's, it has no counters. */
@@ -33,15 +33,13 @@ export class NullSink extends BaseSink implements Sink {
   }
 }
 
-export const definition: ComponentDefinition<NullSink> = {
-  schema: {
-    kind: "sink",
-    type: "null",
-    aliases: ["org.apache.flume.sink.NullSink"],
-    doc: "Discards every event it takes.",
-    props: [{ key: "batchSize", type: "int", default: 100, min: 1, doc: "Events per take transaction" }],
-  },
+export const definition = defineComponent({
+  kind: "sink",
+  type: "null",
+  aliases: ["org.apache.flume.sink.NullSink"],
+  doc: "Discards every event it takes.",
+  props: { batchSize: { type: "int", default: 100, min: 1, roles: ["batchSize"], doc: "Events per take transaction" } },
   create(config, ctx) {
-    return new NullSink(ctx, config.int("batchSize"));
+    return new NullSink(ctx, config.batchSize);
   },
-};
+});

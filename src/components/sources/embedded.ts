@@ -1,6 +1,6 @@
 import type { Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
-import type { ComponentDefinition } from "../component.ts";
+import { defineComponent } from "../component.ts";
 import { BaseSource } from "./base.ts";
 
 /** The source of an EmbeddedAgent: the application hands it events directly. */
@@ -37,15 +37,13 @@ export class EmbeddedSource extends BaseSource implements EventDrivenSource {
   }
 }
 
-export const definition: ComponentDefinition<EmbeddedSource> = {
-  schema: {
-    kind: "source",
-    type: "embedded",
-    aliases: ["org.apache.flume.agent.embedded.EmbeddedSource"],
-    doc: "The source of an EmbeddedAgent; events come from the application's put/putAll calls.",
-    props: [],
-  },
+export const definition = defineComponent({
+  kind: "source",
+  type: "embedded",
+  aliases: ["org.apache.flume.agent.embedded.EmbeddedSource"],
+  doc: "The source of an EmbeddedAgent; events come from the application's put/putAll calls.",
+  props: {},
   create(_config, ctx) {
     return new EmbeddedSource(ctx);
   },
-};
+});

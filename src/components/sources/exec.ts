@@ -4,10 +4,9 @@ import type { TimerHandle } from "../../core/clock.ts";
 import { ChannelException, ConfigurationError } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
-import type { ComponentConfig } from "../../config/schema.ts";
-import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSource } from "./base.ts";
-import { LineSplitter } from "./line-splitter.ts";
+import { LineSplitter } from "../../io/line-splitter.ts";
 import { isSupportedInputCharset } from "./spooldir/deserializers.ts";
 import { Sleeper } from "../../core/sleeper.ts";
 
@@ -268,54 +267,51 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
   }
 }
 
-function validate(config: ComponentConfig): { key: string; message: string }[] {
+function validate(config: { command: string; charset: string }): { key: string; message: string }[] {
   const errors: { key: string; message: string }[] = [];
-  if (config.string("command").trim() === "") errors.push({ key: "command", message: "The parameter command must be specified" });
-  if (!isSupportedInputCharset(config.string("charset"))) {
-    errors.push({ key: "charset", message: `unsupported charset "${config.string("charset")}": lines are cut at byte 0x0A, so it must be UTF-8, US-ASCII, ISO-8859-x or windows-125x` });
+  if (config.command.trim() === "") errors.push({ key: "command", message: "The parameter command must be specified" });
+  if (!isSupportedInputCharset(config.charset)) {
+    errors.push({ key: "charset", message: `unsupported charset "${config.charset}": lines are cut at byte 0x0A, so it must be UTF-8, US-ASCII, ISO-8859-x or windows-125x` });
   }
   return errors;
 }
 
-export const definition: ComponentDefinition<ExecSource> = {
-  schema: {
-    kind: "source",
-    type: "exec",
-    aliases: ["org.apache.flume.source.ExecSource"],
-    doc: "Runs a command and makes an event of each line it writes to standard output.",
-    props: [
-      { key: "command", type: "string", required: true, doc: "The command to run (split on whitespace unless shell is set)" },
-      { key: "shell", type: "string", doc: "Shell to run the command with, e.g. /bin/sh -c" },
-      { key: "restart", type: "boolean", default: false, doc: "Run the command again when it exits" },
-      { key: "restartThrottle", type: "int", default: 10000, min: 0, doc: "Milliseconds to wait before restarting the command" },
-      { key: "logStdErr", type: "boolean", default: false, doc: "Log the command's standard error" },
-      { key: "batchSize", type: "int", default: 20, min: 1, doc: "Lines per channel transaction" },
-      { key: "batchTimeout", type: "int", default: 3000, min: 1, doc: "Milliseconds to wait before sending a batch that is not full" },
-      { key: "charset", type: "string", default: "UTF-8", doc: "Charset of the command's output" },
-      { key: "maxLineLength", type: "int", default: 16 * 1024 * 1024, min: 1, doc: "Flume TS extension: longest line in bytes; longer lines are emitted in pieces" },
-      {
-        key: "stopTimeout",
-        type: "int",
-        default: 5000,
-        min: 0,
-        doc: "Flume TS extension: on stop, milliseconds after SIGTERM during which the command's remaining output is still read and delivered; then SIGKILL",
-      },
-    ],
+export const definition = defineComponent({
+  kind: "source",
+  type: "exec",
+  aliases: ["org.apache.flume.source.ExecSource"],
+  doc: "Runs a command and makes an event of each line it writes to standard output.",
+  props: {
+    command: { type: "string", required: true, doc: "The command to run (split on whitespace unless shell is set)" },
+    shell: { type: "string", doc: "Shell to run the command with, e.g. /bin/sh -c" },
+    restart: { type: "boolean", default: false, doc: "Run the command again when it exits" },
+    restartThrottle: { type: "int", default: 10000, min: 0, doc: "Milliseconds to wait before restarting the command" },
+    logStdErr: { type: "boolean", default: false, doc: "Log the command's standard error" },
+    batchSize: { type: "int", roles: ["batchSize"], default: 20, min: 1, doc: "Lines per channel transaction" },
+    batchTimeout: { type: "int", default: 3000, min: 1, doc: "Milliseconds to wait before sending a batch that is not full" },
+    charset: { type: "string", default: "UTF-8", doc: "Charset of the command's output" },
+    maxLineLength: { type: "int", default: 16 * 1024 * 1024, min: 1, doc: "Flume TS extension: longest line in bytes; longer lines are emitted in pieces" },
+    stopTimeout: {
+      type: "int",
+      default: 5000,
+      min: 0,
+      doc: "Flume TS extension: on stop, milliseconds after SIGTERM during which the command's remaining output is still read and delivered; then SIGKILL",
+    },
   },
   create(config, ctx) {
     for (const e of validate(config)) throw new ConfigurationError(e.key, e.message, ctx.name);
     return new ExecSource(ctx, {
-      command: config.string("command"),
-      shell: config.optionalString("shell") ?? null,
-      restart: config.boolean("restart"),
-      restartThrottle: config.int("restartThrottle"),
-      logStdErr: config.boolean("logStdErr"),
-      batchSize: config.int("batchSize"),
-      batchTimeout: config.int("batchTimeout"),
-      charset: config.string("charset"),
-      maxLineLength: config.int("maxLineLength"),
-      stopTimeout: config.int("stopTimeout"),
+      command: config.command,
+      shell: config.shell ?? null,
+      restart: config.restart,
+      restartThrottle: config.restartThrottle,
+      logStdErr: config.logStdErr,
+      batchSize: config.batchSize,
+      batchTimeout: config.batchTimeout,
+      charset: config.charset,
+      maxLineLength: config.maxLineLength,
+      stopTimeout: config.stopTimeout,
     });
   },
   validate,
-};
+});

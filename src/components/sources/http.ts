@@ -1,19 +1,18 @@
 import http from "node:http";
 import https from "node:https";
 import type { Socket } from "node:net";
-import type { TlsOptions } from "node:tls";
-import type { ComponentConfig } from "../../config/schema.ts";
+import type { TLSSocket } from "node:tls";
 import { ChannelException, ConfigurationError } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
-import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSource } from "./base.ts";
 import { BlobHandler } from "./http-handlers/blob.ts";
 import { HttpBadRequestError, type HttpSourceHandler } from "./http-handlers/handler.ts";
 import { JsonHandler } from "./http-handlers/json.ts";
-import { peerName } from "../../rpc/transport.ts";
-import { TLS_PROPS, tlsErrors, tlsServerOptions } from "./tls-pem.ts";
-import { WarningThrottle } from "./warning-throttle.ts";
+import { peerName } from "../../net/peer.ts";
+import { clientCertificateProblem, SERVER_TLS_PROPS, type ServerTls, serverTls, tlsProblems } from "../../net/tls.ts";
+import { WarningThrottle } from "../../pipeline/warning-throttle.ts";
 
 const JSON_HANDLERS = ["org.apache.flume.source.http.JSONHandler", "JSON"];
 const BLOB_HANDLERS = ["org.apache.flume.source.http.BLOBHandler", "org.apache.flume.sink.solr.morphline.BlobHandler", "BLOB"];
@@ -24,7 +23,7 @@ export interface HttpSourceOptions {
   handler: HttpSourceHandler;
   maxBodySize: number;
   retryAfter: number;
-  tls: TlsOptions | null;
+  tls: ServerTls | null;
 }
 
 class BodyTooLarge extends Error {}
@@ -60,7 +59,15 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
   async start(): Promise<void> {
     this.stopping = false;
     this.counter.start();
+    const secured = this.options.tls;
     const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
+      const refused = secured && clientCertificateProblem(req.socket as TLSSocket, secured.clientAuth);
+      if (refused) {
+        this.logger.warn(`http source ${this.name}: refused ${this.peerOf(req.socket)}: ${refused}`);
+        res.shouldKeepAlive = false;
+        this.reply(res, 403, refused);
+        return;
+      }
       this.handle(req, res).catch((err: Error) => {
         // A bug here must cost one request, not the agent.
         this.counter.values.GenericProcessingFail++;
@@ -68,7 +75,7 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
         this.reply(res, 500, `Unexpected error: ${err.message}`);
       });
     };
-    const server = this.options.tls ? https.createServer(this.options.tls, onRequest) : http.createServer(onRequest);
+    const server = secured ? https.createServer(secured.options, onRequest) : http.createServer(onRequest);
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(this.options.port, this.options.bind, () => {
@@ -206,10 +213,9 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
   }
 }
 
-function handlerFor(config: ComponentConfig): { handler: HttpSourceHandler; maxBlob?: number } {
-  const name = config.string("handler").trim();
+function handlerFor(handlerClass: string, group: Readonly<Record<string, string>>): { handler: HttpSourceHandler; maxBlob?: number } {
+  const name = handlerClass.trim();
   const lower = name.toLowerCase();
-  const group = config.group("handler.");
   if (JSON_HANDLERS.some((h) => h.toLowerCase() === lower)) return { handler: new JsonHandler() };
   if (BLOB_HANDLERS.some((h) => h.toLowerCase() === lower)) {
     const mandatory = (group.mandatoryParameters ?? "")
@@ -226,48 +232,46 @@ function handlerFor(config: ComponentConfig): { handler: HttpSourceHandler; maxB
   throw new ConfigurationError("handler", `unknown handler "${name}"; use ${JSON_HANDLERS[0]} (JSON) or ${BLOB_HANDLERS[0]} (BLOB)`);
 }
 
-export const definition: ComponentDefinition<HttpSource> = {
-  schema: {
-    kind: "source",
-    type: "http",
-    aliases: ["org.apache.flume.source.http.HTTPSource"],
-    doc: "Accepts events by HTTP POST; each request is one transaction. JSON handler (Flume's event array) or BLOB handler (body as one event).",
-    props: [
-      { key: "port", type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on." },
-      { key: "bind", type: "string", default: "0.0.0.0", doc: "Host name or IP address to listen on." },
-      { key: "handler", type: "string", default: JSON_HANDLERS[0], doc: "Handler class: org.apache.flume.source.http.JSONHandler (JSON) or org.apache.flume.source.http.BLOBHandler (BLOB)." },
-      { key: "maxBodySize", type: "int", default: 16 * 1024 * 1024, min: 1, doc: "Largest request body in bytes; larger requests get 413 (for BLOB, handler.maxBlobLength when set)." },
-      { key: "retryAfter", type: "int", default: 1, min: 0, doc: "Seconds sent in Retry-After with a 503 when the channel is full." },
-      ...TLS_PROPS,
-    ],
-    prefixes: [
-      { prefix: "handler.", doc: "handler settings: mandatoryParameters (BLOB, comma-separated), maxBlobLength (BLOB)" },
-      { prefix: "QueuedThreadPool.", doc: "Jetty settings: accepted and ignored" },
-      { prefix: "HttpConfiguration.", doc: "Jetty settings: accepted and ignored" },
-      { prefix: "SslContextFactory.", doc: "Jetty settings: accepted and ignored" },
-      { prefix: "ServerConnector.", doc: "Jetty settings: accepted and ignored" },
-    ],
+export const definition = defineComponent({
+  kind: "source",
+  type: "http",
+  aliases: ["org.apache.flume.source.http.HTTPSource"],
+  doc: "Accepts events by HTTP POST; each request is one transaction. JSON handler (Flume's event array) or BLOB handler (body as one event).",
+  props: {
+    port: { type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on." },
+    bind: { type: "string", default: "0.0.0.0", doc: "Host name or IP address to listen on." },
+    handler: { type: "string", default: JSON_HANDLERS[0], doc: "Handler class: org.apache.flume.source.http.JSONHandler (JSON) or org.apache.flume.source.http.BLOBHandler (BLOB)." },
+    maxBodySize: { type: "int", default: 16 * 1024 * 1024, min: 1, doc: "Largest request body in bytes; larger requests get 413 (for BLOB, handler.maxBlobLength when set)." },
+    retryAfter: { type: "int", default: 1, min: 0, doc: "Seconds sent in Retry-After with a 503 when the channel is full." },
+    ...SERVER_TLS_PROPS,
+  },
+  groups: {
+    handlerSettings: { prefix: "handler.", doc: "handler settings: mandatoryParameters (BLOB, comma-separated), maxBlobLength (BLOB)" },
+    queuedThreadPool: { prefix: "QueuedThreadPool.", doc: "Jetty settings: accepted and ignored" },
+    httpConfiguration: { prefix: "HttpConfiguration.", doc: "Jetty settings: accepted and ignored" },
+    sslContextFactory: { prefix: "SslContextFactory.", doc: "Jetty settings: accepted and ignored" },
+    serverConnector: { prefix: "ServerConnector.", doc: "Jetty settings: accepted and ignored" },
   },
   create(config, ctx) {
-    const { handler, maxBlob } = handlerFor(config);
-    const jetty = Object.keys(config.raw).filter((k) => /^(QueuedThreadPool|HttpConfiguration|SslContextFactory|ServerConnector)\./.test(k));
+    const { handler, maxBlob } = handlerFor(config.handler, config.handlerSettings);
+    const jetty = Object.entries({ QueuedThreadPool: config.queuedThreadPool, HttpConfiguration: config.httpConfiguration, SslContextFactory: config.sslContextFactory, ServerConnector: config.serverConnector }).flatMap(([prefix, group]) => Object.keys(group).map((k) => `${prefix}.${k}`));
     if (jetty.length) ctx.logger.warn(`http source ${ctx.name}: Jetty settings have no effect here and are ignored: ${jetty.join(", ")}`);
     return new HttpSource(ctx, {
-      bind: config.string("bind"),
-      port: config.int("port"),
+      bind: config.bind,
+      port: config.port,
       handler,
-      maxBodySize: maxBlob ?? config.int("maxBodySize"),
-      retryAfter: config.int("retryAfter"),
-      tls: tlsServerOptions(config),
+      maxBodySize: maxBlob ?? config.maxBodySize,
+      retryAfter: config.retryAfter,
+      tls: serverTls(config),
     });
   },
   validate(config) {
-    const errors = tlsErrors(config);
+    const errors = tlsProblems(() => serverTls(config));
     try {
-      handlerFor(config);
+      handlerFor(config.handler, config.handlerSettings);
     } catch (err) {
-      if (err instanceof ConfigurationError) errors.push({ key: err.key, message: err.message.slice(err.key.length + 2) });
+      if (err instanceof ConfigurationError) errors.push({ key: err.key, message: err.detail });
     }
     return errors;
   },
-};
+});

@@ -1,12 +1,11 @@
-import type { ComponentConfig } from "../../config/schema.ts";
-import type { ComponentDefinition } from "../component.ts";
+import { defineComponent } from "../component.ts";
 import { ConfigurationError } from "../../core/errors.ts";
 import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, EVENT_SIZE, KEEP_FIELDS, effectiveEventSize } from "./syslog/options.ts";
 import { parseKeepFields, type SyslogCharset, syslogCharset } from "./syslog/parse.ts";
 import { SyslogTcpSource } from "./syslog/tcp-source.ts";
-import { TLS_PROPS, tlsErrors, tlsServerOptions } from "./tls-pem.ts";
+import { SERVER_TLS_PROPS, serverTls, tlsProblems } from "../../net/tls.ts";
 
-function ports(list: string[]): number[] {
+function ports(list: readonly string[]): number[] {
   if (list.length === 0) throw new ConfigurationError("ports", "must list at least one port (space-separated)");
   return list.map((p) => {
     if (!/^\d+$/.test(p) || Number(p) > 65535) throw new ConfigurationError("ports", `"${p}" is not a port number`);
@@ -15,9 +14,9 @@ function ports(list: string[]): number[] {
 }
 
 /** The charset.port.<port> settings, checked. */
-function portCharsets(config: ComponentConfig): Record<string, SyslogCharset> {
+function portCharsets(group: Readonly<Record<string, string>>): Record<string, SyslogCharset> {
   const out: Record<string, SyslogCharset> = {};
-  for (const [port, name] of Object.entries(config.group("charset.port."))) {
+  for (const [port, name] of Object.entries(group)) {
     if (!/^\d+$/.test(port)) throw new ConfigurationError(`charset.port.${port}`, `"${port}" is not a port number`);
     out[port] = charset(name, `charset.port.${port}`);
   }
@@ -30,61 +29,59 @@ function charset(name: string, key: string): SyslogCharset {
   return cs;
 }
 
-function charsetErrors(config: ComponentConfig): { key: string; message: string }[] {
+function charsetErrors(defaultCharset: string, perPort: Readonly<Record<string, string>>): { key: string; message: string }[] {
   try {
-    charset(config.string("charset.default"), "charset.default");
-    portCharsets(config);
+    charset(defaultCharset, "charset.default");
+    portCharsets(perPort);
     return [];
   } catch (err) {
-    if (err instanceof ConfigurationError) return [{ key: err.key, message: err.message.slice(err.key.length + 2) }];
+    if (err instanceof ConfigurationError) return [{ key: err.key, message: err.detail }];
     throw err;
   }
 }
 
-export const definition: ComponentDefinition<SyslogTcpSource> = {
-  schema: {
-    kind: "source",
-    type: "multiport_syslogtcp",
-    aliases: ["org.apache.flume.source.MultiportSyslogTCPSource"],
-    doc: "Receives syslog over TCP on several ports at once; like syslogtcp, with per-port headers and batching.",
-    props: [
-      { key: "host", type: "string", default: "0.0.0.0", doc: "Host name or IP address to bind to." },
-      { key: "ports", type: "list", required: true, doc: "Space-separated list of ports to listen on." },
-      EVENT_SIZE,
-      KEEP_FIELDS,
-      { key: "portHeader", type: "string", doc: "Header to store the local port the message arrived on." },
-      CLIENT_IP_HEADER,
-      CLIENT_HOSTNAME_HEADER,
-      { key: "batchSize", type: "int", default: 100, min: 1, doc: "Most events handed to the channel in one transaction." },
-      { key: "charset.default", type: "string", default: "UTF-8", doc: "Character set of the messages: UTF-8 or ISO-8859-1." },
-      { key: "readBufferSize", type: "int", default: 1024, min: 1, doc: "Accepted for compatibility; reads use the socket's buffer.", aliases: ["readBufferBytes"] },
-      { key: "numProcessors", type: "int", min: 1, doc: "Accepted for compatibility; one event loop serves all ports." },
-      ...TLS_PROPS,
-    ],
-    prefixes: [{ prefix: "charset.port.", doc: "charset.port.<port>: character set for one port (UTF-8 or ISO-8859-1)" }],
+export const definition = defineComponent({
+  kind: "source",
+  type: "multiport_syslogtcp",
+  aliases: ["org.apache.flume.source.MultiportSyslogTCPSource"],
+  doc: "Receives syslog over TCP on several ports at once; like syslogtcp, with per-port headers and batching.",
+  props: {
+    host: { type: "string", default: "0.0.0.0", doc: "Host name or IP address to bind to." },
+    ports: { type: "list", required: true, doc: "Space-separated list of ports to listen on." },
+    ...EVENT_SIZE,
+    ...KEEP_FIELDS,
+    portHeader: { type: "string", doc: "Header to store the local port the message arrived on." },
+    ...CLIENT_IP_HEADER,
+    ...CLIENT_HOSTNAME_HEADER,
+    batchSize: { type: "int", roles: ["batchSize"], default: 100, min: 1, doc: "Most events handed to the channel in one transaction." },
+    "charset.default": { type: "string", default: "UTF-8", doc: "Character set of the messages: UTF-8 or ISO-8859-1." },
+    readBufferSize: { type: "int", default: 1024, min: 1, doc: "Accepted for compatibility; reads use the socket's buffer.", aliases: ["readBufferBytes"] },
+    numProcessors: { type: "int", min: 1, doc: "Accepted for compatibility; one event loop serves all ports." },
+    ...SERVER_TLS_PROPS,
   },
+  groups: {charsetPort: { prefix: "charset.port.", doc: "charset.port.<port>: character set for one port (UTF-8 or ISO-8859-1)" }},
   create(config, ctx) {
     return new SyslogTcpSource(ctx, {
       type: "multiport_syslogtcp",
-      host: config.string("host"),
-      ports: ports(config.list("ports")),
-      eventSize: effectiveEventSize(config.int("eventSize")),
-      batchSize: config.int("batchSize"),
-      parse: { dialect: "multiport", keepFields: parseKeepFields(config.string("keepFields")), rfc3164Zone: "utc", charset: charset(config.string("charset.default"), "charset.default") },
-      portCharsets: portCharsets(config),
-      portHeader: config.optionalString("portHeader"),
-      clientIPHeader: config.optionalString("clientIPHeader"),
-      clientHostnameHeader: config.optionalString("clientHostnameHeader"),
-      tls: tlsServerOptions(config),
+      host: config.host,
+      ports: ports(config.ports),
+      eventSize: effectiveEventSize(config.eventSize),
+      batchSize: config.batchSize,
+      parse: { dialect: "multiport", keepFields: parseKeepFields(config.keepFields), rfc3164Zone: "utc", charset: charset(config["charset.default"], "charset.default") },
+      portCharsets: portCharsets(config.charsetPort),
+      portHeader: config.portHeader,
+      clientIPHeader: config.clientIPHeader,
+      clientHostnameHeader: config.clientHostnameHeader,
+      tls: serverTls(config),
     });
   },
   validate(config) {
-    const errors = [...tlsErrors(config), ...charsetErrors(config)];
+    const errors = [...tlsProblems(() => serverTls(config)), ...charsetErrors(config["charset.default"], config.charsetPort)];
     try {
-      ports(config.list("ports"));
+      ports(config.ports);
     } catch (err) {
       if (err instanceof ConfigurationError) errors.push({ key: "ports", message: err.message.slice("ports: ".length) });
     }
     return errors;
   },
-};
+});

@@ -1,5 +1,5 @@
 import type { Event } from "../../core/event.ts";
-import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { defineComponent, type ComponentContext } from "../component.ts";
 import { DatagramSource, DEFAULT_UDP_BACKLOG } from "./syslog/datagram.ts";
 
 export interface NetcatUdpOptions {
@@ -42,25 +42,23 @@ export class NetcatUdpSource extends DatagramSource {
   }
 }
 
-export const definition: ComponentDefinition<NetcatUdpSource> = {
-  schema: {
-    kind: "source",
-    type: "netcatudp",
-    aliases: ["org.apache.flume.source.NetcatUdpSource"],
-    doc: "Listens on a UDP port; each line of each datagram becomes an event.",
-    props: [
-      { key: "bind", type: "string", required: true, doc: "Host name or IP address to bind to." },
-      { key: "port", type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on." },
-      { key: "remoteAddressHeader", type: "string", doc: "Header to store the sender's address in (/ip:port)." },
-      { key: "maxBacklog", type: "int", default: DEFAULT_UDP_BACKLOG, min: 1, doc: "Events held while the channel is busy; datagrams beyond are dropped and counted as ChannelWriteFail." },
-    ],
+export const definition = defineComponent({
+  kind: "source",
+  type: "netcatudp",
+  aliases: ["org.apache.flume.source.NetcatUdpSource"],
+  doc: "Listens on a UDP port; each line of each datagram becomes an event.",
+  props: {
+    bind: { type: "string", required: true, doc: "Host name or IP address to bind to." },
+    port: { type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on." },
+    remoteAddressHeader: { type: "string", doc: "Header to store the sender's address in (/ip:port)." },
+    maxBacklog: { type: "int", default: DEFAULT_UDP_BACKLOG, min: 1, doc: "Events held while the channel is busy; datagrams beyond are dropped and counted as ChannelWriteFail." },
   },
   create(config, ctx) {
     return new NetcatUdpSource(ctx, {
-      bind: config.string("bind"),
-      port: config.int("port"),
-      remoteAddressHeader: config.optionalString("remoteAddressHeader"),
-      maxBacklog: config.int("maxBacklog"),
+      bind: config.bind,
+      port: config.port,
+      remoteAddressHeader: config.remoteAddressHeader,
+      maxBacklog: config.maxBacklog,
     });
   },
-};
+});

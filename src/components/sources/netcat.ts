@@ -1,10 +1,10 @@
 import net from "node:net";
 import type { Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
-import { peerName } from "../../rpc/transport.ts";
-import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { peerName } from "../../net/peer.ts";
+import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSource } from "./base.ts";
-import { WarningThrottle } from "./warning-throttle.ts";
+import { WarningThrottle } from "../../pipeline/warning-throttle.ts";
 
 export interface NetcatOptions {
   bind: string;
@@ -184,25 +184,23 @@ function drained(socket: net.Socket): Promise<void> {
   });
 }
 
-export const definition: ComponentDefinition<NetcatSource> = {
-  schema: {
-    kind: "source",
-    type: "netcat",
-    aliases: ["org.apache.flume.source.NetcatSource", "netcattcp"],
-    doc: "Listens on a TCP port; each line of text becomes an event.",
-    props: [
-      { key: "bind", type: "string", required: true, doc: "Host name or IP address to bind to" },
-      { key: "port", type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on" },
-      { key: "max-line-length", type: "int", default: 512, min: 2, doc: "Maximum line length in bytes, including the newline" },
-      { key: "ack-every-event", type: "boolean", default: true, doc: 'Answer "OK" for every event received' },
-    ],
+export const definition = defineComponent({
+  kind: "source",
+  type: "netcat",
+  aliases: ["org.apache.flume.source.NetcatSource", "netcattcp"],
+  doc: "Listens on a TCP port; each line of text becomes an event.",
+  props: {
+    bind: { type: "string", required: true, doc: "Host name or IP address to bind to" },
+    port: { type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on" },
+    "max-line-length": { type: "int", default: 512, min: 2, doc: "Maximum line length in bytes, including the newline" },
+    "ack-every-event": { type: "boolean", default: true, doc: 'Answer "OK" for every event received' },
   },
   create(config, ctx) {
     return new NetcatSource(ctx, {
-      bind: config.string("bind"),
-      port: config.int("port"),
-      maxLineLength: config.int("max-line-length"),
-      ackEveryEvent: config.boolean("ack-every-event"),
+      bind: config.bind,
+      port: config.port,
+      maxLineLength: config["max-line-length"],
+      ackEveryEvent: config["ack-every-event"],
     });
   },
-};
+});

@@ -2,7 +2,7 @@ import { ChannelException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
-import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSource } from "./base.ts";
 
 export interface SeqOptions {
@@ -114,25 +114,23 @@ export class SeqSource extends BaseSource implements PollableSource {
   }
 }
 
-export const definition: ComponentDefinition<SeqSource> = {
-  schema: {
-    kind: "source",
-    type: "seq",
-    aliases: ["org.apache.flume.source.SequenceGeneratorSource"],
-    doc: "Generates events whose bodies count up from 0; for testing.",
-    props: [
-      { key: "batchSize", type: "int", default: 1, min: 1, doc: "Events per channel transaction" },
-      { key: "totalEvents", type: "int", default: Number.MAX_SAFE_INTEGER, min: 0, doc: "Events to generate before stopping (default: no limit)" },
-      { key: "backoffSleepIncrement", type: "int", default: 1000, min: 0, doc: "Added to the sleep after each consecutive idle poll (ms)" },
-      { key: "maxBackoffSleep", type: "int", default: 5000, min: 0, doc: "Longest sleep between idle polls (ms)" },
-    ],
+export const definition = defineComponent({
+  kind: "source",
+  type: "seq",
+  aliases: ["org.apache.flume.source.SequenceGeneratorSource"],
+  doc: "Generates events whose bodies count up from 0; for testing.",
+  props: {
+    batchSize: { type: "int", roles: ["batchSize"], default: 1, min: 1, doc: "Events per channel transaction" },
+    totalEvents: { type: "int", default: Number.MAX_SAFE_INTEGER, min: 0, doc: "Events to generate before stopping (default: no limit)" },
+    backoffSleepIncrement: { type: "int", default: 1000, min: 0, doc: "Added to the sleep after each consecutive idle poll (ms)" },
+    maxBackoffSleep: { type: "int", default: 5000, min: 0, doc: "Longest sleep between idle polls (ms)" },
   },
   create(config, ctx) {
     return new SeqSource(ctx, {
-      batchSize: config.int("batchSize"),
-      totalEvents: config.int("totalEvents"),
-      backoffSleepIncrement: config.int("backoffSleepIncrement"),
-      maxBackoffSleep: config.int("maxBackoffSleep"),
+      batchSize: config.batchSize,
+      totalEvents: config.totalEvents,
+      backoffSleepIncrement: config.backoffSleepIncrement,
+      maxBackoffSleep: config.maxBackoffSleep,
     });
   },
-};
+});

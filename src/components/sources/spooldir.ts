@@ -4,14 +4,14 @@ import path from "node:path";
 import { ChannelException, ConfigurationError } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
-import type { ComponentContext, ComponentDefinition } from "../component.ts";
-import { compileJavaFullMatch } from "../interceptors/java-regex.ts";
+import { defineComponent, type ComponentContext } from "../component.ts";
+import { compileJavaFullMatch } from "../../java/regex.ts";
 import { BaseSource } from "./base.ts";
 import type { Cut, DecodeErrorPolicy, Deserializer } from "./spooldir/deserializers.ts";
 import { BlobDeserializer, LineCodec, LineDeserializer, isSupportedInputCharset, isSupportedOutputCharset } from "./spooldir/deserializers.ts";
 import type { SpoolPosition } from "./spooldir/tracker.ts";
 import { FAILED_SUFFIX, Tracker, parsePosition } from "./spooldir/tracker.ts";
-import { syncDirectory } from "./sync-file.ts";
+import { syncDirectory } from "../../io/atomic-write.ts";
 import { Sleeper } from "../../core/sleeper.ts";
 
 export interface SpoolDirOptions {
@@ -80,11 +80,14 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
   /** Files whose open failed (path -> error), tried after the others. */
   private readonly unopenable = new Map<string, string>();
 
+  private readonly random: () => number;
+
   constructor(
     ctx: ComponentContext,
     readonly options: SpoolDirOptions,
   ) {
     super(ctx);
+    this.random = ctx.random;
     this.sleeper = new Sleeper(ctx.clock);
     const trackerDir = path.isAbsolute(options.trackerDir) ? options.trackerDir : path.join(options.spoolDir, options.trackerDir);
     this.tracker = new Tracker(path.resolve(options.spoolDir), trackerDir);
@@ -292,7 +295,7 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
     if (resume) return this.openFile(resume.path, saved);
     if (this.options.consumeOrder === "random") {
       for (let i = candidates.length - 1; i > 0; i--) {
-        const j = Math.floor(Math.random() * (i + 1));
+        const j = Math.floor(this.random() * (i + 1));
         [candidates[i], candidates[j]] = [candidates[j], candidates[i]];
       }
     } else {
@@ -478,66 +481,64 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
   }
 }
 
-export const definition: ComponentDefinition<SpoolDirectorySource> = {
-  schema: {
-    kind: "source",
-    type: "spooldir",
-    aliases: ["org.apache.flume.source.SpoolDirectorySource"],
-    doc: "Reads files dropped into a directory, then renames (or deletes) each once all its events are committed.",
-    props: [
-      { key: "spoolDir", type: "path", required: true, doc: "Directory to read files from" },
-      { key: "fileSuffix", type: "string", default: ".COMPLETED", doc: "Suffix appended to completely read files" },
-      { key: "deletePolicy", type: "enum", values: ["never", "immediate"], default: "never", doc: "When to delete completed files: never or immediate" },
-      { key: "trackingPolicy", type: "enum", values: ["rename", "tracker_dir"], default: "rename", doc: "rename completed files, or record them in trackerDir (tracker_dir)" },
-      { key: "trackerDir", type: "path", default: ".flumespool", doc: "Directory for metadata (relative paths are inside spoolDir)" },
-      { key: "consumeOrder", type: "enum", values: ["oldest", "youngest", "random"], default: "oldest", doc: "Order in which files are read, by modification time" },
-      { key: "pollDelay", type: "int", default: 500, min: 1, doc: "Milliseconds between polls for new files" },
-      { key: "batchSize", type: "int", default: 100, min: 1, doc: "Events per channel transaction" },
-      { key: "maxBackoff", type: "int", default: 4000, min: 1, doc: "Longest wait (ms) between retries when the channel is full" },
-      { key: "includePattern", type: "string", default: "^.*$", doc: "Regex of file names to read" },
-      { key: "ignorePattern", type: "string", default: "^$", doc: "Regex of file names to skip" },
-      { key: "recursiveDirectorySearch", type: "boolean", default: false, doc: "Also read files in subdirectories" },
-      { key: "deserializer", type: "string", default: "LINE", doc: "LINE (one event per line) or BLOB (one event per file)" },
-      { key: "deserializer.maxLineLength", type: "int", default: 2048, min: 1, aliases: ["bufferMaxLineLength"], doc: "Longest event of the LINE deserializer in bytes; longer lines continue in the next event" },
-      { key: "deserializer.outputCharset", type: "string", default: "UTF-8", doc: "Charset of LINE event bodies (UTF-8, ISO-8859-1, US-ASCII)" },
-      { key: "deserializer.maxBlobLength", type: "int", default: 100000000, min: 1, doc: "Largest BLOB event in bytes; larger files become several events" },
-      { key: "inputCharset", type: "string", default: "UTF-8", doc: "Charset of the files (UTF-8, US-ASCII, ISO-8859-x, windows-125x)" },
-      { key: "decodeErrorPolicy", type: "enum", values: ["FAIL", "REPLACE", "IGNORE"], default: "FAIL", doc: "On undecodable input: FAIL (set the file aside), REPLACE (U+FFFD) or IGNORE" },
-      { key: "fileHeader", type: "boolean", default: false, doc: "Add the file's absolute path as a header" },
-      { key: "fileHeaderKey", type: "string", default: "file", doc: "Header name for fileHeader" },
-      { key: "basenameHeader", type: "boolean", default: false, doc: "Add the file's name as a header" },
-      { key: "basenameHeaderKey", type: "string", default: "basename", doc: "Header name for basenameHeader" },
-    ],
+export const definition = defineComponent({
+  kind: "source",
+  type: "spooldir",
+  aliases: ["org.apache.flume.source.SpoolDirectorySource"],
+  doc: "Reads files dropped into a directory, then renames (or deletes) each once all its events are committed.",
+  props: {
+    spoolDir: { type: "path", required: true, doc: "Directory to read files from" },
+    fileSuffix: { type: "string", default: ".COMPLETED", doc: "Suffix appended to completely read files" },
+    deletePolicy: { type: "enum", values: ["never", "immediate"], default: "never", doc: "When to delete completed files: never or immediate" },
+    trackingPolicy: { type: "enum", values: ["rename", "tracker_dir"], default: "rename", doc: "rename completed files, or record them in trackerDir (tracker_dir)" },
+    trackerDir: { type: "path", default: ".flumespool", doc: "Directory for metadata (relative paths are inside spoolDir)" },
+    consumeOrder: { type: "enum", values: ["oldest", "youngest", "random"], default: "oldest", doc: "Order in which files are read, by modification time" },
+    pollDelay: { type: "int", default: 500, min: 1, doc: "Milliseconds between polls for new files" },
+    batchSize: { type: "int", roles: ["batchSize"], default: 100, min: 1, doc: "Events per channel transaction" },
+    maxBackoff: { type: "int", default: 4000, min: 1, doc: "Longest wait (ms) between retries when the channel is full" },
+    includePattern: { type: "string", default: "^.*$", doc: "Regex of file names to read" },
+    ignorePattern: { type: "string", default: "^$", doc: "Regex of file names to skip" },
+    recursiveDirectorySearch: { type: "boolean", default: false, doc: "Also read files in subdirectories" },
+    deserializer: { type: "string", default: "LINE", doc: "LINE (one event per line) or BLOB (one event per file)" },
+    "deserializer.maxLineLength": { type: "int", default: 2048, min: 1, aliases: ["bufferMaxLineLength"], doc: "Longest event of the LINE deserializer in bytes; longer lines continue in the next event" },
+    "deserializer.outputCharset": { type: "string", default: "UTF-8", doc: "Charset of LINE event bodies (UTF-8, ISO-8859-1, US-ASCII)" },
+    "deserializer.maxBlobLength": { type: "int", default: 100000000, min: 1, doc: "Largest BLOB event in bytes; larger files become several events" },
+    inputCharset: { type: "string", default: "UTF-8", doc: "Charset of the files (UTF-8, US-ASCII, ISO-8859-x, windows-125x)" },
+    decodeErrorPolicy: { type: "enum", values: ["FAIL", "REPLACE", "IGNORE"], default: "FAIL", doc: "On undecodable input: FAIL (set the file aside), REPLACE (U+FFFD) or IGNORE" },
+    fileHeader: { type: "boolean", default: false, doc: "Add the file's absolute path as a header" },
+    fileHeaderKey: { type: "string", default: "file", doc: "Header name for fileHeader" },
+    basenameHeader: { type: "boolean", default: false, doc: "Add the file's name as a header" },
+    basenameHeaderKey: { type: "string", default: "basename", doc: "Header name for basenameHeader" },
   },
   create(config, ctx) {
     for (const e of validate(config)) throw new ConfigurationError(e.key, e.message, ctx.name);
     return new SpoolDirectorySource(ctx, {
-      spoolDir: config.string("spoolDir"),
-      fileSuffix: config.string("fileSuffix"),
-      deletePolicy: config.string("deletePolicy") as "never" | "immediate",
-      trackingPolicy: config.string("trackingPolicy") as "rename" | "tracker_dir",
-      trackerDir: config.string("trackerDir"),
-      consumeOrder: config.string("consumeOrder") as "oldest" | "youngest" | "random",
-      pollDelay: config.int("pollDelay"),
-      batchSize: config.int("batchSize"),
-      maxBackoff: config.int("maxBackoff"),
-      includePattern: config.string("includePattern"),
-      ignorePattern: config.string("ignorePattern"),
-      recursiveDirectorySearch: config.boolean("recursiveDirectorySearch"),
-      deserializer: deserializerKind(config.string("deserializer")) ?? "LINE",
-      maxLineLength: config.int("deserializer.maxLineLength"),
-      outputCharset: config.string("deserializer.outputCharset"),
-      maxBlobLength: config.int("deserializer.maxBlobLength"),
-      inputCharset: config.string("inputCharset"),
-      decodeErrorPolicy: config.string("decodeErrorPolicy") as DecodeErrorPolicy,
-      fileHeader: config.boolean("fileHeader"),
-      fileHeaderKey: config.string("fileHeaderKey"),
-      basenameHeader: config.boolean("basenameHeader"),
-      basenameHeaderKey: config.string("basenameHeaderKey"),
+      spoolDir: config.spoolDir,
+      fileSuffix: config.fileSuffix,
+      deletePolicy: config.deletePolicy as "never" | "immediate",
+      trackingPolicy: config.trackingPolicy as "rename" | "tracker_dir",
+      trackerDir: config.trackerDir,
+      consumeOrder: config.consumeOrder as "oldest" | "youngest" | "random",
+      pollDelay: config.pollDelay,
+      batchSize: config.batchSize,
+      maxBackoff: config.maxBackoff,
+      includePattern: config.includePattern,
+      ignorePattern: config.ignorePattern,
+      recursiveDirectorySearch: config.recursiveDirectorySearch,
+      deserializer: deserializerKind(config.deserializer) ?? "LINE",
+      maxLineLength: config["deserializer.maxLineLength"],
+      outputCharset: config["deserializer.outputCharset"],
+      maxBlobLength: config["deserializer.maxBlobLength"],
+      inputCharset: config.inputCharset,
+      decodeErrorPolicy: config.decodeErrorPolicy as DecodeErrorPolicy,
+      fileHeader: config.fileHeader,
+      fileHeaderKey: config.fileHeaderKey,
+      basenameHeader: config.basenameHeader,
+      basenameHeaderKey: config.basenameHeaderKey,
     });
   },
   validate,
-};
+});
 
 function deserializerKind(name: string): "LINE" | "BLOB" | null {
   const n = name.trim();
@@ -546,23 +547,23 @@ function deserializerKind(name: string): "LINE" | "BLOB" | null {
   return null;
 }
 
-function validate(config: import("../../config/schema.ts").ComponentConfig): { key: string; message: string }[] {
+function validate(config: { fileSuffix: string; deserializer: string; inputCharset: string; "deserializer.outputCharset": string; includePattern: string; ignorePattern: string }): { key: string; message: string }[] {
   const errors: { key: string; message: string }[] = [];
-  if (config.string("fileSuffix") === "") {
+  if (config.fileSuffix === "") {
     errors.push({ key: "fileSuffix", message: "must not be empty: files ending in it count as completed, and every name ends in the empty string" });
   }
-  if (deserializerKind(config.string("deserializer")) === null) {
-    errors.push({ key: "deserializer", message: `unsupported deserializer "${config.string("deserializer")}" (LINE or BLOB)` });
+  if (deserializerKind(config.deserializer) === null) {
+    errors.push({ key: "deserializer", message: `unsupported deserializer "${config.deserializer}" (LINE or BLOB)` });
   }
-  if (!isSupportedInputCharset(config.string("inputCharset"))) {
-    errors.push({ key: "inputCharset", message: `unsupported charset "${config.string("inputCharset")}": lines are cut at byte 0x0A, so it must be UTF-8, US-ASCII, ISO-8859-x or windows-125x` });
+  if (!isSupportedInputCharset(config.inputCharset)) {
+    errors.push({ key: "inputCharset", message: `unsupported charset "${config.inputCharset}": lines are cut at byte 0x0A, so it must be UTF-8, US-ASCII, ISO-8859-x or windows-125x` });
   }
-  if (!isSupportedOutputCharset(config.string("deserializer.outputCharset"))) {
-    errors.push({ key: "deserializer.outputCharset", message: `unsupported charset "${config.string("deserializer.outputCharset")}" (UTF-8, ISO-8859-1 or US-ASCII)` });
+  if (!isSupportedOutputCharset(config["deserializer.outputCharset"])) {
+    errors.push({ key: "deserializer.outputCharset", message: `unsupported charset "${config["deserializer.outputCharset"]}" (UTF-8, ISO-8859-1 or US-ASCII)` });
   }
-  for (const key of ["includePattern", "ignorePattern"]) {
+  for (const key of ["includePattern", "ignorePattern"] as const) {
     try {
-      compileJavaFullMatch(config.string(key), key);
+      compileJavaFullMatch(config[key], key);
     } catch (err) {
       errors.push({ key, message: (err as Error).message });
     }

@@ -2,7 +2,7 @@ import { ChannelException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
-import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSource } from "./base.ts";
 
 export interface StressOptions {
@@ -103,31 +103,29 @@ export class StressSource extends BaseSource implements PollableSource {
   }
 }
 
-export const definition: ComponentDefinition<StressSource> = {
-  schema: {
-    kind: "source",
-    type: "stress",
-    aliases: ["org.apache.flume.source.StressSource"],
-    doc: "Generates events of a fixed size for load tests.",
-    props: [
-      { key: "size", type: "int", default: 500, min: 0, doc: "Body size of each event in bytes." },
-      { key: "maxTotalEvents", type: "int", default: -1, min: -1, doc: "Events to attempt in all (-1: no limit)." },
-      { key: "maxSuccessfulEvents", type: "int", default: -1, min: -1, doc: "Events to deliver successfully in all (-1: no limit)." },
-      { key: "batchSize", type: "int", default: 1, min: 1, doc: "Events per channel transaction." },
-      { key: "maxEventsPerSecond", type: "int", default: 0, min: 0, doc: "Rate limit (0: none)." },
-      { key: "backoffSleepIncrement", type: "int", default: 1000, min: 0, doc: "Backoff growth in ms when the source backs off." },
-      { key: "maxBackoffSleep", type: "int", default: 5000, min: 0, doc: "Longest backoff in ms." },
-    ],
+export const definition = defineComponent({
+  kind: "source",
+  type: "stress",
+  aliases: ["org.apache.flume.source.StressSource"],
+  doc: "Generates events of a fixed size for load tests.",
+  props: {
+    size: { type: "int", default: 500, min: 0, doc: "Body size of each event in bytes." },
+    maxTotalEvents: { type: "int", default: -1, min: -1, doc: "Events to attempt in all (-1: no limit)." },
+    maxSuccessfulEvents: { type: "int", default: -1, min: -1, doc: "Events to deliver successfully in all (-1: no limit)." },
+    batchSize: { type: "int", roles: ["batchSize"], default: 1, min: 1, doc: "Events per channel transaction." },
+    maxEventsPerSecond: { type: "int", default: 0, min: 0, doc: "Rate limit (0: none)." },
+    backoffSleepIncrement: { type: "int", default: 1000, min: 0, doc: "Backoff growth in ms when the source backs off." },
+    maxBackoffSleep: { type: "int", default: 5000, min: 0, doc: "Longest backoff in ms." },
   },
   create(config, ctx) {
     return new StressSource(ctx, {
-      size: config.int("size"),
-      maxTotalEvents: config.int("maxTotalEvents"),
-      maxSuccessfulEvents: config.int("maxSuccessfulEvents"),
-      batchSize: config.int("batchSize"),
-      maxEventsPerSecond: config.int("maxEventsPerSecond"),
-      backoffSleepIncrement: config.int("backoffSleepIncrement"),
-      maxBackoffSleep: config.int("maxBackoffSleep"),
+      size: config.size,
+      maxTotalEvents: config.maxTotalEvents,
+      maxSuccessfulEvents: config.maxSuccessfulEvents,
+      batchSize: config.batchSize,
+      maxEventsPerSecond: config.maxEventsPerSecond,
+      backoffSleepIncrement: config.backoffSleepIncrement,
+      maxBackoffSleep: config.maxBackoffSleep,
     });
   },
-};
+});

@@ -1,12 +1,12 @@
 import type { Event } from "../../core/event.ts";
-import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { defineComponent, type ComponentContext } from "../component.ts";
 import { DatagramSource, DEFAULT_UDP_BACKLOG } from "./syslog/datagram.ts";
 import { reverseName } from "./syslog/delivery.ts";
 import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, customFormat, customFormatErrors, FORMAT_PREFIX, KEEP_FIELDS } from "./syslog/options.ts";
 import { type CustomFormat, type KeepFields, parseKeepFields, SyslogEventParser } from "./syslog/parse.ts";
 
 export interface SyslogUdpOptions {
-  host: string;
+  host: string | undefined;
   port: number;
   keepFields: KeepFields;
   clientIPHeader?: string;
@@ -78,32 +78,30 @@ export class SyslogUdpSource extends DatagramSource {
   }
 }
 
-export const definition: ComponentDefinition<SyslogUdpSource> = {
-  schema: {
-    kind: "source",
-    type: "syslogudp",
-    aliases: ["org.apache.flume.source.SyslogUDPSource"],
-    doc: "Receives syslog (RFC 3164 and RFC 5424) datagrams; each message becomes an event with Facility, Severity, timestamp and host headers.",
-    props: [
-      { key: "host", type: "string", doc: "Host name or IP address to bind to (default: all IPv4 addresses)." },
-      { key: "port", type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on." },
-      { ...KEEP_FIELDS, default: "false" },
-      CLIENT_IP_HEADER,
-      CLIENT_HOSTNAME_HEADER,
-      { key: "maxBacklog", type: "int", default: DEFAULT_UDP_BACKLOG, min: 1, doc: "Events held while the channel is busy; datagrams beyond are dropped and counted as ChannelWriteFail." },
-    ],
-    prefixes: [FORMAT_PREFIX],
+export const definition = defineComponent({
+  kind: "source",
+  type: "syslogudp",
+  aliases: ["org.apache.flume.source.SyslogUDPSource"],
+  doc: "Receives syslog (RFC 3164 and RFC 5424) datagrams; each message becomes an event with Facility, Severity, timestamp and host headers.",
+  props: {
+    host: { type: "string", doc: "Host name or IP address to bind to (default: all IPv4 addresses)." },
+    port: { type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on." },
+    keepFields: { ...KEEP_FIELDS.keepFields, default: "false" },
+    ...CLIENT_IP_HEADER,
+    ...CLIENT_HOSTNAME_HEADER,
+    maxBacklog: { type: "int", default: DEFAULT_UDP_BACKLOG, min: 1, doc: "Events held while the channel is busy; datagrams beyond are dropped and counted as ChannelWriteFail." },
   },
+  groups: { format: FORMAT_PREFIX },
   create(config, ctx) {
     return new SyslogUdpSource(ctx, {
-      host: config.string("host"),
-      port: config.int("port"),
-      keepFields: parseKeepFields(config.string("keepFields")),
-      clientIPHeader: config.optionalString("clientIPHeader"),
-      clientHostnameHeader: config.optionalString("clientHostnameHeader"),
-      maxBacklog: config.int("maxBacklog"),
-      custom: customFormat(config),
+      host: config.host,
+      port: config.port,
+      keepFields: parseKeepFields(config.keepFields),
+      clientIPHeader: config.clientIPHeader,
+      clientHostnameHeader: config.clientHostnameHeader,
+      maxBacklog: config.maxBacklog,
+      custom: customFormat(config.format),
     });
   },
-  validate: (config) => customFormatErrors(config),
-};
+  validate: (config) => customFormatErrors(config.format),
+});

@@ -5,7 +5,7 @@ import type { TimerHandle } from "../../core/clock.ts";
 import { ChannelException, ConfigurationError } from "../../core/errors.ts";
 import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
-import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSource } from "./base.ts";
 import { FileGroupMatcher } from "./taildir/matcher.ts";
 import type { MatchedFile } from "./taildir/matcher.ts";
@@ -596,73 +596,70 @@ function parseHeaders(raw: Record<string, string>): Record<string, Record<string
   return out;
 }
 
-export const definition: ComponentDefinition<TaildirSource> = {
-  schema: {
-    kind: "source",
-    type: "TAILDIR",
-    aliases: ["org.apache.flume.source.taildir.TaildirSource"],
-    doc: "Tails files matching regular expressions and keeps their positions in a JSON position file.",
-    props: [
-      { key: "filegroups", type: "list", required: true, doc: "Space-separated file group names" },
-      { key: "positionFile", type: "path", default: "~/.flume/taildir_position.json", doc: "JSON file with the inode, position and path of each tailed file" },
-      { key: "skipToEnd", type: "boolean", default: false, doc: "Start files not in the position file at their end" },
-      { key: "idleTimeout", type: "int", default: 120000, min: 0, doc: "Milliseconds without new data after which a file is closed" },
-      { key: "writePosInterval", type: "int", default: 3000, min: 1, doc: "Milliseconds between writes of the position file" },
-      { key: "batchSize", type: "int", default: 100, min: 1, doc: "Lines per channel transaction" },
-      { key: "maxBatchCount", type: "int", default: Number.MAX_SAFE_INTEGER, doc: "Batches read from one file before moving to the next (<= 0: no limit)" },
-      { key: "fileHeader", type: "boolean", default: false, doc: "Add the file's absolute path as a header" },
-      { key: "fileHeaderKey", type: "string", default: "file", doc: "Header name for fileHeader" },
-      { key: "byteOffsetHeader", type: "boolean", default: false, doc: "Add the line's byte offset as header 'byteoffset'" },
-      { key: "cachePatternMatching", type: "boolean", default: true, doc: "List a directory again only when its modification time changes" },
-      { key: "backoffSleepIncrement", type: "int", default: 1000, min: 0, doc: "Added to the sleep after each poll without new lines (ms)" },
-      { key: "maxBackoffSleep", type: "int", default: 5000, min: 0, doc: "Longest sleep between polls without new lines (ms)" },
-      {
-        key: "maxLineLength",
-        type: "int",
-        default: 16 * 1024 * 1024,
-        min: 1,
-        doc: "Flume TS extension: longest line in bytes held in memory; longer lines are emitted in pieces",
-      },
-    ],
-    prefixes: [
-      { prefix: "filegroups.", doc: "filegroups.<group> = /dir/regex: the directory and a regex on file names" },
-      { prefix: "headers.", doc: "headers.<group>.<key> = value: a header added to the group's events" },
-    ],
+export const definition = defineComponent({
+  kind: "source",
+  type: "TAILDIR",
+  aliases: ["org.apache.flume.source.taildir.TaildirSource"],
+  doc: "Tails files matching regular expressions and keeps their positions in a JSON position file.",
+  props: {
+    filegroups: { type: "list", required: true, doc: "Space-separated file group names" },
+    positionFile: { type: "path", default: "~/.flume/taildir_position.json", doc: "JSON file with the inode, position and path of each tailed file" },
+    skipToEnd: { type: "boolean", default: false, doc: "Start files not in the position file at their end" },
+    idleTimeout: { type: "int", default: 120000, min: 0, doc: "Milliseconds without new data after which a file is closed" },
+    writePosInterval: { type: "int", default: 3000, min: 1, doc: "Milliseconds between writes of the position file" },
+    batchSize: { type: "int", roles: ["batchSize"], default: 100, min: 1, doc: "Lines per channel transaction" },
+    maxBatchCount: { type: "int", default: Number.MAX_SAFE_INTEGER, doc: "Batches read from one file before moving to the next (<= 0: no limit)" },
+    fileHeader: { type: "boolean", default: false, doc: "Add the file's absolute path as a header" },
+    fileHeaderKey: { type: "string", default: "file", doc: "Header name for fileHeader" },
+    byteOffsetHeader: { type: "boolean", default: false, doc: "Add the line's byte offset as header 'byteoffset'" },
+    cachePatternMatching: { type: "boolean", default: true, doc: "List a directory again only when its modification time changes" },
+    backoffSleepIncrement: { type: "int", default: 1000, min: 0, doc: "Added to the sleep after each poll without new lines (ms)" },
+    maxBackoffSleep: { type: "int", default: 5000, min: 0, doc: "Longest sleep between polls without new lines (ms)" },
+    maxLineLength: {
+      type: "int",
+      default: 16 * 1024 * 1024,
+      min: 1,
+      doc: "Flume TS extension: longest line in bytes held in memory; longer lines are emitted in pieces",
+    },
+  },
+  groups: {
+    filegroupPaths: { prefix: "filegroups.", doc: "filegroups.<group> = /dir/regex: the directory and a regex on file names" },
+    headers: { prefix: "headers.", doc: "headers.<group>.<key> = value: a header added to the group's events" },
   },
   create(config, ctx) {
-    const groups = config.list("filegroups");
-    const paths = config.group("filegroups.");
+    const groups = config.filegroups;
+    const paths = config.filegroupPaths;
     const filegroups: Record<string, string> = {};
     for (const g of groups) if (paths[g] !== undefined) filegroups[g] = paths[g];
     if (Object.keys(filegroups).length === 0) {
       throw new ConfigurationError("filegroups", `Mapping for tailing files is empty or invalid: 'filegroups.' (groups: ${groups.join(" ") || "none"})`, ctx.name);
     }
-    let positionFile = config.string("positionFile");
+    let positionFile = config.positionFile;
     if (positionFile.startsWith("~/")) positionFile = path.join(homedir(), positionFile.slice(2));
-    const maxBatchCount = config.int("maxBatchCount");
+    const maxBatchCount = config.maxBatchCount;
     if (maxBatchCount <= 0) ctx.logger.warn(`${ctx.name}: Invalid maxBatchCount specified, using no limit`);
     return new TaildirSource(ctx, {
       filegroups,
-      headers: parseHeaders(config.group("headers.")),
+      headers: parseHeaders(config.headers),
       positionFile: path.resolve(positionFile),
-      skipToEnd: config.boolean("skipToEnd"),
-      idleTimeout: config.int("idleTimeout"),
-      writePosInterval: config.int("writePosInterval"),
-      batchSize: config.int("batchSize"),
+      skipToEnd: config.skipToEnd,
+      idleTimeout: config.idleTimeout,
+      writePosInterval: config.writePosInterval,
+      batchSize: config.batchSize,
       maxBatchCount: maxBatchCount <= 0 ? Number.MAX_SAFE_INTEGER : maxBatchCount,
-      fileHeader: config.boolean("fileHeader"),
-      fileHeaderKey: config.string("fileHeaderKey"),
-      byteOffsetHeader: config.boolean("byteOffsetHeader"),
-      cachePatternMatching: config.boolean("cachePatternMatching"),
-      maxLineLength: config.int("maxLineLength"),
-      backoffSleepIncrement: config.int("backoffSleepIncrement"),
-      maxBackoffSleep: config.int("maxBackoffSleep"),
+      fileHeader: config.fileHeader,
+      fileHeaderKey: config.fileHeaderKey,
+      byteOffsetHeader: config.byteOffsetHeader,
+      cachePatternMatching: config.cachePatternMatching,
+      maxLineLength: config.maxLineLength,
+      backoffSleepIncrement: config.backoffSleepIncrement,
+      maxBackoffSleep: config.maxBackoffSleep,
     });
   },
   validate(config) {
     const errors: { key: string; message: string }[] = [];
-    const paths = config.group("filegroups.");
-    for (const g of config.list("filegroups")) {
+    const paths = config.filegroupPaths;
+    for (const g of config.filegroups) {
       if (paths[g] === undefined) {
         errors.push({ key: `filegroups.${g}`, message: `group "${g}" is listed in filegroups but has no filegroups.${g} path` });
         continue;
@@ -675,4 +672,4 @@ export const definition: ComponentDefinition<TaildirSource> = {
     }
     return errors;
   },
-};
+});

@@ -12,7 +12,7 @@ import type { Clock } from "../../../src/core/clock.ts";
 import { systemClock } from "../../../src/core/clock.ts";
 import { bodyText, createEvent } from "../../../src/core/event.ts";
 import { InterceptorChain } from "../../../src/core/interceptor.ts";
-import { build, configErrors } from "./build.ts";
+import { build, configErrors } from "../../support/interceptors.ts";
 
 const fixedClock: Clock = { ...systemClock, now: () => 1700000000123, setTimeout: systemClock.setTimeout.bind(systemClock), clearTimeout: systemClock.clearTimeout.bind(systemClock), sleep: systemClock.sleep.bind(systemClock) };
 

@@ -20,10 +20,10 @@
  * It is written to `checkpoint.tmp`, fsynced and renamed over the old one, so a crash leaves
  * either the old or the new checkpoint, never a torn one.
  */
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync } from "node:fs";
-import { open, rename } from "node:fs/promises";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { crc32 } from "node:zlib";
+import { writeFileAtomic } from "../../../io/atomic-write.ts";
 
 const MAGIC = "FLTSCKP1";
 const VERSION = 1;
@@ -113,36 +113,9 @@ export function decodeCheckpoint(buf: Buffer): CheckpointData | { error: string 
   };
 }
 
-/** fsyncs a directory so a rename or a new file in it survives a power loss. */
-export function fsyncDir(dir: string): void {
-  try {
-    const fd = openSync(dir, "r");
-    try {
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    // Some platforms cannot open directories; the rename is still atomic there.
-  }
-}
-
-/** Writes a checkpoint atomically (tmp file, fsync, rename, fsync of the directory). */
+/** Writes a checkpoint atomically and durably (see src/io/atomic-write.ts). */
 export async function writeCheckpointFile(dir: string, bytes: Buffer): Promise<void> {
-  const tmp = path.join(dir, `${CHECKPOINT_FILE}.tmp`);
-  const fh = await open(tmp, "w");
-  try {
-    let written = 0;
-    while (written < bytes.length) {
-      const { bytesWritten } = await fh.write(bytes, written, bytes.length - written, written);
-      written += bytesWritten;
-    }
-    await fh.datasync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, path.join(dir, CHECKPOINT_FILE));
-  fsyncDir(dir);
+  await writeFileAtomic(path.join(dir, CHECKPOINT_FILE), bytes);
 }
 
 export type CheckpointLoad = { data: CheckpointData; from: string } | { data: null; problems: string[] };

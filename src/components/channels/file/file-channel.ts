@@ -50,6 +50,10 @@ const MAX_GROUP_BYTES = 64 * 1024 * 1024;
 /** How often put() re-checks free disk space while the channel is refusing puts. */
 const LOW_DISK_RECHECK_MS = 1000;
 
+interface RoomWaiter {
+  wake: (() => void) | null;
+}
+
 interface CommitRequest {
   tx: FileTransaction;
   bytes: Buffer;
@@ -116,7 +120,8 @@ export class FileChannel implements Channel {
   private reservedPuts = 0;
   /** Transactions holding taken events: their events are still pending for checkpoints. */
   private readonly takers = new Set<FileTransaction>();
-  private spaceWaiters: (() => void)[] = [];
+  /** Commits waiting for room, in arrival order: only the first may reserve. */
+  private readonly roomWaiters: RoomWaiter[] = [];
 
   /** Group commit figures: how many writes (each with one fsync) carried how many commits. */
   readonly writeStats = { groups: 0, transactions: 0 };
@@ -262,7 +267,26 @@ export class FileChannel implements Channel {
       for (const l of this.locks) l.release();
       this.locks = [];
     }
-    for (const w of this.spaceWaiters.splice(0)) w();
+    this.wakeSpaceWaiters();
+    this.counter.stop();
+  }
+
+  /**
+   * What a killed process leaves behind: timers stop, files close and the locks go, and nothing
+   * more is written (no checkpoint, no queued write). The simulator and the channel conformance
+   * suite crash a channel this way; call it when no write is in flight (ioBusy() is false).
+   */
+  crash(): void {
+    if (this.state !== "START") return;
+    this.state = "STOP";
+    this.counter.open = false;
+    this.disarmTimers();
+    for (const r of this.pendingWrites.splice(0)) r.reject(new ChannelException(`file channel ${this.name}: the process crashed`));
+    this.log?.closeNow();
+    this.log = null;
+    for (const l of this.locks) l.release();
+    this.locks = [];
+    this.wakeSpaceWaiters();
     this.counter.stop();
   }
 
@@ -345,7 +369,6 @@ export class FileChannel implements Channel {
     tx.takenSegs.push(seg);
     tx.takenOffs.push(off);
     this.takers.add(tx);
-    this.counter.values.ChannelSize = q.length;
     return event;
   }
 
@@ -362,7 +385,10 @@ export class FileChannel implements Channel {
   async commit(tx: FileTransaction, positions: Map<string, string> | null): Promise<void> {
     const puts = tx.puts.length;
     const takes = tx.takenSeqs.length;
-    if (puts === 0 && takes === 0 && (!positions || positions.size === 0)) return;
+    if (puts === 0 && takes === 0 && (!positions || positions.size === 0)) {
+      this.counter.values.ChannelSize = this.queue.length;
+      return;
+    }
     this.requireOpen();
     if (puts > 0) {
       const reason = this.checkDiskSpace(false);
@@ -370,11 +396,8 @@ export class FileChannel implements Channel {
         this.counter.values.EventPutErrorCount += puts;
         throw new ChannelException(reason);
       }
-      if (!this.fits(puts, takes)) {
-        await this.waitForRoom(puts, takes);
-        this.requireOpen();
-      }
-      this.reservedPuts += puts;
+      const room = this.reserveRoom(puts, takes);
+      if (room) await room;
     }
     const txid = this.nextTxid++;
     const firstSeq = this.nextSeq;
@@ -399,30 +422,53 @@ export class FileChannel implements Channel {
     return this.queue.length + this.inflightTakes + this.reservedPuts + puts - takes <= this.options.capacity;
   }
 
-  /** Waits up to keep-alive until the channel has room for the transaction's net puts. */
+  /**
+   * Reserves room for a commit's puts: at once when its net puts fit and no commit waits before
+   * it, else (returning a promise) after waiting in line up to keep-alive. The check and the
+   * reservation happen in the same tick, so commits woken together cannot overfill the channel.
+   */
+  private reserveRoom(puts: number, takes: number): Promise<void> | null {
+    if (puts - takes <= 0 || (this.roomWaiters.length === 0 && this.fits(puts, takes))) {
+      this.reservedPuts += puts;
+      return null;
+    }
+    return this.waitForRoom(puts, takes);
+  }
+
   private async waitForRoom(puts: number, takes: number): Promise<void> {
     const deadline = this.clock.now() + this.options.keepAlive * 1000;
-    while (!this.fits(puts, takes) && this.state === "START") {
-      const left = deadline - this.clock.now();
-      if (left <= 0) break;
-      await new Promise<void>((resolve) => {
-        const timer = this.clock.setTimeout(resolve, left);
-        this.spaceWaiters.push(() => {
-          this.clock.clearTimeout(timer);
-          resolve();
+    const waiter: RoomWaiter = { wake: null };
+    this.roomWaiters.push(waiter);
+    try {
+      for (;;) {
+        this.requireOpen();
+        if (this.roomWaiters[0] === waiter && this.fits(puts, takes)) {
+          this.reservedPuts += puts;
+          return;
+        }
+        const left = deadline - this.clock.now();
+        if (left <= 0) break;
+        await new Promise<void>((resolve) => {
+          const timer = this.clock.setTimeout(resolve, left);
+          waiter.wake = () => {
+            this.clock.clearTimeout(timer);
+            resolve();
+          };
         });
-      });
+        waiter.wake = null;
+      }
+    } finally {
+      this.roomWaiters.splice(this.roomWaiters.indexOf(waiter), 1);
+      // The next in line may fit now (this one got room, gave up, or the channel stopped).
+      this.wakeSpaceWaiters();
     }
-    if (!this.fits(puts, takes)) {
-      throw new ChannelFullException(
-        `Space for commit to queue couldn't be acquired. Sinks are likely not keeping up with sources, or the buffer size is too tight (channel ${this.name}, capacity ${this.options.capacity})`,
-      );
-    }
+    throw new ChannelFullException(
+      `Space for commit to queue couldn't be acquired. Sinks are likely not keeping up with sources, or the buffer size is too tight (channel ${this.name}, capacity ${this.options.capacity})`,
+    );
   }
 
   private wakeSpaceWaiters(): void {
-    if (this.spaceWaiters.length === 0) return;
-    for (const w of this.spaceWaiters.splice(0)) w();
+    for (const w of this.roomWaiters) w.wake?.();
   }
 
   /**

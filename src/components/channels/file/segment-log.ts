@@ -6,7 +6,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { Event } from "../../../core/event.ts";
-import { fsyncDir } from "./checkpoint.ts";
+import { syncDirectorySync } from "../../../io/atomic-write.ts";
 import { EVENT_PREFIX, SEGMENT_HEADER_SIZE, decodeEventAt, encodeSegmentHeader, eventLengthAt, segmentFileName } from "./format.ts";
 import type { SegmentInfo } from "./replay.ts";
 
@@ -130,7 +130,7 @@ export class SegmentLog {
       fs.rmSync(file, { force: true });
       throw err;
     }
-    fsyncDir(dir);
+    syncDirectorySync(dir);
     this.writeFd = fd;
     this.active = { id, path: file, dir, end: SEGMENT_HEADER_SIZE, readFd: null };
     this.segments.set(id, this.active);
@@ -252,8 +252,13 @@ export class SegmentLog {
   }
 
   async close(): Promise<void> {
+    if (this.writeFd >= 0 && this.dirty) await datasync(this.writeFd);
+    this.closeNow();
+  }
+
+  /** Closes every descriptor without syncing (what a process that dies leaves to the kernel). */
+  closeNow(): void {
     if (this.writeFd >= 0) {
-      if (this.dirty) await datasync(this.writeFd);
       fs.closeSync(this.writeFd);
       this.writeFd = -1;
     }

@@ -1,7 +1,7 @@
 import { isUtf8 } from "node:buffer";
 import type { FileHandle } from "node:fs/promises";
 import type { Event } from "../../../core/event.ts";
-import { LineSplitter } from "../line-splitter.ts";
+import { LineSplitter } from "../../../io/line-splitter.ts";
 
 export type DecodeErrorPolicy = "FAIL" | "REPLACE" | "IGNORE";
 

@@ -1,6 +1,6 @@
-import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rm, stat } from "node:fs/promises";
 import path from "node:path";
-import { syncDirectory, syncExistingFile, writeFileSynced } from "../sync-file.ts";
+import { syncDirectory, syncExistingFile, writeFileAtomic, writeFileDurably } from "../../../io/atomic-write.ts";
 
 /** The identity and committed position of the file being read. */
 export interface SpoolPosition {
@@ -62,9 +62,7 @@ export class Tracker {
    * same position with the events, and syncPosition() makes it durable before it matters.
    */
   async writePosition(p: SpoolPosition): Promise<void> {
-    const tmp = `${this.metaFile}.tmp`;
-    await writeFile(tmp, JSON.stringify(p));
-    await rename(tmp, this.metaFile);
+    await writeFileAtomic(this.metaFile, JSON.stringify(p), { durable: false });
   }
 
   /**
@@ -96,7 +94,7 @@ export class Tracker {
   async createMarker(p: string, content = ""): Promise<void> {
     await mkdir(path.dirname(p), { recursive: true });
     // A COMPLETED marker lost to a power loss would have the whole file read again.
-    await writeFileSynced(p, content, "wx");
+    await writeFileDurably(p, content, "wx");
     await syncDirectory(path.dirname(p));
   }
 }

@@ -9,7 +9,7 @@ import { NetworkSource, plainIp } from "./delivery.ts";
 export const DEFAULT_UDP_BACKLOG = 10000;
 
 export interface DatagramOptions {
-  host: string;
+  host: string | undefined;
   port: number;
   maxBacklog: number;
 }

@@ -1,20 +1,19 @@
-import type { ComponentConfig, PropSpec } from "../../../config/schema.ts";
+import type { Props } from "../../../config/schema.ts";
 import { ConfigurationError } from "../../../core/errors.ts";
-import { DatePattern } from "../../interceptors/date-pattern.ts";
-import { compileJavaFullMatch, compileJavaRegex, javaReplacement } from "../../interceptors/java-regex.ts";
+import { DatePattern } from "../../../java/date-pattern.ts";
+import { compileJavaFullMatch, compileJavaRegex, javaReplacement } from "../../../java/regex.ts";
 import type { CustomFormat } from "./parse.ts";
 import { DEFAULT_EVENT_SIZE, MIN_EVENT_SIZE } from "./parse.ts";
 
 /** Properties every syslog source reads, with Flume's names and defaults. */
-export const KEEP_FIELDS: PropSpec = {
-  key: "keepFields",
+export const KEEP_FIELDS = { keepFields: {
   type: "string",
   default: "none",
   doc: "Header fields kept in the body: none, all, or a list of priority, version, timestamp, hostname (true/false are the old spellings of all/none).",
-};
-export const EVENT_SIZE: PropSpec = { key: "eventSize", type: "int", default: DEFAULT_EVENT_SIZE, min: 1, doc: "Longest message in bytes; longer ones become an Incomplete event and Invalid pieces." };
-export const CLIENT_IP_HEADER: PropSpec = { key: "clientIPHeader", type: "string", doc: "Header to store the client's IP address in." };
-export const CLIENT_HOSTNAME_HEADER: PropSpec = { key: "clientHostnameHeader", type: "string", doc: "Header to store the client's host name in (reverse lookup once per connection)." };
+} } as const satisfies Props;
+export const EVENT_SIZE = { eventSize: { type: "int", default: DEFAULT_EVENT_SIZE, min: 1, doc: "Longest message in bytes; longer ones become an Incomplete event and Invalid pieces." } } as const satisfies Props;
+export const CLIENT_IP_HEADER = { clientIPHeader: { type: "string", doc: "Header to store the client's IP address in." } } as const satisfies Props;
+export const CLIENT_HOSTNAME_HEADER = { clientHostnameHeader: { type: "string", doc: "Header to store the client's host name in (reverse lookup once per connection)." } } as const satisfies Props;
 
 /** Flume raises an eventSize below 10 to 10. */
 export function effectiveEventSize(n: number): number {
@@ -27,8 +26,7 @@ export const FORMAT_PREFIX = {
 } as const;
 
 /** The format.* properties as a custom layout, or undefined when format.regex is not set. */
-export function customFormat(config: ComponentConfig): CustomFormat | undefined {
-  const f = config.group("format.");
+export function customFormat(f: Readonly<Record<string, string>>): CustomFormat | undefined {
   if (!f.regex) return undefined;
   const regex = compileJavaFullMatch(f.regex, "format.regex");
   if (!f.dateFormat) return { regex };
@@ -45,12 +43,12 @@ export function customFormat(config: ComponentConfig): CustomFormat | undefined 
 }
 
 /** Config errors of the format.* properties (for validate()). */
-export function customFormatErrors(config: ComponentConfig): { key: string; message: string }[] {
+export function customFormatErrors(format: Readonly<Record<string, string>>): { key: string; message: string }[] {
   try {
-    customFormat(config);
+    customFormat(format);
     return [];
   } catch (err) {
-    if (err instanceof ConfigurationError) return [{ key: err.key, message: err.message.slice(err.key.length + 2) }];
+    if (err instanceof ConfigurationError) return [{ key: err.key, message: err.detail }];
     throw err;
   }
 }

@@ -1,8 +1,9 @@
 import net from "node:net";
 import tls from "node:tls";
+import { clientCertificateProblem, type ServerTls } from "../../../net/tls.ts";
 import type { Event } from "../../../core/event.ts";
 import type { EventDrivenSource } from "../../../core/source.ts";
-import { peerName } from "../../../rpc/transport.ts";
+import { peerName } from "../../../net/peer.ts";
 import type { ComponentContext } from "../../component.ts";
 import { NetworkSource, plainIp, reverseName } from "./delivery.ts";
 import { type Frame, SyslogFrameDecoder } from "./framing.ts";
@@ -11,7 +12,7 @@ import { EVENT_STATUS, type ParseOptions, type SyslogCharset, SyslogEventParser 
 export interface SyslogTcpOptions {
   /** Display name in logs ("syslogtcp", "multiport_syslogtcp"). */
   type: string;
-  host: string;
+  host: string | undefined;
   ports: number[];
   eventSize: number;
   /** Most events per channel batch (multiport's batchSize); Infinity for one batch per read. */
@@ -22,7 +23,7 @@ export interface SyslogTcpOptions {
   portHeader?: string;
   clientIPHeader?: string;
   clientHostnameHeader?: string;
-  tls: tls.TlsOptions | null;
+  tls: ServerTls | null;
 }
 
 /**
@@ -89,8 +90,17 @@ export class SyslogTcpSource extends NetworkSource implements EventDrivenSource 
   }
 
   private listen(port: number): Promise<net.Server> {
-    const onSocket = (socket: net.Socket) => this.serve(socket);
-    const server = this.options.tls ? tls.createServer(this.options.tls, onSocket) : net.createServer(onSocket);
+    const secured = this.options.tls;
+    const onSocket = (socket: net.Socket) => {
+      const refused = secured && clientCertificateProblem(socket as tls.TLSSocket, secured.clientAuth);
+      if (refused) {
+        this.logger.warn(`${this.describe()}: refused ${peerName(socket)}: ${refused}`);
+        socket.destroy();
+        return;
+      }
+      this.serve(socket);
+    };
+    const server = secured ? tls.createServer(secured.options, onSocket) : net.createServer(onSocket);
     return new Promise((resolve, reject) => {
       server.once("error", reject);
       server.listen(port, this.options.host || undefined, () => {

@@ -1,6 +1,6 @@
 import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
-import { compileJavaFullMatch } from "../../interceptors/java-regex.ts";
+import { compileJavaFullMatch } from "../../../java/regex.ts";
 
 /** A file that matched a group's pattern, with what stat said about it. */
 export interface MatchedFile {

@@ -1,6 +1,5 @@
-import { mkdir, readFile, rename } from "node:fs/promises";
-import path from "node:path";
-import { syncDirectory, writeFileSynced } from "../sync-file.ts";
+import { readFile } from "node:fs/promises";
+import { writeFileAtomic } from "../../../io/atomic-write.ts";
 
 /** One entry of Flume's TAILDIR position file. */
 export interface PositionEntry {
@@ -82,10 +81,6 @@ export async function readFingerprints(file: string): Promise<Map<number, Finger
  * a torn or empty file. `syncDir` false leaves the directory flush to a following write in the
  * same directory (one fsync for the position and fingerprint files).
  */
-export async function writeAtomically(file: string, content: string, syncDir = true): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true });
-  const tmp = `${file}.tmp`;
-  await writeFileSynced(tmp, content);
-  await rename(tmp, file);
-  if (syncDir) await syncDirectory(path.dirname(file));
+export function writeAtomically(file: string, content: string, syncDir = true): Promise<void> {
+  return writeFileAtomic(file, content, { syncDirectory: syncDir });
 }

@@ -1,7 +1,7 @@
 import { open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import type { Event } from "../../../core/event.ts";
-import { LineSplitter } from "../line-splitter.ts";
+import { LineSplitter } from "../../../io/line-splitter.ts";
 import type { Fingerprint } from "./position-file.ts";
 import { HEAD_BYTES, TAIL_BYTES } from "./position-file.ts";
 

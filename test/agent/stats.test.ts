@@ -1,0 +1,76 @@
+import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { Agent } from "../../src/agent/agent.ts";
+import { StatsReporter } from "../../src/agent/stats.ts";
+import { VirtualClock } from "../../src/core/virtual-clock.ts";
+import { cleanupsAfterEach, sleep, startAgentCli, tempDir } from "../support/helpers.ts";
+import { parseAgentConfig, seqConf } from "../support/agent.ts";
+
+const cleanups = cleanupsAfterEach();
+
+function conf(total: number) {
+  return parseAgentConfig(seqConf(total, { channel: `a1.channels.c1.type = memory
+a1.channels.c1.capacity = 10000` }), "stats.conf");
+}
+
+async function delivered(agent: Agent, n: number) {
+  const channel = agent.components.channels.get("c1")!.channel;
+  for (let i = 0; i < 200 && channel.counter.values.EventTakeSuccessCount < n; i++) await sleep(10);
+  expect(channel.counter.values.EventTakeSuccessCount).toBe(n);
+}
+
+describe("stats reporter", () => {
+  test("after a reload replaces a source, its rate counts the new source's events (its counter starts over)", async () => {
+    const agent = new Agent("a1", { drainTimeout: 1000 });
+    await agent.start(conf(5000));
+    await delivered(agent, 5000);
+    const clock = new VirtualClock();
+    const lines: string[] = [];
+    const stats = new StatsReporter(agent, clock, (l) => lines.push(l), 10000);
+    stats.start();
+    // A new r1 (another totalEvents) feeds the kept channel and sink.
+    await agent.reload(conf(3000));
+    await delivered(agent, 8000);
+    await clock.advance(10000);
+    stats.stop();
+    await agent.stop();
+    expect(lines).toEqual(["stats: r1 in 300/s | c1 out 300/s fill 0.0% (0/10000)"]);
+  });
+
+  test("the first line reports only what happened since the reporter started, not the agent's whole history", async () => {
+    const agent = new Agent("a1", { drainTimeout: 1000 });
+    await agent.start(conf(5000));
+    await delivered(agent, 5000);
+
+    // The reporter starts after the traffic (as `flume run` starts it after the metrics server).
+    const clock = new VirtualClock();
+    const lines: string[] = [];
+    const stats = new StatsReporter(agent, clock, (l) => lines.push(l), 10000);
+    stats.start();
+    await clock.advance(10000);
+    stats.stop();
+    await agent.stop();
+    expect(lines).toEqual(["stats: r1 in 0/s | c1 out 0/s fill 0.0% (0/10000)"]);
+  });
+});
+
+describe("flume run's stats line", () => {
+  test("a one-line report per interval with events in/out per second and channel fill; --quiet turns it off", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const conf = path.join(dir, "stats.conf");
+    writeFileSync(
+      conf,
+      "a1.sources = r1\na1.channels = c1\na1.sources.r1.type = seq\na1.sources.r1.totalEvents = 500\na1.sources.r1.batchSize = 100\na1.sources.r1.channels = c1\na1.channels.c1.type = memory\na1.channels.c1.capacity = 1000\n",
+    );
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--stats-interval", "0.3"], /stats: r1 in \d+\/s \| c1 out 0\/s fill 50\.0% \(500\/1000\)/);
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+    const quiet = await startAgentCli(cleanups, ["run", "-f", conf, "--stats-interval", "0.3", "--quiet"]);
+    await sleep(700);
+    expect(quiet.stderr).not.toContain("stats:");
+    quiet.child.kill("SIGTERM");
+    expect(await quiet.exited()).toBe(0);
+  });
+});

@@ -1,0 +1,46 @@
+import { describe, expect, test } from "bun:test";
+import { runCli } from "../support/helpers.ts";
+
+describe("flume describe", () => {
+  test("lists every type by kind", () => {
+    const r = runCli(["describe"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^Sources:\n/);
+    expect(r.stdout).toMatch(/\nChannels:\n( {2}.*\n)* {2}memory +Events in an in-memory queue/);
+    expect(r.stdout).toContain("Sink processors (processor.type):");
+    expect(r.stdout).toMatch(/Config filters \(configfilters\.<name>\.type\):\n {2}env +.*\n {2}external /);
+  });
+
+  test("--kind limits the list", () => {
+    const r = runCli(["describe", "--kind", "channel"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toStartWith("Channels:\n");
+    expect(r.stdout).not.toContain("Sources:");
+  });
+
+  test("a type shows its properties, types, defaults, docs and aliases; Flume class names work", () => {
+    for (const name of ["memory", "MEMORY", "org.apache.flume.channel.MemoryChannel"]) {
+      const r = runCli(["describe", name]);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toStartWith("channel memory\n");
+      expect(r.stdout).toContain("aliases: org.apache.flume.channel.MemoryChannel");
+      expect(r.stdout).toMatch(/\n {2}capacity +int +100 +Maximum number of events/);
+      expect(r.stdout).toMatch(/\n {2}transactionCapacity +int +100 /);
+      expect(r.stdout).toMatch(/\n {2}byteCapacityBufferPercentage +int +20 /);
+      expect(r.stdout).toMatch(/\n {2}keep-alive +int +3 /);
+    }
+  });
+
+  test("key groups and enum values are shown", () => {
+    const r = runCli(["describe", "multiplexing"]);
+    expect(r.stdout).toContain("mapping.*");
+    const lb = runCli(["describe", "load_balance"]);
+    expect(lb.stdout).toMatch(/selector +round_robin\|random +round_robin/);
+  });
+
+  test("an unknown type exits 2 with a suggestion", () => {
+    const r = runCli(["describe", "memroy"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('unknown component type "memroy" (did you mean "memory"?)');
+  });
+});

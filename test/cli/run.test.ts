@@ -1,0 +1,341 @@
+import { describe, expect, test } from "bun:test";
+import { writeFileSync, statSync, utimesSync } from "node:fs";
+import path from "node:path";
+import net from "node:net";
+import { parseRunArgs, runAgent } from "../../src/cli/run.ts";
+import type { ComponentDefinition } from "../../src/components/component.ts";
+import * as registry from "../../src/components/registry.ts";
+import { cleanupsAfterEach, freePort, netcatConf, runCli, sendLines, sleep, startAgentCli, tempDir, canConnect, fileChannelLines, waitUntilListening, listenLocal } from "../support/helpers.ts";
+
+async function getJson(port: number, p: string): Promise<{ status: number; body: string; type: string | null }> {
+  const res = await fetch(`http://127.0.0.1:${port}${p}`);
+  return { status: res.status, body: await res.text(), type: res.headers.get("content-type") };
+}
+
+const cleanups = cleanupsAfterEach();
+
+function agentConf(port: number, extra = ""): string {
+  return netcatConf(port, { sink: "logger" }) + extra;
+}
+
+describe("flume run", () => {
+  test("netcat -> memory -> logger: lines sent over TCP are acknowledged and logged as Flume does", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const conf = path.join(dir, "a.conf");
+    writeFileSync(conf, agentConf(port));
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "-n", "a1", "--quiet"]);
+    const answer = await sendLines(port, "Hello world!\r\nsecond line\n");
+    expect(answer).toBe("OK\nOK\n");
+    await agent.waitFor(/body: 73 65 63 6F 6E 64/);
+    expect(agent.stderr).toContain("Event: { headers:{} body: 48 65 6C 6C 6F 20 77 6F 72 6C 64 21 0D          Hello world!. }");
+    expect(agent.stderr).toContain("Event: { headers:{} body: 73 65 63 6F 6E 64 20 6C 69 6E 65                Hello".replace("Hello", "second line"));
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+    expect(agent.stderr).toContain("agent a1 stopped");
+  });
+
+  test("a line over max-line-length gets Flume's FAILED answer; the agent keeps serving", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const conf = path.join(dir, "a.conf");
+    writeFileSync(conf, agentConf(port, "a1.sources.r1.max-line-length = 10\n"));
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet"]);
+    const answer = await sendLines(port, "short\nthis line is far too long\n");
+    expect(answer).toBe("OK\nFAILED: Event exceeds the maximum length (10 chars, including newline)\n");
+    expect(agent.stderr).toMatch(/client 127\.0\.0\.1:\d+ sent a line over max-line-length 10/);
+    expect(await sendLines(port, "again\n")).toBe("OK\n");
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+  });
+
+  test("refuses to start on validation errors and prints file:line", () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const conf = path.join(dir, "bad.conf");
+    writeFileSync(conf, agentConf(44444).replace("type = memory", "type = memroy"));
+    const r = runCli(["run", "-f", conf, "-n", "a1"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`${conf}:8`);
+    expect(r.stderr).toContain("memory");
+    expect(r.stderr).toContain("not starting");
+  });
+
+  test("usage errors exit 2", () => {
+    expect(runCli(["run"]).code).toBe(2);
+    expect(runCli(["run", "-f", "x.conf", "--bogus"]).code).toBe(2);
+    const port = runCli(["run", "-f", "conf/flume.conf", "--metrics-port", "70000"]);
+    expect(port.code).toBe(2);
+    expect(port.stderr).toContain("metrics port must be a whole number from 0 to 65535");
+  });
+
+  test("flume-ng spellings: agent, --conf, --conf-file, --name, -D, --no-reload-conf", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const conf = path.join(dir, "ng.conf");
+    writeFileSync(conf, agentConf(port).replace(`port = ${port}`, "port = ${sys:nc.port}"));
+    const agent = await startAgentCli(cleanups, ["agent", "--conf", dir, "--conf-file", conf, "--name", "a1", `-Dnc.port=${port}`, "--no-reload-conf", "--quiet"]);
+    expect(agent.stderr).toContain("ignored");
+    expect(await sendLines(port, "x\n")).toBe("OK\n");
+    agent.child.kill("SIGINT");
+    expect(await agent.exited()).toBe(0);
+  });
+
+  test("--lenient drops a broken component as Flume does, with a warning, and runs the rest", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const conf = path.join(dir, "lenient.conf");
+    writeFileSync(
+      conf,
+      agentConf(port).replace("a1.sinks = k1", "a1.sinks = k1 k2") + "a1.sinks.k2.type = nosuchsink\na1.sinks.k2.channel = c1\n",
+    );
+    expect(runCli(["run", "-f", conf]).code).toBe(1);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--lenient", "--quiet"]);
+    expect(agent.stderr).toContain("dropping sink k2");
+    expect(await sendLines(port, "x\n")).toBe("OK\n");
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+  });
+});
+
+describe("reload and shutdown", () => {
+  test("a new component appears on reload; a broken file keeps the old agent; a memory channel keeps its events", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const port2 = await freePort();
+    const mport = await freePort();
+    const conf = path.join(dir, "reload.conf");
+    // No sink drains c1, so its events stay in the channel across the reload.
+    const base = `a1.sources = r1
+a1.channels = c1
+a1.sources.r1.type = netcat
+a1.sources.r1.bind = 127.0.0.1
+a1.sources.r1.port = ${port}
+a1.sources.r1.channels = c1
+a1.channels.c1.type = memory
+`;
+    writeFileSync(conf, base);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--poll-interval", "0.2", "--metrics-port", String(mport), "--metrics-bind", "127.0.0.1", "--quiet"]);
+    expect(await sendLines(port, "one\ntwo\n")).toBe("OK\nOK\n");
+
+    await sleep(50);
+    writeFileSync(conf, base.replace("a1.sources = r1", "a1.sources = r1 r2") + `a1.sources.r2.type = netcat\na1.sources.r2.bind = 127.0.0.1\na1.sources.r2.port = ${port2}\na1.sources.r2.channels = c1\na1.channels.c1.capacity = 200\n`);
+    await agent.waitFor(/reloaded/);
+    expect(await sendLines(port2, "three\n")).toBe("OK\n");
+    const m = JSON.parse((await getJson(mport, "/metrics")).body);
+    expect(m["CHANNEL.c1"].ChannelSize).toBe("3");
+    expect(m["CHANNEL.c1"].ChannelCapacity).toBe("200");
+    expect(agent.stderr).toMatch(/kept \[[^\]]*source r1/);
+
+    await sleep(50);
+    writeFileSync(conf, base + "a1.channels.c1.capacity = lots\n");
+    await agent.waitFor(/has 1 error\(s\); keeping the running configuration/);
+    expect(agent.stderr).toContain(`${conf}:8`);
+    expect(await sendLines(port2, "four\n")).toBe("OK\n");
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+  });
+
+  test("SIGTERM: sources stop, sinks drain the channel before exit, nothing committed is lost", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const out = path.join(dir, "out");
+    const conf = path.join(dir, "drain.conf");
+    // A slow sink (one event per transaction, logger) behind a fast source: the channel has a backlog at SIGTERM.
+    writeFileSync(conf, agentConf(port));
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet", "--drain-timeout", "10000"]);
+    const lines = Array.from({ length: 300 }, (_, i) => `line-${i}`);
+    const answer = await sendLines(port, lines.join("\n") + "\n", 5000, 300);
+    expect(answer.split("\n").filter((l) => l === "OK").length).toBe(300);
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+    const logged = agent.stderr.split("\n").filter((l) => l.includes("Event: { headers:{} body:"));
+    expect(logged.length).toBe(300);
+    expect(agent.stderr).not.toContain("loses them");
+    void out;
+  });
+});
+
+describe("flume run: signals and reload timing", () => {
+  test("a SIGTERM that arrives while the agent is starting stops it gracefully (exit 0, port closed)", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const file = path.join(dir, "a.conf");
+    writeFileSync(
+      file,
+      netcatConf(port, { channel: fileChannelLines(dir) }),
+    );
+    const { options } = parseRunArgs(["-f", file, "--quiet", "--no-reload-conf", "--drain-timeout", "200"]);
+    const code = runAgent(options);
+    // runAgent is now inside the agent's start: the signal comes during startup.
+    process.emit("SIGTERM");
+    // Before the fix nothing listened yet, so the signal was lost and runAgent never returned.
+    const hung = new Promise<"hung">((r) => setTimeout(() => r("hung"), 4000));
+    expect(await Promise.race([code, hung])).toBe(0);
+    expect(await canConnect(port)).toBe(false);
+    expect(process.listenerCount("SIGTERM")).toBe(0);
+  });
+
+  test("a change to the file made while the agent was starting is applied by the next poll (not taken as already loaded)", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const [port, port2] = [await freePort(), await freePort()];
+    const file = path.join(dir, "a.conf");
+    const base = netcatConf(port);
+    writeFileSync(file, base);
+    const { options } = parseRunArgs(["-f", file, "--quiet", "--poll-interval", "0.1", "--drain-timeout", "200"]);
+    const code = runAgent(options);
+    // runAgent is inside the agent's start now: the operator saves a new version of the file.
+    writeFileSync(file, base.replace("a1.sources = r1", "a1.sources = r1 r2") + `a1.sources.r2.type = netcat\na1.sources.r2.bind = 127.0.0.1\na1.sources.r2.port = ${port2}\na1.sources.r2.channels = c1\n`);
+    let up = false;
+    for (let i = 0; i < 100 && !up; i++) {
+      await sleep(20);
+      up = await canConnect(port2);
+    }
+    process.emit("SIGTERM");
+    expect(await code).toBe(0);
+    expect(up).toBe(true);
+  });
+});
+
+// A netcat source whose first create() fails, as one whose resource is briefly unavailable.
+const netcat = registry.lookupComponent("source", "netcat")!;
+let flakyCreates = 0;
+registry.registerComponent({
+  ...netcat,
+  schema: { ...netcat.schema, type: "flaky-netcat", aliases: [] },
+  create(config, ctx) {
+    if (flakyCreates++ === 0) throw new Error("resource temporarily unavailable");
+    return netcat.create(config, ctx);
+  },
+} as ComponentDefinition<unknown>);
+
+const base = (port: number) => netcatConf(port);
+
+const withR2 = (port: number, port2: number, type = "netcat") =>
+  base(port).replace("a1.sources = r1", "a1.sources = r1 r2") +
+  `a1.sources.r2.type = ${type}\na1.sources.r2.bind = 127.0.0.1\na1.sources.r2.port = ${port2}\na1.sources.r2.channels = c1\n`;
+
+describe("flume run: reload detection", () => {
+  test("a save that leaves the file's mtime unchanged is still reloaded (content is compared)", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const [port, port2] = [await freePort(), await freePort()];
+    const file = path.join(dir, "a.conf");
+    // Whole seconds, so the timestamp can be set back exactly.
+    const tick = Math.floor(Date.now() / 1000);
+    writeFileSync(file, base(port));
+    utimesSync(file, tick, tick);
+    const { options } = parseRunArgs(["-f", file, "--quiet", "--poll-interval", "0.05", "--drain-timeout", "200"]);
+    const code = runAgent(options);
+    expect(await waitUntilListening(port)).toBe(true);
+    // A second save within the same mtime tick: the timestamp reads as before.
+    const { mtimeMs } = statSync(file);
+    writeFileSync(file, withR2(port, port2));
+    utimesSync(file, tick, tick);
+    expect(statSync(file).mtimeMs).toBe(mtimeMs);
+    const up = await waitUntilListening(port2);
+    process.emit("SIGTERM");
+    expect(await code).toBe(0);
+    expect(up).toBe(true);
+  });
+
+  test("a reload whose build failed is tried again on the next poll without the file changing", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const [port, port2] = [await freePort(), await freePort()];
+    const file = path.join(dir, "a.conf");
+    writeFileSync(file, base(port));
+    const { options } = parseRunArgs(["-f", file, "--quiet", "--poll-interval", "0.05", "--drain-timeout", "200"]);
+    const code = runAgent(options);
+    expect(await waitUntilListening(port)).toBe(true);
+    flakyCreates = 0;
+    writeFileSync(file, withR2(port, port2, "flaky-netcat"));
+    const up = await waitUntilListening(port2);
+    process.emit("SIGTERM");
+    expect(await code).toBe(0);
+    // The first build failed, the retry built r2.
+    expect(flakyCreates).toBeGreaterThanOrEqual(2);
+    expect(up).toBe(true);
+  });
+});
+
+describe("flume run: the started line", () => {
+  test("a source whose start failed (port in use) is listed as retrying, not among the started sources", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const blocker = net.createServer();
+    const taken = await listenLocal(blocker);
+    cleanups.push(() => blocker.close());
+    const conf = path.join(dir, "a.conf");
+    writeFileSync(
+      conf,
+      `a1.sources = r1 r2
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = seq
+a1.sources.r1.totalEvents = 1
+a1.sources.r1.channels = c1
+a1.sources.r2.type = netcat
+a1.sources.r2.bind = 127.0.0.1
+a1.sources.r2.port = ${taken}
+a1.sources.r2.channels = c1
+a1.channels.c1.type = memory
+a1.sinks.k1.type = null
+a1.sinks.k1.channel = c1
+`,
+    );
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet", "--no-reload-conf", "--drain-timeout", "200"]);
+    const out = agent.stdout + agent.stderr;
+    const line = out.split("\n").find((l) => l.includes("agent a1 started"))!;
+    expect(line).toContain("sources [r1]");
+    expect(line).toMatch(/not started yet, retrying: r2 \(.*EADDRINUSE/);
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+  });
+});
+
+describe("flume run --lenient and reload", () => {
+  test("a reload under --lenient drops the broken components again instead of refusing every change", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const [port, port2] = [await freePort(), await freePort()];
+    const conf = path.join(dir, "lenient.conf");
+    // k2 is broken from the start: --lenient drops it and runs the rest.
+    const base = netcatConf(port).replace("a1.sinks = k1", "a1.sinks = k1 k2") + "a1.sinks.k2.type = nosuchsink\na1.sinks.k2.channel = c1\n";
+    writeFileSync(conf, base);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--lenient", "--poll-interval", "0.2", "--quiet"]);
+    await sleep(50);
+    // The operator adds a source; k2 is still broken.
+    writeFileSync(conf, base.replace("a1.sources = r1", "a1.sources = r1 r2") + `a1.sources.r2.type = netcat\na1.sources.r2.bind = 127.0.0.1\na1.sources.r2.port = ${port2}\na1.sources.r2.channels = c1\n`);
+    await agent.waitFor(/reloaded|keeping the running configuration/);
+    expect(agent.stderr).toMatch(/reloaded/);
+    expect(await canConnect(port2)).toBe(true);
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+  });
+
+  test("a reload reports the new file's warnings (an unknown property, with its line), not only its errors", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const conf = path.join(dir, "warn.conf");
+    const base = netcatConf(port);
+    writeFileSync(conf, base);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--poll-interval", "0.2", "--quiet"]);
+    await sleep(50);
+    writeFileSync(conf, base + "a1.channels.c1.capacty = 500\n");
+    await agent.waitFor(/reloaded/);
+    expect(agent.stderr).toContain(`${conf}:11`);
+    expect(agent.stderr).toContain("capacty");
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+  });
+});

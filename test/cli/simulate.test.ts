@@ -1,0 +1,200 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { runCli, tempDir } from "../support/helpers.ts";
+
+interface Report {
+  events: number;
+  produced: number;
+  accepted: number;
+  deliveredUnique: number;
+  duplicates: number;
+  lost: number;
+  remaining: number;
+  rolledBack: number;
+  sinkFailures: number;
+  crashes: { at: number; lost: { channel: string; lost: number }[] }[];
+  channels: { name: string; type: string; peak: number; capacity: number }[];
+  completed: boolean;
+  verdict: "HELD" | "VIOLATED";
+  verdictLine: string;
+  firstLost: { id: number; channel: string; history: string[] } | null;
+}
+
+function simulateJson(args: string[], env: Record<string, string> = {}): { code: number | null; report: Report } {
+  const r = runCli(["simulate", "--json", ...args], { env });
+  if (r.code !== 0 && r.code !== 1) throw new Error(`simulate exited ${r.code}: ${r.stderr}`);
+  return { code: r.code, report: JSON.parse(r.stdout) as Report };
+}
+
+describe("flume simulate", () => {
+  test("the same seed gives byte-identical output; another seed does not", () => {
+    const { dir, cleanup } = tempDir("flume-sim-det-");
+    try {
+      const args = ["simulate", "--events", "20000", "--fail-sink", "0.2", "--fail-put", "0.05", "--crash-at", "700ms", "--seed", "42"];
+      const a = runCli([...args, "--trace", path.join(dir, "a.jsonl"), "--html", path.join(dir, "a.html")]);
+      const b = runCli([...args, "--trace", path.join(dir, "b.jsonl"), "--html", path.join(dir, "b.html")]);
+      expect(a.code).toBe(1);
+      const strip = (s: string) => s.replace(/[ab]\.(jsonl|html)/g, "X");
+      expect(strip(b.stdout)).toBe(strip(a.stdout));
+      expect(a.stdout).toContain("at-least-once: VIOLATED");
+      expect(readFileSync(path.join(dir, "b.jsonl"))).toEqual(readFileSync(path.join(dir, "a.jsonl")));
+      expect(readFileSync(path.join(dir, "b.html"), "utf8")).toBe(readFileSync(path.join(dir, "a.html"), "utf8"));
+      const j1 = runCli(["simulate", "--json", "--events", "5000", "--fail-sink", "0.3", "--seed", "7"]);
+      const j2 = runCli(["simulate", "--json", "--events", "5000", "--fail-sink", "0.3", "--seed", "7"]);
+      const j3 = runCli(["simulate", "--json", "--events", "5000", "--fail-sink", "0.3", "--seed", "8"]);
+      expect(j2.stdout).toBe(j1.stdout);
+      expect(j3.stdout).not.toBe(j1.stdout);
+      // The real file channel (disk writes, fsync) is awaited before virtual time moves: still the same bytes.
+      const fileArgs = ["simulate", "--channel", "file", "--events", "5000", "--fail-sink", "0.2", "--crash-at", "300ms", "--seed", "9"];
+      const f1 = runCli([...fileArgs, "--trace", path.join(dir, "f1.jsonl")], { env: { TMPDIR: dir } });
+      const f2 = runCli([...fileArgs, "--trace", path.join(dir, "f2.jsonl")], { env: { TMPDIR: dir } });
+      expect(f1.code).toBe(0);
+      expect(f2.stdout.replaceAll("f2.jsonl", "f1.jsonl")).toBe(f1.stdout);
+      expect(readFileSync(path.join(dir, "f2.jsonl"))).toEqual(readFileSync(path.join(dir, "f1.jsonl")));
+    } finally {
+      cleanup();
+    }
+  });
+
+  test("memory channel, sink failures, no crash: HELD, with duplicates from partly delivered batches", () => {
+    const { code, report } = simulateJson(["--events", "20000", "--fail-sink", "0.25", "--seed", "3"]);
+    expect(code).toBe(0);
+    expect(report.verdict).toBe("HELD");
+    expect(report.completed).toBe(true);
+    expect(report.accepted).toBe(20000);
+    expect(report.deliveredUnique).toBe(20000);
+    expect(report.lost).toBe(0);
+    expect(report.sinkFailures).toBeGreaterThan(0);
+    expect(report.duplicates).toBeGreaterThan(0);
+    expect(report.verdictLine).toBe(`at-least-once: HELD (0 lost, ${report.duplicates.toLocaleString("en-US")} duplicates)`);
+  });
+
+  test("the same crash: a memory channel VIOLATES at-least-once, the real file channel on a temp dir HOLDS", () => {
+    const { dir, cleanup } = tempDir("flume-sim-crash-");
+    try {
+      const args = ["--events", "10000", "--fail-sink", "0.1", "--crash-at", "500ms", "--seed", "5"];
+      const mem = simulateJson(args);
+      expect(mem.code).toBe(1);
+      expect(mem.report.verdict).toBe("VIOLATED");
+      expect(mem.report.lost).toBeGreaterThan(0);
+      expect(mem.report.crashes).toHaveLength(1);
+      expect(mem.report.crashes[0].lost[0].lost).toBeGreaterThanOrEqual(mem.report.lost);
+      expect(mem.report.verdictLine).toBe(`at-least-once: VIOLATED (${mem.report.lost.toLocaleString("en-US")} lost)`);
+      // The story of the first lost event: accepted, then the crash took it.
+      const story = mem.report.firstLost?.history.join("\n") ?? "";
+      expect(story).toContain("committed into channel c1 by r1");
+      expect(story).toContain("CRASH: memory channel c1 loses its contents");
+
+      // TMPDIR puts the file channel's scratch directory under our temp dir.
+      const file = simulateJson([...args, "--channel", "file"], { TMPDIR: dir });
+      expect(file.code).toBe(0);
+      expect(file.report.verdict).toBe("HELD");
+      expect(file.report.channels[0].type).toBe("file");
+      expect(file.report.crashes).toHaveLength(1);
+      expect(file.report.lost).toBe(0);
+      expect(file.report.deliveredUnique).toBe(10000);
+      expect(file.report.firstLost).toBeNull();
+      // The scratch directory is removed afterwards.
+      expect(readdirSync(dir)).toEqual([]);
+
+      // A crash after a batch reached its destination but before the sink committed its take:
+      // the file channel still has the batch and delivers it again (duplicates, nothing lost).
+      const ack = simulateJson(["--channel", "file", "--events", "10000", "--crash-at", "505ms"], { TMPDIR: dir });
+      expect(ack.report.verdict).toBe("HELD");
+      expect(ack.report.sinkFailures).toBe(0);
+      expect(ack.report.duplicates).toBe(100);
+    } finally {
+      cleanup();
+    }
+  });
+
+  test("the text report has the figures, a timeline and the verdict; --html writes one self-contained page", () => {
+    const { dir, cleanup } = tempDir("flume-sim-text-");
+    try {
+      const html = path.join(dir, "sim.html");
+      const r = runCli(["simulate", "--events", "5000", "--fail-sink", "3,7-9", "--crash-at", "300ms", "--html", html]);
+      expect(r.code).toBe(1);
+      for (const label of ["produced", "accepted", "delivered unique", "duplicates", "lost", "rolled-back transactions", "client retries", "channel peak fill c1", "crash at 300ms"]) {
+        expect(r.stdout).toContain(label);
+      }
+      expect(r.stdout).toMatch(/c1 fill\s+\|[ ▁▂▃▄▅▆▇█]+\|/);
+      expect(r.stdout).toMatch(/faults\s+\|[·xpC]*C[·xpC]*\|/);
+      expect(r.stdout).toMatch(/sink batches \(failed\)\s+\d+ \(4\)/);
+      expect(r.stdout).toContain("first lost event:");
+      const page = readFileSync(html, "utf8");
+      expect(page).toStartWith("<!doctype html>");
+      expect(page).toContain("<svg");
+      expect(page).toContain("crash 300ms");
+      expect(page).not.toMatch(/<script|<link|src="http/);
+      // No progress bar when stderr is not a terminal.
+      expect(r.stderr).toBe("");
+    } finally {
+      cleanup();
+    }
+  });
+
+  test("-f conf: configured channels, selector, interceptors and sink group with simulated sources and sinks", () => {
+    const { dir, cleanup } = tempDir("flume-sim-conf-");
+    try {
+      const conf = path.join(dir, "agent.conf");
+      const untouched = path.join(dir, "production");
+      writeFileSync(
+        conf,
+        [
+          "a1.sources = r1",
+          "a1.channels = mem disk",
+          "a1.sinks = k1 k2 k3",
+          "a1.sinkgroups = g1",
+          "a1.sources.r1.type = netcat",
+          "a1.sources.r1.bind = 127.0.0.1",
+          "a1.sources.r1.port = 1",
+          "a1.sources.r1.channels = mem disk",
+          "a1.sources.r1.interceptors = ts",
+          "a1.sources.r1.interceptors.ts.type = timestamp",
+          "a1.channels.mem.type = memory",
+          "a1.channels.mem.capacity = 5000",
+          "a1.channels.mem.transactionCapacity = 200",
+          "a1.channels.disk.type = file",
+          `a1.channels.disk.checkpointDir = ${untouched}/checkpoint`,
+          `a1.channels.disk.dataDirs = ${untouched}/data`,
+          "a1.sinks.k1.type = logger",
+          "a1.sinks.k1.channel = mem",
+          "a1.sinks.k2.type = logger",
+          "a1.sinks.k2.channel = mem",
+          "a1.sinks.k3.type = null",
+          "a1.sinks.k3.channel = disk",
+          "a1.sinkgroups.g1.sinks = k1 k2",
+          "a1.sinkgroups.g1.processor.type = failover",
+          "a1.sinkgroups.g1.processor.priority.k1 = 10",
+          "a1.sinkgroups.g1.processor.priority.k2 = 5",
+          "",
+        ].join("\n"),
+      );
+      const { code, report } = simulateJson(["-f", conf, "-n", "a1", "--events", "4000", "--fail-sink", "0.1", "--crash-at", "200ms"]);
+      expect(code).toBe(1);
+      expect(report.channels.map((c) => `${c.name}:${c.type}:${c.capacity}`)).toEqual(["mem:memory:5000", "disk:file:1000000"]);
+      expect(report.crashes[0].lost).toEqual([{ channel: "mem", lost: expect.any(Number) }]);
+      expect(report.firstLost?.channel).toBe("mem");
+      expect(report.accepted).toBe(4000);
+      // Every event reached the file channel's sink: the memory channel's copies are the lost ones.
+      expect(report.deliveredUnique).toBe(4000);
+      expect(existsSync(untouched)).toBe(false);
+      const text = runCli(["simulate", "-f", conf, "--events", "1000"]);
+      expect(text.code).toBe(0);
+      expect(text.stdout).toContain("sinkgroup g1: failover over k1 k2");
+      expect(text.stdout).toContain("source r1 -> mem disk (netcat replaced by a simulated client");
+    } finally {
+      cleanup();
+    }
+  });
+
+  test("usage errors exit 2 and name the option", () => {
+    const r = runCli(["simulate", "--crash-at", "soon"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("--crash-at");
+    const r2 = runCli(["simulate", "--fail-sink", "1.5"]);
+    expect(r2.code).toBe(2);
+    expect(r2.stderr).toContain("--fail-sink");
+  });
+});

@@ -1,0 +1,117 @@
+// Every channel type the registry knows passes the channel contract (conformance.ts): a channel
+// added later is covered without touching this file. A type that needs more than scratch
+// directories to run (a server, say) gets its setup in SETUP below, or the suite fails for it.
+import { componentContext } from "../../../src/components/component.ts";
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { Channel } from "../../../src/core/channel.ts";
+import { createEvent } from "../../../src/core/event.ts";
+import { silentLogger } from "../../../src/core/logger.ts";
+import { VirtualClock } from "../../../src/core/virtual-clock.ts";
+import type { ComponentDefinition } from "../../../src/components/component.ts";
+import { allComponents } from "../../../src/components/registry.ts";
+import { type ChannelUnderTest, checkChannelContract, coverage, type Limits } from "./conformance.ts";
+
+/** Per-type runs: a durable channel does real I/O per commit, so it gets fewer. */
+const RUNS = (def: ComponentDefinition<unknown>) => (def.durability ? 200 : 1000);
+
+function underTest(def: ComponentDefinition<unknown>): ChannelUnderTest {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `flume-conformance-${def.schema.type}-`));
+  const raw: Record<string, string> = {};
+  // Storage goes into the scratch directory: every path-typed property gets a folder of its own.
+  for (const p of def.schema.props) if (p.type === "path") raw[p.key] = path.join(dir, p.key);
+  return {
+    type: def.schema.type,
+    survivesCrash: def.durability !== undefined,
+    async open(limits: Limits, clock: VirtualClock): Promise<Channel> {
+      const { options: config, errors } = def.parse({
+        ...raw,
+        capacity: String(limits.capacity),
+        transactionCapacity: String(limits.transactionCapacity),
+        "keep-alive": String(limits.keepAlive),
+      });
+      expect(errors).toEqual([]);
+      const channel = def.create(config, componentContext("c1", { agentName: "a1", clock, logger: silentLogger })) as Channel;
+      await channel.start();
+      return channel;
+    },
+    async crash(channel: Channel): Promise<void> {
+      await def.durability?.crash(channel);
+    },
+    dispose() {
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const channelTypes = allComponents().filter((d) => d.schema.kind === "channel" && d.schema.type !== "embedded");
+
+describe("channel conformance", () => {
+  test("the registry has channel types to check", () => {
+    expect(channelTypes.map((d) => d.schema.type)).toEqual(expect.arrayContaining(["memory", "file"]));
+  });
+
+  for (const def of channelTypes) {
+    describe(`${def.schema.type} channel`, () => {
+      test(`random interleavings of transactions keep the channel contract${def.durability ? ", across clean restarts and crashes" : ""}`, async () => {
+        const before = { ...coverage };
+        await checkChannelContract(() => underTest(def), { runs: RUNS(def) });
+        const seen = Object.fromEntries(Object.entries(coverage).map(([k, v]) => [k, v - before[k as keyof typeof coverage]]));
+        // The runs reached the cases the contract is about.
+        for (const k of ["commitWaited", "commitServedAfterWait", "commitFull", "putListFull", "takeListFull", "takeEmpty", "rollbackTakes", "stateErrors"]) {
+          expect({ [k]: seen[k] > 0 }).toEqual({ [k]: true });
+        }
+        if (def.durability) expect(seen.restarts > 0 && seen.crashes > 0).toBe(true);
+      }, 120_000);
+
+      test("two commits waiting for room in a full channel: one take frees room for one of them, never more than capacity", async () => {
+        const cut = underTest(def);
+        const clock = new VirtualClock(1_000_000);
+        const ch = await cut.open({ capacity: 10, transactionCapacity: 5, keepAlive: 3 }, clock);
+        const settle = async () => {
+          for (let i = 0; i < 1000 && (i < 3 || ch.ioBusy?.()); i++) await clock.flush();
+        };
+        try {
+          const putBatch = (from: number) => {
+            const tx = ch.getTransaction();
+            tx.begin();
+            for (let i = 0; i < 5; i++) tx.put(createEvent(`e${from + i}`));
+            return tx;
+          };
+          for (const from of [0, 5]) {
+            const tx = putBatch(from);
+            await tx.commit();
+            tx.close();
+          }
+          const a = putBatch(10);
+          const b = putBatch(15);
+          const results: string[] = [];
+          const pa = a.commit().then(() => results.push("a ok"), (e: Error) => results.push(`a ${e.name}`));
+          const pb = b.commit().then(() => results.push("b ok"), (e: Error) => results.push(`b ${e.name}`));
+          await settle();
+          expect(results).toEqual([]);
+          const take = ch.getTransaction();
+          take.begin();
+          for (let i = 0; i < 5; i++) expect(take.take()).not.toBeNull();
+          await take.commit();
+          take.close();
+          await settle();
+          // The first in line got the room; the second still waits.
+          expect(results).toEqual(["a ok"]);
+          expect(ch.counter.values.ChannelSize).toBe(10);
+          await clock.advance(3001);
+          await settle();
+          await Promise.all([pa, pb]);
+          expect(results).toEqual(["a ok", "b ChannelFullException"]);
+          await b.rollback();
+          expect(ch.counter.values.ChannelSize).toBe(10);
+        } finally {
+          await ch.stop();
+          cut.dispose();
+        }
+      });
+    });
+  }
+});

@@ -1,0 +1,405 @@
+import { describe, expect, test } from "bun:test";
+import { appendFileSync, copyFileSync, readFileSync, renameSync, statSync, truncateSync, writeFileSync, chmodSync, mkdirSync, rmSync, utimesSync, readdirSync, readlinkSync } from "node:fs";
+import path from "node:path";
+import { spawnSync } from "node:child_process";
+import { definition, TaildirSource } from "../../../src/components/sources/taildir.ts";
+import { FileChannel } from "../../../src/components/channels/file/index.ts";
+import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
+import type { Channel } from "../../../src/core/channel.ts";
+import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
+import { TailFile } from "../../../src/components/sources/taildir/tail-file.ts";
+import { cleanupsAfterEach, tempDir, ROOT } from "../../support/helpers.ts";
+import { bodies, build, context, drain, numbered, recordBatchBytes, wire } from "../../support/components.ts";
+import { drain as drainFileChannel, options } from "../../support/file-channel.ts";
+import { needsLoopExt4, needsRootToSwitchUser, needsProc, needsStrace } from "../../support/requires.ts";
+import { esc, indexOf, traced } from "../../support/strace.ts";
+
+const cleanups = cleanupsAfterEach();
+
+function setup(extra: Record<string, string> = {}) {
+  const t = tempDir("flume-taildir-");
+  cleanups.push(t.cleanup);
+  const logs = path.join(t.dir, "logs");
+  require("node:fs").mkdirSync(logs);
+  const raw = {
+    filegroups: "g1",
+    "filegroups.g1": `${logs}/app\\.log`,
+    positionFile: path.join(t.dir, "pos", "taildir_position.json"),
+    batchSize: "7",
+    ...extra,
+  };
+  const make = () => {
+    const ctx = context("r1");
+    const src = build(definition, raw, ctx);
+    const channel = wire(src);
+    return { src, channel, ctx };
+  };
+  return { dir: t.dir, logs, raw, make, positionFile: raw.positionFile };
+}
+
+/** Calls process() until the source has nothing more to read right now. */
+async function pump(src: TaildirSource): Promise<void> {
+  for (let i = 0; i < 10000; i++) if ((await src.process()) === "BACKOFF") return;
+}
+
+describe("TAILDIR", () => {
+  test("tails matching files with group headers, file and byte offset headers; keeps an unfinished line", async () => {
+    const s = setup({ "headers.g1.topic": "app", fileHeader: "true", byteOffsetHeader: "true" });
+    const file = path.join(s.logs, "app.log");
+    writeFileSync(file, "first\r\nsecond\nthird-without-newline");
+    writeFileSync(path.join(s.logs, "other.log"), "not matched\n");
+    const { src, channel } = s.make();
+    await src.start();
+    await pump(src);
+    let events = await drain(channel);
+    expect(bodies(events)).toEqual(["first", "second"]);
+    expect(events[0].headers).toEqual({ topic: "app", byteoffset: "0", file });
+    expect(events[1].headers.byteoffset).toBe("7");
+    appendFileSync(file, "-done\nfourth\n");
+    await pump(src);
+    events = await drain(channel);
+    expect(bodies(events)).toEqual(["third-without-newline-done", "fourth"]);
+    await src.stop();
+    const pos = JSON.parse(readFileSync(s.positionFile, "utf8"));
+    expect(pos).toEqual([{ inode: statSync(file).ino, pos: statSync(file).size, file }]);
+    expect(readFileSync(s.positionFile, "utf8")).toBe(`[{"inode":${statSync(file).ino},"pos":${statSync(file).size},"file":"${file}"}]`);
+  });
+
+  test("positions advance only after the commit: a full channel makes the batch wait, nothing is lost", async () => {
+    const s = setup({ batchSize: "10" });
+    const file = path.join(s.logs, "app.log");
+    writeFileSync(file, numbered("x", 0, 100));
+    const ctx = context("r1");
+    const src = build(definition, s.raw, ctx);
+    const channel = wire(src, { capacity: 25, transactionCapacity: 10, keepAlive: 0 });
+    await src.start();
+    const got: string[] = [];
+    for (let round = 0; round < 100 && got.length < 100; round++) {
+      await src.process();
+      got.push(...bodies(await drain(channel, 15, 10)));
+    }
+    expect(got).toEqual(numbered("x", 0, 100).trim().split("\n"));
+    expect(src.counter.get("ChannelWriteFail")).toBeGreaterThan(0);
+    expect(src.counter.get("EventAcceptedCount")).toBe(100);
+    await src.stop();
+  });
+
+  for (const pattern of ["app\\.log", "app\\.log.*"]) test(`graceful restarts across rename and copytruncate rotations deliver every line exactly once (pattern ${pattern})`, async () => {
+    const s = setup({ "filegroups.g1": "" });
+    s.raw["filegroups.g1"] = `${s.logs}/${pattern}`;
+    const file = path.join(s.logs, "app.log");
+    const delivered: string[] = [];
+    let n = 0;
+    const write = (k: number) => {
+      appendFileSync(file, numbered("L", n, n + k));
+      n += k;
+    };
+    for (let round = 0; round < 6; round++) {
+      const { src, channel } = s.make();
+      await src.start();
+      write(13);
+      await pump(src);
+      delivered.push(...bodies(await drain(channel)));
+      write(9); // written, maybe not read, before the stop
+      if (round % 2 === 0) await pump(src);
+      delivered.push(...bodies(await drain(channel)));
+      await src.stop();
+      // While the source is down: more lines, then a rotation, then more lines.
+      write(5);
+      if (round % 2 === 0) {
+        renameSync(file, `${file}.${round}`);
+      } else {
+        copyFileSync(file, `${file}.${round}`);
+        truncateSync(file, 0);
+      }
+      write(4);
+    }
+    const { src, channel } = s.make();
+    await src.start();
+    await pump(src);
+    delivered.push(...bodies(await drain(channel)));
+    await src.stop();
+    expect(delivered.length).toBe(n);
+    const sortNum = (a: string[]) => a.slice().sort((x, y) => Number(x.slice(2)) - Number(y.slice(2)));
+    expect(sortNum(delivered)).toEqual(numbered("L", 0, n).trim().split("\n"));
+  });
+
+  for (const pattern of ["app\\.log.*", "app\\.log"]) {
+    test(`rotation while running (pattern ${pattern}): renamed files are drained, copytruncate copies continue, no repeats`, async () => {
+      const s = setup();
+      const raw = { ...s.raw, "filegroups.g1": `${s.logs}/${pattern}` };
+      const ctx = context("r1");
+      const src = build(definition, raw, ctx);
+      const channel = wire(src);
+      await src.start();
+      const file = path.join(s.logs, "app.log");
+      let n = 0;
+      const write = (k: number) => {
+        appendFileSync(file, numbered("R", n, n + k));
+        n += k;
+      };
+      write(20);
+      await pump(src);
+      write(6);
+      renameSync(file, `${file}.1`);
+      write(3);
+      await pump(src);
+      write(8);
+      copyFileSync(file, `${file}.2`);
+      truncateSync(file, 0);
+      write(5); // grows back past the old position before the next poll
+      await pump(src);
+      write(4);
+      copyFileSync(file, `${file}.3`);
+      await pump(src); // sees the copy before the truncation
+      write(2);
+      await pump(src);
+      truncateSync(file, 0);
+      write(3);
+      await pump(src);
+      await pump(src);
+      const delivered = bodies(await drain(channel));
+      await src.stop();
+      if (process.env.DEBUG_TAILDIR) console.log(ctx.logger.lines.map((l) => l.message).join("\n"));
+      expect(delivered.slice().sort()).toEqual(numbered("R", 0, n).trim().split("\n").sort());
+      expect(delivered.length).toBe(n);
+    });
+  }
+
+  test("idleTimeout: a rotated-away file is drained (its unfinished last line too) and dropped; an idle file is closed and reopened on growth", async () => {
+    const s = setup({ idleTimeout: "50" });
+    const file = path.join(s.logs, "app.log");
+    writeFileSync(file, "a\nunfinished");
+    const { src, channel, ctx } = s.make();
+    await src.start();
+    await pump(src);
+    expect(bodies(await drain(channel))).toEqual(["a"]);
+    renameSync(file, `${file}.1`);
+    writeFileSync(file, "b\n");
+    await pump(src);
+    expect(bodies(await drain(channel))).toEqual(["b"]);
+    await new Promise((r) => setTimeout(r, 80));
+    await pump(src);
+    expect(bodies(await drain(channel))).toEqual(["unfinished"]);
+    expect(src.positions().map((p) => p.file)).toEqual([file]);
+    expect(ctx.logger.lines.some((l) => l.message.includes("(idle)"))).toBe(true);
+    appendFileSync(file, "c\n");
+    await pump(src);
+    expect(bodies(await drain(channel))).toEqual(["c"]);
+    await src.stop();
+  });
+
+  test("a long line is emitted in pieces of maxLineLength bytes", async () => {
+    const s = setup({ maxLineLength: "10" });
+    writeFileSync(path.join(s.logs, "app.log"), `${"a".repeat(25)}\nshort\n`);
+    const { src, channel, ctx } = s.make();
+    await src.start();
+    await pump(src);
+    expect(bodies(await drain(channel))).toEqual(["a".repeat(10), "a".repeat(10), "a".repeat(5), "short"]);
+    expect(ctx.logger.lines.some((l) => l.level === "warn" && l.message.includes("maxLineLength"))).toBe(true);
+    await src.stop();
+  });
+
+  test("schema: Flume's names and defaults", () => {
+    const props = Object.fromEntries(definition.schema.props.map((p) => [p.key, p.default]));
+    expect(props).toMatchObject({ idleTimeout: 120000, writePosInterval: 3000, batchSize: 100, skipToEnd: false, fileHeaderKey: "file", cachePatternMatching: true });
+    expect(definition.schema.aliases).toContain("org.apache.flume.source.taildir.TaildirSource");
+  });
+
+  test("a batch holds at most about maxLineLength bytes (twice at worst), and the rest of the file follows without a backoff", async () => {
+    const t = tempDir("flume-taildir-bytes-");
+    cleanups.push(t.cleanup);
+    const logs = path.join(t.dir, "logs");
+    mkdirSync(logs);
+    const line = "y".repeat(900);
+    writeFileSync(path.join(logs, "a.log"), `${line}\n`.repeat(40));
+    const src = build(definition, { filegroups: "g1", "filegroups.g1": `${logs}/a\\.log`, positionFile: path.join(t.dir, "pos.json"), maxLineLength: "1000", batchSize: "100" }, context("r1")) as TaildirSource;
+    const channel = wire(src);
+    const batchBytes = recordBatchBytes(src);
+    await src.start();
+    await src.process(); // one poll reads everything there is
+    const got = (await drain(channel)).map((e) => new TextDecoder().decode(e.body));
+    await src.stop();
+    expect(got).toEqual(Array.from({ length: 40 }, () => line));
+    expect(Math.max(...batchBytes)).toBeLessThanOrEqual(2000);
+  });
+});
+
+const RUNNER = path.join(ROOT, "test", "support", "runners", "taildir.ts");
+
+describe("TAILDIR with a file channel", () => {
+  needsLoopExt4.test("a deleted file's position is dropped from the channel too, so a new file that reuses its inode is read from its start after a restart", async () => {
+    const t = tempDir("flume-taildir-inode-");
+    cleanups.push(t.cleanup);
+    // The logs on a small ext4 of their own (it hands a freed inode to the next new file), so
+    // the channel's and position files do not take the inode first.
+    const img = path.join(t.dir, "logs.img");
+    const logs = path.join(t.dir, "logs");
+    mkdirSync(logs);
+    writeFileSync(img, "");
+    truncateSync(img, 16 * 1024 * 1024);
+    const mkfs = spawnSync("mkfs.ext4", ["-q", img], { encoding: "utf8" });
+    expect({ mkfs: mkfs.status, stderr: mkfs.stderr }).toEqual({ mkfs: 0, stderr: "" });
+    const mount = spawnSync("mount", ["-o", "loop", img, logs], { encoding: "utf8" });
+    expect({ mount: mount.status, stderr: mount.stderr }).toEqual({ mount: 0, stderr: "" });
+    cleanups.push(() => spawnSync("umount", ["-l", logs]));
+    const file = path.join(logs, "app.log");
+    const raw = { filegroups: "g1", "filegroups.g1": `${logs}/app\\.log`, positionFile: path.join(t.dir, "pos.json"), idleTimeout: "10" };
+    const open = async () => {
+      const channel = new FileChannel("c1", options(t.dir));
+      await channel.start();
+      const src = build(definition, raw, context("r1")) as TaildirSource;
+      src.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel as Channel])));
+      await src.start();
+      return { channel, src };
+    };
+
+    writeFileSync(file, "a1\na2\n");
+    const inode = statSync(file).ino;
+    const first = await open();
+    await pump(first.src);
+    expect(await drainFileChannel(first.channel)).toEqual(["a1", "a2"]);
+    rmSync(file);
+    // Seen gone, then idle and drained: the deleted file is let go.
+    for (let i = 0; i < 3; i++) {
+      await new Promise((r) => setTimeout(r, 30));
+      await pump(first.src);
+    }
+    expect(first.src.positions()).toEqual([]);
+    await first.src.stop();
+    await first.channel.stop();
+
+    // ext4 and others hand a freed inode to the next new file: make that happen.
+    let reused = false;
+    for (let i = 0; i < 50 && !reused; i++) {
+      writeFileSync(file, "b1\nb2\nb3\n");
+      reused = statSync(file).ino === inode;
+      if (!reused) rmSync(file);
+    }
+    expect(reused).toBe(true);
+    const second = await open();
+    await pump(second.src);
+    expect(await drainFileChannel(second.channel)).toEqual(["b1", "b2", "b3"]);
+    await second.src.stop();
+    await second.channel.stop();
+  });
+});
+
+describe("TAILDIR and files it may not read or share", () => {
+  needsRootToSwitchUser.test("a matched file it may not read gets an error naming it, and the other files are still read", () => {
+    const t = tempDir("flume-taildir-perm-");
+    cleanups.push(t.cleanup);
+    const logs = path.join(t.dir, "logs");
+    mkdirSync(logs);
+    const a = path.join(logs, "a.log");
+    const b = path.join(logs, "b.log");
+    const c = path.join(logs, "c.log");
+    // The unreadable file is the oldest, so it comes first.
+    writeFileSync(b, "secret\n", { mode: 0o000 });
+    writeFileSync(a, "a1\n");
+    writeFileSync(c, "c1\n");
+    utimesSync(b, new Date(1_000_000), new Date(1_000_000));
+    chmodSync(t.dir, 0o777);
+    chmodSync(logs, 0o777);
+    // File permissions do not bind root: run the source as nobody.
+    const r = spawnSync(process.execPath, [RUNNER, "poll", t.dir], { uid: 65534, gid: 65534, cwd: t.dir, encoding: "utf8" });
+    expect({ error: r.error?.message, status: r.status, stderr: r.stderr }).toEqual({ error: undefined, status: 0, stderr: "" });
+    const out = JSON.parse(r.stdout) as { lines: string[]; errors: string[] };
+    expect(out.lines.sort()).toEqual(["a1", "c1"]);
+    expect(out.errors.some((e) => e.includes(b))).toBe(true);
+  });
+
+  test("a second source on the same positionFile (both left at the default, say) is refused at start with an error naming the first", async () => {
+    const t = tempDir("flume-taildir-pos-");
+    cleanups.push(t.cleanup);
+    const logs = path.join(t.dir, "logs");
+    mkdirSync(logs);
+    const raw = { filegroups: "g1", "filegroups.g1": `${logs}/a\\.log`, positionFile: path.join(t.dir, "pos.json") };
+    const first = build(definition, raw, context("r1")) as TaildirSource;
+    wire(first);
+    const second = build(definition, { ...raw, "filegroups.g1": `${logs}/b\\.log` }, context("r2")) as TaildirSource;
+    wire(second);
+    await first.start();
+    // Each would overwrite the other's positions: after a restart one re-reads (or with skipToEnd skips) its files.
+    await expect(second.start()).rejects.toThrow(/positionFile.*r1/);
+    await first.stop();
+    // Once the first source stopped, the file is free again.
+    await second.start();
+    await second.stop();
+  });
+});
+
+/** Descriptors of this process open on `file` (Linux /proc). */
+function openDescriptors(file: string): number {
+  let n = 0;
+  for (const fd of readdirSync("/proc/self/fd")) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${fd}`) === file) n++;
+    } catch {
+      // Closed since the listing.
+    }
+  }
+  return n;
+}
+
+describe("TAILDIR file descriptors", () => {
+  needsProc.test("a position write that fingerprints a file while the file is let go leaves no descriptor open on it", async () => {
+    const t = tempDir("flume-taildir-fd-");
+    cleanups.push(t.cleanup);
+    const file = path.join(t.dir, "app.log");
+    writeFileSync(file, "a1\na2\n");
+    const { ino } = statSync(file);
+    const tf = new TailFile({ path: file, inode: ino, group: "g1", headers: {}, pos: 6, maxLineLength: 1024, onOverlong: () => {} }, 0);
+    // The timed write reads the head and tail of the file (not in memory after a restart) ...
+    const fingerprint = tf.fingerprint();
+    // ... while the poll lets the file go (rotated away and drained, or deleted).
+    await tf.close();
+    await fingerprint;
+    expect(tf.isOpen).toBe(false);
+    expect(openDescriptors(file)).toBe(0);
+  });
+
+  needsProc.test("two reads that open a closed file at once share one descriptor", async () => {
+    const t = tempDir("flume-taildir-fd2-");
+    cleanups.push(t.cleanup);
+    const file = path.join(t.dir, "app.log");
+    writeFileSync(file, "a1\na2\n");
+    const { ino } = statSync(file);
+    const tf = new TailFile({ path: file, inode: ino, group: "g1", headers: {}, pos: 6, maxLineLength: 1024, onOverlong: () => {} }, 0);
+    await Promise.all([tf.readAt(0, 2), tf.readAt(3, 2)]);
+    await tf.close();
+    expect(openDescriptors(file)).toBe(0);
+  });
+
+  needsProc.test("a file that was let go is not opened again by a later position write", async () => {
+    const t = tempDir("flume-taildir-fd3-");
+    cleanups.push(t.cleanup);
+    const file = path.join(t.dir, "app.log");
+    writeFileSync(file, "a1\na2\n");
+    const { ino } = statSync(file);
+    const tf = new TailFile({ path: file, inode: ino, group: "g1", headers: {}, pos: 6, maxLineLength: 1024, onOverlong: () => {} }, 0);
+    await tf.readAt(0, 2);
+    // Let go between the two reads of a fingerprint (head, then tail).
+    await tf.release();
+    expect(await tf.fingerprint()).toBeNull();
+    expect(openDescriptors(file)).toBe(0);
+  });
+});
+
+describe("TAILDIR state files on disk", () => {
+  needsStrace.test("the position and fingerprint files reach the disk before they replace the old ones, and the rename is made durable (fsync of the directory)", () => {
+    const t = tempDir("flume-taildir-fsync-");
+    cleanups.push(t.cleanup);
+    const lines = traced(t.dir, path.join(ROOT, "test", "support", "runners", "taildir.ts"), "positions", t.dir);
+    const state = path.join(t.dir, "state");
+    for (const name of ["pos.json", "pos.json.fingerprints"]) {
+      const tmp = path.join(state, `${name}.tmp`);
+      const synced = indexOf(lines, new RegExp(`^\\d+ +f(data)?sync\\(\\d+<${esc(tmp)}>\\)`));
+      const renamed = indexOf(lines, new RegExp(`rename(at2?)?\\(.*"${esc(tmp)}".*"${esc(path.join(state, name))}"`));
+      expect({ name, synced: synced >= 0 }).toEqual({ name, synced: true });
+      expect(renamed).toBeGreaterThan(synced);
+      const dirSynced = indexOf(lines, new RegExp(`f(data)?sync\\(\\d+<${esc(state)}>\\)`), renamed);
+      expect({ name, dirSyncedAfterRename: dirSynced > renamed }).toEqual({ name, dirSyncedAfterRename: true });
+    }
+  });
+});

@@ -1,0 +1,206 @@
+import { describe, expect, test } from "bun:test";
+import { writeFileSync, readFileSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { cleanupsAfterEach, freePort, startAgentCli, tempDir, FIXTURES, runCli, sleep } from "../support/helpers.ts";
+
+const METRICS = path.join(FIXTURES, "metrics");
+
+async function getJson(port: number, p: string): Promise<{ status: number; body: string; type: string | null }> {
+  const res = await fetch(`http://127.0.0.1:${port}${p}`);
+  return { status: res.status, body: await res.text(), type: res.headers.get("content-type") };
+}
+
+const cleanups = cleanupsAfterEach();
+
+/** Checks Prometheus text exposition 0.0.4 rules; returns the families with their TYPE. */
+function checkExposition(text: string): Map<string, string> {
+  const types = new Map<string, string>();
+  const seenSeries = new Set<string>();
+  const sampled = new Set<string>();
+  for (const line of text.split("\n")) {
+    if (line === "") continue;
+    const t = /^# TYPE (\S+) (counter|gauge|histogram|summary|untyped)$/.exec(line);
+    if (t) {
+      expect(types.has(t[1])).toBe(false); // one TYPE per family
+      expect(sampled.has(t[1])).toBe(false); // TYPE before the family's samples
+      types.set(t[1], t[2]);
+      continue;
+    }
+    if (line.startsWith("#")) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*",?)*\})? (\S+)$/.exec(line);
+    expect(m).not.toBeNull();
+    if (!m) continue;
+    expect(Number.isNaN(Number(m[3])) && m[3] !== "NaN").toBe(false);
+    expect(types.has(m[1])).toBe(true);
+    const series = m[1] + (m[2] ?? "");
+    expect(seenSeries.has(series)).toBe(false);
+    seenSeries.add(series);
+    sampled.add(m[1]);
+  }
+  for (const [name, type] of types) if (type === "counter") expect(name.endsWith("_total")).toBe(true);
+  return types;
+}
+
+describe("monitoring endpoints of a running agent", () => {
+  test("/prometheus is valid 0.0.4 text; OpenConnectionCount (it goes down) is a gauge; HEAD and a query string work", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const mport = await freePort();
+    const conf = path.join(dir, "agent.conf");
+    writeFileSync(
+      conf,
+      `a1.sources = r1 r2
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = netcat
+a1.sources.r1.bind = 127.0.0.1
+a1.sources.r1.port = ${port}
+a1.sources.r1.channels = c1
+a1.sources.r2.type = seq
+a1.sources.r2.totalEvents = 10
+a1.sources.r2.channels = c1
+a1.channels.c1.type = memory
+a1.sinks.k1.type = logger
+a1.sinks.k1.channel = c1
+`,
+    );
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--metrics-port", String(mport), "--metrics-bind", "127.0.0.1", "--quiet"]);
+    const client = net.connect(port, "127.0.0.1");
+    cleanups.push(() => client.destroy());
+    await new Promise<void>((resolve) => client.once("connect", () => resolve()));
+    // wait until the agent counted the open connection
+    for (let i = 0; i < 200; i++) {
+      const m = (await (await fetch(`http://127.0.0.1:${mport}/metrics`)).json()) as Record<string, Record<string, string>>;
+      if (m["SOURCE.r1"]?.OpenConnectionCount === "1") break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+
+    const res = await fetch(`http://127.0.0.1:${mport}/prometheus`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("version=0.0.4");
+    const text = await res.text();
+    const types = checkExposition(text);
+    expect(types.get("flume_source_open_connection_count")).toBe("gauge");
+    expect(text).toContain('flume_source_open_connection_count{component="r1"} 1');
+    expect(types.has("flume_source_open_connection_count_total")).toBe(false);
+    expect(types.get("flume_channel_event_put_success_count_total")).toBe("counter");
+    expect(types.get("flume_channel_channel_size")).toBe("gauge");
+
+    const head = await fetch(`http://127.0.0.1:${mport}/metrics`, { method: "HEAD" });
+    expect(head.status).toBe(200);
+    expect(head.headers.get("content-type")).toContain("application/json");
+    expect(await head.text()).toBe("");
+    const headProm = await fetch(`http://127.0.0.1:${mport}/prometheus`, { method: "HEAD" });
+    expect(headProm.status).toBe(200);
+    expect(await headProm.text()).toBe("");
+
+    const q = await fetch(`http://127.0.0.1:${mport}/metrics?pretty=1`);
+    expect(q.status).toBe(200);
+    const json = (await q.json()) as Record<string, Record<string, string>>;
+    expect(Object.keys(json)).toEqual(expect.arrayContaining(["CHANNEL.c1", "SOURCE.r1", "SOURCE.r2"]));
+    for (const group of Object.values(json)) for (const v of Object.values(group)) expect(typeof v).toBe("string");
+    expect((await fetch(`http://127.0.0.1:${mport}/prometheus?x=1`)).status).toBe(200);
+
+    client.destroy();
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+  });
+});
+
+describe("monitoring", () => {
+  test("/metrics has the same keys and counter names as Flume's for seq -> memory -> null", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const conf = path.join(dir, "seq.conf");
+    writeFileSync(
+      conf,
+      `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = seq
+a1.sources.r1.totalEvents = 50000
+a1.sources.r1.batchSize = 1000
+a1.sources.r1.channels = c1
+a1.channels.c1.type = memory
+a1.channels.c1.capacity = 100000
+a1.channels.c1.transactionCapacity = 1000
+a1.sinks.k1.type = null
+a1.sinks.k1.batchSize = 1000
+a1.sinks.k1.channel = c1
+`,
+    );
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "-Dflume.monitoring.type=http", `-Dflume.monitoring.port=${port}`, "--quiet"], /metrics on/);
+    let m: Record<string, Record<string, string>> = {};
+    for (let i = 0; i < 200; i++) {
+      m = JSON.parse((await getJson(port, "/metrics")).body);
+      if (m["CHANNEL.c1"]?.EventTakeSuccessCount === "50000") break;
+      await sleep(25);
+    }
+    const fixture = JSON.parse(readFileSync(path.join(METRICS, "flume-seq-memory-null.json"), "utf8"));
+    expect(Object.keys(m).sort()).toEqual(Object.keys(fixture).sort());
+    for (const key of Object.keys(fixture)) expect(Object.keys(m[key]).sort()).toEqual(Object.keys(fixture[key]).sort());
+    for (const group of Object.values(m)) for (const v of Object.values(group)) expect(typeof v).toBe("string");
+    expect(m["CHANNEL.c1"]).toMatchObject({
+      Type: "CHANNEL",
+      ChannelCapacity: "100000",
+      ChannelSize: "0",
+      ChannelFillPercentage: "0.0",
+      EventPutAttemptCount: "50000",
+      EventPutSuccessCount: "50000",
+      EventTakeSuccessCount: "50000",
+      StopTime: "0",
+    });
+    expect(m["SOURCE.r1"]).toMatchObject({ Type: "SOURCE", EventAcceptedCount: "50000", AppendBatchAcceptedCount: "50", EventReceivedCount: "0" });
+    expect(Number(m["SOURCE.r1"].StartTime)).toBeGreaterThan(1.7e12);
+
+    const index = await getJson(port, "/");
+    expect(index.status).toBe(200);
+    expect(index.body).toContain('href="./metrics"');
+    expect((await getJson(port, "/nope")).status).toBe(404);
+    const prom = await getJson(port, "/prometheus");
+    expect(prom.status).toBe(200);
+    expect(prom.body).toContain('flume_channel_event_take_success_count_total{component="c1"} 50000');
+    expect(prom.body).toContain('flume_source_event_accepted_count_total{component="r1"} 50000');
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+  });
+});
+
+describe("monitoring, avro -> memory -> file_roll", () => {
+  test("/metrics after flume avro-client sent 7 events in 5 + 2 matches Flume's keys and counts", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const mport = await freePort();
+    const roll = path.join(dir, "roll");
+    const conf = path.join(dir, "avro.conf");
+    // The fixture's configuration, with our port and directory.
+    const fixtureConf = readFileSync(path.join(METRICS, "flume-avro-memory-fileroll.conf"), "utf8");
+    writeFileSync(conf, fixtureConf.replace("41414", String(port)).replace("/var/tmp/roll", roll));
+    const { mkdirSync, readdirSync } = await import("node:fs");
+    mkdirSync(roll);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--metrics-port", String(mport), "--quiet"]);
+    const input = path.join(FIXTURES, "avro-rpc", "avro-client-input.txt");
+    const sent = runCli(["avro-client", "-H", "127.0.0.1", "-p", String(port), "-F", input]);
+    expect(sent.code).toBe(0);
+    let m: Record<string, Record<string, string>> = {};
+    for (let i = 0; i < 200; i++) {
+      m = JSON.parse((await getJson(mport, "/metrics")).body);
+      if (m["SINK.k1"]?.EventDrainSuccessCount === "7") break;
+      await sleep(25);
+    }
+    const fixture = JSON.parse(readFileSync(path.join(METRICS, "flume-avro-memory-fileroll.json"), "utf8"));
+    expect(Object.keys(m).sort()).toEqual(Object.keys(fixture).sort());
+    for (const key of Object.keys(fixture)) expect(Object.keys(m[key]).sort()).toEqual(Object.keys(fixture[key]).sort());
+    expect(m["SOURCE.r1"]).toMatchObject({ AppendBatchReceivedCount: "2", AppendBatchAcceptedCount: "2", EventReceivedCount: "7", EventAcceptedCount: "7" });
+    expect(m["CHANNEL.c1"]).toMatchObject({ EventPutSuccessCount: "7", EventTakeSuccessCount: "7", ChannelSize: "0", ChannelCapacity: "10000" });
+    expect(m["SINK.k1"]).toMatchObject({ EventDrainSuccessCount: "7", ConnectionCreatedCount: "1" });
+    const written = readdirSync(roll).map((f) => readFileSync(path.join(roll, f), "utf8")).join("");
+    expect(written).toBe(readFileSync(input, "utf8"));
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+  });
+});

@@ -1,0 +1,252 @@
+import { afterEach } from "bun:test";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { ChannelProcessor } from "../../src/core/channel-processor.ts";
+
+export const ROOT = path.resolve(import.meta.dir, "..", "..");
+/** Golden data the tests compare against (test/fixtures/). */
+export const FIXTURES = path.join(ROOT, "test", "fixtures");
+export const CLI = path.join(ROOT, "src", "cli.ts");
+
+/** Runs the CLI to completion with the same Bun that runs the tests. */
+export function runCli(args: string[], opts: { input?: string; env?: Record<string, string>; cwd?: string; timeout?: number } = {}) {
+  const r = spawnSync(process.execPath, [CLI, ...args], {
+    input: opts.input,
+    env: { ...process.env, NO_COLOR: "1", ...opts.env },
+    cwd: opts.cwd ?? ROOT,
+    timeout: opts.timeout ?? 20000,
+    encoding: "utf8",
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr, signal: r.signal };
+}
+
+/** Starts the CLI as a long-running child process (an agent). */
+export function startCli(args: string[], opts: { env?: Record<string, string>; cwd?: string } = {}) {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { ...process.env, NO_COLOR: "1", ...opts.env },
+    cwd: opts.cwd ?? ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d) => (stdout += d));
+  child.stderr.on("data", (d) => (stderr += d));
+  return {
+    child,
+    get stdout() {
+      return stdout;
+    },
+    get stderr() {
+      return stderr;
+    },
+    /** Resolves once the combined output matches, or rejects after ms. */
+    waitFor(pattern: RegExp, ms = 15000): Promise<void> {
+      return new Promise((resolve, reject) => {
+        const started = Date.now();
+        const tick = () => {
+          if (pattern.test(stdout) || pattern.test(stderr)) return resolve();
+          if (child.exitCode !== null) return reject(new Error(`process exited (${child.exitCode}) before ${pattern}\n${stdout}\n${stderr}`));
+          if (Date.now() - started > ms) return reject(new Error(`timed out waiting for ${pattern}\n${stdout}\n${stderr}`));
+          setTimeout(tick, 25);
+        };
+        tick();
+      });
+    },
+    exited(): Promise<number | null> {
+      return new Promise((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
+        child.on("exit", (code) => resolve(code));
+      });
+    },
+  };
+}
+
+export function tempDir(prefix = "flume-test-"): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Polls cond every pollMs until it holds; throws "timed out waiting for <what>" after ms. */
+export async function waitUntil(cond: () => boolean | Promise<boolean>, what: string, ms = 8000, pollMs = 10): Promise<void> {
+  const start = Date.now();
+  while (!(await cond())) {
+    if (Date.now() - start > ms) throw new Error(`timed out waiting for ${what}`);
+    await sleep(pollMs);
+  }
+}
+
+/** A TCP port on 127.0.0.1 that was free a moment ago (for configs that need a fixed port). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Listens on an ephemeral port of 127.0.0.1; resolves with the port. */
+export function listenLocal(server: net.Server): Promise<number> {
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve((server.address() as net.AddressInfo).port)));
+}
+
+/** GET /metrics of an agent: Flume's JSON. */
+export async function fetchMetrics(port: number): Promise<Record<string, Record<string, string>>> {
+  const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+  return (await res.json()) as Record<string, Record<string, string>>;
+}
+
+export type Metrics = Record<string, Record<string, string>>;
+
+/** Polls an agent's /metrics until ok(metrics) holds; throws with the last reading after ms. */
+export async function waitForMetrics(port: number, what: string, ok: (m: Metrics) => boolean, ms = 15000, pollMs = 20): Promise<Metrics> {
+  const start = Date.now();
+  let last: Metrics = {};
+  while (Date.now() - start < ms) {
+    try {
+      last = await fetchMetrics(port);
+      if (ok(last)) return last;
+    } catch {
+      // not listening yet
+    }
+    await sleep(pollMs);
+  }
+  throw new Error(`timed out waiting for ${what}: ${JSON.stringify(last)}`);
+}
+
+/** A list of cleanups that run (last pushed first) after every test of the file that calls this. */
+export function cleanupsAfterEach(): (() => void)[] {
+  const cleanups: (() => void)[] = [];
+  afterEach(() => {
+    while (cleanups.length) cleanups.pop()?.();
+  });
+  return cleanups;
+}
+
+/** Whether something accepts TCP connections on 127.0.0.1:port right now. */
+export function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, "127.0.0.1");
+    s.once("connect", () => (s.destroy(), resolve(true)));
+    s.once("error", () => resolve(false));
+  });
+}
+
+/** Polls until 127.0.0.1:port accepts connections (about 2 s at most). */
+export async function waitUntilListening(port: number): Promise<boolean> {
+  for (let i = 0; i < 100; i++) {
+    if (await canConnect(port)) return true;
+    await sleep(20);
+  }
+  return false;
+}
+
+/** Sends lines over TCP and returns what the server answered once it closes or goes quiet. */
+export function sendLines(port: number, text: string, waitMs = 500, expectLines = 0): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, "127.0.0.1");
+    let answer = "";
+    let timer: ReturnType<typeof setTimeout>;
+    const done = () => {
+      socket.destroy();
+      resolve(answer);
+    };
+    socket.on("connect", () => socket.write(text));
+    socket.on("data", (d) => {
+      answer += d;
+      clearTimeout(timer);
+      if (expectLines > 0 && answer.split("\n").length > expectLines) return done();
+      timer = setTimeout(done, waitMs);
+    });
+    socket.on("close", () => resolve(answer));
+    socket.on("error", reject);
+    timer = setTimeout(done, waitMs * 4);
+  });
+}
+
+/** Starts the CLI as an agent that the cleanups SIGKILL; resolves once its output matches ready. */
+export async function startAgentCli(cleanups: (() => void)[], args: string[], ready = /agent a1 started/) {
+  const agent = startCli(args);
+  cleanups.push(() => agent.child.kill("SIGKILL"));
+  await agent.waitFor(ready);
+  return agent;
+}
+
+/** The lines of a file channel c1 of agent a1 keeping its checkpoint and data below dir. */
+export function fileChannelLines(dir: string): string {
+  return `a1.channels.c1.type = file
+a1.channels.c1.checkpointDir = ${path.join(dir, "ckpt")}
+a1.channels.c1.dataDirs = ${path.join(dir, "data")}`;
+}
+
+/** Agent a1: a netcat source r1 on 127.0.0.1:port into channel c1 (its lines), drained by sink k1 of type sink. */
+export function netcatConf(port: number, { channel = "a1.channels.c1.type = memory", sink = "null" } = {}): string {
+  return `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = netcat
+a1.sources.r1.bind = 127.0.0.1
+a1.sources.r1.port = ${port}
+a1.sources.r1.channels = c1
+${channel}
+a1.sinks.k1.type = ${sink}
+a1.sinks.k1.channel = c1
+`;
+}
+
+export type AgentProcess = ReturnType<typeof startCli>;
+
+/**
+ * For files that run `flume run` agents: after each test the agents still running are SIGKILLed
+ * (and awaited), then the cleanups run in the order they were pushed.
+ */
+export function agentsAfterEach() {
+  const running: AgentProcess[] = [];
+  const cleanups: (() => void)[] = [];
+  afterEach(async () => {
+    for (const a of running.splice(0)) {
+      if (a.child.exitCode === null && a.child.signalCode === null) {
+        a.child.kill("SIGKILL");
+        await a.exited();
+      }
+    }
+    for (const c of cleanups.splice(0)) c();
+  });
+  /** Writes conf to dir/<name>.conf and runs agent name with /metrics on 127.0.0.1:metricsPort. */
+  function startAgent(dir: string, name: string, conf: string, metricsPort: number): AgentProcess {
+    const file = path.join(dir, `${name}.conf`);
+    writeFileSync(file, conf);
+    const a = startCli(["run", "-f", file, "-n", name, "--metrics-port", String(metricsPort), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"]);
+    running.push(a);
+    return a;
+  }
+  return { cleanups, startAgent };
+}
+
+/** Makes every batch the source hands on wait ms before it reaches the channel, as a file channel's commit does. */
+export function slowCommits(source: { getChannelProcessor(): ChannelProcessor }, ms = 50): void {
+  const processor = source.getChannelProcessor();
+  const original = processor.processEventBatch.bind(processor);
+  processor.processEventBatch = async (events) => {
+    await new Promise((res) => setTimeout(res, ms));
+    return original(events);
+  };
+}
+
+/** Like cleanupsAfterEach, for cleanups that may return a promise: each is awaited, last pushed first. */
+export function asyncCleanupsAfterEach(): (() => unknown)[] {
+  const cleanups: (() => unknown)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+  return cleanups;
+}
