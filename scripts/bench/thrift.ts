@@ -10,11 +10,10 @@
  */
 import { spawn } from "node:child_process";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
-import { systemClock } from "../../src/core/clock.ts";
 import { createEvent, type Event } from "../../src/core/event.ts";
-import { silentLogger } from "../../src/core/logger.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
+import { componentContext } from "../../src/components/component.ts";
 import { ThriftSource } from "../../src/components/sources/thrift.ts";
 import { ThriftRpcClient } from "../../src/rpc/thrift/client.ts";
 import { DEFAULT_MAX_FRAME_SIZE, type ThriftProtocolName } from "../../src/rpc/thrift/types.ts";
@@ -50,7 +49,7 @@ async function runCase(c: Case): Promise<{ eventsPerSecond: number; serverRss: n
   const channel = new MemoryChannel("c1", { capacity: 200_000, transactionCapacity: 10_000, keepAlive: 3 });
   channel.start();
   const source = new ThriftSource(
-    { name: "r1", agentName: "bench", clock: systemClock, logger: silentLogger },
+    componentContext("r1", { agentName: "bench" }),
     { bind: "127.0.0.1", port: 0, protocol: c.protocol, tls: null, maxFrameSize: DEFAULT_MAX_FRAME_SIZE },
   );
   source.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));

@@ -1,15 +1,15 @@
+import type { ConnectionOptions } from "node:tls";
 import type { TimerHandle } from "../../core/clock.ts";
 import { SinkCounter } from "../../core/counters.ts";
 import { ChannelException, EventDeliveryException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { Sink, Status } from "../../core/sink.ts";
 import type { PropError } from "../../config/schema.ts";
-import type { TlsSettings } from "../../rpc/tls.ts";
+import { CLIENT_TLS_PROPS, clientTls, tlsProblems } from "../../net/tls.ts";
 import { ThriftRpcClient } from "../../rpc/thrift/client.ts";
 import { KERBEROS_UNSUPPORTED, PROTOCOL_DOC, resolveProtocol } from "../../rpc/thrift/options.ts";
-import { SINK_TLS_PROPS, sinkTlsErrors, sinkTlsOptions, sinkTlsSettings } from "../../rpc/thrift/tls-config.ts";
 import type { ThriftProtocolName } from "../../rpc/thrift/types.ts";
-import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { type ComponentContext, defineComponent } from "../component.ts";
 import { BaseSink } from "./base.ts";
 
 export interface ThriftSinkOptions {
@@ -21,7 +21,8 @@ export interface ThriftSinkOptions {
   requestTimeout: number;
   /** Seconds after which the connection is replaced (0: never), to rebalance behind a load balancer. */
   resetConnectionInterval: number;
-  tls: TlsSettings | null;
+  /** tls.connect options (see src/net/tls.ts clientTls); null: plain TCP. */
+  tls: ConnectionOptions | null;
 }
 
 /** Flume replaces request timeouts under one second by the default. */
@@ -138,7 +139,7 @@ export class ThriftSink extends BaseSink implements Sink {
         protocol: o.protocol,
         connectTimeout: o.connectTimeout,
         requestTimeout: o.requestTimeout,
-        tls: o.tls ? sinkTlsOptions(o.tls) : undefined,
+        tls: o.tls ?? undefined,
         clock: this.clock,
       });
     } catch (err) {
@@ -168,51 +169,49 @@ export class ThriftSink extends BaseSink implements Sink {
   }
 }
 
-export const definition: ComponentDefinition<ThriftSink> = {
-  schema: {
-    kind: "sink",
-    type: "thrift",
-    aliases: ["org.apache.flume.sink.ThriftSink"],
-    doc: "Sends events to a thrift source (another agent's, Flume TS or Apache Flume, or any ThriftSourceProtocol server) over framed Thrift RPC, binary or compact protocol.",
-    props: [
-      { key: "hostname", type: "string", required: true, doc: "Host name or IP address of the thrift source" },
-      { key: "port", type: "int", required: true, min: 1, max: 65535, doc: "Port of the thrift source" },
-      { key: "batch-size", type: "int", default: 100, min: 1, doc: "Events taken per transaction and sent per appendBatch" },
-      { key: "protocol", type: "string", default: "compact", doc: `${PROTOCOL_DOC}; another value means compact, with a warning` },
-      { key: "connect-timeout", type: "int", default: DEFAULT_TIMEOUT, min: 1, doc: "Milliseconds to connect (TCP and TLS). Flume 1.11's thrift client has no connect timeout; Flume TS applies this one" },
-      { key: "request-timeout", type: "int", default: DEFAULT_TIMEOUT, doc: "Milliseconds to wait for each batch's answer (values under 1000 mean the default, as in Flume)" },
-      {
-        key: "reset-connection-interval",
-        aliases: ["connection-reset-interval"],
-        type: "int",
-        default: 0,
-        min: 0,
-        doc: "Seconds after which the connection is re-established (0: never), so load balancers rebalance. The User Guide calls it connection-reset-interval; Flume's code reads reset-connection-interval; both are accepted",
-      },
-      ...SINK_TLS_PROPS,
-      { key: "kerberos", type: "boolean", default: false, doc: "Kerberos authentication; not supported by Flume TS (true is a configuration error)" },
-      { key: "client-principal", type: "string", doc: "Kerberos principal of the sink; only used with kerberos, which Flume TS does not support" },
-      { key: "client-keytab", type: "path", doc: "Kerberos keytab of the sink; only used with kerberos, which Flume TS does not support" },
-      { key: "server-principal", type: "string", doc: "Kerberos principal of the thrift source; only used with kerberos, which Flume TS does not support" },
-      { key: "maxConnections", type: "int", doc: "Connection pool size of Flume's client; its thrift sink always uses 1. Accepted and ignored" },
-    ],
+export const definition = defineComponent({
+  kind: "sink",
+  type: "thrift",
+  aliases: ["org.apache.flume.sink.ThriftSink"],
+  doc: "Sends events to a thrift source (another agent's, Flume TS or Apache Flume, or any ThriftSourceProtocol server) over framed Thrift RPC, binary or compact protocol.",
+  props: {
+    hostname: { type: "string", required: true, doc: "Host name or IP address of the thrift source" },
+    port: { type: "int", required: true, min: 1, max: 65535, doc: "Port of the thrift source" },
+    "batch-size": { type: "int", roles: ["batchSize"], default: 100, min: 1, doc: "Events taken per transaction and sent per appendBatch" },
+    protocol: { type: "string", default: "compact", doc: `${PROTOCOL_DOC}; another value means compact, with a warning` },
+    "connect-timeout": { type: "int", default: DEFAULT_TIMEOUT, min: 1, doc: "Milliseconds to connect (TCP and TLS). Flume 1.11's thrift client has no connect timeout; Flume TS applies this one" },
+    "request-timeout": { type: "int", default: DEFAULT_TIMEOUT, doc: "Milliseconds to wait for each batch's answer (values under 1000 mean the default, as in Flume)" },
+    "reset-connection-interval": {
+      aliases: ["connection-reset-interval"],
+      type: "int",
+      default: 0,
+      min: 0,
+      doc: "Seconds after which the connection is re-established (0: never), so load balancers rebalance. The User Guide calls it connection-reset-interval; Flume's code reads reset-connection-interval; both are accepted",
+    },
+    ...CLIENT_TLS_PROPS,
+    kerberos: { type: "boolean", default: false, doc: "Kerberos authentication; not supported by Flume TS (true is a configuration error)" },
+    "client-principal": { type: "string", doc: "Kerberos principal of the sink; only used with kerberos, which Flume TS does not support" },
+    "client-keytab": { type: "path", doc: "Kerberos keytab of the sink; only used with kerberos, which Flume TS does not support" },
+    "server-principal": { type: "string", doc: "Kerberos principal of the thrift source; only used with kerberos, which Flume TS does not support" },
+    maxConnections: { type: "int", doc: "Connection pool size of Flume's client; its thrift sink always uses 1. Accepted and ignored" },
   },
   validate(config) {
     const errors: PropError[] = [];
-    if (config.boolean("kerberos")) errors.push({ key: "kerberos", message: KERBEROS_UNSUPPORTED });
-    return [...errors, ...sinkTlsErrors(config)];
+    if (config.kerberos) errors.push({ key: "kerberos", message: KERBEROS_UNSUPPORTED });
+    errors.push(...tlsProblems(() => clientTls(config)));
+    return errors;
   },
   create(config, ctx) {
-    const requestTimeout = config.int("request-timeout");
+    const requestTimeout = config["request-timeout"];
     return new ThriftSink(ctx, {
-      hostname: config.string("hostname"),
-      port: config.int("port"),
-      protocol: resolveProtocol(config.string("protocol"), (m) => ctx.logger.warn(`Rpc sink ${ctx.name}: ${m}`)),
-      batchSize: config.int("batch-size"),
-      connectTimeout: config.int("connect-timeout"),
+      hostname: config.hostname,
+      port: config.port,
+      protocol: resolveProtocol(config.protocol, (m) => ctx.logger.warn(`Rpc sink ${ctx.name}: ${m}`)),
+      batchSize: config["batch-size"],
+      connectTimeout: config["connect-timeout"],
       requestTimeout: requestTimeout < MIN_TIMEOUT ? DEFAULT_TIMEOUT : requestTimeout,
-      resetConnectionInterval: config.int("reset-connection-interval"),
-      tls: sinkTlsSettings(config),
+      resetConnectionInterval: config["reset-connection-interval"],
+      tls: clientTls(config),
     });
   },
-};
+});

@@ -2,20 +2,19 @@ import { ChannelException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
 import type { PropError } from "../../config/schema.ts";
-import type { TlsSettings } from "../../rpc/tls.ts";
+import { SERVER_TLS_PROPS, type ServerTls, serverTls, tlsProblems } from "../../net/tls.ts";
+import { WarningThrottle } from "../../pipeline/warning-throttle.ts";
 import { KERBEROS_UNSUPPORTED, PROTOCOL_DOC, protocolError, resolveProtocol } from "../../rpc/thrift/options.ts";
 import { ThriftServer, type ThriftRequestHandler } from "../../rpc/thrift/server.ts";
-import { SOURCE_TLS_PROPS, sourceTlsErrors, sourceTlsOptions, sourceTlsSettings } from "../../rpc/thrift/tls-config.ts";
 import { DEFAULT_MAX_FRAME_SIZE, type ThriftProtocolName, type ThriftStatus } from "../../rpc/thrift/types.ts";
-import type { ComponentContext, ComponentDefinition } from "../component.ts";
+import { type ComponentContext, defineComponent } from "../component.ts";
 import { BaseSource } from "./base.ts";
-import { WarningThrottle } from "./warning-throttle.ts";
 
 export interface ThriftSourceOptions {
   bind: string;
   port: number;
   protocol: ThriftProtocolName;
-  tls: TlsSettings | null;
+  tls: ServerTls | null;
   maxFrameSize: number;
 }
 
@@ -55,7 +54,7 @@ export class ThriftSource extends BaseSource implements EventDrivenSource, Thrif
       port: o.port,
       protocol: o.protocol,
       maxFrameSize: o.maxFrameSize,
-      tls: o.tls ? sourceTlsOptions(o.tls) : undefined,
+      tls: o.tls ?? undefined,
       logger: this.logger,
       label: this.label,
       onConnectionCountChange: (n) => this.counter.set("OpenConnectionCount", n),
@@ -118,38 +117,37 @@ export class ThriftSource extends BaseSource implements EventDrivenSource, Thrif
   }
 }
 
-export const definition: ComponentDefinition<ThriftSource> = {
-  schema: {
-    kind: "source",
-    type: "thrift",
-    aliases: ["org.apache.flume.source.ThriftSource"],
-    doc: "Receives events from Thrift clients of Flume's ThriftSourceProtocol: other agents' thrift sinks, Flume's ThriftRpcClient, code generated from flume.thrift. Framed transport; binary or compact protocol.",
-    props: [
-      { key: "bind", type: "string", required: true, doc: "Host name or IP address to listen on" },
-      { key: "port", type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on" },
-      { key: "threads", type: "int", doc: "Maximum worker threads in Flume; accepted and ignored (one event loop serves every client)" },
-      { key: "protocol", type: "string", default: "compact", doc: PROTOCOL_DOC },
-      ...SOURCE_TLS_PROPS,
-      { key: "kerberos", type: "boolean", default: false, doc: "Kerberos authentication; not supported by Flume TS (true is a configuration error)" },
-      { key: "agent-principal", type: "string", doc: "Kerberos principal of the source; only used with kerberos, which Flume TS does not support" },
-      { key: "agent-keytab", type: "path", doc: "Kerberos keytab of the source; only used with kerberos, which Flume TS does not support" },
-      { key: "max-frame-size", type: "int", default: DEFAULT_MAX_FRAME_SIZE, min: 1024, doc: "Largest request accepted, in bytes; a larger frame closes that connection. Default: libthrift's limit in Flume 1.11 (Flume TS only)" },
-    ],
+export const definition = defineComponent({
+  kind: "source",
+  type: "thrift",
+  aliases: ["org.apache.flume.source.ThriftSource"],
+  doc: "Receives events from Thrift clients of Flume's ThriftSourceProtocol: other agents' thrift sinks, Flume's ThriftRpcClient, code generated from flume.thrift. Framed transport; binary or compact protocol.",
+  props: {
+    bind: { type: "string", required: true, doc: "Host name or IP address to listen on" },
+    port: { type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on" },
+    threads: { type: "int", min: 0, doc: "Maximum worker threads in Flume; accepted and ignored (one event loop serves every client)" },
+    protocol: { type: "string", default: "compact", doc: PROTOCOL_DOC },
+    ...SERVER_TLS_PROPS,
+    kerberos: { type: "boolean", default: false, doc: "Kerberos authentication; not supported by Flume TS (true is a configuration error)" },
+    "agent-principal": { type: "string", doc: "Kerberos principal of the source; only used with kerberos, which Flume TS does not support" },
+    "agent-keytab": { type: "path", doc: "Kerberos keytab of the source; only used with kerberos, which Flume TS does not support" },
+    "max-frame-size": { type: "int", default: DEFAULT_MAX_FRAME_SIZE, min: 1024, doc: "Largest request accepted, in bytes; a larger frame closes that connection. Default: libthrift's limit in Flume 1.11 (Flume TS only)" },
   },
   validate(config) {
     const errors: PropError[] = [];
-    const protocol = protocolError(config.string("protocol"));
+    const protocol = protocolError(config.protocol);
     if (protocol) errors.push({ key: "protocol", message: protocol });
-    if (config.boolean("kerberos")) errors.push({ key: "kerberos", message: KERBEROS_UNSUPPORTED });
-    return [...errors, ...sourceTlsErrors(config)];
+    if (config.kerberos) errors.push({ key: "kerberos", message: KERBEROS_UNSUPPORTED });
+    errors.push(...tlsProblems(() => serverTls(config)));
+    return errors;
   },
   create(config, ctx) {
     return new ThriftSource(ctx, {
-      bind: config.string("bind"),
-      port: config.int("port"),
-      protocol: resolveProtocol(config.string("protocol"), (m) => ctx.logger.warn(`Thrift source ${ctx.name}: ${m}`)),
-      tls: sourceTlsSettings(config),
-      maxFrameSize: config.int("max-frame-size"),
+      bind: config.bind,
+      port: config.port,
+      protocol: resolveProtocol(config.protocol, (m) => ctx.logger.warn(`Thrift source ${ctx.name}: ${m}`)),
+      tls: serverTls(config),
+      maxFrameSize: config["max-frame-size"],
     });
   },
-};
+});

@@ -16,7 +16,7 @@ export interface ThriftRpcClientOptions {
   connectTimeout?: number;
   /** Milliseconds to wait for each answer (Flume: request-timeout, 20000). */
   requestTimeout?: number;
-  /** tls.connect options (see clientTlsOptions); absent: plain TCP. */
+  /** tls.connect options (see src/net/tls.ts clientTls); absent: plain TCP. */
   tls?: tls.ConnectionOptions;
   /** Largest answer frame accepted. */
   maxFrameSize?: number;

@@ -3,7 +3,8 @@ import tls from "node:tls";
 import type { Event } from "../../core/event.ts";
 import type { Logger } from "../../core/logger.ts";
 import { silentLogger } from "../../core/logger.ts";
-import { peerName } from "../transport.ts";
+import { peerName } from "../../net/peer.ts";
+import { clientCertificateProblem, type ServerTls } from "../../net/tls.ts";
 import { ThriftProtocolError } from "./errors.ts";
 import { ThriftFrameDecoder } from "./frame.ts";
 import { createReader, encodeApplicationException, encodeStatusReply, readAppendArgs, readAppendBatchArgs, skipArgs } from "./messages.ts";
@@ -22,8 +23,8 @@ export interface ThriftServerOptions {
   protocol: ThriftProtocolName;
   /** Largest frame accepted (Flume: libthrift's 16,384,000 bytes); a larger one closes the connection. */
   maxFrameSize?: number;
-  /** tls.createServer options (see serverTlsOptions); absent: plain TCP. */
-  tls?: tls.TlsOptions;
+  /** TLS setup (see src/net/tls.ts serverTls); absent: plain TCP. */
+  tls?: ServerTls;
   /** Requests read ahead per connection before we stop reading from it (backpressure). */
   maxQueuedFrames?: number;
   logger?: Logger;
@@ -64,15 +65,27 @@ export class ThriftServer {
   /** Starts listening; resolves with the bound port. */
   listen(): Promise<number> {
     // allowHalfOpen: a client that half-closes after its requests still gets their answers.
-    const onConnection = (socket: net.Socket) => this.open(socket);
+    const secured = this.options.tls;
     let server: net.Server;
-    if (this.options.tls) {
-      const tlsServer = tls.createServer({ handshakeTimeout: DEFAULT_HANDSHAKE_TIMEOUT, ...this.options.tls, allowHalfOpen: true }, onConnection);
+    if (secured) {
+      const onSecured = (socket: tls.TLSSocket) => {
+        const refused = clientCertificateProblem(socket, secured.clientAuth);
+        if (refused) {
+          this.logger.warn(`${this.label}: refused ${peerName(socket)}: ${refused}`);
+          socket.destroy();
+          return;
+        }
+        this.open(socket);
+      };
+      const tlsServer = tls.createServer({ handshakeTimeout: DEFAULT_HANDSHAKE_TIMEOUT, ...secured.options, allowHalfOpen: true }, onSecured);
       tlsServer.on("tlsClientError", (err, socket) => {
         this.logger.warn(`${this.label}: TLS handshake with ${peerName(socket)} failed: ${err.message}`);
+        // Bun leaves the socket open after a failed or timed-out handshake; a silent client would hold it forever.
+        socket.destroy();
       });
       server = tlsServer;
     } else {
+      const onConnection = (socket: net.Socket) => this.open(socket);
       server = net.createServer({ allowHalfOpen: true }, onConnection);
     }
     this.server = server;
