@@ -92,3 +92,8 @@ export const needsLogger = precondition(() => commandRuns("logger", "--version")
 export const needsOpenssl = precondition(() => commandRuns("openssl", "version"), "needs openssl");
 export const needsPythonAvro = precondition(() => commandRuns("/usr/bin/python3", "-c", "import avro.datafile"), "needs /usr/bin/python3 with avro (python3-avro)");
 export const needsProc = precondition(() => existsSync("/proc/self/fd") && existsSync("/proc/self/stat"), "needs Linux /proc");
+/** Debian's thrift-compiler (`thrift --gen py`) and python3-thrift under /usr/bin/python3 (the pyenv python3 on PATH has no thrift module). */
+export const needsThrift = precondition(
+  () => commandRuns("thrift", "--version") && commandRuns("/usr/bin/python3", "-c", "import thrift"),
+  "needs thrift-compiler and /usr/bin/python3 with thrift (python3-thrift)",
+);

@@ -18,8 +18,9 @@ import {
 } from "../../../src/rpc/thrift/messages.ts";
 import { ThriftApplicationError } from "../../../src/rpc/thrift/errors.ts";
 import { AppErrorType, MessageType, TType, type ThriftProtocolName } from "../../../src/rpc/thrift/types.ts";
-import { ROOT } from "../../helpers.ts";
-import { generatedPython, PYTHON, skipWithoutThrift } from "./support.ts";
+import { ROOT } from "../../support/helpers.ts";
+import { needsThrift } from "../../support/requires.ts";
+import { generatedPython, PYTHON } from "../../support/thrift/harness.ts";
 
 const PROTOCOLS: ThriftProtocolName[] = ["binary", "compact"];
 
@@ -152,7 +153,7 @@ describe("thrift codec against python3-thrift", () => {
   const python = generatedPython();
 
   for (const protocol of PROTOCOLS) {
-    test.skipIf(skipWithoutThrift)(`${protocol}: our appendBatch call is byte for byte what python3-thrift's generated client writes (needs thrift-compiler and python3-thrift)`, () => {
+    needsThrift.test(`${protocol}: our appendBatch call is byte for byte what python3-thrift's generated client writes`, () => {
       const events: { headers: Record<string, string>; body: string }[] = [
         { headers: { a: "b", "é": "✓".repeat(50) }, body: "x" },
         { headers: {}, body: "" },

@@ -2,11 +2,11 @@
 generated from test/fixtures/thrift/*.thrift. The tests use it as a third-party client of our
 thrift source.
 
-usage: client.py GEN_DIR MODULE HOST PORT PROTOCOL [CA_FILE]  < calls.json
+usage: client.py GEN_DIR MODULE HOST PORT PROTOCOL [CA_FILE [CERT_FILE KEY_FILE]]  < calls.json
 
 GEN_DIR holds the output of `thrift --gen py`; MODULE is flume_thrift or flume_thrift_extended.
 PROTOCOL is binary or compact; with CA_FILE the connection uses TLS, verifying the server's
-certificate against it. calls.json is a list of calls, made in order over one framed
+certificate against it, and presenting CERT_FILE (key in KEY_FILE) when given. calls.json is a list of calls, made in order over one framed
 connection:
   {"method": "append", "event": EVENT}
   {"method": "appendBatch", "events": [EVENT, ...]}
@@ -15,7 +15,8 @@ connection:
 EVENT is {"headers": {...}, "body": "utf-8 text"} or with "body_size": N (N bytes, byte i is
 i % 251) instead of "body"; with MODULE flume_thrift_extended it may hold "extra": fields of the
 extended ThriftFlumeEvent. One JSON line per call goes to stdout: {"status": "OK"} or
-{"exception": {"type": N, "message": "..."}} or {"error": "..."} (then the script stops).
+{"exception": {"type": N, "message": "..."}} or {"error": "..."} (then the script stops; also
+when the connection cannot be opened).
 """
 import importlib
 import json
@@ -27,13 +28,14 @@ from thrift.transport import TSocket, TSSLSocket, TTransport
 
 gen_dir, module, host, port, protocol = sys.argv[1:6]
 ca_file = sys.argv[6] if len(sys.argv) > 6 else None
+cert_file, key_file = (sys.argv[7], sys.argv[8]) if len(sys.argv) > 8 else (None, None)
 sys.path.insert(0, gen_dir)
 service = importlib.import_module(f"{module}.ThriftSourceProtocol")
 ttypes = importlib.import_module(f"{module}.ttypes")
 
 if ca_file:
     import ssl
-    socket = TSSLSocket.TSSLSocket(host, int(port), cert_reqs=ssl.CERT_REQUIRED, ca_certs=ca_file)
+    socket = TSSLSocket.TSSLSocket(host, int(port), cert_reqs=ssl.CERT_REQUIRED, ca_certs=ca_file, certfile=cert_file, keyfile=key_file)
 else:
     socket = TSocket.TSocket(host, int(port))
 transport = TTransport.TFramedTransport(socket)
@@ -88,8 +90,13 @@ def out(obj):
     print(json.dumps(obj), flush=True)
 
 
-transport.open()
-for call in json.load(sys.stdin):
+calls = json.load(sys.stdin)
+try:
+    transport.open()
+except Exception as e:  # refused, or a TLS handshake the server failed
+    out({"error": f"{type(e).__name__}: {e}"})
+    sys.exit(0)
+for call in calls:
     try:
         if call["method"] == "append":
             status = client.append(event_of(call["event"]), *call.get("args", []))

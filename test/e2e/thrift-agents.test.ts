@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { agentsAfterEach, freePort, runCli, tempDir, waitForMetrics } from "../../helpers.ts";
-import { generatedPython, pythonClient, skipWithoutThrift } from "./support.ts";
+import { agentsAfterEach, freePort, tempDir, waitForMetrics } from "../support/helpers.ts";
+import { needsThrift } from "../support/requires.ts";
+import { generatedPython, pythonClient } from "../support/thrift/harness.ts";
 
 const { cleanups, startAgent } = agentsAfterEach();
 const python = generatedPython();
@@ -11,7 +12,7 @@ const metric = (port: number, group: string, key: string, value: string) =>
   waitForMetrics(port, `${group}.${key} to reach ${value}`, (m) => m[group]?.[key] === value, 15000, 50);
 
 describe("thrift in `flume run` agents", () => {
-  test.skipIf(skipWithoutThrift)("a python3-thrift client -> thrift source (binary) -> memory -> file_roll: the file holds the bodies in order (needs thrift-compiler and python3-thrift)", async () => {
+  needsThrift.test("a python3-thrift client -> thrift source (binary) -> memory -> file_roll: the file holds the bodies in order", async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
     const [port, metrics] = [await freePort(), await freePort()];
@@ -107,47 +108,4 @@ a.sinks.k1.channel = c1
       expect(ma["SINK.k1"]).toMatchObject({ ConnectionCreatedCount: "1", EventWriteFail: "0" });
     });
   }
-});
-
-describe("thrift configuration from the command line", () => {
-  test("flume describe thrift lists the source's and the sink's properties", () => {
-    const r = runCli(["describe", "thrift"]);
-    expect(r.code).toBe(0);
-    for (const key of ["bind", "port", "threads", "protocol", "ssl", "keystore", "keystore-password", "exclude-protocols", "kerberos", "agent-principal", "max-frame-size"]) {
-      expect(r.stdout).toMatch(new RegExp(`^source thrift[\\s\\S]*\\n  ${key} `, "m"));
-    }
-    for (const key of ["hostname", "batch-size", "connect-timeout", "request-timeout", "reset-connection-interval", "truststore", "client-principal", "server-principal"]) {
-      expect(r.stdout).toMatch(new RegExp(`^sink thrift[\\s\\S]*\\n  ${key} `, "m"));
-    }
-    expect(r.stdout).toContain("also connection-reset-interval");
-  });
-
-  test("flume validate: json protocol and kerberos are errors at their lines; a sink's odd protocol value is accepted", () => {
-    const tmp = tempDir();
-    cleanups.push(tmp.cleanup);
-    const file = path.join(tmp.dir, "bad.conf");
-    const conf = `a1.sources = r1
-a1.channels = c1
-a1.sinks = k1
-a1.sources.r1.type = thrift
-a1.sources.r1.bind = 0.0.0.0
-a1.sources.r1.port = 4141
-a1.sources.r1.protocol = json
-a1.sources.r1.channels = c1
-a1.channels.c1.type = memory
-a1.sinks.k1.type = thrift
-a1.sinks.k1.hostname = 10.0.0.1
-a1.sinks.k1.port = 4545
-a1.sinks.k1.protocol = BINARY
-a1.sinks.k1.kerberos = true
-a1.sinks.k1.channel = c1
-`;
-    writeFileSync(file, conf);
-    const r = runCli(["validate", "-f", file, "-n", "a1"]);
-    expect(r.code).not.toBe(0);
-    const text = r.stdout + r.stderr;
-    expect(text).toMatch(/bad\.conf:7: error: source r1: protocol: must be binary or compact/);
-    expect(text).toMatch(/bad\.conf:14: error: sink k1: kerberos: = true \(Kerberos SASL\/GSSAPI authentication\) is not supported by Flume TS/);
-    expect(text).toContain("2 errors");
-  });
 });

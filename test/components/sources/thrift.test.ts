@@ -3,9 +3,11 @@ import net from "node:net";
 import { createEvent } from "../../../src/core/event.ts";
 import { encodeAppendBatch } from "../../../src/rpc/thrift/messages.ts";
 import { ThriftRpcClient } from "../../../src/rpc/thrift/client.ts";
-import { asyncCleanupsAfterEach, tempDir } from "../../helpers.ts";
-import { drain, memoryChannel, rawExchange, selfSignedCert, texts, until } from "../support.ts";
-import { bodyPattern, generatedPython, pythonClient, skipWithoutThrift, startThriftSource, warnings, type PyCall } from "./support.ts";
+import { asyncCleanupsAfterEach, tempDir } from "../../support/helpers.ts";
+import { needsOpenssl, needsThrift } from "../../support/requires.ts";
+import { drain, memoryChannel, rawExchange, texts, until } from "../../support/rpc.ts";
+import { bodyPattern, generatedPython, pythonClient, startThriftSource, warnings, type PyCall } from "../../support/thrift/harness.ts";
+import { certificateAuthority, pkcs12, selfSignedCert, signedCert } from "../../support/tls.ts";
 
 const cleanups = asyncCleanupsAfterEach();
 const python = generatedPython();
@@ -30,11 +32,11 @@ const CALLS: PyCall[] = [
   { method: "appendBatch", events: [] },
 ];
 
-const needs = "(needs thrift-compiler and python3-thrift)";
+const needsThriftAndOpenssl = needsThrift.and(needsOpenssl);
 
 describe("thrift source with python3-thrift clients", () => {
   for (const protocol of ["compact", "binary"]) {
-    test.skipIf(skipWithoutThrift)(`${protocol} protocol, framed: append and appendBatch are answered OK and every event arrives intact ${needs}`, async () => {
+    needsThrift.test(`${protocol} protocol, framed: append and appendBatch are answered OK and every event arrives intact`, async () => {
       const props: Record<string, string> = protocol === "compact" ? {} : { protocol };
       const { source: src, channel, port } = await source(props);
       const results = await pythonClient(python.dir, port, protocol, CALLS);
@@ -60,7 +62,7 @@ describe("thrift source with python3-thrift clients", () => {
     });
   }
 
-  test.skipIf(skipWithoutThrift)(`over TLS (certificate made with openssl; the client verifies it) ${needs}`, async () => {
+  needsThriftAndOpenssl.test(`over TLS (certificate made with openssl; the client verifies it)`, async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
     const { cert, key } = selfSignedCert(tmp.dir);
@@ -74,7 +76,7 @@ describe("thrift source with python3-thrift clients", () => {
     await until(() => warnings(logger).some((m) => /TLS handshake with 127\.0\.0\.1:\d+ failed/.test(m)));
   });
 
-  test.skipIf(skipWithoutThrift)(`a full channel: appendBatch is answered FAILED, ChannelWriteFail counts it, and the retry succeeds once there is room ${needs}`, async () => {
+  needsThrift.test(`a full channel: appendBatch is answered FAILED, ChannelWriteFail counts it, and the retry succeeds once there is room`, async () => {
     const channel = memoryChannel("c1", { capacity: 3, transactionCapacity: 3, keepAlive: 0 });
     const { source: src, port, logger } = await source({}, channel);
     const batch = (p: string) => ({ method: "appendBatch" as const, events: [0, 1].map((i) => ({ body: `${p}${i}` })) });
@@ -87,7 +89,7 @@ describe("thrift source with python3-thrift clients", () => {
     expect(texts(await drain(channel))).toEqual(["b0", "b1"]);
   });
 
-  test.skipIf(skipWithoutThrift)(`fields and arguments from a newer IDL revision are skipped (forward compatibility), in both protocols ${needs}`, async () => {
+  needsThrift.test(`fields and arguments from a newer IDL revision are skipped (forward compatibility), in both protocols`, async () => {
     for (const protocol of ["compact", "binary"]) {
       const { channel, port } = await source({ protocol });
       const extra = {
@@ -110,19 +112,78 @@ describe("thrift source with python3-thrift clients", () => {
     }
   });
 
-  test.skipIf(skipWithoutThrift)(`an unknown method gets a TApplicationException UNKNOWN_METHOD and the connection keeps serving ${needs}`, async () => {
+  needsThrift.test(`an unknown method gets a TApplicationException UNKNOWN_METHOD and the connection keeps serving`, async () => {
     const { channel, port } = await source();
     const results = await pythonClient(python.dir, port, "compact", [{ method: "raw", name: "appendBatchV2" }, { method: "append", event: { body: "after" } }]);
     expect(results).toEqual([{ exception: { type: 1, message: "Invalid method name: 'appendBatchV2'" } }, { status: "OK" }]);
     expect(texts(await drain(channel))).toEqual(["after"]);
   });
 
-  test.skipIf(skipWithoutThrift)(`a client speaking the other protocol is disconnected with an error naming it and the fix ${needs}`, async () => {
+  needsThrift.test(`a client speaking the other protocol is disconnected with an error naming it and the fix`, async () => {
     const { port, logger } = await source({ protocol: "compact" });
     const results = await pythonClient(python.dir, port, "binary", [{ method: "append", event: { body: "x" } }]);
     expect(results[0].error).toBeDefined();
     await until(() => warnings(logger).some((m) => m.includes("the client speaks the binary protocol; set protocol = binary")));
     expect(warnings(logger).join("\n")).toMatch(/closing connection from 127\.0\.0\.1:\d+/);
+  });
+});
+
+describe("thrift source: client certificates (client-auth)", () => {
+  /** A server key store (PKCS12, so its type comes from its content), a CA for clients, a client it signed and one from another CA. */
+  function material() {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const server = selfSignedCert(tmp.dir);
+    const clientsCa = certificateAuthority(tmp.dir, "clients-ca");
+    return {
+      server,
+      props: { ssl: "true", keystore: pkcs12(tmp.dir, server, "server", "changeit"), "keystore-password": "changeit", truststore: clientsCa.cert },
+      trusted: signedCert(tmp.dir, clientsCa, "edge-01"),
+      stranger: signedCert(tmp.dir, certificateAuthority(tmp.dir, "other-ca"), "stranger"),
+    };
+  }
+  const batchFrom = (who: string): PyCall[] => [{ method: "appendBatch", events: [{ headers: { who }, body: `from ${who}` }] }];
+  const refusals = (logger: Parameters<typeof warnings>[0]) => warnings(logger).filter((m) => /(TLS handshake with|refused) 127\.0\.0\.1:\d+/.test(m));
+
+  needsThriftAndOpenssl.test("required: a client without a certificate and one whose certificate another CA signed are refused, with the peer named; a client signed by the truststore's CA is served", async () => {
+    const m = material();
+    const { source: src, channel, port, logger } = await source({ ...m.props, "client-auth": "required" });
+    const anonymous = await pythonClient(python.dir, port, "compact", batchFrom("anonymous"), { ca: m.server.cert });
+    expect(anonymous).toHaveLength(1);
+    expect(anonymous[0].error).toBeDefined();
+    const stranger = await pythonClient(python.dir, port, "compact", batchFrom("stranger"), { ca: m.server.cert, ...m.stranger });
+    expect(stranger[0].error).toBeDefined();
+    await until(() => refusals(logger).length >= 2);
+    // The TLS layer refuses both in the handshake (rejectUnauthorized); clientCertificateProblem covers runtimes that let one through.
+    const [noCert, untrusted] = refusals(logger);
+    expect(noCert).toMatch(/127\.0\.0\.1:\d+.*(PEER_DID_NOT_RETURN_A_CERTIFICATE|peer did not return a certificate|no client certificate)/i);
+    expect(untrusted).toMatch(/127\.0\.0\.1:\d+.*(unable to verify|not trusted)/i);
+    expect(await drain(channel)).toHaveLength(0);
+    expect(src.counter.values.AppendBatchReceivedCount).toBe(0);
+
+    const served = await pythonClient(python.dir, port, "compact", batchFrom("edge-01"), { ca: m.server.cert, ...m.trusted });
+    expect(served).toEqual([{ status: "OK" }]);
+    const got = await drain(channel);
+    expect(texts(got)).toEqual(["from edge-01"]);
+    expect(got[0].headers).toEqual({ who: "edge-01" });
+  });
+
+  needsThriftAndOpenssl.test("optional: a client without a certificate is served, one with an untrusted certificate is refused", async () => {
+    const m = material();
+    const { channel, port, logger } = await source({ ...m.props, "client-auth": "optional" });
+    expect(await pythonClient(python.dir, port, "compact", batchFrom("anonymous"), { ca: m.server.cert })).toEqual([{ status: "OK" }]);
+    const stranger = await pythonClient(python.dir, port, "compact", batchFrom("stranger"), { ca: m.server.cert, ...m.stranger });
+    expect(stranger[0].error).toBeDefined();
+    await until(() => refusals(logger).length >= 1);
+    expect(refusals(logger)[0]).toMatch(/refused 127\.0\.0\.1:\d+: client certificate not trusted/);
+    expect(texts(await drain(channel))).toEqual(["from anonymous"]);
+  });
+
+  needsOpenssl.test("client-auth without a truststore is a configuration error naming truststore", async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const { cert, key } = selfSignedCert(tmp.dir);
+    await expect(startThriftSource({ ssl: "true", keystore: cert, "keystore-key": key, "client-auth": "required" })).rejects.toThrow('"key":"truststore","message":"is required when client-auth is required');
   });
 });
 
@@ -185,6 +246,17 @@ describe("thrift source: bad input from raw sockets", () => {
     expect(answers.map((a) => a.readInt32BE(4 + 4 + 11))).toEqual([101, 102, 103, 104, 105]);
     expect(texts(await drain(channel))).toEqual(["p1a", "p1b", "p2a", "p2b", "p3a", "p3b", "p4a", "p4b", "p5a", "p5b"]);
     expect(src.counter.values.AppendBatchAcceptedCount).toBe(5);
+  });
+});
+
+describe("thrift source: how Flume 1.11 reads its properties", () => {
+  test("the source refuses protocols other than binary and compact, and kerberos", async () => {
+    await expect(startThriftSource({ protocol: "json" })).rejects.toThrow('must be binary or compact (the only Thrift protocols Flume\'s thrift source and sink speak), got \\"json\\"');
+    await expect(startThriftSource({ kerberos: "true", "agent-principal": "flume/h@R", "agent-keytab": "/k" })).rejects.toThrow("not supported by Flume TS");
+    const s = await startThriftSource({ protocol: "Binary" });
+    cleanups.push(() => s.source.stop());
+    expect(s.source.options.protocol).toBe("compact");
+    expect(warnings(s.logger).join("\n")).toContain("protocol = Binary selects the compact protocol");
   });
 });
 

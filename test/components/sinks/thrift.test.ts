@@ -3,14 +3,14 @@ import net from "node:net";
 import { EventDeliveryException } from "../../../src/core/errors.ts";
 import { createEvent } from "../../../src/core/event.ts";
 import { VirtualClock } from "../../../src/core/virtual-clock.ts";
-import { asyncCleanupsAfterEach, listenLocal, tempDir } from "../../helpers.ts";
-import { drain, memoryChannel, selfSignedCert, texts } from "../support.ts";
-import { generatedPython, makeThriftSink, pythonServer, skipWithoutThrift, startThriftSource, warnings } from "./support.ts";
+import { asyncCleanupsAfterEach, listenLocal, tempDir } from "../../support/helpers.ts";
+import { needsOpenssl, needsThrift } from "../../support/requires.ts";
+import { drain, memoryChannel, texts } from "../../support/rpc.ts";
+import { generatedPython, makeThriftSink, pythonServer, startThriftSource, warnings } from "../../support/thrift/harness.ts";
+import { certificateAuthority, selfSignedCert, signedCert } from "../../support/tls.ts";
 
 const cleanups = asyncCleanupsAfterEach();
 const python = generatedPython();
-
-const needs = "(needs thrift-compiler and python3-thrift)";
 
 async function fill(channel: ReturnType<typeof memoryChannel>, n: number, prefix = "e") {
   const tx = channel.getTransaction();
@@ -37,7 +37,7 @@ const bodies = (calls: { events: { body: string }[] }[]) => calls.flatMap((c) =>
 
 describe("thrift sink to a python3-thrift server", () => {
   for (const protocol of ["compact", "binary"]) {
-    test.skipIf(skipWithoutThrift)(`${protocol} protocol: batch-size events per appendBatch, headers and bodies intact, committed on OK ${needs}`, async () => {
+    needsThrift.test(`${protocol} protocol: batch-size events per appendBatch, headers and bodies intact, committed on OK`, async () => {
       const py = await server(protocol);
       const { sink: k, channel } = await sink({ port: String(py.port), protocol, "batch-size": "5" });
       await fill(channel, 7);
@@ -71,7 +71,7 @@ describe("thrift sink to a python3-thrift server", () => {
   }
 
   for (const answer of ["FAILED", "ERROR", "EXCEPTION", "DROP"]) {
-    test.skipIf(skipWithoutThrift)(`an answer of ${answer} rolls the batch back (nothing lost) and the next process() resends it ${needs}`, async () => {
+    needsThrift.test(`an answer of ${answer} rolls the batch back (nothing lost) and the next process() resends it`, async () => {
       const py = await server("compact", [answer]);
       const { sink: k, channel, logger } = await sink({ port: String(py.port), "batch-size": "3" });
       await fill(channel, 3);
@@ -90,7 +90,7 @@ describe("thrift sink to a python3-thrift server", () => {
     });
   }
 
-  test.skipIf(skipWithoutThrift)(`over TLS, the certificate verified against a PEM truststore ${needs}`, async () => {
+  needsThrift.and(needsOpenssl).test(`over TLS, the certificate verified against a PEM truststore`, async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
     const { cert, key } = selfSignedCert(tmp.dir);
@@ -105,6 +105,30 @@ describe("thrift sink to a python3-thrift server", () => {
     expect((await other.sink.process().catch((e: unknown) => e)) as Error).toBeInstanceOf(EventDeliveryException);
     expect(other.sink.counter.values.ConnectionFailedCount).toBeGreaterThanOrEqual(1);
     expect(await drain(other.channel)).toHaveLength(2);
+  });
+});
+
+describe("thrift sink to a thrift source that requires client certificates", () => {
+  needsOpenssl.test("keystore (PEM certificate and keystore-key) is presented; without it the source refuses the sink and the events stay in its channel", async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const server = selfSignedCert(tmp.dir);
+    const ca = certificateAuthority(tmp.dir, "sinks-ca");
+    const client = signedCert(tmp.dir, ca, "sink-k1");
+    const downstream = await startThriftSource({ ssl: "true", keystore: server.cert, "keystore-key": server.key, truststore: ca.cert, "client-auth": "required" });
+    cleanups.push(() => downstream.source.stop());
+    const port = String(downstream.port);
+
+    const anonymous = await sink({ port, ssl: "true", truststore: server.cert }, memoryChannel("anonymous"));
+    await fill(anonymous.channel, 2, "x");
+    expect(await anonymous.sink.process().catch((e: unknown) => e)).toBeInstanceOf(EventDeliveryException);
+    expect(await drain(anonymous.channel)).toHaveLength(2);
+
+    const { sink: k, channel } = await sink({ port, ssl: "true", truststore: server.cert, keystore: client.cert, "keystore-key": client.key });
+    await fill(channel, 3);
+    expect(await k.process()).toBe("READY");
+    expect(texts(await drain(downstream.channel))).toEqual(["e0", "e1", "e2"]);
+    expect(k.counter.values).toMatchObject({ EventDrainSuccessCount: 3, EventWriteFail: 0 });
   });
 });
 
@@ -136,7 +160,7 @@ describe("thrift sink: timeouts, unreachable peers, connection reset", () => {
     expect(await drain(channel)).toHaveLength(3);
   });
 
-  test.skipIf(skipWithoutThrift)(`reset-connection-interval (the User Guide's connection-reset-interval works too) replaces the connection ${needs}`, async () => {
+  needsThrift.test(`reset-connection-interval (the User Guide's connection-reset-interval works too) replaces the connection`, async () => {
     const py = await server("compact");
     const clock = new VirtualClock(0);
     const { sink: k, channel } = await sink({ port: String(py.port), "connection-reset-interval": "30" }, memoryChannel("upstream"), clock);
@@ -150,7 +174,7 @@ describe("thrift sink: timeouts, unreachable peers, connection reset", () => {
   });
 });
 
-describe("thrift sink and source: how Flume 1.11 reads their properties", () => {
+describe("thrift sink: how Flume 1.11 reads its properties", () => {
   test("protocol: lowercase binary selects binary; BINARY and unknown values speak compact with a warning, as in Flume; request-timeout under 1000 means 20000", () => {
     const channel = memoryChannel();
     expect(makeThriftSink({ port: "1", protocol: "binary" }, channel).sink.options.protocol).toBe("binary");
@@ -165,12 +189,4 @@ describe("thrift sink and source: how Flume 1.11 reads their properties", () => 
     expect(warnings(quiet.logger)).toEqual([]);
   });
 
-  test("the source refuses protocols other than binary and compact, and kerberos", async () => {
-    await expect(startThriftSource({ protocol: "json" })).rejects.toThrow('must be binary or compact (the only Thrift protocols Flume\'s thrift source and sink speak), got \\"json\\"');
-    await expect(startThriftSource({ kerberos: "true", "agent-principal": "flume/h@R", "agent-keytab": "/k" })).rejects.toThrow("not supported by Flume TS");
-    const s = await startThriftSource({ protocol: "Binary" });
-    cleanups.push(() => s.source.stop());
-    expect(s.source.options.protocol).toBe("compact");
-    expect(warnings(s.logger).join("\n")).toContain("protocol = Binary selects the compact protocol");
-  });
 });

@@ -1,13 +1,13 @@
 /**
- * Helpers for the thrift tests: Python code generated from our IDL at test time (Debian's
- * thrift-compiler), Debian's python3-thrift as third-party client and server, and our thrift
- * source and sink built from Flume-style properties.
+ * Harness for the thrift tests: Python code generated from our IDL at test time (Debian's
+ * thrift-compiler), Debian's python3-thrift as third-party client and server (client.py and
+ * server.py next to this file), and our thrift source and sink built from Flume-style
+ * properties. Tests that use python declare themselves with needsThrift (requires.ts).
  */
 import { afterAll, beforeAll } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
 import path from "node:path";
-import { parseConfig } from "../../../src/config/schema.ts";
+import { componentContext } from "../../../src/components/component.ts";
 import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
 import { type Clock, systemClock } from "../../../src/core/clock.ts";
 import { MemoryLogger } from "../../../src/core/logger.ts";
@@ -15,27 +15,23 @@ import type { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import { definition as thriftSink, type ThriftSink } from "../../../src/components/sinks/thrift.ts";
 import { definition as thriftSource, type ThriftSource } from "../../../src/components/sources/thrift.ts";
-import { ROOT, tempDir, waitUntil } from "../../helpers.ts";
-import { memoryChannel } from "../support.ts";
+import { FIXTURES, ROOT, tempDir, waitUntil } from "../helpers.ts";
+import { needsThrift } from "../requires.ts";
+import { memoryChannel } from "../rpc.ts";
 
 /** Debian's interpreter: the pyenv python3 on PATH has no thrift module. */
 export const PYTHON = "/usr/bin/python3";
-const THRIFT = "/usr/bin/thrift";
 const SCRIPTS = path.join(ROOT, "test", "support", "thrift");
-const IDL_DIR = path.join(ROOT, "test", "fixtures", "thrift");
-
-export const hasThrift = existsSync(THRIFT) && existsSync(PYTHON) && spawnSync(PYTHON, ["-c", "import thrift"]).status === 0;
-/** Skip without the tools, except under CI=true, where the tests run (and fail) instead. */
-export const skipWithoutThrift = !hasThrift && process.env.CI !== "true";
+const IDL_DIR = path.join(FIXTURES, "thrift");
 
 /**
- * For a test file: generates the Python code once (beforeAll, unless the tools are missing) and
+ * For a test file: generates the Python code once (beforeAll, where needsThrift holds) and
  * removes it after the file's tests; read .dir inside the tests.
  */
 export function generatedPython(): { dir: string } {
   const generated = { dir: "", cleanup: () => {} };
   beforeAll(() => {
-    if (!skipWithoutThrift) Object.assign(generated, generatePython());
+    if (needsThrift.holds) Object.assign(generated, generatePython());
   });
   afterAll(() => generated.cleanup());
   return generated;
@@ -45,7 +41,7 @@ export function generatedPython(): { dir: string } {
 export function generatePython(): { dir: string; cleanup: () => void } {
   const tmp = tempDir("flume-thrift-py-");
   for (const idl of ["flume.thrift", "flume-extended.thrift"]) {
-    const r = spawnSync(THRIFT, ["--gen", "py", "-out", tmp.dir, path.join(IDL_DIR, idl)], { encoding: "utf8" });
+    const r = spawnSync("thrift", ["--gen", "py", "-out", tmp.dir, path.join(IDL_DIR, idl)], { encoding: "utf8" });
     if (r.status !== 0) throw new Error(`thrift --gen py ${idl} failed (needs thrift-compiler): ${r.stderr ?? r.error}`);
   }
   return tmp;
@@ -68,15 +64,20 @@ export function bodyPattern(size: number): Buffer {
   return b;
 }
 
-/** Runs test/support/thrift/client.py; resolves with one result per call made. Asynchronous: the source may run in this process. */
+/**
+ * Runs client.py; resolves with one result per call made. Asynchronous: the source may run in
+ * this process. With ca the connection is TLS (the server verified against ca); with cert and
+ * key the client presents that certificate.
+ */
 export function pythonClient(
   gen: string,
   port: number,
   protocol: string,
   calls: PyCall[],
-  opts: { module?: "flume_thrift" | "flume_thrift_extended"; ca?: string } = {},
+  opts: { module?: "flume_thrift" | "flume_thrift_extended"; ca?: string; cert?: string; key?: string } = {},
 ): Promise<PyResult[]> {
-  const args = [path.join(SCRIPTS, "client.py"), gen, opts.module ?? "flume_thrift", "127.0.0.1", String(port), protocol, ...(opts.ca ? [opts.ca] : [])];
+  const tls = opts.ca ? [opts.ca, ...(opts.cert && opts.key ? [opts.cert, opts.key] : [])] : [];
+  const args = [path.join(SCRIPTS, "client.py"), gen, opts.module ?? "flume_thrift", "127.0.0.1", String(port), protocol, ...tls];
   const child = spawn(PYTHON, args, { stdio: ["pipe", "pipe", "pipe"] });
   let out = "";
   let err = "";
@@ -102,7 +103,7 @@ export interface PyServerCall {
   answer: string;
 }
 
-/** Starts test/support/thrift/server.py with an answer script (see there); kill() it when done. */
+/** Starts server.py with an answer script (see there); kill() it when done. */
 export async function pythonServer(gen: string, protocol: string, answers: string[], tls?: { cert: string; key: string }) {
   const args = [path.join(SCRIPTS, "server.py"), gen, protocol, answers.join(","), ...(tls ? [tls.cert, tls.key] : [])];
   const child = spawn(PYTHON, args, { stdio: ["ignore", "pipe", "pipe"] });
@@ -144,11 +145,11 @@ export async function pythonServer(gen: string, protocol: string, answers: strin
 
 /** A thrift source from Flume-style properties, started on an ephemeral port of 127.0.0.1. */
 export async function startThriftSource(props: Record<string, string> = {}, channel: MemoryChannel = memoryChannel()) {
-  const { config, errors } = parseConfig(thriftSource.schema, { bind: "127.0.0.1", port: "0", ...props });
-  const problems = [...errors, ...(thriftSource.validate?.(config) ?? [])];
+  const { options, errors } = thriftSource.parse({ bind: "127.0.0.1", port: "0", ...props });
+  const problems = [...errors, ...(thriftSource.validate?.(options) ?? [])];
   if (problems.length > 0) throw new Error(JSON.stringify(problems));
   const logger = new MemoryLogger();
-  const source: ThriftSource = thriftSource.create(config, { name: "r1", agentName: "a1", clock: systemClock, logger });
+  const source: ThriftSource = thriftSource.create(options, componentContext("r1", { logger }));
   source.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));
   await source.start();
   return { source, channel, logger, port: source.port };
@@ -156,11 +157,11 @@ export async function startThriftSource(props: Record<string, string> = {}, chan
 
 /** A thrift sink to 127.0.0.1 from Flume-style properties, draining channel. */
 export function makeThriftSink(props: Record<string, string>, channel: MemoryChannel, clock: Clock = systemClock) {
-  const { config, errors } = parseConfig(thriftSink.schema, { hostname: "127.0.0.1", ...props });
-  const problems = [...errors, ...(thriftSink.validate?.(config) ?? [])];
+  const { options, errors } = thriftSink.parse({ hostname: "127.0.0.1", ...props });
+  const problems = [...errors, ...(thriftSink.validate?.(options) ?? [])];
   if (problems.length > 0) throw new Error(JSON.stringify(problems));
   const logger = new MemoryLogger();
-  const sink: ThriftSink = thriftSink.create(config, { name: "k1", agentName: "a1", clock, logger });
+  const sink: ThriftSink = thriftSink.create(options, componentContext("k1", { clock, logger }));
   sink.setChannel(channel);
   return { sink, logger };
 }
