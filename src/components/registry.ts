@@ -4,6 +4,8 @@ import { definition as memoryChannel } from "./channels/memory.ts";
 import { definition as fileChannel } from "./channels/file/index.ts";
 import { definition as avroSink } from "./sinks/avro.ts";
 import { definition as avroSource } from "./sources/avro.ts";
+import { definition as thriftSink } from "./sinks/thrift.ts";
+import { definition as thriftSource } from "./sources/thrift.ts";
 import { definition as loggerSink } from "./sinks/logger.ts";
 import { definition as nullSink } from "./sinks/null.ts";
 import { definition as embeddedSource } from "./sources/embedded.ts";
@@ -48,6 +50,8 @@ const DEFINITIONS: AnyDefinition[] = [
   embeddedSource,
   avroSource,
   avroSink,
+  thriftSource,
+  thriftSink,
   memoryChannel,
   fileChannel,
   loggerSink,

@@ -141,4 +141,31 @@ describe("flume validate", () => {
     expect(r.stderr).toBe("");
     expect(r.status).toBe(0);
   });
+
+  test("thrift: a json protocol and kerberos are errors at their lines; a sink's odd protocol value is accepted", () => {
+    const file = path.join(dir, "thrift.conf");
+    const conf = `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = thrift
+a1.sources.r1.bind = 0.0.0.0
+a1.sources.r1.port = 4141
+a1.sources.r1.protocol = json
+a1.sources.r1.channels = c1
+a1.channels.c1.type = memory
+a1.sinks.k1.type = thrift
+a1.sinks.k1.hostname = 10.0.0.1
+a1.sinks.k1.port = 4545
+a1.sinks.k1.protocol = BINARY
+a1.sinks.k1.kerberos = true
+a1.sinks.k1.channel = c1
+`;
+    writeFileSync(file, conf);
+    const r = runCli(["validate", "-f", file, "-n", "a1"]);
+    expect(r.code).not.toBe(0);
+    const text = r.stdout + r.stderr;
+    expect(text).toMatch(/thrift\.conf:7: error: source r1: protocol: must be binary or compact/);
+    expect(text).toMatch(/thrift\.conf:14: error: sink k1: kerberos: = true \(Kerberos SASL\/GSSAPI authentication\) is not supported by Flume TS/);
+    expect(text).toContain("2 errors");
+  });
 });

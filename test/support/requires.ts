@@ -97,3 +97,8 @@ export const needsPythonAvro = precondition(() => commandRuns(PYTHON, "-c", "imp
 export const needsPosixLockHolder = precondition(() => existsSync("/proc/locks") && commandRuns(PYTHON, "-c", "import fcntl"), "needs /usr/bin/python3 and /proc/locks");
 export const needsProc = precondition(() => existsSync("/proc/self/fd") && existsSync("/proc/self/stat"), "needs Linux /proc");
 export const needsPromtool = precondition(() => commandRuns("promtool", "--version"), "needs promtool (Debian prometheus)");
+/** Debian's thrift-compiler (`thrift --gen py`) and python3-thrift under /usr/bin/python3 (the pyenv python3 on PATH has no thrift module). */
+export const needsThrift = precondition(
+  () => commandRuns("thrift", "--version") && commandRuns("/usr/bin/python3", "-c", "import thrift"),
+  "needs thrift-compiler and /usr/bin/python3 with thrift (python3-thrift)",
+);
