@@ -11,7 +11,7 @@ const version = defineCommand({
   },
 });
 
-const SUBCOMMANDS = ["version", "run", "agent", "validate", "describe", "channel", "avro-client", "simulate", "replay"];
+const SUBCOMMANDS = ["version", "run", "agent", "validate", "describe", "channel", "avro-client", "simulate", "replay", "top"];
 
 export const main: CommandDef = defineCommand({
   meta: {
@@ -30,5 +30,6 @@ export const main: CommandDef = defineCommand({
     "avro-client": () => import("./avro-client.ts").then((m) => m.avroClient),
     simulate: () => import("./simulate.ts").then((m) => m.simulate),
     replay: () => import("./replay.ts").then((m) => m.replay),
+    top: () => import("./top.ts").then((m) => m.top),
   },
 });
