@@ -1,6 +1,5 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { type ArgsDef, defineCommand } from "citty";
 import { Agent } from "../agent/agent.ts";
 import { ConfigReloader } from "../agent/reload.ts";
 import { componentLogger, createAgentLogger } from "../agent/logging.ts";
@@ -8,7 +7,8 @@ import { StatsReporter } from "../agent/stats.ts";
 import * as registry from "../components/registry.ts";
 import { formatProblem } from "../config/problems.ts";
 import { decodeProperties } from "../config/properties.ts";
-import { ArgReader, UsageError } from "./args.ts";
+import { AGENT_FILE_ARGS, type ArgsSpec, FLUME_NG_ARGS, nonNegative, type Parsed, parseCommandLine, port, UsageError } from "./args.ts";
+import { command } from "./command.ts";
 import { humanReport } from "./validate.ts";
 import { validateConfigText } from "../config/validate.ts";
 import { systemClock } from "../core/clock.ts";
@@ -35,101 +35,57 @@ export interface RunOptions {
 /** Default size bound of `--trace`: the recording stops (with a "truncated" line) beyond it. */
 export const DEFAULT_TRACE_MAX_BYTES = 256 * 1024 * 1024;
 
-export { UsageError };
+/** `flume run`'s options, with flume-ng's spellings: `--conf-file`, `--name`, `-c` (ignored), `-Dk=v`, `--no-reload-conf`. */
+const RUN_ARGS = {
+  ...AGENT_FILE_ARGS,
+  ...FLUME_NG_ARGS,
+  define: {
+    ...FLUME_NG_ARGS.define,
+    description: "A system property, as -Dkey=value or -D key=value (repeatable): ${sys:key}, flume.monitoring.type=http, flume.monitoring.port=N",
+  },
+  "no-reload-conf": { type: "boolean", description: "Do not reload the file when it changes" },
+  "poll-interval": { type: "string", parse: nonNegative, default: "30", description: "Seconds between checks of the file for changes" },
+  "metrics-port": { type: "string", parse: port(0), description: "Serve /metrics (Flume's JSON) and /prometheus on this port" },
+  "metrics-bind": { type: "string", default: "0.0.0.0", description: "Address for the metrics server" },
+  lenient: { type: "boolean", description: "Start with broken components dropped, as Flume does, instead of refusing" },
+  quiet: { type: "boolean", alias: "q", description: "No periodic stats line" },
+  "drain-timeout": { type: "string", parse: nonNegative, default: "5000", description: "Milliseconds sinks get to drain channels on shutdown" },
+  "stats-interval": { type: "string", parse: nonNegative, default: "10", description: "Seconds between stats lines (0: none)" },
+  trace: { type: "string", description: "Record every channel transaction to this file as JSON lines (for flume replay)" },
+  "trace-max-bytes": { type: "string", parse: nonNegative, default: String(DEFAULT_TRACE_MAX_BYTES), description: "Stop recording the trace beyond this many bytes" },
+} as const satisfies ArgsSpec;
 
-/**
- * Parses `flume run` arguments, accepting flume-ng's spellings too: `agent` as a first word,
- * `--conf-file`, `--name`, `-c/--conf` (ignored), `--no-reload-conf`, `-Dk=v` or `-D k=v`.
- */
-export function parseRunArgs(argv: string[]): { options: RunOptions; notes: string[] } {
-  const notes: string[] = [];
-  const o: RunOptions = {
-    file: "",
-    sysProps: {},
-    reload: true,
-    pollIntervalSec: 30,
-    metricsBind: "0.0.0.0",
-    lenient: false,
-    quiet: false,
-    drainTimeoutMs: 5000,
-    statsIntervalSec: 10,
-    traceMaxBytes: DEFAULT_TRACE_MAX_BYTES,
-  };
-  const r = new ArgReader(argv[0] === "agent" ? argv.slice(1) : argv);
-  for (let arg = r.next(); arg !== undefined; arg = r.next()) {
-    switch (arg) {
-      case "-f":
-      case "--conf-file":
-      case "--file":
-        o.file = r.value(arg);
-        break;
-      case "-n":
-      case "--name":
-        o.name = r.value(arg);
-        break;
-      case "-c":
-      case "--conf":
-        notes.push(`${arg} ${r.value(arg)} ignored: Flume TS needs no conf directory (logging goes to stderr)`);
-        break;
-      case "--no-reload-conf":
-        o.reload = false;
-        break;
-      case "--poll-interval":
-        o.pollIntervalSec = r.number(arg);
-        break;
-      case "--metrics-port":
-        o.metricsPort = r.number(arg);
-        break;
-      case "--metrics-bind":
-        o.metricsBind = r.value(arg);
-        break;
-      case "--lenient":
-        o.lenient = true;
-        break;
-      case "--quiet":
-      case "-q":
-        o.quiet = true;
-        break;
-      case "--drain-timeout":
-        o.drainTimeoutMs = r.number(arg);
-        break;
-      case "--stats-interval":
-        o.statsIntervalSec = r.number(arg);
-        break;
-      case "--trace":
-        o.trace = r.value(arg);
-        break;
-      case "--trace-max-bytes":
-        o.traceMaxBytes = r.number(arg);
-        break;
-      case "-D":
-      case "--define": {
-        const kv = r.value(arg);
-        addSysProp(o, kv);
-        break;
-      }
-      default:
-        if (arg.startsWith("-D") && arg.length > 2) addSysProp(o, arg.slice(2));
-        else throw new UsageError(`unknown option "${r.raw}"`);
-    }
-  }
-  if (!o.file) throw new UsageError("missing the configuration file: flume run -f FILE [-n AGENT]");
-  const mtype = o.sysProps["flume.monitoring.type"];
-  if (mtype !== undefined) {
-    if (mtype.toLowerCase() !== "http") throw new UsageError(`-Dflume.monitoring.type=${mtype}: only "http" monitoring is available`);
-    const port = o.sysProps["flume.monitoring.port"] ?? "41414";
-    o.metricsPort ??= r.number("-Dflume.monitoring.port", port);
-  }
-  if (o.metricsPort !== undefined && (!Number.isInteger(o.metricsPort) || o.metricsPort > 65535)) {
-    throw new UsageError(`the metrics port must be a whole number from 0 to 65535, got ${o.metricsPort}`);
-  }
-  return { options: o, notes };
+/** Parses `flume run` (or `flume agent`) arguments; a bad one throws a UsageError naming it. */
+export function parseRunArgs(argv: readonly string[]): { options: RunOptions; notes: string[] } {
+  return runOptions(parseCommandLine(argv, RUN_ARGS));
 }
 
-function addSysProp(o: RunOptions, kv: string): void {
-  const eq = kv.indexOf("=");
-  if (eq <= 0) throw new UsageError(`-D needs key=value, got "${kv}"`);
-  o.sysProps[kv.slice(0, eq)] = kv.slice(eq + 1);
+function runOptions(a: Parsed<typeof RUN_ARGS>): { options: RunOptions; notes: string[] } {
+  const notes = a.conf === undefined ? [] : [`-c ${a.conf} ignored: Flume TS needs no conf directory (logging goes to stderr)`];
+  if (!a["conf-file"]) throw new UsageError("missing the configuration file: flume run -f FILE [-n AGENT]");
+  const sysProps = Object.fromEntries(a.define);
+  let metricsPort = a["metrics-port"];
+  const mtype = sysProps["flume.monitoring.type"];
+  if (mtype !== undefined) {
+    if (mtype.toLowerCase() !== "http") throw new UsageError(`-Dflume.monitoring.type=${mtype}: only "http" monitoring is available`);
+    metricsPort ??= port(0)(sysProps["flume.monitoring.port"] ?? "41414", "-Dflume.monitoring.port");
+  }
+  const options: RunOptions = {
+    file: a["conf-file"],
+    name: a.name,
+    sysProps,
+    reload: !a["no-reload-conf"],
+    pollIntervalSec: a["poll-interval"],
+    metricsPort,
+    metricsBind: a["metrics-bind"],
+    lenient: a.lenient,
+    quiet: a.quiet,
+    drainTimeoutMs: a["drain-timeout"],
+    statsIntervalSec: a["stats-interval"],
+    trace: a.trace,
+    traceMaxBytes: a["trace-max-bytes"],
+  };
+  return { options, notes };
 }
 
 function loadConfig(text: string, file: string, o: RunOptions) {
@@ -266,48 +222,17 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   return finish(await exited);
 }
 
-const HELP_ARGS = {
-  "conf-file": { type: "string", alias: "f", description: "The Flume properties file (flume-ng: --conf-file)" },
-  name: { type: "string", alias: "n", description: "The agent to run; optional when the file configures one agent" },
-  conf: { type: "string", alias: "c", description: "Accepted for flume-ng compatibility and ignored" },
-  "no-reload-conf": { type: "boolean", description: "Do not reload the file when it changes" },
-  "poll-interval": { type: "string", description: "Seconds between checks of the file for changes (default 30)" },
-  "metrics-port": { type: "string", description: "Serve /metrics (Flume's JSON) and /prometheus on this port" },
-  "metrics-bind": { type: "string", description: "Address for the metrics server (default 0.0.0.0)" },
-  lenient: { type: "boolean", description: "Start with broken components dropped, as Flume does, instead of refusing" },
-  quiet: { type: "boolean", alias: "q", description: "No periodic stats line" },
-  "drain-timeout": { type: "string", description: "Milliseconds sinks get to drain channels on shutdown (default 5000)" },
-  "stats-interval": { type: "string", description: "Seconds between stats lines (default 10)" },
-  trace: { type: "string", description: "Record every channel transaction to this file as JSON lines (for flume replay)" },
-  "trace-max-bytes": { type: "string", description: "Stop recording the trace beyond this many bytes (default 256 MiB)" },
-  define: {
-    type: "string",
-    alias: "D",
-    valueHint: "key=value",
-    description: "A system property, as -Dkey=value (repeatable): ${sys:key}, flume.monitoring.type=http, flume.monitoring.port=N",
-  },
-} satisfies ArgsDef;
-
-export function makeRunCommand(name: string, description: string) {
-  return defineCommand({
-    meta: { name, description },
-    args: HELP_ARGS,
-    async run({ rawArgs }) {
-      let parsed;
-      try {
-        parsed = parseRunArgs(rawArgs);
-      } catch (err) {
-        if (err instanceof UsageError) {
-          console.error(`flume ${name}: ${err.message}`);
-          process.exit(2);
-        }
-        throw err;
-      }
-      const code = await runAgent(parsed.options, parsed.notes);
-      process.exit(code);
+function runCommand(name: string, description: string) {
+  return command({
+    name,
+    description,
+    args: RUN_ARGS,
+    run(args) {
+      const { options, notes } = runOptions(args);
+      return runAgent(options, notes);
     },
   });
 }
 
-export const run = makeRunCommand("run", "Run an agent from a Flume properties file (flume-ng agent)");
-export const agentAlias = makeRunCommand("agent", "Same as run, spelled as flume-ng's `agent` command");
+export const run = runCommand("run", "Run an agent from a Flume properties file (flume-ng agent)");
+export const agentAlias = runCommand("agent", "Same as run, spelled as flume-ng's `agent` command");

@@ -70,7 +70,7 @@ describe("flume run", () => {
     expect(runCli(["run", "-f", "x.conf", "--bogus"]).code).toBe(2);
     const port = runCli(["run", "-f", "conf/flume.conf", "--metrics-port", "70000"]);
     expect(port.code).toBe(2);
-    expect(port.stderr).toContain("metrics port must be a whole number from 0 to 65535");
+    expect(port.stderr).toContain('flume run: --metrics-port needs a port number from 0 to 65535, got "70000"');
   });
 
   test("flume-ng spellings: agent, --conf, --conf-file, --name, -D, --no-reload-conf", async () => {
