@@ -22,6 +22,8 @@ interface Described {
 /** An option without a value (`--json`, `-q`). */
 export interface SwitchArg extends Described {
   type: "boolean";
+  /** An optional value written inline (`--fail-fast=60`): parsed by this; alone the switch is `true`. */
+  inline?: ValueParser<unknown>;
   /** One letter: `-q`; longer: `--file` (shown in --help as "also --file"). */
   alias?: string | readonly string[];
 }
@@ -52,7 +54,9 @@ type ValueOf<A> = A extends { parse: (text: string, flag: string) => infer T } ?
 
 /** What parseCommandLine returns for a spec: one typed field per declared option. */
 export type Parsed<S extends ArgsSpec> = {
-  -readonly [K in keyof S]: S[K] extends { type: "boolean" }
+  -readonly [K in keyof S]: S[K] extends { type: "boolean"; inline: (text: string, flag: string) => infer T }
+    ? boolean | T
+    : S[K] extends { type: "boolean" }
     ? boolean
     : S[K] extends { type: "positional" }
       ? string | undefined
@@ -100,8 +104,8 @@ export function parseCommandLine<const S extends ArgsSpec>(argv: readonly string
     if (key === undefined) throw new UsageError(`unknown option "${t.rawName}"`);
     const a = spec[key];
     if (a.type === "boolean") {
-      if (t.value !== undefined) throw new UsageError(`${t.rawName} takes no value, got "${t.value}"`);
-      values[key] = true;
+      if (t.value !== undefined && !a.inline) throw new UsageError(`${t.rawName} takes no value, got "${t.value}"`);
+      values[key] = t.value !== undefined && a.inline ? a.inline(t.value, t.rawName) : true;
     } else if (a.type === "string") {
       if (t.value === undefined) throw new UsageError(`${t.rawName} needs a value`);
       const v = a.parse ? a.parse(t.value, t.rawName) : t.value;

@@ -2,12 +2,12 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Agent } from "../agent/agent.ts";
 import { ConfigReloader } from "../agent/reload.ts";
-import { componentLogger, createAgentLogger } from "../agent/logging.ts";
+import { componentLogger, createAgentLogger, LOG_LEVELS, levelFromFlumeRootLogger, type LogFormat, type LogLevel } from "../agent/logging.ts";
 import { StatsReporter } from "../agent/stats.ts";
 import * as registry from "../components/registry.ts";
 import { formatProblem } from "../config/problems.ts";
 import { decodeProperties } from "../config/properties.ts";
-import { AGENT_FILE_ARGS, type ArgsSpec, FLUME_NG_ARGS, nonNegative, type Parsed, parseCommandLine, port, UsageError } from "./args.ts";
+import { AGENT_FILE_ARGS, type ArgsSpec, FLUME_NG_ARGS, nonNegative, oneOf, type Parsed, parseCommandLine, port, UsageError } from "./args.ts";
 import { command } from "./command.ts";
 import { humanReport } from "./validate.ts";
 import { validateConfigText } from "../config/validate.ts";
@@ -30,7 +30,21 @@ export interface RunOptions {
   /** Record every channel transaction to this file (JSON lines, see src/simulate/trace.ts). */
   trace?: string;
   traceMaxBytes: number;
+  logLevel: LogLevel;
+  logFormat: LogFormat;
+  /** Seconds every component gets to start before the process gives up with exit 1 (undefined: retry forever). */
+  failFastSec?: number;
 }
+
+/**
+ * Exit codes of `flume run`: 0 stopped with nothing accepted dropped; 1 did not start (invalid
+ * configuration, a directory another agent holds, --fail-fast ran out) or failed to stop; 2
+ * bad command line; 3 stopped, but a memory channel still held events (lost).
+ */
+export const EXIT = { ok: 0, notStarted: 1, usage: 2, eventsLost: 3 } as const;
+
+/** What a bare --fail-fast waits for a component to start. */
+const DEFAULT_FAIL_FAST_SEC = 30;
 
 /** Default size bound of `--trace`: the recording stops (with a "truncated" line) beyond it. */
 export const DEFAULT_TRACE_MAX_BYTES = 256 * 1024 * 1024;
@@ -53,6 +67,13 @@ const RUN_ARGS = {
   "stats-interval": { type: "string", parse: nonNegative, default: "10", description: "Seconds between stats lines (0: none)" },
   trace: { type: "string", description: "Record every channel transaction to this file as JSON lines (for flume replay)" },
   "trace-max-bytes": { type: "string", parse: nonNegative, default: String(DEFAULT_TRACE_MAX_BYTES), description: "Stop recording the trace beyond this many bytes" },
+  "log-level": { type: "string", parse: oneOf(...LOG_LEVELS), description: "error, warn, info (default), debug or trace; also -Dflume.root.logger=LEVEL,console" },
+  "log-format": { type: "string", parse: oneOf("text", "json"), default: "text", description: "text lines, or one JSON object a line" },
+  "fail-fast": {
+    type: "boolean",
+    inline: nonNegative,
+    description: `Exit 1 when a component has not started after ${DEFAULT_FAIL_FAST_SEC} s (--fail-fast=SECONDS for another limit) instead of retrying forever`,
+  },
 } as const satisfies ArgsSpec;
 
 /** Parses `flume run` (or `flume agent`) arguments; a bad one throws a UsageError naming it. */
@@ -70,7 +91,17 @@ function runOptions(a: Parsed<typeof RUN_ARGS>): { options: RunOptions; notes: s
     if (mtype.toLowerCase() !== "http") throw new UsageError(`-Dflume.monitoring.type=${mtype}: only "http" monitoring is available`);
     metricsPort ??= port(0)(sysProps["flume.monitoring.port"] ?? "41414", "-Dflume.monitoring.port");
   }
+  let logLevel = a["log-level"];
+  const rootLogger = sysProps["flume.root.logger"];
+  if (logLevel === undefined && rootLogger !== undefined) {
+    logLevel = levelFromFlumeRootLogger(rootLogger);
+    if (logLevel === undefined) throw new UsageError(`-Dflume.root.logger=${rootLogger}: expected LEVEL,appender with LEVEL one of ERROR, WARN, INFO, DEBUG, TRACE`);
+  }
+  const failFast = a["fail-fast"];
   const options: RunOptions = {
+    logLevel: logLevel ?? "info",
+    logFormat: a["log-format"],
+    failFastSec: failFast === false ? undefined : failFast === true ? DEFAULT_FAIL_FAST_SEC : failFast,
     file: a["conf-file"],
     name: a.name,
     sysProps,
@@ -94,7 +125,7 @@ function loadConfig(text: string, file: string, o: RunOptions) {
 
 /** Runs an agent until SIGINT or SIGTERM; resolves with the exit code. */
 export async function runAgent(o: RunOptions, notes: string[] = []): Promise<number> {
-  const log = createAgentLogger({});
+  const log = createAgentLogger({ level: o.logLevel, format: o.logFormat, agent: o.name });
   for (const n of notes) log.info(n);
   const file = path.resolve(o.file);
   let result;
@@ -147,11 +178,18 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   let stopping = false;
   let resolveExit: (code: number) => void = () => {};
   const exited = new Promise<number>((resolve) => (resolveExit = resolve));
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
+  let reloader: ConfigReloader | null = null;
+  const shutdown = async (signal: string, failure?: number) => {
+    if (stopping) {
+      // A second one: the drain ends now; what the channels still hold is reported as the stop closes them.
+      log.warn(`${signal} received again: stopping at once, without waiting for the sinks to drain the channels`);
+      agent.stopNow();
+      return;
+    }
     stopping = true;
-    log.info(`${signal} received: stopping agent ${config.agent}`);
+    log.info(`${failure === undefined ? `${signal} received` : signal}: stopping agent ${config.agent} (sinks drain the channels for up to ${o.drainTimeoutMs} ms; send SIGTERM again to stop at once)`);
     if (reloadTimer) clearInterval(reloadTimer);
+    if (readyTimer) clearInterval(readyTimer);
     stats?.stop();
     try {
       await agent.stop();
@@ -160,20 +198,37 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
         const t = tracer.finish();
         log.info(`trace written to ${o.trace}: ${t.accepted} events accepted, ${t.deliveredUnique} delivered (check it with: flume replay ${o.trace})`);
       }
-      log.success(`agent ${config.agent} stopped`);
-      resolveExit(0);
+      if (failure !== undefined) {
+        resolveExit(failure);
+      } else if (agent.lostAtStop > 0) {
+        log.error(`agent ${config.agent} stopped; ${agent.lostAtStop} accepted events left in memory channels were lost (exit ${EXIT.eventsLost})`);
+        resolveExit(EXIT.eventsLost);
+      } else {
+        log.success(`agent ${config.agent} stopped`);
+        resolveExit(EXIT.ok);
+      }
     } catch (err) {
       log.error(`error while stopping: ${(err as Error).message}`);
-      resolveExit(1);
+      resolveExit(EXIT.notStarted);
     }
   };
   const onSigint = () => void shutdown("SIGINT");
   const onSigterm = () => void shutdown("SIGTERM");
+  // SIGHUP reloads the configuration now, as Vector and Fluent Bit do (Flume's JVM would exit).
+  const onSighup = () => {
+    if (stopping) return;
+    log.info("SIGHUP received: reloading the configuration");
+    void reloader?.reloadNow();
+  };
   process.on("SIGINT", onSigint);
   process.on("SIGTERM", onSigterm);
+  process.on("SIGHUP", onSighup);
+  let readyTimer: ReturnType<typeof setInterval> | null = null;
   const finish = (code: number) => {
     process.off("SIGINT", onSigint);
     process.off("SIGTERM", onSigterm);
+    process.off("SIGHUP", onSighup);
+    if (readyTimer) clearInterval(readyTimer);
     return code;
   };
 
@@ -185,14 +240,24 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
     return finish(1);
   }
   if (stopping) return finish(await exited);
-  const c = agent.components;
-  // A component whose start failed (a port in use) is retried by the supervisor: said apart.
-  const failed = agent.notStarted();
-  const isFailed = (kind: string, name: string) => failed.some((f) => f.kind === kind && f.name === name);
-  const retrying = failed.length > 0 ? `; not started yet, retrying: ${failed.map((f) => `${f.kind === "source" ? "" : `${f.kind} `}${f.name} (${f.error})`).join(", ")}` : "";
-  log.success(
-    `agent ${config.agent} started: sources [${[...c.sources.keys()].filter((n) => !isFailed("source", n)).join(", ")}], channels [${[...c.channels.keys()].filter((n) => !isFailed("channel", n)).join(", ")}], sinks [${[...c.runners.values()].filter((r) => !isFailed("sink runner", r.name)).flatMap((r) => r.sinks.map((s) => s.name)).join(", ")}]${retrying}`,
-  );
+  reportStart(agent, config.agent, log);
+  const startedAt = Date.now();
+  if (!agent.readiness().ready) {
+    // Say so when the last component has started; with --fail-fast give up when one does not in time.
+    readyTimer = setInterval(() => {
+      const r = agent.readiness();
+      if (r.ready) {
+        if (readyTimer) clearInterval(readyTimer);
+        readyTimer = null;
+        log.success(`agent ${config.agent}: every component has started`);
+      } else if (o.failFastSec !== undefined && Date.now() - startedAt >= o.failFastSec * 1000 && !stopping) {
+        if (readyTimer) clearInterval(readyTimer);
+        readyTimer = null;
+        log.error(`agent ${config.agent}: ${r.notStarted.map((x) => `${x.kind} ${x.name}`).join(", ")} not started after ${o.failFastSec} s (--fail-fast); stopping (exit ${EXIT.notStarted})`);
+        void shutdown("--fail-fast", EXIT.notStarted);
+      }
+    }, 250);
+  }
 
   if (o.metricsPort !== undefined) {
     metrics = new MetricsServer(agent, o.metricsPort, o.metricsBind, log);
@@ -214,12 +279,30 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   stats = o.quiet || o.statsIntervalSec === 0 ? null : new StatsReporter(agent, systemClock, (line) => log.info(line), o.statsIntervalSec * 1000);
   stats?.start();
 
+  reloader = new ConfigReloader(agent, { file, displayName: o.file, load: (text) => loadConfig(text, file, o), lenient: o.lenient, log, loadedText });
   if (o.reload && o.pollIntervalSec > 0) {
-    const reloader = new ConfigReloader(agent, { file, displayName: o.file, load: (text) => loadConfig(text, file, o), lenient: o.lenient, log, loadedText });
-    reloadTimer = setInterval(() => void reloader.poll(), o.pollIntervalSec * 1000);
+    const poller = reloader;
+    reloadTimer = setInterval(() => void poller.poll(), o.pollIntervalSec * 1000);
   }
 
   return finish(await exited);
+}
+
+/**
+ * The start line: "started" only when every component runs; otherwise how many did and why the
+ * others did not (the supervisor retries them).
+ */
+function reportStart(agent: Agent, name: string, log: { success(m: string): void; warn(m: string): void }): void {
+  const c = agent.components;
+  const list = `sources [${[...c.sources.keys()].join(", ")}], channels [${[...c.channels.keys()].join(", ")}], sinks [${[...c.runners.values()].flatMap((r) => r.sinks.map((s) => s.name)).join(", ")}]`;
+  const r = agent.readiness();
+  if (r.ready) {
+    log.success(`agent ${name} started: ${list}`);
+    return;
+  }
+  const total = c.sources.size + c.channels.size + c.runners.size;
+  const why = r.notStarted.map((x) => `${x.kind} ${x.name} not started: ${x.error ?? x.state}`).join("; ");
+  log.warn(`agent ${name} started ${total - r.notStarted.length} of ${total} components; ${why}, retrying every ${agent.retryIntervalMs / 1000} s`);
 }
 
 function runCommand(name: string, description: string) {
