@@ -3,17 +3,16 @@
  * events to a source (and retrying a failed put, as an RPC client does), and sinks that take a
  * batch in a transaction and "deliver" it to the ledger, failing as told.
  */
-import type { Channel } from "../core/channel.ts";
 import type { ChannelProcessor } from "../core/channel-processor.ts";
 import type { Clock, TimerHandle } from "../core/clock.ts";
 import { SinkCounter, SourceCounter } from "../core/counters.ts";
 import type { Event } from "../core/event.ts";
 import type { LifecycleState } from "../core/lifecycle.ts";
-import { silentLogger } from "../core/logger.ts";
-import type { Sink, Status } from "../core/sink.ts";
 import type { EventDrivenSource } from "../core/source.ts";
 import type { VirtualClock } from "../core/virtual-clock.ts";
-import { TakeLoop } from "../pipeline/take-loop.ts";
+import type { TakeLoop } from "../pipeline/take-loop.ts";
+import { componentContext } from "../components/component.ts";
+import { BaseSink } from "../components/sinks/base.ts";
 import type { FailSpec } from "./options.ts";
 import type { Random } from "./rng.ts";
 import { SIM_ID_HEADER, simIdOf, type TracedTransaction } from "./trace.ts";
@@ -175,24 +174,21 @@ export class SimSource implements EventDrivenSource {
  * delivering them, waits latency/2 for the acknowledgement, and commits. A failing batch delivers a random prefix first, then rolls
  * back: the events that got through will be delivered again (real duplicates).
  */
-export class SimSink implements Sink {
-  readonly counter: SinkCounter;
-  private channel: Channel | null = null;
-  private state: LifecycleState = "IDLE";
-  private readonly takeLoop: TakeLoop;
+export class SimSink extends BaseSink {
+  override readonly counter: SinkCounter;
+  protected readonly takeLoop: TakeLoop;
 
   constructor(
-    readonly name: string,
+    name: string,
     batchSize: number,
     private readonly latency: number,
     private readonly epoch: Epoch,
     private readonly world: SimWorld,
   ) {
+    super(componentContext(name, { clock: epoch }));
     this.counter = new SinkCounter(name, epoch);
-    // The agent's take loop, so simulated sinks count, commit and roll back as real ones.
-    this.takeLoop = new TakeLoop({
-      label: `sink ${name}`,
-      logger: silentLogger,
+    // The agents' take loop, so simulated sinks count, commit and roll back as real ones.
+    this.takeLoop = this.newTakeLoop({
       counter: this.counter,
       batchSize,
       underflow: "READY",
@@ -200,34 +196,11 @@ export class SimSink implements Sink {
     });
   }
 
-  setChannel(channel: Channel): void {
-    this.channel = channel;
-  }
-  getChannel(): Channel {
-    if (!this.channel) throw new Error(`sink ${this.name} has no channel`);
-    return this.channel;
-  }
-  start(): void {
-    this.counter.start();
-    this.state = "START";
-  }
-  stop(): void {
-    this.counter.stop();
-    this.state = "STOP";
-  }
-  getLifecycleState(): LifecycleState {
-    return this.state;
-  }
-
   private shouldFail(batch: number): boolean {
     const f = this.world.sinkFail;
     if (f.kind === "none") return false;
     if (f.kind === "batches") return f.batches.has(batch);
     return this.world.sinkRandom() < f.rate;
-  }
-
-  process(): Promise<Status> {
-    return this.takeLoop.process(this.getChannel());
   }
 
   /**

@@ -37,7 +37,7 @@ const DEFAULT_TIMEOUT = 20000;
  * error is thrown too (Flume's returns BACKOFF), keeping the connection.
  */
 export class AvroSink extends BaseSink {
-  readonly counter: SinkCounter;
+  override readonly counter: SinkCounter;
   protected readonly takeLoop: TakeLoop;
   private client: AvroRpcClient | null = null;
   private resetDue = false;
@@ -72,7 +72,7 @@ export class AvroSink extends BaseSink {
     return `Rpc sink ${this.name}`;
   }
 
-  async start(): Promise<void> {
+  override async start(): Promise<void> {
     this.counter.start();
     try {
       await this.createConnection();
@@ -84,7 +84,7 @@ export class AvroSink extends BaseSink {
     this.logger.info(`${this.label} started.`);
   }
 
-  async stop(): Promise<void> {
+  override async stop(): Promise<void> {
     this.destroyConnection();
     this.cancelReset();
     this.counter.stop();

@@ -1,5 +1,6 @@
 import type { Channel } from "../../core/channel.ts";
 import type { Clock } from "../../core/clock.ts";
+import type { SinkCounter } from "../../core/counters.ts";
 import type { LifecycleState } from "../../core/lifecycle.ts";
 import type { Logger } from "../../core/logger.ts";
 import type { Sink, Status } from "../../core/sink.ts";
@@ -17,6 +18,8 @@ export abstract class BaseSink implements Sink {
   protected readonly clock: Clock;
   protected readonly logger: Logger;
   protected state: LifecycleState = "IDLE";
+  /** Flume's SinkCounter, for the sinks that have one (Flume's null and logger sinks have none). */
+  readonly counter?: SinkCounter;
   protected abstract readonly takeLoop: TakeLoop;
   private channel: Channel | null = null;
 
@@ -26,8 +29,15 @@ export abstract class BaseSink implements Sink {
     this.logger = ctx.logger;
   }
 
-  abstract start(): void | Promise<void>;
-  abstract stop(): void | Promise<void>;
+  start(): void | Promise<void> {
+    this.counter?.start();
+    this.state = "START";
+  }
+
+  stop(): void | Promise<void> {
+    this.counter?.stop();
+    this.state = "STOP";
+  }
 
   setChannel(channel: Channel): void {
     this.channel = channel;

@@ -82,7 +82,7 @@ export interface FileRollOptions {
  * committed event is in the file even if the agent dies right after.
  */
 export class RollingFileSink extends BaseSink {
-  readonly counter: SinkCounter;
+  override readonly counter: SinkCounter;
   protected readonly takeLoop: TakeLoop;
   private readonly paths: PathManager;
   private file: FileHandle | null = null;
@@ -116,7 +116,7 @@ export class RollingFileSink extends BaseSink {
     return this.file ? this.paths.getCurrentFile() : null;
   }
 
-  async start(): Promise<void> {
+  override async start(): Promise<void> {
     this.logger.info(`Starting RollingFileSink ${this.name} in ${this.options.directory}`);
     this.counter.start();
     await mkdir(this.options.directory, { recursive: true });
@@ -132,7 +132,7 @@ export class RollingFileSink extends BaseSink {
     }, this.options.rollInterval * 1000);
   }
 
-  async stop(): Promise<void> {
+  override async stop(): Promise<void> {
     this.state = "STOP";
     if (this.rollTimer) this.clock.clearTimeout(this.rollTimer);
     this.rollTimer = null;

@@ -67,7 +67,7 @@ export interface HttpSinkOptions {
  * and backs off; the runner does both here).
  */
 export class HttpSink extends BaseSink {
-  readonly counter: SinkCounter;
+  override readonly counter: SinkCounter;
   protected readonly takeLoop: TakeLoop;
   private agent: Agent | null = null;
   private request: Undici["request"] | null = null;
@@ -87,7 +87,7 @@ export class HttpSink extends BaseSink {
     });
   }
 
-  async start(): Promise<void> {
+  override async start(): Promise<void> {
     const { Agent, request } = await loadUndici();
     this.request = request;
     this.agent = new Agent({ connectTimeout: this.options.connectTimeout, headersTimeout: this.options.requestTimeout, bodyTimeout: this.options.requestTimeout });
@@ -97,7 +97,7 @@ export class HttpSink extends BaseSink {
     this.state = "START";
   }
 
-  async stop(): Promise<void> {
+  override async stop(): Promise<void> {
     const agent = this.agent;
     this.agent = null;
     if (agent) await agent.close().catch(() => agent.destroy());

@@ -40,14 +40,6 @@ export class LoggerSink extends BaseSink {
       deliver: (events) => write(`Event: ${dumpEvent(events[0], maxBytesToLog)}`),
     });
   }
-
-  start(): void {
-    this.state = "START";
-  }
-
-  stop(): void {
-    this.state = "STOP";
-  }
 }
 
 export const definition = defineComponent({

@@ -21,14 +21,6 @@ export class NullSink extends BaseSink {
   get eventCount(): number {
     return this.delivered;
   }
-
-  start(): void {
-    this.state = "START";
-  }
-
-  stop(): void {
-    this.state = "STOP";
-  }
 }
 
 export const definition = defineComponent({
