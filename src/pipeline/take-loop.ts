@@ -69,9 +69,10 @@ export class TakeLoop {
     const events = this.batch;
     const max = o.batchSize;
     const tx = channel.getTransaction();
-    let phase: Phase = "prepare";
-    tx.begin();
+    let phase: Phase = "take";
     try {
+      tx.begin();
+      phase = "prepare";
       if (o.prepare) {
         const preparing = o.prepare();
         if (preparing) await preparing;
@@ -153,7 +154,7 @@ function failureMessage(o: TakeLoopOptions, channel: Channel, phase: Phase, n: n
     case "prepare":
       return `${o.label}: cannot deliver${to}: ${why}`;
     case "take":
-      return `${o.label}: unable to take events from channel ${channel.name}: ${why}; ${count(n)} rolled back`;
+      return `${o.label}: unable to take events from channel ${channel.name}: ${why}${n > 0 ? `; ${count(n)} rolled back` : ""}`;
     case "deliver":
       return `${o.label}: failed to deliver ${count(n)}${to}: ${why}; rolled back into channel ${channel.name}`;
     case "commit":
