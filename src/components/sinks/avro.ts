@@ -1,8 +1,8 @@
 import type { TimerHandle } from "../../core/clock.ts";
 import { SinkCounter } from "../../core/counters.ts";
-import { ChannelException, EventDeliveryException } from "../../core/errors.ts";
-import type { Event } from "../../core/event.ts";
-import type { Sink, Status } from "../../core/sink.ts";
+import { ChannelException } from "../../core/errors.ts";
+import type { Status } from "../../core/sink.ts";
+import type { TakeLoop } from "../../pipeline/take-loop.ts";
 import type { ConnectionOptions } from "node:tls";
 import { AvroRpcClient } from "../../rpc/client.ts";
 import { RpcHandshakeTimeoutError } from "../../rpc/errors.ts";
@@ -33,10 +33,12 @@ const DEFAULT_TIMEOUT = 20000;
  * Flume's avro sink (AbstractRpcSink): takes up to batch-size events in one channel
  * transaction, sends them as one appendBatch, commits on OK. FAILED, a timeout or a broken
  * connection rolls the batch back, drops the connection and throws EventDeliveryException; the
- * runner backs off and the next process() reconnects and resends (at-least-once).
+ * runner backs off and the next process() reconnects and resends (at-least-once). A channel's
+ * error is thrown too (Flume's returns BACKOFF), keeping the connection.
  */
-export class AvroSink extends BaseSink implements Sink {
-  readonly counter: SinkCounter;
+export class AvroSink extends BaseSink {
+  override readonly counter: SinkCounter;
+  protected readonly takeLoop: TakeLoop;
   private client: AvroRpcClient | null = null;
   private resetDue = false;
   private resetTimer: TimerHandle | null = null;
@@ -47,13 +49,30 @@ export class AvroSink extends BaseSink implements Sink {
   ) {
     super(ctx);
     this.counter = new SinkCounter(ctx.name, ctx.clock);
+    this.takeLoop = this.newTakeLoop({
+      label: this.label,
+      counter: this.counter,
+      batchSize: options.batchSize,
+      // As Flume's AbstractRpcSink: a short batch is READY, and the connection is checked
+      // (and made) in every transaction, even an empty one.
+      underflow: "READY",
+      target: () => `${options.hostname}:${options.port}`,
+      prepare: () => (this.client?.isActive() ? undefined : this.verifyConnection()),
+      deliver: (events) => (this.client as AvroRpcClient).appendBatch(events),
+      failed: (err) => {
+        if (err instanceof ChannelException) return;
+        // A handshake that never came back means the connection was never set up.
+        if (err instanceof RpcHandshakeTimeoutError) this.counter.values.ConnectionFailedCount++;
+        this.destroyConnection();
+      },
+    });
   }
 
   get label(): string {
     return `Rpc sink ${this.name}`;
   }
 
-  async start(): Promise<void> {
+  override async start(): Promise<void> {
     this.counter.start();
     try {
       await this.createConnection();
@@ -65,7 +84,7 @@ export class AvroSink extends BaseSink implements Sink {
     this.logger.info(`${this.label} started.`);
   }
 
-  async stop(): Promise<void> {
+  override async stop(): Promise<void> {
     this.destroyConnection();
     this.cancelReset();
     this.counter.stop();
@@ -73,7 +92,7 @@ export class AvroSink extends BaseSink implements Sink {
     this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
   }
 
-  async process(): Promise<Status> {
+  override async process(): Promise<Status> {
     if (this.resetDue) {
       this.resetDue = false;
       this.destroyConnection();
@@ -83,55 +102,12 @@ export class AvroSink extends BaseSink implements Sink {
         this.logger.error(`${this.label}: error while resetting the connection: ${(err as Error).message}`);
       }
     }
-    const channel = this.getChannel();
-    const tx = channel.getTransaction();
-    const c = this.counter.values;
-    let status: Status = "READY";
-    tx.begin();
-    try {
-      const client = await this.verifyConnection();
-      const batch: Event[] = [];
-      const batchSize = this.options.batchSize;
-      for (let i = 0; i < batchSize; i++) {
-        const event = tx.take();
-        if (event === null) break;
-        batch.push(event);
-      }
-      const size = batch.length;
-      if (size === 0) {
-        c.BatchEmptyCount++;
-        status = "BACKOFF";
-      } else {
-        if (size < batchSize) c.BatchUnderflowCount++;
-        else c.BatchCompleteCount++;
-        c.EventDrainAttemptCount += size;
-        await client.appendBatch(batch);
-      }
-      await tx.commit();
-      c.EventDrainSuccessCount += size;
-    } catch (err) {
-      await tx.rollback();
-      if (err instanceof ChannelException) {
-        c.ChannelReadFail++;
-        this.logger.error(`${this.label}: unable to get events from channel ${channel.name}: ${err.message}`);
-        status = "BACKOFF";
-      } else {
-        c.EventWriteFail++;
-        // A handshake that never came back means the connection was never set up.
-        if (err instanceof RpcHandshakeTimeoutError) c.ConnectionFailedCount++;
-        this.destroyConnection();
-        throw new EventDeliveryException(`${this.label}: failed to send events to ${this.options.hostname}:${this.options.port}: ${(err as Error).message}`, { cause: err });
-      }
-    } finally {
-      tx.close();
-    }
-    return status;
+    return super.process();
   }
 
-  private async verifyConnection(): Promise<AvroRpcClient> {
+  private async verifyConnection(): Promise<void> {
     if (this.client && !this.client.isActive()) this.destroyConnection();
     if (!this.client) await this.createConnection();
-    return this.client as AvroRpcClient;
   }
 
   private async createConnection(): Promise<void> {
