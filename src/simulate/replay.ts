@@ -16,7 +16,7 @@ import { VirtualClock } from "../core/virtual-clock.ts";
 import { createComponent } from "../agent/build.ts";
 import type { AnyDefinition } from "../components/component.ts";
 import { lookupComponent } from "../components/registry.ts";
-import { type AnyOptions, keyWithRole, type Role } from "../config/schema.ts";
+import { type AnyOptions, keysWithRole, keyWithRole, type Role } from "../config/schema.ts";
 import { seededRandom } from "./rng.ts";
 import { Epoch } from "./components.ts";
 import { Ledger, type LedgerSummary, SUMMARY_KEYS, verdict } from "./ledger.ts";
@@ -394,6 +394,8 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
         if (key && v !== undefined && v > 0) raw[key] = String(v);
       };
       set("capacity", info.capacity);
+      // Further capacity properties (SPILLABLEMEMORY's overflowCapacity) add to the first: none.
+      for (const key of keysWithRole(definition.schema, "capacity").slice(1)) if (info.capacity) raw[key] = "0";
       set("transactionCapacity", info.transactionCapacity && info.capacity ? Math.min(info.transactionCapacity, info.capacity) : info.transactionCapacity);
       set("keepAlive", info.keepAlive);
       options = definition.parse(raw).options;
