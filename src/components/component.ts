@@ -70,6 +70,11 @@ export interface Durability<T> {
    * transactions. Absent: a crash loses no committed event.
    */
   lostOnCrash?(instance: T): readonly Event[];
+  /**
+   * Present when a clean stop may lose committed events too: those a stop now would lose.
+   * Absent: a stopped and restarted channel has every committed, untaken event.
+   */
+  lostOnStop?(instance: T): readonly Event[];
 }
 
 /** What a component file writes: the schema in record form, the factory, the traits. */

@@ -175,7 +175,13 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
           vanished.add(o.id);
         }
         txs.clear();
-        const lost = ledger.crash();
+        // A channel that keeps only part of its events (SPILLABLEMEMORY) says which it loses.
+        const partial = new Map<number, number[]>();
+        channels.forEach((c, k) => {
+          const lostOnCrash = c.definition.durability?.lostOnCrash;
+          if (lostOnCrash) partial.set(k, lostOnCrash(c.channel).map((e) => ledger.index(JSON.parse(e.headers[ID_HEADER]) as EventId)));
+        });
+        const lost = ledger.crash(partial);
         await settleIo();
         for (let k = 0; k < channels.length; k++) await restart(k);
         step?.(`${when}  CRASH: open transactions vanish${lost.filter((l) => l.lost > 0).map((l) => `; ${l.channel} loses ${l.lost} events`).join("")}`);

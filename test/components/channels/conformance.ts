@@ -19,7 +19,8 @@
  *   their commit order; nothing else comes back. A channel that keeps only part of its events
  *   through a crash (its definition's durability.lostOnCrash, e.g. SPILLABLEMEMORY's memory
  *   queue) names the events it will lose just before the crash: exactly those are missing after
- *   it, the rest come back as above; a clean stop and restart loses nothing either way.
+ *   it, the rest come back as above; the same for a clean stop (durability.lostOnStop), which
+ *   loses nothing for a channel that does not declare it.
  *
  * Reproduce a failure with the seed and path fast-check prints (FC_SEED / FC_PATH).
  */
@@ -38,6 +39,8 @@ export interface ChannelUnderTest {
   survivesCrash: boolean;
   /** For a channel that keeps only part of its events through a crash: those it would lose now. */
   lostOnCrash?(channel: Channel): readonly Event[];
+  /** The same for a clean stop, for a channel whose stop may lose events. */
+  lostOnStop?(channel: Channel): readonly Event[];
   /** Opens (or reopens) the channel on its storage with these limits, on the given clock. */
   open(limits: Limits, clock: VirtualClock): Promise<Channel>;
   /** Simulates the process dying: the channel object is dropped without a clean stop. */
@@ -467,6 +470,7 @@ class Run {
       await this.cut.crash(ch);
     } else {
       coverage.restarts++;
+      lost = (this.cut.lostOnStop?.(ch) ?? []).map((e) => idOf(e) as number);
       await ch.stop();
       await this.clock.flush();
     }
