@@ -53,10 +53,12 @@ function underTest(def: ComponentDefinition<unknown>): ChannelUnderTest {
   const capacityKeys = keysWithRole(def.schema, "capacity");
   if (capacityKeys.length === 0) throw new Error(`channel type ${def.schema.type} has no property with the capacity role, which the conformance suite sets`);
   const lostOnCrash = def.durability?.lostOnCrash;
+  const lostOnStop = def.durability?.lostOnStop;
   return {
     type: def.schema.type,
     survivesCrash: def.durability !== undefined,
     lostOnCrash: lostOnCrash && ((channel: Channel) => lostOnCrash(channel)),
+    lostOnStop: lostOnStop && ((channel: Channel) => lostOnStop(channel)),
     async open(limits: Limits, clock: VirtualClock): Promise<Channel> {
       const props = { ...raw, [roleKey(def, "transactionCapacity")]: String(limits.transactionCapacity), [roleKey(def, "keepAlive")]: String(limits.keepAlive) };
       splitCapacity(limits.capacity, capacityKeys.length, limits.split).forEach((n, i) => (props[capacityKeys[i]] = String(n)));
