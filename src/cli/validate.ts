@@ -10,7 +10,7 @@ import * as registry from "../components/registry.ts";
 import { formatProblem, fullMessage, type Problem } from "../config/problems.ts";
 import { decodeProperties } from "../config/properties.ts";
 import type { ParseResult } from "../config/flume-config.ts";
-import { validateConfigText } from "../config/validate.ts";
+import { loadConfigText } from "../config/custom-components.ts";
 import { ArgReader, UsageError } from "./args.ts";
 
 export const EXIT_VALID = 0;
@@ -103,7 +103,7 @@ export interface JsonProblem {
 }
 
 /** Runs the command; returns the exit code. Output goes through the given writers (tests, run). */
-export function runValidate(args: string[], out: (s: string) => void = (s) => process.stdout.write(s), err: (s: string) => void = (s) => process.stderr.write(s)): number {
+export async function runValidate(args: string[], out: (s: string) => void = (s) => process.stdout.write(s), err: (s: string) => void = (s) => process.stderr.write(s)): Promise<number> {
   let opts: ValidateOptions;
   try {
     opts = parseValidateArgs(args);
@@ -127,7 +127,8 @@ export function runValidate(args: string[], out: (s: string) => void = (s) => pr
     return usageFailure({ file, line: 0, component: "", key: "", message: `cannot read the file: ${reason}`, severity: "error", code: "syntax" });
   }
 
-  const result = validateConfigText(text, file, { agentName: opts.agentName, sysProps: opts.sysProps }, registry);
+  // Custom components (types that name modules) are imported first, then checked like the rest.
+  const result = await loadConfigText(text, file, { agentName: opts.agentName, sysProps: opts.sysProps }, registry);
   if (!result.config && result.agents.length > 0) {
     const selection = result.problems.find((p) => p.code === "unknown-agent" || p.code === "ambiguous-agent");
     if (selection) return usageFailure(selection);
@@ -167,7 +168,7 @@ export const validate = defineCommand({
     strict: { type: "boolean", description: "Treat warnings as errors" },
     define: { type: "string", alias: "D", valueHint: "key=value", description: "A system property for ${sys:key}, as -Dkey=value (repeatable)" },
   },
-  run(ctx) {
-    process.exitCode = runValidate(ctx.rawArgs);
+  async run(ctx) {
+    process.exitCode = await runValidate(ctx.rawArgs);
   },
 });

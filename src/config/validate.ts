@@ -36,6 +36,8 @@ import { type AnyOptions, capacityOf, type ComponentKind, type ComponentSchema, 
 export interface ComponentRegistry {
   lookupComponent(kind: ComponentKind, type: string): AnyDefinition | undefined;
   allComponents(): AnyDefinition[];
+  /** Why a type name is not known, when the registry can say better than "unknown type" (custom components). */
+  explainUnknown?(kind: ComponentKind, type: string): { message: string; hint: string } | undefined;
 }
 
 /** The selector and sink processor Flume uses when none is configured. */
@@ -287,6 +289,11 @@ class Validator {
     }
     const def = this.registry.lookupComponent(kind, type.value);
     if (def) return def;
+    const why = this.registry.explainUnknown?.(kind, type.value);
+    if (why) {
+      report("unknown-type", type.line, why.message, why.hint);
+      return undefined;
+    }
     const names = this.typeNames(kind);
     const candidates = this.typeNames(kind, true);
     // For a class name, also try its last part (org.example.Netcat -> Netcat).
