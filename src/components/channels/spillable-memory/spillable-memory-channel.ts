@@ -224,8 +224,8 @@ export class SpillableMemoryChannel implements Channel {
     if (this.overflow) {
       await this.saveMemory();
       await this.overflow.stop();
-    } else if (this.memoryEvents().length > 0) {
-      this.logger.warn(`spillable memory channel ${this.name}: stopping with ${this.memoryEvents().length} events in memory and no overflow (overflowCapacity 0): they are lost`);
+    } else if (this.memTaken + this.memory.length > 0) {
+      this.logger.warn(`spillable memory channel ${this.name}: stopping with ${this.memTaken + this.memory.length} events in memory and no overflow (overflowCapacity 0): they are lost`);
     }
     this.counter.set("ChannelSize", this.size);
     this.counter.stop();
@@ -344,7 +344,7 @@ export class SpillableMemoryChannel implements Channel {
     }
     this.order.takeFront(store);
     addRun(tx.runs, store);
-    this.takers.add(tx);
+    if (tx.takeCount === 1) this.takers.add(tx);
     return event;
   }
 
