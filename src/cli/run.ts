@@ -10,7 +10,7 @@ import { decodeProperties } from "../config/properties.ts";
 import { AGENT_FILE_ARGS, type ArgsSpec, FLUME_NG_ARGS, nonNegative, oneOf, type Parsed, parseCommandLine, port, UsageError } from "./args.ts";
 import { command } from "./command.ts";
 import { humanReport } from "./validate.ts";
-import { validateConfigText } from "../config/validate.ts";
+import { loadConfigText } from "../config/custom-components.ts";
 import { systemClock } from "../core/clock.ts";
 import { MetricsServer } from "../monitoring/http-server.ts";
 import { liveTracer } from "../simulate/trace.ts";
@@ -119,8 +119,9 @@ function runOptions(a: Parsed<typeof RUN_ARGS>): { options: RunOptions; notes: s
   return { options, notes };
 }
 
+/** Parses the file once, imports the custom components it names, validates it. */
 function loadConfig(text: string, file: string, o: RunOptions) {
-  return validateConfigText(text, file, { agentName: o.name, sysProps: o.sysProps }, registry);
+  return loadConfigText(text, file, { agentName: o.name, sysProps: o.sysProps }, registry);
 }
 
 /** Runs an agent until SIGINT or SIGTERM; resolves with the exit code. */
@@ -133,7 +134,9 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   let loadedText = "";
   try {
     loadedText = decodeProperties(readFileSync(file));
-    result = loadConfig(loadedText, file, o);
+    // Awaited only when the file names custom components: otherwise the start goes on in this tick.
+    const loaded = loadConfig(loadedText, file, o);
+    result = loaded instanceof Promise ? await loaded : loaded;
   } catch (err) {
     log.error(`cannot read ${o.file}: ${(err as Error).message}`);
     return 2;

@@ -9,7 +9,7 @@ import * as registry from "../components/registry.ts";
 import { formatProblem, fullMessage, type Problem } from "../config/problems.ts";
 import { decodeProperties } from "../config/properties.ts";
 import type { ParseResult } from "../config/flume-config.ts";
-import { validateConfigText } from "../config/validate.ts";
+import { loadConfigText } from "../config/custom-components.ts";
 import { AGENT_FILE_ARGS, type ArgsSpec, FLUME_NG_ARGS, type Parsed, UsageError } from "./args.ts";
 import { command, EXIT_USAGE } from "./command.ts";
 
@@ -42,7 +42,7 @@ export interface JsonProblem {
 }
 
 /** Checks the file; returns the exit code. */
-function runValidate(a: Parsed<typeof VALIDATE_ARGS>): number {
+async function runValidate(a: Parsed<typeof VALIDATE_ARGS>): Promise<number> {
   if (a.file !== undefined && a["conf-file"] !== undefined) throw new UsageError(`expected one configuration file, got ${a["conf-file"]}, ${a.file}`);
   const file = a.file ?? a["conf-file"];
   if (file === undefined) throw new UsageError("missing the configuration file to validate: flume validate FILE");
@@ -61,7 +61,8 @@ function runValidate(a: Parsed<typeof VALIDATE_ARGS>): number {
     return usageFailure({ file, line: 0, component: "", key: "", message: `cannot read the file: ${reason}`, severity: "error", code: "syntax" });
   }
 
-  const result = validateConfigText(text, file, { agentName: a.name, sysProps: Object.fromEntries(a.define) }, registry);
+  // Custom components (types that name modules) are imported first, then checked like the rest.
+  const result = await loadConfigText(text, file, { agentName: a.name, sysProps: Object.fromEntries(a.define) }, registry);
   if (!result.config && result.agents.length > 0) {
     const selection = result.problems.find((p) => p.code === "unknown-agent" || p.code === "ambiguous-agent");
     if (selection) return usageFailure(selection);

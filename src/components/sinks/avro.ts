@@ -1,15 +1,10 @@
-import type { TimerHandle } from "../../core/clock.ts";
-import { SinkCounter } from "../../core/counters.ts";
-import { ChannelException } from "../../core/errors.ts";
-import type { Status } from "../../core/sink.ts";
-import type { TakeLoop } from "../../pipeline/take-loop.ts";
 import type { ConnectionOptions } from "node:tls";
 import { AvroRpcClient } from "../../rpc/client.ts";
 import { RpcHandshakeTimeoutError } from "../../rpc/errors.ts";
 import { CLIENT_TLS_PROPS, clientTls, tlsProblems } from "../../net/tls.ts";
 import type { CompressionType } from "../../rpc/transport.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
-import { BaseSink } from "./base.ts";
+import { RpcSink } from "./rpc-sink.ts";
 
 export interface AvroSinkOptions {
   hostname: string;
@@ -29,126 +24,36 @@ export interface AvroSinkOptions {
 const MIN_TIMEOUT = 1000;
 const DEFAULT_TIMEOUT = 20000;
 
-/**
- * Flume's avro sink (AbstractRpcSink): takes up to batch-size events in one channel
- * transaction, sends them as one appendBatch, commits on OK. FAILED, a timeout or a broken
- * connection rolls the batch back, drops the connection and throws EventDeliveryException; the
- * runner backs off and the next process() reconnects and resends (at-least-once). A channel's
- * error is thrown too (Flume's returns BACKOFF), keeping the connection.
- */
-export class AvroSink extends BaseSink {
-  override readonly counter: SinkCounter;
-  protected readonly takeLoop: TakeLoop;
-  private client: AvroRpcClient | null = null;
-  private resetDue = false;
-  private resetTimer: TimerHandle | null = null;
-
+/** Flume's avro sink: an RPC sink (see rpc-sink.ts) over Avro RPC's NettyAvroRpcClient protocol. */
+export class AvroSink extends RpcSink<AvroRpcClient> {
   constructor(
     ctx: ComponentContext,
     readonly options: AvroSinkOptions,
   ) {
-    super(ctx);
-    this.counter = new SinkCounter(ctx.name, ctx.clock);
-    this.takeLoop = this.newTakeLoop({
-      label: this.label,
-      counter: this.counter,
-      batchSize: options.batchSize,
-      // As Flume's AbstractRpcSink: a short batch is READY, and the connection is checked
-      // (and made) in every transaction, even an empty one.
-      underflow: "READY",
-      target: () => `${options.hostname}:${options.port}`,
-      prepare: () => (this.client?.isActive() ? undefined : this.verifyConnection()),
-      deliver: (events) => (this.client as AvroRpcClient).appendBatch(events),
-      failed: (err) => {
-        if (err instanceof ChannelException) return;
-        // A handshake that never came back means the connection was never set up.
-        if (err instanceof RpcHandshakeTimeoutError) this.counter.values.ConnectionFailedCount++;
-        this.destroyConnection();
-      },
+    super(ctx, options);
+  }
+
+  protected connect(): Promise<AvroRpcClient> {
+    const o = this.options;
+    return AvroRpcClient.connect({
+      host: o.hostname,
+      port: o.port,
+      connectTimeout: o.connectTimeout,
+      requestTimeout: o.requestTimeout,
+      compression: o.compression,
+      compressionLevel: o.compressionLevel,
+      tls: o.tls ?? undefined,
+      clock: this.clock,
     });
   }
 
-  get label(): string {
-    return `Rpc sink ${this.name}`;
+  protected describeClient(): string {
+    return `avro${this.options.compression === "deflate" ? ", deflate" : ""}${this.options.tls ? ", TLS" : ""}`;
   }
 
-  override async start(): Promise<void> {
-    this.counter.start();
-    try {
-      await this.createConnection();
-    } catch (err) {
-      this.logger.warn(`${this.label}: unable to create Rpc client using hostname ${this.options.hostname}, port ${this.options.port}: ${(err as Error).message}`);
-      this.destroyConnection();
-    }
-    this.state = "START";
-    this.logger.info(`${this.label} started.`);
-  }
-
-  override async stop(): Promise<void> {
-    this.destroyConnection();
-    this.cancelReset();
-    this.counter.stop();
-    this.state = "STOP";
-    this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
-  }
-
-  override async process(): Promise<Status> {
-    if (this.resetDue) {
-      this.resetDue = false;
-      this.destroyConnection();
-      try {
-        await this.createConnection();
-      } catch (err) {
-        this.logger.error(`${this.label}: error while resetting the connection: ${(err as Error).message}`);
-      }
-    }
-    return super.process();
-  }
-
-  private async verifyConnection(): Promise<void> {
-    if (this.client && !this.client.isActive()) this.destroyConnection();
-    if (!this.client) await this.createConnection();
-  }
-
-  private async createConnection(): Promise<void> {
-    if (this.client) return;
-    const o = this.options;
-    this.logger.info(`${this.label}: building Rpc client with hostname ${o.hostname}, port ${o.port}`);
-    try {
-      this.client = await AvroRpcClient.connect({
-        host: o.hostname,
-        port: o.port,
-        connectTimeout: o.connectTimeout,
-        requestTimeout: o.requestTimeout,
-        compression: o.compression,
-        compressionLevel: o.compressionLevel,
-        tls: o.tls ?? undefined,
-        clock: this.clock,
-      });
-    } catch (err) {
-      this.counter.values.ConnectionFailedCount++;
-      throw err;
-    }
-    this.counter.values.ConnectionCreatedCount++;
-    if (o.resetConnectionInterval > 0) {
-      this.cancelReset();
-      this.resetTimer = this.clock.setTimeout(() => {
-        this.resetTimer = null;
-        this.resetDue = true;
-      }, o.resetConnectionInterval * 1000);
-    }
-  }
-
-  private destroyConnection(): void {
-    if (!this.client) return;
-    this.client.close();
-    this.client = null;
-    this.counter.values.ConnectionClosedCount++;
-  }
-
-  private cancelReset(): void {
-    if (this.resetTimer) this.clock.clearTimeout(this.resetTimer);
-    this.resetTimer = null;
+  /** An Avro handshake that never came back: the connection was never set up. */
+  protected override neverConnected(err: unknown): boolean {
+    return err instanceof RpcHandshakeTimeoutError;
   }
 }
 
