@@ -2,12 +2,15 @@ import type { Channel } from "../core/channel.ts";
 import type { Clock } from "../core/clock.ts";
 import { systemClock } from "../core/clock.ts";
 import type { CounterGroup } from "../core/counters.ts";
+import { ChannelException } from "../core/errors.ts";
 import type { LifecycleAware } from "../core/lifecycle.ts";
 import type { Logger } from "../core/logger.ts";
+import { FlumeError } from "../core/errors.ts";
+import { otherOwner } from "../io/owner-lock.ts";
 import { silentLogger } from "../core/logger.ts";
 import { LifecycleSupervisor } from "../core/supervisor.ts";
 import type { AgentModel, ChannelModel } from "../config/model.ts";
-import type { MetricsProvider } from "../monitoring/metrics.ts";
+import type { LabeledGroup, MetricsProvider } from "../monitoring/metrics.ts";
 import { type BuildContext, type BuiltAgent, type BuiltChannel, buildAgent } from "./build.ts";
 
 export interface AgentOptions {
@@ -29,6 +32,9 @@ export interface AgentOptions {
  */
 export class Agent implements MetricsProvider {
   private built: BuiltAgent = { channels: new Map(), sources: new Map(), runners: new Map() };
+  private model: AgentModel | null = null;
+  private hurry = false;
+  private lost = 0;
   private supervisor: LifecycleSupervisor;
   private readonly clock: Clock;
   private readonly logger: Logger;
@@ -63,8 +69,22 @@ export class Agent implements MetricsProvider {
   }
 
   private async doStart(model: AgentModel): Promise<void> {
+    refuseClaimedByOthers(model, this.name);
     this.built = buildAgent(model, this.buildContext());
+    this.model = model;
     await this.startAll(this.built, new Set());
+    const final = [...this.built.channels.values()].flatMap((c) => {
+      const status = this.supervisor.status(c.channel);
+      return status?.error ? [{ name: c.name, status }] : [];
+    });
+    if (final.length > 0) {
+      await this.supervisor.stop();
+      // The channel's own error (it names the channel and what to do), which the supervisor left
+      // to the agent to report: the start fails with it, so it is printed once.
+      const [first] = final;
+      if (final.length === 1 && first.status.cause instanceof Error) throw first.status.cause;
+      throw new ChannelException(final.map((c) => `channel ${c.name} cannot start: ${c.status.lastError}`).join("; "));
+    }
     this.running = true;
   }
 
@@ -73,10 +93,17 @@ export class Agent implements MetricsProvider {
   }
 
   private async startAll(next: BuiltAgent, keep: Set<unknown>): Promise<void> {
+    const starting = [...next.channels.values()].filter((c) => !keep.has(c.channel)).map((c) => `channel ${c.name}`);
+    starting.push(...[...next.runners.values()].filter((r) => !keep.has(r.runner)).map((r) => `sink runner ${r.name}`));
+    starting.push(...[...next.sources.values()].filter((s) => !keep.has(s.runner)).map((s) => `source ${s.name}`));
+    this.logger.debug(`starting ${starting.join(", ") || "nothing new"} (channels, then sink runners, then sources)`);
     const waits: Promise<void>[] = [];
     for (const c of next.channels.values()) if (!keep.has(c.channel)) waits.push(this.supervisor.supervise(c.channel));
     await Promise.all(waits);
     waits.length = 0;
+    // On the first start, a channel that will never start (the supervisor gave up) fails the
+    // start (doStart): its sources and sinks would only repeat its error.
+    if (!this.running && [...next.channels.values()].some((c) => this.supervisor.isComponentInErrorState(c.channel))) return;
     for (const r of next.runners.values()) if (!keep.has(r.runner)) waits.push(this.supervisor.supervise(r.runner));
     await Promise.all(waits);
     waits.length = 0;
@@ -95,7 +122,9 @@ export class Agent implements MetricsProvider {
   private async doReload(model: AgentModel): Promise<{ kept: string[]; started: string[]; stopped: string[] }> {
     if (!this.running) throw new Error(`agent ${this.name} is not running`);
     const old = this.built;
+    refuseClaimedByOthers(model, this.name);
     const next = buildAgent(model, this.buildContext(), old);
+    this.model = model;
     const keep = new Set<unknown>();
     const kept: string[] = [];
     for (const c of next.channels.values()) if (old.channels.get(c.name)?.channel === c.channel) (keep.add(c.channel), kept.push(`channel ${c.name}`));
@@ -123,8 +152,8 @@ export class Agent implements MetricsProvider {
     await this.startAll(next, keep);
     // A start that failed (a port in use) is retried by the supervisor; the report says so.
     const label = (what: string, c: LifecycleAware) => {
-      const error = this.supervisor.status(c)?.lastError;
-      return error ? `${what} (not started, retrying: ${error})` : what;
+      const status = this.supervisor.status(c);
+      return status?.lastError ? `${what} (not started, ${status.error ? "not retried" : "retrying"}: ${status.lastError})` : what;
     };
     const started = [
       ...[...next.channels.values()].filter((c) => !keep.has(c.channel)).map((c) => label(`channel ${c.name}`, c.channel)),
@@ -147,6 +176,24 @@ export class Agent implements MetricsProvider {
     return out;
   }
 
+  /**
+   * Whether every configured component runs, for /ready: the ones that do not, with their
+   * lifecycle state and the error their last start attempt failed with.
+   */
+  readiness(): { ready: boolean; notStarted: { kind: string; name: string; state: string; error?: string }[] } {
+    const notStarted: { kind: string; name: string; state: string; error?: string }[] = [];
+    const check = (kind: string, name: string, c: LifecycleAware) => {
+      const state = c.getLifecycleState();
+      if (state === "START") return;
+      const error = this.supervisor.status(c)?.lastError;
+      notStarted.push({ kind, name, state, ...(error ? { error } : {}) });
+    };
+    for (const c of this.built.channels.values()) check("channel", c.name, c.channel);
+    for (const r of this.built.runners.values()) check("sink runner", r.name, r.runner);
+    for (const s of this.built.sources.values()) check("source", s.name, s.runner);
+    return { ready: this.running && notStarted.length === 0, notStarted };
+  }
+
   /** Events waiting in the channels that some sink reads (the ones a drain can empty). */
   pendingEvents(built: BuiltAgent = this.built, only?: Set<Channel>): number {
     const drained = new Set<unknown>();
@@ -164,16 +211,35 @@ export class Agent implements MetricsProvider {
     // sleep (waking it every 20 ms would hit a downstream answering 503 ~50 times a second).
     // New events still wake it: the channels notify their runners of committed puts.
     for (const r of built.runners.values()) r.runner.poke();
-    while (this.pendingEvents(built, only) > 0 && this.clock.now() < deadline) await this.clock.sleep(20);
+    while (this.pendingEvents(built, only) > 0 && this.clock.now() < deadline && !this.hurry) await this.clock.sleep(20);
+  }
+
+  /** How often the supervisor retries a component that failed to start. */
+  get retryIntervalMs(): number {
+    return this.supervisor.monitorInterval;
+  }
+
+  /**
+   * Cuts a graceful stop short (a second SIGINT/SIGTERM): the drain ends now; what the
+   * channels still hold is reported by stop() (a memory channel's events are lost).
+   */
+  stopNow(): void {
+    this.hurry = true;
+  }
+
+  /** Events a memory (non-durable) channel still held when the last stop closed it: lost. */
+  get lostAtStop(): number {
+    return this.lost;
   }
 
   private warnLeftover(c: BuiltChannel): void {
     const left = c.channel.counter.values.ChannelSize;
     if (left === 0) return;
+    if (!durable(c)) this.lost += left;
     this.logger.warn(
       durable(c)
         ? `channel ${c.name} keeps ${left} events on disk for the next start`
-        : `channel ${c.name} still held ${left} events after the ${this.options.drainTimeout ?? 5000} ms drain; a memory channel loses them`,
+        : `channel ${c.name} still held ${left} events ${this.hurry ? "when the drain was cut short" : `after the ${this.options.drainTimeout ?? 5000} ms drain`}; a memory channel loses them`,
     );
   }
 
@@ -189,6 +255,7 @@ export class Agent implements MetricsProvider {
   private async doStop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
+    this.lost = 0;
     for (const s of [...this.built.sources.values()].reverse()) await this.supervisor.unsupervise(s.runner);
     await this.drain(this.built);
     for (const r of [...this.built.runners.values()].reverse()) await this.supervisor.unsupervise(r.runner);
@@ -197,6 +264,16 @@ export class Agent implements MetricsProvider {
       await this.supervisor.unsupervise(c.channel);
     }
     await this.supervisor.stop();
+  }
+
+  *labeledGroups(): Iterable<LabeledGroup> {
+    for (const s of this.built.sources.values()) yield { group: s.source.counter, componentType: this.typeOf("source", s.name) };
+    for (const c of this.built.channels.values()) yield { group: c.channel.counter, componentType: c.model.type };
+    for (const r of this.built.runners.values()) for (const sink of r.sinks) if (sink.counter) yield { group: sink.counter, componentType: this.typeOf("sink", sink.counter.name) };
+  }
+
+  private typeOf(kind: "source" | "sink", name: string): string {
+    return (kind === "source" ? this.model?.sources.get(name)?.type : this.model?.sinks.get(name)?.type) ?? "";
   }
 
   *counterGroups(): Iterable<CounterGroup<string>> {
@@ -209,4 +286,24 @@ export class Agent implements MetricsProvider {
 /** Whether a channel keeps its events when the process ends (its definition says so). */
 function durable(c: BuiltChannel): boolean {
   return c.model.definition.durability !== undefined;
+}
+
+/** An agent that will not start because another live process owns what it would use. */
+export class ClaimedByOtherProcessError extends FlumeError {}
+
+/**
+ * Refuses, before anything starts, an agent whose data directories or state files another
+ * live process holds (a second agent on the same file channel would otherwise start its
+ * sources and re-send what the first delivered). Locks held by this process are its own.
+ */
+function refuseClaimedByOthers(model: AgentModel, agent: string): void {
+  const held: string[] = [];
+  const components = [...model.channels.values(), ...model.sources.values(), ...model.sinks.values()];
+  for (const c of components) {
+    for (const claim of c.definition.claims?.(c.options, { storagePath: (p) => p }) ?? []) {
+      const owner = otherOwner(claim.file);
+      if (owner) held.push(`${claim.what} of ${c.kind} ${c.name} is in use by process ${owner.pid}${owner.what ? ` (${owner.what})` : ""} (lock file ${claim.file})`);
+    }
+  }
+  if (held.length > 0) throw new ClaimedByOtherProcessError(`agent ${agent} not started: ${held.join("; ")}; stop that process or give this agent its own directories`);
 }

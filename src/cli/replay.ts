@@ -4,9 +4,10 @@
  * ledger. Exit 0 same ledger, 1 divergence or a broken transaction rule (with its line), 2 usage.
  */
 import { existsSync } from "node:fs";
-import { type ArgsDef, defineCommand } from "citty";
 import { SUMMARY_KEYS } from "../simulate/ledger.ts";
 import { replayTrace, TraceError } from "../simulate/replay.ts";
+import { UsageError } from "./args.ts";
+import { command } from "./command.ts";
 
 const LABELS: Record<(typeof SUMMARY_KEYS)[number], string> = {
   accepted: "accepted",
@@ -18,30 +19,9 @@ const LABELS: Record<(typeof SUMMARY_KEYS)[number], string> = {
   crashLost: "lost in crashes",
 };
 
-export async function runReplayCli(argv: string[]): Promise<number> {
-  let file: string | undefined;
-  let stepMode = false;
-  let json = false;
-  for (const a of argv) {
-    if (a === "--step") stepMode = true;
-    else if (a === "--json") json = true;
-    else if (a.startsWith("-")) {
-      console.error(`flume replay: unknown option "${a}"`);
-      return 2;
-    } else if (file === undefined) file = a;
-    else {
-      console.error(`flume replay: one trace file only (got "${file}" and "${a}")`);
-      return 2;
-    }
-  }
-  if (!file) {
-    console.error("flume replay: usage: flume replay TRACE.jsonl [--step] [--json]");
-    return 2;
-  }
-  if (!existsSync(file)) {
-    console.error(`flume replay: ${file}: no such file`);
-    return 2;
-  }
+async function runReplay(file: string | undefined, stepMode: boolean, json: boolean): Promise<number> {
+  if (!file) throw new UsageError("missing the trace: flume replay TRACE.jsonl [--step] [--json]");
+  if (!existsSync(file)) throw new UsageError(`${file}: no such file`);
   const out: string[] = [];
   const step = stepMode && !json ? (line: string) => process.stdout.write(`${line}\n`) : undefined;
   let result;
@@ -77,16 +57,13 @@ export async function runReplayCli(argv: string[]): Promise<number> {
   return same ? 0 : 1;
 }
 
-const ARGS = {
-  file: { type: "positional", required: false, description: "A trace written by flume simulate --trace or flume run --trace" },
-  step: { type: "boolean", description: "Print every operation as a readable timeline" },
-  json: { type: "boolean", description: "Print the result as JSON" },
-} satisfies ArgsDef;
-
-export const replay = defineCommand({
-  meta: { name: "replay", description: "Re-execute a transaction trace against fresh channels and check it reaches the same ledger" },
-  args: ARGS,
-  async run({ rawArgs }) {
-    process.exit(await runReplayCli(rawArgs));
+export const replay = command({
+  name: "replay",
+  description: "Re-execute a transaction trace against fresh channels and check it reaches the same ledger",
+  args: {
+    file: { type: "positional", description: "A trace written by flume simulate --trace or flume run --trace" },
+    step: { type: "boolean", description: "Print every operation as a readable timeline" },
+    json: { type: "boolean", description: "Print the result as JSON" },
   },
+  run: (a) => runReplay(a.file, a.step, a.json),
 });

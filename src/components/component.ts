@@ -1,4 +1,5 @@
 import { type Clock, systemClock } from "../core/clock.ts";
+import type { Event } from "../core/event.ts";
 import { type Logger, silentLogger } from "../core/logger.ts";
 import type { AnyOptions, ComponentKind, ComponentSchema, Groups, OptionsOf, PropError, Props } from "../config/schema.ts";
 import { parseOptions, schemaOf } from "../config/schema.ts";
@@ -50,7 +51,7 @@ export interface ComponentDefinition<T = unknown, O extends AnyOptions = AnyOpti
    * the instance as a killed process would (the simulator and the channel conformance suite
    * crash channels this way).
    */
-  readonly durability?: { crash(instance: T): void | Promise<void> };
+  readonly durability?: Durability<T>;
   /**
    * Channels whose instances need more than the process (a server): how `flume simulate` and
    * `flume replay` run them instead. They build the channel type named by `standIn` in its
@@ -65,6 +66,35 @@ export interface ComponentDefinition<T = unknown, O extends AnyOptions = AnyOpti
    * change needs a new instance. Without it a changed channel is replaced.
    */
   reconfigure?(instance: T, options: O): (() => Promise<void>) | null;
+  /**
+   * The lock files the component will hold while it runs (its data directories, its position
+   * file): an agent checks them all before it starts anything, and refuses to start when
+   * another live process holds one.
+   */
+  claims?(options: O, ctx: Pick<ComponentContext, "storagePath">): Claim[];
+}
+
+/** A lock file a component holds, and what it guards (for messages). */
+export interface Claim {
+  file: string;
+  what: string;
+}
+
+/** What survives a process crash, for a channel that keeps committed events. */
+export interface Durability<T> {
+  /** Leaves the instance as a killed process would: nothing more is written. */
+  crash(instance: T): void | Promise<void>;
+  /**
+   * Present when only part of the committed events survive (SPILLABLEMEMORY keeps its overflow
+   * on disk, not its memory queue): the events a crash now would lose, queued or taken by open
+   * transactions. Absent: a crash loses no committed event.
+   */
+  lostOnCrash?(instance: T): readonly Event[];
+  /**
+   * Present when a clean stop may lose committed events too: those a stop now would lose.
+   * Absent: a stopped and restarted channel has every committed, untaken event.
+   */
+  lostOnStop?(instance: T): readonly Event[];
 }
 
 /** What a component file writes: the schema in record form, the factory, the traits. */
@@ -77,9 +107,10 @@ export interface ComponentDeclaration<T, P extends Props, G extends Groups> {
   groups?: G;
   create(options: OptionsOf<P, G>, ctx: ComponentContext): T;
   validate?(options: OptionsOf<P, G>): PropError[];
-  durability?: { crash(instance: T): void | Promise<void> };
+  durability?: Durability<T>;
   simulation?: ChannelSimulation;
   reconfigure?(instance: T, options: OptionsOf<P, G>): (() => Promise<void>) | null;
+  claims?(options: OptionsOf<P, G>, ctx: Pick<ComponentContext, "storagePath">): Claim[];
 }
 
 /** See ComponentDefinition.simulation. */
@@ -99,6 +130,7 @@ export function defineComponent<T, const P extends Props, const G extends Groups
     durability: decl.durability,
     simulation: decl.simulation,
     reconfigure: decl.reconfigure,
+    claims: decl.claims,
   };
 }
 

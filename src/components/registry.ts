@@ -3,8 +3,11 @@ import type { AnyDefinition, ComponentDefinition } from "./component.ts";
 import { definition as memoryChannel } from "./channels/memory.ts";
 import { definition as fileChannel } from "./channels/file/index.ts";
 import { definition as jetstreamChannel } from "./channels/jetstream/index.ts";
+import { definition as spillableMemoryChannel } from "./channels/spillable-memory/index.ts";
 import { definition as avroSink } from "./sinks/avro.ts";
 import { definition as avroSource } from "./sources/avro.ts";
+import { definition as thriftSink } from "./sinks/thrift.ts";
+import { definition as thriftSource } from "./sources/thrift.ts";
 import { definition as loggerSink } from "./sinks/logger.ts";
 import { definition as nullSink } from "./sinks/null.ts";
 import { definition as jetstreamSink } from "./sinks/jetstream.ts";
@@ -51,9 +54,12 @@ const DEFINITIONS: AnyDefinition[] = [
   embeddedSource,
   avroSource,
   avroSink,
+  thriftSource,
+  thriftSink,
   memoryChannel,
   fileChannel,
   jetstreamChannel,
+  spillableMemoryChannel,
   loggerSink,
   nullSink,
   jetstreamSink,

@@ -23,6 +23,7 @@ export type ProblemCode =
   | "empty-list"
   | "missing-type"
   | "unknown-type"
+  | "unsupported-type" // a Flume type that Flume TS does not implement
   | "unknown-property"
   | "bad-value"
   | "listed-not-configured"

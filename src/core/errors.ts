@@ -6,6 +6,15 @@ export class FlumeError extends Error {
   }
 }
 
+/**
+ * Whether trying again may help. An error says it cannot by carrying `retryable = false` (a
+ * channel whose directories hold another program's format): the supervisor then gives up on
+ * the component at once instead of retrying it forever.
+ */
+export function isRetryable(err: unknown): boolean {
+  return !(typeof err === "object" && err !== null && (err as { retryable?: unknown }).retryable === false);
+}
+
 /** A channel refused an operation (transaction capacity, closed channel, storage failure). */
 export class ChannelException extends FlumeError {}
 

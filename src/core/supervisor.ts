@@ -3,6 +3,7 @@ import { systemClock } from "./clock.ts";
 import type { LifecycleAware, LifecycleState } from "./lifecycle.ts";
 import type { Logger } from "./logger.ts";
 import { silentLogger } from "./logger.ts";
+import { isRetryable } from "./errors.ts";
 
 /** When a failed start may be tried again: always (Flume's AlwaysRestartPolicy) or never. */
 export type RestartPolicy = "always" | "once";
@@ -13,6 +14,8 @@ export interface SupervisedStatus {
   failures: number;
   /** The last error, when the component is in error. */
   lastError: string | null;
+  /** The last error itself (what the component threw), null after a successful start. */
+  cause: unknown;
   /** True when a start failed and the policy forbids another try. */
   error: boolean;
 }
@@ -52,7 +55,7 @@ export class LifecycleSupervisor {
     const entry: Supervised = {
       component,
       policy,
-      status: { desired, failures: 0, lastError: null, error: false },
+      status: { desired, failures: 0, lastError: null, cause: null, error: false },
       busy: false,
       inflight: null,
       timer: null,
@@ -130,6 +133,7 @@ export class LifecycleSupervisor {
         } else {
           await component.start();
           status.lastError = null;
+          status.cause = null;
         }
       } else if (status.desired === "STOP" && actual === "START") {
         await component.stop();
@@ -137,8 +141,15 @@ export class LifecycleSupervisor {
     } catch (err) {
       status.failures++;
       status.lastError = (err as Error).message;
-      if (entry.policy === "once") status.error = true;
-      this.logger.error(`Unable to ${status.desired === "START" ? "start" : "stop"} ${component.name} (failure ${status.failures}), ${entry.policy === "always" ? `retrying in ${this.monitorInterval} ms` : "giving up"}: ${status.lastError}`);
+      status.cause = err;
+      const retry = entry.policy === "always" && isRetryable(err);
+      if (!retry) status.error = true;
+      // The same text each time, so the log folds the repeats (status() keeps the failure count).
+      const line = `Unable to ${status.desired === "START" ? "start" : "stop"} ${component.name}, ${retry ? `retrying every ${this.monitorInterval} ms` : "giving up"}: ${status.lastError}`;
+      // An error that says retrying cannot help is for the owner to report, once, from status()
+      // (the agent fails its start with it, a reload lists it): logged here too, it would be printed twice.
+      if (isRetryable(err)) this.logger.error(line);
+      else this.logger.debug(line);
     } finally {
       entry.busy = false;
       entry.inflight = null;

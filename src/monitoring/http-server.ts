@@ -1,19 +1,34 @@
 import http from "node:http";
 import type { Logger } from "../core/logger.ts";
-import { metricsJson, prometheusText } from "./metrics.ts";
+import { metricsJson, prometheusText, wantsPrometheus } from "./metrics.ts";
 import type { MetricsProvider } from "./metrics.ts";
 
-const INDEX = '<html><body><a href="./metrics">Metrics</a> <a href="./prometheus">Prometheus</a></body></html>\n';
+const INDEX = '<html><body><a href="./metrics">Metrics</a> <a href="./prometheus">Prometheus</a> <a href="./health">Health</a> <a href="./ready">Ready</a></body></html>\n';
+const PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
+/** What /ready reports: every configured component that is not running, with its last error. */
+export interface Readiness {
+  ready: boolean;
+  notStarted: { kind: string; name: string; state: string; error?: string }[];
+}
+
+export interface HealthProvider extends MetricsProvider {
+  readiness(): Readiness;
+}
 
 /**
- * Flume's HTTP monitoring: GET /metrics answers the counter JSON, GET / a small page linking
- * to it, GET /prometheus the same counters for Prometheus; anything else 404.
+ * Flume's HTTP monitoring, plus what supervisors and scrapers expect: GET /metrics answers
+ * Flume's counter JSON, or Prometheus text when the scraper asks for it (Accept
+ * text/plain;version=0.0.4 or application/openmetrics-text), GET /prometheus always the
+ * Prometheus text, GET /health 200 while the process answers, GET /ready 200 once every
+ * configured component has started (503 with the ones that have not, and why), GET / a page
+ * linking them; anything else 404.
  */
 export class MetricsServer {
   private server: http.Server | null = null;
 
   constructor(
-    private readonly provider: MetricsProvider,
+    private readonly provider: MetricsProvider & Partial<HealthProvider>,
     private readonly port: number,
     private readonly bind = "0.0.0.0",
     private readonly logger?: Logger,
@@ -53,10 +68,17 @@ export class MetricsServer {
       res.writeHead(405, { Allow: "GET, HEAD", "Content-Type": "text/plain" }).end("method not allowed\n");
       return;
     }
-    if (path === "/metrics") {
+    if (path === "/metrics" && wantsPrometheus(req.headers.accept)) {
+      res.writeHead(200, { "Content-Type": PROMETHEUS_TYPE }).end(prometheusText(this.provider));
+    } else if (path === "/metrics") {
       res.writeHead(200, { "Content-Type": "application/json;charset=utf-8" }).end(JSON.stringify(metricsJson(this.provider)));
     } else if (path === "/prometheus") {
-      res.writeHead(200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" }).end(prometheusText(this.provider));
+      res.writeHead(200, { "Content-Type": PROMETHEUS_TYPE }).end(prometheusText(this.provider));
+    } else if (path === "/health") {
+      res.writeHead(200, { "Content-Type": "application/json;charset=utf-8" }).end(JSON.stringify({ status: "ok", agent: this.provider.name }) + "\n");
+    } else if (path === "/ready") {
+      const r = this.provider.readiness?.() ?? { ready: true, notStarted: [] };
+      res.writeHead(r.ready ? 200 : 503, { "Content-Type": "application/json;charset=utf-8" }).end(JSON.stringify({ ready: r.ready, agent: this.provider.name, notStarted: r.notStarted }) + "\n");
     } else if (path === "/" || path === "") {
       res.writeHead(200, { "Content-Type": "text/html;charset=utf-8" }).end(INDEX);
     } else {

@@ -1,14 +1,11 @@
 import { RpcProtocolError } from "./errors.ts";
+import { internedUtf8 } from "./interned-keys.ts";
 
 /**
  * Avro binary primitives (zig-zag varints, strings, bytes, fixed) for the RPC hot path.
  * Hand-written rather than avsc's Tap because bytes must come out as views of the received
  * chunk (avsc copies them) and encoding a batch must size one buffer up front.
  */
-const KEY_CACHE_SIZE = 32;
-const MAX_KEY_CACHE_LEN = 64;
-const keyCache: { bytes: Uint8Array; text: string }[] = [];
-
 type Utf8Sliceable = Buffer & { utf8Slice(start: number, end: number): string };
 
 export class AvroReader {
@@ -113,34 +110,14 @@ export class AvroReader {
     return i;
   }
 
-  /**
-   * A map key. Header names repeat from event to event, so recently seen ones are recognised
-   * by their bytes and the same string instance is returned: property insertion with a known
-   * key is far cheaper for the engine than with a fresh string.
-   */
+  /** A map key, interned (see interned-keys.ts). */
   key(): string {
     const len = this.long();
     if (len < 0) throw new RpcProtocolError(`negative Avro string length ${len} at byte ${this.pos}`);
     const start = this.pos;
     if (len > this.end - start) this.truncated(`a ${len}-byte string`);
     this.pos = start + len;
-    const buf = this.buf;
-    if (len <= MAX_KEY_CACHE_LEN) {
-      for (let k = 0; k < keyCache.length; k++) {
-        const entry = keyCache[k];
-        const bytes = entry.bytes;
-        if (bytes.length !== len) continue;
-        let i = 0;
-        while (i < len && bytes[i] === buf[start + i]) i++;
-        if (i === len) return entry.text;
-      }
-    }
-    const text = (buf as Utf8Sliceable).utf8Slice(start, start + len);
-    if (len <= MAX_KEY_CACHE_LEN) {
-      if (keyCache.length >= KEY_CACHE_SIZE) keyCache.shift();
-      keyCache.push({ bytes: Uint8Array.from(buf.subarray(start, start + len)), text });
-    }
-    return text;
+    return internedUtf8(this.buf, start, len);
   }
 
   /** map<string> as a plain object. */

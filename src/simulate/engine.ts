@@ -244,15 +244,24 @@ async function simulate(o: SimulationOptions, topo: Topology, workDir: string, h
   async function crash(r: Running): Promise<CrashRecord> {
     r.epoch.alive = false;
     for (const t of r.targets) t.dead = true;
+    // A channel that keeps only part of its events (SPILLABLEMEMORY) says which it loses.
+    const partial = new Map<number, number[]>();
+    for (const c of r.built.channels.values()) {
+      const lostOnCrash = c.model.definition.durability?.lostOnCrash;
+      if (lostOnCrash) partial.set(channelIndex.get(c.model.name) as number, lostOnCrash(c.instance).map(simIdOf));
+    }
     if (watch >= 0) {
       const i = watch;
       topo.channels.forEach((c, k) => {
-        if (ledger.heldOf(k, i) > 0) note(c.durable ? `CRASH: it stays in ${c.type} channel ${c.name}, which keeps committed events` : `CRASH: ${c.type} channel ${c.name} loses its contents, this event with them`);
+        if (ledger.heldOf(k, i) === 0) return;
+        const part = partial.get(k);
+        if (part) note(part.includes(i) ? `CRASH: ${c.type} channel ${c.name} loses the events it holds in memory, this event with them` : `CRASH: it stays in the overflow on disk of ${c.type} channel ${c.name}`);
+        else note(c.durable ? `CRASH: it stays in ${c.type} channel ${c.name}, which keeps committed events` : `CRASH: ${c.type} channel ${c.name} loses its contents, this event with them`);
       });
       note("process restarted");
     }
-    const lost = ledger.crash();
-    recorder?.crash();
+    const lost = ledger.crash(partial);
+    recorder?.crash(partial);
     timeline.crash(clock.now());
     // What a killed process leaves: each channel's definition says (a file channel keeps its log and lets its locks go).
     for (const c of r.built.channels.values()) await c.model.definition.durability?.crash(c.instance);

@@ -144,17 +144,32 @@ export class Ledger {
     this.rolledBackTx++;
   }
 
-  /** A process crash: non-durable channels lose what they hold. Returns events lost per channel. */
-  crash(): { channel: string; lost: number }[] {
+  /**
+   * A process crash: non-durable channels lose what they hold; a channel in `partial` (one that
+   * keeps only part of its events, such as SPILLABLEMEMORY) loses exactly the events listed
+   * for it. Returns events lost per channel.
+   */
+  crash(partial?: ReadonlyMap<number, ArrayLike<number>>): { channel: string; lost: number }[] {
     const out: { channel: string; lost: number }[] = [];
     this.channels.forEach((ch, k) => {
-      if (ch.durable) return;
+      const only = partial?.get(k);
+      if (ch.durable && !only) return;
       const held = this.counts[k].inChannel;
       let lost = 0;
-      for (let i = 0; i < this.used; i++) {
-        if (held[i] > 0) {
-          lost += held[i];
-          held[i] = 0;
+      if (only) {
+        for (let j = 0; j < only.length; j++) {
+          const i = only[j];
+          if (i < this.used && held[i] > 0) {
+            lost++;
+            held[i]--;
+          }
+        }
+      } else {
+        for (let i = 0; i < this.used; i++) {
+          if (held[i] > 0) {
+            lost += held[i];
+            held[i] = 0;
+          }
         }
       }
       this.crashLostCount += lost;

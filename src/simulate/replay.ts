@@ -16,7 +16,7 @@ import { VirtualClock } from "../core/virtual-clock.ts";
 import { createComponent } from "../agent/build.ts";
 import type { AnyDefinition } from "../components/component.ts";
 import { lookupComponent } from "../components/registry.ts";
-import { type AnyOptions, keyWithRole, type Role } from "../config/schema.ts";
+import { type AnyOptions, keysWithRole, keyWithRole, type Role } from "../config/schema.ts";
 import { channelStandIn } from "./stand-in.ts";
 import { seededRandom } from "./rng.ts";
 import { Epoch } from "./components.ts";
@@ -176,7 +176,13 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
           vanished.add(o.id);
         }
         txs.clear();
-        const lost = ledger.crash();
+        // A channel that keeps only part of its events (SPILLABLEMEMORY) says which it loses.
+        const partial = new Map<number, number[]>();
+        channels.forEach((c, k) => {
+          const lostOnCrash = c.definition.durability?.lostOnCrash;
+          if (lostOnCrash) partial.set(k, lostOnCrash(c.channel).map((e) => ledger.index(JSON.parse(e.headers[ID_HEADER]) as EventId)));
+        });
+        const lost = ledger.crash(partial);
         await settleIo();
         for (let k = 0; k < channels.length; k++) await restart(k);
         step?.(`${when}  CRASH: open transactions vanish${lost.filter((l) => l.lost > 0).map((l) => `; ${l.channel} loses ${l.lost} events`).join("")}`);
@@ -395,6 +401,8 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
         if (key && v !== undefined && v > 0) raw[key] = String(v);
       };
       set("capacity", info.capacity);
+      // Further capacity properties (SPILLABLEMEMORY's overflowCapacity) add to the first: none.
+      for (const key of keysWithRole(definition.schema, "capacity").slice(1)) if (info.capacity) raw[key] = "0";
       set("transactionCapacity", info.transactionCapacity && info.capacity ? Math.min(info.transactionCapacity, info.capacity) : info.transactionCapacity);
       set("keepAlive", info.keepAlive);
       options = definition.parse(raw).options;

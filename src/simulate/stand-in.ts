@@ -8,11 +8,19 @@
  * exactly what a real one keeps.
  */
 import type { AnyDefinition } from "../components/component.ts";
-import { type AnyOptions, keyWithRole, type Role } from "../config/schema.ts";
+import { type AnyOptions, capacityOf, keysWithRole, keyWithRole, type Role } from "../config/schema.ts";
 import { SimulationUsageError } from "./options.ts";
 
-/** The properties whose values a stand-in takes over, whatever either type calls them. */
-const CARRIED: readonly Role[] = ["capacity", "transactionCapacity", "keepAlive"];
+/** The properties whose values a stand-in takes over (and capacity), whatever either type calls them. */
+const CARRIED: readonly Role[] = ["transactionCapacity", "keepAlive"];
+
+/** What a channel type keeps through a crash and a clean stop, as its definition declares it. */
+function survival(d: AnyDefinition): string {
+  const durability = d.durability;
+  if (!durability) return "loses committed events";
+  if (durability.lostOnCrash) return durability.lostOnStop ? "keeps part of its committed events (in a stop too)" : "keeps part of its committed events";
+  return durability.lostOnStop ? "keeps committed events (not in a stop)" : "keeps committed events";
+}
 
 export interface ChannelStandIn {
   /** The stand-in's type name. */
@@ -32,11 +40,16 @@ export function channelStandIn(name: string, definition: AnyDefinition, options:
   const stand = lookup(declared.standIn);
   if (!stand || stand.schema.kind !== "channel") throw new SimulationUsageError(`${what} names "${declared.standIn}" as its simulated stand-in, which is not a channel type`);
   if (stand.simulation) throw new SimulationUsageError(`${what}: its stand-in ${stand.schema.type} needs a stand-in itself`);
-  const durable = definition.durability !== undefined;
-  if ((stand.durability !== undefined) !== durable) {
-    throw new SimulationUsageError(`${what} ${durable ? "keeps" : "loses"} committed events in a crash, its stand-in ${stand.schema.type} does not: a simulation would misreport loss`);
+  const keeps = survival(definition);
+  if (survival(stand) !== keeps) {
+    throw new SimulationUsageError(`${what} ${keeps} in a crash, its stand-in ${stand.schema.type} ${survival(stand)}: a simulation would misreport loss`);
   }
   const raw: Record<string, string> = {};
+  // Capacity is the sum of the capacity properties (capacityOf); a stand-in takes it in one.
+  const standCapacity = keysWithRole(stand.schema, "capacity");
+  if (standCapacity.length > 1) throw new SimulationUsageError(`${what}: its stand-in ${stand.schema.type} splits capacity over ${standCapacity.join(" and ")}; a stand-in needs one capacity property`);
+  const capacity = capacityOf(definition.schema, options);
+  if (standCapacity.length === 1 && capacity !== undefined) raw[standCapacity[0]] = String(capacity);
   for (const role of CARRIED) {
     const from = keyWithRole(definition.schema, role);
     const to = keyWithRole(stand.schema, role);

@@ -12,7 +12,7 @@ import type { AnyDefinition } from "../components/component.ts";
 import { type AgentConfig, type ComponentEntry, type Located, parseFlumeConfig, record } from "../config/flume-config.ts";
 import type { AgentModel, ChannelModel } from "../config/model.ts";
 import { formatProblem } from "../config/problems.ts";
-import { keyWithRole, type Role } from "../config/schema.ts";
+import { capacityOf, keyWithRole, type Role } from "../config/schema.ts";
 import { type ComponentRegistry, withModel } from "../config/validate.ts";
 import { SimulationUsageError, type SimulationOptions } from "./options.ts";
 import { channelStandIn } from "./stand-in.ts";
@@ -181,7 +181,7 @@ export function buildTopology(o: SimulationOptions): Topology {
     type: standIns.get(m.name) ?? m.type,
     standIn: standIns.has(m.name) ? m.type : undefined,
     durable: m.definition.durability !== undefined,
-    capacity: number(m, "capacity") ?? Infinity,
+    capacity: capacityOf(m.definition.schema, m.options) ?? Infinity,
     transactionCapacity: number(m, "transactionCapacity"),
     keepAlive: number(m, "keepAlive"),
   }));

@@ -43,4 +43,23 @@ describe("flume describe", () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('unknown component type "memroy" (did you mean "memory"?)');
   });
+
+  test("a Flume type Flume TS does not implement exits 2 saying so, with what to use instead", () => {
+    const r = runCli(["describe", "hdfs"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("Flume's `hdfs` sink is not implemented by Flume TS; instead, ");
+    expect(r.stderr).not.toContain("did you mean");
+  });
+
+  test("thrift: the source's and the sink's properties, the shared TLS ones included", () => {
+    const r = runCli(["describe", "thrift"]);
+    expect(r.code).toBe(0);
+    for (const key of ["bind", "port", "threads", "protocol", "ssl", "keystore", "keystore-password", "truststore", "client-auth", "exclude-protocols", "kerberos", "agent-principal", "max-frame-size"]) {
+      expect(r.stdout).toMatch(new RegExp(`^source thrift[\\s\\S]*\\n  ${key} `, "m"));
+    }
+    for (const key of ["hostname", "batch-size", "connect-timeout", "request-timeout", "reset-connection-interval", "truststore", "trust-all-certs", "keystore-key", "client-principal", "server-principal"]) {
+      expect(r.stdout).toMatch(new RegExp(`^sink thrift[\\s\\S]*\\n  ${key} `, "m"));
+    }
+    expect(r.stdout).toContain("also connection-reset-interval");
+  });
 });

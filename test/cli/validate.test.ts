@@ -126,7 +126,7 @@ describe("flume validate", () => {
     expect(json(agentJson.stdout).valid).toBe(false);
     const option = runCli(["validate", valid, "--bogus"]);
     expect(option.code).toBe(2);
-    expect(option.stderr).toContain("unknown option --bogus");
+    expect(option.stderr).toContain('flume validate: unknown option "--bogus"');
   });
 
   test("flume-ng spellings: -f / --conf-file, --name, -c (ignored)", () => {
@@ -140,5 +140,32 @@ describe("flume validate", () => {
     const r = spawnSync(process.execPath, ["--preload", preload, CLI, "validate", valid], { cwd: ROOT, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } });
     expect(r.stderr).toBe("");
     expect(r.status).toBe(0);
+  });
+
+  test("thrift: a json protocol and kerberos are errors at their lines; a sink's odd protocol value is accepted", () => {
+    const file = path.join(dir, "thrift.conf");
+    const conf = `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = thrift
+a1.sources.r1.bind = 0.0.0.0
+a1.sources.r1.port = 4141
+a1.sources.r1.protocol = json
+a1.sources.r1.channels = c1
+a1.channels.c1.type = memory
+a1.sinks.k1.type = thrift
+a1.sinks.k1.hostname = 10.0.0.1
+a1.sinks.k1.port = 4545
+a1.sinks.k1.protocol = BINARY
+a1.sinks.k1.kerberos = true
+a1.sinks.k1.channel = c1
+`;
+    writeFileSync(file, conf);
+    const r = runCli(["validate", "-f", file, "-n", "a1"]);
+    expect(r.code).not.toBe(0);
+    const text = r.stdout + r.stderr;
+    expect(text).toMatch(/thrift\.conf:7: error: source r1: protocol: must be binary or compact/);
+    expect(text).toMatch(/thrift\.conf:14: error: sink k1: kerberos: = true \(Kerberos SASL\/GSSAPI authentication\) is not supported by Flume TS/);
+    expect(text).toContain("2 errors");
   });
 });

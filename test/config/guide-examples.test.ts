@@ -56,7 +56,7 @@ const files = readdirSync(DIR)
 
 describe("Flume User Guide examples", () => {
   test("the fixtures are all there", () => {
-    expect(files.length).toBeGreaterThanOrEqual(39);
+    expect(files.length).toBeGreaterThanOrEqual(41);
   });
 
   for (const file of files) {

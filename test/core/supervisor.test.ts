@@ -1,6 +1,8 @@
 // LifecycleSupervisor (Flume's TestLifecycleSupervisor): desired states, start/stop, restart of
-// a failed component on the monitor interval, failure counts. On virtual time.
+// a failed component on the monitor interval, failure counts, giving up on an error that says
+// retrying cannot help. On virtual time.
 import { describe, expect, test } from "bun:test";
+import { ChannelException, isRetryable } from "../../src/core/errors.ts";
 import type { LifecycleAware, LifecycleState } from "../../src/core/lifecycle.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { LifecycleSupervisor } from "../../src/core/supervisor.ts";
@@ -84,7 +86,7 @@ describe("lifecycle supervisor", () => {
     await clock.advance(30_000);
     expect(c.starts.length).toBe(3);
     expect(logger.lines.filter((l) => l.level === "error").length).toBe(2);
-    expect(logger.lines[0].message).toContain("retrying in 3000 ms");
+    expect(logger.lines[0].message).toContain("retrying every 3000 ms");
     await supervisor.stop();
   });
 
@@ -229,5 +231,48 @@ describe("supervisor retry racing a stop", () => {
     await unsupervised;
     expect(c.getLifecycleState()).toBe("STOP");
     expect(c.stops).toBe(1);
+  });
+});
+
+/** An error saying that trying again cannot help (a channel on another program's directories). */
+class FinalError extends ChannelException {
+  readonly retryable = false;
+}
+
+/** A component whose every start throws error(). */
+function failing(error: () => Error): LifecycleAware & { starts: number } {
+  return {
+    name: "c1",
+    starts: 0,
+    start() {
+      this.starts++;
+      throw error();
+    },
+    stop() {},
+    getLifecycleState: (): LifecycleState => "IDLE",
+  };
+}
+
+describe("supervisor and errors marked retryable = false", () => {
+  test("such an error: one start, then the supervisor gives up; the error is in status() for its owner to report, logged here only at debug level", async () => {
+    const { clock, logger, supervisor } = setup();
+    const error = new FinalError("directory holds another format");
+    const c = failing(() => error);
+    await supervisor.supervise(c, "always");
+    await clock.advance(10_000);
+    expect(c.starts).toBe(1);
+    expect(supervisor.isComponentInErrorState(c)).toBe(true);
+    expect(supervisor.status(c)).toMatchObject({ failures: 1, lastError: "directory holds another format", cause: error, error: true });
+    expect(logger.lines).toEqual([{ level: "debug", message: "Unable to start c1, giving up: directory holds another format" }]);
+  });
+
+  test("any other error is retried every monitor interval", async () => {
+    const { clock, supervisor } = setup();
+    const c = failing(() => new ChannelException("port in use"));
+    await supervisor.supervise(c, "always");
+    await clock.advance(10_000);
+    expect(c.starts).toBe(4);
+    expect(supervisor.isComponentInErrorState(c)).toBe(false);
+    expect([isRetryable(new Error("x")), isRetryable(new FinalError("y")), isRetryable("text")]).toEqual([true, false, true]);
   });
 });

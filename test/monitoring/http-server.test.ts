@@ -1,8 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { writeFileSync, readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
 import { cleanupsAfterEach, freePort, startAgentCli, tempDir, FIXTURES, runCli, sleep } from "../support/helpers.ts";
+import { needsPromtool } from "../support/requires.ts";
 
 const METRICS = path.join(FIXTURES, "metrics");
 
@@ -82,11 +84,19 @@ a1.sinks.k1.channel = c1
     expect(res.headers.get("content-type")).toContain("version=0.0.4");
     const text = await res.text();
     const types = checkExposition(text);
-    expect(types.get("flume_source_open_connection_count")).toBe("gauge");
-    expect(text).toContain('flume_source_open_connection_count{component="r1"} 1');
-    expect(types.has("flume_source_open_connection_count_total")).toBe(false);
-    expect(types.get("flume_channel_event_put_success_count_total")).toBe("counter");
-    expect(types.get("flume_channel_channel_size")).toBe("gauge");
+    expect(types.get("flume_source_open_connections")).toBe("gauge");
+    expect(text).toContain('flume_source_open_connections{agent="a1",component="r1",type="netcat"} 1');
+    expect(types.get("flume_channel_event_put_successes_total")).toBe("counter");
+    expect(types.get("flume_channel_size")).toBe("gauge");
+    expect(text).toMatch(/^flume_channel_fill_ratio\{agent="a1",component="c1",type="memory"\} 0(\.\d+)?$/m);
+    expect(text).toMatch(/^flume_source_start_time_seconds\{agent="a1",component="r2",type="seq"\} 1\d{9}(\.\d+)?$/m);
+
+    // Prometheus's default scrape path: /metrics answers its text when the scraper asks for it.
+    for (const accept of ["text/plain;version=0.0.4;q=0.5,*/*;q=0.1", "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"]) {
+      const scraped = await fetch(`http://127.0.0.1:${mport}/metrics`, { headers: { Accept: accept } });
+      expect(scraped.headers.get("content-type")).toContain("version=0.0.4");
+      expect(await scraped.text()).toContain("# HELP flume_channel_size ");
+    }
 
     const head = await fetch(`http://127.0.0.1:${mport}/metrics`, { method: "HEAD" });
     expect(head.status).toBe(200);
@@ -162,8 +172,8 @@ a1.sinks.k1.channel = c1
     expect((await getJson(port, "/nope")).status).toBe(404);
     const prom = await getJson(port, "/prometheus");
     expect(prom.status).toBe(200);
-    expect(prom.body).toContain('flume_channel_event_take_success_count_total{component="c1"} 50000');
-    expect(prom.body).toContain('flume_source_event_accepted_count_total{component="r1"} 50000');
+    expect(prom.body).toContain('flume_channel_event_take_successes_total{agent="a1",component="c1",type="memory"} 50000');
+    expect(prom.body).toContain('flume_source_events_accepted_total{agent="a1",component="r1",type="seq"} 50000');
     agent.child.kill("SIGTERM");
     expect(await agent.exited()).toBe(0);
   });
@@ -200,6 +210,95 @@ describe("monitoring, avro -> memory -> file_roll", () => {
     expect(m["SINK.k1"]).toMatchObject({ EventDrainSuccessCount: "7", ConnectionCreatedCount: "1" });
     const written = readdirSync(roll).map((f) => readFileSync(path.join(roll, f), "utf8")).join("");
     expect(written).toBe(readFileSync(input, "utf8"));
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+  });
+});
+
+describe("Prometheus's own checks", () => {
+  needsPromtool.test("promtool check metrics finds nothing to report in /metrics of an agent with memory and file channels, a TLS-less avro source and sinks", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const mport = await freePort();
+    const conf = path.join(dir, "agent.conf");
+    writeFileSync(
+      conf,
+      `a1.sources = r1 r2
+a1.channels = c1 c2
+a1.sinks = k1 k2
+a1.sources.r1.type = avro
+a1.sources.r1.bind = 127.0.0.1
+a1.sources.r1.port = ${port}
+a1.sources.r1.channels = c1
+a1.sources.r2.type = seq
+a1.sources.r2.totalEvents = 100
+a1.sources.r2.channels = c2
+a1.channels.c1.type = memory
+a1.channels.c2.type = file
+a1.channels.c2.checkpointDir = ${dir}/ckpt
+a1.channels.c2.dataDirs = ${dir}/data
+a1.channels.c2.minimumRequiredSpace = 1048576
+a1.sinks.k1.type = logger
+a1.sinks.k1.channel = c1
+a1.sinks.k2.type = null
+a1.sinks.k2.channel = c2
+`,
+    );
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--metrics-port", String(mport), "--metrics-bind", "127.0.0.1", "--quiet"]);
+    const text = await (await fetch(`http://127.0.0.1:${mport}/metrics`, { headers: { Accept: "text/plain;version=0.0.4" } })).text();
+    const r = spawnSync("promtool", ["check", "metrics"], { input: text, encoding: "utf8" });
+    expect({ status: r.status, out: r.stdout + r.stderr }).toEqual({ status: 0, out: "" });
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+  });
+});
+
+describe("health and readiness", () => {
+  test("/health answers 200; /ready is 200 once every component runs, 503 naming a source that cannot bind and why", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const busy = net.createServer();
+    await new Promise<void>((resolve) => busy.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => busy.close());
+    const taken = (busy.address() as net.AddressInfo).port;
+    const mport = await freePort();
+    const conf = path.join(dir, "agent.conf");
+    writeFileSync(
+      conf,
+      `a1.sources = r1 r2
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = netcat
+a1.sources.r1.bind = 127.0.0.1
+a1.sources.r1.port = ${taken}
+a1.sources.r1.channels = c1
+a1.sources.r2.type = seq
+a1.sources.r2.totalEvents = 1
+a1.sources.r2.channels = c1
+a1.channels.c1.type = memory
+a1.sinks.k1.type = null
+a1.sinks.k1.channel = c1
+`,
+    );
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--metrics-port", String(mport), "--metrics-bind", "127.0.0.1", "--quiet"], /metrics on/);
+    const health = await fetch(`http://127.0.0.1:${mport}/health`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: "ok", agent: "a1" });
+    const notReady = await fetch(`http://127.0.0.1:${mport}/ready`);
+    expect(notReady.status).toBe(503);
+    const body = (await notReady.json()) as { ready: boolean; notStarted: { kind: string; name: string; error?: string }[] };
+    expect(body.ready).toBe(false);
+    expect(body.notStarted.map((c) => `${c.kind} ${c.name}`)).toEqual(["source r1"]);
+    expect(body.notStarted[0].error).toMatch(/EADDRINUSE|in use/i);
+    // Free the port: the supervisor's retry starts the source, and the agent becomes ready.
+    await new Promise<void>((resolve) => busy.close(() => resolve()));
+    let ready = 0;
+    for (let i = 0; i < 100 && ready !== 200; i++) {
+      await sleep(100);
+      ready = (await fetch(`http://127.0.0.1:${mport}/ready`)).status;
+    }
+    expect(ready).toBe(200);
     agent.child.kill("SIGTERM");
     expect(await agent.exited()).toBe(0);
   });

@@ -47,9 +47,11 @@ test("a type that runs as it is has no stand-in", () => {
 test("a stand-in that would change what a crash keeps, or is no channel type, is refused naming the channel", () => {
   const durableByMemory = remote("memory", true);
   expect(() => channelStandIn("c1", durableByMemory, durableByMemory.parse({ url: "u" }).options, lookup)).toThrow(SimulationUsageError);
-  expect(() => channelStandIn("c1", durableByMemory, durableByMemory.parse({ url: "u" }).options, lookup)).toThrow(/channel c1 \(type remote\) keeps committed events in a crash, its stand-in memory does not/);
+  expect(() => channelStandIn("c1", durableByMemory, durableByMemory.parse({ url: "u" }).options, lookup)).toThrow(/channel c1 \(type remote\) keeps committed events in a crash, its stand-in memory loses committed events/);
   const volatileByFile = remote("file", false);
-  expect(() => channelStandIn("c1", volatileByFile, volatileByFile.parse({ url: "u" }).options, lookup)).toThrow(/loses committed events in a crash, its stand-in file does not/);
+  expect(() => channelStandIn("c1", volatileByFile, volatileByFile.parse({ url: "u" }).options, lookup)).toThrow(/loses committed events in a crash, its stand-in file keeps committed events/);
+  const partial = remote("SPILLABLEMEMORY", true);
+  expect(() => channelStandIn("c1", partial, partial.parse({ url: "u" }).options, lookup)).toThrow(/its stand-in SPILLABLEMEMORY keeps part of its committed events/);
   const unknown = remote("nowhere", true);
   expect(() => channelStandIn("c1", unknown, unknown.parse({ url: "u" }).options, lookup)).toThrow(/names "nowhere" as its simulated stand-in, which is not a channel type/);
 });
@@ -66,6 +68,7 @@ test("every registered channel type that declares a stand-in names a registered 
   expect(declaring.map((d) => d.schema.type)).toContain("jetstream");
   for (const d of declaring) {
     const stand = lookup(d.simulation?.standIn ?? "");
-    expect({ type: d.schema.type, standIn: stand?.schema.type, durable: stand?.durability !== undefined }).toEqual({ type: d.schema.type, standIn: d.simulation?.standIn, durable: d.durability !== undefined });
+    const traits = (x: typeof d | undefined) => ({ durable: x?.durability !== undefined, partly: x?.durability?.lostOnCrash !== undefined, stopLoses: x?.durability?.lostOnStop !== undefined });
+    expect({ type: d.schema.type, standIn: stand?.schema.type, ...traits(stand) }).toEqual({ type: d.schema.type, standIn: d.simulation?.standIn, ...traits(d) });
   }
 });

@@ -90,8 +90,18 @@ export const needsLoopExt4 = precondition(
 export const needsStrace = precondition(() => commandRuns("strace", "-f", "-qq", "-e", "trace=fsync", "true"), "needs strace");
 export const needsLogger = precondition(() => commandRuns("logger", "--version"), "needs util-linux logger (bsdutils)");
 export const needsOpenssl = precondition(() => commandRuns("openssl", "version"), "needs openssl");
-export const needsPythonAvro = precondition(() => commandRuns("/usr/bin/python3", "-c", "import avro.datafile"), "needs /usr/bin/python3 with avro (python3-avro)");
+/** The system python3 (Debian's, with its packages), not the one first on PATH. */
+export const PYTHON = "/usr/bin/python3";
+export const needsPythonAvro = precondition(() => commandRuns(PYTHON, "-c", "import avro.datafile"), "needs /usr/bin/python3 with avro (python3-avro)");
+/** A python3 child holds an fcntl lock as Java's tryLock does; the code under test finds it in /proc/locks. */
+export const needsPosixLockHolder = precondition(() => existsSync("/proc/locks") && commandRuns(PYTHON, "-c", "import fcntl"), "needs /usr/bin/python3 and /proc/locks");
 export const needsProc = precondition(() => existsSync("/proc/self/fd") && existsSync("/proc/self/stat"), "needs Linux /proc");
+export const needsPromtool = precondition(() => commandRuns("promtool", "--version"), "needs promtool (Debian prometheus)");
+/** Debian's thrift-compiler (`thrift --gen py`) and python3-thrift under /usr/bin/python3 (the pyenv python3 on PATH has no thrift module). */
+export const needsThrift = precondition(
+  () => commandRuns("thrift", "--version") && commandRuns("/usr/bin/python3", "-c", "import thrift"),
+  "needs thrift-compiler and /usr/bin/python3 with thrift (python3-thrift)",
+);
 
 /** The nats-server binary: Debian installs it in /usr/sbin, which is often not on a user's PATH. */
 export function natsServerPath(): string | null {

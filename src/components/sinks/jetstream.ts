@@ -8,15 +8,14 @@
  */
 import { randomBytes } from "node:crypto";
 import { SinkCounter } from "../../core/counters.ts";
-import { ChannelException, EventDeliveryException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { Sink, Status } from "../../core/sink.ts";
 import { type NatsClients, NatsLink } from "../../nats/connection.ts";
-import { messageOf } from "../../nats/errors.ts";
 import { publishBatch } from "../../nats/publish.ts";
 import { CONNECTION_PROPS, type ConnectionSettings, connectionSettings, MAX_MSGS_PROP, natsProblems, STREAM_PROPS, type StreamSettings, streamSettings } from "../../nats/settings.ts";
 import { ensureStream } from "../../nats/stream.ts";
 import { type ComponentContext, defineComponent } from "../component.ts";
+import type { TakeLoop } from "../../pipeline/take-loop.ts";
 import { BaseSink } from "./base.ts";
 
 export interface JetStreamSinkOptions {
@@ -40,7 +39,8 @@ function sameEvent(a: Event, b: Event): boolean {
 }
 
 export class JetStreamSink extends BaseSink implements Sink {
-  readonly counter: SinkCounter;
+  override readonly counter: SinkCounter;
+  protected readonly takeLoop: TakeLoop;
   private readonly link: NatsLink;
   private readonly idPrefix = randomBytes(9).toString("base64url");
   private nextBatch = 1;
@@ -54,6 +54,15 @@ export class JetStreamSink extends BaseSink implements Sink {
     super(ctx);
     this.counter = new SinkCounter(ctx.name, ctx.clock);
     this.link = new NatsLink(`jetstream sink ${ctx.name}`, options.connection, (c) => this.setup(c), ctx.clock, ctx.logger);
+    this.takeLoop = this.newTakeLoop({
+      label: this.link.label,
+      counter: this.counter,
+      batchSize: options.batchSize,
+      // As Flume's Kafka sink: a batch the channel cut short is still READY.
+      underflow: "READY",
+      target: () => `stream ${options.stream.stream} at ${this.link.describeServers()}`,
+      deliver: (events) => this.publish(events),
+    });
   }
 
   get label(): string {
@@ -69,71 +78,39 @@ export class JetStreamSink extends BaseSink implements Sink {
     this.counter.values.ConnectionCreatedCount++;
   }
 
-  start(): void {
-    this.counter.start();
+  override start(): void {
+    super.start();
     this.link.open();
-    this.state = "START";
     this.logger.info(`${this.label} started (servers ${this.link.describeServers()}, stream ${this.options.stream.stream}, subject ${this.options.stream.subject})`);
   }
 
-  async stop(): Promise<void> {
+  override async stop(): Promise<void> {
     await this.link.close();
     this.counter.values.ConnectionClosedCount++;
-    this.counter.stop();
-    this.state = "STOP";
+    super.stop();
     this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
   }
 
-  async process(): Promise<Status> {
+  override process(): Promise<Status> {
     // Not connected yet (the link retries and logs): leave the events in the channel.
-    if (!this.link.ready) return "BACKOFF";
-    const channel = this.getChannel();
-    const tx = channel.getTransaction();
-    const c = this.counter.values;
-    const batchSize = this.options.batchSize;
-    const batch: Event[] = [];
-    let status: Status = "READY";
-    tx.begin();
-    try {
-      for (let i = 0; i < batchSize; i++) {
-        const event = tx.take();
-        if (event === null) break;
-        batch.push(event);
-      }
-      if (batch.length === 0) {
-        c.BatchEmptyCount++;
-        status = "BACKOFF";
-      } else {
-        if (batch.length < batchSize) c.BatchUnderflowCount++;
-        else c.BatchCompleteCount++;
-        c.EventDrainAttemptCount += batch.length;
-        const ids = this.idsFor(batch);
-        try {
-          await publishBatch(this.link, { subject: this.options.stream.subject, stream: this.options.stream.stream, timeout: this.options.publishTimeout, fullWait: 0 }, batch, ids, this.clock);
-        } catch (err) {
-          this.failed = { events: batch, ids };
-          throw err;
-        }
-        this.failed = null;
-      }
-      await tx.commit();
-      c.EventDrainSuccessCount += batch.length;
-    } catch (err) {
-      await tx.rollback();
-      if (err instanceof ChannelException) {
-        c.ChannelReadFail++;
-        this.logger.error(`${this.label}: unable to get events from channel ${channel.name}: ${err.message}`);
-        return "BACKOFF";
-      }
-      c.EventWriteFail++;
-      throw new EventDeliveryException(`${this.label}: failed to publish ${batch.length} events to stream ${this.options.stream.stream}: ${messageOf(err)}`, { cause: err });
-    } finally {
-      tx.close();
-    }
-    return status;
+    if (!this.link.ready) return Promise.resolve("BACKOFF");
+    return super.process();
   }
 
-  private idsFor(batch: Event[]): string[] {
+  /** Publishes a taken batch; resolves once the stream stored every event (the take then commits). */
+  private async publish(events: readonly Event[]): Promise<void> {
+    const ids = this.idsFor(events);
+    try {
+      await publishBatch(this.link, { subject: this.options.stream.subject, stream: this.options.stream.stream, timeout: this.options.publishTimeout, fullWait: 0 }, events, ids, this.clock);
+    } catch (err) {
+      // The take loop reuses its array: keep a copy to recognise the events when they come back.
+      this.failed = { events: events.slice(), ids };
+      throw err;
+    }
+    this.failed = null;
+  }
+
+  private idsFor(batch: readonly Event[]): string[] {
     const ids = new Array<string>(batch.length);
     const header = this.options.msgIdHeader;
     const prev = this.failed;

@@ -1,32 +1,34 @@
 // Every channel type the registry knows passes the channel contract (conformance.ts): a channel
 // added later is covered without touching this file. A type that needs more than scratch
 // directories to run (a server, say) gets its setup in SETUP below, or the suite fails for it.
+// Limits are set through the schema roles (capacity, transactionCapacity, keepAlive), whatever
+// the type calls those properties.
+import { componentContext } from "../../../src/components/component.ts";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { ComponentDefinition } from "../../../src/components/component.ts";
-import { componentContext } from "../../../src/components/component.ts";
-import { allComponents } from "../../../src/components/registry.ts";
-import { keyWithRole, type Role } from "../../../src/config/schema.ts";
 import type { Channel } from "../../../src/core/channel.ts";
 import { createEvent } from "../../../src/core/event.ts";
 import { silentLogger } from "../../../src/core/logger.ts";
 import { VirtualClock } from "../../../src/core/virtual-clock.ts";
+import type { ComponentDefinition } from "../../../src/components/component.ts";
+import { allComponents } from "../../../src/components/registry.ts";
+import { capacityOf, keysWithRole, keyWithRole } from "../../../src/config/schema.ts";
 import { type NatsSetup, startNats } from "../../support/nats.ts";
 import { needsNatsServer, type Precondition } from "../../support/requires.ts";
 import { type ChannelUnderTest, checkChannelContract, coverage, type Limits } from "./conformance.ts";
 
-/** What a channel type needs beyond scratch directories to run here. */
+/** What a channel type needs beyond its limits and scratch directories to run here, and why. */
 interface TypeSetup {
   /** A precondition of the machine (a server binary): the type's tests name it, skip without it, fail under CI=true. */
-  needs: Precondition;
-  before(): Promise<void>;
-  after(): Promise<void>;
-  /** Properties for one channel under test (fresh for each; kept across its restarts). */
-  props(): Record<string, string>;
+  needs?: Precondition;
+  before?(): Promise<void>;
+  after?(): Promise<void>;
+  /** Properties for one channel under test (fresh for each, kept across its restarts). */
+  props?(): Record<string, string>;
   /** Waits, in real time, until a channel just started can be used as the contract uses it. */
-  ready(channel: Channel): Promise<void>;
+  ready?(channel: Channel): Promise<void>;
   /** Schedules to run when fewer than the default, from a fixed seed when given (with the reason). */
   runs?: { n: number; seed?: number; why: string };
 }
@@ -44,6 +46,10 @@ let nats: NatsSetup | null = null;
 let streams = 0;
 
 const SETUP: Record<string, TypeSetup> = {
+  // SPILLABLEMEMORY waits overflowTimeout seconds for room in memory before it spills a commit
+  // to its overflow, a wait the model does not know: 0 spills at once
+  // (test/components/channels/spillable-memory/ covers the wait).
+  SPILLABLEMEMORY: { props: () => ({ overflowTimeout: "0" }) },
   // A real nats-server, one stream per channel under test; the contract holds for a channel
   // that is its consumer's only user. Takes are served from the prefetch (take() never waits),
   // so the prefetch covers the largest capacity the suite uses: every committed event is there
@@ -74,6 +80,21 @@ const SETUP: Record<string, TypeSetup> = {
 /** Per-type runs: a durable channel does real I/O per commit, so it gets fewer. */
 const RUNS = (def: ComponentDefinition<unknown>) => SETUP[def.schema.type]?.runs?.n ?? (def.durability ? 200 : 1000);
 
+/** Splits a capacity over several capacity properties (they add up), as Limits.split says. */
+function splitCapacity(capacity: number, parts: number, split = 0.5): number[] {
+  if (parts === 1) return [capacity];
+  const first = Math.round(capacity * split);
+  const rest = capacity - first;
+  return [first, ...Array.from({ length: parts - 1 }, (_, i) => Math.floor(rest / (parts - 1)) + (i < rest % (parts - 1) ? 1 : 0))];
+}
+
+/** The key of the property with a role; the suite cannot run a channel without one. */
+function roleKey(def: ComponentDefinition<unknown>, role: "transactionCapacity" | "keepAlive"): string {
+  const key = keyWithRole(def.schema, role);
+  if (!key) throw new Error(`channel type ${def.schema.type} has no property with the ${role} role, which the conformance suite sets`);
+  return key;
+}
+
 function underTest(def: ComponentDefinition<unknown>): ChannelUnderTest {
   const dir = mkdtempSync(path.join(os.tmpdir(), `flume-conformance-${def.schema.type}-`));
   const setup = SETUP[def.schema.type];
@@ -81,26 +102,25 @@ function underTest(def: ComponentDefinition<unknown>): ChannelUnderTest {
   // Storage goes into the scratch directory: every path-typed property with a default (which
   // would otherwise point into the user's home) gets a folder of its own.
   for (const p of def.schema.props) if (p.type === "path" && p.default !== undefined) raw[p.key] = path.join(dir, p.key);
-  Object.assign(raw, setup?.props());
-  const limit = (role: Role, value: number): Record<string, string> => {
-    const key = keyWithRole(def.schema, role);
-    if (key === undefined) throw new Error(`channel ${def.schema.type} has no property with the ${role} role`);
-    return { [key]: String(value) };
-  };
+  Object.assign(raw, setup?.props?.());
+  const capacityKeys = keysWithRole(def.schema, "capacity");
+  if (capacityKeys.length === 0) throw new Error(`channel type ${def.schema.type} has no property with the capacity role, which the conformance suite sets`);
+  const lostOnCrash = def.durability?.lostOnCrash;
+  const lostOnStop = def.durability?.lostOnStop;
   return {
     type: def.schema.type,
     survivesCrash: def.durability !== undefined,
+    lostOnCrash: lostOnCrash && ((channel: Channel) => lostOnCrash(channel)),
+    lostOnStop: lostOnStop && ((channel: Channel) => lostOnStop(channel)),
     async open(limits: Limits, clock: VirtualClock): Promise<Channel> {
-      const { options: config, errors } = def.parse({
-        ...raw,
-        ...limit("capacity", limits.capacity),
-        ...limit("transactionCapacity", limits.transactionCapacity),
-        ...limit("keepAlive", limits.keepAlive),
-      });
+      const props = { ...raw, [roleKey(def, "transactionCapacity")]: String(limits.transactionCapacity), [roleKey(def, "keepAlive")]: String(limits.keepAlive) };
+      splitCapacity(limits.capacity, capacityKeys.length, limits.split).forEach((n, i) => (props[capacityKeys[i]] = String(n)));
+      const { options: config, errors } = def.parse(props);
       expect(errors).toEqual([]);
+      expect(capacityOf(def.schema, config)).toBe(limits.capacity);
       const channel = def.create(config, componentContext("c1", { agentName: "a1", clock, logger: silentLogger })) as Channel;
       await channel.start();
-      await setup?.ready(channel);
+      await setup?.ready?.(channel);
       return channel;
     },
     async crash(channel: Channel): Promise<void> {
@@ -121,17 +141,16 @@ describe("channel conformance", () => {
 
   for (const def of channelTypes) {
     const setup = SETUP[def.schema.type];
+    const needs = setup?.needs;
     // A type with a precondition declares its tests through it (named, skipped or failing under CI).
-    const typeTest = (name: string, body: () => Promise<void>, timeout?: number) => (setup ? setup.needs.test(name, body, timeout) : test(name, body, timeout));
+    const typeTest = (name: string, body: () => Promise<void>, timeout?: number) => (needs ? needs.test(name, body, timeout) : test(name, body, timeout));
     describe(`${def.schema.type} channel`, () => {
-      if (setup) {
-        beforeAll(async () => {
-          if (setup.needs.holds) await setup.before();
-        });
-        afterAll(async () => {
-          if (setup.needs.holds) await setup.after();
-        });
-      }
+      beforeAll(async () => {
+        if (needs?.holds !== false) await setup?.before?.();
+      });
+      afterAll(async () => {
+        if (needs?.holds !== false) await setup?.after?.();
+      });
       typeTest(`random interleavings of transactions keep the channel contract${def.durability ? ", across clean restarts and crashes" : ""}`, async () => {
         const before = { ...coverage };
         await checkChannelContract(() => underTest(def), { runs: RUNS(def), seed: setup?.runs?.seed });
@@ -141,6 +160,8 @@ describe("channel conformance", () => {
           expect({ [k]: seen[k] > 0 }).toEqual({ [k]: true });
         }
         if (def.durability) expect(seen.restarts > 0 && seen.crashes > 0).toBe(true);
+        // A channel keeping part of its events through a crash lost some and kept some.
+        if (def.durability?.lostOnCrash) expect({ lost: seen.crashLostEvents > 0, kept: seen.crashKeptEvents > 0 }).toEqual({ lost: true, kept: true });
       }, 120_000);
 
       typeTest("two commits waiting for room in a full channel: one take frees room for one of them, never more than capacity", async () => {

@@ -18,11 +18,12 @@ import { BasicTransaction } from "../../../core/transaction.ts";
 import { encodeCheckpoint, writeCheckpointFile } from "./checkpoint.ts";
 import { FileChannelCounter } from "./counter.ts";
 import { BufferPool } from "./buffer-pool.ts";
-import { DirLock } from "./dir-lock.ts";
+import { directoryLockFile, LockHeldError, OwnerLock } from "../../../io/owner-lock.ts";
 import { EventQueue } from "./event-queue.ts";
 import { encodeTransaction, toRanges } from "./format.ts";
 import { recover } from "./replay.ts";
 import { SegmentLog } from "./segment-log.ts";
+import { refuseFlumeFormat } from "../../../migrate/flume-file-channel/detect.ts";
 
 export interface FileChannelOptions {
   checkpointDir: string;
@@ -60,6 +61,8 @@ interface CommitRequest {
   eventOffsets: Uint32Array;
   firstSeq: number;
   puts: Event[];
+  /** The room reserved for it (see reservedRoom). */
+  reserved: number;
   positions: Map<string, string> | null;
   resolve(): void;
   reject(err: Error): void;
@@ -108,7 +111,7 @@ export class FileChannel implements Channel {
   private readonly logger: Logger;
   private readonly clock: Clock;
 
-  private locks: DirLock[] = [];
+  private locks: OwnerLock[] = [];
   private log: SegmentLog | null = null;
   private queue = new EventQueue();
   /** Pending events (queued or taken by an open transaction) per segment id. */
@@ -117,7 +120,12 @@ export class FileChannel implements Channel {
   private nextSeq = 0;
   private nextTxid = 1;
   private inflightTakes = 0;
-  private reservedPuts = 0;
+  /**
+   * Room promised to commits on their way to disk: each reserves what it will add beyond the
+   * slots its own takes already hold (puts - takes, at least 0), released when it is applied
+   * or fails.
+   */
+  private reservedRoom = 0;
   /** Transactions holding taken events: their events are still pending for checkpoints. */
   private readonly takers = new Set<FileTransaction>();
   /** Commits waiting for room, in arrival order: only the first may reserve. */
@@ -204,8 +212,19 @@ export class FileChannel implements Channel {
       if (new Set(dirs.map((d) => path.resolve(d))).size !== dirs.length) {
         throw new ChannelException(`file channel ${this.name}: checkpointDir, backupCheckpointDir and dataDirs must be distinct directories (${dirs.join(", ")})`);
       }
+      // Before anything is created or locked there: Flume's own lock file must stay untouched.
+      refuseFlumeFormat(this.name, o.checkpointDir, o.dataDirs, o.useDualCheckpoints ? o.backupCheckpointDir : undefined);
       for (const d of dirs) fs.mkdirSync(d, { recursive: true });
-      for (const d of dirs) this.locks.push(DirLock.acquire(d, this.name));
+      for (const d of dirs) {
+        try {
+          const lock = OwnerLock.acquire(directoryLockFile(d), `directory ${d} of file channel ${this.name}`, `flume-ts file channel ${this.name}`);
+          if (lock.tookOverFrom) this.logger.warn(`file channel ${this.name}: took over ${lock.file} from process ${lock.tookOverFrom.pid}, which is no longer running`);
+          this.locks.push(lock);
+        } catch (err) {
+          if (err instanceof LockHeldError) throw new ChannelException(`file channel ${this.name}: ${err.message}`, { cause: err });
+          throw err;
+        }
+      }
 
       const ckptDirs = [o.checkpointDir];
       if (o.useDualCheckpoints && o.backupCheckpointDir) ckptDirs.push(o.backupCheckpointDir);
@@ -222,7 +241,7 @@ export class FileChannel implements Channel {
       this.log = new SegmentLog(o.dataDirs, o.maxFileSize);
       this.log.open(r.segments, r.minNewSegmentId);
       this.inflightTakes = 0;
-      this.reservedPuts = 0;
+      this.reservedRoom = 0;
       this.startError = null;
       this.counter.unhealthy = false;
       this.counter.set("ChannelSize", this.queue.length);
@@ -385,6 +404,7 @@ export class FileChannel implements Channel {
   async commit(tx: FileTransaction, positions: Map<string, string> | null): Promise<void> {
     const puts = tx.puts.length;
     const takes = tx.takenSeqs.length;
+    const reserved = Math.max(0, puts - takes);
     if (puts === 0 && takes === 0 && (!positions || positions.size === 0)) {
       this.counter.values.ChannelSize = this.queue.length;
       return;
@@ -396,7 +416,7 @@ export class FileChannel implements Channel {
         this.counter.values.EventPutErrorCount += puts;
         throw new ChannelException(reason);
       }
-      const room = this.reserveRoom(puts, takes);
+      const room = this.reserveRoom(reserved);
       if (room) await room;
     }
     const txid = this.nextTxid++;
@@ -406,20 +426,21 @@ export class FileChannel implements Channel {
     try {
       encoded = encodeTransaction(txid, firstSeq, tx.puts, takes > 0 ? toRanges(tx.takenSeqs, takes) : [], takes, positions, (n) => this.pool.get(n));
     } catch (err) {
-      this.reservedPuts -= puts;
+      this.reservedRoom -= reserved;
       this.counter.values.EventPutErrorCount += puts;
       this.wakeSpaceWaiters();
       throw err instanceof ChannelException ? err : new ChannelException(`file channel ${this.name}: cannot encode the transaction: ${(err as Error).message}`, { cause: err });
     }
     const { bytes, eventOffsets } = encoded;
     await new Promise<void>((resolve, reject) => {
-      this.pendingWrites.push({ tx, bytes, eventOffsets, firstSeq, puts: tx.puts, positions, resolve, reject });
+      this.pendingWrites.push({ tx, bytes, eventOffsets, firstSeq, puts: tx.puts, reserved, positions, resolve, reject });
       this.pump();
     });
   }
 
-  private fits(puts: number, takes: number): boolean {
-    return this.queue.length + this.inflightTakes + this.reservedPuts + puts - takes <= this.options.capacity;
+  /** Whether `room` more slots fit beside what is queued, taken and promised. */
+  private fits(room: number): boolean {
+    return this.queue.length + this.inflightTakes + this.reservedRoom + room <= this.options.capacity;
   }
 
   /**
@@ -427,23 +448,23 @@ export class FileChannel implements Channel {
    * it, else (returning a promise) after waiting in line up to keep-alive. The check and the
    * reservation happen in the same tick, so commits woken together cannot overfill the channel.
    */
-  private reserveRoom(puts: number, takes: number): Promise<void> | null {
-    if (puts - takes <= 0 || (this.roomWaiters.length === 0 && this.fits(puts, takes))) {
-      this.reservedPuts += puts;
+  private reserveRoom(room: number): Promise<void> | null {
+    if (room === 0 || (this.roomWaiters.length === 0 && this.fits(room))) {
+      this.reservedRoom += room;
       return null;
     }
-    return this.waitForRoom(puts, takes);
+    return this.waitForRoom(room);
   }
 
-  private async waitForRoom(puts: number, takes: number): Promise<void> {
+  private async waitForRoom(room: number): Promise<void> {
     const deadline = this.clock.now() + this.options.keepAlive * 1000;
     const waiter: RoomWaiter = { wake: null };
     this.roomWaiters.push(waiter);
     try {
       for (;;) {
         this.requireOpen();
-        if (this.roomWaiters[0] === waiter && this.fits(puts, takes)) {
-          this.reservedPuts += puts;
+        if (this.roomWaiters[0] === waiter && this.fits(room)) {
+          this.reservedRoom += room;
           return;
         }
         const left = deadline - this.clock.now();
@@ -532,7 +553,7 @@ export class FileChannel implements Channel {
       // Not expected (writeGroup handles I/O errors): fail what waits rather than hang it.
       this.logger.error(`file channel ${this.name}: writer failed: ${(err as Error).message}`);
       for (const r of this.pendingWrites.splice(0)) {
-        this.reservedPuts -= r.puts.length;
+        this.reservedRoom -= r.reserved;
         r.reject(new ChannelException(`file channel ${this.name}: writer failed: ${(err as Error).message}`, { cause: err }));
       }
     } finally {
@@ -571,7 +592,7 @@ export class FileChannel implements Channel {
       const hint = e.code === "ENOSPC" ? "; the disk is full: puts fail until space is freed, takes keep working" : "";
       const failure = new ChannelException(`file channel ${this.name}: cannot write to ${log.pathOf(log.activeId) ?? log.activeDir}: ${e.message}${hint}`, { cause: err });
       for (const r of group) {
-        this.reservedPuts -= r.puts.length;
+        this.reservedRoom -= r.reserved;
         if (r.puts.length > 0) this.counter.values.EventPutErrorCount += r.puts.length;
         else this.counter.values.EventTakeErrorCount += r.tx.takenSeqs.length;
         this.pool.release(r.bytes);
@@ -603,9 +624,9 @@ export class FileChannel implements Channel {
     for (let i = 0; i < puts.length; i++) q.pushBack(r.firstSeq + i, segment, base + r.eventOffsets[i]);
     if (puts.length > 0) {
       this.segLive.set(segment, (this.segLive.get(segment) ?? 0) + puts.length);
-      this.reservedPuts -= puts.length;
       v.EventPutSuccessCount += puts.length;
     }
+    this.reservedRoom -= r.reserved;
     const tx = r.tx;
     const takes = tx.takenSeqs.length;
     if (takes > 0) {

@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import type { OptionsOf } from "../../../config/schema.ts";
 import { defineComponent } from "../../component.ts";
+import { directoryLockFile } from "../../../io/owner-lock.ts";
 import { FileChannel, type FileChannelOptions } from "./file-channel.ts";
 
 export { FileChannel, FileTransaction, type FileChannelOptions } from "./file-channel.ts";
@@ -47,6 +48,10 @@ export const definition = defineComponent({
   props,
   groups: { encryption: { prefix: "encryption.", doc: "Flume's data file encryption: not supported (the channel refuses to start if set)" } },
   durability: { crash: (channel: FileChannel) => channel.crash() },
+  claims(o, ctx) {
+    const dirs = [o.checkpointDir, ...parseDataDirs(o.dataDirs), ...(o.useDualCheckpoints && o.backupCheckpointDir ? [o.backupCheckpointDir] : [])];
+    return dirs.map((d) => ctx.storagePath(d)).map((d) => ({ file: directoryLockFile(d), what: `directory ${d}` }));
+  },
   validate(o) {
     const errors: { key: string; message: string }[] = [];
     if (o.transactionCapacity > o.capacity) {

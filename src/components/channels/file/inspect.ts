@@ -2,10 +2,10 @@
  * Read-only report on a file channel's data directories, for `flume channel inspect`: the
  * segments, their records and checksum status, the pending events and the lock holder.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { MemoryLogger } from "../../../core/logger.ts";
-import { LOCK_FILE } from "./dir-lock.ts";
+import { directoryLockFile, readOwner } from "../../../io/owner-lock.ts";
 import { RecordType, decodePutHeader, decodeTakeRanges } from "./format.ts";
 import { listSegments, recover } from "./replay.ts";
 import { type ScanDamage, scanSegment } from "./segment-scan.ts";
@@ -80,10 +80,9 @@ export function inspectChannel(dataDirs: string[], checkpointDir?: string): Insp
 
   const locks: { dir: string; pid: number | null }[] = [];
   for (const dir of checkpointDir ? [...dataDirs, checkpointDir] : dataDirs) {
-    const file = path.join(dir, LOCK_FILE);
+    const file = directoryLockFile(dir);
     if (!existsSync(file)) continue;
-    const pid = Number(readFileSync(file, "utf8").trim());
-    locks.push({ dir, pid: Number.isInteger(pid) && pid > 0 ? pid : null });
+    locks.push({ dir, pid: readOwner(file)?.pid ?? null });
   }
   const damaged = segments.some((s) => s.damage !== null && !s.repairable) || pendingError !== null;
   return { dataDirs, segments, pending, pendingSource, pendingError, locks, damaged };
@@ -109,7 +108,7 @@ export function formatReport(r: InspectReport): string {
   }
   if (r.pending !== null) lines.push(`pending events: ${r.pending} (from ${r.pendingSource})`);
   else lines.push(`pending events: unknown: ${r.pendingError}`);
-  for (const l of r.locks) lines.push(`lock: ${path.join(l.dir, LOCK_FILE)} held by process ${l.pid ?? "?"}`);
+  for (const l of r.locks) lines.push(`lock: ${directoryLockFile(l.dir)} held by process ${l.pid ?? "?"}`);
   lines.push(r.damaged ? "status: DAMAGED" : "status: OK");
   return lines.join("\n");
 }

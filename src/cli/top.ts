@@ -1,0 +1,214 @@
+/**
+ * `flume top [--url http://HOST:PORT]`: a live view of a running agent, read from its
+ * monitoring server (/metrics as Flume's JSON, /ready): per component, events in and out per
+ * second, totals, the channels' fill with a bar, failures, and components not started;
+ * refreshed every second. On a terminal it redraws in place and q or Ctrl-C quits; otherwise
+ * it prints one plain block per refresh.
+ */
+import { int, UsageError } from "./args.ts";
+import { command } from "./command.ts";
+
+type Metrics = Record<string, Record<string, string>>;
+
+interface Sample {
+  at: number;
+  metrics: Metrics;
+  notStarted: { kind: string; name: string; error?: string }[];
+}
+
+export interface TopRow {
+  kind: "source" | "channel" | "sink";
+  name: string;
+  inRate?: number;
+  outRate?: number;
+  inTotal?: number;
+  outTotal?: number;
+  /** Channels: events held and capacity. */
+  size?: number;
+  capacity?: number;
+  failures: number;
+}
+
+const num = (g: Record<string, string> | undefined, k: string) => Number(g?.[k] ?? 0) || 0;
+
+/** What each kind counts as in, out and failed (Flume's counter names). */
+const COUNTS = {
+  SOURCE: { in: "EventReceivedCount", out: "EventAcceptedCount", fail: ["ChannelWriteFail", "EventReadFail", "GenericProcessingFail"] },
+  CHANNEL: { in: "EventPutSuccessCount", out: "EventTakeSuccessCount", fail: ["EventPutErrorCount", "EventTakeErrorCount", "CheckpointWriteErrorCount"] },
+  SINK: { in: "EventDrainAttemptCount", out: "EventDrainSuccessCount", fail: ["EventWriteFail", "ChannelReadFail", "ConnectionFailedCount"] },
+} as const;
+
+/** The rows of one refresh: rates from the difference of two samples. */
+export function topRows(prev: Sample | null, cur: Sample): TopRow[] {
+  const rows: TopRow[] = [];
+  const seconds = prev ? Math.max(0.001, (cur.at - prev.at) / 1000) : 0;
+  for (const [key, group] of Object.entries(cur.metrics)) {
+    const dot = key.indexOf(".");
+    const type = key.slice(0, dot) as keyof typeof COUNTS;
+    const counts = COUNTS[type];
+    if (!counts) continue;
+    const before = prev?.metrics[key];
+    // A counter that went down was restarted (a reload): its rate starts over.
+    const rate = (k: string) => (before && seconds > 0 ? Math.max(0, num(group, k) - num(before, k)) / seconds : undefined);
+    const row: TopRow = {
+      kind: type.toLowerCase() as TopRow["kind"],
+      name: key.slice(dot + 1),
+      inRate: rate(counts.in),
+      outRate: rate(counts.out),
+      inTotal: num(group, counts.in),
+      outTotal: num(group, counts.out),
+      failures: counts.fail.reduce((n, k) => n + num(group, k), 0),
+    };
+    if (type === "CHANNEL") {
+      row.size = num(group, "ChannelSize");
+      row.capacity = num(group, "ChannelCapacity");
+    }
+    rows.push(row);
+  }
+  const order = { source: 0, channel: 1, sink: 2 };
+  return rows.sort((a, b) => order[a.kind] - order[b.kind] || a.name.localeCompare(b.name));
+}
+
+function rateText(r: number | undefined): string {
+  if (r === undefined) return "-";
+  if (r >= 1e6) return `${(r / 1e6).toFixed(1)}M/s`;
+  if (r >= 1e3) return `${(r / 1e3).toFixed(1)}k/s`;
+  return `${r.toFixed(1)}/s`;
+}
+
+function totalText(n: number | undefined): string {
+  return n === undefined ? "-" : n.toLocaleString("en-US");
+}
+
+function bar(size: number, capacity: number, width = 20): string {
+  const ratio = capacity > 0 ? Math.min(1, size / capacity) : 0;
+  const filled = Math.round(ratio * width);
+  return `[${"#".repeat(filled)}${".".repeat(width - filled)}] ${(ratio * 100).toFixed(1)}%`;
+}
+
+/** The text of one refresh (no escape codes). */
+export function renderTop(url: string, rows: TopRow[], sample: Sample, error: string | null): string {
+  const lines: string[] = [];
+  lines.push(`flume top  ${url}  ${new Date(sample.at).toISOString()}${error ? `  (${error})` : ""}`);
+  lines.push("");
+  const table = [["KIND", "NAME", "IN", "OUT", "IN TOTAL", "OUT TOTAL", "FAIL", "FILL"]];
+  for (const r of rows) {
+    table.push([r.kind, r.name, rateText(r.inRate), rateText(r.outRate), totalText(r.inTotal), totalText(r.outTotal), String(r.failures), r.kind === "channel" ? `${bar(r.size ?? 0, r.capacity ?? 0)} ${totalText(r.size)}/${totalText(r.capacity)}` : ""]);
+  }
+  const widths = table[0].map((_, i) => Math.max(...table.map((row) => row[i].length)));
+  for (const row of table) lines.push(row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]))).join("  ").trimEnd());
+  if (sample.notStarted.length > 0) {
+    lines.push("");
+    lines.push("not started:");
+    for (const c of sample.notStarted) lines.push(`  ${c.kind} ${c.name}${c.error ? `: ${c.error}` : ""}`);
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+async function fetchSample(url: string, timeoutMs: number): Promise<Sample> {
+  const get = async (path: string) => {
+    const res = await fetch(`${url}${path}`, { signal: AbortSignal.timeout(timeoutMs), headers: { Accept: "application/json" } });
+    return { status: res.status, body: (await res.json()) as unknown };
+  };
+  const metrics = await get("/metrics");
+  if (metrics.status !== 200) throw new Error(`GET /metrics answered ${metrics.status}`);
+  let notStarted: Sample["notStarted"] = [];
+  try {
+    const ready = await get("/ready");
+    notStarted = (ready.body as { notStarted?: Sample["notStarted"] }).notStarted ?? [];
+  } catch {
+    // An older agent without /ready: the counters are still worth showing.
+  }
+  return { at: Date.now(), metrics: metrics.body as Metrics, notStarted };
+}
+
+export interface TopOptions {
+  url: string;
+  intervalMs: number;
+  /** Stop after this many refreshes (0: until q or Ctrl-C). */
+  iterations: number;
+}
+
+/** Runs the view; resolves with the exit code (1 when the agent could not be reached at all). */
+export async function runTop(o: TopOptions, out: NodeJS.WriteStream = process.stdout, input: NodeJS.ReadStream = process.stdin): Promise<number> {
+  const tty = out.isTTY === true;
+  let prev: Sample | null = null;
+  let reached = false;
+  let stop = false;
+  let wake: (() => void) | null = null;
+  const quit = () => {
+    stop = true;
+    wake?.();
+  };
+  const onKey = (data: Buffer) => {
+    const k = data.toString("utf8");
+    if (k === "q" || k === "Q" || k === "\u0003") quit();
+  };
+  const onSignal = () => quit();
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  if (tty) {
+    out.write("\x1b[?1049h\x1b[?25l"); // alternate screen, hide cursor
+    if (input.isTTY) {
+      input.setRawMode(true);
+      input.resume();
+      input.on("data", onKey);
+    }
+  }
+  try {
+    for (let i = 0; !stop && (o.iterations === 0 || i < o.iterations); i++) {
+      let text: string;
+      try {
+        const cur = await fetchSample(o.url, Math.max(500, o.intervalMs));
+        reached = true;
+        text = renderTop(o.url, topRows(prev, cur), cur, null);
+        prev = cur;
+      } catch (err) {
+        text = `flume top  ${o.url}  ${new Date().toISOString()}  (cannot reach the agent: ${(err as Error).message}; retrying)\n`;
+      }
+      out.write(tty ? `\x1b[H\x1b[2J${text}` : `${text}\n`);
+      if (stop || (o.iterations !== 0 && i + 1 >= o.iterations)) break;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, o.intervalMs);
+        wake = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+      wake = null;
+    }
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    if (tty) {
+      out.write("\x1b[?25h\x1b[?1049l");
+      if (input.isTTY) {
+        input.off("data", onKey);
+        input.setRawMode(false);
+        input.pause();
+      }
+    }
+  }
+  return reached ? 0 : 1;
+}
+
+export const top = command({
+  name: "top",
+  description: "A live view of a running agent: rates, totals, channel fill, failures",
+  args: {
+    url: { type: "string", default: "http://127.0.0.1:41414", description: "The agent's monitoring server (Flume's usual flume.monitoring.port)" },
+    interval: { type: "string", parse: positiveSeconds, default: "1", description: "Seconds between refreshes" },
+    iterations: { type: "string", parse: int(0), default: "0", description: "Stop after this many refreshes (0: until q or Ctrl-C)" },
+  },
+  run(a) {
+    const url = a.url.replace(/\/+$/, "");
+    if (!/^https?:\/\/[^/]+$/.test(url)) throw new UsageError(`--url must be http://HOST:PORT, got "${a.url}"`);
+    return runTop({ url, intervalMs: a.interval * 1000, iterations: a.iterations });
+  },
+});
+
+function positiveSeconds(text: string, flag: string): number {
+  const n = Number(text);
+  if (!(n > 0 && n <= 3600)) throw new UsageError(`${flag} needs a number of seconds above 0, got "${text}"`);
+  return n;
+}

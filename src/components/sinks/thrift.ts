@@ -1,0 +1,102 @@
+import type { ConnectionOptions } from "node:tls";
+import type { PropError } from "../../config/schema.ts";
+import { CLIENT_TLS_PROPS, clientTls, tlsProblems } from "../../net/tls.ts";
+import { ThriftRpcClient } from "../../rpc/thrift/client.ts";
+import { KERBEROS_UNSUPPORTED, PROTOCOL_DOC, resolveProtocol } from "../../rpc/thrift/options.ts";
+import type { ThriftProtocolName } from "../../rpc/thrift/types.ts";
+import { type ComponentContext, defineComponent } from "../component.ts";
+import { RpcSink } from "./rpc-sink.ts";
+
+export interface ThriftSinkOptions {
+  hostname: string;
+  port: number;
+  protocol: ThriftProtocolName;
+  batchSize: number;
+  connectTimeout: number;
+  requestTimeout: number;
+  /** Seconds after which the connection is replaced (0: never), to rebalance behind a load balancer. */
+  resetConnectionInterval: number;
+  /** tls.connect options (see src/net/tls.ts clientTls); null: plain TCP. */
+  tls: ConnectionOptions | null;
+}
+
+/** Flume replaces request timeouts under one second by the default. */
+const MIN_TIMEOUT = 1000;
+const DEFAULT_TIMEOUT = 20000;
+
+/**
+ * Flume's thrift sink: an RPC sink (see rpc-sink.ts) over ThriftRpcClient's framed protocol. Any
+ * Status but OK, a TApplicationException, a timeout or a broken connection fails the batch.
+ */
+export class ThriftSink extends RpcSink<ThriftRpcClient> {
+  constructor(
+    ctx: ComponentContext,
+    readonly options: ThriftSinkOptions,
+  ) {
+    super(ctx, options);
+  }
+
+  protected connect(): Promise<ThriftRpcClient> {
+    const o = this.options;
+    return ThriftRpcClient.connect({
+      host: o.hostname,
+      port: o.port,
+      protocol: o.protocol,
+      connectTimeout: o.connectTimeout,
+      requestTimeout: o.requestTimeout,
+      tls: o.tls ?? undefined,
+      clock: this.clock,
+    });
+  }
+
+  protected describeClient(): string {
+    return `thrift, ${this.options.protocol} protocol${this.options.tls ? ", TLS" : ""}`;
+  }
+}
+
+export const definition = defineComponent({
+  kind: "sink",
+  type: "thrift",
+  aliases: ["org.apache.flume.sink.ThriftSink"],
+  doc: "Sends events to a thrift source (another agent's, Flume TS or Apache Flume, or any ThriftSourceProtocol server) over framed Thrift RPC, binary or compact protocol.",
+  props: {
+    hostname: { type: "string", required: true, doc: "Host name or IP address of the thrift source" },
+    port: { type: "int", required: true, min: 1, max: 65535, doc: "Port of the thrift source" },
+    "batch-size": { type: "int", roles: ["batchSize"], default: 100, min: 1, doc: "Events taken per transaction and sent per appendBatch" },
+    protocol: { type: "string", default: "compact", doc: `${PROTOCOL_DOC}; another value means compact, with a warning` },
+    "connect-timeout": { type: "int", default: DEFAULT_TIMEOUT, min: 1, doc: "Milliseconds to connect (TCP and TLS). Flume 1.11's thrift client has no connect timeout; Flume TS applies this one" },
+    "request-timeout": { type: "int", default: DEFAULT_TIMEOUT, doc: "Milliseconds to wait for each batch's answer (values under 1000 mean the default, as in Flume)" },
+    "reset-connection-interval": {
+      aliases: ["connection-reset-interval"],
+      type: "int",
+      default: 0,
+      min: 0,
+      doc: "Seconds after which the connection is re-established (0: never), so load balancers rebalance. The User Guide calls it connection-reset-interval; Flume's code reads reset-connection-interval; both are accepted",
+    },
+    ...CLIENT_TLS_PROPS,
+    kerberos: { type: "boolean", default: false, doc: "Kerberos authentication; not supported by Flume TS (true is a configuration error)" },
+    "client-principal": { type: "string", doc: "Kerberos principal of the sink; only used with kerberos, which Flume TS does not support" },
+    "client-keytab": { type: "path", doc: "Kerberos keytab of the sink; only used with kerberos, which Flume TS does not support" },
+    "server-principal": { type: "string", doc: "Kerberos principal of the thrift source; only used with kerberos, which Flume TS does not support" },
+    maxConnections: { type: "int", doc: "Connection pool size of Flume's client; its thrift sink always uses 1. Accepted and ignored" },
+  },
+  validate(config) {
+    const errors: PropError[] = [];
+    if (config.kerberos) errors.push({ key: "kerberos", message: KERBEROS_UNSUPPORTED });
+    errors.push(...tlsProblems(() => clientTls(config)));
+    return errors;
+  },
+  create(config, ctx) {
+    const requestTimeout = config["request-timeout"];
+    return new ThriftSink(ctx, {
+      hostname: config.hostname,
+      port: config.port,
+      protocol: resolveProtocol(config.protocol, (m) => ctx.logger.warn(`Rpc sink ${ctx.name}: ${m}`)),
+      batchSize: config["batch-size"],
+      connectTimeout: config["connect-timeout"],
+      requestTimeout: requestTimeout < MIN_TIMEOUT ? DEFAULT_TIMEOUT : requestTimeout,
+      resetConnectionInterval: config["reset-connection-interval"],
+      tls: clientTls(config),
+    });
+  },
+});

@@ -1,0 +1,153 @@
+import { ChannelException } from "../../core/errors.ts";
+import type { Event } from "../../core/event.ts";
+import type { EventDrivenSource } from "../../core/source.ts";
+import type { PropError } from "../../config/schema.ts";
+import { SERVER_TLS_PROPS, type ServerTls, serverTls, tlsProblems } from "../../net/tls.ts";
+import { WarningThrottle } from "../../pipeline/warning-throttle.ts";
+import { KERBEROS_UNSUPPORTED, PROTOCOL_DOC, protocolError, resolveProtocol } from "../../rpc/thrift/options.ts";
+import { ThriftServer, type ThriftRequestHandler } from "../../rpc/thrift/server.ts";
+import { DEFAULT_MAX_FRAME_SIZE, type ThriftProtocolName, type ThriftStatus } from "../../rpc/thrift/types.ts";
+import { type ComponentContext, defineComponent } from "../component.ts";
+import { BaseSource } from "./base.ts";
+
+export interface ThriftSourceOptions {
+  bind: string;
+  port: number;
+  protocol: ThriftProtocolName;
+  tls: ServerTls | null;
+  maxFrameSize: number;
+}
+
+/**
+ * Flume's thrift source: a ThriftSourceProtocol server (src/rpc/thrift). Each appendBatch goes
+ * to the channel processor as one batch and is answered OK once the channels committed it,
+ * FAILED when a channel refused it (the client keeps the events and retries).
+ */
+export class ThriftSource extends BaseSource implements EventDrivenSource, ThriftRequestHandler {
+  readonly kind = "event-driven";
+  private server: ThriftServer | null = null;
+  private boundPort = 0;
+  private readonly refusals: WarningThrottle;
+
+  constructor(
+    ctx: ComponentContext,
+    readonly options: ThriftSourceOptions,
+  ) {
+    super(ctx);
+    this.refusals = new WarningThrottle(this.clock, (m) => this.logger.warn(m));
+  }
+
+  /** The port actually bound (useful with port 0). */
+  get port(): number {
+    return this.boundPort || this.options.port;
+  }
+
+  get label(): string {
+    return `Thrift source ${this.name}`;
+  }
+
+  async start(): Promise<void> {
+    const o = this.options;
+    this.counter.start();
+    const server = new ThriftServer(this, {
+      bind: o.bind,
+      port: o.port,
+      protocol: o.protocol,
+      maxFrameSize: o.maxFrameSize,
+      tls: o.tls ?? undefined,
+      logger: this.logger,
+      label: this.label,
+      onConnectionCountChange: (n) => this.counter.set("OpenConnectionCount", n),
+    });
+    try {
+      this.boundPort = await server.listen();
+    } catch (err) {
+      this.state = "ERROR";
+      throw new Error(`${this.label}: cannot listen on ${o.bind}:${o.port}: ${(err as Error).message}`, { cause: err });
+    }
+    this.server = server;
+    this.state = "START";
+    this.logger.info(`${this.label} started on ${o.bind}:${this.port} (${o.protocol} protocol, framed${o.tls ? ", TLS" : ""})`);
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    if (server) await server.close();
+    this.refusals.stop();
+    this.counter.set("OpenConnectionCount", 0);
+    this.counter.stop();
+    this.state = "STOP";
+    this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
+  }
+
+  async appendBatch(events: Event[], peer: string): Promise<ThriftStatus> {
+    const c = this.counter.values;
+    c.AppendBatchReceivedCount++;
+    c.EventReceivedCount += events.length;
+    try {
+      await this.getChannelProcessor().processEventBatch(events);
+    } catch (err) {
+      // As Flume: a channel refusal is FAILED (the client retries); anything else becomes an INTERNAL_ERROR answer.
+      if (!(err instanceof ChannelException)) throw err;
+      c.ChannelWriteFail++;
+      this.refusals.warn(`${this.label}: could not append a batch of ${events.length} events from ${peer} to the channel: ${err.message}`);
+      return "FAILED";
+    }
+    c.AppendBatchAcceptedCount++;
+    c.EventAcceptedCount += events.length;
+    return "OK";
+  }
+
+  async append(event: Event, peer: string): Promise<ThriftStatus> {
+    const c = this.counter.values;
+    c.AppendReceivedCount++;
+    c.EventReceivedCount++;
+    try {
+      await this.getChannelProcessor().processEvent(event);
+    } catch (err) {
+      if (!(err instanceof ChannelException)) throw err;
+      c.ChannelWriteFail++;
+      this.refusals.warn(`${this.label}: could not append an event from ${peer} to the channel: ${err.message}`);
+      return "FAILED";
+    }
+    c.AppendAcceptedCount++;
+    c.EventAcceptedCount++;
+    return "OK";
+  }
+}
+
+export const definition = defineComponent({
+  kind: "source",
+  type: "thrift",
+  aliases: ["org.apache.flume.source.ThriftSource"],
+  doc: "Receives events from Thrift clients of Flume's ThriftSourceProtocol: other agents' thrift sinks, Flume's ThriftRpcClient, code generated from flume.thrift. Framed transport; binary or compact protocol.",
+  props: {
+    bind: { type: "string", required: true, doc: "Host name or IP address to listen on" },
+    port: { type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on" },
+    threads: { type: "int", min: 0, doc: "Maximum worker threads in Flume; accepted and ignored (one event loop serves every client)" },
+    protocol: { type: "string", default: "compact", doc: PROTOCOL_DOC },
+    ...SERVER_TLS_PROPS,
+    kerberos: { type: "boolean", default: false, doc: "Kerberos authentication; not supported by Flume TS (true is a configuration error)" },
+    "agent-principal": { type: "string", doc: "Kerberos principal of the source; only used with kerberos, which Flume TS does not support" },
+    "agent-keytab": { type: "path", doc: "Kerberos keytab of the source; only used with kerberos, which Flume TS does not support" },
+    "max-frame-size": { type: "int", default: DEFAULT_MAX_FRAME_SIZE, min: 1024, doc: "Largest request accepted, in bytes; a larger frame closes that connection. Default: libthrift's limit in Flume 1.11 (Flume TS only)" },
+  },
+  validate(config) {
+    const errors: PropError[] = [];
+    const protocol = protocolError(config.protocol);
+    if (protocol) errors.push({ key: "protocol", message: protocol });
+    if (config.kerberos) errors.push({ key: "kerberos", message: KERBEROS_UNSUPPORTED });
+    errors.push(...tlsProblems(() => serverTls(config)));
+    return errors;
+  },
+  create(config, ctx) {
+    return new ThriftSource(ctx, {
+      bind: config.bind,
+      port: config.port,
+      protocol: resolveProtocol(config.protocol, (m) => ctx.logger.warn(`Thrift source ${ctx.name}: ${m}`)),
+      tls: serverTls(config),
+      maxFrameSize: config["max-frame-size"],
+    });
+  },
+});
