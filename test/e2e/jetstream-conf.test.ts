@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { CLI, ROOT, tempDir } from "../support/helpers.ts";
 
@@ -76,6 +76,26 @@ a1.sinks.k3.channel = c3
     expect(r.out).toMatch(/crash at 150ms +c3 lost \d+ events/);
     expect(r.out).not.toMatch(/c[12] lost/);
     expect(r.out).toContain("at-least-once: VIOLATED");
+  } finally {
+    tmp.cleanup();
+  }
+});
+
+test("flume replay of a trace naming a jetstream channel runs its stand-in: the same ledger, no NATS package loaded", () => {
+  const tmp = tempDir();
+  try {
+    const trace = path.join(tmp.dir, "edge.trace");
+    const sim = cliWithoutNats(["simulate", "-f", "conf/jetstream-edge.conf", "--events", "500", "--crash-at", "20ms", "--no-progress", "--trace", trace]);
+    expect(sim.code).toBe(0);
+    // As `flume run --trace` records it: the configured type with its limits.
+    const [header, ...rest] = readFileSync(trace, "utf8").split("\n");
+    const h = JSON.parse(header) as { channels: Record<string, unknown>[] };
+    h.channels[0] = { name: "c1", type: "jetstream", durable: true, capacity: 100000, transactionCapacity: 500, keepAlive: 3 };
+    writeFileSync(trace, [JSON.stringify(h), ...rest].join("\n"));
+    const r = cliWithoutNats(["replay", trace]);
+    expect(r.out).toContain("at-least-once: HELD (0 lost, 0 duplicates)");
+    expect(r.out).toContain("replay reached the same ledger");
+    expect(r.code).toBe(0);
   } finally {
     tmp.cleanup();
   }
