@@ -9,9 +9,12 @@
  * names it) too; a real JKS or JCEKS store is refused with the command that converts it.
  * TLS 1.2 is the minimum unless include-protocols asks for older versions. Sources can verify
  * client certificates against their truststore (client-auth, which Flume does not have).
+ * Stores, keys and cipher names are checked by the TLS library when the properties are read,
+ * so `flume validate` reports them under their key. Under Bun (BoringSSL) TLS 1.3's suites
+ * cannot be narrowed one by one: listing some of them allows all of them.
  */
 import { readFileSync } from "node:fs";
-import type { ConnectionOptions, SecureVersion, TLSSocket, TlsOptions } from "node:tls";
+import { type ConnectionOptions, createSecureContext, type SecureContextOptions, type SecureVersion, type TLSSocket, type TlsOptions } from "node:tls";
 import { type OptionsOf, parseOptions, type Props, schemaOf } from "../config/schema.ts";
 import { ConfigurationError } from "../core/errors.ts";
 
@@ -134,26 +137,49 @@ function truststoreConversion(file: string): string {
   );
 }
 
-/** The certificate and key of a keystore, as Node's cert/key/pfx options. */
+/** The certificate and key of a keystore, as Node's cert/key/pfx options, checked by the TLS library. */
 function keyMaterial(s: KeySettings, key = "keystore"): Pick<TlsOptions, "cert" | "key" | "pfx" | "passphrase"> {
   const file = s.keystore as string;
   const bytes = readFile(file, key);
   const format = formatOf(bytes);
   const passphrase = s["keystore-password"] || undefined;
   if (format === "JKS" || format === "JCEKS") fail(key, keystoreConversion(file));
-  if (format === "PKCS12") return { pfx: bytes, passphrase };
+  if (format === "PKCS12") {
+    // DER starts with a SEQUENCE; anything else is not a key store at all.
+    if (bytes[0] !== 0x30) fail(key, `${file} is neither PEM nor PKCS12 (nor a Java key store)`);
+    const pfx = { pfx: bytes, passphrase };
+    // Bun and Node report a wrong password and a damaged file alike (the MAC does not verify).
+    usable(pfx, "keystore-password", (m) => `cannot open the PKCS12 keystore ${file}: wrong keystore-password, or a damaged file (${m})`);
+    return pfx;
+  }
   const keyFile = s["keystore-key"];
   const keyText = keyFile ? readFile(keyFile, "keystore-key").toString("latin1") : bytes.toString("latin1");
   if (!/-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----/.test(keyText)) {
     fail(keyFile ? "keystore-key" : key, `no private key in ${keyFile ?? file}: add it to that PEM file or name the key file in keystore-key`);
   }
-  return { cert: bytes.toString("latin1"), key: keyText, passphrase };
+  const pem = { cert: bytes.toString("latin1"), key: keyText, passphrase };
+  const where = keyFile ? `the key in ${keyFile} and the certificate in ${file}` : `the certificate and key in ${file}`;
+  usable(pem, keyFile ? "keystore-key" : key, (m, code) =>
+    code === "ERR_OSSL_BAD_DECRYPT" ? `cannot decrypt the private key in ${keyFile ?? file}: wrong or missing keystore-password` : /KEY_VALUES_MISMATCH|key values mismatch/i.test(m) ? `${where} do not match: the key is not the certificate's` : `${where} cannot be used: ${m}`,
+  );
+  return pem;
+}
+
+/** Fails with the key and message when the TLS library refuses the options (so validate catches it, not the first client). */
+function usable(options: SecureContextOptions, key: string, message: (detail: string, code: string | undefined) => string): void {
+  try {
+    createSecureContext(options);
+  } catch (err) {
+    fail(key, message((err as Error).message, (err as NodeJS.ErrnoException).code));
+  }
 }
 
 function trustedCas(file: string): string {
   const bytes = readFile(file, "truststore");
   if (formatOf(bytes) !== "PEM") fail("truststore", truststoreConversion(file));
-  return bytes.toString("latin1");
+  const ca = bytes.toString("latin1");
+  usable({ ca }, "truststore", (m) => `no usable CA certificate in ${file}: ${m}`);
+  return ca;
 }
 
 /** Flume's include/exclude protocol lists as Node's version range; TLSv1.2 at least unless asked. */
@@ -192,23 +218,54 @@ const OPENSSL_NAMES: Readonly<Record<string, string>> = {
   TLS_RSA_WITH_AES_256_CBC_SHA: "AES256-SHA",
 };
 
-function cipherOption(s: ProtocolSettings): Pick<TlsOptions, "ciphers"> {
+/** TLS 1.3's suites: Node and Bun take them apart from the others, Bun (BoringSSL) cannot narrow them. */
+const TLS13_SUITES: ReadonlySet<string> = new Set(["TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_128_CCM_SHA256", "TLS_AES_128_CCM_8_SHA256"]);
+
+/**
+ * Flume's cipher lists as an OpenSSL cipher string, and the versions they leave: as in Java,
+ * a list of TLS 1.2 suites only rules TLS 1.3 out (its suites are not in the list), and one
+ * of TLS 1.3 suites only rules out TLS 1.2 and older.
+ */
+function cipherOption(s: ProtocolSettings, range: Pick<TlsOptions, "minVersion" | "maxVersion">): Pick<TlsOptions, "ciphers" | "minVersion" | "maxVersion"> {
   const include = s["include-cipher-suites"].map((c) => OPENSSL_NAMES[c] ?? c);
   const exclude = s["exclude-cipher-suites"].map((c) => OPENSSL_NAMES[c] ?? c);
-  if (include.length === 0 && exclude.length === 0) return {};
+  if (include.length === 0 && exclude.length === 0) return range;
+  for (const c of include) {
+    if (TLS13_SUITES.has(c)) continue;
+    const unknown = `unknown cipher suite "${c}": use OpenSSL's name (openssl ciphers -stdname lists both), or a Java/IANA name such as TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`;
+    // A Java name left unmapped: OpenSSL would read it as a TLS 1.3 suite and ignore it.
+    if (c.startsWith("TLS_") || c.startsWith("SSL_")) fail("include-cipher-suites", unknown);
+    usable({ ciphers: c }, "include-cipher-suites", () => unknown);
+  }
+  const excluded13 = exclude.filter((c) => TLS13_SUITES.has(c));
+  if (excluded13.length > 0) {
+    fail("exclude-cipher-suites", `TLS 1.3 suites (${excluded13.join(", ")}) cannot be disabled one by one; add TLSv1.3 to exclude-protocols, or list the suites to allow in include-cipher-suites`);
+  }
+  let { minVersion, maxVersion } = range;
+  if (include.length > 0) {
+    const has13 = include.some((c) => TLS13_SUITES.has(c));
+    const hasOlder = include.some((c) => !TLS13_SUITES.has(c));
+    if (!has13 && maxVersion === "TLSv1.3") maxVersion = "TLSv1.2";
+    if (!hasOlder) minVersion = "TLSv1.3";
+    if ((minVersion as string) > (maxVersion as string)) {
+      fail("include-cipher-suites", `none of these suites works with the enabled protocols (${range.minVersion} to ${range.maxVersion}): TLS 1.3 has suites of its own (${[...TLS13_SUITES].join(", ")})`);
+    }
+  }
   // OpenSSL cipher-list syntax: the included names, minus the excluded ones.
-  return { ciphers: [...(include.length > 0 ? include : ["DEFAULT"]), ...exclude.map((c) => `!${c}`)].join(":") };
+  return { ciphers: [...(include.length > 0 ? include : ["DEFAULT"]), ...exclude.map((c) => `!${c}`)].join(":"), minVersion, maxVersion };
 }
 
 /** A server's TLS setup from its properties, or null when ssl is off; throws ConfigurationError naming the key. */
 export function serverTls(s: ServerTlsSettings): ServerTls | null {
   if (!s.ssl) return null;
   if (!s.keystore) fail("keystore", "is required when ssl is true: the server's certificate and key (a PKCS12 file, or PEM)");
-  const options: TlsOptions = { ...keyMaterial(s), ...versionRange(s), ...cipherOption(s) };
   const clientAuth = s["client-auth"];
+  // Settings first, files after: a wrong setting is reported without touching the disk.
+  if (clientAuth !== "none" && !s.truststore) fail("truststore", `is required when client-auth is ${clientAuth}: the PEM file of the CAs client certificates must chain to`);
+  const protocols = cipherOption(s, versionRange(s));
+  const options: TlsOptions = { ...keyMaterial(s), ...protocols };
   if (clientAuth !== "none") {
-    if (!s.truststore) fail("truststore", `is required when client-auth is ${clientAuth}: the PEM file of the CAs client certificates must chain to`);
-    options.ca = trustedCas(s.truststore);
+    options.ca = trustedCas(s.truststore as string);
     options.requestCert = true;
     options.rejectUnauthorized = clientAuth === "required";
   }
@@ -223,13 +280,13 @@ export function serverTls(s: ServerTlsSettings): ServerTls | null {
 export function clientTls(s: ClientTlsSettings): ConnectionOptions | null {
   if (!s.ssl) return null;
   const trustAll = s["trust-all-certs"];
+  const protocols = cipherOption(s, versionRange(s));
   return {
     ...(s.truststore && !trustAll ? { ca: trustedCas(s.truststore) } : {}),
     ...(s.keystore ? keyMaterial(s) : {}),
     rejectUnauthorized: !trustAll,
     checkServerIdentity: () => undefined,
-    ...versionRange(s),
-    ...cipherOption(s),
+    ...protocols,
   };
 }
 
