@@ -14,7 +14,8 @@
  * cannot be narrowed one by one: listing some of them allows all of them.
  */
 import { readFileSync } from "node:fs";
-import { type ConnectionOptions, createSecureContext, type SecureContextOptions, type SecureVersion, type TLSSocket, type TlsOptions } from "node:tls";
+import type { Socket } from "node:net";
+import { type ConnectionOptions, createSecureContext, type SecureContext, type SecureContextOptions, type SecureVersion, TLSSocket, type TlsOptions } from "node:tls";
 import { type OptionsOf, parseOptions, type Props, schemaOf } from "../config/schema.ts";
 import { ConfigurationError } from "../core/errors.ts";
 
@@ -312,6 +313,73 @@ export function clientCertificateProblem(socket: TLSSocket, clientAuth: ServerTl
   const sent = cert !== null && cert !== undefined && Object.keys(cert).length > 0;
   if (!sent) return clientAuth === "required" ? "no client certificate (client-auth is required)" : null;
   return `client certificate not trusted: ${String(socket.authorizationError ?? "unknown reason")}`;
+}
+
+/** Node's default for tls.createServer: a client that never finishes its handshake is dropped after it. */
+const DEFAULT_HANDSHAKE_TIMEOUT = 120_000;
+
+/**
+ * Server-side TLS on accepted TCP connections, one by one: for a server that must see each
+ * connection before its handshake (the avro source's ipFilter), and for one whose runtime's
+ * TLS server hides what the log needs (Bun's https.Server reports no failed handshake and no
+ * client certificate). Each connection ends in secured(socket) or refused(reason), once;
+ * client certificates are checked as client-auth says.
+ */
+export class TlsHandshakes {
+  readonly clientAuth: ServerTls["clientAuth"];
+  private readonly context: SecureContext;
+  private readonly timeout: number;
+  private readonly pending = new Set<Socket>();
+
+  /** Builds the secure context once: a bad key or certificate fails here, not on the first client. */
+  constructor(setup: ServerTls) {
+    const { handshakeTimeout, ...contextOptions } = setup.options;
+    this.context = createSecureContext(contextOptions);
+    this.timeout = handshakeTimeout ?? DEFAULT_HANDSHAKE_TIMEOUT;
+    this.clientAuth = setup.clientAuth;
+  }
+
+  /** Connections in their handshake now. */
+  get size(): number {
+    return this.pending.size;
+  }
+
+  secure(socket: Socket, secured: (socket: TLSSocket) => void, refused: (reason: string) => void): void {
+    const tls = new TLSSocket(socket, { isServer: true, secureContext: this.context, requestCert: this.clientAuth !== "none", rejectUnauthorized: this.clientAuth === "required" });
+    this.pending.add(tls);
+    const finish = () => {
+      clearTimeout(timer);
+      this.pending.delete(tls);
+      tls.off("error", onError);
+      tls.off("close", onClose);
+    };
+    const fail = (reason: string) => {
+      finish();
+      tls.destroy();
+      socket.destroy();
+      refused(reason);
+    };
+    const onError = (err: Error) => fail(err.message);
+    const onClose = () => fail("connection closed during the handshake");
+    // A client that connects and never sends its ClientHello must not hold the socket forever.
+    const timer = setTimeout(() => fail(`no handshake within ${this.timeout} ms`), this.timeout);
+    timer.unref?.();
+    tls.on("error", onError);
+    tls.on("close", onClose);
+    tls.once("secure", () => {
+      const problem = clientCertificateProblem(tls, this.clientAuth);
+      if (problem) return fail(problem);
+      finish();
+      secured(tls);
+    });
+    socket.resume();
+  }
+
+  /** Drops every connection still in its handshake (the server is stopping). */
+  dropAll(): void {
+    for (const s of this.pending) s.destroy();
+    this.pending.clear();
+  }
 }
 
 const serverSchema = schemaOf({ kind: "source", type: "tls", doc: "TLS server properties", props: SERVER_TLS_PROPS });

@@ -86,9 +86,8 @@ export interface SClientResult {
 }
 
 /**
- * Runs `openssl s_client -connect 127.0.0.1:port ...args` with stdin from the text (or
- * /dev/null) and reports whether the handshake completed. -ign_eof keeps it reading the
- * server's answer after stdin ends.
+ * Runs `openssl s_client -connect 127.0.0.1:port ...args` with the text as its input (it
+ * sends it, then closes) and reports whether the handshake completed without an alert.
  */
 export function sClient(port: number, args: string[], input = ""): Promise<SClientResult> {
   return new Promise((resolve, reject) => {
@@ -102,7 +101,9 @@ export function sClient(port: number, args: string[], input = ""): Promise<SClie
       clearTimeout(timer);
       const m = /^\s*Protocol\s*:\s*(\S+)/m.exec(output);
       const cipher = /^\s*Cipher\s*:\s*(\S+)/m.exec(output);
-      const connected = m !== null && cipher !== null && cipher[1] !== "0000" && cipher[1] !== "(NONE)";
+      // s_client prints the session even when the server's alert (a refused client certificate) arrives right after it.
+      const alert = /:error:[0-9A-F]+:SSL routines:/.test(output);
+      const connected = !alert && m !== null && cipher !== null && cipher[1] !== "0000" && cipher[1] !== "(NONE)";
       resolve({ connected, protocol: connected && m ? m[1] : "", output });
     });
     child.stdin.end(input);
