@@ -5,7 +5,9 @@
  * with real clients (our AvroRpcClient, node https, node tls).
  */
 import { afterAll, describe, expect } from "bun:test";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import https from "node:https";
+import path from "node:path";
 import tls, { type ConnectionOptions } from "node:tls";
 import type { ComponentDefinition } from "../../src/components/component.ts";
 import { definition as avroSource } from "../../src/components/sources/avro.ts";
@@ -16,7 +18,7 @@ import { createEvent } from "../../src/core/event.ts";
 import type { Source } from "../../src/core/source.ts";
 import { clientTlsFromProperties } from "../../src/net/tls.ts";
 import { AvroRpcClient } from "../../src/rpc/client.ts";
-import { tempDir } from "../support/helpers.ts";
+import { freePort, startCli, tempDir } from "../support/helpers.ts";
 import { collect, type Rig, rig, stoppedAfterEach, takeAll, text, until } from "../support/network.ts";
 import { needsOpenssl } from "../support/requires.ts";
 import { makePki, type Pki, sClient } from "../support/tls.ts";
@@ -26,6 +28,7 @@ afterAll(tmp.cleanup);
 let made: Pki | undefined;
 const pki = () => (made ??= makePki(tmp.dir));
 const started = stoppedAfterEach<Source>();
+const agents = stoppedAfterEach<{ stop(): Promise<void> }>();
 
 /** What a client saw: served (the server accepted its events; undefined for syslog, which never answers), and the local port the server names it by. */
 interface Attempt {
@@ -214,5 +217,71 @@ describe("syslogtcp with client-auth = required, openssl s_client as the client"
     expect(without.output).toMatch(/alert handshake failure|alert certificate required/);
     await until(() => r.logger.lines.some((l) => l.level === "warn" && /TLS handshake with 127\.0\.0\.1:\d+ failed/.test(l.message)), 5000, "the refusal logged");
     expect(await takeAll(r.channel)).toEqual([]);
+  });
+});
+
+describe("flume run: the four TLS sources from one properties file, client-auth = required", () => {
+  needsOpenssl.test("s_client -tls1 is refused on every port; CA-signed clients deliver to file_roll; an anonymous client is refused and logged by address", async () => {
+    const ports = { avro: await freePort(), http: await freePort(), sys: await freePort(), multi: await freePort() };
+    const out = path.join(tmp.dir, "rolled");
+    const tlsLines = (name: string) =>
+      [`ssl = true`, `keystore = ${pki().server.cert}`, `keystore-key = ${pki().server.key}`, `client-auth = required`, `truststore = ${pki().ca.cert}`].map((l) => `a1.sources.${name}.${l}`).join("\n");
+    const conf = `a1.sources = av web sys multi
+a1.channels = c1
+a1.sinks = k1
+a1.sources.av.type = avro
+a1.sources.av.bind = 127.0.0.1
+a1.sources.av.port = ${ports.avro}
+a1.sources.av.channels = c1
+${tlsLines("av")}
+a1.sources.web.type = http
+a1.sources.web.bind = 127.0.0.1
+a1.sources.web.port = ${ports.http}
+a1.sources.web.channels = c1
+${tlsLines("web")}
+a1.sources.sys.type = syslogtcp
+a1.sources.sys.host = 127.0.0.1
+a1.sources.sys.port = ${ports.sys}
+a1.sources.sys.channels = c1
+${tlsLines("sys")}
+a1.sources.multi.type = multiport_syslogtcp
+a1.sources.multi.host = 127.0.0.1
+a1.sources.multi.ports = ${ports.multi}
+a1.sources.multi.channels = c1
+${tlsLines("multi")}
+a1.channels.c1.type = memory
+a1.sinks.k1.type = file_roll
+a1.sinks.k1.channel = c1
+a1.sinks.k1.sink.directory = ${out}
+a1.sinks.k1.sink.rollInterval = 0
+a1.sinks.k1.sink.batchSize = 1
+`;
+    const file = path.join(tmp.dir, "tls-agent.conf");
+    writeFileSync(file, conf);
+    mkdirSync(out, { recursive: true });
+    const agent = startCli(["run", "-f", file, "-n", "a1", "--no-reload-conf"]);
+    agents.push({
+      stop: async () => {
+        agent.child.kill("SIGTERM");
+        await agent.exited();
+      },
+    });
+    await agent.waitFor(/agent a1 started/);
+    for (const port of Object.values(ports)) {
+      const old = await sClient(port, ["-tls1"]);
+      expect(old.connected).toBe(false);
+      expect(old.output).toContain("alert protocol version");
+      expect((await sClient(port, ["-tls1_2", "-CAfile", pki().ca.cert, "-cert", pki().client.cert, "-key", pki().client.key])).connected).toBe(true);
+    }
+    const trusted = clientOptions("trusted");
+    expect((await SOURCES[0].send(ports.avro, trusted, "via avro")).served).toBe(true);
+    expect((await SOURCES[1].send(ports.http, trusted, "via http")).served).toBe(true);
+    await SOURCES[2].send(ports.sys, trusted, "via syslogtcp");
+    await SOURCES[3].send(ports.multi, trusted, "via multiport");
+    const anonymous = await SOURCES[2].send(ports.sys, clientOptions("none"), "anonymous");
+    const rolled = () => readdirSync(out).map((f) => readFileSync(path.join(out, f), "utf8")).join("");
+    await until(() => rolled().split("\n").filter(Boolean).length >= 4, 10000, `4 events in ${out}; agent said ${agent.stdout}${agent.stderr}`);
+    expect(rolled().split("\n").filter(Boolean).sort()).toEqual(["via avro", "via http", "via multiport", "via syslogtcp"]);
+    await until(() => (agent.stdout + agent.stderr).includes(`TLS handshake with 127.0.0.1:${anonymous.localPort} failed`), 5000, "the refusal in the agent's log");
   });
 });

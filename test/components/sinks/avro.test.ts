@@ -1,5 +1,5 @@
 import { componentContext } from "../../../src/components/component.ts";
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import net from "node:net";
@@ -19,6 +19,11 @@ import { makePki, pkcs12, selfSignedCert } from "../../support/tls.ts";
 import { needsOpenssl } from "../../support/requires.ts";
 
 const cleanups = asyncCleanupsAfterEach();
+const pkiDir = tempDir();
+afterAll(pkiDir.cleanup);
+let madePki: ReturnType<typeof makePki> | undefined;
+/** One CA and its certificates for the file, made on first use. */
+const sharedPki = () => (madePki ??= makePki(pkiDir.dir));
 
 async function fill(channel: ReturnType<typeof memoryChannel>, n: number, prefix = "e") {
   const tx = channel.getTransaction();
@@ -138,9 +143,7 @@ describe("avro sink", () => {
   });
 
   needsOpenssl.test("a client certificate (keystore) for a source with client-auth = required: delivered; without the keystore the batch fails and rolls back, nothing lost", async () => {
-    const tmp = tempDir();
-    cleanups.push(tmp.cleanup);
-    const pki = makePki(tmp.dir);
+    const pki = sharedPki();
     const down = await source({ ssl: "true", keystore: pki.server.cert, "keystore-key": pki.server.key, "client-auth": "required", truststore: pki.ca.cert });
     // Without a keystore: refused during the handshake, so the batch goes back to the channel.
     const anonymous = await sink({ port: String(down.port), ssl: "true", truststore: pki.ca.cert, "batch-size": "10" });
@@ -152,7 +155,7 @@ describe("avro sink", () => {
     expect(down.logger.lines.some((l) => l.level === "warn" && /TLS handshake with 127\.0\.0\.1:\d+ failed/.test(l.message))).toBe(true);
     await anonymous.sink.stop();
     // The same events, from the same channel, by a sink with the client's PKCS12 keystore.
-    const p12 = pkcs12(pki.client, path.join(tmp.dir, "client.p12"), "changeit");
+    const p12 = pkcs12(pki.client, path.join(pkiDir.dir, "client.p12"), "changeit");
     const withCert = await sink({ port: String(down.port), ssl: "true", truststore: pki.ca.cert, keystore: p12, "keystore-password": "changeit", "keystore-type": "PKCS12", "batch-size": "10" }, anonymous.channel);
     await fill(anonymous.channel, 2, "more");
     expect(await withCert.sink.process()).toBe("READY");
@@ -166,9 +169,7 @@ describe("avro sink", () => {
   });
 
   needsOpenssl.test("a sink whose client certificate the source's CA did not sign is refused: the batch rolls back", async () => {
-    const tmp = tempDir();
-    cleanups.push(tmp.cleanup);
-    const pki = makePki(tmp.dir);
+    const pki = sharedPki();
     const down = await source({ ssl: "true", keystore: pki.server.cert, "keystore-key": pki.server.key, "client-auth": "required", truststore: pki.ca.cert });
     const rogue = await sink({ port: String(down.port), ssl: "true", truststore: pki.ca.cert, keystore: pki.rogue.cert, "keystore-key": pki.rogue.key });
     await fill(rogue.channel, 3);
