@@ -15,9 +15,10 @@
  */
 import { readFileSync } from "node:fs";
 import type { Socket } from "node:net";
-import { type ConnectionOptions, createSecureContext, type SecureContext, type SecureContextOptions, type SecureVersion, TLSSocket, type TlsOptions } from "node:tls";
+import { type ConnectionOptions, createSecureContext, createServer, type SecureContext, type SecureContextOptions, type SecureVersion, type Server, TLSSocket, type TlsOptions } from "node:tls";
 import { type OptionsOf, parseOptions, type Props, schemaOf } from "../config/schema.ts";
 import { ConfigurationError } from "../core/errors.ts";
+import { peerName } from "./peer.ts";
 
 const PROTOCOL_PROPS = {
   "exclude-protocols": { type: "list", default: ["SSLv3"], aliases: ["excludeProtocols"], doc: "TLS protocol versions to disable (SSLv3 always is)" },
@@ -319,11 +320,34 @@ export function clientCertificateProblem(socket: TLSSocket, clientAuth: ServerTl
 const DEFAULT_HANDSHAKE_TIMEOUT = 120_000;
 
 /**
- * Server-side TLS on accepted TCP connections, one by one: for a server that must see each
- * connection before its handshake (the avro source's ipFilter), and for one whose runtime's
- * TLS server hides what the log needs (Bun's https.Server reports no failed handshake and no
- * client certificate). Each connection ends in secured(socket) or refused(reason), once;
- * client certificates are checked as client-auth says.
+ * A TLS listener for sources: secured(socket) for each client that passed the handshake and
+ * client-auth, refused(socket, reason) for each that did not (its socket already destroyed).
+ * The http source uses it too, not https.Server: Bun's https.Server reports no failed handshake
+ * and no client certificate. Deno's TLSSocket does not verify client certificates when it
+ * wraps a socket, so this, not TlsHandshakes, is the path for sources that can use it.
+ */
+export function createTlsServer(setup: ServerTls, secured: (socket: TLSSocket) => void, refused: (peer: string, reason: string) => void): Server {
+  // The peer is named before the socket is destroyed: Bun forgets the address then.
+  const refuse = (socket: TLSSocket, reason: string) => {
+    const peer = peerName(socket);
+    socket.destroy();
+    refused(peer, reason);
+  };
+  const server = createServer({ handshakeTimeout: DEFAULT_HANDSHAKE_TIMEOUT, ...setup.options }, (socket) => {
+    const problem = clientCertificateProblem(socket, setup.clientAuth);
+    if (problem === null) secured(socket);
+    else refuse(socket, problem);
+  });
+  // Bun leaves the socket open after a handshake timeout; a silent client would hold it forever.
+  server.on("tlsClientError", (err, socket) => refuse(socket, err.message));
+  return server;
+}
+
+/**
+ * Server-side TLS on accepted TCP connections, one by one, for a server that must see each
+ * connection before its handshake (the avro source's ipFilter runs first, as in Flume). Each
+ * connection ends in secured(socket) or refused(reason), once; client certificates are
+ * checked as client-auth says.
  */
 export class TlsHandshakes {
   readonly clientAuth: ServerTls["clientAuth"];

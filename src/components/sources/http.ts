@@ -9,7 +9,7 @@ import { BlobHandler } from "./http-handlers/blob.ts";
 import { HttpBadRequestError, type HttpSourceHandler } from "./http-handlers/handler.ts";
 import { JsonHandler } from "./http-handlers/json.ts";
 import { peerName } from "../../net/peer.ts";
-import { SERVER_TLS_PROPS, type ServerTls, serverTls, TlsHandshakes, tlsProblems } from "../../net/tls.ts";
+import { SERVER_TLS_PROPS, type ServerTls, serverTls, createTlsServer, tlsProblems } from "../../net/tls.ts";
 import { WarningThrottle } from "../../pipeline/warning-throttle.ts";
 
 const JSON_HANDLERS = ["org.apache.flume.source.http.JSONHandler", "JSON"];
@@ -36,12 +36,11 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
   readonly kind = "event-driven";
   private server: http.Server | null = null;
   /**
-   * With TLS, the listener: it secures each connection (src/net/tls.ts) and hands it to the
-   * HTTP server, which does not listen itself. Bun's https.Server would hide failed handshakes
-   * and client certificates from us.
+   * With TLS, the listener (src/net/tls.ts): it hands each secured connection to the HTTP
+   * server, which does not listen itself. Bun's https.Server would hide failed handshakes and
+   * client certificates from us.
    */
   private tlsListener: net.Server | null = null;
-  private handshakes: TlsHandshakes | null = null;
   /** Secured connections open now (the HTTP server does not track those it did not accept). */
   private readonly secured = new Set<Socket>();
   private stopping = false;
@@ -96,24 +95,19 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
     this.logger.info(`http source ${this.name} listening on ${this.options.tls ? "https" : "http"}://${this.options.bind}:${this.port}`);
   }
 
-  /** A TCP listener that secures each connection, then gives it to the HTTP server; refusals are logged with the peer. */
+  /** A TLS listener that gives each secured connection to the HTTP server; refusals are logged with the peer. */
   private secureListener(server: http.Server, setup: ServerTls): net.Server {
-    const handshakes = new TlsHandshakes(setup);
-    this.handshakes = handshakes;
-    const listener = net.createServer((socket) => {
-      const peer = peerName(socket);
-      handshakes.secure(
-        socket,
-        (tls) => {
-          this.peers.set(tls, peer);
-          this.secured.add(tls);
-          tls.once("close", () => this.secured.delete(tls));
-          if (this.stopping) tls.destroy();
-          else server.emit("connection", tls);
-        },
-        (reason) => this.logger.warn(`http source ${this.name}: TLS handshake with ${peer} failed: ${reason}`),
-      );
-    });
+    const listener = createTlsServer(
+      setup,
+      (tls) => {
+        this.peers.set(tls, peerName(tls));
+        this.secured.add(tls);
+        tls.once("close", () => this.secured.delete(tls));
+        if (this.stopping) tls.destroy();
+        else server.emit("connection", tls);
+      },
+      (peer, reason) => this.logger.warn(`http source ${this.name}: TLS handshake with ${peer} failed: ${reason}`),
+    );
     this.tlsListener = listener;
     return listener;
   }
@@ -142,8 +136,6 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
   private async closeTls(server: http.Server): Promise<void> {
     const listener = this.tlsListener as net.Server;
     this.tlsListener = null;
-    this.handshakes?.dropAll();
-    this.handshakes = null;
     listener.close();
     server.close();
     await Promise.all([...this.secured].map((s) => new Promise<void>((resolve) => (s.destroyed ? resolve() : s.once("close", () => resolve())))));

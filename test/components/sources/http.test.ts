@@ -279,7 +279,7 @@ describe("http source over TLS, stopping and silent clients", () => {
       const socket = net.connect(r.source.port, "127.0.0.1");
       const local = await new Promise<number>((resolve) => socket.on("connect", () => resolve(socket.localPort ?? 0)));
       await new Promise<void>((resolve) => socket.on("close", () => resolve()));
-      expect(r.logger.lines.some((l) => l.level === "warn" && l.message.includes(`TLS handshake with 127.0.0.1:${local} failed: no handshake within 200 ms`))).toBe(true);
+      expect(r.logger.lines.some((l) => l.level === "warn" && l.message.includes(`TLS handshake with 127.0.0.1:${local} failed`) && /timeout/i.test(l.message))).toBe(true);
     } finally {
       cleanup();
     }
