@@ -15,7 +15,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { Socket } from "node:net";
-import { type ConnectionOptions, createSecureContext, createServer, type SecureContext, type SecureContextOptions, type SecureVersion, type Server, TLSSocket, type TlsOptions } from "node:tls";
+import { type ConnectionOptions, createSecureContext, type SecureContext, type SecureContextOptions, type SecureVersion, Server, TLSSocket, type TlsOptions } from "node:tls";
 import { type OptionsOf, parseOptions, type Props, schemaOf } from "../config/schema.ts";
 import { ConfigurationError } from "../core/errors.ts";
 import { peerName } from "./peer.ts";
@@ -333,7 +333,7 @@ export function createTlsServer(setup: ServerTls, secured: (socket: TLSSocket) =
     socket.destroy();
     refused(peer, reason);
   };
-  const server = createServer({ handshakeTimeout: DEFAULT_HANDSHAKE_TIMEOUT, ...setup.options }, (socket) => {
+  const server = new SourceTlsServer({ handshakeTimeout: DEFAULT_HANDSHAKE_TIMEOUT, ...setup.options }, (socket) => {
     const problem = clientCertificateProblem(socket, setup.clientAuth);
     if (problem === null) secured(socket);
     else refuse(socket, problem);
@@ -342,6 +342,34 @@ export function createTlsServer(setup: ServerTls, secured: (socket: TLSSocket) =
   server.on("tlsClientError", (err, socket) => refuse(socket, err.message));
   return server;
 }
+
+/** A tls.Server whose close() also drops the connections still in their handshake, rather than wait for their timeout. */
+class SourceTlsServer extends Server {
+  /** By the client's address and port: Node hands out the TCP socket first, the TLS socket later; Bun one socket. */
+  private readonly handshaking = new Map<string, Socket>();
+
+  constructor(options: TlsOptions, onSecure: (socket: TLSSocket) => void) {
+    super(options, (socket) => {
+      this.handshaking.delete(endpoint(socket));
+      onSecure(socket);
+    });
+    this.on("connection", (socket: Socket) => {
+      const key = endpoint(socket);
+      this.handshaking.set(key, socket);
+      socket.once("close", () => {
+        if (this.handshaking.get(key) === socket) this.handshaking.delete(key);
+      });
+    });
+  }
+
+  override close(callback?: (err?: Error) => void): this {
+    for (const socket of this.handshaking.values()) socket.destroy();
+    this.handshaking.clear();
+    return super.close(callback);
+  }
+}
+
+const endpoint = (socket: Socket) => `${socket.remoteAddress}:${socket.remotePort}`;
 
 /**
  * Server-side TLS on accepted TCP connections, one by one, for a server that must see each

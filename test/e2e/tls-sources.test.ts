@@ -7,6 +7,7 @@
 import { afterAll, describe, expect } from "bun:test";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import https from "node:https";
+import net from "node:net";
 import path from "node:path";
 import tls, { type ConnectionOptions } from "node:tls";
 import type { ComponentDefinition } from "../../src/components/component.ts";
@@ -18,7 +19,7 @@ import { createEvent } from "../../src/core/event.ts";
 import type { Source } from "../../src/core/source.ts";
 import { clientTlsFromProperties } from "../../src/net/tls.ts";
 import { AvroRpcClient } from "../../src/rpc/client.ts";
-import { freePort, startCli, tempDir } from "../support/helpers.ts";
+import { freePort, sleep, startCli, tempDir } from "../support/helpers.ts";
 import { collect, type Rig, rig, stoppedAfterEach, takeAll, text, until } from "../support/network.ts";
 import { needsOpenssl } from "../support/requires.ts";
 import { makePki, type Pki, sClient } from "../support/tls.ts";
@@ -164,6 +165,20 @@ for (const kind of SOURCES) {
       const current = await sClient(r.port, ["-tls1_2", "-CAfile", pki().ca.cert]);
       expect(current).toMatchObject({ connected: true, protocol: "TLSv1.2" });
       expect(current.output).toContain("Verify return code: 0 (ok)");
+    });
+
+    needsOpenssl.test("stop() drops a client still in its TLS handshake instead of waiting for the handshake timeout", async () => {
+      const r = await startSource(kind, {});
+      const silent = net.connect(r.port, "127.0.0.1");
+      const closed = new Promise<void>((resolve) => silent.on("close", () => resolve()));
+      silent.on("error", () => {});
+      await new Promise<void>((resolve) => silent.on("connect", () => resolve()));
+      await sleep(50);
+      const began = Date.now();
+      await r.source.stop();
+      await closed;
+      // The default handshake timeout is two minutes; the test's own timeout is 5 s.
+      expect(Date.now() - began).toBeLessThan(2000);
     });
 
     describe("client-auth = required", () => {
