@@ -4,7 +4,7 @@
  * by openssl: protocol versions with openssl s_client, and client-auth required and optional
  * with real clients (our AvroRpcClient, node https, node tls).
  */
-import { afterAll, describe, expect } from "bun:test";
+import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import https from "node:https";
 import net from "node:net";
@@ -28,6 +28,8 @@ const tmp = tempDir("flume-tls-sources-");
 afterAll(tmp.cleanup);
 let made: Pki | undefined;
 const pki = () => (made ??= makePki(tmp.dir));
+// Made before the tests where openssl is there: four RSA keys take a second or more.
+beforeAll(() => void (needsOpenssl.holds && pki()), 30000);
 const started = stoppedAfterEach<Source>();
 const agents = stoppedAfterEach<{ stop(): Promise<void> }>();
 
@@ -298,5 +300,5 @@ a1.sinks.k1.sink.batchSize = 1
     await until(() => rolled().split("\n").filter(Boolean).length >= 4, 10000, `4 events in ${out}; agent said ${agent.stdout}${agent.stderr}`);
     expect(rolled().split("\n").filter(Boolean).sort()).toEqual(["via avro", "via http", "via multiport", "via syslogtcp"]);
     await until(() => (agent.stdout + agent.stderr).includes(`TLS handshake with 127.0.0.1:${anonymous.localPort} failed`), 5000, "the refusal in the agent's log");
-  });
+  }, { timeout: 30000 });
 });

@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -15,6 +15,8 @@ afterAll(tmp.cleanup);
 let made: Pki | undefined;
 /** Made on first use, so that without openssl only the tests that need it are skipped. */
 const pki = () => (made ??= makePki(tmp.dir));
+// Made before the tests where openssl is there: four RSA keys take a second or more.
+beforeAll(() => void (needsOpenssl.holds && pki()), 30000);
 const file = (name: string) => path.join(tmp.dir, name);
 
 /** A source's TLS setup from Flume properties (ssl = true added). */

@@ -1,5 +1,5 @@
 import { componentContext } from "../../../src/components/component.ts";
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import net from "node:net";
@@ -24,6 +24,8 @@ afterAll(pkiDir.cleanup);
 let madePki: ReturnType<typeof makePki> | undefined;
 /** One CA and its certificates for the file, made on first use. */
 const sharedPki = () => (madePki ??= makePki(pkiDir.dir));
+// Made before the tests where openssl is there: four RSA keys take a second or more.
+beforeAll(() => void (needsOpenssl.holds && sharedPki()), 30000);
 
 async function fill(channel: ReturnType<typeof memoryChannel>, n: number, prefix = "e") {
   const tx = channel.getTransaction();
