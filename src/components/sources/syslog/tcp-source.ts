@@ -1,6 +1,5 @@
 import net from "node:net";
-import tls from "node:tls";
-import { clientCertificateProblem, type ServerTls } from "../../../net/tls.ts";
+import { createTlsServer, type ServerTls } from "../../../net/tls.ts";
 import type { Event } from "../../../core/event.ts";
 import type { EventDrivenSource } from "../../../core/source.ts";
 import { peerName } from "../../../net/peer.ts";
@@ -91,27 +90,15 @@ export class SyslogTcpSource extends NetworkSource implements EventDrivenSource 
 
   private listen(port: number): Promise<net.Server> {
     const secured = this.options.tls;
-    const onSocket = (socket: net.Socket) => {
-      const refused = secured && clientCertificateProblem(socket as tls.TLSSocket, secured.clientAuth);
-      if (refused) {
-        this.logger.warn(`${this.describe()}: refused ${peerName(socket)}: ${refused}`);
-        socket.destroy();
-        return;
-      }
-      this.serve(socket);
-    };
-    const server = secured ? tls.createServer(secured.options, onSocket) : net.createServer(onSocket);
+    const onSocket = (socket: net.Socket) => this.serve(socket);
+    const server = secured
+      ? createTlsServer(secured, onSocket, (peer, reason) => this.logger.warn(`${this.describe()}: TLS handshake with ${peer} failed: ${reason}`))
+      : net.createServer(onSocket);
     return new Promise((resolve, reject) => {
       server.once("error", reject);
       server.listen(port, this.options.host || undefined, () => {
         server.off("error", reject);
         server.on("error", (err) => this.logger.error(`${this.describe()}: ${err.message}`));
-        if (server instanceof tls.Server)
-          server.on("tlsClientError", (err, s) => {
-            this.logger.warn(`${this.describe()}: TLS handshake with ${peerName(s)} failed: ${err.message}`);
-            // Bun leaves the socket open after a handshake timeout; a silent client would hold it forever.
-            s.destroy();
-          });
         resolve(server);
       });
     });
