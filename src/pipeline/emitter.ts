@@ -155,7 +155,6 @@ export class SourceEmitter {
     }
     const processor = this.source.getChannelProcessor();
     const max = processor.maxBatchSize(events.length);
-    const from = options.from ? ` from ${options.from}` : "";
     for (let offset = 0; offset < events.length; ) {
       const end = Math.min(offset + max, events.length);
       const part = offset === 0 && end === events.length ? events : events.slice(offset, end);
@@ -166,6 +165,7 @@ export class SourceEmitter {
           await processor.processEventBatch(part, position);
           break;
         } catch (err) {
+          const from = options.from ? ` from ${options.from}` : "";
           if (!(err instanceof ChannelException)) throw this.failure(err, events.length - offset, from);
           c.ChannelWriteFail++;
           if (this.stopped) return false;
