@@ -69,6 +69,7 @@ export class SourceEmitter {
   private readonly clock: Clock;
   private readonly logger: Logger | undefined;
   private readonly label: string;
+  private readonly firstWait: number;
   private readonly maxBackoff: number;
   private readonly countAll: boolean;
   private readonly refusals: WarningThrottle | null;
@@ -76,15 +77,19 @@ export class SourceEmitter {
   /** Waits in progress (several clients may be retrying at once); stop() ends them all. */
   private readonly waits = new Set<Sleeper>();
   private stopped = false;
+  /** The source's counter values (one object for the source's life; its start() zeroes them in place). */
+  private readonly c: SourceCounter["values"];
 
   constructor(
     private readonly source: EmittingSource,
     options: EmitterOptions,
   ) {
+    this.c = source.counter.values;
     this.clock = options.clock;
     this.logger = options.logger;
     this.label = options.label ?? source.name;
-    this.maxBackoff = Math.max(options.maxBackoff ?? RETRY_MAX_MS, RETRY_FIRST_MS);
+    this.maxBackoff = Math.max(options.maxBackoff ?? RETRY_MAX_MS, 1);
+    this.firstWait = Math.min(RETRY_FIRST_MS, this.maxBackoff);
     this.countAll = (options.counting ?? "flume") === "flume";
     const logger = options.logger;
     this.refusals = logger ? new WarningThrottle(this.clock, (m) => logger.warn(m)) : null;
@@ -109,7 +114,7 @@ export class SourceEmitter {
 
   /** One attempt at a batch; null once committed, else what refused or failed it. */
   async offer(events: Event[], from?: string): Promise<Error | null> {
-    const c = this.source.counter.values;
+    const c = this.c;
     if (this.countAll) {
       c.AppendBatchReceivedCount++;
       c.EventReceivedCount += events.length;
@@ -126,7 +131,7 @@ export class SourceEmitter {
 
   /** One attempt at a single event (Flume's append: Append* counters); null once committed. */
   async offerOne(event: Event, from?: string): Promise<Error | null> {
-    const c = this.source.counter.values;
+    const c = this.c;
     if (this.countAll) {
       c.AppendReceivedCount++;
       c.EventReceivedCount++;
@@ -148,7 +153,7 @@ export class SourceEmitter {
    */
   async deliver(events: Event[], options: DeliverOptions = {}): Promise<boolean> {
     if (events.length === 0) return true;
-    const c = this.source.counter.values;
+    const c = this.c;
     if (this.countAll) {
       c.AppendBatchReceivedCount++;
       c.EventReceivedCount += events.length;
@@ -159,7 +164,7 @@ export class SourceEmitter {
       const end = Math.min(offset + max, events.length);
       const part = offset === 0 && end === events.length ? events : events.slice(offset, end);
       const position = end === events.length ? options.position : undefined;
-      let wait = RETRY_FIRST_MS;
+      let wait = this.firstWait;
       for (;;) {
         try {
           await processor.processEventBatch(part, position);
@@ -191,14 +196,14 @@ export class SourceEmitter {
       this.logger?.error(`${err.message}; ${what}`);
       return;
     }
-    this.source.counter.values.GenericProcessingFail++;
+    this.c.GenericProcessingFail++;
     this.logger?.error(`${this.label}: ${what}: ${err instanceof Error ? err.message : String(err)}`);
   }
 
   private refused(err: unknown, count: number, from: string | undefined): Error {
     const by = from ? ` from ${from}` : "";
     if (err instanceof ChannelException) {
-      this.source.counter.values.ChannelWriteFail++;
+      this.c.ChannelWriteFail++;
       this.refusals?.warn(`${this.label}: channel refused ${count} events${by}: ${err.message}`);
       return err;
     }
@@ -208,7 +213,7 @@ export class SourceEmitter {
   }
 
   private failure(err: unknown, count: number, from: string): EmitError {
-    this.source.counter.values.GenericProcessingFail++;
+    this.c.GenericProcessingFail++;
     const message = err instanceof Error ? err.message : String(err);
     return new EmitError(`${this.label}: could not write ${count} events${from}: ${message}`, { cause: err });
   }
