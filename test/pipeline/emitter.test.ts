@@ -135,6 +135,15 @@ describe("deliver: retried until committed", () => {
     r.emitter.stop();
   });
 
+  test("a cap below the first wait makes every wait the cap", async () => {
+    const r = rig({ capacity: 1, transactionCapacity: 1 }, { maxBackoff: 30 });
+    await r.emitter.offer(batch(1));
+    let done = false;
+    void r.emitter.deliver(batch(1)).then(() => (done = true));
+    expect(await waits(r.clock, () => done, 3)).toEqual([30, 30, 30]);
+    r.emitter.stop();
+  });
+
   test("a batch larger than transactionCapacity goes in parts; the position goes with the last part only", async () => {
     const r = rig({ capacity: 100, transactionCapacity: 4 });
     expect(await r.emitter.deliver(batch(10), { position: { source: "r1", value: "after-10" } })).toBe(true);
