@@ -10,7 +10,6 @@ import { HttpBadRequestError, type HttpSourceHandler } from "./http-handlers/han
 import { JsonHandler } from "./http-handlers/json.ts";
 import { peerName } from "../../net/peer.ts";
 import { SERVER_TLS_PROPS, type ServerTls, serverTls, createTlsServer, tlsProblems } from "../../net/tls.ts";
-import { WarningThrottle } from "../../pipeline/warning-throttle.ts";
 
 const JSON_HANDLERS = ["org.apache.flume.source.http.JSONHandler", "JSON"];
 const BLOB_HANDLERS = ["org.apache.flume.source.http.BLOBHandler", "org.apache.flume.sink.solr.morphline.BlobHandler", "BLOB"];
@@ -46,15 +45,12 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
   private stopping = false;
   /** Peer names read when each connection was accepted: Bun's sockets forget the address once reset. */
   private readonly peers = new WeakMap<object, string>();
-  /** A full channel refuses every request: one line per interval, not one per request. */
-  private readonly refusals: WarningThrottle;
 
   constructor(
     ctx: ComponentContext,
     readonly options: HttpSourceOptions,
   ) {
-    super(ctx);
-    this.refusals = new WarningThrottle(this.clock, (m) => this.logger.warn(m));
+    super(ctx, { label: `http source ${ctx.name}` });
   }
 
   get port(): number {
@@ -64,12 +60,11 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
 
   async start(): Promise<void> {
     this.stopping = false;
-    this.counter.start();
+    this.beginStart();
     const server = http.createServer((req, res) => {
       this.handle(req, res).catch((err: Error) => {
         // A bug here must cost one request, not the agent.
-        this.counter.values.GenericProcessingFail++;
-        this.logger.error(`http source ${this.name}: unexpected error serving ${this.peerOf(req.socket)}: ${err.message}`);
+        this.emitter.failed(err, `unexpected error serving ${this.peerOf(req.socket)}`);
         this.reply(res, 500, `Unexpected error: ${err.message}`);
       });
     });
@@ -127,7 +122,7 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
       await closed;
       this.clock.clearTimeout(timer);
     }
-    this.refusals.stop();
+    this.emitter.stop();
     this.counter.stop();
     this.state = "STOP";
   }
@@ -219,24 +214,15 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
       }
       return;
     }
-    c.AppendBatchReceivedCount++;
-    c.EventReceivedCount += events.length;
-    try {
-      await this.getChannelProcessor().processEventBatch(events);
-    } catch (err) {
-      if (err instanceof ChannelException) {
-        c.ChannelWriteFail++;
-        this.refusals.warn(`http source ${this.name}: channel refused ${events.length} events from ${peer} (answered 503): ${err.message}`);
-        this.reply(res, 503, `Error appending event to channel. Channel might be full. ${err.message}`, { "Retry-After": String(this.options.retryAfter) });
-      } else {
-        c.GenericProcessingFail++;
-        this.logger.error(`http source ${this.name}: unexpected error writing ${events.length} events from ${peer} (answered 500): ${(err as Error).message}`);
-        this.reply(res, 500, `Unexpected error while appending event to channel. ${(err as Error).message}`);
-      }
+    const refused = await this.emitter.offer(events, peer);
+    if (refused instanceof ChannelException) {
+      this.reply(res, 503, `Error appending event to channel. Channel might be full. ${refused.message}`, { "Retry-After": String(this.options.retryAfter) });
       return;
     }
-    c.AppendBatchAcceptedCount++;
-    c.EventAcceptedCount += events.length;
+    if (refused) {
+      this.reply(res, 500, `Unexpected error while appending event to channel. ${refused.message}`);
+      return;
+    }
     this.reply(res, 200, "");
   }
 }
