@@ -1,4 +1,5 @@
 /** How logs and errors name the other end of a connection. */
+import { lookupService } from "node:dns/promises";
 import type { Socket } from "node:net";
 
 /** Named in logs for a client the runtime has no address for (Bun reports none once a connection was reset). */
@@ -14,6 +15,20 @@ export function peerName(socket: Socket): string {
 }
 
 export function peerAddress(socket: Socket): string {
-  const a = socket.remoteAddress ?? "unknown";
-  return a.startsWith("::ffff:") ? a.slice(7) : a;
+  return plainIp(socket.remoteAddress) || "unknown";
+}
+
+/** Strips the IPv4-mapped prefix Node reports on dual-stack sockets. */
+export function plainIp(address: string | undefined): string {
+  if (!address) return "";
+  return address.startsWith("::ffff:") && address.includes(".") ? address.slice(7) : address;
+}
+
+/** The client's host name by reverse lookup (hosts file, then DNS); the IP when none. */
+export async function reverseName(ip: string, port: number): Promise<string> {
+  try {
+    return (await lookupService(ip, port)).hostname;
+  } catch {
+    return ip;
+  }
 }

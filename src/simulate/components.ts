@@ -11,6 +11,7 @@ import type { LifecycleState } from "../core/lifecycle.ts";
 import type { EventDrivenSource } from "../core/source.ts";
 import type { VirtualClock } from "../core/virtual-clock.ts";
 import type { TakeLoop } from "../pipeline/take-loop.ts";
+import { SourceEmitter } from "../pipeline/emitter.ts";
 import { componentContext } from "../components/component.ts";
 import { BaseSink } from "../components/sinks/base.ts";
 import type { FailSpec } from "./options.ts";
@@ -104,6 +105,8 @@ export class SimSource implements EventDrivenSource {
   readonly counter: SourceCounter;
   private processor: ChannelProcessor | null = null;
   private state: LifecycleState = "IDLE";
+  /** No logger: refusals go to the world (ledger, trace), and no log timers run in virtual time. */
+  private readonly emitter: SourceEmitter;
 
   constructor(
     readonly name: string,
@@ -112,6 +115,7 @@ export class SimSource implements EventDrivenSource {
     private readonly world: SimWorld,
   ) {
     this.counter = new SourceCounter(name, epoch);
+    this.emitter = new SourceEmitter(this, { clock: epoch });
   }
 
   setChannelProcessor(processor: ChannelProcessor): void {
@@ -134,7 +138,6 @@ export class SimSource implements EventDrivenSource {
 
   private async loop(): Promise<void> {
     const c = this.client;
-    const processor = this.getChannelProcessor();
     const epoch = this.epoch;
     while (epoch.alive && this.state === "START") {
       if (c.pending === null) {
@@ -151,17 +154,13 @@ export class SimSource implements EventDrivenSource {
       }
       const events = c.pending as Event[];
       c.attempts++;
-      this.counter.values.AppendBatchReceivedCount++;
-      try {
-        await processor.processEventBatch(events);
-      } catch (err) {
-        if (!epoch.alive) return;
-        this.world.putFailed(c.pendingIds, this.name, err as Error);
+      const refused = await this.emitter.offer(events);
+      if (!epoch.alive) return;
+      if (refused) {
+        this.world.putFailed(c.pendingIds, this.name, refused);
         await epoch.sleep(CLIENT_RETRY_MS);
         continue;
       }
-      if (!epoch.alive) return;
-      this.counter.values.AppendBatchAcceptedCount++;
       this.world.accepted(c.pendingIds, this.name);
       c.pending = null;
       c.attempts = 0;

@@ -53,7 +53,7 @@ export class JetStreamSource extends BaseSource implements PollableSource {
     ctx: ComponentContext,
     readonly options: JetStreamSourceOptions,
   ) {
-    super(ctx);
+    super(ctx, { label: `jetstream source ${ctx.name}` });
     this.link = new NatsLink(`jetstream source ${ctx.name}`, options.connection, (c) => this.setup(c), ctx.clock, ctx.logger);
     this.puller = new Puller(
       this.link,
@@ -80,7 +80,7 @@ export class JetStreamSource extends BaseSource implements PollableSource {
   }
 
   start(): void {
-    this.counter.start();
+    this.beginStart();
     this.state = "START";
     this.link.open();
     this.logger.info(`${this.label} started (servers ${this.link.describeServers()}, stream ${this.options.stream.stream}, consumer ${this.options.consumer.consumer})`);
@@ -91,7 +91,7 @@ export class JetStreamSource extends BaseSource implements PollableSource {
     await this.puller.stop();
     await this.link.close();
     this.counter.values.OpenConnectionCount = 0;
-    this.counter.stop();
+    this.markStopped();
     this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
   }
 
@@ -107,15 +107,10 @@ export class JetStreamSource extends BaseSource implements PollableSource {
       if (msgs.length >= batchSize) break;
     }
     if (msgs.length === 0) return "BACKOFF";
-    const c = this.counter.values;
-    c.AppendBatchReceivedCount++;
-    c.EventReceivedCount += msgs.length;
-    try {
-      await this.getChannelProcessor().processEventBatch(events);
-    } catch (err) {
+    // One attempt: the stream is the client that retries (a refused batch is delivered again).
+    const refused = await this.emitter.offer(events, `stream ${this.options.stream.stream}`);
+    if (refused) {
       this.puller.nak(msgs);
-      c.ChannelWriteFail++;
-      this.logger.error(`${this.label}: unable to put a batch of ${msgs.length} events into the channels (handed back to the stream): ${messageOf(err)}`);
       return "BACKOFF";
     }
     try {
@@ -124,8 +119,6 @@ export class JetStreamSource extends BaseSource implements PollableSource {
       // Committed to the channels; an ack that never arrived only means a redelivery (at least once).
       this.logger.warn(`${this.label}: ${messageOf(err)}; those ${msgs.length} events may be delivered again`);
     }
-    c.AppendBatchAcceptedCount++;
-    c.EventAcceptedCount += msgs.length;
     return "READY";
   }
 }
