@@ -67,8 +67,8 @@ const SETUP: Record<string, TypeSetup> = {
     props: () => ({ servers: nats?.servers ?? "", stream: `conformance_${process.pid}_${++streams}`, "ack-wait": "1000", prefetch: "100", "reconnect-wait": "100" }),
     async ready(channel) {
       const ch = channel as Channel & { connected: boolean };
-      await realTimeUntil(() => ch.connected, "the jetstream channel did not connect", 10_000);
-      await realTimeUntil(() => !ch.ioBusy?.(), "the jetstream channel did not receive what the server holds for it", 10_000);
+      await realTimeUntil(() => ch.connected, "the jetstream channel did not connect", 30_000);
+      await realTimeUntil(() => !ch.ioBusy?.(), "the jetstream channel did not receive what the server holds for it", 30_000);
     },
     // A clean stop waits for the pull in flight to expire (1 s) before handing events back, and
     // a crash for ack-wait: a schedule costs about 2 s, so a fixed set of 8 that reaches every
@@ -209,7 +209,7 @@ describe("channel conformance", () => {
           await ch.stop();
           cut.dispose();
         }
-      });
+      }, 60_000);
     });
   }
 });
