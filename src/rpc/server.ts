@@ -13,6 +13,7 @@ import { MESSAGE_APPEND, MESSAGE_APPEND_BATCH, PROTOCOL_HASH, PROTOCOL_TEXT, STA
 import { localProtocol, parseRemoteProtocol, type RemoteProtocol } from "./remote-protocol.ts";
 import { peerAddress, peerName } from "../net/peer.ts";
 import { FramedTransport, type CompressionType } from "./transport.ts";
+import { type NetListener, type NetSocket, type Network, tcpNetwork } from "../net/network.ts";
 
 /** What the server does with calls; the avro source implements it. */
 export interface RpcRequestHandler {
@@ -36,6 +37,8 @@ export interface AvroRpcServerOptions {
   /** Prefix for log lines, e.g. "Avro source r1". */
   label?: string;
   onConnectionCountChange?(count: number): void;
+  /** The network to listen on (the simulator's); default: TCP. */
+  network?: Network;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -87,12 +90,14 @@ export class ProtocolCache {
  * connection, then calls answered in order with their serial.
  */
 export class AvroRpcServer {
-  private server: net.Server | null = null;
+  private server: NetListener | null = null;
+  /** From listen() to close(): connections are served. */
+  private accepting = false;
   private secureContext: tls.SecureContext | null = null;
   private clientAuth: ServerTls["clientAuth"] = "none";
   private handshakeTimeout = DEFAULT_HANDSHAKE_TIMEOUT;
   /** Sockets in their TLS handshake (not yet connections); close() drops them too. */
-  private readonly handshaking = new Set<net.Socket>();
+  private readonly handshaking = new Set<NetSocket>();
   private readonly connections = new Set<ServerConnection>();
   /** Protocols announced by clients, by hash (Avro's Responder keeps the same cache, unbounded). */
   readonly protocols = new ProtocolCache(MAX_CACHED_PROTOCOLS);
@@ -137,31 +142,35 @@ export class AvroRpcServer {
     // Plain TCP even with TLS on: as Flume's Netty pipeline, the ipFilter decides on the raw
     // connection and only allowed peers get a TLS handshake (see secure()).
     // allowHalfOpen: a client that half-closes after its requests still gets their answers.
-    const server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(socket));
-    this.server = server;
-    return new Promise((resolve, reject) => {
-      server.once("error", reject);
-      server.listen({ host: this.options.bind, port: this.options.port }, () => {
-        server.off("error", reject);
-        server.on("error", (err) => this.logger.error(`${this.label}: server error: ${err.message}`));
-        const addr = server.address();
-        resolve(typeof addr === "object" && addr ? addr.port : this.options.port);
-      });
-    });
+    const network = this.options.network ?? tcpNetwork;
+    this.accepting = true;
+    return network
+      .listen({ host: this.options.bind, port: this.options.port, allowHalfOpen: true, onError: (err) => this.logger.error(`${this.label}: server error: ${err.message}`) }, (socket) => this.accept(socket))
+      .then(
+        (listener) => {
+          this.server = listener;
+          return listener.port;
+        },
+        (err: unknown) => {
+          this.accepting = false;
+          throw err;
+        },
+      );
   }
 
   /** Stops accepting, closes every connection; in-flight answers are dropped (the client retries). */
   async close(): Promise<void> {
     const server = this.server;
     this.server = null;
+    this.accepting = false;
     for (const c of this.connections) c.transport.destroy();
     this.connections.clear();
     for (const s of this.handshaking) s.destroy();
     this.handshaking.clear();
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+    if (server) await server.close();
   }
 
-  private accept(socket: net.Socket): void {
+  private accept(socket: NetSocket): void {
     // Read once now: a socket reset later (or while the filter runs) may no longer tell.
     const peer = peerName(socket);
     socket.setNoDelay(true);
@@ -187,10 +196,15 @@ export class AvroRpcServer {
   }
 
   /** An allowed TCP connection: served at once in plain mode, after the TLS handshake otherwise. */
-  private admit(socket: net.Socket, peer: string): void {
+  private admit(socket: NetSocket, peer: string): void {
     if (this.secureContext === null) {
       this.open(socket, peer);
       socket.resume();
+      return;
+    }
+    if (!(socket instanceof net.Socket)) {
+      this.logger.error(`${this.label}: TLS needs a TCP connection; closing the one from ${peer}`);
+      socket.destroy();
       return;
     }
     this.secure(socket, peer, this.secureContext);
@@ -228,8 +242,8 @@ export class AvroRpcServer {
     socket.resume();
   }
 
-  private open(socket: net.Socket, peer: string): void {
-    if (!this.server) {
+  private open(socket: NetSocket, peer: string): void {
+    if (!this.accepting) {
       socket.destroy();
       return;
     }
@@ -264,7 +278,7 @@ class ServerConnection {
 
   constructor(
     private readonly server: AvroRpcServer,
-    socket: net.Socket,
+    socket: NetSocket,
     peer: string,
   ) {
     const o = server.options;

@@ -8,6 +8,7 @@ import { AvroRpcClient } from "../../rpc/client.ts";
 import { RpcHandshakeTimeoutError } from "../../rpc/errors.ts";
 import { CLIENT_TLS_PROPS, clientTls, tlsProblems } from "../../net/tls.ts";
 import type { CompressionType } from "../../rpc/transport.ts";
+import type { Network } from "../../net/network.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSink } from "./base.ts";
 
@@ -40,6 +41,7 @@ export class AvroSink extends BaseSink implements Sink {
   private client: AvroRpcClient | null = null;
   private resetDue = false;
   private resetTimer: TimerHandle | null = null;
+  private readonly network: Network | undefined;
 
   constructor(
     ctx: ComponentContext,
@@ -47,6 +49,7 @@ export class AvroSink extends BaseSink implements Sink {
   ) {
     super(ctx);
     this.counter = new SinkCounter(ctx.name, ctx.clock);
+    this.network = ctx.network;
   }
 
   get label(): string {
@@ -148,6 +151,7 @@ export class AvroSink extends BaseSink implements Sink {
         compressionLevel: o.compressionLevel,
         tls: o.tls ?? undefined,
         clock: this.clock,
+        network: this.network,
       });
     } catch (err) {
       this.counter.values.ConnectionFailedCount++;
