@@ -1,13 +1,28 @@
 /**
- * `flume simulate`: runs the real core on virtual time with simulated sources and sinks and
- * injected faults, and reports whether every accepted event was delivered at least once.
+ * `flume simulate`: runs the real core of one agent, or of every agent of a file (a tier), on
+ * virtual time with simulated clients and destinations and injected faults, and reports
+ * whether every accepted event was delivered at least once, and why each duplicate happened.
  * Exit 0 when at-least-once held, 1 when it was violated, 2 on usage errors.
  */
 import { writeFileSync } from "node:fs";
 import { type ArgsDef, defineCommand } from "citty";
 import { type Progress, simulateWithHistory } from "../simulate/engine.ts";
-import { DEFAULTS, parseCount, parseDuration, parseDurations, parseFailSpec, parseRate, SimulationUsageError, type SimulationOptions } from "../simulate/options.ts";
-import { htmlReport, jsonReport, textReport } from "../simulate/report.ts";
+import { htmlReport } from "../simulate/html.ts";
+import {
+  DEFAULTS,
+  parseCount,
+  parseCrashSpecs,
+  parseDuration,
+  parseDurations,
+  parseFailSpec,
+  parseLinkLatencies,
+  parseLinkRates,
+  parsePartitions,
+  parseRate,
+  SimulationUsageError,
+  type SimulationOptions,
+} from "../simulate/options.ts";
+import { jsonReport, textReport } from "../simulate/report.ts";
 import { parseSeed } from "../simulate/rng.ts";
 import { ArgReader } from "./args.ts";
 
@@ -17,11 +32,13 @@ export interface SimulateCli {
   html?: string;
   trace?: string;
   progress: boolean;
+  /** Event ids whose history to print (--explain). */
+  explain: number[];
 }
 
 export function parseSimulateArgs(argv: string[]): SimulateCli {
-  const o: SimulationOptions = { ...DEFAULTS, crashAt: [] };
-  const cli: SimulateCli = { options: o, json: false, progress: true };
+  const o: SimulationOptions = { ...DEFAULTS, crashAt: [], crashes: [], links: [] };
+  const cli: SimulateCli = { options: o, json: false, progress: true, explain: [] };
   const r = new ArgReader(argv, SimulationUsageError);
   for (let arg = r.next(); arg !== undefined; arg = r.next()) {
     switch (arg) {
@@ -54,6 +71,24 @@ export function parseSimulateArgs(argv: string[]): SimulateCli {
         break;
       case "--crash-at":
         o.crashAt = parseDurations(r.value(arg), arg);
+        break;
+      case "--crash":
+        o.crashes = [...o.crashes, ...parseCrashSpecs(r.value(arg), arg)].sort((a, b) => a.at - b.at);
+        break;
+      case "--partition":
+        o.links = [...o.links, ...parsePartitions(r.value(arg), arg)];
+        break;
+      case "--link-fail":
+        o.links = [...o.links, ...parseLinkRates(r.value(arg), arg, "fail")];
+        break;
+      case "--lose-answer":
+        o.links = [...o.links, ...parseLinkRates(r.value(arg), arg, "lose-answer")];
+        break;
+      case "--link-latency":
+        o.links = [...o.links, ...parseLinkLatencies(r.value(arg), arg)];
+        break;
+      case "--explain":
+        for (const id of r.value(arg).split(",")) if (id.trim() !== "") cli.explain.push(parseCount(id.trim(), arg));
         break;
       case "--sink-latency":
         o.sinkLatency = parseDuration(r.value(arg), arg);
@@ -126,7 +161,7 @@ export async function runSimulateCli(argv: string[]): Promise<number> {
   const bar = cli.progress && process.stderr.isTTY ? progressBar() : null;
   let result;
   try {
-    result = await simulateWithHistory(cli.options, { traceFile: cli.trace, onProgress: bar ? (p) => bar.update(p) : undefined });
+    result = await simulateWithHistory(cli.options, { traceFile: cli.trace, onProgress: bar ? (p) => bar.update(p) : undefined }, cli.explain);
   } catch (err) {
     bar?.clear();
     if (err instanceof SimulationUsageError) {
@@ -137,7 +172,7 @@ export async function runSimulateCli(argv: string[]): Promise<number> {
     return 2;
   }
   bar?.clear();
-  process.stdout.write(cli.json ? jsonReport(cli.options, result) : textReport(cli.options, result));
+  process.stdout.write(cli.json ? jsonReport(cli.options, result) : textReport(cli.options, result, true, cli.explain));
   if (cli.html) {
     writeFileSync(cli.html, htmlReport(cli.options, result));
     if (!cli.json) process.stdout.write(`chart written to ${cli.html}\n`);
@@ -147,13 +182,19 @@ export async function runSimulateCli(argv: string[]): Promise<number> {
 }
 
 const ARGS = {
-  "conf-file": { type: "string", alias: "f", description: "Use this agent's channels, selectors, interceptors and sink groups (sources and sinks are simulated)" },
-  name: { type: "string", alias: "n", description: "The agent in the file (optional when it configures one)" },
+  "conf-file": { type: "string", alias: "f", description: "Run the file's agents (a tier, joined where an avro sink names another agent's avro source); other sources and sinks are simulated" },
+  name: { type: "string", alias: "n", description: "Run only this agent of the file" },
   events: { type: "string", description: `Events to send (default ${DEFAULTS.events})` },
   seed: { type: "string", description: "Seed of every random choice: the same seed gives the same output (default 1)" },
   "fail-sink": { type: "string", description: "Sink batch failures: a probability (0.2) or batch numbers (3,7-9)" },
   "fail-put": { type: "string", description: "Probability that a source's put transaction fails (the client retries)" },
-  "crash-at": { type: "string", description: "Crash and restart the agent at these virtual times (500ms, 2s, ...)" },
+  "crash-at": { type: "string", description: "Crash and restart the agent of a one-agent run at these virtual times (500ms, 2s, ...)" },
+  crash: { type: "string", description: "Crash an agent: AGENT@TIME[+DOWNTIME], comma-separated (edge1@3s,collector@5s+2s)" },
+  partition: { type: "string", description: "No packet on a link in a window: 'edge1->collector@2s-5s' (or edge1:collector@...; no link: every link)" },
+  "link-fail": { type: "string", description: "Each request on a link is lost with the connection reset: RATE or 'edge1->collector=RATE'" },
+  "lose-answer": { type: "string", description: "Each answer on a link is lost after the receiver committed (the classic duplicate): RATE or 'LINK=RATE'" },
+  "link-latency": { type: "string", description: "One-way latency of a link: 20ms or 'LINK=20ms'" },
+  explain: { type: "string", description: "Print the whole history of these event ids (comma-separated), across agents" },
   "sink-latency": { type: "string", description: `Virtual time one sink batch takes (default ${DEFAULTS.sinkLatency}ms)` },
   rate: { type: "string", description: `Events per virtual second the clients offer; 0 = unlimited (default ${DEFAULTS.rate})` },
   "batch-size": { type: "string", description: `Events per client batch (default ${DEFAULTS.batchSize})` },

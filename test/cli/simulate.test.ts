@@ -13,7 +13,12 @@ interface Report {
   remaining: number;
   rolledBack: number;
   sinkFailures: number;
-  crashes: { at: number; lost: { channel: string; lost: number }[] }[];
+  crashes: { agent: string; at: number; dropped: { channel: string; events: number }[]; lost: number }[];
+  crashesNotReached: { agent: string; at: number }[];
+  duplicateCauses: Record<string, { count: number; example: number | null }>;
+  sinks: { agent: string; name: string; group?: { name: string; processor: string }; delivered: number; batches: number; failed: number }[];
+  histories: { id: number; kind: string; causes?: string[]; lines: string[] }[];
+  putRefusals: number;
   channels: { name: string; type: string; peak: number; capacity: number }[];
   completed: boolean;
   verdict: "HELD" | "VIOLATED";
@@ -79,7 +84,9 @@ describe("flume simulate", () => {
       expect(mem.report.verdict).toBe("VIOLATED");
       expect(mem.report.lost).toBeGreaterThan(0);
       expect(mem.report.crashes).toHaveLength(1);
-      expect(mem.report.crashes[0].lost[0].lost).toBeGreaterThanOrEqual(mem.report.lost);
+      // What the crash dropped includes events that had already got through; what it lost is the verdict's count.
+      expect(mem.report.crashes[0].dropped[0].events).toBeGreaterThanOrEqual(mem.report.lost);
+      expect(mem.report.crashes[0].lost).toBe(mem.report.lost);
       expect(mem.report.verdictLine).toBe(`at-least-once: VIOLATED (${mem.report.lost.toLocaleString("en-US")} lost)`);
       // The story of the first lost event: accepted, then the crash took it.
       const story = mem.report.firstLost?.history.join("\n") ?? "";
@@ -119,7 +126,7 @@ describe("flume simulate", () => {
         expect(r.stdout).toContain(label);
       }
       expect(r.stdout).toMatch(/c1 fill\s+\|[ ▁▂▃▄▅▆▇█]+\|/);
-      expect(r.stdout).toMatch(/faults\s+\|[·xpC]*C[·xpC]*\|/);
+      expect(r.stdout).toMatch(/faults\s+\|[·xpfC]*C[·xpfC]*\|/);
       expect(r.stdout).toMatch(/sink batches \(failed\)\s+\d+ \(4\)/);
       expect(r.stdout).toContain("first lost event:");
       const page = readFileSync(html, "utf8");
@@ -174,7 +181,15 @@ describe("flume simulate", () => {
       const { code, report } = simulateJson(["-f", conf, "-n", "a1", "--events", "4000", "--fail-sink", "0.1", "--crash-at", "200ms"]);
       expect(code).toBe(1);
       expect(report.channels.map((c) => `${c.name}:${c.type}:${c.capacity}`)).toEqual(["mem:memory:5000", "disk:file:1000000"]);
-      expect(report.crashes[0].lost).toEqual([{ channel: "mem", lost: expect.any(Number) }]);
+      expect(report.crashes[0].dropped).toEqual([{ channel: "mem", events: expect.any(Number) }]);
+      expect(report.crashes[0].lost).toBe(report.lost);
+      // Per-sink counts of the failover group: the preferred sink delivered, the other one took over after its failures.
+      const byName = Object.fromEntries(report.sinks.map((k) => [k.name, k]));
+      expect(byName.k1.group).toEqual({ name: "g1", processor: "failover" });
+      expect(byName.k2.group).toEqual({ name: "g1", processor: "failover" });
+      expect(byName.k1.delivered).toBeGreaterThan(byName.k2.delivered);
+      expect(byName.k2.delivered).toBeGreaterThan(0);
+      expect(byName.k3.delivered).toBeGreaterThanOrEqual(4000);
       expect(report.firstLost?.channel).toBe("mem");
       expect(report.accepted).toBe(4000);
       // Every event reached the file channel's sink: the memory channel's copies are the lost ones.

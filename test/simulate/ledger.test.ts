@@ -10,7 +10,7 @@ describe("ledger arithmetic", () => {
     l.committed(0, [0, 1, 2, 3], []);
     // A failing batch delivered 0 and 1, then rolled back; the retry delivers all three.
     l.delivered(0, [0, 1]);
-    l.rolledBack();
+    l.rolledBack(0);
     l.delivered(0, [0, 1, 2]);
     l.committed(0, [], [0, 1, 2]);
     const s = l.summary();
@@ -82,7 +82,7 @@ describe("options", () => {
 });
 
 describe("simulation results add up", () => {
-  const base = (over: Partial<SimulationOptions>): SimulationOptions => ({ ...DEFAULTS, crashAt: [], events: 3000, ...over });
+  const base = (over: Partial<SimulationOptions>): SimulationOptions => ({ ...DEFAULTS, crashAt: [], crashes: [], links: [], events: 3000, ...over });
 
   test("no faults: every event delivered once", async () => {
     const r = await runSimulation(base({}));
@@ -119,9 +119,11 @@ describe("simulation results add up", () => {
     const s = r.summary;
     expect(r.crashes).toHaveLength(1);
     expect(r.crashes[0].at).toBe(150);
-    expect(s.crashLost).toBe(r.crashes[0].lost[0].lost);
+    expect(s.crashLost).toBe(r.crashes[0].dropped[0].events);
     expect(s.lost).toBeGreaterThan(0);
     expect(s.lost).toBeLessThanOrEqual(s.crashLost);
+    // The crash's own count of what it lost is the verdict's (what it dropped had partly got through).
+    expect(r.crashes[0].lost).toBe(s.lost);
     expect(s.accepted).toBe(s.deliveredUnique + s.lost);
     expect(r.verdict.held).toBe(false);
   });

@@ -67,7 +67,7 @@ describe("flume replay", () => {
       runCli(["simulate", "--events", "300", "--fail-sink", "2", "--crash-at", "40ms", "--trace", trace]);
       const r = runCli(["replay", trace, "--step"]);
       expect(r.code).toBe(0);
-      expect(r.stdout).toMatch(/tx 2\s+r1 @ c1\s+begin/);
+      expect(r.stdout).toMatch(/tx 1\s+r1 @ c1\s+begin/);
       expect(r.stdout).toMatch(/put 100 events 0\.\.99/);
       expect(r.stdout).toMatch(/commit \+100\s+\(c1 holds \d+\)/);
       expect(r.stdout).toContain("ROLLBACK");
