@@ -31,8 +31,10 @@ function niceCeil(v: number): number {
   return 10 * p;
 }
 
-const AW = 330;
-const GAP = 190;
+const AW = 360;
+const GAP = 230;
+/** Width of a source, channel or sink box inside an agent. */
+const PW = 100;
 const RH = 46;
 const HEAD = 30;
 
@@ -90,21 +92,21 @@ export function topologySvg(r: SimulationResult): string {
     svg.push(`<text x="${box.x + box.w - 10}" y="${box.y + 16}" fill="${a.verdict.held ? "#bbf7d0" : "#fecaca"}" text-anchor="end">${a.verdict.held ? "HELD" : `VIOLATED (${fmt(a.summary.lost)} lost)`}${a.crashes.length > 0 ? ` · ${a.crashes.length} crash${a.crashes.length > 1 ? "es" : ""}` : ""}</text>`);
     const slot = (k: number) => box.y + HEAD + k * RH;
     p.sources.forEach((s, k) => {
-      const b = { x: box.x + 10, y: slot(k), w: 90, h: RH - 8 };
+      const b = { x: box.x + 10, y: slot(k), w: PW, h: RH - 8 };
       parts.set(`${a.name}/source/${s.name}`, b);
       svg.push(`<g class="source" data-source="${escapeHtml(s.name)}"><rect x="${b.x}" y="${b.y}" width="${b.w}" height="${b.h}" rx="4" fill="#ecfdf5" stroke="#059669"/>`);
       svg.push(`<text x="${b.x + 6}" y="${b.y + 15}" font-weight="600">${escapeHtml(s.name)}</text><text x="${b.x + 6}" y="${b.y + 30}" fill="#475569" font-size="10">${s.entry ? "simulated client" : "avro source"}</text></g>`);
     });
     p.channels.forEach((ch, k) => {
-      const b = { x: box.x + 120, y: slot(k), w: 90, h: RH - 8 };
+      const b = { x: box.x + 20 + PW, y: slot(k), w: PW, h: RH - 8 };
       parts.set(`${a.name}/channel/${ch.local}`, b);
       const frac = ch.capacity > 0 && Number.isFinite(ch.capacity) ? Math.min(1, ch.peak / ch.capacity) : 0;
       svg.push(`<g class="channel" data-channel="${escapeHtml(ch.name)}" data-peak="${ch.peak}"><rect x="${b.x}" y="${b.y}" width="${b.w}" height="${b.h}" rx="4" fill="#eff6ff" stroke="#2563eb"/>`);
       svg.push(`<rect x="${b.x + 4}" y="${b.y + b.h - 8}" width="${((b.w - 8) * frac).toFixed(1)}" height="4" fill="#2563eb"><title>peak ${fmt(ch.peak)} of ${fmt(ch.capacity)}</title></rect>`);
-      svg.push(`<text x="${b.x + 6}" y="${b.y + 15}" font-weight="600">${escapeHtml(ch.local)}</text><text x="${b.x + 6}" y="${b.y + 27}" fill="#475569" font-size="10">${escapeHtml(ch.type)} · peak ${fmt(ch.peak)}</text></g>`);
+      svg.push(`<text x="${b.x + 6}" y="${b.y + 14}"><tspan font-weight="600">${escapeHtml(ch.local)}</tspan><tspan fill="#475569" font-size="10"> ${escapeHtml(ch.type)}</tspan></text><text x="${b.x + 6}" y="${b.y + 26}" fill="#475569" font-size="10">peak ${fmt(ch.peak)}</text></g>`);
     });
     p.sinks.forEach((s, k) => {
-      const b = { x: box.x + 230, y: slot(k), w: 90, h: RH - 8 };
+      const b = { x: box.x + 30 + 2 * PW, y: slot(k), w: PW, h: RH - 8 };
       parts.set(`${a.name}/sink/${s.name}`, b);
       const count = s.kind === "avro" ? `sent ${fmt(s.forwarded)}` : `delivered ${fmt(s.delivered)}`;
       svg.push(`<g class="sink" data-sink="${escapeHtml(s.name)}" data-delivered="${s.delivered}" data-forwarded="${s.forwarded}"><rect x="${b.x}" y="${b.y}" width="${b.w}" height="${b.h}" rx="4" fill="#fff7ed" stroke="#ea580c"/>`);
@@ -133,14 +135,16 @@ export function topologySvg(r: SimulationResult): string {
     const y1 = from.y + from.h / 2;
     const x2 = to.x;
     const y2 = to.y + to.h / 2;
-    const mx = (x1 + x2) / 2;
+    const mx = x1 + (x2 - x1) * 0.6;
     const faults = [l.stats.answersLost > 0 ? `${fmt(l.stats.answersLost)} answers lost` : "", l.stats.requestsFailed > 0 ? `${fmt(l.stats.requestsFailed)} requests lost` : "", l.stats.heldByPartition > 0 ? "partitioned" : "", l.stats.resets > 0 ? `${fmt(l.stats.resets)} resets` : ""].filter(Boolean);
     svg.push(`<g class="link" data-link="${escapeHtml(l.name)}" data-events="${l.events}" data-requests="${l.stats.requests}" data-answers-lost="${l.stats.answersLost}">`);
     svg.push(`<path d="M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2 - 2},${y2}" fill="none" stroke="${LINK_COLOR}" stroke-width="3" marker-end="url(#arrow)"/>`);
-    const ly = (y1 + y2) / 2;
-    svg.push(`<text x="${mx}" y="${ly - 6}" text-anchor="middle" fill="${LINK_COLOR}" font-weight="600">${fmt(l.events)} events</text>`);
-    svg.push(`<text x="${mx}" y="${ly + 8}" text-anchor="middle" fill="#475569" font-size="10">${fmt(l.stats.requests)} requests, ${fmt(l.stats.answers)} answers</text>`);
-    if (faults.length > 0) svg.push(`<text x="${mx}" y="${ly + 21}" text-anchor="middle" fill="${CRASH_COLOR}" font-size="10">${escapeHtml(faults.join(", "))}</text>`);
+    // Labels next to the sending end: links converging on one source keep theirs apart.
+    const fromBox = boxes.get(l.from) as Box;
+    const lx = fromBox.x + fromBox.w + 8;
+    svg.push(`<text x="${lx}" y="${y1 - 22}" fill="${LINK_COLOR}" font-weight="600">${escapeHtml(l.name)}: ${fmt(l.events)} events</text>`);
+    svg.push(`<text x="${lx}" y="${y1 - 9}" fill="#475569" font-size="10">${fmt(l.stats.requests)} requests, ${fmt(l.stats.answers)} answers</text>`);
+    if (faults.length > 0) svg.push(`<text x="${lx}" y="${y1 + 16}" fill="${CRASH_COLOR}" font-size="10">${escapeHtml(faults.join(", "))}</text>`);
     svg.push(`</g>`);
   }
   svg.push(`</svg>`);

@@ -174,7 +174,10 @@ export function parseLinkLatencies(text: string, what: string): LinkFaultSpec[] 
 export function parsePartitions(text: string, what: string): LinkFaultSpec[] {
   return linkItems(text, what, "@").map(({ link, value }) => {
     const m = /^(.+?)-(.+)$/.exec(value);
-    if (!m) throw new SimulationUsageError(`${what}: expected a window like edge1->collector@2s-5s, got "${value}"`);
+    if (!m) {
+      const cut = value.endsWith("-") ? ` (the shell took ">" as a redirection: ${SHELL_HINT})` : "";
+      throw new SimulationUsageError(`${what}: expected a window like edge1->collector@2s-5s, got "${value}"${cut}`);
+    }
     const from = parseDuration(m[1], what);
     const to = parseDuration(m[2], what);
     if (to <= from) throw new SimulationUsageError(`${what}: the window ${value} ends before it starts`);

@@ -197,6 +197,7 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
   const step = opts.step;
   /** Event ids: numbers as they are, strings interned; several traces key both apart. */
   const key = (id: EventId): number => ledger.index(several && typeof id === "number" ? `#${id}` : id);
+  const hops: string[] = [];
   try {
     // Headers first: channels, start times, and the links between the traces.
     for (const tf of traces) {
@@ -209,12 +210,14 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
       tf.deliveries = tf.header.deliveries === "sink" ? "sink" : "take";
       const started = typeof tf.header.started === "string" ? Date.parse(tf.header.started) : NaN;
       tf.started = Number.isFinite(started) ? started : 0;
-      const list = Array.isArray(tf.header.channels) ? (tf.header.channels as TraceChannelInfo[]) : [];
-      for (const info of list) await addChannel(tf, info, n.line);
       tf.advance();
     }
+    // Every header is known before channels are made: a channel's avro sinks may send to any trace.
+    for (const tf of traces) {
+      const list = Array.isArray(tf.header?.channels) ? (tf.header.channels as TraceChannelInfo[]) : [];
+      for (const info of list) await addChannel(tf, info, 1);
+    }
     const base = Math.min(...traces.map((t) => t.started));
-    const hops = several ? linkTraces() : [];
 
     for (;;) {
       // The trace whose next operation comes first (ties: in the order given).
@@ -292,22 +295,19 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
     return out;
   }
 
-  /** Avro sinks of one trace that send to another trace's avro source: their takes are hops. */
-  function linkTraces(): string[] {
+  /** Avro sinks of channel c that send to another trace's avro source: their takes are hops of the tier. */
+  function link(c: ReplayChannel): void {
+    if (!several) return;
     const wildcard = new Set(["0.0.0.0", "::", "[::]", ""]);
-    const hops: string[] = [];
-    for (const c of channels) {
-      for (const [sink, target] of Object.entries(c.info.forwardsTo ?? {})) {
-        const colon = target.lastIndexOf(":");
-        const host = target.slice(0, colon);
-        const port = Number(target.slice(colon + 1));
-        const to = traces.find((t) => t.index !== c.file && (t.header?.avroSources ?? []).some((s) => s.port === port && (s.bind === host || wildcard.has(s.bind))));
-        if (!to) continue;
-        c.forwarders.add(sink);
-        hops.push(`${c.agent ?? traces[c.file].name}.${sink} -> ${to.header?.agent ?? to.name} (${target})`);
-      }
+    for (const [sink, target] of Object.entries(c.info.forwardsTo ?? {})) {
+      const colon = target.lastIndexOf(":");
+      const host = target.slice(0, colon);
+      const port = Number(target.slice(colon + 1));
+      const to = traces.find((t) => t.index !== c.file && (t.header?.avroSources ?? []).some((s) => s.port === port && (s.bind === host || wildcard.has(s.bind))));
+      if (!to) continue;
+      c.forwarders.add(sink);
+      hops.push(`${c.agent ?? traces[c.file].name}.${sink} -> ${to.header?.agent ?? to.name} (${target})`);
     }
-    return hops;
   }
 
   /** Lets pending disk writes of file channels finish. */
@@ -593,8 +593,10 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
     const agent = typeof info.agent === "string" ? info.agent : typeof tf.header?.agent === "string" ? tf.header.agent : several ? path.basename(tf.name) : undefined;
     const name = several && info.agent === undefined && agent !== undefined ? `${agent}.${info.name}` : info.name;
     tf.channelIndex.set(info.name, channels.length);
-    channels.push({ info, name, agent, file: tf.index, channel, definition, epoch, dir, forwarders: new Set(info.forwarders ?? []), deliveries: tf.deliveries });
+    const c: ReplayChannel = { info, name, agent, file: tf.index, channel, definition, epoch, dir, forwarders: new Set(info.forwarders ?? []), deliveries: tf.deliveries };
+    channels.push(c);
     ledger.addChannel({ name, durable: info.durable === true, agent });
+    link(c);
   }
 
   async function restart(k: number): Promise<void> {

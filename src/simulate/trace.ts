@@ -24,7 +24,7 @@
  * `flume replay a.jsonl b.jsonl` can tell the hops of a live tier.
  */
 import fs from "node:fs";
-import type { ChannelModel } from "../config/model.ts";
+import type { AgentModel, ChannelModel } from "../config/model.ts";
 import { type AnyOptions, keyWithRole, type Role } from "../config/schema.ts";
 import type { Channel } from "../core/channel.ts";
 import type { Clock } from "../core/clock.ts";
@@ -548,12 +548,23 @@ export function bothObservers(a: ChannelObserver, b: ChannelObserver): ChannelOb
   };
 }
 
-/** Trace file of a live agent (`flume run --trace FILE`): wraps every channel buildAgent makes. */
-export function liveTracer(file: string, clock: Clock, maxBytes: number): { wrapChannel: (channel: Channel, model: ChannelModel) => Channel; finish: () => LedgerSummary } {
-  const recorder = new TraceRecorder(new FileTraceOutput(file, 64 * 1024), [], { clock, idOf: contentIdOf, deliveries: "take", maxBytes });
+/**
+ * Trace file of a live agent (`flume run --trace FILE`): wraps every channel buildAgent makes.
+ * Given the agent's model, the header names the agent and its avro sources, and each channel
+ * the avro sinks that read it with their host:port, so the traces of a tier's agents can be
+ * replayed together (`flume replay a.jsonl b.jsonl`).
+ */
+export function liveTracer(file: string, clock: Clock, maxBytes: number, agent?: AgentModel): { wrapChannel: (channel: Channel, model: ChannelModel) => Channel; finish: () => LedgerSummary } {
+  const avroSources = agent ? [...agent.sources.values()].filter((s) => s.type === "avro").map((s) => ({ name: s.name, bind: String(s.options.bind), port: Number(s.options.port) })) : undefined;
+  const recorder = new TraceRecorder(new FileTraceOutput(file, 64 * 1024), [], { clock, idOf: contentIdOf, deliveries: "take", maxBytes, agent: agent?.agent, avroSources });
+  const forwardsTo = (channel: string): Record<string, string> | undefined => {
+    const sinks = agent ? [...agent.sinks.values()].filter((k) => k.type === "avro" && k.channel === channel) : [];
+    return sinks.length > 0 ? Object.fromEntries(sinks.map((k) => [k.name, `${String(k.options.hostname)}:${Number(k.options.port)}`])) : undefined;
+  };
   return {
     wrapChannel(channel: Channel, model: ChannelModel): Channel {
-      return recorder.wrap(channel, recorder.addChannel(channelInfo(model)));
+      const to = forwardsTo(model.name);
+      return recorder.wrap(channel, recorder.addChannel({ ...channelInfo(model), ...(to ? { forwardsTo: to } : {}) }));
     },
     finish: () => recorder.finish(),
   };

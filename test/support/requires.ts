@@ -102,3 +102,6 @@ export const needsThrift = precondition(
   () => commandRuns("thrift", "--version") && commandRuns("/usr/bin/python3", "-c", "import thrift"),
   "needs thrift-compiler and /usr/bin/python3 with thrift (python3-thrift)",
 );
+/** Debian's chromium, run headless for screenshots of the simulator's HTML report. */
+export const CHROMIUM = "/usr/bin/chromium";
+export const needsChromium = precondition(() => existsSync(CHROMIUM) && commandRuns(CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--version"), "needs chromium (Debian's /usr/bin/chromium)");
