@@ -157,8 +157,8 @@ export interface SimulationResult {
   /** Deliveries to destinations (duplicates included). */
   deliveries: number;
   crashes: CrashRecord[];
-  /** Crashes asked for after the run had ended: they never happened. */
-  crashesNotReached: { agent: string; at: number }[];
+  /** Crashes asked for that never happened: after the run had ended, or while the agent was down. */
+  crashesNotReached: { agent: string; at: number; why: string }[];
   channels: ChannelResult[];
   agents: AgentResult[];
   links: LinkResult[];
@@ -276,6 +276,12 @@ class Simulation {
   private readonly open = new Map<TracedTransaction, OpenTx>();
   /** Per event: 1 + the channel whose forwarding take last took it (0: none). */
   private inFlight: Int32Array;
+  /**
+   * Per event: the cause to give a commit by the next agent that comes after its forwarding
+   * take ended (1 lost-answer: the sender gave up, e.g. its request-timeout; 2 crash-replay:
+   * it crashed with a durable channel), since the sender will send it again.
+   */
+  private late: Uint8Array;
   /** Event objects an avro source committed into one of its channels (for multi-channel sources). */
   private committedObjects = new WeakSet<Event>();
   private forwardedObjects = new WeakSet<Event>();
@@ -324,6 +330,7 @@ class Simulation {
       this.causes,
     );
     this.inFlight = new Int32Array(o.events);
+    this.late = new Uint8Array(o.events);
     this.recorder = hooks.traceFile
       ? new TraceRecorder(
           new FileTraceOutput(hooks.traceFile),
@@ -458,11 +465,12 @@ class Simulation {
         }
         const puts = tx.puts.length > 0 ? tx.puts.map(simIdOf) : [];
         const takes = tx.takes.length > 0 ? tx.takes.map(simIdOf) : [];
+        const hop = tx.by !== undefined && !a.plan.entrySources.has(tx.by);
         if (this.watching) {
-          const hop = tx.by !== undefined && !a.plan.entrySources.has(tx.by);
           this.eachWatchedId(puts, (id) => this.say(id, a.name, `committed into channel ${plan.name} by ${tx.by ?? "?"} (tx ${tx.id})${hop ? this.cameFrom(id) : ""}`));
           this.eachWatchedId(takes, (id) => this.say(id, a.name, `take by ${tx.by ?? "?"} committed: it left channel ${plan.name} (tx ${tx.id})`));
         }
+        if (hop && puts.length > 0) this.lateCommits(puts);
         ledger.committed(ch, puts, takes);
         if (puts.length > 0) {
           causes.committedPuts(puts);
@@ -517,6 +525,16 @@ class Simulation {
     if (x === 0) return "";
     const c = this.topo.channels[x - 1];
     return `, sent by ${c.agent}'s ${c.forwarders.length === 1 ? `sink ${c.forwarders[0]}` : "avro sink"} from its channel ${c.name}`;
+  }
+
+  /** The next agent commits events whose sender had already given up on them: the resend will copy them. */
+  private lateCommits(puts: number[]): void {
+    for (const id of puts) {
+      const late = id >= 0 && id < this.late.length ? this.late[id] : 0;
+      if (late === 0) continue;
+      this.late[id] = 0;
+      this.causes.gotThrough(id, late === 1 ? "lost-answer" : "crash-replay");
+    }
   }
 
   /** The sink and the sink group that logs its failures. */
@@ -592,9 +610,12 @@ class Simulation {
   private tagGotThrough(tx: TracedTransaction, o: OpenTx, sink: SinkInfo | undefined, delivered: Cause, forwarded: Cause): void {
     if (!sink) return;
     if (sink.forwarder) {
+      const late = forwarded === "lost-answer" ? 1 : 2;
       for (const e of tx.takes) {
         const id = simIdOf(e);
         if (this.causes.committedSince(id, o.startSeq)) this.causes.gotThrough(id, forwarded);
+        // The request may still be on its way, or waiting at the next agent: if that commits it now, it is a copy too.
+        else if (id >= 0 && id < this.late.length) this.late[id] = late;
       }
     } else {
       for (const id of o.delivered) this.causes.delivered(tx.target.index, id, delivered);
@@ -770,6 +791,7 @@ class Simulation {
     const drained = () => this.ledger.heldTotal === 0 || this.ledger.heldIn.every((n, k) => n === 0 || !read[k]);
     const crashes: CrashRecord[] = [];
     const restarts: { at: number; agent: AgentState }[] = [];
+    const skipped: SimulationResult["crashesNotReached"] = [];
     let completed = false;
     let steps = 0;
     let lastProgress = -1;
@@ -792,7 +814,10 @@ class Simulation {
         }
         const spec = schedule.shift() as CrashSpec & { state: AgentState };
         const a = spec.state;
-        if (!a.running) continue; // already down: nothing more to kill
+        if (!a.running) {
+          skipped.push({ agent: a.name, at: due, why: `${a.name} was down (crashed before)` });
+          continue;
+        }
         crashes.push(await this.crash(a, spec));
         if (spec.down > 0) {
           restarts.push({ at: due + spec.down, agent: a });
@@ -819,7 +844,7 @@ class Simulation {
       }
     }
     this.network.shutdown();
-    return this.result(end, completed, crashes, schedule);
+    return this.result(end, completed, crashes, [...skipped, ...schedule.map((c) => ({ agent: c.state.name, at: c.at, why: `the run ended at ${formatTime(end)}` }))]);
   }
 
   private async restart(a: AgentState, observer: ChannelObserver, txCounter: { n: number }): Promise<void> {
@@ -849,7 +874,7 @@ class Simulation {
     return out.sort((x, y) => x.at - y.at);
   }
 
-  private result(end: number, completed: boolean, crashes: CrashRecord[], notReached: (CrashSpec & { state: AgentState })[]): SimulationResult {
+  private result(end: number, completed: boolean, crashes: CrashRecord[], notReached: SimulationResult["crashesNotReached"]): SimulationResult {
     const topo = this.topo;
     const ledger = this.ledger;
     // Which crash each lost event is owed to.
@@ -899,7 +924,7 @@ class Simulation {
       sinkFailures: agents.reduce((n, a) => n + a.sinkFailures, 0),
       deliveries: this.stats.deliveries,
       crashes,
-      crashesNotReached: notReached.map((s) => ({ agent: s.state.name, at: s.at })),
+      crashesNotReached: notReached,
       channels,
       agents,
       links,

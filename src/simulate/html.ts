@@ -253,7 +253,7 @@ function htmlTable(header: string[] | null, rows: string[][]): string {
 
 /** One page, no external resources. */
 export function htmlReport(o: SimulationOptions, r: SimulationResult): string {
-  const rows: [string, string][] = [...ledgerRows(r), ...r.crashes.map((c) => crashRow(r, c)), ...r.crashesNotReached.map((c): [string, string] => [`crash at ${formatTime(c.at)}`, `not reached: the run ended at ${formatTime(r.time)}`]), ["virtual time", formatTime(r.time)]];
+  const rows: [string, string][] = [...ledgerRows(r), ...r.crashes.map((c) => crashRow(r, c)), ...r.crashesNotReached.map((c): [string, string] => [`crash at ${formatTime(c.at)}`, `did not happen: ${c.why}`]), ["virtual time", formatTime(r.time)]];
   const color = r.verdict.held ? "#15803d" : "#b91c1c";
   const causes = r.duplicateCauses.filter((d) => d.count > 0).map((d) => [d.cause, fmt(d.count), d.text, d.example !== undefined ? String(d.example) : ""]);
   const histories = r.histories.map((h) => `<h3>event ${h.id}: ${escapeHtml(h.kind)}${h.causes ? ` (${escapeHtml(h.causes.join(", "))})` : ""}</h3><pre>${escapeHtml(historyLines(h).slice(1).join("\n"))}</pre>`).join("\n");

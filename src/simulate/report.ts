@@ -144,7 +144,7 @@ export function textReport(o: SimulationOptions, r: SimulationResult, timeline =
   rows.push(["sink batches (failed)", `${fmt(r.sinkBatches)} (${fmt(r.sinkFailures)})`]);
   for (const c of r.channels) rows.push([`channel peak fill ${c.name}`, `${fmt(c.peak)} of ${fmt(c.capacity)}`]);
   for (const c of r.crashes) rows.push(crashRow(r, c));
-  for (const c of r.crashesNotReached) rows.push([`${r.tier ? `${c.agent} ` : ""}crash at ${formatTime(c.at)}`, `not reached: the run ended at ${formatTime(r.time)}`]);
+  for (const c of r.crashesNotReached) rows.push([`${r.tier ? `${c.agent} ` : ""}crash at ${formatTime(c.at)}`, `did not happen: ${c.why}`]);
   rows.push(["virtual time", formatTime(r.time)]);
   const w = Math.max(...rows.map(([k]) => k.length)) + 2;
   for (const [k, v] of rows) out.push(`${k.padEnd(w)}${v.padStart(12)}`);

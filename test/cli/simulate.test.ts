@@ -16,7 +16,7 @@ interface Report {
   rolledBack: number;
   sinkFailures: number;
   crashes: { agent: string; at: number; dropped: { channel: string; events: number }[]; lost: number }[];
-  crashesNotReached: { agent: string; at: number }[];
+  crashesNotReached: { agent: string; at: number; why: string }[];
   duplicateCauses: Record<string, { count: number; example: number | null }>;
   sinks: { agent: string; name: string; group?: { name: string; processor: string }; delivered: number; batches: number; failed: number }[];
   histories: { id: number; kind: string; causes?: string[]; lines: string[] }[];
@@ -234,8 +234,8 @@ describe("flume simulate", () => {
       // The run ends before the second crash: it is listed as not reached.
       const short = runCli(["simulate", "--events", "2000", "--crash-at", "100ms,300ms"]);
       expect(short.stdout).toMatch(/crash at 100ms\s+c1 dropped 100: 100 lost \(never delivered\)/);
-      expect(short.stdout).toMatch(/crash at 300ms\s+not reached: the run ended at 198ms/);
-      expect(simulateJson(["--events", "2000", "--crash-at", "100ms,300ms"]).report.crashesNotReached).toEqual([{ agent: "a1", at: 300 }]);
+      expect(short.stdout).toMatch(/crash at 300ms\s+did not happen: the run ended at 198ms/);
+      expect(simulateJson(["--events", "2000", "--crash-at", "100ms,300ms"]).report.crashesNotReached).toEqual([{ agent: "a1", at: 300, why: "the run ended at 198ms" }]);
 
       // The file channel's fill row shows its fill (from the ledger, whatever the channel type).
       const file = runCli(["simulate", "--channel", "file", "--events", "5000", "--sink-latency", "20ms"], { env: { TMPDIR: dir } });

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { runSimulation, simulateWithHistory, type SimulationResult } from "../../src/simulate/engine.ts";
 import { DEFAULTS, parseCrashSpecs, parseFailSpec, parseLinkLatencies, parseLinkRates, parseLinkSelector, parsePartitions, type SimulationOptions, SimulationUsageError } from "../../src/simulate/options.ts";
@@ -73,6 +74,27 @@ describe("a tier of agents from one file", () => {
     expect(story).toContain("collector: that put made a second copy in collector.c1: the next agent committed a batch whose answer was lost");
     expect(story).toContain("collector: that delivery is a duplicate");
     expect(story).toContain("in the end: edge1.c1: committed 1x, forwarded 2x; collector.c1: committed 2x, delivered 2x");
+  });
+
+  test("no fault at all, a slow collector: the edge's request-timeout fires while the collector waits for room, its late commit makes the resend a duplicate, counted as a lost answer", async () => {
+    const { dir, cleanup } = tempDir("flume-tier-slow-");
+    try {
+      const conf = path.join(dir, "slow.conf");
+      const edge = ["edge.sources = r1", "edge.channels = c1", "edge.sinks = k1", "edge.sources.r1.type = seq", "edge.sources.r1.batchSize = 100", "edge.sources.r1.channels = c1", "edge.channels.c1.type = memory", "edge.channels.c1.capacity = 100000"];
+      // The avro sink names the collector by its agent name; the collector binds every address.
+      const link = ["edge.sinks.k1.type = avro", "edge.sinks.k1.channel = c1", "edge.sinks.k1.hostname = collector", "edge.sinks.k1.port = 4545", "edge.sinks.k1.request-timeout = 2000"];
+      const collector = ["collector.sources = r1", "collector.channels = c1", "collector.sinks = k1", "collector.sources.r1.type = avro", "collector.sources.r1.bind = 0.0.0.0", "collector.sources.r1.port = 4545", "collector.sources.r1.channels = c1", "collector.channels.c1.type = memory", "collector.channels.c1.capacity = 200", "collector.channels.c1.keep-alive = 3", "collector.sinks.k1.type = logger", "collector.sinks.k1.channel = c1"];
+      writeFileSync(conf, [...edge, ...link, ...collector, ""].join("\n"));
+      const r = await simulateWithHistory({ ...DEFAULTS, crashAt: [], crashes: [], links: [], events: 2000, sinkLatency: 1500, configFile: conf, workDir: dir });
+      expect(r.links.map((l) => l.name)).toEqual(["edge->collector"]);
+      expect(r.links[0].stats).toMatchObject({ answersLost: 0, requestsFailed: 0 });
+      expect(r.summary.duplicates).toBeGreaterThan(0);
+      expect(causeCount(r)).toEqual({ "partial-batch": 0, "lost-answer": r.summary.duplicates, "crash-replay": 0, "client-retry": 0 });
+      const h = r.histories.find((x) => x.id === r.duplicateCauses[1].example)?.lines.join("\n") ?? "";
+      expect(h).toMatch(/edge:   why: .*no answer from Avro source at collector:4545 within 2000 ms \(request-timeout\)[^]*collector: committed into channel c1 by r1/);
+    } finally {
+      cleanup();
+    }
   });
 
   test("requests lost with the connection reset: the edge retries, nothing is duplicated or lost", async () => {
