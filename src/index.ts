@@ -4,7 +4,11 @@ export { Agent } from "./agent/agent.ts";
 export type { AgentOptions } from "./agent/agent.ts";
 export { EmbeddedAgent } from "./agent/embedded.ts";
 export { lookupComponent, allComponents, registerComponent } from "./components/registry.ts";
-export type { ComponentDefinition, ComponentContext } from "./components/component.ts";
+export type { ComponentDefinition, ComponentContext, ComponentDeclaration, Durability, OptionsOfDefinition, Random } from "./components/component.ts";
+// What a component module is written with (built-in components and custom ones alike).
+export { defineComponent, componentContext } from "./components/component.ts";
+export type { ComponentKind, Group, Groups, OptionsOf, Prop, PropError, Props, PropType, Role } from "./config/schema.ts";
+export { loadConfigText, loadCustomComponents } from "./config/custom-components.ts";
 export { parseFlumeConfig } from "./config/flume-config.ts";
 export { validateConfigText } from "./config/validate.ts";
 export { VERSION } from "./version.ts";

@@ -33,6 +33,8 @@ export interface AgentOptions {
 export class Agent implements MetricsProvider {
   private built: BuiltAgent = { channels: new Map(), sources: new Map(), runners: new Map() };
   private model: AgentModel | null = null;
+  private hurry = false;
+  private lost = 0;
   private supervisor: LifecycleSupervisor;
   private readonly clock: Clock;
   private readonly logger: Logger;
@@ -91,6 +93,10 @@ export class Agent implements MetricsProvider {
   }
 
   private async startAll(next: BuiltAgent, keep: Set<unknown>): Promise<void> {
+    const starting = [...next.channels.values()].filter((c) => !keep.has(c.channel)).map((c) => `channel ${c.name}`);
+    starting.push(...[...next.runners.values()].filter((r) => !keep.has(r.runner)).map((r) => `sink runner ${r.name}`));
+    starting.push(...[...next.sources.values()].filter((s) => !keep.has(s.runner)).map((s) => `source ${s.name}`));
+    this.logger.debug(`starting ${starting.join(", ") || "nothing new"} (channels, then sink runners, then sources)`);
     const waits: Promise<void>[] = [];
     for (const c of next.channels.values()) if (!keep.has(c.channel)) waits.push(this.supervisor.supervise(c.channel));
     await Promise.all(waits);
@@ -205,16 +211,35 @@ export class Agent implements MetricsProvider {
     // sleep (waking it every 20 ms would hit a downstream answering 503 ~50 times a second).
     // New events still wake it: the channels notify their runners of committed puts.
     for (const r of built.runners.values()) r.runner.poke();
-    while (this.pendingEvents(built, only) > 0 && this.clock.now() < deadline) await this.clock.sleep(20);
+    while (this.pendingEvents(built, only) > 0 && this.clock.now() < deadline && !this.hurry) await this.clock.sleep(20);
+  }
+
+  /** How often the supervisor retries a component that failed to start. */
+  get retryIntervalMs(): number {
+    return this.supervisor.monitorInterval;
+  }
+
+  /**
+   * Cuts a graceful stop short (a second SIGINT/SIGTERM): the drain ends now; what the
+   * channels still hold is reported by stop() (a memory channel's events are lost).
+   */
+  stopNow(): void {
+    this.hurry = true;
+  }
+
+  /** Events a memory (non-durable) channel still held when the last stop closed it: lost. */
+  get lostAtStop(): number {
+    return this.lost;
   }
 
   private warnLeftover(c: BuiltChannel): void {
     const left = c.channel.counter.values.ChannelSize;
     if (left === 0) return;
+    if (!durable(c)) this.lost += left;
     this.logger.warn(
       durable(c)
         ? `channel ${c.name} keeps ${left} events on disk for the next start`
-        : `channel ${c.name} still held ${left} events after the ${this.options.drainTimeout ?? 5000} ms drain; a memory channel loses them`,
+        : `channel ${c.name} still held ${left} events ${this.hurry ? "when the drain was cut short" : `after the ${this.options.drainTimeout ?? 5000} ms drain`}; a memory channel loses them`,
     );
   }
 
@@ -230,6 +255,7 @@ export class Agent implements MetricsProvider {
   private async doStop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
+    this.lost = 0;
     for (const s of [...this.built.sources.values()].reverse()) await this.supervisor.unsupervise(s.runner);
     await this.drain(this.built);
     for (const r of [...this.built.runners.values()].reverse()) await this.supervisor.unsupervise(r.runner);

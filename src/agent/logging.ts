@@ -7,6 +7,7 @@
 import { createConsola } from "consola";
 import type { ConsolaInstance, ConsolaReporter, LogObject } from "consola";
 import type { Logger } from "../core/logger.ts";
+import { colorEnabled } from "../io/terminal.ts";
 
 export type LogLevel = "error" | "warn" | "info" | "debug" | "trace";
 export type LogFormat = "text" | "json";
@@ -48,11 +49,6 @@ function levelOf(o: LogObject): string {
 
 const COLORS: Record<string, string> = { ERROR: "\x1b[31m", WARN: "\x1b[33m", INFO: "\x1b[36m", DEBUG: "\x1b[90m", TRACE: "\x1b[90m" };
 const REPEAT_FLUSH_MS = 60_000;
-
-/** Whether the stream is a terminal that may be coloured (NO_COLOR: https://no-color.org). */
-export function colorAllowed(stream: { isTTY?: boolean }): boolean {
-  return stream.isTTY === true && !process.env.NO_COLOR && process.env.TERM !== "dumb";
-}
 
 function messageOf(o: LogObject): string {
   return o.args.map((a) => (typeof a === "string" ? a : a instanceof Error ? a.message : JSON.stringify(a))).join(" ").replace(/\s*\n\s*/g, " | ");
@@ -102,7 +98,7 @@ export function createAgentLogger(options: AgentLogOptions = {}): ConsolaInstanc
     level: options.level ?? "info",
     format: options.format ?? "text",
     write: options.write ?? ((line) => process.stderr.write(line)),
-    color: options.color ?? colorAllowed(process.stderr),
+    color: options.color ?? colorEnabled(process.stderr),
     now: options.now ?? (() => new Date()),
     agent: options.agent,
   });

@@ -21,7 +21,7 @@ export interface ReloaderOptions {
   file: string;
   displayName: string;
   /** Parses and checks the text of the file. */
-  load(text: string): LoadResult;
+  load(text: string): LoadResult | Promise<LoadResult>;
   /** Start without broken components instead of keeping the old configuration (--lenient). */
   lenient: boolean;
   log: ReloadLog;
@@ -81,7 +81,7 @@ export class ConfigReloader {
     this.lastText = text;
     if (!retry) this.buildFailure = null;
     try {
-      const next = this.o.load(text);
+      const next = await this.o.load(text);
       const bad = next.problems.filter((p) => p.severity === "error");
       const invalid = !next.model || (bad.length > 0 && !this.o.lenient);
       // Warnings too (an unknown property's "did you mean"), as at startup; once per change.

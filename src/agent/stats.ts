@@ -3,7 +3,8 @@ import type { Agent } from "./agent.ts";
 
 /**
  * A one-line report of the agent's throughput: events in per second per source, events out
- * per second per channel (taken by sinks) and each channel's fill.
+ * per second per channel (taken by sinks), with one decimal and the totals so far, and each
+ * channel's fill.
  */
 export class StatsReporter {
   private timer: TimerHandle | null = null;
@@ -49,13 +50,14 @@ export class StatsReporter {
     const now = this.snapshot();
     const at = this.clock.now();
     const secs = Math.max(0.001, (at - this.lastAt) / 1000);
-    const rate = (key: object) => Math.max(0, Math.round(((now.get(key) ?? 0) - (this.last.get(key) ?? 0)) / secs));
+    const rate = (key: object) => (Math.max(0, (now.get(key) ?? 0) - (this.last.get(key) ?? 0)) / secs).toFixed(1);
+    const total = (key: object) => (now.get(key) ?? 0).toLocaleString("en-US");
     const parts: string[] = [];
     const { sources, channels } = this.agent.components;
-    for (const s of sources.values()) parts.push(`${s.name} in ${rate(s.source.counter)}/s`);
+    for (const s of sources.values()) parts.push(`${s.name} in ${rate(s.source.counter)}/s (${total(s.source.counter)} total)`);
     for (const c of channels.values()) {
       const v = c.channel.counter.values;
-      parts.push(`${c.name} out ${rate(c.channel.counter)}/s fill ${c.channel.counter.fillPercentage().toFixed(1)}% (${v.ChannelSize}/${v.ChannelCapacity})`);
+      parts.push(`${c.name} out ${rate(c.channel.counter)}/s (${total(c.channel.counter)} total) fill ${c.channel.counter.fillPercentage().toFixed(1)}% (${v.ChannelSize}/${v.ChannelCapacity})`);
     }
     this.last = now;
     this.lastAt = at;

@@ -1,160 +1,196 @@
 /**
- * The argv walking shared by the hand-parsed commands (run, validate, avro-client, simulate).
- * They parse by hand because citty cannot repeat `-D`, take `-Dk=v`, or exit 2 on bad usage.
+ * A command's options, declared once as an `ArgsSpec`, and the parsing they drive. The same
+ * record gives citty its `args` for `--help` (see command.ts).
+ *
+ * Words are split by node:util's parseArgs (the same in Bun, Deno and Node) and read token by
+ * token here: citty's own parse is parseArgs without strict checks, so it accepts any unknown
+ * option, keeps only the last of repeated ones (`-D a=b -D c=d`) and reads every `--no-X` as
+ * "X = false" (`--no-reload-conf` would be lost).
  */
-
-/** A bad command line: the commands print `flume <command>: <message>` and exit 2. */
+import { parseArgs } from "node:util";
 import { UsageError } from "../core/errors.ts";
 
 export { UsageError };
 
-/** The error class a command's reader throws, so its own `instanceof` checks keep working. */
-export type UsageErrorClass = new (message: string) => UsageError;
+/** Converts an option's text to its value; throws a UsageError naming `flag` (as written) if bad. */
+export type ValueParser<T> = ((text: string, flag: string) => T) & { hint?: string };
 
-/**
- * Reads argv one word at a time. `--flag=value` is read as `--flag` followed by `value`, so
- * a flag reads its value the same way in both spellings; single-dash words are never split
- * (`-Dkey=value` stays whole).
- */
-export class ArgReader {
-  private readonly args: string[];
-  /** Whether the front of `args` is the `=value` split off the word next() last returned. */
-  private inlinePending = false;
-  /** The word next() last returned, as written (`--flag=value` whole), for "unknown option" messages. */
-  raw = "";
-
-  constructor(
-    argv: readonly string[],
-    private readonly errorClass: UsageErrorClass = UsageError,
-  ) {
-    this.args = [...argv];
-  }
-
-  /** The next flag or word, undefined at the end. */
-  next(): string | undefined {
-    this.inlinePending = false;
-    const raw = this.args.shift();
-    if (raw === undefined) return undefined;
-    this.raw = raw;
-    const eq = raw.startsWith("--") ? raw.indexOf("=") : -1;
-    if (eq < 0) return raw;
-    this.args.unshift(raw.slice(eq + 1));
-    this.inlinePending = true;
-    return raw.slice(0, eq);
-  }
-
-  /** The value of `flag`: its `=value`, else the next word whatever it looks like. */
-  value(flag: string): string {
-    this.inlinePending = false;
-    const v = this.args.shift();
-    if (v === undefined) throw this.error(`${flag} needs a value`);
-    return v;
-  }
-
-  /**
-   * For a switch that takes no value: drops a `=value` written after it. Without this call
-   * such a value is read as the next word.
-   */
-  ignoreInlineValue(): void {
-    if (this.inlinePending) this.args.shift();
-    this.inlinePending = false;
-  }
-
-  /** All words not read yet (the positionals after `--`). */
-  rest(): string[] {
-    this.inlinePending = false;
-    return this.args.splice(0);
-  }
-
-  /** A whole number (digits only) of at least `min`: the flag's value, or `text` when given. */
-  int(flag: string, min: number, text: string = this.value(flag)): number {
-    if (!/^\d+$/.test(text) || Number(text) < min) throw this.error(`${flag} needs a whole number of at least ${min}, got "${text}"`);
-    return Number(text);
-  }
-
-  /** A finite number >= 0: the flag's value, or `text` when given. */
-  number(flag: string, text: string = this.value(flag)): number {
-    const n = Number(text);
-    if (!Number.isFinite(n) || n < 0) throw this.error(`${flag} needs a non-negative number, got "${text}"`);
-    return n;
-  }
-
-  /** A usage error of the command's class, to throw. */
-  error(message: string): UsageError {
-    return new this.errorClass(message);
-  }
+interface Described {
+  description: string;
 }
 
-/** The option and positional shape of a citty command, as far as strict checking needs it. */
-type ArgSpec = Record<string, { type?: string; alias?: string | string[] }>;
-
-function kebab(name: string): string {
-  return name.replace(/([a-z0-9])([A-Z])/g, "$1-$2").toLowerCase();
+/** An option without a value (`--json`, `-q`). */
+export interface SwitchArg extends Described {
+  type: "boolean";
+  /** An optional value written inline (`--fail-fast=60`): parsed by this; alone the switch is `true`. */
+  inline?: ValueParser<unknown>;
+  /** One letter: `-q`; longer: `--file` (shown in --help as "also --file"). */
+  alias?: string | readonly string[];
 }
 
-/**
- * The first word of `rawArgs` that the command does not define (an unknown option or one
- * positional too many), as a usage message; null when every word is known. citty itself
- * accepts anything, which would let a typo like `--verfy` pass silently.
- */
-export function unknownArgument(rawArgs: readonly string[], spec: ArgSpec): string | null {
-  const valued = new Set<string>();
-  const switches = new Set<string>();
-  let positionals = 0;
-  for (const [name, d] of Object.entries(spec)) {
-    if (d.type === "positional") {
-      positionals++;
+/** An option with a value: `--name a1`, `--name=a1`, `-n a1`, `-na1`. */
+export interface ValueArg extends Described {
+  type: "string";
+  alias?: string | readonly string[];
+  /** The placeholder in --help (`-D, --define=<key=value>`); else the parser's hint. */
+  valueHint?: string;
+  /** Checks and converts the text; without it the value is the text. */
+  parse?: ValueParser<unknown>;
+  /** Used when the option is absent: written as on the command line, parsed, shown in --help. */
+  default?: string;
+  /** Keeps every occurrence in order (else the last one wins). */
+  multiple?: boolean;
+}
+
+/** A word that is not an option; positionals are filled in declaration order. */
+export interface PositionalArg extends Described {
+  type: "positional";
+  /** Takes this and every further word (declared last). */
+  multiple?: boolean;
+}
+
+export type ArgSpec = SwitchArg | ValueArg | PositionalArg;
+export type ArgsSpec = Readonly<Record<string, ArgSpec>>;
+
+type ValueOf<A> = A extends { parse: (text: string, flag: string) => infer T } ? T : string;
+
+/** What parseCommandLine returns for a spec: one typed field per declared option. */
+export type Parsed<S extends ArgsSpec> = {
+  -readonly [K in keyof S]: S[K] extends { type: "boolean"; inline: (text: string, flag: string) => infer T }
+    ? boolean | T
+    : S[K] extends { type: "boolean" }
+    ? boolean
+    : S[K] extends { type: "positional"; multiple: true }
+      ? string[]
+      : S[K] extends { type: "positional" }
+      ? string | undefined
+      : S[K] extends { multiple: true }
+        ? ValueOf<S[K]>[]
+        : S[K] extends { default: string }
+          ? ValueOf<S[K]>
+          : ValueOf<S[K]> | undefined;
+};
+
+export function aliasesOf(a: ArgSpec): readonly string[] {
+  if (a.type === "positional" || a.alias === undefined) return [];
+  return typeof a.alias === "string" ? [a.alias] : a.alias;
+}
+
+/** Parses `argv` by `spec`; a UsageError names the first unknown option, bad value or extra word. */
+export function parseCommandLine<const S extends ArgsSpec>(argv: readonly string[], spec: S): Parsed<S> {
+  // parseArgs' option table: one entry per spelling, keyed as written (`conf-file`, `file`, `-f`).
+  const options: Record<string, { type: "string" | "boolean"; short?: string }> = {};
+  const keyOf = new Map<string, string>();
+  const positionals: string[] = [];
+  for (const [key, a] of Object.entries(spec)) {
+    if (a.type === "positional") {
+      positionals.push(key);
       continue;
     }
-    const aliases = d.alias === undefined ? [] : Array.isArray(d.alias) ? d.alias : [d.alias];
-    for (const s of [name, kebab(name), ...aliases]) (d.type === "boolean" ? switches : valued).add(s);
-  }
-  let seen = 0;
-  for (let i = 0; i < rawArgs.length; i++) {
-    const w = rawArgs[i];
-    if (w === "--") {
-      seen += rawArgs.length - i - 1;
-      if (seen > positionals) return `unexpected argument "${rawArgs[i + 1 + positionals]}"`;
-      break;
+    for (const name of [key, ...aliasesOf(a)]) {
+      const entry = name.length === 1 ? `-${name}` : name;
+      options[entry] = name.length === 1 ? { type: a.type, short: name } : { type: a.type };
+      keyOf.set(entry, key);
     }
-    if (w.startsWith("-") && w !== "-") {
-      const body = w.replace(/^--?/, "");
-      const eq = body.indexOf("=");
-      const key = eq < 0 ? body : body.slice(0, eq);
-      if (valued.has(key)) {
-        if (eq < 0) i++; // its value is the next word
-      } else if (!switches.has(key) && !(key.startsWith("no-") && switches.has(key.slice(3)))) {
-        return `unknown option "${w}"`;
+  }
+  const { tokens } = parseArgs({ args: [...argv], options, strict: false, allowPositionals: true, tokens: true });
+  const values: Record<string, unknown> = {};
+  let filled = 0;
+  for (const t of tokens) {
+    if (t.kind === "option-terminator") continue;
+    if (t.kind === "positional") {
+      const key = positionals[filled];
+      if (key === undefined) throw new UsageError(`unexpected argument "${t.value}"`);
+      const a = spec[key];
+      // A multiple positional keeps every further word.
+      if (a.type === "positional" && a.multiple) ((values[key] ??= []) as string[]).push(t.value);
+      else {
+        values[key] = t.value;
+        filled++;
       }
       continue;
     }
-    if (++seen > positionals) return `unexpected argument "${w}"`;
+    const key = keyOf.get(t.name);
+    if (key === undefined) throw new UsageError(`unknown option "${t.rawName}"`);
+    const a = spec[key];
+    if (a.type === "boolean") {
+      if (t.value !== undefined && !a.inline) throw new UsageError(`${t.rawName} takes no value, got "${t.value}"`);
+      values[key] = t.value !== undefined && a.inline ? a.inline(t.value, t.rawName) : true;
+    } else if (a.type === "string") {
+      if (t.value === undefined) throw new UsageError(`${t.rawName} needs a value`);
+      const v = a.parse ? a.parse(t.value, t.rawName) : t.value;
+      if (a.multiple) ((values[key] ??= []) as unknown[]).push(v);
+      else values[key] = v;
+    }
   }
-  return null;
+  for (const [key, a] of Object.entries(spec)) {
+    if (key in values) continue;
+    if (a.type === "boolean") values[key] = false;
+    else if ((a.type === "string" || a.type === "positional") && a.multiple) values[key] = [];
+    else if (a.type === "string" && a.default !== undefined) values[key] = a.parse ? a.parse(a.default, `--${key}`) : a.default;
+  }
+  return values as Parsed<S>;
 }
 
-/** Prints `flume <command>: <message>` and exits 2, the exit code of every usage error. */
-export function exitUsage(command: string, message: string): never {
-  process.stderr.write(`flume ${command}: ${message}\n`);
-  process.exit(2);
+function withHint<T>(hint: string | undefined, parse: (text: string, flag: string) => T): ValueParser<T> {
+  return Object.assign(parse, { hint });
 }
+
+/** A whole number (digits only) from `min` to `max`; `noun` names it in the message. */
+export function int(min: number, max?: number, noun = "whole number"): ValueParser<number> {
+  return withHint(undefined, (text, flag) => {
+    const n = Number(text);
+    if (!/^\d+$/.test(text) || n < min || (max !== undefined && n > max)) {
+      const range = max === undefined ? `of at least ${min}` : `from ${min} to ${max}`;
+      throw new UsageError(`${flag} needs a ${noun} ${range}, got "${text}"`);
+    }
+    return n;
+  });
+}
+
+/** A TCP port, from `min` (0: any free port) to 65535. */
+export const port = (min = 0): ValueParser<number> => int(min, 65535, "port number");
+
+/** A finite number of at least 0, fractions allowed (seconds, milliseconds, bytes). */
+export const nonNegative: ValueParser<number> = withHint(undefined, (text, flag) => {
+  const n = Number(text);
+  if (text.trim() === "" || !Number.isFinite(n) || n < 0) throw new UsageError(`${flag} needs a non-negative number, got "${text}"`);
+  return n;
+});
+
+/** One of `values`, in any letter case. */
+export function oneOf<const V extends string>(...values: V[]): ValueParser<V> {
+  return withHint(values.join("|"), (text, flag) => {
+    const v = values.find((x) => x.toLowerCase() === text.toLowerCase());
+    if (v === undefined) throw new UsageError(`${flag} needs one of ${values.join(", ")}, got "${text}"`);
+    return v;
+  });
+}
+
+/** `key=value` (a system property, as Java's -D). */
+export const keyValue: ValueParser<[string, string]> = withHint("key=value", (text, flag) => {
+  const eq = text.indexOf("=");
+  if (eq <= 0) throw new UsageError(`${flag} needs key=value, got "${text}"`);
+  return [text.slice(0, eq), text.slice(eq + 1)];
+});
 
 /**
- * A setup hook for a command made of subcommands: no subcommand, an unknown one or an
- * unknown option before it exits 2 with a message (citty would exit 1 with a bare line).
+ * The options of every command that reads a Flume properties file, in flume-ng's spellings
+ * (`--conf-file`/`-f`, `--name`/`-n`).
  */
-export function requireSubcommand(command: string, names: readonly string[], showUsage: () => Promise<void>) {
-  return async ({ rawArgs }: { rawArgs: string[] }): Promise<void> => {
-    const first = rawArgs[0];
-    const where = command === "flume" ? "flume" : `flume ${command}`;
-    const fail = (message: string): never => {
-      process.stderr.write(`${where}: ${message}; see ${where} --help\n`);
-      process.exit(2);
-    };
-    if (first === undefined) {
-      await showUsage();
-      fail("no command given");
-    } else if (first.startsWith("-")) fail(`unknown option "${first}"`);
-    else if (!names.includes(first)) fail(`unknown command "${first}"`);
-  };
-}
+export const AGENT_FILE_ARGS = {
+  "conf-file": { type: "string", alias: ["f", "file"], description: "The Flume properties file" },
+  name: { type: "string", alias: "n", description: "The agent in the file; optional when it configures one agent" },
+} as const satisfies ArgsSpec;
+
+/** flume-ng's `-c DIR` and `-Dkey=value`, for the commands that take a command line written for flume-ng. */
+export const FLUME_NG_ARGS = {
+  conf: { type: "string", alias: "c", description: "flume-ng's configuration directory: accepted and ignored" },
+  define: {
+    type: "string",
+    alias: "D",
+    multiple: true,
+    parse: keyValue,
+    description: "A system property for ${sys:key}, as -Dkey=value or -D key=value (repeatable)",
+  },
+} as const satisfies ArgsSpec;

@@ -1,12 +1,12 @@
 import { createReadStream, readdirSync, readFileSync, renameSync, statSync } from "node:fs";
 import path from "node:path";
 import type { Readable } from "node:stream";
-import { type ArgsDef, defineCommand } from "citty";
 import { parseProperties } from "../config/properties.ts";
 import type { Event } from "../core/event.ts";
 import { AvroRpcClient, type AvroRpcClientOptions } from "../rpc/client.ts";
 import { clientTlsFromProperties } from "../net/tls.ts";
-import { ArgReader, UsageError } from "./args.ts";
+import { type ArgsSpec, FLUME_NG_ARGS, int, oneOf, type Parsed, port, UsageError } from "./args.ts";
+import { command } from "./command.ts";
 
 export interface AvroClientOptions {
   host: string;
@@ -24,77 +24,48 @@ export interface AvroClientOptions {
   requestTimeout: number;
 }
 
-export class AvroClientUsageError extends UsageError {}
-
 /** flume-ng avro-client's default batch (AvroCLIClient.BATCH_SIZE). */
 const DEFAULT_BATCH = 5;
 
 /**
- * Parses avro-client arguments with flume-ng's spellings (-H/--host, -p/--port,
- * -F/--filename, --dirname, -R/--headerFile, -P/--rpcProps) plus --batch-size,
- * --compression, --ssl, --truststore and --trust-all-certs.
+ * flume-ng avro-client's spellings (-H/--host, -p/--port, -F/--filename, --dirname,
+ * -R/--headerFile, -P/--rpcProps, -c ignored) plus --batch-size, --compression, --ssl,
+ * --truststore and --trust-all-certs. No defaults here: flags given win over -P's file.
  */
-export function parseAvroClientArgs(argv: string[]): AvroClientOptions {
-  const o: Partial<AvroClientOptions> & { rpcProps?: string } = {};
-  const r = new ArgReader(argv, AvroClientUsageError);
-  for (let arg = r.next(); arg !== undefined; arg = r.next()) {
-    switch (arg) {
-      case "-H":
-      case "--host":
-        o.host = r.value(arg);
-        break;
-      case "-p":
-      case "--port":
-        o.port = portNumber(r, arg);
-        break;
-      case "-F":
-      case "--filename":
-        o.file = r.value(arg);
-        break;
-      case "--dirname":
-        o.dirname = r.value(arg);
-        break;
-      case "-R":
-      case "--headerFile":
-        o.headerFile = r.value(arg);
-        break;
-      case "-P":
-      case "--rpcProps":
-        o.rpcProps = r.value(arg);
-        break;
-      case "--batch-size":
-        o.batchSize = r.int(arg, 1);
-        break;
-      case "--compression":
-      case "--compression-type": {
-        const v = r.value(arg).toLowerCase();
-        if (v !== "deflate" && v !== "none") throw new AvroClientUsageError(`${arg} is deflate or none, got "${v}"`);
-        o.compression = v;
-        break;
-      }
-      case "--compression-level":
-        o.compressionLevel = r.int(arg, 0);
-        break;
-      case "--ssl":
-        o.ssl = true;
-        break;
-      case "--trust-all-certs":
-        o.trustAllCerts = true;
-        break;
-      case "--truststore":
-        o.truststore = r.value(arg);
-        break;
-      case "-c":
-      case "--conf":
-        r.value(arg); // flume-ng's conf directory: nothing to read
-        break;
-      default:
-        throw new AvroClientUsageError(`unknown option "${r.raw}"`);
-    }
-  }
-  if (o.rpcProps) applyRpcProps(o, o.rpcProps);
-  if (o.file && o.dirname) throw new AvroClientUsageError("--filename and --dirname options cannot be used simultaneously");
-  if (!o.host || o.port === undefined) throw new AvroClientUsageError("Either --rpcProps or both --host and --port must be specified.");
+const AVRO_CLIENT_ARGS = {
+  host: { type: "string", alias: "H", description: "Host name of the avro source" },
+  port: { type: "string", alias: "p", parse: port(1), description: "Port of the avro source" },
+  filename: { type: "string", alias: "F", description: "File to send, one event per line (default: standard input)" },
+  dirname: { type: "string", description: "Spooling directory: send every file, then rename it to NAME.COMPLETED" },
+  headerFile: { type: "string", alias: "R", description: "Properties file of headers added to every event" },
+  rpcProps: { type: "string", alias: "P", description: "RPC client properties file (hosts, hosts.h1 = host:port, batch-size, compression-type, ssl, ...)" },
+  "batch-size": { type: "string", parse: int(1), description: `Events per appendBatch (default ${DEFAULT_BATCH}, as flume-ng avro-client)` },
+  compression: { type: "string", alias: "compression-type", parse: oneOf("none", "deflate"), description: "deflate to compress (the avro source must use compression-type = deflate)" },
+  "compression-level": { type: "string", parse: int(0, 9, "zlib level"), description: "zlib level for deflate (default 6)" },
+  ssl: { type: "boolean", description: "Connect with TLS" },
+  truststore: { type: "string", description: "PEM file of trusted CA certificates" },
+  "trust-all-certs": { type: "boolean", description: "Accept any server certificate" },
+  conf: FLUME_NG_ARGS.conf,
+} as const satisfies ArgsSpec;
+
+/** The options the flags give; -P's file fills what they leave out; the inputs must exist. */
+function avroClientOptions(a: Parsed<typeof AVRO_CLIENT_ARGS>): AvroClientOptions {
+  const o: Partial<AvroClientOptions> = {
+    host: a.host,
+    port: a.port,
+    file: a.filename,
+    dirname: a.dirname,
+    headerFile: a.headerFile,
+    batchSize: a["batch-size"],
+    compression: a.compression,
+    compressionLevel: a["compression-level"],
+    ssl: a.ssl || undefined,
+    trustAllCerts: a["trust-all-certs"] || undefined,
+    truststore: a.truststore,
+  };
+  if (a.rpcProps) applyRpcProps(o, a.rpcProps);
+  if (o.file && o.dirname) throw new UsageError("--filename and --dirname options cannot be used simultaneously");
+  if (!o.host || o.port === undefined) throw new UsageError("Either --rpcProps or both --host and --port must be specified.");
   // Inputs are checked before connecting, so a typo in a path is not reported as a connection problem.
   if (o.headerFile) mustExist("header file", o.headerFile, "file");
   if (o.file) mustExist("input file", o.file, "file");
@@ -116,19 +87,11 @@ export function parseAvroClientArgs(argv: string[]): AvroClientOptions {
   };
 }
 
-/** A TCP port: a whole number from 1 to 65535. */
-function portNumber(r: ArgReader, flag: string, text: string = r.value(flag)): number {
-  if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > 65535) {
-    throw new AvroClientUsageError(`${flag} needs a port number from 1 to 65535, got "${text}"`);
-  }
-  return Number(text);
-}
-
 function mustExist(what: string, p: string, kind: "file" | "directory"): void {
   const st = statSync(p, { throwIfNoEntry: false });
-  if (!st) throw new AvroClientUsageError(`${what} ${p}: no such ${kind}`);
-  if (kind === "file" && st.isDirectory()) throw new AvroClientUsageError(`${what} ${p}: is a directory, not a file`);
-  if (kind === "directory" && !st.isDirectory()) throw new AvroClientUsageError(`${what} ${p}: not a directory`);
+  if (!st) throw new UsageError(`${what} ${p}: no such ${kind}`);
+  if (kind === "file" && st.isDirectory()) throw new UsageError(`${what} ${p}: is a directory, not a file`);
+  if (kind === "directory" && !st.isDirectory()) throw new UsageError(`${what} ${p}: not a directory`);
 }
 
 /** Reads the RPC client properties file of -P (Flume's RpcClientFactory keys); flags given win. */
@@ -137,17 +100,16 @@ function applyRpcProps(o: Partial<AvroClientOptions>, file: string): void {
   try {
     text = readFileSync(file, "utf8");
   } catch (err) {
-    throw new AvroClientUsageError(`RPC client properties file ${file}: ${(err as Error).message}`);
+    throw new UsageError(`RPC client properties file ${file}: ${(err as Error).message}`);
   }
   const props = new Map([...parseProperties(text, file).entries].map(([k, e]) => [k, e.value.trim()]));
   const first = (props.get("hosts") ?? "").split(/\s+/)[0];
   const hostPort = first ? props.get(`hosts.${first}`) : undefined;
   if (hostPort && (o.host === undefined || o.port === undefined)) {
     const m = /^(.*):(\d+)$/.exec(hostPort);
-    if (!m) throw new AvroClientUsageError(`${file}: hosts.${first} must be host:port, got "${hostPort}"`);
+    if (!m) throw new UsageError(`${file}: hosts.${first} must be host:port, got "${hostPort}"`);
     o.host ??= m[1];
-    if (Number(m[2]) < 1 || Number(m[2]) > 65535) throw new AvroClientUsageError(`${file}: hosts.${first} needs a port number from 1 to 65535, got "${m[2]}"`);
-    o.port ??= Number(m[2]);
+    o.port ??= port(1)(m[2], `${file}: hosts.${first}`);
   }
   const num = (k: string) => (props.has(k) && /^\d+$/.test(props.get(k) as string) ? Number(props.get(k)) : undefined);
   o.batchSize ??= num("batch-size");
@@ -256,39 +218,19 @@ export async function runAvroClient(o: AvroClientOptions, stdin: Readable = proc
   }
 }
 
-const HELP_ARGS = {
-  host: { type: "string", alias: "H", description: "Host name of the avro source" },
-  port: { type: "string", alias: "p", description: "Port of the avro source" },
-  filename: { type: "string", alias: "F", description: "File to send, one event per line (default: standard input)" },
-  dirname: { type: "string", description: "Spooling directory: send every file, then rename it to NAME.COMPLETED" },
-  headerFile: { type: "string", alias: "R", description: "Properties file of headers added to every event" },
-  rpcProps: { type: "string", alias: "P", description: "RPC client properties file (hosts, hosts.h1 = host:port, batch-size, compression-type, ssl, ...)" },
-  "batch-size": { type: "string", description: "Events per appendBatch (default 5, as flume-ng avro-client)" },
-  compression: { type: "string", description: "deflate to compress (the avro source must use compression-type = deflate)" },
-  "compression-level": { type: "string", description: "zlib level for deflate (default 6)" },
-  ssl: { type: "boolean", description: "Connect with TLS" },
-  truststore: { type: "string", description: "PEM file of trusted CA certificates" },
-  "trust-all-certs": { type: "boolean", description: "Accept any server certificate" },
-} satisfies ArgsDef;
-
-export const avroClient = defineCommand({
-  meta: { name: "avro-client", description: "Send lines of a file, a directory or standard input to an avro source (flume-ng avro-client)" },
-  args: HELP_ARGS,
-  async run({ rawArgs }) {
-    let options: AvroClientOptions;
-    try {
-      options = parseAvroClientArgs(rawArgs);
-    } catch (err) {
-      console.error(`flume avro-client: ${(err as Error).message}`);
-      process.exit(2);
-    }
+export const avroClient = command({
+  name: "avro-client",
+  description: "Send lines of a file, a directory or standard input to an avro source (flume-ng avro-client)",
+  args: AVRO_CLIENT_ARGS,
+  async run(a) {
+    const options = avroClientOptions(a);
     try {
       const sent = await runAvroClient(options);
       console.error(`flume avro-client: sent ${sent} events to ${options.host}:${options.port}`);
-      process.exit(0);
+      return 0;
     } catch (err) {
       console.error(`flume avro-client: ${(err as Error).message}`);
-      process.exit(1);
+      return 1;
     }
   },
 });

@@ -4,7 +4,6 @@
  * or show what that would copy (src/migrate/flume-file-channel/). Exit codes: 0 done, 1 refused
  * (a running agent, damage, a target that is not empty), 2 usage errors.
  */
-import { type ArgsDef, defineCommand } from "citty";
 import path from "node:path";
 import { parseDataDirs } from "../components/channels/file/index.ts";
 import { ChannelException } from "../core/errors.ts";
@@ -12,44 +11,37 @@ import type { FlumeChannelDirs } from "../migrate/flume-file-channel/channel-rea
 import { FlumeMigrationError } from "../migrate/flume-file-channel/errors.ts";
 import { formatFlumeReport, inspectFlumeChannel } from "../migrate/flume-file-channel/inspect.ts";
 import { DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, type MigrationReport, migrateFlumeChannel } from "../migrate/flume-file-channel/migrate.ts";
-import { exitUsage, unknownArgument } from "./args.ts";
+import { int, UsageError } from "./args.ts";
+import { command } from "./command.ts";
 import { badDirectories } from "./channel.ts";
 
 const SOURCE_ARGS = {
-  fromFlume: { type: "boolean", default: false, description: "the channel is an Apache Flume 1.11 file channel" },
+  "from-flume": { type: "boolean", description: "the channel is an Apache Flume 1.11 file channel" },
   checkpointDir: { type: "string", description: "the Flume channel's checkpointDir" },
   dataDirs: { type: "string", description: "the Flume channel's dataDirs (comma-separated)" },
   backupCheckpointDir: { type: "string", description: "the Flume channel's backupCheckpointDir (useDualCheckpoints), used when the checkpoint is bad" },
-} satisfies ArgsDef;
+} as const;
 
-const MIGRATE_ARGS = {
-  ...SOURCE_ARGS,
-  toCheckpointDir: { type: "string", alias: ["to-checkpointDir"], description: "checkpointDir of the new Flume TS file channel" },
-  toDataDirs: { type: "string", alias: ["to-dataDirs"], description: "dataDirs of the new Flume TS file channel (comma-separated)" },
-  batchSize: { type: "string", description: `events per transaction (default ${DEFAULT_BATCH_SIZE}, at most ${MAX_BATCH_SIZE})` },
-  assumeStopped: { type: "boolean", default: false, description: "where /proc/locks is missing (not Linux): you checked the Flume agent is stopped" },
-} satisfies ArgsDef;
+const dirsOf = (value: string | undefined): string[] => (value ? parseDataDirs(value) : []);
 
-const dirsOf = (value: unknown): string[] => (typeof value === "string" ? parseDataDirs(value) : []);
-
-/** The Flume directories named by the arguments, or a usage exit. */
-function flumeDirs(command: string, args: { checkpointDir?: unknown; dataDirs?: unknown; backupCheckpointDir?: unknown }, positional?: unknown): FlumeChannelDirs {
+/** The Flume directories named by the arguments; a UsageError when one is missing or wrong. */
+function flumeDirs(args: { checkpointDir?: string; dataDirs?: string; backupCheckpointDir?: string }, positional?: string): FlumeChannelDirs {
   const dataDirs = dirsOf(args.dataDirs);
   if (dataDirs.length === 0) dataDirs.push(...dirsOf(positional));
-  const checkpointDir = typeof args.checkpointDir === "string" && args.checkpointDir !== "" ? args.checkpointDir : undefined;
-  if (!checkpointDir) exitUsage(command, "--from-flume needs the Flume channel's --checkpointDir DIR");
-  if (dataDirs.length === 0) exitUsage(command, "--from-flume needs the Flume channel's --dataDirs DIR[,DIR...]");
-  const backupCheckpointDir = typeof args.backupCheckpointDir === "string" && args.backupCheckpointDir !== "" ? args.backupCheckpointDir : undefined;
+  const checkpointDir = args.checkpointDir || undefined;
+  if (!checkpointDir) throw new UsageError("--from-flume needs the Flume channel's --checkpointDir DIR");
+  if (dataDirs.length === 0) throw new UsageError("--from-flume needs the Flume channel's --dataDirs DIR[,DIR...]");
+  const backupCheckpointDir = args.backupCheckpointDir || undefined;
   const wrong = badDirectories([checkpointDir, ...dataDirs, ...(backupCheckpointDir ? [backupCheckpointDir] : [])]);
-  if (wrong) exitUsage(command, wrong);
+  if (wrong) throw new UsageError(wrong);
   return { checkpointDir, dataDirs, backupCheckpointDir };
 }
 
-/** `flume channel inspect --from-flume`, called by inspect. Exits 1 with --verify when the channel cannot be migrated. */
-export function inspectFromFlume(args: Record<string, unknown>, positional: unknown): void {
-  const report = inspectFlumeChannel(flumeDirs("channel inspect", args, positional));
+/** `flume channel inspect --from-flume`, called by inspect: exit 1 with --verify when the channel cannot be migrated. */
+export function inspectFromFlume(args: { checkpointDir?: string; dataDirs?: string; backupCheckpointDir?: string; verify: boolean }, positional: string | undefined): number {
+  const report = inspectFlumeChannel(flumeDirs(args, positional));
   console.log(formatFlumeReport(report));
-  if (args.verify && report.error) process.exit(1);
+  return args.verify && report.error ? 1 : 0;
 }
 
 function summary(r: MigrationReport): string {
@@ -69,32 +61,31 @@ function summary(r: MigrationReport): string {
   return lines.join("\n");
 }
 
-export const migrate = defineCommand({
-  meta: { name: "migrate", description: "Copy the pending events of a stopped Apache Flume file channel into a new Flume TS file channel" },
-  args: MIGRATE_ARGS,
-  async run({ args, rawArgs }) {
-    const command = "channel migrate";
-    const bad = unknownArgument(rawArgs, MIGRATE_ARGS);
-    if (bad) exitUsage(command, bad);
-    if (!args.fromFlume) exitUsage(command, "name the source kind: --from-flume (an Apache Flume 1.11 file channel) is the only one");
-    const source = flumeDirs(command, args);
-    const toCheckpointDir = typeof args.toCheckpointDir === "string" && args.toCheckpointDir !== "" ? args.toCheckpointDir : undefined;
-    const toDataDirs = dirsOf(args.toDataDirs);
-    if (!toCheckpointDir) exitUsage(command, "missing --to-checkpointDir DIR: the checkpointDir of the new Flume TS channel");
-    if (toDataDirs.length === 0) exitUsage(command, "missing --to-dataDirs DIR[,DIR...]: the dataDirs of the new Flume TS channel");
-    let batchSize = DEFAULT_BATCH_SIZE;
-    if (args.batchSize !== undefined) {
-      const text = String(args.batchSize);
-      if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > MAX_BATCH_SIZE) exitUsage(command, `--batchSize needs a whole number from 1 to ${MAX_BATCH_SIZE}, got "${text}"`);
-      batchSize = Number(text);
-    }
+export const migrate = command({
+  name: "channel migrate",
+  description: "Copy the pending events of a stopped Apache Flume file channel into a new Flume TS file channel",
+  args: {
+    ...SOURCE_ARGS,
+    "to-checkpointDir": { type: "string", description: "checkpointDir of the new Flume TS file channel" },
+    "to-dataDirs": { type: "string", description: "dataDirs of the new Flume TS file channel (comma-separated)" },
+    batchSize: { type: "string", parse: int(1, MAX_BATCH_SIZE), default: String(DEFAULT_BATCH_SIZE), description: `events per transaction (at most ${MAX_BATCH_SIZE})` },
+    "assume-stopped": { type: "boolean", description: "where /proc/locks is missing (not Linux): you checked the Flume agent is stopped" },
+  },
+  async run(args) {
+    if (!args["from-flume"]) throw new UsageError("name the source kind: --from-flume (an Apache Flume 1.11 file channel) is the only one");
+    const source = flumeDirs(args);
+    const toCheckpointDir = args["to-checkpointDir"] || undefined;
+    const toDataDirs = dirsOf(args["to-dataDirs"]);
+    if (!toCheckpointDir) throw new UsageError("missing --to-checkpointDir DIR: the checkpointDir of the new Flume TS channel");
+    if (toDataDirs.length === 0) throw new UsageError("missing --to-dataDirs DIR[,DIR...]: the dataDirs of the new Flume TS channel");
     try {
-      const report = await migrateFlumeChannel({ source, target: { checkpointDir: toCheckpointDir, dataDirs: toDataDirs }, batchSize, assumeStopped: args.assumeStopped });
+      const report = await migrateFlumeChannel({ source, target: { checkpointDir: toCheckpointDir, dataDirs: toDataDirs }, batchSize: args.batchSize, assumeStopped: args["assume-stopped"] });
       console.log(summary(report));
+      return 0;
     } catch (err) {
       if (err instanceof FlumeMigrationError || err instanceof ChannelException) {
-        process.stderr.write(`flume ${command}: ${err.message}\n`);
-        process.exit(1);
+        process.stderr.write(`flume channel migrate: ${err.message}\n`);
+        return 1;
       }
       throw err;
     }

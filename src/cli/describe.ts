@@ -4,12 +4,12 @@
  * validator uses.
  */
 
-import { type ArgsDef, defineCommand } from "citty";
 import * as registry from "../components/registry.ts";
 import { configFilterSchemas } from "../config/config-filters.ts";
 import { didYouMean } from "../config/problems.ts";
 import { unsupportedType } from "../config/unsupported.ts";
-import { exitUsage, unknownArgument } from "./args.ts";
+import { oneOf, UsageError } from "./args.ts";
+import { command } from "./command.ts";
 import type { ComponentKind, ComponentSchema, PropSpec, PropValue } from "../config/schema.ts";
 
 const KIND_TITLES: [ComponentKind, string][] = [
@@ -93,47 +93,33 @@ export function describeSchema(s: ComponentSchema): string {
   return lines.join("\n") + "\n";
 }
 
-/** Returns the exit code: 0, or 2 for an unknown type. */
-export function runDescribe(type: string | undefined, kind: string | undefined, out: (s: string) => void, err: (s: string) => void): number {
-  if (kind !== undefined && !KIND_TITLES.some(([k]) => k === kind)) {
-    err(`flume describe: unknown kind "${kind}"; kinds: ${KIND_TITLES.map(([k]) => k).join(", ")}\n`);
-    return 2;
-  }
+/** Prints the list, or the types named `type`; returns the exit code: 0, or 2 for an unknown type. */
+function runDescribe(type: string | undefined, kind: ComponentKind | undefined): number {
+  const out = (s: string) => process.stdout.write(s);
   if (type === undefined) {
     out(kind ? describeList().split("\n\n").filter((block) => block.startsWith(KIND_TITLES.find(([k]) => k === kind)![1])).join("\n\n") + "\n" : describeList());
     return 0;
   }
   const found = findSchemas(type, kind);
   const missing = found.length === 0 ? KIND_TITLES.map(([k]) => (kind === undefined || kind === k ? unsupportedType(k, type) : undefined)).find(Boolean) : undefined;
-  if (missing) {
-    err(`flume describe: ${missing.message}; ${missing.hint}\n`);
-    return 2;
-  }
+  if (missing) throw new UsageError(`${missing.message}; ${missing.hint}`);
   if (found.length === 0) {
     const names = allSchemas()
       .filter((s) => kind === undefined || s.kind === kind)
       .map((s) => s.type);
     const guess = didYouMean(type, names);
-    err(`flume describe: unknown component type "${type}"${guess ? ` (did you mean "${guess}"?)` : ""}; \`flume describe\` lists them all\n`);
-    return 2;
+    throw new UsageError(`unknown component type "${type}"${guess ? ` (did you mean "${guess}"?)` : ""}; \`flume describe\` lists them all`);
   }
   out(found.map(describeSchema).join("\n"));
   return 0;
 }
 
-const DESCRIBE_ARGS = {
-  type: { type: "positional", required: false, description: "A type name, alias or Flume class name (e.g. memory, TAILDIR)" },
-  kind: { type: "string", description: "Only this kind: source, channel, sink, interceptor, selector, sinkprocessor, serializer, configfilter" },
-} satisfies ArgsDef;
-
-export const describe = defineCommand({
-  meta: { name: "describe", description: "List component types, or show one type's properties, defaults and docs" },
-  args: DESCRIBE_ARGS,
-  run(ctx) {
-    const bad = unknownArgument(ctx.rawArgs, DESCRIBE_ARGS);
-    if (bad) exitUsage("describe", bad);
-    const type = typeof ctx.args.type === "string" ? ctx.args.type : undefined;
-    const kind = typeof ctx.args.kind === "string" ? ctx.args.kind : undefined;
-    process.exitCode = runDescribe(type, kind, (s) => process.stdout.write(s), (s) => process.stderr.write(s));
+export const describe = command({
+  name: "describe",
+  description: "List component types, or show one type's properties, defaults and docs",
+  args: {
+    type: { type: "positional", description: "A type name, alias or Flume class name (e.g. memory, TAILDIR)" },
+    kind: { type: "string", parse: oneOf(...KIND_TITLES.map(([k]) => k)), description: "Only this kind" },
   },
+  run: (a) => runDescribe(a.type, a.kind),
 });

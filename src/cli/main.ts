@@ -1,25 +1,20 @@
-import { type CommandDef, defineCommand, showUsage } from "citty";
-import { exitUsage, requireSubcommand, unknownArgument } from "./args.ts";
+import type { CommandDef } from "citty";
+import { command, commandGroup } from "./command.ts";
 import { FLUME_COMPAT, VERSION } from "../version.ts";
 
-const version = defineCommand({
-  meta: { name: "version", description: "Print the version of Flume TS and the Flume release it follows" },
-  run({ rawArgs }) {
-    const bad = unknownArgument(rawArgs, {});
-    if (bad) exitUsage("version", bad);
+const version = command({
+  name: "version",
+  description: "Print the version of Flume TS and the Flume release it follows",
+  args: {},
+  run() {
     console.log(`flume-ts ${VERSION} (compatible with Apache Flume ${FLUME_COMPAT})`);
   },
 });
 
-const SUBCOMMANDS = ["version", "run", "agent", "validate", "describe", "channel", "avro-client", "simulate", "replay", "top"];
-
-export const main: CommandDef = defineCommand({
-  meta: {
-    name: "flume",
-    version: VERSION,
-    description: "Flume TS: a log and event collection agent compatible with Apache Flume",
-  },
-  setup: requireSubcommand("flume", SUBCOMMANDS, () => showUsage(main)),
+export const main: CommandDef = commandGroup({
+  name: "flume",
+  version: VERSION,
+  description: "Flume TS: a log and event collection agent compatible with Apache Flume",
   subCommands: {
     version,
     run: () => import("./run.ts").then((m) => m.run),

@@ -5,9 +5,10 @@
  * rule (with its line), 2 usage.
  */
 import { existsSync } from "node:fs";
-import { type ArgsDef, defineCommand } from "citty";
 import { type LedgerSummary, SUMMARY_KEYS } from "../simulate/ledger.ts";
 import { replayTraces, TraceError } from "../simulate/replay.ts";
+import { UsageError } from "./args.ts";
+import { command } from "./command.ts";
 
 const LABELS: Record<(typeof SUMMARY_KEYS)[number], string> = {
   accepted: "accepted",
@@ -31,28 +32,9 @@ function ledgerTable(expected: LedgerSummary | undefined, replayed: LedgerSummar
   });
 }
 
-export async function runReplayCli(argv: string[]): Promise<number> {
-  const files: string[] = [];
-  let stepMode = false;
-  let json = false;
-  for (const a of argv) {
-    if (a === "--step") stepMode = true;
-    else if (a === "--json") json = true;
-    else if (a.startsWith("-")) {
-      console.error(`flume replay: unknown option "${a}"`);
-      return 2;
-    } else files.push(a);
-  }
-  if (files.length === 0) {
-    console.error("flume replay: usage: flume replay TRACE.jsonl [TRACE.jsonl ...] [--step] [--json]");
-    return 2;
-  }
-  for (const f of files) {
-    if (!existsSync(f)) {
-      console.error(`flume replay: ${f}: no such file`);
-      return 2;
-    }
-  }
+async function runReplay(files: string[], stepMode: boolean, json: boolean): Promise<number> {
+  if (files.length === 0) throw new UsageError("missing the trace: flume replay TRACE.jsonl [TRACE.jsonl ...] [--step] [--json]");
+  for (const f of files) if (!existsSync(f)) throw new UsageError(`${f}: no such file`);
   const out: string[] = [];
   const step = stepMode && !json ? (line: string) => process.stdout.write(`${line}\n`) : undefined;
   let result;
@@ -109,16 +91,13 @@ export async function runReplayCli(argv: string[]): Promise<number> {
   return same ? 0 : 1;
 }
 
-const ARGS = {
-  file: { type: "positional", required: false, description: "Traces written by flume simulate --trace or flume run --trace (several: the agents of a tier, replayed together)" },
-  step: { type: "boolean", description: "Print every operation as a readable timeline" },
-  json: { type: "boolean", description: "Print the result as JSON" },
-} satisfies ArgsDef;
-
-export const replay = defineCommand({
-  meta: { name: "replay", description: "Re-execute transaction traces against fresh channels and check they reach the same ledgers" },
-  args: ARGS,
-  async run({ rawArgs }) {
-    process.exit(await runReplayCli(rawArgs));
+export const replay = command({
+  name: "replay",
+  description: "Re-execute transaction traces against fresh channels and check they reach the same ledgers",
+  args: {
+    file: { type: "positional", multiple: true, description: "Traces written by flume simulate --trace or flume run --trace (several: the agents of a tier, replayed together)" },
+    step: { type: "boolean", description: "Print every operation as a readable timeline" },
+    json: { type: "boolean", description: "Print the result as JSON" },
   },
+  run: (a) => runReplay(a.file, a.step, a.json),
 });

@@ -1,16 +1,16 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { type ArgsDef, defineCommand } from "citty";
 import { Agent } from "../agent/agent.ts";
 import { ConfigReloader } from "../agent/reload.ts";
-import { componentLogger, createAgentLogger } from "../agent/logging.ts";
+import { componentLogger, createAgentLogger, LOG_LEVELS, levelFromFlumeRootLogger, type LogFormat, type LogLevel } from "../agent/logging.ts";
 import { StatsReporter } from "../agent/stats.ts";
 import * as registry from "../components/registry.ts";
 import { formatProblem } from "../config/problems.ts";
 import { decodeProperties } from "../config/properties.ts";
-import { ArgReader, UsageError } from "./args.ts";
+import { AGENT_FILE_ARGS, type ArgsSpec, FLUME_NG_ARGS, nonNegative, oneOf, type Parsed, parseCommandLine, port, UsageError } from "./args.ts";
+import { command } from "./command.ts";
 import { humanReport } from "./validate.ts";
-import { validateConfigText } from "../config/validate.ts";
+import { loadConfigText } from "../config/custom-components.ts";
 import { systemClock } from "../core/clock.ts";
 import { MetricsServer } from "../monitoring/http-server.ts";
 import { liveTracer } from "../simulate/trace.ts";
@@ -30,115 +30,103 @@ export interface RunOptions {
   /** Record every channel transaction to this file (JSON lines, see src/simulate/trace.ts). */
   trace?: string;
   traceMaxBytes: number;
+  logLevel: LogLevel;
+  logFormat: LogFormat;
+  /** Seconds every component gets to start before the process gives up with exit 1 (undefined: retry forever). */
+  failFastSec?: number;
 }
+
+/**
+ * Exit codes of `flume run`: 0 stopped with nothing accepted dropped; 1 did not start (invalid
+ * configuration, a directory another agent holds, --fail-fast ran out) or failed to stop; 2
+ * bad command line; 3 stopped, but a memory channel still held events (lost).
+ */
+export const EXIT = { ok: 0, notStarted: 1, usage: 2, eventsLost: 3 } as const;
+
+/** What a bare --fail-fast waits for a component to start. */
+const DEFAULT_FAIL_FAST_SEC = 30;
 
 /** Default size bound of `--trace`: the recording stops (with a "truncated" line) beyond it. */
 export const DEFAULT_TRACE_MAX_BYTES = 256 * 1024 * 1024;
 
-export { UsageError };
+/** `flume run`'s options, with flume-ng's spellings: `--conf-file`, `--name`, `-c` (ignored), `-Dk=v`, `--no-reload-conf`. */
+const RUN_ARGS = {
+  ...AGENT_FILE_ARGS,
+  ...FLUME_NG_ARGS,
+  define: {
+    ...FLUME_NG_ARGS.define,
+    description: "A system property, as -Dkey=value or -D key=value (repeatable): ${sys:key}, flume.monitoring.type=http, flume.monitoring.port=N",
+  },
+  "no-reload-conf": { type: "boolean", description: "Do not reload the file when it changes" },
+  "poll-interval": { type: "string", parse: nonNegative, default: "30", description: "Seconds between checks of the file for changes" },
+  "metrics-port": { type: "string", parse: port(0), description: "Serve /metrics (Flume's JSON) and /prometheus on this port" },
+  "metrics-bind": { type: "string", default: "0.0.0.0", description: "Address for the metrics server" },
+  lenient: { type: "boolean", description: "Start with broken components dropped, as Flume does, instead of refusing" },
+  quiet: { type: "boolean", alias: "q", description: "No periodic stats line" },
+  "drain-timeout": { type: "string", parse: nonNegative, default: "5000", description: "Milliseconds sinks get to drain channels on shutdown" },
+  "stats-interval": { type: "string", parse: nonNegative, default: "10", description: "Seconds between stats lines (0: none)" },
+  trace: { type: "string", description: "Record every channel transaction to this file as JSON lines (for flume replay)" },
+  "trace-max-bytes": { type: "string", parse: nonNegative, default: String(DEFAULT_TRACE_MAX_BYTES), description: "Stop recording the trace beyond this many bytes" },
+  "log-level": { type: "string", parse: oneOf(...LOG_LEVELS), description: "error, warn, info (default), debug or trace; also -Dflume.root.logger=LEVEL,console" },
+  "log-format": { type: "string", parse: oneOf("text", "json"), default: "text", description: "text lines, or one JSON object a line" },
+  "fail-fast": {
+    type: "boolean",
+    inline: nonNegative,
+    description: `Exit 1 when a component has not started after ${DEFAULT_FAIL_FAST_SEC} s (--fail-fast=SECONDS for another limit) instead of retrying forever`,
+  },
+} as const satisfies ArgsSpec;
 
-/**
- * Parses `flume run` arguments, accepting flume-ng's spellings too: `agent` as a first word,
- * `--conf-file`, `--name`, `-c/--conf` (ignored), `--no-reload-conf`, `-Dk=v` or `-D k=v`.
- */
-export function parseRunArgs(argv: string[]): { options: RunOptions; notes: string[] } {
-  const notes: string[] = [];
-  const o: RunOptions = {
-    file: "",
-    sysProps: {},
-    reload: true,
-    pollIntervalSec: 30,
-    metricsBind: "0.0.0.0",
-    lenient: false,
-    quiet: false,
-    drainTimeoutMs: 5000,
-    statsIntervalSec: 10,
-    traceMaxBytes: DEFAULT_TRACE_MAX_BYTES,
-  };
-  const r = new ArgReader(argv[0] === "agent" ? argv.slice(1) : argv);
-  for (let arg = r.next(); arg !== undefined; arg = r.next()) {
-    switch (arg) {
-      case "-f":
-      case "--conf-file":
-      case "--file":
-        o.file = r.value(arg);
-        break;
-      case "-n":
-      case "--name":
-        o.name = r.value(arg);
-        break;
-      case "-c":
-      case "--conf":
-        notes.push(`${arg} ${r.value(arg)} ignored: Flume TS needs no conf directory (logging goes to stderr)`);
-        break;
-      case "--no-reload-conf":
-        o.reload = false;
-        break;
-      case "--poll-interval":
-        o.pollIntervalSec = r.number(arg);
-        break;
-      case "--metrics-port":
-        o.metricsPort = r.number(arg);
-        break;
-      case "--metrics-bind":
-        o.metricsBind = r.value(arg);
-        break;
-      case "--lenient":
-        o.lenient = true;
-        break;
-      case "--quiet":
-      case "-q":
-        o.quiet = true;
-        break;
-      case "--drain-timeout":
-        o.drainTimeoutMs = r.number(arg);
-        break;
-      case "--stats-interval":
-        o.statsIntervalSec = r.number(arg);
-        break;
-      case "--trace":
-        o.trace = r.value(arg);
-        break;
-      case "--trace-max-bytes":
-        o.traceMaxBytes = r.number(arg);
-        break;
-      case "-D":
-      case "--define": {
-        const kv = r.value(arg);
-        addSysProp(o, kv);
-        break;
-      }
-      default:
-        if (arg.startsWith("-D") && arg.length > 2) addSysProp(o, arg.slice(2));
-        else throw new UsageError(`unknown option "${r.raw}"`);
-    }
-  }
-  if (!o.file) throw new UsageError("missing the configuration file: flume run -f FILE [-n AGENT]");
-  const mtype = o.sysProps["flume.monitoring.type"];
+/** Parses `flume run` (or `flume agent`) arguments; a bad one throws a UsageError naming it. */
+export function parseRunArgs(argv: readonly string[]): { options: RunOptions; notes: string[] } {
+  return runOptions(parseCommandLine(argv, RUN_ARGS));
+}
+
+function runOptions(a: Parsed<typeof RUN_ARGS>): { options: RunOptions; notes: string[] } {
+  const notes = a.conf === undefined ? [] : [`-c ${a.conf} ignored: Flume TS needs no conf directory (logging goes to stderr)`];
+  if (!a["conf-file"]) throw new UsageError("missing the configuration file: flume run -f FILE [-n AGENT]");
+  const sysProps = Object.fromEntries(a.define);
+  let metricsPort = a["metrics-port"];
+  const mtype = sysProps["flume.monitoring.type"];
   if (mtype !== undefined) {
     if (mtype.toLowerCase() !== "http") throw new UsageError(`-Dflume.monitoring.type=${mtype}: only "http" monitoring is available`);
-    const port = o.sysProps["flume.monitoring.port"] ?? "41414";
-    o.metricsPort ??= r.number("-Dflume.monitoring.port", port);
+    metricsPort ??= port(0)(sysProps["flume.monitoring.port"] ?? "41414", "-Dflume.monitoring.port");
   }
-  if (o.metricsPort !== undefined && (!Number.isInteger(o.metricsPort) || o.metricsPort > 65535)) {
-    throw new UsageError(`the metrics port must be a whole number from 0 to 65535, got ${o.metricsPort}`);
+  let logLevel = a["log-level"];
+  const rootLogger = sysProps["flume.root.logger"];
+  if (logLevel === undefined && rootLogger !== undefined) {
+    logLevel = levelFromFlumeRootLogger(rootLogger);
+    if (logLevel === undefined) throw new UsageError(`-Dflume.root.logger=${rootLogger}: expected LEVEL,appender with LEVEL one of ERROR, WARN, INFO, DEBUG, TRACE`);
   }
-  return { options: o, notes };
+  const failFast = a["fail-fast"];
+  const options: RunOptions = {
+    logLevel: logLevel ?? "info",
+    logFormat: a["log-format"],
+    failFastSec: failFast === false ? undefined : failFast === true ? DEFAULT_FAIL_FAST_SEC : failFast,
+    file: a["conf-file"],
+    name: a.name,
+    sysProps,
+    reload: !a["no-reload-conf"],
+    pollIntervalSec: a["poll-interval"],
+    metricsPort,
+    metricsBind: a["metrics-bind"],
+    lenient: a.lenient,
+    quiet: a.quiet,
+    drainTimeoutMs: a["drain-timeout"],
+    statsIntervalSec: a["stats-interval"],
+    trace: a.trace,
+    traceMaxBytes: a["trace-max-bytes"],
+  };
+  return { options, notes };
 }
 
-function addSysProp(o: RunOptions, kv: string): void {
-  const eq = kv.indexOf("=");
-  if (eq <= 0) throw new UsageError(`-D needs key=value, got "${kv}"`);
-  o.sysProps[kv.slice(0, eq)] = kv.slice(eq + 1);
-}
-
+/** Parses the file once, imports the custom components it names, validates it. */
 function loadConfig(text: string, file: string, o: RunOptions) {
-  return validateConfigText(text, file, { agentName: o.name, sysProps: o.sysProps }, registry);
+  return loadConfigText(text, file, { agentName: o.name, sysProps: o.sysProps }, registry);
 }
 
 /** Runs an agent until SIGINT or SIGTERM; resolves with the exit code. */
 export async function runAgent(o: RunOptions, notes: string[] = []): Promise<number> {
-  const log = createAgentLogger({});
+  const log = createAgentLogger({ level: o.logLevel, format: o.logFormat, agent: o.name });
   for (const n of notes) log.info(n);
   const file = path.resolve(o.file);
   let result;
@@ -146,7 +134,9 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   let loadedText = "";
   try {
     loadedText = decodeProperties(readFileSync(file));
-    result = loadConfig(loadedText, file, o);
+    // Awaited only when the file names custom components: otherwise the start goes on in this tick.
+    const loaded = loadConfig(loadedText, file, o);
+    result = loaded instanceof Promise ? await loaded : loaded;
   } catch (err) {
     log.error(`cannot read ${o.file}: ${(err as Error).message}`);
     return 2;
@@ -191,11 +181,18 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   let stopping = false;
   let resolveExit: (code: number) => void = () => {};
   const exited = new Promise<number>((resolve) => (resolveExit = resolve));
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
+  let reloader: ConfigReloader | null = null;
+  const shutdown = async (signal: string, failure?: number) => {
+    if (stopping) {
+      // A second one: the drain ends now; what the channels still hold is reported as the stop closes them.
+      log.warn(`${signal} received again: stopping at once, without waiting for the sinks to drain the channels`);
+      agent.stopNow();
+      return;
+    }
     stopping = true;
-    log.info(`${signal} received: stopping agent ${config.agent}`);
+    log.info(`${failure === undefined ? `${signal} received` : signal}: stopping agent ${config.agent} (sinks drain the channels for up to ${o.drainTimeoutMs} ms; send SIGTERM again to stop at once)`);
     if (reloadTimer) clearInterval(reloadTimer);
+    if (readyTimer) clearInterval(readyTimer);
     stats?.stop();
     try {
       await agent.stop();
@@ -204,20 +201,37 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
         const t = tracer.finish();
         log.info(`trace written to ${o.trace}: ${t.accepted} events accepted, ${t.deliveredUnique} delivered (check it with: flume replay ${o.trace})`);
       }
-      log.success(`agent ${config.agent} stopped`);
-      resolveExit(0);
+      if (failure !== undefined) {
+        resolveExit(failure);
+      } else if (agent.lostAtStop > 0) {
+        log.error(`agent ${config.agent} stopped; ${agent.lostAtStop} accepted events left in memory channels were lost (exit ${EXIT.eventsLost})`);
+        resolveExit(EXIT.eventsLost);
+      } else {
+        log.success(`agent ${config.agent} stopped`);
+        resolveExit(EXIT.ok);
+      }
     } catch (err) {
       log.error(`error while stopping: ${(err as Error).message}`);
-      resolveExit(1);
+      resolveExit(EXIT.notStarted);
     }
   };
   const onSigint = () => void shutdown("SIGINT");
   const onSigterm = () => void shutdown("SIGTERM");
+  // SIGHUP reloads the configuration now, as Vector and Fluent Bit do (Flume's JVM would exit).
+  const onSighup = () => {
+    if (stopping) return;
+    log.info("SIGHUP received: reloading the configuration");
+    void reloader?.reloadNow();
+  };
   process.on("SIGINT", onSigint);
   process.on("SIGTERM", onSigterm);
+  process.on("SIGHUP", onSighup);
+  let readyTimer: ReturnType<typeof setInterval> | null = null;
   const finish = (code: number) => {
     process.off("SIGINT", onSigint);
     process.off("SIGTERM", onSigterm);
+    process.off("SIGHUP", onSighup);
+    if (readyTimer) clearInterval(readyTimer);
     return code;
   };
 
@@ -229,14 +243,24 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
     return finish(1);
   }
   if (stopping) return finish(await exited);
-  const c = agent.components;
-  // A component whose start failed (a port in use) is retried by the supervisor: said apart.
-  const failed = agent.notStarted();
-  const isFailed = (kind: string, name: string) => failed.some((f) => f.kind === kind && f.name === name);
-  const retrying = failed.length > 0 ? `; not started yet, retrying: ${failed.map((f) => `${f.kind === "source" ? "" : `${f.kind} `}${f.name} (${f.error})`).join(", ")}` : "";
-  log.success(
-    `agent ${config.agent} started: sources [${[...c.sources.keys()].filter((n) => !isFailed("source", n)).join(", ")}], channels [${[...c.channels.keys()].filter((n) => !isFailed("channel", n)).join(", ")}], sinks [${[...c.runners.values()].filter((r) => !isFailed("sink runner", r.name)).flatMap((r) => r.sinks.map((s) => s.name)).join(", ")}]${retrying}`,
-  );
+  reportStart(agent, config.agent, log);
+  const startedAt = Date.now();
+  if (!agent.readiness().ready) {
+    // Say so when the last component has started; with --fail-fast give up when one does not in time.
+    readyTimer = setInterval(() => {
+      const r = agent.readiness();
+      if (r.ready) {
+        if (readyTimer) clearInterval(readyTimer);
+        readyTimer = null;
+        log.success(`agent ${config.agent}: every component has started`);
+      } else if (o.failFastSec !== undefined && Date.now() - startedAt >= o.failFastSec * 1000 && !stopping) {
+        if (readyTimer) clearInterval(readyTimer);
+        readyTimer = null;
+        log.error(`agent ${config.agent}: ${r.notStarted.map((x) => `${x.kind} ${x.name}`).join(", ")} not started after ${o.failFastSec} s (--fail-fast); stopping (exit ${EXIT.notStarted})`);
+        void shutdown("--fail-fast", EXIT.notStarted);
+      }
+    }, 250);
+  }
 
   if (o.metricsPort !== undefined) {
     metrics = new MetricsServer(agent, o.metricsPort, o.metricsBind, log);
@@ -258,56 +282,43 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   stats = o.quiet || o.statsIntervalSec === 0 ? null : new StatsReporter(agent, systemClock, (line) => log.info(line), o.statsIntervalSec * 1000);
   stats?.start();
 
+  reloader = new ConfigReloader(agent, { file, displayName: o.file, load: (text) => loadConfig(text, file, o), lenient: o.lenient, log, loadedText });
   if (o.reload && o.pollIntervalSec > 0) {
-    const reloader = new ConfigReloader(agent, { file, displayName: o.file, load: (text) => loadConfig(text, file, o), lenient: o.lenient, log, loadedText });
-    reloadTimer = setInterval(() => void reloader.poll(), o.pollIntervalSec * 1000);
+    const poller = reloader;
+    reloadTimer = setInterval(() => void poller.poll(), o.pollIntervalSec * 1000);
   }
 
   return finish(await exited);
 }
 
-const HELP_ARGS = {
-  "conf-file": { type: "string", alias: "f", description: "The Flume properties file (flume-ng: --conf-file)" },
-  name: { type: "string", alias: "n", description: "The agent to run; optional when the file configures one agent" },
-  conf: { type: "string", alias: "c", description: "Accepted for flume-ng compatibility and ignored" },
-  "no-reload-conf": { type: "boolean", description: "Do not reload the file when it changes" },
-  "poll-interval": { type: "string", description: "Seconds between checks of the file for changes (default 30)" },
-  "metrics-port": { type: "string", description: "Serve /metrics (Flume's JSON) and /prometheus on this port" },
-  "metrics-bind": { type: "string", description: "Address for the metrics server (default 0.0.0.0)" },
-  lenient: { type: "boolean", description: "Start with broken components dropped, as Flume does, instead of refusing" },
-  quiet: { type: "boolean", alias: "q", description: "No periodic stats line" },
-  "drain-timeout": { type: "string", description: "Milliseconds sinks get to drain channels on shutdown (default 5000)" },
-  "stats-interval": { type: "string", description: "Seconds between stats lines (default 10)" },
-  trace: { type: "string", description: "Record every channel transaction to this file as JSON lines (for flume replay)" },
-  "trace-max-bytes": { type: "string", description: "Stop recording the trace beyond this many bytes (default 256 MiB)" },
-  define: {
-    type: "string",
-    alias: "D",
-    valueHint: "key=value",
-    description: "A system property, as -Dkey=value (repeatable): ${sys:key}, flume.monitoring.type=http, flume.monitoring.port=N",
-  },
-} satisfies ArgsDef;
+/**
+ * The start line: "started" only when every component runs; otherwise how many did and why the
+ * others did not (the supervisor retries them).
+ */
+function reportStart(agent: Agent, name: string, log: { success(m: string): void; warn(m: string): void }): void {
+  const c = agent.components;
+  const list = `sources [${[...c.sources.keys()].join(", ")}], channels [${[...c.channels.keys()].join(", ")}], sinks [${[...c.runners.values()].flatMap((r) => r.sinks.map((s) => s.name)).join(", ")}]`;
+  const r = agent.readiness();
+  if (r.ready) {
+    log.success(`agent ${name} started: ${list}`);
+    return;
+  }
+  const total = c.sources.size + c.channels.size + c.runners.size;
+  const why = r.notStarted.map((x) => `${x.kind} ${x.name} not started: ${x.error ?? x.state}`).join("; ");
+  log.warn(`agent ${name} started ${total - r.notStarted.length} of ${total} components; ${why}, retrying every ${agent.retryIntervalMs / 1000} s`);
+}
 
-export function makeRunCommand(name: string, description: string) {
-  return defineCommand({
-    meta: { name, description },
-    args: HELP_ARGS,
-    async run({ rawArgs }) {
-      let parsed;
-      try {
-        parsed = parseRunArgs(rawArgs);
-      } catch (err) {
-        if (err instanceof UsageError) {
-          console.error(`flume ${name}: ${err.message}`);
-          process.exit(2);
-        }
-        throw err;
-      }
-      const code = await runAgent(parsed.options, parsed.notes);
-      process.exit(code);
+function runCommand(name: string, description: string) {
+  return command({
+    name,
+    description,
+    args: RUN_ARGS,
+    run(args) {
+      const { options, notes } = runOptions(args);
+      return runAgent(options, notes);
     },
   });
 }
 
-export const run = makeRunCommand("run", "Run an agent from a Flume properties file (flume-ng agent)");
-export const agentAlias = makeRunCommand("agent", "Same as run, spelled as flume-ng's `agent` command");
+export const run = runCommand("run", "Run an agent from a Flume properties file (flume-ng agent)");
+export const agentAlias = runCommand("agent", "Same as run, spelled as flume-ng's `agent` command");

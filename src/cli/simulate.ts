@@ -5,12 +5,10 @@
  * Exit 0 when at-least-once held, 1 when it was violated, 2 on usage errors.
  */
 import { writeFileSync } from "node:fs";
-import { type ArgsDef, defineCommand } from "citty";
 import { type Progress, simulateWithHistory } from "../simulate/engine.ts";
 import { htmlReport } from "../simulate/html.ts";
 import {
   DEFAULTS,
-  parseCount,
   parseCrashSpecs,
   parseDuration,
   parseDurations,
@@ -19,111 +17,68 @@ import {
   parseLinkRates,
   parsePartitions,
   parseRate,
-  SimulationUsageError,
   type SimulationOptions,
 } from "../simulate/options.ts";
 import { jsonReport, textReport } from "../simulate/report.ts";
 import { parseSeed } from "../simulate/rng.ts";
-import { ArgReader } from "./args.ts";
+import { AGENT_FILE_ARGS, type ArgsSpec, int, oneOf, type Parsed, UsageError } from "./args.ts";
+import { command } from "./command.ts";
 
-export interface SimulateCli {
-  options: SimulationOptions;
-  json: boolean;
-  html?: string;
-  trace?: string;
-  progress: boolean;
-  /** Event ids whose history to print (--explain). */
-  explain: number[];
-}
+/** Comma-separated event ids (--explain). */
+const eventIds = (text: string, flag: string): number[] =>
+  text
+    .split(",")
+    .filter((id) => id.trim() !== "")
+    .map((id) => int(0)(id.trim(), flag));
 
-export function parseSimulateArgs(argv: string[]): SimulateCli {
-  const o: SimulationOptions = { ...DEFAULTS, crashAt: [], crashes: [], links: [] };
-  const cli: SimulateCli = { options: o, json: false, progress: true, explain: [] };
-  const r = new ArgReader(argv, SimulationUsageError);
-  for (let arg = r.next(); arg !== undefined; arg = r.next()) {
-    switch (arg) {
-      case "-f":
-      case "--conf-file":
-      case "--file":
-        o.configFile = r.value(arg);
-        break;
-      case "-n":
-      case "--name":
-        o.agentName = r.value(arg);
-        break;
-      case "--events":
-        o.events = parseCount(r.value(arg), arg, 1);
-        break;
-      case "--seed":
-        o.seed = parseSeed(r.value(arg));
-        break;
-      case "--batch-size":
-        o.batchSize = parseCount(r.value(arg), arg, 1);
-        break;
-      case "--rate":
-        o.rate = parseCount(r.value(arg), arg, 0);
-        break;
-      case "--fail-sink":
-        o.failSink = parseFailSpec(r.value(arg), arg);
-        break;
-      case "--fail-put":
-        o.failPut = parseRate(r.value(arg), arg);
-        break;
-      case "--crash-at":
-        o.crashAt = parseDurations(r.value(arg), arg);
-        break;
-      case "--crash":
-        o.crashes = [...o.crashes, ...parseCrashSpecs(r.value(arg), arg)].sort((a, b) => a.at - b.at);
-        break;
-      case "--partition":
-        o.links = [...o.links, ...parsePartitions(r.value(arg), arg)];
-        break;
-      case "--link-fail":
-        o.links = [...o.links, ...parseLinkRates(r.value(arg), arg, "fail")];
-        break;
-      case "--lose-answer":
-        o.links = [...o.links, ...parseLinkRates(r.value(arg), arg, "lose-answer")];
-        break;
-      case "--link-latency":
-        o.links = [...o.links, ...parseLinkLatencies(r.value(arg), arg)];
-        break;
-      case "--explain":
-        for (const id of r.value(arg).split(",")) if (id.trim() !== "") cli.explain.push(parseCount(id.trim(), arg));
-        break;
-      case "--sink-latency":
-        o.sinkLatency = parseDuration(r.value(arg), arg);
-        break;
-      case "--max-time":
-        o.maxTime = parseDuration(r.value(arg), arg);
-        break;
-      case "--channel": {
-        const c = r.value(arg);
-        if (c !== "memory" && c !== "file") throw new SimulationUsageError(`--channel: expected memory or file, got "${c}"`);
-        o.channel = c;
-        break;
-      }
-      case "--json":
-        cli.json = true;
-        break;
-      case "--html":
-        cli.html = r.value(arg);
-        break;
-      case "--trace":
-        cli.trace = r.value(arg);
-        break;
-      case "--no-progress":
-        cli.progress = false;
-        break;
-      default:
-        throw new SimulationUsageError(`unknown option "${r.raw}" (see flume simulate --help)`);
-    }
-  }
-  if (o.configFile && eqChannelGiven(argv)) throw new SimulationUsageError("--channel applies to the built-in demo; with -f the configured channels are used");
-  return cli;
-}
+const SIMULATE_ARGS = {
+  ...AGENT_FILE_ARGS,
+  "conf-file": {
+    ...AGENT_FILE_ARGS["conf-file"],
+    description: "Run the file's agents (a tier, joined where an avro sink names another agent's avro source) with their channels, selectors, interceptors and sink groups; other sources and sinks are simulated",
+  },
+  name: { ...AGENT_FILE_ARGS.name, description: "Run only this agent of the file" },
+  events: { type: "string", parse: int(1), default: String(DEFAULTS.events), description: "Events to send" },
+  seed: { type: "string", parse: parseSeed, default: String(DEFAULTS.seed), description: "Seed of every random choice: the same seed gives the same output" },
+  "fail-sink": { type: "string", parse: parseFailSpec, description: "Sink batch failures: a probability (0.2) or batch numbers (3,7-9)" },
+  "fail-put": { type: "string", parse: parseRate, default: String(DEFAULTS.failPut), description: "Probability that a source's put transaction fails (the client retries)" },
+  "crash-at": { type: "string", parse: parseDurations, description: "Crash and restart the agent of a one-agent run at these virtual times (500ms, 2s, ...)" },
+  crash: { type: "string", parse: parseCrashSpecs, multiple: true, description: "Crash an agent: AGENT@TIME[+DOWNTIME], comma-separated (edge1@3s,collector@5s+2s; repeatable)" },
+  partition: { type: "string", parse: parsePartitions, multiple: true, description: "No packet on a link in a window: 'edge1->collector@2s-5s' (or edge1:collector@...; no link: every link; repeatable)" },
+  "link-fail": { type: "string", parse: (t: string, f: string) => parseLinkRates(t, f, "fail"), multiple: true, description: "Each request on a link is lost with the connection reset: RATE or 'edge1->collector=RATE' (repeatable)" },
+  "lose-answer": { type: "string", parse: (t: string, f: string) => parseLinkRates(t, f, "lose-answer"), multiple: true, description: "Each answer on a link is lost after the receiver committed (the classic duplicate): RATE or 'LINK=RATE' (repeatable)" },
+  "link-latency": { type: "string", parse: parseLinkLatencies, multiple: true, description: "One-way latency of a link: 20ms or 'LINK=20ms' (repeatable)" },
+  explain: { type: "string", parse: eventIds, multiple: true, description: "Print the whole history of these event ids (comma-separated), across agents" },
+  "sink-latency": { type: "string", parse: parseDuration, default: `${DEFAULTS.sinkLatency}ms`, description: "Virtual time one sink batch takes" },
+  rate: { type: "string", parse: int(0), default: String(DEFAULTS.rate), description: "Events per virtual second the clients offer; 0 = unlimited" },
+  "batch-size": { type: "string", parse: int(1), default: String(DEFAULTS.batchSize), description: "Events per client batch" },
+  channel: { type: "string", parse: oneOf("memory", "file"), description: "Channel of the built-in demo: memory (default) or file (a real file channel in a temp dir)" },
+  "max-time": { type: "string", parse: parseDuration, default: `${DEFAULTS.maxTime}ms`, description: "Stop at this virtual time even if events are pending" },
+  json: { type: "boolean", description: "Print the report as JSON" },
+  html: { type: "string", description: "Write a self-contained HTML page with the topology, a chart and a timeline per agent to this file" },
+  trace: { type: "string", description: "Write every transaction operation to this file as JSON lines (see flume replay)" },
+  "no-progress": { type: "boolean", description: "No progress bar on stderr" },
+} as const satisfies ArgsSpec;
 
-function eqChannelGiven(argv: string[]): boolean {
-  return argv.some((a) => a === "--channel" || a.startsWith("--channel="));
+function simulationOptions(a: Parsed<typeof SIMULATE_ARGS>): SimulationOptions {
+  if (a["conf-file"] !== undefined && a.channel !== undefined) throw new UsageError("--channel applies to the built-in demo; with -f the configured channels are used");
+  return {
+    ...DEFAULTS,
+    configFile: a["conf-file"],
+    agentName: a.name,
+    events: a.events,
+    seed: a.seed,
+    batchSize: a["batch-size"],
+    rate: a.rate,
+    failSink: a["fail-sink"] ?? DEFAULTS.failSink,
+    failPut: a["fail-put"],
+    crashAt: a["crash-at"] ?? [],
+    crashes: a.crash.flat().sort((x, y) => x.at - y.at),
+    links: [...a.partition, ...a["link-fail"], ...a["lose-answer"], ...a["link-latency"]].flat(),
+    sinkLatency: a["sink-latency"],
+    maxTime: a["max-time"],
+    channel: a.channel ?? DEFAULTS.channel,
+  };
 }
 
 /** A one-line progress bar on stderr, redrawn in place. */
@@ -147,69 +102,31 @@ function progressBar(): { update(p: Progress): void; clear(): void } {
   };
 }
 
-export async function runSimulateCli(argv: string[]): Promise<number> {
-  let cli: SimulateCli;
-  try {
-    cli = parseSimulateArgs(argv);
-  } catch (err) {
-    if (err instanceof SimulationUsageError) {
-      console.error(`flume simulate: ${err.message}`);
-      return 2;
-    }
-    throw err;
-  }
-  const bar = cli.progress && process.stderr.isTTY ? progressBar() : null;
+async function runSimulate(a: Parsed<typeof SIMULATE_ARGS>): Promise<number> {
+  const options = simulationOptions(a);
+  const explain = a.explain.flat();
+  const bar = !a["no-progress"] && process.stderr.isTTY ? progressBar() : null;
   let result;
   try {
-    result = await simulateWithHistory(cli.options, { traceFile: cli.trace, onProgress: bar ? (p) => bar.update(p) : undefined }, cli.explain);
+    result = await simulateWithHistory(options, { traceFile: a.trace, onProgress: bar ? (p) => bar.update(p) : undefined }, explain);
   } catch (err) {
+    // A configuration the simulator cannot use is the user's to fix, whatever the error's class.
+    throw err instanceof UsageError ? err : new UsageError((err as Error).message);
+  } finally {
     bar?.clear();
-    if (err instanceof SimulationUsageError) {
-      console.error(`flume simulate: ${err.message}`);
-      return 2;
-    }
-    console.error(`flume simulate: ${(err as Error).message}`);
-    return 2;
   }
-  bar?.clear();
-  process.stdout.write(cli.json ? jsonReport(cli.options, result) : textReport(cli.options, result, true, cli.explain));
-  if (cli.html) {
-    writeFileSync(cli.html, htmlReport(cli.options, result));
-    if (!cli.json) process.stdout.write(`chart written to ${cli.html}\n`);
+  process.stdout.write(a.json ? jsonReport(options, result) : textReport(options, result, true, explain));
+  if (a.html) {
+    writeFileSync(a.html, htmlReport(options, result));
+    if (!a.json) process.stdout.write(`chart written to ${a.html}\n`);
   }
-  if (cli.trace && !cli.json) process.stdout.write(`trace written to ${cli.trace} (check it with: flume replay ${cli.trace})\n`);
+  if (a.trace && !a.json) process.stdout.write(`trace written to ${a.trace} (check it with: flume replay ${a.trace})\n`);
   return result.verdict.held ? 0 : 1;
 }
 
-const ARGS = {
-  "conf-file": { type: "string", alias: "f", description: "Run the file's agents (a tier, joined where an avro sink names another agent's avro source); other sources and sinks are simulated" },
-  name: { type: "string", alias: "n", description: "Run only this agent of the file" },
-  events: { type: "string", description: `Events to send (default ${DEFAULTS.events})` },
-  seed: { type: "string", description: "Seed of every random choice: the same seed gives the same output (default 1)" },
-  "fail-sink": { type: "string", description: "Sink batch failures: a probability (0.2) or batch numbers (3,7-9)" },
-  "fail-put": { type: "string", description: "Probability that a source's put transaction fails (the client retries)" },
-  "crash-at": { type: "string", description: "Crash and restart the agent of a one-agent run at these virtual times (500ms, 2s, ...)" },
-  crash: { type: "string", description: "Crash an agent: AGENT@TIME[+DOWNTIME], comma-separated (edge1@3s,collector@5s+2s)" },
-  partition: { type: "string", description: "No packet on a link in a window: 'edge1->collector@2s-5s' (or edge1:collector@...; no link: every link)" },
-  "link-fail": { type: "string", description: "Each request on a link is lost with the connection reset: RATE or 'edge1->collector=RATE'" },
-  "lose-answer": { type: "string", description: "Each answer on a link is lost after the receiver committed (the classic duplicate): RATE or 'LINK=RATE'" },
-  "link-latency": { type: "string", description: "One-way latency of a link: 20ms or 'LINK=20ms'" },
-  explain: { type: "string", description: "Print the whole history of these event ids (comma-separated), across agents" },
-  "sink-latency": { type: "string", description: `Virtual time one sink batch takes (default ${DEFAULTS.sinkLatency}ms)` },
-  rate: { type: "string", description: `Events per virtual second the clients offer; 0 = unlimited (default ${DEFAULTS.rate})` },
-  "batch-size": { type: "string", description: `Events per client batch (default ${DEFAULTS.batchSize})` },
-  channel: { type: "string", description: "Channel of the built-in demo: memory (default) or file (a real file channel in a temp dir)" },
-  "max-time": { type: "string", description: "Stop at this virtual time even if events are pending (default 24h)" },
-  json: { type: "boolean", description: "Print the report as JSON" },
-  html: { type: "string", description: "Write a self-contained HTML page with a chart to this file" },
-  trace: { type: "string", description: "Write every transaction operation to this file as JSON lines (see flume replay)" },
-  "no-progress": { type: "boolean", description: "No progress bar on stderr" },
-} satisfies ArgsDef;
-
-export const simulate = defineCommand({
-  meta: { name: "simulate", description: "Simulate an agent on virtual time with failures and crashes, and check at-least-once delivery" },
-  args: ARGS,
-  async run({ rawArgs }) {
-    process.exit(await runSimulateCli(rawArgs));
-  },
+export const simulate = command({
+  name: "simulate",
+  description: "Simulate an agent, or a whole tier of agents, on virtual time with failures, crashes and link faults, and check at-least-once delivery",
+  args: SIMULATE_ARGS,
+  run: runSimulate,
 });

@@ -5,8 +5,8 @@
  * refreshed every second. On a terminal it redraws in place and q or Ctrl-C quits; otherwise
  * it prints one plain block per refresh.
  */
-import { type ArgsDef, defineCommand } from "citty";
-import { exitUsage, unknownArgument } from "./args.ts";
+import { int, UsageError } from "./args.ts";
+import { command } from "./command.ts";
 
 type Metrics = Record<string, Record<string, string>>;
 
@@ -192,24 +192,23 @@ export async function runTop(o: TopOptions, out: NodeJS.WriteStream = process.st
   return reached ? 0 : 1;
 }
 
-const TOP_ARGS = {
-  url: { type: "string", description: "The agent's monitoring server (default http://127.0.0.1:41414, Flume's usual flume.monitoring.port)" },
-  interval: { type: "string", description: "Seconds between refreshes (default 1)" },
-  iterations: { type: "string", description: "Stop after this many refreshes (default: until q or Ctrl-C)" },
-} satisfies ArgsDef;
-
-export const top = defineCommand({
-  meta: { name: "top", description: "A live view of a running agent: rates, totals, channel fill, failures" },
-  args: TOP_ARGS,
-  async run({ rawArgs, args }) {
-    const bad = unknownArgument(rawArgs, TOP_ARGS);
-    if (bad) exitUsage("top", bad);
-    const url = (typeof args.url === "string" ? args.url : "http://127.0.0.1:41414").replace(/\/+$/, "");
-    if (!/^https?:\/\/[^/]+$/.test(url)) exitUsage("top", `--url must be http://HOST:PORT, got "${url}"`);
-    const interval = typeof args.interval === "string" ? Number(args.interval) : 1;
-    if (!(interval > 0 && interval <= 3600)) exitUsage("top", `--interval must be a number of seconds above 0, got "${args.interval}"`);
-    const iterations = typeof args.iterations === "string" ? Number(args.iterations) : 0;
-    if (!Number.isInteger(iterations) || iterations < 0) exitUsage("top", `--iterations must be a whole number, got "${args.iterations}"`);
-    process.exitCode = await runTop({ url, intervalMs: interval * 1000, iterations });
+export const top = command({
+  name: "top",
+  description: "A live view of a running agent: rates, totals, channel fill, failures",
+  args: {
+    url: { type: "string", default: "http://127.0.0.1:41414", description: "The agent's monitoring server (Flume's usual flume.monitoring.port)" },
+    interval: { type: "string", parse: positiveSeconds, default: "1", description: "Seconds between refreshes" },
+    iterations: { type: "string", parse: int(0), default: "0", description: "Stop after this many refreshes (0: until q or Ctrl-C)" },
+  },
+  run(a) {
+    const url = a.url.replace(/\/+$/, "");
+    if (!/^https?:\/\/[^/]+$/.test(url)) throw new UsageError(`--url must be http://HOST:PORT, got "${a.url}"`);
+    return runTop({ url, intervalMs: a.interval * 1000, iterations: a.iterations });
   },
 });
+
+function positiveSeconds(text: string, flag: string): number {
+  const n = Number(text);
+  if (!(n > 0 && n <= 3600)) throw new UsageError(`${flag} needs a number of seconds above 0, got "${text}"`);
+  return n;
+}

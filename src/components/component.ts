@@ -1,4 +1,5 @@
 import { type Clock, systemClock } from "../core/clock.ts";
+import type { Event } from "../core/event.ts";
 import { type Logger, silentLogger } from "../core/logger.ts";
 import type { AnyOptions, ComponentKind, ComponentSchema, Groups, OptionsOf, PropError, Props } from "../config/schema.ts";
 import { parseOptions, schemaOf } from "../config/schema.ts";
@@ -56,7 +57,7 @@ export interface ComponentDefinition<T = unknown, O extends AnyOptions = AnyOpti
    * the instance as a killed process would (the simulator and the channel conformance suite
    * crash channels this way).
    */
-  readonly durability?: { crash(instance: T): void | Promise<void> };
+  readonly durability?: Durability<T>;
   /**
    * Channels: applies changed options to a running instance on reload, keeping its events.
    * Returns the change to run once the reload has stopped the old users, or null when the
@@ -77,6 +78,23 @@ export interface Claim {
   what: string;
 }
 
+/** What survives a process crash, for a channel that keeps committed events. */
+export interface Durability<T> {
+  /** Leaves the instance as a killed process would: nothing more is written. */
+  crash(instance: T): void | Promise<void>;
+  /**
+   * Present when only part of the committed events survive (SPILLABLEMEMORY keeps its overflow
+   * on disk, not its memory queue): the events a crash now would lose, queued or taken by open
+   * transactions. Absent: a crash loses no committed event.
+   */
+  lostOnCrash?(instance: T): readonly Event[];
+  /**
+   * Present when a clean stop may lose committed events too: those a stop now would lose.
+   * Absent: a stopped and restarted channel has every committed, untaken event.
+   */
+  lostOnStop?(instance: T): readonly Event[];
+}
+
 /** What a component file writes: the schema in record form, the factory, the traits. */
 export interface ComponentDeclaration<T, P extends Props, G extends Groups> {
   kind: ComponentKind;
@@ -87,7 +105,7 @@ export interface ComponentDeclaration<T, P extends Props, G extends Groups> {
   groups?: G;
   create(options: OptionsOf<P, G>, ctx: ComponentContext): T;
   validate?(options: OptionsOf<P, G>): PropError[];
-  durability?: { crash(instance: T): void | Promise<void> };
+  durability?: Durability<T>;
   reconfigure?(instance: T, options: OptionsOf<P, G>): (() => Promise<void>) | null;
   claims?(options: OptionsOf<P, G>, ctx: Pick<ComponentContext, "storagePath">): Claim[];
 }

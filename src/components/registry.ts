@@ -2,6 +2,7 @@ import type { AnyOptions, ComponentKind } from "../config/schema.ts";
 import type { AnyDefinition, ComponentDefinition } from "./component.ts";
 import { definition as memoryChannel } from "./channels/memory.ts";
 import { definition as fileChannel } from "./channels/file/index.ts";
+import { definition as spillableMemoryChannel } from "./channels/spillable-memory/index.ts";
 import { definition as avroSink } from "./sinks/avro.ts";
 import { definition as avroSource } from "./sources/avro.ts";
 import { definition as thriftSink } from "./sinks/thrift.ts";
@@ -54,6 +55,7 @@ const DEFINITIONS: AnyDefinition[] = [
   thriftSink,
   memoryChannel,
   fileChannel,
+  spillableMemoryChannel,
   loggerSink,
   nullSink,
   replicatingSelector,

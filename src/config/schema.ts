@@ -171,6 +171,28 @@ export function keyWithRole(schema: ComponentSchema, role: Role): string | undef
   return schema.props.find((p) => p.roles?.includes(role))?.key;
 }
 
+/** Every property that plays a role, in schema order. */
+export function keysWithRole(schema: ComponentSchema, role: Role): string[] {
+  return schema.props.filter((p) => p.roles?.includes(role)).map((p) => p.key);
+}
+
+/**
+ * A channel's capacity: the sum of its properties with the capacity role (one for most
+ * channels; SPILLABLEMEMORY's memoryCapacity and overflowCapacity both count), or undefined
+ * when it has none or one is not a number.
+ */
+export function capacityOf(schema: ComponentSchema, options: AnyOptions): number | undefined {
+  const keys = keysWithRole(schema, "capacity");
+  if (keys.length === 0) return undefined;
+  let sum = 0;
+  for (const key of keys) {
+    const v = options[key];
+    if (typeof v !== "number") return undefined;
+    sum += v;
+  }
+  return sum;
+}
+
 export function isUnderPrefix(schema: ComponentSchema, key: string): boolean {
   return (schema.prefixes ?? []).some((p) => key.startsWith(p.prefix));
 }

@@ -32,12 +32,14 @@ import { didYouMean, type EntryKind, type Problem, type ProblemCode, type Severi
 import { hasVariables } from "./substitution.ts";
 import { unsupportedType } from "./unsupported.ts";
 import { type AgentModel, type ChannelModel, fingerprintOf, type PartModel, partFingerprint, type SinkGroupModel, type SinkModel, type SourceModel } from "./model.ts";
-import { type AnyOptions, type ComponentKind, type ComponentSchema, findProp, isUnderPrefix, keyWithRole } from "./schema.ts";
+import { type AnyOptions, capacityOf, type ComponentKind, type ComponentSchema, findProp, isUnderPrefix, keysWithRole, keyWithRole } from "./schema.ts";
 
 /** What the validator needs from src/components/registry.ts (pass the module itself). */
 export interface ComponentRegistry {
   lookupComponent(kind: ComponentKind, type: string): AnyDefinition | undefined;
   allComponents(): AnyDefinition[];
+  /** Why a type name is not known, when the registry can say better than "unknown type" (custom components). */
+  explainUnknown?(kind: ComponentKind, type: string): { message: string; hint: string } | undefined;
 }
 
 /** The selector and sink processor Flume uses when none is configured. */
@@ -294,6 +296,11 @@ class Validator {
     }
     const def = this.registry.lookupComponent(kind, type.value);
     if (def) return def;
+    const why = this.registry.explainUnknown?.(kind, type.value);
+    if (why) {
+      report("unknown-type", type.line, why.message, why.hint);
+      return undefined;
+    }
     const missing = unsupportedType(kind, type.value);
     if (missing) {
       report("unsupported-type", type.line, missing.message, missing.hint);
@@ -579,21 +586,26 @@ class Validator {
 
   private checkCapacity(channel: Checked): void {
     const tcKey = keyWithRole(channel.schema, "transactionCapacity");
-    const capKey = keyWithRole(channel.schema, "capacity");
-    if (!tcKey || !capKey) return;
+    // A channel with several capacity properties holds their sum (SPILLABLEMEMORY).
+    const capKeys = keysWithRole(channel.schema, "capacity");
+    const cap = capacityOf(channel.schema, channel.options);
+    if (!tcKey || cap === undefined) return;
     const tc = channel.options[tcKey] as number;
-    const cap = channel.options[capKey] as number;
     if (tc <= cap || this.hasError(channel.entry, tcKey)) return;
     const tcLoc = channel.entry.props[tcKey];
-    const capLoc = channel.entry.props[capKey];
+    const capLoc = capKeys.map((k) => channel.entry.props[k]).find((l) => l !== undefined);
+    const capText =
+      capKeys.length === 1
+        ? `${capKeys[0]} ${cap}${capLoc ? "" : " (the default)"}`
+        : `the capacity ${cap} (${capKeys.map((k) => `${k} ${channel.options[k] as number}`).join(" + ")})`;
     this.addFor(
       channel.entry,
       "error",
       "transaction-exceeds-capacity",
       (tcLoc ?? capLoc)?.line ?? channel.entry.line,
-      "transactionCapacity",
-      `transactionCapacity ${tc}${tcLoc ? "" : " (the default)"} is larger than capacity ${cap}${capLoc ? "" : " (the default)"}`,
-      `lower transactionCapacity to at most ${cap} or raise capacity`,
+      tcKey,
+      `${tcKey} ${tc}${tcLoc ? "" : " (the default)"} is larger than ${capText}`,
+      `lower ${tcKey} to at most ${cap} or raise ${capKeys.join(" or ")}`,
     );
   }
 }

@@ -1,6 +1,6 @@
 import type { Channel } from "./channel.ts";
 import { ChannelException } from "./errors.ts";
-import type { Event } from "./event.ts";
+import { compactBodies, type Event } from "./event.ts";
 import type { Interceptor } from "./interceptor.ts";
 import { InterceptorChain } from "./interceptor.ts";
 import type { Logger } from "./logger.ts";
@@ -69,6 +69,10 @@ export class ChannelProcessor {
       if (position) await this.storePosition(position);
       return;
     }
+    // Events dropped by interceptors would still be held, as bytes of the buffers the kept
+    // bodies are views into (see compactBodies). Without drops, the rest of those buffers is
+    // queued events too, and nothing is copied.
+    if (kept.length < events.length) compactBodies(kept);
     await this.dispatch(kept, position);
   }
 

@@ -230,7 +230,12 @@ export class SourceRunner implements LifecycleAware {
   }
 
   async stop(): Promise<void> {
-    await this.loop?.stop();
+    if (this.loop) {
+      const stopped = this.loop.stop();
+      // After the loop stopped calling it: a process() under way may be waiting on a full channel.
+      if (this.source.kind === "pollable") this.source.interrupt?.();
+      await stopped;
+    }
     await this.source.stop();
     this.source.getChannelProcessor().close();
     this.state = "STOP";

@@ -18,6 +18,11 @@ export interface PollableSource extends Source {
   readonly backoffSleepIncrement?: number;
   /** Upper bound of that backoff (Flume: 5000 ms). */
   readonly maxBackoffSleep?: number;
+  /**
+   * The runner is stopping: end any wait inside process() (a batch retried while the channel
+   * is full), so that process() returns and stop() can follow.
+   */
+  interrupt?(): void;
 }
 
 /** A source that produces events by itself once started (servers, tailers). */

@@ -144,7 +144,8 @@ export class LifecycleSupervisor {
       status.cause = err;
       const retry = entry.policy === "always" && isRetryable(err);
       if (!retry) status.error = true;
-      const line = `Unable to ${status.desired === "START" ? "start" : "stop"} ${component.name} (failure ${status.failures}), ${retry ? `retrying in ${this.monitorInterval} ms` : "giving up"}: ${status.lastError}`;
+      // The same text each time, so the log folds the repeats (status() keeps the failure count).
+      const line = `Unable to ${status.desired === "START" ? "start" : "stop"} ${component.name}, ${retry ? `retrying every ${this.monitorInterval} ms` : "giving up"}: ${status.lastError}`;
       // An error that says retrying cannot help is for the owner to report, once, from status()
       // (the agent fails its start with it, a reload lists it): logged here too, it would be printed twice.
       if (isRetryable(err)) this.logger.error(line);

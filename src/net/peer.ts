@@ -1,4 +1,6 @@
 /** How logs and errors name the other end of a connection. */
+import { lookupService } from "node:dns/promises";
+
 /** What a name is read from: a net.Socket, or any socket with its peer's address. */
 type Socket = { readonly remoteAddress?: string; readonly remotePort?: number };
 
@@ -15,6 +17,20 @@ export function peerName(socket: Socket): string {
 }
 
 export function peerAddress(socket: Socket): string {
-  const a = socket.remoteAddress ?? "unknown";
-  return a.startsWith("::ffff:") ? a.slice(7) : a;
+  return plainIp(socket.remoteAddress) || "unknown";
+}
+
+/** Strips the IPv4-mapped prefix Node reports on dual-stack sockets. */
+export function plainIp(address: string | undefined): string {
+  if (!address) return "";
+  return address.startsWith("::ffff:") && address.includes(".") ? address.slice(7) : address;
+}
+
+/** The client's host name by reverse lookup (hosts file, then DNS); the IP when none. */
+export async function reverseName(ip: string, port: number): Promise<string> {
+  try {
+    return (await lookupService(ip, port)).hostname;
+  } catch {
+    return ip;
+  }
 }

@@ -9,11 +9,16 @@
  * names it) too; a real JKS or JCEKS store is refused with the command that converts it.
  * TLS 1.2 is the minimum unless include-protocols asks for older versions. Sources can verify
  * client certificates against their truststore (client-auth, which Flume does not have).
+ * Stores, keys and cipher names are checked by the TLS library when the properties are read,
+ * so `flume validate` reports them under their key. Under Bun (BoringSSL) TLS 1.3's suites
+ * cannot be narrowed one by one: listing some of them allows all of them.
  */
 import { readFileSync } from "node:fs";
-import type { ConnectionOptions, SecureVersion, TLSSocket, TlsOptions } from "node:tls";
+import type { Socket } from "node:net";
+import { type ConnectionOptions, createSecureContext, type SecureContext, type SecureContextOptions, type SecureVersion, Server, TLSSocket, type TlsOptions } from "node:tls";
 import { type OptionsOf, parseOptions, type Props, schemaOf } from "../config/schema.ts";
 import { ConfigurationError } from "../core/errors.ts";
+import { peerName } from "./peer.ts";
 
 const PROTOCOL_PROPS = {
   "exclude-protocols": { type: "list", default: ["SSLv3"], aliases: ["excludeProtocols"], doc: "TLS protocol versions to disable (SSLv3 always is)" },
@@ -134,26 +139,49 @@ function truststoreConversion(file: string): string {
   );
 }
 
-/** The certificate and key of a keystore, as Node's cert/key/pfx options. */
+/** The certificate and key of a keystore, as Node's cert/key/pfx options, checked by the TLS library. */
 function keyMaterial(s: KeySettings, key = "keystore"): Pick<TlsOptions, "cert" | "key" | "pfx" | "passphrase"> {
   const file = s.keystore as string;
   const bytes = readFile(file, key);
   const format = formatOf(bytes);
   const passphrase = s["keystore-password"] || undefined;
   if (format === "JKS" || format === "JCEKS") fail(key, keystoreConversion(file));
-  if (format === "PKCS12") return { pfx: bytes, passphrase };
+  if (format === "PKCS12") {
+    // DER starts with a SEQUENCE; anything else is not a key store at all.
+    if (bytes[0] !== 0x30) fail(key, `${file} is neither PEM nor PKCS12 (nor a Java key store)`);
+    const pfx = { pfx: bytes, passphrase };
+    // Bun and Node report a wrong password and a damaged file alike (the MAC does not verify).
+    usable(pfx, "keystore-password", (m) => `cannot open the PKCS12 keystore ${file}: wrong keystore-password, or a damaged file (${m})`);
+    return pfx;
+  }
   const keyFile = s["keystore-key"];
   const keyText = keyFile ? readFile(keyFile, "keystore-key").toString("latin1") : bytes.toString("latin1");
   if (!/-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----/.test(keyText)) {
     fail(keyFile ? "keystore-key" : key, `no private key in ${keyFile ?? file}: add it to that PEM file or name the key file in keystore-key`);
   }
-  return { cert: bytes.toString("latin1"), key: keyText, passphrase };
+  const pem = { cert: bytes.toString("latin1"), key: keyText, passphrase };
+  const where = keyFile ? `the key in ${keyFile} and the certificate in ${file}` : `the certificate and key in ${file}`;
+  usable(pem, keyFile ? "keystore-key" : key, (m, code) =>
+    code === "ERR_OSSL_BAD_DECRYPT" ? `cannot decrypt the private key in ${keyFile ?? file}: wrong or missing keystore-password` : /KEY_VALUES_MISMATCH|key values mismatch/i.test(m) ? `${where} do not match: the key is not the certificate's` : `${where} cannot be used: ${m}`,
+  );
+  return pem;
+}
+
+/** Fails with the key and message when the TLS library refuses the options (so validate catches it, not the first client). */
+function usable(options: SecureContextOptions, key: string, message: (detail: string, code: string | undefined) => string): void {
+  try {
+    createSecureContext(options);
+  } catch (err) {
+    fail(key, message((err as Error).message, (err as NodeJS.ErrnoException).code));
+  }
 }
 
 function trustedCas(file: string): string {
   const bytes = readFile(file, "truststore");
   if (formatOf(bytes) !== "PEM") fail("truststore", truststoreConversion(file));
-  return bytes.toString("latin1");
+  const ca = bytes.toString("latin1");
+  usable({ ca }, "truststore", (m) => `no usable CA certificate in ${file}: ${m}`);
+  return ca;
 }
 
 /** Flume's include/exclude protocol lists as Node's version range; TLSv1.2 at least unless asked. */
@@ -192,23 +220,54 @@ const OPENSSL_NAMES: Readonly<Record<string, string>> = {
   TLS_RSA_WITH_AES_256_CBC_SHA: "AES256-SHA",
 };
 
-function cipherOption(s: ProtocolSettings): Pick<TlsOptions, "ciphers"> {
+/** TLS 1.3's suites: Node and Bun take them apart from the others, Bun (BoringSSL) cannot narrow them. */
+const TLS13_SUITES: ReadonlySet<string> = new Set(["TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_128_CCM_SHA256", "TLS_AES_128_CCM_8_SHA256"]);
+
+/**
+ * Flume's cipher lists as an OpenSSL cipher string, and the versions they leave: as in Java,
+ * a list of TLS 1.2 suites only rules TLS 1.3 out (its suites are not in the list), and one
+ * of TLS 1.3 suites only rules out TLS 1.2 and older.
+ */
+function cipherOption(s: ProtocolSettings, range: Pick<TlsOptions, "minVersion" | "maxVersion">): Pick<TlsOptions, "ciphers" | "minVersion" | "maxVersion"> {
   const include = s["include-cipher-suites"].map((c) => OPENSSL_NAMES[c] ?? c);
   const exclude = s["exclude-cipher-suites"].map((c) => OPENSSL_NAMES[c] ?? c);
-  if (include.length === 0 && exclude.length === 0) return {};
+  if (include.length === 0 && exclude.length === 0) return range;
+  for (const c of include) {
+    if (TLS13_SUITES.has(c)) continue;
+    const unknown = `unknown cipher suite "${c}": use OpenSSL's name (openssl ciphers -stdname lists both), or a Java/IANA name such as TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`;
+    // A Java name left unmapped: OpenSSL would read it as a TLS 1.3 suite and ignore it.
+    if (c.startsWith("TLS_") || c.startsWith("SSL_")) fail("include-cipher-suites", unknown);
+    usable({ ciphers: c }, "include-cipher-suites", () => unknown);
+  }
+  const excluded13 = exclude.filter((c) => TLS13_SUITES.has(c));
+  if (excluded13.length > 0) {
+    fail("exclude-cipher-suites", `TLS 1.3 suites (${excluded13.join(", ")}) cannot be disabled one by one; add TLSv1.3 to exclude-protocols, or list the suites to allow in include-cipher-suites`);
+  }
+  let { minVersion, maxVersion } = range;
+  if (include.length > 0) {
+    const has13 = include.some((c) => TLS13_SUITES.has(c));
+    const hasOlder = include.some((c) => !TLS13_SUITES.has(c));
+    if (!has13 && maxVersion === "TLSv1.3") maxVersion = "TLSv1.2";
+    if (!hasOlder) minVersion = "TLSv1.3";
+    if ((minVersion as string) > (maxVersion as string)) {
+      fail("include-cipher-suites", `none of these suites works with the enabled protocols (${range.minVersion} to ${range.maxVersion}): TLS 1.3 has suites of its own (${[...TLS13_SUITES].join(", ")})`);
+    }
+  }
   // OpenSSL cipher-list syntax: the included names, minus the excluded ones.
-  return { ciphers: [...(include.length > 0 ? include : ["DEFAULT"]), ...exclude.map((c) => `!${c}`)].join(":") };
+  return { ciphers: [...(include.length > 0 ? include : ["DEFAULT"]), ...exclude.map((c) => `!${c}`)].join(":"), minVersion, maxVersion };
 }
 
 /** A server's TLS setup from its properties, or null when ssl is off; throws ConfigurationError naming the key. */
 export function serverTls(s: ServerTlsSettings): ServerTls | null {
   if (!s.ssl) return null;
   if (!s.keystore) fail("keystore", "is required when ssl is true: the server's certificate and key (a PKCS12 file, or PEM)");
-  const options: TlsOptions = { ...keyMaterial(s), ...versionRange(s), ...cipherOption(s) };
   const clientAuth = s["client-auth"];
+  // Settings first, files after: a wrong setting is reported without touching the disk.
+  if (clientAuth !== "none" && !s.truststore) fail("truststore", `is required when client-auth is ${clientAuth}: the PEM file of the CAs client certificates must chain to`);
+  const protocols = cipherOption(s, versionRange(s));
+  const options: TlsOptions = { ...keyMaterial(s), ...protocols };
   if (clientAuth !== "none") {
-    if (!s.truststore) fail("truststore", `is required when client-auth is ${clientAuth}: the PEM file of the CAs client certificates must chain to`);
-    options.ca = trustedCas(s.truststore);
+    options.ca = trustedCas(s.truststore as string);
     options.requestCert = true;
     options.rejectUnauthorized = clientAuth === "required";
   }
@@ -223,13 +282,13 @@ export function serverTls(s: ServerTlsSettings): ServerTls | null {
 export function clientTls(s: ClientTlsSettings): ConnectionOptions | null {
   if (!s.ssl) return null;
   const trustAll = s["trust-all-certs"];
+  const protocols = cipherOption(s, versionRange(s));
   return {
     ...(s.truststore && !trustAll ? { ca: trustedCas(s.truststore) } : {}),
     ...(s.keystore ? keyMaterial(s) : {}),
     rejectUnauthorized: !trustAll,
     checkServerIdentity: () => undefined,
-    ...versionRange(s),
-    ...cipherOption(s),
+    ...protocols,
   };
 }
 
@@ -255,6 +314,124 @@ export function clientCertificateProblem(socket: TLSSocket, clientAuth: ServerTl
   const sent = cert !== null && cert !== undefined && Object.keys(cert).length > 0;
   if (!sent) return clientAuth === "required" ? "no client certificate (client-auth is required)" : null;
   return `client certificate not trusted: ${String(socket.authorizationError ?? "unknown reason")}`;
+}
+
+/** Node's default for tls.createServer: a client that never finishes its handshake is dropped after it. */
+const DEFAULT_HANDSHAKE_TIMEOUT = 120_000;
+
+/**
+ * A TLS listener for sources: secured(socket) for each client that passed the handshake and
+ * client-auth, refused(socket, reason) for each that did not (its socket already destroyed).
+ * The http source uses it too, not https.Server: Bun's https.Server reports no failed handshake
+ * and no client certificate. Deno's TLSSocket does not verify client certificates when it
+ * wraps a socket, so this, not TlsHandshakes, is the path for sources that can use it.
+ */
+export function createTlsServer(setup: ServerTls, secured: (socket: TLSSocket) => void, refused: (peer: string, reason: string) => void): Server {
+  // The peer is named before the socket is destroyed: Bun forgets the address then.
+  const refuse = (socket: TLSSocket, reason: string) => {
+    const peer = peerName(socket);
+    socket.destroy();
+    refused(peer, reason);
+  };
+  const server = new SourceTlsServer({ handshakeTimeout: DEFAULT_HANDSHAKE_TIMEOUT, ...setup.options }, (socket) => {
+    const problem = clientCertificateProblem(socket, setup.clientAuth);
+    if (problem === null) secured(socket);
+    else refuse(socket, problem);
+  });
+  // Bun leaves the socket open after a handshake timeout; a silent client would hold it forever.
+  server.on("tlsClientError", (err, socket) => refuse(socket, err.message));
+  return server;
+}
+
+/** A tls.Server whose close() also drops the connections still in their handshake, rather than wait for their timeout. */
+class SourceTlsServer extends Server {
+  /** By the client's address and port: Node hands out the TCP socket first, the TLS socket later; Bun one socket. */
+  private readonly handshaking = new Map<string, Socket>();
+
+  constructor(options: TlsOptions, onSecure: (socket: TLSSocket) => void) {
+    super(options, (socket) => {
+      this.handshaking.delete(endpoint(socket));
+      onSecure(socket);
+    });
+    this.on("connection", (socket: Socket) => {
+      const key = endpoint(socket);
+      this.handshaking.set(key, socket);
+      socket.once("close", () => {
+        if (this.handshaking.get(key) === socket) this.handshaking.delete(key);
+      });
+    });
+  }
+
+  override close(callback?: (err?: Error) => void): this {
+    for (const socket of this.handshaking.values()) socket.destroy();
+    this.handshaking.clear();
+    return super.close(callback);
+  }
+}
+
+const endpoint = (socket: Socket) => `${socket.remoteAddress}:${socket.remotePort}`;
+
+/**
+ * Server-side TLS on accepted TCP connections, one by one, for a server that must see each
+ * connection before its handshake (the avro source's ipFilter runs first, as in Flume). Each
+ * connection ends in secured(socket) or refused(reason), once; client certificates are
+ * checked as client-auth says.
+ */
+export class TlsHandshakes {
+  readonly clientAuth: ServerTls["clientAuth"];
+  private readonly context: SecureContext;
+  private readonly timeout: number;
+  private readonly pending = new Set<Socket>();
+
+  /** Builds the secure context once: a bad key or certificate fails here, not on the first client. */
+  constructor(setup: ServerTls) {
+    const { handshakeTimeout, ...contextOptions } = setup.options;
+    this.context = createSecureContext(contextOptions);
+    this.timeout = handshakeTimeout ?? DEFAULT_HANDSHAKE_TIMEOUT;
+    this.clientAuth = setup.clientAuth;
+  }
+
+  /** Connections in their handshake now. */
+  get size(): number {
+    return this.pending.size;
+  }
+
+  secure(socket: Socket, secured: (socket: TLSSocket) => void, refused: (reason: string) => void): void {
+    const tls = new TLSSocket(socket, { isServer: true, secureContext: this.context, requestCert: this.clientAuth !== "none", rejectUnauthorized: this.clientAuth === "required" });
+    this.pending.add(tls);
+    const finish = () => {
+      clearTimeout(timer);
+      this.pending.delete(tls);
+      tls.off("error", onError);
+      tls.off("close", onClose);
+    };
+    const fail = (reason: string) => {
+      finish();
+      tls.destroy();
+      socket.destroy();
+      refused(reason);
+    };
+    const onError = (err: Error) => fail(err.message);
+    const onClose = () => fail("connection closed during the handshake");
+    // A client that connects and never sends its ClientHello must not hold the socket forever.
+    const timer = setTimeout(() => fail(`no handshake within ${this.timeout} ms`), this.timeout);
+    timer.unref?.();
+    tls.on("error", onError);
+    tls.on("close", onClose);
+    tls.once("secure", () => {
+      const problem = clientCertificateProblem(tls, this.clientAuth);
+      if (problem) return fail(problem);
+      finish();
+      secured(tls);
+    });
+    socket.resume();
+  }
+
+  /** Drops every connection still in its handshake (the server is stopping). */
+  dropAll(): void {
+    for (const s of this.pending) s.destroy();
+    this.pending.clear();
+  }
 }
 
 const serverSchema = schemaOf({ kind: "source", type: "tls", doc: "TLS server properties", props: SERVER_TLS_PROPS });

@@ -1,6 +1,5 @@
 import net from "node:net";
-import tls from "node:tls";
-import { clientCertificateProblem, type ServerTls } from "../net/tls.ts";
+import { type ServerTls, TlsHandshakes } from "../net/tls.ts";
 import type { Event } from "../core/event.ts";
 import type { Logger } from "../core/logger.ts";
 import { silentLogger } from "../core/logger.ts";
@@ -48,8 +47,6 @@ const META_EMPTY = Buffer.from([0]);
 const MAX_FAILURES_LOGGED = 3;
 /** Client protocols remembered; clients with a new hash each time must not grow memory without bound. */
 const MAX_CACHED_PROTOCOLS = 64;
-/** Node's default for tls.createServer; a client that never finishes the TLS handshake is dropped after it. */
-const DEFAULT_HANDSHAKE_TIMEOUT = 120_000;
 
 /**
  * Client protocols by hash, least recently used dropped first; Flume's own protocol is always
@@ -93,11 +90,8 @@ export class AvroRpcServer {
   private server: NetListener | null = null;
   /** From listen() to close(): connections are served. */
   private accepting = false;
-  private secureContext: tls.SecureContext | null = null;
-  private clientAuth: ServerTls["clientAuth"] = "none";
-  private handshakeTimeout = DEFAULT_HANDSHAKE_TIMEOUT;
-  /** Sockets in their TLS handshake (not yet connections); close() drops them too. */
-  private readonly handshaking = new Set<NetSocket>();
+  /** TLS on accepted connections (null: plain TCP); close() drops those still in their handshake. */
+  private handshakes: TlsHandshakes | null = null;
   private readonly connections = new Set<ServerConnection>();
   /** Protocols announced by clients, by hash (Avro's Responder keeps the same cache, unbounded). */
   readonly protocols = new ProtocolCache(MAX_CACHED_PROTOCOLS);
@@ -132,15 +126,9 @@ export class AvroRpcServer {
 
   /** Starts listening; resolves with the bound port. */
   listen(): Promise<number> {
-    if (this.options.tls) {
-      // Built once: a bad key or certificate fails here, not on the first client.
-      const { handshakeTimeout, ...contextOptions } = this.options.tls.options;
-      this.secureContext = tls.createSecureContext(contextOptions);
-      this.handshakeTimeout = handshakeTimeout ?? DEFAULT_HANDSHAKE_TIMEOUT;
-      this.clientAuth = this.options.tls.clientAuth;
-    }
+    if (this.options.tls) this.handshakes = new TlsHandshakes(this.options.tls);
     // Plain TCP even with TLS on: as Flume's Netty pipeline, the ipFilter decides on the raw
-    // connection and only allowed peers get a TLS handshake (see secure()).
+    // connection and only allowed peers get a TLS handshake (see admit()).
     // allowHalfOpen: a client that half-closes after its requests still gets their answers.
     const network = this.options.network ?? tcpNetwork;
     this.accepting = true;
@@ -165,8 +153,7 @@ export class AvroRpcServer {
     this.accepting = false;
     for (const c of this.connections) c.transport.destroy();
     this.connections.clear();
-    for (const s of this.handshaking) s.destroy();
-    this.handshaking.clear();
+    this.handshakes?.dropAll();
     if (server) await server.close();
   }
 
@@ -197,49 +184,22 @@ export class AvroRpcServer {
 
   /** An allowed TCP connection: served at once in plain mode, after the TLS handshake otherwise. */
   private admit(socket: NetSocket, peer: string): void {
-    if (this.secureContext === null) {
+    if (this.handshakes === null) {
       this.open(socket, peer);
       socket.resume();
       return;
     }
+    // TLS wraps a TCP socket; the simulator's network carries plain connections only.
     if (!(socket instanceof net.Socket)) {
       this.logger.error(`${this.label}: TLS needs a TCP connection; closing the one from ${peer}`);
       socket.destroy();
       return;
     }
-    this.secure(socket, peer, this.secureContext);
-  }
-
-  private secure(socket: net.Socket, peer: string, secureContext: tls.SecureContext): void {
-    const verify = this.clientAuth !== "none";
-    const secured = new tls.TLSSocket(socket, { isServer: true, secureContext, requestCert: verify, rejectUnauthorized: this.clientAuth === "required" });
-    this.handshaking.add(secured);
-    const finish = () => {
-      clearTimeout(timer);
-      this.handshaking.delete(secured);
-      secured.off("error", onError);
-      secured.off("close", onClose);
-    };
-    const fail = (reason: string) => {
-      finish();
-      this.logger.warn(`${this.label}: TLS handshake with ${peer} failed: ${reason}`);
-      secured.destroy();
-      socket.destroy();
-    };
-    const onError = (err: Error) => fail(err.message);
-    const onClose = () => fail("connection closed during the handshake");
-    // A client that connects and never sends its ClientHello must not hold the socket forever.
-    const timer = setTimeout(() => fail(`no handshake within ${this.handshakeTimeout} ms`), this.handshakeTimeout);
-    timer.unref?.();
-    secured.on("error", onError);
-    secured.on("close", onClose);
-    secured.once("secure", () => {
-      const refused = clientCertificateProblem(secured, this.clientAuth);
-      if (refused) return fail(refused);
-      finish();
-      this.open(secured, peer);
-    });
-    socket.resume();
+    this.handshakes.secure(
+      socket,
+      (secured) => this.open(secured, peer),
+      (reason) => this.logger.warn(`${this.label}: TLS handshake with ${peer} failed: ${reason}`),
+    );
   }
 
   private open(socket: NetSocket, peer: string): void {

@@ -3,19 +3,20 @@
  * events to a source (and retrying a failed put, as an RPC client does), and sinks that take a
  * batch in a transaction and "deliver" it to the ledger, failing as told.
  */
-import type { Channel } from "../core/channel.ts";
 import type { ChannelProcessor } from "../core/channel-processor.ts";
 import type { Clock, TimerHandle } from "../core/clock.ts";
 import { SinkCounter, SourceCounter } from "../core/counters.ts";
-import { EventDeliveryException } from "../core/errors.ts";
 import type { Event } from "../core/event.ts";
 import type { LifecycleState } from "../core/lifecycle.ts";
-import type { Sink, Status } from "../core/sink.ts";
 import type { EventDrivenSource } from "../core/source.ts";
 import type { VirtualClock } from "../core/virtual-clock.ts";
+import type { TakeLoop } from "../pipeline/take-loop.ts";
+import { SourceEmitter } from "../pipeline/emitter.ts";
+import { componentContext } from "../components/component.ts";
+import { BaseSink } from "../components/sinks/base.ts";
 import type { FailSpec } from "./options.ts";
 import type { Random } from "./rng.ts";
-import { SIM_ID_HEADER, simIdOf, type TracedChannel, type TracedTransaction } from "./trace.ts";
+import { SIM_ID_HEADER, simIdOf, type TracedTransaction } from "./trace.ts";
 
 /** One run of the simulated process between crashes; its timers die with it. */
 export class Epoch implements Clock {
@@ -104,6 +105,8 @@ export class SimSource implements EventDrivenSource {
   readonly counter: SourceCounter;
   private processor: ChannelProcessor | null = null;
   private state: LifecycleState = "IDLE";
+  /** No logger: refusals go to the world (ledger, trace), and no log timers run in virtual time. */
+  private readonly emitter: SourceEmitter;
 
   constructor(
     readonly name: string,
@@ -112,6 +115,7 @@ export class SimSource implements EventDrivenSource {
     private readonly world: SimWorld,
   ) {
     this.counter = new SourceCounter(name, epoch);
+    this.emitter = new SourceEmitter(this, { clock: epoch });
   }
 
   setChannelProcessor(processor: ChannelProcessor): void {
@@ -134,7 +138,6 @@ export class SimSource implements EventDrivenSource {
 
   private async loop(): Promise<void> {
     const c = this.client;
-    const processor = this.getChannelProcessor();
     const epoch = this.epoch;
     while (epoch.alive && this.state === "START") {
       if (c.pending === null) {
@@ -151,17 +154,13 @@ export class SimSource implements EventDrivenSource {
       }
       const events = c.pending as Event[];
       c.attempts++;
-      this.counter.values.AppendBatchReceivedCount++;
-      try {
-        await processor.processEventBatch(events);
-      } catch (err) {
-        if (!epoch.alive) return;
-        this.world.putFailed(c.pendingIds, this.name, err as Error);
+      const refused = await this.emitter.offer(events);
+      if (!epoch.alive) return;
+      if (refused) {
+        this.world.putFailed(c.pendingIds, this.name, refused);
         await epoch.sleep(CLIENT_RETRY_MS);
         continue;
       }
-      if (!epoch.alive) return;
-      this.counter.values.AppendBatchAcceptedCount++;
       this.world.accepted(c.pendingIds, this.name);
       c.pending = null;
       c.attempts = 0;
@@ -174,38 +173,26 @@ export class SimSource implements EventDrivenSource {
  * delivering them, waits latency/2 for the acknowledgement, and commits. A failing batch delivers a random prefix first, then rolls
  * back: the events that got through will be delivered again (real duplicates).
  */
-export class SimSink implements Sink {
-  readonly counter: SinkCounter;
-  private channel: Channel | null = null;
-  private state: LifecycleState = "IDLE";
+export class SimSink extends BaseSink {
+  override readonly counter: SinkCounter;
+  protected readonly takeLoop: TakeLoop;
 
   constructor(
-    readonly name: string,
-    private readonly batchSize: number,
+    name: string,
+    batchSize: number,
     private readonly latency: number,
     private readonly epoch: Epoch,
     private readonly world: SimWorld,
   ) {
+    super(componentContext(name, { clock: epoch }));
     this.counter = new SinkCounter(name, epoch);
-  }
-
-  setChannel(channel: Channel): void {
-    this.channel = channel;
-  }
-  getChannel(): Channel {
-    if (!this.channel) throw new Error(`sink ${this.name} has no channel`);
-    return this.channel;
-  }
-  start(): void {
-    this.counter.start();
-    this.state = "START";
-  }
-  stop(): void {
-    this.counter.stop();
-    this.state = "STOP";
-  }
-  getLifecycleState(): LifecycleState {
-    return this.state;
+    // The agents' take loop, so simulated sinks count, commit and roll back as real ones.
+    this.takeLoop = this.newTakeLoop({
+      counter: this.counter,
+      batchSize,
+      underflow: "READY",
+      deliver: (events, tx) => this.deliver(events, tx as TracedTransaction),
+    });
   }
 
   private shouldFail(batch: number): boolean {
@@ -215,54 +202,30 @@ export class SimSink implements Sink {
     return this.world.sinkRandom() < f.rate;
   }
 
-  async process(): Promise<Status> {
-    const tx = (this.channel as TracedChannel).getTransaction();
-    const v = this.counter.values;
-    tx.begin();
-    try {
-      const taken: Event[] = [];
-      for (let i = 0; i < this.batchSize; i++) {
-        const e = tx.take();
-        if (e === null) break;
-        taken.push(e);
-      }
-      v.EventDrainAttemptCount += taken.length;
-      if (taken.length === 0) {
-        v.BatchEmptyCount++;
-        await tx.commit();
-        return "BACKOFF";
-      }
-      const batch = ++this.world.sinkBatches;
-      const fail = this.shouldFail(batch);
-      if (this.latency > 0) await this.epoch.sleep(this.latency);
-      const ids = taken.map(simIdOf);
-      if (fail) {
-        const reached = Math.floor(this.world.partialRandom() * taken.length);
-        if (reached > 0) this.world.delivered(tx, this.name, ids.slice(0, reached));
-        this.world.sinkFailed(tx, this.name, batch, reached, taken.length);
-        v.EventWriteFail++;
-        throw new EventDeliveryException(`sink ${this.name}: simulated failure of batch ${batch} after ${reached} of ${taken.length} events reached the destination`);
-      }
-      this.world.delivered(tx, this.name, ids);
-      // The destination has the batch; the acknowledgement takes half the latency to come
-      // back. A crash in that window makes a durable channel deliver the batch again.
-      const ack = Math.ceil(this.latency / 2);
-      if (ack > 0) await this.epoch.sleep(ack);
-      await tx.commit();
-      v.EventDrainSuccessCount += taken.length;
-      if (taken.length < this.batchSize) v.BatchUnderflowCount++;
-      else v.BatchCompleteCount++;
-      return "READY";
-    } catch (err) {
-      try {
-        await tx.rollback();
-      } catch {
-        // The failure that made us roll back is the one to report.
-      }
-      if (err instanceof EventDeliveryException) throw err;
-      throw new EventDeliveryException(`sink ${this.name}: ${(err as Error).message}`, { cause: err });
-    } finally {
-      tx.close();
+  /**
+   * Synchronous without latency: an extra turn of the event loop would reorder the trace
+   * against the other parts running at the same virtual instant.
+   */
+  private deliver(taken: readonly Event[], tx: TracedTransaction): void | Promise<void> {
+    const batch = ++this.world.sinkBatches;
+    const fail = this.shouldFail(batch);
+    if (this.latency === 0) return this.reach(taken, tx, batch, fail);
+    return this.epoch.sleep(this.latency).then(() => this.reach(taken, tx, batch, fail));
+  }
+
+  /** The batch reaches the destination, all of it or (failing) a random prefix. */
+  private reach(taken: readonly Event[], tx: TracedTransaction, batch: number, fail: boolean): void | Promise<void> {
+    const ids = taken.map(simIdOf);
+    if (fail) {
+      const reached = Math.floor(this.world.partialRandom() * taken.length);
+      if (reached > 0) this.world.delivered(tx, this.name, ids.slice(0, reached));
+      this.world.sinkFailed(tx, this.name, batch, reached, taken.length);
+      throw new Error(`simulated failure of batch ${batch} after ${reached} of ${taken.length} events reached the destination`);
     }
+    this.world.delivered(tx, this.name, ids);
+    // The destination has the batch; the acknowledgement takes half the latency to come
+    // back. A crash in that window makes a durable channel deliver the batch again.
+    const ack = Math.ceil(this.latency / 2);
+    if (ack > 0) return this.epoch.sleep(ack);
   }
 }

@@ -734,18 +734,33 @@ class Simulation {
       this.tagGotThrough(tx, o, sink, "crash-replay", "crash-replay");
       this.eachWatched(tx.takes, (id) => this.say(id, a.name, `CRASH with the take of ${tx.by ?? "?"} open: the file channel ${this.topo.channels[tx.target.index].name} gives it back`));
     }
+    // A channel that keeps only part of its events (SPILLABLEMEMORY) says which it loses.
+    const partial = new Map<number, number[]>();
+    for (const c of (a.built as BuiltAgent).channels.values()) {
+      const lostOnCrash = c.model.definition.durability?.lostOnCrash;
+      const plan = a.plan.channels.find((p) => p.name === c.model.name);
+      if (lostOnCrash && plan) partial.set(plan.index, lostOnCrash(c.instance).map(simIdOf));
+    }
     if (this.watching) {
+      const restart = spec.down > 0 ? `; ${a.name} is down until ${formatTime(this.clock.now() + spec.down)}` : "";
       for (const c of a.plan.channels) {
+        const part = partial.get(c.index);
         for (let id = 0; id < this.watched.length; id++) {
           if (!this.watched[id] || this.ledger.heldOf(c.index, id) === 0) continue;
-          const restart = spec.down > 0 ? `; ${a.name} is down until ${formatTime(this.clock.now() + spec.down)}` : "";
-          this.say(id, a.name, c.durable ? `CRASH: it stays in ${c.type} channel ${c.name}, which keeps committed events${restart}` : `CRASH: ${c.type} channel ${c.name} loses its contents, this event with them${restart}`);
+          const fate = part
+            ? part.includes(id)
+              ? `CRASH: ${c.type} channel ${c.name} loses the events it holds in memory, this event with them`
+              : `CRASH: it stays in the overflow on disk of ${c.type} channel ${c.name}`
+            : c.durable
+              ? `CRASH: it stays in ${c.type} channel ${c.name}, which keeps committed events`
+              : `CRASH: ${c.type} channel ${c.name} loses its contents, this event with them`;
+          this.say(id, a.name, `${fate}${restart}`);
         }
       }
     }
     const crashNo = ++this.crashNo;
-    const dropped = this.ledger.crash(a.channelIndexes, crashNo);
-    this.recorder?.crash(a.channelIndexes, this.topo.tier ? a.name : undefined);
+    const dropped = this.ledger.crash(a.channelIndexes, crashNo, partial);
+    this.recorder?.crash(a.channelIndexes, this.topo.tier ? a.name : undefined, partial);
     a.timeline.crash(this.clock.now());
     // What a killed process leaves: each channel's definition says (a file channel keeps its log and lets its locks go).
     for (const c of (a.built as BuiltAgent).channels.values()) await c.model.definition.durability?.crash(c.instance);

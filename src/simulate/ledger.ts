@@ -204,21 +204,35 @@ export class Ledger {
 
   /**
    * A process crash: the non-durable channels among `channels` (all when absent) lose what they
-   * hold. `crash` numbers the crash, so lost events can be traced to it. Returns events lost per channel.
+   * hold; a channel in `partial` (one that keeps only part of its events, such as
+   * SPILLABLEMEMORY) loses exactly the events listed for it. `crash` numbers the crash, so lost
+   * events can be traced to it. Returns events lost per channel.
    */
-  crash(channels?: readonly number[], crash = 1): { channel: string; lost: number }[] {
+  crash(channels?: readonly number[], crash = 1, partial?: ReadonlyMap<number, ArrayLike<number>>): { channel: string; lost: number }[] {
     const out: { channel: string; lost: number }[] = [];
     for (const k of channels ?? this.channels.map((_, k) => k)) {
       const ch = this.channels[k];
-      if (ch.durable) continue;
+      const only = partial?.get(k);
+      if (ch.durable && !only) continue;
       const c = this.counts[k];
       const held = c.inChannel;
       let lost = 0;
-      for (let i = 0; i < this.used; i++) {
-        if (held[i] > 0) {
-          lost += held[i];
-          held[i] = 0;
-          c.droppedBy[i] = crash;
+      if (only) {
+        for (let j = 0; j < only.length; j++) {
+          const i = only[j];
+          if (i < this.used && held[i] > 0) {
+            lost++;
+            held[i]--;
+            c.droppedBy[i] = crash;
+          }
+        }
+      } else {
+        for (let i = 0; i < this.used; i++) {
+          if (held[i] > 0) {
+            lost += held[i];
+            held[i] = 0;
+            c.droppedBy[i] = crash;
+          }
         }
       }
       c.crashLost += lost;

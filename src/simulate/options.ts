@@ -96,12 +96,6 @@ export function parseFailSpec(text: string, what: string): FailSpec {
   return { kind: "batches", batches, text: t };
 }
 
-export function parseCount(text: string, what: string, min = 0): number {
-  const n = Number(text.replace(/_/g, ""));
-  if (!Number.isInteger(n) || n < min) throw new SimulationUsageError(`${what}: expected a whole number >= ${min}, got "${text}"`);
-  return n;
-}
-
 export function describeFailSpec(f: FailSpec): string {
   if (f.kind === "none") return "none";
   if (f.kind === "rate") return `each sink batch fails with probability ${f.rate}`;

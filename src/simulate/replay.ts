@@ -21,7 +21,7 @@ import { VirtualClock } from "../core/virtual-clock.ts";
 import { createComponent } from "../agent/build.ts";
 import type { AnyDefinition } from "../components/component.ts";
 import { lookupComponent } from "../components/registry.ts";
-import { type AnyOptions, keyWithRole, type Role } from "../config/schema.ts";
+import { type AnyOptions, keysWithRole, keyWithRole, type Role } from "../config/schema.ts";
 import { seededRandom } from "./rng.ts";
 import { Epoch } from "./components.ts";
 import { Ledger, type LedgerSummary, SUMMARY_KEYS, verdict } from "./ledger.ts";
@@ -380,7 +380,14 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
         }
         tf.txs.delete(id);
       }
-      const lost = ledger.crash(hit);
+      // A channel that keeps only part of its events (SPILLABLEMEMORY) says which it loses.
+      const partial = new Map<number, number[]>();
+      for (const k of hit) {
+        const c = channels[k];
+        const lostOnCrash = c.definition.durability?.lostOnCrash;
+        if (lostOnCrash) partial.set(k, lostOnCrash(c.channel).map((e) => key(JSON.parse(e.headers[ID_HEADER]) as EventId)));
+      }
+      const lost = ledger.crash(hit, undefined, partial);
       await settleIo();
       for (const k of hit) await restart(k);
       step?.(`${when}  CRASH${agent ? ` of ${agent}` : ""}: open transactions vanish${lost.filter((l) => l.lost > 0).map((l) => `; ${l.channel} loses ${l.lost} events`).join("")}`);
@@ -570,6 +577,8 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
         if (key && v !== undefined && v > 0) raw[key] = String(v);
       };
       set("capacity", info.capacity);
+      // Further capacity properties (SPILLABLEMEMORY's overflowCapacity) add to the first: none.
+      for (const key of keysWithRole(definition.schema, "capacity").slice(1)) if (info.capacity) raw[key] = "0";
       set("transactionCapacity", info.transactionCapacity && info.capacity ? Math.min(info.transactionCapacity, info.capacity) : info.transactionCapacity);
       set("keepAlive", info.keepAlive);
       options = definition.parse(raw).options;

@@ -18,7 +18,7 @@ import type { AnyDefinition } from "../components/component.ts";
 import { type ComponentEntry, type Located, parseFlumeConfig, record, type ParseResult, parseEveryAgent } from "../config/flume-config.ts";
 import type { AgentModel, ChannelModel } from "../config/model.ts";
 import { formatProblem } from "../config/problems.ts";
-import { keyWithRole, type Role } from "../config/schema.ts";
+import { capacityOf, keyWithRole, type Role } from "../config/schema.ts";
 import { type ComponentRegistry, type LoadResult, withModel } from "../config/validate.ts";
 import { CLIENT_TLS_PROPS, SERVER_TLS_PROPS } from "../net/tls.ts";
 import { SimulationUsageError, type SimulationOptions } from "./options.ts";
@@ -316,7 +316,7 @@ export function buildTopology(o: SimulationOptions): Topology {
       index: channels.length + [...model.channels.keys()].indexOf(m.name),
       type: m.type,
       durable: m.definition.durability !== undefined,
-      capacity: number(m, "capacity") ?? Infinity,
+      capacity: capacityOf(m.definition.schema, m.options) ?? Infinity,
       transactionCapacity: number(m, "transactionCapacity"),
       keepAlive: number(m, "keepAlive"),
       model: m,

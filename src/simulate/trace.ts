@@ -25,7 +25,7 @@
  */
 import fs from "node:fs";
 import type { AgentModel, ChannelModel } from "../config/model.ts";
-import { type AnyOptions, keyWithRole, type Role } from "../config/schema.ts";
+import { type AnyOptions, capacityOf, keyWithRole, type Role } from "../config/schema.ts";
 import type { Channel } from "../core/channel.ts";
 import type { Clock } from "../core/clock.ts";
 import type { ChannelCounter } from "../core/counters.ts";
@@ -262,7 +262,7 @@ export function channelInfo(model: ChannelModel): TraceChannelInfo {
     name: model.name,
     type: model.type,
     durable: model.definition.durability !== undefined,
-    capacity: byRole("capacity"),
+    capacity: capacityOf(model.definition.schema, model.options),
     transactionCapacity: byRole("transactionCapacity"),
     keepAlive: byRole("keepAlive"),
     options: model.options,
@@ -502,11 +502,16 @@ export class TraceRecorder implements ChannelObserver {
     );
   }
 
-  /** The process (of `agent`, owning `channels`) crashed: open transactions vanish, non-durable channels lose their events. */
-  crash(channels?: number[], agent?: string): void {
+  /**
+   * The process (of `agent`, owning `channels`) crashed: open transactions vanish, non-durable
+   * channels lose their events, and a channel in `partial` (by index) loses the events listed for it.
+   */
+  crash(channels?: number[], agent?: string, partial?: ReadonlyMap<number, readonly EventId[]>): void {
     this.flushRun();
     this.emit(`{"t":${this.now()},"op":"crash"${agent !== undefined ? `,"agent":${JSON.stringify(agent)}` : ""}}`);
-    if (!this.truncated) this.ledger.crash(channels);
+    if (this.truncated) return;
+    const keyed = partial && new Map([...partial].map(([k, ids]) => [k, ids.map((id) => this.key(id))]));
+    this.ledger.crash(channels, undefined, keyed);
   }
 
   /** A channel made after the header was written (a live agent's reload): announced by a "channel" line. */

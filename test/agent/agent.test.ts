@@ -11,6 +11,8 @@ import { BaseSource } from "../../src/components/sources/base.ts";
 import { createEvent } from "../../src/core/event.ts";
 import { canConnect, cleanupsAfterEach, fileChannelLines, freePort, listenLocal, netcatConf, sleep, tempDir } from "../support/helpers.ts";
 import { parseAgentConfig, seqConf } from "../support/agent.ts";
+import { needsOpenssl } from "../support/requires.ts";
+import { selfSignedCert } from "../support/tls.ts";
 
 const cleanups = cleanupsAfterEach();
 
@@ -317,27 +319,26 @@ a1.channels.c1.capacity = 100
 a1.channels.c1.transactionCapacity = 100` });
 
 describe("reload resizing a memory channel", () => {
-  test("a reload that fails to build a later component leaves the channel's capacity as it was", async () => {
+  needsOpenssl.test("a reload that fails to build a later component leaves the channel's capacity as it was", async () => {
     const agent = new Agent("a1", { drainTimeout: 200 });
     await agent.start(parse(BASE));
     const c1 = agent.components.channels.get("c1")!.channel;
     expect(c1.counter.values.ChannelCapacity).toBe(100);
-    // r2's certificate is there when the file is validated, gone when the reload builds it:
-    // its create() throws after c1 was handled.
+    // r2's certificate is there when the file is validated (which opens it), gone when the
+    // reload builds it: its create() throws after c1 was handled.
     const { dir, cleanup } = tempDir();
-    writeFileSync(path.join(dir, "cert.pem"), "not checked before create");
-    writeFileSync(path.join(dir, "key.pem"), "not checked before create");
+    selfSignedCert(dir, "r2");
     const broken = `${BASE.replace("a1.sources = r1", "a1.sources = r1 r2").replace("capacity = 100\n", "capacity = 200\n")}a1.sources.r2.type = http
 a1.sources.r2.bind = 127.0.0.1
 a1.sources.r2.port = 0
 a1.sources.r2.ssl = true
-a1.sources.r2.ssl-certificate = ${path.join(dir, "cert.pem")}
-a1.sources.r2.ssl-key = ${path.join(dir, "key.pem")}
+a1.sources.r2.ssl-certificate = ${path.join(dir, "r2.crt.pem")}
+a1.sources.r2.ssl-key = ${path.join(dir, "r2.key.pem")}
 a1.sources.r2.channels = c1
 `;
     const brokenConfig = parse(broken);
     cleanup();
-    await expect(agent.reload(brokenConfig)).rejects.toThrow(/cert\.pem/);
+    await expect(agent.reload(brokenConfig)).rejects.toThrow(/r2\.crt\.pem/);
     // The old configuration keeps running, with its channel as configured.
     expect(c1.counter.values.ChannelCapacity).toBe(100);
     // A later good reload still applies the resize (the failed one did not mark it as done).

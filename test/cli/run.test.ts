@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
 import { writeFileSync, statSync, utimesSync } from "node:fs";
 import path from "node:path";
 import net from "node:net";
@@ -7,7 +8,7 @@ import type { ComponentDefinition } from "../../src/components/component.ts";
 import * as registry from "../../src/components/registry.ts";
 import { seqConf } from "../support/agent.ts";
 import { copyFixture, fingerprint } from "../support/flume-file-channel.ts";
-import { cleanupsAfterEach, freePort, netcatConf, runCli, sendLines, sleep, startAgentCli, tempDir, canConnect, fileChannelLines, waitUntilListening, listenLocal } from "../support/helpers.ts";
+import { CLI, cleanupsAfterEach, freePort, netcatConf, runCli, sendLines, sleep, startAgentCli, tempDir, canConnect, fileChannelLines, waitUntilListening, listenLocal } from "../support/helpers.ts";
 
 async function getJson(port: number, p: string): Promise<{ status: number; body: string; type: string | null }> {
   const res = await fetch(`http://127.0.0.1:${port}${p}`);
@@ -70,7 +71,7 @@ describe("flume run", () => {
     expect(runCli(["run", "-f", "x.conf", "--bogus"]).code).toBe(2);
     const port = runCli(["run", "-f", "conf/flume.conf", "--metrics-port", "70000"]);
     expect(port.code).toBe(2);
-    expect(port.stderr).toContain("metrics port must be a whole number from 0 to 65535");
+    expect(port.stderr).toContain('flume run: --metrics-port needs a port number from 0 to 65535, got "70000"');
   });
 
   test("flume-ng spellings: agent, --conf, --conf-file, --name, -D, --no-reload-conf", async () => {
@@ -140,7 +141,9 @@ a1.channels.c1.type = memory
     expect(agent.stderr).toContain(`${conf}:8`);
     expect(await sendLines(port2, "four\n")).toBe("OK\n");
     agent.child.kill("SIGTERM");
-    expect(await agent.exited()).toBe(0);
+    // No sink drained c1: its 4 events are lost with the memory channel, and the exit code says so.
+    expect(await agent.exited()).toBe(3);
+    expect(agent.stderr).toMatch(/4 accepted events left in memory channels were lost \(exit 3\)/);
   });
 
   test("SIGTERM: sources stop, sinks drain the channel before exit, nothing committed is lost", async () => {
@@ -297,8 +300,11 @@ a1.sinks.k1.channel = c1
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet", "--no-reload-conf", "--drain-timeout", "200"]);
     const out = agent.stdout + agent.stderr;
     const line = out.split("\n").find((l) => l.includes("agent a1 started"))!;
-    expect(line).toContain("sources [r1]");
-    expect(line).toMatch(/not started yet, retrying: r2 \(.*EADDRINUSE/);
+    expect(line).toMatch(/agent a1 started 3 of 4 components; source r2 not started: .*EADDRINUSE.*, retrying every 3 s$/);
+    expect(out).not.toMatch(/agent a1 started: /);
+    // Once the port is free the supervisor's retry starts r2, and the log says everything runs.
+    await new Promise<void>((resolve) => blocker.close(() => resolve()));
+    await agent.waitFor(/agent a1: every component has started/, 10_000);
     agent.child.kill("SIGTERM");
     expect(await agent.exited()).toBe(0);
   });
@@ -362,5 +368,112 @@ describe("flume run on an Apache Flume file channel", () => {
     expect(out).not.toContain("retrying");
     expect(out).not.toContain("bad magic");
     expect(fingerprint(f.root)).toEqual(before);
+  });
+});
+
+describe("flume run in production: signals, exit codes, logs", () => {
+  function netcatAgentConf(dir: string, port: number, extra = "") {
+    const conf = path.join(dir, "agent.conf");
+    writeFileSync(conf, netcatConf(port) + extra);
+    return conf;
+  }
+
+  test("SIGHUP reloads the configuration at once, even with --no-reload-conf", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const port2 = await freePort();
+    const conf = netcatAgentConf(dir, port);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet", "--no-reload-conf"]);
+    writeFileSync(conf, netcatConf(port).replace("a1.sources = r1", "a1.sources = r1 r2") + `a1.sources.r2.type = netcat\na1.sources.r2.bind = 127.0.0.1\na1.sources.r2.port = ${port2}\na1.sources.r2.channels = c1\n`);
+    agent.child.kill("SIGHUP");
+    await agent.waitFor(/reloaded .*started \[source r2\]/);
+    expect(await sendLines(port2, "hi\n")).toBe("OK\n");
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+  });
+
+  test("a second SIGTERM during the drain stops at once and says what it leaves; a memory channel left holding events exits 3", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const dead = await freePort();
+    // The sink's destination is down, so a drain could never finish.
+    const conf = path.join(dir, "agent.conf");
+    writeFileSync(conf, netcatConf(port, { sink: `avro\na1.sinks.k1.hostname = 127.0.0.1\na1.sinks.k1.port = ${dead}` }));
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet", "--drain-timeout", "60000"], /agent a1 started/);
+    expect(await sendLines(port, "a\nb\n")).toBe("OK\nOK\n");
+    agent.child.kill("SIGTERM");
+    await agent.waitFor(/SIGTERM received: stopping agent a1/);
+    await sleep(200);
+    const t0 = Date.now();
+    agent.child.kill("SIGTERM");
+    const code = await agent.exited();
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(code).toBe(3);
+    expect(agent.stderr).toContain("SIGTERM received again: stopping at once");
+    expect(agent.stderr).toMatch(/channel c1 still held 2 events when the drain was cut short; a memory channel loses them/);
+    expect(agent.stderr).toMatch(/2 accepted events left in memory channels were lost \(exit 3\)/);
+  });
+
+  test("--fail-fast=SECONDS exits 1 when a component has not started in time; without it the agent keeps retrying", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const blocker = net.createServer();
+    const taken = await listenLocal(blocker);
+    cleanups.push(() => blocker.close());
+    const conf = netcatAgentConf(dir, taken);
+    const r = runCli(["run", "-f", conf, "--quiet", "--fail-fast=1"], { timeout: 15_000 });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/source r1 not started after 1 s \(--fail-fast\); stopping \(exit 1\)/);
+    expect(runCli(["run", "-f", conf, "--fail-fast=soon"]).code).toBe(2);
+  });
+
+  test("--log-format json writes one JSON object a line with time, level, component and message", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const conf = netcatAgentConf(dir, port);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet", "--log-format", "json", "-n", "a1"], /agent a1 started/);
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+    const lines = agent.stderr.trim().split("\n");
+    expect(lines.length).toBeGreaterThan(2);
+    for (const l of lines) {
+      const o = JSON.parse(l) as Record<string, string>;
+      expect(Object.keys(o)).toEqual(expect.arrayContaining(["time", "level", "message"]));
+      expect(o.agent).toBe("a1");
+    }
+    expect(lines.some((l) => JSON.parse(l).component === "r1")).toBe(true);
+  });
+
+  test("text lines carry a timestamp and level, no blank lines; --log-level and -Dflume.root.logger are honoured", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const blocker = net.createServer();
+    const taken = await listenLocal(blocker);
+    cleanups.push(() => blocker.close());
+    const conf = netcatAgentConf(dir, taken);
+    // The supervisor logs each start retry at debug level; the failure itself is a warning.
+    const debug = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet", "-Dflume.root.logger=DEBUG,console"], /agent a1 started/);
+    await debug.waitFor(/ DEBUG /, 10_000);
+    debug.child.kill("SIGTERM");
+    await debug.exited();
+    const lines = debug.stderr.split("\n").filter((l) => l !== "");
+    expect(debug.stderr).not.toMatch(/\n\n/);
+    for (const l of lines) expect(l).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (ERROR|WARN |INFO |DEBUG|TRACE) /);
+    const warnOnly = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet", "--log-level", "warn"], /agent a1 started/);
+    warnOnly.child.kill("SIGTERM");
+    await warnOnly.exited();
+    expect(warnOnly.stderr).not.toMatch(/ INFO /);
+    expect(runCli(["run", "-f", conf, "-Dflume.root.logger=LOUD,console"]).code).toBe(2);
+  });
+});
+
+describe("a reader that stops reading", () => {
+  test("flume describe | head -1 ends quietly with exit 0 (no EPIPE trace)", () => {
+    const r = spawnSync("bash", ["-c", `"${process.execPath}" "${CLI}" describe | head -1; echo "status \${PIPESTATUS[0]}" >&2`], { encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } });
+    expect(r.stdout.split("\n")[0]).toBe("Sources:");
+    expect(r.stderr).toBe("status 0\n");
   });
 });

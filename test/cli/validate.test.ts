@@ -126,7 +126,7 @@ describe("flume validate", () => {
     expect(json(agentJson.stdout).valid).toBe(false);
     const option = runCli(["validate", valid, "--bogus"]);
     expect(option.code).toBe(2);
-    expect(option.stderr).toContain("unknown option --bogus");
+    expect(option.stderr).toContain('flume validate: unknown option "--bogus"');
   });
 
   test("flume-ng spellings: -f / --conf-file, --name, -c (ignored)", () => {

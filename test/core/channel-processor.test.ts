@@ -201,6 +201,27 @@ describe("ChannelProcessor interceptors", () => {
     expect(after.batchCalls).toBe(0);
   });
 
+  test("events kept from a read that interceptors mostly dropped hold only their own bytes, one buffer per batch; without drops bodies are not copied", async () => {
+    const [c] = probes(1, { capacity: 1000, transactionCapacity: 1000 });
+    const read = new TextEncoder().encode(Array.from({ length: 500 }, (_, i) => (i % 100 === 0 ? `keep ${i}` : `drop ${i}`).padEnd(99) + "\n").join(""));
+    const lines = (): Event[] => Array.from({ length: 500 }, (_, i) => ({ headers: {}, body: read.subarray(i * 100, i * 100 + 99) }));
+    const p = new ChannelProcessor(new ReplicatingChannelSelector([c]), [new DropFilter()]);
+    await p.processEventBatch(lines());
+    const tx = c.getTransaction();
+    tx.begin();
+    const kept = [tx.take(), tx.take(), tx.take(), tx.take(), tx.take()] as Event[];
+    expect(tx.take()).toBeNull();
+    await tx.commit();
+    tx.close();
+    expect(kept.map((e) => bodyText(e).trim())).toEqual(["keep 0", "keep 100", "keep 200", "keep 300", "keep 400"]);
+    for (const e of kept) expect(e.body.buffer.byteLength).toBe(5 * 99);
+    expect(new Set(kept.map((e) => e.body.buffer)).size).toBe(1);
+    const unfiltered = new ChannelProcessor(new ReplicatingChannelSelector([c]));
+    const all = lines();
+    await unfiltered.processEventBatch(all);
+    expect(all[0].body.buffer).toBe(read.buffer);
+  });
+
   test("initialize and close reach every interceptor", () => {
     const calls: string[] = [];
     const i: Interceptor = {

@@ -1,7 +1,7 @@
 // Events and the typed errors of the core.
 import { describe, expect, test } from "bun:test";
 import { ChannelException, ChannelFullException, ConfigurationError, EventDeliveryException, FlumeError, TransactionStateError } from "../../src/core/errors.ts";
-import { bodyText, createEvent } from "../../src/core/event.ts";
+import { bodyText, compactBodies, createEvent, type Event } from "../../src/core/event.ts";
 
 describe("Event", () => {
   test("a string body is encoded as UTF-8; headers are plain strings", () => {
@@ -17,6 +17,41 @@ describe("Event", () => {
     const e = createEvent(body);
     expect(e.body).toBe(body);
     expect(e.headers).toEqual({});
+  });
+});
+
+/** Events whose bodies are views of lines in one read of `size` bytes, as a socket source makes. */
+function linesOfOneRead(size: number, lines: number[]): Event[] {
+  const read = new Uint8Array(size).fill(120);
+  return lines.map((at) => ({ headers: {}, body: read.subarray(at, at + 10) }));
+}
+
+describe("compactBodies", () => {
+  test("small views into a large read are copied into one buffer for the batch, bytes unchanged", () => {
+    const events = linesOfOneRead(65536, [0, 30000, 60000]);
+    events[1].body.set(new TextEncoder().encode("0123456789"));
+    const before = events.map(bodyText);
+    expect(compactBodies(events)).toBe(true);
+    expect(events.map(bodyText)).toEqual(before);
+    const buffer = events[0].body.buffer;
+    expect(buffer.byteLength).toBe(30);
+    for (const e of events) expect(e.body.buffer).toBe(buffer);
+  });
+
+  test("bodies that own at least half of what they keep alive are left alone (no copy, no allocation)", () => {
+    const whole = linesOfOneRead(100, [0, 10, 20, 30, 40, 50, 60, 70, 80, 90]);
+    const bodies = whole.map((e) => e.body);
+    expect(compactBodies(whole)).toBe(false);
+    expect(whole.map((e) => e.body)).toEqual(bodies);
+    const own = [createEvent("a"), createEvent("bb"), createEvent("")];
+    expect(compactBodies(own)).toBe(false);
+  });
+
+  test("a shared body (the stress source's) counts its buffer once", () => {
+    const body = new Uint8Array(500);
+    const events = Array.from({ length: 100 }, () => ({ headers: {}, body }));
+    expect(compactBodies(events)).toBe(false);
+    expect(events[99].body).toBe(body);
   });
 });
 

@@ -86,7 +86,7 @@ describe("lifecycle supervisor", () => {
     await clock.advance(30_000);
     expect(c.starts.length).toBe(3);
     expect(logger.lines.filter((l) => l.level === "error").length).toBe(2);
-    expect(logger.lines[0].message).toContain("retrying in 3000 ms");
+    expect(logger.lines[0].message).toContain("retrying every 3000 ms");
     await supervisor.stop();
   });
 
@@ -263,7 +263,7 @@ describe("supervisor and errors marked retryable = false", () => {
     expect(c.starts).toBe(1);
     expect(supervisor.isComponentInErrorState(c)).toBe(true);
     expect(supervisor.status(c)).toMatchObject({ failures: 1, lastError: "directory holds another format", cause: error, error: true });
-    expect(logger.lines).toEqual([{ level: "debug", message: "Unable to start c1 (failure 1), giving up: directory holds another format" }]);
+    expect(logger.lines).toEqual([{ level: "debug", message: "Unable to start c1, giving up: directory holds another format" }]);
   });
 
   test("any other error is retried every monitor interval", async () => {

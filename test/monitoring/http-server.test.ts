@@ -245,7 +245,7 @@ a1.sinks.k2.type = null
 a1.sinks.k2.channel = c2
 `,
     );
-    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--metrics-port", String(mport), "--metrics-bind", "127.0.0.1", "--quiet"]);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--metrics-port", String(mport), "--metrics-bind", "127.0.0.1", "--quiet"], /metrics on/);
     const text = await (await fetch(`http://127.0.0.1:${mport}/metrics`, { headers: { Accept: "text/plain;version=0.0.4" } })).text();
     const r = spawnSync("promtool", ["check", "metrics"], { input: text, encoding: "utf8" });
     expect({ status: r.status, out: r.stdout + r.stderr }).toEqual({ status: 0, out: "" });

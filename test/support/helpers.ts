@@ -178,6 +178,8 @@ export async function startAgentCli(cleanups: (() => void)[], args: string[], re
   const agent = startCli(args);
   cleanups.push(() => agent.child.kill("SIGKILL"));
   await agent.waitFor(ready);
+  // The metrics server starts after the agent: a test that reads it next needs it listening.
+  if (args.some((a) => a === "--metrics-port" || a.startsWith("-Dflume.monitoring.port"))) await agent.waitFor(/metrics on/);
   return agent;
 }
 

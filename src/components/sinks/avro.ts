@@ -1,8 +1,3 @@
-import type { TimerHandle } from "../../core/clock.ts";
-import { SinkCounter } from "../../core/counters.ts";
-import { ChannelException, EventDeliveryException } from "../../core/errors.ts";
-import type { Event } from "../../core/event.ts";
-import type { Sink, Status } from "../../core/sink.ts";
 import type { ConnectionOptions } from "node:tls";
 import { AvroRpcClient } from "../../rpc/client.ts";
 import { RpcHandshakeTimeoutError } from "../../rpc/errors.ts";
@@ -10,7 +5,7 @@ import { CLIENT_TLS_PROPS, clientTls, tlsProblems } from "../../net/tls.ts";
 import type { CompressionType } from "../../rpc/transport.ts";
 import type { Network } from "../../net/network.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
-import { BaseSink } from "./base.ts";
+import { RpcSink } from "./rpc-sink.ts";
 
 export interface AvroSinkOptions {
   hostname: string;
@@ -30,153 +25,37 @@ export interface AvroSinkOptions {
 const MIN_TIMEOUT = 1000;
 const DEFAULT_TIMEOUT = 20000;
 
-/**
- * Flume's avro sink (AbstractRpcSink): takes up to batch-size events in one channel
- * transaction, sends them as one appendBatch, commits on OK. FAILED, a timeout or a broken
- * connection rolls the batch back, drops the connection and throws EventDeliveryException; the
- * runner backs off and the next process() reconnects and resends (at-least-once).
- */
-export class AvroSink extends BaseSink implements Sink {
-  readonly counter: SinkCounter;
-  private client: AvroRpcClient | null = null;
-  private resetDue = false;
-  private resetTimer: TimerHandle | null = null;
-  private readonly network: Network | undefined;
-
+/** Flume's avro sink: an RPC sink (see rpc-sink.ts) over Avro RPC's NettyAvroRpcClient protocol. */
+export class AvroSink extends RpcSink<AvroRpcClient> {
   constructor(
     ctx: ComponentContext,
     readonly options: AvroSinkOptions,
   ) {
-    super(ctx);
-    this.counter = new SinkCounter(ctx.name, ctx.clock);
-    this.network = ctx.network;
+    super(ctx, options);
   }
 
-  get label(): string {
-    return `Rpc sink ${this.name}`;
-  }
-
-  async start(): Promise<void> {
-    this.counter.start();
-    try {
-      await this.createConnection();
-    } catch (err) {
-      this.logger.warn(`${this.label}: unable to create Rpc client using hostname ${this.options.hostname}, port ${this.options.port}: ${(err as Error).message}`);
-      this.destroyConnection();
-    }
-    this.state = "START";
-    this.logger.info(`${this.label} started.`);
-  }
-
-  async stop(): Promise<void> {
-    this.destroyConnection();
-    this.cancelReset();
-    this.counter.stop();
-    this.state = "STOP";
-    this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
-  }
-
-  async process(): Promise<Status> {
-    if (this.resetDue) {
-      this.resetDue = false;
-      this.destroyConnection();
-      try {
-        await this.createConnection();
-      } catch (err) {
-        this.logger.error(`${this.label}: error while resetting the connection: ${(err as Error).message}`);
-      }
-    }
-    const channel = this.getChannel();
-    const tx = channel.getTransaction();
-    const c = this.counter.values;
-    let status: Status = "READY";
-    tx.begin();
-    try {
-      const client = await this.verifyConnection();
-      const batch: Event[] = [];
-      const batchSize = this.options.batchSize;
-      for (let i = 0; i < batchSize; i++) {
-        const event = tx.take();
-        if (event === null) break;
-        batch.push(event);
-      }
-      const size = batch.length;
-      if (size === 0) {
-        c.BatchEmptyCount++;
-        status = "BACKOFF";
-      } else {
-        if (size < batchSize) c.BatchUnderflowCount++;
-        else c.BatchCompleteCount++;
-        c.EventDrainAttemptCount += size;
-        await client.appendBatch(batch);
-      }
-      await tx.commit();
-      c.EventDrainSuccessCount += size;
-    } catch (err) {
-      await tx.rollback();
-      if (err instanceof ChannelException) {
-        c.ChannelReadFail++;
-        this.logger.error(`${this.label}: unable to get events from channel ${channel.name}: ${err.message}`);
-        status = "BACKOFF";
-      } else {
-        c.EventWriteFail++;
-        // A handshake that never came back means the connection was never set up.
-        if (err instanceof RpcHandshakeTimeoutError) c.ConnectionFailedCount++;
-        this.destroyConnection();
-        throw new EventDeliveryException(`${this.label}: failed to send events to ${this.options.hostname}:${this.options.port}: ${(err as Error).message}`, { cause: err });
-      }
-    } finally {
-      tx.close();
-    }
-    return status;
-  }
-
-  private async verifyConnection(): Promise<AvroRpcClient> {
-    if (this.client && !this.client.isActive()) this.destroyConnection();
-    if (!this.client) await this.createConnection();
-    return this.client as AvroRpcClient;
-  }
-
-  private async createConnection(): Promise<void> {
-    if (this.client) return;
+  protected connect(network: Network | undefined): Promise<AvroRpcClient> {
     const o = this.options;
-    this.logger.info(`${this.label}: building Rpc client with hostname ${o.hostname}, port ${o.port}`);
-    try {
-      this.client = await AvroRpcClient.connect({
-        host: o.hostname,
-        port: o.port,
-        connectTimeout: o.connectTimeout,
-        requestTimeout: o.requestTimeout,
-        compression: o.compression,
-        compressionLevel: o.compressionLevel,
-        tls: o.tls ?? undefined,
-        clock: this.clock,
-        network: this.network,
-      });
-    } catch (err) {
-      this.counter.values.ConnectionFailedCount++;
-      throw err;
-    }
-    this.counter.values.ConnectionCreatedCount++;
-    if (o.resetConnectionInterval > 0) {
-      this.cancelReset();
-      this.resetTimer = this.clock.setTimeout(() => {
-        this.resetTimer = null;
-        this.resetDue = true;
-      }, o.resetConnectionInterval * 1000);
-    }
+    return AvroRpcClient.connect({
+      host: o.hostname,
+      port: o.port,
+      connectTimeout: o.connectTimeout,
+      requestTimeout: o.requestTimeout,
+      compression: o.compression,
+      compressionLevel: o.compressionLevel,
+      tls: o.tls ?? undefined,
+      clock: this.clock,
+      network,
+    });
   }
 
-  private destroyConnection(): void {
-    if (!this.client) return;
-    this.client.close();
-    this.client = null;
-    this.counter.values.ConnectionClosedCount++;
+  protected describeClient(): string {
+    return `avro${this.options.compression === "deflate" ? ", deflate" : ""}${this.options.tls ? ", TLS" : ""}`;
   }
 
-  private cancelReset(): void {
-    if (this.resetTimer) this.clock.clearTimeout(this.resetTimer);
-    this.resetTimer = null;
+  /** An Avro handshake that never came back: the connection was never set up. */
+  protected override neverConnected(err: unknown): boolean {
+    return err instanceof RpcHandshakeTimeoutError;
   }
 }
 

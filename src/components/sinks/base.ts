@@ -1,24 +1,42 @@
 import type { Channel } from "../../core/channel.ts";
-import { EventDeliveryException } from "../../core/errors.ts";
-import type { Event } from "../../core/event.ts";
-import type { Status } from "../../core/sink.ts";
 import type { Clock } from "../../core/clock.ts";
+import type { SinkCounter } from "../../core/counters.ts";
 import type { LifecycleState } from "../../core/lifecycle.ts";
 import type { Logger } from "../../core/logger.ts";
+import type { Sink, Status } from "../../core/sink.ts";
+import { TakeLoop, type TakeLoopOptions } from "../../pipeline/take-loop.ts";
 import type { ComponentContext } from "../component.ts";
 
-/** What every sink shares: its name, channel and lifecycle state. */
-export abstract class BaseSink {
+/**
+ * What every sink shares: its name, channel, lifecycle state and process(), which runs the
+ * sink's take loop (src/pipeline/take-loop.ts). A sink makes its TakeLoop in its constructor
+ * with its deliver policy; one with work before the transaction (rolling a file, replacing a
+ * connection) overrides process() and ends with super.process().
+ */
+export abstract class BaseSink implements Sink {
   readonly name: string;
   protected readonly clock: Clock;
   protected readonly logger: Logger;
   protected state: LifecycleState = "IDLE";
+  /** Flume's SinkCounter, for the sinks that have one (Flume's null and logger sinks have none). */
+  readonly counter?: SinkCounter;
+  protected abstract readonly takeLoop: TakeLoop;
   private channel: Channel | null = null;
 
   constructor(ctx: ComponentContext) {
     this.name = ctx.name;
     this.clock = ctx.clock;
     this.logger = ctx.logger;
+  }
+
+  start(): void | Promise<void> {
+    this.counter?.start();
+    this.state = "START";
+  }
+
+  stop(): void | Promise<void> {
+    this.counter?.stop();
+    this.state = "STOP";
   }
 
   setChannel(channel: Channel): void {
@@ -34,38 +52,12 @@ export abstract class BaseSink {
     return this.state;
   }
 
-  /**
-   * One take transaction: up to max events, handed to deliver; commits when deliver returns,
-   * rolls back and throws EventDeliveryException when it throws. BACKOFF when the channel ran
-   * dry before max events.
-   */
-  protected async takeBatch(max: number, deliver: (events: Event[]) => void | Promise<void>): Promise<{ status: Status; count: number }> {
-    const tx = this.getChannel().getTransaction();
-    tx.begin();
-    // One array per sink, reused: deliver must not keep it.
-    const events = this.batch;
-    events.length = 0;
-    try {
-      let status: Status = "READY";
-      while (events.length < max) {
-        const e = tx.take();
-        if (e === null) {
-          status = "BACKOFF";
-          break;
-        }
-        events.push(e);
-      }
-      if (events.length > 0) await deliver(events);
-      await tx.commit();
-      return { status, count: events.length };
-    } catch (err) {
-      await tx.rollback();
-      throw new EventDeliveryException(`sink ${this.name}: failed to deliver ${events.length} events: ${(err as Error).message}`, { cause: err });
-    } finally {
-      events.length = 0;
-      tx.close();
-    }
+  /** A take loop labelled "sink <name>" (unless options say otherwise) that logs to this sink's logger. */
+  protected newTakeLoop(options: Omit<TakeLoopOptions, "label" | "logger"> & { label?: string }): TakeLoop {
+    return new TakeLoop({ label: `sink ${this.name}`, logger: this.logger, ...options });
   }
 
-  private readonly batch: Event[] = [];
+  process(): Promise<Status> {
+    return this.takeLoop.process(this.getChannel());
+  }
 }

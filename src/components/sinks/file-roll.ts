@@ -1,17 +1,16 @@
 import { mkdir, open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
-import type { Channel } from "../../core/channel.ts";
 import type { Clock, TimerHandle } from "../../core/clock.ts";
 import { SinkCounter } from "../../core/counters.ts";
 import { ConfigurationError, EventDeliveryException } from "../../core/errors.ts";
-import type { LifecycleState } from "../../core/lifecycle.ts";
-import type { Logger } from "../../core/logger.ts";
-import type { Sink, Status } from "../../core/sink.ts";
-import type { Transaction } from "../../core/transaction.ts";
+import type { Event } from "../../core/event.ts";
+import type { Status } from "../../core/sink.ts";
+import type { TakeLoop } from "../../pipeline/take-loop.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { ChunkOutput, findSerializer } from "../serializers/serializer.ts";
 import type { EventSerializer, SerializerFactory } from "../serializers/serializer.ts";
+import { BaseSink } from "./base.ts";
 
 /**
  * Names output files as Flume's path managers: DEFAULT is `<prefix><seriesTimestamp>-<n>[.ext]`
@@ -82,13 +81,9 @@ export interface FileRollOptions {
  * file with one write and handed to the OS before the take transaction commits, so a
  * committed event is in the file even if the agent dies right after.
  */
-export class RollingFileSink implements Sink {
-  readonly counter: SinkCounter;
-  readonly name: string;
-  private readonly clock: Clock;
-  private readonly logger: Logger;
-  private channel: Channel | null = null;
-  private state: LifecycleState = "IDLE";
+export class RollingFileSink extends BaseSink {
+  override readonly counter: SinkCounter;
+  protected readonly takeLoop: TakeLoop;
   private readonly paths: PathManager;
   private file: FileHandle | null = null;
   private serializer: EventSerializer | null = null;
@@ -96,30 +91,24 @@ export class RollingFileSink implements Sink {
   private shouldRotate = false;
   /** Bytes of whole batches in the current file: a failed batch is cut back to it. */
   private fileBytes = 0;
+  /** fileBytes when the batch in progress began. */
+  private batchStart = 0;
   private rollTimer: TimerHandle | null = null;
 
   constructor(
     ctx: ComponentContext,
     readonly options: FileRollOptions,
   ) {
-    this.name = ctx.name;
-    this.clock = ctx.clock;
-    this.logger = ctx.logger;
+    super(ctx);
     this.counter = new SinkCounter(ctx.name, ctx.clock);
     this.paths = new PathManager(options.directory, options.pathManager, options.prefix, options.extension, ctx.clock);
-  }
-
-  setChannel(channel: Channel): void {
-    this.channel = channel;
-  }
-
-  getChannel(): Channel {
-    if (!this.channel) throw new Error(`sink ${this.name} has no channel`);
-    return this.channel;
-  }
-
-  getLifecycleState(): LifecycleState {
-    return this.state;
+    this.takeLoop = this.newTakeLoop({
+      counter: this.counter,
+      batchSize: options.batchSize,
+      target: () => this.paths.getCurrentFile(),
+      deliver: (events) => this.write(events),
+      failed: () => this.cutBatch(),
+    });
   }
 
   /** The file currently written, if one is open. */
@@ -127,7 +116,7 @@ export class RollingFileSink implements Sink {
     return this.file ? this.paths.getCurrentFile() : null;
   }
 
-  async start(): Promise<void> {
+  override async start(): Promise<void> {
     this.logger.info(`Starting RollingFileSink ${this.name} in ${this.options.directory}`);
     this.counter.start();
     await mkdir(this.options.directory, { recursive: true });
@@ -143,7 +132,7 @@ export class RollingFileSink implements Sink {
     }, this.options.rollInterval * 1000);
   }
 
-  async stop(): Promise<void> {
+  override async stop(): Promise<void> {
     this.state = "STOP";
     if (this.rollTimer) this.clock.clearTimeout(this.rollTimer);
     this.rollTimer = null;
@@ -187,9 +176,10 @@ export class RollingFileSink implements Sink {
       await mkdir(this.options.directory, { recursive: true });
       // Never truncate an existing file: another sink started in the same millisecond, or this
       // one restarted within the same second (ROLLTIME), has the same name. Take the next one.
+      let file: FileHandle;
       for (let attempt = 0; ; attempt++) {
         try {
-          this.file = await open(target, "wx");
+          file = await open(target, "wx");
           break;
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt >= 1000) throw err;
@@ -197,9 +187,16 @@ export class RollingFileSink implements Sink {
           target = this.paths.getCurrentFile();
         }
       }
+      this.file = file;
       this.fileBytes = 0;
       this.serializer = await this.options.serializer.open(this.output);
       this.serializer.afterCreate();
+      // The serializer's header (Avro's) goes to the file at once: an open file reads as complete.
+      if (this.output.length > 0) {
+        const header = this.output.take();
+        await writeAll(file, header);
+        this.fileBytes = header.length;
+      }
       this.counter.inc("ConnectionCreatedCount");
     } catch (err) {
       this.counter.inc("ConnectionFailedCount");
@@ -212,7 +209,7 @@ export class RollingFileSink implements Sink {
     }
   }
 
-  async process(): Promise<Status> {
+  override async process(): Promise<Status> {
     if (this.shouldRotate) {
       this.shouldRotate = false;
       if (this.file) {
@@ -231,57 +228,31 @@ export class RollingFileSink implements Sink {
       await this.abandonFile();
     }
     if (!this.file) await this.openFile();
-    const file = this.file as FileHandle;
+    this.batchStart = this.fileBytes;
+    return super.process();
+  }
+
+  /** One batch serialized in memory and written with one write, into the file (the OS) before the commit. */
+  private async write(events: readonly Event[]): Promise<void> {
     const serializer = this.serializer as EventSerializer;
-    const channel = this.getChannel();
-    const tx: Transaction = channel.getTransaction();
-    const c = this.counter.values;
-    let status: Status = "READY";
-    let taken = 0;
-    const before = this.fileBytes;
-    tx.begin();
-    try {
-      for (let i = 0; i < this.options.batchSize; i++) {
-        const event = tx.take();
-        if (event === null) {
-          status = "BACKOFF";
-          break;
-        }
-        serializer.write(event);
-        taken++;
-      }
-      c.EventDrainAttemptCount += taken;
-      serializer.flush();
-      // Into the file (the OS) before the commit: a committed event is never only in memory.
-      if (this.output.length > 0) {
-        const bytes = this.output.take();
-        await writeAll(file, bytes);
-        this.fileBytes += bytes.length;
-      }
-      await tx.commit();
-      c.EventDrainSuccessCount += taken;
-      if (taken === 0) c.BatchEmptyCount++;
-      else if (taken < this.options.batchSize) c.BatchUnderflowCount++;
-      else c.BatchCompleteCount++;
-    } catch (err) {
-      this.output.clear();
-      if (err instanceof Error && err.name.startsWith("Channel")) c.ChannelReadFail++;
-      else c.EventWriteFail++;
-      try {
-        await tx.rollback();
-      } catch {
-        // The delivery failure is what the runner needs to see.
-      }
-      // The batch goes back to the channel: cut what reached the file of it (a partial write
-      // on a full disk, or a whole batch whose commit failed), or it would be there twice and
-      // a torn Avro block would end the file. Then continue in a new file.
-      await file.truncate(before).catch(() => {});
-      await this.abandonFile();
-      throw new EventDeliveryException(`Failed to process transaction: ${(err as Error).message}`, { cause: err });
-    } finally {
-      tx.close();
+    for (let i = 0; i < events.length; i++) serializer.write(events[i]);
+    serializer.flush();
+    if (this.output.length > 0) {
+      const bytes = this.output.take();
+      await writeAll(this.file as FileHandle, bytes);
+      this.fileBytes += bytes.length;
     }
-    return status;
+  }
+
+  /**
+   * The batch went back to the channel: cut what reached the file of it (a partial write on a
+   * full disk, or a whole batch whose commit failed), or it would be there twice and a torn
+   * Avro block would end the file. Then continue in a new file.
+   */
+  private async cutBatch(): Promise<void> {
+    this.output.clear();
+    await this.file?.truncate(this.batchStart).catch(() => {});
+    await this.abandonFile();
   }
 
   private async abandonFile(): Promise<void> {

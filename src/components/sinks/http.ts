@@ -1,8 +1,9 @@
 import type { Agent } from "undici/index.js";
 import type { OptionsOf } from "../../config/schema.ts";
 import { SinkCounter } from "../../core/counters.ts";
-import { ConfigurationError, EventDeliveryException } from "../../core/errors.ts";
-import type { Sink, Status } from "../../core/sink.ts";
+import { ConfigurationError } from "../../core/errors.ts";
+import type { Event } from "../../core/event.ts";
+import type { BatchVerdict, TakeLoop } from "../../pipeline/take-loop.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSink } from "./base.ts";
 
@@ -62,10 +63,12 @@ export interface HttpSinkOptions {
  * the transaction commits or rolls back, whether the runner backs off, and whether
  * EventDrainSuccessCount counts it. As in Flume, the defaults roll back and back off on every
  * status, so a working setup sets rollback.2XX = false (and usually backoff.2XX = false).
- * A connection failure or timeout rolls back and raises EventDeliveryException.
+ * A connection failure or timeout rolls back and raises EventDeliveryException (Flume logs it
+ * and backs off; the runner does both here).
  */
-export class HttpSink extends BaseSink implements Sink {
-  readonly counter: SinkCounter;
+export class HttpSink extends BaseSink {
+  override readonly counter: SinkCounter;
+  protected readonly takeLoop: TakeLoop;
   private agent: Agent | null = null;
   private request: Undici["request"] | null = null;
 
@@ -75,9 +78,16 @@ export class HttpSink extends BaseSink implements Sink {
   ) {
     super(ctx);
     this.counter = new SinkCounter(ctx.name, ctx.clock);
+    this.takeLoop = this.newTakeLoop({
+      label: `http sink ${this.name}`,
+      counter: this.counter,
+      batchSize: 1,
+      target: () => options.endpoint.href,
+      deliver: (events) => this.deliver(events[0]),
+    });
   }
 
-  async start(): Promise<void> {
+  override async start(): Promise<void> {
     const { Agent, request } = await loadUndici();
     this.request = request;
     this.agent = new Agent({ connectTimeout: this.options.connectTimeout, headersTimeout: this.options.requestTimeout, bodyTimeout: this.options.requestTimeout });
@@ -87,7 +97,7 @@ export class HttpSink extends BaseSink implements Sink {
     this.state = "START";
   }
 
-  async stop(): Promise<void> {
+  override async stop(): Promise<void> {
     const agent = this.agent;
     this.agent = null;
     if (agent) await agent.close().catch(() => agent.destroy());
@@ -111,49 +121,19 @@ export class HttpSink extends BaseSink implements Sink {
     return res.statusCode;
   }
 
-  async process(): Promise<Status> {
-    const c = this.counter.values;
-    const tx = this.getChannel().getTransaction();
-    tx.begin();
-    try {
-      const event = tx.take();
-      if (event === null || event.body.length === 0) {
-        // Flume commits here: an empty body is dropped (with a warning), nothing is lost otherwise.
-        await tx.commit();
-        if (event === null) c.BatchEmptyCount++;
-        else this.logger.warn(`http sink ${this.name}: dropped an event with an empty body`);
-        return "BACKOFF";
-      }
-      c.EventDrainAttemptCount++;
-      let status: number;
-      try {
-        status = await this.post(event.body);
-      } catch (err) {
-        await tx.rollback();
-        c.EventWriteFail++;
-        const reason = (err as { code?: string }).code ? `${(err as { code: string }).code}: ${(err as Error).message}` : (err as Error).message;
-        throw new EventDeliveryException(`http sink ${this.name}: POST to ${this.options.endpoint.href} failed (${reason}); the event was rolled back`, { cause: err });
-      }
-      const rollback = this.options.rollback.decide(status);
-      if (rollback) await tx.rollback();
-      else await tx.commit();
-      const backoff = this.options.backoff.decide(status);
-      if (this.options.incrementMetrics.decide(status)) c.EventDrainSuccessCount++;
-      if (rollback) this.logger.info(`http sink ${this.name}: got status ${status}; rolled back the event${backoff ? " and backed off" : " for retry"}`);
-      else if (status >= 400) this.logger.warn(`http sink ${this.name}: got status ${status}; the event was committed (dropped) as configured`);
-      return backoff ? "BACKOFF" : "READY";
-    } catch (err) {
-      if (err instanceof EventDeliveryException) throw err;
-      try {
-        await tx.rollback();
-      } catch {
-        // The transaction may already be finished; the original error matters.
-      }
-      c.ChannelReadFail++;
-      throw new EventDeliveryException(`http sink ${this.name}: ${(err as Error).message}`, { cause: err });
-    } finally {
-      tx.close();
+  /** Flume's policies: the status decides commit or rollback, backoff, and whether the event counts as drained. */
+  private async deliver(event: Event): Promise<BatchVerdict> {
+    if (event.body.length === 0) {
+      // As Flume: an empty body is committed (dropped) with a warning; the runner backs off.
+      this.logger.warn(`http sink ${this.name}: dropped an event with an empty body`);
+      return { commit: true, status: "BACKOFF", drained: 0 };
     }
+    const status = await this.post(event.body);
+    const rollback = this.options.rollback.decide(status);
+    const backoff = this.options.backoff.decide(status);
+    if (rollback) this.logger.info(`http sink ${this.name}: got status ${status}; rolling back the event${backoff ? " and backing off" : " for retry"}`);
+    else if (status >= 400) this.logger.warn(`http sink ${this.name}: got status ${status}; the event is committed (dropped) as configured`);
+    return { commit: !rollback, status: backoff ? "BACKOFF" : "READY", drained: this.options.incrementMetrics.decide(status) ? 1 : 0 };
   }
 }
 

@@ -1,6 +1,6 @@
 import type { Event } from "../../core/event.ts";
 import { javaMapString } from "../serializers/header-and-text.ts";
-import type { Sink, Status } from "../../core/sink.ts";
+import type { TakeLoop } from "../../pipeline/take-loop.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSink } from "./base.ts";
 
@@ -30,26 +30,15 @@ export function dumpEvent(event: Event, maxBytes: number): string {
 }
 
 /** Flume's logger sink: logs each event at INFO, one event per transaction. */
-export class LoggerSink extends BaseSink implements Sink {
-  constructor(
-    ctx: ComponentContext,
-    private readonly maxBytesToLog: number,
-    private readonly write: (line: string) => void = (line) => ctx.logger.info(line),
-  ) {
+export class LoggerSink extends BaseSink {
+  protected readonly takeLoop: TakeLoop;
+
+  constructor(ctx: ComponentContext, maxBytesToLog: number, write: (line: string) => void = (line) => ctx.logger.info(line)) {
     super(ctx);
-  }
-
-  start(): void {
-    this.state = "START";
-  }
-
-  stop(): void {
-    this.state = "STOP";
-  }
-
-  async process(): Promise<Status> {
-    const { status } = await this.takeBatch(1, (events) => this.write(`Event: ${dumpEvent(events[0], this.maxBytesToLog)}`));
-    return status;
+    this.takeLoop = this.newTakeLoop({
+      batchSize: 1,
+      deliver: (events) => write(`Event: ${dumpEvent(events[0], maxBytesToLog)}`),
+    });
   }
 }
 

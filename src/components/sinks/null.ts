@@ -1,35 +1,25 @@
-import type { Sink, Status } from "../../core/sink.ts";
+import type { TakeLoop } from "../../pipeline/take-loop.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSink } from "./base.ts";
 
 /** Flume's null sink: takes events in batches and discards them. Like Flume's, it has no counters. */
-export class NullSink extends BaseSink implements Sink {
+export class NullSink extends BaseSink {
+  protected readonly takeLoop: TakeLoop;
   private delivered = 0;
 
-  constructor(
-    ctx: ComponentContext,
-    private readonly batchSize: number,
-  ) {
+  constructor(ctx: ComponentContext, batchSize: number) {
     super(ctx);
+    this.takeLoop = this.newTakeLoop({
+      batchSize,
+      deliver: (events) => {
+        this.delivered += events.length;
+      },
+    });
   }
 
   /** Events discarded so far. */
   get eventCount(): number {
     return this.delivered;
-  }
-
-  start(): void {
-    this.state = "START";
-  }
-
-  stop(): void {
-    this.state = "STOP";
-  }
-
-  async process(): Promise<Status> {
-    const { status, count } = await this.takeBatch(this.batchSize, () => {});
-    this.delivered += count;
-    return status;
   }
 }
 

@@ -1,16 +1,12 @@
 import type { ConnectionOptions } from "node:tls";
-import type { TimerHandle } from "../../core/clock.ts";
-import { SinkCounter } from "../../core/counters.ts";
-import { ChannelException, EventDeliveryException } from "../../core/errors.ts";
-import type { Event } from "../../core/event.ts";
-import type { Sink, Status } from "../../core/sink.ts";
 import type { PropError } from "../../config/schema.ts";
+import type { Network } from "../../net/network.ts";
 import { CLIENT_TLS_PROPS, clientTls, tlsProblems } from "../../net/tls.ts";
 import { ThriftRpcClient } from "../../rpc/thrift/client.ts";
 import { KERBEROS_UNSUPPORTED, PROTOCOL_DOC, resolveProtocol } from "../../rpc/thrift/options.ts";
 import type { ThriftProtocolName } from "../../rpc/thrift/types.ts";
 import { type ComponentContext, defineComponent } from "../component.ts";
-import { BaseSink } from "./base.ts";
+import { RpcSink } from "./rpc-sink.ts";
 
 export interface ThriftSinkOptions {
   hostname: string;
@@ -30,142 +26,33 @@ const MIN_TIMEOUT = 1000;
 const DEFAULT_TIMEOUT = 20000;
 
 /**
- * Flume's thrift sink (AbstractRpcSink over ThriftRpcClient): takes up to batch-size events in
- * one channel transaction, sends them as one appendBatch, commits on Status OK. Any other
- * Status, a TApplicationException, a timeout or a broken connection rolls the batch back,
- * drops the connection and throws EventDeliveryException; the next process() reconnects and
- * resends (at-least-once).
+ * Flume's thrift sink: an RPC sink (see rpc-sink.ts) over ThriftRpcClient's framed protocol. Any
+ * Status but OK, a TApplicationException, a timeout or a broken connection fails the batch.
  */
-export class ThriftSink extends BaseSink implements Sink {
-  readonly counter: SinkCounter;
-  private client: ThriftRpcClient | null = null;
-  private resetDue = false;
-  private resetTimer: TimerHandle | null = null;
-
+export class ThriftSink extends RpcSink<ThriftRpcClient> {
   constructor(
     ctx: ComponentContext,
     readonly options: ThriftSinkOptions,
   ) {
-    super(ctx);
-    this.counter = new SinkCounter(ctx.name, ctx.clock);
+    super(ctx, options);
   }
 
-  get label(): string {
-    return `Rpc sink ${this.name}`;
-  }
-
-  async start(): Promise<void> {
-    this.counter.start();
-    try {
-      await this.createConnection();
-    } catch (err) {
-      this.logger.warn(`${this.label}: unable to create Rpc client using hostname ${this.options.hostname}, port ${this.options.port}: ${(err as Error).message}`);
-    }
-    this.state = "START";
-    this.logger.info(`${this.label} started (thrift, ${this.options.protocol} protocol${this.options.tls ? ", TLS" : ""}).`);
-  }
-
-  async stop(): Promise<void> {
-    this.destroyConnection();
-    this.cancelReset();
-    this.counter.stop();
-    this.state = "STOP";
-    this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
-  }
-
-  async process(): Promise<Status> {
-    if (this.resetDue) {
-      this.resetDue = false;
-      this.destroyConnection();
-      await this.createConnection().catch((err: Error) => this.logger.error(`${this.label}: error while resetting the connection: ${err.message}`));
-    }
-    const channel = this.getChannel();
-    const tx = channel.getTransaction();
-    const c = this.counter.values;
-    let status: Status = "READY";
-    tx.begin();
-    try {
-      const client = await this.verifyConnection();
-      const batch: Event[] = [];
-      const batchSize = this.options.batchSize;
-      for (let i = 0; i < batchSize; i++) {
-        const event = tx.take();
-        if (event === null) break;
-        batch.push(event);
-      }
-      const size = batch.length;
-      if (size === 0) {
-        c.BatchEmptyCount++;
-        status = "BACKOFF";
-      } else {
-        if (size < batchSize) c.BatchUnderflowCount++;
-        else c.BatchCompleteCount++;
-        c.EventDrainAttemptCount += size;
-        await client.appendBatch(batch);
-      }
-      await tx.commit();
-      c.EventDrainSuccessCount += size;
-    } catch (err) {
-      await tx.rollback();
-      if (err instanceof ChannelException) {
-        c.ChannelReadFail++;
-        this.logger.error(`${this.label}: unable to get events from channel ${channel.name}: ${err.message}`);
-        status = "BACKOFF";
-      } else {
-        c.EventWriteFail++;
-        this.destroyConnection();
-        throw new EventDeliveryException(`${this.label}: failed to send events to ${this.options.hostname}:${this.options.port}: ${(err as Error).message}`, { cause: err });
-      }
-    } finally {
-      tx.close();
-    }
-    return status;
-  }
-
-  private async verifyConnection(): Promise<ThriftRpcClient> {
-    if (this.client && !this.client.isActive()) this.destroyConnection();
-    if (!this.client) await this.createConnection();
-    return this.client as ThriftRpcClient;
-  }
-
-  private async createConnection(): Promise<void> {
-    if (this.client) return;
+  protected connect(network: Network | undefined): Promise<ThriftRpcClient> {
     const o = this.options;
-    this.logger.info(`${this.label}: building Rpc client with hostname ${o.hostname}, port ${o.port}`);
-    try {
-      this.client = await ThriftRpcClient.connect({
-        host: o.hostname,
-        port: o.port,
-        protocol: o.protocol,
-        connectTimeout: o.connectTimeout,
-        requestTimeout: o.requestTimeout,
-        tls: o.tls ?? undefined,
-        clock: this.clock,
-      });
-    } catch (err) {
-      this.counter.values.ConnectionFailedCount++;
-      throw err;
-    }
-    this.counter.values.ConnectionCreatedCount++;
-    if (o.resetConnectionInterval > 0) {
-      this.cancelReset();
-      this.resetTimer = this.clock.setTimeout(() => {
-        this.resetTimer = null;
-        this.resetDue = true;
-      }, o.resetConnectionInterval * 1000);
-    }
+    return ThriftRpcClient.connect({
+      host: o.hostname,
+      port: o.port,
+      protocol: o.protocol,
+      connectTimeout: o.connectTimeout,
+      requestTimeout: o.requestTimeout,
+      tls: o.tls ?? undefined,
+      clock: this.clock,
+      network,
+    });
   }
 
-  private destroyConnection(): void {
-    if (!this.client) return;
-    this.client.close();
-    this.client = null;
-    this.counter.values.ConnectionClosedCount++;
-  }
-
-  private cancelReset(): void {
-    if (this.resetTimer) this.clock.clearTimeout(this.resetTimer);
-    this.resetTimer = null;
+  protected describeClient(): string {
+    return `thrift, ${this.options.protocol} protocol${this.options.tls ? ", TLS" : ""}`;
   }
 }
 

@@ -38,7 +38,7 @@ export class AvroSource extends BaseSource implements EventDrivenSource, RpcRequ
     ctx: ComponentContext,
     readonly options: AvroSourceOptions,
   ) {
-    super(ctx);
+    super(ctx, { label: `Avro source ${ctx.name}` });
     this.network = ctx.network;
   }
 
@@ -53,7 +53,7 @@ export class AvroSource extends BaseSource implements EventDrivenSource, RpcRequ
 
   async start(): Promise<void> {
     const o = this.options;
-    this.counter.start();
+    this.beginStart();
     const server = new AvroRpcServer(this, {
       bind: o.bind,
       port: o.port,
@@ -81,6 +81,7 @@ export class AvroSource extends BaseSource implements EventDrivenSource, RpcRequ
   async stop(): Promise<void> {
     const server = this.server;
     this.server = null;
+    this.emitter.stop();
     if (server) await server.close();
     this.counter.set("OpenConnectionCount", 0);
     this.counter.stop();
@@ -88,38 +89,16 @@ export class AvroSource extends BaseSource implements EventDrivenSource, RpcRequ
     this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
   }
 
+  /** As Flume: any failure to store the batch is answered FAILED; the sender retries. */
   async appendBatch(events: Event[], peer: string): Promise<RpcStatus> {
-    const c = this.counter.values;
-    c.AppendBatchReceivedCount++;
-    c.EventReceivedCount += events.length;
-    try {
-      await this.getChannelProcessor().processEventBatch(events);
-    } catch (err) {
-      // As Flume: any failure to store the batch is FAILED; the sender retries.
-      c.ChannelWriteFail++;
-      this.logger.error(`${this.label}: unable to process a batch of ${events.length} events from ${peer}: ${(err as Error).message}`);
-      return "FAILED";
-    }
-    c.AppendBatchAcceptedCount++;
-    c.EventAcceptedCount += events.length;
-    return "OK";
+    return (await this.emitter.offer(events, peer)) ? "FAILED" : "OK";
   }
 
+  /** A refused event is answered FAILED; another failure goes back as an Avro error, as in Flume. */
   async append(event: Event, peer: string): Promise<RpcStatus> {
-    const c = this.counter.values;
-    c.AppendReceivedCount++;
-    c.EventReceivedCount++;
-    try {
-      await this.getChannelProcessor().processEvent(event);
-    } catch (err) {
-      if (!(err instanceof ChannelException)) throw err;
-      c.ChannelWriteFail++;
-      this.logger.warn(`${this.label}: unable to process an event from ${peer}: ${err.message}`);
-      return "FAILED";
-    }
-    c.AppendAcceptedCount++;
-    c.EventAcceptedCount++;
-    return "OK";
+    const refused = await this.emitter.offerOne(event, peer);
+    if (refused && !(refused instanceof ChannelException)) throw refused;
+    return refused ? "FAILED" : "OK";
   }
 }
 

@@ -3,22 +3,31 @@ import type { Clock } from "../../core/clock.ts";
 import { SourceCounter } from "../../core/counters.ts";
 import type { LifecycleState } from "../../core/lifecycle.ts";
 import type { Logger } from "../../core/logger.ts";
+import { type EmitterOptions, SourceEmitter } from "../../pipeline/emitter.ts";
 import type { ComponentContext } from "../component.ts";
 
-/** What every source shares: its name, counter, channel processor and lifecycle state. */
+/** How a source's emitter names it and retries (see SourceEmitter). */
+export type EmissionOptions = Omit<EmitterOptions, "clock" | "logger">;
+
+/**
+ * What every source shares: its name, counter, channel processor, lifecycle state, and the
+ * emitter through which all its events go to the channels.
+ */
 export abstract class BaseSource {
   readonly name: string;
   readonly counter: SourceCounter;
   protected readonly clock: Clock;
   protected readonly logger: Logger;
+  protected readonly emitter: SourceEmitter;
   protected state: LifecycleState = "IDLE";
   private processor: ChannelProcessor | null = null;
 
-  constructor(ctx: ComponentContext) {
+  constructor(ctx: ComponentContext, emission: EmissionOptions = {}) {
     this.name = ctx.name;
     this.clock = ctx.clock;
     this.logger = ctx.logger;
     this.counter = new SourceCounter(ctx.name, ctx.clock);
+    this.emitter = new SourceEmitter(this, { clock: ctx.clock, logger: ctx.logger, ...emission });
   }
 
   setChannelProcessor(processor: ChannelProcessor): void {
@@ -32,5 +41,24 @@ export abstract class BaseSource {
 
   getLifecycleState(): LifecycleState {
     return this.state;
+  }
+
+  /** Counters start over (as Flume's) and the emitter may retry again; call first in start(). */
+  protected beginStart(): void {
+    this.counter.start();
+    this.emitter.start();
+  }
+
+  /** start() of a source with nothing else to start. */
+  protected markStarted(): void {
+    this.beginStart();
+    this.state = "START";
+  }
+
+  /** stop() of a source with nothing else to stop: waits on a full channel end now. */
+  protected markStopped(): void {
+    this.emitter.stop();
+    this.counter.stop();
+    this.state = "STOP";
   }
 }

@@ -8,32 +8,22 @@ export class EmbeddedSource extends BaseSource implements EventDrivenSource {
   readonly kind = "event-driven";
 
   start(): void {
-    this.counter.start();
-    this.state = "START";
+    this.markStarted();
   }
 
   stop(): void {
-    this.counter.stop();
-    this.state = "STOP";
+    this.markStopped();
   }
 
   async put(event: Event): Promise<void> {
     await this.putAll([event]);
   }
 
+  /** One transaction per channel; a refusal (ChannelException) is thrown for the application to retry. */
   async putAll(events: Event[]): Promise<void> {
     if (this.state !== "START") throw new Error(`embedded source ${this.name} is not started`);
-    const c = this.counter.values;
-    c.AppendBatchReceivedCount++;
-    c.EventReceivedCount += events.length;
-    try {
-      await this.getChannelProcessor().processEventBatch(events);
-    } catch (err) {
-      c.ChannelWriteFail++;
-      throw err;
-    }
-    c.AppendBatchAcceptedCount++;
-    c.EventAcceptedCount += events.length;
+    const refused = await this.emitter.offer(events);
+    if (refused) throw refused;
   }
 }
 

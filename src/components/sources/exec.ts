@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import type { TimerHandle } from "../../core/clock.ts";
-import { ChannelException, ConfigurationError } from "../../core/errors.ts";
+import { ConfigurationError } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
@@ -24,17 +24,14 @@ export interface ExecOptions {
   stopTimeout: number;
 }
 
-/** First and longest wait between retries of a batch the channel refused. */
-const RETRY_START_MS = 100;
-const RETRY_MAX_MS = 5000;
 /** After SIGKILL, how long the pipe is still read (a grandchild outside the group may hold it open). */
 const AFTER_KILL_MS = 200;
 
 /**
  * Flume's exec source: runs a command and turns each line of its standard output into an
  * event, in batches of batchSize (or after batchTimeout ms). Unlike Flume, a batch the channel
- * refuses is retried with backoff until it commits, and while it waits the source stops
- * reading the pipe, so the command blocks on its writes instead of lines being lost.
+ * refuses is retried (SourceEmitter.deliver) until it commits, and while it waits the source
+ * stops reading the pipe, so the command blocks on its writes instead of lines being lost.
  */
 export class ExecSource extends BaseSource implements EventDrivenSource {
   readonly kind = "event-driven";
@@ -60,7 +57,7 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
 
   start(): void {
     this.logger.info(`Exec source starting with command: ${this.options.command}`);
-    this.counter.start();
+    this.beginStart();
     this.running = true;
     this.restart = this.options.restart;
     this.state = "START";
@@ -72,6 +69,9 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
     this.running = false;
     this.restart = false;
     this.sleeper.wake();
+    // A batch waiting for room gives up (a pipe cannot be read again); what the command still
+    // prints gets one attempt per batch.
+    this.emitter.stop();
     this.kill();
     await this.loop;
     this.loop = null;
@@ -161,7 +161,6 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
       stripCR: true,
       onOverlong: (length) => this.logger.warn(`${this.name}: line of ${length}+ bytes from [${this.options.command}] exceeds maxLineLength ${this.options.maxLineLength}; emitting it in pieces`),
     });
-    const c = this.counter.values;
     const stdout = child.stdout;
     if (stdout) {
       try {
@@ -171,7 +170,6 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
           splitter.feed(chunk);
           for (let line = splitter.next(); line !== null; line = splitter.next()) {
             this.add(line);
-            c.EventReceivedCount++;
             // A byte budget too: batchSize lines of up to maxLineLength bytes each would be
             // 320 MB with the defaults (a command that never writes a newline).
             if (this.batch.length >= this.options.batchSize || this.batchBytes >= this.options.maxLineLength) await this.flush();
@@ -182,10 +180,7 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
         if (!spawnFailed) this.logger.error(`${this.name}: error reading the output of [${this.options.command}]: ${(err as Error).message}`);
       }
       const last = splitter.flush();
-      if (last !== null) {
-        this.add(last);
-        c.EventReceivedCount++;
-      }
+      if (last !== null) this.add(last);
     }
     await this.flush();
     const code = await exited;
@@ -235,34 +230,10 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
     const events = this.batch;
     this.batch = [];
     this.batchBytes = 0;
-    const c = this.counter.values;
-    c.AppendBatchReceivedCount++;
-    let wait = RETRY_START_MS;
-    let attempt = 0;
-    for (;;) {
-      try {
-        await this.getChannelProcessor().processEventBatch(events);
-        c.EventAcceptedCount += events.length;
-        c.AppendBatchAcceptedCount++;
-        return;
-      } catch (err) {
-        if (!(err instanceof ChannelException)) {
-          this.logger.error(`${this.name}: Exception occurred when processing event batch; ${events.length} lines dropped: ${(err as Error).message}`);
-          return;
-        }
-        c.ChannelWriteFail++;
-        // Stopping: one last attempt was made; the lines cannot be read again from a pipe.
-        if (!this.running && attempt > 0) {
-          this.logger.error(`${this.name}: stopping with ${events.length} lines the channel did not take: ${err.message}`);
-          return;
-        }
-        attempt++;
-        if (attempt === 1 || attempt % 10 === 0) {
-          this.logger.warn(`${this.name}: The channel is full or unexpected failure; pausing the command's output and retrying in ${wait} ms: ${err.message}`);
-        }
-        await this.sleeper.sleep(wait);
-        wait = Math.min(wait * 2, RETRY_MAX_MS);
-      }
+    try {
+      if (!(await this.emitter.deliver(events))) this.logger.error(`${this.name}: stopping with ${events.length} lines the channel did not take; they are lost`);
+    } catch (err) {
+      this.emitter.failed(err, `${events.length} lines of [${this.options.command}] dropped`);
     }
   }
 }

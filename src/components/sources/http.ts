@@ -1,7 +1,5 @@
 import http from "node:http";
-import https from "node:https";
-import type { Socket } from "node:net";
-import type { TLSSocket } from "node:tls";
+import net, { type Socket } from "node:net";
 import { ChannelException, ConfigurationError } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
@@ -11,8 +9,7 @@ import { BlobHandler } from "./http-handlers/blob.ts";
 import { HttpBadRequestError, type HttpSourceHandler } from "./http-handlers/handler.ts";
 import { JsonHandler } from "./http-handlers/json.ts";
 import { peerName } from "../../net/peer.ts";
-import { clientCertificateProblem, SERVER_TLS_PROPS, type ServerTls, serverTls, tlsProblems } from "../../net/tls.ts";
-import { WarningThrottle } from "../../pipeline/warning-throttle.ts";
+import { SERVER_TLS_PROPS, type ServerTls, serverTls, createTlsServer, tlsProblems } from "../../net/tls.ts";
 
 const JSON_HANDLERS = ["org.apache.flume.source.http.JSONHandler", "JSON"];
 const BLOB_HANDLERS = ["org.apache.flume.source.http.BLOBHandler", "org.apache.flume.sink.solr.morphline.BlobHandler", "BLOB"];
@@ -37,63 +34,77 @@ class BodyTooLarge extends Error {}
 export class HttpSource extends BaseSource implements EventDrivenSource {
   readonly kind = "event-driven";
   private server: http.Server | null = null;
+  /**
+   * With TLS, the listener (src/net/tls.ts): it hands each secured connection to the HTTP
+   * server, which does not listen itself. Bun's https.Server would hide failed handshakes and
+   * client certificates from us.
+   */
+  private tlsListener: net.Server | null = null;
+  /** Secured connections open now (the HTTP server does not track those it did not accept). */
+  private readonly secured = new Set<Socket>();
   private stopping = false;
   /** Peer names read when each connection was accepted: Bun's sockets forget the address once reset. */
   private readonly peers = new WeakMap<object, string>();
-  /** A full channel refuses every request: one line per interval, not one per request. */
-  private readonly refusals: WarningThrottle;
 
   constructor(
     ctx: ComponentContext,
     readonly options: HttpSourceOptions,
   ) {
-    super(ctx);
-    this.refusals = new WarningThrottle(this.clock, (m) => this.logger.warn(m));
+    super(ctx, { label: `http source ${ctx.name}` });
   }
 
   get port(): number {
-    const a = this.server?.address();
+    const a = (this.tlsListener ?? this.server)?.address();
     return a && typeof a === "object" ? a.port : this.options.port;
   }
 
   async start(): Promise<void> {
     this.stopping = false;
-    this.counter.start();
-    const secured = this.options.tls;
-    const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
-      const refused = secured && clientCertificateProblem(req.socket as TLSSocket, secured.clientAuth);
-      if (refused) {
-        this.logger.warn(`http source ${this.name}: refused ${this.peerOf(req.socket)}: ${refused}`);
-        res.shouldKeepAlive = false;
-        this.reply(res, 403, refused);
-        return;
-      }
+    this.beginStart();
+    const server = http.createServer((req, res) => {
       this.handle(req, res).catch((err: Error) => {
         // A bug here must cost one request, not the agent.
-        this.counter.values.GenericProcessingFail++;
-        this.logger.error(`http source ${this.name}: unexpected error serving ${this.peerOf(req.socket)}: ${err.message}`);
+        this.emitter.failed(err, `unexpected error serving ${this.peerOf(req.socket)}`);
         this.reply(res, 500, `Unexpected error: ${err.message}`);
       });
-    };
-    const server = secured ? https.createServer(secured.options, onRequest) : http.createServer(onRequest);
+    });
+    const listener = this.options.tls ? this.secureListener(server, this.options.tls) : server;
     await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(this.options.port, this.options.bind, () => {
-        server.off("error", reject);
+      listener.once("error", reject);
+      listener.listen(this.options.port, this.options.bind, () => {
+        listener.off("error", reject);
         resolve();
       });
     });
-    server.on("error", (err) => this.logger.error(`http source ${this.name}: ${err.message}`));
-    server.on("connection", (socket: Socket) => this.peers.set(socket, peerName(socket)));
+    listener.on("error", (err) => this.logger.error(`http source ${this.name}: ${err.message}`));
+    server.on("connection", (socket: Socket) => {
+      if (!this.peers.has(socket)) this.peers.set(socket, peerName(socket));
+    });
     server.on("clientError", (err, socket) => {
       this.logger.warn(`http source ${this.name}: bad HTTP from ${this.peerOf(socket)}: ${err.message}`);
       if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
       else socket.destroy();
     });
-    if (this.options.tls) server.on("tlsClientError", (err, socket) => this.logger.warn(`http source ${this.name}: TLS handshake with ${this.peerOf(socket)} failed: ${err.message}`));
     this.server = server;
     this.state = "START";
     this.logger.info(`http source ${this.name} listening on ${this.options.tls ? "https" : "http"}://${this.options.bind}:${this.port}`);
+  }
+
+  /** A TLS listener that gives each secured connection to the HTTP server; refusals are logged with the peer. */
+  private secureListener(server: http.Server, setup: ServerTls): net.Server {
+    const listener = createTlsServer(
+      setup,
+      (tls) => {
+        this.peers.set(tls, peerName(tls));
+        this.secured.add(tls);
+        tls.once("close", () => this.secured.delete(tls));
+        if (this.stopping) tls.destroy();
+        else server.emit("connection", tls);
+      },
+      (peer, reason) => this.logger.warn(`http source ${this.name}: TLS handshake with ${peer} failed: ${reason}`),
+    );
+    this.tlsListener = listener;
+    return listener;
   }
 
   async stop(): Promise<void> {
@@ -102,15 +113,27 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
     this.server = null;
     if (server) {
       // Requests in flight finish (their events are committed or refused); idle keep-alive sockets close now.
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      const closed = this.tlsListener ? this.closeTls(server) : new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      const timer = this.clock.setTimeout(() => server.closeAllConnections(), 5000);
+      const timer = this.clock.setTimeout(() => {
+        server.closeAllConnections();
+        for (const s of this.secured) s.destroy();
+      }, 5000);
       await closed;
       this.clock.clearTimeout(timer);
     }
-    this.refusals.stop();
+    this.emitter.stop();
     this.counter.stop();
     this.state = "STOP";
+  }
+
+  /** Stops accepting TLS connections; resolves once every secured one closed. */
+  private async closeTls(server: http.Server): Promise<void> {
+    const listener = this.tlsListener as net.Server;
+    this.tlsListener = null;
+    listener.close();
+    server.close();
+    await Promise.all([...this.secured].map((s) => new Promise<void>((resolve) => (s.destroyed ? resolve() : s.once("close", () => resolve())))));
   }
 
   /** The peer's name as read when it connected (read now if that was missed). */
@@ -191,24 +214,15 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
       }
       return;
     }
-    c.AppendBatchReceivedCount++;
-    c.EventReceivedCount += events.length;
-    try {
-      await this.getChannelProcessor().processEventBatch(events);
-    } catch (err) {
-      if (err instanceof ChannelException) {
-        c.ChannelWriteFail++;
-        this.refusals.warn(`http source ${this.name}: channel refused ${events.length} events from ${peer} (answered 503): ${err.message}`);
-        this.reply(res, 503, `Error appending event to channel. Channel might be full. ${err.message}`, { "Retry-After": String(this.options.retryAfter) });
-      } else {
-        c.GenericProcessingFail++;
-        this.logger.error(`http source ${this.name}: unexpected error writing ${events.length} events from ${peer} (answered 500): ${(err as Error).message}`);
-        this.reply(res, 500, `Unexpected error while appending event to channel. ${(err as Error).message}`);
-      }
+    const refused = await this.emitter.offer(events, peer);
+    if (refused instanceof ChannelException) {
+      this.reply(res, 503, `Error appending event to channel. Channel might be full. ${refused.message}`, { "Retry-After": String(this.options.retryAfter) });
       return;
     }
-    c.AppendBatchAcceptedCount++;
-    c.EventAcceptedCount += events.length;
+    if (refused) {
+      this.reply(res, 500, `Unexpected error while appending event to channel. ${refused.message}`);
+      return;
+    }
     this.reply(res, 200, "");
   }
 }

@@ -21,11 +21,7 @@ export class NetcatUdpSource extends DatagramSource {
     ctx: ComponentContext,
     readonly options: NetcatUdpOptions,
   ) {
-    super(ctx, { host: options.bind, port: options.port, maxBacklog: options.maxBacklog });
-  }
-
-  protected describe(): string {
-    return `netcatudp source ${this.name}`;
+    super(ctx, { host: options.bind, port: options.port, maxBacklog: options.maxBacklog }, `netcatudp source ${ctx.name}`);
   }
 
   protected toEvents(data: Uint8Array, ip: string, port: number, out: Event[]): void {

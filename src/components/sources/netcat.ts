@@ -4,7 +4,6 @@ import type { EventDrivenSource } from "../../core/source.ts";
 import { peerName } from "../../net/peer.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSource } from "./base.ts";
-import { WarningThrottle } from "../../pipeline/warning-throttle.ts";
 
 export interface NetcatOptions {
   bind: string;
@@ -18,23 +17,21 @@ const OK = Buffer.from("OK\n");
 
 /**
  * Flume's netcat source: each newline-terminated line from a TCP client becomes an event,
- * answered "OK" once it is committed. The lines of one read go to the channel as one batch,
- * and the socket is paused while that batch waits, so a slow channel slows the client
- * instead of filling memory.
+ * answered "OK" once it is committed (or "FAILED: ..." when the channel refused it: the client
+ * retries). The lines of one read go to the channel as one batch, and the socket is paused
+ * while that batch waits, so a slow channel slows the client instead of filling memory.
+ * Without acks nobody would retry: a refused batch is retried until the channel takes it.
  */
 export class NetcatSource extends BaseSource implements EventDrivenSource {
   readonly kind = "event-driven";
   private server: net.Server | null = null;
   private readonly sockets = new Set<net.Socket>();
-  /** A full channel refuses every batch: one line per interval, not one per batch. */
-  private readonly refusals: WarningThrottle;
 
   constructor(
     ctx: ComponentContext,
     private readonly options: NetcatOptions,
   ) {
-    super(ctx);
-    this.refusals = new WarningThrottle(this.clock, (m) => this.logger.warn(m));
+    super(ctx, { label: `netcat source ${ctx.name}` });
   }
 
   /** The port actually bound (useful with port 0). */
@@ -44,7 +41,7 @@ export class NetcatSource extends BaseSource implements EventDrivenSource {
   }
 
   async start(): Promise<void> {
-    this.counter.start();
+    this.beginStart();
     // allowHalfOpen: a client that half-closes after its lines (printf ... | nc -N) still gets its OKs.
     const server = net.createServer({ allowHalfOpen: true }, (socket) => this.serve(socket));
     await new Promise<void>((resolve, reject) => {
@@ -63,9 +60,9 @@ export class NetcatSource extends BaseSource implements EventDrivenSource {
   async stop(): Promise<void> {
     const server = this.server;
     this.server = null;
+    this.emitter.stop();
     for (const s of this.sockets) s.destroy();
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
-    this.refusals.stop();
     this.counter.stop();
     this.state = "STOP";
   }
@@ -101,9 +98,11 @@ export class NetcatSource extends BaseSource implements EventDrivenSource {
         start = nl + 1;
       }
       if (!tooLong && data.length - start >= this.options.maxLineLength) tooLong = true;
-      if (events.length > 0) {
+      if (events.length > 0 && this.options.ackEveryEvent) {
         const max = this.getChannelProcessor().maxBatchSize();
-        for (let i = 0; i < events.length && !socket.destroyed; i += max) await this.deliver(socket, events.length <= max ? events : events.slice(i, i + max));
+        for (let i = 0; i < events.length && !socket.destroyed; i += max) await this.offer(socket, events.length <= max ? events : events.slice(i, i + max), peer);
+      } else if (events.length > 0 && !(await this.emitter.deliver(events, { from: peer }))) {
+        this.logger.warn(`netcat source ${this.name}: stopping; ${events.length} lines from ${peer} that the channel did not take are dropped`);
       }
       if (tooLong) {
         this.counter.values.EventReadFail++;
@@ -126,8 +125,7 @@ export class NetcatSource extends BaseSource implements EventDrivenSource {
           if (socket.writableLength > socket.writableHighWaterMark) await drained(socket);
         }
       } catch (err) {
-        this.counter.values.GenericProcessingFail++;
-        this.logger.error(`netcat source ${this.name}: error serving ${peer}: ${(err as Error).message}`);
+        this.emitter.failed(err, `closing the connection from ${peer}`);
         socket.destroy();
       } finally {
         busy = false;
@@ -153,21 +151,12 @@ export class NetcatSource extends BaseSource implements EventDrivenSource {
     });
   }
 
-  private async deliver(socket: net.Socket, events: Event[]): Promise<void> {
-    const c = this.counter.values;
-    c.EventReceivedCount += events.length;
-    c.AppendBatchReceivedCount++;
-    try {
-      await this.getChannelProcessor().processEventBatch(events);
-      c.EventAcceptedCount += events.length;
-      c.AppendBatchAcceptedCount++;
-      if (this.options.ackEveryEvent && !socket.destroyed) socket.write(events.length === 1 ? OK : Buffer.from("OK\n".repeat(events.length)));
-    } catch (err) {
-      c.ChannelWriteFail++;
-      const message = (err as Error).message;
-      this.refusals.warn(`netcat source ${this.name}: error processing ${events.length} events: ${message}`);
-      if (!socket.destroyed) socket.write(`FAILED: ${message}\n`.repeat(events.length));
-    }
+  /** One attempt; every line is answered OK, or FAILED with the reason (the client retries). */
+  private async offer(socket: net.Socket, events: Event[], peer: string): Promise<void> {
+    const refused = await this.emitter.offer(events, peer);
+    if (socket.destroyed) return;
+    if (refused) socket.write(`FAILED: ${refused.message}\n`.repeat(events.length));
+    else socket.write(events.length === 1 ? OK : Buffer.from("OK\n".repeat(events.length)));
   }
 }
 

@@ -1,4 +1,3 @@
-import { ChannelException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
@@ -60,7 +59,7 @@ export class SeqSource extends BaseSource implements PollableSource {
     ctx: ComponentContext,
     private readonly options: SeqOptions,
   ) {
-    super(ctx);
+    super(ctx, { label: `${ctx.name} source`, counting: "accepted" });
     this.backoffSleepIncrement = options.backoffSleepIncrement;
     this.maxBackoffSleep = options.maxBackoffSleep;
   }
@@ -71,13 +70,11 @@ export class SeqSource extends BaseSource implements PollableSource {
   }
 
   start(): void {
-    this.counter.start();
-    this.state = "START";
+    this.markStarted();
   }
 
   stop(): void {
-    this.counter.stop();
-    this.state = "STOP";
+    this.markStopped();
     this.logger.info(`Sequence generator ${this.name} stopped after ${this.sent} events`);
   }
 
@@ -95,21 +92,10 @@ export class SeqSource extends BaseSource implements PollableSource {
       batch[i] = { headers: {}, body: buf.subarray(pos, end) };
       pos = end;
     }
-    try {
-      if (this.options.batchSize === 1) {
-        await this.getChannelProcessor().processEvent(batch[0]);
-      } else {
-        await this.getChannelProcessor().processEventBatch(batch);
-        this.counter.values.AppendBatchAcceptedCount++;
-      }
-      this.counter.values.EventAcceptedCount += n;
-      this.sent += n;
-    } catch (err) {
-      if (!(err instanceof ChannelException)) throw err;
-      this.counter.values.ChannelWriteFail++;
-      this.logger.error(`${this.name} source could not write to channel: ${err.message}`);
-      return "BACKOFF";
-    }
+    // Refused: the same numbers are offered again after the runner's backoff.
+    const refused = this.options.batchSize === 1 ? await this.emitter.offerOne(batch[0]) : await this.emitter.offer(batch);
+    if (refused) return "BACKOFF";
+    this.sent += n;
     return n < this.options.batchSize ? "BACKOFF" : "READY";
   }
 }

@@ -1,7 +1,7 @@
 import { open, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
-import { ChannelException, ConfigurationError } from "../../core/errors.ts";
+import { ConfigurationError } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
@@ -86,7 +86,7 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
     ctx: ComponentContext,
     readonly options: SpoolDirOptions,
   ) {
-    super(ctx);
+    super(ctx, { maxBackoff: options.maxBackoff });
     this.random = ctx.random;
     this.sleeper = new Sleeper(ctx.clock);
     const trackerDir = path.isAbsolute(options.trackerDir) ? options.trackerDir : path.join(options.spoolDir, options.trackerDir);
@@ -111,7 +111,7 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
     this.durable = this.getChannelProcessor()
       .getChannels()
       .some((c) => c.durable === true);
-    this.counter.start();
+    this.beginStart();
     this.running = true;
     this.state = "START";
     this.loop = this.run();
@@ -120,6 +120,7 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
   async stop(): Promise<void> {
     this.running = false;
     this.sleeper.wake();
+    this.emitter.stop();
     await this.loop;
     this.loop = null;
     if (this.current) {
@@ -161,8 +162,7 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
         const worked = await this.step();
         if (!worked && this.running) await this.sleeper.sleep(this.options.pollDelay);
       } catch (err) {
-        this.counter.inc("GenericProcessingFail");
-        this.logger.error(`${this.name}: unexpected error in the spooling directory source (will retry): ${(err as Error).stack ?? err}`);
+        this.emitter.failed(err, "unexpected error in the spooling directory source (will retry)");
         if (this.running) await this.sleeper.sleep(this.options.pollDelay);
       }
     }
@@ -212,30 +212,12 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
     }
   }
 
-  /** Commits a batch, retrying the same batch with backoff until it commits or the source stops. */
+  /** Commits a batch (retried until it commits); false when the source stopped first. */
   private async commit(cur: Current, cut: Cut): Promise<boolean> {
     const position: SpoolPosition = { file: path.resolve(cur.path), ino: cur.ino, size: cur.size, mtimeMs: cur.mtimeMs, pos: cut.endPos };
-    const c = this.counter.values;
-    c.EventReceivedCount += cut.events.length;
-    c.AppendBatchReceivedCount++;
-    let backoff = 250;
-    for (;;) {
-      try {
-        await this.getChannelProcessor().processEventBatch(cut.events, this.durable ? { source: this.name, value: JSON.stringify(position) } : undefined);
-        break;
-      } catch (err) {
-        if (!(err instanceof ChannelException)) throw err;
-        c.ChannelWriteFail++;
-        if (!this.running) return false;
-        this.logger.warn(`${this.name}: The channel is full or failed, and cannot write data now (${err.message}). The source will try again after ${backoff} milliseconds`);
-        await this.sleeper.sleep(backoff);
-        if (!this.running) return false;
-        backoff = Math.min(backoff * 2, this.options.maxBackoff);
-      }
-    }
+    const stored = this.durable ? { source: this.name, value: JSON.stringify(position) } : undefined;
+    if (!(await this.emitter.deliver(cut.events, { position: stored }))) return false;
     cur.pos = cut.endPos;
-    c.EventAcceptedCount += cut.events.length;
-    c.AppendBatchAcceptedCount++;
     await this.tracker.writePosition(position);
     return true;
   }
@@ -495,7 +477,7 @@ export const definition = defineComponent({
     consumeOrder: { type: "enum", values: ["oldest", "youngest", "random"], default: "oldest", doc: "Order in which files are read, by modification time" },
     pollDelay: { type: "int", default: 500, min: 1, doc: "Milliseconds between polls for new files" },
     batchSize: { type: "int", roles: ["batchSize"], default: 100, min: 1, doc: "Events per channel transaction" },
-    maxBackoff: { type: "int", default: 4000, min: 1, doc: "Longest wait (ms) between retries when the channel is full" },
+    maxBackoff: { type: "int", default: 4000, min: 1, doc: "Longest wait (ms) between retries when the channel is full (the first is 100 ms, doubling)" },
     includePattern: { type: "string", default: "^.*$", doc: "Regex of file names to read" },
     ignorePattern: { type: "string", default: "^$", doc: "Regex of file names to skip" },
     recursiveDirectorySearch: { type: "boolean", default: false, doc: "Also read files in subdirectories" },

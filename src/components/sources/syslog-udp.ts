@@ -1,7 +1,7 @@
 import type { Event } from "../../core/event.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { DatagramSource, DEFAULT_UDP_BACKLOG } from "./syslog/datagram.ts";
-import { reverseName } from "./syslog/delivery.ts";
+import { reverseName } from "../../net/peer.ts";
 import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, customFormat, customFormatErrors, FORMAT_PREFIX, KEEP_FIELDS } from "./syslog/options.ts";
 import { type CustomFormat, type KeepFields, parseKeepFields, SyslogEventParser } from "./syslog/parse.ts";
 
@@ -31,12 +31,8 @@ export class SyslogUdpSource extends DatagramSource {
     ctx: ComponentContext,
     readonly options: SyslogUdpOptions,
   ) {
-    super(ctx, options);
+    super(ctx, options, `syslogudp source ${ctx.name}`);
     this.parser = new SyslogEventParser({ dialect: "syslog", keepFields: options.keepFields, rfc3164Zone: "local", now: () => this.clock.now(), custom: options.custom });
-  }
-
-  protected describe(): string {
-    return `syslogudp source ${this.name}`;
   }
 
   protected toEvents(data: Uint8Array, ip: string, port: number, out: Event[]): void {

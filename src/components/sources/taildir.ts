@@ -2,9 +2,10 @@ import { readdir, stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
 import type { TimerHandle } from "../../core/clock.ts";
-import { ChannelException, ConfigurationError } from "../../core/errors.ts";
+import { ConfigurationError } from "../../core/errors.ts";
 import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
+import { EmitError } from "../../pipeline/emitter.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSource } from "./base.ts";
 import { FileGroupMatcher } from "./taildir/matcher.ts";
@@ -48,7 +49,8 @@ const BATCHES_PER_PROCESS = 256;
 /**
  * Flume's TAILDIR source: tails every file matching the groups' patterns, identifies files by
  * inode, and keeps positions in Flume's JSON position file. Unlike Flume, a position moves only
- * after the batch is committed, a batch that the channel refused is retried as is, a file
+ * after the batch is committed, a batch that the channel refused is retried as is (inside
+ * process(), until it commits or the source stops), a file
  * rotated away by rename is drained to its end (found again by inode after a restart), and a
  * copy made by copytruncate is recognised (by fingerprint) and continued where the original
  * was, so rotation neither loses nor repeats lines.
@@ -62,11 +64,9 @@ export class TaildirSource extends BaseSource implements PollableSource {
   private readonly files = new Map<number, TailFile>();
   /** Fingerprints at the committed positions, by inode (kept for files that may be truncated). */
   private readonly fingerprints = new Map<number, Fingerprint>();
-  private pending: TailBatch | null = null;
   private posTimer: TimerHandle | null = null;
   private writing: Promise<void> = Promise.resolve();
   private started = false;
-  private retryInterval = 1000;
   private lastWritten = "";
   private lastFingerprints = "";
   /** Some channel of this source keeps positions (a file channel). */
@@ -109,7 +109,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
       throw new ConfigurationError("positionFile", `${this.options.positionFile} is already used by TAILDIR source ${owner}; give each TAILDIR source its own positionFile`, this.name);
     }
     positionFileOwners.set(this.options.positionFile, this.name);
-    this.counter.start();
+    this.beginStart();
     this.durable = this.getChannelProcessor()
       .getChannels()
       .some((c) => c.durable === true);
@@ -122,12 +122,16 @@ export class TaildirSource extends BaseSource implements PollableSource {
     this.schedulePositionWrite();
   }
 
+  /** The runner is stopping: a batch waiting for room gives up (its lines are read again after a restart). */
+  interrupt(): void {
+    this.emitter.stop();
+  }
+
   async stop(): Promise<void> {
     this.started = false;
+    this.emitter.stop();
     if (this.posTimer) this.clock.clearTimeout(this.posTimer);
     this.posTimer = null;
-    // A batch the channel never took is dropped: its lines are read again after a restart.
-    this.pending = null;
     await this.storeRetiredPositions();
     await this.writePositions();
     for (const f of this.files.values()) await f.release();
@@ -476,27 +480,22 @@ export class TaildirSource extends BaseSource implements PollableSource {
     this.logger.info(`Closed file: ${tf.path}, inode: ${tf.inode}, pos: ${tf.pos} (${why})`);
   }
 
-  /** Commits one batch; on a channel failure keeps it pending for the next call. */
+  /**
+   * Commits one batch, retried until the channel takes it; false when the source stopped first.
+   * A batch not committed is read again from the committed position.
+   */
   private async commit(batch: TailBatch): Promise<boolean> {
-    const c = this.counter.values;
+    // Only a durable channel stores the position; skip building it for the others.
+    const position = this.durable ? { source: this.name, value: formatPositions(this.positionsAfter(batch)) } : undefined;
+    let committed = false;
     try {
-      // Only a durable channel stores the position; skip building it for the others.
-      const position = this.durable ? { source: this.name, value: formatPositions(this.positionsAfter(batch)) } : undefined;
-      await this.getChannelProcessor().processEventBatch(batch.events, position);
-    } catch (err) {
-      if (!(err instanceof ChannelException)) throw err;
-      c.ChannelWriteFail++;
-      this.pending = batch;
-      this.logger.warn(`${this.name}: The channel is full or unexpected failure. The source will try again after ${this.retryInterval} ms: ${err.message}`);
-      this.retryInterval = Math.min(this.retryInterval * 2, 5000);
-      return false;
+      committed = await this.emitter.deliver(batch.events, { position });
+    } finally {
+      if (!committed) batch.file.rewindTo(batch.file.pos);
     }
-    this.pending = null;
-    this.retryInterval = 1000;
+    if (!committed) return false;
     if (this.durable) this.retiredSinceCommit = false;
     batch.file.committed(batch, this.clock.now());
-    c.EventAcceptedCount += batch.events.length;
-    c.AppendBatchAcceptedCount++;
     return true;
   }
 
@@ -521,13 +520,9 @@ export class TaildirSource extends BaseSource implements PollableSource {
   async process(): Promise<Status> {
     if (!this.started) return "BACKOFF";
     try {
-      if (this.pending) {
-        if (!(await this.commit(this.pending))) return "BACKOFF";
-      }
       await this.updateFiles();
       let status: Status = "BACKOFF";
       let batches = 0;
-      const c = this.counter.values;
       const offsetHeader = this.options.byteOffsetHeader ? BYTE_OFFSET_HEADER_KEY : null;
       const fileHeader = this.options.fileHeader ? this.options.fileHeaderKey : null;
       const now = this.clock.now();
@@ -548,15 +543,13 @@ export class TaildirSource extends BaseSource implements PollableSource {
             const message = (err as Error).message;
             if (tf.readError !== message) this.logger.error(`${this.name}: Unable to read ${tf.path} (inode ${tf.inode}): ${message}; will try again`);
             tf.readError = message;
-            c.EventReadFail++;
+            this.counter.values.EventReadFail++;
             // Lines cut before the failure were not delivered: read again from the committed position.
             tf.rewindTo(tf.pos);
             await tf.close();
             break;
           }
           if (batch === null) break;
-          c.EventReceivedCount += batch.events.length;
-          c.AppendBatchReceivedCount++;
           if (!(await this.commit(batch))) return "BACKOFF";
           batches++;
           if (!batch.full) break;
@@ -578,8 +571,12 @@ export class TaildirSource extends BaseSource implements PollableSource {
       await this.storeRetiredPositions();
       return status;
     } catch (err) {
-      this.logger.error(`${this.name}: Unable to tail files: ${(err as Error).message}`);
-      this.counter.inc("EventReadFail");
+      if (err instanceof EmitError) {
+        this.emitter.failed(err, "the batch is read again at the next poll");
+      } else {
+        this.logger.error(`${this.name}: Unable to tail files: ${(err as Error).message}`);
+        this.counter.inc("EventReadFail");
+      }
       return "BACKOFF";
     }
   }

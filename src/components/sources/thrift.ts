@@ -2,8 +2,8 @@ import { ChannelException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
 import type { PropError } from "../../config/schema.ts";
+import type { Network } from "../../net/network.ts";
 import { SERVER_TLS_PROPS, type ServerTls, serverTls, tlsProblems } from "../../net/tls.ts";
-import { WarningThrottle } from "../../pipeline/warning-throttle.ts";
 import { KERBEROS_UNSUPPORTED, PROTOCOL_DOC, protocolError, resolveProtocol } from "../../rpc/thrift/options.ts";
 import { ThriftServer, type ThriftRequestHandler } from "../../rpc/thrift/server.ts";
 import { DEFAULT_MAX_FRAME_SIZE, type ThriftProtocolName, type ThriftStatus } from "../../rpc/thrift/types.ts";
@@ -27,14 +27,14 @@ export class ThriftSource extends BaseSource implements EventDrivenSource, Thrif
   readonly kind = "event-driven";
   private server: ThriftServer | null = null;
   private boundPort = 0;
-  private readonly refusals: WarningThrottle;
+  private readonly network: Network | undefined;
 
   constructor(
     ctx: ComponentContext,
     readonly options: ThriftSourceOptions,
   ) {
-    super(ctx);
-    this.refusals = new WarningThrottle(this.clock, (m) => this.logger.warn(m));
+    super(ctx, { label: `Thrift source ${ctx.name}` });
+    this.network = ctx.network;
   }
 
   /** The port actually bound (useful with port 0). */
@@ -48,7 +48,7 @@ export class ThriftSource extends BaseSource implements EventDrivenSource, Thrif
 
   async start(): Promise<void> {
     const o = this.options;
-    this.counter.start();
+    this.beginStart();
     const server = new ThriftServer(this, {
       bind: o.bind,
       port: o.port,
@@ -58,6 +58,7 @@ export class ThriftSource extends BaseSource implements EventDrivenSource, Thrif
       logger: this.logger,
       label: this.label,
       onConnectionCountChange: (n) => this.counter.set("OpenConnectionCount", n),
+      network: this.network,
     });
     try {
       this.boundPort = await server.listen();
@@ -74,47 +75,26 @@ export class ThriftSource extends BaseSource implements EventDrivenSource, Thrif
     const server = this.server;
     this.server = null;
     if (server) await server.close();
-    this.refusals.stop();
+    this.emitter.stop();
     this.counter.set("OpenConnectionCount", 0);
     this.counter.stop();
     this.state = "STOP";
     this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
   }
 
+  // As Flume: a channel refusal is FAILED (the client retries); anything else becomes an INTERNAL_ERROR answer.
   async appendBatch(events: Event[], peer: string): Promise<ThriftStatus> {
-    const c = this.counter.values;
-    c.AppendBatchReceivedCount++;
-    c.EventReceivedCount += events.length;
-    try {
-      await this.getChannelProcessor().processEventBatch(events);
-    } catch (err) {
-      // As Flume: a channel refusal is FAILED (the client retries); anything else becomes an INTERNAL_ERROR answer.
-      if (!(err instanceof ChannelException)) throw err;
-      c.ChannelWriteFail++;
-      this.refusals.warn(`${this.label}: could not append a batch of ${events.length} events from ${peer} to the channel: ${err.message}`);
-      return "FAILED";
-    }
-    c.AppendBatchAcceptedCount++;
-    c.EventAcceptedCount += events.length;
-    return "OK";
+    return statusOf(await this.emitter.offer(events, peer));
   }
 
   async append(event: Event, peer: string): Promise<ThriftStatus> {
-    const c = this.counter.values;
-    c.AppendReceivedCount++;
-    c.EventReceivedCount++;
-    try {
-      await this.getChannelProcessor().processEvent(event);
-    } catch (err) {
-      if (!(err instanceof ChannelException)) throw err;
-      c.ChannelWriteFail++;
-      this.refusals.warn(`${this.label}: could not append an event from ${peer} to the channel: ${err.message}`);
-      return "FAILED";
-    }
-    c.AppendAcceptedCount++;
-    c.EventAcceptedCount++;
-    return "OK";
+    return statusOf(await this.emitter.offerOne(event, peer));
   }
+}
+
+function statusOf(refused: Error | null): ThriftStatus {
+  if (refused && !(refused instanceof ChannelException)) throw refused;
+  return refused ? "FAILED" : "OK";
 }
 
 export const definition = defineComponent({

@@ -16,7 +16,11 @@
  * - Flume's counters: EventPutAttemptCount/EventTakeAttemptCount per call, *SuccessCount per
  *   committed event, ChannelSize the events available to take;
  * - after a restart every committed, untaken event is there, each once; events never taken keep
- *   their commit order; nothing else comes back.
+ *   their commit order; nothing else comes back. A channel that keeps only part of its events
+ *   through a crash (its definition's durability.lostOnCrash, e.g. SPILLABLEMEMORY's memory
+ *   queue) names the events it will lose just before the crash: exactly those are missing after
+ *   it, the rest come back as above; the same for a clean stop (durability.lostOnStop), which
+ *   loses nothing for a channel that does not declare it.
  *
  * Reproduce a failure with the seed and path fast-check prints (FC_SEED / FC_PATH).
  */
@@ -24,7 +28,7 @@ import { expect } from "bun:test";
 import fc from "fast-check";
 import type { Channel } from "../../../src/core/channel.ts";
 import { ChannelException, ChannelFullException, TransactionStateError } from "../../../src/core/errors.ts";
-import { createEvent } from "../../../src/core/event.ts";
+import { createEvent, type Event } from "../../../src/core/event.ts";
 import type { Transaction } from "../../../src/core/transaction.ts";
 import { VirtualClock } from "../../../src/core/virtual-clock.ts";
 
@@ -33,6 +37,10 @@ export interface ChannelUnderTest {
   type: string;
   /** True when committed events survive a process crash (the definition says so). */
   survivesCrash: boolean;
+  /** For a channel that keeps only part of its events through a crash: those it would lose now. */
+  lostOnCrash?(channel: Channel): readonly Event[];
+  /** The same for a clean stop, for a channel whose stop may lose events. */
+  lostOnStop?(channel: Channel): readonly Event[];
   /** Opens (or reopens) the channel on its storage with these limits, on the given clock. */
   open(limits: Limits, clock: VirtualClock): Promise<Channel>;
   /** Simulates the process dying: the channel object is dropped without a clean stop. */
@@ -46,6 +54,11 @@ export interface Limits {
   transactionCapacity: number;
   /** Seconds a commit waits for room. */
   keepAlive: number;
+  /**
+   * How the capacity divides over a channel's capacity properties when it has several (they
+   * add up): the first gets round(capacity × split), the others share the rest. 0.5 when unset.
+   */
+  split?: number;
 }
 
 /**
@@ -96,6 +109,8 @@ class Model {
   /** Every event whose put committed, and every event whose take committed. */
   committed = new Set<number>();
   consumed: number[] = [];
+  /** Committed events a crash took, as the channel declared beforehand (partial durability). */
+  crashLost: number[] = [];
 
   constructor(
     readonly limits: Limits,
@@ -190,6 +205,9 @@ export const coverage = {
   stateErrors: 0,
   restarts: 0,
   crashes: 0,
+  /** Events a crash took from a channel that keeps only part of them, and events it kept. */
+  crashLostEvents: 0,
+  crashKeptEvents: 0,
   steps: 0,
 };
 
@@ -445,11 +463,14 @@ class Run {
     const m = this.model;
     const ch = this.ch();
     await this.clock.flush();
+    let lost: number[] = [];
     if (crash) {
       coverage.crashes++;
+      lost = (this.cut.lostOnCrash?.(ch) ?? []).map((e) => idOf(e) as number);
       await this.cut.crash(ch);
     } else {
       coverage.restarts++;
+      lost = (this.cut.lostOnStop?.(ch) ?? []).map((e) => idOf(e) as number);
       await ch.stop();
       await this.clock.flush();
     }
@@ -461,14 +482,25 @@ class Run {
     for (const tm of m.txs) {
       if (tm.state === "OPEN" || tm.state === "COMMITTING") survivors.push(...tm.takes);
     }
+    // What the channel said it would lose must be committed events it held, each once.
+    expect(new Set(lost).size).toBe(lost.length);
+    const held = new Set(survivors);
+    for (const id of lost) expect({ lost: id, held: held.has(id) }).toEqual({ lost: id, held: true });
+    const gone = new Set(lost);
+    const expected = survivors.filter((id) => !gone.has(id));
+    m.crashLost.push(...lost);
+    if (crash && this.cut.lostOnCrash) {
+      coverage.crashLostEvents += lost.length;
+      coverage.crashKeptEvents += expected.length;
+    }
     m.waiting = [];
     m.txs = m.txs.map(() => ({ state: "NONE" as TxState, puts: [], takes: [] }));
     this.real = this.real.map(() => null);
     m.counts = { putAttempts: 0, takeAttempts: 0, putSuccess: 0, takeSuccess: 0 };
 
     this.channel = await this.cut.open(this.limits, this.clock);
-    const restored = await this.drainFor(survivors.length + 1);
-    expect([...restored].sort((a, b) => a - b)).toEqual([...survivors].sort((a, b) => a - b));
+    const restored = await this.drainFor(expected.length + 1);
+    expect([...restored].sort((a, b) => a - b)).toEqual([...expected].sort((a, b) => a - b));
     // Events never taken keep their commit order.
     const neverTaken = restored.filter((id) => !(m.info.get(id) as EventInfo).taken);
     const seqs = neverTaken.map((id) => (m.info.get(id) as EventInfo).seq);
@@ -518,7 +550,7 @@ class Run {
     const left = await this.drainFor(m.queue.length + 1);
     expect(left).toEqual(m.queue);
     // Nothing lost, nothing duplicated: every committed put was consumed once or is still queued.
-    const all = [...m.consumed, ...left].sort((a, b) => a - b);
+    const all = [...m.consumed, ...left, ...m.crashLost].sort((a, b) => a - b);
     expect(all).toEqual([...m.committed].sort((a, b) => a - b));
   }
 }
@@ -547,6 +579,7 @@ export async function checkChannelContract(makeChannel: () => ChannelUnderTest, 
     capacity: fc.integer({ min: 2, max: 10 }),
     transactionCapacity: fc.integer({ min: 1, max: 6 }),
     keepAlive: fc.integer({ min: 1, max: 3 }),
+    split: fc.integer({ min: 0, max: 10 }).map((x) => x / 10),
   }).filter((l) => l.transactionCapacity <= l.capacity);
   const probe = makeChannel();
   const durable = probe.survivesCrash;

@@ -1,5 +1,5 @@
 import { componentContext } from "../../../src/components/component.ts";
-import { describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import net from "node:net";
@@ -15,10 +15,17 @@ import { AvroRpcServer } from "../../../src/rpc/server.ts";
 import type { RpcStatus } from "../../../src/rpc/protocol.ts";
 import { asyncCleanupsAfterEach, listenLocal, tempDir } from "../../support/helpers.ts";
 import { drain, makeSink, memoryChannel, startSource, texts } from "../../support/rpc.ts";
-import { selfSignedCert } from "../../support/tls.ts";
+import { makePki, pkcs12Keystore, selfSignedCert } from "../../support/tls.ts";
 import { needsOpenssl } from "../../support/requires.ts";
 
 const cleanups = asyncCleanupsAfterEach();
+const pkiDir = tempDir();
+afterAll(pkiDir.cleanup);
+let madePki: ReturnType<typeof makePki> | undefined;
+/** One CA and its certificates for the file, made on first use. */
+const sharedPki = () => (madePki ??= makePki(pkiDir.dir));
+// Made before the tests where openssl is there: four RSA keys take a second or more.
+beforeAll(() => void (needsOpenssl.holds && sharedPki()), 30000);
 
 async function fill(channel: ReturnType<typeof memoryChannel>, n: number, prefix = "e") {
   const tx = channel.getTransaction();
@@ -135,6 +142,42 @@ describe("avro sink", () => {
     const lax = await sink({ port: String(down.port), ssl: "true", "trust-all-certs": "true" }, strict.channel);
     await lax.sink.process();
     expect(await drain(down.channel)).toHaveLength(1);
+  });
+
+  needsOpenssl.test("a client certificate (keystore) for a source with client-auth = required: delivered; without the keystore the batch fails and rolls back, nothing lost", async () => {
+    const pki = sharedPki();
+    const down = await source({ ssl: "true", keystore: pki.server.cert, "keystore-key": pki.server.key, "client-auth": "required", truststore: pki.ca.cert });
+    // Without a keystore: refused during the handshake, so the batch goes back to the channel.
+    const anonymous = await sink({ port: String(down.port), ssl: "true", truststore: pki.ca.cert, "batch-size": "10" });
+    await fill(anonymous.channel, 5);
+    const err = await anonymous.sink.process().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EventDeliveryException);
+    expect(anonymous.sink.counter.values.EventDrainSuccessCount).toBe(0);
+    expect(await drain(down.channel)).toHaveLength(0);
+    expect(down.logger.lines.some((l) => l.level === "warn" && /TLS handshake with 127\.0\.0\.1:\d+ failed/.test(l.message))).toBe(true);
+    await anonymous.sink.stop();
+    // The same events, from the same channel, by a sink with the client's PKCS12 keystore.
+    const p12 = pkcs12Keystore(pki.client, path.join(pkiDir.dir, "client.p12"), "changeit");
+    const withCert = await sink({ port: String(down.port), ssl: "true", truststore: pki.ca.cert, keystore: p12, "keystore-password": "changeit", "keystore-type": "PKCS12", "batch-size": "10" }, anonymous.channel);
+    await fill(anonymous.channel, 2, "more");
+    expect(await withCert.sink.process()).toBe("READY");
+    expect(texts(await drain(down.channel))).toEqual(["e0", "e1", "e2", "e3", "e4", "more0", "more1"]);
+    expect(await drain(anonymous.channel)).toHaveLength(0);
+    // PEM certificate and key work as the keystore too.
+    const pem = await sink({ port: String(down.port), ssl: "true", truststore: pki.ca.cert, keystore: pki.client.cert, "keystore-key": pki.client.key }, anonymous.channel);
+    await fill(anonymous.channel, 1, "pem");
+    await pem.sink.process();
+    expect(texts(await drain(down.channel))).toEqual(["pem0"]);
+  });
+
+  needsOpenssl.test("a sink whose client certificate the source's CA did not sign is refused: the batch rolls back", async () => {
+    const pki = sharedPki();
+    const down = await source({ ssl: "true", keystore: pki.server.cert, "keystore-key": pki.server.key, "client-auth": "required", truststore: pki.ca.cert });
+    const rogue = await sink({ port: String(down.port), ssl: "true", truststore: pki.ca.cert, keystore: pki.rogue.cert, "keystore-key": pki.rogue.key });
+    await fill(rogue.channel, 3);
+    expect(await rogue.sink.process().catch((e: unknown) => e)).toBeInstanceOf(EventDeliveryException);
+    expect(await drain(down.channel)).toHaveLength(0);
+    expect(texts(await drain(rogue.channel))).toEqual(["e0", "e1", "e2"]);
   });
 
   test("reset-connection-interval replaces the connection after that many seconds", async () => {

@@ -105,6 +105,31 @@ describe("file_roll sink", () => {
     expect(files(dir).map((n) => readFileSync(path.join(dir, n), "utf8"))).toEqual(["x\ny\n", "z\n"]);
   });
 
+  test("a take whose commit fails is cut from the file it reached: the retried batch is written once", async () => {
+    const { dir, sink, channel } = setup({ "sink.rollInterval": "0" });
+    await sink.start();
+    await put(channel, [{ body: "x" }]);
+    await sink.process();
+    await put(channel, [{ body: "y" }, { body: "z" }]);
+    const orig = channel.getTransaction.bind(channel);
+    let failCommits = 1;
+    channel.getTransaction = () => {
+      const tx = orig();
+      const commit = tx.commit.bind(tx);
+      tx.commit = async () => {
+        if (failCommits-- > 0) throw new Error("commit record not written");
+        return commit();
+      };
+      return tx;
+    };
+    await expect(sink.process()).rejects.toThrow(/could not commit the take: commit record not written/);
+    expect(channel.size).toBe(2);
+    expect(files(dir).map((n) => readFileSync(path.join(dir, n), "utf8"))).toEqual(["x\n"]);
+    await sink.process();
+    await sink.stop();
+    expect(files(dir).map((n) => readFileSync(path.join(dir, n), "utf8"))).toEqual(["x\n", "y\nz\n"]);
+  });
+
   test("serializers: text without newline, header_and_text as Java's Map.toString", async () => {
     const a = setup({ "sink.serializer": "TEXT", "sink.serializer.appendNewline": "false", "sink.rollInterval": "0" });
     await a.sink.start();

@@ -240,6 +240,52 @@ describe("http source over TLS", () => {
   });
 });
 
+describe("http source over TLS, stopping and silent clients", () => {
+  needsOpenssl.test("stop() lets a TLS request in flight finish (200, Connection: close) and closes idle keep-alive TLS connections at once", async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const { cert, key } = selfSignedCert(dir);
+      const r = rig(httpSource, { bind: "127.0.0.1", port: "0", ssl: "true", keystore: cert, "keystore-key": key }, { capacity: 2, transactionCapacity: 2, keepAlive: 2 });
+      await r.source.start();
+      const url = `https://127.0.0.1:${r.source.port}/`;
+      const tls = { ca: await Bun.file(cert).text() };
+      expect((await fetch(url, { method: "POST", body: JSON.stringify([{ body: "a" }, { body: "b" }]), tls })).status).toBe(200);
+      const inFlight = fetch(url, { method: "POST", body: JSON.stringify([{ body: "c" }, { body: "d" }]), tls });
+      await until(() => r.source.counter.get("AppendBatchReceivedCount") === 2, 5000, "the second request");
+      const began = Date.now();
+      const stopped = r.source.stop();
+      const drained = (await takeAll(r.channel)).map(text);
+      const res = await inFlight;
+      await stopped;
+      expect(Date.now() - began).toBeLessThan(4000);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("connection")).toBe("close");
+      expect([...drained, ...(await takeAll(r.channel)).map(text)]).toEqual(["a", "b", "c", "d"]);
+      expect(await new Promise((resolve) => net.connect(r.source.port, "127.0.0.1").on("error", () => resolve("refused")).on("connect", () => resolve("connected")))).toBe("refused");
+    } finally {
+      cleanup();
+    }
+  });
+
+  needsOpenssl.test("a client that connects and never starts its handshake is dropped after the handshake timeout, and the log names it", async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const { cert, key } = selfSignedCert(dir);
+      const r = rig(httpSource, { bind: "127.0.0.1", port: "0", ssl: "true", keystore: cert, "keystore-key": key });
+      const setup = (r.source.options.tls as NonNullable<typeof r.source.options.tls>);
+      setup.options.handshakeTimeout = 200;
+      await r.source.start();
+      started.push(r.source);
+      const socket = net.connect(r.source.port, "127.0.0.1");
+      const local = await new Promise<number>((resolve) => socket.on("connect", () => resolve(socket.localPort ?? 0)));
+      await new Promise<void>((resolve) => socket.on("close", () => resolve()));
+      expect(r.logger.lines.some((l) => l.level === "warn" && l.message.includes(`TLS handshake with 127.0.0.1:${local} failed`) && /timeout/i.test(l.message))).toBe(true);
+    } finally {
+      cleanup();
+    }
+  });
+});
+
 describe("http source stopping with a request in flight", () => {
   test("stop() lets the request finish: 200 only for committed events, and the keep-alive connection is closed at once", async () => {
     const r = rig(httpSource, { bind: "127.0.0.1", port: "0" }, { capacity: 2, transactionCapacity: 2, keepAlive: 2 });

@@ -148,3 +148,27 @@ describe("netcat source, clients that half-close or never read", () => {
     client.destroy();
   }, 20000);
 });
+
+describe("netcat source without acks", () => {
+  test("a full channel pauses the client instead of dropping its lines: every line arrives, in order, once there is room", async () => {
+    const r = rig(netcat, { bind: "127.0.0.1", port: "0", "ack-every-event": "false" }, { capacity: 5, transactionCapacity: 5, keepAlive: 0 });
+    await r.source.start();
+    started.push(r.source);
+    const client = net.connect(r.source.port, "127.0.0.1");
+    await new Promise((res) => client.once("connect", res));
+    let answered = "";
+    client.on("data", (d) => (answered += d));
+    client.write(Array.from({ length: 40 }, (_, i) => `line ${i}\n`).join(""));
+    await until(() => r.source.counter.get("ChannelWriteFail") > 0, 5000, "a refused batch");
+    const got: string[] = [];
+    while (got.length < 40) {
+      got.push(...(await takeAll(r.channel)).map(text));
+      await new Promise((res) => setTimeout(res, 20));
+    }
+    expect(got).toEqual(Array.from({ length: 40 }, (_, i) => `line ${i}`));
+    expect(answered).toBe("");
+    expect(r.source.counter.get("EventAcceptedCount")).toBe(40);
+    expect(r.logger.lines.some((l) => l.level === "warn" && /netcat source r1: channel refused 5 events from 127\.0\.0\.1:\d+/.test(l.message))).toBe(true);
+    client.destroy();
+  });
+});

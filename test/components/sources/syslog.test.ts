@@ -199,7 +199,7 @@ describe("syslogtcp framing and bad input", () => {
     const got = [];
     while (got.length < 20) got.push(...(await collect(r.channel, 1)));
     expect(got.map(text)).toEqual(Array.from({ length: 20 }, (_, i) => `m${i}`));
-    expect(r.logger.lines.some((l) => l.message.includes("pausing this client"))).toBe(true);
+    expect(r.logger.lines.some((l) => l.message.includes("pausing this input"))).toBe(true);
   });
 });
 

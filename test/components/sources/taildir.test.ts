@@ -7,8 +7,9 @@ import { FileChannel } from "../../../src/components/channels/file/index.ts";
 import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
 import type { Channel } from "../../../src/core/channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
+import { SourceRunner } from "../../../src/core/runners.ts";
 import { TailFile } from "../../../src/components/sources/taildir/tail-file.ts";
-import { cleanupsAfterEach, tempDir, ROOT } from "../../support/helpers.ts";
+import { cleanupsAfterEach, tempDir, ROOT, waitUntil } from "../../support/helpers.ts";
 import { bodies, build, context, drain, numbered, recordBatchBytes, wire } from "../../support/components.ts";
 import { drain as drainFileChannel, options } from "../../support/file-channel.ts";
 import { needsLoopExt4, needsRootToSwitchUser, needsProc, needsStrace } from "../../support/requires.ts";
@@ -65,7 +66,7 @@ describe("TAILDIR", () => {
     expect(readFileSync(s.positionFile, "utf8")).toBe(`[{"inode":${statSync(file).ino},"pos":${statSync(file).size},"file":"${file}"}]`);
   });
 
-  test("positions advance only after the commit: a full channel makes the batch wait, nothing is lost", async () => {
+  test("positions advance only after the commit: a full channel makes the batch wait inside process(), nothing is lost", async () => {
     const s = setup({ batchSize: "10" });
     const file = path.join(s.logs, "app.log");
     writeFileSync(file, numbered("x", 0, 100));
@@ -74,14 +75,44 @@ describe("TAILDIR", () => {
     const channel = wire(src, { capacity: 25, transactionCapacity: 10, keepAlive: 0 });
     await src.start();
     const got: string[] = [];
-    for (let round = 0; round < 100 && got.length < 100; round++) {
-      await src.process();
-      got.push(...bodies(await drain(channel, 15, 10)));
-    }
+    // A slow consumer: 15 events every 20 ms, while process() retries what the channel refused.
+    let reading = true;
+    const consumer = (async () => {
+      while (reading) {
+        got.push(...bodies(await drain(channel, 15, 10)));
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+    for (let round = 0; round < 100 && got.length + channel.size < 100; round++) await src.process();
+    reading = false;
+    await consumer;
+    got.push(...bodies(await drain(channel, 100, 10)));
     expect(got).toEqual(numbered("x", 0, 100).trim().split("\n"));
     expect(src.counter.get("ChannelWriteFail")).toBeGreaterThan(0);
     expect(src.counter.get("EventAcceptedCount")).toBe(100);
     await src.stop();
+    expect(JSON.parse(readFileSync(s.positionFile, "utf8"))[0].pos).toBe(statSync(file).size);
+  });
+
+  test("stop() ends a process() that waits on a full channel; the lines not taken are read again after a restart", async () => {
+    const s = setup({ batchSize: "10" });
+    const file = path.join(s.logs, "app.log");
+    writeFileSync(file, numbered("x", 0, 30));
+    const src = build(definition, s.raw, context("r1"));
+    const channel = wire(src, { capacity: 10, transactionCapacity: 10, keepAlive: 0 });
+    const runner = new SourceRunner(src);
+    await runner.start();
+    await waitUntil(() => src.counter.get("ChannelWriteFail") > 0, "a refused batch");
+    const t0 = Date.now();
+    await runner.stop();
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(bodies(await drain(channel, 100, 10))).toEqual(numbered("x", 0, 10).trim().split("\n"));
+    const again = build(definition, s.raw, context("r1"));
+    const channel2 = wire(again, { capacity: 100, transactionCapacity: 10, keepAlive: 0 });
+    await again.start();
+    await pump(again);
+    expect(bodies(await drain(channel2, 100, 10))).toEqual(numbered("x", 10, 30).trim().split("\n"));
+    await again.stop();
   });
 
   for (const pattern of ["app\\.log", "app\\.log.*"]) test(`graceful restarts across rename and copytruncate rotations deliver every line exactly once (pattern ${pattern})`, async () => {

@@ -2,8 +2,9 @@ import dgram from "node:dgram";
 import { isIPv6 } from "node:net";
 import type { Event } from "../../../core/event.ts";
 import type { EventDrivenSource } from "../../../core/source.ts";
+import { plainIp } from "../../../net/peer.ts";
 import type { ComponentContext } from "../../component.ts";
-import { NetworkSource, plainIp } from "./delivery.ts";
+import { BaseSource } from "../base.ts";
 
 /** Events held while the channel is busy; beyond this, datagrams are dropped (UDP cannot push back). */
 export const DEFAULT_UDP_BACKLOG = 10000;
@@ -16,11 +17,11 @@ export interface DatagramOptions {
 
 /**
  * A UDP source: datagrams become events; those that arrive while a batch waits on the channel
- * are queued, up to maxBacklog events, and go out together as the next batch. UDP has no way
- * to slow the sender, so past that bound datagrams are dropped, counted as ChannelWriteFail
- * and reported in the log.
+ * are queued, up to maxBacklog events, and go out together as the next batch (retried until
+ * the channel takes it). UDP has no way to slow the sender, so past that bound datagrams are
+ * dropped, counted as ChannelWriteFail and reported in the log.
  */
-export abstract class DatagramSource extends NetworkSource implements EventDrivenSource {
+export abstract class DatagramSource extends BaseSource implements EventDrivenSource {
   readonly kind = "event-driven";
   private socket: dgram.Socket | null = null;
   private backlog: Event[] = [];
@@ -31,8 +32,14 @@ export abstract class DatagramSource extends NetworkSource implements EventDrive
   constructor(
     ctx: ComponentContext,
     readonly datagramOptions: DatagramOptions,
+    /** Names the source in logs ("syslogudp source r1"). */
+    private readonly label: string,
   ) {
-    super(ctx);
+    super(ctx, { label });
+  }
+
+  protected describe(): string {
+    return this.label;
   }
 
   get port(): number {
@@ -46,8 +53,7 @@ export abstract class DatagramSource extends NetworkSource implements EventDrive
   protected async prepare(_batch: Event[]): Promise<void> {}
 
   async start(): Promise<void> {
-    this.stopping = false;
-    this.counter.start();
+    this.beginStart();
     const host = this.datagramOptions.host || undefined;
     const socket = dgram.createSocket({ type: host && isIPv6(host) ? "udp6" : "udp4", reuseAddr: true });
     await new Promise<void>((resolve, reject) => {
@@ -65,7 +71,8 @@ export abstract class DatagramSource extends NetworkSource implements EventDrive
   }
 
   async stop(): Promise<void> {
-    this.stopping = true;
+    // A batch waiting for room gives up; what is queued gets one last attempt.
+    this.emitter.stop();
     const socket = this.socket;
     this.socket = null;
     if (socket) await new Promise<void>((resolve) => socket.close(() => resolve()));
@@ -103,8 +110,12 @@ export abstract class DatagramSource extends NetworkSource implements EventDrive
       while (this.backlog.length > 0) {
         const batch = this.backlog;
         this.backlog = [];
-        await this.prepare(batch);
-        await this.deliver(batch, "UDP clients", !this.stopping);
+        try {
+          await this.prepare(batch);
+          if (!(await this.emitter.deliver(batch, { from: "UDP clients" }))) this.logger.error(`${this.label}: stopping; dropped ${batch.length} events the channel did not take`);
+        } catch (err) {
+          this.emitter.failed(err, `dropped ${batch.length} events`);
+        }
         if (this.dropped > 0) {
           this.logger.warn(`${this.describe()}: ${this.dropped} datagrams were dropped while the channel was full`);
           this.dropped = 0;

@@ -1,11 +1,10 @@
 import net from "node:net";
-import tls from "node:tls";
-import { clientCertificateProblem, type ServerTls } from "../../../net/tls.ts";
+import { createTlsServer, type ServerTls } from "../../../net/tls.ts";
 import type { Event } from "../../../core/event.ts";
 import type { EventDrivenSource } from "../../../core/source.ts";
-import { peerName } from "../../../net/peer.ts";
+import { peerName, plainIp, reverseName } from "../../../net/peer.ts";
 import type { ComponentContext } from "../../component.ts";
-import { NetworkSource, plainIp, reverseName } from "./delivery.ts";
+import { BaseSource } from "../base.ts";
 import { type Frame, SyslogFrameDecoder } from "./framing.ts";
 import { EVENT_STATUS, type ParseOptions, type SyslogCharset, SyslogEventParser } from "./parse.ts";
 
@@ -29,10 +28,12 @@ export interface SyslogTcpOptions {
 /**
  * Flume's syslogtcp and multiport_syslogtcp: one or more TCP listeners, each message one event.
  * The messages of one read go to the channel together; the connection is paused while they
- * wait, so a slow channel slows the sender rather than filling memory.
+ * wait (retried until the channel takes them), so a slow channel slows the sender rather than
+ * filling memory or dropping messages as Flume does.
  */
-export class SyslogTcpSource extends NetworkSource implements EventDrivenSource {
+export class SyslogTcpSource extends BaseSource implements EventDrivenSource {
   readonly kind = "event-driven";
+  private stopping = false;
   private servers: net.Server[] = [];
   private readonly sockets = new Set<net.Socket>();
   /** Batches on their way to the channel; stop() waits for them so none is cut off mid-commit. */
@@ -42,10 +43,10 @@ export class SyslogTcpSource extends NetworkSource implements EventDrivenSource 
     ctx: ComponentContext,
     readonly options: SyslogTcpOptions,
   ) {
-    super(ctx);
+    super(ctx, { label: `${options.type} source ${ctx.name}` });
   }
 
-  protected describe(): string {
+  private describe(): string {
     return `${this.options.type} source ${this.name}`;
   }
 
@@ -63,7 +64,7 @@ export class SyslogTcpSource extends NetworkSource implements EventDrivenSource 
 
   async start(): Promise<void> {
     this.stopping = false;
-    this.counter.start();
+    this.beginStart();
     try {
       for (const port of this.options.ports) this.servers.push(await this.listen(port));
     } catch (err) {
@@ -76,6 +77,7 @@ export class SyslogTcpSource extends NetworkSource implements EventDrivenSource 
 
   async stop(): Promise<void> {
     this.stopping = true;
+    this.emitter.stop();
     for (const s of this.sockets) s.destroy();
     await Promise.allSettled([...this.inFlight]);
     await this.closeServers();
@@ -91,27 +93,15 @@ export class SyslogTcpSource extends NetworkSource implements EventDrivenSource 
 
   private listen(port: number): Promise<net.Server> {
     const secured = this.options.tls;
-    const onSocket = (socket: net.Socket) => {
-      const refused = secured && clientCertificateProblem(socket as tls.TLSSocket, secured.clientAuth);
-      if (refused) {
-        this.logger.warn(`${this.describe()}: refused ${peerName(socket)}: ${refused}`);
-        socket.destroy();
-        return;
-      }
-      this.serve(socket);
-    };
-    const server = secured ? tls.createServer(secured.options, onSocket) : net.createServer(onSocket);
+    const onSocket = (socket: net.Socket) => this.serve(socket);
+    const server = secured
+      ? createTlsServer(secured, onSocket, (peer, reason) => this.logger.warn(`${this.describe()}: TLS handshake with ${peer} failed: ${reason}`))
+      : net.createServer(onSocket);
     return new Promise((resolve, reject) => {
       server.once("error", reject);
       server.listen(port, this.options.host || undefined, () => {
         server.off("error", reject);
         server.on("error", (err) => this.logger.error(`${this.describe()}: ${err.message}`));
-        if (server instanceof tls.Server)
-          server.on("tlsClientError", (err, s) => {
-            this.logger.warn(`${this.describe()}: TLS handshake with ${peerName(s)} failed: ${err.message}`);
-            // Bun leaves the socket open after a handshake timeout; a silent client would hold it forever.
-            s.destroy();
-          });
         resolve(server);
       });
     });
@@ -166,7 +156,10 @@ export class SyslogTcpSource extends NetworkSource implements EventDrivenSource 
       const events = toEvents(frames);
       for (let i = 0; i < events.length; i += o.batchSize) {
         const batch = o.batchSize >= events.length && i === 0 ? events : events.slice(i, i + o.batchSize);
-        await this.deliver(batch, peer);
+        if (!(await this.emitter.deliver(batch, { from: peer }))) {
+          this.logger.error(`${this.describe()}: stopping; dropped ${events.length - i} events from ${peer} that the channel did not take`);
+          return;
+        }
       }
     };
 
@@ -187,8 +180,7 @@ export class SyslogTcpSource extends NetworkSource implements EventDrivenSource 
         }
         if (ended) await finish();
       } catch (err) {
-        this.counter.values.GenericProcessingFail++;
-        this.logger.error(`${this.describe()}: error serving ${peer}: ${(err as Error).message}`);
+        this.emitter.failed(err, `closing the connection from ${peer}`);
         socket.destroy();
       } finally {
         busy = false;

@@ -1,0 +1,164 @@
+// Custom components: a sink type that is a module path (or an npm package) is imported, checked by
+// `flume validate` like a built-in component, and run by `flume run`; from the sources under Bun,
+// from the compiled binary, and under Deno. The module is examples/jsonl-sink.ts, which imports
+// its API from "flume-ts" as the README's "Custom components" says.
+import { describe, expect, test } from "bun:test";
+import { spawn, spawnSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { cleanupsAfterEach, CLI, freePort, ROOT, runCli, sendLines, tempDir, waitUntil } from "../support/helpers.ts";
+import { precondition } from "../support/requires.ts";
+
+const EXAMPLE = path.join(ROOT, "examples", "jsonl-sink.ts");
+const DENO = path.join(ROOT, "node_modules", ".bin", "deno");
+const needsDeno = precondition(() => existsSync(DENO), "needs deno from npm (npm install)");
+const cleanups = cleanupsAfterEach();
+
+/** A scratch folder with the example sink copied in, away from the repository (no node_modules, no package.json). */
+function workspace(): string {
+  const { dir, cleanup } = tempDir("flume-custom-");
+  cleanups.push(cleanup);
+  copyFileSync(EXAMPLE, path.join(dir, "jsonl-sink.ts"));
+  return dir;
+}
+
+function agentConf(dir: string, port: number, sinkType: string, extra: string[] = []): string {
+  const file = path.join(dir, "agent.conf");
+  writeFileSync(
+    file,
+    [
+      "a1.sources = r1",
+      "a1.channels = c1",
+      "a1.sinks = k1",
+      "a1.sources.r1.type = netcat",
+      "a1.sources.r1.bind = 127.0.0.1",
+      `a1.sources.r1.port = ${port}`,
+      "a1.sources.r1.channels = c1",
+      "a1.channels.c1.type = memory",
+      `a1.sinks.k1.type = ${sinkType}`,
+      `a1.sinks.k1.file = ${path.join(dir, "out.jsonl")}`,
+      "a1.sinks.k1.batchSize = 10",
+      "a1.sinks.k1.channel = c1",
+      ...extra,
+      "",
+    ].join("\n"),
+  );
+  return file;
+}
+
+/** Starts `command args run -f conf`, sends two lines, returns the JSON lines the sink wrote; stops the agent. */
+async function runAndSend(command: string, args: string[], dir: string, conf: string, port: number): Promise<unknown[]> {
+  const child = spawn(command, [...args, "run", "-f", conf, "--no-reload-conf", "--quiet"], { cwd: dir, env: { ...process.env, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] });
+  let err = "";
+  child.stderr.on("data", (d) => (err += d));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+  try {
+    await waitUntil(() => /agent a1 started/.test(err) || child.exitCode !== null, "the agent to start", 30000);
+    expect(err).toContain("agent a1 started");
+    expect(await sendLines(port, "hello\nwörld\n", 2000, 2)).toBe("OK\nOK\n");
+    const out = path.join(dir, "out.jsonl");
+    const lines = () => (existsSync(out) ? readFileSync(out, "utf8").split("\n").filter(Boolean) : []);
+    await waitUntil(() => lines().length >= 2, `two lines in ${out}`);
+    return lines().map((l) => JSON.parse(l));
+  } finally {
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+  }
+}
+
+const HELLO = [
+  { headers: {}, body: "hello" },
+  { headers: {}, body: "wörld" },
+];
+
+describe("a custom sink from a module path", () => {
+  test("flume run: netcat -> memory -> ./jsonl-sink.ts (relative to the config): the events arrive as JSON lines", async () => {
+    const dir = workspace();
+    const port = await freePort();
+    const conf = agentConf(dir, port, "./jsonl-sink.ts");
+    expect(await runAndSend(process.execPath, [CLI], dir, conf, port)).toEqual(HELLO);
+  }, 30000);
+
+  test("flume validate checks the module's properties with file:line; Java class names and missing modules are explained", () => {
+    const dir = workspace();
+    const conf = path.join(dir, "bad.conf");
+    writeFileSync(
+      conf,
+      [
+        "a1.sources = r1",
+        "a1.channels = c1",
+        "a1.sinks = k1 k2 k3 k4 k5",
+        "a1.sources.r1.type = ./jsonl-sink.ts",
+        "a1.sources.r1.channels = c1",
+        "a1.channels.c1.type = memory",
+        "a1.sinks.k1.type = ./jsonl-sink.ts",
+        "a1.sinks.k1.batchSize = many",
+        "a1.sinks.k1.bodi = base64",
+        "a1.sinks.k1.channel = c1",
+        "a1.sinks.k2.type = com.example.MySink",
+        "a1.sinks.k2.channel = c1",
+        "a1.sinks.k3.type = ./not-there.js",
+        "a1.sinks.k3.channel = c1",
+        "a1.sinks.k4.type = ./broken.ts",
+        "a1.sinks.k4.channel = c1",
+        "a1.sinks.k5.type = ./empty.js",
+        "a1.sinks.k5.channel = c1",
+        "",
+      ].join("\n"),
+    );
+    writeFileSync(path.join(dir, "broken.ts"), "export default {{;\n");
+    writeFileSync(path.join(dir, "empty.js"), "export const x = 1;\n");
+    const r = runCli(["validate", conf, "--json"]);
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout) as { errors: { line: number; component: string; key: string; message: string }[]; warnings: { line: number; key: string; message: string }[] };
+    const errors = report.errors.map((e) => `${e.line} ${e.component} ${e.key}: ${e.message}`);
+    expect(errors).toContainEqual(expect.stringMatching(/^4 source r1 type: .*jsonl-sink\.ts defines a sink \(type jsonl\), but is configured as a source/));
+    expect(errors).toContain("7 sink k1 file: is required: The file the lines are appended to (add a1.sinks.k1.file = ...)");
+    expect(errors).toContain('8 sink k1 batchSize: expected a whole number, got "many" (a whole number, at least 1; default 100)');
+    expect(errors).toContainEqual(expect.stringMatching(/^11 sink k2 type: "com\.example\.MySink" is a Java class: Java components cannot run in Flume TS \(port it .* README\.md, "Custom components"\)\)$/));
+    expect(errors).toContainEqual(expect.stringMatching(/^13 sink k3 type: cannot find the sink module \.\/not-there\.js/));
+    expect(errors).toContainEqual(expect.stringMatching(/^15 sink k4 type: cannot load the sink module .*broken\.ts: /));
+    expect(errors).toContainEqual(expect.stringMatching(/^17 sink k5 type: the module .*empty\.js exports no component definition \(export default defineComponent/));
+    expect(report.warnings.map((w) => `${w.line} ${w.key}: ${w.message}`)).toContain("9 bodi: is not a property of sink type jsonl, so it is ignored (did you mean body?)");
+  });
+
+  test("examples/jsonl-sink.conf, the README's example, is valid", () => {
+    const r = runCli(["validate", path.join(ROOT, "examples", "jsonl-sink.conf")], { cwd: "/" });
+    expect(r.stdout).toContain("agent a1 is valid");
+    expect(r.code).toBe(0);
+  });
+
+  test("an npm package name resolvable from the config's folder works as a type", () => {
+    const dir = workspace();
+    const pkg = path.join(dir, "node_modules", "flume-jsonl-sink");
+    mkdirSync(pkg, { recursive: true });
+    writeFileSync(path.join(pkg, "package.json"), JSON.stringify({ name: "flume-jsonl-sink", type: "module", exports: { ".": { import: "./index.ts" } } }));
+    copyFileSync(EXAMPLE, path.join(pkg, "index.ts"));
+    const conf = agentConf(dir, 1, "flume-jsonl-sink", ["a1.sinks.k1.body = hex"]);
+    const r = runCli(["validate", conf]);
+    expect(r.stdout).toContain(`${conf}:13: error: sink k1: body: expected one of text, base64, got "hex"`);
+    expect(r.code).toBe(1);
+  });
+
+  test("the compiled binary loads it too: its import of \"flume-ts\" is the binary's own API", async () => {
+    const dir = workspace();
+    const binary = path.join(dir, "flume");
+    const build = spawnSync(process.execPath, ["build", "--compile", CLI, "--outfile", binary], { cwd: ROOT, encoding: "utf8", timeout: 60000 });
+    expect(build.status).toBe(0);
+    const port = await freePort();
+    const conf = agentConf(dir, port, path.join(dir, "jsonl-sink.ts"));
+    const v = spawnSync(binary, ["validate", conf], { cwd: dir, encoding: "utf8" });
+    expect(v.stdout).toContain("agent a1 is valid");
+    expect(await runAndSend(binary, [], dir, conf, port)).toEqual(HELLO);
+  }, 60000);
+
+  needsDeno.test("under Deno: validate and run with the module (deno.json maps \"flume-ts\")", async () => {
+    const dir = workspace();
+    const port = await freePort();
+    const conf = agentConf(dir, port, "./jsonl-sink.ts", ["a1.sinks.k1.batchSize = 0"]);
+    const v = spawnSync(DENO, ["run", "-A", CLI, "validate", conf], { cwd: dir, encoding: "utf8", timeout: 60000, env: { ...process.env, NO_COLOR: "1" } });
+    expect(v.stdout).toContain(`${conf}:13: error: sink k1: batchSize: must be at least 1, got 0`);
+    const good = agentConf(dir, port, "./jsonl-sink.ts");
+    expect(await runAndSend(DENO, ["run", "-A", CLI], dir, good, port)).toEqual(HELLO);
+  }, 60000);
+});

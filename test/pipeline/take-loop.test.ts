@@ -1,0 +1,171 @@
+import { describe, expect, test } from "bun:test";
+import { SinkCounter } from "../../src/core/counters.ts";
+import { ChannelException, EventDeliveryException } from "../../src/core/errors.ts";
+import { createEvent, type Event } from "../../src/core/event.ts";
+import { MemoryLogger } from "../../src/core/logger.ts";
+import { MemoryChannel } from "../../src/core/memory-channel.ts";
+import type { Transaction } from "../../src/core/transaction.ts";
+import { TakeLoop, type TakeLoopOptions } from "../../src/pipeline/take-loop.ts";
+
+const decoder = new TextDecoder();
+const bodies = (events: readonly Event[]) => events.map((e) => decoder.decode(e.body));
+
+async function channelWith(n: number, transactionCapacity = 100): Promise<MemoryChannel> {
+  const channel = new MemoryChannel("c1", { capacity: 1000, transactionCapacity });
+  channel.start();
+  for (let i = 0; i < n; ) {
+    const tx = channel.getTransaction();
+    tx.begin();
+    for (const end = Math.min(n, i + transactionCapacity); i < end; i++) tx.put(createEvent(`e${i}`));
+    await tx.commit();
+    tx.close();
+  }
+  return channel;
+}
+
+async function remaining(channel: MemoryChannel): Promise<string[]> {
+  const tx = channel.getTransaction();
+  tx.begin();
+  const out: Event[] = [];
+  for (let e = tx.take(); e !== null; e = tx.take()) out.push(e);
+  await tx.commit();
+  tx.close();
+  return bodies(out);
+}
+
+function loop(options: Partial<TakeLoopOptions> & Pick<TakeLoopOptions, "deliver">) {
+  const counter = new SinkCounter("k1");
+  const logger = new MemoryLogger();
+  return { loop: new TakeLoop({ label: "sink k1", logger, counter, batchSize: 3, ...options }), counter: counter.values, logger };
+}
+
+describe("sink take loop", () => {
+  test("takes up to the batch size per transaction, commits, and counts batches as Flume's SinkCounter", async () => {
+    const channel = await channelWith(4);
+    const seen: string[][] = [];
+    const { loop: l, counter } = loop({ deliver: (events) => void seen.push(bodies(events)) });
+    expect(await l.process(channel)).toBe("READY");
+    expect(await l.process(channel)).toBe("BACKOFF"); // ran dry after one event
+    expect(await l.process(channel)).toBe("BACKOFF"); // empty: deliver is not called
+    expect(seen).toEqual([["e0", "e1", "e2"], ["e3"]]);
+    expect(counter).toMatchObject({ BatchCompleteCount: 1, BatchUnderflowCount: 1, BatchEmptyCount: 1, EventDrainAttemptCount: 4, EventDrainSuccessCount: 4, EventWriteFail: 0 });
+    // No take beyond the batch size: 3, then 1 + the empty one, then the empty one.
+    expect(channel.counter.values.EventTakeAttemptCount).toBe(6);
+    expect(channel.size).toBe(0);
+  });
+
+  test("underflow READY (the RPC sinks): a short batch does not make the runner wait; an empty one does", async () => {
+    const channel = await channelWith(2);
+    const { loop: l } = loop({ underflow: "READY", deliver: () => {} });
+    expect(await l.process(channel)).toBe("READY");
+    expect(await l.process(channel)).toBe("BACKOFF");
+  });
+
+  test("a verdict rolls the batch back, sets the status and what counts as drained", async () => {
+    const channel = await channelWith(2);
+    const { loop: l, counter } = loop({ deliver: () => ({ commit: false, status: "BACKOFF", drained: 1 }) });
+    expect(await l.process(channel)).toBe("BACKOFF");
+    expect(counter).toMatchObject({ EventDrainAttemptCount: 2, EventDrainSuccessCount: 1, EventWriteFail: 0 });
+    expect(await remaining(channel)).toEqual(["e0", "e1"]);
+
+    const again = await channelWith(2);
+    const commit = loop({ deliver: () => ({ commit: true, status: "READY" }) });
+    expect(await commit.loop.process(again)).toBe("READY");
+    expect(commit.counter.EventDrainSuccessCount).toBe(2);
+    expect(again.size).toBe(0);
+  });
+
+  test("a failing deliver: rolled back in order, EventWriteFail, EventDeliveryException naming the target with the cause, cleanup called", async () => {
+    const channel = await channelWith(3);
+    const boom = Object.assign(new Error("connect refused"), { code: "ECONNREFUSED" });
+    const cleaned: unknown[] = [];
+    const { loop: l, counter } = loop({
+      target: () => "collector:4141",
+      deliver: async () => {
+        throw boom;
+      },
+      failed: (err) => void cleaned.push(err),
+    });
+    const err = await l.process(channel).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EventDeliveryException);
+    expect((err as Error).message).toBe("sink k1: failed to deliver 3 events to collector:4141: ECONNREFUSED: connect refused; rolled back into channel c1");
+    expect((err as Error).cause).toBe(boom);
+    expect(cleaned).toEqual([boom]);
+    expect(counter).toMatchObject({ EventWriteFail: 1, ChannelReadFail: 0, EventDrainSuccessCount: 0 });
+    expect(await remaining(channel)).toEqual(["e0", "e1", "e2"]);
+  });
+
+  test("a channel's error counts ChannelReadFail: a batch larger than the channel's transactionCapacity", async () => {
+    const channel = await channelWith(5, 2);
+    const { loop: l, counter } = loop({ deliver: () => {} });
+    const err = await l.process(channel).catch((e: unknown) => e);
+    expect((err as Error).message).toMatch(/^sink k1: unable to take events from channel c1: Take list .* capacity 2 full.*; 2 events rolled back$/);
+    expect((err as Error).cause).toBeInstanceOf(ChannelException);
+    expect(counter).toMatchObject({ ChannelReadFail: 1, EventWriteFail: 0 });
+    expect(channel.size).toBe(5);
+  });
+
+  test("a failed commit rolls back and calls cleanup: the sink can undo a delivery the channel did not record", async () => {
+    const channel = await channelWith(2);
+    const orig = channel.getTransaction.bind(channel);
+    channel.getTransaction = () => {
+      const tx = orig();
+      tx.commit = async () => {
+        throw new ChannelException("log disk gone");
+      };
+      return tx;
+    };
+    let cleaned = 0;
+    const { loop: l, counter } = loop({ deliver: () => {}, failed: () => void cleaned++ });
+    const err = await l.process(channel).catch((e: unknown) => e);
+    expect((err as Error).message).toBe("sink k1: delivered 2 events but channel c1 could not commit the take: log disk gone; rolled back, they will be delivered again");
+    expect(cleaned).toBe(1);
+    expect(counter.ChannelReadFail).toBe(1);
+    expect(channel.size).toBe(2);
+  });
+
+  test("a rollback that fails too: both errors logged, the transaction closed, the original failure thrown", async () => {
+    const channel = await channelWith(2);
+    const orig = channel.getTransaction.bind(channel);
+    let last: Transaction | null = null;
+    channel.getTransaction = () => {
+      const tx = orig();
+      (tx as unknown as { doRollback(): void }).doRollback = () => {
+        throw new ChannelException("rollback record not written");
+      };
+      last = tx;
+      return tx;
+    };
+    const original = new Error("destination said no");
+    const { loop: l, logger } = loop({
+      deliver: () => {
+        throw original;
+      },
+    });
+    const err = await l.process(channel).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EventDeliveryException);
+    expect((err as Error).cause).toBe(original);
+    expect((last as Transaction | null)?.state).toBe("CLOSED");
+    const errors = logger.lines.filter((line) => line.level === "error").map((line) => line.message);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toContain("rollback record not written");
+    expect(errors[0]).toContain("destination said no");
+    expect(errors[0]).toContain("channel c1");
+  });
+
+  test("a rollback the verdict asked for that fails is the failure reported", async () => {
+    const channel = await channelWith(1);
+    const orig = channel.getTransaction.bind(channel);
+    channel.getTransaction = () => {
+      const tx = orig();
+      (tx as unknown as { doRollback(): void }).doRollback = () => {
+        throw new ChannelException("rollback record not written");
+      };
+      return tx;
+    };
+    const { loop: l, counter } = loop({ deliver: () => ({ commit: false, status: "READY" }) });
+    const err = await l.process(channel).catch((e: unknown) => e);
+    expect((err as Error).message).toBe("sink k1: rolling back 1 event into channel c1 failed: rollback record not written");
+    expect(counter.ChannelReadFail).toBe(1);
+  });
+});
