@@ -17,6 +17,7 @@ import type { AnyDefinition, ComponentContext, Random } from "../components/comp
 import type { AgentModel, ChannelModel, PartModel, SinkModel, SourceModel } from "../config/model.ts";
 import { ConfigurationError } from "../core/errors.ts";
 import type { AnyOptions } from "../config/schema.ts";
+import type { Network } from "../net/network.ts";
 
 /** What differs between the places that build agents. */
 export interface BuildContext {
@@ -35,6 +36,8 @@ export interface BuildContext {
   source?: (model: SourceModel, ctx: ComponentContext) => AnySource;
   /** Builds a sink instead of its definition (the simulator's sinks). */
   sink?: (model: SinkModel, ctx: ComponentContext) => Sink;
+  /** The network each component talks through (the simulator's virtual one); absent: TCP. */
+  network?: (component: string) => Network;
   /** Sink runner backoff (Flume's SinkRunner: 1000 ms steps up to 5000 ms). */
   runnerBackoff?: { backoffSleepIncrement: number; maxBackoffSleep: number };
 }
@@ -111,7 +114,7 @@ export function createComponent<T>(definition: AnyDefinition, options: AnyOption
 export function buildAgent(model: AgentModel, bc: BuildContext, reuse?: Reuse): BuiltAgent {
   const random = bc.random ?? Math.random;
   const storagePath = bc.storagePath ?? ((p: string) => p);
-  const ctxFor = (name: string): ComponentContext => ({ name, agentName: bc.agentName, clock: bc.clock, logger: bc.logger(name), random, storagePath });
+  const ctxFor = (name: string): ComponentContext => ({ name, agentName: bc.agentName, clock: bc.clock, logger: bc.logger(name), random, storagePath, network: bc.network?.(name) });
   const built: BuiltAgent = { channels: new Map(), sources: new Map(), runners: new Map() };
 
   for (const [name, m] of model.channels) {

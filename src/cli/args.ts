@@ -45,6 +45,8 @@ export interface ValueArg extends Described {
 /** A word that is not an option; positionals are filled in declaration order. */
 export interface PositionalArg extends Described {
   type: "positional";
+  /** Takes this and every further word (declared last). */
+  multiple?: boolean;
 }
 
 export type ArgSpec = SwitchArg | ValueArg | PositionalArg;
@@ -58,7 +60,9 @@ export type Parsed<S extends ArgsSpec> = {
     ? boolean | T
     : S[K] extends { type: "boolean" }
     ? boolean
-    : S[K] extends { type: "positional" }
+    : S[K] extends { type: "positional"; multiple: true }
+      ? string[]
+      : S[K] extends { type: "positional" }
       ? string | undefined
       : S[K] extends { multiple: true }
         ? ValueOf<S[K]>[]
@@ -95,9 +99,15 @@ export function parseCommandLine<const S extends ArgsSpec>(argv: readonly string
   for (const t of tokens) {
     if (t.kind === "option-terminator") continue;
     if (t.kind === "positional") {
-      const key = positionals[filled++];
+      const key = positionals[filled];
       if (key === undefined) throw new UsageError(`unexpected argument "${t.value}"`);
-      values[key] = t.value;
+      const a = spec[key];
+      // A multiple positional keeps every further word.
+      if (a.type === "positional" && a.multiple) ((values[key] ??= []) as string[]).push(t.value);
+      else {
+        values[key] = t.value;
+        filled++;
+      }
       continue;
     }
     const key = keyOf.get(t.name);
@@ -116,7 +126,7 @@ export function parseCommandLine<const S extends ArgsSpec>(argv: readonly string
   for (const [key, a] of Object.entries(spec)) {
     if (key in values) continue;
     if (a.type === "boolean") values[key] = false;
-    else if (a.type === "string" && a.multiple) values[key] = [];
+    else if ((a.type === "string" || a.type === "positional") && a.multiple) values[key] = [];
     else if (a.type === "string" && a.default !== undefined) values[key] = a.parse ? a.parse(a.default, `--${key}`) : a.default;
   }
   return values as Parsed<S>;

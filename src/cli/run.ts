@@ -160,7 +160,7 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   let tracer: ReturnType<typeof liveTracer> | null = null;
   if (o.trace) {
     try {
-      tracer = liveTracer(o.trace, systemClock, o.traceMaxBytes);
+      tracer = liveTracer(o.trace, systemClock, o.traceMaxBytes, result.model);
     } catch (err) {
       log.error(`cannot write the trace ${o.trace}: ${(err as Error).message}`);
       return 1;

@@ -1,31 +1,61 @@
 /**
- * `flume simulate`: runs the real core on virtual time with simulated sources and sinks and
- * injected faults, and reports whether every accepted event was delivered at least once.
+ * `flume simulate`: runs the real core of one agent, or of every agent of a file (a tier), on
+ * virtual time with simulated clients and destinations and injected faults, and reports
+ * whether every accepted event was delivered at least once, and why each duplicate happened.
  * Exit 0 when at-least-once held, 1 when it was violated, 2 on usage errors.
  */
 import { writeFileSync } from "node:fs";
 import { type Progress, simulateWithHistory } from "../simulate/engine.ts";
-import { DEFAULTS, parseDuration, parseDurations, parseFailSpec, parseRate, type SimulationOptions } from "../simulate/options.ts";
-import { htmlReport, jsonReport, textReport } from "../simulate/report.ts";
+import { htmlReport } from "../simulate/html.ts";
+import {
+  DEFAULTS,
+  parseCrashSpecs,
+  parseDuration,
+  parseDurations,
+  parseFailSpec,
+  parseLinkLatencies,
+  parseLinkRates,
+  parsePartitions,
+  parseRate,
+  type SimulationOptions,
+} from "../simulate/options.ts";
+import { jsonReport, textReport } from "../simulate/report.ts";
 import { parseSeed } from "../simulate/rng.ts";
 import { AGENT_FILE_ARGS, type ArgsSpec, int, oneOf, type Parsed, UsageError } from "./args.ts";
 import { command } from "./command.ts";
 
+/** Comma-separated event ids (--explain). */
+const eventIds = (text: string, flag: string): number[] =>
+  text
+    .split(",")
+    .filter((id) => id.trim() !== "")
+    .map((id) => int(0)(id.trim(), flag));
+
 const SIMULATE_ARGS = {
   ...AGENT_FILE_ARGS,
-  "conf-file": { ...AGENT_FILE_ARGS["conf-file"], description: "Use this agent's channels, selectors, interceptors and sink groups (sources and sinks are simulated)" },
+  "conf-file": {
+    ...AGENT_FILE_ARGS["conf-file"],
+    description: "Run the file's agents (a tier, joined where an avro sink names another agent's avro source) with their channels, selectors, interceptors and sink groups; other sources and sinks are simulated",
+  },
+  name: { ...AGENT_FILE_ARGS.name, description: "Run only this agent of the file" },
   events: { type: "string", parse: int(1), default: String(DEFAULTS.events), description: "Events to send" },
   seed: { type: "string", parse: parseSeed, default: String(DEFAULTS.seed), description: "Seed of every random choice: the same seed gives the same output" },
   "fail-sink": { type: "string", parse: parseFailSpec, description: "Sink batch failures: a probability (0.2) or batch numbers (3,7-9)" },
   "fail-put": { type: "string", parse: parseRate, default: String(DEFAULTS.failPut), description: "Probability that a source's put transaction fails (the client retries)" },
-  "crash-at": { type: "string", parse: parseDurations, description: "Crash and restart the agent at these virtual times (500ms, 2s, ...)" },
+  "crash-at": { type: "string", parse: parseDurations, description: "Crash and restart the agent of a one-agent run at these virtual times (500ms, 2s, ...)" },
+  crash: { type: "string", parse: parseCrashSpecs, multiple: true, description: "Crash an agent: AGENT@TIME[+DOWNTIME], comma-separated (edge1@3s,collector@5s+2s; repeatable)" },
+  partition: { type: "string", parse: parsePartitions, multiple: true, description: "No packet on a link in a window: 'edge1->collector@2s-5s' (or edge1:collector@...; no link: every link; repeatable)" },
+  "link-fail": { type: "string", parse: (t: string, f: string) => parseLinkRates(t, f, "fail"), multiple: true, description: "Each request on a link is lost with the connection reset: RATE or 'edge1->collector=RATE' (repeatable)" },
+  "lose-answer": { type: "string", parse: (t: string, f: string) => parseLinkRates(t, f, "lose-answer"), multiple: true, description: "Each answer on a link is lost after the receiver committed (the classic duplicate): RATE or 'LINK=RATE' (repeatable)" },
+  "link-latency": { type: "string", parse: parseLinkLatencies, multiple: true, description: "One-way latency of a link: 20ms or 'LINK=20ms' (repeatable)" },
+  explain: { type: "string", parse: eventIds, multiple: true, description: "Print the whole history of these event ids (comma-separated), across agents" },
   "sink-latency": { type: "string", parse: parseDuration, default: `${DEFAULTS.sinkLatency}ms`, description: "Virtual time one sink batch takes" },
   rate: { type: "string", parse: int(0), default: String(DEFAULTS.rate), description: "Events per virtual second the clients offer; 0 = unlimited" },
   "batch-size": { type: "string", parse: int(1), default: String(DEFAULTS.batchSize), description: "Events per client batch" },
   channel: { type: "string", parse: oneOf("memory", "file"), description: "Channel of the built-in demo: memory (default) or file (a real file channel in a temp dir)" },
   "max-time": { type: "string", parse: parseDuration, default: `${DEFAULTS.maxTime}ms`, description: "Stop at this virtual time even if events are pending" },
   json: { type: "boolean", description: "Print the report as JSON" },
-  html: { type: "string", description: "Write a self-contained HTML page with a chart to this file" },
+  html: { type: "string", description: "Write a self-contained HTML page with the topology, a chart and a timeline per agent to this file" },
   trace: { type: "string", description: "Write every transaction operation to this file as JSON lines (see flume replay)" },
   "no-progress": { type: "boolean", description: "No progress bar on stderr" },
 } as const satisfies ArgsSpec;
@@ -43,6 +73,8 @@ function simulationOptions(a: Parsed<typeof SIMULATE_ARGS>): SimulationOptions {
     failSink: a["fail-sink"] ?? DEFAULTS.failSink,
     failPut: a["fail-put"],
     crashAt: a["crash-at"] ?? [],
+    crashes: a.crash.flat().sort((x, y) => x.at - y.at),
+    links: [...a.partition, ...a["link-fail"], ...a["lose-answer"], ...a["link-latency"]].flat(),
     sinkLatency: a["sink-latency"],
     maxTime: a["max-time"],
     channel: a.channel ?? DEFAULTS.channel,
@@ -72,17 +104,18 @@ function progressBar(): { update(p: Progress): void; clear(): void } {
 
 async function runSimulate(a: Parsed<typeof SIMULATE_ARGS>): Promise<number> {
   const options = simulationOptions(a);
+  const explain = a.explain.flat();
   const bar = !a["no-progress"] && process.stderr.isTTY ? progressBar() : null;
   let result;
   try {
-    result = await simulateWithHistory(options, { traceFile: a.trace, onProgress: bar ? (p) => bar.update(p) : undefined });
+    result = await simulateWithHistory(options, { traceFile: a.trace, onProgress: bar ? (p) => bar.update(p) : undefined }, explain);
   } catch (err) {
     // A configuration the simulator cannot use is the user's to fix, whatever the error's class.
     throw err instanceof UsageError ? err : new UsageError((err as Error).message);
   } finally {
     bar?.clear();
   }
-  process.stdout.write(a.json ? jsonReport(options, result) : textReport(options, result));
+  process.stdout.write(a.json ? jsonReport(options, result) : textReport(options, result, true, explain));
   if (a.html) {
     writeFileSync(a.html, htmlReport(options, result));
     if (!a.json) process.stdout.write(`chart written to ${a.html}\n`);
@@ -93,7 +126,7 @@ async function runSimulate(a: Parsed<typeof SIMULATE_ARGS>): Promise<number> {
 
 export const simulate = command({
   name: "simulate",
-  description: "Simulate an agent on virtual time with failures and crashes, and check at-least-once delivery",
+  description: "Simulate an agent, or a whole tier of agents, on virtual time with failures, crashes and link faults, and check at-least-once delivery",
   args: SIMULATE_ARGS,
   run: runSimulate,
 });

@@ -3,6 +3,7 @@ import type { Event } from "../core/event.ts";
 import { type Logger, silentLogger } from "../core/logger.ts";
 import type { AnyOptions, ComponentKind, ComponentSchema, Groups, OptionsOf, PropError, Props } from "../config/schema.ts";
 import { parseOptions, schemaOf } from "../config/schema.ts";
+import type { Network } from "../net/network.ts";
 
 /** A source of randomness in [0, 1): Math.random in an agent, a seeded stream in the simulator. */
 export type Random = () => number;
@@ -24,6 +25,11 @@ export interface ComponentContext {
    * the simulator, which never touches the configured directories.
    */
   storagePath(configured: string): string;
+  /**
+   * The network RPC components connect and listen through: absent in an agent (TCP); the
+   * simulator's virtual network, on which the real avro sink and source run.
+   */
+  network?: Network;
 }
 
 /**

@@ -5,8 +5,9 @@
  *   <agent>.<sources|channels|sinks|sinkgroups|configfilters>.<name>.<key> = value
  *
  * parseFlumeConfig picks one agent, substitutes variables and config filters, and returns
- * its components with the file and line of every value. It only checks the grammar; what the
- * values mean is checked by validateAgentConfig (validate.ts).
+ * its components with the file and line of every value; parseEveryAgent does the same for each
+ * agent of a file (a tier for `flume simulate`). It only checks the grammar; what the values
+ * mean is checked by validateAgentConfig (validate.ts).
  */
 
 import { createConfigFilter } from "./config-filters.ts";
@@ -129,6 +130,19 @@ function agentPrefix(key: string): string | undefined {
 
 export function parseFlumeConfig(text: string, file: string, opts: ParseOptions = {}): ParseResult {
   return configFromProperties(parseProperties(text, file), file, opts);
+}
+
+/**
+ * Every agent the file configures (each with a channel list; other prefixes are the typos the
+ * single-agent parse warns about), parsed as parseFlumeConfig parses the one picked with -n.
+ * A file with no such agent gives the single-agent parse, with its problem.
+ */
+export function parseEveryAgent(text: string, file: string, opts: Omit<ParseOptions, "agentName"> = {}): ParseResult[] {
+  const parsed = parseProperties(text, file);
+  const first = configFromProperties(parsed, file, opts);
+  const runnable = first.agents.filter((a) => parsed.entries.has(`${a}.channels`));
+  if (runnable.length === 0) return [first];
+  return runnable.map((agentName) => configFromProperties(parsed, file, { ...opts, agentName }));
 }
 
 /**

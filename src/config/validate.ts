@@ -14,6 +14,7 @@ import {
   listNames,
   type Located,
   ownProps,
+  parseEveryAgent,
   parseFlumeConfig,
   record,
   type ParseOptions,
@@ -76,6 +77,11 @@ export function validateAgentConfig(config: AgentConfig, registry: ComponentRegi
 /** Parses, substitutes and validates in one go: what `flume validate` and `flume run` do first. */
 export function validateConfigText(text: string, file: string, opts: ParseOptions, registry: ComponentRegistry): LoadResult {
   return withModel(parseFlumeConfig(text, file, opts), registry);
+}
+
+/** Each agent of a file, validated as `flume run -n <agent>` validates it (a tier for `flume simulate`). */
+export function validateEveryAgent(text: string, file: string, opts: Omit<ParseOptions, "agentName">, registry: ComponentRegistry): LoadResult[] {
+  return parseEveryAgent(text, file, opts).map((parsed) => withModel(parsed, registry));
 }
 
 /** The same for a configuration already parsed (EmbeddedAgent's map). */

@@ -1,6 +1,8 @@
 /** How logs and errors name the other end of a connection. */
 import { lookupService } from "node:dns/promises";
-import type { Socket } from "node:net";
+
+/** What a name is read from: a net.Socket, or any socket with its peer's address. */
+type Socket = { readonly remoteAddress?: string; readonly remotePort?: number };
 
 /** Named in logs for a client the runtime has no address for (Bun reports none once a connection was reset). */
 export const UNKNOWN_PEER = "an unknown peer (connection reset before its address was known)";

@@ -1,5 +1,4 @@
-import net from "node:net";
-import tls from "node:tls";
+import type tls from "node:tls";
 import type { Clock, TimerHandle } from "../core/clock.ts";
 import { systemClock } from "../core/clock.ts";
 import type { Event } from "../core/event.ts";
@@ -9,6 +8,7 @@ import { DEFAULT_FRAME_LIMITS, joinBuffers, type Frame, type FrameLimits } from 
 import { eventArraySize, eventSize, readCallResult, readHandshakeResponse, writeEvent, writeEventArray, writeHandshakeRequest } from "./messages.ts";
 import { MESSAGE_APPEND, MESSAGE_APPEND_BATCH, PROTOCOL_HASH, PROTOCOL_TEXT, type RpcStatus } from "./protocol.ts";
 import { FramedTransport, type CompressionType } from "./transport.ts";
+import { type Network, tcpNetwork } from "../net/network.ts";
 
 export interface AvroRpcClientOptions {
   host: string;
@@ -23,6 +23,8 @@ export interface AvroRpcClientOptions {
   tls?: tls.ConnectionOptions;
   limits?: FrameLimits;
   clock?: Clock;
+  /** The network to connect through (the simulator's); default: TCP. */
+  network?: Network;
 }
 
 interface Pending {
@@ -74,9 +76,7 @@ export class AvroRpcClient {
     const where = `${options.host}:${options.port}`;
     return new Promise((resolve, reject) => {
       let settled = false;
-      const socket = options.tls
-        ? tls.connect({ ...options.tls, host: options.host, port: options.port, servername: net.isIP(options.host) ? undefined : options.host })
-        : net.connect({ host: options.host, port: options.port });
+      const socket = (options.network ?? tcpNetwork).connect({ host: options.host, port: options.port, tls: options.tls });
       socket.setNoDelay(true);
       const timer = clock.setTimeout(() => {
         if (settled) return;

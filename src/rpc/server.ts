@@ -12,6 +12,7 @@ import { MESSAGE_APPEND, MESSAGE_APPEND_BATCH, PROTOCOL_HASH, PROTOCOL_TEXT, STA
 import { localProtocol, parseRemoteProtocol, type RemoteProtocol } from "./remote-protocol.ts";
 import { peerAddress, peerName } from "../net/peer.ts";
 import { FramedTransport, type CompressionType } from "./transport.ts";
+import { type NetListener, type NetSocket, type Network, tcpNetwork } from "../net/network.ts";
 
 /** What the server does with calls; the avro source implements it. */
 export interface RpcRequestHandler {
@@ -35,6 +36,8 @@ export interface AvroRpcServerOptions {
   /** Prefix for log lines, e.g. "Avro source r1". */
   label?: string;
   onConnectionCountChange?(count: number): void;
+  /** The network to listen on (the simulator's); default: TCP. */
+  network?: Network;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -84,7 +87,9 @@ export class ProtocolCache {
  * connection, then calls answered in order with their serial.
  */
 export class AvroRpcServer {
-  private server: net.Server | null = null;
+  private server: NetListener | null = null;
+  /** From listen() to close(): connections are served. */
+  private accepting = false;
   /** TLS on accepted connections (null: plain TCP); close() drops those still in their handshake. */
   private handshakes: TlsHandshakes | null = null;
   private readonly connections = new Set<ServerConnection>();
@@ -125,30 +130,34 @@ export class AvroRpcServer {
     // Plain TCP even with TLS on: as Flume's Netty pipeline, the ipFilter decides on the raw
     // connection and only allowed peers get a TLS handshake (see admit()).
     // allowHalfOpen: a client that half-closes after its requests still gets their answers.
-    const server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(socket));
-    this.server = server;
-    return new Promise((resolve, reject) => {
-      server.once("error", reject);
-      server.listen({ host: this.options.bind, port: this.options.port }, () => {
-        server.off("error", reject);
-        server.on("error", (err) => this.logger.error(`${this.label}: server error: ${err.message}`));
-        const addr = server.address();
-        resolve(typeof addr === "object" && addr ? addr.port : this.options.port);
-      });
-    });
+    const network = this.options.network ?? tcpNetwork;
+    this.accepting = true;
+    return network
+      .listen({ host: this.options.bind, port: this.options.port, allowHalfOpen: true, onError: (err) => this.logger.error(`${this.label}: server error: ${err.message}`) }, (socket) => this.accept(socket))
+      .then(
+        (listener) => {
+          this.server = listener;
+          return listener.port;
+        },
+        (err: unknown) => {
+          this.accepting = false;
+          throw err;
+        },
+      );
   }
 
   /** Stops accepting, closes every connection; in-flight answers are dropped (the client retries). */
   async close(): Promise<void> {
     const server = this.server;
     this.server = null;
+    this.accepting = false;
     for (const c of this.connections) c.transport.destroy();
     this.connections.clear();
     this.handshakes?.dropAll();
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+    if (server) await server.close();
   }
 
-  private accept(socket: net.Socket): void {
+  private accept(socket: NetSocket): void {
     // Read once now: a socket reset later (or while the filter runs) may no longer tell.
     const peer = peerName(socket);
     socket.setNoDelay(true);
@@ -174,10 +183,16 @@ export class AvroRpcServer {
   }
 
   /** An allowed TCP connection: served at once in plain mode, after the TLS handshake otherwise. */
-  private admit(socket: net.Socket, peer: string): void {
+  private admit(socket: NetSocket, peer: string): void {
     if (this.handshakes === null) {
       this.open(socket, peer);
       socket.resume();
+      return;
+    }
+    // TLS wraps a TCP socket; the simulator's network carries plain connections only.
+    if (!(socket instanceof net.Socket)) {
+      this.logger.error(`${this.label}: TLS needs a TCP connection; closing the one from ${peer}`);
+      socket.destroy();
       return;
     }
     this.handshakes.secure(
@@ -187,8 +202,8 @@ export class AvroRpcServer {
     );
   }
 
-  private open(socket: net.Socket, peer: string): void {
-    if (!this.server) {
+  private open(socket: NetSocket, peer: string): void {
+    if (!this.accepting) {
       socket.destroy();
       return;
     }
@@ -223,7 +238,7 @@ class ServerConnection {
 
   constructor(
     private readonly server: AvroRpcServer,
-    socket: net.Socket,
+    socket: NetSocket,
     peer: string,
   ) {
     const o = server.options;

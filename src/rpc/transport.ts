@@ -1,5 +1,5 @@
 import { peerName } from "../net/peer.ts";
-import type { Socket } from "node:net";
+import type { NetSocket } from "../net/network.ts";
 import zlib from "node:zlib";
 import { RpcProtocolError } from "./errors.ts";
 import { DEFAULT_FRAME_LIMITS, FrameDecoder, frameSize, type Frame, type FrameLimits } from "./frame.ts";
@@ -56,7 +56,7 @@ export class FramedTransport {
   private flowPaused = false;
 
   constructor(
-    readonly socket: Socket,
+    readonly socket: NetSocket,
     options: TransportOptions,
     private readonly handlers: TransportHandlers,
   ) {

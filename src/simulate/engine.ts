@@ -1,24 +1,30 @@
 /**
- * The simulation loop. The real core (channels, ChannelProcessor, selectors, interceptors,
- * sink processors, runners) runs on a VirtualClock; the loop lets everything run to its next
- * wait, then moves time to the next timer. Time moves only when all work is done, so a run
- * is the same on every machine for the same seed (file channel I/O is awaited before time
- * moves, too).
+ * The simulation loop. Every agent of the run (one, or a tier) is built by the agent builder
+ * and runs its real core (channels, ChannelProcessor, selectors, interceptors, sink
+ * processors, runners, and on links the real avro sink and source over the simulated
+ * network) on one VirtualClock. The loop lets everything run to its next wait, then moves time
+ * to the next timer. Time moves only when all work is done, so a run is the same on every
+ * machine for the same seed (file channel I/O is awaited before time moves, too).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Channel } from "../core/channel.ts";
 import { ChannelException } from "../core/errors.ts";
-import { silentLogger } from "../core/logger.ts";
-import { type BuiltAgent, buildAgent } from "../agent/build.ts";
+import type { Event } from "../core/event.ts";
+import type { Logger } from "../core/logger.ts";
+import { type BuiltAgent, buildAgent, createComponent } from "../agent/build.ts";
+import type { AnySource } from "../core/source.ts";
+import type { Sink } from "../core/sink.ts";
 import { VirtualClock } from "../core/virtual-clock.ts";
+import { type Cause, CAUSE_TEXT, CAUSES, DuplicateCauses } from "./causes.ts";
 import { Epoch, SimClient, SimSink, SimSource, type SimWorld } from "./components.ts";
 import { Ledger, type LedgerSummary, verdict } from "./ledger.ts";
-import { formatTime, type SimulationOptions } from "./options.ts";
+import { type LinkFaults, type LinkStats, SimNetwork } from "./network.ts";
+import { type CrashSpec, describeLink, formatTime, type SimulationOptions, SimulationUsageError } from "./options.ts";
 import { seededRandom } from "./rng.ts";
 import { Timeline } from "./timeline.ts";
-import { type Topology, buildTopology } from "./topology.ts";
+import { type AgentPlan, type ChannelPlan, type LinkPlan, type Topology, buildTopology } from "./topology.ts";
 import { bothObservers, type ChannelObserver, channelInfo, FileTraceOutput, simIdOf, TraceRecorder, TracedChannel, type TracedTransaction, TraceTarget } from "./trace.ts";
 
 /** Flume's sink runner backoff (SinkRunner: 1000 ms steps, at most 5000 ms). */
@@ -27,8 +33,8 @@ const SINK_RUNNER_BACKOFF = { backoffSleepIncrement: 1000, maxBackoffSleep: 5000
 export interface SimulationHooks {
   /** Write the transaction trace here. */
   traceFile?: string;
-  /** Record the history of this event id. */
-  watch?: number;
+  /** Record the history of these event ids. */
+  watch?: readonly number[];
   /** Called now and then with the progress (for a progress bar). */
   onProgress?(p: Progress): void;
 }
@@ -41,32 +47,133 @@ export interface Progress {
 }
 
 export interface CrashRecord {
+  agent: string;
   at: number;
-  lost: { channel: string; lost: number }[];
+  /** Virtual ms the agent stayed down. */
+  down: number;
+  /** Events the crash took out of each non-durable channel (some may have got through already). */
+  dropped: { channel: string; events: number }[];
+  /** Of those, the events that were never delivered: what the verdict counts as lost because of this crash. */
+  lost: number;
+}
+
+export interface ChannelResult {
+  name: string;
+  agent: string;
+  type: string;
+  durable: boolean;
+  capacity: number;
+  peak: number;
+  end: number;
+}
+
+export interface SinkResult {
+  agent: string;
+  name: string;
+  /** The configured sink group and its processor, when the sink is in one. */
+  group?: { name: string; processor: string };
+  /** "simulated": a simulated destination; "avro": the real avro sink on a link. */
+  kind: "simulated" | "avro";
+  link?: string;
+  channel: string;
+  /** Events delivered to its destination (simulated sinks; a failing batch may deliver some). */
+  delivered: number;
+  /** Events the next agent committed from its batches (avro sinks on links). */
+  forwarded: number;
+  /** Take transactions it committed with events, and those rolled back. */
+  batches: number;
+  failed: number;
+}
+
+export interface SourceResult {
+  agent: string;
+  name: string;
+  /** Fed by a simulated client (else: the real avro source of a link). */
+  entry: boolean;
+  channels: string[];
+}
+
+export interface LinkResult {
+  name: string;
+  from: string;
+  sink: string;
+  to: string;
+  source: string;
+  address: string;
+  faults: LinkFaults;
+  stats: LinkStats;
+  /** Events the receiving agent committed from this link's requests. */
+  events: number;
+}
+
+export interface AgentResult {
+  name: string;
+  summary: LedgerSummary;
+  verdict: { held: boolean; line: string };
+  channels: ChannelResult[];
+  crashes: CrashRecord[];
+  /** Put transactions refused by an injected fault (--fail-put). */
+  putFailures: number;
+  /** Put transactions refused by the channel (full, or over its transaction capacity). */
+  putRefusals: number;
+  sinkFailures: number;
+  timeline: Timeline;
+}
+
+export type HistoryKind = "lost" | "duplicated" | "clean" | "still in a channel" | "not accepted" | "never produced";
+
+export interface EventHistory {
+  id: number;
+  kind: HistoryKind;
+  /** What made the duplicates, for duplicated events. */
+  causes?: Cause[];
+  lines: string[];
+}
+
+export interface DuplicateCause {
+  cause: Cause | "unexplained";
+  text: string;
+  count: number;
+  /** The first event this cause duplicated. */
+  example?: number;
 }
 
 export interface SimulationResult {
+  tier: boolean;
   topology: string[];
   warnings: string[];
   events: number;
   seed: number;
   produced: number;
-  /** Batches the clients had accepted by the source (after retries). */
+  /** Events the clients had accepted by a source (after retries). */
   clientAccepted: number;
+  /** The tier's ledger (for one agent, the agent's). */
   summary: LedgerSummary;
   retries: number;
   putFailures: number;
+  putRefusals: number;
   sinkBatches: number;
   sinkFailures: number;
+  /** Deliveries to destinations (duplicates included). */
   deliveries: number;
   crashes: CrashRecord[];
-  channels: { name: string; type: string; durable: boolean; capacity: number; peak: number; end: number }[];
+  /** Crashes asked for that never happened: after the run had ended, or while the agent was down. */
+  crashesNotReached: { agent: string; at: number; why: string }[];
+  channels: ChannelResult[];
+  agents: AgentResult[];
+  links: LinkResult[];
+  sources: SourceResult[];
+  sinks: SinkResult[];
+  duplicateCauses: DuplicateCause[];
   /** Virtual time at the end (ms). */
   time: number;
   /** True when every produced event was accepted and every channel drained before maxTime. */
   completed: boolean;
   verdict: { held: boolean; line: string };
-  firstLost?: { id: number; channel: string; history: string[] };
+  firstLost?: { id: number; channel: string; agent: string; history: string[] };
+  /** Histories of watched events (--explain, and the examples the report tells). */
+  histories: EventHistory[];
+  /** The first agent's timeline (one-agent runs). */
   timeline: Timeline;
   /** The trace recorder's own ledger (when tracing): must equal summary. */
   traceSummary?: LedgerSummary;
@@ -82,18 +189,12 @@ function ioBusy(channel: Channel): boolean {
 const immediate: () => Promise<void> =
   typeof setImmediate === "function" ? () => new Promise((resolve) => setImmediate(resolve)) : () => new Promise((resolve) => setTimeout(resolve, 0));
 
-interface Running {
-  epoch: Epoch;
-  targets: TraceTarget[];
-  built: BuiltAgent;
-  durable: Channel[];
-}
-
 export async function runSimulation(o: SimulationOptions, hooks: SimulationHooks = {}): Promise<SimulationResult> {
   const ownWorkDir = o.workDir === undefined;
   const workDir = o.workDir ?? mkdtempSync(path.join(tmpdir(), "flume-simulate-"));
   try {
-    return await simulate(o, buildTopology(o), workDir, hooks);
+    const topo = buildTopology(o);
+    return await new Simulation(o, topo, workDir, hooks).run();
   } finally {
     if (ownWorkDir) rmSync(workDir, { recursive: true, force: true });
   }
@@ -112,260 +213,787 @@ function scratchStorage(workDir: string): (configured: string) => string {
   };
 }
 
-async function simulate(o: SimulationOptions, topo: Topology, workDir: string, hooks: SimulationHooks): Promise<SimulationResult> {
-  let running: Running | null = null;
-  const settle = async (): Promise<void> => {
-    for (;;) {
-      await immediate();
-      if (!running || !running.durable.some(ioBusy)) return;
+/** What a simulation keeps of a transaction while it is open. */
+interface OpenTx {
+  /** Commits with puts before this transaction began (what got through since is newer). */
+  startSeq: number;
+  /** Events a simulated sink delivered from it. */
+  delivered: number[];
+}
+
+interface SinkInfo {
+  result: SinkResult;
+  agent: AgentState;
+  forwarder: boolean;
+}
+
+/** One agent of the run and its current process. */
+class AgentState {
+  epoch: Epoch | null = null;
+  built: BuiltAgent | null = null;
+  targets: TraceTarget[] = [];
+  durable: Channel[] = [];
+  crashes: CrashRecord[] = [];
+  putFailures = 0;
+  putRefusals = 0;
+  sinkFailures = 0;
+  readonly channelIndexes: number[];
+  readonly timeline: Timeline;
+  readonly storagePath: (configured: string) => string;
+  /** A watched take rolled back: the next error its sink (or group) logs says why. */
+  why: { names: Set<string>; ids: number[] } | null = null;
+
+  constructor(
+    readonly plan: AgentPlan,
+    readonly index: number,
+    workDir: string,
+  ) {
+    this.channelIndexes = plan.channels.map((c) => c.index);
+    this.timeline = new Timeline(plan.channels.map((c) => ({ name: c.label, capacity: c.capacity })));
+    this.storagePath = scratchStorage(path.join(workDir, plan.name));
+  }
+
+  get name(): string {
+    return this.plan.name;
+  }
+
+  get running(): boolean {
+    return this.epoch !== null && this.epoch.alive;
+  }
+}
+
+class Simulation {
+  private readonly clock: VirtualClock;
+  private readonly ledger: Ledger;
+  private readonly causes: DuplicateCauses;
+  private readonly recorder: TraceRecorder | null;
+  private readonly network: SimNetwork;
+  private readonly agents: AgentState[];
+  private readonly channelAgent: AgentState[] = [];
+  private readonly forwarderSets: Set<string>[];
+  private readonly clients = new Map<string, SimClient>();
+  private readonly sinks = new Map<string, SinkInfo>();
+  private readonly open = new Map<TracedTransaction, OpenTx>();
+  /** Per event: 1 + the channel whose forwarding take last took it (0: none). */
+  private inFlight: Int32Array;
+  /**
+   * Per event: the cause to give a commit by the next agent that comes after its forwarding
+   * take ended (1 lost-answer: the sender gave up, e.g. its request-timeout; 2 crash-replay:
+   * it crashed with a durable channel), since the sender will send it again.
+   */
+  private late: Uint8Array;
+  /** Event objects an avro source committed into one of its channels (for multi-channel sources). */
+  private committedObjects = new WeakSet<Event>();
+  private forwardedObjects = new WeakSet<Event>();
+  private readonly watched: Uint8Array;
+  private readonly watching: boolean;
+  private readonly notes = new Map<number, string[]>();
+  private readonly stats = { produced: 0, clientAccepted: 0, deliveries: 0, sinkBatches: 0 };
+  private readonly putRandom: Random;
+  private readonly random: Random;
+  private readonly peaks: number[];
+  private readonly fills: number[];
+  private epochNo = 0;
+  private crashNo = 0;
+  private readonly crashNumbers = new Map<CrashRecord, number>();
+
+  constructor(
+    private readonly o: SimulationOptions,
+    private readonly topo: Topology,
+    workDir: string,
+    private readonly hooks: SimulationHooks,
+  ) {
+    this.agents = topo.agents.map((p, k) => new AgentState(p, k, workDir));
+    for (const a of this.agents) for (const k of a.channelIndexes) this.channelAgent[k] = a;
+    this.forwarderSets = topo.channels.map((c) => new Set(c.forwarders));
+    const settle = async (): Promise<void> => {
+      for (;;) {
+        await immediate();
+        if (!this.agents.some((a) => a.running && a.durable.some(ioBusy))) return;
+      }
+    };
+    this.clock = new VirtualClock(0, settle);
+    const watch = hooks.watch ?? [];
+    this.watched = new Uint8Array(o.events);
+    for (const id of watch) if (id >= 0 && id < o.events) this.watched[id] = 1;
+    this.watching = watch.some((id) => id >= 0 && id < o.events);
+    for (const id of watch) this.notes.set(id, []);
+    this.causes = new DuplicateCauses(
+      topo.channels.length,
+      o.events,
+      this.watching ? (ch, i, cause) => this.watchedNote(i, ch, `that delivery is a duplicate: ${cause === "unexplained" ? "of unknown cause" : CAUSE_TEXT[cause]}`) : undefined,
+      this.watching ? (ch, i, cause) => this.watchedNote(i, ch, `that put made a second copy in ${this.topo.channels[ch].label}: ${CAUSE_TEXT[cause]}`) : undefined,
+    );
+    this.ledger = new Ledger(
+      topo.channels.map((c) => ({ name: c.label, durable: c.durable, agent: c.agent })),
+      o.events,
+      this.causes,
+    );
+    this.inFlight = new Int32Array(o.events);
+    this.late = new Uint8Array(o.events);
+    this.recorder = hooks.traceFile
+      ? new TraceRecorder(
+          new FileTraceOutput(hooks.traceFile),
+          topo.channels.map((c) => ({ ...channelInfo(c.model), name: c.label, ...(topo.tier ? { agent: c.agent } : {}), ...(c.forwarders.length > 0 ? { forwarders: c.forwarders } : {}) })),
+          { clock: this.clock, idOf: simIdOf, deliveries: "sink", seed: o.seed },
+        )
+      : null;
+    this.network = new SimNetwork(topo.links, (l) => this.linkFaults(l as LinkPlan), this.clock, o.seed);
+    this.putRandom = seededRandom(o.seed, 2);
+    this.random = seededRandom(o.seed, 9);
+    this.peaks = topo.channels.map(() => 0);
+    this.fills = topo.channels.map(() => 0);
+    this.makeClients();
+    this.makeSinkResults();
+  }
+
+  // ---- setup ------------------------------------------------------------------------
+
+  private linkFaults(l: LinkPlan): LinkFaults {
+    const f: LinkFaults = { failRate: 0, loseAnswerRate: 0, latency: 0, partitions: [] };
+    for (const spec of this.o.links) {
+      if (!matches(spec.link, l)) continue;
+      if (spec.kind === "fail") f.failRate = spec.rate;
+      else if (spec.kind === "lose-answer") f.loseAnswerRate = spec.rate;
+      else if (spec.kind === "latency") f.latency = spec.ms;
+      else f.partitions.push({ from: spec.from, to: spec.to });
     }
-  };
-  const clock = new VirtualClock(0, settle);
-  const ledger = new Ledger(
-    topo.channels.map((c) => ({ name: c.name, durable: c.durable })),
-    o.events,
-  );
-  const timeline = new Timeline(topo.channels.map((c) => ({ name: c.name, capacity: c.capacity })));
-  const recorder = hooks.traceFile
-    ? new TraceRecorder(
-        new FileTraceOutput(hooks.traceFile),
-        [...topo.model.channels.values()].map(channelInfo),
-        { clock, idOf: simIdOf, deliveries: "sink", seed: o.seed },
-      )
-    : null;
-  const txCounter = recorder?.transactionCounter ?? { n: 1 };
-  const watch = hooks.watch ?? -1;
-  const history: string[] = [];
-  const note = (text: string) => history.push(`${formatTime(clock.now()).padStart(10)}  ${text}`);
-  const putRandom = seededRandom(o.seed, 2);
-  const stats = { produced: 0, clientAccepted: 0, putFailures: 0, sinkFailures: 0, deliveries: 0 };
+    f.partitions.sort((a, b) => a.from - b.from);
+    return f;
+  }
 
-  const world: SimWorld = {
-    sinkFail: o.failSink,
-    sinkRandom: seededRandom(o.seed, 1),
-    partialRandom: seededRandom(o.seed, 3),
-    sinkBatches: 0,
-    produced(ids, by) {
-      stats.produced += ids.length;
-      if (watch >= 0 && ids.includes(watch)) note(`produced by the client of source ${by} (batch of ${ids.length})`);
-    },
-    accepted(ids, by) {
-      stats.clientAccepted += ids.length;
-      if (watch >= 0 && ids.includes(watch)) note(`source ${by} acknowledged the batch to its client`);
-    },
-    putFailed(ids, by, err) {
-      stats.putFailures++;
-      timeline.putFailure(clock.now());
-      if (watch >= 0 && ids.includes(watch)) note(`source ${by} could not put the batch (${err.message}); the client will retry`);
-    },
-    delivered(tx, by, ids) {
-      stats.deliveries += ids.length;
-      ledger.delivered(tx.target.index, ids);
-      recorder?.deliver(tx, by, ids);
-      timeline.delivered(clock.now(), ids.length);
-      if (watch >= 0 && ids.includes(watch)) note(`delivered by sink ${by} (tx ${tx.id})`);
-    },
-    sinkFailed(tx, by, batch, reached, size) {
-      stats.sinkFailures++;
-      timeline.sinkFailure(clock.now());
-      if (watch >= 0 && tx.takes.some((e) => simIdOf(e) === watch)) note(`sink ${by} failed batch ${batch} after ${reached} of ${size} events got through; tx ${tx.id} rolls back`);
-    },
-  };
+  private makeClients(): void {
+    const ids = { next: 0, total: this.o.events };
+    const entries = this.agents.flatMap((a) => [...a.plan.entrySources].map((s) => ({ a, s: a.plan.model.sources.get(s) as NonNullable<ReturnType<AgentPlan["model"]["sources"]["get"]>> })));
+    const o = this.o;
+    const interval = o.rate > 0 ? (batch: number) => Math.max(1, Math.round((batch * entries.length * 1000) / o.rate)) : () => 0;
+    for (const { a, s } of entries) {
+      const batch = s.options.batchSize as number;
+      this.clients.set(`${a.name}/${s.name}`, new SimClient(s.name, batch, interval(batch), ids));
+    }
+  }
 
-  const has = (tx: TracedTransaction, which: "puts" | "takes") => watch >= 0 && tx[which].some((e) => simIdOf(e) === watch);
-  const simObserver: ChannelObserver = {
-    begin() {},
-    put() {},
-    take() {},
-    close() {},
-    commit(tx, error) {
-      if (error) {
-        if (has(tx, "puts")) note(`put into ${tx.channel} by ${tx.by ?? "?"} failed at commit (tx ${tx.id}): ${error.message}`);
-        return;
+  private makeSinkResults(): void {
+    for (const a of this.agents) {
+      const m = a.plan.model;
+      const groupOf = new Map<string, { name: string; processor: string }>();
+      for (const g of m.sinkGroups.values()) if (g.configured) for (const s of g.sinks) groupOf.set(s, { name: g.name, processor: g.processor.type });
+      for (const k of m.sinks.values()) {
+        const link = a.plan.links.get(k.name);
+        const result: SinkResult = { agent: a.name, name: k.name, kind: link ? "avro" : "simulated", channel: k.channel, delivered: 0, forwarded: 0, batches: 0, failed: 0 };
+        const group = groupOf.get(k.name);
+        if (group) result.group = group;
+        if (link) result.link = link.name;
+        this.sinks.set(`${a.name}/${k.name}`, { result, agent: a, forwarder: link !== undefined });
       }
-      const puts = tx.puts.length > 0 ? tx.puts.map(simIdOf) : [];
-      const takes = tx.takes.length > 0 ? tx.takes.map(simIdOf) : [];
-      ledger.committed(tx.target.index, puts, takes);
-      if (has(tx, "puts")) note(`committed into channel ${tx.channel} by ${tx.by ?? "?"} (tx ${tx.id})`);
-      if (has(tx, "takes")) note(`take by ${tx.by ?? "?"} committed: it left channel ${tx.channel} (tx ${tx.id})`);
-    },
-    rollback(tx) {
-      ledger.rolledBack();
-      if (has(tx, "puts")) note(`put into ${tx.channel} rolled back (tx ${tx.id})`);
-      if (has(tx, "takes")) note(`take by ${tx.by ?? "?"} rolled back: back in channel ${tx.channel} (tx ${tx.id})`);
-    },
-    beforeCommit(tx) {
-      if (o.failPut > 0 && tx.puts.length > 0 && putRandom() < o.failPut) {
-        return new ChannelException(`simulated put failure on channel ${tx.channel}`);
+    }
+  }
+
+  // ---- notes (event histories) ------------------------------------------------------
+
+  private say(id: number, agent: string | undefined, text: string): void {
+    const lines = this.notes.get(id);
+    if (!lines) return;
+    const who = this.topo.tier && agent ? `${agent}: ` : "";
+    lines.push(`${formatTime(this.clock.now()).padStart(10)}  ${who}${text}`);
+  }
+
+  private watchedNote(i: number, ch: number, text: string): void {
+    if (i >= 0 && i < this.watched.length && this.watched[i]) this.say(i, this.topo.channels[ch].agent, text);
+  }
+
+  private eachWatched(events: readonly Event[], fn: (id: number) => void): void {
+    if (!this.watching) return;
+    for (const e of events) {
+      const id = simIdOf(e);
+      if (id >= 0 && id < this.watched.length && this.watched[id]) fn(id);
+    }
+  }
+
+  private eachWatchedId(ids: readonly number[], fn: (id: number) => void): void {
+    if (!this.watching) return;
+    for (const id of ids) if (id >= 0 && id < this.watched.length && this.watched[id]) fn(id);
+  }
+
+  /** A logger per component: silent, except that it tells a watched event why its take rolled back. */
+  private loggerFor(a: AgentState, name: string): Logger {
+    const hear = (message: string) => {
+      const w = a.why;
+      if (!w || !w.names.has(name)) return;
+      a.why = null;
+      for (const id of w.ids) this.say(id, a.name, `  why: ${message}`);
+    };
+    return { debug() {}, info() {}, warn: hear, error: hear };
+  }
+
+  // ---- the observer of every channel ------------------------------------------------
+
+  private observer(): ChannelObserver {
+    const ledger = this.ledger;
+    const causes = this.causes;
+    const channels = this.topo.channels;
+    const sim: ChannelObserver = {
+      begin: (tx) => {
+        this.open.set(tx, { startSeq: causes.seq, delivered: [] });
+      },
+      put() {},
+      take: (tx, e) => {
+        if (e === null) return;
+        const fw = this.forwarderSets[tx.target.index];
+        if (fw.size > 0 && tx.by !== undefined && fw.has(tx.by)) {
+          const id = simIdOf(e);
+          if (id >= 0 && id < this.inFlight.length) this.inFlight[id] = tx.target.index + 1;
+        }
+      },
+      close: (tx) => {
+        this.open.delete(tx);
+      },
+      commit: (tx, error, refused) => {
+        const ch = tx.target.index;
+        const plan = channels[ch];
+        const a = this.channelAgent[ch];
+        if (error) {
+          if (refused) this.injected.add(tx);
+          if (tx.puts.length > 0) {
+            if (refused) {
+              a.putFailures++;
+              a.timeline.putFailure(this.clock.now());
+            }
+            this.eachWatched(tx.puts, (id) => this.say(id, a.name, `put into channel ${plan.name} by ${tx.by ?? "?"} failed at commit (tx ${tx.id}): ${error.message}`));
+          }
+          return;
+        }
+        const puts = tx.puts.length > 0 ? tx.puts.map(simIdOf) : [];
+        const takes = tx.takes.length > 0 ? tx.takes.map(simIdOf) : [];
+        const hop = tx.by !== undefined && !a.plan.entrySources.has(tx.by);
+        if (this.watching) {
+          this.eachWatchedId(puts, (id) => this.say(id, a.name, `committed into channel ${plan.name} by ${tx.by ?? "?"} (tx ${tx.id})${hop ? this.cameFrom(id) : ""}`));
+          this.eachWatchedId(takes, (id) => this.say(id, a.name, `take by ${tx.by ?? "?"} committed: it left channel ${plan.name} (tx ${tx.id})`));
+        }
+        if (hop && puts.length > 0) this.lateCommits(puts);
+        ledger.committed(ch, puts, takes);
+        if (puts.length > 0) {
+          causes.committedPuts(puts);
+          if (tx.by !== undefined && !a.plan.entrySources.has(tx.by)) this.forwards(tx, puts);
+        }
+        if (takes.length > 0 && tx.by !== undefined) {
+          const sink = this.sinks.get(`${a.name}/${tx.by}`);
+          if (sink) sink.result.batches++;
+        }
+        this.open.delete(tx);
+      },
+      rollback: (tx) => {
+        const ch = tx.target.index;
+        const a = this.channelAgent[ch];
+        const plan = channels[ch];
+        ledger.rolledBack(ch);
+        const o = this.open.get(tx);
+        this.open.delete(tx);
+        if (tx.puts.length > 0) this.putRolledBack(tx, a);
+        if (tx.takes.length === 0) return;
+        const sink = tx.by === undefined ? undefined : this.sinks.get(`${a.name}/${tx.by}`);
+        if (sink) {
+          sink.result.failed++;
+          if (sink.forwarder) {
+            a.sinkFailures++;
+            a.timeline.sinkFailure(this.clock.now());
+          }
+        }
+        if (o) this.tagGotThrough(tx, o, sink, "partial-batch", "lost-answer");
+        if (this.watching) {
+          const ids: number[] = [];
+          this.eachWatched(tx.takes, (id) => {
+            ids.push(id);
+            this.say(id, a.name, `take by ${tx.by ?? "?"} rolled back: back in channel ${plan.name} (tx ${tx.id})`);
+          });
+          if (ids.length > 0 && tx.by !== undefined) a.why = { names: this.namesOf(a, tx.by), ids };
+        }
+      },
+      beforeCommit: (tx) => {
+        if (this.o.failPut > 0 && tx.puts.length > 0 && this.putRandom() < this.o.failPut) {
+          return new ChannelException(`simulated put failure on channel ${tx.channel}`);
+        }
+        return null;
+      },
+    };
+    return this.recorder ? bothObservers(sim, this.recorder) : sim;
+  }
+
+  /** " (sent by edge1 from channel c1)" for an event a forwarding take holds. */
+  private cameFrom(id: number): string {
+    const x = id < this.inFlight.length ? this.inFlight[id] : 0;
+    if (x === 0) return "";
+    const c = this.topo.channels[x - 1];
+    return `, sent by ${c.agent}'s ${c.forwarders.length === 1 ? `sink ${c.forwarders[0]}` : "avro sink"} from its channel ${c.name}`;
+  }
+
+  /** The next agent commits events whose sender had already given up on them: the resend will copy them. */
+  private lateCommits(puts: number[]): void {
+    for (const id of puts) {
+      const late = id >= 0 && id < this.late.length ? this.late[id] : 0;
+      if (late === 0) continue;
+      this.late[id] = 0;
+      this.causes.gotThrough(id, late === 1 ? "lost-answer" : "crash-replay");
+    }
+  }
+
+  /** The sink and the sink group that logs its failures. */
+  private namesOf(a: AgentState, sink: string): Set<string> {
+    const names = new Set([sink]);
+    for (const g of a.plan.model.sinkGroups.values()) if (g.sinks.includes(sink)) names.add(g.name);
+    return names;
+  }
+
+  /** The next agent committed events of a forwarding take: they count as forwarded from its channel. */
+  private forwards(tx: TracedTransaction, puts: number[]): void {
+    const multi = tx.puts.length > 0 && this.channelAgent[tx.target.index].plan.model.sources.get(tx.by as string)?.channels.length !== 1;
+    const byChannel = new Map<number, number[]>();
+    for (let k = 0; k < puts.length; k++) {
+      const id = puts[k];
+      const x = id >= 0 && id < this.inFlight.length ? this.inFlight[id] : 0;
+      if (x === 0) continue;
+      if (multi) {
+        const e = tx.puts[k];
+        this.committedObjects.add(e);
+        if (this.forwardedObjects.has(e)) continue;
+        this.forwardedObjects.add(e);
       }
-      return null;
-    },
-  };
-  const observer = recorder ? bothObservers(simObserver, recorder) : simObserver;
+      let list = byChannel.get(x - 1);
+      if (!list) byChannel.set(x - 1, (list = []));
+      list.push(id);
+    }
+    for (const [ch, ids] of byChannel) {
+      this.ledger.forwarded(ch, ids);
+      this.recorder?.forward(ch, ids);
+      const from = this.channelAgent[ch];
+      from.timeline.delivered(this.clock.now(), ids.length);
+      for (const name of this.topo.channels[ch].forwarders) {
+        // Which of the channel's forwarders sent them: the one whose open take holds the first event.
+        const sink = this.sinks.get(`${from.name}/${name}`);
+        if (sink && this.holdsOpenTake(name, ch, ids[0])) {
+          sink.result.forwarded += ids.length;
+          break;
+        }
+      }
+    }
+  }
 
-  const ids = { next: 0, total: o.events };
-  const sources = [...topo.model.sources.values()];
-  const interval = o.rate > 0 ? (batch: number) => Math.max(1, Math.round((batch * sources.length * 1000) / o.rate)) : () => 0;
-  const clients = new Map(sources.map((s) => [s.name, new SimClient(s.name, s.options.batchSize as number, interval(s.options.batchSize as number), ids)]));
-  const storagePath = scratchStorage(workDir);
-  const random = seededRandom(o.seed, 9);
-  const channelIndex = new Map(topo.channels.map((c, k) => [c.name, k]));
+  private holdsOpenTake(sink: string, ch: number, id: number): boolean {
+    if (this.topo.channels[ch].forwarders.length === 1) return true;
+    for (const tx of this.open.keys()) {
+      if (tx.target.index !== ch || tx.by !== sink) continue;
+      if (tx.takes.some((e) => simIdOf(e) === id)) return true;
+    }
+    return false;
+  }
 
-  let epochNo = 0;
-  /** Builds the agent with the one builder, as `flume run` does, and starts it. */
-  async function start(): Promise<Running> {
-    const epoch = new Epoch(++epochNo, clock);
+  /** A put transaction ended without its commit: refused by the channel, or by an injected fault. */
+  private putRolledBack(tx: TracedTransaction, a: AgentState): void {
+    const injected = this.injected.has(tx);
+    if (!injected) {
+      a.putRefusals++;
+      a.timeline.putRefusal(this.clock.now());
+    }
+    // An avro source's batch that other channels of the source committed got through in part:
+    // the sender gets FAILED and sends it again.
+    if (tx.by !== undefined && !a.plan.entrySources.has(tx.by)) {
+      for (const e of tx.puts) if (this.committedObjects.has(e)) this.causes.gotThrough(simIdOf(e), "partial-batch");
+    }
+  }
+
+  private readonly injected = new WeakSet<TracedTransaction>();
+
+  /**
+   * A take that rolled back or vanished in a crash: what of it had already got through (to a
+   * simulated destination, or committed by the next agent) will be sent again.
+   */
+  private tagGotThrough(tx: TracedTransaction, o: OpenTx, sink: SinkInfo | undefined, delivered: Cause, forwarded: Cause): void {
+    if (!sink) return;
+    if (sink.forwarder) {
+      const late = forwarded === "lost-answer" ? 1 : 2;
+      for (const e of tx.takes) {
+        const id = simIdOf(e);
+        if (this.causes.committedSince(id, o.startSeq)) this.causes.gotThrough(id, forwarded);
+        // The request may still be on its way, or waiting at the next agent: if that commits it now, it is a copy too.
+        else if (id >= 0 && id < this.late.length) this.late[id] = late;
+      }
+    } else {
+      for (const id of o.delivered) this.causes.delivered(tx.target.index, id, delivered);
+    }
+  }
+
+  // ---- agents -----------------------------------------------------------------------
+
+  private worldFor(a: AgentState): SimWorld {
+    const sim = this;
+    const o = this.o;
+    const sinkRandom = seededRandom(o.seed, 1);
+    const partialRandom = seededRandom(o.seed, 3);
+    const shared = this.sharedRandoms ?? (this.sharedRandoms = { sinkRandom, partialRandom });
+    return {
+      sinkFail: o.failSink,
+      sinkRandom: shared.sinkRandom,
+      partialRandom: shared.partialRandom,
+      get sinkBatches() {
+        return sim.stats.sinkBatches;
+      },
+      set sinkBatches(n: number) {
+        sim.stats.sinkBatches = n;
+      },
+      produced(ids, by) {
+        sim.stats.produced += ids.length;
+        sim.eachWatchedId(ids, (id) => sim.say(id, a.name, `produced by the client of source ${by} (batch of ${ids.length})`));
+      },
+      accepted(ids, by) {
+        sim.stats.clientAccepted += ids.length;
+        sim.eachWatchedId(ids, (id) => sim.say(id, a.name, `source ${by} acknowledged the batch to its client`));
+      },
+      putFailed(ids, by, err) {
+        sim.eachWatchedId(ids, (id) => sim.say(id, a.name, `source ${by} could not put the batch (${err.message}); the client will retry`));
+      },
+      delivered(tx, by, ids) {
+        sim.stats.deliveries += ids.length;
+        sim.eachWatchedId(ids, (id) => sim.say(id, a.name, `delivered by sink ${by} (tx ${tx.id})`));
+        sim.ledger.delivered(tx.target.index, ids);
+        sim.recorder?.deliver(tx, by, ids);
+        a.timeline.delivered(sim.clock.now(), ids.length);
+        sim.open.get(tx)?.delivered.push(...ids);
+        const sink = sim.sinks.get(`${a.name}/${by}`);
+        if (sink) sink.result.delivered += ids.length;
+      },
+      sinkFailed(tx, by, batch, reached, size) {
+        a.sinkFailures++;
+        a.timeline.sinkFailure(sim.clock.now());
+        sim.eachWatched(tx.takes, (id) => sim.say(id, a.name, `sink ${by} failed batch ${batch} after ${reached} of ${size} events got through; tx ${tx.id} rolls back`));
+      },
+    };
+  }
+
+  private sharedRandoms: { sinkRandom: Random; partialRandom: Random } | null = null;
+  private readonly worlds = new Map<AgentState, SimWorld>();
+
+  /** Builds the agent with the one builder, as `flume run` does, and starts its channels. */
+  private async build(a: AgentState, observer: ChannelObserver, txCounter: { n: number }): Promise<void> {
+    const epoch = new Epoch(++this.epochNo, this.clock);
     const targets: TraceTarget[] = [];
-    const built = buildAgent(topo.model, {
-      agentName: topo.model.agent,
+    let world = this.worlds.get(a);
+    if (!world) this.worlds.set(a, (world = this.worldFor(a)));
+    const w = world;
+    const plan = a.plan;
+    const local = new Map(plan.channels.map((c) => [c.name, c]));
+    const built = buildAgent(plan.model, {
+      agentName: plan.name,
       clock: epoch,
-      logger: () => silentLogger,
-      random,
-      storagePath,
+      logger: (name) => this.loggerFor(a, name),
+      random: a.index === 0 ? this.random : seededRandom(this.o.seed, 100 + a.index),
+      storagePath: a.storagePath,
       runnerBackoff: SINK_RUNNER_BACKOFF,
+      network: (component) => this.network.endpoint(plan.name, component),
       wrapChannel: (channel, m) => {
-        const target = new TraceTarget(channel, channelIndex.get(m.name) as number, observer, txCounter);
-        targets[target.index] = target;
+        const c = local.get(m.name) as ChannelPlan;
+        const target = new TraceTarget(channel, c.index, observer, txCounter);
+        targets.push(target);
         return new TracedChannel(target);
       },
       view: (channel, user) => new TracedChannel((channel as TracedChannel).target, user),
-      source: (m) => new SimSource(m.name, clients.get(m.name) as SimClient, epoch, world),
-      sink: (m) => new SimSink(m.name, m.options.batchSize as number, o.sinkLatency, epoch, world),
+      source: (m, ctx): AnySource => (plan.entrySources.has(m.name) ? new SimSource(m.name, this.clients.get(`${plan.name}/${m.name}`) as SimClient, epoch, w) : createComponent<AnySource>(m.definition, m.options, ctx)),
+      sink: (m, ctx): Sink => (plan.simulatedSinks.has(m.name) ? new SimSink(m.name, m.options.batchSize as number, this.o.sinkLatency, epoch, w) : createComponent<Sink>(m.definition, m.options, ctx)),
     });
-    const durable = [...built.channels.values()].filter((c) => c.model.definition.durability !== undefined);
-    const r: Running = { epoch, targets, built, durable: durable.map((c) => c.instance as Channel) };
+    a.epoch = epoch;
+    a.built = built;
+    a.targets = targets;
+    a.durable = [...built.channels.values()].filter((c) => c.model.definition.durability !== undefined).map((c) => c.instance as Channel);
     for (const c of built.channels.values()) await (c.instance as Channel).start();
-    running = r;
-    for (const runner of built.runners.values()) await runner.runner.start();
-    for (const source of built.sources.values()) await source.runner.start();
-    return r;
   }
 
-  async function crash(r: Running): Promise<CrashRecord> {
-    r.epoch.alive = false;
-    for (const t of r.targets) t.dead = true;
+  private async startSources(a: AgentState): Promise<void> {
+    for (const s of (a.built as BuiltAgent).sources.values()) await s.runner.start();
+  }
+
+  /** Sink runners start without being awaited: an avro sink's connect waits for virtual time. */
+  private startSinks(a: AgentState): void {
+    for (const r of (a.built as BuiltAgent).runners.values()) {
+      r.runner.start().catch((err: unknown) => {
+        if (a.running) this.topo.warnings.push(`${a.name}: sink runner ${r.name} did not start: ${(err as Error).message}`);
+      });
+    }
+  }
+
+  private async crash(a: AgentState, spec: CrashSpec): Promise<CrashRecord> {
+    const epoch = a.epoch as Epoch;
+    epoch.alive = false;
+    for (const t of a.targets) t.dead = true;
+    this.network.crash(a.name);
+    // Open takes of durable channels come back after the restart: what had got through goes again.
+    const mine = new Set(a.channelIndexes);
+    for (const [tx, o] of this.open) {
+      if (!mine.has(tx.target.index)) continue;
+      this.open.delete(tx);
+      if (!this.topo.channels[tx.target.index].durable || tx.takes.length === 0) continue;
+      const sink = tx.by === undefined ? undefined : this.sinks.get(`${a.name}/${tx.by}`);
+      this.tagGotThrough(tx, o, sink, "crash-replay", "crash-replay");
+      this.eachWatched(tx.takes, (id) => this.say(id, a.name, `CRASH with the take of ${tx.by ?? "?"} open: the file channel ${this.topo.channels[tx.target.index].name} gives it back`));
+    }
     // A channel that keeps only part of its events (SPILLABLEMEMORY) says which it loses.
     const partial = new Map<number, number[]>();
-    for (const c of r.built.channels.values()) {
+    for (const c of (a.built as BuiltAgent).channels.values()) {
       const lostOnCrash = c.model.definition.durability?.lostOnCrash;
-      if (lostOnCrash) partial.set(channelIndex.get(c.model.name) as number, lostOnCrash(c.instance).map(simIdOf));
+      const plan = a.plan.channels.find((p) => p.name === c.model.name);
+      if (lostOnCrash && plan) partial.set(plan.index, lostOnCrash(c.instance).map(simIdOf));
     }
-    if (watch >= 0) {
-      const i = watch;
-      topo.channels.forEach((c, k) => {
-        if (ledger.heldOf(k, i) === 0) return;
-        const part = partial.get(k);
-        if (part) note(part.includes(i) ? `CRASH: ${c.type} channel ${c.name} loses the events it holds in memory, this event with them` : `CRASH: it stays in the overflow on disk of ${c.type} channel ${c.name}`);
-        else note(c.durable ? `CRASH: it stays in ${c.type} channel ${c.name}, which keeps committed events` : `CRASH: ${c.type} channel ${c.name} loses its contents, this event with them`);
-      });
-      note("process restarted");
+    if (this.watching) {
+      const restart = spec.down > 0 ? `; ${a.name} is down until ${formatTime(this.clock.now() + spec.down)}` : "";
+      for (const c of a.plan.channels) {
+        const part = partial.get(c.index);
+        for (let id = 0; id < this.watched.length; id++) {
+          if (!this.watched[id] || this.ledger.heldOf(c.index, id) === 0) continue;
+          const fate = part
+            ? part.includes(id)
+              ? `CRASH: ${c.type} channel ${c.name} loses the events it holds in memory, this event with them`
+              : `CRASH: it stays in the overflow on disk of ${c.type} channel ${c.name}`
+            : c.durable
+              ? `CRASH: it stays in ${c.type} channel ${c.name}, which keeps committed events`
+              : `CRASH: ${c.type} channel ${c.name} loses its contents, this event with them`;
+          this.say(id, a.name, `${fate}${restart}`);
+        }
+      }
     }
-    const lost = ledger.crash(partial);
-    recorder?.crash(partial);
-    timeline.crash(clock.now());
+    const crashNo = ++this.crashNo;
+    const dropped = this.ledger.crash(a.channelIndexes, crashNo, partial);
+    this.recorder?.crash(a.channelIndexes, this.topo.tier ? a.name : undefined, partial);
+    a.timeline.crash(this.clock.now());
     // What a killed process leaves: each channel's definition says (a file channel keeps its log and lets its locks go).
-    for (const c of r.built.channels.values()) await c.model.definition.durability?.crash(c.instance);
-    return { at: clock.now(), lost };
+    for (const c of (a.built as BuiltAgent).channels.values()) await c.model.definition.durability?.crash(c.instance);
+    a.epoch = null;
+    a.built = null;
+    a.durable = [];
+    const record: CrashRecord = { agent: a.name, at: this.clock.now(), down: spec.down, dropped: dropped.map((d) => ({ channel: d.channel, events: d.lost })), lost: 0 };
+    this.crashNumbers.set(record, crashNo);
+    a.crashes.push(record);
+    return record;
   }
 
-  const peaks = topo.channels.map(() => 0);
-  const fills = topo.channels.map(() => 0);
-  const sample = (r: Running) => {
-    for (let k = 0; k < r.targets.length; k++) {
-      const f = r.targets[k].inner.counter.values.ChannelSize;
-      fills[k] = f;
-      if (f > peaks[k]) peaks[k] = f;
+  private sample(): void {
+    const held = this.ledger.heldIn;
+    for (let k = 0; k < held.length; k++) {
+      const f = held[k];
+      this.fills[k] = f;
+      if (f > this.peaks[k]) this.peaks[k] = f;
     }
-    timeline.fill(clock.now(), fills);
-  };
-  const allClientsDone = () => {
-    for (const c of clients.values()) if (!c.exhausted) return false;
+    const now = this.clock.now();
+    for (const a of this.agents) a.timeline.fill(now, a.channelIndexes.map((k) => this.fills[k]));
+  }
+
+  private allClientsDone(): boolean {
+    for (const c of this.clients.values()) if (!c.exhausted) return false;
     return true;
-  };
-
-  // Channels no sink reads can only keep their events: the run ends when the others are empty.
-  const sinks = [...topo.model.sinks.values()];
-  const read = topo.channels.map((c) => sinks.some((s) => s.channel === c.name));
-  const drained = () => ledger.heldTotal === 0 || ledger.heldIn.every((n, k) => n === 0 || !read[k]);
-  const crashes: CrashRecord[] = [];
-  const crashTimes = [...o.crashAt];
-  let current = await start();
-  let completed = false;
-  let steps = 0;
-  let lastProgress = -1;
-  for (;;) {
-    await clock.flush();
-    sample(current);
-    if (allClientsDone() && drained()) {
-      completed = true;
-      break;
-    }
-    const next = clock.nextTimerAt();
-    const crashAt = crashTimes[0];
-    if (crashAt !== undefined && crashAt <= o.maxTime && (next === undefined || next >= crashAt)) {
-      crashTimes.shift();
-      await clock.advanceTo(crashAt);
-      sample(current);
-      crashes.push(await crash(current));
-      current = await start();
-      continue;
-    }
-    if (next === undefined || next > o.maxTime) break;
-    await clock.step();
-    if (hooks.onProgress && ++steps % 512 === 0 && stats.deliveries !== lastProgress) {
-      lastProgress = stats.deliveries;
-      hooks.onProgress({ time: clock.now(), produced: stats.produced, delivered: stats.deliveries, total: o.events });
-    }
   }
-  const end = clock.now();
-  sample(current);
-  current.epoch.alive = false;
-  for (const t of current.targets) {
-    t.dead = true;
-    await t.inner.stop();
-  }
-  running = null;
 
-  const summary = ledger.summary();
-  const v = verdict(summary);
-  const traceSummary = recorder?.finish();
-  let firstLost: SimulationResult["firstLost"];
-  const fl = ledger.firstLost();
-  if (fl) firstLost = { id: Number(fl.id), channel: fl.channel, history: watch === Number(fl.id) ? history : [] };
-  return {
-    topology: topo.description,
-    warnings: topo.warnings,
-    events: o.events,
-    seed: o.seed,
-    produced: stats.produced,
-    clientAccepted: stats.clientAccepted,
-    summary,
-    retries: [...clients.values()].reduce((n, c) => n + c.retries, 0),
-    putFailures: stats.putFailures,
-    sinkBatches: world.sinkBatches,
-    sinkFailures: stats.sinkFailures,
-    deliveries: stats.deliveries,
-    crashes,
-    channels: topo.channels.map((c, k) => ({ name: c.name, type: c.type, durable: c.durable, capacity: c.capacity, peak: peaks[k], end: fills[k] })),
-    time: end,
-    completed,
-    verdict: v,
-    firstLost,
-    timeline,
-    traceSummary,
-  };
+  // ---- the run ----------------------------------------------------------------------
+
+  async run(): Promise<SimulationResult> {
+    const o = this.o;
+    const topo = this.topo;
+    const schedule = this.crashSchedule();
+    const observer = this.observer();
+    const txCounter = this.recorder?.transactionCounter ?? { n: 1 };
+    for (const a of this.agents) await this.build(a, observer, txCounter);
+    for (const a of this.agents) await this.startSources(a);
+    for (const a of this.agents) this.startSinks(a);
+
+    // Channels no sink reads can only keep their events: the run ends when the others are empty.
+    const read = topo.channels.map((c) => [...(this.agents.find((a) => a.name === c.agent) as AgentState).plan.model.sinks.values()].some((s) => s.channel === c.name));
+    const drained = () => this.ledger.heldTotal === 0 || this.ledger.heldIn.every((n, k) => n === 0 || !read[k]);
+    const crashes: CrashRecord[] = [];
+    const restarts: { at: number; agent: AgentState }[] = [];
+    const skipped: SimulationResult["crashesNotReached"] = [];
+    let completed = false;
+    let steps = 0;
+    let lastProgress = -1;
+    for (;;) {
+      await this.clock.flush();
+      this.sample();
+      if (this.allClientsDone() && drained()) {
+        completed = true;
+        break;
+      }
+      const next = this.clock.nextTimerAt();
+      const due = Math.min(schedule[0]?.at ?? Infinity, restarts[0]?.at ?? Infinity);
+      if (due <= o.maxTime && (next === undefined || next >= due)) {
+        await this.clock.advanceTo(due);
+        this.sample();
+        if (restarts[0]?.at === due) {
+          const { agent } = restarts.shift() as { at: number; agent: AgentState };
+          await this.restart(agent, observer, txCounter);
+          continue;
+        }
+        const spec = schedule.shift() as CrashSpec & { state: AgentState };
+        const a = spec.state;
+        if (!a.running) {
+          skipped.push({ agent: a.name, at: due, why: `${a.name} was down (crashed before)` });
+          continue;
+        }
+        crashes.push(await this.crash(a, spec));
+        if (spec.down > 0) {
+          restarts.push({ at: due + spec.down, agent: a });
+          restarts.sort((x, y) => x.at - y.at);
+        } else await this.restart(a, observer, txCounter);
+        continue;
+      }
+      if (next === undefined || next > o.maxTime) break;
+      await this.clock.step();
+      if (++steps % 4096 === 0) this.network.sweep();
+      if (this.hooks.onProgress && steps % 512 === 0 && this.stats.deliveries !== lastProgress) {
+        lastProgress = this.stats.deliveries;
+        this.hooks.onProgress({ time: this.clock.now(), produced: this.stats.produced, delivered: this.stats.deliveries, total: o.events });
+      }
+    }
+    const end = this.clock.now();
+    this.sample();
+    for (const a of this.agents) {
+      if (!a.running) continue;
+      (a.epoch as Epoch).alive = false;
+      for (const t of a.targets) {
+        t.dead = true;
+        await t.inner.stop();
+      }
+    }
+    this.network.shutdown();
+    return this.result(end, completed, crashes, [...skipped, ...schedule.map((c) => ({ agent: c.state.name, at: c.at, why: `the run ended at ${formatTime(end)}` }))]);
+  }
+
+  private async restart(a: AgentState, observer: ChannelObserver, txCounter: { n: number }): Promise<void> {
+    await this.build(a, observer, txCounter);
+    await this.startSources(a);
+    this.startSinks(a);
+  }
+
+  private crashSchedule(): (CrashSpec & { state: AgentState })[] {
+    const o = this.o;
+    const specs: CrashSpec[] = [...o.crashes];
+    if (o.crashAt.length > 0) {
+      if (this.topo.tier) throw new SimulationUsageError(`--crash-at crashes the agent of a one-agent run; this file has ${this.agents.length} agents: name the one to crash, e.g. --crash ${this.agents[0].name}@${formatTime(o.crashAt[0])}`);
+      for (const at of o.crashAt) specs.push({ at, down: 0 });
+    }
+    const out = specs.map((s) => {
+      const name = s.agent ?? this.agents[0].name;
+      const state = this.agents.find((a) => a.name === name);
+      if (!state) throw new SimulationUsageError(`--crash: no agent ${name} in this run (agents: ${this.agents.map((a) => a.name).join(", ")})`);
+      return { ...s, agent: name, state };
+    });
+    for (const spec of o.links) {
+      if (this.topo.links.some((l) => matches(spec.link, l))) continue;
+      const known = this.topo.links.map((l) => l.name);
+      throw new SimulationUsageError(`link fault on ${describeLink(spec.link)}: ${known.length > 0 ? `no such link; the links are ${known.join(", ")}` : "this run has no links between agents (they come from an avro sink naming another agent's avro source in the same file)"}`);
+    }
+    return out.sort((x, y) => x.at - y.at);
+  }
+
+  private result(end: number, completed: boolean, crashes: CrashRecord[], notReached: SimulationResult["crashesNotReached"]): SimulationResult {
+    const topo = this.topo;
+    const ledger = this.ledger;
+    // Which crash each lost event is owed to.
+    const byCrash = ledger.lostByCrash();
+    for (const c of crashes) c.lost = byCrash.get(this.crashNumbers.get(c) ?? -1) ?? 0;
+    const channels: ChannelResult[] = topo.channels.map((c) => ({ name: c.label, agent: c.agent, type: c.type, durable: c.durable, capacity: c.capacity, peak: this.peaks[c.index], end: this.fills[c.index] }));
+    const agents: AgentResult[] = this.agents.map((a) => {
+      const summary = ledger.summaryOf(a.channelIndexes);
+      return {
+        name: a.name,
+        summary,
+        verdict: verdict(summary, `agent ${a.name}`),
+        channels: a.channelIndexes.map((k) => channels[k]),
+        crashes: a.crashes,
+        putFailures: a.putFailures,
+        putRefusals: a.putRefusals,
+        sinkFailures: a.sinkFailures,
+        timeline: a.timeline,
+      };
+    });
+    const sinks = [...this.sinks.values()].map((s) => s.result);
+    const links: LinkResult[] = this.network.links.map((l) => {
+      const plan = l.ends as LinkPlan;
+      const sink = this.sinks.get(`${plan.from}/${plan.sink}`);
+      return { name: plan.name, from: plan.from, sink: plan.sink, to: plan.to, source: plan.source, address: `${plan.host}:${plan.port}`, faults: l.faults, stats: l.stats, events: sink?.result.forwarded ?? 0 };
+    });
+    const summary = ledger.summary();
+    const duplicateCauses: DuplicateCause[] = CAUSES.map((cause) => ({ cause, text: CAUSE_TEXT[cause], count: this.causes.count(cause), example: this.causes.examples.get(cause) }));
+    if (this.causes.unexplained > 0) duplicateCauses.push({ cause: "unexplained", text: "no cause found (a bug of the simulator: please report it)", count: this.causes.unexplained, example: this.causes.examples.get("unexplained") });
+    const fl = ledger.firstLost();
+    const firstLost = fl ? { id: Number(fl.id), channel: fl.channel, agent: topo.channels.find((c) => c.label === fl.channel)?.agent ?? "", history: this.notes.get(Number(fl.id)) ?? [] } : undefined;
+    const histories: EventHistory[] = [...this.notes.keys()].map((id) => this.history(id));
+    const traceSummary = this.recorder?.finish(topo.tier ? this.agents.map((a) => ({ name: a.name, channels: a.channelIndexes })) : undefined);
+    return {
+      tier: topo.tier,
+      topology: topo.description,
+      warnings: topo.warnings,
+      events: this.o.events,
+      seed: this.o.seed,
+      produced: this.stats.produced,
+      clientAccepted: this.stats.clientAccepted,
+      summary,
+      retries: [...this.clients.values()].reduce((n, c) => n + c.retries, 0),
+      putFailures: agents.reduce((n, a) => n + a.putFailures, 0),
+      putRefusals: agents.reduce((n, a) => n + a.putRefusals, 0),
+      sinkBatches: this.stats.sinkBatches,
+      sinkFailures: agents.reduce((n, a) => n + a.sinkFailures, 0),
+      deliveries: this.stats.deliveries,
+      crashes,
+      crashesNotReached: notReached,
+      channels,
+      agents,
+      links,
+      sources: this.agents.flatMap((a) => [...a.plan.model.sources.values()].map((src) => ({ agent: a.name, name: src.name, entry: a.plan.entrySources.has(src.name), channels: src.channels }))),
+      sinks,
+      duplicateCauses,
+      time: end,
+      completed,
+      verdict: verdict(summary, topo.tier ? "tier at-least-once" : "at-least-once"),
+      firstLost,
+      histories,
+      timeline: this.agents[0].timeline,
+      traceSummary,
+    };
+  }
+
+  private history(id: number): EventHistory {
+    const lines = this.notes.get(id) ?? [];
+    if (id < 0 || id >= this.o.events || id >= this.stats.produced) return { id, kind: "never produced", lines: [`event ${id} was never produced (this run produced ids 0 to ${this.stats.produced - 1})`] };
+    const state = this.ledger.eventState(id);
+    let kind: HistoryKind;
+    if (state.length === 0) kind = "not accepted";
+    else if (state.some((s) => s.lost)) kind = "lost";
+    else if (state.some((s) => s.delivered > 1)) kind = "duplicated";
+    else if (state.some((s) => s.held > 0)) kind = "still in a channel";
+    else kind = "clean";
+    const summary = state.map((s) => `${s.channel}: committed ${s.puts}x, ${s.delivered > 0 ? `delivered ${s.delivered}x` : s.forwarded > 0 ? `forwarded ${s.forwarded}x` : s.lost ? "LOST" : s.held > 0 ? "still there" : "left"}`);
+    const out: EventHistory = { id, kind, lines: [...lines, `  in the end: ${summary.join("; ") || "never accepted by a channel"}`] };
+    return out;
+  }
+}
+
+type Random = () => number;
+
+function matches(sel: { from: string; to: string }, l: { from: string; to: string }): boolean {
+  return (sel.from === "*" || sel.from === l.from) && (sel.to === "*" || sel.to === l.to);
 }
 
 /**
- * Runs the simulation; when at-least-once was violated, runs it again with the same seed
- * watching the first lost event, to tell its story (a run is deterministic, so the second
- * run is the same run).
+ * Runs the simulation; then, when something is worth telling (the first lost event, the
+ * first duplicate of each cause, the events asked for with --explain), runs it again with the
+ * same seed watching those events, to tell their histories (a run is deterministic, so the
+ * second run is the same run).
  */
-export async function simulateWithHistory(o: SimulationOptions, hooks: SimulationHooks = {}): Promise<SimulationResult> {
+export async function simulateWithHistory(o: SimulationOptions, hooks: SimulationHooks = {}, explain: readonly number[] = []): Promise<SimulationResult> {
   const result = await runSimulation(o, hooks);
-  if (result.firstLost) {
-    const again = await runSimulation(o, { watch: result.firstLost.id });
-    result.firstLost.history = again.firstLost?.history ?? [];
-  }
+  const ids = new Set<number>(explain);
+  if (result.firstLost) ids.add(result.firstLost.id);
+  for (const d of result.duplicateCauses) if (d.example !== undefined) ids.add(d.example);
+  if (ids.size === 0) return result;
+  const again = await runSimulation(o, { watch: [...ids] });
+  if (result.firstLost) result.firstLost.history = again.firstLost?.history ?? [];
+  const causesOf = new Map<number, Cause[]>();
+  for (const d of result.duplicateCauses) if (d.example !== undefined && d.cause !== "unexplained") causesOf.set(d.example, [...(causesOf.get(d.example) ?? []), d.cause]);
+  result.histories = again.histories.map((h) => (causesOf.has(h.id) ? { ...h, causes: causesOf.get(h.id) } : h));
   return result;
 }

@@ -1,13 +1,20 @@
 /**
  * The at-least-once ledger: per event id and channel, how often the event was committed into
- * the channel, whether it is still there, and how often it was delivered from it. Simulations,
+ * the channel, whether it is still there, and how it left: delivered to a destination, or
+ * forwarded to the next agent of a tier (the downstream channel committed it). Simulations,
  * trace recording and replay all count with this one class, so their figures agree.
+ *
+ * Two views: summary() is the tier's (deliveries are what reached a destination; a forward is
+ * a hop, not a delivery), summaryOf(channels) one agent's (what left its channels, delivered
+ * or forwarded). For one agent without forwards both are the same.
  */
 
 export interface LedgerChannel {
   name: string;
   /** Keeps committed events across a crash (the file channel). */
   durable: boolean;
+  /** The agent that owns the channel (tiers). */
+  agent?: string;
 }
 
 export interface LedgerSummary {
@@ -29,26 +36,56 @@ export interface LedgerSummary {
 
 export const SUMMARY_KEYS = ["accepted", "deliveredUnique", "duplicates", "lost", "remaining", "rolledBack", "crashLost"] as const;
 
+/** Told when a copy beyond the first appears (the simulator finds each duplicate's cause here). */
+export interface LedgerHooks {
+  /** A commit put event i into channel ch, which had received it before. */
+  extraPut?(ch: number, i: number): void;
+  /** A destination got event i from channel ch again; extraCopy: ch had received it more often than delivered before. */
+  extraDelivery?(ch: number, i: number, extraCopy: boolean): void;
+}
+
 class Counts {
   puts: Uint32Array;
   inChannel: Int32Array;
   delivered: Uint32Array;
+  forwarded: Uint32Array;
+  /** 1 once a committed take took the event out of the channel. */
+  left: Uint8Array;
+  /** The crash (1, 2, ...) that last dropped the event from this channel. */
+  droppedBy: Uint16Array;
+  rolledBack = 0;
+  crashLost = 0;
   constructor(size: number) {
     this.puts = new Uint32Array(size);
     this.inChannel = new Int32Array(size);
     this.delivered = new Uint32Array(size);
+    this.forwarded = new Uint32Array(size);
+    this.left = new Uint8Array(size);
+    this.droppedBy = new Uint16Array(size);
   }
   grow(size: number): void {
-    const p = new Uint32Array(size);
-    p.set(this.puts);
-    this.puts = p;
-    const c = new Int32Array(size);
-    c.set(this.inChannel);
-    this.inChannel = c;
-    const d = new Uint32Array(size);
-    d.set(this.delivered);
-    this.delivered = d;
+    const grown = <T extends Uint32Array | Int32Array | Uint8Array | Uint16Array>(a: T, make: (n: number) => T): T => {
+      const b = make(size);
+      b.set(a);
+      return b;
+    };
+    this.puts = grown(this.puts, (n) => new Uint32Array(n));
+    this.inChannel = grown(this.inChannel, (n) => new Int32Array(n));
+    this.delivered = grown(this.delivered, (n) => new Uint32Array(n));
+    this.forwarded = grown(this.forwarded, (n) => new Uint32Array(n));
+    this.left = grown(this.left, (n) => new Uint8Array(n));
+    this.droppedBy = grown(this.droppedBy, (n) => new Uint16Array(n));
   }
+}
+
+/** How one event fared in one channel (for --explain). */
+export interface EventInChannel {
+  channel: string;
+  puts: number;
+  delivered: number;
+  forwarded: number;
+  held: number;
+  lost: boolean;
 }
 
 export class Ledger {
@@ -56,19 +93,21 @@ export class Ledger {
   private readonly counts: Counts[];
   /** Highest index used + 1. */
   private used = 0;
-  private rolledBackTx = 0;
   /** Events in all channels (committed in, not committed out), kept as a running total. */
   heldTotal = 0;
   /** The same per channel. */
   readonly heldIn: number[] = [];
-  private crashLostCount = 0;
   /** String ids (events of a live agent) get dense indexes here. */
   private readonly interned = new Map<string, number>();
   private readonly names: string[] = [];
 
   readonly channels: LedgerChannel[];
 
-  constructor(channels: readonly LedgerChannel[], sizeHint = 1024) {
+  constructor(
+    channels: readonly LedgerChannel[],
+    sizeHint = 1024,
+    private readonly hooks: LedgerHooks = {},
+  ) {
     this.channels = [...channels];
     this.size = Math.max(16, sizeHint);
     this.counts = channels.map(() => new Counts(this.size));
@@ -103,6 +142,11 @@ export class Ledger {
     return this.interned.size > 0 ? (this.names[index] ?? index) : index;
   }
 
+  /** Indexes in use: 0 .. extent-1. */
+  get extent(): number {
+    return this.used;
+  }
+
   private ensure(i: number): void {
     if (i >= this.size) {
       let n = this.size;
@@ -116,10 +160,11 @@ export class Ledger {
   /** A committed transaction on channel ch: its puts entered the channel, its takes left it. */
   committed(ch: number, puts: ArrayLike<number>, takes: ArrayLike<number>): void {
     const c = this.counts[ch];
+    const hooks = this.hooks;
     for (let k = 0; k < puts.length; k++) {
       const i = puts[k];
       this.ensure(i);
-      c.puts[i]++;
+      if (c.puts[i]++ > 0 && hooks.extraPut) hooks.extraPut(ch, i);
       c.inChannel[i]++;
     }
     this.heldTotal += puts.length - takes.length;
@@ -128,33 +173,49 @@ export class Ledger {
       const i = takes[k];
       this.ensure(i);
       c.inChannel[i]--;
+      c.left[i] = 1;
     }
   }
 
   /** Events that reached the destination of a sink reading channel ch (one call per delivery). */
   delivered(ch: number, ids: ArrayLike<number>): void {
-    const d = this.counts[ch];
+    const c = this.counts[ch];
+    const hooks = this.hooks;
     for (let k = 0; k < ids.length; k++) {
-      this.ensure(ids[k]);
-      d.delivered[ids[k]]++;
+      const i = ids[k];
+      this.ensure(i);
+      const before = c.delivered[i]++;
+      if (before > 0 && hooks.extraDelivery) hooks.extraDelivery(ch, i, c.puts[i] > before);
     }
   }
 
-  rolledBack(): void {
-    this.rolledBackTx++;
+  /** Events of channel ch that the next agent's channels committed (a hop of a tier). */
+  forwarded(ch: number, ids: ArrayLike<number>): void {
+    const f = this.counts[ch].forwarded;
+    for (let k = 0; k < ids.length; k++) {
+      this.ensure(ids[k]);
+      f[ids[k]]++;
+    }
+  }
+
+  rolledBack(ch: number): void {
+    this.counts[ch].rolledBack++;
   }
 
   /**
-   * A process crash: non-durable channels lose what they hold; a channel in `partial` (one that
-   * keeps only part of its events, such as SPILLABLEMEMORY) loses exactly the events listed
-   * for it. Returns events lost per channel.
+   * A process crash: the non-durable channels among `channels` (all when absent) lose what they
+   * hold; a channel in `partial` (one that keeps only part of its events, such as
+   * SPILLABLEMEMORY) loses exactly the events listed for it. `crash` numbers the crash, so lost
+   * events can be traced to it. Returns events lost per channel.
    */
-  crash(partial?: ReadonlyMap<number, ArrayLike<number>>): { channel: string; lost: number }[] {
+  crash(channels?: readonly number[], crash = 1, partial?: ReadonlyMap<number, ArrayLike<number>>): { channel: string; lost: number }[] {
     const out: { channel: string; lost: number }[] = [];
-    this.channels.forEach((ch, k) => {
+    for (const k of channels ?? this.channels.map((_, k) => k)) {
+      const ch = this.channels[k];
       const only = partial?.get(k);
-      if (ch.durable && !only) return;
-      const held = this.counts[k].inChannel;
+      if (ch.durable && !only) continue;
+      const c = this.counts[k];
+      const held = c.inChannel;
       let lost = 0;
       if (only) {
         for (let j = 0; j < only.length; j++) {
@@ -162,6 +223,7 @@ export class Ledger {
           if (i < this.used && held[i] > 0) {
             lost++;
             held[i]--;
+            c.droppedBy[i] = crash;
           }
         }
       } else {
@@ -169,14 +231,15 @@ export class Ledger {
           if (held[i] > 0) {
             lost += held[i];
             held[i] = 0;
+            c.droppedBy[i] = crash;
           }
         }
       }
-      this.crashLostCount += lost;
+      c.crashLost += lost;
       this.heldTotal -= lost;
       this.heldIn[k] -= lost;
       out.push({ channel: ch.name, lost });
-    });
+    }
     return out;
   }
 
@@ -193,59 +256,113 @@ export class Ledger {
     return i < this.used ? Math.max(0, this.counts[ch].inChannel[i]) : 0;
   }
 
-  isLost(i: number): number {
-    for (let k = 0; k < this.counts.length; k++) {
-      const c = this.counts[k];
-      if (c.puts[i] > 0 && c.delivered[i] === 0 && c.inChannel[i] <= 0) return k;
-    }
+  private lostIn(c: Counts, i: number): boolean {
+    return c.puts[i] > 0 && c.delivered[i] === 0 && c.forwarded[i] === 0 && c.left[i] === 0 && c.inChannel[i] <= 0;
+  }
+
+  /** The first channel (among `channels`) that lost event index i, or -1. */
+  isLost(i: number, channels?: readonly number[]): number {
+    if (i >= this.used) return -1;
+    for (const k of channels ?? this.counts.keys()) if (this.lostIn(this.counts[k], i)) return k;
     return -1;
   }
 
+  /** The tier's figures: deliveries are what reached a destination. */
   summary(): LedgerSummary {
+    return this.summarize(
+      this.counts.map((_, k) => k),
+      false,
+    );
+  }
+
+  /** One agent's figures over its channels: what left them, delivered or forwarded. */
+  summaryOf(channels: readonly number[]): LedgerSummary {
+    return this.summarize(channels, true);
+  }
+
+  /** The figures over some channels, as the tier counts them or as their agent does. */
+  summaryOver(channels: readonly number[], view: "tier" | "agent"): LedgerSummary {
+    return this.summarize(channels, view === "agent");
+  }
+
+  private summarize(channels: readonly number[], forwardsDeliver: boolean): LedgerSummary {
     let accepted = 0;
     let deliveredUnique = 0;
     let duplicates = 0;
     let lost = 0;
     let remaining = 0;
-    const K = this.counts.length;
+    let rolledBack = 0;
+    let crashLost = 0;
+    const cs = channels.map((k) => this.counts[k]);
+    for (const c of cs) {
+      rolledBack += c.rolledBack;
+      crashLost += c.crashLost;
+    }
     for (let i = 0; i < this.used; i++) {
       let put = false;
       let del = false;
       let isLost = false;
       let left = false;
-      for (let k = 0; k < K; k++) {
-        const c = this.counts[k];
+      for (let k = 0; k < cs.length; k++) {
+        const c = cs[k];
         const p = c.puts[i];
-        const d = c.delivered[i];
-        if (p > 0) put = true;
+        if (p === 0) continue;
+        put = true;
+        const d = forwardsDeliver ? c.delivered[i] + c.forwarded[i] : c.delivered[i];
         if (d > 0) {
           del = true;
           duplicates += d - 1;
         }
         if (c.inChannel[i] > 0) left = true;
-        else if (p > 0 && d === 0) isLost = true;
+        else if (this.lostIn(c, i)) isLost = true;
       }
       if (put) accepted++;
       if (del) deliveredUnique++;
       if (isLost) lost++;
       if (left) remaining++;
     }
-    return { accepted, deliveredUnique, duplicates, lost, remaining, rolledBack: this.rolledBackTx, crashLost: this.crashLostCount };
+    return { accepted, deliveredUnique, duplicates, lost, remaining, rolledBack, crashLost };
   }
 
-  /** The lowest id that was lost, with the channel it was lost from. */
-  firstLost(): { id: number | string; index: number; channel: string } | undefined {
+  /** The lowest id that was lost (among `channels`), with the channel it was lost from. */
+  firstLost(channels?: readonly number[]): { id: number | string; index: number; channel: string } | undefined {
     for (let i = 0; i < this.used; i++) {
-      const k = this.isLost(i);
+      const k = this.isLost(i, channels);
       if (k >= 0) return { id: this.idAt(i), index: i, channel: this.channels[k].name };
     }
     return undefined;
   }
+
+  /**
+   * Lost events per crash that dropped them (the crash number; 0: lost otherwise). Each lost
+   * event counts once, for the first channel that lost it, so the counts add up to `lost`.
+   */
+  lostByCrash(): Map<number, number> {
+    const out = new Map<number, number>();
+    for (let i = 0; i < this.used; i++) {
+      const k = this.isLost(i);
+      if (k < 0) continue;
+      const by = this.counts[k].droppedBy[i];
+      out.set(by, (out.get(by) ?? 0) + 1);
+    }
+    return out;
+  }
+
+  /** Event index i in every channel that saw it. */
+  eventState(i: number): EventInChannel[] {
+    const out: EventInChannel[] = [];
+    if (i < 0 || i >= this.used) return out;
+    this.counts.forEach((c, k) => {
+      if (c.puts[i] === 0) return;
+      out.push({ channel: this.channels[k].name, puts: c.puts[i], delivered: c.delivered[i], forwarded: c.forwarded[i], held: Math.max(0, c.inChannel[i]), lost: this.lostIn(c, i) });
+    });
+    return out;
+  }
 }
 
 /** The verdict line: HELD when nothing accepted was lost. */
-export function verdict(s: LedgerSummary): { held: boolean; line: string } {
+export function verdict(s: LedgerSummary, label = "at-least-once"): { held: boolean; line: string } {
   const fmt = (n: number) => n.toLocaleString("en-US");
-  if (s.lost === 0) return { held: true, line: `at-least-once: HELD (0 lost, ${fmt(s.duplicates)} duplicates)` };
-  return { held: false, line: `at-least-once: VIOLATED (${fmt(s.lost)} lost)` };
+  if (s.lost === 0) return { held: true, line: `${label}: HELD (0 lost, ${fmt(s.duplicates)} duplicates)` };
+  return { held: false, line: `${label}: VIOLATED (${fmt(s.lost)} lost)` };
 }

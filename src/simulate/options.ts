@@ -19,8 +19,12 @@ export interface SimulationOptions {
   failSink: FailSpec;
   /** Probability that a source's put transaction fails (channel full / put error). */
   failPut: number;
-  /** Virtual times (ms) at which the process crashes and restarts. */
+  /** Virtual times (ms) at which the process crashes and restarts (one-agent runs). */
   crashAt: number[];
+  /** Crashes of named agents (tiers; `--crash edge1@3s+2s`). */
+  crashes: CrashSpec[];
+  /** Faults of the links between agents of a tier. */
+  links: LinkFaultSpec[];
   /** Virtual ms one sink batch takes to deliver. */
   sinkLatency: number;
   /** Demo topology only. */
@@ -42,6 +46,8 @@ export const DEFAULTS: SimulationOptions = {
   failSink: { kind: "none" },
   failPut: 0,
   crashAt: [],
+  crashes: [],
+  links: [],
   sinkLatency: 5,
   channel: "memory",
   maxTime: 86_400_000,
@@ -94,6 +100,96 @@ export function describeFailSpec(f: FailSpec): string {
   if (f.kind === "none") return "none";
   if (f.kind === "rate") return `each sink batch fails with probability ${f.rate}`;
   return `sink batches ${f.text} fail`;
+}
+
+/** A crash of one agent at a virtual time; it restarts after `down` ms (0: at once). */
+export interface CrashSpec {
+  /** Absent: the only agent of a one-agent run. */
+  agent?: string;
+  at: number;
+  down: number;
+}
+
+/** Which links a fault applies to: from agent -> to agent, "*" for any. */
+export interface LinkSelector {
+  from: string;
+  to: string;
+}
+
+export type LinkFaultSpec =
+  | { kind: "fail"; link: LinkSelector; rate: number }
+  | { kind: "lose-answer"; link: LinkSelector; rate: number }
+  | { kind: "latency"; link: LinkSelector; ms: number }
+  | { kind: "partition"; link: LinkSelector; from: number; to: number };
+
+export const ANY_LINK: LinkSelector = { from: "*", to: "*" };
+
+export function describeLink(l: LinkSelector): string {
+  return l.from === "*" && l.to === "*" ? "every link" : `${l.from}->${l.to}`;
+}
+
+const SHELL_HINT = "quote it in a shell ('edge1->collector'), or write edge1:collector";
+
+/** "edge1->collector", "edge1:collector", "*" or "edge1->*". */
+export function parseLinkSelector(text: string, what: string): LinkSelector {
+  const t = text.trim();
+  if (t === "*" || t === "") return ANY_LINK;
+  const m = /^([^\s:>]+?)\s*(?:->|:)\s*([^\s:>]+)$/.exec(t);
+  if (!m) {
+    const cut = t.endsWith("-") ? ` (the shell took ">" as a redirection: ${SHELL_HINT})` : ` (${SHELL_HINT})`;
+    throw new SimulationUsageError(`${what}: expected a link like edge1->collector, got "${t}"${cut}`);
+  }
+  return { from: m[1], to: m[2] };
+}
+
+/** Comma-separated items; the part before the last "=" (or "@") of each is an optional link. */
+function linkItems(text: string, what: string, sep: "=" | "@"): { link: LinkSelector; value: string }[] {
+  return text
+    .split(",")
+    .filter((s) => s.trim() !== "")
+    .map((item) => {
+      const at = item.lastIndexOf(sep);
+      if (at < 0) return { link: ANY_LINK, value: item.trim() };
+      return { link: parseLinkSelector(item.slice(0, at), what), value: item.slice(at + 1).trim() };
+    });
+}
+
+/** `--link-fail` / `--lose-answer`: "0.1" (every link) or "edge1->collector=0.1,edge2->collector=0.05". */
+export function parseLinkRates(text: string, what: string, kind: "fail" | "lose-answer"): LinkFaultSpec[] {
+  return linkItems(text, what, "=").map(({ link, value }) => ({ kind, link, rate: parseRate(value, what) }));
+}
+
+/** `--link-latency`: "20ms" (every link) or "edge1->collector=200ms". */
+export function parseLinkLatencies(text: string, what: string): LinkFaultSpec[] {
+  return linkItems(text, what, "=").map(({ link, value }) => ({ kind: "latency" as const, link, ms: parseDuration(value, what) }));
+}
+
+/** `--partition`: "edge1->collector@2s-5s" (or "2s-5s" for every link): no packet passes in the window. */
+export function parsePartitions(text: string, what: string): LinkFaultSpec[] {
+  return linkItems(text, what, "@").map(({ link, value }) => {
+    const m = /^(.+?)-(.+)$/.exec(value);
+    if (!m) {
+      const cut = value.endsWith("-") ? ` (the shell took ">" as a redirection: ${SHELL_HINT})` : "";
+      throw new SimulationUsageError(`${what}: expected a window like edge1->collector@2s-5s, got "${value}"${cut}`);
+    }
+    const from = parseDuration(m[1], what);
+    const to = parseDuration(m[2], what);
+    if (to <= from) throw new SimulationUsageError(`${what}: the window ${value} ends before it starts`);
+    return { kind: "partition" as const, link, from, to };
+  });
+}
+
+/** `--crash`: "edge1@3s", "collector@5s+2s" (down for 2 s), comma-separated. */
+export function parseCrashSpecs(text: string, what: string): CrashSpec[] {
+  return text
+    .split(",")
+    .filter((s) => s.trim() !== "")
+    .map((item) => {
+      const m = /^\s*([^@\s]+)\s*@\s*([^+]+?)\s*(?:\+\s*(.+?))?\s*$/.exec(item);
+      if (!m) throw new SimulationUsageError(`${what}: expected AGENT@TIME or AGENT@TIME+DOWNTIME like edge1@3s or collector@5s+2s, got "${item.trim()}"`);
+      return { agent: m[1], at: parseDuration(m[2], what), down: m[3] === undefined ? 0 : parseDuration(m[3], what) };
+    })
+    .sort((a, b) => a.at - b.at);
 }
 
 /** "1500" -> "1.500s", "250" -> "250ms". */

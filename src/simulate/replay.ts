@@ -1,8 +1,13 @@
 /**
- * `flume replay`: re-executes a transaction trace (see trace.ts) against fresh channels of
+ * `flume replay`: re-executes transaction traces (see trace.ts) against fresh channels of
  * the same kind and capacity, checks each operation against the transaction rules and each
  * take against the events the fresh channel really returns, and compares the ledger it
- * reaches with the one recorded at the end of the trace.
+ * reaches with the one recorded at the end of each trace.
+ *
+ * Several traces (`flume run --trace` of each agent of a live tier) replay together, their
+ * operations merged by wall-clock time; where one trace's avro sink sends to another's avro
+ * source, that sink's committed takes are hops of the tier, and the replay gives the tier's
+ * ledger too. A simulated tier's trace is one file with every agent's channels.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -22,7 +27,7 @@ import { seededRandom } from "./rng.ts";
 import { Epoch } from "./components.ts";
 import { Ledger, type LedgerSummary, SUMMARY_KEYS, verdict } from "./ledger.ts";
 import { formatTime } from "./options.ts";
-import type { EventId, TraceChannelInfo } from "./trace.ts";
+import type { EventId, TraceChannelInfo, TraceHeader } from "./trace.ts";
 
 /** A line that is not valid trace syntax, or an operation the transaction rules forbid. */
 export class TraceError extends FlumeError {
@@ -54,21 +59,49 @@ interface OpenTx {
 
 interface ReplayChannel {
   info: TraceChannelInfo;
+  /** Its name in the replay (agent-qualified when several traces replay together). */
+  name: string;
+  agent?: string;
+  /** The trace it comes from. */
+  file: number;
   channel: Channel;
   definition: AnyDefinition;
   /** The channel's clock: it dies with the channel at a crash, so no old timer touches the directory. */
   epoch: Epoch;
   dir?: string;
+  /** Sinks whose committed takes are hops of the replayed tier. */
+  forwarders: Set<string>;
+  deliveries: "sink" | "take";
+}
+
+export type Mismatch = { key: string; expected: number; replayed: number };
+
+export interface ReplayFileResult {
+  file: string;
+  agent?: string;
+  operations: number;
+  transactions: number;
+  /** The trace's own view (what its recorder counted). */
+  summary: LedgerSummary;
+  expected?: LedgerSummary;
+  mismatches: Mismatch[];
+  truncated: boolean;
+  /** A simulated tier's trace: each agent's ledger. */
+  agents: { name: string; summary: LedgerSummary; expected?: LedgerSummary; mismatches: Mismatch[] }[];
 }
 
 export interface ReplayResult {
+  /** The first trace's figures (the only one for `flume replay FILE`). */
   operations: number;
   transactions: number;
   summary: LedgerSummary;
   expected?: LedgerSummary;
-  mismatches: { key: string; expected: number; replayed: number }[];
+  mismatches: Mismatch[];
   truncated: boolean;
   verdict: { held: boolean; line: string };
+  files: ReplayFileResult[];
+  /** Several agents (several traces, or a simulated tier's): the tier's ledger and the hops found. */
+  tier?: { summary: LedgerSummary; verdict: { held: boolean; line: string }; hops: string[] };
 }
 
 const ID_HEADER = "trace.id";
@@ -91,273 +124,161 @@ export interface ReplayOptions {
   workDir?: string;
 }
 
+/** One trace being read: its lines one at a time, and its own transactions. */
+class TraceFile {
+  private pos = 0;
+  lineNo = 0;
+  header: TraceHeader | null = null;
+  /** Wall-clock start (live traces), to merge several. */
+  started = 0;
+  deliveries: "sink" | "take" = "take";
+  /** Channel name in the trace -> replay channel index. */
+  readonly channelIndex = new Map<string, number>();
+  readonly txs = new Map<number, OpenTx>();
+  readonly begunAt = new Map<number, number>();
+  /** Transactions that were open when a crash ended them. */
+  readonly vanished = new Set<number>();
+  expected?: LedgerSummary;
+  expectedAgents?: Record<string, LedgerSummary>;
+  truncated = false;
+  operations = 0;
+  /** The next record and its line, read ahead for merging. */
+  next: { rec: Record<string, unknown> | null; raw: string; line: number; error?: string } | null = null;
+  /** Time of the last timed operation, in the trace's own milliseconds. */
+  lastT = 0;
+
+  constructor(
+    readonly name: string,
+    readonly index: number,
+    private readonly text: string,
+  ) {}
+
+  /** Reads the next non-empty line into `next` (null at the end). */
+  advance(): void {
+    this.next = null;
+    while (this.pos < this.text.length) {
+      let nl = this.text.indexOf("\n", this.pos);
+      if (nl < 0) nl = this.text.length;
+      const raw = this.text.slice(this.pos, nl);
+      this.pos = nl + 1;
+      this.lineNo++;
+      if (raw.trim() === "") continue;
+      try {
+        const parsed: unknown = JSON.parse(raw);
+        if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) this.next = { rec: null, raw, line: this.lineNo, error: "expected a JSON object" };
+        else this.next = { rec: parsed as Record<string, unknown>, raw, line: this.lineNo };
+      } catch (err) {
+        this.next = { rec: null, raw, line: this.lineNo, error: `not valid JSON: ${(err as Error).message}` };
+      }
+      return;
+    }
+  }
+
+  /** Where the next record falls on the merged time line (ms after the earliest trace began). */
+  timeOfNext(base: number): number {
+    const n = this.next;
+    if (!n || !n.rec) return -Infinity;
+    const t = n.rec.t;
+    return typeof t === "number" && Number.isFinite(t) ? this.started - base + t : this.started - base + this.lastT;
+  }
+}
+
 export async function replayTrace(file: string, opts: ReplayOptions = {}): Promise<ReplayResult> {
-  const text = readFileSync(file, "utf8");
+  return replayTraces([file], opts);
+}
+
+export async function replayTraces(files: readonly string[], opts: ReplayOptions = {}): Promise<ReplayResult> {
+  const traces = files.map((f, k) => new TraceFile(f, k, readFileSync(f, "utf8")));
+  const several = traces.length > 1;
   const ownDir = opts.workDir === undefined;
   const workDir = opts.workDir ?? mkdtempSync(path.join(tmpdir(), "flume-replay-"));
   const clock = new VirtualClock(0, immediate);
   const channels: ReplayChannel[] = [];
-  const txs = new Map<number, OpenTx>();
-  const begunAt = new Map<number, number>();
-  /** Transactions that were open when a crash ended them. */
-  const vanished = new Set<number>();
-  let ledger = new Ledger([]);
-  let deliveries: "sink" | "take" = "take";
-  let expected: LedgerSummary | undefined;
-  let truncated = false;
-  let operations = 0;
+  const ledger = new Ledger([]);
   const step = opts.step;
+  /** Event ids: numbers as they are, strings interned; several traces key both apart. */
+  const key = (id: EventId): number => ledger.index(several && typeof id === "number" ? `#${id}` : id);
+  const hops: string[] = [];
   try {
-    let lineNo = 0;
-    let pos = 0;
-    let sawHeader = false;
-    while (pos < text.length) {
-      let nl = text.indexOf("\n", pos);
-      if (nl < 0) nl = text.length;
-      const raw = text.slice(pos, nl);
-      pos = nl + 1;
-      lineNo++;
-      if (raw.trim() === "") continue;
-      const fail = (reason: string): never => {
-        throw new TraceError(file, lineNo, reason);
-      };
-      const diverge = (reason: string): never => {
-        throw new TraceDivergence(file, lineNo, `replay diverged: ${reason}`);
-      };
-      let rec: Record<string, unknown>;
-      try {
-        const parsed: unknown = JSON.parse(raw);
-        if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) fail("expected a JSON object");
-        rec = parsed as Record<string, unknown>;
-      } catch (err) {
-        if (err instanceof TraceError) throw err;
-        return fail(`not valid JSON: ${(err as Error).message}`);
-      }
-      if (!sawHeader) {
-        if (rec.flumeTrace !== 1) fail("not a Flume TS trace: the first line must be the header {\"flumeTrace\":1,...}");
-        sawHeader = true;
-        deliveries = rec.deliveries === "sink" ? "sink" : "take";
-        const list = Array.isArray(rec.channels) ? (rec.channels as TraceChannelInfo[]) : [];
-        ledger = new Ledger([]);
-        for (const info of list) await addChannel(info, lineNo);
-        continue;
-      }
-      const op = rec.op;
-      if (typeof op !== "string") fail('missing "op"');
-      if (op === "channel") {
-        await addChannel(rec as unknown as TraceChannelInfo, lineNo);
-        continue;
-      }
-      if (op === "truncated") {
-        truncated = true;
-        step?.(`  -- the trace was truncated here (its size bound); replay stops`);
-        continue;
-      }
-      if (op === "ledger") {
-        expected = {} as LedgerSummary;
-        for (const k of SUMMARY_KEYS) {
-          const v = rec[k];
-          if (typeof v !== "number") fail(`ledger line: "${k}" must be a number`);
-          expected[k] = v as number;
-        }
-        continue;
-      }
-      if (truncated) continue;
-      const t = rec.t;
-      if (typeof t !== "number" || !Number.isFinite(t)) fail(`"${op}" needs a time "t" in ms`);
-      if ((t as number) < clock.now()) fail(`time goes backwards (${t} after ${clock.now()})`);
-      await clock.advanceTo(t as number);
-      operations++;
-      const when = formatTime(t as number).padStart(10);
-      if (op === "crash") {
-        for (const o of txs.values()) {
-          if (o.closed) continue;
-          begunAt.delete(o.id);
-          vanished.add(o.id);
-        }
-        txs.clear();
-        // A channel that keeps only part of its events (SPILLABLEMEMORY) says which it loses.
-        const partial = new Map<number, number[]>();
-        channels.forEach((c, k) => {
-          const lostOnCrash = c.definition.durability?.lostOnCrash;
-          if (lostOnCrash) partial.set(k, lostOnCrash(c.channel).map((e) => ledger.index(JSON.parse(e.headers[ID_HEADER]) as EventId)));
-        });
-        const lost = ledger.crash(partial);
-        await settleIo();
-        for (let k = 0; k < channels.length; k++) await restart(k);
-        step?.(`${when}  CRASH: open transactions vanish${lost.filter((l) => l.lost > 0).map((l) => `; ${l.channel} loses ${l.lost} events`).join("")}`);
-        continue;
-      }
-      const txId = rec.tx;
-      if (typeof txId !== "number" || !Number.isInteger(txId)) fail(`"${op}" needs a transaction number "tx"`);
-      const id = txId as number;
-      if (op === "begin") {
-        const chName = rec.ch;
-        const k = channels.findIndex((c) => c.info.name === chName);
-        if (k < 0) fail(`begin on unknown channel ${JSON.stringify(chName)}`);
-        if (begunAt.has(id)) fail(`transaction ${id} begun twice (first at line ${begunAt.get(id)})`);
-        const tx = channels[k].channel.getTransaction();
-        tx.begin();
-        const o: OpenTx = { id, ch: k, by: typeof rec.by === "string" ? rec.by : undefined, line: lineNo, tx, puts: [], takes: [], closed: false, commitFailed: false, pending: null };
-        txs.set(id, o);
-        begunAt.set(id, lineNo);
-        vanished.delete(id);
-        step?.(`${when}  tx ${String(id).padEnd(6)} ${label(o).padEnd(14)} begin`);
-        continue;
-      }
-      const o = txs.get(id);
-      if (!o) {
-        const what = vanished.has(id) ? "vanished in a crash" : begunAt.has(id) ? "was closed before the crash" : "was never begun";
-        fail(`${op} on transaction ${id}, which ${what}: ${op === "take" || op === "put" ? `a ${op} must happen inside a transaction` : "begin it first"}`);
-      }
-      const tx = (o as OpenTx).tx;
-      const cur = o as OpenTx;
-      const stateError = (err: unknown): never => fail(`${op} on transaction ${id} (begun at line ${cur.line}) breaks the transaction rules: ${(err as Error).message}`);
-      const ids = (): EventId[] => {
-        const v = rec.ids;
-        if (!Array.isArray(v) || !v.every((x) => typeof x === "number" || typeof x === "string")) return fail(`"${op}" needs "ids", an array of event ids`);
-        return v as EventId[];
-      };
-      const chName = channels[cur.ch].info.name;
-      switch (op) {
-        case "put": {
-          const list = ids();
-          try {
-            for (const eid of list) {
-              tx.put({ headers: { [ID_HEADER]: JSON.stringify(eid) }, body: encoder.encode(String(eid)) });
-              cur.puts.push(ledger.index(eid));
-            }
-          } catch (err) {
-            stateError(err);
-          }
-          step?.(`${when}  tx ${String(id).padEnd(6)} ${"".padEnd(14)} put ${list.length} events ${describeIds(list)}`);
-          break;
-        }
-        case "take": {
-          const list = ids();
-          for (const want of list) {
-            let e: Event | null;
-            try {
-              e = tx.take();
-              // The event may come from a commit whose disk write is still running.
-              if (e === null && [...txs.values()].some((x) => x.pending && !x.pending.done)) {
-                await settleIo();
-                e = tx.take();
-              }
-            } catch (err) {
-              return stateError(err);
-            }
-            if (e === null) diverge(`transaction ${id} took event ${JSON.stringify(want)} from ${chName}, but the replayed channel is empty`);
-            const got = JSON.parse((e as Event).headers[ID_HEADER]) as EventId;
-            if (got !== want) diverge(`transaction ${id} took event ${JSON.stringify(want)} from ${chName}, the replayed channel gave ${JSON.stringify(got)}`);
-            cur.takes.push(ledger.index(got));
-          }
-          // "end" (the channel looked empty) is not checked: a commit whose disk write was
-          // still running then may already be visible in the replay.
-          step?.(`${when}  tx ${String(id).padEnd(6)} ${"".padEnd(14)} take ${list.length} events ${describeIds(list)}${rec.end === true ? (list.length ? " (then empty)" : "(channel empty)") : ""}`);
-          break;
-        }
-        case "deliver": {
-          const list = ids();
-          const taken = new Set(cur.takes);
-          const idx = list.map((eid) => ledger.index(eid));
-          const stray = idx.findIndex((i) => !taken.has(i));
-          if (stray >= 0) fail(`deliver of event ${JSON.stringify(list[stray])}, which transaction ${id} did not take`);
-          ledger.delivered(cur.ch, idx);
-          step?.(`${when}  tx ${String(id).padEnd(6)} ${"".padEnd(14)} delivered ${list.length} events${typeof rec.by === "string" ? ` by ${rec.by}` : ""}`);
-          break;
-        }
-        case "commit": {
-          if (typeof rec.refused === "string") {
-            if (tx.state !== "OPEN") stateError(new Error(`commit() called when transaction is ${tx.state}`));
-            cur.commitFailed = true;
-            step?.(`${when}  tx ${String(id).padEnd(6)} ${"".padEnd(14)} commit REFUSED: ${rec.refused}`);
-            break;
-          }
-          if (tx.state !== "OPEN" || cur.pending) {
-            try {
-              await tx.commit();
-            } catch (err) {
-              stateError(err);
-            }
-            stateError(new Error(`commit() called twice`));
-          }
-          const pending = { done: false, error: null as Error | null };
-          cur.pending = pending;
-          tx.commit().then(
-            () => (pending.done = true),
-            (err: unknown) => {
-              pending.done = true;
-              pending.error = err instanceof Error ? err : new Error(String(err));
-            },
-          );
-          // Let it take effect as it did when it was recorded (a wait for space goes on waiting).
-          await immediate();
-          break;
-        }
-        case "committed": {
-          const pending = cur.pending;
-          if (!pending) fail(`committed on transaction ${id} without a commit line before it`);
-          const p = pending as { done: boolean; error: Error | null };
-          if (!p.done) await settleIo();
-          const want = typeof rec.error === "string" ? rec.error : null;
-          if (!p.done) diverge(`transaction ${id} ${want ? "failed to commit" : "committed"} on ${chName}, the replayed commit is still waiting (for space?)`);
-          if (want && !p.error) diverge(`transaction ${id} failed to commit on ${chName} (${want}), the replayed commit succeeded`);
-          if (!want && p.error) {
-            if (p.error.name === "TransactionStateError") stateError(p.error);
-            diverge(`transaction ${id} committed on ${chName}, the replayed commit failed: ${p.error.message}`);
-          }
-          cur.pending = null;
-          if (want) {
-            cur.commitFailed = true;
-            step?.(`${when}  tx ${String(id).padEnd(6)} ${"".padEnd(14)} commit FAILED: ${want}`);
-            break;
-          }
-          ledger.committed(cur.ch, cur.puts, cur.takes);
-          if (deliveries === "take" && cur.takes.length > 0) ledger.delivered(cur.ch, cur.takes);
-          step?.(`${when}  tx ${String(id).padEnd(6)} ${"".padEnd(14)} commit${cur.puts.length ? ` +${cur.puts.length}` : ""}${cur.takes.length ? ` -${cur.takes.length}` : ""}  (${chName} holds ${channels[cur.ch].channel.counter.values.ChannelSize})`);
-          break;
-        }
-        case "rollback": {
-          try {
-            await tx.rollback();
-          } catch (err) {
-            stateError(err);
-          }
-          ledger.rolledBack();
-          step?.(`${when}  tx ${String(id).padEnd(6)} ${"".padEnd(14)} ROLLBACK${cur.takes.length ? ` (${cur.takes.length} events back into ${chName})` : ""}`);
-          break;
-        }
-        case "close": {
-          try {
-            tx.close();
-          } catch (err) {
-            stateError(err);
-          }
-          cur.closed = true;
-          break;
-        }
-        default:
-          fail(`unknown op "${op}"`);
-      }
+    // Headers first: channels, start times, and the links between the traces.
+    for (const tf of traces) {
+      tf.advance();
+      const n = tf.next;
+      if (!n) throw new TraceError(tf.name, 1, "empty trace: no header line");
+      if (!n.rec) throw new TraceError(tf.name, n.line, n.error as string);
+      if (n.rec.flumeTrace !== 1) throw new TraceError(tf.name, n.line, 'not a Flume TS trace: the first line must be the header {"flumeTrace":1,...}');
+      tf.header = n.rec as unknown as TraceHeader;
+      tf.deliveries = tf.header.deliveries === "sink" ? "sink" : "take";
+      const started = typeof tf.header.started === "string" ? Date.parse(tf.header.started) : NaN;
+      tf.started = Number.isFinite(started) ? started : 0;
+      tf.advance();
     }
-    if (!sawHeader) throw new TraceError(file, 1, "empty trace: no header line");
+    // Every header is known before channels are made: a channel's avro sinks may send to any trace.
+    for (const tf of traces) {
+      const list = Array.isArray(tf.header?.channels) ? (tf.header.channels as TraceChannelInfo[]) : [];
+      for (const info of list) await addChannel(tf, info, 1);
+    }
+    const base = Math.min(...traces.map((t) => t.started));
 
-    // Transactions still open when the trace ended (a live agent stopped mid-batch) end unrecorded.
-    for (const o of txs.values()) {
-      if (o.tx.state === "OPEN") await o.tx.rollback().catch(() => {});
+    for (;;) {
+      // The trace whose next operation comes first (ties: in the order given).
+      let tf: TraceFile | null = null;
+      let best = Infinity;
+      for (const t of traces) {
+        if (!t.next) continue;
+        const at = t.timeOfNext(base);
+        if (at < best) {
+          best = at;
+          tf = t;
+        }
+      }
+      if (!tf) break;
+      const n = tf.next as NonNullable<TraceFile["next"]>;
+      tf.advance();
+      await operation(tf, n, Math.max(0, best));
     }
-    // What is left must be what the ledger says is left (a truncated trace may end mid-commit).
-    // An unfinished recording (no ledger line: the agent is still running or was killed) may end mid-commit too.
-    for (let k = 0; k < channels.length && !truncated && expected !== undefined; k++) {
-      const left = channels[k].channel.counter.values.ChannelSize;
-      const held = ledger.held(k);
-      if (left !== held) throw new TraceDivergence(file, lineNo, `replay diverged: channel ${channels[k].info.name} holds ${left} events at the end, the ledger says ${held}`);
+
+    const fileResults: ReplayFileResult[] = [];
+    for (const tf of traces) {
+      // Transactions still open when the trace ended (a live agent stopped mid-batch) end unrecorded.
+      for (const o of tf.txs.values()) {
+        if (o.tx.state === "OPEN") await o.tx.rollback().catch(() => {});
+      }
+      const mine = channels.flatMap((c, k) => (c.file === tf.index ? [k] : []));
+      // What is left must be what the ledger says is left (a truncated trace may end mid-commit).
+      // An unfinished recording (no ledger line: the agent is still running or was killed) may end mid-commit too.
+      for (const k of mine) {
+        if (tf.truncated || tf.expected === undefined) break;
+        const left = channels[k].channel.counter.values.ChannelSize;
+        const held = ledger.held(k);
+        if (left !== held) throw new TraceDivergence(tf.name, tf.lineNo, `replay diverged: channel ${channels[k].info.name} holds ${left} events at the end, the ledger says ${held}`);
+      }
+      // A simulated tier's trace counts as the tier; any other trace as its agent (forwards are deliveries).
+      const tierTrace = mine.some((k) => (channels[k].info.forwarders?.length ?? 0) > 0);
+      const summary = tierTrace ? ledger.summaryOver(mine, "tier") : ledger.summaryOf(mine);
+      const agents = Object.entries(tf.expectedAgents ?? {}).map(([name, expected]) => {
+        const own = mine.filter((k) => channels[k].agent === name);
+        const s = ledger.summaryOf(own);
+        return { name, summary: s, expected, mismatches: compare(expected, s) };
+      });
+      fileResults.push({ file: tf.name, agent: tf.header?.agent, operations: tf.operations, transactions: tf.begunAt.size, summary, expected: tf.expected, mismatches: compare(tf.expected, summary), truncated: tf.truncated, agents });
     }
-    const summary = ledger.summary();
-    const mismatches: ReplayResult["mismatches"] = [];
-    if (expected) for (const k of SUMMARY_KEYS) if (expected[k] !== summary[k]) mismatches.push({ key: k, expected: expected[k], replayed: summary[k] });
-    return { operations, transactions: begunAt.size, summary, expected, mismatches, truncated, verdict: verdict(summary) };
+    const first = fileResults[0];
+    const agentsSeen = new Set(channels.map((c) => c.agent ?? ""));
+    const tierSummary = ledger.summary();
+    const tier = several || agentsSeen.size > 1 ? { summary: tierSummary, verdict: verdict(tierSummary, "tier at-least-once"), hops } : undefined;
+    const mismatches = several ? fileResults.flatMap((f) => f.mismatches.map((m) => ({ ...m, key: `${f.agent ?? f.file}: ${m.key}` }))) : [...first.mismatches, ...first.agents.flatMap((a) => a.mismatches.map((m) => ({ ...m, key: `${a.name}: ${m.key}` })))];
+    return {
+      operations: fileResults.reduce((n, f) => n + f.operations, 0),
+      transactions: fileResults.reduce((n, f) => n + f.transactions, 0),
+      summary: first.summary,
+      expected: first.expected,
+      mismatches,
+      truncated: fileResults.some((f) => f.truncated),
+      verdict: verdict(first.summary),
+      files: fileResults,
+      tier,
+    };
   } finally {
     for (const c of channels) {
       try {
@@ -367,6 +288,27 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
       }
     }
     if (ownDir) rmSync(workDir, { recursive: true, force: true });
+  }
+
+  function compare(expected: LedgerSummary | undefined, summary: LedgerSummary): Mismatch[] {
+    const out: Mismatch[] = [];
+    if (expected) for (const k of SUMMARY_KEYS) if (expected[k] !== summary[k]) out.push({ key: k, expected: expected[k], replayed: summary[k] });
+    return out;
+  }
+
+  /** Avro sinks of channel c that send to another trace's avro source: their takes are hops of the tier. */
+  function link(c: ReplayChannel): void {
+    if (!several) return;
+    const wildcard = new Set(["0.0.0.0", "::", "[::]", ""]);
+    for (const [sink, target] of Object.entries(c.info.forwardsTo ?? {})) {
+      const colon = target.lastIndexOf(":");
+      const host = target.slice(0, colon);
+      const port = Number(target.slice(colon + 1));
+      const to = traces.find((t) => t.index !== c.file && (t.header?.avroSources ?? []).some((s) => s.port === port && (s.bind === host || wildcard.has(s.bind))));
+      if (!to) continue;
+      c.forwarders.add(sink);
+      hops.push(`${c.agent ?? traces[c.file].name}.${sink} -> ${to.header?.agent ?? to.name} (${target})`);
+    }
   }
 
   /** Lets pending disk writes of file channels finish. */
@@ -379,9 +321,244 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
   }
 
   function label(o: OpenTx): string {
-    const ch = channels[o.ch].info.name;
+    const ch = channels[o.ch].name;
     if (!o.by) return ch;
     return `${o.by} @ ${ch}`;
+  }
+
+  async function operation(tf: TraceFile, n: NonNullable<TraceFile["next"]>, at: number): Promise<void> {
+    const file = tf.name;
+    const lineNo = n.line;
+    const fail = (reason: string): never => {
+      throw new TraceError(file, lineNo, reason);
+    };
+    const diverge = (reason: string): never => {
+      throw new TraceDivergence(file, lineNo, `replay diverged: ${reason}`);
+    };
+    if (!n.rec) return fail(n.error as string);
+    const rec = n.rec;
+    const op = rec.op;
+    if (typeof op !== "string") fail('missing "op"');
+    if (op === "channel") {
+      await addChannel(tf, rec as unknown as TraceChannelInfo, lineNo);
+      return;
+    }
+    if (op === "truncated") {
+      tf.truncated = true;
+      step?.(`  -- ${several ? `${file}: ` : ""}the trace was truncated here (its size bound); replay stops`);
+      return;
+    }
+    if (op === "ledger") {
+      tf.expected = readSummary(rec, fail, "ledger line");
+      if (rec.agents !== undefined) {
+        if (rec.agents === null || typeof rec.agents !== "object") fail('ledger line: "agents" must be an object of ledgers');
+        tf.expectedAgents = {};
+        for (const [name, v] of Object.entries(rec.agents as Record<string, unknown>)) {
+          if (v === null || typeof v !== "object") fail(`ledger line: agent ${name} must be a ledger`);
+          tf.expectedAgents[name] = readSummary(v as Record<string, unknown>, fail, `ledger line, agent ${name}`);
+        }
+      }
+      return;
+    }
+    if (tf.truncated) return;
+    const t = rec.t;
+    if (typeof t !== "number" || !Number.isFinite(t)) fail(`"${op}" needs a time "t" in ms`);
+    if ((t as number) < tf.lastT) fail(`time goes backwards (${t} after ${tf.lastT})`);
+    tf.lastT = t as number;
+    await clock.advanceTo(Math.max(clock.now(), at));
+    tf.operations++;
+    const when = `${formatTime(t as number).padStart(10)}${several ? `  ${tf.header?.agent ?? file}` : ""}`;
+    if (op === "crash") {
+      const agent = typeof rec.agent === "string" ? rec.agent : undefined;
+      const hit = channels.flatMap((c, k) => (c.file === tf.index && (agent === undefined || c.agent === agent) ? [k] : []));
+      if (agent !== undefined && hit.length === 0) fail(`crash of agent ${JSON.stringify(agent)}, which has no channel in this trace`);
+      const hitSet = new Set(hit);
+      for (const [id, o] of tf.txs) {
+        if (!hitSet.has(o.ch)) continue;
+        if (!o.closed) {
+          tf.begunAt.delete(o.id);
+          tf.vanished.add(o.id);
+        }
+        tf.txs.delete(id);
+      }
+      // A channel that keeps only part of its events (SPILLABLEMEMORY) says which it loses.
+      const partial = new Map<number, number[]>();
+      for (const k of hit) {
+        const c = channels[k];
+        const lostOnCrash = c.definition.durability?.lostOnCrash;
+        if (lostOnCrash) partial.set(k, lostOnCrash(c.channel).map((e) => key(JSON.parse(e.headers[ID_HEADER]) as EventId)));
+      }
+      const lost = ledger.crash(hit, undefined, partial);
+      await settleIo();
+      for (const k of hit) await restart(k);
+      step?.(`${when}  CRASH${agent ? ` of ${agent}` : ""}: open transactions vanish${lost.filter((l) => l.lost > 0).map((l) => `; ${l.channel} loses ${l.lost} events`).join("")}`);
+      return;
+    }
+    if (op === "forward") {
+      const k = tf.channelIndex.get(String(rec.ch));
+      if (k === undefined) fail(`forward from unknown channel ${JSON.stringify(rec.ch)}`);
+      const v = rec.ids;
+      if (!Array.isArray(v) || !v.every((x) => typeof x === "number" || typeof x === "string")) fail(`"forward" needs "ids", an array of event ids`);
+      ledger.forwarded(k as number, (v as EventId[]).map(key));
+      step?.(`${when}  ${"".padEnd(9)} ${channels[k as number].name.padEnd(14)} forwarded ${(v as EventId[]).length} events: the next agent committed them`);
+      return;
+    }
+    const txId = rec.tx;
+    if (typeof txId !== "number" || !Number.isInteger(txId)) fail(`"${op}" needs a transaction number "tx"`);
+    const id = txId as number;
+    if (op === "begin") {
+      const chName = rec.ch;
+      const k = tf.channelIndex.get(String(chName));
+      if (k === undefined) fail(`begin on unknown channel ${JSON.stringify(chName)}`);
+      if (tf.begunAt.has(id)) fail(`transaction ${id} begun twice (first at line ${tf.begunAt.get(id)})`);
+      const tx = channels[k as number].channel.getTransaction();
+      tx.begin();
+      const o: OpenTx = { id, ch: k as number, by: typeof rec.by === "string" ? rec.by : undefined, line: lineNo, tx, puts: [], takes: [], closed: false, commitFailed: false, pending: null };
+      tf.txs.set(id, o);
+      tf.begunAt.set(id, lineNo);
+      tf.vanished.delete(id);
+      step?.(`${when}  tx ${String(id).padEnd(6)} ${label(o).padEnd(14)} begin`);
+      return;
+    }
+    const o = tf.txs.get(id);
+    if (!o) {
+      const what = tf.vanished.has(id) ? "vanished in a crash" : tf.begunAt.has(id) ? "was closed before the crash" : "was never begun";
+      fail(`${op} on transaction ${id}, which ${what}: ${op === "take" || op === "put" ? `a ${op} must happen inside a transaction` : "begin it first"}`);
+    }
+    const cur = o as OpenTx;
+    const tx = cur.tx;
+    const stateError = (err: unknown): never => fail(`${op} on transaction ${id} (begun at line ${cur.line}) breaks the transaction rules: ${(err as Error).message}`);
+    const ids = (): EventId[] => {
+      const v = rec.ids;
+      if (!Array.isArray(v) || !v.every((x) => typeof x === "number" || typeof x === "string")) return fail(`"${op}" needs "ids", an array of event ids`);
+      return v as EventId[];
+    };
+    const rc = channels[cur.ch];
+    const chName = rc.name;
+    switch (op) {
+      case "put": {
+        const list = ids();
+        try {
+          for (const eid of list) {
+            tx.put({ headers: { [ID_HEADER]: JSON.stringify(eid) }, body: encoder.encode(String(eid)) });
+            cur.puts.push(key(eid));
+          }
+        } catch (err) {
+          stateError(err);
+        }
+        step?.(`${when}  tx ${String(id).padEnd(6)} ${"".padEnd(14)} put ${list.length} events ${describeIds(list)}`);
+        break;
+      }
+      case "take": {
+        const list = ids();
+        for (const want of list) {
+          let e: Event | null;
+          try {
+            e = tx.take();
+            // The event may come from a commit whose disk write is still running.
+            if (e === null && [...tf.txs.values()].some((x) => x.pending && !x.pending.done)) {
+              await settleIo();
+              e = tx.take();
+            }
+          } catch (err) {
+            return stateError(err);
+          }
+          if (e === null) diverge(`transaction ${id} took event ${JSON.stringify(want)} from ${chName}, but the replayed channel is empty`);
+          const got = JSON.parse((e as Event).headers[ID_HEADER]) as EventId;
+          if (got !== want) diverge(`transaction ${id} took event ${JSON.stringify(want)} from ${chName}, the replayed channel gave ${JSON.stringify(got)}`);
+          cur.takes.push(key(got));
+        }
+        // "end" (the channel looked empty) is not checked: a commit whose disk write was
+        // still running then may already be visible in the replay.
+        step?.(`${when}  tx ${String(id).padEnd(6)} ${"".padEnd(14)} take ${list.length} events ${describeIds(list)}${rec.end === true ? (list.length ? " (then empty)" : "(channel empty)") : ""}`);
+        break;
+      }
+      case "deliver": {
+        const list = ids();
+        const taken = new Set(cur.takes);
+        const idx = list.map(key);
+        const stray = idx.findIndex((i) => !taken.has(i));
+        if (stray >= 0) fail(`deliver of event ${JSON.stringify(list[stray])}, which transaction ${id} did not take`);
+        ledger.delivered(cur.ch, idx);
+        step?.(`${when}  tx ${String(id).padEnd(6)} ${"".padEnd(14)} delivered ${list.length} events${typeof rec.by === "string" ? ` by ${rec.by}` : ""}`);
+        break;
+      }
+      case "commit": {
+        if (typeof rec.refused === "string") {
+          if (tx.state !== "OPEN") stateError(new Error(`commit() called when transaction is ${tx.state}`));
+          cur.commitFailed = true;
+          step?.(`${when}  tx ${String(id).padEnd(6)} ${"".padEnd(14)} commit REFUSED: ${rec.refused}`);
+          break;
+        }
+        if (tx.state !== "OPEN" || cur.pending) {
+          try {
+            await tx.commit();
+          } catch (err) {
+            stateError(err);
+          }
+          stateError(new Error(`commit() called twice`));
+        }
+        const pending = { done: false, error: null as Error | null };
+        cur.pending = pending;
+        tx.commit().then(
+          () => (pending.done = true),
+          (err: unknown) => {
+            pending.done = true;
+            pending.error = err instanceof Error ? err : new Error(String(err));
+          },
+        );
+        // Let it take effect as it did when it was recorded (a wait for space goes on waiting).
+        await immediate();
+        break;
+      }
+      case "committed": {
+        const pending = cur.pending;
+        if (!pending) fail(`committed on transaction ${id} without a commit line before it`);
+        const p = pending as { done: boolean; error: Error | null };
+        if (!p.done) await settleIo();
+        const want = typeof rec.error === "string" ? rec.error : null;
+        if (!p.done) diverge(`transaction ${id} ${want ? "failed to commit" : "committed"} on ${chName}, the replayed commit is still waiting (for space?)`);
+        if (want && !p.error) diverge(`transaction ${id} failed to commit on ${chName} (${want}), the replayed commit succeeded`);
+        if (!want && p.error) {
+          if (p.error.name === "TransactionStateError") stateError(p.error);
+          diverge(`transaction ${id} committed on ${chName}, the replayed commit failed: ${p.error.message}`);
+        }
+        cur.pending = null;
+        if (want) {
+          cur.commitFailed = true;
+          step?.(`${when}  tx ${String(id).padEnd(6)} ${"".padEnd(14)} commit FAILED: ${want}`);
+          break;
+        }
+        ledger.committed(cur.ch, cur.puts, cur.takes);
+        if (rc.deliveries === "take" && cur.takes.length > 0) {
+          if (cur.by !== undefined && rc.forwarders.has(cur.by)) ledger.forwarded(cur.ch, cur.takes);
+          else ledger.delivered(cur.ch, cur.takes);
+        }
+        step?.(`${when}  tx ${String(id).padEnd(6)} ${"".padEnd(14)} commit${cur.puts.length ? ` +${cur.puts.length}` : ""}${cur.takes.length ? ` -${cur.takes.length}` : ""}  (${chName} holds ${rc.channel.counter.values.ChannelSize})`);
+        break;
+      }
+      case "rollback": {
+        try {
+          await tx.rollback();
+        } catch (err) {
+          stateError(err);
+        }
+        ledger.rolledBack(cur.ch);
+        step?.(`${when}  tx ${String(id).padEnd(6)} ${"".padEnd(14)} ROLLBACK${cur.takes.length ? ` (${cur.takes.length} events back into ${chName})` : ""}`);
+        break;
+      }
+      case "close": {
+        try {
+          tx.close();
+        } catch (err) {
+          stateError(err);
+        }
+        cur.closed = true;
+        break;
+      }
+      default:
+        fail(`unknown op "${op}"`);
+    }
   }
 
   /**
@@ -389,7 +566,7 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
    * with the traced options (or the traced limits, for traces that did not record options),
    * its storage in a scratch directory.
    */
-  function makeChannel(info: TraceChannelInfo, dir: string, epoch: Epoch, line: number): { channel: Channel; definition: AnyDefinition } {
+  function makeChannel(file: string, info: TraceChannelInfo, dir: string, epoch: Epoch, line: number): { channel: Channel; definition: AnyDefinition } {
     const definition = lookupComponent("channel", info.type);
     if (!definition) throw new TraceError(file, line, `channel ${info.name}: unknown channel type "${info.type}"`);
     let options: AnyOptions;
@@ -425,14 +602,19 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
     return { channel: createComponent<Channel>(built.definition, built.options, ctx), definition: built.definition };
   }
 
-  async function addChannel(info: TraceChannelInfo, line: number): Promise<void> {
-    if (info === null || typeof info !== "object" || typeof info.name !== "string") throw new TraceError(file, line, "a channel needs a name");
+  async function addChannel(tf: TraceFile, info: TraceChannelInfo, line: number): Promise<void> {
+    if (info === null || typeof info !== "object" || typeof info.name !== "string") throw new TraceError(tf.name, line, "a channel needs a name");
     const dir = path.join(workDir, `ch${channels.length}`);
     const epoch = new Epoch(1, clock);
-    const { channel, definition } = makeChannel(info, dir, epoch, line);
+    const { channel, definition } = makeChannel(tf.name, info, dir, epoch, line);
     await channel.start();
-    channels.push({ info, channel, definition, epoch, dir });
-    ledger.addChannel({ name: info.name, durable: info.durable === true });
+    const agent = typeof info.agent === "string" ? info.agent : typeof tf.header?.agent === "string" ? tf.header.agent : several ? path.basename(tf.name) : undefined;
+    const name = several && info.agent === undefined && agent !== undefined ? `${agent}.${info.name}` : info.name;
+    tf.channelIndex.set(info.name, channels.length);
+    const c: ReplayChannel = { info, name, agent, file: tf.index, channel, definition, epoch, dir, forwarders: new Set(info.forwarders ?? []), deliveries: tf.deliveries };
+    channels.push(c);
+    ledger.addChannel({ name, durable: info.durable === true, agent });
+    link(c);
   }
 
   async function restart(k: number): Promise<void> {
@@ -441,7 +623,17 @@ export async function replayTrace(file: string, opts: ReplayOptions = {}): Promi
     // As after a real crash: no orderly stop; what survives is the definition's business.
     await c.definition.durability?.crash(c.channel);
     c.epoch = new Epoch(c.epoch.number + 1, clock);
-    c.channel = makeChannel(c.info, c.dir as string, c.epoch, 0).channel;
+    c.channel = makeChannel(traces[c.file].name, c.info, c.dir as string, c.epoch, 0).channel;
     await c.channel.start();
   }
+}
+
+function readSummary(rec: Record<string, unknown>, fail: (reason: string) => never, what: string): LedgerSummary {
+  const out = {} as LedgerSummary;
+  for (const k of SUMMARY_KEYS) {
+    const v = rec[k];
+    if (typeof v !== "number") fail(`${what}: "${k}" must be a number`);
+    out[k] = v as number;
+  }
+  return out;
 }

@@ -1,16 +1,26 @@
-/** The simulation report: text (with a compact timeline), JSON, and a self-contained HTML page. */
-import type { SimulationResult } from "./engine.ts";
-import { describeFailSpec, formatTime, type SimulationOptions } from "./options.ts";
-import type { Column } from "./timeline.ts";
+/** The simulation report: text (with a compact timeline per agent) and JSON; html.ts draws the page. */
+import type { AgentResult, CrashRecord, EventHistory, SimulationResult } from "./engine.ts";
+import { describeFailSpec, describeLink, formatTime, type LinkFaultSpec, type SimulationOptions } from "./options.ts";
+import type { Column, Timeline } from "./timeline.ts";
 
-const fmt = (n: number) => n.toLocaleString("en-US");
+export const fmt = (n: number) => n.toLocaleString("en-US");
 const SPARK = " ▁▂▃▄▅▆▇█";
+
+function describeLinkFault(f: LinkFaultSpec): string {
+  const on = describeLink(f.link);
+  if (f.kind === "fail") return `${on}: each request lost with the connection reset, probability ${f.rate}`;
+  if (f.kind === "lose-answer") return `${on}: each answer lost after the receiver committed, probability ${f.rate}`;
+  if (f.kind === "latency") return `${on}: ${formatTime(f.ms)} latency each way`;
+  return `${on}: partitioned ${formatTime(f.from)} to ${formatTime(f.to)}`;
+}
 
 export function faultsLine(o: SimulationOptions): string {
   const parts: string[] = [];
   parts.push(`sink: ${o.failSink.kind === "none" ? "no failures" : `${describeFailSpec(o.failSink)} (part of a failing batch may get through first)`}`);
-  parts.push(`put: ${o.failPut > 0 ? `each put transaction fails with probability ${o.failPut}` : "no failures"}`);
-  parts.push(`crash: ${o.crashAt.length > 0 ? o.crashAt.map(formatTime).join(", ") : "none"}`);
+  parts.push(`put: ${o.failPut > 0 ? `each put transaction fails with probability ${o.failPut}` : "no injected failures"}`);
+  const crashes = [...o.crashAt.map(formatTime), ...o.crashes.map((c) => `${c.agent ?? ""}@${formatTime(c.at)}${c.down > 0 ? ` (down ${formatTime(c.down)})` : ""}`)];
+  parts.push(`crash: ${crashes.length > 0 ? crashes.join(", ") : "none"}`);
+  for (const f of o.links) parts.push(`link ${describeLinkFault(f)}`);
   parts.push(`sink latency ${o.sinkLatency}ms`);
   parts.push(`rate ${o.rate > 0 ? `${fmt(o.rate)} events/s` : "unlimited"}`);
   return parts.join("; ");
@@ -21,33 +31,56 @@ function spark(value: number, max: number): string {
   return SPARK[Math.max(1, Math.min(8, Math.ceil((value / max) * 8)))];
 }
 
-/** A few lines: per channel its fill, then deliveries, then failures and crashes. */
-export function textTimeline(r: SimulationResult, width = 64): string[] {
-  const end = Math.max(1, r.time);
-  const cols = r.timeline.columns(end, width);
-  const lines: string[] = [];
-  const label = (s: string) => s.padEnd(12);
-  lines.push(`timeline: 0 to ${formatTime(end)}, ${formatTime(Math.max(1, Math.round(end / width)))} per column`);
-  r.channels.forEach((c, k) => {
-    // Scaled to the peak, so a channel that never gets near its capacity still shows its shape.
-    const row = cols.map((col) => spark(col.fill[k], c.peak)).join("");
-    lines.push(`  ${label(`${c.name} fill`)}|${row}|  0 to peak ${fmt(c.peak)} (capacity ${fmt(c.capacity)})`);
-  });
-  const maxDelivered = Math.max(...cols.map((c) => c.delivered));
-  lines.push(`  ${label("delivered")}|${cols.map((col) => spark(col.delivered, maxDelivered)).join("")}|`);
-  lines.push(`  ${label("faults")}|${cols.map(faultMark).join("")}|  x sink batch failed, p put failed, C crash`);
-  return lines;
-}
+export const FAULT_LEGEND = "x sink batch failed, p put failed (--fail-put), f put refused (channel full), C crash";
 
 function faultMark(c: Column): string {
   if (c.crashes > 0) return "C";
   if (c.sinkFailures > 0) return "x";
   if (c.putFailures > 0) return "p";
+  if (c.putRefusals > 0) return "f";
   return "·";
 }
 
+/** Rows of one agent's timeline: per channel its fill, then what left, then failures and crashes. */
+function timelineRows(a: Pick<AgentResult, "channels" | "timeline">, end: number, width: number, prefix: string, outLabel: string, labelWidth: number): string[] {
+  const cols = a.timeline.columns(end, width);
+  const label = (s: string) => s.padEnd(labelWidth);
+  const lines: string[] = [];
+  a.channels.forEach((c, k) => {
+    // Scaled to the peak, so a channel that never gets near its capacity still shows its shape.
+    const row = cols.map((col) => spark(col.fill[k], c.peak)).join("");
+    lines.push(`  ${label(`${c.name} fill`)}|${row}|  0 to peak ${fmt(c.peak)} (capacity ${fmt(c.capacity)})`);
+  });
+  const max = Math.max(...cols.map((c) => c.delivered));
+  lines.push(`  ${label(`${prefix}${outLabel}`)}|${cols.map((col) => spark(col.delivered, max)).join("")}|`);
+  lines.push(`  ${label(`${prefix}faults`)}|${cols.map(faultMark).join("")}|`);
+  return lines;
+}
+
+/** A few lines per agent: its channels' fill, what left it, failures and crashes. */
+export function textTimeline(r: SimulationResult, width = 64): string[] {
+  const end = Math.max(1, r.time);
+  const lines: string[] = [`timeline: 0 to ${formatTime(end)}, ${formatTime(Math.max(1, Math.round(end / width)))} per column; faults: ${FAULT_LEGEND}`];
+  const labelWidth = Math.max(12, ...r.channels.map((c) => c.name.length + 6), ...r.agents.map((a) => (r.tier ? a.name.length + 1 : 0) + 10));
+  for (const a of r.agents) {
+    const forwards = r.sinks.some((s) => s.agent === a.name && s.kind === "avro");
+    lines.push(...timelineRows(a, end, width, r.tier ? `${a.name}.` : "", forwards ? "sent on" : "delivered", labelWidth));
+  }
+  return lines;
+}
+
+/** "crash at 500ms" / "edge1 crash at 500ms" and what it did. */
+export function crashRow(r: SimulationResult, c: CrashRecord): [string, string] {
+  const dropped = c.dropped.filter((d) => d.events > 0);
+  const what =
+    dropped.length === 0
+      ? "no committed event lost"
+      : `${dropped.map((d) => `${d.channel} dropped ${fmt(d.events)}`).join(", ")}: ${c.lost === 0 ? "all of them had got through already" : `${fmt(c.lost)} lost (never delivered)`}`;
+  return [`${r.tier ? `${c.agent} ` : ""}crash at ${formatTime(c.at)}${c.down > 0 ? ` (down ${formatTime(c.down)})` : ""}`, what];
+}
+
 /** The ledger's figures, as the text and HTML reports list them. */
-function ledgerRows(r: SimulationResult): [string, string][] {
+export function ledgerRows(r: SimulationResult): [string, string][] {
   const s = r.summary;
   return [
     ["produced", fmt(r.produced)],
@@ -58,12 +91,45 @@ function ledgerRows(r: SimulationResult): [string, string][] {
     ["still in channels", fmt(s.remaining)],
     ["rolled-back transactions", fmt(s.rolledBack)],
     ["client retries", fmt(r.retries)],
+    ["put refusals (channel full)", fmt(r.putRefusals)],
   ];
 }
 
-export function textReport(o: SimulationOptions, r: SimulationResult, timeline = true): string {
+function table(header: string[], rows: string[][]): string[] {
+  const widths = header.map((h, k) => Math.max(h.length, ...rows.map((row) => row[k].length)));
+  const line = (cells: string[]) => `  ${cells.map((c, k) => (k === 0 ? c.padEnd(widths[k]) : c.padStart(widths[k]))).join("  ")}`.trimEnd();
+  return [line(header), ...rows.map(line)];
+}
+
+export function agentRows(r: SimulationResult): string[][] {
+  return r.agents.map((a) => [a.name, fmt(a.summary.accepted), fmt(a.summary.deliveredUnique), fmt(a.summary.duplicates), fmt(a.summary.lost), fmt(a.summary.remaining), fmt(a.putRefusals), fmt(a.crashes.length), a.verdict.held ? "HELD" : "VIOLATED"]);
+}
+export const AGENT_HEADER = ["agent", "accepted", "sent on or delivered", "duplicates", "lost", "still in", "put refusals", "crashes", "at-least-once"];
+
+export function linkRows(r: SimulationResult): string[][] {
+  return r.links.map((l) => [l.name, fmt(l.events), fmt(l.stats.requests), fmt(l.stats.answers), fmt(l.stats.answersLost), fmt(l.stats.requestsFailed), fmt(l.stats.refused), fmt(l.stats.heldByPartition), fmt(l.stats.resets)]);
+}
+export const LINK_HEADER = ["link", "events", "requests", "answers", "answers lost", "requests lost", "refused", "held by partition", "resets"];
+
+export function sinkRows(r: SimulationResult): string[][] {
+  return r.sinks.map((s) => [
+    `${r.tier ? `${s.agent}.` : ""}${s.name}`,
+    s.group ? `${s.group.processor} ${s.group.name}` : "-",
+    s.kind === "avro" ? `avro to ${s.link}` : "simulated",
+    fmt(s.kind === "avro" ? s.forwarded : s.delivered),
+    fmt(s.batches),
+    fmt(s.failed),
+  ]);
+}
+export const SINK_HEADER = ["sink", "group", "kind", "delivered/sent", "batches", "rolled back"];
+
+export function historyLines(h: EventHistory): string[] {
+  return [`event ${h.id}: ${h.kind}${h.causes ? ` (${h.causes.join(", ")})` : ""}`, ...h.lines];
+}
+
+export function textReport(o: SimulationOptions, r: SimulationResult, timeline = true, explain: readonly number[] = []): string {
   const out: string[] = [];
-  out.push(`flume simulate: ${fmt(r.events)} events, seed ${r.seed}`);
+  out.push(`flume simulate: ${fmt(r.events)} events, seed ${r.seed}${r.tier ? `, a tier of ${r.agents.length} agents` : ""}`);
   out.push("topology:");
   for (const t of r.topology) out.push(`  ${t}`);
   out.push(`faults: ${faultsLine(o)}`);
@@ -73,27 +139,63 @@ export function textReport(o: SimulationOptions, r: SimulationResult, timeline =
     out.push(...textTimeline(r));
     out.push("");
   }
-  const rows: [string, string][] = [
-    ...ledgerRows(r),
-    ["sink batches (failed)", `${fmt(r.sinkBatches)} (${fmt(r.sinkFailures)})`],
-  ];
+  const rows: [string, string][] = [...ledgerRows(r)];
+  if (o.failPut > 0) rows.push(["injected put failures", fmt(r.putFailures)]);
+  rows.push(["sink batches (failed)", `${fmt(r.sinkBatches)} (${fmt(r.sinkFailures)})`]);
   for (const c of r.channels) rows.push([`channel peak fill ${c.name}`, `${fmt(c.peak)} of ${fmt(c.capacity)}`]);
-  for (const c of r.crashes) {
-    const lost = c.lost.filter((l) => l.lost > 0).map((l) => `${l.channel} lost ${fmt(l.lost)} events`);
-    rows.push([`crash at ${formatTime(c.at)}`, lost.length > 0 ? lost.join(", ") : "no committed event lost"]);
-  }
+  for (const c of r.crashes) rows.push(crashRow(r, c));
+  for (const c of r.crashesNotReached) rows.push([`${r.tier ? `${c.agent} ` : ""}crash at ${formatTime(c.at)}`, `did not happen: ${c.why}`]);
   rows.push(["virtual time", formatTime(r.time)]);
   const w = Math.max(...rows.map(([k]) => k.length)) + 2;
   for (const [k, v] of rows) out.push(`${k.padEnd(w)}${v.padStart(12)}`);
   out.push("");
+  if (r.tier) {
+    out.push("agents:", ...table(AGENT_HEADER, agentRows(r)), "");
+    out.push("links:", ...table(LINK_HEADER, linkRows(r)), "");
+  }
+  if (r.tier || r.sinks.length > 1) out.push("sinks:", ...table(SINK_HEADER, sinkRows(r)), "");
+  if (r.summary.duplicates > 0) {
+    out.push("duplicates by cause:");
+    for (const d of r.duplicateCauses) if (d.count > 0) out.push(`  ${d.cause.padEnd(14)}${fmt(d.count).padStart(10)}  ${d.text}${d.example !== undefined ? ` (e.g. event ${d.example})` : ""}`);
+    out.push("");
+  }
   if (!r.completed) out.push(`note: stopped at ${formatTime(r.time)} of virtual time before every event was delivered (--max-time)`);
-  if (r.channels.length > 1) out.push("(with several channels each channel's copy of an event counts: an event is lost when any copy was accepted and never delivered)");
+  if (r.channels.length > 1 && !r.tier) out.push("(with several channels each channel's copy of an event counts: an event is lost when any copy was accepted and never delivered)");
   out.push(r.verdict.line);
+  if (r.tier) for (const a of r.agents) out.push(`  ${a.verdict.line}`);
+  const told = new Set<number>();
+  const byId = new Map(r.histories.map((h) => [h.id, h]));
   if (r.firstLost) {
-    out.push(`first lost event: ${r.firstLost.id} (accepted into channel ${r.firstLost.channel}, never delivered from it)`);
+    out.push("", `first lost event: ${r.firstLost.id} (accepted into channel ${r.firstLost.channel}, never delivered from it)`);
     for (const h of r.firstLost.history) out.push(h);
+    told.add(r.firstLost.id);
+  }
+  for (const d of r.duplicateCauses) {
+    if (d.example === undefined || told.has(d.example) || explain.includes(d.example)) continue;
+    const h = byId.get(d.example);
+    if (!h) continue;
+    told.add(d.example);
+    out.push("", `a duplicate from ${d.cause}: event ${d.example}`, ...h.lines);
+  }
+  for (const id of explain) {
+    const h = byId.get(id);
+    if (h) out.push("", ...historyLines(h));
   }
   return `${out.join("\n")}\n`;
+}
+
+/** The text timeline's columns as data, per agent. */
+function jsonTimeline(t: Timeline, channels: { name: string }[], time: number, width = 64) {
+  const end = Math.max(1, time);
+  return t.columns(end, width).map((c) => ({
+    from: Math.round(c.from),
+    fill: Object.fromEntries(channels.map((ch, k) => [ch.name, c.fill[k]])),
+    delivered: c.delivered,
+    sinkFailures: c.sinkFailures,
+    putFailures: c.putFailures,
+    putRefusals: c.putRefusals,
+    crashes: c.crashes,
+  }));
 }
 
 export function jsonReport(o: SimulationOptions, r: SimulationResult): string {
@@ -102,11 +204,14 @@ export function jsonReport(o: SimulationOptions, r: SimulationResult): string {
     {
       events: r.events,
       seed: r.seed,
+      tier: r.tier,
       topology: r.topology,
       faults: {
         failSink: o.failSink.kind === "none" ? null : o.failSink.kind === "rate" ? o.failSink.rate : o.failSink.text,
         failPut: o.failPut,
         crashAt: o.crashAt,
+        crashes: o.crashes,
+        links: o.links,
         sinkLatency: o.sinkLatency,
         rate: o.rate,
       },
@@ -120,151 +225,26 @@ export function jsonReport(o: SimulationOptions, r: SimulationResult): string {
       rolledBack: s.rolledBack,
       retries: r.retries,
       putFailures: r.putFailures,
+      putRefusals: r.putRefusals,
       sinkBatches: r.sinkBatches,
       sinkFailures: r.sinkFailures,
       deliveries: r.deliveries,
+      duplicateCauses: Object.fromEntries(r.duplicateCauses.map((d) => [d.cause, { count: d.count, example: d.example ?? null, text: d.text }])),
       crashes: r.crashes,
+      crashesNotReached: r.crashesNotReached,
       channels: r.channels,
+      agents: r.agents.map((a) => ({ name: a.name, ...a.summary, putFailures: a.putFailures, putRefusals: a.putRefusals, sinkFailures: a.sinkFailures, crashes: a.crashes.length, verdict: a.verdict.held ? "HELD" : "VIOLATED", verdictLine: a.verdict.line })),
+      links: r.links.map((l) => ({ name: l.name, from: l.from, sink: l.sink, to: l.to, source: l.source, address: l.address, events: l.events, ...l.stats, faults: l.faults })),
+      sinks: r.sinks,
       virtualTimeMs: r.time,
       completed: r.completed,
       verdict: r.verdict.held ? "HELD" : "VIOLATED",
       verdictLine: r.verdict.line,
       firstLost: r.firstLost ?? null,
-      timeline: jsonTimeline(r),
+      histories: r.histories,
+      timeline: r.tier ? Object.fromEntries(r.agents.map((a) => [a.name, jsonTimeline(a.timeline, a.channels, r.time)])) : jsonTimeline(r.timeline, r.channels, r.time),
     },
     null,
     2,
   )}\n`;
-}
-
-/** Axis labels: 250ms, 11.7s, 1m46s. */
-function shortTime(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)}ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)}s`;
-  const m = Math.floor(ms / 60_000);
-  return `${m}m${String(Math.round((ms % 60_000) / 1000)).padStart(2, "0")}s`;
-}
-
-/** 1, 2 or 5 times a power of ten, at least v. */
-function niceCeil(v: number): number {
-  const p = 10 ** Math.floor(Math.log10(v));
-  for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
-  return 10 * p;
-}
-
-/** The text timeline's columns as data. */
-function jsonTimeline(r: SimulationResult, width = 64) {
-  const end = Math.max(1, r.time);
-  return r.timeline.columns(end, width).map((c) => ({
-    from: Math.round(c.from),
-    fill: Object.fromEntries(r.channels.map((ch, k) => [ch.name, c.fill[k]])),
-    delivered: c.delivered,
-    sinkFailures: c.sinkFailures,
-    putFailures: c.putFailures,
-    crashes: c.crashes,
-  }));
-}
-
-const escapeHtml = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
-const COLORS = ["#2563eb", "#7c3aed", "#0891b2", "#ca8a04", "#db2777"];
-
-/** One page, no external resources: an SVG chart of channel fill, deliveries, failures and crashes. */
-export function htmlReport(o: SimulationOptions, r: SimulationResult): string {
-  const W = 1100;
-  const left = 70;
-  const right = 20;
-  const plotW = W - left - right;
-  const fillTop = 30;
-  const fillH = 260;
-  const delTop = fillTop + fillH + 40;
-  const delH = 110;
-  const faultTop = delTop + delH + 30;
-  const H = faultTop + 70;
-  const end = Math.max(1, r.time);
-  const n = Math.min(plotW, 400);
-  const cols = r.timeline.columns(end, n);
-  const colW = plotW / n;
-  const x = (t: number) => left + (t / end) * plotW;
-  const svg: string[] = [];
-  svg.push(`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" font-family="system-ui, sans-serif" font-size="12">`);
-  svg.push(`<rect x="0" y="0" width="${W}" height="${H}" fill="#fff"/>`);
-  // Fill panel, scaled to the highest peak (a capacity far above it would flatten the curve).
-  const peak = Math.max(1, ...r.channels.map((c) => c.peak));
-  const maxCap = niceCeil(peak * 1.1);
-  const yFill = (v: number) => fillTop + fillH - (Math.min(v, maxCap) / maxCap) * fillH;
-  svg.push(`<text x="${left}" y="${fillTop - 10}" font-weight="600">channel fill (events)</text>`);
-  for (let g = 0; g <= 4; g++) {
-    const v = (maxCap * g) / 4;
-    const y = yFill(v);
-    svg.push(`<line x1="${left}" x2="${W - right}" y1="${y}" y2="${y}" stroke="#e5e7eb"/>`);
-    svg.push(`<text x="${left - 6}" y="${y + 4}" text-anchor="end" fill="#6b7280">${fmt(Math.round(v))}</text>`);
-  }
-  r.channels.forEach((c, k) => {
-    const color = COLORS[k % COLORS.length];
-    const pts = cols.map((col, i) => `${(left + (i + 0.5) * colW).toFixed(1)},${yFill(col.fill[k]).toFixed(1)}`);
-    svg.push(`<polygon points="${left},${yFill(0)} ${pts.join(" ")} ${W - right},${yFill(0)}" fill="${color}" fill-opacity="0.15"/>`);
-    svg.push(`<polyline points="${pts.join(" ")}" fill="none" stroke="${color}" stroke-width="1.5"/>`);
-    if (c.capacity <= maxCap) {
-      svg.push(`<line x1="${left}" x2="${W - right}" y1="${yFill(c.capacity)}" y2="${yFill(c.capacity)}" stroke="${color}" stroke-dasharray="4 3"/>`);
-      svg.push(`<text x="${W - right - 4}" y="${yFill(c.capacity) - 4}" text-anchor="end" fill="${color}">capacity of ${escapeHtml(c.name)}</text>`);
-    }
-  });
-  let legendX = left + 170;
-  r.channels.forEach((c, k) => {
-    const text = `■ ${c.name} (${c.type}, peak ${fmt(c.peak)} of ${fmt(c.capacity)})`;
-    svg.push(`<text x="${legendX}" y="${fillTop - 10}" fill="${COLORS[k % COLORS.length]}">${escapeHtml(text)}</text>`);
-    legendX += text.length * 7 + 16;
-  });
-  // Deliveries panel.
-  const maxDel = Math.max(1, ...cols.map((c) => c.delivered));
-  svg.push(`<text x="${left}" y="${delTop - 10}" font-weight="600">deliveries per ${formatTime(Math.max(1, Math.round(end / n)))} (max ${fmt(maxDel)})</text>`);
-  svg.push(`<line x1="${left}" x2="${W - right}" y1="${delTop + delH}" y2="${delTop + delH}" stroke="#9ca3af"/>`);
-  cols.forEach((col, i) => {
-    if (col.delivered === 0) return;
-    const h = (col.delivered / maxDel) * delH;
-    svg.push(`<rect x="${(left + i * colW).toFixed(1)}" y="${(delTop + delH - h).toFixed(1)}" width="${Math.max(0.8, colW - 0.3).toFixed(1)}" height="${h.toFixed(1)}" fill="#16a34a"/>`);
-  });
-  // Faults row.
-  svg.push(`<text x="${left}" y="${faultTop - 10}" font-weight="600">failures</text>`);
-  svg.push(`<text x="${left - 6}" y="${faultTop + 14}" text-anchor="end" fill="#6b7280">sink</text>`);
-  svg.push(`<text x="${left - 6}" y="${faultTop + 34}" text-anchor="end" fill="#6b7280">put</text>`);
-  cols.forEach((col, i) => {
-    const cx = (left + (i + 0.5) * colW).toFixed(1);
-    if (col.sinkFailures > 0) svg.push(`<circle cx="${cx}" cy="${faultTop + 10}" r="3.5" fill="#ea580c"><title>${col.sinkFailures} sink batch failure(s) at ${formatTime(Math.round(col.from))}</title></circle>`);
-    if (col.putFailures > 0) svg.push(`<rect x="${(Number(cx) - 3).toFixed(1)}" y="${faultTop + 27}" width="6" height="6" fill="#a16207"><title>${col.putFailures} put failure(s) at ${formatTime(Math.round(col.from))}</title></rect>`);
-  });
-  // Crashes across all panels.
-  r.crashes.forEach((c, i) => {
-    const cx = x(c.at).toFixed(1);
-    svg.push(`<line x1="${cx}" x2="${cx}" y1="${fillTop}" y2="${faultTop + 40}" stroke="#dc2626" stroke-width="2"/>`);
-    const lost = c.lost.reduce((a, l) => a + l.lost, 0);
-    // Labels of nearby crashes go one under the other.
-    svg.push(`<text x="${Number(cx) + 4}" y="${fillTop + 14 + (i % 8) * 15}" fill="#dc2626" font-weight="600">crash ${formatTime(c.at)}${lost > 0 ? ` (${fmt(lost)} lost)` : " (nothing lost)"}</text>`);
-  });
-  // Time axis.
-  const axisY = H - 14;
-  for (let g = 0; g <= 10; g++) {
-    const t = (end * g) / 10;
-    svg.push(`<line x1="${x(t)}" x2="${x(t)}" y1="${fillTop + fillH}" y2="${fillTop + fillH + 4}" stroke="#9ca3af"/>`);
-    svg.push(`<text x="${x(t)}" y="${axisY}" text-anchor="${g === 0 ? "start" : g === 10 ? "end" : "middle"}" fill="#6b7280">${shortTime(t)}</text>`);
-  }
-  svg.push(`</svg>`);
-
-  const rows: [string, string][] = [...ledgerRows(r), ["virtual time", formatTime(r.time)]];
-  const color = r.verdict.held ? "#15803d" : "#b91c1c";
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>flume simulate: ${escapeHtml(r.verdict.line)}</title>
-<style>body{font-family:system-ui,sans-serif;margin:24px;color:#111827}h1{font-size:20px;margin:0 0 4px}p{margin:4px 0;color:#374151}
-table{border-collapse:collapse;margin-top:12px}td{padding:2px 16px 2px 0}td.n{text-align:right;font-variant-numeric:tabular-nums}
-.verdict{font-size:18px;font-weight:700;color:${color};margin:12px 0}pre{background:#f3f4f6;padding:8px;font-size:12px}</style></head>
-<body>
-<h1>flume simulate: ${fmt(r.events)} events, seed ${r.seed}</h1>
-<p>${r.topology.map(escapeHtml).join(" &middot; ")}</p>
-<p>faults: ${escapeHtml(faultsLine(o))}</p>
-<div class="verdict">${escapeHtml(r.verdict.line)}</div>
-${svg.join("\n")}
-<table>${rows.map(([k, v]) => `<tr><td>${k}</td><td class="n">${v}</td></tr>`).join("")}</table>
-${r.firstLost ? `<p>first lost event: ${r.firstLost.id} (channel ${escapeHtml(r.firstLost.channel)})</p><pre>${escapeHtml(r.firstLost.history.join("\n"))}</pre>` : ""}
-</body></html>
-`;
 }

@@ -10,7 +10,10 @@ export interface Bucket {
   fill: number[];
   delivered: number;
   sinkFailures: number;
+  /** Put transactions refused by an injected fault (--fail-put). */
   putFailures: number;
+  /** Put transactions the channel refused (full): the sender retries. */
+  putRefusals: number;
   crashes: number;
 }
 
@@ -32,7 +35,7 @@ export class Timeline {
       i = Math.floor(t / this.width);
     }
     while (this.buckets.length <= i) {
-      this.buckets.push({ fill: [...this.last], delivered: 0, sinkFailures: 0, putFailures: 0, crashes: 0 });
+      this.buckets.push({ fill: [...this.last], delivered: 0, sinkFailures: 0, putFailures: 0, putRefusals: 0, crashes: 0 });
     }
     return this.buckets[i];
   }
@@ -51,6 +54,7 @@ export class Timeline {
         delivered: a.delivered + b.delivered,
         sinkFailures: a.sinkFailures + b.sinkFailures,
         putFailures: a.putFailures + b.putFailures,
+        putRefusals: a.putRefusals + b.putRefusals,
         crashes: a.crashes + b.crashes,
       });
     }
@@ -76,6 +80,9 @@ export class Timeline {
   putFailure(t: number): void {
     this.at(t).putFailures++;
   }
+  putRefusal(t: number): void {
+    this.at(t).putRefusals++;
+  }
   crash(t: number): void {
     const b = this.at(t);
     b.crashes++;
@@ -87,7 +94,7 @@ export class Timeline {
     const span = Math.max(1, end);
     const cols: Column[] = [];
     for (let c = 0; c < columns; c++) {
-      cols.push({ from: (span * c) / columns, to: (span * (c + 1)) / columns, fill: this.channels.map(() => 0), delivered: 0, sinkFailures: 0, putFailures: 0, crashes: 0 });
+      cols.push({ from: (span * c) / columns, to: (span * (c + 1)) / columns, fill: this.channels.map(() => 0), delivered: 0, sinkFailures: 0, putFailures: 0, putRefusals: 0, crashes: 0 });
     }
     for (let i = 0; i < this.buckets.length; i++) {
       const start = i * this.width;
@@ -99,6 +106,7 @@ export class Timeline {
       own.delivered += b.delivered;
       own.sinkFailures += b.sinkFailures;
       own.putFailures += b.putFailures;
+      own.putRefusals += b.putRefusals;
       own.crashes += b.crashes;
       for (let c = first; c <= last; c++) for (let k = 0; k < b.fill.length; k++) cols[c].fill[k] = Math.max(cols[c].fill[k], b.fill[k]);
     }
@@ -113,5 +121,6 @@ export interface Column {
   delivered: number;
   sinkFailures: number;
   putFailures: number;
+  putRefusals: number;
   crashes: number;
 }

@@ -14,12 +14,17 @@
  *   {"t":ms,"op":"commit","tx":n,"refused":"..."}          a commit refused before it reached the channel (injected fault)
  *   {"t":ms,"op":"rollback","tx":n}   {"t":ms,"op":"close","tx":n}
  * Operations are written when they are called, so a line comes before anything its effects cause.
- *   {"t":ms,"op":"crash"}                                   the process died; open transactions vanish
+ *   {"t":ms,"op":"forward","ch":"edge1.c1","ids":[...]}     the next agent of a tier committed these events of ch's forwarding take
+ *   {"t":ms,"op":"crash"}  or  ...,"agent":"edge1"}          the process (of that agent) died; its open transactions vanish
  *   {"op":"truncated","bytes":n}                            the size bound was reached
- *   {"op":"ledger",...LedgerSummary}                         the recorder's ledger at the end
+ *   {"op":"ledger",...LedgerSummary,"agents"?:{name: LedgerSummary}}  the recorder's ledger at the end (a tier's, and each agent's)
+ * In a tier, channels are named "agent.channel" and carry "agent"; "forwarders" lists the sinks
+ * whose committed takes went to the next agent (forwards, not deliveries). A live trace's header
+ * names its agent and avro sources, its channels the avro sinks' targets ("forwardsTo"), so that
+ * `flume replay a.jsonl b.jsonl` can tell the hops of a live tier.
  */
 import fs from "node:fs";
-import type { ChannelModel } from "../config/model.ts";
+import type { AgentModel, ChannelModel } from "../config/model.ts";
 import { type AnyOptions, capacityOf, keyWithRole, type Role } from "../config/schema.ts";
 import type { Channel } from "../core/channel.ts";
 import type { Clock } from "../core/clock.ts";
@@ -238,6 +243,12 @@ export interface TraceChannelInfo {
   keepAlive?: number;
   /** The channel's options, so replay builds the same channel through its definition. */
   options?: AnyOptions;
+  /** The agent that owns it (tiers). */
+  agent?: string;
+  /** Sinks of it that send to the next agent of the traced tier. */
+  forwarders?: string[];
+  /** Avro sinks of it and the host:port each sends to (live traces). */
+  forwardsTo?: Record<string, string>;
 }
 
 /** What a trace records of a channel, from its model: type, durability, limits by role, options. */
@@ -267,6 +278,10 @@ export interface TraceHeader {
   /** Wall-clock start of a live recording (ISO 8601). */
   started?: string;
   seed?: number;
+  /** The agent recorded (live traces). */
+  agent?: string;
+  /** Its avro sources, so a tier's traces can be joined where an avro sink sends to one. */
+  avroSources?: { name: string; bind: string; port: number }[];
 }
 
 /** Where trace lines go: a file with buffered writes, or memory (tests). */
@@ -310,6 +325,9 @@ export interface RecorderOptions {
   /** Stop recording (with a "truncated" line) after this many bytes; 0 = no bound. */
   maxBytes?: number;
   seed?: number;
+  /** Header fields of a live recording. */
+  agent?: string;
+  avroSources?: TraceHeader["avroSources"];
 }
 
 /** Pending run of puts or takes of one transaction, written as one line. */
@@ -350,8 +368,16 @@ export class TraceRecorder implements ChannelObserver {
     };
     if (options.seed !== undefined) header.seed = options.seed;
     else header.started = new Date(this.t0).toISOString();
+    if (options.agent !== undefined) header.agent = options.agent;
+    if (options.avroSources && options.avroSources.length > 0) header.avroSources = options.avroSources;
     this.emit(JSON.stringify(header));
+    this.channelNames = channels.map((c) => c.name);
+    this.forwarders = channels.map((c) => new Set(c.forwarders ?? []));
   }
+
+  private channelNames: string[];
+  /** Per channel, sinks whose committed takes are forwards. */
+  private forwarders: Set<string>[];
 
   /** Wraps channel number `index` (the order given to the constructor). */
   wrap(channel: Channel, index: number, observer: ChannelObserver = this): TracedChannel {
@@ -410,7 +436,7 @@ export class TraceRecorder implements ChannelObserver {
   }
 
   begin(tx: TracedTransaction): void {
-    this.line("begin", tx.id, `,"ch":${JSON.stringify(tx.channel)}${tx.by ? `,"by":${JSON.stringify(tx.by)}` : ""}`);
+    this.line("begin", tx.id, `,"ch":${JSON.stringify(this.channelNames[tx.target.index] ?? tx.channel)}${tx.by ? `,"by":${JSON.stringify(tx.by)}` : ""}`);
   }
 
   put(tx: TracedTransaction, event: Event): void {
@@ -438,12 +464,16 @@ export class TraceRecorder implements ChannelObserver {
     const puts = tx.puts.map((e) => this.key(idOf(e)));
     const takes = tx.takes.map((e) => this.key(idOf(e)));
     this.ledger.committed(tx.target.index, puts, takes);
-    if (this.options.deliveries === "take" && takes.length > 0) this.ledger.delivered(tx.target.index, takes);
+    if (this.options.deliveries === "take" && takes.length > 0) {
+      const forward = tx.by !== undefined && this.forwarders[tx.target.index]?.has(tx.by);
+      if (forward) this.ledger.forwarded(tx.target.index, takes);
+      else this.ledger.delivered(tx.target.index, takes);
+    }
   }
 
   rollback(tx: TracedTransaction): void {
     this.line("rollback", tx.id);
-    if (!this.truncated) this.ledger.rolledBack();
+    if (!this.truncated) this.ledger.rolledBack(tx.target.index);
   }
 
   close(tx: TracedTransaction): void {
@@ -461,34 +491,48 @@ export class TraceRecorder implements ChannelObserver {
     );
   }
 
-  /**
-   * The process crashed: open transactions vanish, non-durable channels lose their events,
-   * and a channel in `partial` (by index) loses the events listed for it.
-   */
-  crash(partial?: ReadonlyMap<number, readonly EventId[]>): void {
+  /** The next agent committed these events of channel ch's forwarding take (simulated tiers). */
+  forward(ch: number, ids: EventId[]): void {
     this.flushRun();
-    this.emit(`{"t":${this.now()},"op":"crash"}`);
+    this.emit(`{"t":${this.now()},"op":"forward","ch":${JSON.stringify(this.channelNames[ch])},"ids":${JSON.stringify(ids)}}`);
+    if (this.truncated) return;
+    this.ledger.forwarded(
+      ch,
+      ids.map((id) => this.key(id)),
+    );
+  }
+
+  /**
+   * The process (of `agent`, owning `channels`) crashed: open transactions vanish, non-durable
+   * channels lose their events, and a channel in `partial` (by index) loses the events listed for it.
+   */
+  crash(channels?: number[], agent?: string, partial?: ReadonlyMap<number, readonly EventId[]>): void {
+    this.flushRun();
+    this.emit(`{"t":${this.now()},"op":"crash"${agent !== undefined ? `,"agent":${JSON.stringify(agent)}` : ""}}`);
     if (this.truncated) return;
     const keyed = partial && new Map([...partial].map(([k, ids]) => [k, ids.map((id) => this.key(id))]));
-    this.ledger.crash(keyed);
+    this.ledger.crash(channels, undefined, keyed);
   }
 
   /** A channel made after the header was written (a live agent's reload): announced by a "channel" line. */
   addChannel(info: TraceChannelInfo): number {
     const index = this.ledger.addChannel({ name: info.name, durable: info.durable });
+    this.channelNames[index] = info.name;
+    this.forwarders[index] = new Set(info.forwarders ?? []);
     this.flushRun();
     this.emit(JSON.stringify({ op: "channel", ...info }));
     return index;
   }
 
-  /** Writes the ledger line and closes the output. */
-  finish(): LedgerSummary {
+  /** Writes the ledger line (the tier's, and each agent's when given) and closes the output. */
+  finish(agents?: { name: string; channels: number[] }[]): LedgerSummary {
     const summary = this.ledger.summary();
     if (this.closed) return summary;
     this.flushRun();
     const wasTruncated = this.truncated;
     this.truncated = false;
-    this.out.write(JSON.stringify({ op: "ledger", ...summary, ...(wasTruncated ? { truncated: true } : {}) }) + "\n");
+    const perAgent = agents ? { agents: Object.fromEntries(agents.map((a) => [a.name, this.ledger.summaryOf(a.channels)])) } : {};
+    this.out.write(JSON.stringify({ op: "ledger", ...summary, ...perAgent, ...(wasTruncated ? { truncated: true } : {}) }) + "\n");
     this.closed = true;
     this.out.close();
     return summary;
@@ -509,12 +553,23 @@ export function bothObservers(a: ChannelObserver, b: ChannelObserver): ChannelOb
   };
 }
 
-/** Trace file of a live agent (`flume run --trace FILE`): wraps every channel buildAgent makes. */
-export function liveTracer(file: string, clock: Clock, maxBytes: number): { wrapChannel: (channel: Channel, model: ChannelModel) => Channel; finish: () => LedgerSummary } {
-  const recorder = new TraceRecorder(new FileTraceOutput(file, 64 * 1024), [], { clock, idOf: contentIdOf, deliveries: "take", maxBytes });
+/**
+ * Trace file of a live agent (`flume run --trace FILE`): wraps every channel buildAgent makes.
+ * Given the agent's model, the header names the agent and its avro sources, and each channel
+ * the avro sinks that read it with their host:port, so the traces of a tier's agents can be
+ * replayed together (`flume replay a.jsonl b.jsonl`).
+ */
+export function liveTracer(file: string, clock: Clock, maxBytes: number, agent?: AgentModel): { wrapChannel: (channel: Channel, model: ChannelModel) => Channel; finish: () => LedgerSummary } {
+  const avroSources = agent ? [...agent.sources.values()].filter((s) => s.type === "avro").map((s) => ({ name: s.name, bind: String(s.options.bind), port: Number(s.options.port) })) : undefined;
+  const recorder = new TraceRecorder(new FileTraceOutput(file, 64 * 1024), [], { clock, idOf: contentIdOf, deliveries: "take", maxBytes, agent: agent?.agent, avroSources });
+  const forwardsTo = (channel: string): Record<string, string> | undefined => {
+    const sinks = agent ? [...agent.sinks.values()].filter((k) => k.type === "avro" && k.channel === channel) : [];
+    return sinks.length > 0 ? Object.fromEntries(sinks.map((k) => [k.name, `${String(k.options.hostname)}:${Number(k.options.port)}`])) : undefined;
+  };
   return {
     wrapChannel(channel: Channel, model: ChannelModel): Channel {
-      return recorder.wrap(channel, recorder.addChannel(channelInfo(model)));
+      const to = forwardsTo(model.name);
+      return recorder.wrap(channel, recorder.addChannel({ ...channelInfo(model), ...(to ? { forwardsTo: to } : {}) }));
     },
     finish: () => recorder.finish(),
   };

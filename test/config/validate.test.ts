@@ -6,7 +6,7 @@ import { definition as timestampInterceptor } from "../../src/components/interce
 import * as registry from "../../src/components/registry.ts";
 import type { Problem } from "../../src/config/problems.ts";
 import type { ComponentKind } from "../../src/config/schema.ts";
-import { type ComponentRegistry, validateConfigText } from "../../src/config/validate.ts";
+import { type ComponentRegistry, validateConfigText, validateEveryAgent } from "../../src/config/validate.ts";
 
 /** The real registry, plus interceptors in case they are not registered yet. */
 const extras = [staticInterceptor, timestampInterceptor] as ComponentDefinition<unknown>[];
@@ -381,5 +381,51 @@ describe("problem reports name each problem once, relative to its component", ()
     expect(capacity.map((p) => p.code)).toEqual(["unresolved-variable"]);
     const dup = r.problems.find((p) => p.code === "duplicate-key");
     expect(dup).toMatchObject({ line: 8, component: "channel c1", key: "keep-alive" });
+  });
+});
+
+describe("every agent of a file (a tier)", () => {
+  const tier = [
+    "edge.sources = r1",
+    "edge.channels = c1",
+    "edge.sinks = k1",
+    "edge.sources.r1.type = seq",
+    "edge.sources.r1.channels = c1",
+    "edge.channels.c1.type = memory",
+    "edge.sinks.k1.type = avro",
+    "edge.sinks.k1.channel = c1",
+    "edge.sinks.k1.hostname = 127.0.0.1",
+    "edge.sinks.k1.port = 4545",
+    "collector.sources = r1",
+    "collector.channels = c1",
+    "collector.sinks = k1",
+    "collector.sources.r1.type = avro",
+    "collector.sources.r1.bind = 0.0.0.0",
+    "collector.sources.r1.port = 99999",
+    "collector.sources.r1.channels = c1",
+    "collector.channels.c1.type = memory",
+    "collector.sinks.k1.type = logger",
+    "collector.sinks.k1.channel = c1",
+    "colector.sinks.k1.type = null",
+    "",
+  ].join("\n");
+
+  test("each agent with a channel list gets its own model and problems, as flume run -n <agent> would", () => {
+    const results = validateEveryAgent(tier, "tier.conf", { env: {} }, registry);
+    expect(results.map((r) => r.config?.agent)).toEqual(["edge", "collector"]);
+    const [edge, collector] = results;
+    expect(edge.problems.filter((p) => p.severity === "error")).toEqual([]);
+    expect([...(edge.model?.sinks.keys() ?? [])]).toEqual(["k1"]);
+    expect(collector.problems.filter((p) => p.severity === "error").map((p) => `${p.line} ${p.component} ${p.key}`)).toEqual(["16 source r1 port"]);
+    // The same problems as the one-agent parse of that agent.
+    const alone = validateConfigText(tier, "tier.conf", { agentName: "collector", env: {} }, registry);
+    expect(collector.problems).toEqual(alone.problems);
+    // A prefix without channels is a typo the single-agent parse warns about, not an agent.
+    expect(edge.problems.some((p) => p.code === "not-in-agent" && p.component === "colector")).toBe(true);
+  });
+
+  test("a file without agents gives the one-agent parse's error", () => {
+    const [only] = validateEveryAgent("x = 1\n", "x.conf", { env: {} }, registry);
+    expect(only.problems.map((p) => p.code)).toContain("no-agent");
   });
 });

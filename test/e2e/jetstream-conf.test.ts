@@ -73,7 +73,7 @@ a1.sinks.k3.channel = c3
     const r = cliWithoutNats(["simulate", "-f", conf, "--events", "3000", "--crash-at", "150ms", "--no-progress"]);
     expect(r.out).toContain("channel c1 (jetstream, simulated by a file channel on a scratch directory, capacity 20,000, transactionCapacity 1000)");
     expect(r.out).toContain("channel c2 (jetstream, simulated by a file channel on a scratch directory, capacity 30,000, transactionCapacity 200)");
-    expect(r.out).toMatch(/crash at 150ms +c3 lost \d+ events/);
+    expect(r.out).toMatch(/crash at 150ms +c3 dropped \d+: \d+ lost/);
     expect(r.out).not.toMatch(/c[12] lost/);
     expect(r.out).toContain("at-least-once: VIOLATED");
   } finally {

@@ -8,7 +8,8 @@ import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
 import { liveTracer } from "../../src/simulate/trace.ts";
 import { replayTrace } from "../../src/simulate/replay.ts";
-import { runCli, startCli, tempDir } from "../support/helpers.ts";
+import { readdirSync } from "node:fs";
+import { freePort, ROOT, runCli, startCli, tempDir, waitUntil } from "../support/helpers.ts";
 
 interface ReplayJson {
   ok: boolean;
@@ -67,7 +68,7 @@ describe("flume replay", () => {
       runCli(["simulate", "--events", "300", "--fail-sink", "2", "--crash-at", "40ms", "--trace", trace]);
       const r = runCli(["replay", trace, "--step"]);
       expect(r.code).toBe(0);
-      expect(r.stdout).toMatch(/tx 2\s+r1 @ c1\s+begin/);
+      expect(r.stdout).toMatch(/tx 1\s+r1 @ c1\s+begin/);
       expect(r.stdout).toMatch(/put 100 events 0\.\.99/);
       expect(r.stdout).toMatch(/commit \+100\s+\(c1 holds \d+\)/);
       expect(r.stdout).toContain("ROLLBACK");
@@ -190,6 +191,54 @@ describe("flume replay", () => {
       expect(out.ledger.accepted).toBeGreaterThan(0);
       expect(out.ledger).toEqual(out.expected as Record<string, number>);
     } finally {
+      cleanup();
+    }
+  });
+});
+
+describe("a live tier", () => {
+  test("flume run --trace on each agent of conf/tier.conf; flume replay of the three traces reaches each agent's ledger and the tier's, hops found where an avro sink sends to an avro source", async () => {
+    const { dir, cleanup } = tempDir("flume-replay-tier-");
+    const agents: ReturnType<typeof startCli>[] = [];
+    try {
+      const port = await freePort();
+      const conf = path.join(dir, "tier.conf");
+      // conf/tier.conf with a free port, the collector's directories in the temp dir, 2,000 events per edge.
+      const tierConf = readFileSync(path.join(ROOT, "conf", "tier.conf"), "utf8").replaceAll("4545", String(port)).replaceAll("/tmp/flume-tier", dir).replaceAll("totalEvents = 100000", "totalEvents = 2000");
+      writeFileSync(conf, tierConf);
+      const start = async (name: string) => {
+        const a = startCli(["run", "-f", conf, "-n", name, "-q", "--no-reload-conf", "--trace", path.join(dir, `${name}.jsonl`)]);
+        agents.push(a);
+        await a.waitFor(new RegExp(`agent ${name} started`));
+        return a;
+      };
+      const collector = await start("collector");
+      const edges = [await start("edge1"), await start("edge2")];
+      const out = path.join(dir, "out");
+      const delivered = () => readdirSync(out).reduce((n, f) => n + readFileSync(path.join(out, f), "utf8").split("\n").filter(Boolean).length, 0);
+      await waitUntil(() => delivered() >= 4000, "the collector's file_roll sink to write 4,000 events", 20000, 50);
+      for (const a of [...edges, collector]) {
+        a.child.kill("SIGTERM");
+        await a.waitFor(/trace written to/);
+        expect(await a.exited()).toBe(0);
+      }
+      const files = ["edge1", "edge2", "collector"].map((n) => path.join(dir, `${n}.jsonl`));
+      expect(JSON.parse(readFileSync(files[0], "utf8").split("\n")[0])).toMatchObject({ flumeTrace: 1, clock: "wall", agent: "edge1" });
+      expect(JSON.parse(readFileSync(files[2], "utf8").split("\n")[0])).toMatchObject({ agent: "collector", avroSources: [{ name: "r1", bind: "127.0.0.1", port }] });
+      const r = runCli(["replay", ...files, "--json"]);
+      expect(r.code).toBe(0);
+      const res = JSON.parse(r.stdout) as { ok: boolean; agents: { name: string; ledger: Record<string, number>; mismatches: unknown[] }[]; tier: { ledger: Record<string, number>; verdict: string; hops: string[] } };
+      expect(res.ok).toBe(true);
+      expect(res.agents.map((a) => `${a.name} ${a.ledger.accepted} ${a.mismatches.length}`)).toEqual(["edge1 2000 0", "edge2 2000 0", "collector 4000 0"]);
+      expect(res.tier.hops).toEqual([`edge1.k1 -> collector (127.0.0.1:${port})`, `edge2.k1 -> collector (127.0.0.1:${port})`]);
+      // The tier: 4,000 events (the edges' headers tell their seq numbers apart), each delivered by the collector.
+      expect(res.tier.ledger).toMatchObject({ accepted: 4000, deliveredUnique: 4000, lost: 0, remaining: 0 });
+      expect(res.tier.verdict).toMatch(/^tier at-least-once: HELD/);
+      const text = runCli(["replay", ...files]);
+      expect(text.stdout).toContain("the tier across the 3 traces, hops: edge1.k1 -> collector");
+      expect(text.stdout).toContain("replay reached the same ledgers");
+    } finally {
+      for (const a of agents) if (a.child.exitCode === null) a.child.kill("SIGKILL");
       cleanup();
     }
   });

@@ -32,10 +32,12 @@ test("a crash loses exactly the memory part of a SPILLABLEMEMORY channel; replay
   const r = runCli(["simulate", "-f", conf, "--crash-at", "8s", "--events", "20000", "--rate", "1000", "--sink-latency", "200", "--json", "--trace", trace], { timeout: 60000 });
   const report = JSON.parse(r.stdout);
   // At the crash the memory queue held 50 events (memoryCapacity), the overflow the rest.
-  expect(report.crashes).toEqual([{ at: 8000, lost: [{ channel: "c1", lost: 50 }] }]);
+  expect(report.crashes).toMatchObject([{ agent: "a1", at: 8000, down: 0, dropped: [{ channel: "c1", events: 50 }] }]);
   // Lost for good: those not delivered before the crash by a sink batch whose commit it cut off.
   expect(report.lost).toBeGreaterThan(0);
   expect(report.lost).toBeLessThanOrEqual(50);
+  // Every lost event is owed to the crash.
+  expect(report.crashes[0].lost).toBe(report.lost);
   expect(report.deliveredUnique + report.lost).toBe(20000);
   expect(report.firstLost.history.join("\n")).toContain("CRASH: SPILLABLEMEMORY channel c1 loses the events it holds in memory, this event with them");
   const replay = runCli(["replay", trace], { timeout: 60000 });

@@ -114,3 +114,6 @@ export const needsNatsServer = precondition(() => {
   const bin = natsServerPath();
   return bin !== null && commandRuns(bin, "--version");
 }, "needs nats-server");
+/** Debian's chromium, run headless for screenshots of the simulator's HTML report. */
+export const CHROMIUM = "/usr/bin/chromium";
+export const needsChromium = precondition(() => existsSync(CHROMIUM) && commandRuns(CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--version"), "needs chromium (Debian's /usr/bin/chromium)");

@@ -3,6 +3,7 @@ import { AvroRpcClient } from "../../rpc/client.ts";
 import { RpcHandshakeTimeoutError } from "../../rpc/errors.ts";
 import { CLIENT_TLS_PROPS, clientTls, tlsProblems } from "../../net/tls.ts";
 import type { CompressionType } from "../../rpc/transport.ts";
+import type { Network } from "../../net/network.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { RpcSink } from "./rpc-sink.ts";
 
@@ -33,7 +34,7 @@ export class AvroSink extends RpcSink<AvroRpcClient> {
     super(ctx, options);
   }
 
-  protected connect(): Promise<AvroRpcClient> {
+  protected connect(network: Network | undefined): Promise<AvroRpcClient> {
     const o = this.options;
     return AvroRpcClient.connect({
       host: o.hostname,
@@ -44,6 +45,7 @@ export class AvroSink extends RpcSink<AvroRpcClient> {
       compressionLevel: o.compressionLevel,
       tls: o.tls ?? undefined,
       clock: this.clock,
+      network,
     });
   }
 

@@ -3,6 +3,7 @@ import { SinkCounter } from "../../core/counters.ts";
 import { ChannelException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { Status } from "../../core/sink.ts";
+import type { Network } from "../../net/network.ts";
 import type { TakeLoop } from "../../pipeline/take-loop.ts";
 import type { ComponentContext } from "../component.ts";
 import { BaseSink } from "./base.ts";
@@ -36,12 +37,15 @@ export abstract class RpcSink<C extends RpcClient> extends BaseSink {
   private client: C | null = null;
   private resetDue = false;
   private resetTimer: TimerHandle | null = null;
+  /** The context's network (the simulator's virtual one); absent: TCP. */
+  private readonly network: Network | undefined;
 
   constructor(
     ctx: ComponentContext,
     private readonly rpc: RpcSinkSettings,
   ) {
     super(ctx);
+    this.network = ctx.network;
     this.counter = new SinkCounter(ctx.name, ctx.clock);
     this.takeLoop = this.newTakeLoop({
       label: this.label,
@@ -64,8 +68,8 @@ export abstract class RpcSink<C extends RpcClient> extends BaseSink {
     return `Rpc sink ${this.name}`;
   }
 
-  /** Opens a connection to the downstream source (throws when it cannot). */
-  protected abstract connect(): Promise<C>;
+  /** Opens a connection to the downstream source through `network` (absent: TCP); throws when it cannot. */
+  protected abstract connect(network: Network | undefined): Promise<C>;
 
   /** For the start line: the protocol and its options. */
   protected abstract describeClient(): string;
@@ -117,7 +121,7 @@ export abstract class RpcSink<C extends RpcClient> extends BaseSink {
     if (this.client) return;
     this.logger.info(`${this.label}: building Rpc client with hostname ${this.rpc.hostname}, port ${this.rpc.port}`);
     try {
-      this.client = await this.connect();
+      this.client = await this.connect(this.network);
     } catch (err) {
       this.counter.values.ConnectionFailedCount++;
       throw err;

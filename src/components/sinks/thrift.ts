@@ -1,5 +1,6 @@
 import type { ConnectionOptions } from "node:tls";
 import type { PropError } from "../../config/schema.ts";
+import type { Network } from "../../net/network.ts";
 import { CLIENT_TLS_PROPS, clientTls, tlsProblems } from "../../net/tls.ts";
 import { ThriftRpcClient } from "../../rpc/thrift/client.ts";
 import { KERBEROS_UNSUPPORTED, PROTOCOL_DOC, resolveProtocol } from "../../rpc/thrift/options.ts";
@@ -36,7 +37,7 @@ export class ThriftSink extends RpcSink<ThriftRpcClient> {
     super(ctx, options);
   }
 
-  protected connect(): Promise<ThriftRpcClient> {
+  protected connect(network: Network | undefined): Promise<ThriftRpcClient> {
     const o = this.options;
     return ThriftRpcClient.connect({
       host: o.hostname,
@@ -46,6 +47,7 @@ export class ThriftSink extends RpcSink<ThriftRpcClient> {
       requestTimeout: o.requestTimeout,
       tls: o.tls ?? undefined,
       clock: this.clock,
+      network,
     });
   }
 

@@ -8,6 +8,7 @@ import { IpFilter, parseIpFilterRules } from "../../rpc/ip-filter.ts";
 import type { RpcStatus } from "../../rpc/protocol.ts";
 import { AvroRpcServer, type RpcRequestHandler } from "../../rpc/server.ts";
 import type { CompressionType } from "../../rpc/transport.ts";
+import type { Network } from "../../net/network.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSource } from "./base.ts";
 
@@ -31,12 +32,14 @@ export class AvroSource extends BaseSource implements EventDrivenSource, RpcRequ
   readonly kind = "event-driven";
   private server: AvroRpcServer | null = null;
   private boundPort = 0;
+  private readonly network: Network | undefined;
 
   constructor(
     ctx: ComponentContext,
     readonly options: AvroSourceOptions,
   ) {
     super(ctx, { label: `Avro source ${ctx.name}` });
+    this.network = ctx.network;
   }
 
   /** The port actually bound (useful with port 0). */
@@ -62,6 +65,7 @@ export class AvroSource extends BaseSource implements EventDrivenSource, RpcRequ
       logger: this.logger,
       label: this.label,
       onConnectionCountChange: (n) => this.counter.set("OpenConnectionCount", n),
+      network: this.network,
     });
     try {
       this.boundPort = await server.listen();

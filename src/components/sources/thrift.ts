@@ -2,6 +2,7 @@ import { ChannelException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
 import type { PropError } from "../../config/schema.ts";
+import type { Network } from "../../net/network.ts";
 import { SERVER_TLS_PROPS, type ServerTls, serverTls, tlsProblems } from "../../net/tls.ts";
 import { KERBEROS_UNSUPPORTED, PROTOCOL_DOC, protocolError, resolveProtocol } from "../../rpc/thrift/options.ts";
 import { ThriftServer, type ThriftRequestHandler } from "../../rpc/thrift/server.ts";
@@ -26,12 +27,14 @@ export class ThriftSource extends BaseSource implements EventDrivenSource, Thrif
   readonly kind = "event-driven";
   private server: ThriftServer | null = null;
   private boundPort = 0;
+  private readonly network: Network | undefined;
 
   constructor(
     ctx: ComponentContext,
     readonly options: ThriftSourceOptions,
   ) {
     super(ctx, { label: `Thrift source ${ctx.name}` });
+    this.network = ctx.network;
   }
 
   /** The port actually bound (useful with port 0). */
@@ -55,6 +58,7 @@ export class ThriftSource extends BaseSource implements EventDrivenSource, Thrif
       logger: this.logger,
       label: this.label,
       onConnectionCountChange: (n) => this.counter.set("OpenConnectionCount", n),
+      network: this.network,
     });
     try {
       this.boundPort = await server.listen();

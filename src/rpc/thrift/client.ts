@@ -1,8 +1,8 @@
-import net from "node:net";
-import tls from "node:tls";
+import type tls from "node:tls";
 import type { Clock, TimerHandle } from "../../core/clock.ts";
 import { systemClock } from "../../core/clock.ts";
 import type { Event } from "../../core/event.ts";
+import { type NetSocket, type Network, tcpNetwork } from "../../net/network.ts";
 import { RpcConnectionError, RpcStatusError, RpcTimeoutError } from "../errors.ts";
 import { ThriftFrameDecoder } from "./frame.ts";
 import { createReader, encodeAppend, encodeAppendBatch, readStatusReply } from "./messages.ts";
@@ -21,6 +21,8 @@ export interface ThriftRpcClientOptions {
   /** Largest answer frame accepted. */
   maxFrameSize?: number;
   clock?: Clock;
+  /** The network to connect through (the simulator's); default: TCP. */
+  network?: Network;
 }
 
 interface Pending {
@@ -49,7 +51,7 @@ export class ThriftRpcClient {
   readonly address: string;
 
   private constructor(
-    private readonly socket: net.Socket,
+    private readonly socket: NetSocket,
     options: ThriftRpcClientOptions,
   ) {
     this.clock = options.clock ?? systemClock;
@@ -69,9 +71,7 @@ export class ThriftRpcClient {
     const where = `${options.host}:${options.port}`;
     return new Promise((resolve, reject) => {
       let settled = false;
-      const socket = options.tls
-        ? tls.connect({ ...options.tls, host: options.host, port: options.port, servername: net.isIP(options.host) ? undefined : options.host })
-        : net.connect({ host: options.host, port: options.port });
+      const socket = (options.network ?? tcpNetwork).connect({ host: options.host, port: options.port, tls: options.tls });
       socket.setNoDelay(true);
       const settle = (err: Error | null) => {
         if (settled) return;

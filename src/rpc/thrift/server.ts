@@ -1,8 +1,8 @@
-import net from "node:net";
 import tls from "node:tls";
 import type { Event } from "../../core/event.ts";
 import type { Logger } from "../../core/logger.ts";
 import { silentLogger } from "../../core/logger.ts";
+import { type NetListener, type NetSocket, type Network, tcpNetwork } from "../../net/network.ts";
 import { peerName } from "../../net/peer.ts";
 import { clientCertificateProblem, type ServerTls } from "../../net/tls.ts";
 import { ThriftProtocolError } from "./errors.ts";
@@ -31,6 +31,8 @@ export interface ThriftServerOptions {
   /** Prefix for log lines, e.g. "Thrift source r1". */
   label?: string;
   onConnectionCountChange?(count: number): void;
+  /** The network to listen on (plain connections only; TLS listens on TCP); default: TCP. */
+  network?: Network;
 }
 
 const MAX_FAILURES_LOGGED = 3;
@@ -43,7 +45,9 @@ const DEFAULT_HANDSHAKE_TIMEOUT = 120_000;
  * nonblocking servers do), any number of connections at once.
  */
 export class ThriftServer {
-  private server: net.Server | null = null;
+  private listener: NetListener | null = null;
+  /** From listen() to close(): connections are served. */
+  private accepting = false;
   private readonly connections = new Set<ServerConnection>();
   readonly logger: Logger;
   readonly label: string;
@@ -63,54 +67,63 @@ export class ThriftServer {
   }
 
   /** Starts listening; resolves with the bound port. */
-  listen(): Promise<number> {
-    // allowHalfOpen: a client that half-closes after its requests still gets their answers.
-    const secured = this.options.tls;
-    let server: net.Server;
-    if (secured) {
-      const onSecured = (socket: tls.TLSSocket) => {
-        const refused = clientCertificateProblem(socket, secured.clientAuth);
-        if (refused) {
-          this.logger.warn(`${this.label}: refused ${peerName(socket)}: ${refused}`);
-          socket.destroy();
-          return;
-        }
-        this.open(socket);
-      };
-      const tlsServer = tls.createServer({ handshakeTimeout: DEFAULT_HANDSHAKE_TIMEOUT, ...secured.options, allowHalfOpen: true }, onSecured);
-      tlsServer.on("tlsClientError", (err, socket) => {
-        this.logger.warn(`${this.label}: TLS handshake with ${peerName(socket)} failed: ${err.message}`);
-        // Bun leaves the socket open after a failed or timed-out handshake; a silent client would hold it forever.
-        socket.destroy();
-      });
-      server = tlsServer;
-    } else {
-      const onConnection = (socket: net.Socket) => this.open(socket);
-      server = net.createServer({ allowHalfOpen: true }, onConnection);
+  async listen(): Promise<number> {
+    this.accepting = true;
+    try {
+      this.listener = this.options.tls ? await this.listenTls(this.options.tls) : await this.listenPlain();
+    } catch (err) {
+      this.accepting = false;
+      throw err;
     }
-    this.server = server;
+    return this.listener.port;
+  }
+
+  // allowHalfOpen: a client that half-closes after its requests still gets their answers.
+  private listenPlain(): Promise<NetListener> {
+    const network = this.options.network ?? tcpNetwork;
+    return network.listen({ host: this.options.bind, port: this.options.port, allowHalfOpen: true, onError: (err) => this.logger.error(`${this.label}: server error: ${err.message}`) }, (socket) => this.open(socket));
+  }
+
+  private listenTls(secured: ServerTls): Promise<NetListener> {
+    if (this.options.network && this.options.network !== tcpNetwork) return Promise.reject(new Error("TLS needs TCP: this network carries plain connections only"));
+    const onSecured = (socket: tls.TLSSocket) => {
+      const refused = clientCertificateProblem(socket, secured.clientAuth);
+      if (refused) {
+        this.logger.warn(`${this.label}: refused ${peerName(socket)}: ${refused}`);
+        socket.destroy();
+        return;
+      }
+      this.open(socket);
+    };
+    const server = tls.createServer({ handshakeTimeout: DEFAULT_HANDSHAKE_TIMEOUT, ...secured.options, allowHalfOpen: true }, onSecured);
+    server.on("tlsClientError", (err, socket) => {
+      this.logger.warn(`${this.label}: TLS handshake with ${peerName(socket)} failed: ${err.message}`);
+      // Bun leaves the socket open after a failed or timed-out handshake; a silent client would hold it forever.
+      socket.destroy();
+    });
     return new Promise((resolve, reject) => {
       server.once("error", reject);
       server.listen({ host: this.options.bind, port: this.options.port }, () => {
         server.off("error", reject);
         server.on("error", (err) => this.logger.error(`${this.label}: server error: ${err.message}`));
         const addr = server.address();
-        resolve(typeof addr === "object" && addr ? addr.port : this.options.port);
+        resolve({ port: typeof addr === "object" && addr ? addr.port : this.options.port, close: () => new Promise<void>((done) => server.close(() => done())) });
       });
     });
   }
 
   /** Stops accepting and closes every connection; answers not yet sent are dropped (the client retries). */
   async close(): Promise<void> {
-    const server = this.server;
-    this.server = null;
+    const listener = this.listener;
+    this.listener = null;
+    this.accepting = false;
     for (const c of this.connections) c.destroy();
     this.connections.clear();
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+    if (listener) await listener.close();
   }
 
-  private open(socket: net.Socket): void {
-    if (!this.server) {
+  private open(socket: NetSocket): void {
+    if (!this.accepting) {
       socket.destroy();
       return;
     }
@@ -147,7 +160,7 @@ class ServerConnection {
 
   constructor(
     private readonly server: ThriftServer,
-    private readonly socket: net.Socket,
+    private readonly socket: NetSocket,
     readonly peer: string,
   ) {
     this.decoder = new ThriftFrameDecoder(server.maxFrameSize);

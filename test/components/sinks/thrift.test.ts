@@ -3,6 +3,7 @@ import net from "node:net";
 import { EventDeliveryException } from "../../../src/core/errors.ts";
 import { createEvent } from "../../../src/core/event.ts";
 import { VirtualClock } from "../../../src/core/virtual-clock.ts";
+import { type Network, tcpNetwork } from "../../../src/net/network.ts";
 import { asyncCleanupsAfterEach, listenLocal, tempDir } from "../../support/helpers.ts";
 import { needsOpenssl, needsThrift } from "../../support/requires.ts";
 import { drain, memoryChannel, texts } from "../../support/rpc.ts";
@@ -129,6 +130,32 @@ describe("thrift sink to a thrift source that requires client certificates", () 
     expect(await k.process()).toBe("READY");
     expect(texts(await drain(downstream.channel))).toEqual(["e0", "e1", "e2"]);
     expect(k.counter.values).toMatchObject({ EventDrainSuccessCount: 3, EventWriteFail: 0 });
+  });
+});
+
+describe("thrift sink and source on the network their context gives", () => {
+  test("the source listens and the sink connects through it (TCP underneath here); every event arrives", async () => {
+    const seen: string[] = [];
+    const network: Network = {
+      connect(o) {
+        seen.push(`connect ${o.host}:${o.port}`);
+        return tcpNetwork.connect(o);
+      },
+      listen(o, onConnection) {
+        seen.push(`listen ${o.host}`);
+        return tcpNetwork.listen(o, onConnection);
+      },
+    };
+    const downstream = await startThriftSource({}, memoryChannel("downstream"), network);
+    cleanups.push(() => downstream.source.stop());
+    const upstream = memoryChannel("upstream");
+    await fill(upstream, 3);
+    const s = makeThriftSink({ port: String(downstream.port) }, upstream, undefined, network);
+    cleanups.push(() => s.sink.stop());
+    await s.sink.start();
+    expect(await s.sink.process()).toBe("READY");
+    expect(texts(await drain(downstream.channel))).toEqual(["e0", "e1", "e2"]);
+    expect(seen).toEqual(["listen 127.0.0.1", `connect 127.0.0.1:${downstream.port}`]);
   });
 });
 

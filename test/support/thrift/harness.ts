@@ -11,6 +11,7 @@ import { componentContext } from "../../../src/components/component.ts";
 import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
 import { type Clock, systemClock } from "../../../src/core/clock.ts";
 import { MemoryLogger } from "../../../src/core/logger.ts";
+import type { Network } from "../../../src/net/network.ts";
 import type { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import { definition as thriftSink, type ThriftSink } from "../../../src/components/sinks/thrift.ts";
@@ -144,24 +145,24 @@ export async function pythonServer(gen: string, protocol: string, answers: strin
 }
 
 /** A thrift source from Flume-style properties, started on an ephemeral port of 127.0.0.1. */
-export async function startThriftSource(props: Record<string, string> = {}, channel: MemoryChannel = memoryChannel()) {
+export async function startThriftSource(props: Record<string, string> = {}, channel: MemoryChannel = memoryChannel(), network?: Network) {
   const { options, errors } = thriftSource.parse({ bind: "127.0.0.1", port: "0", ...props });
   const problems = [...errors, ...(thriftSource.validate?.(options) ?? [])];
   if (problems.length > 0) throw new Error(JSON.stringify(problems));
   const logger = new MemoryLogger();
-  const source: ThriftSource = thriftSource.create(options, componentContext("r1", { logger }));
+  const source: ThriftSource = thriftSource.create(options, componentContext("r1", { logger, network }));
   source.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));
   await source.start();
   return { source, channel, logger, port: source.port };
 }
 
 /** A thrift sink to 127.0.0.1 from Flume-style properties, draining channel. */
-export function makeThriftSink(props: Record<string, string>, channel: MemoryChannel, clock: Clock = systemClock) {
+export function makeThriftSink(props: Record<string, string>, channel: MemoryChannel, clock: Clock = systemClock, network?: Network) {
   const { options, errors } = thriftSink.parse({ hostname: "127.0.0.1", ...props });
   const problems = [...errors, ...(thriftSink.validate?.(options) ?? [])];
   if (problems.length > 0) throw new Error(JSON.stringify(problems));
   const logger = new MemoryLogger();
-  const sink: ThriftSink = thriftSink.create(options, componentContext("k1", { clock, logger }));
+  const sink: ThriftSink = thriftSink.create(options, componentContext("k1", { clock, logger, network }));
   sink.setChannel(channel);
   return { sink, logger };
 }

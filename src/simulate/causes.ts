@@ -1,0 +1,142 @@
+/**
+ * Why each duplicate happened. A duplicate is a delivery to a destination beyond the first of
+ * an event from a channel; it comes from one of four things, each noticed where it happens:
+ *
+ * - partial-batch: a batch partly got through (a sink's destination got a prefix of it, or the
+ *   next agent committed it into some of its channels and answered FAILED), then rolled back;
+ * - lost-answer: the next agent committed a batch but its answer never arrived (lost on the
+ *   link, a timeout, a reset), so the sender rolled back;
+ * - crash-replay: an agent crashed with a take open on a durable channel whose events had
+ *   already got through, and the channel gave them back;
+ * - client-retry: a client resent a batch the source had committed.
+ *
+ * When a batch got through and is rolled back (or replayed), its events are tagged with the
+ * cause: a resend to the next agent tags the event (its next extra put into a channel takes
+ * the tag), a redelivery from a channel tags the event in that channel (its next extra
+ * delivery takes it). Copies travel: a duplicate copy forwarded to the next agent keeps its cause.
+ */
+import type { LedgerHooks } from "./ledger.ts";
+
+export const CAUSES = ["partial-batch", "lost-answer", "crash-replay", "client-retry"] as const;
+export type Cause = (typeof CAUSES)[number];
+
+export const CAUSE_TEXT: Record<Cause, string> = {
+  "partial-batch": "a batch partly got through, then rolled back and was sent again",
+  "lost-answer": "the next agent committed a batch whose answer was lost (dropped, timed out or reset), so it was sent again",
+  "crash-replay": "a crash replayed a durable channel's open take, whose events had already got through",
+  "client-retry": "a client resent a batch the source had already committed",
+};
+
+const CODE: Record<Cause, number> = { "partial-batch": 1, "lost-answer": 2, "crash-replay": 3, "client-retry": 4 };
+const UNEXPLAINED = 5;
+
+export class DuplicateCauses implements LedgerHooks {
+  /** Cause waiting for the resend of an event that got through to the next agent (0: none). */
+  private pending: Uint8Array;
+  /** Per channel: cause waiting for the redelivery of an event that got through to a destination. */
+  private readonly redelivery: Uint8Array[];
+  /** Cause of the latest extra copy of an event. */
+  private last: Uint8Array;
+  /** Per channel: cause of the latest extra copy it received. */
+  private readonly copy: Uint8Array[];
+  /** Latest commit sequence number that put the event anywhere. */
+  private putSeq: Uint32Array;
+  private size: number;
+  /** Commits with puts so far. */
+  seq = 0;
+  readonly counts = [0, 0, 0, 0, 0, 0];
+  /** The first event each cause made a duplicate of. */
+  readonly examples = new Map<Cause | "unexplained", number>();
+
+  constructor(
+    channels: number,
+    sizeHint: number,
+    /** Told of each duplicate (for event histories). */
+    private readonly onDuplicate?: (ch: number, i: number, cause: Cause | "unexplained") => void,
+    private readonly onExtraCopy?: (ch: number, i: number, cause: Cause) => void,
+  ) {
+    this.size = Math.max(16, sizeHint);
+    this.pending = new Uint8Array(this.size);
+    this.last = new Uint8Array(this.size);
+    this.putSeq = new Uint32Array(this.size);
+    this.copy = Array.from({ length: channels }, () => new Uint8Array(this.size));
+    this.redelivery = Array.from({ length: channels }, () => new Uint8Array(this.size));
+  }
+
+  private ensure(i: number): void {
+    if (i < this.size) return;
+    let n = this.size;
+    while (n <= i) n *= 2;
+    const grow = <T extends Uint8Array | Uint32Array>(a: T, make: (n: number) => T): T => {
+      const b = make(n);
+      b.set(a);
+      return b;
+    };
+    this.pending = grow(this.pending, (k) => new Uint8Array(k));
+    this.last = grow(this.last, (k) => new Uint8Array(k));
+    this.putSeq = grow(this.putSeq, (k) => new Uint32Array(k));
+    for (let k = 0; k < this.copy.length; k++) this.copy[k] = grow(this.copy[k], (m) => new Uint8Array(m));
+    for (let k = 0; k < this.redelivery.length; k++) this.redelivery[k] = grow(this.redelivery[k], (m) => new Uint8Array(m));
+    this.size = n;
+  }
+
+  /** A commit put these events into a channel. */
+  committedPuts(ids: ArrayLike<number>): void {
+    const seq = ++this.seq;
+    for (let k = 0; k < ids.length; k++) {
+      const i = ids[k];
+      if (i < 0) continue;
+      this.ensure(i);
+      this.putSeq[i] = seq;
+    }
+  }
+
+  /** Whether event i was committed somewhere after commit number `seq`. */
+  committedSince(i: number, seq: number): boolean {
+    return i >= 0 && i < this.size && this.putSeq[i] > seq;
+  }
+
+  /** Event i got through to the next agent and will be sent again, because of `cause` (the first cause noticed wins). */
+  gotThrough(i: number, cause: Cause): void {
+    if (i < 0) return;
+    this.ensure(i);
+    if (this.pending[i] === 0) this.pending[i] = CODE[cause];
+  }
+
+  /** Event i reached the destination of channel ch's sink and will be delivered again, because of `cause`. */
+  delivered(ch: number, i: number, cause: Cause): void {
+    if (i < 0) return;
+    this.ensure(i);
+    if (this.redelivery[ch][i] === 0) this.redelivery[ch][i] = CODE[cause];
+  }
+
+  extraPut(ch: number, i: number): void {
+    this.ensure(i);
+    const c = this.pending[i] || this.last[i] || CODE["client-retry"];
+    this.pending[i] = 0;
+    this.copy[ch][i] = c;
+    this.last[i] = c;
+    this.onExtraCopy?.(ch, i, CAUSES[c - 1]);
+  }
+
+  extraDelivery(ch: number, i: number, extraCopy: boolean): void {
+    this.ensure(i);
+    let c = extraCopy ? this.copy[ch][i] : 0;
+    if (c === 0) {
+      c = this.redelivery[ch][i] || this.copy[ch][i] || UNEXPLAINED;
+      this.redelivery[ch][i] = 0;
+    }
+    this.counts[c]++;
+    const cause = c === UNEXPLAINED ? "unexplained" : CAUSES[c - 1];
+    if (!this.examples.has(cause)) this.examples.set(cause, i);
+    this.onDuplicate?.(ch, i, cause);
+  }
+
+  count(cause: Cause): number {
+    return this.counts[CODE[cause]];
+  }
+
+  get unexplained(): number {
+    return this.counts[UNEXPLAINED];
+  }
+}
