@@ -1,6 +1,5 @@
 import { ChannelException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
-import type { EventDrivenSource } from "../../core/source.ts";
 import type { Props } from "../../config/schema.ts";
 import { SERVER_TLS_PROPS, type ServerTls, serverTls, tlsProblems } from "../../net/tls.ts";
 import { DEFAULT_FRAME_LIMITS, type FrameLimits } from "../../rpc/frame.ts";
@@ -8,9 +7,8 @@ import { IpFilter, parseIpFilterRules } from "../../rpc/ip-filter.ts";
 import type { RpcStatus } from "../../rpc/protocol.ts";
 import { AvroRpcServer, type RpcRequestHandler } from "../../rpc/server.ts";
 import type { CompressionType } from "../../rpc/transport.ts";
-import type { Network } from "../../net/network.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
-import { BaseSource } from "./base.ts";
+import { RpcSource, type RpcServerHooks } from "./rpc-source.ts";
 
 export interface AvroSourceOptions {
   bind: string;
@@ -28,33 +26,17 @@ export interface AvroSourceOptions {
  * channel processor as one batch and is answered OK only after the channels committed it,
  * FAILED when a required channel refused it (the sender keeps the events and retries).
  */
-export class AvroSource extends BaseSource implements EventDrivenSource, RpcRequestHandler {
-  readonly kind = "event-driven";
-  private server: AvroRpcServer | null = null;
-  private boundPort = 0;
-  private readonly network: Network | undefined;
-
+export class AvroSource extends RpcSource<AvroRpcServer> implements RpcRequestHandler {
   constructor(
     ctx: ComponentContext,
     readonly options: AvroSourceOptions,
   ) {
-    super(ctx, { label: `Avro source ${ctx.name}` });
-    this.network = ctx.network;
+    super(ctx, `Avro source ${ctx.name}`, options);
   }
 
-  /** The port actually bound (useful with port 0). */
-  get port(): number {
-    return this.boundPort || this.options.port;
-  }
-
-  get label(): string {
-    return `Avro source ${this.name}`;
-  }
-
-  async start(): Promise<void> {
+  protected createServer(hooks: RpcServerHooks): AvroRpcServer {
     const o = this.options;
-    this.beginStart();
-    const server = new AvroRpcServer(this, {
+    return new AvroRpcServer(this, {
       bind: o.bind,
       port: o.port,
       compression: o.compression,
@@ -63,30 +45,12 @@ export class AvroSource extends BaseSource implements EventDrivenSource, RpcRequ
       limits: o.limits,
       maxBufferedBytes: o.maxBufferedBytes,
       logger: this.logger,
-      label: this.label,
-      onConnectionCountChange: (n) => this.counter.set("OpenConnectionCount", n),
-      network: this.network,
+      ...hooks,
     });
-    try {
-      this.boundPort = await server.listen();
-    } catch (err) {
-      this.state = "ERROR";
-      throw new Error(`${this.label}: cannot listen on ${o.bind}:${o.port}: ${(err as Error).message}`, { cause: err });
-    }
-    this.server = server;
-    this.state = "START";
-    this.logger.info(`${this.label} started on ${o.bind}:${this.port}${o.tls ? " (TLS)" : ""}${o.compression === "deflate" ? " (deflate)" : ""}`);
   }
 
-  async stop(): Promise<void> {
-    const server = this.server;
-    this.server = null;
-    this.emitter.stop();
-    if (server) await server.close();
-    this.counter.set("OpenConnectionCount", 0);
-    this.counter.stop();
-    this.state = "STOP";
-    this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
+  protected describeServer(): string {
+    return `${this.options.tls ? " (TLS)" : ""}${this.options.compression === "deflate" ? " (deflate)" : ""}`;
   }
 
   /** As Flume: any failure to store the batch is answered FAILED; the sender retries. */

@@ -1,14 +1,12 @@
 import { ChannelException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
-import type { EventDrivenSource } from "../../core/source.ts";
 import type { PropError } from "../../config/schema.ts";
-import type { Network } from "../../net/network.ts";
 import { SERVER_TLS_PROPS, type ServerTls, serverTls, tlsProblems } from "../../net/tls.ts";
 import { KERBEROS_UNSUPPORTED, PROTOCOL_DOC, protocolError, resolveProtocol } from "../../rpc/thrift/options.ts";
 import { ThriftServer, type ThriftRequestHandler } from "../../rpc/thrift/server.ts";
 import { DEFAULT_MAX_FRAME_SIZE, type ThriftProtocolName, type ThriftStatus } from "../../rpc/thrift/types.ts";
 import { type ComponentContext, defineComponent } from "../component.ts";
-import { BaseSource } from "./base.ts";
+import { RpcSource, type RpcServerHooks } from "./rpc-source.ts";
 
 export interface ThriftSourceOptions {
   bind: string;
@@ -23,63 +21,21 @@ export interface ThriftSourceOptions {
  * to the channel processor as one batch and is answered OK once the channels committed it,
  * FAILED when a channel refused it (the client keeps the events and retries).
  */
-export class ThriftSource extends BaseSource implements EventDrivenSource, ThriftRequestHandler {
-  readonly kind = "event-driven";
-  private server: ThriftServer | null = null;
-  private boundPort = 0;
-  private readonly network: Network | undefined;
-
+export class ThriftSource extends RpcSource<ThriftServer> implements ThriftRequestHandler {
   constructor(
     ctx: ComponentContext,
     readonly options: ThriftSourceOptions,
   ) {
-    super(ctx, { label: `Thrift source ${ctx.name}` });
-    this.network = ctx.network;
+    super(ctx, `Thrift source ${ctx.name}`, options);
   }
 
-  /** The port actually bound (useful with port 0). */
-  get port(): number {
-    return this.boundPort || this.options.port;
-  }
-
-  get label(): string {
-    return `Thrift source ${this.name}`;
-  }
-
-  async start(): Promise<void> {
+  protected createServer(hooks: RpcServerHooks): ThriftServer {
     const o = this.options;
-    this.beginStart();
-    const server = new ThriftServer(this, {
-      bind: o.bind,
-      port: o.port,
-      protocol: o.protocol,
-      maxFrameSize: o.maxFrameSize,
-      tls: o.tls ?? undefined,
-      logger: this.logger,
-      label: this.label,
-      onConnectionCountChange: (n) => this.counter.set("OpenConnectionCount", n),
-      network: this.network,
-    });
-    try {
-      this.boundPort = await server.listen();
-    } catch (err) {
-      this.state = "ERROR";
-      throw new Error(`${this.label}: cannot listen on ${o.bind}:${o.port}: ${(err as Error).message}`, { cause: err });
-    }
-    this.server = server;
-    this.state = "START";
-    this.logger.info(`${this.label} started on ${o.bind}:${this.port} (${o.protocol} protocol, framed${o.tls ? ", TLS" : ""})`);
+    return new ThriftServer(this, { bind: o.bind, port: o.port, protocol: o.protocol, maxFrameSize: o.maxFrameSize, tls: o.tls ?? undefined, logger: this.logger, ...hooks });
   }
 
-  async stop(): Promise<void> {
-    const server = this.server;
-    this.server = null;
-    if (server) await server.close();
-    this.emitter.stop();
-    this.counter.set("OpenConnectionCount", 0);
-    this.counter.stop();
-    this.state = "STOP";
-    this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
+  protected describeServer(): string {
+    return ` (${this.options.protocol} protocol, framed${this.options.tls ? ", TLS" : ""})`;
   }
 
   // As Flume: a channel refusal is FAILED (the client retries); anything else becomes an INTERNAL_ERROR answer.
