@@ -374,15 +374,15 @@ function openDescriptors(file: string): number {
 }
 
 describe("TAILDIR file descriptors", () => {
-  needsProc.test("a position write that fingerprints a file while the file is let go leaves no descriptor open on it", async () => {
+  needsProc.test("fingerprinting a file while the file is let go leaves no descriptor open on it", async () => {
     const t = tempDir("flume-taildir-fd-");
     cleanups.push(t.cleanup);
     const file = path.join(t.dir, "app.log");
     writeFileSync(file, "a1\na2\n");
     const { ino } = statSync(file);
     const tf = new TailFile({ path: file, inode: ino, group: "g1", headers: {}, pos: 6, maxLineLength: 1024, onOverlong: () => {} }, 0);
-    // The timed write reads the head and tail of the file (not in memory after a restart) ...
-    const fingerprint = tf.fingerprint();
+    // Fingerprinting reads the head and tail of the file (not in memory after a restart) ...
+    const fingerprint = tf.loadFingerprint();
     // ... while the poll lets the file go (rotated away and drained, or deleted).
     await tf.close();
     await fingerprint;
@@ -402,7 +402,7 @@ describe("TAILDIR file descriptors", () => {
     expect(openDescriptors(file)).toBe(0);
   });
 
-  needsProc.test("a file that was let go is not opened again by a later position write", async () => {
+  needsProc.test("a file that was let go is not opened again to fingerprint it", async () => {
     const t = tempDir("flume-taildir-fd3-");
     cleanups.push(t.cleanup);
     const file = path.join(t.dir, "app.log");
@@ -412,18 +412,18 @@ describe("TAILDIR file descriptors", () => {
     await tf.readAt(0, 2);
     // Let go between the two reads of a fingerprint (head, then tail).
     await tf.release();
-    expect(await tf.fingerprint()).toBeNull();
+    expect(await tf.loadFingerprint()).toBeNull();
     expect(openDescriptors(file)).toBe(0);
   });
 });
 
 describe("TAILDIR state files on disk", () => {
-  needsStrace.test("the position and fingerprint files reach the disk before they replace the old ones, and the rename is made durable (fsync of the directory)", () => {
+  needsStrace.test("the position and state files reach the disk before they replace the old ones, and the rename is made durable (fsync of the directory)", () => {
     const t = tempDir("flume-taildir-fsync-");
     cleanups.push(t.cleanup);
     const lines = traced(t.dir, path.join(ROOT, "test", "support", "runners", "taildir.ts"), "positions", t.dir);
     const state = path.join(t.dir, "state");
-    for (const name of ["pos.json", "pos.json.fingerprints"]) {
+    for (const name of ["pos.json", "pos.json.state"]) {
       const tmp = path.join(state, `${name}.tmp`);
       const synced = indexOf(lines, new RegExp(`^\\d+ +f(data)?sync\\(\\d+<${esc(tmp)}>\\)`));
       const renamed = indexOf(lines, new RegExp(`rename(at2?)?\\(.*"${esc(tmp)}".*"${esc(path.join(state, name))}"`));
