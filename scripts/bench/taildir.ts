@@ -148,7 +148,7 @@ async function startAgent(dir: string, conf: string): Promise<Agent> {
   const file = path.join(dir, `agent-${Date.now()}.conf`);
   writeFileSync(file, conf);
   const port = await freePort();
-  const command = process.env.BENCH_FLUME ? [process.env.BENCH_FLUME] : [process.execPath, CLI];
+  const command = process.env.BENCH_FLUME ? process.env.BENCH_FLUME.split(" ") : [process.execPath, CLI];
   const child = spawn(command[0], [...command.slice(1), "run", "-f", file, "-n", "a1", "--metrics-port", String(port), "--metrics-bind", "127.0.0.1", "--no-reload-conf", "--quiet"], {
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -242,12 +242,14 @@ export async function files(): Promise<void> {
     const total = count * perFile;
     const agent = await startAgent(dir, taildirToNull(logs, path.join(dir, "pos.json")));
     try {
+      const cpu0 = cpuMs(agent.pid);
       const ms = await untilTaken(agent, total);
+      const cpu = cpuMs(agent.pid) - cpu0;
       const peak = procStatus(agent.pid, "VmHWM");
       await sleep(5000);
       const after = procStatus(agent.pid, "VmRSS");
       console.log(
-        `TAILDIR ${fmt(count)} files x ${fmt(perFile)} lines of ${LINE} bytes -> memory -> null, default TAILDIR settings: ${fmt(total / (ms / 1000))} lines/s; ` +
+        `TAILDIR ${fmt(count)} files x ${fmt(perFile)} lines of ${LINE} bytes -> memory -> null, default TAILDIR settings: ${fmt(total / (ms / 1000))} lines/s (agent CPU ${(cpu / 1000).toFixed(2)} s); ` +
           `peak RSS ${peak.toFixed(0)} MB (idle agent ${idle.toFixed(0)} MB: ${(((peak - idle) * 1024) / count).toFixed(1)} KiB per file); RSS 5 s later ${after.toFixed(0)} MB`,
       );
     } finally {
@@ -269,8 +271,10 @@ export async function bigFile(): Promise<void> {
     for (const batch of [100, 1000]) {
       const agent = await startAgent(dir, taildirToNull(logs, path.join(dir, `pos-${batch}.json`), `a1.sources.r1.batchSize = ${batch}`));
       try {
+        const cpu0 = cpuMs(agent.pid);
         const ms = await untilTaken(agent, lines);
-        console.log(`TAILDIR one ${mb} MB file (${fmt(lines)} lines), batchSize ${batch} -> memory -> null: ${fmt(lines / (ms / 1000))} lines/s; peak RSS ${procStatus(agent.pid, "VmHWM").toFixed(0)} MB`);
+        const cpu = cpuMs(agent.pid) - cpu0;
+        console.log(`TAILDIR one ${mb} MB file (${fmt(lines)} lines), batchSize ${batch} -> memory -> null: ${fmt(lines / (ms / 1000))} lines/s (agent CPU ${(cpu / 1000).toFixed(2)} s); peak RSS ${procStatus(agent.pid, "VmHWM").toFixed(0)} MB`);
       } finally {
         await agent.stop();
       }

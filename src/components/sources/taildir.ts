@@ -54,6 +54,9 @@ const BATCHES_PER_PROCESS = 256;
 const CHANGED_BEFORE_SNAPSHOT = 64;
 /** The state file gets a fresh snapshot when this much was appended since the last one. */
 const JOURNAL_BYTES_BEFORE_SNAPSHOT = 4 * 1024 * 1024;
+/** Batches (and at most this many lines) cut from a file ahead of their commits, for a channel that keeps no positions. */
+const GROUP_BATCHES = 32;
+const GROUP_EVENTS = 4096;
 /** Longest a source goes on reading after batch limits before it looks at the files again (rotations, new files). */
 const CONTINUE_WITHOUT_LOOK_MS = 500;
 /** Parts of a supposed copy compared with its original, besides head and tail. */
@@ -95,6 +98,8 @@ export class TaildirSource extends BaseSource implements PollableSource {
   /** For a durable channel: records changed and files let go since durableBase, as JSON. */
   private readonly changed = new Map<number, string>();
   private readonly gone = new Map<number, { seq: number; json: string }>();
+  /** Records written ahead of the commits of a group of batches (see readGroup), until those commits are done. */
+  private readonly recordedAhead = new Map<number, string>();
   private snapshotRun: Promise<void> | null = null;
   private snapshotAgain = false;
   /** A change other than a commit happened: a snapshot makes it survive a power loss too. */
@@ -302,7 +307,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
     const seq = this.seq;
     if (seq === this.snapshotSeq) return;
     const records: string[] = [];
-    for (const f of this.files.values()) records.push(recordJson(this.recordOf(f)));
+    for (const f of this.files.values()) records.push(this.recordedAhead.get(f.inode) ?? recordJson(this.recordOf(f)));
     try {
       await this.journal.snapshot(records, seq, this.positions());
     } catch (err) {
@@ -323,6 +328,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
 
   /** A file's record changed: it gets the next sequence number and is recorded. */
   private recordChange(f: TailFile, byCommit = false): void {
+    this.recordedAhead.delete(f.inode);
     f.seq = ++this.seq;
     const json = recordJson(this.recordOf(f));
     if (this.durable) {
@@ -335,6 +341,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
   }
 
   private recordGone(f: TailFile): void {
+    this.recordedAhead.delete(f.inode);
     const seq = ++this.seq;
     const json = goneJson(f.inode, seq);
     if (this.durable) {
@@ -794,20 +801,67 @@ export class TaildirSource extends BaseSource implements PollableSource {
 
   /**
    * Commits one batch, retried until the channel takes it; false when the source stopped first.
-   * A batch not committed is read again from the committed position.
+   * A batch not committed is read again from the committed position. `group.ahead`: the
+   * position after the group this batch belongs to was recorded already (see readGroup).
    */
-  private async commit(batch: TailBatch): Promise<boolean> {
+  private async commit(batch: TailBatch, group: { ahead: boolean }): Promise<boolean> {
+    const f = batch.file;
     const position = this.durable ? { source: this.name, value: this.channelValue(batch) } : undefined;
+    // The channel is full and may stay so: a crash meanwhile must not skip the lines waiting.
+    const onRefused = group.ahead
+      ? () => {
+          group.ahead = false;
+          this.recordChange(f);
+        }
+      : undefined;
     let committed = false;
     try {
-      committed = await this.emitter.deliver(batch.events, { position });
+      committed = await this.emitter.deliver(batch.events, { position, onRefused });
     } finally {
-      if (!committed) batch.file.rewindTo(batch.file.pos);
+      if (!committed) {
+        f.rewindTo(f.pos);
+        if (group.ahead) {
+          group.ahead = false;
+          this.recordChange(f);
+        }
+      }
     }
     if (!committed) return false;
-    batch.file.committed(batch, this.clock.now());
-    this.recordChange(batch.file, true);
+    f.committed(batch, this.clock.now());
+    if (this.durable) this.recordChange(f, true);
+    else if (!group.ahead) this.recordChange(f);
     return true;
+  }
+
+  /**
+   * Cuts up to `max` batches from a file (fewer at its end), for a channel that keeps no
+   * positions: their end position is recorded once, before the first is committed, instead of
+   * once per commit (a write each). A crash while they are committed loses them with the
+   * channel's content, and repeats none.
+   */
+  private async readGroup(tf: TailFile, max: number, finalRead: boolean): Promise<TailBatch[]> {
+    const offsetHeader = this.options.byteOffsetHeader ? BYTE_OFFSET_HEADER_KEY : null;
+    const fileHeader = this.options.fileHeader ? this.options.fileHeaderKey : null;
+    const group: TailBatch[] = [];
+    let events = 0;
+    while (group.length < max && events < GROUP_EVENTS) {
+      const batch = await tf.readBatch(this.options.batchSize, offsetHeader, fileHeader, finalRead);
+      if (batch === null) break;
+      group.push(batch);
+      events += batch.events.length;
+      if (!batch.full) break;
+    }
+    return group;
+  }
+
+  /** Records a file's position and fingerprint as they will be once `last` is committed. */
+  private recordAhead(last: TailBatch): void {
+    const f = last.file;
+    f.seq = ++this.seq;
+    const json = recordJson(this.recordOf(f, last.endPos, f.fingerprintAfter(last), f.seq));
+    // A snapshot taken while the group is committed must not take the state back before it.
+    this.recordedAhead.set(f.inode, json);
+    this.appendState(`${json}\n`);
   }
 
   async process(): Promise<Status> {
@@ -821,8 +875,6 @@ export class TaildirSource extends BaseSource implements PollableSource {
       this.continuing = false;
       let status: Status = "BACKOFF";
       let batches = 0;
-      const offsetHeader = this.options.byteOffsetHeader ? BYTE_OFFSET_HEADER_KEY : null;
-      const fileHeader = this.options.fileHeader ? this.options.fileHeaderKey : null;
       const now = this.clock.now();
       const all = [...this.files.values()];
       const start = all.length > 0 ? this.cursor % all.length : 0;
@@ -837,9 +889,10 @@ export class TaildirSource extends BaseSource implements PollableSource {
         let fileBatches = 0;
         let limited = false;
         while (this.started && (tf.hasUnread() || finalRead)) {
-          let batch: TailBatch | null;
+          const room = Math.min(this.durable ? 1 : GROUP_BATCHES, this.options.maxBatchCount - fileBatches, BATCHES_PER_PROCESS - batches);
+          let group: TailBatch[];
           try {
-            batch = await tf.readBatch(this.options.batchSize, offsetHeader, fileHeader, finalRead);
+            group = await this.readGroup(tf, room, finalRead);
             tf.readError = null;
           } catch (err) {
             // One file that cannot be read (permissions, I/O error) must not hold up the others.
@@ -852,11 +905,15 @@ export class TaildirSource extends BaseSource implements PollableSource {
             await tf.close();
             break;
           }
-          if (batch === null) break;
-          if (!(await this.commit(batch))) return "BACKOFF";
-          batches++;
-          if (!batch.full) break;
-          if (++fileBatches >= this.options.maxBatchCount || batches >= BATCHES_PER_PROCESS) {
+          if (group.length === 0) break;
+          const ahead = { ahead: !this.durable };
+          if (ahead.ahead) this.recordAhead(group[group.length - 1]);
+          for (const batch of group) if (!(await this.commit(batch, ahead))) return "BACKOFF";
+          this.recordedAhead.delete(tf.inode);
+          batches += group.length;
+          fileBatches += group.length;
+          if (!group[group.length - 1].full) break;
+          if (fileBatches >= this.options.maxBatchCount || batches >= BATCHES_PER_PROCESS) {
             limited = true;
             break;
           }

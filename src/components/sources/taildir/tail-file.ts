@@ -174,7 +174,6 @@ export class TailFile {
    */
   park(): void {
     const cut = this.base + this.splitter.offset;
-    if (this.readOffset === cut && this.splitter.pending === 0) return;
     this.readOffset = cut;
     this.base = cut;
     this.splitter.reset(0);
