@@ -10,7 +10,8 @@
  * - files: BENCH_TAILDIR_FILES (1,000) files of 10,000 lines of 100 bytes, one filegroup,
  *   TAILDIR (default settings) -> memory (capacity 10,000, transactionCapacity 1,000) -> null
  *   (batchSize 1,000). Lines/s, peak RSS, peak RSS per file above an idle agent's (the same
- *   configuration on an empty directory), and RSS 5 s after the last line.
+ *   configuration on an empty directory), RSS 5 s after the last line, and the RSS of an agent
+ *   restarted on the same files (tailing them at their end: the cost per file without reading).
  * - big-file: one 300 MB file (BENCH_TAILDIR_MB) through the same pipeline, batchSize 100
  *   (the default) and 1000: lines/s and peak RSS.
  * - latency: an idle file gets one line every 100 ms (BENCH_LATENCY_LINES lines, 150), TAILDIR
@@ -188,7 +189,7 @@ a1.sources.r1.filegroups.g1 = ${logs}/.*\\.log
 a1.sources.r1.positionFile = ${pos}
 ${extra}
 a1.channels.c1.type = memory
-a1.channels.c1.capacity = 10000
+a1.channels.c1.capacity = ${process.env.BENCH_CAPACITY ?? 10000}
 a1.channels.c1.transactionCapacity = 1000
 a1.sinks.k1.type = null
 a1.sinks.k1.batchSize = 1000
@@ -254,6 +255,15 @@ export async function files(): Promise<void> {
       );
     } finally {
       await agent.stop();
+    }
+    // The same files once read: the cost of tailing them, without the reading's churn.
+    const again = await startAgent(dir, taildirToNull(logs, path.join(dir, "pos.json")));
+    try {
+      await sleep(3000);
+      const rss = procStatus(again.pid, "VmRSS");
+      console.log(`TAILDIR tailing the ${fmt(count)} files at their end (after a restart): RSS ${rss.toFixed(0)} MB, ${(((rss - idle) * 1024) / count).toFixed(1)} KiB per file above the idle agent`);
+    } finally {
+      await again.stop();
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -333,7 +333,8 @@ export class TaildirSource extends BaseSource implements PollableSource {
     const json = recordJson(this.recordOf(f));
     if (this.durable) {
       this.changed.set(f.inode, json);
-      if (this.changed.size > CHANGED_BEFORE_SNAPSHOT) void this.snapshot();
+      // Not while starting: a snapshot of the files placed so far would forget the others.
+      if (this.changed.size > CHANGED_BEFORE_SNAPSHOT && this.started) void this.snapshot();
     }
     // A durable channel stored this commit's records already.
     if (!(byCommit && this.durable)) this.appendState(`${json}\n`);
@@ -354,7 +355,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
 
   private appendState(lines: string): void {
     this.journal.append(lines);
-    if (this.journal.appended > JOURNAL_BYTES_BEFORE_SNAPSHOT) void this.snapshot();
+    if (this.journal.appended > JOURNAL_BYTES_BEFORE_SNAPSHOT && this.started) void this.snapshot();
   }
 
   /** What a durable channel stores with the commit of `batch`: every record changed since durableBase, as after the commit. */
