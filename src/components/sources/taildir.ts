@@ -118,6 +118,9 @@ export class TaildirSource extends BaseSource implements PollableSource {
   /** The last process() stopped at a batch limit: the next one goes on without looking at the files first. */
   private continuing = false;
   private lastUpdate = -Infinity;
+  private readonly byPath = new Map<string, TailFile>();
+  /** Directories holding files rotated away and still being drained (their events matter too). */
+  private readonly drainingDirs = new Set<string>();
   /** Where the next round of reads starts, so files late in the map are not starved. */
   private cursor = 0;
 
@@ -180,6 +183,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
       this.releaseOwnership();
       throw err;
     }
+    this.indexPaths();
     this.started = true;
     this.state = "START";
     this.startWatching();
@@ -248,8 +252,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
     if (name !== null && dir === posDir && name.startsWith(posBase)) return; // our own writes
     const matchers = this.matchers.filter((m) => m.directory === dir);
     const relevant = name === null || matchers.some((m) => m.matchesName(name));
-    const draining = [...this.files.values()].some((f) => !f.matched && path.dirname(f.path) === dir);
-    if (!relevant && !draining) return;
+    if (!relevant && !this.drainingDirs.has(dir)) return;
     if (name !== null && kind === "change" && relevant) {
       const p = path.join(dir, name);
       if (this.trackedAt(p)) this.dirty.add(p);
@@ -262,9 +265,19 @@ export class TaildirSource extends BaseSource implements PollableSource {
     this.wake?.();
   }
 
+  /** The matched tracked file at a path (from an index rebuilt after each look; checked on use). */
   private trackedAt(p: string): TailFile | undefined {
-    for (const f of this.files.values()) if (f.path === p && f.matched) return f;
-    return undefined;
+    const f = this.byPath.get(p);
+    return f && f.path === p && f.matched && this.files.get(f.inode) === f ? f : undefined;
+  }
+
+  private indexPaths(): void {
+    this.byPath.clear();
+    this.drainingDirs.clear();
+    for (const f of this.files.values()) {
+      if (f.matched) this.byPath.set(f.path, f);
+      else this.drainingDirs.add(path.dirname(f.path));
+    }
   }
 
   // ---- state: snapshots, change records, durable commits ----
@@ -710,7 +723,10 @@ export class TaildirSource extends BaseSource implements PollableSource {
     if (!full) {
       for (const p of dirty) {
         const tf = this.trackedAt(p);
-        if (!tf) continue;
+        if (!tf) {
+          this.fullScanDue = true;
+          continue;
+        }
         let s;
         try {
           s = await stat(p);
@@ -872,6 +888,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
       if (!this.continuing || this.clock.now() - this.lastUpdate >= CONTINUE_WITHOUT_LOOK_MS) {
         this.lastUpdate = this.clock.now();
         await this.updateFiles();
+        this.indexPaths();
       }
       this.continuing = false;
       let status: Status = "BACKOFF";

@@ -434,3 +434,55 @@ describe("TAILDIR state files on disk", () => {
     }
   });
 });
+
+describe("TAILDIR and copies (copytruncate)", () => {
+  function copySetup() {
+    const t = tempDir("flume-taildir-copy-");
+    cleanups.push(t.cleanup);
+    const logs = path.join(t.dir, "logs");
+    mkdirSync(logs);
+    const raw = { filegroups: "g1", "filegroups.g1": `${logs}/app\\.log.*`, positionFile: path.join(t.dir, "pos", "p.json"), batchSize: "10" };
+    const src = build(definition, raw, context("r1")) as TaildirSource;
+    const channel = wire(src);
+    return { logs, src, channel, file: path.join(logs, "app.log") };
+  }
+
+  test("a copy seen while it is still being written waits for the original's truncation, then continues where the original was: nothing twice", async () => {
+    const s = copySetup();
+    writeFileSync(s.file, numbered("c", 0, 300));
+    await s.src.start();
+    await pump(s.src);
+    const copy = `${s.file}.1`;
+    // The copy is half written when the source first sees it.
+    const whole = readFileSync(s.file);
+    writeFileSync(copy, whole.subarray(0, Math.floor(whole.length / 2)));
+    await pump(s.src);
+    appendFileSync(copy, whole.subarray(Math.floor(whole.length / 2)));
+    await pump(s.src);
+    truncateSync(s.file, 0);
+    appendFileSync(s.file, numbered("c", 300, 320));
+    await pump(s.src);
+    await pump(s.src);
+    const got = bodies(await drain(s.channel, 1000));
+    await s.src.stop();
+    expect(got).toEqual(numbered("c", 0, 320).trim().split("\n"));
+  });
+
+  test("a new file that only starts like the tailed one (a common header) is read in full once it differs", async () => {
+    const s = copySetup();
+    const header = "# app log, format 2\n";
+    writeFileSync(s.file, header + numbered("a", 0, 50));
+    await s.src.start();
+    await pump(s.src);
+    const other = `${s.file}.other`;
+    writeFileSync(other, header);
+    await pump(s.src); // looks like the start of a copy
+    appendFileSync(other, numbered("b", 0, 5));
+    await pump(s.src);
+    await pump(s.src);
+    const got = bodies(await drain(s.channel, 1000));
+    await s.src.stop();
+    expect(got.filter((l) => l.startsWith("b-"))).toEqual(numbered("b", 0, 5).trim().split("\n"));
+    expect(got.filter((l) => l === header.trim())).toHaveLength(2);
+  });
+});
