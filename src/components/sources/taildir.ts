@@ -121,8 +121,8 @@ export class TaildirSource extends BaseSource implements PollableSource {
   private readonly byPath = new Map<string, TailFile>();
   /** Directories holding files rotated away and still being drained (their events matter too). */
   private readonly drainingDirs = new Set<string>();
-  /** Where the next round of reads starts, so files late in the map are not starved. */
-  private cursor = 0;
+  /** The file the next round of reads starts with (the one a round stopped in), so files late in the map are not starved. */
+  private resumeAt: number | null = null;
 
   constructor(
     ctx: ComponentContext,
@@ -340,10 +340,10 @@ export class TaildirSource extends BaseSource implements PollableSource {
   }
 
   /** A file's record changed: it gets the next sequence number and is recorded. */
-  private recordChange(f: TailFile, byCommit = false): void {
+  private recordChange(f: TailFile, byCommit = false, committedJson?: string): void {
     this.recordedAhead.delete(f.inode);
     f.seq = ++this.seq;
-    const json = recordJson(this.recordOf(f));
+    const json = committedJson ?? recordJson(this.recordOf(f));
     if (this.durable) {
       this.changed.set(f.inode, json);
       // Not while starting: a snapshot of the files placed so far would forget the others.
@@ -372,7 +372,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
   }
 
   /** What a durable channel stores with the commit of `batch`: every record changed since durableBase, as after the commit. */
-  private channelValue(batch: TailBatch): string {
+  private channelValue(batch: TailBatch): { value: string; own: string; seq: number } {
     const f = batch.file;
     const seq = this.seq + 1;
     const own = recordJson(this.recordOf(f, batch.endPos, f.fingerprintAfter(batch), seq));
@@ -381,7 +381,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
     records.push(own);
     const gone: string[] = [];
     for (const g of this.gone.values()) gone.push(g.json);
-    return formatChannelState(seq, this.durableBase, records, gone);
+    return { value: formatChannelState(seq, this.durableBase, records, gone), own, seq };
   }
 
   // ---- restore ----
@@ -499,7 +499,9 @@ export class TaildirSource extends BaseSource implements PollableSource {
     for (const { tf } of placed) {
       if (tf.shadowOf === null || this.files.has(tf.shadowOf)) continue;
       const original = this.missing.get(tf.shadowOf);
-      this.releaseShadow(tf, original ? original.pos : 0, original?.fp ?? null, "is gone");
+      const fp = original?.fp ?? null;
+      const full = fp !== null && tf.size >= fp.tailEnd && (await tf.holds(fp));
+      this.releaseShadow(tf, original ? original.pos : 0, full ? fp : null, "is gone");
     }
     for (const { tf, fp } of placed) {
       if (tf.shadowOf !== null || tf.pos === 0) continue;
@@ -823,7 +825,8 @@ export class TaildirSource extends BaseSource implements PollableSource {
    */
   private async commit(batch: TailBatch, group: { ahead: boolean }): Promise<boolean> {
     const f = batch.file;
-    const position = this.durable ? { source: this.name, value: this.channelValue(batch) } : undefined;
+    const stored = this.durable ? this.channelValue(batch) : null;
+    const position = stored ? { source: this.name, value: stored.value } : undefined;
     // The channel is full and may stay so: a crash meanwhile must not skip the lines waiting.
     const onRefused = group.ahead
       ? () => {
@@ -845,7 +848,8 @@ export class TaildirSource extends BaseSource implements PollableSource {
     }
     if (!committed) return false;
     f.committed(batch, this.clock.now());
-    if (this.durable) this.recordChange(f, true);
+    // The record the channel stored, unless something changed meanwhile (then a fresh one).
+    if (stored) this.recordChange(f, true, stored.seq === this.seq + 1 ? stored.own : undefined);
     else if (!group.ahead) this.recordChange(f);
     return true;
   }
@@ -895,7 +899,9 @@ export class TaildirSource extends BaseSource implements PollableSource {
       let batches = 0;
       const now = this.clock.now();
       const all = [...this.files.values()];
-      const start = all.length > 0 ? this.cursor % all.length : 0;
+      const resume = this.resumeAt === null ? -1 : all.findIndex((f) => f.inode === this.resumeAt);
+      const start = Math.max(0, resume);
+      this.resumeAt = null;
       for (let k = 0; k < all.length; k++) {
         const index = (start + k) % all.length;
         const tf = all[index];
@@ -936,15 +942,17 @@ export class TaildirSource extends BaseSource implements PollableSource {
             break;
           }
         }
+        if (limited && batches >= BATCHES_PER_PROCESS) {
+          // Go on with this file next time (it has more, and keeps what it read ahead), then the ones after it.
+          status = "READY";
+          this.continuing = true;
+          this.resumeAt = tf.inode;
+          break;
+        }
         tf.park();
         if (limited) {
           status = "READY";
           this.continuing = true;
-          if (batches >= BATCHES_PER_PROCESS) {
-            // Go on with this file next time (it has more), then the ones after it.
-            this.cursor = index;
-            break;
-          }
           continue;
         }
         if (finalRead && !tf.hasUnread()) await this.retire(tf, "rotated away and drained");

@@ -1,3 +1,4 @@
+import { read } from "node:fs";
 import { open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import type { Event } from "../../../core/event.ts";
@@ -5,12 +6,15 @@ import { LineSplitter } from "../../../io/line-splitter.ts";
 import { type Fingerprint, HEAD_BYTES, TAIL_BYTES, hashBytes, holdsFingerprint, readRange } from "./fingerprint.ts";
 
 /**
- * Bytes read per syscall, at most. A chunk is a fresh buffer (events are views of it, so it
+ * Bytes read per syscall, at most (for a file with much to read). A chunk is a fresh buffer (events are views of it, so it
  * lives as long as they are queued) and no file keeps one between its reads: what a source
  * holds in buffers is bounded by the file it is reading and the events in flight, not by the
  * number of files it tails.
  */
-export const CHUNK_SIZE = 256 * 1024;
+export const CHUNK_SIZE = 1024 * 1024;
+/** Chunks for files with less than BIG_FILE unread: many such files read in turn would otherwise churn through 1 MiB buffers. */
+const SMALL_CHUNK = 256 * 1024;
+const BIG_FILE = 4 * CHUNK_SIZE;
 const MIN_CHUNK = 16 * 1024;
 
 export interface TailFileOptions {
@@ -38,6 +42,14 @@ export interface TailBatch {
 }
 
 const EMPTY = new Uint8Array(0);
+
+/**
+ * One read at `offset` into `buf`. Through fs.read on the descriptor: Bun's FileHandle.read
+ * costs about twice the CPU per call.
+ */
+function readInto(handle: FileHandle, buf: Uint8Array, offset: number): Promise<number> {
+  return new Promise((resolve, reject) => read(handle.fd, buf, 0, buf.length, offset, (err, n) => (err ? reject(err) : resolve(n))));
+}
 
 /**
  * One tailed file, identified by inode (the path may change by rename). `pos` is the
@@ -80,6 +92,8 @@ export class TailFile {
   private savedHead: { len: number; hash: string } | null = null;
   /** Hash of the bytes of the last line before pos, and where they end (<= pos). */
   private tail: { end: number; len: number; hash: string } | null = null;
+  /** The last committed line's bytes (a view of its chunk) until tailInfo() hashes them. */
+  private lastLine: { end: number; bytes: Uint8Array } | null = null;
   /**
    * Set while this file is a copy of a tracked file that was not truncated yet
    * (copytruncate in progress): it is not read until the original shrinks or goes away.
@@ -173,6 +187,7 @@ export class TailFile {
    * next time, from the page cache), so the file keeps no buffer while others are read.
    */
   park(): void {
+    this.tailInfo(); // drops the view of the chunk
     const cut = this.base + this.splitter.offset;
     this.readOffset = cut;
     this.base = cut;
@@ -191,7 +206,8 @@ export class TailFile {
       this.head = null;
       this.savedHead = null;
     }
-    if (this.tail && this.tail.end > pos) this.tail = null;
+    const tail = this.tailInfo();
+    if (tail && tail.end > pos) this.tail = null;
   }
 
   /** Records the size of the last stat; the next read goes to disk again when it changed. */
@@ -235,9 +251,10 @@ export class TailFile {
         // Up to the size of the last stat (and what a read finds beyond it): no read to learn
         // that the end was reached.
         if (!this.eof && this.size > this.readOffset) {
-          const want = Math.min(CHUNK_SIZE, Math.max(MIN_CHUNK, this.size - this.readOffset));
+          const unread = this.size - this.readOffset;
+          const want = unread > BIG_FILE ? CHUNK_SIZE : Math.min(SMALL_CHUNK, Math.max(MIN_CHUNK, unread));
           let buf = new Uint8Array(want);
-          const { bytesRead } = await handle.read(buf, 0, want, this.readOffset);
+          const bytesRead = await readInto(handle, buf, this.readOffset);
           if (bytesRead > 0) {
             // Events are views of the chunk and keep all of it alive: don't let a few new
             // lines pin a mostly empty buffer.
@@ -283,23 +300,34 @@ export class TailFile {
     this.pos = batch.endPos;
     this.lastActive = now;
     const line = batch.lastLine;
-    if (line !== null && line.length > 0) {
-      const from = Math.max(0, line.length - TAIL_BYTES);
-      this.tail = { end: batch.lastLineEnd, len: line.length - from, hash: hashBytes(line, from) };
+    // Hashed only when needed (a record, a check, park()): most batches are followed by another.
+    if (line !== null && line.length > 0) this.lastLine = { end: batch.lastLineEnd, bytes: line.subarray(Math.max(0, line.length - TAIL_BYTES)) };
+  }
+
+  /** The tail part of the fingerprint, hashing the last committed line if that was not done yet. */
+  private tailInfo(): { end: number; len: number; hash: string } | null {
+    const l = this.lastLine;
+    if (l) {
+      this.tail = { end: l.end, len: l.bytes.length, hash: hashBytes(l.bytes) };
+      this.lastLine = null;
     }
+    return this.tail;
   }
 
   /** The fingerprint at the committed position, from memory; null when not known (yet). */
   fingerprint(): Fingerprint | null {
     if (this.pos === 0) return null;
-    const tail = this.tail && this.tail.end <= this.pos ? this.tail : null;
-    return this.fingerprintWith(tail);
+    const t = this.tailInfo();
+    return this.fingerprintWith(t && t.end <= this.pos ? t : null);
   }
 
   /** The fingerprint this file will have once `batch` is committed. */
   fingerprintAfter(batch: TailBatch): Fingerprint | null {
     const line = batch.lastLine;
-    if (line === null || line.length === 0) return this.fingerprintWith(this.tail && this.tail.end <= batch.endPos ? this.tail : null);
+    if (line === null || line.length === 0) {
+      const t = this.tailInfo();
+      return this.fingerprintWith(t && t.end <= batch.endPos ? t : null);
+    }
     const from = Math.max(0, line.length - TAIL_BYTES);
     return this.fingerprintWith({ end: batch.lastLineEnd, len: line.length - from, hash: hashBytes(line, from) });
   }
@@ -325,6 +353,7 @@ export class TailFile {
   adoptFingerprint(fp: Fingerprint): void {
     this.savedHead = { len: fp.headLen, hash: fp.head };
     this.tail = fp.tailLen > 0 ? { end: fp.tailEnd, len: fp.tailLen, hash: fp.tail } : null;
+    this.lastLine = null;
   }
 
   /**
@@ -344,7 +373,8 @@ export class TailFile {
           this.savedHead = null;
         }
       }
-      if (!this.tail || this.tail.end > this.pos) {
+      const known = this.tailInfo();
+      if (!known || known.end > this.pos) {
         const n = Math.min(TAIL_BYTES, this.pos);
         const t = await this.readAt(this.pos - n, n);
         if (t.length === n) this.tail = { end: this.pos, len: n, hash: hashBytes(t) };
@@ -357,7 +387,7 @@ export class TailFile {
 
   /** False when the bytes before the committed position changed (truncated and rewritten). */
   async tailStillMatches(): Promise<boolean> {
-    const t = this.tail;
+    const t = this.tailInfo();
     if (!t || t.len === 0 || t.end > this.pos) return true;
     try {
       const now = await this.readAt(t.end - t.len, t.len);
