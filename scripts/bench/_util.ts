@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import net from "node:net";
 
 /** Peak resident set size of a process in MB (VmHWM), from /proc. */
 export function peakRssMb(pid: number | "self" = "self"): number {
@@ -13,4 +14,16 @@ export function peakRssMb(pid: number | "self" = "self"): number {
 
 export function fmt(n: number): string {
   return Math.round(n).toLocaleString("en-US");
+}
+
+/** A TCP port on 127.0.0.1 that was free a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
 }

@@ -23,7 +23,6 @@
 import { componentContext } from "../../src/components/component.ts";
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
-import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { definition as taildir } from "../../src/components/sources/taildir.ts";
@@ -33,7 +32,7 @@ import { silentLogger } from "../../src/core/logger.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { SourceRunner } from "../../src/core/runners.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
-import { fmt, peakRssMb } from "./_util.ts";
+import { fmt, freePort, peakRssMb } from "./_util.ts";
 
 const LINE = 100;
 const CLI = path.join(import.meta.dir, "..", "..", "src", "cli.ts");
@@ -106,17 +105,6 @@ export async function run(): Promise<void> {
 }
 
 // ---- a real agent in a child process ----
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -365,13 +353,40 @@ a1.sinks.k1.sink.batchSize = 1
 `;
 }
 
+/**
+ * Starts the agent, measures its CPU over 10 s idle, then calls `send(i)` every 100 ms (it
+ * writes line `seq i`) and reports when each line reached the sink's directory.
+ */
+async function pickup(what: string, dir: string, conf: string, send: (i: number) => void): Promise<void> {
+  const n = Number(process.env.BENCH_LATENCY_LINES ?? 150);
+  const agent = await startAgent(dir, conf);
+  try {
+    await sleep(1000);
+    const idle = await idleCpu(agent, 10_000);
+    const watcher = outputWatcher(path.join(dir, "out"));
+    const sent = new Map<number, number>();
+    const c0 = cpuMs(agent.pid);
+    for (let i = 0; i < n; i++) {
+      await sleep(100);
+      sent.set(i, performance.now());
+      send(i);
+    }
+    await sleep(6000);
+    watcher.stop();
+    const busy = cpuMs(agent.pid) - c0;
+    console.log(`${latencyReport(what, sent, watcher.arrivals)}; ${idle}; CPU ${busy} ms while the ${n} lines came (${(n * 0.1 + 6).toFixed(0)} s)`);
+  } finally {
+    await agent.stop();
+  }
+}
+
+const stamped = (i: number) => `seq ${i} ${"x".repeat(80)}\n`;
+
 /** Pickup latency of TAILDIR on an idle file, one line every 100 ms; idle CPU. */
 export async function latency(): Promise<void> {
-  const n = Number(process.env.BENCH_LATENCY_LINES ?? 150);
   const dir = mkdtempSync(path.join(tmpdir(), "flume-bench-taildir-latency-"));
   try {
     const logs = path.join(dir, "logs");
-    const out = path.join(dir, "out");
     mkdirSync(logs);
     const file = path.join(logs, "app.log");
     writeFileSync(file, "seq -1 first\n");
@@ -379,27 +394,12 @@ export async function latency(): Promise<void> {
 a1.sources.r1.filegroups = g1
 a1.sources.r1.filegroups.g1 = ${logs}/app\\.log
 a1.sources.r1.positionFile = ${path.join(dir, "pos.json")}
-a1.sinks.k1.sink.directory = ${out}`);
-    const agent = await startAgent(dir, conf);
+a1.sinks.k1.sink.directory = ${path.join(dir, "out")}`);
+    const fd = openSync(file, "a");
     try {
-      await sleep(1000);
-      const idle = await idleCpu(agent, 10_000);
-      const watcher = outputWatcher(out);
-      const sent = new Map<number, number>();
-      const fd = openSync(file, "a");
-      const c0 = cpuMs(agent.pid);
-      for (let i = 0; i < n; i++) {
-        await sleep(100);
-        sent.set(i, performance.now());
-        writeSync(fd, `seq ${i} ${"x".repeat(80)}\n`);
-      }
-      closeSync(fd);
-      await sleep(6000);
-      watcher.stop();
-      const busy = cpuMs(agent.pid) - c0;
-      console.log(`${latencyReport("TAILDIR pickup, default settings, a line every 100 ms -> file_roll batchSize 1", sent, watcher.arrivals)}; ${idle}; CPU ${busy} ms while the ${n} lines came (${(n * 0.1 + 6).toFixed(0)} s)`);
+      await pickup("TAILDIR pickup, default settings, a line every 100 ms -> file_roll batchSize 1", dir, conf, (i) => writeSync(fd, stamped(i)));
     } finally {
-      await agent.stop();
+      closeSync(fd);
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -408,36 +408,20 @@ a1.sinks.k1.sink.directory = ${out}`);
 
 /** Pickup latency of spooldir: a one-line file renamed into the directory every 100 ms. */
 export async function spooldirLatency(): Promise<void> {
-  const n = Number(process.env.BENCH_LATENCY_LINES ?? 150);
   const dir = mkdtempSync(path.join(tmpdir(), "flume-bench-spool-latency-"));
   try {
     const spool = path.join(dir, "spool");
     const staging = path.join(dir, "staging");
-    const out = path.join(dir, "out");
     mkdirSync(spool);
     mkdirSync(staging);
     const conf = fileRoll(`a1.sources.r1.type = spooldir
 a1.sources.r1.spoolDir = ${spool}
-a1.sinks.k1.sink.directory = ${out}`);
-    const agent = await startAgent(dir, conf);
-    try {
-      await sleep(1000);
-      const idle = await idleCpu(agent, 10_000);
-      const watcher = outputWatcher(out);
-      const sent = new Map<number, number>();
-      for (let i = 0; i < n; i++) {
-        await sleep(100);
-        const f = path.join(staging, `f${i}.log`);
-        writeFileSync(f, `seq ${i} ${"x".repeat(80)}\n`);
-        sent.set(i, performance.now());
-        renameSync(f, path.join(spool, `f${i}.log`));
-      }
-      await sleep(6000);
-      watcher.stop();
-      console.log(`${latencyReport("spooldir pickup, default settings, a file every 100 ms -> file_roll batchSize 1", sent, watcher.arrivals)}; ${idle}`);
-    } finally {
-      await agent.stop();
-    }
+a1.sinks.k1.sink.directory = ${path.join(dir, "out")}`);
+    await pickup("spooldir pickup, default settings, a file every 100 ms -> file_roll batchSize 1", dir, conf, (i) => {
+      const f = path.join(staging, `f${i}.log`);
+      writeFileSync(f, stamped(i));
+      renameSync(f, path.join(spool, `f${i}.log`));
+    });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
