@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import net from "node:net";
 
 /** Peak resident set size of a process in MB (VmHWM), from /proc. */
 export function peakRssMb(pid: number | "self" = "self"): number {
@@ -64,4 +65,16 @@ export async function timeAgent(conf: string, agent: string, group: string, key:
   }
   if (last === 0) throw new Error(`${agent}: ${group}.${key} did not reach ${total} within ${timeoutMs / 1000} s\n${stderr.slice(-2000)}`);
   return { rate: total / ((last - first) / 1000), rss: peak };
+}
+
+/** A TCP port on 127.0.0.1 that was free a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
 }

@@ -1,14 +1,28 @@
 /**
- * `npm run bench -- taildir`: TAILDIR read rate.
+ * `npm run bench -- taildir`: TAILDIR read rate in this process (run()), and, as named cases
+ * (`npm run bench -- taildir:files` etc., all in `npm run bench -- footprint`), the footprint and
+ * latency of a real agent (`flume run` in a child process, its RSS read from /proc):
  *
- * Writes a file of 100-byte lines (1 GB by default; BENCH_TAILDIR_MB to change) under /tmp,
- * tails it with the TAILDIR source driven by the core's SourceRunner into a MemoryChannel that
- * a drain loop empties in 1000-event take transactions (a null sink). Prints events/s from
- * start to the last event taken, and peak RSS. Run once with the default batchSize (100) and
- * once with 1000 (BENCH_TAILDIR_BATCH overrides both). The file is deleted afterwards.
+ * - run(): a file of 100-byte lines (1 GB by default; BENCH_TAILDIR_MB to change) under /tmp,
+ *   tailed by the TAILDIR source driven by the core's SourceRunner into a MemoryChannel that a
+ *   drain loop empties in 1000-event take transactions. Events/s and peak RSS, with batchSize
+ *   100 and 1000 (BENCH_TAILDIR_BATCH overrides both).
+ * - files: BENCH_TAILDIR_FILES (1,000) files of 10,000 lines of 100 bytes, one filegroup,
+ *   TAILDIR (default settings) -> memory (capacity 10,000, transactionCapacity 1,000) -> null
+ *   (batchSize 1,000). Lines/s, peak RSS, peak RSS per file above an idle agent's (the same
+ *   configuration on an empty directory), RSS 5 s after the last line, and the RSS of an agent
+ *   restarted on the same files (tailing them at their end: the cost per file without reading).
+ * - big-file: one 300 MB file (BENCH_TAILDIR_MB) through the same pipeline, batchSize 100
+ *   (the default) and 1000: lines/s and peak RSS.
+ * - latency: an idle file gets one line every 100 ms (BENCH_LATENCY_LINES lines, 150), TAILDIR
+ *   with default settings -> memory -> file_roll (sink.batchSize 1): p50/p99/max from the
+ *   append to the line in the sink's file, and the agent's CPU time over 10 s idle.
+ * - spooldir-latency: a file of one line renamed into the spool directory every 100 ms,
+ *   spooldir with default settings -> memory -> file_roll (batchSize 1): the same figures.
  */
 import { componentContext } from "../../src/components/component.ts";
-import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
+import { type ChildProcess, spawn } from "node:child_process";
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { definition as taildir } from "../../src/components/sources/taildir.ts";
@@ -18,9 +32,10 @@ import { silentLogger } from "../../src/core/logger.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { SourceRunner } from "../../src/core/runners.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
-import { fmt, peakRssMb } from "./_util.ts";
+import { fmt, freePort, peakRssMb } from "./_util.ts";
 
 const LINE = 100;
+const CLI = path.join(import.meta.dir, "..", "..", "src", "cli.ts");
 
 function writeFile(file: string, mb: number): number {
   const linesPerBlock = 80_000; // 8 MB blocks
@@ -88,5 +103,331 @@ export async function run(): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+// ---- a real agent in a child process ----
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function procStatus(pid: number, key: "VmHWM" | "VmRSS"): number {
+  try {
+    const m = new RegExp(`${key}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** CPU time (user + system) of a process in ms, from /proc/<pid>/stat (clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
+
+interface Agent {
+  child: ChildProcess;
+  pid: number;
+  port: number;
+  log: () => string;
+  metric: (group: string, key: string) => Promise<number>;
+  stop: () => Promise<void>;
+}
+
+async function startAgent(dir: string, conf: string): Promise<Agent> {
+  const file = path.join(dir, `agent-${Date.now()}.conf`);
+  writeFileSync(file, conf);
+  const port = await freePort();
+  const command = process.env.BENCH_FLUME ? process.env.BENCH_FLUME.split(" ") : [process.execPath, CLI];
+  const child = spawn(command[0], [...command.slice(1), "run", "-f", file, "-n", "a1", "--metrics-port", String(port), "--metrics-bind", "127.0.0.1", "--no-reload-conf", "--quiet"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout?.on("data", (d) => (out += d));
+  child.stderr?.on("data", (d) => (out += d));
+  const t0 = performance.now();
+  while (!out.includes("agent a1 started")) {
+    if (child.exitCode !== null || performance.now() - t0 > 20000) throw new Error(`agent did not start:\n${out}`);
+    await sleep(2);
+  }
+  const metric = async (group: string, key: string) => {
+    try {
+      const m = (await (await fetch(`http://127.0.0.1:${port}/metrics`)).json()) as Record<string, Record<string, string>>;
+      return Number(m[group]?.[key] ?? NaN);
+    } catch {
+      return NaN;
+    }
+  };
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGTERM");
+      await new Promise((r) => child.once("exit", r));
+    }
+  };
+  return { child, pid: child.pid as number, port, log: () => out, metric, stop };
+}
+
+function taildirToNull(logs: string, pos: string, extra = ""): string {
+  return `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = TAILDIR
+a1.sources.r1.channels = c1
+a1.sources.r1.filegroups = g1
+a1.sources.r1.filegroups.g1 = ${logs}/.*\\.log
+a1.sources.r1.positionFile = ${pos}
+${extra}
+a1.channels.c1.type = memory
+a1.channels.c1.capacity = ${process.env.BENCH_CAPACITY ?? 10000}
+a1.channels.c1.transactionCapacity = 1000
+a1.sinks.k1.type = null
+a1.sinks.k1.batchSize = 1000
+a1.sinks.k1.channel = c1
+`;
+}
+
+/** Waits until the channel's takes reach `total`; ms from the call, or NaN after `maxMs`. */
+async function untilTaken(agent: Agent, total: number, maxMs = 300_000): Promise<number> {
+  const t0 = performance.now();
+  for (;;) {
+    if ((await agent.metric("CHANNEL.c1", "EventTakeSuccessCount")) >= total) return performance.now() - t0;
+    if (performance.now() - t0 > maxMs) return NaN;
+    await sleep(5);
+  }
+}
+
+function writeManyFiles(logs: string, files: number, linesPerFile: number): void {
+  const block = Buffer.alloc(linesPerFile * LINE, "x");
+  for (let f = 0; f < files; f++) {
+    for (let i = 0; i < linesPerFile; i++) {
+      block.write(`f${String(f).padStart(5, "0")} line ${String(i).padStart(8, "0")} `, i * LINE, "latin1");
+      block[i * LINE + LINE - 1] = 10;
+    }
+    writeFileSync(path.join(logs, `app-${f}.log`), block);
+  }
+}
+
+async function idleRss(dir: string): Promise<number> {
+  const logs = path.join(dir, "idle-logs");
+  mkdirSync(logs, { recursive: true });
+  const agent = await startAgent(dir, taildirToNull(logs, path.join(dir, "idle-pos.json")));
+  try {
+    await sleep(2000);
+    return procStatus(agent.pid, "VmRSS");
+  } finally {
+    await agent.stop();
+  }
+}
+
+/** 1,000 files: throughput at default settings, memory per tailed file, RSS afterwards. */
+export async function files(): Promise<void> {
+  const count = Number(process.env.BENCH_TAILDIR_FILES ?? 1000);
+  const perFile = 10_000;
+  const dir = mkdtempSync(path.join(tmpdir(), "flume-bench-taildir-files-"));
+  try {
+    const idle = await idleRss(dir);
+    const logs = path.join(dir, "logs");
+    mkdirSync(logs);
+    writeManyFiles(logs, count, perFile);
+    const total = count * perFile;
+    const agent = await startAgent(dir, taildirToNull(logs, path.join(dir, "pos.json")));
+    try {
+      const cpu0 = cpuMs(agent.pid);
+      const ms = await untilTaken(agent, total);
+      const cpu = cpuMs(agent.pid) - cpu0;
+      const peak = procStatus(agent.pid, "VmHWM");
+      await sleep(5000);
+      const after = procStatus(agent.pid, "VmRSS");
+      console.log(
+        `TAILDIR ${fmt(count)} files x ${fmt(perFile)} lines of ${LINE} bytes -> memory -> null, default TAILDIR settings: ${fmt(total / (ms / 1000))} lines/s (agent CPU ${(cpu / 1000).toFixed(2)} s); ` +
+          `peak RSS ${peak.toFixed(0)} MB (idle agent ${idle.toFixed(0)} MB: ${(((peak - idle) * 1024) / count).toFixed(1)} KiB per file); RSS 5 s later ${after.toFixed(0)} MB`,
+      );
+    } finally {
+      await agent.stop();
+    }
+    // The same files once read: the cost of tailing them, without the reading's churn.
+    const again = await startAgent(dir, taildirToNull(logs, path.join(dir, "pos.json")));
+    try {
+      await sleep(3000);
+      const rss = procStatus(again.pid, "VmRSS");
+      console.log(`TAILDIR tailing the ${fmt(count)} files at their end (after a restart): RSS ${rss.toFixed(0)} MB, ${(((rss - idle) * 1024) / count).toFixed(1)} KiB per file above the idle agent`);
+    } finally {
+      await again.stop();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** One 300 MB file: throughput and peak RSS, batchSize 100 and 1000. */
+export async function bigFile(): Promise<void> {
+  const mb = Number(process.env.BENCH_TAILDIR_MB ?? 300);
+  const dir = mkdtempSync(path.join(tmpdir(), "flume-bench-taildir-big-"));
+  try {
+    const logs = path.join(dir, "logs");
+    mkdirSync(logs);
+    const lines = writeFile(path.join(logs, "big.log"), mb);
+    for (const batch of [100, 1000]) {
+      const agent = await startAgent(dir, taildirToNull(logs, path.join(dir, `pos-${batch}.json`), `a1.sources.r1.batchSize = ${batch}`));
+      try {
+        const cpu0 = cpuMs(agent.pid);
+        const ms = await untilTaken(agent, lines);
+        const cpu = cpuMs(agent.pid) - cpu0;
+        console.log(`TAILDIR one ${mb} MB file (${fmt(lines)} lines), batchSize ${batch} -> memory -> null: ${fmt(lines / (ms / 1000))} lines/s (agent CPU ${(cpu / 1000).toFixed(2)} s); peak RSS ${procStatus(agent.pid, "VmHWM").toFixed(0)} MB`);
+      } finally {
+        await agent.stop();
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+/** Reads the sink's output as it grows and records when each stamped line arrives. */
+function outputWatcher(out: string): { arrivals: Map<number, number>; stop: () => void } {
+  const arrivals = new Map<number, number>();
+  let offset = 0;
+  let carry = "";
+  let running = true;
+  const tick = () => {
+    if (!running) return;
+    for (const name of existsSync(out) ? readdirSync(out) : []) {
+      const f = path.join(out, name);
+      const size = statSync(f).size;
+      if (size > offset) {
+        const fd = openSync(f, "r");
+        const buf = Buffer.alloc(size - offset);
+        readSync(fd, buf, 0, buf.length, offset);
+        closeSync(fd);
+        offset = size;
+        const now = performance.now();
+        const text = carry + buf.toString("latin1");
+        const parts = text.split("\n");
+        carry = parts.pop() ?? "";
+        for (const p of parts) {
+          const m = /^seq (\d+) /.exec(p);
+          if (m) arrivals.set(Number(m[1]), now);
+        }
+      }
+    }
+    setTimeout(tick, 1);
+  };
+  tick();
+  return { arrivals, stop: () => (running = false) };
+}
+
+function latencyReport(what: string, sent: Map<number, number>, arrivals: Map<number, number>): string {
+  const lat: number[] = [];
+  let missing = 0;
+  for (const [seq, t] of sent) {
+    const a = arrivals.get(seq);
+    if (a === undefined) missing++;
+    else lat.push(a - t);
+  }
+  lat.sort((a, b) => a - b);
+  const f = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(1)} ms`);
+  return `${what}: ${lat.length} lines, latency p50 ${f(percentile(lat, 50))}, p99 ${f(percentile(lat, 99))}, max ${f(lat[lat.length - 1])}${missing ? `, ${missing} not delivered` : ""}`;
+}
+
+async function idleCpu(agent: Agent, ms: number): Promise<string> {
+  const c0 = cpuMs(agent.pid);
+  await sleep(ms);
+  const used = cpuMs(agent.pid) - c0;
+  return `idle CPU ${used} ms over ${ms / 1000} s (${((used / ms) * 100).toFixed(2)} %)`;
+}
+
+function fileRoll(sourceLines: string): string {
+  return `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+${sourceLines}
+a1.sources.r1.channels = c1
+a1.channels.c1.type = memory
+a1.sinks.k1.type = file_roll
+a1.sinks.k1.channel = c1
+a1.sinks.k1.sink.rollInterval = 0
+a1.sinks.k1.sink.batchSize = 1
+`;
+}
+
+/**
+ * Starts the agent, measures its CPU over 10 s idle, then calls `send(i)` every 100 ms (it
+ * writes line `seq i`) and reports when each line reached the sink's directory.
+ */
+async function pickup(what: string, dir: string, conf: string, send: (i: number) => void): Promise<void> {
+  const n = Number(process.env.BENCH_LATENCY_LINES ?? 150);
+  const agent = await startAgent(dir, conf);
+  try {
+    await sleep(1000);
+    const idle = await idleCpu(agent, 10_000);
+    const watcher = outputWatcher(path.join(dir, "out"));
+    const sent = new Map<number, number>();
+    const c0 = cpuMs(agent.pid);
+    for (let i = 0; i < n; i++) {
+      await sleep(100);
+      sent.set(i, performance.now());
+      send(i);
+    }
+    await sleep(6000);
+    watcher.stop();
+    const busy = cpuMs(agent.pid) - c0;
+    console.log(`${latencyReport(what, sent, watcher.arrivals)}; ${idle}; CPU ${busy} ms while the ${n} lines came (${(n * 0.1 + 6).toFixed(0)} s)`);
+  } finally {
+    await agent.stop();
+  }
+}
+
+const stamped = (i: number) => `seq ${i} ${"x".repeat(80)}\n`;
+
+/** Pickup latency of TAILDIR on an idle file, one line every 100 ms; idle CPU. */
+export async function latency(): Promise<void> {
+  const dir = mkdtempSync(path.join(tmpdir(), "flume-bench-taildir-latency-"));
+  try {
+    const logs = path.join(dir, "logs");
+    mkdirSync(logs);
+    const file = path.join(logs, "app.log");
+    writeFileSync(file, "seq -1 first\n");
+    const conf = fileRoll(`a1.sources.r1.type = TAILDIR
+a1.sources.r1.filegroups = g1
+a1.sources.r1.filegroups.g1 = ${logs}/app\\.log
+a1.sources.r1.positionFile = ${path.join(dir, "pos.json")}
+a1.sinks.k1.sink.directory = ${path.join(dir, "out")}`);
+    const fd = openSync(file, "a");
+    try {
+      await pickup("TAILDIR pickup, default settings, a line every 100 ms -> file_roll batchSize 1", dir, conf, (i) => writeSync(fd, stamped(i)));
+    } finally {
+      closeSync(fd);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Pickup latency of spooldir: a one-line file renamed into the directory every 100 ms. */
+export async function spooldirLatency(): Promise<void> {
+  const dir = mkdtempSync(path.join(tmpdir(), "flume-bench-spool-latency-"));
+  try {
+    const spool = path.join(dir, "spool");
+    const staging = path.join(dir, "staging");
+    mkdirSync(spool);
+    mkdirSync(staging);
+    const conf = fileRoll(`a1.sources.r1.type = spooldir
+a1.sources.r1.spoolDir = ${spool}
+a1.sinks.k1.sink.directory = ${path.join(dir, "out")}`);
+    await pickup("spooldir pickup, default settings, a file every 100 ms -> file_roll batchSize 1", dir, conf, (i) => {
+      const f = path.join(staging, `f${i}.log`);
+      writeFileSync(f, stamped(i));
+      renameSync(f, path.join(spool, `f${i}.log`));
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Named cases for `npm run bench -- taildir:<case>` and the footprint group. */
+export const cases: Record<string, () => Promise<void>> = { files, "big-file": bigFile, latency, "spooldir-latency": spooldirLatency };
 
 if (import.meta.main) await run();

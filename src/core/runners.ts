@@ -71,10 +71,10 @@ class PollingLoop {
   }
 
   /**
-   * Ends a BACKOFF sleep because there is work again (events committed to the channel).
-   * Flume's sinks get the same effect from a take that waits keep-alive for an event; our
-   * take never blocks, so the channel tells the runner instead. Sleeps after an error are
-   * not cut short: they protect a failing downstream.
+   * Ends a BACKOFF sleep because there is work again (events committed to the channel, or a
+   * source's file written). Flume's sinks get the same effect from a take that waits
+   * keep-alive for an event; our take never blocks, so the channel tells the runner instead.
+   * Sleeps after an error are not cut short: they protect a failing downstream.
    */
   wakeFromBackoff(): void {
     if (this.backingOff) this.interrupt();
@@ -226,6 +226,10 @@ export class SourceRunner implements LifecycleAware {
       throw err;
     }
     this.loop?.start();
+    if (this.source.kind === "pollable" && this.loop) {
+      const loop = this.loop;
+      this.source.setWakeup?.(() => loop.wakeFromBackoff());
+    }
     this.state = "START";
   }
 

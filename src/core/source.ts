@@ -23,6 +23,12 @@ export interface PollableSource extends Source {
    * is full), so that process() returns and stop() can follow.
    */
   interrupt?(): void;
+  /**
+   * Given by the runner once the source started: `wake` ends the runner's backoff sleep (or
+   * skips the next one), for a source that learns of new input by itself (file-system events)
+   * and would otherwise wait for its next poll.
+   */
+  setWakeup?(wake: () => void): void;
 }
 
 /** A source that produces events by itself once started (servers, tailers). */

@@ -45,6 +45,12 @@ export interface DeliverOptions {
   from?: string;
   /** Stored with the commit of the last part (the position after the whole batch). */
   position?: SourcePosition;
+  /**
+   * Called once, the first time a channel refuses (before any wait): a source that recorded
+   * its position ahead of the commit records the committed one instead, so a crash while the
+   * channel stays full does not skip the batch.
+   */
+  onRefused?: () => void;
 }
 
 /**
@@ -160,6 +166,7 @@ export class SourceEmitter {
     }
     const processor = this.source.getChannelProcessor();
     const max = processor.maxBatchSize(events.length);
+    let onRefused = options.onRefused;
     for (let offset = 0; offset < events.length; ) {
       const end = Math.min(offset + max, events.length);
       const part = offset === 0 && end === events.length ? events : events.slice(offset, end);
@@ -173,6 +180,8 @@ export class SourceEmitter {
           const from = options.from ? ` from ${options.from}` : "";
           if (!(err instanceof ChannelException)) throw this.failure(err, events.length - offset, from);
           c.ChannelWriteFail++;
+          onRefused?.();
+          onRefused = undefined;
           if (this.stopped) return false;
           this.refusals?.warn(`${this.label}: channel refused ${part.length} events${from} (${err.message}); pausing this input and retrying in ${wait} ms`);
           await this.sleep(wait);

@@ -62,7 +62,7 @@ function startFileChannelRunner(dir: string, raw: Record<string, string>) {
 }
 
 describe("TAILDIR in a child process, SIGKILLed", () => {
-  for (const [first, durable] of [["rename", false], ["copytruncate", false], ["rename", true], ["copytruncate", true]] as const) test(`SIGKILL during writes and rotations (${first} first), then restart: no line lost${durable ? "; with a durable channel none repeated" : ""}`, async () => {
+  for (const [first, durable] of [["rename", false], ["copytruncate", false], ["rename", true], ["copytruncate", true]] as const) test(`SIGKILL during writes and rotations (${first} first), then restart: ${durable ? "with a durable channel every line exactly once" : "lost only what the memory channel held, none repeated beyond a batch"}`, async () => {
     const s = taildirSetup();
     const output = path.join(s.dir, "delivered.txt");
     writeFileSync(output, "");
@@ -85,6 +85,8 @@ describe("TAILDIR in a child process, SIGKILLed", () => {
       appendFileSync(file, numbered("K", n, n + k));
       n += k;
     };
+    /** Lines a kill may take with it: read into the memory channel, not delivered yet. */
+    const inFlight = new Set<string>();
     const delivered = () => {
       try {
         return readFileSync(output, "utf8").split("\n").filter((l) => l !== "" && !l.startsWith("#POS "));
@@ -96,7 +98,9 @@ describe("TAILDIR in a child process, SIGKILLed", () => {
       const r = await startRunner();
       write(500);
       await until(() => delivered().length >= n - 300, "some lines delivered");
+      const from = n;
       write(700); // the kill lands while these are being read
+      for (const l of numbered("K", from, n).trim().split("\n")) inFlight.add(l);
       r.child.kill("SIGKILL");
       await r.exited;
       write(50);
@@ -109,16 +113,27 @@ describe("TAILDIR in a child process, SIGKILLed", () => {
     }
     const r = await startRunner();
     write(10);
-    await until(() => new Set(delivered()).size >= n, "every line delivered", 15000);
+    const last = `K-${n - 1}`;
+    await until(() => delivered().includes(last) && (!durable || new Set(delivered()).size >= n), "every line delivered", 15000);
+    // Lines of rotated files may come after the last one written: wait until nothing more comes.
+    for (let count = -1; count !== delivered().length; ) {
+      count = delivered().length;
+      await new Promise((res) => setTimeout(res, 300));
+    }
     r.child.kill("SIGTERM");
     await r.exited;
     const lines = delivered();
     const unique = new Set(lines);
-    if (process.env.DEBUG_TAILDIR) console.log(`delivered ${lines.length} lines, ${lines.length - unique.size} repeated, of ${n}`);
     const missing = numbered("K", 0, n).trim().split("\n").filter((l) => !unique.has(l));
-    expect(missing).toEqual([]);
-    expect(unique.size).toBe(n);
-    if (durable) expect(lines.length).toBe(n);
+    if (process.env.DEBUG_TAILDIR) console.log(`delivered ${lines.length} lines, ${lines.length - unique.size} repeated, ${missing.length} lost, of ${n}`);
+    if (durable) {
+      expect(missing).toEqual([]);
+      expect(lines.length).toBe(n);
+    } else {
+      // Positions follow the commits: a crash loses the channel's content, and repeats at most the batch whose position it cut off.
+      expect(missing.filter((l) => !inFlight.has(l))).toEqual([]);
+      expect(lines.length - unique.size).toBeLessThanOrEqual(4 * 50);
+    }
     expect(r.output()).toContain("STOPPED");
   }, 30000);
 });

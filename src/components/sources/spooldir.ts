@@ -12,7 +12,18 @@ import { BlobDeserializer, LineCodec, LineDeserializer, isSupportedInputCharset,
 import type { SpoolPosition } from "./spooldir/tracker.ts";
 import { FAILED_SUFFIX, Tracker, parsePosition } from "./spooldir/tracker.ts";
 import { syncDirectory } from "../../io/atomic-write.ts";
+import { DirectoryWatcher, type DirEventKind } from "../../io/dir-watch.ts";
+import { LockHeldError, OwnerLock, directoryLockFile } from "../../io/owner-lock.ts";
+import type { TimerHandle } from "../../core/clock.ts";
 import { Sleeper } from "../../core/sleeper.ts";
+
+/** Quiet time after a file-system event before the spool is looked at (a file may still be being written). */
+const EVENT_SETTLE_MS = 20;
+
+/** The tracker directory a configuration names: inside the spool unless absolute. */
+function trackerDirOf(spoolDir: string, trackerDir: string, ctx: Pick<ComponentContext, "storagePath">): string {
+  return path.resolve(path.isAbsolute(trackerDir) ? ctx.storagePath(trackerDir) : path.join(spoolDir, trackerDir));
+}
 
 export interface SpoolDirOptions {
   spoolDir: string;
@@ -81,6 +92,12 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
   private readonly unopenable = new Map<string, string>();
 
   private readonly random: () => number;
+  private lock: OwnerLock | null = null;
+  private readonly watchers = new Map<string, DirectoryWatcher>();
+  private settleTimer: TimerHandle | null = null;
+  private firstEventAt: number | null = null;
+  /** A file-system event ended (or came during) the last look: look again before sleeping. */
+  private wakePending = false;
 
   constructor(
     ctx: ComponentContext,
@@ -89,8 +106,7 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
     super(ctx, { maxBackoff: options.maxBackoff });
     this.random = ctx.random;
     this.sleeper = new Sleeper(ctx.clock);
-    const trackerDir = path.isAbsolute(options.trackerDir) ? options.trackerDir : path.join(options.spoolDir, options.trackerDir);
-    this.tracker = new Tracker(path.resolve(options.spoolDir), trackerDir);
+    this.tracker = new Tracker(path.resolve(options.spoolDir), trackerDirOf(options.spoolDir, options.trackerDir, ctx));
     this.include = compileJavaFullMatch(options.includePattern, "includePattern");
     this.ignore = compileJavaFullMatch(options.ignorePattern, "ignorePattern");
   }
@@ -107,6 +123,13 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
     if (!s.isDirectory()) throw new ConfigurationError("spoolDir", `Path is not a directory: ${path.resolve(dir)}`, this.name);
     if (this.options.trackingPolicy === "rename") await this.canary();
     await this.tracker.init();
+    try {
+      this.lock = OwnerLock.acquire(directoryLockFile(this.tracker.dir), `tracker directory ${this.tracker.dir} of spooldir source ${this.name}`, `flume-ts spooldir source ${this.name}`);
+    } catch (err) {
+      if (err instanceof LockHeldError) throw new ConfigurationError("trackerDir", err.message, this.name);
+      throw err;
+    }
+    if (this.lock.tookOverFrom) this.logger.warn(`${this.name}: took over ${this.lock.file} from process ${this.lock.tookOverFrom.pid}, which is no longer running`);
     this.channelPosition = this.durablePosition();
     this.durable = this.getChannelProcessor()
       .getChannels()
@@ -114,6 +137,7 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
     this.beginStart();
     this.running = true;
     this.state = "START";
+    this.watch(path.resolve(dir));
     this.loop = this.run();
   }
 
@@ -123,10 +147,16 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
     this.emitter.stop();
     await this.loop;
     this.loop = null;
+    for (const w of this.watchers.values()) w.close();
+    this.watchers.clear();
+    if (this.settleTimer) this.clock.clearTimeout(this.settleTimer);
+    this.settleTimer = null;
     if (this.current) {
       await this.current.handle.close().catch(() => {});
       this.current = null;
     }
+    this.lock?.release();
+    this.lock = null;
     this.counter.stop();
     this.state = "STOP";
     this.logger.info(`SpoolDir source ${this.name} stopped. Metrics: ${JSON.stringify(this.counter.snapshot())}`);
@@ -155,12 +185,50 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
   }
 
 
+  /**
+   * Watches a directory of the spool for new files (file-system events), so a file moved in
+   * is picked up at once instead of at the next poll; polling every pollDelay stays the
+   * fallback where no events come.
+   */
+  private watch(dir: string): void {
+    let w = this.watchers.get(dir);
+    if (!w) {
+      w = new DirectoryWatcher(dir, (kind, name) => this.onDirEvent(kind, name));
+      this.watchers.set(dir, w);
+    }
+    const failedBefore = w.failure;
+    if (!w.start() && w.failure !== failedBefore) this.logger.warn(`${this.name}: no file-system events for ${dir} (${w.failure}); polling it every ${this.options.pollDelay} ms`);
+  }
+
+  private onDirEvent(kind: DirEventKind, name: string | null): void {
+    if (!this.running) return;
+    // Our own renames (x -> x.COMPLETED) and hidden files (the tracker directory) are no news.
+    if (name !== null && (name.startsWith(".") || name.endsWith(this.options.fileSuffix))) return;
+    if (kind === "change" && this.current) return; // the file being read, or one still being written
+    const now = this.clock.now();
+    this.firstEventAt ??= now;
+    // A file may still be being written: wait until the directory was quiet for a moment, but
+    // never longer than a poll would.
+    if (this.settleTimer) {
+      if (now - this.firstEventAt >= this.options.pollDelay) return;
+      this.clock.clearTimeout(this.settleTimer);
+    }
+    this.settleTimer = this.clock.setTimeout(() => {
+      this.settleTimer = null;
+      this.firstEventAt = null;
+      this.wakePending = true;
+      this.sleeper.wake();
+    }, EVENT_SETTLE_MS);
+  }
+
   private async run(): Promise<void> {
     await Promise.resolve();
     while (this.running) {
       try {
+        this.wakePending = false;
         const worked = await this.step();
-        if (!worked && this.running) await this.sleeper.sleep(this.options.pollDelay);
+        // An event that came while we looked may be about a file the look missed.
+        if (!worked && this.running && !this.wakePending) await this.sleeper.sleep(this.options.pollDelay);
       } catch (err) {
         this.emitter.failed(err, "unexpected error in the spooling directory source (will retry)");
         if (this.running) await this.sleeper.sleep(this.options.pollDelay);
@@ -238,7 +306,10 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
       for (const e of entries) {
         const p = path.join(dir, e.name);
         if (e.isDirectory()) {
-          if (this.options.recursiveDirectorySearch && !e.name.startsWith(".") && !this.ignore.test(e.name) && path.resolve(p) !== trackerAbs) await walk(p);
+          if (this.options.recursiveDirectorySearch && !e.name.startsWith(".") && !this.ignore.test(e.name) && path.resolve(p) !== trackerAbs) {
+            if (this.running) this.watch(path.resolve(p));
+            await walk(p);
+          }
           continue;
         }
         if (!e.isFile()) continue;
@@ -491,6 +562,10 @@ export const definition = defineComponent({
     fileHeaderKey: { type: "string", default: "file", doc: "Header name for fileHeader" },
     basenameHeader: { type: "boolean", default: false, doc: "Add the file's name as a header" },
     basenameHeaderKey: { type: "string", default: "basename", doc: "Header name for basenameHeader" },
+  },
+  claims(config, ctx) {
+    const dir = trackerDirOf(config.spoolDir, config.trackerDir, ctx);
+    return [{ file: directoryLockFile(dir), what: `tracker directory ${dir}` }];
   },
   create(config, ctx) {
     for (const e of validate(config)) throw new ConfigurationError(e.key, e.message, ctx.name);

@@ -1,18 +1,23 @@
-import { readdir, stat } from "node:fs/promises";
+import { mkdirSync } from "node:fs";
+import { open, readdir, stat } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
 import type { TimerHandle } from "../../core/clock.ts";
 import { ConfigurationError } from "../../core/errors.ts";
 import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
+import { DirectoryWatcher, type DirEventKind } from "../../io/dir-watch.ts";
+import { LockHeldError, OwnerLock } from "../../io/owner-lock.ts";
 import { EmitError } from "../../pipeline/emitter.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSource } from "./base.ts";
+import { type Fingerprint, HEAD_BYTES, TAIL_BYTES, hashBytes, holdsFingerprint, readRange } from "./taildir/fingerprint.ts";
 import { FileGroupMatcher } from "./taildir/matcher.ts";
 import type { MatchedFile } from "./taildir/matcher.ts";
-import type { Fingerprint, PositionEntry } from "./taildir/position-file.ts";
-import { fingerprintFileOf, formatPositions, parsePositions, readFingerprints, readPositionFile, writeAtomically } from "./taildir/position-file.ts";
-import { TailFile, matchesFingerprint } from "./taildir/tail-file.ts";
+import { type PositionEntry, readPositionFile } from "./taildir/position-file.ts";
+import { type ChannelState, type FileRecord, type JournalState, StateJournal, formatChannelState, goneJson, mergeState, parseChannelState, recordJson } from "./taildir/state.ts";
+import { TailFile } from "./taildir/tail-file.ts";
 import type { TailBatch } from "./taildir/tail-file.ts";
 
 export interface TaildirOptions {
@@ -45,15 +50,32 @@ const positionFileOwners = new Map<string, string>();
 
 /** Batches one process() call may cut before it returns READY, so a stop is never held up long. */
 const BATCHES_PER_PROCESS = 256;
+/** A durable channel's commit carries the records changed since the last snapshot; past this many, a snapshot is due. */
+const CHANGED_BEFORE_SNAPSHOT = 64;
+/** The state file gets a fresh snapshot when this much was appended since the last one. */
+const JOURNAL_BYTES_BEFORE_SNAPSHOT = 4 * 1024 * 1024;
+/** Batches (and at most this many lines) cut from a file ahead of their commits, for a channel that keeps no positions. */
+const GROUP_BATCHES = 32;
+const GROUP_EVENTS = 4096;
+/** Longest a source goes on reading after batch limits before it looks at the files again (rotations, new files). */
+const CONTINUE_WITHOUT_LOOK_MS = 500;
+/** Parts of a supposed copy compared with its original, besides head and tail. */
+const COPY_SAMPLES = 4;
+
+/** The lock file held while a source uses a position file. */
+export function positionLockFile(positionFile: string): string {
+  return `${positionFile}.lock`;
+}
 
 /**
  * Flume's TAILDIR source: tails every file matching the groups' patterns, identifies files by
  * inode, and keeps positions in Flume's JSON position file. Unlike Flume, a position moves only
- * after the batch is committed, a batch that the channel refused is retried as is (inside
- * process(), until it commits or the source stops), a file
- * rotated away by rename is drained to its end (found again by inode after a restart), and a
- * copy made by copytruncate is recognised (by fingerprint) and continued where the original
- * was, so rotation neither loses nor repeats lines.
+ * after the batch is committed, and what a restart needs (positions and fingerprints of every
+ * tracked file, see taildir/state.ts) is stored with the commit by a durable channel, or
+ * appended to the state file right after it otherwise. A file rotated away by rename is
+ * drained to its end (found again by inode after a restart), and a copy made by copytruncate
+ * is recognised and continued where the original was, so rotation neither loses nor repeats
+ * lines. File-system events wake the source; polling with Flume's backoff stays the fallback.
  */
 export class TaildirSource extends BaseSource implements PollableSource {
   readonly kind = "pollable";
@@ -62,20 +84,45 @@ export class TaildirSource extends BaseSource implements PollableSource {
   private readonly matchers: FileGroupMatcher[];
   /** Tracked files by inode. */
   private readonly files = new Map<number, TailFile>();
-  /** Fingerprints at the committed positions, by inode (kept for files that may be truncated). */
-  private readonly fingerprints = new Map<number, Fingerprint>();
+  /** Records of files not found at start (deleted or moved away), to recognise a copy of one. */
+  private readonly missing = new Map<number, FileRecord>();
+  /** Bytes of a shadow (copytruncate copy) known to equal its original's, by inode. */
+  private readonly verifiedCopy = new Map<number, number>();
+  private readonly journal: StateJournal;
+  private lock: OwnerLock | null = null;
+  /** Sequence number of the last state change. */
+  private seq = 0;
+  /** Sequence number of the last snapshot flushed to disk (what a durable channel's records build on). */
+  private durableBase = -1;
+  private snapshotSeq = -1;
+  /** For a durable channel: records changed and files let go since durableBase, as JSON. */
+  private readonly changed = new Map<number, string>();
+  private readonly gone = new Map<number, { seq: number; json: string }>();
+  /** Records written ahead of the commits of a group of batches (see readGroup), until those commits are done. */
+  private readonly recordedAhead = new Map<number, string>();
+  private snapshotRun: Promise<void> | null = null;
+  private snapshotAgain = false;
+  /** A change other than a commit happened: a snapshot makes it survive a power loss too. */
+  private structuralChange = false;
   private posTimer: TimerHandle | null = null;
-  private writing: Promise<void> = Promise.resolve();
   private started = false;
-  private lastWritten = "";
-  private lastFingerprints = "";
   /** Some channel of this source keeps positions (a file channel). */
   private durable = false;
-  /**
-   * A file was let go since the last commit: a durable channel still lists its inode and
-   * position, which a restart would apply to a new file that got the freed inode.
-   */
-  private retiredSinceCommit = false;
+  private readonly watchers = new Map<string, DirectoryWatcher>();
+  private wake: (() => void) | null = null;
+  /** Tracked files named by "change" events since the last look. */
+  private readonly dirty = new Set<string>();
+  private fullScanDue = true;
+  private eventSeen = false;
+  private lastFullScan = -Infinity;
+  /** The last process() stopped at a batch limit: the next one goes on without looking at the files first. */
+  private continuing = false;
+  private lastUpdate = -Infinity;
+  private readonly byPath = new Map<string, TailFile>();
+  /** Directories holding files rotated away and still being drained (their events matter too). */
+  private readonly drainingDirs = new Set<string>();
+  /** The file the next round of reads starts with (the one a round stopped in), so files late in the map are not starved. */
+  private resumeAt: number | null = null;
 
   constructor(
     ctx: ComponentContext,
@@ -85,6 +132,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
     this.backoffSleepIncrement = options.backoffSleepIncrement;
     this.maxBackoffSleep = options.maxBackoffSleep;
     this.matchers = Object.entries(options.filegroups).map(([g, p]) => new FileGroupMatcher(g, p, options.cachePatternMatching));
+    this.journal = new StateJournal(options.positionFile, (m) => this.stateWriteFailed(m));
   }
 
   /** Committed positions of the tracked files (what the position file holds). */
@@ -92,6 +140,10 @@ export class TaildirSource extends BaseSource implements PollableSource {
     const out: PositionEntry[] = [];
     for (const f of this.files.values()) if (f.shadowOf === null) out.push({ inode: f.inode, pos: f.pos, file: f.path });
     return out;
+  }
+
+  setWakeup(wake: () => void): void {
+    this.wake = wake;
   }
 
   async start(): Promise<void> {
@@ -104,21 +156,37 @@ export class TaildirSource extends BaseSource implements PollableSource {
         throw new ConfigurationError(`filegroups.${m.group}`, `Directory does not exist: ${m.directory}`, this.name);
       }
     }
-    const owner = positionFileOwners.get(this.options.positionFile);
+    const positionFile = this.options.positionFile;
+    const owner = positionFileOwners.get(positionFile);
     if (owner !== undefined && owner !== this.name) {
-      throw new ConfigurationError("positionFile", `${this.options.positionFile} is already used by TAILDIR source ${owner}; give each TAILDIR source its own positionFile`, this.name);
+      throw new ConfigurationError("positionFile", `${positionFile} is already used by TAILDIR source ${owner}; give each TAILDIR source its own positionFile`, this.name);
     }
-    positionFileOwners.set(this.options.positionFile, this.name);
-    this.beginStart();
-    this.durable = this.getChannelProcessor()
-      .getChannels()
-      .some((c) => c.durable === true);
-    await this.restore();
-    // Every tracked file is in the position file before any of its lines is read, so a crash
-    // followed by a rotation can still find it by inode.
-    await this.writePositions();
+    mkdirSync(path.dirname(positionFile), { recursive: true });
+    try {
+      this.lock = OwnerLock.acquire(positionLockFile(positionFile), `positionFile ${positionFile} of TAILDIR source ${this.name}`, `flume-ts TAILDIR source ${this.name}`);
+    } catch (err) {
+      if (err instanceof LockHeldError) throw new ConfigurationError("positionFile", err.message, this.name);
+      throw err;
+    }
+    if (this.lock.tookOverFrom) this.logger.warn(`${this.name}: took over ${this.lock.file} from process ${this.lock.tookOverFrom.pid}, which is no longer running`);
+    positionFileOwners.set(positionFile, this.name);
+    try {
+      this.beginStart();
+      this.durable = this.getChannelProcessor()
+        .getChannels()
+        .some((c) => c.durable === true);
+      await this.restore();
+      // Every tracked file is in the state file before any of its lines is read, so a crash
+      // followed by a rotation can still find it by inode.
+      await this.snapshot();
+    } catch (err) {
+      this.releaseOwnership();
+      throw err;
+    }
+    this.indexPaths();
     this.started = true;
     this.state = "START";
+    this.startWatching();
     this.schedulePositionWrite();
   }
 
@@ -132,84 +200,225 @@ export class TaildirSource extends BaseSource implements PollableSource {
     this.emitter.stop();
     if (this.posTimer) this.clock.clearTimeout(this.posTimer);
     this.posTimer = null;
-    await this.storeRetiredPositions();
-    await this.writePositions();
+    for (const w of this.watchers.values()) w.close();
+    this.watchers.clear();
+    await this.snapshot();
     for (const f of this.files.values()) await f.release();
     this.files.clear();
-    if (positionFileOwners.get(this.options.positionFile) === this.name) positionFileOwners.delete(this.options.positionFile);
+    this.releaseOwnership();
     this.counter.stop();
     this.state = "STOP";
     this.logger.info(`Taildir source ${this.name} stopped. Metrics: ${JSON.stringify(this.counter.snapshot())}`);
   }
 
+  private releaseOwnership(): void {
+    this.journal.close();
+    this.lock?.release();
+    this.lock = null;
+    if (positionFileOwners.get(this.options.positionFile) === this.name) positionFileOwners.delete(this.options.positionFile);
+  }
+
+  private stateWriteFailed(message: string): void {
+    this.counter.inc("GenericProcessingFail");
+    this.logger.error(`${this.name}: ${message}; after a crash, lines read since the last position write may be read again`);
+  }
+
+  // ---- file-system events ----
+
+  private startWatching(): void {
+    const dirs = new Set(this.matchers.map((m) => m.directory));
+    for (const dir of dirs) {
+      let w = this.watchers.get(dir);
+      if (!w) {
+        w = new DirectoryWatcher(dir, (kind, name) => this.onDirEvent(dir, kind, name));
+        this.watchers.set(dir, w);
+      }
+      const failedBefore = w.failure;
+      if (!w.start() && w.failure !== failedBefore) {
+        this.logger.warn(`${this.name}: no file-system events for ${dir} (${w.failure}); polling it (up to every ${this.maxBackoffSleep} ms)`);
+      }
+    }
+  }
+
+  private get watching(): boolean {
+    for (const w of this.watchers.values()) if (!w.active) return false;
+    return this.watchers.size > 0;
+  }
+
+  private onDirEvent(dir: string, kind: DirEventKind, name: string | null): void {
+    if (!this.started) return;
+    const posDir = path.dirname(this.options.positionFile);
+    const posBase = path.basename(this.options.positionFile);
+    if (name !== null && dir === posDir && name.startsWith(posBase)) return; // our own writes
+    const matchers = this.matchers.filter((m) => m.directory === dir);
+    const relevant = name === null || matchers.some((m) => m.matchesName(name));
+    if (!relevant && !this.drainingDirs.has(dir)) return;
+    if (name !== null && kind === "change" && relevant) {
+      const p = path.join(dir, name);
+      if (this.trackedAt(p)) this.dirty.add(p);
+      else this.fullScanDue = true;
+    } else {
+      this.fullScanDue = true;
+      if (kind === "rename") for (const m of matchers) m.invalidate();
+    }
+    this.eventSeen = true;
+    this.wake?.();
+  }
+
+  /** The matched tracked file at a path (from an index rebuilt after each look; checked on use). */
+  private trackedAt(p: string): TailFile | undefined {
+    const f = this.byPath.get(p);
+    return f && f.path === p && f.matched && this.files.get(f.inode) === f ? f : undefined;
+  }
+
+  private indexPaths(): void {
+    this.byPath.clear();
+    this.drainingDirs.clear();
+    for (const f of this.files.values()) {
+      if (f.matched) this.byPath.set(f.path, f);
+      else this.drainingDirs.add(path.dirname(f.path));
+    }
+  }
+
+  // ---- state: snapshots, change records, durable commits ----
+
   private schedulePositionWrite(): void {
     this.posTimer = this.clock.setTimeout(() => {
-      void this.writePositions().finally(() => {
+      void this.snapshot().finally(() => {
         if (this.started) this.schedulePositionWrite();
       });
     }, this.options.writePosInterval);
   }
 
-  /** Writes the committed positions (and fingerprints) atomically; writes never overlap. */
-  writePositions(): Promise<void> {
+  /**
+   * Writes the state file and Flume's position file (atomically, flushed) when anything
+   * changed since the last time; writes never overlap, a request during one runs after it.
+   */
+  snapshot(): Promise<void> {
+    if (this.snapshotRun) {
+      this.snapshotAgain = true;
+      return this.snapshotRun;
+    }
     const run = async () => {
-      try {
-        for (const f of this.files.values()) {
-          if (f.size >= f.pos) {
-            const fp = await f.fingerprint();
-            if (fp) this.fingerprints.set(f.inode, fp);
-          }
-        }
-        const entries = this.positions();
-        const fps: Record<string, Fingerprint> = {};
-        for (const e of entries) {
-          const fp = this.fingerprints.get(e.inode);
-          if (fp && fp.tailEnd <= e.pos) fps[String(e.inode)] = fp;
-        }
-        const positions = formatPositions(entries);
-        const fingerprints = JSON.stringify(fps);
-        // Nothing moved since the last write: leave the files alone.
-        if (positions === this.lastWritten && fingerprints === this.lastFingerprints) return;
-        // Same directory: the second write's directory flush covers both renames.
-        await writeAtomically(fingerprintFileOf(this.options.positionFile), fingerprints, false);
-        await writeAtomically(this.options.positionFile, positions);
-        this.lastWritten = positions;
-        this.lastFingerprints = fingerprints;
-      } catch (err) {
-        this.counter.inc("GenericProcessingFail");
-        this.logger.error(`${this.name}: Failed writing positionFile ${this.options.positionFile}: ${(err as Error).message}`);
-      }
+      do {
+        this.snapshotAgain = false;
+        await this.writeSnapshot();
+      } while (this.snapshotAgain);
     };
-    this.writing = this.writing.then(run);
-    return this.writing;
+    this.snapshotRun = run().finally(() => {
+      this.snapshotRun = null;
+    });
+    return this.snapshotRun;
   }
 
-  /**
-   * The positions to resume from: a durable channel's (stored with the events, so exact) for
-   * the files it knows, the position file's for the others (files recorded before any of their
-   * lines was committed).
-   */
-  private async savedPositions(): Promise<PositionEntry[]> {
-    let fromFile: PositionEntry[] = [];
+  /** Kept for callers of the old name (tests, runners): writes the positions now. */
+  writePositions(): Promise<void> {
+    return this.snapshot();
+  }
+
+  private async writeSnapshot(): Promise<void> {
+    const seq = this.seq;
+    if (seq === this.snapshotSeq) return;
+    const records: string[] = [];
+    for (const f of this.files.values()) records.push(this.recordedAhead.get(f.inode) ?? recordJson(this.recordOf(f)));
     try {
-      fromFile = await readPositionFile(this.options.positionFile);
+      await this.journal.snapshot(records, seq, this.positions());
     } catch (err) {
-      this.logger.error(`${this.name}: Failed loading positionFile ${this.options.positionFile}: ${(err as Error).message}; starting without positions`);
+      this.counter.inc("GenericProcessingFail");
+      this.logger.error(`${this.name}: Failed writing positionFile ${this.options.positionFile}: ${(err as Error).message}`);
+      return;
     }
-    for (const channel of this.getChannelProcessor().getChannels()) {
-      if (!channel.durable || !channel.sourcePosition) continue;
-      const value = channel.sourcePosition(this.name);
-      if (value === undefined) continue;
+    this.snapshotSeq = seq;
+    this.durableBase = seq;
+    for (const [inode] of this.changed) if ((this.files.get(inode)?.seq ?? 0) <= seq) this.changed.delete(inode);
+    for (const [inode, g] of this.gone) if (g.seq <= seq) this.gone.delete(inode);
+  }
+
+  private recordOf(f: TailFile, pos = f.pos, fp = f.fingerprint(), seq = f.seq): FileRecord {
+    if (f.shadowOf !== null) return { inode: f.inode, pos: this.verifiedCopy.get(f.inode) ?? 0, file: f.path, fp: null, copyOf: f.shadowOf, seq };
+    return { inode: f.inode, pos, file: f.path, fp, seq };
+  }
+
+  /** A file's record changed: it gets the next sequence number and is recorded. */
+  private recordChange(f: TailFile, byCommit = false, committedJson?: string): void {
+    this.recordedAhead.delete(f.inode);
+    f.seq = ++this.seq;
+    const json = committedJson ?? recordJson(this.recordOf(f));
+    if (this.durable) {
+      this.changed.set(f.inode, json);
+      // Not while starting: a snapshot of the files placed so far would forget the others.
+      if (this.changed.size > CHANGED_BEFORE_SNAPSHOT && this.started) void this.snapshot();
+    }
+    // A durable channel stored this commit's records already.
+    if (!(byCommit && this.durable)) this.appendState(`${json}\n`);
+    if (!byCommit) this.structuralChange = true;
+  }
+
+  private recordGone(f: TailFile): void {
+    this.recordedAhead.delete(f.inode);
+    const seq = ++this.seq;
+    const json = goneJson(f.inode, seq);
+    if (this.durable) {
+      this.changed.delete(f.inode);
+      this.gone.set(f.inode, { seq, json });
+    }
+    this.appendState(`${json}\n`);
+    this.structuralChange = true;
+  }
+
+  private appendState(lines: string): void {
+    this.journal.append(lines);
+    if (this.journal.appended > JOURNAL_BYTES_BEFORE_SNAPSHOT && this.started) void this.snapshot();
+  }
+
+  /** What a durable channel stores with the commit of `batch`: every record changed since durableBase, as after the commit. */
+  private channelValue(batch: TailBatch): { value: string; own: string; seq: number } {
+    const f = batch.file;
+    const seq = this.seq + 1;
+    const own = recordJson(this.recordOf(f, batch.endPos, f.fingerprintAfter(batch), seq));
+    const records: string[] = [];
+    for (const [inode, json] of this.changed) if (inode !== f.inode) records.push(json);
+    records.push(own);
+    const gone: string[] = [];
+    for (const g of this.gone.values()) gone.push(g.json);
+    return { value: formatChannelState(seq, this.durableBase, records, gone), own, seq };
+  }
+
+  // ---- restore ----
+
+  private async savedState(): Promise<{ journal: JournalState | null; channel: ChannelState | null }> {
+    let journal: JournalState | null = null;
+    try {
+      journal = this.journal.load();
+      if (journal && journal.skipped > 0) this.logger.warn(`${this.name}: ${journal.skipped} unreadable line(s) in ${this.journal.file} ignored (a write cut short by a power loss?)`);
+    } catch (err) {
+      this.logger.error(`${this.name}: Failed loading ${this.journal.file}: ${(err as Error).message}; using ${this.options.positionFile}`);
+    }
+    if (!journal) {
+      // Flume's position file (a first start, or one after Flume): positions without fingerprints.
       try {
-        const entries = parsePositions(value);
-        this.logger.info(`${this.name}: resuming from the positions stored in channel ${channel.name}`);
-        const known = new Set(entries.map((e) => e.inode));
-        return [...entries, ...fromFile.filter((e) => !known.has(e.inode))];
+        const entries = await readPositionFile(this.options.positionFile);
+        if (entries.length > 0) {
+          journal = { snapshotSeq: -1, seq: 0, records: new Map(entries.map((e) => [e.inode, { ...e, fp: null, seq: 0 }])), skipped: 0 };
+        }
       } catch (err) {
-        this.logger.warn(`${this.name}: ignoring the position stored in channel ${channel.name}: ${(err as Error).message}`);
+        this.logger.error(`${this.name}: Failed loading positionFile ${this.options.positionFile}: ${(err as Error).message}; starting without positions`);
       }
     }
-    return fromFile;
+    let channel: ChannelState | null = null;
+    for (const c of this.getChannelProcessor().getChannels()) {
+      if (!c.durable || !c.sourcePosition) continue;
+      const value = c.sourcePosition(this.name);
+      if (value === undefined) continue;
+      try {
+        const parsed = parseChannelState(value);
+        if (!channel || parsed.seq > channel.seq) channel = parsed;
+        this.logger.info(`${this.name}: resuming from the positions stored in channel ${c.name}`);
+      } catch (err) {
+        this.logger.warn(`${this.name}: ignoring the position stored in channel ${c.name}: ${(err as Error).message}`);
+      }
+    }
+    return { journal, channel };
   }
 
   private async listMatched(): Promise<{ group: string; file: MatchedFile }[]> {
@@ -218,7 +427,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
     for (const m of this.matchers) {
       try {
         for (const file of await m.match(now)) {
-          // Never tail our own position files (a pattern like .* in their directory).
+          // Never tail our own state files (a pattern like .* in their directory).
           if (file.path.startsWith(this.options.positionFile)) continue;
           out.push({ group: m.group, file });
         }
@@ -248,45 +457,62 @@ export class TaildirSource extends BaseSource implements PollableSource {
 
   /** Startup: match files, then place each at its saved position, found by inode. */
   private async restore(): Promise<void> {
-    const saved = await this.savedPositions();
-    const savedFps = await readFingerprints(fingerprintFileOf(this.options.positionFile));
-    for (const [inode, fp] of savedFps) this.fingerprints.set(inode, fp);
+    const { journal, channel } = await this.savedState();
+    const merged = mergeState(journal, channel);
+    for (const note of merged.notes) this.logger.warn(`${this.name}: ${note}`);
+    this.seq = merged.seq;
     const matched = await this.listMatched();
     const byInode = new Map<number, { group: string; file: MatchedFile }>();
     for (const m of matched) if (!byInode.has(m.file.inode)) byInode.set(m.file.inode, m);
     const groupOfDir = (dir: string) => this.matchers.find((m) => m.directory === dir)?.group ?? this.matchers[0].group;
 
-    for (const entry of saved) {
-      const m = byInode.get(entry.inode);
+    // Every record first, then the checks (a copy's original must be known when it is checked).
+    const placed: { tf: TailFile; fp: Fingerprint | null }[] = [];
+    for (const r of merged.records) {
+      const m = byInode.get(r.inode);
+      let tf: TailFile;
       if (m) {
-        const tf = this.newTailFile(m.file.path, entry.inode, m.group, entry.pos);
+        tf = this.newTailFile(m.file.path, r.inode, m.group, r.copyOf === undefined ? r.pos : 0);
         tf.size = m.file.size;
-        this.files.set(entry.inode, tf);
-        const fp = this.fingerprints.get(entry.inode);
-        // Smaller than the position, or other content: truncated (and rewritten) while we were down.
-        if (m.file.size < entry.pos || (fp && !(await matchesFingerprint(m.file.path, fp)))) await this.handleShrink(tf, m.file.size);
-        continue;
-      }
-      // Not matched any more: rotated away by rename? Look for the inode in its directory.
-      const found = await this.findByInode(path.dirname(entry.file), entry.inode);
-      if (found) {
-        const tf = this.newTailFile(found.path, entry.inode, groupOfDir(path.dirname(entry.file)), entry.pos);
+      } else {
+        // Not matched any more: rotated away by rename? Look for the inode in its directory.
+        const found = await this.findByInode(path.dirname(r.file), r.inode);
+        if (!found) {
+          this.logger.info(`Missing file: ${r.file}, inode: ${r.inode}, pos: ${r.pos}`);
+          if (r.copyOf === undefined && r.fp) this.missing.set(r.inode, r);
+          continue;
+        }
+        tf = this.newTailFile(found.path, r.inode, groupOfDir(path.dirname(r.file)), r.copyOf === undefined ? r.pos : 0);
         tf.size = found.size;
         tf.matched = false;
-        this.files.set(entry.inode, tf);
-        if (found.size < entry.pos) await this.handleShrink(tf, found.size);
-        this.logger.info(`${this.name}: ${entry.file} (inode ${entry.inode}) was rotated to ${found.path}; reading it to its end from pos ${entry.pos}`);
-      } else {
-        this.logger.info(`Missing file: ${entry.file}, inode: ${entry.inode}, pos: ${entry.pos}`);
+        if (r.copyOf === undefined) this.logger.info(`${this.name}: ${r.file} (inode ${r.inode}) was rotated to ${found.path}; reading it to its end from pos ${r.pos}`);
       }
+      tf.seq = r.seq;
+      if (r.copyOf !== undefined) {
+        tf.shadowOf = r.copyOf;
+        this.verifiedCopy.set(r.inode, r.pos);
+      } else if (r.fp) tf.adoptFingerprint(r.fp);
+      this.files.set(r.inode, tf);
+      placed.push({ tf, fp: r.fp });
+    }
+    // Copies whose original is not tracked any more: continue them where the original was.
+    for (const { tf } of placed) {
+      if (tf.shadowOf === null || this.files.has(tf.shadowOf)) continue;
+      const original = this.missing.get(tf.shadowOf);
+      const fp = original?.fp ?? null;
+      const full = fp !== null && tf.size >= fp.tailEnd && (await tf.holds(fp));
+      this.releaseShadow(tf, original ? original.pos : 0, full ? fp : null, "is gone");
+    }
+    for (const { tf, fp } of placed) {
+      if (tf.shadowOf !== null || tf.pos === 0) continue;
+      // Smaller than the position, or other content: truncated (and rewritten) while we were down.
+      if (tf.size < tf.pos || (fp && !(await tf.holds(fp)))) await this.handleShrink(tf, tf.size);
+      // The head's bytes, to fingerprint later positions (and the whole fingerprint if none was saved).
+      else await tf.loadFingerprint();
     }
     for (const m of matched) {
       if (this.files.has(m.file.inode)) continue;
-      const take = this.options.skipToEnd ? { pos: m.file.size, shadowOf: null } : await this.takeUpNewFile(m.file);
-      const tf = this.newTailFile(m.file.path, m.file.inode, m.group, take.pos);
-      tf.shadowOf = take.shadowOf;
-      tf.size = m.file.size;
-      this.files.set(m.file.inode, tf);
+      await this.takeUp(m);
     }
   }
 
@@ -309,72 +535,148 @@ export class TaildirSource extends BaseSource implements PollableSource {
     return null;
   }
 
-  /**
-   * How to take up a file seen for the first time: from 0, unless it is a copy of a tracked
-   * file (copytruncate): then it waits as that file's shadow until the original is truncated,
-   * and continues where the original was. A copy of a file from before a restart (known only
-   * by its saved fingerprint) continues at the saved position.
-   */
-  private async takeUpNewFile(file: MatchedFile): Promise<{ pos: number; shadowOf: number | null }> {
-    const candidates: { inode: number; fp: Fingerprint; tracked: TailFile | undefined }[] = [];
-    for (const tf of this.files.values()) {
-      if (tf.inode === file.inode || tf.shadowOf !== null || tf.pos === 0) continue;
-      const fp = tf.memoryFingerprint() ?? this.fingerprints.get(tf.inode);
-      if (fp) candidates.push({ inode: tf.inode, fp, tracked: tf });
-    }
-    for (const [inode, fp] of this.fingerprints) if (!this.files.has(inode)) candidates.push({ inode, fp, tracked: undefined });
-    for (const c of candidates) {
-      if (file.size < c.fp.tailEnd) continue;
-      if (!(await matchesFingerprint(file.path, c.fp))) continue;
-      if (c.tracked) {
-        this.logger.info(`${this.name}: ${file.path} is a copy of ${c.tracked.path} (copytruncate?); it is read from where the original is once the original is truncated or gone`);
-        return { pos: 0, shadowOf: c.inode };
-      }
-      this.logger.info(`${this.name}: ${file.path} is a copy of a file read up to pos ${c.fp.tailEnd} before; continuing it there`);
-      return { pos: c.fp.tailEnd, shadowOf: null };
-    }
-    return { pos: 0, shadowOf: null };
+  // ---- new files and copies ----
+
+  /** Tracks a file seen for the first time (see takeUpNewFile); records it before it is read. */
+  private async takeUp(m: { group: string; file: MatchedFile }): Promise<void> {
+    const take = this.options.skipToEnd ? { pos: m.file.size, shadowOf: null, verified: 0 } : await this.takeUpNewFile(m.file);
+    const tf = this.newTailFile(m.file.path, m.file.inode, m.group, take.pos);
+    tf.shadowOf = take.shadowOf;
+    tf.size = m.file.size;
+    if (take.shadowOf !== null) this.verifiedCopy.set(tf.inode, take.verified);
+    this.files.set(m.file.inode, tf);
+    if (tf.pos > 0 && tf.shadowOf === null) await tf.loadFingerprint();
+    this.recordChange(tf);
   }
 
-  /** Starts the shadows of `original` at its position: the original lost its content. */
-  private releaseShadows(original: TailFile, pos: number): boolean {
+  /**
+   * How to take up a file seen for the first time: from 0, unless it is a copy (copytruncate)
+   * of a tracked file: then it waits as that file's shadow until the original is truncated or
+   * gone, and continues where the original was. A copy of a file known only from before a
+   * restart (its record) continues at the recorded position.
+   */
+  private async takeUpNewFile(file: MatchedFile): Promise<{ pos: number; shadowOf: number | null; verified: number }> {
+    const fresh = { pos: 0, shadowOf: null, verified: 0 };
+    if (file.size === 0) return fresh;
+    try {
+      return await withHandle(file.path, async (h) => {
+        const head = await readRange(h, 0, HEAD_BYTES);
+        for (const tf of this.files.values()) {
+          if (tf.inode === file.inode || tf.shadowOf !== null || tf.pos === 0) continue;
+          const fp = tf.fingerprint();
+          if (!fp || !headMatches(head, fp)) continue;
+          // Still its old content (not truncated yet): compare what the copy holds so far.
+          if ((await tf.currentSize()) >= file.size && (await this.samePrefix(h, tf, file.size))) {
+            this.logger.info(`${this.name}: ${file.path} is a copy of ${tf.path} (copytruncate?); it is read from where the original is once the original is truncated or gone`);
+            return { pos: 0, shadowOf: tf.inode, verified: file.size };
+          }
+        }
+        for (const [inode, r] of this.missing) {
+          const fp = r.fp;
+          if (!fp || file.size < fp.tailEnd || !headMatches(head, fp) || !(await holdsFingerprint(h, fp))) continue;
+          this.missing.delete(inode);
+          this.logger.info(`${this.name}: ${file.path} is a copy of ${r.file}, read up to pos ${r.pos} before; continuing it there`);
+          return { pos: Math.min(r.pos, file.size), shadowOf: null, verified: 0 };
+        }
+        return fresh;
+      });
+    } catch {
+      return fresh;
+    }
+  }
+
+  /** True when the open file's first `length` bytes look like the tracked file's (head, tail and samples between). */
+  private async samePrefix(copy: FileHandle, original: TailFile, length: number): Promise<boolean> {
+    const offsets: number[] = [Math.max(0, length - TAIL_BYTES)];
+    for (let i = 1; i <= COPY_SAMPLES; i++) offsets.push(Math.floor((length * i) / (COPY_SAMPLES + 1)));
+    for (const at of offsets) {
+      const n = Math.min(TAIL_BYTES, length - at);
+      if (n <= 0) continue;
+      const [a, b] = await Promise.all([readRange(copy, at, n), original.readAt(at, n)]);
+      if (a.length !== n || b.length !== n || hashBytes(a) !== hashBytes(b)) return false;
+    }
+    return true;
+  }
+
+  /** A shadow grew: it must still equal its original's bytes, else it is a file of its own. */
+  private async recheckShadow(tf: TailFile, original: TailFile): Promise<void> {
+    const verified = this.verifiedCopy.get(tf.inode) ?? 0;
+    if (tf.size <= verified) return;
+    let same = false;
+    try {
+      same = (await original.currentSize()) >= tf.size && (await withHandle(tf.path, (h) => this.samePrefix(h, original, tf.size)));
+    } catch {
+      same = false;
+    }
+    if (same) {
+      this.verifiedCopy.set(tf.inode, tf.size);
+      this.recordChange(tf);
+      return;
+    }
+    this.logger.info(`${this.name}: ${tf.path} is no copy of ${original.path} after all; reading it from pos 0`);
+    this.unshadow(tf, 0);
+  }
+
+  private unshadow(tf: TailFile, pos: number): void {
+    tf.shadowOf = null;
+    this.verifiedCopy.delete(tf.inode);
+    tf.rewindTo(pos);
+    this.recordChange(tf);
+  }
+
+  /**
+   * Starts a shadow: its original lost its content (truncated) or is gone. With the original's
+   * fingerprint at its position present in the copy, the copy continues at that position;
+   * otherwise after the bytes known to be the original's.
+   */
+  private releaseShadow(tf: TailFile, originalPos: number, fp: Fingerprint | null, why: string): void {
+    const verified = this.verifiedCopy.get(tf.inode) ?? 0;
+    const at = Math.min(originalPos, Math.max(verified, fp && tf.size >= fp.tailEnd ? originalPos : 0), tf.size);
+    this.logger.info(`${this.name}: continuing ${tf.path}, the copy of a file that ${why}, at pos ${at}`);
+    this.unshadow(tf, at);
+  }
+
+  /** Starts the shadows of `original` (it was truncated or let go); true when it had any. */
+  private async releaseShadows(original: TailFile, pos: number, fp: Fingerprint | null, why: string): Promise<boolean> {
     let any = false;
-    for (const tf of this.files.values()) {
+    for (const tf of [...this.files.values()]) {
       if (tf.shadowOf !== original.inode) continue;
-      tf.shadowOf = null;
-      // A copy shorter than the original's position holds nothing unread: start at its end.
-      const at = Math.min(pos, tf.size);
-      tf.rewindTo(at);
+      // The fingerprint at the original's position, when the copy is long enough to hold it.
+      const full = fp !== null && tf.size >= fp.tailEnd && (await tf.holds(fp));
+      this.releaseShadow(tf, pos, full ? fp : null, why);
       any = true;
-      this.logger.info(`${this.name}: continuing ${tf.path}, the copy of ${original.path}, at pos ${at}`);
     }
     return any;
   }
 
   /**
-   * A tracked file got smaller than its committed position: truncated (copytruncate, or by
-   * hand). The lines after the position may survive in a copy in the same directory: find it
-   * by fingerprint and continue it there. Then read the truncated file from its start.
+   * A tracked file got smaller than its committed position, or its content before the
+   * position changed: truncated (copytruncate, or by hand). The lines after the position may
+   * survive in a copy in the same directory: its shadow, or a file found by fingerprint,
+   * continues there. Then the truncated file is read from its start.
    */
   private async handleShrink(tf: TailFile, size: number): Promise<void> {
-    const useFp = tf.memoryFingerprint() ?? this.fingerprints.get(tf.inode) ?? null;
+    const fp = tf.fingerprint();
     const oldPos = tf.pos;
-    if (this.releaseShadows(tf, oldPos)) {
+    if (await this.releaseShadows(tf, oldPos, fp, "was truncated")) {
       this.logger.info(`${this.name}: ${tf.path} was truncated after being copied; reading it again from pos 0`);
-    } else if (useFp) {
-      const copy = await this.findCopy(path.dirname(tf.path), tf.inode, useFp, oldPos);
+    } else if (fp) {
+      const copy = await this.findCopy(path.dirname(tf.path), tf.inode, fp, oldPos);
       if (copy) {
         const existing = this.files.get(copy.inode);
         if (existing) {
           if (existing.pos < oldPos) {
             existing.rewindTo(oldPos);
             existing.size = copy.size;
+            this.recordChange(existing);
           }
         } else {
           const ctf = this.newTailFile(copy.path, copy.inode, tf.group, oldPos);
           ctf.size = copy.size;
-          ctf.matched = this.matchers.some((m) => m.directory === path.dirname(copy.path)) && (await this.isMatched(copy.path));
+          ctf.matched = this.matchers.some((m) => m.directory === path.dirname(copy.path) && m.matchesName(path.basename(copy.path)));
+          ctf.adoptFingerprint(fp);
           this.files.set(copy.inode, ctf);
+          this.recordChange(ctf);
         }
         this.logger.info(`${this.name}: ${tf.path} was truncated after being copied to ${copy.path}; continuing the copy at pos ${oldPos}`);
       } else {
@@ -383,14 +685,9 @@ export class TaildirSource extends BaseSource implements PollableSource {
     } else {
       this.logger.info(`Pos ${oldPos} is larger than file size! Restarting from pos 0, file: ${tf.path}, inode: ${tf.inode}`);
     }
-    this.fingerprints.delete(tf.inode);
     tf.rewindTo(0);
     tf.size = size;
-  }
-
-  private async isMatched(p: string): Promise<boolean> {
-    const all = await this.listMatched();
-    return all.some((m) => m.file.path === p);
+    this.recordChange(tf);
   }
 
   private async findCopy(dir: string, exclude: number, fp: Fingerprint, minSize: number): Promise<{ path: string; inode: number; size: number } | null> {
@@ -408,7 +705,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
         if (!s.isFile() || s.ino === exclude || s.size < minSize) continue;
         const tracked = this.files.get(s.ino);
         if (tracked && tracked.pos >= minSize) continue;
-        if (await matchesFingerprint(p, fp)) return { path: p, inode: s.ino, size: s.size };
+        if (await withHandle(p, (h) => holdsFingerprint(h, fp))) return { path: p, inode: s.ino, size: s.size };
       } catch {
         // Gone since the listing.
       }
@@ -416,9 +713,40 @@ export class TaildirSource extends BaseSource implements PollableSource {
     return null;
   }
 
+  // ---- looking at the files ----
+
   /** Re-lists and re-stats: new files, rotations, truncations, growth, idleness. */
   private async updateFiles(): Promise<void> {
     const now = this.clock.now();
+    const full = this.fullScanDue || !this.eventSeen || !this.watching || now - this.lastFullScan >= this.maxBackoffSleep;
+    const dirty = [...this.dirty];
+    this.dirty.clear();
+    this.eventSeen = false;
+    if (!full) {
+      for (const p of dirty) {
+        const tf = this.trackedAt(p);
+        if (!tf) {
+          this.fullScanDue = true;
+          continue;
+        }
+        let s;
+        try {
+          s = await stat(p);
+        } catch {
+          this.fullScanDue = true; // gone: a rename event follows, or the next full look sees it
+          continue;
+        }
+        if (s.ino !== tf.inode) {
+          this.fullScanDue = true;
+          continue;
+        }
+        await this.updateTracked(tf, s.size, now);
+      }
+      if (!this.fullScanDue) return;
+    }
+    this.fullScanDue = false;
+    this.lastFullScan = now;
+    if (!this.watching) this.startWatching();
     const matched = await this.listMatched();
     const seen = new Set<number>();
     const fresh: { group: string; file: MatchedFile }[] = [];
@@ -431,14 +759,15 @@ export class TaildirSource extends BaseSource implements PollableSource {
         continue;
       }
       // Renamed to another matching name: same inode, same content, same position.
-      if (tf.path !== m.file.path) tf.path = m.file.path;
+      if (tf.path !== m.file.path) {
+        tf.path = m.file.path;
+        this.recordChange(tf);
+      }
       tf.matched = true;
-      if (m.file.size < tf.pos) await this.handleShrink(tf, m.file.size);
-      else if (m.file.size !== tf.size && tf.pos > 0 && !(await tf.tailStillMatches())) await this.handleShrink(tf, m.file.size);
-      else tf.grew(m.file.size, now);
+      await this.updateTracked(tf, m.file.size, now);
     }
-    for (const tf of this.files.values()) {
-      if (seen.has(tf.inode)) continue;
+    for (const tf of [...this.files.values()]) {
+      if (seen.has(tf.inode) || !this.files.has(tf.inode)) continue;
       // Rotated away (or deleted): keep reading through the open descriptor until drained.
       if (tf.matched) {
         tf.matched = false;
@@ -448,95 +777,146 @@ export class TaildirSource extends BaseSource implements PollableSource {
       if (!tf.isOpen) {
         const found = await this.findByInode(path.dirname(tf.path), tf.inode);
         if (!found) {
-          this.retire(tf, "deleted");
+          await this.retire(tf, "deleted");
           continue;
         }
-        tf.path = found.path;
-        tf.grew(found.size, now);
+        if (tf.path !== found.path) {
+          tf.path = found.path;
+          this.recordChange(tf);
+        }
+        await this.updateTracked(tf, found.size, now);
       } else {
-        tf.grew(await tf.currentSize(), now);
+        await this.updateTracked(tf, await tf.currentSize(), now);
       }
     }
-    let added = false;
     for (const m of fresh) {
       if (this.files.has(m.file.inode)) continue; // already taken up as a copytruncate copy
-      const take = await this.takeUpNewFile(m.file);
-      const tf = this.newTailFile(m.file.path, m.file.inode, m.group, take.pos);
-      tf.shadowOf = take.shadowOf;
-      tf.size = m.file.size;
-      this.files.set(m.file.inode, tf);
-      added = true;
+      // An empty new file may be a copy just begun: decide once it has content.
+      if (m.file.size === 0 && !this.options.skipToEnd) continue;
+      await this.takeUp(m);
     }
-    // A new file is recorded before it is read (see start()).
-    if (added) await this.writePositions();
   }
 
-  private retire(tf: TailFile, why: string): void {
-    this.releaseShadows(tf, tf.pos);
+  private async updateTracked(tf: TailFile, size: number, now: number): Promise<void> {
+    if (tf.shadowOf !== null) {
+      const original = this.files.get(tf.shadowOf);
+      tf.grew(size, now);
+      if (original && size > (this.verifiedCopy.get(tf.inode) ?? 0)) await this.recheckShadow(tf, original);
+      return;
+    }
+    if (size < tf.pos) await this.handleShrink(tf, size);
+    else if (size !== tf.size && tf.pos > 0 && !(await tf.tailStillMatches())) await this.handleShrink(tf, size);
+    else tf.grew(size, now);
+  }
+
+  private async retire(tf: TailFile, why: string): Promise<void> {
+    await this.releaseShadows(tf, tf.pos, tf.fingerprint(), why === "deleted" ? "was deleted" : "was rotated away");
     this.files.delete(tf.inode);
-    this.fingerprints.delete(tf.inode);
-    if (this.durable) this.retiredSinceCommit = true;
+    this.verifiedCopy.delete(tf.inode);
+    this.recordGone(tf);
     void tf.release();
     this.logger.info(`Closed file: ${tf.path}, inode: ${tf.inode}, pos: ${tf.pos} (${why})`);
   }
 
   /**
    * Commits one batch, retried until the channel takes it; false when the source stopped first.
-   * A batch not committed is read again from the committed position.
+   * A batch not committed is read again from the committed position. `group.ahead`: the
+   * position after the group this batch belongs to was recorded already (see readGroup).
    */
-  private async commit(batch: TailBatch): Promise<boolean> {
-    // Only a durable channel stores the position; skip building it for the others.
-    const position = this.durable ? { source: this.name, value: formatPositions(this.positionsAfter(batch)) } : undefined;
+  private async commit(batch: TailBatch, group: { ahead: boolean }): Promise<boolean> {
+    const f = batch.file;
+    const stored = this.durable ? this.channelValue(batch) : null;
+    const position = stored ? { source: this.name, value: stored.value } : undefined;
+    // The channel is full and may stay so: a crash meanwhile must not skip the lines waiting.
+    const onRefused = group.ahead
+      ? () => {
+          group.ahead = false;
+          this.recordChange(f);
+        }
+      : undefined;
     let committed = false;
     try {
-      committed = await this.emitter.deliver(batch.events, { position });
+      committed = await this.emitter.deliver(batch.events, { position, onRefused });
     } finally {
-      if (!committed) batch.file.rewindTo(batch.file.pos);
+      if (!committed) {
+        f.rewindTo(f.pos);
+        if (group.ahead) {
+          group.ahead = false;
+          this.recordChange(f);
+        }
+      }
     }
     if (!committed) return false;
-    if (this.durable) this.retiredSinceCommit = false;
-    batch.file.committed(batch, this.clock.now());
+    f.committed(batch, this.clock.now());
+    // The record the channel stored, unless something changed meanwhile (then a fresh one).
+    if (stored) this.recordChange(f, true, stored.seq === this.seq + 1 ? stored.own : undefined);
+    else if (!group.ahead) this.recordChange(f);
     return true;
   }
 
-  /** Gives a durable channel the positions without the files let go (no events). */
-  private async storeRetiredPositions(): Promise<void> {
-    if (!this.retiredSinceCommit) return;
-    try {
-      await this.getChannelProcessor().processEventBatch([], { source: this.name, value: formatPositions(this.positions()) });
-      this.retiredSinceCommit = false;
-    } catch (err) {
-      // Tried again after the next poll.
-      this.logger.warn(`${this.name}: could not update the positions stored in the channel: ${(err as Error).message}`);
+  /**
+   * Cuts up to `max` batches from a file (fewer at its end), for a channel that keeps no
+   * positions: their end position is recorded once, before the first is committed, instead of
+   * once per commit (a write each). A crash while they are committed loses them with the
+   * channel's content, and repeats none.
+   */
+  private async readGroup(tf: TailFile, max: number, finalRead: boolean): Promise<TailBatch[]> {
+    const offsetHeader = this.options.byteOffsetHeader ? BYTE_OFFSET_HEADER_KEY : null;
+    const fileHeader = this.options.fileHeader ? this.options.fileHeaderKey : null;
+    const group: TailBatch[] = [];
+    let events = 0;
+    while (group.length < max && events < GROUP_EVENTS) {
+      const batch = await tf.readBatch(this.options.batchSize, offsetHeader, fileHeader, finalRead);
+      if (batch === null) break;
+      group.push(batch);
+      events += batch.events.length;
+      if (!batch.full) break;
     }
+    return group;
   }
 
-  private positionsAfter(batch: TailBatch): PositionEntry[] {
-    const out: PositionEntry[] = [];
-    for (const f of this.files.values()) if (f.shadowOf === null) out.push({ inode: f.inode, pos: f === batch.file ? batch.endPos : f.pos, file: f.path });
-    return out;
+  /** Records a file's position and fingerprint as they will be once `last` is committed. */
+  private recordAhead(last: TailBatch): void {
+    const f = last.file;
+    f.seq = ++this.seq;
+    const json = recordJson(this.recordOf(f, last.endPos, f.fingerprintAfter(last), f.seq));
+    // A snapshot taken while the group is committed must not take the state back before it.
+    this.recordedAhead.set(f.inode, json);
+    this.appendState(`${json}\n`);
   }
 
   async process(): Promise<Status> {
     if (!this.started) return "BACKOFF";
     try {
-      await this.updateFiles();
+      // Going on after a batch limit needs no new look at the files, unless that is getting old.
+      if (!this.continuing || this.clock.now() - this.lastUpdate >= CONTINUE_WITHOUT_LOOK_MS) {
+        this.lastUpdate = this.clock.now();
+        await this.updateFiles();
+        this.indexPaths();
+      }
+      this.continuing = false;
       let status: Status = "BACKOFF";
       let batches = 0;
-      const offsetHeader = this.options.byteOffsetHeader ? BYTE_OFFSET_HEADER_KEY : null;
-      const fileHeader = this.options.fileHeader ? this.options.fileHeaderKey : null;
       const now = this.clock.now();
-      for (const tf of [...this.files.values()]) {
+      const all = [...this.files.values()];
+      const resume = this.resumeAt === null ? -1 : all.findIndex((f) => f.inode === this.resumeAt);
+      const start = Math.max(0, resume);
+      this.resumeAt = null;
+      for (let k = 0; k < all.length; k++) {
+        const index = (start + k) % all.length;
+        const tf = all[index];
         if (!this.started) break;
-        if (tf.shadowOf !== null) continue;
+        if (tf.shadowOf !== null || !this.files.has(tf.inode)) continue;
         const idle = now - tf.lastActive >= this.options.idleTimeout;
         // A file rotated away that stayed idle will not grow: its last line is complete now.
         const finalRead = !tf.matched && idle;
         let fileBatches = 0;
+        let limited = false;
         while (this.started && (tf.hasUnread() || finalRead)) {
-          let batch: TailBatch | null;
+          const room = Math.min(this.durable ? 1 : GROUP_BATCHES, this.options.maxBatchCount - fileBatches, BATCHES_PER_PROCESS - batches);
+          let group: TailBatch[];
           try {
-            batch = await tf.readBatch(this.options.batchSize, offsetHeader, fileHeader, finalRead);
+            group = await this.readGroup(tf, room, finalRead);
             tf.readError = null;
           } catch (err) {
             // One file that cannot be read (permissions, I/O error) must not hold up the others.
@@ -549,28 +929,45 @@ export class TaildirSource extends BaseSource implements PollableSource {
             await tf.close();
             break;
           }
-          if (batch === null) break;
-          if (!(await this.commit(batch))) return "BACKOFF";
-          batches++;
-          if (!batch.full) break;
-          if (++fileBatches >= this.options.maxBatchCount || batches >= BATCHES_PER_PROCESS) {
-            status = "READY";
+          if (group.length === 0) break;
+          const ahead = { ahead: !this.durable };
+          if (ahead.ahead) this.recordAhead(group[group.length - 1]);
+          for (const batch of group) if (!(await this.commit(batch, ahead))) return "BACKOFF";
+          this.recordedAhead.delete(tf.inode);
+          batches += group.length;
+          fileBatches += group.length;
+          if (!group[group.length - 1].full) break;
+          if (fileBatches >= this.options.maxBatchCount || batches >= BATCHES_PER_PROCESS) {
+            limited = true;
             break;
           }
         }
-        if (batches >= BATCHES_PER_PROCESS) {
+        if (limited && batches >= BATCHES_PER_PROCESS) {
+          // Go on with this file next time (it has more, and keeps what it read ahead), then the ones after it.
           status = "READY";
+          this.continuing = true;
+          this.resumeAt = tf.inode;
           break;
         }
-        if (finalRead && !tf.hasUnread()) this.retire(tf, "rotated away and drained");
+        tf.park();
+        if (limited) {
+          status = "READY";
+          this.continuing = true;
+          continue;
+        }
+        if (finalRead && !tf.hasUnread()) await this.retire(tf, "rotated away and drained");
         else if (idle && tf.matched && tf.isOpen && !tf.hasUnread()) {
           await tf.close();
           this.logger.info(`Closed file: ${tf.path}, inode: ${tf.inode}, pos: ${tf.pos} (idle)`);
         }
       }
-      await this.storeRetiredPositions();
+      if (this.structuralChange) {
+        this.structuralChange = false;
+        void this.snapshot();
+      }
       return status;
     } catch (err) {
+      this.continuing = false;
       if (err instanceof EmitError) {
         this.emitter.failed(err, "the batch is read again at the next poll");
       } else {
@@ -579,6 +976,19 @@ export class TaildirSource extends BaseSource implements PollableSource {
       }
       return "BACKOFF";
     }
+  }
+}
+
+function headMatches(head: Uint8Array, fp: Fingerprint): boolean {
+  return head.length >= fp.headLen && hashBytes(head, 0, fp.headLen) === fp.head;
+}
+
+async function withHandle<T>(file: string, use: (h: FileHandle) => Promise<T>): Promise<T> {
+  const h = await open(file, "r");
+  try {
+    return await use(h);
+  } finally {
+    await h.close().catch(() => {});
   }
 }
 
@@ -591,6 +1001,12 @@ function parseHeaders(raw: Record<string, string>): Record<string, Record<string
     (out[group] ??= {})[k.slice(dot + 1)] = v;
   }
   return out;
+}
+
+/** The position file a configuration names, as the source will use it. */
+function positionFileOf(configured: string, ctx: Pick<ComponentContext, "storagePath">): string {
+  const expanded = configured.startsWith("~/") ? path.join(homedir(), configured.slice(2)) : configured;
+  return path.resolve(ctx.storagePath(expanded));
 }
 
 export const definition = defineComponent({
@@ -611,7 +1027,7 @@ export const definition = defineComponent({
     byteOffsetHeader: { type: "boolean", default: false, doc: "Add the line's byte offset as header 'byteoffset'" },
     cachePatternMatching: { type: "boolean", default: true, doc: "List a directory again only when its modification time changes" },
     backoffSleepIncrement: { type: "int", default: 1000, min: 0, doc: "Added to the sleep after each poll without new lines (ms)" },
-    maxBackoffSleep: { type: "int", default: 5000, min: 0, doc: "Longest sleep between polls without new lines (ms)" },
+    maxBackoffSleep: { type: "int", default: 5000, min: 0, doc: "Longest sleep between polls without new lines (ms); file-system events end it early" },
     maxLineLength: {
       type: "int",
       default: 16 * 1024 * 1024,
@@ -623,6 +1039,10 @@ export const definition = defineComponent({
     filegroupPaths: { prefix: "filegroups.", doc: "filegroups.<group> = /dir/regex: the directory and a regex on file names" },
     headers: { prefix: "headers.", doc: "headers.<group>.<key> = value: a header added to the group's events" },
   },
+  claims(config, ctx) {
+    const positionFile = positionFileOf(config.positionFile, ctx);
+    return [{ file: positionLockFile(positionFile), what: `positionFile ${positionFile}` }];
+  },
   create(config, ctx) {
     const groups = config.filegroups;
     const paths = config.filegroupPaths;
@@ -631,14 +1051,12 @@ export const definition = defineComponent({
     if (Object.keys(filegroups).length === 0) {
       throw new ConfigurationError("filegroups", `Mapping for tailing files is empty or invalid: 'filegroups.' (groups: ${groups.join(" ") || "none"})`, ctx.name);
     }
-    let positionFile = config.positionFile;
-    if (positionFile.startsWith("~/")) positionFile = path.join(homedir(), positionFile.slice(2));
     const maxBatchCount = config.maxBatchCount;
     if (maxBatchCount <= 0) ctx.logger.warn(`${ctx.name}: Invalid maxBatchCount specified, using no limit`);
     return new TaildirSource(ctx, {
       filegroups,
       headers: parseHeaders(config.headers),
-      positionFile: path.resolve(positionFile),
+      positionFile: positionFileOf(config.positionFile, ctx),
       skipToEnd: config.skipToEnd,
       idleTimeout: config.idleTimeout,
       writePosInterval: config.writePosInterval,

@@ -374,15 +374,15 @@ function openDescriptors(file: string): number {
 }
 
 describe("TAILDIR file descriptors", () => {
-  needsProc.test("a position write that fingerprints a file while the file is let go leaves no descriptor open on it", async () => {
+  needsProc.test("fingerprinting a file while the file is let go leaves no descriptor open on it", async () => {
     const t = tempDir("flume-taildir-fd-");
     cleanups.push(t.cleanup);
     const file = path.join(t.dir, "app.log");
     writeFileSync(file, "a1\na2\n");
     const { ino } = statSync(file);
     const tf = new TailFile({ path: file, inode: ino, group: "g1", headers: {}, pos: 6, maxLineLength: 1024, onOverlong: () => {} }, 0);
-    // The timed write reads the head and tail of the file (not in memory after a restart) ...
-    const fingerprint = tf.fingerprint();
+    // Fingerprinting reads the head and tail of the file (not in memory after a restart) ...
+    const fingerprint = tf.loadFingerprint();
     // ... while the poll lets the file go (rotated away and drained, or deleted).
     await tf.close();
     await fingerprint;
@@ -402,7 +402,7 @@ describe("TAILDIR file descriptors", () => {
     expect(openDescriptors(file)).toBe(0);
   });
 
-  needsProc.test("a file that was let go is not opened again by a later position write", async () => {
+  needsProc.test("a file that was let go is not opened again to fingerprint it", async () => {
     const t = tempDir("flume-taildir-fd3-");
     cleanups.push(t.cleanup);
     const file = path.join(t.dir, "app.log");
@@ -412,18 +412,18 @@ describe("TAILDIR file descriptors", () => {
     await tf.readAt(0, 2);
     // Let go between the two reads of a fingerprint (head, then tail).
     await tf.release();
-    expect(await tf.fingerprint()).toBeNull();
+    expect(await tf.loadFingerprint()).toBeNull();
     expect(openDescriptors(file)).toBe(0);
   });
 });
 
 describe("TAILDIR state files on disk", () => {
-  needsStrace.test("the position and fingerprint files reach the disk before they replace the old ones, and the rename is made durable (fsync of the directory)", () => {
+  needsStrace.test("the position and state files reach the disk before they replace the old ones, and the rename is made durable (fsync of the directory)", () => {
     const t = tempDir("flume-taildir-fsync-");
     cleanups.push(t.cleanup);
     const lines = traced(t.dir, path.join(ROOT, "test", "support", "runners", "taildir.ts"), "positions", t.dir);
     const state = path.join(t.dir, "state");
-    for (const name of ["pos.json", "pos.json.fingerprints"]) {
+    for (const name of ["pos.json", "pos.json.state"]) {
       const tmp = path.join(state, `${name}.tmp`);
       const synced = indexOf(lines, new RegExp(`^\\d+ +f(data)?sync\\(\\d+<${esc(tmp)}>\\)`));
       const renamed = indexOf(lines, new RegExp(`rename(at2?)?\\(.*"${esc(tmp)}".*"${esc(path.join(state, name))}"`));
@@ -432,5 +432,57 @@ describe("TAILDIR state files on disk", () => {
       const dirSynced = indexOf(lines, new RegExp(`f(data)?sync\\(\\d+<${esc(state)}>\\)`), renamed);
       expect({ name, dirSyncedAfterRename: dirSynced > renamed }).toEqual({ name, dirSyncedAfterRename: true });
     }
+  });
+});
+
+describe("TAILDIR and copies (copytruncate)", () => {
+  function copySetup() {
+    const t = tempDir("flume-taildir-copy-");
+    cleanups.push(t.cleanup);
+    const logs = path.join(t.dir, "logs");
+    mkdirSync(logs);
+    const raw = { filegroups: "g1", "filegroups.g1": `${logs}/app\\.log.*`, positionFile: path.join(t.dir, "pos", "p.json"), batchSize: "10" };
+    const src = build(definition, raw, context("r1")) as TaildirSource;
+    const channel = wire(src);
+    return { logs, src, channel, file: path.join(logs, "app.log") };
+  }
+
+  test("a copy seen while it is still being written waits for the original's truncation, then continues where the original was: nothing twice", async () => {
+    const s = copySetup();
+    writeFileSync(s.file, numbered("c", 0, 300));
+    await s.src.start();
+    await pump(s.src);
+    const copy = `${s.file}.1`;
+    // The copy is half written when the source first sees it.
+    const whole = readFileSync(s.file);
+    writeFileSync(copy, whole.subarray(0, Math.floor(whole.length / 2)));
+    await pump(s.src);
+    appendFileSync(copy, whole.subarray(Math.floor(whole.length / 2)));
+    await pump(s.src);
+    truncateSync(s.file, 0);
+    appendFileSync(s.file, numbered("c", 300, 320));
+    await pump(s.src);
+    await pump(s.src);
+    const got = bodies(await drain(s.channel, 1000));
+    await s.src.stop();
+    expect(got).toEqual(numbered("c", 0, 320).trim().split("\n"));
+  });
+
+  test("a new file that only starts like the tailed one (a common header) is read in full once it differs", async () => {
+    const s = copySetup();
+    const header = "# app log, format 2\n";
+    writeFileSync(s.file, header + numbered("a", 0, 50));
+    await s.src.start();
+    await pump(s.src);
+    const other = `${s.file}.other`;
+    writeFileSync(other, header);
+    await pump(s.src); // looks like the start of a copy
+    appendFileSync(other, numbered("b", 0, 5));
+    await pump(s.src);
+    await pump(s.src);
+    const got = bodies(await drain(s.channel, 1000));
+    await s.src.stop();
+    expect(got.filter((l) => l.startsWith("b-"))).toEqual(numbered("b", 0, 5).trim().split("\n"));
+    expect(got.filter((l) => l === header.trim())).toHaveLength(2);
   });
 });

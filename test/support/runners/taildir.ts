@@ -3,9 +3,9 @@
  * another user. Usage: bun taildir.ts <mode> ...
  *
  * - `deliver '<json: TAILDIR properties>' <output file> [durable]`: TAILDIR -> memory channel
- *   -> each delivered line appended to the output file, fsync'ed per batch. The position file is
- *   written only after the lines it covers are in the output (as a sink that delivered them), so
- *   a SIGKILL may repeat lines but must never lose one. With `durable` the channel is a
+ *   -> each delivered line appended to the output file, fsync'ed per batch. The source records
+ *   its position right after each commit, so a SIGKILL loses what the channel held and repeats
+ *   at most the batch whose record it cut off. With `durable` the channel is a
  *   DeliveringChannel instead: its commit is the delivery and it keeps the source's position, as
  *   a file channel would (exactly once). Prints READY, then STOPPED after a SIGTERM.
  * - `file-channel <channel dir> '<json: TAILDIR properties>'`: TAILDIR -> file channel, no sink.

@@ -32,6 +32,16 @@ export class FileGroupMatcher {
     this.regex = compileJavaFullMatch(path.basename(pattern), `filegroups.${group}`);
   }
 
+  /** True when a file of this name in the directory belongs to the group. */
+  matchesName(name: string): boolean {
+    return this.regex.test(name);
+  }
+
+  /** The next match() lists the directory again (a file-system event said names changed). */
+  invalidate(): void {
+    this.cachedNames = null;
+  }
+
   /** Matching regular files, oldest modification first (as Flume). */
   async match(nowMs: number): Promise<MatchedFile[]> {
     const dirStat = await stat(this.directory);

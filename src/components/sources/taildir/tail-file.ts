@@ -1,13 +1,21 @@
+import { read } from "node:fs";
 import { open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import type { Event } from "../../../core/event.ts";
 import { LineSplitter } from "../../../io/line-splitter.ts";
-import type { Fingerprint } from "./position-file.ts";
-import { HEAD_BYTES, TAIL_BYTES } from "./position-file.ts";
+import { type Fingerprint, HEAD_BYTES, TAIL_BYTES, hashBytes, holdsFingerprint, readRange } from "./fingerprint.ts";
 
-/** Bytes read per syscall, at most; lines are cut out of these chunks as views. */
+/**
+ * Bytes read per syscall, at most (for a file with much to read). A chunk is a fresh buffer (events are views of it, so it
+ * lives as long as they are queued) and no file keeps one between its reads: what a source
+ * holds in buffers is bounded by the file it is reading and the events in flight, not by the
+ * number of files it tails.
+ */
 export const CHUNK_SIZE = 1024 * 1024;
-const MIN_CHUNK = 64 * 1024;
+/** Chunks for files with less than BIG_FILE unread: many such files read in turn would otherwise churn through 1 MiB buffers. */
+const SMALL_CHUNK = 256 * 1024;
+const BIG_FILE = 4 * CHUNK_SIZE;
+const MIN_CHUNK = 16 * 1024;
 
 export interface TailFileOptions {
   path: string;
@@ -26,18 +34,29 @@ export interface TailBatch {
   events: Event[];
   /** Position after the batch's last line: the committed position once the batch commits. */
   endPos: number;
-  /** The last line's bytes and its end offset, for the tail fingerprint. */
+  /** The last line's bytes and the offset where they end, for the fingerprint. */
   lastLine: Uint8Array | null;
   lastLineEnd: number;
   /** Cut at a limit (lines or bytes), not for lack of data: more may follow at once. */
   full: boolean;
 }
 
+const EMPTY = new Uint8Array(0);
+
+/**
+ * One read at `offset` into `buf`. Through fs.read on the descriptor: Bun's FileHandle.read
+ * costs about twice the CPU per call.
+ */
+function readInto(handle: FileHandle, buf: Uint8Array, offset: number): Promise<number> {
+  return new Promise((resolve, reject) => read(handle.fd, buf, 0, buf.length, offset, (err, n) => (err ? reject(err) : resolve(n))));
+}
+
 /**
  * One tailed file, identified by inode (the path may change by rename). `pos` is the
- * committed position: it moves only when a batch cut from this file has been committed to
- * the channel. Reading runs ahead of it through a LineSplitter; a line without its newline
- * stays in the splitter until it is complete.
+ * committed position: it moves only when a batch cut from this file has been committed.
+ * Reading runs ahead of it through a LineSplitter while the file is being read; park() drops
+ * what was read ahead (an unfinished last line is read again next time), so an idle file
+ * holds no buffer.
  */
 export class TailFile {
   path: string;
@@ -60,15 +79,21 @@ export class TailFile {
   private released = false;
   /** Size from the last stat. */
   size = 0;
+  /** The size at which the last read found no complete line after pos: nothing to do until it changes. */
+  private drainedAt = -1;
   /** Still matched by its group's pattern (false after it was rotated away). */
   matched = true;
   /** Clock time of the last growth or commit; drives idleTimeout. */
   lastActive: number;
-  /** Bytes from offset 0, when known. */
-  head: Uint8Array | null = null;
-  /** Bytes ending at tailEnd (just before the committed position), when known. */
-  tail: Uint8Array | null = null;
-  tailEnd = 0;
+  /** The file's first bytes (up to HEAD_BYTES), once read. */
+  private head: Uint8Array | null = null;
+  private headHash = "";
+  /** Head of the fingerprint a restart brought, until the bytes are read again. */
+  private savedHead: { len: number; hash: string } | null = null;
+  /** Hash of the bytes of the last line before pos, and where they end (<= pos). */
+  private tail: { end: number; len: number; hash: string } | null = null;
+  /** The last committed line's bytes (a view of its chunk) until tailInfo() hashes them. */
+  private lastLine: { end: number; bytes: Uint8Array } | null = null;
   /**
    * Set while this file is a copy of a tracked file that was not truncated yet
    * (copytruncate in progress): it is not read until the original shrinks or goes away.
@@ -76,12 +101,11 @@ export class TailFile {
   shadowOf: number | null = null;
   /** The last read failure, logged once until a read succeeds again. */
   readError: string | null = null;
+  /** Sequence number of this file's last state change (see state.ts). */
+  seq = 0;
   private eof = false;
 
-  constructor(
-    options: TailFileOptions,
-    now: number,
-  ) {
+  constructor(options: TailFileOptions, now: number) {
     this.path = options.path;
     this.inode = options.inode;
     this.group = options.group;
@@ -106,7 +130,7 @@ export class TailFile {
   async ensureOpen(): Promise<void> {
     if (this.handle) return;
     if (this.released) throw new Error(`${this.path} (inode ${this.inode}) is no longer tailed`);
-    // Callers racing to open (a poll's read and a timed position write) share one open.
+    // Callers racing to open (a poll's read and a copy check) share one open.
     this.opening ??= this.openChecked().finally(() => {
       this.opening = null;
     });
@@ -143,32 +167,50 @@ export class TailFile {
     this.closes++;
     const h = this.handle;
     this.handle = null;
+    this.park();
     await h?.close().catch(() => {});
   }
 
-  /** Closes for good: a position write still fingerprinting the file must not reopen it. */
+  /** Closes for good: a copy check still reading the file must not reopen it. */
   release(): Promise<void> {
     this.released = true;
     return this.close();
   }
 
-  /** True when bytes past what was read exist, or complete lines wait in the splitter. */
+  /** True when there may be complete lines after pos that were not read yet. */
   hasUnread(): boolean {
-    return this.size > this.readOffset || !this.eof;
+    return this.splitter.pending > 0 || (this.size > this.readOffset && this.size !== this.drainedAt);
   }
 
-  /** Goes back to the committed position, dropping what was read ahead (after a shrink). */
+  /**
+   * Ends a read of this file: lines read ahead and not cut are dropped (read again from disk
+   * next time, from the page cache), so the file keeps no buffer while others are read.
+   */
+  park(): void {
+    this.tailInfo(); // drops the view of the chunk
+    const cut = this.base + this.splitter.offset;
+    this.readOffset = cut;
+    this.base = cut;
+    this.splitter.reset(0);
+  }
+
+  /** Goes back to `pos`, dropping what was read ahead (after a shrink, or a batch not committed). */
   rewindTo(pos: number): void {
     this.pos = pos;
     this.readOffset = pos;
     this.base = pos;
     this.splitter.reset(0);
     this.eof = false;
-    if (pos === 0) this.head = null;
-    this.tail = null;
+    this.drainedAt = -1;
+    if (pos === 0) {
+      this.head = null;
+      this.savedHead = null;
+    }
+    const tail = this.tailInfo();
+    if (tail && tail.end > pos) this.tail = null;
   }
 
-  /** Marks that the file grew (or may have): the next read goes to disk again. */
+  /** Records the size of the last stat; the next read goes to disk again when it changed. */
   grew(size: number, now: number): void {
     if (size !== this.size) {
       this.lastActive = now;
@@ -177,8 +219,20 @@ export class TailFile {
     this.size = size;
   }
 
+  private noteHead(offset: number, bytes: Uint8Array): void {
+    const have = this.head?.length ?? 0;
+    if (have >= HEAD_BYTES || offset > have || offset + bytes.length <= have) return;
+    const add = bytes.subarray(have - offset, Math.min(bytes.length, HEAD_BYTES - offset));
+    const head = new Uint8Array(have + add.length);
+    if (this.head) head.set(this.head, 0);
+    head.set(add, have);
+    this.head = head;
+    this.headHash = hashBytes(head);
+    this.savedHead = null;
+  }
+
   /**
-   * Cuts up to max complete lines, reading big chunks as needed. `flushPartial` also returns a
+   * Cuts up to max complete lines, reading chunks as needed. `flushPartial` also returns a
    * final line without its newline (for a file that will not grow any more).
    */
   async readBatch(max: number, offsetHeader: string | null, fileHeader: string | null, flushPartial: boolean): Promise<TailBatch | null> {
@@ -194,22 +248,26 @@ export class TailFile {
       const before = this.splitter.offset;
       let line = this.splitter.next();
       if (line === null) {
-        if (!this.eof) {
-          const want = Math.min(CHUNK_SIZE, Math.max(MIN_CHUNK, this.size - this.readOffset));
+        // Up to the size of the last stat (and what a read finds beyond it): no read to learn
+        // that the end was reached.
+        if (!this.eof && this.size > this.readOffset) {
+          const unread = this.size - this.readOffset;
+          const want = unread > BIG_FILE ? CHUNK_SIZE : Math.min(SMALL_CHUNK, Math.max(MIN_CHUNK, unread));
           let buf = new Uint8Array(want);
-          const { bytesRead } = await handle.read(buf, 0, want, this.readOffset);
+          const bytesRead = await readInto(handle, buf, this.readOffset);
           if (bytesRead > 0) {
             // Events are views of the chunk and keep all of it alive: don't let a few new
             // lines pin a mostly empty buffer.
             if (bytesRead < want / 2) buf = buf.slice(0, bytesRead);
-            if (this.readOffset === 0 && this.head === null) this.head = buf.slice(0, Math.min(HEAD_BYTES, bytesRead));
+            const chunk = bytesRead === buf.length ? buf : buf.subarray(0, bytesRead);
+            this.noteHead(this.readOffset, chunk);
             this.readOffset += bytesRead;
             if (this.readOffset > this.size) this.size = this.readOffset;
-            this.splitter.feed(buf.subarray(0, bytesRead));
+            this.splitter.feed(chunk);
             continue;
           }
-          this.eof = true;
         }
+        this.eof = true;
         if (!flushPartial) break;
         line = this.splitter.flush();
         if (line === null) break;
@@ -222,33 +280,118 @@ export class TailFile {
       lastLine = line;
       lastLineEnd = this.base + before + line.length;
     }
-    if (events.length === 0) return null;
+    if (events.length === 0) {
+      if (this.eof) {
+        this.drainedAt = this.size;
+        this.eof = false;
+      }
+      return null;
+    }
     const full = events.length >= max || bytes >= this.maxBatchBytes;
+    if (!full && this.eof) {
+      this.drainedAt = this.size;
+      this.eof = false;
+    }
     return { file: this, events, endPos: this.base + this.splitter.offset, lastLine, lastLineEnd, full };
   }
 
-  /** Records a committed batch: the position moves, the tail fingerprint follows. */
+  /** Records a committed batch: the position moves, the fingerprint follows. */
   committed(batch: TailBatch, now: number): void {
     this.pos = batch.endPos;
     this.lastActive = now;
-    if (batch.lastLine !== null && batch.lastLine.length > 0) {
-      this.tail = batch.lastLine.subarray(Math.max(0, batch.lastLine.length - TAIL_BYTES));
-      this.tailEnd = batch.lastLineEnd;
+    const line = batch.lastLine;
+    // Hashed only when needed (a record, a check, park()): most batches are followed by another.
+    if (line !== null && line.length > 0) this.lastLine = { end: batch.lastLineEnd, bytes: line.subarray(Math.max(0, line.length - TAIL_BYTES)) };
+  }
+
+  /** The tail part of the fingerprint, hashing the last committed line if that was not done yet. */
+  private tailInfo(): { end: number; len: number; hash: string } | null {
+    const l = this.lastLine;
+    if (l) {
+      this.tail = { end: l.end, len: l.bytes.length, hash: hashBytes(l.bytes) };
+      this.lastLine = null;
+    }
+    return this.tail;
+  }
+
+  /** The fingerprint at the committed position, from memory; null when not known (yet). */
+  fingerprint(): Fingerprint | null {
+    if (this.pos === 0) return null;
+    const t = this.tailInfo();
+    return this.fingerprintWith(t && t.end <= this.pos ? t : null);
+  }
+
+  /** The fingerprint this file will have once `batch` is committed. */
+  fingerprintAfter(batch: TailBatch): Fingerprint | null {
+    const line = batch.lastLine;
+    if (line === null || line.length === 0) {
+      const t = this.tailInfo();
+      return this.fingerprintWith(t && t.end <= batch.endPos ? t : null);
+    }
+    const from = Math.max(0, line.length - TAIL_BYTES);
+    return this.fingerprintWith({ end: batch.lastLineEnd, len: line.length - from, hash: hashBytes(line, from) });
+  }
+
+  private fingerprintWith(tail: { end: number; len: number; hash: string } | null): Fingerprint | null {
+    const head = this.head ? { len: this.head.length, hash: this.headHash } : this.savedHead;
+    if (!head) return null;
+    const t = tail ?? { end: 0, len: 0, hash: "" };
+    return { headLen: head.len, head: head.hash, tailEnd: t.end, tailLen: t.len, tail: t.hash };
+  }
+
+  /** True when the file holds the fingerprinted bytes (read through its own descriptor). */
+  async holds(fp: Fingerprint): Promise<boolean> {
+    try {
+      await this.ensureOpen();
+      return await holdsFingerprint(this.handle as FileHandle, fp);
+    } catch {
+      return false;
     }
   }
 
-  /** The fingerprint at the committed position from memory, when both parts are known. */
-  memoryFingerprint(): Fingerprint | null {
-    if (!this.head || !this.tail || this.tailEnd > this.pos || this.tail.length === 0) return null;
-    return { head: Buffer.from(this.head).toString("base64"), tail: Buffer.from(this.tail).toString("base64"), tailEnd: this.tailEnd };
+  /** Takes a saved fingerprint (after a restart) as this file's, until reading replaces it. */
+  adoptFingerprint(fp: Fingerprint): void {
+    this.savedHead = { len: fp.headLen, hash: fp.head };
+    this.tail = fp.tailLen > 0 ? { end: fp.tailEnd, len: fp.tailLen, hash: fp.tail } : null;
+    this.lastLine = null;
+  }
+
+  /**
+   * Reads the fingerprint's parts from the file when they are not in memory (a file taken up
+   * at its end, or restored without one). The tail is then the bytes just before pos.
+   */
+  async loadFingerprint(): Promise<Fingerprint | null> {
+    if (this.pos === 0) return null;
+    try {
+      if (!this.head || this.head.length < Math.min(HEAD_BYTES, this.pos)) {
+        const head = await this.readAt(0, Math.min(HEAD_BYTES, Math.max(this.pos, this.size)));
+        if (head.length === 0) return null;
+        // A saved head must still be what the file starts with (else the restore found a rewrite).
+        if (!this.savedHead || (head.length >= this.savedHead.len && hashBytes(head, 0, this.savedHead.len) === this.savedHead.hash)) {
+          this.head = head.slice();
+          this.headHash = hashBytes(this.head);
+          this.savedHead = null;
+        }
+      }
+      const known = this.tailInfo();
+      if (!known || known.end > this.pos) {
+        const n = Math.min(TAIL_BYTES, this.pos);
+        const t = await this.readAt(this.pos - n, n);
+        if (t.length === n) this.tail = { end: this.pos, len: n, hash: hashBytes(t) };
+      }
+    } catch {
+      return this.fingerprint();
+    }
+    return this.fingerprint();
   }
 
   /** False when the bytes before the committed position changed (truncated and rewritten). */
   async tailStillMatches(): Promise<boolean> {
-    if (!this.tail || this.tail.length === 0 || this.tailEnd > this.pos) return true;
+    const t = this.tailInfo();
+    if (!t || t.len === 0 || t.end > this.pos) return true;
     try {
-      const now = await this.readAt(this.tailEnd - this.tail.length, this.tail.length);
-      return Buffer.from(now).equals(Buffer.from(this.tail));
+      const now = await this.readAt(t.end - t.len, t.len);
+      return now.length === t.len && hashBytes(now) === t.hash;
     } catch {
       return true;
     }
@@ -256,50 +399,8 @@ export class TailFile {
 
   /** Reads `length` bytes at `offset` (short at the end of the file). */
   async readAt(offset: number, length: number): Promise<Uint8Array> {
+    if (length === 0) return EMPTY;
     await this.ensureOpen();
-    const buf = new Uint8Array(length);
-    const { bytesRead } = await (this.handle as FileHandle).read(buf, 0, length, offset);
-    return buf.subarray(0, bytesRead);
-  }
-
-  /** The fingerprint at the committed position, reading the file when it is not in memory. */
-  async fingerprint(): Promise<Fingerprint | null> {
-    try {
-      if (this.head === null || this.head.length === 0) {
-        const head = await this.readAt(0, this.pos > 0 ? Math.min(HEAD_BYTES, this.pos) : Math.min(HEAD_BYTES, this.size));
-        if (head.length === 0) return null;
-        this.head = head;
-      }
-      if (this.pos === 0) {
-        this.tail = new Uint8Array(0);
-        this.tailEnd = 0;
-      } else if (this.tail === null || this.tailEnd > this.pos || this.tail.length === 0) {
-        const n = Math.min(TAIL_BYTES, this.pos);
-        this.tail = await this.readAt(this.pos - n, n);
-        this.tailEnd = this.pos;
-      }
-    } catch {
-      return null;
-    }
-    return { head: Buffer.from(this.head).toString("base64"), tail: Buffer.from(this.tail).toString("base64"), tailEnd: this.tailEnd };
-  }
-}
-
-/** True when the file at `path` holds the fingerprinted content up to tailEnd. */
-export async function matchesFingerprint(filePath: string, fp: Fingerprint): Promise<boolean> {
-  const head = Buffer.from(fp.head, "base64");
-  const tail = Buffer.from(fp.tail, "base64");
-  let handle: FileHandle | null = null;
-  try {
-    handle = await open(filePath, "r");
-    const h = Buffer.alloc(head.length);
-    const t = Buffer.alloc(tail.length);
-    const r1 = await handle.read(h, 0, head.length, 0);
-    const r2 = await handle.read(t, 0, tail.length, fp.tailEnd - tail.length);
-    return r1.bytesRead === head.length && r2.bytesRead === tail.length && h.equals(head) && t.equals(tail);
-  } catch {
-    return false;
-  } finally {
-    await handle?.close().catch(() => {});
+    return readRange(this.handle as FileHandle, offset, length);
   }
 }
