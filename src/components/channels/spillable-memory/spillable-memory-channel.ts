@@ -49,12 +49,21 @@ export interface SpillableSettings {
   keepAlive: number;
 }
 
-/** Where one commit's puts go: the first `memory` to the memory queue, the rest to the overflow. */
+/**
+ * Where one commit's puts go: the first `memory` to the memory queue, the rest to the overflow.
+ * The `reserved*` parts are the room held until the commit applies: its puts beyond what its own
+ * takes free there, since those takes still count as taken until then.
+ */
 interface Placement {
   memory: number;
   memorySlots: number;
   overflow: number;
+  reservedMemory: number;
+  reservedSlots: number;
+  reservedOverflow: number;
 }
+
+const NOTHING_PLACED: Placement = { memory: 0, memorySlots: 0, overflow: 0, reservedMemory: 0, reservedSlots: 0, reservedOverflow: 0 };
 
 interface Waiter {
   wake: (() => void) | null;
@@ -365,7 +374,7 @@ export class SpillableMemoryChannel implements Channel {
       return;
     }
     this.requireOpen();
-    let placement: Placement = { memory: 0, memorySlots: 0, overflow: 0 };
+    let placement = NOTHING_PLACED;
     if (puts > 0) {
       const net = puts - takes;
       // A commit that frees as much as it adds never waits (and may spill into what it frees).
@@ -410,16 +419,24 @@ export class SpillableMemoryChannel implements Channel {
         this.logger.info(`spillable memory channel ${this.name}: memory is full (${s.memoryCapacity} events); spilling to the overflow on disk`);
       }
     }
-    this.memReserved += k;
-    this.memReservedBytes += kSlots;
-    this.overflowReserved += rest;
-    return { memory: k, memorySlots: kSlots, overflow: rest };
+    const p: Placement = {
+      memory: k,
+      memorySlots: kSlots,
+      overflow: rest,
+      reservedMemory: Math.max(0, k - tx.memTakes.length),
+      reservedSlots: Math.max(0, kSlots - tx.memTakeSlots),
+      reservedOverflow: Math.max(0, rest - tx.overflowTakes),
+    };
+    this.memReserved += p.reservedMemory;
+    this.memReservedBytes += p.reservedSlots;
+    this.overflowReserved += p.reservedOverflow;
+    return p;
   }
 
   private release(p: Placement): void {
-    this.memReserved -= p.memory;
-    this.memReservedBytes -= p.memorySlots;
-    this.overflowReserved -= p.overflow;
+    this.memReserved -= p.reservedMemory;
+    this.memReservedBytes -= p.reservedSlots;
+    this.overflowReserved -= p.reservedOverflow;
     this.wakeWaiters();
   }
 
@@ -505,11 +522,11 @@ export class SpillableMemoryChannel implements Channel {
   private apply(tx: SpillableMemoryTransaction, p: Placement): void {
     const puts = tx.puts;
     for (let i = 0; i < p.memory; i++) this.memory.pushBack(puts[i]);
-    this.memReserved -= p.memory;
-    this.memReservedBytes -= p.memorySlots;
+    this.memReserved -= p.reservedMemory;
+    this.memReservedBytes -= p.reservedSlots;
     this.memBytes += p.memorySlots;
     this.order.pushBack("memory", p.memory);
-    this.overflowReserved -= p.overflow;
+    this.overflowReserved -= p.reservedOverflow;
     this.order.pushBack("overflow", p.overflow);
     const takes = tx.takeCount;
     this.memTaken -= tx.memTakes.length;
