@@ -2,12 +2,18 @@
 import { readdirSync } from "node:fs";
 import path from "node:path";
 
+/**
+ * Cases `npm run bench -- footprint` runs after its own (issue 16): a benchmark's name, run as
+ * `npm run bench -- <bench>` with `env` added to the environment.
+ */
+export const FOOTPRINT_CASES: { bench: string; label?: string; env?: Record<string, string> }[] = [];
+
 const dir = import.meta.dir;
 const available = readdirSync(dir)
   .filter((f) => f.endsWith(".ts") && f !== "index.ts" && !f.startsWith("_"))
   .map((f) => f.slice(0, -3))
   .sort();
-const wanted = process.argv.slice(2);
+const wanted = import.meta.main ? process.argv.slice(2) : [];
 const names = wanted.length > 0 ? wanted : available;
 for (const name of names) {
   if (!available.includes(name)) {
@@ -15,7 +21,9 @@ for (const name of names) {
     process.exit(2);
   }
 }
-if (names.length > 1) {
+if (!import.meta.main) {
+  // Imported for FOOTPRINT_CASES: nothing to run.
+} else if (names.length > 1) {
   // One process per benchmark, so each one's peak RSS is its own.
   const { spawnSync } = await import("node:child_process");
   for (const name of names) {
