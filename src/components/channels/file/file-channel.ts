@@ -2,8 +2,10 @@
  * The durable file channel. Puts and takes are synchronous and touch only memory; a commit
  * encodes the whole transaction (see format.ts), and a single writer appends the commits that
  * are waiting as one group with one fsync (group commit), then applies them to the in-memory
- * queue and resolves them. Checkpoints (checkpoint.ts) snapshot the queue between groups so a
- * restart replays only the log tail (replay.ts).
+ * queue and resolves them. The newest committed events are also kept as objects
+ * (recent-events.ts), so a sink that keeps up takes them without a read. Checkpoints
+ * (checkpoint.ts) snapshot the queue between groups so a restart replays only the log tail
+ * (replay.ts).
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -22,6 +24,7 @@ import { directoryLockFile, LockHeldError, OwnerLock } from "../../../io/owner-l
 import { EventQueue } from "./event-queue.ts";
 import { encodeTransaction, toRanges } from "./format.ts";
 import { recover } from "./replay.ts";
+import { RecentEvents } from "./recent-events.ts";
 import { SegmentLog } from "./segment-log.ts";
 import { refuseFlumeFormat } from "../../../migrate/flume-file-channel/detect.ts";
 
@@ -48,6 +51,8 @@ export interface FileChannelOptions {
 export const MINIMUM_REQUIRED_SPACE_FLOOR = 1024 * 1024;
 /** Upper bound of one group write. */
 const MAX_GROUP_BYTES = 64 * 1024 * 1024;
+/** Body bytes of the newest committed events kept in memory for takes (see RecentEvents). */
+const RECENT_BYTES = 4 * 1024 * 1024;
 /** How often put() re-checks free disk space while the channel is refusing puts. */
 const LOW_DISK_RECHECK_MS = 1000;
 
@@ -114,6 +119,8 @@ export class FileChannel implements Channel {
   private locks: OwnerLock[] = [];
   private log: SegmentLog | null = null;
   private queue = new EventQueue();
+  /** Two transactions' worth of the newest committed events, as put (see RecentEvents). */
+  private readonly recent: RecentEvents;
   /** Pending events (queued or taken by an open transaction) per segment id. */
   private segLive = new Map<number, number>();
   private positions = new Map<string, string>();
@@ -156,6 +163,7 @@ export class FileChannel implements Channel {
     this.counter = new FileChannelCounter(name, this.clock);
     this.counter.set("ChannelCapacity", options.capacity);
     this.minimumRequiredSpace = Math.max(options.minimumRequiredSpace, MINIMUM_REQUIRED_SPACE_FLOOR);
+    this.recent = new RecentEvents(Math.max(2 * options.transactionCapacity, 1000), RECENT_BYTES);
   }
 
   getLifecycleState(): LifecycleState {
@@ -230,6 +238,7 @@ export class FileChannel implements Channel {
       if (o.useDualCheckpoints && o.backupCheckpointDir) ckptDirs.push(o.backupCheckpointDir);
       const r = recover({ dataDirs: o.dataDirs, checkpointDirs: ckptDirs, logger: this.logger, repair: true, channel: this.name });
       this.queue = new EventQueue();
+      this.recent.clear();
       this.segLive.clear();
       for (let i = 0; i < r.count; i++) {
         this.queue.pushBack(r.seqs[i], r.segs[i], r.offs[i]);
@@ -238,7 +247,7 @@ export class FileChannel implements Channel {
       this.positions = r.positions;
       this.nextSeq = r.nextSeq;
       this.nextTxid = r.nextTxid;
-      this.log = new SegmentLog(o.dataDirs, o.maxFileSize);
+      this.log = new SegmentLog(o.dataDirs, o.maxFileSize, o.fsyncPerTransaction);
       this.log.open(r.segments, r.minNewSegmentId);
       this.inflightTakes = 0;
       this.reservedRoom = 0;
@@ -283,6 +292,7 @@ export class FileChannel implements Channel {
       this.logger.error(`file channel ${this.name}: error while closing: ${(err as Error).message}`);
     } finally {
       this.log = null;
+      this.recent.clear();
       for (const l of this.locks) l.release();
       this.locks = [];
     }
@@ -303,6 +313,7 @@ export class FileChannel implements Channel {
     for (const r of this.pendingWrites.splice(0)) r.reject(new ChannelException(`file channel ${this.name}: the process crashed`));
     this.log?.closeNow();
     this.log = null;
+    this.recent.clear();
     for (const l of this.locks) l.release();
     this.locks = [];
     this.wakeSpaceWaiters();
@@ -375,7 +386,7 @@ export class FileChannel implements Channel {
     const off = q.frontOff();
     let event: Event;
     try {
-      event = log.read(seg, off);
+      event = this.recent.take(seq) ?? log.read(seg, off);
     } catch (err) {
       this.counter.values.EventTakeErrorCount++;
       throw new ChannelException(`file channel ${this.name}: cannot read event ${seq} from ${log.pathOf(seg) ?? `segment ${seg}`} at offset ${off}: ${(err as Error).message}`, {
@@ -387,7 +398,8 @@ export class FileChannel implements Channel {
     tx.takenSeqs.push(seq);
     tx.takenSegs.push(seg);
     tx.takenOffs.push(off);
-    this.takers.add(tx);
+    // Once per transaction, not per event.
+    if (tx.takenSeqs.length === 1) this.takers.add(tx);
     return event;
   }
 
@@ -583,7 +595,6 @@ export class FileChannel implements Channel {
       ({ segment, offset } = await log.append(
         group.map((r) => r.bytes),
         total,
-        this.options.fsyncPerTransaction,
       ));
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
@@ -621,7 +632,10 @@ export class FileChannel implements Channel {
     const q = this.queue;
     const v = this.counter.values;
     const puts = r.puts;
-    for (let i = 0; i < puts.length; i++) q.pushBack(r.firstSeq + i, segment, base + r.eventOffsets[i]);
+    for (let i = 0; i < puts.length; i++) {
+      q.pushBack(r.firstSeq + i, segment, base + r.eventOffsets[i]);
+      this.recent.add(r.firstSeq + i, puts[i]);
+    }
     if (puts.length > 0) {
       this.segLive.set(segment, (this.segLive.get(segment) ?? 0) + puts.length);
       v.EventPutSuccessCount += puts.length;
