@@ -55,6 +55,12 @@ const MAX_GROUP_BYTES = 64 * 1024 * 1024;
 const RECENT_BYTES = 4 * 1024 * 1024;
 /** How often put() re-checks free disk space while the channel is refusing puts. */
 const LOW_DISK_RECHECK_MS = 1000;
+/**
+ * With this much more than minimumRequiredSpace free, commits within SPACE_CHECK_MS of a check
+ * skip the next one (a statfs per commit was 4% of a fast pipeline; 100 ms of commits write far less).
+ */
+const SPACE_MARGIN = 256 * 1024 * 1024;
+const SPACE_CHECK_MS = 100;
 
 interface RoomWaiter {
   wake: (() => void) | null;
@@ -73,11 +79,26 @@ interface CommitRequest {
   reject(err: Error): void;
 }
 
+/** The events a transaction took: sequence number and location of each, in typed arrays of the transaction's capacity. */
+class Taken {
+  readonly seqs: Float64Array;
+  readonly segs: Uint32Array;
+  readonly offs: Uint32Array;
+  length = 0;
+
+  constructor(capacity: number) {
+    this.seqs = new Float64Array(capacity);
+    this.segs = new Uint32Array(capacity);
+    this.offs = new Uint32Array(capacity);
+  }
+}
+
+const NOTHING_TAKEN = new Taken(0);
+
 export class FileTransaction extends BasicTransaction {
   puts: Event[] = [];
-  takenSeqs: number[] = [];
-  takenSegs: number[] = [];
-  takenOffs: number[] = [];
+  /** Made with the first take (a put-only transaction allocates none). */
+  taken: Taken = NOTHING_TAKEN;
 
   constructor(private readonly ch: FileChannel) {
     super();
@@ -101,9 +122,7 @@ export class FileTransaction extends BasicTransaction {
 
   clear(): void {
     this.puts = [];
-    this.takenSeqs = [];
-    this.takenSegs = [];
-    this.takenOffs = [];
+    this.taken = NOTHING_TAKEN;
     this.positions = null;
   }
 }
@@ -151,6 +170,8 @@ export class FileChannel implements Channel {
 
   private lowDisk: string | null = null;
   private lastSpaceCheck = 0;
+  /** Free bytes at the last check. */
+  private lastFree = 0;
   private minimumRequiredSpace: number;
 
   constructor(
@@ -374,7 +395,7 @@ export class FileChannel implements Channel {
   take(tx: FileTransaction): Event | null {
     this.counter.values.EventTakeAttemptCount++;
     const log = this.requireOpen();
-    if (tx.takenSeqs.length >= this.options.transactionCapacity) {
+    if (tx.taken.length >= this.options.transactionCapacity) {
       throw new ChannelException(
         `Take list for FileBackedTransaction, capacity ${this.options.transactionCapacity} full, consider committing more frequently, increasing capacity, or increasing thread count (channel ${this.name})`,
       );
@@ -395,18 +416,23 @@ export class FileChannel implements Channel {
     }
     q.dropFront();
     this.inflightTakes++;
-    tx.takenSeqs.push(seq);
-    tx.takenSegs.push(seg);
-    tx.takenOffs.push(off);
-    // Once per transaction, not per event.
-    if (tx.takenSeqs.length === 1) this.takers.add(tx);
+    let t = tx.taken;
+    if (t === NOTHING_TAKEN) {
+      tx.taken = t = new Taken(this.options.transactionCapacity);
+      this.takers.add(tx);
+    }
+    const i = t.length++;
+    t.seqs[i] = seq;
+    t.segs[i] = seg;
+    t.offs[i] = off;
     return event;
   }
 
   rollback(tx: FileTransaction): void {
-    const n = tx.takenSeqs.length;
+    const t = tx.taken;
+    const n = t.length;
     // Back to the head, in their original order.
-    for (let i = n - 1; i >= 0; i--) this.queue.pushFront(tx.takenSeqs[i], tx.takenSegs[i], tx.takenOffs[i]);
+    for (let i = n - 1; i >= 0; i--) this.queue.pushFront(t.seqs[i], t.segs[i], t.offs[i]);
     this.inflightTakes -= n;
     this.takers.delete(tx);
     this.counter.values.ChannelSize = this.queue.length;
@@ -415,7 +441,7 @@ export class FileChannel implements Channel {
 
   async commit(tx: FileTransaction, positions: Map<string, string> | null): Promise<void> {
     const puts = tx.puts.length;
-    const takes = tx.takenSeqs.length;
+    const takes = tx.taken.length;
     const reserved = Math.max(0, puts - takes);
     if (puts === 0 && takes === 0 && (!positions || positions.size === 0)) {
       this.counter.values.ChannelSize = this.queue.length;
@@ -436,7 +462,7 @@ export class FileChannel implements Channel {
     this.nextSeq += puts;
     let encoded: ReturnType<typeof encodeTransaction>;
     try {
-      encoded = encodeTransaction(txid, firstSeq, tx.puts, takes > 0 ? toRanges(tx.takenSeqs, takes) : [], takes, positions, (n) => this.pool.get(n));
+      encoded = encodeTransaction(txid, firstSeq, tx.puts, takes > 0 ? toRanges(tx.taken.seqs, takes) : [], takes, positions, (n) => this.pool.get(n));
     } catch (err) {
       this.reservedRoom -= reserved;
       this.counter.values.EventPutErrorCount += puts;
@@ -511,11 +537,13 @@ export class FileChannel implements Channel {
   private checkDiskSpace(throttled: boolean): string | null {
     const now = this.clock.now();
     if (throttled && now - this.lastSpaceCheck < LOW_DISK_RECHECK_MS) return this.lowDisk;
+    if (this.lowDisk === null && now - this.lastSpaceCheck < SPACE_CHECK_MS && this.lastFree - this.minimumRequiredSpace > SPACE_MARGIN) return null;
     this.lastSpaceCheck = now;
     const dir = this.log?.activeDir ?? this.options.dataDirs[0];
     try {
       const st = fs.statfsSync(dir);
       const free = Number(st.bavail) * Number(st.bsize);
+      this.lastFree = free;
       if (free < this.minimumRequiredSpace) {
         if (this.lowDisk === null) this.logger.warn(`file channel ${this.name}: disk space low in ${dir}; refusing puts until it returns`);
         this.lowDisk = `file channel ${this.name}: only ${free} bytes free in ${dir}, below minimumRequiredSpace ${this.minimumRequiredSpace}; puts are refused until space is freed (takes keep working)`;
@@ -605,7 +633,7 @@ export class FileChannel implements Channel {
       for (const r of group) {
         this.reservedRoom -= r.reserved;
         if (r.puts.length > 0) this.counter.values.EventPutErrorCount += r.puts.length;
-        else this.counter.values.EventTakeErrorCount += r.tx.takenSeqs.length;
+        else this.counter.values.EventTakeErrorCount += r.tx.taken.length;
         this.pool.release(r.bytes);
         r.reject(failure);
       }
@@ -642,13 +670,14 @@ export class FileChannel implements Channel {
     }
     this.reservedRoom -= r.reserved;
     const tx = r.tx;
-    const takes = tx.takenSeqs.length;
+    const takes = tx.taken.length;
     if (takes > 0) {
+      const segs = tx.taken.segs;
       let i = 0;
       while (i < takes) {
-        const s = tx.takenSegs[i];
+        const s = segs[i];
         let j = i + 1;
-        while (j < takes && tx.takenSegs[j] === s) j++;
+        while (j < takes && segs[j] === s) j++;
         this.segLive.set(s, (this.segLive.get(s) ?? 0) - (j - i));
         i = j;
       }
@@ -680,10 +709,11 @@ export class FileChannel implements Channel {
     const offs = new Uint32Array(count);
     let i = 0;
     for (const tx of this.takers) {
-      for (let k = 0; k < tx.takenSeqs.length; k++, i++) {
-        seqs[i] = tx.takenSeqs[k];
-        segs[i] = tx.takenSegs[k];
-        offs[i] = tx.takenOffs[k];
+      const t = tx.taken;
+      for (let k = 0; k < t.length; k++, i++) {
+        seqs[i] = t.seqs[k];
+        segs[i] = t.segs[k];
+        offs[i] = t.offs[k];
       }
     }
     this.queue.forEach((s, g, f) => {
