@@ -7,7 +7,7 @@ import type { ServerTls } from "../../../net/tls.ts";
 import type { SourceEmitter } from "../../../pipeline/emitter.ts";
 import type { ComponentContext } from "../../component.ts";
 import { BaseSource } from "../base.ts";
-import { type Frame, SyslogFrameDecoder } from "./framing.ts";
+import { FrameList, SyslogFrameDecoder } from "./framing.ts";
 import { EVENT_STATUS, type ParseOptions, type SyslogCharset, SyslogEventParser } from "./parse.ts";
 
 export interface SyslogTcpOptions {
@@ -176,7 +176,7 @@ class SyslogConnection implements ConnectionHandler {
       const queue = this.queue;
       while (queue !== null && queue.length > 0) {
         const decoder = (this.decoder ??= new SyslogFrameDecoder(this.source.options.eventSize));
-        const frames: Frame[] = [];
+        const frames = new FrameList();
         // Everything read so far goes out in one batch.
         while (queue.length > 0) decoder.push(queue.shift() as Uint8Array, frames);
         await this.handle(frames);
@@ -194,13 +194,13 @@ class SyslogConnection implements ConnectionHandler {
   private async finish(): Promise<void> {
     this.ended = false;
     if (!this.decoder) return;
-    const frames: Frame[] = [];
+    const frames = new FrameList();
     const { truncated } = this.decoder.flush(frames);
     if (truncated) this.logger.warn(`${this.source.describe()}: ${this.conn.peer} disconnected inside an octet-counted message; delivered what arrived as Incomplete`);
     await this.handle(frames);
   }
 
-  private async handle(frames: Frame[]): Promise<void> {
+  private async handle(frames: FrameList): Promise<void> {
     if (frames.length === 0) return;
     if (this.hostname) {
       this.resolvedHost = await this.hostname;
@@ -217,15 +217,17 @@ class SyslogConnection implements ConnectionHandler {
     }
   }
 
-  private toEvents(frames: Frame[]): Event[] {
+  private toEvents(frames: FrameList): Event[] {
     const { source, conn } = this;
     const o = source.options;
     const parser = source.parserFor(conn.localPort);
     const localPort = String(conn.localPort);
     const events: Event[] = new Array(frames.length);
     for (let i = 0; i < frames.length; i++) {
-      const { event, invalid } = parser.parse(frames[i].bytes, frames[i].part);
-      if (invalid !== undefined && frames[i].part !== "rest") {
+      const part = frames.parts[i];
+      const event = parser.parseRange(frames.bytes[i], frames.starts[i], frames.ends[i], part);
+      const invalid = parser.invalid;
+      if (invalid !== undefined && part !== "rest") {
         source.counter.values.EventReadFail++;
         // A few lines per connection: a client sending garbage must not flood the log.
         if (this.warnedInvalid++ < 3) this.logger.warn(`${source.describe()}: message from ${conn.peer} is Invalid (${invalid}); delivered with ${EVENT_STATUS}=Invalid`);
