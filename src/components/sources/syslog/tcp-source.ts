@@ -207,23 +207,25 @@ class SyslogConnection implements ConnectionHandler {
       this.hostname = null;
     }
     const o = this.source.options;
-    const events = this.toEvents(frames);
-    for (let i = 0; i < events.length; i += o.batchSize) {
-      const batch = o.batchSize >= events.length && i === 0 ? events : events.slice(i, i + o.batchSize);
+    // A batch is parsed when its turn comes: a 512 KiB read holds thousands of messages, and
+    // only one batch of them is made into events at a time.
+    for (let i = 0; i < frames.length; i += o.batchSize) {
+      const batch = this.toEvents(frames, i, Math.min(i + o.batchSize, frames.length));
       if (!(await this.emitter.deliver(batch, { from: this.conn.peer }))) {
-        this.logger.error(`${this.source.describe()}: stopping; dropped ${events.length - i} events from ${this.conn.peer} that the channel did not take`);
+        this.logger.error(`${this.source.describe()}: stopping; dropped ${frames.length - i} events from ${this.conn.peer} that the channel did not take`);
         return;
       }
     }
   }
 
-  private toEvents(frames: FrameList): Event[] {
+  /** The events of frames [from, to). */
+  private toEvents(frames: FrameList, from: number, to: number): Event[] {
     const { source, conn } = this;
     const o = source.options;
     const parser = source.parserFor(conn.localPort);
     const localPort = String(conn.localPort);
-    const events: Event[] = new Array(frames.length);
-    for (let i = 0; i < frames.length; i++) {
+    const events: Event[] = new Array(to - from);
+    for (let i = from; i < to; i++) {
       const part = frames.parts[i];
       const event = parser.parseRange(frames.bytes[i], frames.starts[i], frames.ends[i], part);
       const invalid = parser.invalid;
@@ -236,7 +238,7 @@ class SyslogConnection implements ConnectionHandler {
       if (o.portHeader) h[o.portHeader] = localPort;
       if (o.clientIPHeader) h[o.clientIPHeader] = conn.remoteIp;
       if (o.clientHostnameHeader) h[o.clientHostnameHeader] = this.resolvedHost;
-      events[i] = event;
+      events[i - from] = event;
     }
     const decoder = this.decoder as SyslogFrameDecoder;
     if (decoder.overlong > this.overlongWarned) {
