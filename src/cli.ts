@@ -3,12 +3,16 @@ import { runMain } from "citty";
 import { printUsage } from "./cli/command.ts";
 import { main } from "./cli/main.ts";
 
-// A reader that stopped reading (`flume replay t.jsonl --step | head`) is not an error.
-for (const stream of [process.stdout, process.stderr]) {
-  stream.on("error", (err: NodeJS.ErrnoException) => {
-    if (err.code === "EPIPE") process.exit(0);
-    throw err;
-  });
+// A reader that stopped reading (`flume replay t.jsonl --step | head`) is not an error. Not for
+// the agent: it writes nothing to stdout, its log has a writer of its own (src/agent/logging.ts),
+// and making the two stream objects would cost it megabytes of memory.
+if (process.argv[2] !== "run" && process.argv[2] !== "agent") {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on("error", (err: NodeJS.ErrnoException) => {
+      if (err.code === "EPIPE") process.exit(0);
+      throw err;
+    });
+  }
 }
 
 runMain(main, { showUsage: printUsage });

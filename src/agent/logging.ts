@@ -4,8 +4,6 @@
  * without NO_COLOR. A message a component repeats (an error at every poll) is written once,
  * then counted: "repeated N times" when it changes or once a minute.
  */
-import { createConsola } from "consola";
-import type { ConsolaInstance, ConsolaReporter, LogObject } from "consola";
 import type { Logger } from "../core/logger.ts";
 import { colorEnabled } from "../io/terminal.ts";
 
@@ -14,8 +12,8 @@ export type LogFormat = "text" | "json";
 
 export const LOG_LEVELS: readonly LogLevel[] = ["error", "warn", "info", "debug", "trace"];
 
-/** consola's numeric levels for ours. */
-const CONSOLA_LEVEL: Record<LogLevel, number> = { error: 0, warn: 1, info: 3, debug: 4, trace: 5 };
+/** How verbose each level is: a line is written when its rank is at most the configured one's. */
+const RANK: Record<LogLevel, number> = { error: 0, warn: 1, info: 3, debug: 4, trace: 5 };
 
 export interface AgentLogOptions {
   level?: LogLevel;
@@ -29,84 +27,120 @@ export interface AgentLogOptions {
   now?: () => Date;
 }
 
-/** Our level names for consola's message types. */
-function levelOf(o: LogObject): string {
-  switch (o.type) {
-    case "fatal":
-    case "error":
-      return "ERROR";
-    case "warn":
-      return "WARN";
-    case "debug":
-      return "DEBUG";
-    case "trace":
-    case "verbose":
-      return "TRACE";
-    default:
-      return "INFO";
-  }
+/** The agent's logger: Flume's levels, success (written as INFO), and a tagged logger per component. */
+export interface AgentLogger extends Logger {
+  success(message: string, ...args: unknown[]): void;
+  trace(message: string, ...args: unknown[]): void;
+  withTag(tag: string): AgentLogger;
 }
 
 const COLORS: Record<string, string> = { ERROR: "\x1b[31m", WARN: "\x1b[33m", INFO: "\x1b[36m", DEBUG: "\x1b[90m", TRACE: "\x1b[90m" };
 const REPEAT_FLUSH_MS = 60_000;
 
-function messageOf(o: LogObject): string {
-  return o.args.map((a) => (typeof a === "string" ? a : a instanceof Error ? a.message : JSON.stringify(a))).join(" ").replace(/\s*\n\s*/g, " | ");
+function messageOf(message: string, args: unknown[]): string {
+  const parts = [message, ...args].map((a) => (typeof a === "string" ? a : a instanceof Error ? a.message : JSON.stringify(a)));
+  return parts.join(" ").replace(/\s*\n\s*/g, " | ");
 }
 
-/** A consola reporter writing our line format, with repeated messages folded. */
-function lineReporter(o: Required<Omit<AgentLogOptions, "agent">> & { agent?: string }): ConsolaReporter {
-  const last = new Map<string, { text: string; level: string; repeats: number; since: number }>();
-  const emit = (level: string, component: string, message: string, at: Date) => {
+/** Writes our line format, with repeated messages folded; shared by the agent's logger and its tagged ones. */
+class LineWriter {
+  private readonly last = new Map<string, { text: string; level: string; repeats: number; since: number }>();
+  private readonly rank: number;
+
+  constructor(private readonly o: Required<Omit<AgentLogOptions, "agent" | "level">> & { agent?: string; level: LogLevel }) {
+    this.rank = RANK[o.level];
+  }
+
+  log(rank: number, level: string, component: string, message: string, args: unknown[]): void {
+    if (rank > this.rank) return;
+    const text = messageOf(message, args);
+    const at = this.o.now();
+    const prev = this.last.get(component);
+    if (prev && prev.text === text && prev.level === level) {
+      prev.repeats++;
+      if (at.getTime() - prev.since >= REPEAT_FLUSH_MS) {
+        this.flushRepeats(component, at);
+        prev.since = at.getTime();
+      }
+      return;
+    }
+    this.flushRepeats(component, at);
+    this.last.set(component, { text, level, repeats: 0, since: at.getTime() });
+    this.emit(level, component, text, at);
+  }
+
+  private emit(level: string, component: string, message: string, at: Date): void {
+    const o = this.o;
     if (o.format === "json") {
       o.write(`${JSON.stringify({ time: at.toISOString(), level: level.toLowerCase(), ...(o.agent ? { agent: o.agent } : {}), ...(component ? { component } : {}), message })}\n`);
       return;
     }
     const word = o.color ? `${COLORS[level] ?? ""}${level.padEnd(5)}\x1b[0m` : level.padEnd(5);
     o.write(`${at.toISOString()} ${word} ${component ? `[${component}] ` : ""}${message}\n`);
-  };
-  const flushRepeats = (component: string, at: Date) => {
-    const prev = last.get(component);
-    if (prev && prev.repeats > 0) emit(prev.level, component, `(the last message repeated ${prev.repeats} more time${prev.repeats === 1 ? "" : "s"})`, at);
+  }
+
+  private flushRepeats(component: string, at: Date): void {
+    const prev = this.last.get(component);
+    if (prev && prev.repeats > 0) this.emit(prev.level, component, `(the last message repeated ${prev.repeats} more time${prev.repeats === 1 ? "" : "s"})`, at);
     if (prev) prev.repeats = 0;
-  };
-  return {
-    log(logObj) {
-      const component = logObj.tag ?? "";
-      const level = levelOf(logObj);
-      const text = messageOf(logObj);
-      const at = o.now();
-      const prev = last.get(component);
-      if (prev && prev.text === text && prev.level === level) {
-        prev.repeats++;
-        if (at.getTime() - prev.since >= REPEAT_FLUSH_MS) {
-          flushRepeats(component, at);
-          prev.since = at.getTime();
-        }
-        return;
-      }
-      flushRepeats(component, at);
-      last.set(component, { text, level, repeats: 0, since: at.getTime() });
-      emit(level, component, text, at);
-    },
+  }
+}
+
+/** Methods are bound (callers pass `log.warn` around, as consola allowed). */
+class TaggedLogger implements AgentLogger {
+  constructor(
+    private readonly out: LineWriter,
+    private readonly tag: string,
+  ) {}
+  readonly error = (message: string, ...args: unknown[]): void => this.out.log(0, "ERROR", this.tag, message, args);
+  readonly warn = (message: string, ...args: unknown[]): void => this.out.log(1, "WARN", this.tag, message, args);
+  readonly info = (message: string, ...args: unknown[]): void => this.out.log(3, "INFO", this.tag, message, args);
+  readonly success = (message: string, ...args: unknown[]): void => this.out.log(3, "INFO", this.tag, message, args);
+  readonly debug = (message: string, ...args: unknown[]): void => this.out.log(4, "DEBUG", this.tag, message, args);
+  readonly trace = (message: string, ...args: unknown[]): void => this.out.log(5, "TRACE", this.tag, message, args);
+  withTag(tag: string): AgentLogger {
+    return new TaggedLogger(this.out, tag);
+  }
+}
+
+/** Whether fd 2 is a terminal, asked without making process.stderr (a stream costs memory the agent does not need). */
+function stderrIsTty(): boolean {
+  try {
+    return (process.getBuiltinModule("node:tty") as typeof import("node:tty")).isatty(2);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Writes to fd 2. Under Bun a file sink (non-blocking, flushed at once) rather than
+ * process.stderr, whose stream machinery costs megabytes at start; elsewhere process.stderr.
+ */
+function stderrWriter(): (line: string) => void {
+  const bun = (globalThis as { Bun?: { stderr: { writer(): { write(s: string): number; flush(): unknown } } } }).Bun;
+  if (!bun) return (line) => process.stderr.write(line);
+  const sink = bun.stderr.writer();
+  return (line) => {
+    sink.write(line);
+    sink.flush();
   };
 }
 
-/** The agent's logger (consola, with our reporter). */
-export function createAgentLogger(options: AgentLogOptions = {}): ConsolaInstance {
-  const reporter = lineReporter({
+/** The agent's logger. */
+export function createAgentLogger(options: AgentLogOptions = {}): AgentLogger {
+  const out = new LineWriter({
     level: options.level ?? "info",
     format: options.format ?? "text",
-    write: options.write ?? ((line) => process.stderr.write(line)),
-    color: options.color ?? colorEnabled(process.stderr),
+    write: options.write ?? stderrWriter(),
+    color: options.color ?? colorEnabled({ isTTY: stderrIsTty() }),
     now: options.now ?? (() => new Date()),
     agent: options.agent,
   });
-  return createConsola({ level: CONSOLA_LEVEL[options.level ?? "info"], reporters: [reporter] });
+  return new TaggedLogger(out, "");
 }
 
 /** A component's logger: the agent logger tagged with the component's name. */
-export function componentLogger(base: ConsolaInstance, name: string): Logger {
+export function componentLogger(base: AgentLogger, name: string): Logger {
   return base.withTag(name);
 }
 

@@ -12,8 +12,8 @@ import { command } from "./command.ts";
 import { humanReport } from "./validate.ts";
 import { loadConfigText } from "../config/custom-components.ts";
 import { systemClock } from "../core/clock.ts";
-import { MetricsServer } from "../monitoring/http-server.ts";
-import { liveTracer } from "../simulate/trace.ts";
+import type { MetricsServer } from "../monitoring/http-server.ts";
+import type { liveTracer } from "../simulate/trace.ts";
 
 export interface RunOptions {
   file: string;
@@ -160,6 +160,8 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   let tracer: ReturnType<typeof liveTracer> | null = null;
   if (o.trace) {
     try {
+      // Imported only when asked for, as the metrics server below: an agent loads what it uses.
+      const { liveTracer } = await import("../simulate/trace.ts");
       tracer = liveTracer(o.trace, systemClock, o.traceMaxBytes, result.model);
     } catch (err) {
       log.error(`cannot write the trace ${o.trace}: ${(err as Error).message}`);
@@ -244,6 +246,7 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   }
   if (stopping) return finish(await exited);
   reportStart(agent, config.agent, log);
+  normalJitPolicy();
   const startedAt = Date.now();
   if (!agent.readiness().ready) {
     // Say so when the last component has started; with --fail-fast give up when one does not in time.
@@ -263,6 +266,7 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   }
 
   if (o.metricsPort !== undefined) {
+    const { MetricsServer } = await import("../monitoring/http-server.ts");
     metrics = new MetricsServer(agent, o.metricsPort, o.metricsBind, log);
     try {
       await metrics.start();
@@ -289,6 +293,16 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   }
 
   return finish(await exited);
+}
+
+/**
+ * The compiled binary starts with the JIT reluctant to compile (scripts/build.ts), so code that
+ * runs once at start stays interpreted and the JIT's own code is not paged in for it; once the
+ * agent runs, hot paths get the normal policy.
+ */
+function normalJitPolicy(): void {
+  const unsafe = (globalThis as { Bun?: { unsafe?: { setJITPolicy?(scale: number): void } } }).Bun?.unsafe;
+  unsafe?.setJITPolicy?.(1);
 }
 
 /**

@@ -1,131 +1,140 @@
 import type { AnyOptions, ComponentKind } from "../config/schema.ts";
 import type { AnyDefinition, ComponentDefinition } from "./component.ts";
-import { definition as memoryChannel } from "./channels/memory.ts";
-import { definition as fileChannel } from "./channels/file/index.ts";
-import { definition as jetstreamChannel } from "./channels/jetstream/index.ts";
-import { definition as spillableMemoryChannel } from "./channels/spillable-memory/index.ts";
-import { definition as avroSink } from "./sinks/avro.ts";
-import { definition as avroSource } from "./sources/avro.ts";
-import { definition as thriftSink } from "./sinks/thrift.ts";
-import { definition as thriftSource } from "./sources/thrift.ts";
-import { definition as loggerSink } from "./sinks/logger.ts";
-import { definition as nullSink } from "./sinks/null.ts";
-import { definition as jetstreamSink } from "./sinks/jetstream.ts";
-import { definition as jetstreamSource } from "./sources/jetstream.ts";
-import { definition as embeddedSource } from "./sources/embedded.ts";
-import { definition as netcatSource } from "./sources/netcat.ts";
-import { definition as seqSource } from "./sources/seq.ts";
-import { definition as loadBalancingSelector } from "./selectors/load-balancing.ts";
-import { definition as multiplexingSelector } from "./selectors/multiplexing.ts";
-import { definition as replicatingSelector } from "./selectors/replicating.ts";
-import { definition as defaultSinkProcessor } from "./sink-processors/default.ts";
-import { definition as failoverSinkProcessor } from "./sink-processors/failover.ts";
-import { definition as loadBalanceSinkProcessor } from "./sink-processors/load-balance.ts";
 
-import { definition as syslogTcpSource } from "./sources/syslog-tcp.ts";
-import { definition as syslogUdpSource } from "./sources/syslog-udp.ts";
-import { definition as multiportSyslogTcpSource } from "./sources/multiport-syslog-tcp.ts";
-import { definition as httpSource } from "./sources/http.ts";
-import { definition as netcatUdpSource } from "./sources/netcat-udp.ts";
-import { definition as stressSource } from "./sources/stress.ts";
-import { definition as httpSink } from "./sinks/http.ts";
-import { definition as fileRollSink } from "./sinks/file-roll.ts";
-import { definition as textSerializer } from "./serializers/text.ts";
-import { definition as headerAndTextSerializer } from "./serializers/header-and-text.ts";
-import { definition as avroEventSerializer } from "./serializers/avro-event.ts";
-import { definition as execSource } from "./sources/exec.ts";
-import { definition as spoolDirSource } from "./sources/spooldir.ts";
-import { definition as taildirSource } from "./sources/taildir.ts";
-import { definition as timestampInterceptor } from "./interceptors/timestamp.ts";
-import { definition as hostInterceptor } from "./interceptors/host.ts";
-import { definition as staticInterceptor } from "./interceptors/static.ts";
-import { definition as removeHeaderInterceptor } from "./interceptors/remove-header.ts";
-import { definition as uuidInterceptor } from "./interceptors/uuid.ts";
-import { definition as regexFilterInterceptor } from "./interceptors/regex-filter.ts";
-import { definition as regexExtractorInterceptor } from "./interceptors/regex-extractor.ts";
-import { definition as searchReplaceInterceptor } from "./interceptors/search-replace.ts";
 /**
- * Every built-in component. Component modules must not import heavy packages (avsc) at load
- * time: `flume validate` and `flume --help` load this list.
+ * A built-in component type: its names, and how to load the module that defines it. Modules
+ * load on first lookup, so an agent loads only the components its configuration uses (and the
+ * Node modules and packages they need): `flume run` of netcat -> memory -> logger never loads
+ * TLS, HTTP, zlib or avsc. The names repeat the module's own (a test checks that they agree).
  */
-const DEFINITIONS: AnyDefinition[] = [
-  seqSource,
-  netcatSource,
-  embeddedSource,
-  avroSource,
-  avroSink,
-  thriftSource,
-  thriftSink,
-  memoryChannel,
-  fileChannel,
-  jetstreamChannel,
-  spillableMemoryChannel,
-  loggerSink,
-  nullSink,
-  jetstreamSink,
-  jetstreamSource,
-  replicatingSelector,
-  multiplexingSelector,
-  loadBalancingSelector,
-  defaultSinkProcessor,
-  failoverSinkProcessor,
-  loadBalanceSinkProcessor,
-  syslogTcpSource,
-  syslogUdpSource,
-  multiportSyslogTcpSource,
-  httpSource,
-  netcatUdpSource,
-  stressSource,
-  httpSink,
-  fileRollSink,
-  textSerializer,
-  headerAndTextSerializer,
-  avroEventSerializer,
-  execSource,
-  spoolDirSource,
-  taildirSource,
-  timestampInterceptor,
-  hostInterceptor,
-  staticInterceptor,
-  removeHeaderInterceptor,
-  uuidInterceptor,
-  regexFilterInterceptor,
-  regexExtractorInterceptor,
-  searchReplaceInterceptor,
-] as AnyDefinition[];
+interface BuiltIn {
+  kind: ComponentKind;
+  type: string;
+  aliases: readonly string[];
+  load(): { definition: AnyDefinition };
+  definition?: AnyDefinition;
+}
 
-const byKind = new Map<ComponentKind, Map<string, AnyDefinition>>();
+// require() rather than import(): lookups are synchronous (validation, the embedded agent). Bun
+// has it in ES modules, and the compiled binary bundles each module as a chunk loaded there.
+function lazy(kind: ComponentKind, type: string, aliases: readonly string[], load: () => unknown): BuiltIn {
+  return { kind, type, aliases, load: load as BuiltIn["load"] };
+}
 
-function index(def: AnyDefinition): void {
-  let names = byKind.get(def.schema.kind);
-  if (!names) byKind.set(def.schema.kind, (names = new Map()));
-  for (const name of [def.schema.type, ...(def.schema.aliases ?? [])]) {
+/** Every built-in component type. */
+const BUILT_IN: BuiltIn[] = [
+  lazy("source", "seq", ["org.apache.flume.source.SequenceGeneratorSource"], () => require("./sources/seq.ts")),
+  lazy("source", "netcat", ["org.apache.flume.source.NetcatSource", "netcattcp"], () => require("./sources/netcat.ts")),
+  lazy("source", "embedded", ["org.apache.flume.agent.embedded.EmbeddedSource"], () => require("./sources/embedded.ts")),
+  lazy("source", "avro", ["org.apache.flume.source.AvroSource"], () => require("./sources/avro.ts")),
+  lazy("sink", "avro", ["org.apache.flume.sink.AvroSink"], () => require("./sinks/avro.ts")),
+  lazy("source", "thrift", ["org.apache.flume.source.ThriftSource"], () => require("./sources/thrift.ts")),
+  lazy("sink", "thrift", ["org.apache.flume.sink.ThriftSink"], () => require("./sinks/thrift.ts")),
+  lazy("channel", "memory", ["org.apache.flume.channel.MemoryChannel"], () => require("./channels/memory.ts")),
+  lazy("channel", "file", ["org.apache.flume.channel.file.FileChannel"], () => require("./channels/file/index.ts")),
+  lazy("channel", "SPILLABLEMEMORY", ["org.apache.flume.channel.SpillableMemoryChannel"], () => require("./channels/spillable-memory/index.ts")),
+  lazy("sink", "logger", ["org.apache.flume.sink.LoggerSink"], () => require("./sinks/logger.ts")),
+  lazy("sink", "null", ["org.apache.flume.sink.NullSink"], () => require("./sinks/null.ts")),
+  lazy("channel", "jetstream", ["nats", "org.apache.flume.channel.jetstream.JetStreamChannel"], () => require("./channels/jetstream/index.ts")),
+  lazy("sink", "jetstream", ["nats", "org.apache.flume.sink.jetstream.JetStreamSink"], () => require("./sinks/jetstream.ts")),
+  lazy("source", "jetstream", ["nats", "org.apache.flume.source.jetstream.JetStreamSource"], () => require("./sources/jetstream.ts")),
+  lazy("selector", "replicating", ["org.apache.flume.channel.ReplicatingChannelSelector"], () => require("./selectors/replicating.ts")),
+  lazy("selector", "multiplexing", ["org.apache.flume.channel.MultiplexingChannelSelector"], () => require("./selectors/multiplexing.ts")),
+  lazy("selector", "load_balancing", ["org.apache.flume.channel.LoadBalancingChannelSelector"], () => require("./selectors/load-balancing.ts")),
+  lazy("sinkprocessor", "default", ["org.apache.flume.sink.DefaultSinkProcessor"], () => require("./sink-processors/default.ts")),
+  lazy("sinkprocessor", "failover", ["org.apache.flume.sink.FailoverSinkProcessor"], () => require("./sink-processors/failover.ts")),
+  lazy("sinkprocessor", "load_balance", ["org.apache.flume.sink.LoadBalancingSinkProcessor"], () => require("./sink-processors/load-balance.ts")),
+  lazy("source", "syslogtcp", ["org.apache.flume.source.SyslogTcpSource"], () => require("./sources/syslog-tcp.ts")),
+  lazy("source", "syslogudp", ["org.apache.flume.source.SyslogUDPSource"], () => require("./sources/syslog-udp.ts")),
+  lazy("source", "multiport_syslogtcp", ["org.apache.flume.source.MultiportSyslogTCPSource"], () => require("./sources/multiport-syslog-tcp.ts")),
+  lazy("source", "http", ["org.apache.flume.source.http.HTTPSource"], () => require("./sources/http.ts")),
+  lazy("source", "netcatudp", ["org.apache.flume.source.NetcatUdpSource"], () => require("./sources/netcat-udp.ts")),
+  lazy("source", "stress", ["org.apache.flume.source.StressSource"], () => require("./sources/stress.ts")),
+  lazy("sink", "http", ["org.apache.flume.sink.http.HttpSink"], () => require("./sinks/http.ts")),
+  lazy("sink", "file_roll", ["org.apache.flume.sink.RollingFileSink"], () => require("./sinks/file-roll.ts")),
+  lazy("serializer", "text", ["TEXT", "org.apache.flume.serialization.BodyTextEventSerializer$Builder"], () => require("./serializers/text.ts")),
+  lazy("serializer", "header_and_text", ["HEADER_AND_TEXT", "org.apache.flume.serialization.HeaderAndBodyTextEventSerializer$Builder"], () => require("./serializers/header-and-text.ts")),
+  lazy("serializer", "avro_event", ["AVRO_EVENT", "org.apache.flume.serialization.FlumeEventAvroEventSerializer$Builder"], () => require("./serializers/avro-event.ts")),
+  lazy("source", "exec", ["org.apache.flume.source.ExecSource"], () => require("./sources/exec.ts")),
+  lazy("source", "spooldir", ["org.apache.flume.source.SpoolDirectorySource"], () => require("./sources/spooldir.ts")),
+  lazy("source", "TAILDIR", ["org.apache.flume.source.taildir.TaildirSource"], () => require("./sources/taildir.ts")),
+  lazy("interceptor", "timestamp", ["org.apache.flume.interceptor.TimestampInterceptor$Builder"], () => require("./interceptors/timestamp.ts")),
+  lazy("interceptor", "host", ["org.apache.flume.interceptor.HostInterceptor$Builder"], () => require("./interceptors/host.ts")),
+  lazy("interceptor", "static", ["org.apache.flume.interceptor.StaticInterceptor$Builder"], () => require("./interceptors/static.ts")),
+  lazy("interceptor", "remove_header", ["org.apache.flume.interceptor.RemoveHeaderInterceptor$Builder"], () => require("./interceptors/remove-header.ts")),
+  lazy("interceptor", "uuid", ["org.apache.flume.sink.solr.morphline.UUIDInterceptor$Builder"], () => require("./interceptors/uuid.ts")),
+  lazy("interceptor", "regex_filter", ["org.apache.flume.interceptor.RegexFilteringInterceptor$Builder"], () => require("./interceptors/regex-filter.ts")),
+  lazy("interceptor", "regex_extractor", ["org.apache.flume.interceptor.RegexExtractorInterceptor$Builder"], () => require("./interceptors/regex-extractor.ts")),
+  lazy("interceptor", "search_replace", ["org.apache.flume.interceptor.SearchAndReplaceInterceptor$Builder"], () => require("./interceptors/search-replace.ts")),
+];
+
+/** Loads a module through a literal require() (see lazy); Deno's ES modules have none, so it gets one for the call. */
+function loadBuiltIn(entry: BuiltIn): AnyDefinition {
+  if (entry.definition) return entry.definition;
+  const g = globalThis as { require?: unknown };
+  let def: AnyDefinition;
+  if (typeof g.require === "function") {
+    def = entry.load().definition;
+  } else {
+    const { createRequire } = process.getBuiltinModule("node:module") as typeof import("node:module");
+    g.require = createRequire(import.meta.url);
+    try {
+      def = entry.load().definition;
+    } finally {
+      delete g.require;
+    }
+  }
+  if (def.schema.kind !== entry.kind || def.schema.type !== entry.type) {
+    throw new Error(`registry: the module for ${entry.kind} ${entry.type} defines ${def.schema.kind} ${def.schema.type}`);
+  }
+  entry.definition = def;
+  return def;
+}
+
+/** Types added at run time (plugins, tests), after the built-in ones. */
+const REGISTERED: AnyDefinition[] = [];
+
+type Slot = BuiltIn | { definition: AnyDefinition };
+const byKind = new Map<ComponentKind, Map<string, Slot>>();
+
+function index(kind: ComponentKind, names: readonly string[], slot: Slot): void {
+  let m = byKind.get(kind);
+  if (!m) byKind.set(kind, (m = new Map()));
+  for (const name of names) {
     const key = name.toLowerCase();
-    const existing = names.get(key);
-    if (existing && existing !== def) throw new Error(`two ${def.schema.kind} components claim the type name "${name}"`);
-    names.set(key, def);
+    const existing = m.get(key);
+    if (existing && existing !== slot) throw new Error(`two ${kind} components claim the type name "${name}"`);
+    m.set(key, slot);
   }
 }
 
-for (const def of DEFINITIONS) index(def);
+for (const b of BUILT_IN) index(b.kind, [b.type, ...b.aliases], b);
 
 /** Adds a component type (plugins, tests). */
 export function registerComponent<T, O extends AnyOptions>(definition: ComponentDefinition<T, O>): void {
   const def = definition as unknown as AnyDefinition;
-  DEFINITIONS.push(def);
-  index(def);
+  index(def.schema.kind, [def.schema.type, ...(def.schema.aliases ?? [])], { definition: def });
+  REGISTERED.push(def);
 }
 
-/** The definition for a type name: case-insensitive, by alias or Flume's class name. */
+/** The definition for a type name: case-insensitive, by alias or Flume's class name. Loads its module on first use. */
 export function lookupComponent(kind: ComponentKind, type: string): AnyDefinition | undefined {
-  return byKind.get(kind)?.get(type.trim().toLowerCase());
+  const slot = byKind.get(kind)?.get(type.trim().toLowerCase());
+  if (!slot) return undefined;
+  return "load" in slot ? loadBuiltIn(slot) : slot.definition;
 }
 
+/** Every component type, each module loaded (for `flume describe` and the conformance suites). */
 export function allComponents(): AnyDefinition[] {
-  return [...DEFINITIONS];
+  return [...BUILT_IN.map(loadBuiltIn), ...REGISTERED];
 }
 
-/** Every name a kind accepts, for "did you mean" suggestions. */
+/** The canonical type names of a kind, without loading anything (for "did you mean" suggestions). */
 export function typeNames(kind: ComponentKind): string[] {
-  return DEFINITIONS.filter((d) => d.schema.kind === kind).map((d) => d.schema.type);
+  return [...BUILT_IN.filter((b) => b.kind === kind).map((b) => b.type), ...REGISTERED.filter((d) => d.schema.kind === kind).map((d) => d.schema.type)];
+}
+
+/** The names of the built-in types and whether each module is loaded (the registry test checks the names). */
+export function builtInNames(): { kind: ComponentKind; type: string; aliases: readonly string[]; loaded: boolean }[] {
+  return BUILT_IN.map((b) => ({ kind: b.kind, type: b.type, aliases: b.aliases, loaded: b.definition !== undefined }));
 }

@@ -5,7 +5,6 @@
  * prints. `hadoop` (the Hadoop credential store) is not available in Flume TS.
  */
 
-import { spawnSync } from "node:child_process";
 import type { ComponentSchema } from "./schema.ts";
 import type { FilterLookup } from "./substitution.ts";
 
@@ -100,6 +99,8 @@ export function createConfigFilter(type: string, props: Record<string, string>, 
 function runExternal(command: string, key: string, decoder: TextDecoder, timeout: number): ReturnType<FilterLookup["lookup"]> {
   const [program, ...args] = command.split(/\s+/);
   // spawnSync: configuration loading is synchronous and happens before anything starts.
+  // Loaded here, not at start: most configurations use no filter.
+  const { spawnSync } = process.getBuiltinModule("node:child_process") as typeof import("node:child_process");
   const r = spawnSync(program, [...args, key], { timeout, stdio: ["ignore", "pipe", "pipe"], killSignal: "SIGKILL" });
   if (r.error) {
     const code = (r.error as NodeJS.ErrnoException).code;

@@ -10,9 +10,7 @@
  * maps it. Java class names get a message saying Java components cannot run here.
  */
 import { existsSync } from "node:fs";
-import { createRequire } from "node:module";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
 import type { AnyDefinition } from "../components/component.ts";
 import { type ComponentEntry, interceptorEntries, type Located, type ParseOptions, parseFlumeConfig, type ParseResult, selectorProps, sinkProcessorProps } from "./flume-config.ts";
 import type { ComponentKind } from "./schema.ts";
@@ -117,7 +115,9 @@ function resolveModule(type: string, dirs: readonly string[]): string | undefine
     try {
       // Bun's resolver honours a package's "import" condition; Node's require.resolve does not.
       const bun = (globalThis as { Bun?: { resolveSync(name: string, from: string): string } }).Bun;
-      return bun ? bun.resolveSync(type, dir) : createRequire(path.join(dir, "package.json")).resolve(type);
+      if (bun) return bun.resolveSync(type, dir);
+      const { createRequire } = process.getBuiltinModule("node:module") as typeof import("node:module");
+      return createRequire(path.join(dir, "package.json")).resolve(type);
     } catch {
       // not from this folder
     }
@@ -177,6 +177,7 @@ async function importModules(result: ParseResult, types: { kind: ComponentKind; 
     let mod: Record<string, unknown>;
     try {
       await provideApi();
+      const { pathToFileURL } = process.getBuiltinModule("node:url") as typeof import("node:url");
       mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
     } catch (err) {
       failures.set(name, { message: `cannot load the ${kind} module ${file}: ${(err as Error).message.split("\n")[0]}`, hint: `it must import the API from "flume-ts" and export a definition (see ${GUIDE})` });

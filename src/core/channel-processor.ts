@@ -131,7 +131,7 @@ export async function putBatch(channel: Channel, events: Event[], position?: { s
   const tx = channel.getTransaction();
   tx.begin();
   try {
-    for (let i = 0; i < events.length; i++) tx.put(events[i]);
+    tx.putAll(events);
     if (position) tx.setSourcePosition(position.source, position.value);
     await tx.commit();
   } catch (err) {

@@ -1,4 +1,4 @@
-/** The logging the core needs; the agent passes a consola-backed one. */
+/** The logging the core needs; the agent passes its line logger (src/agent/logging.ts). */
 export interface Logger {
   debug(message: string, ...args: unknown[]): void;
   info(message: string, ...args: unknown[]): void;

@@ -195,6 +195,11 @@ export class MemoryChannel implements Channel {
     return this.queue.popFront();
   }
 
+  /** @internal The queue, for a transaction taking a batch (MemoryTransaction.doTakeInto). */
+  queueForTakes(): Deque<Event> {
+    return this.queue;
+  }
+
   /** @internal */
   async commitTransaction(puts: Event[], putSlots: number, takes: Event[], takeSlots: number, positions: Map<string, string> | null): Promise<void> {
     const slotChange = puts.length - takes.length;
@@ -254,27 +259,71 @@ export class MemoryTransaction extends BasicTransaction {
 
   protected doPut(event: Event): void {
     this.channel.counter.values.EventPutAttemptCount++;
-    if (this.puts.length >= this.capacity) {
-      throw new ChannelException(
-        `Put queue for MemoryTransaction of capacity ${this.capacity} full, consider committing more frequently, increasing capacity or increasing thread count (channel ${this.channel.name})`,
-      );
-    }
+    if (this.puts.length >= this.capacity) throw this.putsFull();
     this.puts.push(event);
     this.putSlots += slotsFor(event);
   }
 
+  protected override doPutAll(events: readonly Event[]): void {
+    const room = this.capacity - this.puts.length;
+    const n = Math.min(events.length, room);
+    const puts = this.puts;
+    let slots = 0;
+    for (let i = 0; i < n; i++) {
+      const e = events[i];
+      puts.push(e);
+      slots += slotsFor(e);
+    }
+    this.putSlots += slots;
+    // As n + 1 put() calls when the last one finds the transaction full.
+    this.channel.counter.values.EventPutAttemptCount += n < events.length ? n + 1 : n;
+    if (n < events.length) throw this.putsFull();
+  }
+
+  private putsFull(): ChannelException {
+    return new ChannelException(
+      `Put queue for MemoryTransaction of capacity ${this.capacity} full, consider committing more frequently, increasing capacity or increasing thread count (channel ${this.channel.name})`,
+    );
+  }
+
   protected doTake(): Event | null {
     this.channel.counter.values.EventTakeAttemptCount++;
-    if (this.takes.length >= this.capacity) {
-      throw new ChannelException(
-        `Take list for MemoryTransaction, capacity ${this.capacity} full, consider committing more frequently, increasing capacity, or increasing thread count (channel ${this.channel.name})`,
-      );
-    }
+    if (this.takes.length >= this.capacity) throw this.takesFull();
     const event = this.channel.pollEvent();
     if (event === undefined) return null;
     this.takes.push(event);
     this.takeSlots += slotsFor(event);
     return event;
+  }
+
+  protected override doTakeInto(out: Event[], max: number): number {
+    const takes = this.takes;
+    const room = this.capacity - takes.length;
+    const want = Math.min(max, room);
+    const queue = this.channel.queueForTakes();
+    let n = 0;
+    let slots = 0;
+    while (n < want) {
+      const e = queue.popFront();
+      if (e === undefined) break;
+      takes.push(e);
+      out.push(e);
+      slots += slotsFor(e);
+      n++;
+    }
+    this.takeSlots += slots;
+    // As take() called n times, once more when it came back empty or the list was full.
+    const ranDry = n < want;
+    const overfull = !ranDry && n < max;
+    this.channel.counter.values.EventTakeAttemptCount += ranDry || overfull ? n + 1 : n;
+    if (overfull) throw this.takesFull();
+    return n;
+  }
+
+  private takesFull(): ChannelException {
+    return new ChannelException(
+      `Take list for MemoryTransaction, capacity ${this.capacity} full, consider committing more frequently, increasing capacity, or increasing thread count (channel ${this.channel.name})`,
+    );
   }
 
   protected async doCommit(): Promise<void> {

@@ -1,9 +1,13 @@
 /**
  * Whether text for a stream may carry colour codes: the one policy for `--help` (citty) and the
- * agent's log (consola). Both libraries decide on their own from process.stdout and a few
- * variables, so `flume --help > file` or `flume run 2> log` in a terminal would get escape codes.
+ * agent's log (src/agent/logging.ts). citty decides on its own from process.stdout and a few
+ * variables, so `flume --help > file` in a terminal would get escape codes.
  */
-import { stripVTControlCharacters } from "node:util";
+
+/** node:util's, loaded when first needed (the agent's start path loads no node:util for it). */
+function stripVTControlCharacters(text: string): string {
+  return (process.getBuiltinModule("node:util") as typeof import("node:util")).stripVTControlCharacters(text);
+}
 
 export interface TerminalStream {
   isTTY?: boolean;

@@ -1,4 +1,3 @@
-import http from "node:http";
 import type { Logger } from "../core/logger.ts";
 import { metricsJson, prometheusText, wantsPrometheus } from "./metrics.ts";
 import type { MetricsProvider } from "./metrics.ts";
@@ -24,23 +23,82 @@ export interface HealthProvider extends MetricsProvider {
  * configured component has started (503 with the ones that have not, and why), GET / a page
  * linking them; anything else 404.
  */
+/** An answer: status, content type and body (HEAD sends the same without the body). */
+interface Answer {
+  status: number;
+  type: string;
+  body: string;
+  allow?: string;
+}
+
 export class MetricsServer {
-  private server: http.Server | null = null;
+  private stopServer: (() => Promise<void>) | null = null;
+  /** The port bound (the configured one until started; port 0 picks one). */
+  private bound: number;
 
   constructor(
     private readonly provider: MetricsProvider & Partial<HealthProvider>,
     private readonly port: number,
     private readonly bind = "0.0.0.0",
     private readonly logger?: Logger,
-  ) {}
-
-  get boundPort(): number {
-    const addr = this.server?.address();
-    return addr && typeof addr === "object" ? addr.port : this.port;
+  ) {
+    this.bound = port;
   }
 
+  get boundPort(): number {
+    return this.bound;
+  }
+
+  /**
+   * Under Bun the server is Bun.serve: node:http would cost the agent about 8 MB of memory for
+   * a page scraped every few seconds. Elsewhere (Deno) node:http.
+   */
   async start(): Promise<void> {
-    const server = http.createServer((req, res) => this.handle(req, res));
+    const bun = (globalThis as { Bun?: BunServe }).Bun;
+    if (bun) this.startBun(bun);
+    else await this.startNode();
+    this.logger?.info(`metrics on http://${this.bind}:${this.boundPort}/metrics`);
+  }
+
+  async stop(): Promise<void> {
+    const stop = this.stopServer;
+    this.stopServer = null;
+    await stop?.();
+  }
+
+  private startBun(bun: BunServe): void {
+    let server: ReturnType<BunServe["serve"]>;
+    try {
+      server = bun.serve({
+        hostname: this.bind,
+        port: this.port,
+        fetch: (req: Request) => {
+          const a = this.answer(req.method, new URL(req.url).pathname, req.headers.get("accept") ?? undefined);
+          const headers: Record<string, string> = { "Content-Type": a.type };
+          if (a.allow) headers.Allow = a.allow;
+          return new Response(req.method === "HEAD" ? null : a.body, { status: a.status, headers });
+        },
+        error: (err: Error) => {
+          this.logger?.error(`metrics server: ${err.message}`);
+          return new Response("internal error\n", { status: 500 });
+        },
+      });
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      throw typeof code === "string" ? new Error(`listen ${code}: ${(err as Error).message} ${this.bind}:${this.port}`) : err;
+    }
+    this.bound = server.port ?? this.port;
+    this.stopServer = async () => {
+      await server.stop(true);
+    };
+  }
+
+  private async startNode(): Promise<void> {
+    const http = process.getBuiltinModule("node:http") as typeof import("node:http");
+    const server = http.createServer((req, res) => {
+      const a = this.answer(req.method ?? "GET", (req.url ?? "/").split("?")[0], req.headers.accept);
+      res.writeHead(a.status, a.allow ? { Allow: a.allow, "Content-Type": a.type } : { "Content-Type": a.type }).end(req.method === "HEAD" ? undefined : a.body);
+    });
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(this.port, this.bind, () => {
@@ -50,39 +108,30 @@ export class MetricsServer {
     });
     // After listen, a server error must not take the agent down: log it.
     server.on("error", (err) => this.logger?.error(`metrics server: ${err.message}`));
-    this.server = server;
-    this.logger?.info(`metrics on http://${this.bind}:${this.boundPort}/metrics`);
+    const addr = server.address();
+    this.bound = addr && typeof addr === "object" ? addr.port : this.port;
+    this.stopServer = async () => {
+      server.closeAllConnections?.();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    };
   }
 
-  async stop(): Promise<void> {
-    const server = this.server;
-    this.server = null;
-    if (!server) return;
-    server.closeAllConnections?.();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  }
-
-  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
-    const path = (req.url ?? "/").split("?")[0];
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      res.writeHead(405, { Allow: "GET, HEAD", "Content-Type": "text/plain" }).end("method not allowed\n");
-      return;
-    }
-    if (path === "/metrics" && wantsPrometheus(req.headers.accept)) {
-      res.writeHead(200, { "Content-Type": PROMETHEUS_TYPE }).end(prometheusText(this.provider));
-    } else if (path === "/metrics") {
-      res.writeHead(200, { "Content-Type": "application/json;charset=utf-8" }).end(JSON.stringify(metricsJson(this.provider)));
-    } else if (path === "/prometheus") {
-      res.writeHead(200, { "Content-Type": PROMETHEUS_TYPE }).end(prometheusText(this.provider));
-    } else if (path === "/health") {
-      res.writeHead(200, { "Content-Type": "application/json;charset=utf-8" }).end(JSON.stringify({ status: "ok", agent: this.provider.name }) + "\n");
-    } else if (path === "/ready") {
+  private answer(method: string, path: string, accept: string | undefined): Answer {
+    const json = "application/json;charset=utf-8";
+    if (method !== "GET" && method !== "HEAD") return { status: 405, type: "text/plain", body: "method not allowed\n", allow: "GET, HEAD" };
+    if ((path === "/metrics" && wantsPrometheus(accept)) || path === "/prometheus") return { status: 200, type: PROMETHEUS_TYPE, body: prometheusText(this.provider) };
+    if (path === "/metrics") return { status: 200, type: json, body: JSON.stringify(metricsJson(this.provider)) };
+    if (path === "/health") return { status: 200, type: json, body: JSON.stringify({ status: "ok", agent: this.provider.name }) + "\n" };
+    if (path === "/ready") {
       const r = this.provider.readiness?.() ?? { ready: true, notStarted: [] };
-      res.writeHead(r.ready ? 200 : 503, { "Content-Type": "application/json;charset=utf-8" }).end(JSON.stringify({ ready: r.ready, agent: this.provider.name, notStarted: r.notStarted }) + "\n");
-    } else if (path === "/" || path === "") {
-      res.writeHead(200, { "Content-Type": "text/html;charset=utf-8" }).end(INDEX);
-    } else {
-      res.writeHead(404, { "Content-Type": "text/plain" }).end("not found\n");
+      return { status: r.ready ? 200 : 503, type: json, body: JSON.stringify({ ready: r.ready, agent: this.provider.name, notStarted: r.notStarted }) + "\n" };
     }
+    if (path === "/" || path === "") return { status: 200, type: "text/html;charset=utf-8", body: INDEX };
+    return { status: 404, type: "text/plain", body: "not found\n" };
   }
+}
+
+/** The part of Bun.serve used here. */
+interface BunServe {
+  serve(options: { hostname: string; port: number; fetch(req: Request): Response; error(err: Error): Response }): { port?: number; stop(closeActiveConnections?: boolean): Promise<void> | void };
 }

@@ -79,15 +79,8 @@ export class TakeLoop {
       }
       phase = "take";
       let status: Status = "READY";
-      while (events.length < max) {
-        const event = tx.take();
-        if (event === null) {
-          status = events.length === 0 ? "BACKOFF" : (o.underflow ?? "BACKOFF");
-          break;
-        }
-        events.push(event);
-      }
-      const n = events.length;
+      const n = tx.takeInto(events, max);
+      if (n < max) status = n === 0 ? "BACKOFF" : (o.underflow ?? "BACKOFF");
       if (c) {
         if (n === 0) c.BatchEmptyCount++;
         else if (n < max) c.BatchUnderflowCount++;

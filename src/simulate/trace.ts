@@ -158,6 +158,22 @@ export class TracedTransaction implements Transaction {
     return e;
   }
 
+  putAll(events: readonly Event[]): void {
+    // One by one: the trace records each operation.
+    for (let i = 0; i < events.length; i++) this.put(events[i]);
+  }
+
+  takeInto(out: Event[], max: number): number {
+    let n = 0;
+    while (n < max) {
+      const e = this.take();
+      if (e === null) break;
+      out.push(e);
+      n++;
+    }
+    return n;
+  }
+
   async commit(): Promise<void> {
     const o = this.target.observer;
     const fault = this.target.dead ? null : (o.beforeCommit?.(this) ?? null);

@@ -219,6 +219,79 @@ class Take implements Cmd {
   toString = () => `take(${this.t})`;
 }
 
+/** putAll: as put() of each event until the put queue is full (that put throws, the rest are not tried). */
+class PutAll implements Cmd {
+  constructor(
+    readonly t: number,
+    readonly sizes: number[],
+  ) {}
+  check = (m: Readonly<Model>) => m.txs[this.t].state !== "NONE";
+  async run(m: Model, r: Real) {
+    const tm = m.txs[this.t];
+    const tx = r.txs[this.t] as Transaction;
+    const events = this.sizes.map((size) => ({ size, id: m.nextId++ }));
+    const real = events.map((e) => createEvent(new Uint8Array(e.size), { id: String(e.id) }));
+    if (tm.state !== "OPEN") {
+      expect(() => tx.putAll(real)).toThrow(TransactionStateError);
+    } else {
+      const room = m.cfg.transactionCapacity - tm.puts.length;
+      const fits = Math.min(room, events.length);
+      for (const e of events.slice(0, fits)) tm.puts.push({ id: e.id, slots: slotsOf(e.size) });
+      if (fits < events.length) {
+        m.putAttempts += fits + 1;
+        expect(() => tx.putAll(real)).toThrow(`Put queue for MemoryTransaction of capacity ${m.cfg.transactionCapacity} full`);
+        seen.putQueueFull++;
+      } else {
+        m.putAttempts += fits;
+        tx.putAll(real);
+      }
+    }
+    checkInvariants(m, r);
+  }
+  toString = () => `putAll(${this.t}, [${this.sizes.join(", ")}])`;
+}
+
+/** takeInto: as take() until max events or null (or the take list is full: that take throws). */
+class TakeInto implements Cmd {
+  constructor(
+    readonly t: number,
+    readonly max: number,
+  ) {}
+  check = (m: Readonly<Model>) => m.txs[this.t].state !== "NONE";
+  async run(m: Model, r: Real) {
+    const tm = m.txs[this.t];
+    const tx = r.txs[this.t] as Transaction;
+    const out: { headers: Record<string, string> }[] = [];
+    if (tm.state !== "OPEN") {
+      expect(() => tx.takeInto(out as never, this.max)).toThrow(TransactionStateError);
+      checkInvariants(m, r);
+      return;
+    }
+    const expected: Ev[] = [];
+    let error: string | null = null;
+    while (expected.length < this.max) {
+      m.takeAttempts++;
+      if (tm.takes.length >= m.cfg.transactionCapacity) {
+        error = `Take list for MemoryTransaction, capacity ${m.cfg.transactionCapacity} full`;
+        seen.takeListFull++;
+        break;
+      }
+      const e = m.queue.shift();
+      if (!e) {
+        seen.takeEmpty++;
+        break;
+      }
+      tm.takes.push(e);
+      expected.push(e);
+    }
+    if (error) expect(() => tx.takeInto(out as never, this.max)).toThrow(error);
+    else expect(tx.takeInto(out as never, this.max)).toBe(expected.length);
+    expect(out.map(idOf)).toEqual(expected.map((e) => e.id));
+    checkInvariants(m, r);
+  }
+  toString = () => `takeInto(${this.t}, ${this.max})`;
+}
+
 class Commit implements Cmd {
   constructor(readonly t: number) {}
   check = (m: Readonly<Model>) => m.txs[this.t].state !== "NONE";
@@ -320,6 +393,8 @@ const commandArbs = [
   put,
   take,
   take,
+  fc.tuple(tx, fc.array(size, { minLength: 0, maxLength: 6 })).map(([t, sizes]) => new PutAll(t, sizes)),
+  fc.tuple(tx, fc.integer({ min: 0, max: 6 })).map(([t, max]) => new TakeInto(t, max)),
   tx.map((t) => new Commit(t)),
   tx.map((t) => new Commit(t)),
   fc.tuple(tx, tx).map(([a, b]) => new CommitTogether(a, b)),

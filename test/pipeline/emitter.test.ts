@@ -23,9 +23,14 @@ class RecordingChannel extends MemoryChannel {
     const put = tx.put.bind(tx);
     const setPosition = tx.setSourcePosition.bind(tx);
     const commit = tx.commit.bind(tx);
+    const putAll = tx.putAll.bind(tx);
     tx.put = (e: Event) => {
       events++;
       put(e);
+    };
+    tx.putAll = (es: readonly Event[]) => {
+      events += es.length;
+      putAll(es);
     };
     tx.setSourcePosition = (source: string, value: string) => {
       position = value;

@@ -1,7 +1,8 @@
-import net from "node:net";
 import type { Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
-import { peerName } from "../../net/peer.ts";
+import type { Logger } from "../../core/logger.ts";
+import { type ConnectionHandler, listenTcp, type TcpConnection, type TcpServer, WRITE_HIGH_WATER } from "../../net/tcp-server.ts";
+import type { SourceEmitter } from "../../pipeline/emitter.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSource } from "./base.ts";
 
@@ -13,7 +14,7 @@ export interface NetcatOptions {
 }
 
 const NEWLINE = 0x0a;
-const OK = Buffer.from("OK\n");
+const OK = new TextEncoder().encode("OK\n");
 
 /**
  * Flume's netcat source: each newline-terminated line from a TCP client becomes an event,
@@ -24,35 +25,27 @@ const OK = Buffer.from("OK\n");
  */
 export class NetcatSource extends BaseSource implements EventDrivenSource {
   readonly kind = "event-driven";
-  private server: net.Server | null = null;
-  private readonly sockets = new Set<net.Socket>();
-
+  private server: TcpServer | null = null;
   constructor(
     ctx: ComponentContext,
-    private readonly options: NetcatOptions,
+    /** @internal */
+    readonly options: NetcatOptions,
   ) {
     super(ctx, { label: `netcat source ${ctx.name}` });
   }
 
   /** The port actually bound (useful with port 0). */
   get port(): number {
-    const addr = this.server?.address();
-    return addr && typeof addr === "object" ? addr.port : this.options.port;
+    return this.server?.port ?? this.options.port;
   }
 
   async start(): Promise<void> {
     this.beginStart();
     // allowHalfOpen: a client that half-closes after its lines (printf ... | nc -N) still gets its OKs.
-    const server = net.createServer({ allowHalfOpen: true }, (socket) => this.serve(socket));
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(this.options.port, this.options.bind, () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
-    server.on("error", (err) => this.logger.error(`netcat source ${this.name}: ${err.message}`));
-    this.server = server;
+    this.server = await listenTcp(
+      { host: this.options.bind, port: this.options.port, allowHalfOpen: true, noDelay: true, serverError: (err) => this.logger.error(`netcat source ${this.name}: ${err.message}`) },
+      (conn) => new NetcatConnection(this, conn, this.emitter, this.logger),
+    );
     this.state = "START";
     this.logger.info(`netcat source ${this.name} listening on ${this.options.bind}:${this.port}`);
   }
@@ -61,116 +54,119 @@ export class NetcatSource extends BaseSource implements EventDrivenSource {
     const server = this.server;
     this.server = null;
     this.emitter.stop();
-    for (const s of this.sockets) s.destroy();
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+    await server?.close();
     this.counter.stop();
     this.state = "STOP";
   }
 
-  private serve(socket: net.Socket): void {
-    const peer = peerName(socket);
-    socket.setNoDelay(true);
-    this.sockets.add(socket);
-    this.counter.values.OpenConnectionCount++;
-    let pending: Buffer | null = null;
-    let busy = false;
-    /** The client half-closed: end our side once what it sent is answered. */
-    let ended = false;
-    /** An overlong line was refused: nothing more is read from this client. */
-    let refused = false;
-    const queue: Buffer[] = [];
-
-    const handle = async (chunk: Buffer) => {
-      let data = pending ? Buffer.concat([pending, chunk]) : chunk;
-      pending = null;
-      const events: Event[] = [];
-      let start = 0;
-      let tooLong = false;
-      for (;;) {
-        const nl = data.indexOf(NEWLINE, start);
-        if (nl < 0) break;
-        // Flume's buffer holds max-line-length characters including the newline.
-        if (nl - start + 1 > this.options.maxLineLength) {
-          tooLong = true;
-          break;
-        }
-        events.push({ headers: {}, body: data.subarray(start, nl) });
-        start = nl + 1;
-      }
-      if (!tooLong && data.length - start >= this.options.maxLineLength) tooLong = true;
-      if (events.length > 0 && this.options.ackEveryEvent) {
-        const max = this.getChannelProcessor().maxBatchSize();
-        for (let i = 0; i < events.length && !socket.destroyed; i += max) await this.offer(socket, events.length <= max ? events : events.slice(i, i + max), peer);
-      } else if (events.length > 0 && !(await this.emitter.deliver(events, { from: peer }))) {
-        this.logger.warn(`netcat source ${this.name}: stopping; ${events.length} lines from ${peer} that the channel did not take are dropped`);
-      }
-      if (tooLong) {
-        this.counter.values.EventReadFail++;
-        this.logger.warn(`netcat source ${this.name}: client ${peer} sent a line over max-line-length ${this.options.maxLineLength}; closing the connection`);
-        refused = true;
-        socket.end(`FAILED: Event exceeds the maximum length (${this.options.maxLineLength} chars, including newline)\n`);
-        return;
-      }
-      if (start < data.length) pending = Buffer.from(data.subarray(start));
-      data = Buffer.alloc(0);
-    };
-
-    const pump = async () => {
-      busy = true;
-      socket.pause();
-      try {
-        while (queue.length > 0 && !socket.destroyed && !refused) {
-          await handle(queue.shift() as Buffer);
-          // A client that does not read its OKs must not make us buffer them without bound.
-          if (socket.writableLength > socket.writableHighWaterMark) await drained(socket);
-        }
-      } catch (err) {
-        this.emitter.failed(err, `closing the connection from ${peer}`);
-        socket.destroy();
-      } finally {
-        busy = false;
-        if (ended) socket.end();
-        else if (!socket.destroyed) socket.resume();
-      }
-    };
-
-    socket.on("data", (chunk: Buffer) => {
-      if (refused) return;
-      queue.push(chunk);
-      if (!busy) void pump();
-    });
-    socket.on("end", () => {
-      ended = true;
-      if (!busy) socket.end();
-    });
-    socket.on("error", (err) => this.logger.warn(`netcat source ${this.name}: connection from ${peer}: ${err.message}`));
-    socket.on("close", () => {
-      this.sockets.delete(socket);
-      this.counter.values.OpenConnectionCount--;
-      if (pending && pending.length > 0) this.logger.warn(`netcat source ${this.name}: ${peer} closed with ${pending.length} bytes after the last newline; they were not an event`);
-    });
-  }
-
   /** One attempt; every line is answered OK, or FAILED with the reason (the client retries). */
-  private async offer(socket: net.Socket, events: Event[], peer: string): Promise<void> {
-    const refused = await this.emitter.offer(events, peer);
-    if (socket.destroyed) return;
-    if (refused) socket.write(`FAILED: ${refused.message}\n`.repeat(events.length));
-    else socket.write(events.length === 1 ? OK : Buffer.from("OK\n".repeat(events.length)));
+  async offer(conn: TcpConnection, events: Event[]): Promise<void> {
+    const refused = await this.emitter.offer(events, conn.peer);
+    if (conn.closed) return;
+    if (refused) conn.write(`FAILED: ${refused.message}\n`.repeat(events.length));
+    else conn.write(events.length === 1 ? OK : "OK\n".repeat(events.length));
   }
 }
 
-/** Resolves once the socket's write buffer drained, or it closed. */
-function drained(socket: net.Socket): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      socket.off("drain", done);
-      socket.off("close", done);
-      resolve();
-    };
-    socket.on("drain", done);
-    socket.on("close", done);
-  });
+/** One client of a netcat source: its unfinished line and the reads waiting for the channel. */
+class NetcatConnection implements ConnectionHandler {
+  private pending: Uint8Array | null = null;
+  private busy = false;
+  /** The client half-closed: end our side once what it sent is answered. */
+  private ended = false;
+  /** An overlong line was refused: nothing more is read from this client. */
+  private refused = false;
+  private readonly queue: Uint8Array[] = [];
+
+  constructor(
+    private readonly source: NetcatSource,
+    private readonly conn: TcpConnection,
+    private readonly emitter: SourceEmitter,
+    private readonly logger: Logger,
+  ) {
+    source.counter.values.OpenConnectionCount++;
+  }
+
+  data(chunk: Uint8Array): void {
+    if (this.refused) return;
+    this.queue.push(chunk);
+    if (!this.busy) void this.pump();
+  }
+
+  end(): void {
+    this.ended = true;
+    if (!this.busy) this.conn.end();
+  }
+
+  error(err: Error): void {
+    this.logger.warn(`netcat source ${this.source.name}: connection from ${this.conn.peer}: ${err.message}`);
+  }
+
+  close(): void {
+    this.source.counter.values.OpenConnectionCount--;
+    if (this.pending && this.pending.length > 0) this.logger.warn(`netcat source ${this.source.name}: ${this.conn.peer} closed with ${this.pending.length} bytes after the last newline; they were not an event`);
+  }
+
+  private async pump(): Promise<void> {
+    const conn = this.conn;
+    this.busy = true;
+    conn.pause();
+    try {
+      while (this.queue.length > 0 && !conn.closed && !this.refused) {
+        await this.handle(this.queue.shift() as Uint8Array);
+        // A client that does not read its OKs must not make us buffer them without bound.
+        if (conn.pendingBytes > WRITE_HIGH_WATER) await conn.drained();
+      }
+    } catch (err) {
+      this.emitter.failed(err, `closing the connection from ${conn.peer}`);
+      conn.destroy();
+    } finally {
+      this.busy = false;
+      if (this.ended) conn.end();
+      else if (!conn.closed) conn.resume();
+    }
+  }
+
+  private async handle(chunk: Uint8Array): Promise<void> {
+    const { source, conn } = this;
+    const o = source.options;
+    let data = chunk;
+    if (this.pending) {
+      data = new Uint8Array(this.pending.length + chunk.length);
+      data.set(this.pending, 0);
+      data.set(chunk, this.pending.length);
+    }
+    this.pending = null;
+    const events: Event[] = [];
+    let start = 0;
+    let tooLong = false;
+    for (;;) {
+      const nl = data.indexOf(NEWLINE, start);
+      if (nl < 0) break;
+      // Flume's buffer holds max-line-length characters including the newline.
+      if (nl - start + 1 > o.maxLineLength) {
+        tooLong = true;
+        break;
+      }
+      events.push({ headers: {}, body: data.subarray(start, nl) });
+      start = nl + 1;
+    }
+    if (!tooLong && data.length - start >= o.maxLineLength) tooLong = true;
+    if (events.length > 0 && o.ackEveryEvent) {
+      const max = source.getChannelProcessor().maxBatchSize();
+      for (let i = 0; i < events.length && !conn.closed; i += max) await source.offer(conn, events.length <= max ? events : events.slice(i, i + max));
+    } else if (events.length > 0 && !(await this.emitter.deliver(events, { from: conn.peer }))) {
+      this.logger.warn(`netcat source ${source.name}: stopping; ${events.length} lines from ${conn.peer} that the channel did not take are dropped`);
+    }
+    if (tooLong) {
+      source.counter.values.EventReadFail++;
+      this.logger.warn(`netcat source ${source.name}: client ${conn.peer} sent a line over max-line-length ${o.maxLineLength}; closing the connection`);
+      this.refused = true;
+      conn.end(`FAILED: Event exceeds the maximum length (${o.maxLineLength} chars, including newline)\n`);
+      return;
+    }
+    if (start < data.length) this.pending = data.slice(start);
+  }
 }
 
 export const definition = defineComponent({

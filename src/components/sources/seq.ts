@@ -25,11 +25,12 @@ class DecimalCounter {
     for (let i = 0; i < text.length; i++) this.digits[this.start + i] = text.charCodeAt(i);
   }
 
-  /** Copies the current number into buf at pos; returns the end. */
-  writeTo(buf: Uint8Array, pos: number): number {
+  /** The current number as a body of its own. */
+  bytes(): Uint8Array {
     const d = this.digits;
-    for (let i = this.start; i < d.length; i++) buf[pos++] = d[i];
-    return pos;
+    const out = new Uint8Array(d.length - this.start);
+    for (let i = this.start, j = 0; i < d.length; i++, j++) out[j] = d[i];
+    return out;
   }
 
   increment(): void {
@@ -46,8 +47,9 @@ class DecimalCounter {
 }
 
 /**
- * Flume's sequence generator: events whose bodies are 0, 1, 2, ... up to totalEvents. Bodies
- * of a batch are views into one buffer, so a batch costs one allocation, not one per event.
+ * Flume's sequence generator: events whose bodies are 0, 1, 2, ... up to totalEvents. Each
+ * body is a small array of its own: JSC allocates those inline, where a view into one buffer
+ * per batch (subarray) is a native call per event, three times slower.
  */
 export class SeqSource extends BaseSource implements PollableSource {
   readonly kind = "pollable";
@@ -82,15 +84,11 @@ export class SeqSource extends BaseSource implements PollableSource {
     const remaining = this.options.totalEvents - this.sent;
     if (remaining <= 0) return "BACKOFF";
     const n = Math.min(this.options.batchSize, remaining);
-    const buf = new Uint8Array(n * 17);
     const batch: Event[] = new Array(n);
     const counter = new DecimalCounter(this.sent);
-    let pos = 0;
     for (let i = 0; i < n; i++) {
-      const end = counter.writeTo(buf, pos);
+      batch[i] = { headers: {}, body: counter.bytes() };
       counter.increment();
-      batch[i] = { headers: {}, body: buf.subarray(pos, end) };
-      pos = end;
     }
     // Refused: the same numbers are offered again after the runner's backoff.
     const refused = this.options.batchSize === 1 ? await this.emitter.offerOne(batch[0]) : await this.emitter.offer(batch);

@@ -22,7 +22,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { crc32 } from "node:zlib";
+import { crc32 } from "../../../io/crc32.ts";
 import { writeFileAtomic } from "../../../io/atomic-write.ts";
 
 const MAGIC = "FLTSCKP1";
@@ -70,14 +70,14 @@ export function encodeCheckpoint(c: CheckpointData): Buffer {
     buf.writeUInt32LE(vl, p);
     p += 4 + vl;
   }
-  buf.writeUInt32LE(crc32(buf.subarray(16)), 12);
+  buf.writeUInt32LE(crc32(buf, 16), 12);
   return buf;
 }
 
 export function decodeCheckpoint(buf: Buffer): CheckpointData | { error: string } {
   if (buf.length < FIXED || buf.toString("latin1", 0, 8) !== MAGIC) return { error: "not a Flume TS checkpoint (bad magic or too short)" };
   if (buf.readUInt32LE(8) !== VERSION) return { error: `unsupported checkpoint version ${buf.readUInt32LE(8)}` };
-  if (crc32(buf.subarray(16)) !== buf.readUInt32LE(12)) return { error: "checksum mismatch" };
+  if (crc32(buf, 16) !== buf.readUInt32LE(12)) return { error: "checksum mismatch" };
   const n = buf.readUInt32LE(48);
   const pcount = buf.readUInt32LE(52);
   if (FIXED + n * 16 > buf.length) return { error: "entry count exceeds file size" };

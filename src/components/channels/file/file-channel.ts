@@ -2,8 +2,10 @@
  * The durable file channel. Puts and takes are synchronous and touch only memory; a commit
  * encodes the whole transaction (see format.ts), and a single writer appends the commits that
  * are waiting as one group with one fsync (group commit), then applies them to the in-memory
- * queue and resolves them. Checkpoints (checkpoint.ts) snapshot the queue between groups so a
- * restart replays only the log tail (replay.ts).
+ * queue and resolves them. The newest committed events are also kept as objects
+ * (recent-events.ts), so a sink that keeps up takes them without a read. Checkpoints
+ * (checkpoint.ts) snapshot the queue between groups so a restart replays only the log tail
+ * (replay.ts).
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -22,6 +24,7 @@ import { directoryLockFile, LockHeldError, OwnerLock } from "../../../io/owner-l
 import { EventQueue } from "./event-queue.ts";
 import { encodeTransaction, toRanges } from "./format.ts";
 import { recover } from "./replay.ts";
+import { RecentEvents } from "./recent-events.ts";
 import { SegmentLog } from "./segment-log.ts";
 import { refuseFlumeFormat } from "../../../migrate/flume-file-channel/detect.ts";
 
@@ -48,8 +51,16 @@ export interface FileChannelOptions {
 export const MINIMUM_REQUIRED_SPACE_FLOOR = 1024 * 1024;
 /** Upper bound of one group write. */
 const MAX_GROUP_BYTES = 64 * 1024 * 1024;
+/** Body bytes of the newest committed events kept in memory for takes (see RecentEvents). */
+const RECENT_BYTES = 4 * 1024 * 1024;
 /** How often put() re-checks free disk space while the channel is refusing puts. */
 const LOW_DISK_RECHECK_MS = 1000;
+/**
+ * With this much more than minimumRequiredSpace free, commits within SPACE_CHECK_MS of a check
+ * skip the next one (a statfs per commit was 4% of a fast pipeline; 100 ms of commits write far less).
+ */
+const SPACE_MARGIN = 256 * 1024 * 1024;
+const SPACE_CHECK_MS = 100;
 
 interface RoomWaiter {
   wake: (() => void) | null;
@@ -68,11 +79,26 @@ interface CommitRequest {
   reject(err: Error): void;
 }
 
+/** The events a transaction took: sequence number and location of each, in typed arrays of the transaction's capacity. */
+class Taken {
+  readonly seqs: Float64Array;
+  readonly segs: Uint32Array;
+  readonly offs: Uint32Array;
+  length = 0;
+
+  constructor(capacity: number) {
+    this.seqs = new Float64Array(capacity);
+    this.segs = new Uint32Array(capacity);
+    this.offs = new Uint32Array(capacity);
+  }
+}
+
+const NOTHING_TAKEN = new Taken(0);
+
 export class FileTransaction extends BasicTransaction {
   puts: Event[] = [];
-  takenSeqs: number[] = [];
-  takenSegs: number[] = [];
-  takenOffs: number[] = [];
+  /** Made with the first take (a put-only transaction allocates none). */
+  taken: Taken = NOTHING_TAKEN;
 
   constructor(private readonly ch: FileChannel) {
     super();
@@ -96,9 +122,7 @@ export class FileTransaction extends BasicTransaction {
 
   clear(): void {
     this.puts = [];
-    this.takenSeqs = [];
-    this.takenSegs = [];
-    this.takenOffs = [];
+    this.taken = NOTHING_TAKEN;
     this.positions = null;
   }
 }
@@ -114,6 +138,8 @@ export class FileChannel implements Channel {
   private locks: OwnerLock[] = [];
   private log: SegmentLog | null = null;
   private queue = new EventQueue();
+  /** Two transactions' worth of the newest committed events, as put (see RecentEvents). */
+  private readonly recent: RecentEvents;
   /** Pending events (queued or taken by an open transaction) per segment id. */
   private segLive = new Map<number, number>();
   private positions = new Map<string, string>();
@@ -144,6 +170,8 @@ export class FileChannel implements Channel {
 
   private lowDisk: string | null = null;
   private lastSpaceCheck = 0;
+  /** Free bytes at the last check. */
+  private lastFree = 0;
   private minimumRequiredSpace: number;
 
   constructor(
@@ -156,6 +184,7 @@ export class FileChannel implements Channel {
     this.counter = new FileChannelCounter(name, this.clock);
     this.counter.set("ChannelCapacity", options.capacity);
     this.minimumRequiredSpace = Math.max(options.minimumRequiredSpace, MINIMUM_REQUIRED_SPACE_FLOOR);
+    this.recent = new RecentEvents(Math.max(2 * options.transactionCapacity, 1000), RECENT_BYTES);
   }
 
   getLifecycleState(): LifecycleState {
@@ -230,6 +259,7 @@ export class FileChannel implements Channel {
       if (o.useDualCheckpoints && o.backupCheckpointDir) ckptDirs.push(o.backupCheckpointDir);
       const r = recover({ dataDirs: o.dataDirs, checkpointDirs: ckptDirs, logger: this.logger, repair: true, channel: this.name });
       this.queue = new EventQueue();
+      this.recent.clear();
       this.segLive.clear();
       for (let i = 0; i < r.count; i++) {
         this.queue.pushBack(r.seqs[i], r.segs[i], r.offs[i]);
@@ -238,7 +268,7 @@ export class FileChannel implements Channel {
       this.positions = r.positions;
       this.nextSeq = r.nextSeq;
       this.nextTxid = r.nextTxid;
-      this.log = new SegmentLog(o.dataDirs, o.maxFileSize);
+      this.log = new SegmentLog(o.dataDirs, o.maxFileSize, o.fsyncPerTransaction);
       this.log.open(r.segments, r.minNewSegmentId);
       this.inflightTakes = 0;
       this.reservedRoom = 0;
@@ -283,6 +313,7 @@ export class FileChannel implements Channel {
       this.logger.error(`file channel ${this.name}: error while closing: ${(err as Error).message}`);
     } finally {
       this.log = null;
+      this.recent.clear();
       for (const l of this.locks) l.release();
       this.locks = [];
     }
@@ -303,6 +334,7 @@ export class FileChannel implements Channel {
     for (const r of this.pendingWrites.splice(0)) r.reject(new ChannelException(`file channel ${this.name}: the process crashed`));
     this.log?.closeNow();
     this.log = null;
+    this.recent.clear();
     for (const l of this.locks) l.release();
     this.locks = [];
     this.wakeSpaceWaiters();
@@ -363,7 +395,7 @@ export class FileChannel implements Channel {
   take(tx: FileTransaction): Event | null {
     this.counter.values.EventTakeAttemptCount++;
     const log = this.requireOpen();
-    if (tx.takenSeqs.length >= this.options.transactionCapacity) {
+    if (tx.taken.length >= this.options.transactionCapacity) {
       throw new ChannelException(
         `Take list for FileBackedTransaction, capacity ${this.options.transactionCapacity} full, consider committing more frequently, increasing capacity, or increasing thread count (channel ${this.name})`,
       );
@@ -375,7 +407,7 @@ export class FileChannel implements Channel {
     const off = q.frontOff();
     let event: Event;
     try {
-      event = log.read(seg, off);
+      event = this.recent.take(seq) ?? log.read(seg, off);
     } catch (err) {
       this.counter.values.EventTakeErrorCount++;
       throw new ChannelException(`file channel ${this.name}: cannot read event ${seq} from ${log.pathOf(seg) ?? `segment ${seg}`} at offset ${off}: ${(err as Error).message}`, {
@@ -384,17 +416,23 @@ export class FileChannel implements Channel {
     }
     q.dropFront();
     this.inflightTakes++;
-    tx.takenSeqs.push(seq);
-    tx.takenSegs.push(seg);
-    tx.takenOffs.push(off);
-    this.takers.add(tx);
+    let t = tx.taken;
+    if (t === NOTHING_TAKEN) {
+      tx.taken = t = new Taken(this.options.transactionCapacity);
+      this.takers.add(tx);
+    }
+    const i = t.length++;
+    t.seqs[i] = seq;
+    t.segs[i] = seg;
+    t.offs[i] = off;
     return event;
   }
 
   rollback(tx: FileTransaction): void {
-    const n = tx.takenSeqs.length;
+    const t = tx.taken;
+    const n = t.length;
     // Back to the head, in their original order.
-    for (let i = n - 1; i >= 0; i--) this.queue.pushFront(tx.takenSeqs[i], tx.takenSegs[i], tx.takenOffs[i]);
+    for (let i = n - 1; i >= 0; i--) this.queue.pushFront(t.seqs[i], t.segs[i], t.offs[i]);
     this.inflightTakes -= n;
     this.takers.delete(tx);
     this.counter.values.ChannelSize = this.queue.length;
@@ -403,7 +441,7 @@ export class FileChannel implements Channel {
 
   async commit(tx: FileTransaction, positions: Map<string, string> | null): Promise<void> {
     const puts = tx.puts.length;
-    const takes = tx.takenSeqs.length;
+    const takes = tx.taken.length;
     const reserved = Math.max(0, puts - takes);
     if (puts === 0 && takes === 0 && (!positions || positions.size === 0)) {
       this.counter.values.ChannelSize = this.queue.length;
@@ -424,7 +462,7 @@ export class FileChannel implements Channel {
     this.nextSeq += puts;
     let encoded: ReturnType<typeof encodeTransaction>;
     try {
-      encoded = encodeTransaction(txid, firstSeq, tx.puts, takes > 0 ? toRanges(tx.takenSeqs, takes) : [], takes, positions, (n) => this.pool.get(n));
+      encoded = encodeTransaction(txid, firstSeq, tx.puts, takes > 0 ? toRanges(tx.taken.seqs, takes) : [], takes, positions, (n) => this.pool.get(n));
     } catch (err) {
       this.reservedRoom -= reserved;
       this.counter.values.EventPutErrorCount += puts;
@@ -499,11 +537,13 @@ export class FileChannel implements Channel {
   private checkDiskSpace(throttled: boolean): string | null {
     const now = this.clock.now();
     if (throttled && now - this.lastSpaceCheck < LOW_DISK_RECHECK_MS) return this.lowDisk;
+    if (this.lowDisk === null && now - this.lastSpaceCheck < SPACE_CHECK_MS && this.lastFree - this.minimumRequiredSpace > SPACE_MARGIN) return null;
     this.lastSpaceCheck = now;
     const dir = this.log?.activeDir ?? this.options.dataDirs[0];
     try {
       const st = fs.statfsSync(dir);
       const free = Number(st.bavail) * Number(st.bsize);
+      this.lastFree = free;
       if (free < this.minimumRequiredSpace) {
         if (this.lowDisk === null) this.logger.warn(`file channel ${this.name}: disk space low in ${dir}; refusing puts until it returns`);
         this.lowDisk = `file channel ${this.name}: only ${free} bytes free in ${dir}, below minimumRequiredSpace ${this.minimumRequiredSpace}; puts are refused until space is freed (takes keep working)`;
@@ -583,7 +623,6 @@ export class FileChannel implements Channel {
       ({ segment, offset } = await log.append(
         group.map((r) => r.bytes),
         total,
-        this.options.fsyncPerTransaction,
       ));
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
@@ -594,7 +633,7 @@ export class FileChannel implements Channel {
       for (const r of group) {
         this.reservedRoom -= r.reserved;
         if (r.puts.length > 0) this.counter.values.EventPutErrorCount += r.puts.length;
-        else this.counter.values.EventTakeErrorCount += r.tx.takenSeqs.length;
+        else this.counter.values.EventTakeErrorCount += r.tx.taken.length;
         this.pool.release(r.bytes);
         r.reject(failure);
       }
@@ -621,20 +660,24 @@ export class FileChannel implements Channel {
     const q = this.queue;
     const v = this.counter.values;
     const puts = r.puts;
-    for (let i = 0; i < puts.length; i++) q.pushBack(r.firstSeq + i, segment, base + r.eventOffsets[i]);
+    for (let i = 0; i < puts.length; i++) {
+      q.pushBack(r.firstSeq + i, segment, base + r.eventOffsets[i]);
+      this.recent.add(r.firstSeq + i, puts[i]);
+    }
     if (puts.length > 0) {
       this.segLive.set(segment, (this.segLive.get(segment) ?? 0) + puts.length);
       v.EventPutSuccessCount += puts.length;
     }
     this.reservedRoom -= r.reserved;
     const tx = r.tx;
-    const takes = tx.takenSeqs.length;
+    const takes = tx.taken.length;
     if (takes > 0) {
+      const segs = tx.taken.segs;
       let i = 0;
       while (i < takes) {
-        const s = tx.takenSegs[i];
+        const s = segs[i];
         let j = i + 1;
-        while (j < takes && tx.takenSegs[j] === s) j++;
+        while (j < takes && segs[j] === s) j++;
         this.segLive.set(s, (this.segLive.get(s) ?? 0) - (j - i));
         i = j;
       }
@@ -666,10 +709,11 @@ export class FileChannel implements Channel {
     const offs = new Uint32Array(count);
     let i = 0;
     for (const tx of this.takers) {
-      for (let k = 0; k < tx.takenSeqs.length; k++, i++) {
-        seqs[i] = tx.takenSeqs[k];
-        segs[i] = tx.takenSegs[k];
-        offs[i] = tx.takenOffs[k];
+      const t = tx.taken;
+      for (let k = 0; k < t.length; k++, i++) {
+        seqs[i] = t.seqs[k];
+        segs[i] = t.segs[k];
+        offs[i] = t.offs[k];
       }
     }
     this.queue.forEach((s, g, f) => {

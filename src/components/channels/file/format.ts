@@ -42,7 +42,7 @@
  * segment is deleted once it holds no pending event and lies wholly before the newest
  * checkpoint's log position (checkpoint.ts), so replay never needs it again.
  */
-import { crc32 } from "node:zlib";
+import { crc32 } from "../../../io/crc32.ts";
 import { ChannelException } from "../../../core/errors.ts";
 import type { Event } from "../../../core/event.ts";
 
@@ -112,7 +112,7 @@ function writeHeader(buf: Buffer, at: number, type: RecordTypeCode, txid: number
 }
 
 function sealRecord(buf: Buffer, at: number, payloadLength: number): void {
-  buf.writeUInt32LE(crc32(buf.subarray(at + 12, at + RECORD_HEADER_SIZE + payloadLength)), at + 8);
+  buf.writeUInt32LE(crc32(buf, at + 12, at + RECORD_HEADER_SIZE + payloadLength), at + 8);
 }
 
 /** Bytes before an event's header count: its length and its checksum. */
@@ -205,7 +205,7 @@ export function encodeTransaction(
       buf.set(e.body, p + 4);
       p += 4 + e.body.length;
       buf.writeUInt32LE(p - start - EVENT_PREFIX, start);
-      buf.writeUInt32LE(crc32(buf.subarray(start + EVENT_PREFIX, p)), start + 4);
+      buf.writeUInt32LE(crc32(buf, start + EVENT_PREFIX, p), start + 4);
     }
     sealRecord(buf, at, putPayload);
     at = p;
@@ -256,7 +256,7 @@ export function decodeEventAt(buf: Buffer, at: number, end: number): Event | nul
   const len = buf.readUInt32LE(at);
   const stop = at + EVENT_PREFIX + len;
   if (stop > end) return null;
-  if (crc32(buf.subarray(at + EVENT_PREFIX, stop)) !== buf.readUInt32LE(at + 4)) return "corrupt";
+  if (crc32(buf, at + EVENT_PREFIX, stop) !== buf.readUInt32LE(at + 4)) return "corrupt";
   let p = at + EVENT_PREFIX;
   const headerCount = buf.readUInt16LE(p);
   p += 2;
@@ -271,7 +271,9 @@ export function decodeEventAt(buf: Buffer, at: number, end: number): Event | nul
   }
   const bodyLen = buf.readUInt32LE(p);
   const body = new Uint8Array(bodyLen);
-  body.set(buf.subarray(p + 4, p + 4 + bodyLen));
+  // A short body is copied by hand: a subarray for set() costs more than the copy.
+  if (bodyLen <= 128) for (let i = 0, q = p + 4; i < bodyLen; i++, q++) body[i] = buf[q];
+  else body.set(buf.subarray(p + 4, p + 4 + bodyLen));
   return { headers, body };
 }
 
@@ -309,5 +311,5 @@ export function decodePutHeader(payload: Buffer): { firstSeq: number; count: num
 }
 
 export function checksumOf(buf: Buffer, recordStart: number, payloadLength: number): number {
-  return crc32(buf.subarray(recordStart + 12, recordStart + RECORD_HEADER_SIZE + payloadLength));
+  return crc32(buf, recordStart + 12, recordStart + RECORD_HEADER_SIZE + payloadLength);
 }

@@ -16,6 +16,44 @@ export interface Frame {
   part: FramePart;
 }
 
+/**
+ * The frames of a read, as ranges: frame i is bytes[i] from starts[i] to ends[i]. A frame that
+ * lies in one read is that read and its offsets (no view or object per message); one that
+ * spans reads is a copy of its own. Reused from read to read (clear()).
+ */
+export class FrameList {
+  readonly bytes: Uint8Array[] = [];
+  readonly starts: number[] = [];
+  readonly ends: number[] = [];
+  readonly parts: FramePart[] = [];
+  length = 0;
+
+  add(bytes: Uint8Array, start: number, end: number, part: FramePart): void {
+    const i = this.length++;
+    this.bytes[i] = bytes;
+    this.starts[i] = start;
+    this.ends[i] = end;
+    this.parts[i] = part;
+  }
+
+  /** Forgets the frames (and the reads they point into). */
+  clear(): void {
+    this.bytes.length = 0;
+    this.starts.length = 0;
+    this.ends.length = 0;
+    this.parts.length = 0;
+    this.length = 0;
+  }
+}
+
+/** Where a decoder puts frames: a FrameList, or an array of Frame objects. */
+type FrameOut = FrameList | Frame[];
+
+function emit(out: FrameOut, bytes: Uint8Array, start: number, end: number, part: FramePart): void {
+  if (out instanceof FrameList) out.add(bytes, start, end, part);
+  else out.push({ bytes: start === 0 && end === bytes.length ? bytes : bytes.subarray(start, end), part });
+}
+
 const NL = 10;
 const CR = 13;
 const SP = 32;
@@ -62,7 +100,7 @@ export class SyslogFrameDecoder {
   }
 
   /** Appends the frames completed by this chunk to `out`. The chunk must not be reused by the caller. */
-  push(chunk: Uint8Array, out: Frame[]): void {
+  push(chunk: Uint8Array, out: FrameOut): void {
     let data = chunk;
     if (this.pendingDigits.length > 0) {
       const joined = new Uint8Array(this.pendingDigits.length + chunk.length);
@@ -76,6 +114,13 @@ export class SyslogFrameDecoder {
     while (pos < end) {
       if (this.octetLeft > 0) {
         const n = Math.min(this.octetLeft, end - pos);
+        // The whole message in this read: a range of it, no copy.
+        if (n === this.octetLeft && this.length === 0 && !this.split && n <= this.maxSize) {
+          emit(out, data, pos, pos + n, "whole");
+          pos += n;
+          this.octetLeft = -1;
+          continue;
+        }
         this.add(data.subarray(pos, pos + n), out);
         pos += n;
         this.octetLeft -= n;
@@ -116,9 +161,14 @@ export class SyslogFrameDecoder {
       } else {
         let stop = nl;
         if (stop > pos && data[stop - 1] === CR) stop--;
-        this.add(data.subarray(pos, stop), out);
+        if (this.length === 0 && !this.split && stop - pos <= this.maxSize) {
+          // The whole line in this read: a range of it, no copy.
+          if (stop > pos) emit(out, data, pos, stop, "whole");
+        } else {
+          this.add(data.subarray(pos, stop), out);
+          this.finish(out);
+        }
         pos = nl + 1;
-        this.finish(out);
       }
     }
     // What is left refers into this chunk; copy so the caller's buffer can be reused or freed.
@@ -127,7 +177,7 @@ export class SyslogFrameDecoder {
   }
 
   /** At end of stream: the unfinished message, if any (Incomplete when an octet frame was cut short). */
-  flush(out: Frame[]): { truncated: boolean } {
+  flush(out: FrameOut): { truncated: boolean } {
     const truncated = this.octetLeft > 0;
     if (this.pendingDigits.length > 0) {
       this.add(this.pendingDigits, out);
@@ -135,7 +185,7 @@ export class SyslogFrameDecoder {
     }
     if (this.length > 0) {
       const bytes = concat(this.parts, this.length);
-      out.push({ bytes, part: this.split ? "rest" : truncated ? "first" : "whole" });
+      emit(out, bytes, 0, bytes.length, this.split ? "rest" : truncated ? "first" : "whole");
     }
     this.reset();
     return { truncated };
@@ -148,7 +198,7 @@ export class SyslogFrameDecoder {
     this.octetLeft = -1;
   }
 
-  private add(bytes: Uint8Array, out: Frame[]): void {
+  private add(bytes: Uint8Array, out: FrameOut): void {
     while (bytes.length > 0) {
       const room = this.maxSize - this.length;
       if (bytes.length <= room) {
@@ -159,7 +209,7 @@ export class SyslogFrameDecoder {
       // The message outgrows eventSize: emit a full piece now.
       this.parts.push(bytes.subarray(0, room));
       const piece = concat(this.parts, this.maxSize);
-      out.push({ bytes: piece, part: this.split ? "rest" : "first" });
+      emit(out, piece, 0, piece.length, this.split ? "rest" : "first");
       if (!this.split) this.overlong++;
       this.split = true;
       this.parts = [];
@@ -168,8 +218,11 @@ export class SyslogFrameDecoder {
     }
   }
 
-  private finish(out: Frame[]): void {
-    if (this.length > 0) out.push({ bytes: concat(this.parts, this.length), part: this.split ? "rest" : "whole" });
+  private finish(out: FrameOut): void {
+    if (this.length > 0) {
+      const bytes = concat(this.parts, this.length);
+      emit(out, bytes, 0, bytes.length, this.split ? "rest" : "whole");
+    }
     this.parts = [];
     this.length = 0;
     this.split = false;

@@ -173,8 +173,41 @@ function invalidEvent(bytes: Uint8Array, dialect: Dialect, reason: string): Pars
   return { event: { headers, body: ownBytes(bytes) }, invalid: reason };
 }
 
+const isDigit = (c: number) => c >= 48 && c <= 57;
+const isLower = (c: number) => c >= 97 && c <= 122;
+/** What \s matches in ASCII. */
+const isSpace = (c: number) => c === 32 || (c >= 9 && c <= 13);
+/** \w */
+const isWord = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
+/** [\w\d.@-] */
+const isHostChar = (c: number) => isWord(c) || c === 46 || c === 64 || c === 45;
+
+/** Bytes [start, end) as a string, for ASCII (each byte one character). */
+function ascii(bytes: Uint8Array, start: number, end: number): string {
+  let s = "";
+  for (let i = start; i < end; i++) s += String.fromCharCode(bytes[i]);
+  return s;
+}
+
+function sameBytes(a: Uint8Array, aLength: number, b: Uint8Array, start: number, end: number): boolean {
+  if (aLength !== end - start) return false;
+  for (let i = 0; i < aLength; i++) if (a[i] !== b[start + i]) return false;
+  return true;
+}
+
 /** Turns one syslog message (frame without its trailer) into an event with Flume's headers. */
 export class SyslogEventParser {
+  /** Why the last parseRange event is Invalid, when it is (for the source's log line). */
+  invalid: string | undefined;
+  /** The RFC 3164 fast path applies (syslogtcp's defaults: no custom layout, no keepFields). */
+  private readonly fast: boolean;
+  /** The last stamp and host the fast path read, as bytes, and what they became. */
+  private readonly fastStamp = new Uint8Array(16);
+  private fastStampLength = -1;
+  private fastTimestamp = "";
+  private readonly fastHost = new Uint8Array(64);
+  private fastHostLength = -1;
+  private fastHostText = "";
   private readonly stamps5424 = new StampCache();
   private readonly stamps3164 = new StampCache();
 
@@ -192,6 +225,84 @@ export class SyslogEventParser {
 
   constructor(private readonly options: ParseOptions) {
     this.latin1 = options.charset === "latin1";
+    const keep = options.keepFields;
+    this.fast = options.dialect === "syslog" && !options.custom && (keep === null || (keep !== "all" && keep.size === 0));
+  }
+
+  /**
+   * The event of the message bytes[start, end): as parse(), without a view or a result object
+   * per message. The common RFC 3164 message is read straight from its bytes (no text, no
+   * regular expression); anything else goes through parse().
+   */
+  parseRange(bytes: Uint8Array, start: number, end: number, part: "whole" | "first" | "rest" = "whole"): Event {
+    this.invalid = undefined;
+    if (part === "whole" && this.fast) {
+      const e = this.fast3164(bytes, start, end);
+      if (e !== null) return e;
+    }
+    const r = this.parse(start === 0 && end === bytes.length ? bytes : bytes.subarray(start, end), part);
+    this.invalid = r.invalid;
+    return r.event;
+  }
+
+  /**
+   * "<PRI>Mmm dd hh:mm:ss host msg" in ASCII, read as the RFC 3164 expression reads it (a month
+   * name right after the priority rules out RFC 5424). null when the message is anything else:
+   * another layout, a priority written with leading zeros, a stamp that does not parse, bytes
+   * outside ASCII (parse() checks UTF-8), an empty message.
+   */
+  private fast3164(b: Uint8Array, start: number, end: number): Event | null {
+    if (end - start < 20 || b[start] !== 60) return null;
+    let i = start + 1;
+    let pri = 0;
+    while (i < end && i - start <= 3 && isDigit(b[i])) pri = pri * 10 + b[i++] - 48;
+    const digits = i - start - 1;
+    if (digits === 0 || b[i] !== 62 || digits !== DECIMAL[pri].length) return null;
+    i++;
+    // [A-Z][a-z][a-z]\s{1,2}\d{1,2}\s\d{2}:\d{2}:\d{2}
+    const stampStart = i;
+    if (i + 15 > end || b[i] < 65 || b[i] > 90 || !isLower(b[i + 1]) || !isLower(b[i + 2]) || !isSpace(b[i + 3])) return null;
+    i += 4;
+    if (isSpace(b[i])) i++;
+    if (!isDigit(b[i])) return null;
+    i++;
+    if (isDigit(b[i])) i++;
+    if (i + 9 > end || !isSpace(b[i])) return null;
+    i++;
+    if (!isDigit(b[i]) || !isDigit(b[i + 1]) || b[i + 2] !== 58 || !isDigit(b[i + 3]) || !isDigit(b[i + 4]) || b[i + 5] !== 58 || !isDigit(b[i + 6]) || !isDigit(b[i + 7])) return null;
+    i += 8;
+    const stampEnd = i;
+    // \s[\w][\w\d.@-]*\s
+    if (i + 2 >= end || !isSpace(b[i]) || !isWord(b[i + 1])) return null;
+    const hostStart = ++i;
+    while (i < end && isHostChar(b[i])) i++;
+    const hostEnd = i;
+    if (i >= end - 1 || !isSpace(b[i]) || hostEnd - hostStart > this.fastHost.length) return null;
+    const msgStart = i + 1;
+    for (let k = msgStart; k < end; k++) if (b[k] >= 0x80) return null;
+
+    let timestamp = this.fastTimestamp;
+    if (!sameBytes(this.fastStamp, this.fastStampLength, b, stampStart, stampEnd)) {
+      const ts = this.stamps3164.get(ascii(b, stampStart, stampEnd), this.parse3164);
+      if (ts === undefined) return null;
+      timestamp = this.tsText(ts);
+      this.fastStamp.set(b.subarray(stampStart, stampEnd));
+      this.fastStampLength = stampEnd - stampStart;
+      this.fastTimestamp = timestamp;
+    }
+    let host = this.fastHostText;
+    if (!sameBytes(this.fastHost, this.fastHostLength, b, hostStart, hostEnd)) {
+      host = this.intern(ascii(b, hostStart, hostEnd));
+      this.fastHost.set(b.subarray(hostStart, hostEnd));
+      this.fastHostLength = hostEnd - hostStart;
+      this.fastHostText = host;
+    }
+    const n = end - msgStart;
+    const body = new Uint8Array(n);
+    if (n <= 128) for (let k = 0; k < n; k++) body[k] = b[msgStart + k];
+    else body.set(b.subarray(msgStart, end));
+    const priority = DECIMAL[pri];
+    return { headers: { Facility: DECIMAL[pri >> 3], Severity: DECIMAL[pri & 7], priority, timestamp, host }, body };
   }
 
   private tsText(ts: number): string {

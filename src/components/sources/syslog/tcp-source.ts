@@ -1,11 +1,13 @@
-import net from "node:net";
-import { createTlsServer, type ServerTls } from "../../../net/tls.ts";
 import type { Event } from "../../../core/event.ts";
+import type { Logger } from "../../../core/logger.ts";
 import type { EventDrivenSource } from "../../../core/source.ts";
-import { peerName, plainIp, reverseName } from "../../../net/peer.ts";
+import { reverseName } from "../../../net/peer.ts";
+import { type ConnectionHandler, listenTcp, type TcpConnection, type TcpServer } from "../../../net/tcp-server.ts";
+import type { ServerTls } from "../../../net/tls.ts";
+import type { SourceEmitter } from "../../../pipeline/emitter.ts";
 import type { ComponentContext } from "../../component.ts";
 import { BaseSource } from "../base.ts";
-import { type Frame, SyslogFrameDecoder } from "./framing.ts";
+import { FrameList, SyslogFrameDecoder } from "./framing.ts";
 import { EVENT_STATUS, type ParseOptions, type SyslogCharset, SyslogEventParser } from "./parse.ts";
 
 export interface SyslogTcpOptions {
@@ -33,11 +35,13 @@ export interface SyslogTcpOptions {
  */
 export class SyslogTcpSource extends BaseSource implements EventDrivenSource {
   readonly kind = "event-driven";
-  private stopping = false;
-  private servers: net.Server[] = [];
-  private readonly sockets = new Set<net.Socket>();
+  /** @internal */
+  stopping = false;
+  private servers: TcpServer[] = [];
   /** Batches on their way to the channel; stop() waits for them so none is cut off mid-commit. */
   private readonly inFlight = new Set<Promise<void>>();
+  /** One parser per charset, shared by the connections (its caches are per message stream, not per client). */
+  private readonly parsers = new Map<SyslogCharset | undefined, SyslogEventParser>();
 
   constructor(
     ctx: ComponentContext,
@@ -46,16 +50,14 @@ export class SyslogTcpSource extends BaseSource implements EventDrivenSource {
     super(ctx, { label: `${options.type} source ${ctx.name}` });
   }
 
-  private describe(): string {
+  /** @internal */
+  describe(): string {
     return `${this.options.type} source ${this.name}`;
   }
 
   /** The ports actually bound, in configuration order (useful with port 0). */
   get ports(): number[] {
-    return this.servers.map((s) => {
-      const a = s.address();
-      return a && typeof a === "object" ? a.port : 0;
-    });
+    return this.servers.map((s) => s.port);
   }
 
   get port(): number {
@@ -78,7 +80,7 @@ export class SyslogTcpSource extends BaseSource implements EventDrivenSource {
   async stop(): Promise<void> {
     this.stopping = true;
     this.emitter.stop();
-    for (const s of this.sockets) s.destroy();
+    for (const s of this.servers) for (const c of s.connections) c.destroy();
     await Promise.allSettled([...this.inFlight]);
     await this.closeServers();
     this.counter.stop();
@@ -88,129 +90,161 @@ export class SyslogTcpSource extends BaseSource implements EventDrivenSource {
   private async closeServers(): Promise<void> {
     const servers = this.servers;
     this.servers = [];
-    await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+    await Promise.all(servers.map((s) => s.close()));
   }
 
-  private listen(port: number): Promise<net.Server> {
+  private listen(port: number): Promise<TcpServer> {
     const secured = this.options.tls;
-    const onSocket = (socket: net.Socket) => this.serve(socket);
-    const server = secured
-      ? createTlsServer(secured, onSocket, (peer, reason) => this.logger.warn(`${this.describe()}: TLS handshake with ${peer} failed: ${reason}`))
-      : net.createServer(onSocket);
-    return new Promise((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(port, this.options.host || undefined, () => {
-        server.off("error", reject);
-        server.on("error", (err) => this.logger.error(`${this.describe()}: ${err.message}`));
-        resolve(server);
-      });
-    });
+    return listenTcp(
+      {
+        host: this.options.host,
+        port,
+        tls: secured ? { setup: secured, refused: (peer, reason) => this.logger.warn(`${this.describe()}: TLS handshake with ${peer} failed: ${reason}`) } : null,
+        serverError: (err) => this.logger.error(`${this.describe()}: ${err.message}`),
+      },
+      (conn) => new SyslogConnection(this, conn, this.emitter, this.logger),
+    );
   }
 
-  private serve(socket: net.Socket): void {
-    const ip = plainIp(socket.remoteAddress);
-    const peer = peerName(socket);
-    const localPort = String(socket.localPort);
+  /** @internal The parser for messages arriving on a local port. */
+  parserFor(localPort: number): SyslogEventParser {
     const o = this.options;
-    const decoder = new SyslogFrameDecoder(o.eventSize);
-    const charset = o.portCharsets?.[localPort] ?? o.parse.charset;
-    const parser = new SyslogEventParser({ ...o.parse, charset, now: () => this.clock.now() });
-    let hostname: Promise<string> | null = o.clientHostnameHeader ? reverseName(ip, socket.remotePort ?? 0) : null;
-    let resolvedHost = "";
-    this.sockets.add(socket);
-    this.counter.values.OpenConnectionCount++;
-    const queue: Uint8Array[] = [];
-    let busy = false;
-    let ended = false;
-    let warnedInvalid = 0;
-    let overlongWarned = 0;
+    const charset = o.portCharsets?.[String(localPort)] ?? o.parse.charset;
+    let parser = this.parsers.get(charset);
+    if (!parser) this.parsers.set(charset, (parser = new SyslogEventParser({ ...o.parse, charset, now: () => this.clock.now() })));
+    return parser;
+  }
 
-    const toEvents = (frames: Frame[]): Event[] => {
-      const events: Event[] = new Array(frames.length);
-      for (let i = 0; i < frames.length; i++) {
-        const { event, invalid } = parser.parse(frames[i].bytes, frames[i].part);
-        if (invalid !== undefined && frames[i].part !== "rest") {
-          this.counter.values.EventReadFail++;
-          // A few lines per connection: a client sending garbage must not flood the log.
-          if (warnedInvalid++ < 3) this.logger.warn(`${this.describe()}: message from ${peer} is Invalid (${invalid}); delivered with ${EVENT_STATUS}=Invalid`);
-        }
-        const h = event.headers;
-        if (o.portHeader) h[o.portHeader] = localPort;
-        if (o.clientIPHeader) h[o.clientIPHeader] = ip;
-        if (o.clientHostnameHeader) h[o.clientHostnameHeader] = resolvedHost;
-        events[i] = event;
+  /** @internal */
+  track(p: Promise<void>): void {
+    this.inFlight.add(p);
+    void p.finally(() => this.inFlight.delete(p));
+  }
+}
+
+/**
+ * One client: its frame decoder and the reads waiting for the channel. An idle connection holds
+ * only this object (the decoder comes with the first read), so thousands of quiet senders cost
+ * little.
+ */
+class SyslogConnection implements ConnectionHandler {
+  private decoder: SyslogFrameDecoder | null = null;
+  private queue: Uint8Array[] | null = null;
+  private busy = false;
+  private ended = false;
+  private warnedInvalid = 0;
+  private overlongWarned = 0;
+  private hostname: Promise<string> | null = null;
+  private resolvedHost = "";
+
+  constructor(
+    private readonly source: SyslogTcpSource,
+    private readonly conn: TcpConnection,
+    private readonly emitter: SourceEmitter,
+    private readonly logger: Logger,
+  ) {
+    if (source.options.clientHostnameHeader) this.hostname = reverseName(conn.remoteIp, conn.remotePort);
+    source.counter.values.OpenConnectionCount++;
+  }
+
+  data(chunk: Uint8Array): void {
+    // No copy: events copy their bodies out and the decoder its unfinished message, so
+    // nothing keeps the read buffer once its frames are parsed.
+    (this.queue ??= []).push(chunk);
+    if (!this.busy) this.source.track(this.pump());
+  }
+
+  end(): void {
+    this.ended = true;
+    if (!this.busy) this.source.track(this.pump());
+  }
+
+  error(err: Error): void {
+    this.logger.warn(`${this.source.describe()}: connection from ${this.conn.peer}: ${err.message}`);
+  }
+
+  close(hadError: boolean): void {
+    this.source.counter.values.OpenConnectionCount--;
+    if (hadError && this.decoder?.midMessage) this.logger.warn(`${this.source.describe()}: ${this.conn.peer} dropped the connection in the middle of a message; the partial message was discarded`);
+  }
+
+  private async pump(): Promise<void> {
+    const conn = this.conn;
+    this.busy = true;
+    conn.pause();
+    try {
+      const queue = this.queue;
+      while (queue !== null && queue.length > 0) {
+        const decoder = (this.decoder ??= new SyslogFrameDecoder(this.source.options.eventSize));
+        const frames = new FrameList();
+        // Everything read so far goes out in one batch.
+        while (queue.length > 0) decoder.push(queue.shift() as Uint8Array, frames);
+        await this.handle(frames);
       }
-      if (decoder.overlong > overlongWarned) {
-        overlongWarned = decoder.overlong;
-        this.logger.warn(`${this.describe()}: message from ${peer} is longer than eventSize ${o.eventSize} bytes; delivered as an Incomplete event followed by Invalid pieces (raise eventSize)`);
+      if (this.ended) await this.finish();
+    } catch (err) {
+      this.emitter.failed(err, `closing the connection from ${conn.peer}`);
+      conn.destroy();
+    } finally {
+      this.busy = false;
+      if (!conn.closed && !this.source.stopping) conn.resume();
+    }
+  }
+
+  private async finish(): Promise<void> {
+    this.ended = false;
+    if (!this.decoder) return;
+    const frames = new FrameList();
+    const { truncated } = this.decoder.flush(frames);
+    if (truncated) this.logger.warn(`${this.source.describe()}: ${this.conn.peer} disconnected inside an octet-counted message; delivered what arrived as Incomplete`);
+    await this.handle(frames);
+  }
+
+  private async handle(frames: FrameList): Promise<void> {
+    if (frames.length === 0) return;
+    if (this.hostname) {
+      this.resolvedHost = await this.hostname;
+      this.hostname = null;
+    }
+    const o = this.source.options;
+    // A batch is parsed when its turn comes: a 512 KiB read holds thousands of messages, and
+    // only one batch of them is made into events at a time.
+    for (let i = 0; i < frames.length; i += o.batchSize) {
+      const batch = this.toEvents(frames, i, Math.min(i + o.batchSize, frames.length));
+      if (!(await this.emitter.deliver(batch, { from: this.conn.peer }))) {
+        this.logger.error(`${this.source.describe()}: stopping; dropped ${frames.length - i} events from ${this.conn.peer} that the channel did not take`);
+        return;
       }
-      return events;
-    };
+    }
+  }
 
-    const handle = async (frames: Frame[]) => {
-      if (frames.length === 0) return;
-      if (hostname) {
-        resolvedHost = await hostname;
-        hostname = null;
+  /** The events of frames [from, to). */
+  private toEvents(frames: FrameList, from: number, to: number): Event[] {
+    const { source, conn } = this;
+    const o = source.options;
+    const parser = source.parserFor(conn.localPort);
+    const localPort = String(conn.localPort);
+    const events: Event[] = new Array(to - from);
+    for (let i = from; i < to; i++) {
+      const part = frames.parts[i];
+      const event = parser.parseRange(frames.bytes[i], frames.starts[i], frames.ends[i], part);
+      const invalid = parser.invalid;
+      if (invalid !== undefined && part !== "rest") {
+        source.counter.values.EventReadFail++;
+        // A few lines per connection: a client sending garbage must not flood the log.
+        if (this.warnedInvalid++ < 3) this.logger.warn(`${source.describe()}: message from ${conn.peer} is Invalid (${invalid}); delivered with ${EVENT_STATUS}=Invalid`);
       }
-      const events = toEvents(frames);
-      for (let i = 0; i < events.length; i += o.batchSize) {
-        const batch = o.batchSize >= events.length && i === 0 ? events : events.slice(i, i + o.batchSize);
-        if (!(await this.emitter.deliver(batch, { from: peer }))) {
-          this.logger.error(`${this.describe()}: stopping; dropped ${events.length - i} events from ${peer} that the channel did not take`);
-          return;
-        }
-      }
-    };
-
-    const track = (p: Promise<void>) => {
-      this.inFlight.add(p);
-      void p.finally(() => this.inFlight.delete(p));
-    };
-
-    const pump = async () => {
-      busy = true;
-      socket.pause();
-      try {
-        while (queue.length > 0) {
-          const frames: Frame[] = [];
-          // Everything read so far goes out in one batch.
-          while (queue.length > 0) decoder.push(queue.shift() as Uint8Array, frames);
-          await handle(frames);
-        }
-        if (ended) await finish();
-      } catch (err) {
-        this.emitter.failed(err, `closing the connection from ${peer}`);
-        socket.destroy();
-      } finally {
-        busy = false;
-        if (!socket.destroyed && !this.stopping) socket.resume();
-      }
-    };
-
-    const finish = async () => {
-      ended = false;
-      const frames: Frame[] = [];
-      const { truncated } = decoder.flush(frames);
-      if (truncated) this.logger.warn(`${this.describe()}: ${peer} disconnected inside an octet-counted message; delivered what arrived as Incomplete`);
-      await handle(frames);
-    };
-
-    socket.on("data", (chunk: Buffer) => {
-      // No copy: events copy their bodies out and the decoder its unfinished message, so
-      // nothing keeps the read buffer once its frames are parsed.
-      queue.push(chunk);
-      if (!busy) track(pump());
-    });
-    socket.on("end", () => {
-      ended = true;
-      if (!busy) track(pump());
-    });
-    socket.on("error", (err) => this.logger.warn(`${this.describe()}: connection from ${peer}: ${err.message}`));
-    socket.on("close", (hadError) => {
-      this.sockets.delete(socket);
-      this.counter.values.OpenConnectionCount--;
-      if (hadError && decoder.midMessage) this.logger.warn(`${this.describe()}: ${peer} dropped the connection in the middle of a message; the partial message was discarded`);
-    });
+      const h = event.headers;
+      if (o.portHeader) h[o.portHeader] = localPort;
+      if (o.clientIPHeader) h[o.clientIPHeader] = conn.remoteIp;
+      if (o.clientHostnameHeader) h[o.clientHostnameHeader] = this.resolvedHost;
+      events[i - from] = event;
+    }
+    const decoder = this.decoder as SyslogFrameDecoder;
+    if (decoder.overlong > this.overlongWarned) {
+      this.overlongWarned = decoder.overlong;
+      this.logger.warn(`${source.describe()}: message from ${conn.peer} is longer than eventSize ${o.eventSize} bytes; delivered as an Incomplete event followed by Invalid pieces (raise eventSize)`);
+    }
+    return events;
   }
 }

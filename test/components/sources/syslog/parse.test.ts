@@ -119,3 +119,56 @@ describe("message parsing", () => {
     expect(dec.decode(event.body)).toBe("héllo wörld ✓");
   });
 });
+
+describe("the RFC 3164 fast path (parseRange) reads messages exactly as the regular expressions do", () => {
+  const make = () => new SyslogEventParser({ dialect: "syslog", keepFields: null, rfc3164Zone: "utc", now: () => Date.UTC(2024, 5, 1) });
+  const pick = <T>(xs: readonly T[]) => fc.constantFrom(...xs);
+  // Mostly well-formed parts, with the near misses the expressions refuse.
+  const part = {
+    pri: fc.oneof(fc.integer({ min: 0, max: 191 }).map(String), pick(["007", "1000", "", "x", "23"])),
+    month: pick(["May", "Dec", "Jan", "may", "MAY", "Foo", "Ma", "Mayy"]),
+    gap1: pick([" ", "  ", "   ", "\t", ""]),
+    day: pick(["6", "16", "31", "00", "123", "x"]),
+    time: pick(["07:08:09", "23:59:60", "7:08:09", "07:08", "24:00:00", "07-08-09"]),
+    gap2: pick([" ", "  ", "\t", ""]),
+    host: pick(["web-01", "a", "host.example.com", "u@h", "_x", "-bad", "", "h".repeat(70), "wéb"]),
+    gap3: pick([" ", "  ", "", "\r"]),
+    msg: pick(["GET /index.html 200", "", " leading", "naïve", "tab\there", "x".repeat(300), "a\nb"]),
+  };
+  const message = fc.record(part).map((p) => `<${p.pri}>${p.month}${p.gap1}${p.day} ${p.time}${p.gap2}${p.host}${p.gap3}${p.msg}`);
+
+  test("same headers, body and Invalid verdict as parse(), for any message around the layout", () => {
+    fc.assert(
+      fc.property(fc.array(message, { minLength: 1, maxLength: 5 }), (texts) => {
+        const fast = make();
+        const slow = make();
+        for (const text of texts) {
+          // Inside a larger read, as the decoder hands them over.
+          const bytes = enc.encode(`xx${text}yy`);
+          const got = fast.parseRange(bytes, 2, bytes.length - 2);
+          const want = slow.parse(bytes.subarray(2, bytes.length - 2));
+          expect(got.headers).toEqual(want.event.headers);
+          expect([...got.body]).toEqual([...want.event.body]);
+          expect(fast.invalid).toBe(want.invalid);
+        }
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  test("the usual message takes the fast path: its strings are shared, its body is its own", () => {
+    const p = make();
+    // parse() is the expressions' path: the usual message must not need it.
+    p.parse = () => {
+      throw new Error("took the slow path");
+    };
+    const line = enc.encode("<134>May  6 07:08:09 web-01 nginx[4242]: GET /index.html HTTP/1.1 200 512");
+    const a = p.parseRange(line, 0, line.length);
+    const b = p.parseRange(line, 0, line.length);
+    expect(a.headers).toEqual({ Facility: "16", Severity: "6", priority: "134", timestamp: String(Date.UTC(2024, 4, 6, 7, 8, 9)), host: "web-01" });
+    expect(dec.decode(a.body)).toBe("nginx[4242]: GET /index.html HTTP/1.1 200 512");
+    expect(a.body.byteOffset).toBe(0);
+    expect(a.body.buffer.byteLength).toBe(a.body.length);
+    expect(a.body).not.toBe(b.body);
+  });
+});

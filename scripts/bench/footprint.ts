@@ -1,0 +1,473 @@
+/**
+ * `npm run bench -- footprint`: every figure of issue 16 (footprint and latency on edge hosts)
+ * in one run, each beside its target. What ships is measured: the compiled binary (dist/flume,
+ * built first when missing; BENCH_BINARY picks another), run as `flume run` in a child process.
+ *
+ * - start: netcat -> memory -> logger; milliseconds from spawn to the first accepted TCP
+ *   connection (median of BENCH_STARTS, default 7), RSS once idle, the binary's size.
+ * - syslog: syslogtcp -> memory -> null, 1,000,000 RFC 3164 lines from a client process on one
+ *   connection, then spread over 5,000 connections; events/s from the client's start to the
+ *   last event taken (read from /metrics), the agent's peak RSS; and the RSS 5,000 idle
+ *   connections add, per connection.
+ * - queued: bytes a queued event with a 100-byte body costs in a memory channel (JS heap and
+ *   array buffers after a full GC, in this process): as netcat and seq make them, and as
+ *   syslogtcp parses them.
+ * - seq -> memory -> null (5 M events) and seq -> file channel (fsync per commit) -> null (1 M),
+ *   events/s and peak RSS.
+ * - the cases other benchmarks register in scripts/bench/index.ts (FOOTPRINT_CASES), each run
+ *   as `npm run bench -- <name>` with its environment.
+ *
+ * BENCH_ONLY=start,syslog,... runs a subset; BENCH_REPEAT=3 runs each case three times.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { heapStats } from "bun:jsc";
+import { fmt } from "./_util.ts";
+
+const ROOT = path.resolve(import.meta.dir, "../..");
+const BINARY = process.env.BENCH_BINARY ? path.resolve(process.env.BENCH_BINARY) : path.join(ROOT, "dist", "flume");
+const REPEAT = Math.max(1, Number(process.env.BENCH_REPEAT ?? 1));
+const ONLY = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
+
+/** What a case reports: one line per figure, with its target when the issue sets one. */
+interface Figure {
+  what: string;
+  value: string;
+  target?: string;
+  met?: boolean;
+}
+
+const figures: Figure[] = [];
+
+function report(f: Figure): void {
+  figures.push(f);
+  const verdict = f.target === undefined ? "" : `  (target ${f.target}: ${f.met ? "met" : "NOT met"})`;
+  console.log(`  ${f.what}: ${f.value}${verdict}`);
+}
+
+// ---- processes ----
+
+function status(pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  try {
+    for (const m of fs.readFileSync(`/proc/${pid}/status`, "utf8").matchAll(/^(Vm\w+|Rss\w+):\s+(\d+) kB/gm)) out[m[1]] = Number(m[2]) / 1024;
+  } catch {
+    // the process is gone
+  }
+  return out;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function connects(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, "127.0.0.1");
+    s.once("connect", () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once("error", () => resolve(false));
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Agent {
+  pid: number;
+  stderr(): string;
+  stop(): Promise<void>;
+}
+
+function startAgent(conf: string, extra: string[] = []): Agent {
+  const child = spawn(BINARY, ["run", "-f", conf, "-n", "a1", "--quiet", "--no-reload-conf", ...extra], { stdio: ["ignore", "ignore", "pipe"] });
+  let err = "";
+  child.stderr.on("data", (d) => (err = (err + d).slice(-4000)));
+  return {
+    pid: child.pid as number,
+    stderr: () => err,
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill("SIGTERM");
+      await new Promise((r) => child.once("exit", r));
+    },
+  };
+}
+
+async function taken(port: number, channel = "c1"): Promise<number> {
+  try {
+    const m = (await (await fetch(`http://127.0.0.1:${port}/metrics`)).json()) as Record<string, Record<string, string>>;
+    return Number(m[`CHANNEL.${channel}`]?.EventTakeSuccessCount ?? 0);
+  } catch {
+    return -1;
+  }
+}
+
+function writeConf(dir: string, name: string, lines: string[]): string {
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, `${lines.join("\n")}\n`);
+  return file;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
+
+// ---- start to listening, idle RSS ----
+
+async function startCase(dir: string): Promise<void> {
+  const runs = Number(process.env.BENCH_STARTS ?? 7);
+  const times: number[] = [];
+  const idle: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const port = await freePort();
+    const conf = writeConf(dir, "netcat.conf", [
+      "a1.sources = r1",
+      "a1.channels = c1",
+      "a1.sinks = k1",
+      "a1.sources.r1.type = netcat",
+      "a1.sources.r1.bind = 127.0.0.1",
+      `a1.sources.r1.port = ${port}`,
+      "a1.sources.r1.channels = c1",
+      "a1.channels.c1.type = memory",
+      "a1.sinks.k1.type = logger",
+      "a1.sinks.k1.channel = c1",
+    ]);
+    const t0 = performance.now();
+    const agent = startAgent(conf);
+    while (!(await connects(port))) {
+      if (performance.now() - t0 > 10000) throw new Error(`netcat agent did not listen within 10 s:\n${agent.stderr()}`);
+      await sleep(1);
+    }
+    times.push(performance.now() - t0);
+    // Idle RSS of the last runs only: the first ones warm the page cache.
+    if (i >= runs - 3) {
+      await sleep(3000);
+      idle.push(status(agent.pid).VmRSS);
+    }
+    await agent.stop();
+  }
+  const ms = median(times);
+  report({ what: `start to listening, netcat -> memory -> logger (median of ${runs}; all: ${times.map((t) => t.toFixed(0)).join(", ")} ms)`, value: `${ms.toFixed(0)} ms`, target: "<= 50 ms (before: 80-140 ms)", met: ms <= 50 });
+  const rss = median(idle);
+  report({ what: `idle RSS, netcat -> memory -> logger (after 3 s; ${idle.map((r) => r.toFixed(1)).join(", ")} MB)`, value: `${rss.toFixed(1)} MB`, target: "<= 35 MB (before: 54-56 MB)", met: rss <= 35 });
+  report({ what: "binary size", value: `${(fs.statSync(BINARY).size / 1e6).toFixed(1)} MB (before: 113 MB)` });
+}
+
+// ---- syslog ----
+
+/**
+ * The client: N RFC 3164 lines over `conns` connections, in 1000-line writes, once every
+ * connection is open. Prints "ready" when they are, "done" when all is written.
+ */
+const SYSLOG_CLIENT = `
+const net = require("node:net");
+const [port, n, conns] = process.argv.slice(1).map(Number);
+const lines = [];
+for (let i = 0; i < 1000; i++) lines.push("<134>May  6 07:08:09 web-01 nginx[4242]: GET /index.html HTTP/1.1 200 512 " + String(i).padStart(6, "0") + "\\n");
+const block = Buffer.from(lines.join(""));
+const per = Math.ceil(n / conns);
+let open = 0, finished = 0;
+const all = [];
+for (let c = 0; c < conns; c++) {
+  const s = net.connect(port, "127.0.0.1", () => {
+    if (++open < conns) return;
+    console.log("ready");
+    for (const [sock, count] of all) pump(sock, count);
+  });
+  s.on("error", (e) => { console.error(e.message); process.exit(1); });
+  all.push([s, Math.min(per, n - c * per)]);
+}
+function pump(s, count) {
+  let sent = 0;
+  const step = () => {
+    while (sent < count) {
+      const k = Math.min(1000, count - sent);
+      sent += k;
+      if (!s.write(k === 1000 ? block : block.subarray(0, k * (block.length / 1000)))) return s.once("drain", step);
+    }
+    if (++finished === conns) console.log("done");
+  };
+  step();
+}
+setInterval(() => {}, 1000);
+`;
+
+/** An agent with a syslogtcp source and a null sink, with /metrics. */
+async function syslogAgent(dir: string): Promise<{ agent: Agent; port: number; metrics: number }> {
+  const port = await freePort();
+  const metrics = await freePort();
+  const conf = writeConf(dir, "syslog.conf", [
+    "a1.sources = r1",
+    "a1.channels = c1",
+    "a1.sinks = k1",
+    "a1.sources.r1.type = syslogtcp",
+    "a1.sources.r1.host = 127.0.0.1",
+    `a1.sources.r1.port = ${port}`,
+    "a1.sources.r1.batchSize = 1000",
+    "a1.sources.r1.channels = c1",
+    "a1.channels.c1.type = memory",
+    "a1.channels.c1.capacity = 100000",
+    "a1.channels.c1.transactionCapacity = 1000",
+    "a1.sinks.k1.type = null",
+    "a1.sinks.k1.batchSize = 1000",
+    "a1.sinks.k1.channel = c1",
+  ]);
+  const agent = startAgent(conf, ["--metrics-port", String(metrics), "--metrics-bind", "127.0.0.1"]);
+  const t0 = performance.now();
+  while (!(await connects(port)) || (await taken(metrics)) < 0) {
+    if (performance.now() - t0 > 10000) throw new Error(`syslog agent did not start:\n${agent.stderr()}`);
+    await sleep(5);
+  }
+  return { agent, port, metrics };
+}
+
+async function syslogLoad(dir: string, total: number, conns: number): Promise<{ rate: number; peak: number }> {
+  const { agent, port, metrics } = await syslogAgent(dir);
+  try {
+    const client = spawn(process.execPath, ["-e", SYSLOG_CLIENT, String(port), String(total), String(conns)], { stdio: ["ignore", "pipe", "inherit"] });
+    // Timed from the moment every connection is open (opening 5,000 is not what is measured).
+    await new Promise<void>((resolve) => client.stdout.on("data", (d) => String(d).includes("ready") && resolve()));
+    const t0 = performance.now();
+    let peak = 0;
+    let done = 0;
+    while (done < total) {
+      if (performance.now() - t0 > 120000) throw new Error(`syslog: ${done} of ${total} events taken after 120 s:\n${agent.stderr()}`);
+      await sleep(10);
+      done = await taken(metrics);
+    }
+    const secs = (performance.now() - t0) / 1000;
+    peak = status(agent.pid).VmHWM;
+    client.kill();
+    return { rate: total / secs, peak };
+  } finally {
+    await agent.stop();
+  }
+}
+
+async function idleConnections(dir: string, conns: number): Promise<number> {
+  const { agent, port } = await syslogAgent(dir);
+  try {
+    await sleep(1000);
+    const before = status(agent.pid).VmRSS;
+    const client = spawn(process.execPath, ["-e", SYSLOG_CLIENT, String(port), "0", String(conns)], { stdio: ["ignore", "pipe", "inherit"] });
+    await new Promise<void>((resolve) => client.stdout.on("data", (d) => String(d).includes("done") && resolve()));
+    await sleep(2000);
+    const after = status(agent.pid).VmRSS;
+    client.kill();
+    return ((after - before) * 1024 * 1024) / conns;
+  } finally {
+    await agent.stop();
+  }
+}
+
+async function syslogCase(dir: string): Promise<void> {
+  const N = 1_000_000;
+  const one = await syslogLoad(dir, N, 1);
+  report({ what: `syslogtcp -> memory -> null, ${fmt(N)} RFC 3164 lines, one connection`, value: `${fmt(one.rate)} events/s`, target: ">= 1.39 M events/s (before)", met: one.rate >= 1.39e6 });
+  report({ what: "  peak RSS of that agent", value: `${one.peak.toFixed(0)} MB`, target: "<= 64 MB (before: 136 MB)", met: one.peak <= 64 });
+  const many = await syslogLoad(dir, N, 5000);
+  report({ what: `syslogtcp, the same ${fmt(N)} lines over 5,000 connections`, value: `${fmt(many.rate)} events/s, peak RSS ${many.peak.toFixed(0)} MB (before: 1.09-1.16 M/s at 185-201 MB)` });
+  const perConn = await idleConnections(dir, 5000);
+  report({ what: "RSS per idle syslogtcp connection (5,000 connections)", value: `${(perConn / 1024).toFixed(2)} KiB`, target: "<= 2 KiB (before: 4.3 KiB)", met: perConn <= 2048 });
+}
+
+// ---- bytes per queued event ----
+
+/** Bytes in the JS heap (GC cells) and in array buffers outside it, after a full collection. */
+async function memoryInUse(): Promise<number> {
+  for (let i = 0; i < 3; i++) {
+    Bun.gc(true);
+    await sleep(20);
+  }
+  const h = heapStats();
+  return h.heapSize - h.extraMemorySize + process.memoryUsage().arrayBuffers;
+}
+
+async function queuedCase(): Promise<void> {
+  const r = spawnSync(process.execPath, [import.meta.path, "--queued"], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+  const line = r.stdout.trim().split("\n").pop() ?? "";
+  if (r.status !== 0 || !line.startsWith("{")) throw new Error(`queued-event child failed:\n${r.stdout}`);
+  const q = JSON.parse(line) as { lines: number; syslog: number };
+  report({ what: "memory channel, a queued event with a 100-byte body and no headers (lines of a socket read, as netcat makes them)", value: `${q.lines.toFixed(0)} bytes` });
+  report({ what: "memory channel, a queued syslogtcp event with a 100-byte body (RFC 3164, 5 headers)", value: `${q.syslog.toFixed(0)} bytes` });
+}
+
+/** In a child process: fills memory channels and measures what each queued event holds. */
+async function queuedChild(): Promise<void> {
+  const { MemoryChannel } = await import("../../src/core/memory-channel.ts");
+  const { SyslogFrameDecoder } = await import("../../src/components/sources/syslog/framing.ts");
+  const { SyslogEventParser } = await import("../../src/components/sources/syslog/parse.ts");
+  type Event = import("../../src/core/event.ts").Event;
+  const COUNT = 100_000;
+  const READ = 64 * 1024;
+  const fill = async (make: (read: Uint8Array, out: Event[]) => void, block: Uint8Array): Promise<number> => {
+    const channel = new MemoryChannel("c1", { capacity: COUNT * 2, transactionCapacity: COUNT * 2 });
+    channel.start();
+    const before = await memoryInUse();
+    const tx = channel.getTransaction();
+    tx.begin();
+    let n = 0;
+    while (n < COUNT) {
+      // A fresh read each time, as a socket delivers them.
+      const read = new Uint8Array(READ);
+      for (let at = 0; at + block.length <= READ; at += block.length) read.set(block, at);
+      const out: Event[] = [];
+      make(read, out);
+      for (const e of out) if (n++ < COUNT) tx.put(e);
+    }
+    await tx.commit();
+    tx.close();
+    const after = await memoryInUse();
+    if (channel.size !== COUNT) throw new Error(`channel holds ${channel.size}`);
+    return (after - before) / COUNT;
+  };
+  const line = new TextEncoder().encode(`${"x".repeat(100)}\n`);
+  const lines = await fill((read, out) => {
+    let start = 0;
+    for (;;) {
+      const nl = read.indexOf(10, start);
+      if (nl < 0) break;
+      out.push({ headers: {}, body: read.subarray(start, nl) });
+      start = nl + 1;
+    }
+  }, line);
+  const message = `<134>May  6 07:08:09 web-01 nginx[4242]: ${"x".repeat(100 - "nginx[4242]: ".length)}\n`;
+  const decoder = new SyslogFrameDecoder(2500);
+  const parser = new SyslogEventParser({ dialect: "syslog", keepFields: null, rfc3164Zone: "local", now: () => Date.now() });
+  const syslog = await fill((read, out) => {
+    const frames: { bytes: Uint8Array; part: "whole" | "first" | "rest" }[] = [];
+    decoder.push(read, frames);
+    for (const f of frames) out.push(parser.parse(f.bytes, f.part).event);
+  }, new TextEncoder().encode(message));
+  console.log(JSON.stringify({ lines, syslog }));
+}
+
+// ---- seq pipelines ----
+
+async function seqRun(dir: string, total: number, channelLines: string[]): Promise<{ rate: number; peak: number }> {
+  const metrics = await freePort();
+  const conf = writeConf(dir, "seq.conf", [
+    "a1.sources = r1",
+    "a1.channels = c1",
+    "a1.sinks = k1",
+    "a1.sources.r1.type = seq",
+    `a1.sources.r1.totalEvents = ${total}`,
+    "a1.sources.r1.batchSize = 1000",
+    "a1.sources.r1.channels = c1",
+    ...channelLines,
+    "a1.channels.c1.transactionCapacity = 1000",
+    "a1.sinks.k1.type = null",
+    "a1.sinks.k1.batchSize = 1000",
+    "a1.sinks.k1.channel = c1",
+  ]);
+  const agent = startAgent(conf, ["--metrics-port", String(metrics), "--metrics-bind", "127.0.0.1"]);
+  try {
+    let first = 0;
+    const t0 = performance.now();
+    for (;;) {
+      if (performance.now() - t0 > 120000) throw new Error(`seq: not done after 120 s:\n${agent.stderr()}`);
+      // Every 10 ms: each /metrics request costs the agent time its pipeline does not get.
+      await sleep(10);
+      const n = await taken(metrics);
+      if (n > 0 && first === 0) first = performance.now();
+      if (n >= total) break;
+    }
+    return { rate: total / ((performance.now() - first) / 1000), peak: status(agent.pid).VmHWM };
+  } finally {
+    await agent.stop();
+  }
+}
+
+async function seqCase(dir: string): Promise<void> {
+  const mem = await seqRun(dir, 5_000_000, ["a1.channels.c1.type = memory", "a1.channels.c1.capacity = 100000"]);
+  report({ what: "seq -> memory -> null, 5 M events", value: `${fmt(mem.rate)} events/s`, target: ">= 10 M events/s, 3x Flume's 3.31 M (before: 7.5-8.6 M)", met: mem.rate >= 10e6 });
+  report({ what: "  peak RSS of that agent", value: `${mem.peak.toFixed(0)} MB`, target: "< 100 MB", met: mem.peak < 100 });
+  const data = fs.mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), "flume-footprint-file-"));
+  try {
+    const file = await seqRun(dir, 1_000_000, [
+      "a1.channels.c1.type = file",
+      "a1.channels.c1.capacity = 1000000",
+      `a1.channels.c1.checkpointDir = ${path.join(data, "checkpoint")}`,
+      `a1.channels.c1.dataDirs = ${path.join(data, "data")}`,
+    ]);
+    report({ what: "seq -> file channel (fsync per commit) -> null, 1 M events", value: `${fmt(file.rate)} events/s`, target: ">= 1.5 M events/s (before: 0.6-1.1 M)", met: file.rate >= 1.5e6 });
+    report({ what: "  peak RSS of that agent", value: `${file.peak.toFixed(0)} MB`, target: "< 100 MB", met: file.peak < 100 });
+  } finally {
+    fs.rmSync(data, { recursive: true, force: true });
+  }
+}
+
+// ---- cases registered by other benchmarks ----
+
+async function registeredCases(): Promise<void> {
+  // Read in a child: this process may be running index.ts, which an import here would wait for.
+  const list = spawnSync(process.execPath, ["-e", `import { FOOTPRINT_CASES } from ${JSON.stringify(path.join(import.meta.dir, "index.ts"))}; console.log(JSON.stringify(FOOTPRINT_CASES ?? []))`], { encoding: "utf8" });
+  const FOOTPRINT_CASES = JSON.parse(list.stdout.trim() || "[]") as { bench: string; label?: string; env?: Record<string, string> }[];
+  if (FOOTPRINT_CASES.length === 0) {
+    console.log("  (no other cases registered in scripts/bench/index.ts FOOTPRINT_CASES)");
+    return;
+  }
+  for (const c of FOOTPRINT_CASES) {
+    console.log(`-- ${c.label ?? c.bench} (npm run bench -- ${c.bench})`);
+    const r = spawnSync(process.execPath, [path.join(import.meta.dir, "index.ts"), c.bench], { stdio: "inherit", env: { ...process.env, ...c.env } });
+    if (r.status !== 0) process.exitCode = 1;
+  }
+}
+
+// ---- main ----
+
+const CASES: { name: string; run: (dir: string) => Promise<void> }[] = [
+  { name: "start", run: startCase },
+  { name: "syslog", run: syslogCase },
+  { name: "queued", run: queuedCase },
+  { name: "seq", run: seqCase },
+  { name: "registered", run: registeredCases },
+];
+
+export async function run(): Promise<void> {
+  if (!fs.existsSync(BINARY)) {
+    console.log(`building ${path.relative(ROOT, BINARY)} (npm run build)`);
+    const b = spawnSync("npm", ["run", "build"], { cwd: ROOT, stdio: "inherit" });
+    if (b.status !== 0) throw new Error("npm run build failed");
+  }
+  console.log(`binary ${BINARY} (${(fs.statSync(BINARY).size / 1e6).toFixed(1)} MB); ${os.cpus().length} CPUs, load ${os.loadavg()[0].toFixed(1)}`);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flume-footprint-"));
+  try {
+    for (const c of CASES) {
+      if (ONLY && !ONLY.includes(c.name)) continue;
+      for (let i = 0; i < (c.name === "registered" ? 1 : REPEAT); i++) {
+        console.log(`-- ${c.name}${REPEAT > 1 && c.name !== "registered" ? ` (run ${i + 1} of ${REPEAT})` : ""}`);
+        try {
+          await c.run(dir);
+        } catch (err) {
+          console.log(`  ${c.name} failed: ${(err as Error).message}`);
+          process.exitCode = 1;
+        }
+      }
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const missed = figures.filter((f) => f.met === false);
+  console.log(`\n${figures.filter((f) => f.met).length} targets met, ${missed.length} not met${missed.length ? `: ${missed.map((f) => f.what.trim()).join("; ")}` : ""}`);
+}
+
+if (process.argv[2] === "--queued") {
+  await queuedChild();
+  process.exit(0);
+} else if (import.meta.main) {
+  await run();
+}
