@@ -51,6 +51,8 @@ export class Puller {
   private loop: Promise<void> | null = null;
   private stopCurrent: (() => void) | null = null;
   private roomWaiter: (() => void) | null = null;
+  /** Waits of the pull loop (for the connection, before a retry) that a stop ends at once. */
+  private readonly haltWaiters = new Set<() => void>();
   private handBackTimer: TimerHandle | null = null;
   private aliveTimer: TimerHandle | null = null;
   private arrivalWaiters: (() => boolean)[] = [];
@@ -197,6 +199,19 @@ export class Puller {
     this.roomWaiter?.();
     this.roomWaiter = null;
     for (const w of this.arrivalWaiters.splice(0)) w();
+    for (const w of [...this.haltWaiters]) w();
+  }
+
+  /** Waits for `p`, or less when the puller stops: a stop never waits out a retry delay. */
+  private untilHalted(p: Promise<unknown>): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        this.haltWaiters.delete(done);
+        resolve();
+      };
+      this.haltWaiters.add(done);
+      p.then(done, done);
+    });
   }
 
   private forget(m: JsMsg): void {
@@ -235,7 +250,7 @@ export class Puller {
     while (this.running) {
       if (!this.link.ready) {
         consumer = null;
-        await this.link.whenReady(1000);
+        await this.untilHalted(this.link.whenReady(1000));
         continue;
       }
       const room = this.room();
@@ -275,7 +290,7 @@ export class Puller {
           failingSince = now;
           this.logger.warn(`${this.label}: pulling from consumer ${this.options.consumer} of stream ${this.options.stream} failed: ${messageOf(err)}; retrying`);
         }
-        await this.clock.sleep(Math.min(1000, this.link.settings.reconnectWait));
+        await this.untilHalted(this.clock.sleep(Math.min(1000, this.link.settings.reconnectWait)));
       }
     }
   }

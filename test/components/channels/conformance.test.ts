@@ -28,17 +28,21 @@ interface TypeSetup {
   /** Properties for one channel under test (fresh for each, kept across its restarts). */
   props?(): Record<string, string>;
   /** Waits, in real time, until a channel just started can be used as the contract uses it. */
-  ready?(channel: Channel): Promise<void>;
+  ready?(channel: Channel, clock: VirtualClock): Promise<void>;
   /** Schedules to run when fewer than the default, from a fixed seed when given (with the reason). */
   runs?: { n: number; seed?: number; why: string };
 }
 
-/** Waits until a condition holds, in real time (a server's own pace), or fails naming it. */
-async function realTimeUntil(ok: () => boolean, what: string, ms: number): Promise<void> {
+/**
+ * Waits until a condition holds, in real time (a server's own pace), or fails naming it.
+ * `meanwhile` runs every poll (e.g. moves the channel's virtual clock on).
+ */
+async function realTimeUntil(ok: () => boolean, what: string, ms: number, meanwhile?: () => Promise<void>): Promise<void> {
   const deadline = Date.now() + ms;
   while (!ok()) {
     if (Date.now() > deadline) throw new Error(`${what} within ${ms} ms`);
     await new Promise((resolve) => setTimeout(resolve, 5));
+    await meanwhile?.();
   }
 }
 
@@ -65,10 +69,13 @@ const SETUP: Record<string, TypeSetup> = {
       await nats?.stop();
     },
     props: () => ({ servers: nats?.servers ?? "", stream: `conformance_${process.pid}_${++streams}`, "ack-wait": "1000", prefetch: "100", "reconnect-wait": "100" }),
-    async ready(channel) {
+    async ready(channel, clock) {
       const ch = channel as Channel & { connected: boolean };
-      await realTimeUntil(() => ch.connected, "the jetstream channel did not connect", 30_000);
-      await realTimeUntil(() => !ch.ioBusy?.(), "the jetstream channel did not receive what the server holds for it", 30_000);
+      // A first attempt to connect or to pull can fail (the server still setting up JetStream,
+      // heartbeats of a pull missed while the previous instance's pull expires); the retry waits
+      // on the channel's clock, the virtual one here, which nothing else moves while a channel opens.
+      await realTimeUntil(() => ch.connected, "the jetstream channel did not connect", 30_000, () => clock.advance(20));
+      await realTimeUntil(() => !ch.ioBusy?.(), "the jetstream channel did not receive what the server holds for it", 30_000, () => clock.advance(20));
     },
     // A clean stop waits for the pull in flight to expire (1 s) before handing events back, and
     // a crash for ack-wait: a schedule costs about 2 s, so a fixed set of 8 that reaches every
@@ -120,7 +127,7 @@ function underTest(def: ComponentDefinition<unknown>): ChannelUnderTest {
       expect(capacityOf(def.schema, config)).toBe(limits.capacity);
       const channel = def.create(config, componentContext("c1", { agentName: "a1", clock, logger: silentLogger })) as Channel;
       await channel.start();
-      await setup?.ready?.(channel);
+      await setup?.ready?.(channel, clock);
       return channel;
     },
     async crash(channel: Channel): Promise<void> {

@@ -6,6 +6,7 @@ import { lookupComponent } from "../../../src/components/registry.ts";
 import { ChannelException, ChannelFullException } from "../../../src/core/errors.ts";
 import { bodyText, createEvent, type Event } from "../../../src/core/event.ts";
 import { MemoryLogger } from "../../../src/core/logger.ts";
+import { VirtualClock } from "../../../src/core/virtual-clock.ts";
 import { events, putAll } from "../../support/core.ts";
 import { freePort, sleep, tempDir, waitUntil } from "../../support/helpers.ts";
 import { natsClient, type NatsSetup, startNats } from "../../support/nats.ts";
@@ -101,6 +102,32 @@ test("TLS is the shared client TLS: a Java key store as truststore is refused wi
 });
 
 describe("jetstream channel on a real nats-server", () => {
+  needsNatsServer.test("a stop while pulls fail and wait to be retried returns at once, even on a clock that does not move (the simulator's)", async () => {
+    const stream = nextStream();
+    const logger = new MemoryLogger();
+    const { options, errors } = definition.parse({ servers: server.servers, stream, "ack-wait": "2000", "reconnect-wait": "1000" });
+    expect(errors).toEqual([]);
+    const clock = new VirtualClock(1_000_000);
+    const ch = definition.create(options, componentContext("c1", { logger, clock }));
+    await ch.start();
+    // Connecting retries on the channel's clock too: move it until connected.
+    for (let i = 0; i < 400 && !ch.connected; i++) {
+      await sleep(5);
+      await clock.advance(20);
+    }
+    expect(ch.connected).toBe(true);
+    const c = await natsClient(server.servers);
+    try {
+      // Without its consumer every pull fails; the puller waits reconnect-wait (virtual) to retry.
+      await c.jsm.consumers.delete(stream, "flume");
+      await waitUntil(() => logger.lines.some((l) => l.level === "warn" && l.message.includes("pulling from consumer flume")), "a failed pull logged", 10_000);
+    } finally {
+      await c.close();
+    }
+    const stopped = await Promise.race([ch.stop().then(() => "stopped"), sleep(5000).then(() => "still stopping after 5 s")]);
+    expect(stopped).toBe("stopped");
+  });
+
   needsNatsServer.test("a put is invisible to takers until it commits; commit returns once stored; headers and binary bodies round-trip", async () => {
     const stream = nextStream();
     const a = await started(channel({ stream }));
