@@ -5,25 +5,15 @@ import { CLIENT_TLS_PROPS, clientTls, tlsProblems } from "../../net/tls.ts";
 import type { CompressionType } from "../../rpc/transport.ts";
 import type { Network } from "../../net/network.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
-import { RpcSink } from "./rpc-sink.ts";
+import { DEFAULT_RPC_TIMEOUT, RpcSink, type RpcSinkSettings, rpcTimeout } from "./rpc-sink.ts";
 
-export interface AvroSinkOptions {
-  hostname: string;
-  port: number;
-  batchSize: number;
-  connectTimeout: number;
-  requestTimeout: number;
-  /** Seconds after which the connection is replaced (0: never), to rebalance behind a load balancer. */
-  resetConnectionInterval: number;
+export interface AvroSinkOptions extends RpcSinkSettings {
   compression: CompressionType;
   compressionLevel: number;
   /** tls.connect options; null: plain TCP. */
   tls: ConnectionOptions | null;
 }
 
-/** Flume replaces timeouts under one second by the default. */
-const MIN_TIMEOUT = 1000;
-const DEFAULT_TIMEOUT = 20000;
 
 /** Flume's avro sink: an RPC sink (see rpc-sink.ts) over Avro RPC's NettyAvroRpcClient protocol. */
 export class AvroSink extends RpcSink<AvroRpcClient> {
@@ -59,9 +49,6 @@ export class AvroSink extends RpcSink<AvroRpcClient> {
   }
 }
 
-function timeout(v: number): number {
-  return v < MIN_TIMEOUT ? DEFAULT_TIMEOUT : v;
-}
 
 export const definition = defineComponent({
   kind: "sink",
@@ -72,8 +59,8 @@ export const definition = defineComponent({
     hostname: { type: "string", required: true, doc: "Host name or IP address of the Avro source" },
     port: { type: "int", required: true, min: 1, max: 65535, doc: "Port of the Avro source" },
     "batch-size": { type: "int", roles: ["batchSize"], default: 100, min: 1, doc: "Events taken per transaction and sent per appendBatch" },
-    "connect-timeout": { type: "int", default: DEFAULT_TIMEOUT, doc: "Milliseconds to connect (TCP and TLS), and again for the Avro handshake on the first call (values under 1000 mean the default, as in Flume)" },
-    "request-timeout": { type: "int", default: DEFAULT_TIMEOUT, doc: "Milliseconds to wait for each later batch's answer (values under 1000 mean the default)" },
+    "connect-timeout": { type: "int", default: DEFAULT_RPC_TIMEOUT, doc: "Milliseconds to connect (TCP and TLS), and again for the Avro handshake on the first call (values under 1000 mean the default, as in Flume)" },
+    "request-timeout": { type: "int", default: DEFAULT_RPC_TIMEOUT, doc: "Milliseconds to wait for each later batch's answer (values under 1000 mean the default)" },
     "reset-connection-interval": { type: "int", default: 0, min: 0, doc: "Seconds after which the connection is re-established (0: never), so load balancers rebalance" },
     "compression-type": { type: "enum", values: ["none", "deflate"], default: "none", doc: "deflate to compress; the avro source must use the same" },
     "compression-level": { type: "int", default: 6, min: 0, max: 9, doc: "zlib level for deflate" },
@@ -86,8 +73,8 @@ export const definition = defineComponent({
       hostname: config.hostname,
       port: config.port,
       batchSize: config["batch-size"],
-      connectTimeout: timeout(config["connect-timeout"]),
-      requestTimeout: timeout(config["request-timeout"]),
+      connectTimeout: rpcTimeout(config["connect-timeout"]),
+      requestTimeout: rpcTimeout(config["request-timeout"]),
       resetConnectionInterval: config["reset-connection-interval"],
       compression: config["compression-type"] === "deflate" ? "deflate" : "none",
       compressionLevel: config["compression-level"],

@@ -19,8 +19,16 @@ export interface RpcSinkSettings {
   hostname: string;
   port: number;
   batchSize: number;
+  connectTimeout: number;
+  requestTimeout: number;
   /** Seconds after which the connection is replaced (0: never), to rebalance behind a load balancer. */
   resetConnectionInterval: number;
+}
+
+/** Flume's RPC timeouts default to 20 s, and a value under one second means the default. */
+export const DEFAULT_RPC_TIMEOUT = 20000;
+export function rpcTimeout(ms: number): number {
+  return ms < 1000 ? DEFAULT_RPC_TIMEOUT : ms;
 }
 
 /**

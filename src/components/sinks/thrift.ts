@@ -6,24 +6,14 @@ import { ThriftRpcClient } from "../../rpc/thrift/client.ts";
 import { KERBEROS_UNSUPPORTED, PROTOCOL_DOC, resolveProtocol } from "../../rpc/thrift/options.ts";
 import type { ThriftProtocolName } from "../../rpc/thrift/types.ts";
 import { type ComponentContext, defineComponent } from "../component.ts";
-import { RpcSink } from "./rpc-sink.ts";
+import { DEFAULT_RPC_TIMEOUT, RpcSink, type RpcSinkSettings, rpcTimeout } from "./rpc-sink.ts";
 
-export interface ThriftSinkOptions {
-  hostname: string;
-  port: number;
+export interface ThriftSinkOptions extends RpcSinkSettings {
   protocol: ThriftProtocolName;
-  batchSize: number;
-  connectTimeout: number;
-  requestTimeout: number;
-  /** Seconds after which the connection is replaced (0: never), to rebalance behind a load balancer. */
-  resetConnectionInterval: number;
   /** tls.connect options (see src/net/tls.ts clientTls); null: plain TCP. */
   tls: ConnectionOptions | null;
 }
 
-/** Flume replaces request timeouts under one second by the default. */
-const MIN_TIMEOUT = 1000;
-const DEFAULT_TIMEOUT = 20000;
 
 /**
  * Flume's thrift sink: an RPC sink (see rpc-sink.ts) over ThriftRpcClient's framed protocol. Any
@@ -66,8 +56,8 @@ export const definition = defineComponent({
     port: { type: "int", required: true, min: 1, max: 65535, doc: "Port of the thrift source" },
     "batch-size": { type: "int", roles: ["batchSize"], default: 100, min: 1, doc: "Events taken per transaction and sent per appendBatch" },
     protocol: { type: "string", default: "compact", doc: `${PROTOCOL_DOC}; another value means compact, with a warning` },
-    "connect-timeout": { type: "int", default: DEFAULT_TIMEOUT, min: 1, doc: "Milliseconds to connect (TCP and TLS). Flume 1.11's thrift client has no connect timeout; Flume TS applies this one" },
-    "request-timeout": { type: "int", default: DEFAULT_TIMEOUT, doc: "Milliseconds to wait for each batch's answer (values under 1000 mean the default, as in Flume)" },
+    "connect-timeout": { type: "int", default: DEFAULT_RPC_TIMEOUT, min: 1, doc: "Milliseconds to connect (TCP and TLS). Flume 1.11's thrift client has no connect timeout; Flume TS applies this one" },
+    "request-timeout": { type: "int", default: DEFAULT_RPC_TIMEOUT, doc: "Milliseconds to wait for each batch's answer (values under 1000 mean the default, as in Flume)" },
     "reset-connection-interval": {
       aliases: ["connection-reset-interval"],
       type: "int",
@@ -89,14 +79,13 @@ export const definition = defineComponent({
     return errors;
   },
   create(config, ctx) {
-    const requestTimeout = config["request-timeout"];
     return new ThriftSink(ctx, {
       hostname: config.hostname,
       port: config.port,
       protocol: resolveProtocol(config.protocol, (m) => ctx.logger.warn(`Rpc sink ${ctx.name}: ${m}`)),
       batchSize: config["batch-size"],
       connectTimeout: config["connect-timeout"],
-      requestTimeout: requestTimeout < MIN_TIMEOUT ? DEFAULT_TIMEOUT : requestTimeout,
+      requestTimeout: rpcTimeout(config["request-timeout"]),
       resetConnectionInterval: config["reset-connection-interval"],
       tls: clientTls(config),
     });
