@@ -3,9 +3,13 @@
  * scripts read, so nothing in src/, test/ or scripts/ may name a path outside it.
  */
 import { describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { ROOT } from "./support/helpers.ts";
 import { findOutsidePaths, formatOffender, scanRepository } from "./support/outside-paths.ts";
+import { commandRuns, precondition } from "./support/requires.ts";
+
+const needsGitCheckout = precondition(() => commandRuns("git", "-C", ROOT, "rev-parse", "--git-dir"), "needs a git checkout (git and the repository's .git)");
 
 const at = (relative: string, text: string) => findOutsidePaths(path.join(ROOT, relative), text, ROOT).map(formatOffender);
 // Built from pieces so that this file does not name the paths it checks for.
@@ -43,5 +47,15 @@ describe("no file names a path outside the repository", () => {
     for (const p of ["/tmp/x", "/dev/null", "/proc/self/fd", "/usr/bin/python3", "/etc/hosts", "/var/log/flume", "/bin/sh -c"]) expect(at("src/x.ts", `const p = "${p}";`)).toEqual([]);
     // URL paths and paths below other folders are not machine paths.
     expect(at("src/x.ts", `fetch("http://127.0.0.1:1/home"); const q = "a/home/b";`)).toEqual([]);
+  });
+});
+
+describe("a clone holds files, not links to the machine it was made on", () => {
+  needsGitCheckout.test("git tracks no symbolic link (one to node_modules or a folder beside the repository would break every other clone)", () => {
+    const r = spawnSync("git", ["ls-files", "-s"], { cwd: ROOT, encoding: "utf8" });
+    expect(r.status).toBe(0);
+    // Mode 120000 is a symbolic link.
+    const links = r.stdout.split("\n").filter((l) => l.startsWith("120000 ")).map((l) => l.split("\t")[1]);
+    expect(links).toEqual([]);
   });
 });
