@@ -34,6 +34,9 @@ export interface PullerEvents {
   handedBack?(n: number): void;
 }
 
+
+/** How @nats-io/jetstream words a fetch that ended because the server's heartbeats stopped. */
+const HEARTBEATS_MISSED = /heartbeats missed/i;
 /** Stream order of messages (their stream sequence). */
 const byStreamSeq = (a: JsMsg, b: JsMsg) => a.seq - b.seq;
 
@@ -290,7 +293,9 @@ export class Puller {
           failingSince = now;
           this.logger.warn(`${this.label}: pulling from consumer ${this.options.consumer} of stream ${this.options.stream} failed: ${messageOf(err)}; retrying`);
         }
-        await this.untilHalted(this.clock.sleep(Math.min(1000, this.link.settings.reconnectWait)));
+        // The client reports a pull the server left unanswered (a 409 it stalls on) only after two
+        // idle heartbeats went missing, a wait in real time already: pull again at once.
+        if (!HEARTBEATS_MISSED.test(messageOf(err))) await this.untilHalted(this.clock.sleep(Math.min(1000, this.link.settings.reconnectWait)));
       }
     }
   }

@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import type { Channel } from "../../../src/core/channel.ts";
 import { createEvent } from "../../../src/core/event.ts";
-import { silentLogger } from "../../../src/core/logger.ts";
+import { type Logger, silentLogger } from "../../../src/core/logger.ts";
 import { VirtualClock } from "../../../src/core/virtual-clock.ts";
 import type { ComponentDefinition } from "../../../src/components/component.ts";
 import { allComponents } from "../../../src/components/registry.ts";
@@ -125,7 +125,7 @@ function underTest(def: ComponentDefinition<unknown>): ChannelUnderTest {
       const { options: config, errors } = def.parse(props);
       expect(errors).toEqual([]);
       expect(capacityOf(def.schema, config)).toBe(limits.capacity);
-      const channel = def.create(config, componentContext("c1", { agentName: "a1", clock, logger: silentLogger })) as Channel;
+      const channel = def.create(config, componentContext("c1", { agentName: "a1", clock, logger: channelLogger })) as Channel;
       await channel.start();
       await setup?.ready?.(channel, clock);
       return channel;
@@ -138,6 +138,11 @@ function underTest(def: ComponentDefinition<unknown>): ChannelUnderTest {
     },
   };
 }
+
+/** FC_LOG=1 prints what the channels under test log (with a millisecond clock), to follow a failing run. */
+const channelLogger: Logger = process.env.FC_LOG
+  ? Object.fromEntries((["debug", "info", "warn", "error"] as const).map((level) => [level, (m: string) => console.error(`${Date.now() % 1e6} ${level} ${m}`)])) as unknown as Logger
+  : silentLogger;
 
 const channelTypes = allComponents().filter((d) => d.schema.kind === "channel" && d.schema.type !== "embedded");
 
