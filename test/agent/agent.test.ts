@@ -73,7 +73,9 @@ a1.sinks.k1.rollback.200 = false
 a1.sinks.k1.backoff.200 = false
 a1.sinks.k1.channel = c1
 `;
-    const agent = new Agent("a1", { drainTimeout: 3000 });
+    // A 503 before the downstream accepts puts the sink to sleep 5 s (Flume's sleep after a
+    // failed process()), which a drain respects: the drain outlasts it.
+    const agent = new Agent("a1", { drainTimeout: 8000 });
     await agent.start(
       parse(`a1.sources = r1
 a1.channels = c1
