@@ -51,7 +51,7 @@ export class StatsReporter {
     const at = this.clock.now();
     const secs = Math.max(0.001, (at - this.lastAt) / 1000);
     const rate = (key: object) => (Math.max(0, (now.get(key) ?? 0) - (this.last.get(key) ?? 0)) / secs).toFixed(1);
-    const total = (key: object) => (now.get(key) ?? 0).toLocaleString("en-US");
+    const total = (key: object) => thousands(now.get(key) ?? 0);
     const parts: string[] = [];
     const { sources, channels } = this.agent.components;
     for (const s of sources.values()) parts.push(`${s.name} in ${rate(s.source.counter)}/s (${total(s.source.counter)} total)`);
@@ -63,4 +63,15 @@ export class StatsReporter {
     this.lastAt = at;
     return `stats: ${parts.join(" | ")}`;
   }
+}
+
+/**
+ * An integer with commas between thousands ("1,234,567"), as toLocaleString("en-US") writes it
+ * without loading ICU: that costs an idle agent about 2 MB of RSS at its first stats line.
+ */
+export function thousands(n: number): string {
+  const digits = String(Math.trunc(Math.abs(n)));
+  let out = "";
+  for (let end = digits.length; end > 0; end -= 3) out = (end > 3 ? "," : "") + digits.slice(Math.max(0, end - 3), end) + out;
+  return n < 0 ? `-${out}` : out;
 }

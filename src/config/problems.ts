@@ -76,12 +76,17 @@ export function formatProblem(p: Problem): string {
 export function sortProblems(problems: Problem[]): Problem[] {
   return [...problems].sort(
     (a, b) =>
-      a.file.localeCompare(b.file) ||
+      byCodePoint(a.file, b.file) ||
       a.line - b.line ||
       (a.severity === b.severity ? 0 : a.severity === "error" ? -1 : 1) ||
-      a.component.localeCompare(b.component) ||
-      a.key.localeCompare(b.key),
+      byCodePoint(a.component, b.component) ||
+      byCodePoint(a.key, b.key),
   );
+}
+
+/** Plain string order: the same everywhere, and no ICU collator (megabytes) in an agent that reports a warning. */
+function byCodePoint(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** Levenshtein distance, case-insensitive (type names and keys are compared loosely). */

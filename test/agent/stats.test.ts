@@ -2,7 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { Agent } from "../../src/agent/agent.ts";
-import { StatsReporter } from "../../src/agent/stats.ts";
+import fc from "fast-check";
+import { StatsReporter, thousands } from "../../src/agent/stats.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
 import { cleanupsAfterEach, sleep, startAgentCli, tempDir } from "../support/helpers.ts";
 import { parseAgentConfig, seqConf } from "../support/agent.ts";
@@ -73,5 +74,15 @@ describe("flume run's stats line", () => {
     expect(quiet.stderr).not.toContain("stats:");
     quiet.child.kill("SIGTERM");
     expect(await quiet.exited()).toBe(3);
+  });
+});
+
+describe("totals in the stats line", () => {
+  test("are grouped by thousands as en-US writes them, for any count", () => {
+    expect(thousands(0)).toBe("0");
+    expect(thousands(999)).toBe("999");
+    expect(thousands(1000)).toBe("1,000");
+    expect(thousands(-1234567)).toBe("-1,234,567");
+    fc.assert(fc.property(fc.maxSafeNat(), (n) => expect(thousands(n)).toBe(n.toLocaleString("en-US"))));
   });
 });
