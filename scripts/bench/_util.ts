@@ -1,3 +1,4 @@
+import { createEvent, type Event } from "../../src/core/event.ts";
 import { readFileSync } from "node:fs";
 import net from "node:net";
 
@@ -77,4 +78,22 @@ export function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
+}
+
+/** The batch the RPC benchmarks send: `size` events of `bodySize` bytes, with two headers each when asked. */
+export function rpcBenchBatch(size: number, bodySize: number, headers: boolean): Event[] {
+  const batch: Event[] = [];
+  for (let i = 0; i < size; i++) {
+    const body = Buffer.alloc(bodySize, 97 + (i % 26));
+    batch.push(createEvent(body, headers ? { timestamp: String(1796038752343 + i), host: "edge-01.example.com" } : {}));
+  }
+  return batch;
+}
+
+/** Sends `batch` with `inFlight` calls outstanding, until the process is killed. */
+export async function sendForever(client: { appendBatch(events: Event[]): Promise<void> }, batch: Event[], inFlight: number): Promise<void> {
+  const loop = async () => {
+    for (;;) await client.appendBatch(batch);
+  };
+  await Promise.all(Array.from({ length: inFlight }, loop));
 }

@@ -14,33 +14,22 @@ import { componentContext } from "../../src/components/component.ts";
 import { spawn } from "node:child_process";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import { systemClock } from "../../src/core/clock.ts";
-import { createEvent, type Event } from "../../src/core/event.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import { silentLogger } from "../../src/core/logger.ts";
 import { AvroSource } from "../../src/components/sources/avro.ts";
 import { DEFAULT_FRAME_LIMITS } from "../../src/rpc/frame.ts";
 import { AvroRpcClient } from "../../src/rpc/client.ts";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { fmt, peakRssMb, rpcBenchBatch, sendForever } from "./_util.ts";
 
 const BATCH = 1000;
 const BODY_SIZE = 100;
 const MEASURE_MS = Number(process.env.BENCH_MS ?? 3000);
 const WARMUP_MS = 500;
 
-/** Peak resident set size of a process in MB (VmHWM), from /proc. */
-function peakRssMb(pid: number | "self" = "self"): number {
-  try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-    return m ? Number(m[1]) / 1024 : NaN;
-  } catch {
-    return NaN;
-  }
-}
-
-const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 
 interface Case {
   name: string;
@@ -52,15 +41,7 @@ interface Case {
 /** Child-process side: sends batches until killed. */
 async function clientMain(port: number, inFlight: number, compression: "none" | "deflate", headers: boolean): Promise<void> {
   const client = await AvroRpcClient.connect({ host: "127.0.0.1", port, compression });
-  const batch: Event[] = [];
-  for (let i = 0; i < BATCH; i++) {
-    const body = Buffer.alloc(BODY_SIZE, 97 + (i % 26));
-    batch.push(createEvent(body, headers ? { timestamp: String(1796038752343 + i), host: "edge-01.example.com" } : {}));
-  }
-  const loop = async () => {
-    for (;;) await client.appendBatch(batch);
-  };
-  await Promise.all(Array.from({ length: inFlight }, loop));
+  await sendForever(client, rpcBenchBatch(BATCH, BODY_SIZE, headers), inFlight);
 }
 
 async function runCase(c: Case): Promise<{ eventsPerSecond: number; serverRss: number; clientRss: number }> {

@@ -10,14 +10,13 @@
  */
 import { spawn } from "node:child_process";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
-import { createEvent, type Event } from "../../src/core/event.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import { componentContext } from "../../src/components/component.ts";
 import { ThriftSource } from "../../src/components/sources/thrift.ts";
 import { ThriftRpcClient } from "../../src/rpc/thrift/client.ts";
 import { DEFAULT_MAX_FRAME_SIZE, type ThriftProtocolName } from "../../src/rpc/thrift/types.ts";
-import { fmt, peakRssMb } from "./_util.ts";
+import { fmt, peakRssMb, rpcBenchBatch, sendForever } from "./_util.ts";
 
 const BATCH = 1000;
 const BODY_SIZE = 100;
@@ -34,15 +33,7 @@ interface Case {
 /** Child-process side: sends batches until killed. */
 async function clientMain(port: number, protocol: ThriftProtocolName, inFlight: number, headers: boolean): Promise<void> {
   const client = await ThriftRpcClient.connect({ host: "127.0.0.1", port, protocol });
-  const batch: Event[] = [];
-  for (let i = 0; i < BATCH; i++) {
-    const body = Buffer.alloc(BODY_SIZE, 97 + (i % 26));
-    batch.push(createEvent(body, headers ? { timestamp: String(1796038752343 + i), host: "edge-01.example.com" } : {}));
-  }
-  const loop = async () => {
-    for (;;) await client.appendBatch(batch);
-  };
-  await Promise.all(Array.from({ length: inFlight }, loop));
+  await sendForever(client, rpcBenchBatch(BATCH, BODY_SIZE, headers), inFlight);
 }
 
 async function runCase(c: Case): Promise<{ eventsPerSecond: number; serverRss: number; clientRss: number }> {
