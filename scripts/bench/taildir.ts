@@ -10,15 +10,22 @@
  * - files: BENCH_TAILDIR_FILES (1,000) files of 10,000 lines of 100 bytes, one filegroup,
  *   TAILDIR (default settings) -> memory (capacity 10,000, transactionCapacity 1,000) -> null
  *   (batchSize 1,000). Lines/s, peak RSS, peak RSS per file above an idle agent's (the same
- *   configuration on an empty directory), RSS 5 s after the last line, and the RSS of an agent
- *   restarted on the same files (tailing them at their end: the cost per file without reading).
+ *   configuration on an empty directory, at 2 s: before its first release of memory, as the
+ *   agent reading the files is), RSS 10 s after the last line (past the release 3 s without
+ *   events bring), and the RSS of an agent restarted on the same files, 8 s after its start
+ *   (tailing them at their end: the cost per file without reading).
  * - big-file: one 300 MB file (BENCH_TAILDIR_MB) through the same pipeline, batchSize 100
- *   (the default) and 1000: lines/s and peak RSS.
+ *   (the default) and 1000: lines/s and peak RSS; then, batchSize 100, the file renamed into
+ *   the directory of an agent that has run 5 s without events (past its first release of
+ *   memory, as an agent in service meets a new file).
  * - latency: an idle file gets one line every 100 ms (BENCH_LATENCY_LINES lines, 150), TAILDIR
  *   with default settings -> memory -> file_roll (sink.batchSize 1): p50/p99/max from the
- *   append to the line in the sink's file, and the agent's CPU time over 10 s idle.
+ *   append to the line in the sink's file (and the first line's apart: it is the first work
+ *   after the agent released its memory), and the agent's CPU time over 10 s idle (from 5 s after the start).
  * - spooldir-latency: a file of one line renamed into the spool directory every 100 ms,
  *   spooldir with default settings -> memory -> file_roll (batchSize 1): the same figures.
+ * Agents run as `bun src/cli.ts` unless BENCH_FLUME names the command (the footprint bench sets it
+ * to the binary).
  */
 import { componentContext } from "../../src/components/component.ts";
 import { type ChildProcess, spawn } from "node:child_process";
@@ -206,13 +213,16 @@ function writeManyFiles(logs: string, files: number, linesPerFile: number): void
   }
 }
 
-async function idleRss(dir: string): Promise<number> {
+/** RSS of an agent on an empty directory: at 2 s (before its first release of memory) and at 8 s (after it). */
+async function idleRss(dir: string): Promise<{ early: number; released: number }> {
   const logs = path.join(dir, "idle-logs");
   mkdirSync(logs, { recursive: true });
   const agent = await startAgent(dir, taildirToNull(logs, path.join(dir, "idle-pos.json")));
   try {
     await sleep(2000);
-    return procStatus(agent.pid, "VmRSS");
+    const early = procStatus(agent.pid, "VmRSS");
+    await sleep(6000);
+    return { early, released: procStatus(agent.pid, "VmRSS") };
   } finally {
     await agent.stop();
   }
@@ -235,11 +245,11 @@ export async function files(): Promise<void> {
       const ms = await untilTaken(agent, total);
       const cpu = cpuMs(agent.pid) - cpu0;
       const peak = procStatus(agent.pid, "VmHWM");
-      await sleep(5000);
+      await sleep(10000);
       const after = procStatus(agent.pid, "VmRSS");
       console.log(
         `TAILDIR ${fmt(count)} files x ${fmt(perFile)} lines of ${LINE} bytes -> memory -> null, default TAILDIR settings: ${fmt(total / (ms / 1000))} lines/s (agent CPU ${(cpu / 1000).toFixed(2)} s); ` +
-          `peak RSS ${peak.toFixed(0)} MB (idle agent ${idle.toFixed(0)} MB: ${(((peak - idle) * 1024) / count).toFixed(1)} KiB per file); RSS 5 s later ${after.toFixed(0)} MB`,
+          `peak RSS ${peak.toFixed(0)} MB (idle agent ${idle.early.toFixed(0)} MB: ${(((peak - idle.early) * 1024) / count).toFixed(1)} KiB per file); RSS 10 s later ${after.toFixed(0)} MB (idle agent after its release ${idle.released.toFixed(0)} MB)`,
       );
     } finally {
       await agent.stop();
@@ -247,9 +257,9 @@ export async function files(): Promise<void> {
     // The same files once read: the cost of tailing them, without the reading's churn.
     const again = await startAgent(dir, taildirToNull(logs, path.join(dir, "pos.json")));
     try {
-      await sleep(3000);
+      await sleep(8000);
       const rss = procStatus(again.pid, "VmRSS");
-      console.log(`TAILDIR tailing the ${fmt(count)} files at their end (after a restart): RSS ${rss.toFixed(0)} MB, ${(((rss - idle) * 1024) / count).toFixed(1)} KiB per file above the idle agent`);
+      console.log(`TAILDIR tailing the ${fmt(count)} files at their end (after a restart, at 8 s): RSS ${rss.toFixed(0)} MB, ${(((rss - idle.released) * 1024) / count).toFixed(1)} KiB per file above the idle agent at 8 s`);
     } finally {
       await again.stop();
     }
@@ -276,6 +286,22 @@ export async function bigFile(): Promise<void> {
       } finally {
         await agent.stop();
       }
+    }
+    const later = path.join(dir, "later");
+    mkdirSync(later);
+    const agent = await startAgent(dir, taildirToNull(later, path.join(dir, "pos-later.json")));
+    try {
+      await sleep(5000);
+      const idle = procStatus(agent.pid, "VmRSS");
+      renameSync(path.join(logs, "big.log"), path.join(later, "big.log"));
+      const ms = await untilTaken(agent, lines);
+      const peak = procStatus(agent.pid, "VmHWM");
+      await sleep(5000);
+      console.log(
+        `TAILDIR one ${mb} MB file moved into the directory of an agent idle for 5 s (RSS ${idle.toFixed(0)} MB), batchSize 100: ${fmt(lines / (ms / 1000))} lines/s; peak RSS ${peak.toFixed(0)} MB, ${procStatus(agent.pid, "VmRSS").toFixed(0)} MB 5 s later`,
+      );
+    } finally {
+      await agent.stop();
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -361,7 +387,8 @@ async function pickup(what: string, dir: string, conf: string, send: (i: number)
   const n = Number(process.env.BENCH_LATENCY_LINES ?? 150);
   const agent = await startAgent(dir, conf);
   try {
-    await sleep(1000);
+    // Past the agent's release of memory 3 s after the start: that is once, not idle CPU.
+    await sleep(5000);
     const idle = await idleCpu(agent, 10_000);
     const watcher = outputWatcher(path.join(dir, "out"));
     const sent = new Map<number, number>();
@@ -374,7 +401,8 @@ async function pickup(what: string, dir: string, conf: string, send: (i: number)
     await sleep(6000);
     watcher.stop();
     const busy = cpuMs(agent.pid) - c0;
-    console.log(`${latencyReport(what, sent, watcher.arrivals)}; ${idle}; CPU ${busy} ms while the ${n} lines came (${(n * 0.1 + 6).toFixed(0)} s)`);
+    const first = (watcher.arrivals.get(0) ?? Number.NaN) - (sent.get(0) ?? 0);
+    console.log(`${latencyReport(what, sent, watcher.arrivals)} (the first, after the agent's release of memory: ${first.toFixed(1)} ms); ${idle}; CPU ${busy} ms while the ${n} lines came (${(n * 0.1 + 6).toFixed(0)} s)`);
   } finally {
     await agent.stop();
   }

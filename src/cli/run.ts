@@ -4,6 +4,8 @@ import { Agent } from "../agent/agent.ts";
 import { ConfigReloader } from "../agent/reload.ts";
 import { componentLogger, createAgentLogger, LOG_LEVELS, levelFromFlumeRootLogger, type LogFormat, type LogLevel } from "../agent/logging.ts";
 import { StatsReporter } from "../agent/stats.ts";
+import { IdleMemoryRelease } from "../agent/idle-release.ts";
+import { canReleaseMemory, releaseProcessMemory } from "../agent/process-memory.ts";
 import * as registry from "../components/registry.ts";
 import { formatProblem } from "../config/problems.ts";
 import { decodeProperties } from "../config/properties.ts";
@@ -34,6 +36,8 @@ export interface RunOptions {
   logFormat: LogFormat;
   /** Seconds every component gets to start before the process gives up with exit 1 (undefined: retry forever). */
   failFastSec?: number;
+  /** Seconds without events after which unused memory goes back to the system (0: never). */
+  releaseMemorySec: number;
 }
 
 /**
@@ -64,6 +68,12 @@ const RUN_ARGS = {
   lenient: { type: "boolean", description: "Start with broken components dropped, as Flume does, instead of refusing" },
   quiet: { type: "boolean", alias: "q", description: "No periodic stats line" },
   "drain-timeout": { type: "string", parse: nonNegative, default: "5000", description: "Milliseconds sinks get to drain channels on shutdown" },
+  "release-memory": {
+    type: "string",
+    parse: nonNegative,
+    default: "3",
+    description: "Seconds without events after which the agent returns memory it no longer uses to the system, after the start and after each burst (Bun only; 0: never)",
+  },
   "stats-interval": { type: "string", parse: nonNegative, default: "10", description: "Seconds between stats lines (0: none)" },
   trace: { type: "string", description: "Record every channel transaction to this file as JSON lines (for flume replay)" },
   "trace-max-bytes": { type: "string", parse: nonNegative, default: String(DEFAULT_TRACE_MAX_BYTES), description: "Stop recording the trace beyond this many bytes" },
@@ -113,6 +123,7 @@ function runOptions(a: Parsed<typeof RUN_ARGS>): { options: RunOptions; notes: s
     quiet: a.quiet,
     drainTimeoutMs: a["drain-timeout"],
     statsIntervalSec: a["stats-interval"],
+    releaseMemorySec: a["release-memory"],
     trace: a.trace,
     traceMaxBytes: a["trace-max-bytes"],
   };
@@ -180,6 +191,7 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   let reloadTimer: ReturnType<typeof setInterval> | null = null;
   let metrics: MetricsServer | null = null;
   let stats: StatsReporter | null = null;
+  let idleRelease: IdleMemoryRelease | null = null;
   let stopping = false;
   let resolveExit: (code: number) => void = () => {};
   const exited = new Promise<number>((resolve) => (resolveExit = resolve));
@@ -196,6 +208,7 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
     if (reloadTimer) clearInterval(reloadTimer);
     if (readyTimer) clearInterval(readyTimer);
     stats?.stop();
+    idleRelease?.stop();
     try {
       await agent.stop();
       await metrics?.stop();
@@ -285,6 +298,12 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
 
   stats = o.quiet || o.statsIntervalSec === 0 ? null : new StatsReporter(agent, systemClock, (line) => log.info(line), o.statsIntervalSec * 1000);
   stats?.start();
+  if (o.releaseMemorySec > 0 && canReleaseMemory()) {
+    idleRelease = new IdleMemoryRelease(systemClock, () => eventsMoved(agent), () => process.memoryUsage.rss(), () => releaseMemory(o.releaseMemorySec, log), {
+      quietMs: o.releaseMemorySec * 1000,
+    });
+    idleRelease.start();
+  }
 
   reloader = new ConfigReloader(agent, { file, displayName: o.file, load: (text) => loadConfig(text, file, o), lenient: o.lenient, log, loadedText });
   if (o.reload && o.pollIntervalSec > 0) {
@@ -293,6 +312,21 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   }
 
   return finish(await exited);
+}
+
+/** A sum that changes whenever events move: received by sources, put into or taken from channels. */
+function eventsMoved(agent: Agent): number {
+  let n = 0;
+  const { sources, channels } = agent.components;
+  for (const s of sources.values()) n += s.source.counter.values.EventReceivedCount;
+  for (const c of channels.values()) n += c.channel.counter.values.EventPutSuccessCount + c.channel.counter.values.EventTakeSuccessCount;
+  return n;
+}
+
+async function releaseMemory(quietSec: number, log: { debug(m: string): void }): Promise<void> {
+  const r = await releaseProcessMemory();
+  const mb = (bytes: number) => (bytes / (1024 * 1024)).toFixed(1);
+  log.debug(`no events for ${quietSec} s: returned unused memory to the system, RSS ${mb(r.rssBefore)} -> ${mb(r.rssAfter)} MB${r.codePagedOut ? " (code pages of the binary paged out)" : ""}`);
 }
 
 /**

@@ -1,0 +1,93 @@
+import { describe, expect, test } from "bun:test";
+import { IdleMemoryRelease } from "../../src/agent/idle-release.ts";
+import { VirtualClock } from "../../src/core/virtual-clock.ts";
+
+const MB = 1024 * 1024;
+
+/** An agent stand-in: events moved so far and resident bytes, both set by the test; releases bring RSS to `releasedTo`. */
+function harness(o: { quietMs?: number; releasedTo?: number } = {}) {
+  const clock = new VirtualClock();
+  const state = { events: 0, rss: 40 * MB, releases: [] as number[] };
+  const releasedTo = o.releasedTo ?? 15 * MB;
+  const idle = new IdleMemoryRelease(
+    clock,
+    () => state.events,
+    () => state.rss,
+    async () => {
+      state.releases.push(clock.now());
+      state.rss = releasedTo;
+    },
+    { quietMs: o.quietMs ?? 3000 },
+  );
+  /** Advances the clock second by second, with `eventsPerSecond` moved in each. */
+  const run = async (seconds: number, eventsPerSecond = 0, rssGrowthPerSecond = 0) => {
+    for (let i = 0; i < seconds; i++) {
+      state.events += eventsPerSecond;
+      state.rss += rssGrowthPerSecond;
+      await clock.advance(1000);
+    }
+  };
+  return { clock, state, idle, run };
+}
+
+describe("memory released when the agent is quiet", () => {
+  test("once after the start, when no event has moved for the quiet time", async () => {
+    const { state, idle, run } = harness();
+    idle.start();
+    await run(2);
+    expect(state.releases).toEqual([]);
+    await run(1);
+    expect(state.releases).toEqual([3000]);
+    await run(60);
+    expect(state.releases).toEqual([3000]);
+    idle.stop();
+  });
+
+  test("not while events keep moving; after a burst that took memory, once it has been quiet for the quiet time", async () => {
+    const { state, idle, run } = harness();
+    idle.start();
+    await run(5);
+    expect(state.releases).toHaveLength(1);
+    // A 30 s burst that grows RSS by 50 MB.
+    await run(30, 100_000, (50 * MB) / 30);
+    expect(state.releases).toHaveLength(1);
+    await run(2);
+    expect(state.releases).toHaveLength(1);
+    await run(2);
+    expect(state.releases).toHaveLength(2);
+    expect(state.rss).toBe(15 * MB);
+    idle.stop();
+  });
+
+  test("a trickle of events with long gaps, which takes little memory, releases nothing more", async () => {
+    const { state, idle, run } = harness();
+    idle.start();
+    await run(5);
+    for (let i = 0; i < 20; i++) {
+      await run(1, 1, 100 * 1024);
+      await run(9);
+    }
+    expect(state.releases).toHaveLength(1);
+    idle.stop();
+  });
+
+  test("what an idle agent pages back in after a release does not count as growth", async () => {
+    const { state, idle, run } = harness();
+    idle.start();
+    await run(4);
+    expect(state.releases).toHaveLength(1);
+    // 12 MB paged back in over a minute of idling, more than the 8 MB a release needs.
+    await run(60, 0, (12 * MB) / 60);
+    expect(state.releases).toHaveLength(1);
+    idle.stop();
+  });
+
+  test("stop ends it: no release afterwards", async () => {
+    const { state, idle, run } = harness();
+    idle.start();
+    await run(1);
+    idle.stop();
+    await run(10);
+    expect(state.releases).toEqual([]);
+  });
+});
