@@ -1,5 +1,8 @@
 import type { Clock, TimerHandle } from "../core/clock.ts";
 
+/** Quiet checks after a release whose RSS raises the floor: about what an idle agent pages back in over 2 minutes. */
+const SETTLE_CHECKS = 120;
+
 export interface IdleReleaseOptions {
   /** Milliseconds without events before memory is released. */
   quietMs: number;
@@ -28,9 +31,10 @@ export class IdleMemoryRelease {
    * was released back in); -Infinity before the first release, which always runs.
    */
   private floor = Number.NEGATIVE_INFINITY;
-  /** Quiet since the previous release: RSS now is what an idle agent holds, not what a burst took. */
-  private settling = false;
-  private releasing = false;
+  /** Quiet checks left in which RSS is still taken into the floor after a release (it settles within a minute or so). */
+  private settleChecks = 0;
+  /** This quiet spell has been judged (released, or too little to release): RSS is not read again until events move. */
+  private judged = false;
   private readonly checkMs: number;
   private readonly minGrowthBytes: number;
 
@@ -57,29 +61,37 @@ export class IdleMemoryRelease {
   }
 
   private schedule(): void {
-    this.timer = this.clock.setTimeout(() => void this.check().finally(() => this.timer && this.schedule()), this.checkMs);
+    this.timer = this.clock.setTimeout(() => this.check(), this.checkMs);
   }
 
-  private async check(): Promise<void> {
+  /** Plain and synchronous: it runs every second of an idle agent's life. */
+  private check(): void {
     const now = this.clock.now();
     const activity = this.activity();
     if (activity !== this.lastActivity) {
       this.lastActivity = activity;
       this.quietSince = now;
-      this.settling = false;
-      return;
+      this.settleChecks = 0;
+      this.judged = false;
+    } else {
+      if (this.settleChecks > 0) {
+        this.settleChecks--;
+        this.floor = Math.max(this.floor, this.rss());
+      }
+      if (!this.judged && now - this.quietSince >= this.o.quietMs) {
+        this.judged = true;
+        if (this.rss() >= this.floor + this.minGrowthBytes) {
+          // The next check waits for the release to end. A failed release (the caller logs why)
+          // must not become an unhandled rejection that ends the process.
+          void this.release().catch(() => undefined).finally(() => {
+            this.floor = this.rss();
+            this.settleChecks = SETTLE_CHECKS;
+            if (this.timer) this.schedule();
+          });
+          return;
+        }
+      }
     }
-    if (this.releasing) return;
-    const rss = this.rss();
-    if (this.settling) this.floor = Math.max(this.floor, rss);
-    if (now - this.quietSince < this.o.quietMs || rss < this.floor + this.minGrowthBytes) return;
-    this.releasing = true;
-    try {
-      await this.release();
-    } finally {
-      this.releasing = false;
-      this.floor = this.rss();
-      this.settling = true;
-    }
+    this.schedule();
   }
 }

@@ -76,9 +76,42 @@ describe("memory released when the agent is quiet", () => {
     idle.start();
     await run(4);
     expect(state.releases).toHaveLength(1);
-    // 12 MB paged back in over a minute of idling, more than the 8 MB a release needs.
+    // 12 MB paged back in over a minute of idling, more than the 8 MB a release needs; then
+    // one event and a quiet spell.
     await run(60, 0, (12 * MB) / 60);
+    await run(1, 1, 100 * 1024);
+    await run(5);
     expect(state.releases).toHaveLength(1);
+    idle.stop();
+  });
+
+  test("a release that fails leaves the agent running and the next quiet spell after a burst tries again", async () => {
+    const clock = new VirtualClock();
+    let events = 0;
+    let rss = 40 * MB;
+    const calls: number[] = [];
+    const idle = new IdleMemoryRelease(
+      clock,
+      () => events,
+      () => rss,
+      async () => {
+        calls.push(clock.now());
+        if (calls.length === 1) throw new Error("madvise: EPERM");
+        rss = 15 * MB;
+      },
+      { quietMs: 3000 },
+    );
+    idle.start();
+    for (let i = 0; i < 5; i++) await clock.advance(1000);
+    expect(calls).toEqual([3000]);
+    for (let i = 0; i < 10; i++) {
+      events += 1000;
+      rss += 5 * MB;
+      await clock.advance(1000);
+    }
+    for (let i = 0; i < 5; i++) await clock.advance(1000);
+    expect(calls).toHaveLength(2);
+    expect(rss).toBe(15 * MB);
     idle.stop();
   });
 
