@@ -325,9 +325,10 @@ function eventsMoved(agent: Agent): number {
 
 async function releaseMemory(quietSec: number, log: { debug(m: string): void; warn(m: string): void }): Promise<void> {
   try {
+    const t0 = performance.now();
     const r = await releaseProcessMemory();
     const mb = (bytes: number) => (bytes / (1024 * 1024)).toFixed(1);
-    log.debug(`no events for ${quietSec} s: returned unused memory to the system, RSS ${mb(r.rssBefore)} -> ${mb(r.rssAfter)} MB${r.codePagedOut ? " (code pages of the binary paged out)" : ""}`);
+    log.debug(`no events for ${quietSec} s: returned unused memory to the system in ${(performance.now() - t0).toFixed(0)} ms, RSS ${mb(r.rssBefore)} -> ${mb(r.rssAfter)} MB${r.codePagedOut ? " (code pages of the binary paged out)" : ""}`);
   } catch (err) {
     log.warn(`could not return unused memory to the system: ${(err as Error).message} (--release-memory 0 turns this off)`);
   }
