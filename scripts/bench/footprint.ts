@@ -4,18 +4,21 @@
  * built first when missing; BENCH_BINARY picks another), run as `flume run` in a child process.
  *
  * - start: netcat -> memory -> logger; milliseconds from spawn to the first accepted TCP
- *   connection (median of BENCH_STARTS, default 7), RSS once idle, the binary's size.
+ *   connection (median of BENCH_STARTS, default 7); idle RSS with default options, the most from
+ *   10 s to BENCH_IDLE_SECS (60) after the start (the agent releases memory 3 s after it), and at
+ *   2 s; the binary's size.
  * - syslog: syslogtcp -> memory -> null, 1,000,000 RFC 3164 lines from a client process on one
- *   connection, then spread over 5,000 connections; events/s from the client's start to the
- *   last event taken (read from /metrics), the agent's peak RSS; and the RSS 5,000 idle
- *   connections add, per connection.
+ *   connection (as soon as the agent listens, then on an agent idle for 5 s), then spread over
+ *   5,000 connections; events/s from the client's start to the last event taken (read from
+ *   /metrics), the agent's peak RSS and its RSS 5 s later; and the RSS 5,000 idle connections
+ *   add, per connection.
  * - queued: bytes a queued event with a 100-byte body costs in a memory channel (JS heap and
  *   array buffers after a full GC, in this process): as netcat and seq make them, and as
- *   syslogtcp parses them.
+ *   syslogtcp parses them; and what one is made of (event object, headers, body view).
  * - seq -> memory -> null (5 M events) and seq -> file channel (fsync per commit) -> null (1 M),
  *   events/s and peak RSS.
  * - the cases other benchmarks register in scripts/bench/index.ts (FOOTPRINT_CASES), each run
- *   as `npm run bench -- <name>` with its environment.
+ *   as `npm run bench -- <name>` with its environment and BENCH_FLUME set to the binary.
  *
  * BENCH_ONLY=start,syslog,... runs a subset; BENCH_REPEAT=3 runs each case three times.
  */

@@ -31,7 +31,7 @@ export class IdleMemoryRelease {
    * was released back in); -Infinity before the first release, which always runs.
    */
   private floor = Number.NEGATIVE_INFINITY;
-  /** Quiet checks left in which RSS is still taken into the floor after a release (it settles within a minute or so). */
+  /** Quiet checks left in which RSS is still taken into the floor after a release (it settles within a minute or two). */
   private settleChecks = 0;
   /** This quiet spell has been judged (released, or too little to release): RSS is not read again until events move. */
   private judged = false;
