@@ -9,13 +9,12 @@
  * BENCH_DIR picks the directory (default: the OS temp dir); BENCH_EVENTS the event count.
  */
 import { spawn, spawnSync } from "node:child_process";
-import net from "node:net";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { FileChannel } from "../../src/components/channels/file/index.ts";
 import { createEvent, type Event } from "../../src/core/event.ts";
-import { fmt, peakRssMb } from "./_util.ts";
+import { fmt, freePort, peakRssMb } from "./_util.ts";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const BATCH = 1000;
@@ -125,17 +124,6 @@ async function child(mode: string, dir: string): Promise<Record<string, number>>
     return { ms, pending, rss: peakRssMb() };
   }
   throw new Error(`unknown mode ${mode}`);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /**

@@ -28,7 +28,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { heapStats } from "bun:jsc";
-import { fmt } from "./_util.ts";
+import { fmt, freePort } from "./_util.ts";
 
 const ROOT = path.resolve(import.meta.dir, "../..");
 const BINARY = process.env.BENCH_BINARY ? path.resolve(process.env.BENCH_BINARY) : path.join(ROOT, "dist", "flume");
@@ -61,17 +61,6 @@ function status(pid: number): Record<string, number> {
     // the process is gone
   }
   return out;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 function connects(port: number): Promise<boolean> {

@@ -8,7 +8,7 @@
  */
 import { componentContext } from "../../src/components/component.ts";
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { peakRssMb } from "./_util.ts";
 import { definition as httpSource } from "../../src/components/sources/http.ts";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import { systemClock } from "../../src/core/clock.ts";
@@ -19,11 +19,6 @@ import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 10_000);
 const PER_REQUEST = 100;
 const CONCURRENCY = 16;
-
-function peakRssMb(): number {
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync("/proc/self/status", "utf8"));
-  return m ? Number(m[1]) / 1024 : Number.NaN;
-}
 
 const CLIENT = `
 const [port, total, per, conc] = process.argv.slice(1).map(Number);

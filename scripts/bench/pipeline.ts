@@ -3,21 +3,11 @@
 // to the last, the way Apache Flume 1.11 was timed on this machine (1.6-2.7 M events/s, 280-350 MB RSS).
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fmt, peakRssMb } from "./_util.ts";
+import { fmt, freePort, peakRssMb } from "./_util.ts";
 
 const TOTAL = Number(process.env.BENCH_EVENTS ?? 5_000_000);
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function metrics(port: number): Promise<Record<string, Record<string, string>> | null> {
   try {

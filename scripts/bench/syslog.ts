@@ -12,7 +12,7 @@
  */
 import { componentContext } from "../../src/components/component.ts";
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { peakRssMb } from "./_util.ts";
 import { heapStats } from "bun:jsc";
 import { type Frame, SyslogFrameDecoder } from "../../src/components/sources/syslog/framing.ts";
 import { SyslogEventParser } from "../../src/components/sources/syslog/parse.ts";
@@ -49,11 +49,6 @@ class CountingNullSink extends NullSink {
     if (this.eventCount >= this.total) this.done();
     return status;
   }
-}
-
-function peakRssMb(): number {
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync("/proc/self/status", "utf8"));
-  return m ? Number(m[1]) / 1024 : Number.NaN;
 }
 
 // The client: builds the stream in 1 MB writes and sends it. Runs as a separate process.
