@@ -3,7 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import { ChannelException, ChannelFullException } from "../../src/core/errors.ts";
-import { bodyText, createEvent, type Event } from "../../src/core/event.ts";
+import { bodyEvent, bodyText, createEvent, type Event } from "../../src/core/event.ts";
 import { EventInterceptor, type Interceptor } from "../../src/core/interceptor.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
@@ -262,6 +262,22 @@ describe("ChannelProcessor with event-dependent selectors", () => {
     await p.processEvent(createEvent("x", { t: "x" }));
     expect(a.size).toBe(1);
     await expect(p.processEvent(createEvent("y", { t: "y" }))).rejects.toBeInstanceOf(ChannelException);
+  });
+
+  test("multiplexing routes events made without headers by the header an interceptor gives them", async () => {
+    const channels = probes(2);
+    class Tag extends EventInterceptor {
+      intercept(event: Event): Event {
+        event.headers.kind = bodyText(event).startsWith("ERR") ? "error" : "info";
+        return event;
+      }
+    }
+    const selector = new MultiplexingChannelSelector(channels, { header: "kind", mapping: { error: ["ch0"] }, default: ["ch1"] });
+    const p = new ChannelProcessor(selector, [new Tag()]);
+    const lines = ["ERR disk full", "ok", "ERR again"].map((l) => bodyEvent(new TextEncoder().encode(l)));
+    await p.processEventBatch(lines);
+    expect(await drain(channels[0])).toEqual(["ERR disk full", "ERR again"]);
+    expect(await drain(channels[1])).toEqual(["ok"]);
   });
 
   test("load_balancing round_robin spreads a batch over the channels, one transaction each", async () => {

@@ -1,7 +1,7 @@
 // Events and the typed errors of the core.
 import { describe, expect, test } from "bun:test";
 import { ChannelException, ChannelFullException, ConfigurationError, EventDeliveryException, FlumeError, TransactionStateError } from "../../src/core/errors.ts";
-import { bodyText, compactBodies, createEvent, type Event } from "../../src/core/event.ts";
+import { bodyEvent, bodyText, compactBodies, createEvent, type Event } from "../../src/core/event.ts";
 
 describe("Event", () => {
   test("a string body is encoded as UTF-8; headers are plain strings", () => {
@@ -17,6 +17,35 @@ describe("Event", () => {
     const e = createEvent(body);
     expect(e.body).toBe(body);
     expect(e.headers).toEqual({});
+  });
+});
+
+describe("bodyEvent (what line and sequence sources make)", () => {
+  test("its headers start empty and keep what is written into them", () => {
+    const e = bodyEvent(new Uint8Array([104, 105]));
+    expect(bodyText(e)).toBe("hi");
+    expect(e.headers).toEqual({});
+    e.headers.host = "h1";
+    e.headers.timestamp = "1700000000000";
+    expect(e.headers).toBe(e.headers);
+    expect(e.headers).toEqual({ host: "h1", timestamp: "1700000000000" });
+  });
+
+  test("headers can be replaced, and a body too", () => {
+    const e = bodyEvent(new Uint8Array([1]));
+    e.headers = { a: "1" };
+    e.headers.b = "2";
+    e.body = new Uint8Array([2, 3]);
+    expect(e.headers).toEqual({ a: "1", b: "2" });
+    expect([...e.body]).toEqual([2, 3]);
+  });
+
+  test("it reads in JSON as a plain event does", () => {
+    const plain = createEvent(new Uint8Array([7]), { k: "v" });
+    const lazy = bodyEvent(new Uint8Array([7]));
+    expect(JSON.stringify(lazy)).toBe(JSON.stringify({ headers: {}, body: lazy.body }));
+    lazy.headers.k = "v";
+    expect(JSON.stringify(lazy)).toBe(JSON.stringify(plain));
   });
 });
 

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import type { TimerHandle } from "../../core/clock.ts";
 import { ConfigurationError } from "../../core/errors.ts";
-import type { Event } from "../../core/event.ts";
+import { bodyEvent, type Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSource } from "./base.ts";
@@ -190,7 +190,7 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
 
   private add(line: Uint8Array): void {
     // A view into the stream's chunk: streams hand out a fresh buffer per chunk.
-    this.batch.push({ headers: {}, body: line });
+    this.batch.push(bodyEvent(line));
     this.batchBytes += line.length;
     if (this.batch.length === 1 && this.batchTimer === null) {
       this.batchTimer = this.clock.setTimeout(() => {

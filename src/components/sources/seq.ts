@@ -1,4 +1,4 @@
-import type { Event } from "../../core/event.ts";
+import { bodyEvent, type Event } from "../../core/event.ts";
 import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
@@ -87,7 +87,7 @@ export class SeqSource extends BaseSource implements PollableSource {
     const batch: Event[] = new Array(n);
     const counter = new DecimalCounter(this.sent);
     for (let i = 0; i < n; i++) {
-      batch[i] = { headers: {}, body: counter.bytes() };
+      batch[i] = bodyEvent(counter.bytes());
       counter.increment();
     }
     // Refused: the same numbers are offered again after the runner's backoff.

@@ -1,4 +1,4 @@
-import type { Event } from "../../core/event.ts";
+import { bodyEvent, type Event } from "../../core/event.ts";
 import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
@@ -80,7 +80,7 @@ export class StressSource extends BaseSource implements PollableSource {
       if (wait > 0) await this.clock.sleep(wait);
     }
     const events: Event[] = new Array(n);
-    for (let i = 0; i < n; i++) events[i] = { headers: {}, body: this.body };
+    for (let i = 0; i < n; i++) events[i] = bodyEvent(this.body);
     this.total += n;
     // As Flume: refused events count as failed and are not offered again.
     if (await this.emitter.offer(events)) {

@@ -1,6 +1,6 @@
 import { isUtf8 } from "node:buffer";
 import type { FileHandle } from "node:fs/promises";
-import type { Event } from "../../../core/event.ts";
+import { bodyEvent, type Event } from "../../../core/event.ts";
 import { LineSplitter } from "../../../io/line-splitter.ts";
 
 export type DecodeErrorPolicy = "FAIL" | "REPLACE" | "IGNORE";
@@ -154,7 +154,7 @@ export class LineDeserializer implements Deserializer {
         // Hand out the good lines first; the caller sets the file aside after committing them.
         return { events, endPos: this.start + before, error: { offset: this.start + before, message: err.message }, atEnd: false };
       }
-      events.push({ headers: {}, body });
+      events.push(bodyEvent(body));
     }
     return { events, endPos: this.start + this.splitter.offset, atEnd: atEnd || (this.readOffset >= this.size && this.splitter.pending === 0) };
   }
@@ -189,7 +189,7 @@ export class BlobDeserializer implements Deserializer {
       }
       if (this.size - this.offset > this.maxBlobLength) this.onTruncate(this.size);
       this.offset += want;
-      events.push({ headers: {}, body: buf });
+      events.push(bodyEvent(buf));
     }
     return { events, endPos: this.offset, atEnd: this.offset >= this.size };
   }

@@ -1,7 +1,7 @@
 import { read } from "node:fs";
 import { open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
-import type { Event } from "../../../core/event.ts";
+import { bodyEvent, type Event } from "../../../core/event.ts";
 import { LineSplitter } from "../../../io/line-splitter.ts";
 import { type Fingerprint, HEAD_BYTES, TAIL_BYTES, hashBytes, holdsFingerprint, readRange } from "./fingerprint.ts";
 
@@ -241,6 +241,7 @@ export class TailFile {
     const events: Event[] = [];
     const groupHeaders = this.headers;
     const hasGroupHeaders = Object.keys(groupHeaders).length > 0;
+    const plain = !hasGroupHeaders && offsetHeader === null && fileHeader === null;
     let lastLine: Uint8Array | null = null;
     let lastLineEnd = 0;
     let bytes = 0;
@@ -272,10 +273,13 @@ export class TailFile {
         line = this.splitter.flush();
         if (line === null) break;
       }
-      const headers: Record<string, string> = hasGroupHeaders ? { ...groupHeaders } : {};
-      if (offsetHeader !== null) headers[offsetHeader] = String(this.base + before);
-      if (fileHeader !== null) headers[fileHeader] = this.path;
-      events.push({ headers, body: line });
+      if (plain) events.push(bodyEvent(line));
+      else {
+        const headers: Record<string, string> = hasGroupHeaders ? { ...groupHeaders } : {};
+        if (offsetHeader !== null) headers[offsetHeader] = String(this.base + before);
+        if (fileHeader !== null) headers[fileHeader] = this.path;
+        events.push({ headers, body: line });
+      }
       bytes += line.length;
       lastLine = line;
       lastLineEnd = this.base + before + line.length;
