@@ -1,4 +1,7 @@
-/** A Flume event: string headers and an opaque byte body. */
+/**
+ * A Flume event: string headers and an opaque byte body. Sources may hand out objects whose
+ * `headers` is an accessor (bodyEvent): copy an event field by field, not with `{ ...event }`.
+ */
 export interface Event {
   headers: Record<string, string>;
   body: Uint8Array;
