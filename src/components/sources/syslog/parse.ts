@@ -196,6 +196,40 @@ function sameBytes(a: Uint8Array, aLength: number, b: Uint8Array, start: number,
 }
 
 /** Turns one syslog message (frame without its trailer) into an event with Flume's headers. */
+/**
+ * An RFC 3164 message read by the fast path. Its five headers are kept as the priority and
+ * the two strings they come from and made into an object the first time something reads
+ * them: queued untouched (a null or text sink), the event costs 48 bytes besides its body
+ * instead of 96 for an event and its headers object.
+ */
+class Rfc3164Event implements Event {
+  declare private made: Record<string, string> | undefined;
+
+  constructor(
+    public body: Uint8Array,
+    private readonly pri: number,
+    private readonly timestamp: string,
+    private readonly host: string,
+  ) {}
+
+  get headers(): Record<string, string> {
+    let h = this.made;
+    if (h === undefined) {
+      const pri = this.pri;
+      this.made = h = { Facility: DECIMAL[pri >> 3], Severity: DECIMAL[pri & 7], priority: DECIMAL[pri], timestamp: this.timestamp, host: this.host };
+    }
+    return h;
+  }
+
+  set headers(headers: Record<string, string>) {
+    this.made = headers;
+  }
+
+  toJSON(): Event {
+    return { headers: this.headers, body: this.body };
+  }
+}
+
 export class SyslogEventParser {
   /** Why the last parseRange event is Invalid, when it is (for the source's log line). */
   invalid: string | undefined;
@@ -301,8 +335,7 @@ export class SyslogEventParser {
     const body = new Uint8Array(n);
     if (n <= 128) for (let k = 0; k < n; k++) body[k] = b[msgStart + k];
     else body.set(b.subarray(msgStart, end));
-    const priority = DECIMAL[pri];
-    return { headers: { Facility: DECIMAL[pri >> 3], Severity: DECIMAL[pri & 7], priority, timestamp, host }, body };
+    return new Rfc3164Event(body, pri, timestamp, host);
   }
 
   private tsText(ts: number): string {

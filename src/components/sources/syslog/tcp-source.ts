@@ -234,10 +234,12 @@ class SyslogConnection implements ConnectionHandler {
         // A few lines per connection: a client sending garbage must not flood the log.
         if (this.warnedInvalid++ < 3) this.logger.warn(`${source.describe()}: message from ${conn.peer} is Invalid (${invalid}); delivered with ${EVENT_STATUS}=Invalid`);
       }
-      const h = event.headers;
-      if (o.portHeader) h[o.portHeader] = localPort;
-      if (o.clientIPHeader) h[o.clientIPHeader] = conn.remoteIp;
-      if (o.clientHostnameHeader) h[o.clientHostnameHeader] = this.resolvedHost;
+      if (o.portHeader || o.clientIPHeader || o.clientHostnameHeader) {
+        const h = event.headers;
+        if (o.portHeader) h[o.portHeader] = localPort;
+        if (o.clientIPHeader) h[o.clientIPHeader] = conn.remoteIp;
+        if (o.clientHostnameHeader) h[o.clientHostnameHeader] = this.resolvedHost;
+      }
       events[i - from] = event;
     }
     const decoder = this.decoder as SyslogFrameDecoder;

@@ -171,4 +171,17 @@ describe("the RFC 3164 fast path (parseRange) reads messages exactly as the regu
     expect(a.body.buffer.byteLength).toBe(a.body.length);
     expect(a.body).not.toBe(b.body);
   });
+
+  test("its headers, made when first read, are the same object after, take writes and can be replaced", () => {
+    const p = make();
+    const line = enc.encode("<13>Dec 31 23:59:59 db-2 kernel: oops");
+    const e = p.parseRange(line, 0, line.length);
+    expect(Object.keys(e.headers)).toEqual(["Facility", "Severity", "priority", "timestamp", "host"]);
+    e.headers.port = "5140";
+    expect(e.headers).toBe(e.headers);
+    expect(e.headers).toMatchObject({ Facility: "1", Severity: "5", host: "db-2", port: "5140" });
+    expect(JSON.parse(JSON.stringify(e)).headers).toEqual(e.headers);
+    e.headers = { only: "this" };
+    expect(e.headers).toEqual({ only: "this" });
+  });
 });
