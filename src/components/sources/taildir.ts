@@ -1,6 +1,5 @@
 import { mkdirSync } from "node:fs";
-import { open, readdir, stat } from "node:fs/promises";
-import type { FileHandle } from "node:fs/promises";
+import { readdir, stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
 import type { TimerHandle } from "../../core/clock.ts";
@@ -9,6 +8,7 @@ import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
 import { DirectoryWatcher, type DirEventKind } from "../../io/dir-watch.ts";
 import { LockHeldError, OwnerLock } from "../../io/owner-lock.ts";
+import { type PositionalReader, ReadOnlyFile } from "../../io/read-only-file.ts";
 import { EmitError } from "../../pipeline/emitter.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSource } from "./base.ts";
@@ -586,7 +586,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
   }
 
   /** True when the open file's first `length` bytes look like the tracked file's (head, tail and samples between). */
-  private async samePrefix(copy: FileHandle, original: TailFile, length: number): Promise<boolean> {
+  private async samePrefix(copy: PositionalReader, original: TailFile, length: number): Promise<boolean> {
     const offsets: number[] = [Math.max(0, length - TAIL_BYTES)];
     for (let i = 1; i <= COPY_SAMPLES; i++) offsets.push(Math.floor((length * i) / (COPY_SAMPLES + 1)));
     for (const at of offsets) {
@@ -983,8 +983,8 @@ function headMatches(head: Uint8Array, fp: Fingerprint): boolean {
   return head.length >= fp.headLen && hashBytes(head, 0, fp.headLen) === fp.head;
 }
 
-async function withHandle<T>(file: string, use: (h: FileHandle) => Promise<T>): Promise<T> {
-  const h = await open(file, "r");
+async function withHandle<T>(file: string, use: (h: ReadOnlyFile) => Promise<T>): Promise<T> {
+  const h = await ReadOnlyFile.open(file);
   try {
     return await use(h);
   } finally {

@@ -1,4 +1,4 @@
-import type { FileHandle } from "node:fs/promises";
+import type { PositionalReader } from "../../../io/read-only-file.ts";
 
 /** Bytes from offset 0 that identify a file's content. */
 export const HEAD_BYTES = 256;
@@ -60,7 +60,7 @@ export function parseFingerprint(text: unknown): Fingerprint | null {
 }
 
 /** Reads up to `length` bytes at `offset` (fewer at the end of the file). */
-export async function readRange(handle: FileHandle, offset: number, length: number): Promise<Uint8Array> {
+export async function readRange(handle: PositionalReader, offset: number, length: number): Promise<Uint8Array> {
   const buf = new Uint8Array(length);
   let got = 0;
   while (got < length) {
@@ -72,7 +72,7 @@ export async function readRange(handle: FileHandle, offset: number, length: numb
 }
 
 /** True when the open file holds the fingerprinted bytes at the same offsets. */
-export async function holdsFingerprint(handle: FileHandle, fp: Fingerprint): Promise<boolean> {
+export async function holdsFingerprint(handle: PositionalReader, fp: Fingerprint): Promise<boolean> {
   if (fp.headLen > 0) {
     const head = await readRange(handle, 0, fp.headLen);
     if (head.length !== fp.headLen || hashBytes(head) !== fp.head) return false;

@@ -1,8 +1,6 @@
-import { read } from "node:fs";
-import { open } from "node:fs/promises";
-import type { FileHandle } from "node:fs/promises";
 import { bodyEvent, type Event } from "../../../core/event.ts";
 import { LineSplitter } from "../../../io/line-splitter.ts";
+import { ReadOnlyFile } from "../../../io/read-only-file.ts";
 import { type Fingerprint, HEAD_BYTES, TAIL_BYTES, hashBytes, holdsFingerprint, readRange } from "./fingerprint.ts";
 
 /**
@@ -44,14 +42,6 @@ export interface TailBatch {
 const EMPTY = new Uint8Array(0);
 
 /**
- * One read at `offset` into `buf`. Through fs.read on the descriptor: Bun's FileHandle.read
- * costs about twice the CPU per call.
- */
-function readInto(handle: FileHandle, buf: Uint8Array, offset: number): Promise<number> {
-  return new Promise((resolve, reject) => read(handle.fd, buf, 0, buf.length, offset, (err, n) => (err ? reject(err) : resolve(n))));
-}
-
-/**
  * One tailed file, identified by inode (the path may change by rename). `pos` is the
  * committed position: it moves only when a batch cut from this file has been committed.
  * Reading runs ahead of it through a LineSplitter while the file is being read; park() drops
@@ -71,7 +61,7 @@ export class TailFile {
   private readonly splitter: LineSplitter;
   /** Byte budget of a batch: batchSize lines of up to maxLineLength bytes could be gigabytes. */
   private readonly maxBatchBytes: number;
-  private handle: FileHandle | null = null;
+  private handle: ReadOnlyFile | null = null;
   private opening: Promise<void> | null = null;
   /** Bumped by close(), so an open in flight knows its descriptor is not wanted any more. */
   private closes = 0;
@@ -139,7 +129,7 @@ export class TailFile {
 
   private async openChecked(): Promise<void> {
     const closes = this.closes;
-    const handle = await open(this.path, "r");
+    const handle = await ReadOnlyFile.open(this.path);
     try {
       // The name may point at another file by now (rotation between stat and open).
       const s = await handle.stat();
@@ -237,7 +227,7 @@ export class TailFile {
    */
   async readBatch(max: number, offsetHeader: string | null, fileHeader: string | null, flushPartial: boolean): Promise<TailBatch | null> {
     await this.ensureOpen();
-    const handle = this.handle as FileHandle;
+    const handle = this.handle as ReadOnlyFile;
     const events: Event[] = [];
     const groupHeaders = this.headers;
     const hasGroupHeaders = Object.keys(groupHeaders).length > 0;
@@ -255,7 +245,7 @@ export class TailFile {
           const unread = this.size - this.readOffset;
           const want = unread > BIG_FILE ? CHUNK_SIZE : Math.min(SMALL_CHUNK, Math.max(MIN_CHUNK, unread));
           let buf = new Uint8Array(want);
-          const bytesRead = await readInto(handle, buf, this.readOffset);
+          const bytesRead = await handle.readInto(buf, 0, buf.length, this.readOffset);
           if (bytesRead > 0) {
             // Events are views of the chunk and keep all of it alive: don't let a few new
             // lines pin a mostly empty buffer.
@@ -347,7 +337,7 @@ export class TailFile {
   async holds(fp: Fingerprint): Promise<boolean> {
     try {
       await this.ensureOpen();
-      return await holdsFingerprint(this.handle as FileHandle, fp);
+      return await holdsFingerprint(this.handle as ReadOnlyFile, fp);
     } catch {
       return false;
     }
@@ -405,6 +395,6 @@ export class TailFile {
   async readAt(offset: number, length: number): Promise<Uint8Array> {
     if (length === 0) return EMPTY;
     await this.ensureOpen();
-    return readRange(this.handle as FileHandle, offset, length);
+    return readRange(this.handle as ReadOnlyFile, offset, length);
   }
 }
