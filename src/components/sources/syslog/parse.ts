@@ -195,7 +195,6 @@ function sameBytes(a: Uint8Array, aLength: number, b: Uint8Array, start: number,
   return true;
 }
 
-/** Turns one syslog message (frame without its trailer) into an event with Flume's headers. */
 /**
  * An RFC 3164 message read by the fast path. Its five headers are kept as the priority and
  * the two strings they come from and made into an object the first time something reads
@@ -230,6 +229,7 @@ class Rfc3164Event implements Event {
   }
 }
 
+/** Turns one syslog message (frame without its trailer) into an event with Flume's headers. */
 export class SyslogEventParser {
   /** Why the last parseRange event is Invalid, when it is (for the source's log line). */
   invalid: string | undefined;
