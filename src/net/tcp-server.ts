@@ -46,7 +46,18 @@ export interface TcpConnection {
   /** Ends our side once what was written is sent (with `data` last). */
   end(data?: Uint8Array | string): void;
   destroy(): void;
+  /**
+   * The handler is done with a chunk data() gave it and keeps no view of it: its memory may go
+   * back now rather than at the next collection. Under Bun each read is a buffer of its own, and a
+   * fast sender's reads are freed at hundreds of MB/s: left to the collector and the allocator's
+   * purge delay they set a burst's peak RSS (syslogtcp, 1 M events after 5 s idle: 77-83 -> 64-65 MB). Does
+   * nothing where a chunk may share its memory (node:net, TLS) or is small.
+   */
+  release(chunk: Uint8Array): void;
 }
+
+/** Reads smaller than this are left to the collector (not worth a call each). */
+const RELEASE_MIN_BYTES = 4 * 1024;
 
 export interface TcpServer {
   /** The port bound (useful with port 0). */
@@ -193,6 +204,13 @@ class BunConnection implements TcpConnection {
 
   resume(): void {
     if (!this.closed) this.socket.resume();
+  }
+
+  /** Detaches the chunk's own ArrayBuffer (transfer(0)), which frees its memory at once. */
+  release(chunk: Uint8Array): void {
+    if (chunk.byteLength < RELEASE_MIN_BYTES || chunk.byteOffset !== 0) return;
+    const buffer = chunk.buffer as ArrayBuffer & { transfer?(length: number): ArrayBuffer };
+    if (buffer.byteLength === chunk.byteLength && typeof buffer.transfer === "function") buffer.transfer(0);
   }
 
   end(data?: Uint8Array | string): void {
@@ -357,6 +375,9 @@ class NodeConnection implements TcpConnection {
   resume(): void {
     if (!this.socket.destroyed) this.socket.resume();
   }
+
+  /** node:net's reads may be views into a larger buffer: left to the collector. */
+  release(_chunk: Uint8Array): void {}
 
   end(data?: Uint8Array | string): void {
     if (data === undefined) this.socket.end();

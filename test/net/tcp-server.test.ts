@@ -123,5 +123,30 @@ for (const backend of ["bun", "node"] as const) {
       servers.length = 0;
       await closed;
     });
+
+    test(backend === "bun" ? "release() frees a large read at once (its bytes are gone); small reads are left alone" : "release() leaves node:net's reads alone (they may share memory)", async () => {
+      const chunks: Uint8Array[] = [];
+      let connection: TcpConnection | null = null;
+      const server = await listenTcp({ host: "127.0.0.1", port: 0, backend }, (conn) => {
+        connection = conn;
+        return { data: (chunk) => void chunks.push(chunk) };
+      });
+      servers.push(server);
+      const client = await connect(server.port);
+      const big = new Uint8Array(256 * 1024).fill(120);
+      client.write(big);
+      await waitUntil(() => chunks.reduce((n, c) => n + c.length, 0) === big.length, "the 256 KiB arrived");
+      client.write("small\n");
+      await waitUntil(() => chunks.reduce((n, c) => n + c.length, 0) === big.length + 6, "the small write arrived");
+      const last = chunks[chunks.length - 1];
+      const lengths = chunks.map((c) => c.length);
+      for (const c of chunks) (connection as unknown as TcpConnection).release(c);
+      expect(new TextDecoder().decode(last)).toBe("small\n");
+      const large = chunks.filter((_, i) => lengths[i] >= 4 * 1024);
+      expect(large.length).toBeGreaterThan(0);
+      if (backend === "bun") for (const c of large) expect(c.length).toBe(0);
+      else for (const c of chunks) expect(c.length).toBe(lengths[chunks.indexOf(c)]);
+      client.destroy();
+    });
   });
 }

@@ -161,6 +161,41 @@ describe("syslogtcp framing and bad input", () => {
     expect(logger.lines.some((l) => l.level === "warn" && l.message.includes("eventSize 40") && l.message.includes("127.0.0.1:"))).toBe(true);
   });
 
+  test("every kind of message in megabyte writes arrives intact after the source gave the reads back", async () => {
+    // Reads this large are released as soon as their events are made (src/net/tcp-server.ts):
+    // an event still pointing into one would arrive empty or changed.
+    const { source, channel } = await startTcp({ eventSize: "300", batchSize: "500" });
+    const kinds = (i: number): { wire: string; body: string; host?: string } => {
+      switch (i % 5) {
+        case 0:
+          return { wire: `<134>May  6 07:08:09 web-${i % 7} nginx: GET /${i}\n`, body: `nginx: GET /${i}`, host: `web-${i % 7}` };
+        case 1: {
+          const m = `<13>1 2024-01-02T03:04:05Z db-${i % 3} app - - - five ${i}\nsecond line`;
+          return { wire: `${Buffer.byteLength(m)} ${m}`, body: `app - - - five ${i}\nsecond line`, host: `db-${i % 3}` };
+        }
+        case 2:
+          return { wire: `<13>1 2024-01-02T03:04:05.123Z h${i} app - - - plain ${i}\n`, body: `app - - - plain ${i}`, host: `h${i}` };
+        case 3:
+          return { wire: `not syslog at all ${i}\n`, body: `not syslog at all ${i}` };
+        default:
+          return { wire: `<14>Jan  2 03:04:05 naïve-${i} ünïcode ${i}\n`, body: `<14>Jan  2 03:04:05 naïve-${i} ünïcode ${i}` };
+      }
+    };
+    const N = 25000;
+    const want = Array.from({ length: N }, (_, i) => kinds(i));
+    const long = `<13>Jan  2 03:04:05 big ${"y".repeat(700)}\n`;
+    const wire = Buffer.from(want.map((k) => k.wire).join("") + long);
+    expect(wire.length).toBeGreaterThan(1_000_000);
+    await send(source.port, wire);
+    // The long message comes as an Incomplete event and Invalid pieces (eventSize 300).
+    const events = await collect(channel, N + 3, 15000);
+    for (let i = 0; i < N; i++) {
+      expect(text(events[i])).toBe(want[i].body);
+      if (want[i].host) expect(events[i].headers.host).toBe(want[i].host as string);
+    }
+    expect(Buffer.concat(events.slice(N).map((e) => e.body)).toString()).toBe("y".repeat(700));
+  });
+
   needsLogger.test("garbage and invalid UTF-8 become Invalid events with a log line naming the peer; other clients keep being served", async () => {
     const { source, channel, logger } = await startTcp();
     const bad = Buffer.concat([Buffer.from("<13>Jan  2 03:04:05 host "), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from("\n")]);

@@ -178,8 +178,12 @@ class SyslogConnection implements ConnectionHandler {
         const decoder = (this.decoder ??= new SyslogFrameDecoder(this.source.options.eventSize));
         const frames = new FrameList();
         // Everything read so far goes out in one batch.
-        while (queue.length > 0) decoder.push(queue.shift() as Uint8Array, frames);
+        const reads = queue.splice(0);
+        for (const read of reads) decoder.push(read, frames);
         await this.handle(frames);
+        // Events own their bodies and the decoder its unfinished message: the reads are free.
+        frames.clear();
+        for (const read of reads) conn.release(read);
       }
       if (this.ended) await this.finish();
     } catch (err) {
