@@ -48,10 +48,11 @@ export interface TcpConnection {
   destroy(): void;
   /**
    * The handler is done with a chunk data() gave it and keeps no view of it: its memory may go
-   * back now rather than at the next collection. Under Bun each read is a buffer of its own, and a
-   * fast sender's reads are freed at hundreds of MB/s: left to the collector and the allocator's
-   * purge delay they set a burst's peak RSS (syslogtcp, 1 M events after 5 s idle: 77-83 -> 63-67 MB). Does
-   * nothing where a chunk may share its memory (node:net, TLS) or is small.
+   * back now rather than at the next collection. Under Bun each read is a buffer of its own, and
+   * a fast sender's reads are freed at hundreds of MB/s: left to the collector and the
+   * allocator's purge delay they set a burst's peak RSS (syslogtcp, 1 M events after 5 s idle:
+   * 77-83 -> 63-67 MB). Does nothing where a chunk may share its memory (node:net, TLS) or is
+   * small.
    */
   release(chunk: Uint8Array): void;
 }
