@@ -12,6 +12,7 @@
  */
 import type { Server as NetServer, Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
+import { freeNow } from "../io/free-buffer.ts";
 import { peerName, plainIp } from "./peer.ts";
 import type { ServerTls } from "./tls.ts";
 
@@ -209,9 +210,7 @@ class BunConnection implements TcpConnection {
 
   /** Detaches the chunk's own ArrayBuffer (transfer(0)), which frees its memory at once. */
   release(chunk: Uint8Array): void {
-    if (chunk.byteLength < RELEASE_MIN_BYTES || chunk.byteOffset !== 0) return;
-    const buffer = chunk.buffer as ArrayBuffer & { transfer?(length: number): ArrayBuffer };
-    if (buffer.byteLength === chunk.byteLength && typeof buffer.transfer === "function") buffer.transfer(0);
+    if (chunk.byteLength >= RELEASE_MIN_BYTES) freeNow(chunk);
   }
 
   end(data?: Uint8Array | string): void {

@@ -256,6 +256,38 @@ describe("TAILDIR", () => {
   });
 });
 
+describe("TAILDIR reads of a file smaller than a big one (256 KiB reads cut into 64 KiB copies)", () => {
+  test("every line arrives once and in order, across the cuts, a park between batches and a batch given back; bodies read earlier stay intact", async () => {
+    const t = tempDir("flume-taildir-cuts-");
+    cleanups.push(t.cleanup);
+    const file = path.join(t.dir, "app.log");
+    // Lengths 1..299 so lines straddle the 64 KiB cuts and the 256 KiB reads at varied places.
+    const lines = Array.from({ length: 7000 }, (_, i) => `${i}:`.padEnd(1 + ((i * 37) % 299), String.fromCharCode(97 + (i % 26))));
+    writeFileSync(file, lines.join("\n") + "\n");
+    const size = statSync(file).size;
+    expect(size).toBeGreaterThan(3 * 256 * 1024);
+    const tf = new TailFile({ path: file, inode: statSync(file).ino, group: "g1", headers: {}, pos: 0, maxLineLength: 1 << 20, onOverlong: () => {} }, 0);
+    tf.grew(size, 0);
+    const kept: Uint8Array[] = [];
+    for (let n = 0; ; n++) {
+      const batch = await tf.readBatch(97, null, null, false);
+      if (batch === null) break;
+      if (n % 11 === 5) {
+        tf.rewindTo(tf.pos); // not committed: read again
+        continue;
+      }
+      tf.committed(batch, 0);
+      for (const e of batch.events) kept.push(e.body);
+      if (n % 7 === 3) tf.park(); // another file's turn: what was read ahead is dropped
+    }
+    await tf.close();
+    expect(tf.pos).toBe(size);
+    const got = kept.map((b) => new TextDecoder().decode(b));
+    expect(got.length).toBe(lines.length);
+    expect(got).toEqual(lines);
+  });
+});
+
 const RUNNER = path.join(ROOT, "test", "support", "runners", "taildir.ts");
 
 describe("TAILDIR with a file channel", () => {

@@ -1,4 +1,5 @@
 import { bodyEvent, type Event } from "../../../core/event.ts";
+import { freeNow } from "../../../io/free-buffer.ts";
 import { LineSplitter } from "../../../io/line-splitter.ts";
 import { ReadOnlyFile } from "../../../io/read-only-file.ts";
 import { type Fingerprint, HEAD_BYTES, TAIL_BYTES, hashBytes, holdsFingerprint, readRange } from "./fingerprint.ts";
@@ -12,6 +13,13 @@ import { type Fingerprint, HEAD_BYTES, TAIL_BYTES, hashBytes, holdsFingerprint, 
 export const CHUNK_SIZE = 1024 * 1024;
 /** Chunks for files with less than BIG_FILE unread: many such files read in turn would otherwise churn through 1 MiB buffers. */
 const SMALL_CHUNK = 256 * 1024;
+/**
+ * A small-file chunk is handed to the splitter as copies of this size and freed at once.
+ * Measured at 1,000 files of 1 MB: 56 KiB peak RSS per file against 63-69 for the chunks
+ * themselves, and 64 KiB reads (58 KiB) cost a third more CPU, each asynchronous read being
+ * ~40 us. Not for big files: the copies cost their throughput 10-20 %.
+ */
+const SLICE = 64 * 1024;
 const BIG_FILE = 4 * CHUNK_SIZE;
 const MIN_CHUNK = 16 * 1024;
 
@@ -59,6 +67,8 @@ export class TailFile {
   /** File offset where the splitter's count starts. */
   private base: number;
   private readonly splitter: LineSplitter;
+  /** Copies of the last chunk read, not fed to the splitter yet (their bytes are before readOffset). */
+  private ahead: Uint8Array[] = [];
   /** Byte budget of a batch: batchSize lines of up to maxLineLength bytes could be gigabytes. */
   private readonly maxBatchBytes: number;
   private handle: ReadOnlyFile | null = null;
@@ -169,7 +179,7 @@ export class TailFile {
 
   /** True when there may be complete lines after pos that were not read yet. */
   hasUnread(): boolean {
-    return this.splitter.pending > 0 || (this.size > this.readOffset && this.size !== this.drainedAt);
+    return this.splitter.pending > 0 || this.ahead.length > 0 || (this.size > this.readOffset && this.size !== this.drainedAt);
   }
 
   /**
@@ -181,6 +191,7 @@ export class TailFile {
     const cut = this.base + this.splitter.offset;
     this.readOffset = cut;
     this.base = cut;
+    this.ahead = [];
     this.splitter.reset(0);
   }
 
@@ -189,6 +200,7 @@ export class TailFile {
     this.pos = pos;
     this.readOffset = pos;
     this.base = pos;
+    this.ahead = [];
     this.splitter.reset(0);
     this.eof = false;
     this.drainedAt = -1;
@@ -239,6 +251,11 @@ export class TailFile {
       const before = this.splitter.offset;
       let line = this.splitter.next();
       if (line === null) {
+        const next = this.ahead.shift();
+        if (next !== undefined) {
+          this.splitter.feed(next);
+          continue;
+        }
         // Up to the size of the last stat (and what a read finds beyond it): no read to learn
         // that the end was reached.
         if (!this.eof && this.size > this.readOffset) {
@@ -254,6 +271,11 @@ export class TailFile {
             this.noteHead(this.readOffset, chunk);
             this.readOffset += bytesRead;
             if (this.readOffset > this.size) this.size = this.readOffset;
+            if (want <= SMALL_CHUNK && chunk.length > SLICE) {
+              for (let at = 0; at < chunk.length; at += SLICE) this.ahead.push(chunk.slice(at, at + SLICE));
+              freeNow(buf);
+              continue;
+            }
             this.splitter.feed(chunk);
             continue;
           }
