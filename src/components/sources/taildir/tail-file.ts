@@ -261,22 +261,23 @@ export class TailFile {
         if (!this.eof && this.size > this.readOffset) {
           const unread = this.size - this.readOffset;
           const want = unread > BIG_FILE ? CHUNK_SIZE : Math.min(SMALL_CHUNK, Math.max(MIN_CHUNK, unread));
-          let buf = new Uint8Array(want);
+          const buf = new Uint8Array(want);
           const bytesRead = await handle.readInto(buf, 0, buf.length, this.readOffset);
           if (bytesRead > 0) {
-            // Events are views of the chunk and keep all of it alive: don't let a few new
-            // lines pin a mostly empty buffer.
-            if (bytesRead < want / 2) buf = buf.slice(0, bytesRead);
-            const chunk = bytesRead === buf.length ? buf : buf.subarray(0, bytesRead);
-            this.noteHead(this.readOffset, chunk);
+            const read = buf.subarray(0, bytesRead);
+            this.noteHead(this.readOffset, read);
             this.readOffset += bytesRead;
             if (this.readOffset > this.size) this.size = this.readOffset;
-            if (want <= SMALL_CHUNK && chunk.length > SLICE) {
-              for (let at = 0; at < chunk.length; at += SLICE) this.ahead.push(chunk.slice(at, at + SLICE));
+            // Events are views of what the splitter is fed and keep all of its buffer alive: a
+            // small file's read goes on as SLICE copies, a mostly empty read as a copy of its
+            // bytes, and the read is freed at once.
+            if (want <= SMALL_CHUNK && bytesRead > SLICE) {
+              for (let at = 0; at < bytesRead; at += SLICE) this.ahead.push(read.slice(at, at + SLICE));
               freeNow(buf);
-              continue;
-            }
-            this.splitter.feed(chunk);
+            } else if (bytesRead < want / 2) {
+              this.splitter.feed(read.slice());
+              freeNow(buf);
+            } else this.splitter.feed(read);
             continue;
           }
         }
