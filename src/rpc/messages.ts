@@ -1,4 +1,4 @@
-import type { Event } from "../core/event.ts";
+import { readHeaders, type Event } from "../core/event.ts";
 import { AvroReader, AvroWriter, longSize } from "./binary.ts";
 import { RpcProtocolError } from "./errors.ts";
 import { STATUS_SYMBOLS, type RpcStatus } from "./protocol.ts";
@@ -99,7 +99,7 @@ function asciiOrUtf8Length(s: string): number {
 /** Encoded size of one event (exact for ASCII headers), so a batch is written into one right-sized buffer. */
 export function eventSize(e: Event): number {
   let size = 0;
-  const headers = e.headers;
+  const headers = readHeaders(e);
   let count = 0;
   for (const k in headers) {
     const kl = asciiOrUtf8Length(k);
@@ -112,7 +112,7 @@ export function eventSize(e: Event): number {
 }
 
 export function writeEvent(w: AvroWriter, e: Event): void {
-  w.stringMap(e.headers);
+  w.stringMap(readHeaders(e));
   w.bytes(e.body);
 }
 

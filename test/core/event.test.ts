@@ -1,7 +1,7 @@
 // Events and the typed errors of the core.
 import { describe, expect, test } from "bun:test";
 import { ChannelException, ChannelFullException, ConfigurationError, EventDeliveryException, FlumeError, TransactionStateError } from "../../src/core/errors.ts";
-import { bodyEvent, bodyText, compactBodies, createEvent, type Event } from "../../src/core/event.ts";
+import { bodyEvent, bodyText, compactBodies, createEvent, readHeaders, type Event } from "../../src/core/event.ts";
 
 describe("Event", () => {
   test("a string body is encoded as UTF-8; headers are plain strings", () => {
@@ -38,6 +38,19 @@ describe("bodyEvent (what line and sequence sources make)", () => {
     e.body = new Uint8Array([2, 3]);
     expect(e.headers).toEqual({ a: "1", b: "2" });
     expect([...e.body]).toEqual([2, 3]);
+  });
+
+  test("readHeaders (for encoders): one shared empty object until the event's headers are made, then the event's own", () => {
+    const e = bodyEvent(new Uint8Array([1]));
+    const none = readHeaders(e);
+    expect(none).toEqual({});
+    expect(Object.isFrozen(none)).toBe(true);
+    expect(readHeaders(bodyEvent(new Uint8Array([2])))).toBe(none);
+    e.headers.k = "v";
+    expect(readHeaders(e)).toBe(e.headers);
+    expect(readHeaders(e)).toEqual({ k: "v" });
+    const plain = createEvent("x", { a: "1" });
+    expect(readHeaders(plain)).toBe(plain.headers);
   });
 
   test("it reads in JSON as a plain event does", () => {

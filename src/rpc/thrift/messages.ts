@@ -1,4 +1,4 @@
-import type { Event } from "../../core/event.ts";
+import { readHeaders as headersOf, type Event } from "../../core/event.ts";
 import { BinaryReader, BinaryWriter } from "./binary-protocol.ts";
 import type { ThriftReader, ThriftWriter } from "./codec.ts";
 import { CompactReader, CompactWriter } from "./compact-protocol.ts";
@@ -58,7 +58,7 @@ export function readEvent(r: ThriftReader): Event {
 export function writeEvent(w: ThriftWriter, event: Event): void {
   w.writeStructBegin();
   w.writeFieldBegin(TType.MAP, 1);
-  const headers = event.headers;
+  const headers = headersOf(event);
   const keys = Object.keys(headers);
   w.writeMapBegin(TType.STRING, TType.STRING, keys.length);
   for (const k of keys) {

@@ -44,7 +44,7 @@
  */
 import { crc32 } from "../../../io/crc32.ts";
 import { ChannelException } from "../../../core/errors.ts";
-import type { Event } from "../../../core/event.ts";
+import { bodyEvent, readHeaders, type Event } from "../../../core/event.ts";
 
 export const SEGMENT_MAGIC = "FLTSSEG1";
 export const SEGMENT_VERSION = 1;
@@ -121,10 +121,11 @@ export const EVENT_PREFIX = 8;
 function eventSize(e: Event): number {
   let size = 2 + 4 + e.body.length;
   let count = 0;
-  for (const key in e.headers) {
+  const headers = readHeaders(e);
+  for (const key in headers) {
     const kLen = Buffer.byteLength(key);
     if (kLen > 0xffff) throw new ChannelException(`an event header name is ${kLen} bytes long; the file channel stores names up to 65535 bytes`);
-    size += 2 + kLen + 4 + Buffer.byteLength(e.headers[key]);
+    size += 2 + kLen + 4 + Buffer.byteLength(headers[key]);
     count++;
   }
   if (count > 0xffff) throw new ChannelException(`an event has ${count} headers; the file channel stores up to 65535 per event`);
@@ -191,12 +192,13 @@ export function encodeTransaction(
       let headerCount = 0;
       const countAt = p;
       p += 2;
-      for (const key in e.headers) {
+      const headers = readHeaders(e);
+      for (const key in headers) {
         headerCount++;
         const kLen = buf.write(key, p + 2, "utf8");
         buf.writeUInt16LE(kLen, p);
         p += 2 + kLen;
-        const vLen = buf.write(e.headers[key], p + 4, "utf8");
+        const vLen = buf.write(headers[key], p + 4, "utf8");
         buf.writeUInt32LE(vLen, p);
         p += 4 + vLen;
       }
@@ -260,21 +262,25 @@ export function decodeEventAt(buf: Buffer, at: number, end: number): Event | nul
   let p = at + EVENT_PREFIX;
   const headerCount = buf.readUInt16LE(p);
   p += 2;
-  const headers: Record<string, string> = {};
-  for (let i = 0; i < headerCount; i++) {
-    const kLen = buf.readUInt16LE(p);
-    const key = buf.toString("utf8", p + 2, p + 2 + kLen);
-    p += 2 + kLen;
-    const vLen = buf.readUInt32LE(p);
-    headers[key] = buf.toString("utf8", p + 4, p + 4 + vLen);
-    p += 4 + vLen;
+  // No headers: an event of bodyEvent, which makes its empty headers object only if read.
+  let headers: Record<string, string> | null = null;
+  if (headerCount > 0) {
+    headers = {};
+    for (let i = 0; i < headerCount; i++) {
+      const kLen = buf.readUInt16LE(p);
+      const key = buf.toString("utf8", p + 2, p + 2 + kLen);
+      p += 2 + kLen;
+      const vLen = buf.readUInt32LE(p);
+      headers[key] = buf.toString("utf8", p + 4, p + 4 + vLen);
+      p += 4 + vLen;
+    }
   }
   const bodyLen = buf.readUInt32LE(p);
   const body = new Uint8Array(bodyLen);
   // A short body is copied by hand: a subarray for set() costs more than the copy.
   if (bodyLen <= 128) for (let i = 0, q = p + 4; i < bodyLen; i++, q++) body[i] = buf[q];
   else body.set(buf.subarray(p + 4, p + 4 + bodyLen));
-  return { headers, body };
+  return headers === null ? bodyEvent(body) : { headers, body };
 }
 
 /** The total bytes an event occupies at its location. */

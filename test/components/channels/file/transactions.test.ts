@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import path from "node:path";
 import { ChannelException, ChannelFullException } from "../../../../src/core/errors.ts";
-import { createEvent } from "../../../../src/core/event.ts";
+import { bodyEvent, createEvent } from "../../../../src/core/event.ts";
 import { FileChannel } from "../../../../src/components/channels/file/index.ts";
 import { VirtualClock } from "../../../../src/core/virtual-clock.ts";
 import { drain, openChannel, options, putAll, range, takeSome, tempDirsAfterEach } from "../../../support/file-channel.ts";
@@ -11,6 +11,27 @@ const temp = tempDirsAfterEach();
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 
 describe("file channel transactions", () => {
+  test("events without headers (as line sources make them) and with headers read back from disk as they were put; the empty headers can be written", async () => {
+    const dir = temp();
+    const first = await openChannel(dir);
+    const put = first.ch.getTransaction();
+    put.begin();
+    put.put(bodyEvent(new TextEncoder().encode("plain line")));
+    put.put(createEvent("tagged", { host: "h1", "ü": "✓" }));
+    await put.commit();
+    put.close();
+    await first.ch.stop();
+    const { ch } = await openChannel(dir); // a restart: the events are decoded from the data file
+    const [plain, tagged] = await takeSome(ch, 10);
+    expect(text(plain.body)).toBe("plain line");
+    expect(plain.headers).toEqual({});
+    plain.headers.k = "v";
+    expect(plain.headers).toEqual({ k: "v" });
+    expect(text(tagged.body)).toBe("tagged");
+    expect(tagged.headers).toEqual({ host: "h1", "ü": "✓" });
+    await ch.stop();
+  });
+
   test("rollback of a put leaves nothing; rollback of a take puts the events back at the head", async () => {
     const { ch } = await openChannel(temp());
     const put = ch.getTransaction();
