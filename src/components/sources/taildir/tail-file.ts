@@ -270,7 +270,8 @@ export class TailFile {
             if (this.readOffset > this.size) this.size = this.readOffset;
             // Events are views of what the splitter is fed and keep all of its buffer alive: a
             // small file's read goes on as SLICE copies, a mostly empty read as a copy of its
-            // bytes, and the read is freed at once.
+            // bytes, and the read is freed at once. (A Uint8Array's slice() copies; a Buffer's
+            // would be a view of the freed read.)
             if (want <= SMALL_CHUNK && bytesRead > SLICE) {
               for (let at = 0; at < bytesRead; at += SLICE) this.ahead.push(read.slice(at, at + SLICE));
               freeNow(buf);
