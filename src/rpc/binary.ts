@@ -120,10 +120,12 @@ export class AvroReader {
     return internedUtf8(this.buf, start, len);
   }
 
-  /** map<string> as a plain object. */
-  stringMap(): Record<string, string> {
+  /** map<string> as a plain object, or null for an empty map (no object made). */
+  stringMapOrNull(): Record<string, string> | null {
+    let n = this.blockCount();
+    if (n === 0) return null;
     const out: Record<string, string> = {};
-    for (let n = this.blockCount(); n > 0; n = this.blockCount()) {
+    for (; n > 0; n = this.blockCount()) {
       for (let i = 0; i < n; i++) {
         const k = this.key();
         out[k] = this.string();

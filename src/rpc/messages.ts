@@ -1,4 +1,4 @@
-import { readHeaders, type Event } from "../core/event.ts";
+import { bodyEvent, readHeaders, type Event } from "../core/event.ts";
 import { AvroReader, AvroWriter, longSize } from "./binary.ts";
 import { RpcProtocolError } from "./errors.ts";
 import { STATUS_SYMBOLS, type RpcStatus } from "./protocol.ts";
@@ -73,11 +73,14 @@ export function writeHandshakeResponse(w: AvroWriter, h: HandshakeResponse): voi
   }
 }
 
-/** One AvroFlumeEvent: headers map<string>, body bytes (a view of the reader's buffer). */
+/**
+ * One AvroFlumeEvent: headers map<string>, body bytes (a view of the reader's buffer). Without
+ * headers, an event of bodyEvent (its headers object is made only if something reads them).
+ */
 export function readEvent(r: AvroReader): Event {
-  const headers = r.stringMap();
+  const headers = r.stringMapOrNull();
   const body = r.bytes();
-  return { headers, body };
+  return headers === null ? bodyEvent(body) : { headers, body };
 }
 
 /** array<AvroFlumeEvent>, bounded so a forged count cannot allocate without limit. */

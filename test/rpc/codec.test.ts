@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import avro from "avsc";
-import { createEvent, type Event } from "../../src/core/event.ts";
+import { bodyEvent, createEvent, type Event } from "../../src/core/event.ts";
 import { AvroReader, AvroWriter } from "../../src/rpc/binary.ts";
 import { RpcFrameTooLargeError, RpcProtocolError } from "../../src/rpc/errors.ts";
 import { encodeFrame, FrameDecoder } from "../../src/rpc/frame.ts";
@@ -40,6 +40,21 @@ describe("Avro codec", () => {
     const theirs = eventsType.toBuffer(events.map((e) => ({ headers: e.headers, body: Buffer.from(e.body) })));
     expect(ours.toString("hex")).toBe(theirs.toString("hex"));
     expect(plain(readEventArray(new AvroReader(theirs)))).toEqual(plain(events));
+  });
+
+  test("events without headers (as line sources make them) are written as avsc writes them and read back with empty headers that can be written", () => {
+    const events = [bodyEvent(Buffer.from("a line")), createEvent("x", { a: "1" })];
+    const w = new AvroWriter(eventArraySize(events));
+    writeEventArray(w, events);
+    const ours = w.finish();
+    const theirs = eventsType.toBuffer([{ headers: {}, body: Buffer.from("a line") }, { headers: { a: "1" }, body: Buffer.from("x") }]);
+    expect(ours.toString("hex")).toBe(theirs.toString("hex"));
+    const [line, tagged] = readEventArray(new AvroReader(ours));
+    expect(Buffer.from(line.body).toString()).toBe("a line");
+    expect(line.headers).toEqual({});
+    line.headers.host = "h1";
+    expect(line.headers).toEqual({ host: "h1" });
+    expect(tagged.headers).toEqual({ a: "1" });
   });
 
   test("decoded bodies are views of the received buffer, not copies", () => {

@@ -1,4 +1,4 @@
-import { readHeaders as headersOf, type Event } from "../../core/event.ts";
+import { bodyEvent, readHeaders as headersOf, type Event } from "../../core/event.ts";
 import { BinaryReader, BinaryWriter } from "./binary-protocol.ts";
 import type { ThriftReader, ThriftWriter } from "./codec.ts";
 import { CompactReader, CompactWriter } from "./compact-protocol.ts";
@@ -22,10 +22,11 @@ export function createWriter(protocol: ThriftProtocolName, capacity = 256): Thri
 
 // ---- ThriftFlumeEvent { 1: required map<string,string> headers, 2: required binary body }
 
-function readHeaders(r: ThriftReader): Record<string, string> {
+/** The headers map; null when it is empty (no object made). */
+function readHeaders(r: ThriftReader): Record<string, string> | null {
   const n = r.readMapBegin();
+  if (n === 0) return null;
   const headers: Record<string, string> = {};
-  if (n === 0) return headers;
   if (r.keyType !== TType.STRING || r.valueType !== TType.STRING) {
     throw new ThriftProtocolError(`ThriftFlumeEvent.headers must be map<string,string>, got key type ${r.keyType} and value type ${r.valueType}`);
   }
@@ -38,21 +39,24 @@ function readHeaders(r: ThriftReader): Record<string, string> {
 
 /** One ThriftFlumeEvent; the body is a view of the frame. Unknown fields are skipped. */
 export function readEvent(r: ThriftReader): Event {
+  let sawHeaders = false;
   let headers: Record<string, string> | null = null;
   let body: Buffer | null = null;
   r.readStructBegin();
   for (let t = r.readFieldBegin(); t !== TType.STOP; t = r.readFieldBegin()) {
     const id = r.fieldId;
     // A known id with another type is skipped, as generated code does (and then counts as absent).
-    if (id === 1 && t === TType.MAP) headers = readHeaders(r);
-    else if (id === 2 && t === TType.STRING) body = r.readBinary();
+    if (id === 1 && t === TType.MAP) {
+      sawHeaders = true;
+      headers = readHeaders(r);
+    } else if (id === 2 && t === TType.STRING) body = r.readBinary();
     else r.skip(t);
   }
   r.readStructEnd();
   // The same check (and words) as the generated Java validate().
-  if (headers === null) throw new ThriftProtocolError("Required field 'headers' was not present! Struct: ThriftFlumeEvent");
+  if (!sawHeaders) throw new ThriftProtocolError("Required field 'headers' was not present! Struct: ThriftFlumeEvent");
   if (body === null) throw new ThriftProtocolError("Required field 'body' was not present! Struct: ThriftFlumeEvent");
-  return { headers, body };
+  return headers === null ? bodyEvent(body) : { headers, body };
 }
 
 export function writeEvent(w: ThriftWriter, event: Event): void {

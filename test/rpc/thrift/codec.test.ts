@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import path from "node:path";
-import { createEvent, type Event } from "../../../src/core/event.ts";
+import { bodyEvent, createEvent, type Event } from "../../../src/core/event.ts";
 import { RpcFrameTooLargeError, RpcProtocolError } from "../../../src/rpc/errors.ts";
 import { ThriftProtocolError } from "../../../src/rpc/thrift/errors.ts";
 import { ThriftFrameDecoder } from "../../../src/rpc/thrift/frame.ts";
@@ -48,6 +48,14 @@ describe("thrift codec", () => {
       const one = decodeCall(protocol, encodeAppend(protocol, 2 ** 31 - 1, events[5]));
       expect(one.header.seqid).toBe(2 ** 31 - 1);
       expect(plain(one.events)).toEqual(plain([events[5]]));
+    });
+
+    test(`${protocol}: events without headers (as line sources make them) read back with empty headers that can be written`, () => {
+      const frame = encodeAppendBatch(protocol, 1, [bodyEvent(Buffer.from("a line")), createEvent("x", { a: "1" })]);
+      const { events } = decodeCall(protocol, frame);
+      expect(plain(events)).toEqual(plain([createEvent("a line"), createEvent("x", { a: "1" })]));
+      events[0].headers.host = "h1";
+      expect(events[0].headers).toEqual({ host: "h1" });
     });
 
     test(`${protocol}: decoded bodies are views of the received frame, not copies`, () => {
