@@ -28,7 +28,7 @@ function safeValue(value: string): boolean {
 }
 
 /** The NATS headers for an event's headers, with `msgId` as Nats-Msg-Id when given. */
-export function toNatsHeaders(make: HeadersFactory, headers: Record<string, string>): MsgHdrs | undefined {
+export function toNatsHeaders(make: HeadersFactory, headers: Readonly<Record<string, string>>): MsgHdrs | undefined {
   let out: MsgHdrs | undefined;
   let escaped: Record<string, string> | null = null;
   for (const name in headers) {

@@ -9,7 +9,7 @@
  */
 import type { Msg, MsgHdrs, NatsConnection, Subscription } from "@nats-io/nats-core";
 import type { Clock, TimerHandle } from "../core/clock.ts";
-import type { Event } from "../core/event.ts";
+import { readHeaders, type Event } from "../core/event.ts";
 import type { NatsLink } from "./connection.ts";
 import { classifyPublishError, messageOf, NatsUnavailableError, PublishRejectedError, StreamFullError } from "./errors.ts";
 import { toNatsHeaders } from "./headers.ts";
@@ -171,7 +171,7 @@ export async function publishBatch(link: NatsLink, target: PublishTarget, events
       if (!headers) {
         headers = new Array(events.length);
         for (let i = 0; i < events.length; i++) {
-          const h = toNatsHeaders(() => link.headers(), events[i].headers) ?? link.headers();
+          const h = toNatsHeaders(() => link.headers(), readHeaders(events[i])) ?? link.headers();
           h.set("Nats-Msg-Id", ids[i]);
           h.set("Nats-Expected-Stream", target.stream);
           headers[i] = h;

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { deflateRawSync } from "node:zlib";
 import type { Logger } from "../../core/logger.ts";
-import type { Event } from "../../core/event.ts";
+import { readHeaders, type Event } from "../../core/event.ts";
 import type { ByteOutput, EventSerializer, SerializerFactory } from "./serializer.ts";
 import { defineComponent } from "../component.ts";
 
@@ -75,7 +75,7 @@ export class AvroEventSerializer implements EventSerializer {
 
   write(event: Event): void {
     const body = event.body;
-    const record = { headers: event.headers, body: Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength) };
+    const record = { headers: readHeaders(event), body: Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength) };
     let end = this.type.encode(record, this.block, this.blockLength);
     while (end < 0) {
       // encode() returns minus the missing byte count when the buffer is too small.

@@ -1,4 +1,4 @@
-import type { Event } from "../../core/event.ts";
+import { readHeaders, type Event } from "../../core/event.ts";
 import { LineSerializer, NEWLINE } from "./line-serializer.ts";
 import type { ByteOutput, SerializerFactory } from "./serializer.ts";
 import { defineComponent } from "../component.ts";
@@ -23,7 +23,7 @@ export function javaMapString(headers: Record<string, string>): string {
  */
 export class HeaderAndBodyTextSerializer extends LineSerializer {
   write(event: Event): void {
-    this.out.write(encoder.encode(`${javaMapString(event.headers)} `));
+    this.out.write(encoder.encode(`${javaMapString(readHeaders(event))} `));
     this.out.write(event.body);
     if (this.appendNewline) this.out.write(NEWLINE);
   }

@@ -8,7 +8,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { SinkCounter } from "../../core/counters.ts";
-import type { Event } from "../../core/event.ts";
+import { readHeaders, type Event } from "../../core/event.ts";
 import type { Sink, Status } from "../../core/sink.ts";
 import { type NatsClients, NatsLink } from "../../nats/connection.ts";
 import { publishBatch } from "../../nats/publish.ts";
@@ -32,9 +32,11 @@ function sameEvent(a: Event, b: Event): boolean {
   if (a === b) return true;
   if (a.body.length !== b.body.length) return false;
   for (let i = 0; i < a.body.length; i++) if (a.body[i] !== b.body[i]) return false;
-  const ka = Object.keys(a.headers);
-  if (ka.length !== Object.keys(b.headers).length) return false;
-  for (const k of ka) if (a.headers[k] !== b.headers[k]) return false;
+  const ha = readHeaders(a);
+  const hb = readHeaders(b);
+  const ka = Object.keys(ha);
+  if (ka.length !== Object.keys(hb).length) return false;
+  for (const k of ka) if (ha[k] !== hb[k]) return false;
   return true;
 }
 
@@ -116,7 +118,7 @@ export class JetStreamSink extends BaseSink implements Sink {
     const prev = this.failed;
     const key = `${this.idPrefix}.${this.nextBatch++}`;
     for (let i = 0; i < batch.length; i++) {
-      const fromHeader = header ? batch[i].headers[header] : undefined;
+      const fromHeader = header ? readHeaders(batch[i])[header] : undefined;
       if (fromHeader) ids[i] = fromHeader;
       else if (prev && i < prev.events.length && sameEvent(prev.events[i], batch[i])) ids[i] = prev.ids[i];
       else ids[i] = `${key}.${i}`;

@@ -1,4 +1,4 @@
-import type { Event } from "../../core/event.ts";
+import { readHeaders, type Event } from "../../core/event.ts";
 import { javaMapString } from "../serializers/header-and-text.ts";
 import type { TakeLoop } from "../../pipeline/take-loop.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
@@ -12,7 +12,7 @@ const HEX = "0123456789ABCDEF";
  * maxBytes of the body, without the leading offset of the first row.
  */
 export function dumpEvent(event: Event, maxBytes: number): string {
-  const headers = javaMapString(event.headers);
+  const headers = javaMapString(readHeaders(event));
   const data = event.body.subarray(0, Math.max(0, Math.min(event.body.length, maxBytes)));
   const rows: string[] = [];
   for (let row = 0; row < data.length; row += 16) {

@@ -5,7 +5,7 @@ import path from "node:path";
 import { definition, RollingFileSink } from "../../../src/components/sinks/file-roll.ts";
 import { findSerializer } from "../../../src/components/serializers/serializer.ts";
 import { javaMapString } from "../../../src/components/serializers/header-and-text.ts";
-import { createEvent } from "../../../src/core/event.ts";
+import { bodyEvent, createEvent } from "../../../src/core/event.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { VirtualClock } from "../../../src/core/virtual-clock.ts";
 import { cleanupsAfterEach, tempDir } from "../../support/helpers.ts";
@@ -29,7 +29,8 @@ function setup(props: Record<string, string> = {}, clock?: VirtualClock) {
 async function put(channel: MemoryChannel, events: { body: string; headers?: Record<string, string> }[]): Promise<void> {
   const tx = channel.getTransaction();
   tx.begin();
-  for (const e of events) tx.put(createEvent(e.body, e.headers ?? {}));
+  // Without headers: an event as line sources make it (headers made only when read).
+  for (const e of events) tx.put(e.headers ? createEvent(e.body, e.headers) : bodyEvent(new TextEncoder().encode(e.body)));
   await tx.commit();
   tx.close();
 }
@@ -162,7 +163,8 @@ describe("file_roll sink", () => {
         "sink.batchSize": "4",
       });
       await sink.start();
-      const events = Array.from({ length: 10 }, (_, i) => ({ body: `event ${i} ${"é".repeat(i)}`, headers: { n: String(i), host: "h" } }));
+      const events: { body: string; headers?: Record<string, string> }[] = Array.from({ length: 10 }, (_, i) => ({ body: `event ${i} ${"é".repeat(i)}`, headers: { n: String(i), host: "h" } }));
+      events.push({ body: "a line without headers" });
       await put(channel, events);
       while ((await sink.process()) === "READY");
       // Flushed but still open: what is on disk already reads as a complete file.
@@ -180,12 +182,12 @@ describe("file_roll sink", () => {
         return JSON.parse(r.stdout);
       };
       const open = readBack();
-      expect(open.events).toEqual(events.map((e) => ({ headers: e.headers, body: e.body })));
+      expect(open.events).toEqual(events.map((e) => ({ headers: e.headers ?? {}, body: e.body })));
       await sink.stop();
       const closed = readBack();
       expect(closed.codec).toBe(codec);
       expect(closed.schema.name).toBe("Event");
-      expect(closed.events).toHaveLength(10);
+      expect(closed.events).toHaveLength(11);
     });
   }
 
