@@ -48,8 +48,8 @@ const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 /**
  * An event's headers, to read only: for an event of bodyEvent whose headers were never made, a
- * shared empty object instead of a new one. For what encodes every event (the file channel, the
- * Avro and Thrift encoders), where reading `headers` would make an object per event.
+ * shared empty object instead of a new one. For what writes out every event's headers (the file
+ * channel, RPC encoders, serializers, sinks), where reading `headers` would make an object per event.
  */
 export function readHeaders(e: Event): Readonly<Record<string, string>> {
   return e instanceof HeaderlessEvent ? e.peekHeaders() : e.headers;
