@@ -6,6 +6,7 @@
  * together as base64 JSON in one header, ESCAPED_HEADERS, so every event round-trips exactly.
  */
 import type { MsgHdrs } from "@nats-io/nats-core";
+import { bodyEvent, type Event } from "../core/event.ts";
 
 /** The header that carries the Flume headers NATS cannot carry as they are. */
 export const ESCAPED_HEADERS = "Flume-Escaped-Headers";
@@ -68,4 +69,12 @@ export function fromNatsHeaders(h: MsgHdrs | undefined): Record<string, string> 
     }
   }
   return out;
+}
+
+/** The Flume event of a NATS message; one with no Flume headers gets none made (a bodyEvent). */
+export function eventOfMessage(data: Uint8Array, h: MsgHdrs | undefined): Event {
+  if (!h) return bodyEvent(data);
+  const headers = fromNatsHeaders(h);
+  for (const _ in headers) return { headers, body: data };
+  return bodyEvent(data);
 }

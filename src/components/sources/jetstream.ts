@@ -11,7 +11,7 @@ import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
 import { type NatsClients, NatsLink } from "../../nats/connection.ts";
 import { messageOf } from "../../nats/errors.ts";
-import { fromNatsHeaders } from "../../nats/headers.ts";
+import { eventOfMessage } from "../../nats/headers.ts";
 import { Puller } from "../../nats/puller.ts";
 import {
   CONNECTION_PROPS,
@@ -103,7 +103,7 @@ export class JetStreamSource extends BaseSource implements PollableSource {
     const events: Event[] = [];
     for (let m = this.puller.shift(); m !== undefined; m = msgs.length < batchSize ? this.puller.shift() : undefined) {
       msgs.push(m);
-      events.push({ headers: fromNatsHeaders(m.headers), body: m.data });
+      events.push(eventOfMessage(m.data, m.headers));
       if (msgs.length >= batchSize) break;
     }
     if (msgs.length === 0) return "BACKOFF";

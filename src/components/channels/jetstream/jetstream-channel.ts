@@ -33,7 +33,7 @@ import { Permits } from "../../../core/permits.ts";
 import { BasicTransaction } from "../../../core/transaction.ts";
 import { type NatsClients, NatsLink } from "../../../nats/connection.ts";
 import { messageOf, StreamFullError } from "../../../nats/errors.ts";
-import { fromNatsHeaders } from "../../../nats/headers.ts";
+import { eventOfMessage } from "../../../nats/headers.ts";
 import { publishBatch } from "../../../nats/publish.ts";
 import { Puller } from "../../../nats/puller.ts";
 import type { ConnectionSettings, ConsumerSettings, StreamSettings } from "../../../nats/settings.ts";
@@ -312,7 +312,7 @@ export class JetStreamChannel implements Channel {
     const m = this.puller.shift();
     if (m === undefined) return null;
     tx.takes.push(m);
-    return { headers: fromNatsHeaders(m.headers), body: m.data };
+    return eventOfMessage(m.data, m.headers);
   }
 
   async commit(tx: JetStreamTransaction): Promise<void> {

@@ -10,7 +10,7 @@ import { type Fingerprint, HEAD_BYTES, TAIL_BYTES, hashBytes, holdsFingerprint, 
  * holds in buffers is bounded by the file it is reading and the events in flight, not by the
  * number of files it tails.
  */
-export const CHUNK_SIZE = 1024 * 1024;
+const CHUNK_SIZE = 1024 * 1024;
 /** Chunks for files with less than BIG_FILE unread: many such files read in turn would otherwise churn through 1 MiB buffers. */
 const SMALL_CHUNK = 256 * 1024;
 /**
