@@ -353,9 +353,15 @@ function latencyReport(what: string, sent: Map<number, number>, arrivals: Map<nu
     if (a === undefined) missing++;
     else lat.push(a - t);
   }
-  lat.sort((a, b) => a - b);
   const f = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(1)} ms`);
-  return `${what}: ${lat.length} lines, latency p50 ${f(percentile(lat, 50))}, p99 ${f(percentile(lat, 99))}, max ${f(lat[lat.length - 1])}${missing ? `, ${missing} not delivered` : ""}`;
+  // Which lines were slowest tells a stall (several lines in a row) from one late line.
+  const slowest = [...sent.keys()]
+    .filter((k) => arrivals.has(k))
+    .map((k) => ({ k, ms: (arrivals.get(k) as number) - (sent.get(k) as number) }))
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 3);
+  lat.sort((a, b) => a - b);
+  return `${what}: ${lat.length} lines, latency p50 ${f(percentile(lat, 50))}, p99 ${f(percentile(lat, 99))}, max ${f(lat[lat.length - 1])} (slowest: ${slowest.map((s) => `line ${s.k} ${f(s.ms)}`).join(", ")})${missing ? `, ${missing} not delivered` : ""}`;
 }
 
 async function idleCpu(agent: Agent, ms: number): Promise<string> {
@@ -392,17 +398,23 @@ async function pickup(what: string, dir: string, conf: string, send: (i: number)
     const idle = await idleCpu(agent, 10_000);
     const watcher = outputWatcher(path.join(dir, "out"));
     const sent = new Map<number, number>();
+    const blocked: number[] = [];
     const c0 = cpuMs(agent.pid);
     for (let i = 0; i < n; i++) {
       await sleep(100);
       sent.set(i, performance.now());
       send(i);
+      // The writer's own write or rename can wait in the kernel (behind an fsync's journal
+      // commit): that wait is part of the latency, and this says how much of it there was.
+      const took = performance.now() - (sent.get(i) as number);
+      if (took > 10) blocked.push(took);
     }
     await sleep(6000);
     watcher.stop();
     const busy = cpuMs(agent.pid) - c0;
     const first = (watcher.arrivals.get(0) ?? Number.NaN) - (sent.get(0) ?? 0);
-    console.log(`${latencyReport(what, sent, watcher.arrivals)} (the first, after the agent's release of memory: ${first.toFixed(1)} ms); ${idle}; CPU ${busy} ms while the ${n} lines came (${(n * 0.1 + 6).toFixed(0)} s)`);
+    const writer = blocked.length === 0 ? "no write blocked over 10 ms" : `${blocked.length} writes blocked over 10 ms (longest ${Math.max(...blocked).toFixed(0)} ms)`;
+    console.log(`${latencyReport(what, sent, watcher.arrivals)} (the first, after the agent's release of memory: ${first.toFixed(1)} ms; ${writer}); ${idle}; CPU ${busy} ms while the ${n} lines came (${(n * 0.1 + 6).toFixed(0)} s)`);
   } finally {
     await agent.stop();
   }

@@ -439,8 +439,12 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
       await this.setAside(cur, `${what}; all ${cur.size} bytes it had at pickup were delivered, later changes were not`, true);
       return;
     }
-    // The meta file (at the file's end) must survive a power loss before the channel forgets.
-    await this.tracker.syncPosition().catch((err: Error) => this.logger.warn(`${this.name}: could not flush ${this.tracker.metaFile}: ${err.message}`));
+    // With a durable channel, the meta file (at the file's end) must survive a power loss before
+    // the channel forgets, and the file's completion is made durable. Without one, a power loss
+    // loses the channel's events anyway and a lost completion only has the file read again, as
+    // in Flume, which flushes none of it: no fsyncs, which stall the application writing into
+    // the spool directory (up to 600 ms measured here) and the pickup of the next file.
+    if (this.durable) await this.tracker.syncPosition().catch((err: Error) => this.logger.warn(`${this.name}: could not flush ${this.tracker.metaFile}: ${err.message}`));
     await this.forgetDurablePosition(cur);
     try {
       if (this.options.deletePolicy === "immediate") {
@@ -458,7 +462,7 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
         if (await this.tracker.exists(marker)) throw new SpoolViolation(`File name has been re-used with different files. Spooling assumptions violated for ${marker}`);
         this.logger.info(`${this.name}: Preparing to create tracker file for ${cur.path} at ${marker}`);
         // The file's identity, so a new file under the same name is told apart from it.
-        await this.tracker.createMarker(marker, JSON.stringify({ ino: cur.ino, size: cur.size, mtimeMs: cur.mtimeMs }));
+        await this.tracker.createMarker(marker, JSON.stringify({ ino: cur.ino, size: cur.size, mtimeMs: cur.mtimeMs }), this.durable);
       }
     } catch (err) {
       await this.setAside(cur, (err as Error).message, true);
@@ -467,8 +471,9 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
     await this.tracker.clearPosition();
   }
 
-  /** Makes a completed file's rename (or removal) durable; a lost one has it read again. */
+  /** Makes a completed file's rename (or removal) durable for a durable channel; a lost one has it read again. */
   private async syncSpoolDir(cur: Current): Promise<void> {
+    if (!this.durable) return;
     await syncDirectory(path.dirname(cur.path)).catch((err: Error) => this.logger.warn(`${this.name}: could not flush directory ${path.dirname(cur.path)}: ${err.message}`));
   }
 

@@ -310,17 +310,21 @@ describe("spooldir and files it may not read or that come back", () => {
   });
 });
 
+/** An fsync of the meta file (or of its temporary copy before the rename into place). */
+const metaSync = (tracker: string) => new RegExp(`f(data)?sync\\(\\d+<${esc(path.join(tracker, ".flumespool-main.meta.json"))}(\\.tmp)?>\\)`);
+
 describe("spooling directory state on disk", () => {
-  needsStrace.test("the meta file with the file's last position is on disk before the file is marked done, and the rename to .COMPLETED is made durable", () => {
+  needsStrace.test("with a durable channel, the meta file with the file's last position is on disk before the file is marked done, and the rename to .COMPLETED is made durable", () => {
     const t = tempDir("flume-spool-fsync-");
     cleanups.push(t.cleanup);
-    const lines = traced(t.dir, path.join(ROOT, "test", "support", "runners", "spooldir.ts"), "complete", t.dir);
+    writeFileSync(path.join(t.dir, "out.txt"), "");
+    const lines = traced(t.dir, path.join(ROOT, "test", "support", "runners", "spooldir.ts"), "complete", t.dir, "durable");
     const tracker = path.join(t.dir, "tracker");
     const spool = path.join(t.dir, "spool");
     const completed = indexOf(lines, new RegExp(`rename(at2?)?\\(.*"${esc(path.join(spool, "in.log"))}".*"${esc(path.join(spool, "in.log.COMPLETED"))}"`));
     expect(completed).toBeGreaterThan(0);
     // The meta file (renamed into place per batch) was synced, and its directory, before the completion.
-    const metaSynced = indexOf(lines, new RegExp(`f(data)?sync\\(\\d+<${esc(path.join(tracker, ".flumespool-main.meta.json"))}(\\.tmp)?>\\)`));
+    const metaSynced = indexOf(lines, metaSync(tracker));
     expect(metaSynced).toBeGreaterThanOrEqual(0);
     expect(metaSynced).toBeLessThan(completed);
     const trackerSynced = indexOf(lines, new RegExp(`f(data)?sync\\(\\d+<${esc(tracker)}>\\)`), metaSynced);
@@ -328,5 +332,15 @@ describe("spooling directory state on disk", () => {
     expect(trackerSynced).toBeLessThan(completed);
     const spoolSynced = indexOf(lines, new RegExp(`f(data)?sync\\(\\d+<${esc(spool)}>\\)`), completed);
     expect(spoolSynced).toBeGreaterThan(completed);
+  });
+
+  needsStrace.test("with a memory channel, completing a file flushes nothing (as in Flume): no fsync stalls the application writing into the spool or the next file's pickup", () => {
+    const t = tempDir("flume-spool-fsync-");
+    cleanups.push(t.cleanup);
+    const lines = traced(t.dir, path.join(ROOT, "test", "support", "runners", "spooldir.ts"), "complete", t.dir);
+    const spool = path.join(t.dir, "spool");
+    const completed = indexOf(lines, new RegExp(`rename(at2?)?\\(.*"${esc(path.join(spool, "in.log"))}".*"${esc(path.join(spool, "in.log.COMPLETED"))}"`));
+    expect(completed).toBeGreaterThan(0);
+    expect(lines.filter((l) => /f(data)?sync\(/.test(l) && l.includes(t.dir))).toEqual([]);
   });
 });

@@ -9,9 +9,10 @@
  * - `poll <dir>`: spools `<dir>/spool` into a memory channel until `<dir>/spool/last.log` is
  *   completed (or 3 s pass), prints {"lines": [...], "errors": [...]} as JSON (run as an
  *   unprivileged user so that file permissions apply).
- * - `complete <dir>`: reads `<dir>/spool/in.log` (written here) to completion, with its tracker
- *   directory `<dir>/tracker` (run under strace to see how the meta file and the rename to
- *   .COMPLETED reach the disk).
+ * - `complete <dir> [durable]`: reads `<dir>/spool/in.log` (written here) to completion, with its
+ *   tracker directory `<dir>/tracker`, into a memory channel or, with `durable`, a durable
+ *   channel (a DeliveringChannel writing `<dir>/out.txt`); run under strace to see how the meta
+ *   file and the rename to .COMPLETED reach the disk.
  */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -59,12 +60,16 @@ async function poll(dir: string): Promise<void> {
   process.stdout.write(JSON.stringify({ lines, errors }));
 }
 
-async function complete(dir: string): Promise<void> {
+async function complete(dir: string, durable: boolean): Promise<void> {
   const spool = path.join(dir, "spool");
   mkdirSync(spool);
   writeFileSync(path.join(spool, "in.log"), "s1\ns2\n");
   const src = build(definition, { spoolDir: spool, pollDelay: "20", trackerDir: path.join(dir, "tracker") }, context("s1")) as SpoolDirectorySource;
-  wire(src);
+  if (durable) {
+    const channel = new DeliveringChannel("c1", path.join(dir, "out.txt"), true);
+    channel.start();
+    src.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));
+  } else wire(src);
   await src.start();
   await until(path.join(spool, "in.log.COMPLETED"));
   await src.stop();
@@ -72,7 +77,7 @@ async function complete(dir: string): Promise<void> {
 
 if (mode === "deliver") await deliver(args[0], args[1], args[2] === "1");
 else if (mode === "poll") await poll(args[0]);
-else if (mode === "complete") await complete(args[0]);
+else if (mode === "complete") await complete(args[0], args[1] === "durable");
 else {
   process.stderr.write(`usage: bun spooldir.ts deliver|poll|complete ... (got ${JSON.stringify(mode)})\n`);
   process.exit(2);

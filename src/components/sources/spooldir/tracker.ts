@@ -1,4 +1,4 @@
-import { mkdir, readFile, rm, stat } from "node:fs/promises";
+import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { syncDirectory, syncExistingFile, writeFileAtomic, writeFileDurably } from "../../../io/atomic-write.ts";
 
@@ -91,9 +91,13 @@ export class Tracker {
     }
   }
 
-  async createMarker(p: string, content = ""): Promise<void> {
+  /**
+   * A marker lost to a power loss would have the whole file read again: `durable` flushes it and
+   * its name to disk (for a durable channel, whose events would otherwise be delivered twice).
+   */
+  async createMarker(p: string, content = "", durable = true): Promise<void> {
     await mkdir(path.dirname(p), { recursive: true });
-    // A COMPLETED marker lost to a power loss would have the whole file read again.
+    if (!durable) return writeFile(p, content, { flag: "wx" });
     await writeFileDurably(p, content, "wx");
     await syncDirectory(path.dirname(p));
   }
