@@ -442,8 +442,8 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
     // With a durable channel, the meta file (at the file's end) must survive a power loss before
     // the channel forgets, and the file's completion is made durable. Without one, a power loss
     // loses the channel's events anyway and a lost completion only has the file read again, as
-    // in Flume, which flushes none of it: no fsyncs, which stall the application writing into
-    // the spool directory (up to 600 ms measured here) and the pickup of the next file.
+    // in Flume, which flushes none of it. Those fsyncs held up the next file's pickup, and the
+    // application writing into the spool, by hundreds of ms on a busy disk.
     if (this.durable) await this.tracker.syncPosition().catch((err: Error) => this.logger.warn(`${this.name}: could not flush ${this.tracker.metaFile}: ${err.message}`));
     await this.forgetDurablePosition(cur);
     try {
