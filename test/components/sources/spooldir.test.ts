@@ -317,7 +317,6 @@ describe("spooling directory state on disk", () => {
   needsStrace.test("with a durable channel, the meta file with the file's last position is on disk before the file is marked done, and the rename to .COMPLETED is made durable", () => {
     const t = tempDir("flume-spool-fsync-");
     cleanups.push(t.cleanup);
-    writeFileSync(path.join(t.dir, "out.txt"), "");
     const lines = traced(t.dir, path.join(ROOT, "test", "support", "runners", "spooldir.ts"), "complete", t.dir, "durable");
     const tracker = path.join(t.dir, "tracker");
     const spool = path.join(t.dir, "spool");

@@ -29,11 +29,17 @@ async function until(file: string, ms = 3000): Promise<void> {
   while (!existsSync(file) && Date.now() - started < ms) await new Promise((r) => setTimeout(r, 20));
 }
 
-async function deliver(json: string, output: string, durable: boolean): Promise<void> {
-  const src = build(definition, JSON.parse(json) as Record<string, string>, context("r1"));
+/** Feeds the source into a DeliveringChannel appending to `output`. */
+function deliverTo(src: { setChannelProcessor(p: ChannelProcessor): void }, output: string, durable: boolean): DeliveringChannel {
   const channel = new DeliveringChannel("c1", output, durable);
   channel.start();
   src.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));
+  return channel;
+}
+
+async function deliver(json: string, output: string, durable: boolean): Promise<void> {
+  const src = build(definition, JSON.parse(json) as Record<string, string>, context("r1"));
+  const channel = deliverTo(src, output, durable);
   process.stdin.on("close", () => process.exit(1));
   process.stdin.resume();
   process.on("SIGTERM", () => {
@@ -65,11 +71,8 @@ async function complete(dir: string, durable: boolean): Promise<void> {
   mkdirSync(spool);
   writeFileSync(path.join(spool, "in.log"), "s1\ns2\n");
   const src = build(definition, { spoolDir: spool, pollDelay: "20", trackerDir: path.join(dir, "tracker") }, context("s1")) as SpoolDirectorySource;
-  if (durable) {
-    const channel = new DeliveringChannel("c1", path.join(dir, "out.txt"), true);
-    channel.start();
-    src.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));
-  } else wire(src);
+  if (durable) deliverTo(src, path.join(dir, "out.txt"), true);
+  else wire(src);
   await src.start();
   await until(path.join(spool, "in.log.COMPLETED"));
   await src.stop();
