@@ -1,4 +1,4 @@
-import { bodyEvent, readHeaders as headersOf, type Event } from "../../core/event.ts";
+import { bodyEvent, readHeaders, type Event } from "../../core/event.ts";
 import { BinaryReader, BinaryWriter } from "./binary-protocol.ts";
 import type { ThriftReader, ThriftWriter } from "./codec.ts";
 import { CompactReader, CompactWriter } from "./compact-protocol.ts";
@@ -23,7 +23,7 @@ export function createWriter(protocol: ThriftProtocolName, capacity = 256): Thri
 // ---- ThriftFlumeEvent { 1: required map<string,string> headers, 2: required binary body }
 
 /** The headers map; null when it is empty (no object made). */
-function readHeaders(r: ThriftReader): Record<string, string> | null {
+function readHeaderMap(r: ThriftReader): Record<string, string> | null {
   const n = r.readMapBegin();
   if (n === 0) return null;
   const headers: Record<string, string> = {};
@@ -48,7 +48,7 @@ export function readEvent(r: ThriftReader): Event {
     // A known id with another type is skipped, as generated code does (and then counts as absent).
     if (id === 1 && t === TType.MAP) {
       sawHeaders = true;
-      headers = readHeaders(r);
+      headers = readHeaderMap(r);
     } else if (id === 2 && t === TType.STRING) body = r.readBinary();
     else r.skip(t);
   }
@@ -62,7 +62,7 @@ export function readEvent(r: ThriftReader): Event {
 export function writeEvent(w: ThriftWriter, event: Event): void {
   w.writeStructBegin();
   w.writeFieldBegin(TType.MAP, 1);
-  const headers = headersOf(event);
+  const headers = readHeaders(event);
   const keys = Object.keys(headers);
   w.writeMapBegin(TType.STRING, TType.STRING, keys.length);
   for (const k of keys) {
