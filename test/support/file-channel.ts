@@ -4,6 +4,7 @@ import path from "node:path";
 import { createEvent, type Event } from "../../src/core/event.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { FileChannel, type FileChannelOptions } from "../../src/components/channels/file/index.ts";
+import { scanSegment } from "../../src/components/channels/file/segment-scan.ts";
 import { tempDir } from "./helpers.ts";
 
 export function options(dir: string, over: Partial<FileChannelOptions> = {}): FileChannelOptions {
@@ -113,4 +114,9 @@ export function rng(seed: number): () => number {
     s >>>= 0;
     return s / 0x100000000;
   };
+}
+
+/** Where a data file's records end: a running channel has zeros written ahead of them. */
+export function dataEnd(file: string): number {
+  return scanSegment(file, () => {}).size;
 }

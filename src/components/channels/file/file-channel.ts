@@ -122,6 +122,7 @@ export class FileTransaction extends BasicTransaction {
 
   clear(): void {
     this.puts = [];
+    if (this.taken !== NOTHING_TAKEN) this.ch.recycle(this.taken);
     this.taken = NOTHING_TAKEN;
     this.positions = null;
   }
@@ -154,6 +155,8 @@ export class FileChannel implements Channel {
   private reservedRoom = 0;
   /** Transactions holding taken events: their events are still pending for checkpoints. */
   private readonly takers = new Set<FileTransaction>();
+  /** Take lists of finished transactions, reused: a sink's every batch would make three arrays. */
+  private readonly spareTaken: Taken[] = [];
   /** Commits waiting for room, in arrival order: only the first may reserve. */
   private readonly roomWaiters: RoomWaiter[] = [];
 
@@ -418,7 +421,7 @@ export class FileChannel implements Channel {
     this.inflightTakes++;
     let t = tx.taken;
     if (t === NOTHING_TAKEN) {
-      tx.taken = t = new Taken(this.options.transactionCapacity);
+      tx.taken = t = this.spareTaken.pop() ?? new Taken(this.options.transactionCapacity);
       this.takers.add(tx);
     }
     const i = t.length++;
@@ -426,6 +429,12 @@ export class FileChannel implements Channel {
     t.segs[i] = seg;
     t.offs[i] = off;
     return event;
+  }
+
+  /** Takes back the take list of a transaction that committed or rolled back. */
+  recycle(t: Taken): void {
+    t.length = 0;
+    if (t.seqs.length === this.options.transactionCapacity && this.spareTaken.length < 4) this.spareTaken.push(t);
   }
 
   rollback(tx: FileTransaction): void {

@@ -19,6 +19,15 @@ const READ_AHEAD = 1024 * 1024;
  */
 const O_DSYNC: number | undefined = fs.constants.O_DSYNC;
 
+/**
+ * Durable appends extend the active segment by this many zero bytes ahead of the data, in the
+ * same write: a synced write that grows the file also commits the new size and blocks to the
+ * file system's journal, one that lands on blocks already written is data only (0.16-0.18 ms
+ * instead of 0.27-0.38 ms per 18 KB commit here). Replay reads a zero tail as the end of data.
+ */
+const PREALLOCATE = 1024 * 1024;
+let zeros: Buffer | null = null;
+
 /** An event whose checksum does not match: the data file was damaged after it was written. */
 export class CorruptEventError extends Error {
   constructor(
@@ -80,6 +89,8 @@ export class SegmentLog {
   private writeFd = -1;
   private nextDir = 0;
   private dirty = false;
+  /** Bytes of the active segment on disk: its data plus the zeros written ahead of it. */
+  private allocated = 0;
   /** Read-ahead window. */
   private rSeg = -1;
   private rStart = 0;
@@ -113,6 +124,7 @@ export class SegmentLog {
     if (last && last.size < this.maxFileSize) {
       this.active = this.segments.get(last.id)!;
       this.writeFd = fs.openSync(last.path, this.writeFlags(false));
+      this.allocated = fs.fstatSync(this.writeFd).size;
       this.nextDir = (this.dataDirs.indexOf(last.dir) + 1) % this.dataDirs.length;
     } else {
       this.createSegment(Math.max(last ? last.id + 1 : 1, minNewId));
@@ -152,6 +164,7 @@ export class SegmentLog {
     }
     syncDirectorySync(dir);
     this.writeFd = fd;
+    this.allocated = SEGMENT_HEADER_SIZE;
     this.active = { id, path: file, dir, end: SEGMENT_HEADER_SIZE, readFd: null };
     this.segments.set(id, this.active);
   }
@@ -164,6 +177,7 @@ export class SegmentLog {
     if (this.active.end > SEGMENT_HEADER_SIZE && this.active.end + bytes > this.maxFileSize) {
       if (this.dirty) fs.fdatasyncSync(this.writeFd);
       this.dirty = false;
+      this.trimTail();
       // Close the old segment only once the new one exists: a roll that fails (no space, no
       // inode) must leave a valid write descriptor, or every later append fails (EBADF) or
       // writes into whatever file reused the descriptor number.
@@ -183,7 +197,23 @@ export class SegmentLog {
     const fd = this.writeFd;
     const offset = seg.end;
     try {
-      await writeGroup(fd, bufs, total, offset);
+      const pad = this.syncedWrites && offset + total > this.allocated ? Math.min(PREALLOCATE, Math.max(0, this.maxFileSize - offset - total)) : 0;
+      if (pad > 0) {
+        zeros ??= Buffer.alloc(PREALLOCATE);
+        try {
+          await writeGroup(fd, [...bufs, zeros.subarray(0, pad)], total + pad, offset);
+          this.allocated = offset + total + pad;
+        } catch (err) {
+          // The disk may hold the group but not the zeros after it.
+          if ((err as NodeJS.ErrnoException).code !== "ENOSPC") throw err;
+          fs.ftruncateSync(fd, offset);
+          await writeGroup(fd, bufs, total, offset);
+          this.allocated = offset + total;
+        }
+      } else {
+        await writeGroup(fd, bufs, total, offset);
+        if (offset + total > this.allocated) this.allocated = offset + total;
+      }
       if (!this.durable) this.dirty = true;
       else if (!this.syncedWrites) await datasync(fd);
       // One fstat per group, not per event: a file without links takes writes that vanish.
@@ -191,6 +221,7 @@ export class SegmentLog {
     } catch (err) {
       try {
         fs.ftruncateSync(fd, offset);
+        this.allocated = offset;
       } catch {
         // The next append rewrites this region anyway; replay would cut it as a torn tail.
       }
@@ -274,7 +305,22 @@ export class SegmentLog {
 
   async close(): Promise<void> {
     if (this.writeFd >= 0 && this.dirty) await datasync(this.writeFd);
+    if (this.writeFd >= 0) this.trimTail();
     this.closeNow();
+  }
+
+  /**
+   * Cuts the zeros written ahead off the active segment, so only a running channel's newest
+   * segment has them. Not synced: a zero tail that comes back after a crash reads as the end.
+   */
+  private trimTail(): void {
+    if (this.allocated <= this.active.end) return;
+    try {
+      fs.ftruncateSync(this.writeFd, this.active.end);
+      this.allocated = this.active.end;
+    } catch {
+      // Left as it is: replay stops at the zeros all the same.
+    }
   }
 
   /** Closes every descriptor without syncing (what a process that dies leaves to the kernel). */

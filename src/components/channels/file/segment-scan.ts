@@ -39,6 +39,7 @@ export interface ScanDamage {
 
 export interface ScanResult {
   id: number | null;
+  /** Where the file's data ends: its size, less any zeros written ahead of the data. */
   size: number;
   /** End of the last record that parsed. */
   validEnd: number;
@@ -96,6 +97,22 @@ function findRecordAfter(fd: number, from: number, size: number, minTxid: number
   return -1;
 }
 
+/**
+ * Whether the file holds only zero bytes from `from` to its end, `held` being bytes of it from
+ * `from` already read: space a running channel wrote ahead of its data (see SegmentLog).
+ */
+function zeroTail(fd: number, held: Uint8Array, from: number, size: number): boolean {
+  for (let i = 0; i < held.length; i++) if (held[i] !== 0) return false;
+  const buf = Buffer.allocUnsafe(Math.min(64 * 1024, Math.max(0, size - from - held.length)));
+  for (let at = from + held.length; at < size; ) {
+    const n = readSync(fd, buf, 0, Math.min(buf.length, size - at), at);
+    if (n <= 0) return false;
+    for (let i = 0; i < n; i++) if (buf[i] !== 0) return false;
+    at += n;
+  }
+  return true;
+}
+
 export interface ScanOptions {
   /** Offset to start at (default: just after the header). */
   start?: number;
@@ -146,6 +163,12 @@ export function scanSegment(path: string, onRecord: (r: ScannedRecord) => void, 
       bufEnd = from + got;
     };
     while (pos < size) {
+      if (pos + Math.min(RECORD_HEADER_SIZE, size - pos) > bufEnd) fill(pos, RECORD_HEADER_SIZE);
+      // A zero byte where a length field starts: damage, or the zeros written ahead (SegmentLog).
+      if (bufEnd > pos && buf[pos - bufStart] === 0 && zeroTail(fd, buf.subarray(pos - bufStart, bufEnd - bufStart), pos, size)) {
+        result.size = pos;
+        break;
+      }
       const damage = (reason: string): void => {
         const next = findRecordAfter(fd, pos + 1, size, Math.max(result.maxTxid, 1));
         result.damage = next < 0 ? { kind: "torn", offset: pos, reason } : { kind: "corrupt", offset: pos, reason, nextRecord: next };

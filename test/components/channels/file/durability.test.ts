@@ -6,7 +6,7 @@ import { ChannelException } from "../../../../src/core/errors.ts";
 import { createEvent } from "../../../../src/core/event.ts";
 import { FileChannel } from "../../../../src/components/channels/file/index.ts";
 import { cleanupsAfterEach, ROOT, runCli, tempDir } from "../../../support/helpers.ts";
-import { drain, openChannel, options, putAll, range, segmentFiles, takeSome, tempDirsAfterEach } from "../../../support/file-channel.ts";
+import { dataEnd, drain, openChannel, options, putAll, range, segmentFiles, takeSome, tempDirsAfterEach } from "../../../support/file-channel.ts";
 
 const cleanups = cleanupsAfterEach();
 
@@ -28,15 +28,7 @@ describe("file channel lock", () => {
 
   test("the lock of a process killed with SIGKILL is stale and taken over", async () => {
     const dir = temp();
-    const child = spawn(process.execPath, [OPENER, dir, "hold"], { stdio: ["ignore", "pipe", "pipe"] });
-    await new Promise<void>((resolve, reject) => {
-      let out = "";
-      child.stdout.on("data", (d) => {
-        out += d;
-        if (out.includes("open")) resolve();
-      });
-      child.on("exit", () => reject(new Error(`holder exited early: ${out}`)));
-    });
+    const child = await runnerReady(dir, ["hold"], "open");
     const blocked = new FileChannel("c1", options(dir));
     const err = await blocked.start().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ChannelException);
@@ -48,6 +40,49 @@ describe("file channel lock", () => {
     const { ch } = await openChannel(dir);
     expect(ch.getLifecycleState()).toBe("START");
     await ch.stop();
+  });
+});
+
+/** Starts the runner in a mode and waits for the line it prints when ready. */
+async function runnerReady(dir: string, args: string[], ready: string) {
+  const child = spawn(process.execPath, [OPENER, dir, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  cleanups.push(() => child.kill("SIGKILL")); // a failed assertion must not leave it running
+  await new Promise<void>((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (d) => {
+      out += d;
+      if (out.includes(ready)) resolve();
+    });
+    child.on("exit", () => reject(new Error(`runner exited early: ${out}`)));
+  });
+  return child;
+}
+
+describe("file channel space written ahead of the data", () => {
+  test("a process killed with zeros written ahead in its data file restarts with nothing cut and every event; a clean stop trims them", async () => {
+    const dir = temp();
+    const child = await runnerReady(dir, ["put", "1000"], "put");
+    const [seg] = segmentFiles(dir);
+    const end = dataEnd(seg);
+    expect(statSync(seg).size).toBeGreaterThan(end); // durable appends land on space written before
+    child.kill("SIGKILL");
+    await new Promise((r) => child.on("exit", r));
+
+    const inspect = runCli(["channel", "inspect", path.join(dir, "data"), "--verify"]);
+    expect(inspect.code).toBe(0);
+    expect(inspect.stdout).toContain("status: OK");
+    expect(inspect.stdout).not.toContain("torn");
+    expect(inspect.stdout).toContain("pending events: 1000");
+
+    const b = await openChannel(dir);
+    expect(b.logger.lines.filter((l) => l.level === "warn" && !l.message.includes("in_use.lock"))).toEqual([]);
+    expect(await drain(b.ch)).toEqual(range(0, 1000));
+    await putAll(b.ch, ["after"]);
+    await b.ch.stop();
+    expect(statSync(seg).size).toBe(dataEnd(seg));
+    const c = await openChannel(dir);
+    expect(await drain(c.ch)).toEqual(["after"]);
+    await c.ch.stop();
   });
 });
 

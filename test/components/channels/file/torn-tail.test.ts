@@ -10,7 +10,7 @@ import path from "node:path";
 import { ChannelException } from "../../../../src/core/errors.ts";
 import { FileChannel } from "../../../../src/components/channels/file/index.ts";
 import { runCli } from "../../../support/helpers.ts";
-import { drain, openChannel, options, putAll, range, segmentFiles, tempDirsAfterEach } from "../../../support/file-channel.ts";
+import { dataEnd, drain, openChannel, options, putAll, range, segmentFiles, tempDirsAfterEach } from "../../../support/file-channel.ts";
 
 const temp = tempDirsAfterEach("flume-fc-torn-");
 
@@ -51,7 +51,7 @@ describe("after a power loss, a torn tail with non-zero garbage at the end of th
       await putAll(a.ch, range(0, 100));
       await putAll(a.ch, range(100, 100));
       const [seg] = segmentFiles(dir);
-      const committedEnd = statSync(seg).size;
+      const committedEnd = dataEnd(seg);
       await putAll(a.ch, range(200, 100)); // the write the power loss interrupts
       await a.ch.stop();
       const fullSize = statSync(seg).size;
@@ -88,7 +88,7 @@ describe("after a power loss, a torn tail with non-zero garbage at the end of th
     const [seg] = segmentFiles(dir);
     const oldTx = readFileSync(seg).subarray(16); // transaction 1, a valid record run with txid 1
     await putAll(a.ch, range(50, 50));
-    const committedEnd = statSync(seg).size;
+    const committedEnd = dataEnd(seg);
     await putAll(a.ch, range(100, 50));
     await a.ch.stop();
     truncateSync(seg, committedEnd + 40);
@@ -108,7 +108,7 @@ describe("after a power loss, a torn tail with non-zero garbage at the end of th
     const b = await openChannel(dir, { checkpointOnClose: false });
     await putAll(b.ch, range(100, 100));
     const [seg] = segmentFiles(dir);
-    const committedEnd = statSync(seg).size;
+    const committedEnd = dataEnd(seg);
     await putAll(b.ch, range(200, 100));
     await b.ch.stop();
     truncateSync(seg, committedEnd + 7);
@@ -128,7 +128,7 @@ describe("after a power loss, a torn tail with non-zero garbage at the end of th
     const files = segmentFiles(dir);
     expect(files.length).toBeGreaterThan(2);
     const last = files[files.length - 1];
-    const committedEnd = statSync(last).size;
+    const committedEnd = dataEnd(last);
     await a.ch.stop();
     appendFileSync(last, garbage(9, 2000));
 
@@ -145,7 +145,7 @@ describe("damage followed by valid records in the newest data file still stops t
     const a = await openChannel(dir, { checkpointOnClose: false });
     await putAll(a.ch, range(0, 100));
     const [seg] = segmentFiles(dir);
-    const secondTx = statSync(seg).size;
+    const secondTx = dataEnd(seg);
     await putAll(a.ch, range(100, 100));
     await putAll(a.ch, range(200, 100));
     await a.ch.stop();
@@ -166,7 +166,7 @@ describe("damage followed by valid records in the newest data file still stops t
     const a = await openChannel(dir, { checkpointOnClose: false });
     await putAll(a.ch, range(0, 100));
     const [seg] = segmentFiles(dir);
-    const secondTx = statSync(seg).size;
+    const secondTx = dataEnd(seg);
     await putAll(a.ch, range(100, 100));
     await putAll(a.ch, range(200, 100));
     await a.ch.stop();
@@ -185,7 +185,7 @@ describe("damage followed by valid records in the newest data file still stops t
     const a = await openChannel(dir, { checkpointOnClose: false });
     await putAll(a.ch, range(0, 10));
     const [seg] = segmentFiles(dir);
-    const firstEnd = statSync(seg).size;
+    const firstEnd = dataEnd(seg);
     await putAll(a.ch, range(10, 10));
     await a.ch.stop();
     const bytes = readFileSync(seg);
