@@ -8,22 +8,30 @@ import type { Event } from "../../../core/event.ts";
  * disk as before.
  */
 export class RecentEvents {
-  private seqs: number[] = [];
-  private events: (Event | undefined)[] = [];
+  /** A ring of maxEvents slots: [head, head + count) hold events in sequence order. */
+  private readonly seqs: Float64Array;
+  private readonly events: (Event | undefined)[];
   private head = 0;
+  private count = 0;
   private bytes = 0;
 
   constructor(
     private readonly maxEvents: number,
     private readonly maxBytes: number,
-  ) {}
+  ) {
+    this.seqs = new Float64Array(maxEvents);
+    this.events = new Array<Event | undefined>(maxEvents).fill(undefined);
+  }
 
   /** Keeps an event just committed (sequence numbers come in increasing order), if there is room. */
   add(seq: number, event: Event): void {
     const size = event.body.length;
-    if (this.seqs.length - this.head >= this.maxEvents || this.bytes + size > this.maxBytes) return;
-    this.seqs.push(seq);
-    this.events.push(event);
+    if (this.count >= this.maxEvents || this.bytes + size > this.maxBytes) return;
+    let i = this.head + this.count;
+    if (i >= this.maxEvents) i -= this.maxEvents;
+    this.seqs[i] = seq;
+    this.events[i] = event;
+    this.count++;
     this.bytes += size;
   }
 
@@ -32,33 +40,25 @@ export class RecentEvents {
    * order); else undefined. Events older than `seq` are dropped.
    */
   take(seq: number): Event | undefined {
-    const seqs = this.seqs;
-    while (this.head < seqs.length && seqs[this.head] < seq) this.drop();
-    if (this.head === seqs.length || seqs[this.head] !== seq) return undefined;
+    while (this.count > 0 && this.seqs[this.head] < seq) this.drop();
+    if (this.count === 0 || this.seqs[this.head] !== seq) return undefined;
     const e = this.events[this.head];
     this.drop();
     return e;
   }
 
   clear(): void {
-    this.seqs = [];
-    this.events = [];
+    this.events.fill(undefined);
     this.head = 0;
+    this.count = 0;
     this.bytes = 0;
   }
 
   private drop(): void {
-    this.bytes -= (this.events[this.head] as Event).body.length;
-    this.events[this.head] = undefined;
-    this.head++;
-    if (this.head === this.seqs.length) {
-      this.seqs.length = 0;
-      this.events.length = 0;
-      this.head = 0;
-    } else if (this.head >= 4096 && this.head * 2 >= this.seqs.length) {
-      this.seqs = this.seqs.slice(this.head);
-      this.events = this.events.slice(this.head);
-      this.head = 0;
-    }
+    const h = this.head;
+    this.bytes -= (this.events[h] as Event).body.length;
+    this.events[h] = undefined;
+    this.head = h + 1 === this.maxEvents ? 0 : h + 1;
+    this.count--;
   }
 }
