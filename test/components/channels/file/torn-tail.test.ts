@@ -81,12 +81,30 @@ describe("after a power loss, a torn tail with non-zero garbage at the end of th
     });
   }
 
+  test("a record cut mid-way in the zeros a running channel writes ahead is cut off; every committed event is there", async () => {
+    const dir = temp();
+    const a = await openChannel(dir, { checkpointOnClose: false });
+    await putAll(a.ch, range(0, 100));
+    const [seg] = segmentFiles(dir);
+    const committedEnd = dataEnd(seg);
+    await putAll(a.ch, range(100, 100)); // the write the crash interrupts
+    await a.ch.stop();
+    const fullSize = statSync(seg).size;
+    truncateSync(seg, committedEnd + Math.floor((fullSize - committedEnd) / 2));
+    appendFileSync(seg, Buffer.alloc(1024 * 1024));
+
+    const b = await openChannel(dir);
+    expect(b.logger.lines.some((l) => l.level === "warn" && l.message.includes(seg) && l.message.includes(`from offset ${committedEnd}`))).toBe(true);
+    expect(await drain(b.ch)).toEqual(range(0, 100));
+    await b.ch.stop();
+  });
+
   test("stale blocks holding old valid records of this channel (lower transaction ids) are garbage too", async () => {
     const dir = temp();
     const a = await openChannel(dir, { checkpointOnClose: false });
     await putAll(a.ch, range(0, 50));
     const [seg] = segmentFiles(dir);
-    const oldTx = readFileSync(seg).subarray(16); // transaction 1, a valid record run with txid 1
+    const oldTx = readFileSync(seg).subarray(16, dataEnd(seg)); // transaction 1, a valid record run with txid 1
     await putAll(a.ch, range(50, 50));
     const committedEnd = dataEnd(seg);
     await putAll(a.ch, range(100, 50));
