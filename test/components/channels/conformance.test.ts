@@ -168,7 +168,7 @@ describe("channel conformance", () => {
         await checkChannelContract(() => underTest(def), { runs: RUNS(def), seed: setup?.runs?.seed });
         const seen = Object.fromEntries(Object.entries(coverage).map(([k, v]) => [k, v - before[k as keyof typeof coverage]]));
         // The runs reached the cases the contract is about.
-        for (const k of ["commitWaited", "commitServedAfterWait", "commitFull", "putListFull", "takeListFull", "takeEmpty", "rollbackTakes", "stateErrors"]) {
+        for (const k of ["commitWaited", "commitServedAfterWait", "commitFull", "putListFull", "takeListFull", "takeEmpty", "rollbackTakes", "stateErrors", "batches"]) {
           expect({ [k]: seen[k] > 0 }).toEqual({ [k]: true });
         }
         if (def.durability) expect(seen.restarts > 0 && seen.crashes > 0).toBe(true);

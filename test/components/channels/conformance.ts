@@ -68,8 +68,8 @@ export interface Limits {
  */
 type Op =
   | { op: "begin"; t: number; strict?: boolean }
-  | { op: "put"; t: number; n: number; strict?: boolean }
-  | { op: "take"; t: number; n: number; strict?: boolean }
+  | { op: "put"; t: number; n: number; batch?: boolean; strict?: boolean }
+  | { op: "take"; t: number; n: number; batch?: boolean; strict?: boolean }
   | { op: "commit"; t: number; strict?: boolean }
   | { op: "rollback"; t: number; strict?: boolean }
   | { op: "close"; t: number; strict?: boolean }
@@ -201,6 +201,8 @@ export const coverage = {
   putListFull: 0,
   takeListFull: 0,
   takeEmpty: 0,
+  /** put and take steps made as one putAll or takeInto call. */
+  batches: 0,
   rollbackTakes: 0,
   stateErrors: 0,
   restarts: 0,
@@ -288,6 +290,20 @@ class Run {
         const tm = m.txs[op.t];
         const tx = this.real[op.t];
         if (!tx) break;
+        if (op.batch && tm.state === "OPEN") {
+          // putAll: as put() of each event until the list is full (that one counted, then thrown).
+          coverage.batches++;
+          const events = Array.from({ length: op.n }, (_, i) => body(m.nextId + i));
+          const fits = Math.min(op.n, m.limits.transactionCapacity - tm.puts.length);
+          for (let i = 0; i < fits; i++) tm.puts.push(m.nextId + i);
+          m.nextId += op.n;
+          m.counts.putAttempts += fits < op.n ? fits + 1 : fits;
+          if (fits < op.n) {
+            expect(() => tx.putAll(events)).toThrow(ChannelException);
+            coverage.putListFull++;
+          } else tx.putAll(events);
+          break;
+        }
         for (let i = 0; i < op.n; i++) {
           const id = m.nextId++;
           if (tm.state !== "OPEN") {
@@ -310,6 +326,29 @@ class Run {
         const tm = m.txs[op.t];
         const tx = this.real[op.t];
         if (!tx) break;
+        if (op.batch && tm.state === "OPEN") {
+          // takeInto: as take() until n were taken, the channel ran dry (that call counted) or
+          // the take list was full (that call counted, then thrown, the events before it kept).
+          coverage.batches++;
+          const room = m.limits.transactionCapacity - tm.takes.length;
+          const expected = m.queue.splice(0, Math.min(op.n, room));
+          const full = room < op.n && expected.length === room;
+          m.counts.takeAttempts += expected.length < op.n ? expected.length + 1 : expected.length;
+          const out: Event[] = [];
+          if (full) {
+            expect(() => tx.takeInto(out, op.n)).toThrow(ChannelException);
+            coverage.takeListFull++;
+          } else {
+            expect(tx.takeInto(out, op.n)).toBe(expected.length);
+            if (expected.length < op.n) coverage.takeEmpty++;
+          }
+          expect(out.map(idOf)).toEqual(expected);
+          for (const id of expected) {
+            tm.takes.push(id);
+            (m.info.get(id) as EventInfo).taken = true;
+          }
+          break;
+        }
         for (let i = 0; i < op.n; i++) {
           if (tm.state !== "OPEN") {
             expect(() => tx.take()).toThrow(TransactionStateError);
@@ -561,8 +600,8 @@ const opArb = (transactions: number, limits: Limits, durable: boolean): fc.Arbit
   const strict = fc.integer({ min: 0, max: 9 }).map((x) => x === 0);
   const ops: fc.WeightedArbitrary<Op>[] = [
     { weight: 1, arbitrary: fc.record({ op: fc.constant("begin" as const), t, strict }) },
-    { weight: 8, arbitrary: fc.record({ op: fc.constant("put" as const), t, n, strict }) },
-    { weight: 5, arbitrary: fc.record({ op: fc.constant("take" as const), t, n, strict }) },
+    { weight: 8, arbitrary: fc.record({ op: fc.constant("put" as const), t, n, batch: fc.boolean(), strict }) },
+    { weight: 5, arbitrary: fc.record({ op: fc.constant("take" as const), t, n, batch: fc.boolean(), strict }) },
     { weight: 7, arbitrary: fc.record({ op: fc.constant("commit" as const), t, strict }) },
     { weight: 2, arbitrary: fc.record({ op: fc.constant("rollback" as const), t, strict }) },
     { weight: 1, arbitrary: fc.record({ op: fc.constant("close" as const), t, strict }) },

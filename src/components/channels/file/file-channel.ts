@@ -108,8 +108,16 @@ export class FileTransaction extends BasicTransaction {
     this.ch.put(this, event);
   }
 
+  protected override doPutAll(events: readonly Event[]): void {
+    this.ch.putAll(this, events);
+  }
+
   protected override doTake(): Event | null {
     return this.ch.take(this);
+  }
+
+  protected override doTakeInto(out: Event[], max: number): number {
+    return this.ch.takeInto(this, out, max);
   }
 
   protected override doCommit(): Promise<void> {
@@ -395,6 +403,66 @@ export class FileChannel implements Channel {
     tx.puts.push(event);
   }
 
+  /** put() for each event, with the checks made once when the whole batch fits. */
+  putAll(tx: FileTransaction, events: readonly Event[]): void {
+    const n = events.length;
+    if (this.state !== "START" || !this.log || this.lowDisk !== null || tx.puts.length + n > this.options.transactionCapacity) {
+      for (let i = 0; i < n; i++) this.put(tx, events[i]);
+      return;
+    }
+    this.counter.values.EventPutAttemptCount += n;
+    const puts = tx.puts;
+    for (let i = 0; i < n; i++) puts.push(events[i]);
+  }
+
+  /**
+   * take() up to `max` times into `out`, with the checks made once: the same events, counts
+   * and errors (a read that fails throws after the events taken before it were added to `out`).
+   */
+  takeInto(tx: FileTransaction, out: Event[], max: number): number {
+    const room = this.options.transactionCapacity - tx.taken.length;
+    if (max > room || this.state !== "START" || !this.log) {
+      let n = 0;
+      while (n < max) {
+        const e = this.take(tx);
+        if (e === null) break;
+        out.push(e);
+        n++;
+      }
+      return n;
+    }
+    const log = this.requireOpen();
+    const q = this.queue;
+    const want = Math.min(max, q.length);
+    // As take() called once per event, and once more when the queue ran dry.
+    this.counter.values.EventTakeAttemptCount += want < max ? want + 1 : want;
+    if (want === 0) return 0;
+    const t = this.takeList(tx);
+    const recent = this.recent;
+    for (let k = 0; k < want; k++) {
+      const seq = q.frontSeq();
+      const seg = q.frontSeg();
+      const off = q.frontOff();
+      let event: Event;
+      try {
+        event = recent.take(seq) ?? log.read(seg, off);
+      } catch (err) {
+        // Not taken: take() would have counted one attempt for it and none after it.
+        this.counter.values.EventTakeAttemptCount -= (want < max ? want + 1 : want) - (k + 1);
+        this.inflightTakes += k;
+        throw this.readFailed(log, seq, seg, off, err);
+      }
+      q.dropFront();
+      const i = t.length++;
+      t.seqs[i] = seq;
+      t.segs[i] = seg;
+      t.offs[i] = off;
+      out.push(event);
+    }
+    this.inflightTakes += want;
+    return want;
+  }
+
   take(tx: FileTransaction): Event | null {
     this.counter.values.EventTakeAttemptCount++;
     const log = this.requireOpen();
@@ -412,23 +480,31 @@ export class FileChannel implements Channel {
     try {
       event = this.recent.take(seq) ?? log.read(seg, off);
     } catch (err) {
-      this.counter.values.EventTakeErrorCount++;
-      throw new ChannelException(`file channel ${this.name}: cannot read event ${seq} from ${log.pathOf(seg) ?? `segment ${seg}`} at offset ${off}: ${(err as Error).message}`, {
-        cause: err,
-      });
+      throw this.readFailed(log, seq, seg, off, err);
     }
     q.dropFront();
     this.inflightTakes++;
-    let t = tx.taken;
-    if (t === NOTHING_TAKEN) {
-      tx.taken = t = this.spareTaken.pop() ?? new Taken(this.options.transactionCapacity);
-      this.takers.add(tx);
-    }
+    const t = this.takeList(tx);
     const i = t.length++;
     t.seqs[i] = seq;
     t.segs[i] = seg;
     t.offs[i] = off;
     return event;
+  }
+
+  /** The take list of tx, made (or reused) with its first take. */
+  private takeList(tx: FileTransaction): Taken {
+    let t = tx.taken;
+    if (t === NOTHING_TAKEN) {
+      tx.taken = t = this.spareTaken.pop() ?? new Taken(this.options.transactionCapacity);
+      this.takers.add(tx);
+    }
+    return t;
+  }
+
+  private readFailed(log: SegmentLog, seq: number, seg: number, off: number, err: unknown): ChannelException {
+    this.counter.values.EventTakeErrorCount++;
+    return new ChannelException(`file channel ${this.name}: cannot read event ${seq} from ${log.pathOf(seg) ?? `segment ${seg}`} at offset ${off}: ${(err as Error).message}`, { cause: err });
   }
 
   /** Takes back the take list of a transaction that committed or rolled back. */

@@ -203,9 +203,14 @@ export function encodeTransaction(
         p += 4 + vLen;
       }
       buf.writeUInt16LE(headerCount, countAt);
-      buf.writeUInt32LE(e.body.length, p);
-      buf.set(e.body, p + 4);
-      p += 4 + e.body.length;
+      const body = e.body;
+      const bodyLen = body.length;
+      buf.writeUInt32LE(bodyLen, p);
+      p += 4;
+      // A short body is copied by hand: set() is a native call that costs more than the copy.
+      if (bodyLen <= 64) for (let j = 0; j < bodyLen; j++) buf[p + j] = body[j];
+      else buf.set(body, p);
+      p += bodyLen;
       buf.writeUInt32LE(p - start - EVENT_PREFIX, start);
       buf.writeUInt32LE(crc32(buf, start + EVENT_PREFIX, p), start + 4);
     }

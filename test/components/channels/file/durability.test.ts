@@ -3,7 +3,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { closeSync, openSync, readSync, rmSync, statSync, statfsSync, truncateSync, writeFileSync, writeSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { ChannelException } from "../../../../src/core/errors.ts";
-import { createEvent } from "../../../../src/core/event.ts";
+import { createEvent, type Event } from "../../../../src/core/event.ts";
 import { FileChannel } from "../../../../src/components/channels/file/index.ts";
 import { cleanupsAfterEach, ROOT, runCli, tempDir } from "../../../support/helpers.ts";
 import { dataEnd, drain, openChannel, options, putAll, range, segmentFiles, takeSome, tempDirsAfterEach } from "../../../support/file-channel.ts";
@@ -165,15 +165,20 @@ describe("file channel damage", () => {
     expect(inspect.stdout).toContain("status: DAMAGED");
   });
 
-  test("a damaged event behind the checkpoint fails its take with an error naming file and offset", async () => {
-    const dir = temp();
-    const a = await openChannel(dir); // checkpoint on close: restart will not re-read the log
+  /** Ten events committed and checkpointed (a restart does not re-read the log), the last one's last byte changed. */
+  async function tenWithLastDamaged(dir: string): Promise<void> {
+    const a = await openChannel(dir);
     await putAll(a.ch, range(0, 10));
     await a.ch.stop();
     const [seg] = segmentFiles(dir);
     const fd = openSync(seg, "r+");
-    writeSync(fd, Buffer.from("X"), 0, 1, statSync(seg).size - 33); // the last byte of the last event (before the 32-byte COMMIT record)
+    writeSync(fd, Buffer.from("X"), 0, 1, statSync(seg).size - 33); // before the 32-byte COMMIT record
     closeSync(fd);
+  }
+
+  test("a damaged event behind the checkpoint fails its take with an error naming file and offset", async () => {
+    const dir = temp();
+    await tenWithLastDamaged(dir);
 
     const { ch } = await openChannel(dir);
     expect((await takeSome(ch, 9)).length).toBe(9);
@@ -183,6 +188,25 @@ describe("file channel damage", () => {
     await tx.rollback();
     tx.close();
     expect(ch.counter.snapshot().EventTakeErrorCount).toBe("1");
+    await ch.stop();
+  });
+
+  test("a batch take (as a sink's) that meets a damaged event fails naming file and offset, keeps the events before it and rolls back whole", async () => {
+    const dir = temp();
+    await tenWithLastDamaged(dir);
+    const { ch } = await openChannel(dir, { capacity: 10 });
+    const tx = ch.getTransaction();
+    tx.begin();
+    const out: Event[] = [];
+    expect(() => tx.takeInto(out, 100)).toThrow(/checksum mismatch in the event at .*log-1 offset \d+/);
+    expect(out.map((e) => new TextDecoder().decode(e.body))).toEqual(range(0, 9));
+    await tx.rollback();
+    tx.close();
+    // As ten take() calls, the tenth failing.
+    expect(ch.counter.snapshot()).toMatchObject({ EventTakeAttemptCount: "10", EventTakeErrorCount: "1", EventTakeSuccessCount: "0", ChannelSize: "10" });
+    // The channel is full again: the nine taken before the damage were counted back exactly.
+    expect(await putAll(ch, ["one too many"]).catch((e: unknown) => e)).toBeInstanceOf(ChannelException);
+    expect((await takeSome(ch, 9)).map((e) => new TextDecoder().decode(e.body))).toEqual(range(0, 9));
     await ch.stop();
   });
 
