@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import path from "node:path";
 import { ChannelException, ChannelFullException } from "../../../../src/core/errors.ts";
-import { bodyEvent, createEvent } from "../../../../src/core/event.ts";
+import { bodyEvent, createEvent, type Event } from "../../../../src/core/event.ts";
 import { FileChannel } from "../../../../src/components/channels/file/index.ts";
 import { VirtualClock } from "../../../../src/core/virtual-clock.ts";
 import { drain, openChannel, options, putAll, range, takeSome, tempDirsAfterEach } from "../../../support/file-channel.ts";
@@ -29,6 +29,28 @@ describe("file channel transactions", () => {
     expect(plain.headers).toEqual({ k: "v" });
     expect(text(tagged.body)).toBe("tagged");
     expect(tagged.headers).toEqual({ host: "h1", "ü": "✓" });
+    await ch.stop();
+  });
+
+  test("bodies of every size around the short-copy limits, and every byte value, read back from disk byte for byte", async () => {
+    const dir = temp();
+    const sizes = [0, 1, 63, 64, 65, 127, 128, 129, 5000];
+    const bodies = sizes.map((n, k) => Uint8Array.from({ length: n }, (_, i) => (i * 31 + k) & 0xff));
+    const first = await openChannel(dir);
+    const put = first.ch.getTransaction();
+    put.begin();
+    put.putAll(bodies.map((b) => bodyEvent(b)));
+    await put.commit();
+    put.close();
+    await first.ch.stop();
+    const { ch } = await openChannel(dir); // decoded from the data file, not kept from the put
+    const tx = ch.getTransaction();
+    tx.begin();
+    const out: Event[] = [];
+    expect(tx.takeInto(out, 100)).toBe(sizes.length);
+    await tx.commit();
+    tx.close();
+    expect(out.map((e) => [...e.body])).toEqual(bodies.map((b) => [...b]));
     await ch.stop();
   });
 
