@@ -34,6 +34,7 @@ function channel(dir: string, checkpointOnClose = true): FileChannel {
     checkpointOnClose,
     fsyncPerTransaction: true,
     fsyncInterval: 5,
+    inlineWriteLimit: 2,
   });
 }
 

@@ -21,6 +21,7 @@ export function options(dir: string, over: Partial<FileChannelOptions> = {}): Fi
     checkpointOnClose: true,
     fsyncPerTransaction: true,
     fsyncInterval: 5,
+    inlineWriteLimit: 2,
     ...over,
   };
 }

@@ -22,6 +22,7 @@ import { FileChannelCounter } from "./counter.ts";
 import { BufferPool } from "./buffer-pool.ts";
 import { directoryLockFile, LockHeldError, OwnerLock } from "../../../io/owner-lock.ts";
 import { EventQueue } from "./event-queue.ts";
+import { InlineWrites } from "./inline-writes.ts";
 import { encodeTransaction, toRanges } from "./format.ts";
 import { recover } from "./replay.ts";
 import { RecentEvents } from "./recent-events.ts";
@@ -45,6 +46,8 @@ export interface FileChannelOptions {
   fsyncPerTransaction: boolean;
   /** Seconds between fsyncs when fsyncPerTransaction is false. */
   fsyncInterval: number;
+  /** Milliseconds an append may take on the main thread (see inline-writes.ts); 0: never inline. */
+  inlineWriteLimit: number;
 }
 
 /** Flume's floor for minimumRequiredSpace: 1 MB. */
@@ -170,6 +173,8 @@ export class FileChannel implements Channel {
 
   /** Group commit figures: how many writes (each with one fsync) carried how many commits. */
   readonly writeStats = { groups: 0, transactions: 0 };
+  /** Where appends run: main thread or I/O pool (inline-writes.ts). */
+  readonly writes: InlineWrites;
   private pendingWrites: CommitRequest[] = [];
   private readonly pool = new BufferPool();
   private writing = false;
@@ -196,6 +201,7 @@ export class FileChannel implements Channel {
     this.counter.set("ChannelCapacity", options.capacity);
     this.minimumRequiredSpace = Math.max(options.minimumRequiredSpace, MINIMUM_REQUIRED_SPACE_FLOOR);
     this.recent = new RecentEvents(Math.max(2 * options.transactionCapacity, 1000), RECENT_BYTES);
+    this.writes = new InlineWrites(options.inlineWriteLimit);
   }
 
   getLifecycleState(): LifecycleState {
@@ -279,7 +285,7 @@ export class FileChannel implements Channel {
       this.positions = r.positions;
       this.nextSeq = r.nextSeq;
       this.nextTxid = r.nextTxid;
-      this.log = new SegmentLog(o.dataDirs, o.maxFileSize, o.fsyncPerTransaction);
+      this.log = new SegmentLog(o.dataDirs, o.maxFileSize, o.fsyncPerTransaction, this.writes);
       this.log.open(r.segments, r.minNewSegmentId);
       this.inflightTakes = 0;
       this.reservedRoom = 0;

@@ -31,6 +31,12 @@ const props = {
   compressBackupCheckpoint: { type: "boolean", default: false, doc: "Accepted for compatibility; the backup checkpoint is not compressed" },
   fsyncPerTransaction: { type: "boolean", default: true, doc: "fsync the data file before each commit returns (false: every fsyncInterval seconds)" },
   fsyncInterval: { type: "int", default: 5, min: 1, doc: "Seconds between fsyncs when fsyncPerTransaction is false" },
+  inlineWriteLimit: {
+    type: "int",
+    default: 2,
+    min: 0,
+    doc: "Data file writes run on the agent's main thread, which saves a thread hand-off per commit, as long as each takes at most this many milliseconds; after a slower one, writes go to the I/O thread pool for 5 seconds so the other components keep running. 0: always the thread pool (Flume TS only)",
+  },
 } as const;
 
 export function parseDataDirs(value: string): string[] {
@@ -91,6 +97,7 @@ export function channelOptions(o: Options): FileChannelOptions {
     checkpointOnClose: o.checkpointOnClose,
     fsyncPerTransaction: o.fsyncPerTransaction,
     fsyncInterval: o.fsyncInterval,
+    inlineWriteLimit: o.inlineWriteLimit,
   };
 }
 

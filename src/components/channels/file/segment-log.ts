@@ -8,6 +8,7 @@ import path from "node:path";
 import type { Event } from "../../../core/event.ts";
 import { syncDirectorySync } from "../../../io/atomic-write.ts";
 import { EVENT_PREFIX, SEGMENT_HEADER_SIZE, decodeEventAt, encodeSegmentHeader, eventLengthAt, segmentFileName } from "./format.ts";
+import type { InlineWrites } from "./inline-writes.ts";
 import type { SegmentInfo } from "./replay.ts";
 
 const READ_AHEAD = 1024 * 1024;
@@ -70,6 +71,14 @@ function writeGroup(fd: number, bufs: readonly Buffer[], total: number, position
   });
 }
 
+/** writeGroup on the calling thread. */
+function writeGroupSync(fd: number, bufs: readonly Buffer[], total: number, position: number): void {
+  let done = bufs.length === 1 ? fs.writeSync(fd, bufs[0], 0, total, position) : fs.writevSync(fd, bufs as Buffer[], position);
+  if (done === total) return;
+  const all = bufs.length === 1 ? bufs[0] : Buffer.concat(bufs as Buffer[], total);
+  while (done < total) done += fs.writeSync(fd, all, done, total - done, position + done);
+}
+
 function datasync(fd: number): Promise<void> {
   return new Promise((resolve, reject) => fs.fdatasync(fd, (err) => (err ? reject(err) : resolve())));
 }
@@ -106,7 +115,8 @@ export class SegmentLog {
   constructor(
     private readonly dataDirs: readonly string[],
     private readonly maxFileSize: number,
-    private readonly durable = true,
+    private readonly durable: boolean,
+    private readonly writes: InlineWrites,
   ) {
     this.syncedWrites = durable && O_DSYNC !== undefined;
   }
@@ -201,17 +211,18 @@ export class SegmentLog {
       if (pad > 0) {
         zeros ??= Buffer.alloc(PREALLOCATE);
         try {
+          // Growing the file commits its new size to the journal too: 2-5 ms here, so never inline.
           await writeGroup(fd, [...bufs, zeros.subarray(0, pad)], total + pad, offset);
           this.allocated = offset + total + pad;
         } catch (err) {
           // The disk may hold the group but not the zeros after it.
           if ((err as NodeJS.ErrnoException).code !== "ENOSPC") throw err;
           fs.ftruncateSync(fd, offset);
-          await writeGroup(fd, bufs, total, offset);
+          await this.write(fd, bufs, total, offset);
           this.allocated = offset + total;
         }
       } else {
-        await writeGroup(fd, bufs, total, offset);
+        await this.write(fd, bufs, total, offset);
         if (offset + total > this.allocated) this.allocated = offset + total;
       }
       if (!this.durable) this.dirty = true;
@@ -229,6 +240,13 @@ export class SegmentLog {
     }
     seg.end = offset + total;
     return { segment: seg.id, offset };
+  }
+
+  private write(fd: number, bufs: readonly Buffer[], total: number, offset: number): Promise<void> | undefined {
+    return this.writes.write(
+      () => writeGroupSync(fd, bufs, total, offset),
+      () => writeGroup(fd, bufs, total, offset),
+    );
   }
 
   /** For fsyncPerTransaction=false: the periodic fsync. */

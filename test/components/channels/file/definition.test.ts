@@ -23,6 +23,7 @@ test("type file and Flume's class name resolve to the file channel, with Flume's
     checkpointOnClose: true,
     fsyncPerTransaction: true,
     fsyncInterval: 5,
+    inlineWriteLimit: 2,
   });
   expect(String(defaults.checkpointDir)).toEndWith(path.join(".flume", "file-channel", "checkpoint"));
   expect(String(defaults.dataDirs)).toEndWith(path.join(".flume", "file-channel", "data"));

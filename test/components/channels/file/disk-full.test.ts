@@ -27,32 +27,34 @@ const bigBodies = (prefix: string, n: number) => range(0, n, prefix).map((s) => 
 const big = (from: number, n: number) => range(from, n).map((s) => s.padEnd(200, "x"));
 
 describe("file channel on a full disk", () => {
-  needsTmpfs.test("ENOSPC: the put fails with ChannelException, nothing half-written stays, takes work, puts resume when space returns", async () => {
-    const { dir, mnt } = smallDisk("flume-fc-full-", "size=8m");
-    const filler = path.join(mnt, "filler");
-    writeFileSync(filler, Buffer.alloc(4 * 1024 * 1024));
-    const opts = { dataDirs: [path.join(mnt, "data")], transactionCapacity: 1000, minimumRequiredSpace: 1024 * 1024, checkpointOnClose: false };
-    const { ch } = await openChannel(dir, opts);
-    await putAll(ch, range(0, 100));
-    // About 4 MB free, above minimumRequiredSpace: the 5 MB batch passes the check and hits ENOSPC.
-    const err = await putAll(ch, bigBodies("big", 500)).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ChannelException);
-    expect((err as Error).message).toContain("ENOSPC");
-    expect(ch.counter.snapshot().EventPutErrorCount).toBe("500");
-    expect((await takeSome(ch, 10)).length).toBe(10);
+  for (const inlineWriteLimit of [2, 0]) {
+    needsTmpfs.test(`ENOSPC (writes ${inlineWriteLimit ? "on the main thread" : "in the I/O pool"}): the put fails with ChannelException, nothing half-written stays, takes work, puts resume when space returns`, async () => {
+      const { dir, mnt } = smallDisk("flume-fc-full-", "size=8m");
+      const filler = path.join(mnt, "filler");
+      writeFileSync(filler, Buffer.alloc(4 * 1024 * 1024));
+      const opts = { dataDirs: [path.join(mnt, "data")], transactionCapacity: 1000, minimumRequiredSpace: 1024 * 1024, checkpointOnClose: false, inlineWriteLimit };
+      const { ch } = await openChannel(dir, opts);
+      await putAll(ch, range(0, 100));
+      // About 4 MB free, above minimumRequiredSpace: the 5 MB batch passes the check and hits ENOSPC.
+      const err = await putAll(ch, bigBodies("big", 500)).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ChannelException);
+      expect((err as Error).message).toContain("ENOSPC");
+      expect(ch.counter.snapshot().EventPutErrorCount).toBe("500");
+      expect((await takeSome(ch, 10)).length).toBe(10);
 
-    rmSync(filler);
-    await putAll(ch, bigBodies("big", 500));
-    await ch.stop();
+      rmSync(filler);
+      await putAll(ch, bigBodies("big", 500));
+      await ch.stop();
 
-    // The failed write left no torn record behind: a replay of the whole log reads cleanly.
-    const again = await openChannel(dir, opts);
-    expect(again.logger.lines.filter((l) => l.level === "warn")).toEqual([]);
-    const bodies = await drain(again.ch);
-    expect(bodies.slice(0, 90)).toEqual(range(10, 90));
-    expect(bodies.length).toBe(590);
-    await again.ch.stop();
-  });
+      // The failed write left no torn record behind: a replay of the whole log reads cleanly.
+      const again = await openChannel(dir, opts);
+      expect(again.logger.lines.filter((l) => l.level === "warn")).toEqual([]);
+      const bodies = await drain(again.ch);
+      expect(bodies.slice(0, 90)).toEqual(range(10, 90));
+      expect(bodies.length).toBe(590);
+      await again.ch.stop();
+    });
+  }
 
   needsTmpfs.test("out of inodes: a segment roll that cannot create its file fails the put; puts resume (in a new segment) once the disk has room again", async () => {
     const { dir, mnt } = smallDisk("flume-fc-roll-", "size=16m,nr_inodes=32");
