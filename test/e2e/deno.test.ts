@@ -1,9 +1,9 @@
 import { describe, expect } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { ROOT, tempDir } from "../support/helpers.ts";
+import { type Metrics, ROOT, freePort, tempDir, waitForMetrics } from "../support/helpers.ts";
 import { precondition } from "../support/requires.ts";
 
 // Deno comes from npm (devDependency `deno`); src/ must run under it unchanged.
@@ -58,6 +58,58 @@ describe("the CLI under Deno", () => {
       child.kill("SIGTERM");
       const code = await new Promise((r) => child.on("exit", r));
       expect(code).toBe(0);
+    } finally {
+      cleanup();
+    }
+  }, 60000);
+  needsDeno.test("run: seq -> file channel -> file_roll writes every event once, and the channel's data survives a restart", async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const out = path.join(dir, "out");
+      mkdirSync(out);
+      const conf = path.join(dir, "f.conf");
+      const lines = (events: number, sink: boolean) =>
+        [
+          "d.sources = r1",
+          "d.channels = c1",
+          sink ? "d.sinks = k1" : "",
+          "d.sources.r1.type = seq",
+          `d.sources.r1.totalEvents = ${events}`,
+          "d.sources.r1.batchSize = 100",
+          "d.sources.r1.channels = c1",
+          "d.channels.c1.type = file",
+          `d.channels.c1.checkpointDir = ${path.join(dir, "checkpoint")}`,
+          `d.channels.c1.dataDirs = ${path.join(dir, "data")}`,
+          "d.channels.c1.transactionCapacity = 100",
+          "d.sinks.k1.type = file_roll",
+          `d.sinks.k1.sink.directory = ${out}`,
+          "d.sinks.k1.sink.rollInterval = 0",
+          "d.sinks.k1.batchSize = 100",
+          "d.sinks.k1.channel = c1",
+        ].join("\n");
+      const metricsPort = await freePort();
+      /** Runs the agent until `reached` holds for its metrics, then stops it with SIGTERM. */
+      const runUntil = async (what: string, reached: (m: Metrics) => boolean) => {
+        const child = spawn(DENO, ["run", "-A", CLI, "run", "-f", conf, "-n", "d", "--metrics-port", String(metricsPort), "--metrics-bind", "127.0.0.1"], { cwd: ROOT, env: { ...process.env, NO_COLOR: "1" } });
+        let err = "";
+        child.stderr.on("data", (d) => (err += d));
+        try {
+          await waitForMetrics(metricsPort, what, reached, 30000);
+        } finally {
+          child.kill("SIGTERM");
+        }
+        expect(await new Promise((r) => child.on("exit", r))).toBe(0);
+        return err;
+      };
+      // First without a sink: 2,000 events stay in the channel's files.
+      writeFileSync(conf, lines(2000, false));
+      const first = await runUntil("2000 events in c1", (m) => m["CHANNEL.c1"]?.ChannelSize === "2000");
+      expect(first).toContain("channel c1 keeps 2000 events on disk for the next start");
+      // Then a sink drains them (the new run's seq source adds none).
+      writeFileSync(conf, lines(0, true));
+      await runUntil("k1 to write 2000 events", (m) => m["SINK.k1"]?.EventDrainSuccessCount === "2000");
+      const written = readdirSync(out).map((f) => readFileSync(path.join(out, f), "utf8")).join("");
+      expect(written.trimEnd().split("\n")).toEqual(Array.from({ length: 2000 }, (_, i) => String(i)));
     } finally {
       cleanup();
     }
