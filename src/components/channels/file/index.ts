@@ -35,7 +35,7 @@ const props = {
     type: "int",
     default: 2,
     min: 0,
-    doc: "Data file writes run on the agent's main thread, which saves a thread hand-off per commit, as long as each takes at most this many milliseconds; after a slower one, writes go to the I/O thread pool for 5 seconds so the other components keep running. 0: always the thread pool (Flume TS only)",
+    doc: "Data file writes run on the agent's main thread, which saves a thread hand-off per commit, while recent writes took at most this many milliseconds on average; slower ones go to the I/O thread pool, so the other components keep running, until writes are fast again. 0: always the thread pool (Flume TS only)",
   },
 } as const;
 

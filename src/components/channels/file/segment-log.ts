@@ -211,7 +211,7 @@ export class SegmentLog {
       if (pad > 0) {
         zeros ??= Buffer.alloc(PREALLOCATE);
         try {
-          // Growing the file commits its new size to the journal too: 2-5 ms here, so never inline.
+          // Growing the file commits its new size to the journal too: 3-4 ms here, so never inline.
           await writeGroup(fd, [...bufs, zeros.subarray(0, pad)], total + pad, offset);
           this.allocated = offset + total + pad;
         } catch (err) {
