@@ -225,6 +225,39 @@ describe("file channel transactions", () => {
     await ch.stop();
   });
 
+  test("a producer and a consumer share each group without waiting for a turn of a busy event loop", async () => {
+    // Writes on the main thread (a generous limit), so only the writer's own wait is counted.
+    const { ch } = await openChannel(temp(), { inlineWriteLimit: 1000 });
+    await putAll(ch, range(0, 10));
+    // Twenty callbacks that keep re-queueing themselves: each turn of the loop runs them all.
+    let turns = 0;
+    let busy = true;
+    const spin = (k: number) => {
+      if (!busy) return;
+      if (k === 0) turns++;
+      setImmediate(() => spin(k));
+    };
+    for (let k = 0; k < 20; k++) spin(k);
+    const rounds = 50;
+    let taken = 0;
+    const groupsBefore = ch.writeStats.groups;
+    await Promise.all([
+      (async () => {
+        for (let i = 1; i <= rounds; i++) await putAll(ch, range(i * 10, 10));
+      })(),
+      (async () => {
+        for (let i = 0; i < rounds; i++) taken += (await takeSome(ch, 10)).length;
+      })(),
+    ]);
+    busy = false;
+    expect(taken).toBe(rounds * 10);
+    // One fsync for each put and take pair, not one each.
+    expect(ch.writeStats.groups - groupsBefore).toBeLessThanOrEqual(rounds + 2);
+    // Waiting a turn after every group would take at least one turn per round.
+    expect(turns).toBeLessThan(rounds / 5);
+    await ch.stop();
+  });
+
   test("with fsyncPerTransaction false commits still reach the log and survive a restart", async () => {
     const dir = temp();
     const a = await openChannel(dir, { fsyncPerTransaction: false, fsyncInterval: 1, checkpointOnClose: false });
