@@ -72,7 +72,7 @@ describe("the CLI under Deno", () => {
         [
           "d.sources = r1",
           "d.channels = c1",
-          sink ? "d.sinks = k1" : "",
+          ...(sink ? ["d.sinks = k1"] : []),
           "d.sources.r1.type = seq",
           `d.sources.r1.totalEvents = ${events}`,
           "d.sources.r1.batchSize = 100",
@@ -81,11 +81,7 @@ describe("the CLI under Deno", () => {
           `d.channels.c1.checkpointDir = ${path.join(dir, "checkpoint")}`,
           `d.channels.c1.dataDirs = ${path.join(dir, "data")}`,
           "d.channels.c1.transactionCapacity = 100",
-          "d.sinks.k1.type = file_roll",
-          `d.sinks.k1.sink.directory = ${out}`,
-          "d.sinks.k1.sink.rollInterval = 0",
-          "d.sinks.k1.batchSize = 100",
-          "d.sinks.k1.channel = c1",
+          ...(sink ? ["d.sinks.k1.type = file_roll", `d.sinks.k1.sink.directory = ${out}`, "d.sinks.k1.sink.rollInterval = 0", "d.sinks.k1.batchSize = 100", "d.sinks.k1.channel = c1"] : []),
         ].join("\n");
       const metricsPort = await freePort();
       /** Runs the agent until `reached` holds for its metrics, then stops it with SIGTERM. */
