@@ -9,6 +9,8 @@ import type { Channel } from "../../../src/core/channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import { SourceRunner } from "../../../src/core/runners.ts";
 import { TailFile } from "../../../src/components/sources/taildir/tail-file.ts";
+import { FileGroupMatcher } from "../../../src/components/sources/taildir/matcher.ts";
+import { VirtualClock } from "../../../src/core/virtual-clock.ts";
 import { cleanupsAfterEach, tempDir, ROOT, waitUntil } from "../../support/helpers.ts";
 import { bodies, build, context, drain, numbered, recordBatchBytes, wire } from "../../support/components.ts";
 import { drain as drainFileChannel, options } from "../../support/file-channel.ts";
@@ -516,5 +518,60 @@ describe("TAILDIR and copies (copytruncate)", () => {
     await s.src.stop();
     expect(got.filter((l) => l.startsWith("b-"))).toEqual(numbered("b", 0, 5).trim().split("\n"));
     expect(got.filter((l) => l === header.trim())).toHaveLength(2);
+  });
+});
+
+describe("TAILDIR looks at its files while it reads a backlog", () => {
+  test("a busy source spaces the looks no file-system event asked for by 20 times what the last one took, up to maxBackoffSleep; back from a sleep it looks at once; every line arrives once", async () => {
+    const t = tempDir("flume-taildir-looks-");
+    cleanups.push(t.cleanup);
+    const logs = path.join(t.dir, "logs");
+    mkdirSync(logs);
+    const files = 40;
+    const lines = 400;
+    for (let f = 0; f < files; f++) writeFileSync(path.join(logs, `f${f}.log`), numbered(`f${f}`, 0, lines));
+    const clock = new VirtualClock(1_000_000);
+    const ctx = { ...context("r1"), clock };
+    // batchSize 1: a process() call cuts 256 lines, so the backlog takes many calls.
+    const src = build(definition, { filegroups: "g1", "filegroups.g1": `${logs}/.*\\.log`, positionFile: path.join(t.dir, "pos.json"), batchSize: "1" }, ctx) as TaildirSource;
+    const channel = wire(src);
+    // A look at every file takes 100 ms of the source's clock (as thousands of stats would).
+    const match = FileGroupMatcher.prototype.match;
+    const looks: number[] = [];
+    FileGroupMatcher.prototype.match = async function (this: FileGroupMatcher, now: number) {
+      looks.push(clock.now());
+      await clock.advance(100);
+      return match.call(this, now);
+    };
+    try {
+      await src.start();
+      let status = "READY";
+      let calls = 0;
+      for (; status === "READY" && calls < 1000; calls++) {
+        await clock.advance(200); // the reading of a call's 256 lines
+        status = await src.process();
+      }
+      expect(status).toBe("BACKOFF");
+      expect(calls).toBeGreaterThan(50);
+      // Looks while busy: none closer than 20 x 100 ms (every 500 ms before), none further apart than maxBackoffSleep.
+      const busy = looks.slice(2); // the start's and the first process()'s
+      const gaps = busy.slice(1).map((at, i) => at - busy[i]);
+      expect(busy.length).toBeGreaterThan(3);
+      expect(Math.min(...gaps)).toBeGreaterThanOrEqual(2000);
+      expect(Math.max(...gaps)).toBeLessThanOrEqual(5000 + 300);
+      // Back from a sleep, a poll is the fallback for changes that send no event: each one looks.
+      for (let poll = 0; poll < 2; poll++) {
+        const before = looks.length;
+        await clock.advance(1000);
+        expect(await src.process()).toBe("BACKOFF");
+        expect(looks.length).toBe(before + 1);
+      }
+      const got = bodies(await drain(channel));
+      expect(got.length).toBe(files * lines);
+      expect(new Set(got).size).toBe(files * lines);
+    } finally {
+      FileGroupMatcher.prototype.match = match;
+      await src.stop();
+    }
   });
 });
