@@ -12,6 +12,7 @@ export const FOOTPRINT_CASES: { bench: string; label?: string; env?: Record<stri
   { bench: "taildir:big-file", label: "TAILDIR, one 300 MB file" },
   { bench: "taildir:latency", label: "TAILDIR pickup latency" },
   { bench: "taildir:spooldir-latency", label: "spooldir pickup latency" },
+  { bench: "taildir:spool-backlog", label: "spooldir, a backlog of 2,000 files" },
 ];
 
 const dir = import.meta.dir;

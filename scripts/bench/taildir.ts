@@ -22,6 +22,8 @@
  *   with default settings -> memory -> file_roll (sink.batchSize 1): p50/p99/max from the
  *   append to the line in the sink's file (and the first line's apart: it is the first work
  *   after the agent released its memory), and the agent's CPU time over 10 s idle (from 5 s after the start).
+ * - spool-backlog: BENCH_SPOOL_FILES (2,000) files of 10 lines already in the spool, spooldir
+ *   (default settings) -> memory -> null: files/s and the agent's CPU time.
  * - spooldir-latency: a file of one line renamed into the spool directory every 100 ms,
  *   spooldir with default settings -> memory -> file_roll (batchSize 1): the same figures.
  * Agents run as `bun src/cli.ts` unless BENCH_FLUME names the command (the footprint bench sets it
@@ -174,15 +176,20 @@ async function startAgent(dir: string, conf: string): Promise<Agent> {
 }
 
 function taildirToNull(logs: string, pos: string, extra = ""): string {
-  return `a1.sources = r1
-a1.channels = c1
-a1.sinks = k1
-a1.sources.r1.type = TAILDIR
-a1.sources.r1.channels = c1
+  return sourceToNull(`a1.sources.r1.type = TAILDIR
 a1.sources.r1.filegroups = g1
 a1.sources.r1.filegroups.g1 = ${logs}/.*\\.log
 a1.sources.r1.positionFile = ${pos}
-${extra}
+${extra}`);
+}
+
+/** An agent of source r1 (its lines given) -> memory c1 -> null k1. */
+function sourceToNull(source: string): string {
+  return `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.channels = c1
+${source}
 a1.channels.c1.type = memory
 a1.channels.c1.capacity = ${process.env.BENCH_CAPACITY ?? 10000}
 a1.channels.c1.transactionCapacity = 1000
@@ -467,7 +474,32 @@ a1.sinks.k1.sink.directory = ${path.join(dir, "out")}`);
   }
 }
 
+/** A spool backlog: BENCH_SPOOL_FILES (2,000) files of 10 lines, spooldir (defaults) -> memory -> null. */
+export async function spoolBacklog(): Promise<void> {
+  const count = Number(process.env.BENCH_SPOOL_FILES ?? 2000);
+  const perFile = 10;
+  const dir = mkdtempSync(path.join(tmpdir(), "flume-bench-spool-backlog-"));
+  try {
+    const spool = path.join(dir, "spool");
+    mkdirSync(spool);
+    writeManyFiles(spool, count, perFile);
+    const agent = await startAgent(dir, sourceToNull(`a1.sources.r1.type = spooldir\na1.sources.r1.spoolDir = ${spool}`));
+    try {
+      const cpu0 = cpuMs(agent.pid);
+      const ms = await untilTaken(agent, count * perFile, 120_000);
+      const cpu = cpuMs(agent.pid) - cpu0;
+      const done = Number.isNaN(ms) ? readdirSync(spool).filter((n) => n.endsWith(".COMPLETED")).length : count;
+      const secs = Number.isNaN(ms) ? 120 : ms / 1000;
+      console.log(`spooldir backlog of ${fmt(count)} files x ${perFile} lines -> memory -> null, default settings: ${fmt(done / secs)} files/s (${fmt(done)} files in ${secs.toFixed(1)} s, agent CPU ${(cpu / 1000).toFixed(2)} s)`);
+    } finally {
+      await agent.stop();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** Named cases for `npm run bench -- taildir:<case>` and the footprint group. */
-export const cases: Record<string, () => Promise<void>> = { files, "big-file": bigFile, latency, "spooldir-latency": spooldirLatency };
+export const cases: Record<string, () => Promise<void>> = { files, "big-file": bigFile, latency, "spooldir-latency": spooldirLatency, "spool-backlog": spoolBacklog };
 
 if (import.meta.main) await run();

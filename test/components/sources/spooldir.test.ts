@@ -343,3 +343,70 @@ describe("spooling directory state on disk", () => {
     expect(lines.filter((l) => /f(data)?sync\(/.test(l) && l.includes(t.dir))).toEqual([]);
   });
 });
+
+describe("spooldir with a backlog", () => {
+  const listings = () => {
+    const proto = SpoolDirectorySource.prototype as unknown as { candidates: (...a: unknown[]) => Promise<unknown> };
+    const original = proto.candidates;
+    const count = { n: 0, restore: () => (proto.candidates = original) };
+    proto.candidates = function (this: unknown, ...a: unknown[]) {
+      count.n++;
+      return original.apply(this, a);
+    };
+    return count;
+  };
+
+  test("300 files are read from one listing of the spool, not one listing per file, oldest first", async () => {
+    // pollDelay 60 s: no listing falls due by time during the test.
+    const s = setup({ pollDelay: "60000", batchSize: "100" });
+    const files = 300;
+    for (let i = 0; i < files; i++) {
+      const f = path.join(s.spool, `f${String(i).padStart(3, "0")}.log`);
+      writeFileSync(f, numbered(`f${i}`, 0, 3));
+      utimesSync(f, new Date(1_000_000 + i * 1000), new Date(1_000_000 + i * 1000));
+    }
+    const count = listings();
+    const { src, channel } = s.make();
+    try {
+      await src.start();
+      const got = await collectUntil(channel, () => ls(s.spool).filter((n) => n.endsWith(".COMPLETED")).length === files, "every file completed");
+      expect(got).toEqual(Array.from({ length: files }, (_, i) => numbered(`f${i}`, 0, 3).trim().split("\n")).flat());
+      // The start's listing, and at most one when the queue ran out.
+      expect(count.n).toBeLessThanOrEqual(2);
+    } finally {
+      count.restore();
+      await src.stop();
+    }
+  });
+
+  test("a file moved in while a backlog is read joins the queue in consumeOrder: an older one is read next, not after the backlog", async () => {
+    const s = setup({ pollDelay: "60000", batchSize: "100" });
+    const files = 600;
+    for (let i = 0; i < files; i++) {
+      const f = path.join(s.spool, `f${String(i).padStart(4, "0")}.log`);
+      writeFileSync(f, `f${i}\n`);
+      utimesSync(f, new Date(2_000_000_000 + i * 1000), new Date(2_000_000_000 + i * 1000));
+    }
+    const late = path.join(s.dir, "late.log");
+    writeFileSync(late, "late\n");
+    utimesSync(late, new Date(1_000_000), new Date(1_000_000));
+    const { src, channel } = s.make();
+    try {
+      await src.start();
+      const got: string[] = [];
+      await until(async () => {
+        got.push(...bodies(await drain(channel)));
+        return got.length > 0;
+      }, "the first file read");
+      renameSync(late, path.join(s.spool, "late.log"));
+      const rest = await collectUntil(channel, () => ls(s.spool).filter((n) => n.endsWith(".COMPLETED")).length === files + 1, "every file completed");
+      got.push(...rest);
+      expect(got.length).toBe(files + 1);
+      expect(new Set(got).size).toBe(files + 1);
+      // Read once its event came: long before the backlog's last half.
+      expect(got.indexOf("late")).toBeLessThan(files / 2);
+    } finally {
+      await src.stop();
+    }
+  });
+});
