@@ -404,18 +404,20 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
     if (this.reported.size === 0) return;
     const reported = [...this.reported];
     this.reported.clear();
-    const queued = new Set(this.queue.map((c) => c.path));
-    const added: Candidate[] = [];
+    const found: Candidate[] = [];
     for (const p of reported) {
-      if (queued.has(p)) continue;
       // A new directory is walked (and watched) by a listing.
       if (this.options.recursiveDirectorySearch && (await stat(p).then((s) => s.isDirectory(), () => false))) {
         this.relistDue = true;
         continue;
       }
+      // Most names are of files this source just renamed or deleted: gone, so no candidate.
       const c = await this.candidateAt(p, path.basename(p));
-      if (c) added.push(c);
+      if (c) found.push(c);
     }
+    if (found.length === 0) return;
+    const queued = new Set(this.queue.map((c) => c.path));
+    const added = found.filter((c) => !queued.has(c.path));
     if (added.length === 0) return;
     this.queue.push(...added);
     this.order(this.queue);
