@@ -13,6 +13,8 @@ import { bodies, build, context, drain, numbered, until, wire, recordBatchBytes 
 import { drain as drainFileChannel, options } from "../../support/file-channel.ts";
 import { needsRootToSwitchUser, needsStrace } from "../../support/requires.ts";
 import { esc, indexOf, traced } from "../../support/strace.ts";
+import { DirectoryWatcher } from "../../../src/io/dir-watch.ts";
+import { VirtualClock } from "../../../src/core/virtual-clock.ts";
 
 const cleanups = cleanupsAfterEach();
 
@@ -344,6 +346,30 @@ describe("spooling directory state on disk", () => {
   });
 });
 
+/** `files` one-line files in the spool, oldest first by name, and outside it a file older than all of them (returned). */
+function backlogAndLateFile(s: { spool: string; dir: string }, files: number): string {
+  for (let i = 0; i < files; i++) {
+    const f = path.join(s.spool, `f${String(i).padStart(4, "0")}.log`);
+    writeFileSync(f, `f${i}\n`);
+    utimesSync(f, new Date(2_000_000_000 + i * 1000), new Date(2_000_000_000 + i * 1000));
+  }
+  const late = path.join(s.dir, "late.log");
+  writeFileSync(late, "late\n");
+  utimesSync(late, new Date(1_000_000), new Date(1_000_000));
+  return late;
+}
+
+/** Takes events until the first arrives, then moves `late` into the spool; the lines taken. */
+async function firstLinesThenMoveIn(channel: MemoryChannel, late: string, spool: string): Promise<string[]> {
+  const got: string[] = [];
+  await until(async () => {
+    got.push(...bodies(await drain(channel)));
+    return got.length > 0;
+  }, "the first file read");
+  renameSync(late, path.join(spool, "late.log"));
+  return got;
+}
+
 describe("spooldir with a backlog", () => {
   const listings = () => {
     const proto = SpoolDirectorySource.prototype as unknown as { candidates: (...a: unknown[]) => Promise<unknown> };
@@ -382,23 +408,11 @@ describe("spooldir with a backlog", () => {
   test("a file moved in while a backlog is read joins the queue in consumeOrder: an older one is read next, not after the backlog", async () => {
     const s = setup({ pollDelay: "60000", batchSize: "100" });
     const files = 600;
-    for (let i = 0; i < files; i++) {
-      const f = path.join(s.spool, `f${String(i).padStart(4, "0")}.log`);
-      writeFileSync(f, `f${i}\n`);
-      utimesSync(f, new Date(2_000_000_000 + i * 1000), new Date(2_000_000_000 + i * 1000));
-    }
-    const late = path.join(s.dir, "late.log");
-    writeFileSync(late, "late\n");
-    utimesSync(late, new Date(1_000_000), new Date(1_000_000));
+    const late = backlogAndLateFile(s, files);
     const { src, channel } = s.make();
     try {
       await src.start();
-      const got: string[] = [];
-      await until(async () => {
-        got.push(...bodies(await drain(channel)));
-        return got.length > 0;
-      }, "the first file read");
-      renameSync(late, path.join(s.spool, "late.log"));
+      const got = await firstLinesThenMoveIn(channel, late, s.spool);
       const rest = await collectUntil(channel, () => ls(s.spool).filter((n) => n.endsWith(".COMPLETED")).length === files + 1, "every file completed");
       got.push(...rest);
       expect(got.length).toBe(files + 1);
@@ -406,6 +420,37 @@ describe("spooldir with a backlog", () => {
       // Read once its event came: long before the backlog's last half.
       expect(got.indexOf("late")).toBeLessThan(files / 2);
     } finally {
+      await src.stop();
+    }
+  });
+
+  test("where no file-system events come, a file moved in during a backlog is found by the next listing once pollDelay has passed, not after the backlog", async () => {
+    const start = DirectoryWatcher.prototype.start;
+    DirectoryWatcher.prototype.start = function (this: DirectoryWatcher) {
+      this.failure = "no events on this file system (the test's)";
+      return false;
+    };
+    const s = setup({ pollDelay: "50", batchSize: "100" });
+    const files = 300;
+    const late = backlogAndLateFile(s, files);
+    // The source's clock moves only when the test says: no listing falls due before the move.
+    const clock = new VirtualClock(1_000_000);
+    const ctx = { ...context("r1"), clock };
+    const src = build(definition, s.raw, ctx) as SpoolDirectorySource;
+    const channel = wire(src);
+    try {
+      await src.start();
+      expect(ctx.logger.lines.some((l) => l.level === "warn" && l.message.includes("no file-system events"))).toBe(true);
+      const got = await firstLinesThenMoveIn(channel, late, s.spool);
+      const movedAt = got.length;
+      await clock.advance(60);
+      got.push(...(await collectUntil(channel, () => ls(s.spool).filter((n) => n.endsWith(".COMPLETED")).length === files + 1, "every file completed")));
+      expect(new Set(got).size).toBe(files + 1);
+      // Read at the first file taken after pollDelay: the backlog was listed again.
+      expect(got.indexOf("late")).toBeGreaterThanOrEqual(movedAt);
+      expect(got.indexOf("late")).toBeLessThan(files / 2);
+    } finally {
+      DirectoryWatcher.prototype.start = start;
       await src.stop();
     }
   });
