@@ -206,13 +206,12 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
     return null;
   }
 
-
   /**
    * Watches a directory of the spool for new files (file-system events), so a file moved in
    * is picked up at once instead of at the next poll; polling every pollDelay stays the
-   * fallback where no events come.
+   * fallback where no events come. `dir` is as the listing names it, so events name files the
+   * same way.
    */
-  /** `dir` as the listing names it (its events name files the same way). */
   private watch(dir: string): void {
     const abs = path.resolve(dir);
     let w = this.watchers.get(abs);
