@@ -575,3 +575,28 @@ describe("TAILDIR looks at its files while it reads a backlog", () => {
     }
   });
 });
+
+describe("TAILDIR with many small files", () => {
+  test("600 files of one line each are read without a backoff sleep per 256 files: one pump takes every line, each once", async () => {
+    const t = tempDir("flume-taildir-small-");
+    cleanups.push(t.cleanup);
+    const logs = path.join(t.dir, "logs");
+    mkdirSync(logs);
+    const files = 600;
+    for (let f = 0; f < files; f++) writeFileSync(path.join(logs, `f${f}.log`), `f${f}\n`);
+    const src = build(definition, { filegroups: "g1", "filegroups.g1": `${logs}/.*\\.log`, positionFile: path.join(t.dir, "pos.json") }, context("r1")) as TaildirSource;
+    const channel = wire(src);
+    try {
+      await src.start();
+      let calls = 0;
+      while (calls < 100 && (await src.process()) === "READY") calls++;
+      // A process() call cuts at most 256 batches; the calls after the first go on at once.
+      expect(calls).toBeGreaterThanOrEqual(2);
+      const got = bodies(await drain(channel));
+      expect(got.length).toBe(files);
+      expect(new Set(got).size).toBe(files);
+    } finally {
+      await src.stop();
+    }
+  });
+});

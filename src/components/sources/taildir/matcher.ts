@@ -1,6 +1,10 @@
 import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { compileJavaFullMatch } from "../../../java/regex.ts";
+import { mapInSlices } from "../../../io/in-slices.ts";
+
+/** Files stat'ed at once by a look (see mapInSlices). */
+const STAT_SLICE = 128;
 
 /** A file that matched a group's pattern, with what stat said about it. */
 export interface MatchedFile {
@@ -53,16 +57,13 @@ export class FileGroupMatcher {
       this.lastDirMtime = dirMtime;
       this.lastCheck = Math.floor(nowMs / 1000) * 1000;
     }
+    const paths = this.cachedNames.map((name) => path.join(this.directory, name));
+    // Deleted since the listing: null.
+    const stats = await mapInSlices(paths, STAT_SLICE, (p) => stat(p).catch(() => null));
     const out: MatchedFile[] = [];
-    for (const name of this.cachedNames) {
-      const p = path.join(this.directory, name);
-      try {
-        const s = await stat(p);
-        if (!s.isFile()) continue;
-        out.push({ path: p, inode: s.ino, size: s.size, mtimeMs: s.mtimeMs });
-      } catch {
-        // Deleted since the listing.
-      }
+    for (let i = 0; i < paths.length; i++) {
+      const s = stats[i];
+      if (s?.isFile()) out.push({ path: paths[i], inode: s.ino, size: s.size, mtimeMs: s.mtimeMs });
     }
     out.sort((a, b) => a.mtimeMs - b.mtimeMs);
     return out;
