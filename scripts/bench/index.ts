@@ -9,6 +9,7 @@ import path from "node:path";
  */
 export const FOOTPRINT_CASES: { bench: string; label?: string; env?: Record<string, string> }[] = [
   { bench: "taildir:files", label: "TAILDIR, 1,000 files" },
+  { bench: "taildir:small-files", label: "TAILDIR, 4,000 files of one line" },
   { bench: "taildir:big-file", label: "TAILDIR, one 300 MB file" },
   { bench: "taildir:latency", label: "TAILDIR pickup latency" },
   { bench: "taildir:spooldir-latency", label: "spooldir pickup latency" },

@@ -14,6 +14,9 @@
  *   agent reading the files is), RSS 10 s after the last line (past the release 3 s without
  *   events bring), and the RSS of an agent restarted on the same files, 8 s after its start
  *   (tailing them at their end: the cost per file without reading).
+ * - small-files: BENCH_SMALL_FILES (4,000) files of one line each, TAILDIR (default settings) ->
+ *   memory -> null: when every line is in the channel, then the agent's CPU over 20 s idle
+ *   (from 10 s after its spawn at the earliest).
  * - big-file: one 300 MB file (BENCH_TAILDIR_MB) through the same pipeline, batchSize 100
  *   (the default) and 1000: lines/s and peak RSS; then, batchSize 100, the file renamed into
  *   the directory of an agent that has run 5 s without events (past its first release of
@@ -275,6 +278,37 @@ export async function files(): Promise<void> {
   }
 }
 
+/** BENCH_SMALL_FILES (4,000) files of one line: time until every line is in the channel, then the agent's CPU over 20 s idle. */
+export async function smallFiles(): Promise<void> {
+  const count = Number(process.env.BENCH_SMALL_FILES ?? 4000);
+  const dir = mkdtempSync(path.join(tmpdir(), "flume-bench-taildir-small-"));
+  try {
+    const logs = path.join(dir, "logs");
+    mkdirSync(logs);
+    writeManyFiles(logs, count, 1);
+    const t0 = performance.now();
+    const agent = await startAgent(dir, taildirToNull(logs, path.join(dir, "pos.json")));
+    try {
+      const ms = await untilTaken(agent, count, 120_000);
+      const taken = Number.isNaN(ms) ? "not within 120 s" : `${((performance.now() - t0) / 1000).toFixed(2)} s after the spawn (${(ms / 1000).toFixed(2)} s after "started")`;
+      // Idle from here: at least 10 s after the spawn, so that the start's work is over.
+      await sleep(Math.max(0, 10_000 - (performance.now() - t0)));
+      const from = (performance.now() - t0) / 1000;
+      const cpu0 = cpuMs(agent.pid);
+      await sleep(20_000);
+      const cpu = cpuMs(agent.pid) - cpu0;
+      console.log(
+        `TAILDIR ${fmt(count)} files of one line -> memory -> null, default settings: every line taken ${taken}; ` +
+          `then tailing them idle, agent CPU ${cpu} ms over 20 s from ${from.toFixed(0)} s after the spawn (${(cpu / 200).toFixed(2)} %), RSS ${procStatus(agent.pid, "VmRSS").toFixed(0)} MB`,
+      );
+    } finally {
+      await agent.stop();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** One 300 MB file: throughput and peak RSS, batchSize 100 and 1000. */
 export async function bigFile(): Promise<void> {
   const mb = Number(process.env.BENCH_TAILDIR_MB ?? 300);
@@ -500,6 +534,6 @@ export async function spoolBacklog(): Promise<void> {
 }
 
 /** Named cases for `npm run bench -- taildir:<case>` and the footprint group. */
-export const cases: Record<string, () => Promise<void>> = { files, "big-file": bigFile, latency, "spooldir-latency": spooldirLatency, "spool-backlog": spoolBacklog };
+export const cases: Record<string, () => Promise<void>> = { files, "small-files": smallFiles, "big-file": bigFile, latency, "spooldir-latency": spooldirLatency, "spool-backlog": spoolBacklog };
 
 if (import.meta.main) await run();
