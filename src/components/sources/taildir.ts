@@ -13,6 +13,7 @@ import { EmitError } from "../../pipeline/emitter.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSource } from "./base.ts";
 import { type Fingerprint, HEAD_BYTES, TAIL_BYTES, hashBytes, holdsFingerprint, readRange } from "./taildir/fingerprint.ts";
+import { InodeFinder } from "./taildir/inodes.ts";
 import { FileGroupMatcher } from "./taildir/matcher.ts";
 import type { MatchedFile } from "./taildir/matcher.ts";
 import { type PositionEntry, readPositionFile } from "./taildir/position-file.ts";
@@ -477,6 +478,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
 
     // Every record first, then the checks (a copy's original must be known when it is checked).
     const placed: { tf: TailFile; fp: Fingerprint | null }[] = [];
+    const inodes = new InodeFinder();
     for (const r of merged.records) {
       const m = byInode.get(r.inode);
       let tf: TailFile;
@@ -485,7 +487,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
         tf.size = m.file.size;
       } else {
         // Not matched any more: rotated away by rename? Look for the inode in its directory.
-        const found = await this.findByInode(path.dirname(r.file), r.inode);
+        const found = await inodes.find(path.dirname(r.file), r.inode);
         if (!found) {
           this.logger.info(`Missing file: ${r.file}, inode: ${r.inode}, pos: ${r.pos}`);
           if (r.copyOf === undefined && r.fp) this.missing.set(r.inode, r);
@@ -523,25 +525,6 @@ export class TaildirSource extends BaseSource implements PollableSource {
       if (this.files.has(m.file.inode)) continue;
       await this.takeUp(m);
     }
-  }
-
-  private async findByInode(dir: string, inode: number): Promise<{ path: string; size: number } | null> {
-    let names: string[];
-    try {
-      names = await readdir(dir);
-    } catch {
-      return null;
-    }
-    for (const n of names) {
-      const p = path.join(dir, n);
-      try {
-        const s = await stat(p);
-        if (s.isFile() && s.ino === inode) return { path: p, size: s.size };
-      } catch {
-        // Gone since the listing.
-      }
-    }
-    return null;
   }
 
   // ---- new files and copies ----
@@ -783,6 +766,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
       tf.matched = true;
       await this.updateTracked(tf, m.file.size, now);
     }
+    const inodes = new InodeFinder();
     for (const tf of [...this.files.values()]) {
       if (seen.has(tf.inode) || !this.files.has(tf.inode)) continue;
       // Rotated away (or deleted): keep reading through the open descriptor until drained.
@@ -792,7 +776,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
         this.logger.info(`${this.name}: ${tf.path} (inode ${tf.inode}) no longer matches; reading it to its end`);
       }
       if (!tf.isOpen) {
-        const found = await this.findByInode(path.dirname(tf.path), tf.inode);
+        const found = await inodes.find(path.dirname(tf.path), tf.inode);
         if (!found) {
           await this.retire(tf, "deleted");
           continue;

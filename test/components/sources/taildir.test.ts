@@ -10,6 +10,7 @@ import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import { SourceRunner } from "../../../src/core/runners.ts";
 import { TailFile } from "../../../src/components/sources/taildir/tail-file.ts";
 import { FileGroupMatcher } from "../../../src/components/sources/taildir/matcher.ts";
+import { InodeFinder } from "../../../src/components/sources/taildir/inodes.ts";
 import { VirtualClock } from "../../../src/core/virtual-clock.ts";
 import { cleanupsAfterEach, tempDir, ROOT, waitUntil } from "../../support/helpers.ts";
 import { bodies, build, context, drain, numbered, recordBatchBytes, wire } from "../../support/components.ts";
@@ -38,6 +39,15 @@ function setup(extra: Record<string, string> = {}) {
     return { src, channel, ctx };
   };
   return { dir: t.dir, logs, raw, make, positionFile: raw.positionFile };
+}
+
+/** A temp directory (removed after the test) with an empty logs/ in it. */
+function logsDir(prefix: string): { t: { dir: string }; logs: string } {
+  const t = tempDir(prefix);
+  cleanups.push(t.cleanup);
+  const logs = path.join(t.dir, "logs");
+  mkdirSync(logs);
+  return { t, logs };
 }
 
 /** Calls process() until the source has nothing more to read right now. */
@@ -523,10 +533,7 @@ describe("TAILDIR and copies (copytruncate)", () => {
 
 describe("TAILDIR looks at its files while it reads a backlog", () => {
   test("a busy source spaces the looks no file-system event asked for by 20 times what the last one took, up to maxBackoffSleep; back from a sleep it looks at once; every line arrives once", async () => {
-    const t = tempDir("flume-taildir-looks-");
-    cleanups.push(t.cleanup);
-    const logs = path.join(t.dir, "logs");
-    mkdirSync(logs);
+    const { t, logs } = logsDir("flume-taildir-looks-");
     const files = 40;
     const lines = 400;
     for (let f = 0; f < files; f++) writeFileSync(path.join(logs, `f${f}.log`), numbered(`f${f}`, 0, lines));
@@ -578,10 +585,7 @@ describe("TAILDIR looks at its files while it reads a backlog", () => {
 
 describe("TAILDIR with many small files", () => {
   test("600 files of one line each are read without a backoff sleep per 256 files: one pump takes every line, each once", async () => {
-    const t = tempDir("flume-taildir-small-");
-    cleanups.push(t.cleanup);
-    const logs = path.join(t.dir, "logs");
-    mkdirSync(logs);
+    const { t, logs } = logsDir("flume-taildir-small-");
     const files = 600;
     for (let f = 0; f < files; f++) writeFileSync(path.join(logs, `f${f}.log`), `f${f}\n`);
     const src = build(definition, { filegroups: "g1", "filegroups.g1": `${logs}/.*\\.log`, positionFile: path.join(t.dir, "pos.json") }, context("r1")) as TaildirSource;
@@ -596,6 +600,41 @@ describe("TAILDIR with many small files", () => {
       expect(got.length).toBe(files);
       expect(new Set(got).size).toBe(files);
     } finally {
+      await src.stop();
+    }
+  });
+});
+
+describe("TAILDIR letting go of many closed files at once", () => {
+  test("200 idle (closed) files deleted together are found gone with one listing of their directory, not one each; the others stay tailed", async () => {
+    const { t, logs } = logsDir("flume-taildir-cleanup-");
+    for (let f = 0; f < 300; f++) writeFileSync(path.join(logs, `f${f}.log`), `f${f}\n`);
+    const ctx = context("r1");
+    const src = build(definition, { filegroups: "g1", "filegroups.g1": `${logs}/.*\\.log`, positionFile: path.join(t.dir, "pos.json"), idleTimeout: "100" }, ctx) as TaildirSource;
+    const channel = wire(src);
+    const list = InodeFinder.prototype.list;
+    let listings = 0;
+    InodeFinder.prototype.list = function (this: InodeFinder, dir: string) {
+      listings++;
+      return list.call(this, dir);
+    };
+    try {
+      await src.start();
+      await pump(src);
+      expect(bodies(await drain(channel)).length).toBe(300);
+      await new Promise((r) => setTimeout(r, 150));
+      await pump(src); // closes the idle files
+      expect(ctx.logger.lines.filter((l) => l.message.includes("(idle)")).length).toBe(300);
+      for (let f = 0; f < 200; f++) rmSync(path.join(logs, `f${f}.log`));
+      listings = 0;
+      await pump(src);
+      expect(listings).toBe(1);
+      expect(src.positions().length).toBe(100);
+      appendFileSync(path.join(logs, "f250.log"), "more\n");
+      await pump(src);
+      expect(bodies(await drain(channel))).toEqual(["more"]);
+    } finally {
+      InodeFinder.prototype.list = list;
       await src.stop();
     }
   });
