@@ -9,3 +9,6 @@ export async function mapInSlices<T, R>(items: readonly T[], size: number, fn: (
   for (let at = 0; at < items.length; at += size) out.push(...(await Promise.all(items.slice(at, at + size).map(fn))));
   return out;
 }
+
+/** Stats in flight at once for a look at a directory's files. */
+export const STAT_SLICE = 128;

@@ -1,6 +1,6 @@
 import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
-import { mapInSlices } from "../../../io/in-slices.ts";
+import { STAT_SLICE, mapInSlices } from "../../../io/in-slices.ts";
 
 export interface FoundFile {
   path: string;
@@ -36,7 +36,7 @@ export class InodeFinder {
     }
     const paths = names.map((n) => path.join(dir, n));
     // Gone since the listing: null.
-    const stats = await mapInSlices(paths, 128, (p) => stat(p).catch(() => null));
+    const stats = await mapInSlices(paths, STAT_SLICE, (p) => stat(p).catch(() => null));
     for (let i = 0; i < paths.length; i++) {
       const s = stats[i];
       if (s?.isFile() && !files.has(s.ino)) files.set(s.ino, { path: paths[i], size: s.size });

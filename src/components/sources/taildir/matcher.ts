@@ -1,10 +1,7 @@
 import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { compileJavaFullMatch } from "../../../java/regex.ts";
-import { mapInSlices } from "../../../io/in-slices.ts";
-
-/** Files stat'ed at once by a look (see mapInSlices). */
-const STAT_SLICE = 128;
+import { STAT_SLICE, mapInSlices } from "../../../io/in-slices.ts";
 
 /** A file that matched a group's pattern, with what stat said about it. */
 export interface MatchedFile {
