@@ -10,8 +10,9 @@
  * - files: BENCH_TAILDIR_FILES (1,000) files of 10,000 lines of 100 bytes, one filegroup,
  *   TAILDIR (default settings) -> memory (capacity 10,000, transactionCapacity 1,000) -> null
  *   (batchSize 1,000). Lines/s, peak RSS, peak RSS per file above an idle agent's (the same
- *   configuration on an empty directory, at 2 s: before its first release of memory, as the
- *   agent reading the files is), RSS 10 s after the last line (past the release 3 s without
+ *   configuration on an empty directory, at 2 s: after the release at its start, before the one
+ *   after 3 s quiet, as the agent reading the files is), peak RSS per added file (against the
+ *   peak of a tenth of the files), RSS 10 s after the last line (past the release 3 s without
  *   events bring), and the RSS of an agent restarted on the same files, 8 s after its start
  *   (tailing them at their end: the cost per file without reading).
  * - small-files: BENCH_SMALL_FILES (4,000) files of one line each, TAILDIR (default settings) ->
@@ -19,8 +20,8 @@
  *   (from 10 s after its spawn at the earliest).
  * - big-file: one 300 MB file (BENCH_TAILDIR_MB) through the same pipeline, batchSize 100
  *   (the default) and 1000: lines/s and peak RSS; then, batchSize 100, the file renamed into
- *   the directory of an agent that has run 5 s without events (past its first release of
- *   memory, as an agent in service meets a new file).
+ *   the directory of an agent that has run 5 s without events (past its release of memory
+ *   after 3 s quiet, as an agent in service meets a new file).
  * - latency: an idle file gets one line every 100 ms (BENCH_LATENCY_LINES lines, 150), TAILDIR
  *   with default settings -> memory -> file_roll (sink.batchSize 1): p50/p99/max from the
  *   append to the line in the sink's file (and the first line's apart: it is the first work
@@ -223,7 +224,7 @@ function writeManyFiles(logs: string, files: number, linesPerFile: number): void
   }
 }
 
-/** RSS of an agent on an empty directory: at 2 s (before its first release of memory) and at 8 s (after it). */
+/** RSS of an agent on an empty directory: at 2 s (after the release at its start, before the one 3 s later) and at 8 s (after both). */
 async function idleRss(dir: string): Promise<{ early: number; released: number }> {
   const logs = path.join(dir, "idle-logs");
   mkdirSync(logs, { recursive: true });
@@ -238,34 +239,45 @@ async function idleRss(dir: string): Promise<{ early: number; released: number }
   }
 }
 
+/** What reading `count` files of `perFile` lines to the end took: time, the agent's CPU, its peak RSS, and RSS `settleMs` later. */
+async function readManyFiles(dir: string, name: string, count: number, perFile: number, settleMs: number): Promise<{ ms: number; cpu: number; peak: number; after: number }> {
+  const logs = path.join(dir, name);
+  mkdirSync(logs);
+  writeManyFiles(logs, count, perFile);
+  const agent = await startAgent(dir, taildirToNull(logs, path.join(dir, `${name}.json`)));
+  try {
+    const cpu0 = cpuMs(agent.pid);
+    const ms = await untilTaken(agent, count * perFile);
+    const cpu = cpuMs(agent.pid) - cpu0;
+    const peak = procStatus(agent.pid, "VmHWM");
+    await sleep(settleMs);
+    return { ms, cpu, peak, after: procStatus(agent.pid, "VmRSS") };
+  } finally {
+    await agent.stop();
+  }
+}
+
 /** 1,000 files: throughput at default settings, memory per tailed file, RSS afterwards. */
 export async function files(): Promise<void> {
   const count = Number(process.env.BENCH_TAILDIR_FILES ?? 1000);
+  const few = Math.max(1, Math.round(count / 10));
   const perFile = 10_000;
   const dir = mkdtempSync(path.join(tmpdir(), "flume-bench-taildir-files-"));
   try {
     const idle = await idleRss(dir);
-    const logs = path.join(dir, "logs");
-    mkdirSync(logs);
-    writeManyFiles(logs, count, perFile);
+    // A tenth of the files first: the peak's growth from there is what each added file costs,
+    // apart from what reading at full speed costs whatever the number of files.
+    const small = await readManyFiles(dir, "few-logs", few, perFile, 0);
+    const r = await readManyFiles(dir, "logs", count, perFile, 10000);
     const total = count * perFile;
-    const agent = await startAgent(dir, taildirToNull(logs, path.join(dir, "pos.json")));
-    try {
-      const cpu0 = cpuMs(agent.pid);
-      const ms = await untilTaken(agent, total);
-      const cpu = cpuMs(agent.pid) - cpu0;
-      const peak = procStatus(agent.pid, "VmHWM");
-      await sleep(10000);
-      const after = procStatus(agent.pid, "VmRSS");
-      console.log(
-        `TAILDIR ${fmt(count)} files x ${fmt(perFile)} lines of ${LINE} bytes -> memory -> null, default TAILDIR settings: ${fmt(total / (ms / 1000))} lines/s (agent CPU ${(cpu / 1000).toFixed(2)} s); ` +
-          `peak RSS ${peak.toFixed(0)} MB (idle agent ${idle.early.toFixed(0)} MB: ${(((peak - idle.early) * 1024) / count).toFixed(1)} KiB per file); RSS 10 s later ${after.toFixed(0)} MB (idle agent after its release ${idle.released.toFixed(0)} MB)`,
-      );
-    } finally {
-      await agent.stop();
-    }
+    console.log(
+      `TAILDIR ${fmt(count)} files x ${fmt(perFile)} lines of ${LINE} bytes -> memory -> null, default TAILDIR settings: ${fmt(total / (r.ms / 1000))} lines/s (agent CPU ${(r.cpu / 1000).toFixed(2)} s); ` +
+        `peak RSS ${r.peak.toFixed(0)} MB (idle agent ${idle.early.toFixed(0)} MB: ${(((r.peak - idle.early) * 1024) / count).toFixed(1)} KiB per file; ` +
+        `${fmt(few)} files peaked at ${small.peak.toFixed(0)} MB: ${(((r.peak - small.peak) * 1024) / (count - few)).toFixed(1)} KiB per added file); ` +
+        `RSS 10 s later ${r.after.toFixed(0)} MB (idle agent after its release ${idle.released.toFixed(0)} MB)`,
+    );
     // The same files once read: the cost of tailing them, without the reading's churn.
-    const again = await startAgent(dir, taildirToNull(logs, path.join(dir, "pos.json")));
+    const again = await startAgent(dir, taildirToNull(path.join(dir, "logs"), path.join(dir, "logs.json")));
     try {
       await sleep(8000);
       const rss = procStatus(again.pid, "VmRSS");

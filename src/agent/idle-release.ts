@@ -14,16 +14,23 @@ export interface IdleReleaseOptions {
    * collection and recompiling what runs next.
    */
   minGrowthBytes?: number;
+  /**
+   * Release once right after the start, too, before the first quiet spell: parsing, validating
+   * and building the agent do not run again, and a load that begins at once (a restart onto a
+   * backlog) would otherwise peak on top of the 25 MB they left resident.
+   */
+  atStart?: boolean;
 }
 
 /**
  * Calls `release` once the agent has moved no events for `quietMs`: after the start (whose
- * parsing and building is not run again) and after each burst of traffic, while the memory the
- * burst took is still held. `activity` is a number that changes whenever events move (a sum of
+ * parsing and building is not run again; with `atStart` right away instead) and after each
+ * burst of traffic, while the memory the burst took is still held. `activity` is a number that changes whenever events move (a sum of
  * counters); `rss` is the process's resident bytes.
  */
 export class IdleMemoryRelease {
   private timer: TimerHandle | null = null;
+  private running = false;
   private lastActivity = Number.NaN;
   private quietSince = 0;
   /**
@@ -42,7 +49,7 @@ export class IdleMemoryRelease {
     private readonly clock: Clock,
     private readonly activity: () => number,
     private readonly rss: () => number,
-    private readonly release: () => Promise<void>,
+    private readonly release: (after: "start" | "quiet") => Promise<void>,
     private readonly o: IdleReleaseOptions,
   ) {
     this.checkMs = o.checkMs ?? 1000;
@@ -50,12 +57,16 @@ export class IdleMemoryRelease {
   }
 
   start(): void {
+    this.running = true;
     this.quietSince = this.clock.now();
     this.lastActivity = this.activity();
-    this.schedule();
+    // A timer, not a call: the caller's start (its log line, its listeners) finishes first.
+    if (this.o.atStart) this.timer = this.clock.setTimeout(() => this.releaseThenCheck("start"), 0);
+    else this.schedule();
   }
 
   stop(): void {
+    this.running = false;
     if (this.timer) this.clock.clearTimeout(this.timer);
     this.timer = null;
   }
@@ -81,17 +92,30 @@ export class IdleMemoryRelease {
       if (!this.judged && now - this.quietSince >= this.o.quietMs) {
         this.judged = true;
         if (this.rss() >= this.floor + this.minGrowthBytes) {
-          // The next check waits for the release to end. A failed release (the caller logs why)
-          // must not become an unhandled rejection that ends the process.
-          void this.release().catch(() => undefined).finally(() => {
-            this.floor = this.rss();
-            this.settleChecks = SETTLE_CHECKS;
-            if (this.timer) this.schedule();
-          });
+          this.releaseThenCheck("quiet");
           return;
         }
       }
     }
     this.schedule();
+  }
+
+  /**
+   * The next check waits for the release to end. After a quiet one, what RSS is then starts the
+   * floor anew; the one at the start leaves it, so the first quiet spell still releases what the
+   * rest of the start and a first burst paged in.
+   */
+  private releaseThenCheck(after: "start" | "quiet"): void {
+    this.timer = null;
+    // A failed release (the caller logs why) must not become an unhandled rejection that ends the process.
+    void this.release(after)
+      .catch(() => undefined)
+      .finally(() => {
+        if (after === "quiet") {
+          this.floor = this.rss();
+          this.settleChecks = SETTLE_CHECKS;
+        }
+        if (this.running) this.schedule();
+      });
   }
 }

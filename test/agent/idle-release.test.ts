@@ -5,19 +5,20 @@ import { VirtualClock } from "../../src/core/virtual-clock.ts";
 const MB = 1024 * 1024;
 
 /** An agent stand-in: events moved so far and resident bytes, both set by the test; releases bring RSS to `releasedTo`. */
-function harness(o: { quietMs?: number; releasedTo?: number } = {}) {
+function harness(o: { quietMs?: number; releasedTo?: number; atStart?: boolean } = {}) {
   const clock = new VirtualClock();
-  const state = { events: 0, rss: 40 * MB, releases: [] as number[] };
+  const state = { events: 0, rss: 40 * MB, releases: [] as number[], after: [] as string[] };
   const releasedTo = o.releasedTo ?? 15 * MB;
   const idle = new IdleMemoryRelease(
     clock,
     () => state.events,
     () => state.rss,
-    async () => {
+    async (after) => {
       state.releases.push(clock.now());
+      state.after.push(after);
       state.rss = releasedTo;
     },
-    { quietMs: o.quietMs ?? 3000 },
+    { quietMs: o.quietMs ?? 3000, atStart: o.atStart },
   );
   /** Advances the clock second by second, with `eventsPerSecond` moved in each. */
   const run = async (seconds: number, eventsPerSecond = 0, rssGrowthPerSecond = 0) => {
@@ -113,6 +114,40 @@ describe("memory released when the agent is quiet", () => {
     expect(calls).toHaveLength(2);
     expect(rss).toBe(15 * MB);
     idle.stop();
+  });
+
+  test("with atStart, once right after the start and once after the first quiet spell, as without it", async () => {
+    const { state, idle, run, clock } = harness({ atStart: true });
+    idle.start();
+    await clock.advance(0);
+    expect(state.releases).toEqual([0]);
+    expect(state.rss).toBe(15 * MB);
+    // The rest of the start pages 6 MB back in; the first quiet spell gives them back.
+    await run(3, 0, 2 * MB);
+    expect(state.releases).toEqual([0, 3000]);
+    await run(60, 0, (6 * MB) / 60);
+    expect(state.releases).toEqual([0, 3000]);
+    expect(state.after).toEqual(["start", "quiet"]);
+    idle.stop();
+  });
+
+  test("with atStart, a load that begins at once is released once it ends", async () => {
+    const { state, idle, run, clock } = harness({ atStart: true });
+    idle.start();
+    await clock.advance(0);
+    await run(20, 50_000, 3 * MB);
+    expect(state.releases).toEqual([0]);
+    await run(3);
+    expect(state.releases).toEqual([0, 23000]);
+    idle.stop();
+  });
+
+  test("stopped before the release at the start: none", async () => {
+    const { state, idle, run } = harness({ atStart: true });
+    idle.start();
+    idle.stop();
+    await run(10);
+    expect(state.releases).toEqual([]);
   });
 
   test("stop ends it: no release afterwards", async () => {

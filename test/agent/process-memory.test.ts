@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { executableReadOnlyRanges } from "../../src/agent/process-memory.ts";
+import { readFileSync, readlinkSync } from "node:fs";
+import { executableReadOnlyRanges, unwrittenExecutableRanges } from "../../src/agent/process-memory.ts";
+import { needsProc } from "../support/requires.ts";
 
 const MAPS = `00200000-01a39000 r--p 00000000 fe:01 2189273                            /opt/flume/bin/flume
 01a40000-0684a000 r-xp 01838000 fe:01 2189273                            /opt/flume/bin/flume
@@ -21,5 +23,44 @@ describe("the binary's pages a release pages out", () => {
   test("a path with spaces is matched whole", () => {
     const maps = "00400000-00500000 r-xp 00000000 fe:01 12 /opt/my agent/flume\n00500000-00600000 r-xp 00000000 fe:01 13 /opt/my agent/flume2\n";
     expect(executableReadOnlyRanges(maps, "/opt/my agent/flume")).toEqual([{ start: 0x400000, length: 0x100000 }]);
+  });
+});
+
+/** An smaps entry: the maps line, then the fields a release reads among others it does not. */
+function entry(line: string, anonymousKb: number, swapKb = 0): string {
+  return `${line}\nSize:               1024 kB\nRss:                 512 kB\nPrivate_Clean:       512 kB\nAnonymous:      ${String(anonymousKb).padStart(8)} kB\nSwap:           ${String(swapKb).padStart(8)} kB\nVmFlags: rd ex mr mw me\n`;
+}
+
+describe("the binary's pages a release at the start drops from the process (MADV_DONTNEED)", () => {
+  const exe = "/opt/flume/bin/flume";
+  const smaps = [
+    entry(`00200000-01a39000 r--p 00000000 fe:01 2189273 ${exe}`, 0),
+    entry(`01a40000-0684a000 r-xp 01838000 fe:01 2189273 ${exe}`, 0),
+    entry(`0684a000-0685f000 rw-p 06641000 fe:01 2189273 ${exe}`, 84),
+    // Relocated by the loader, then made read-only: its pages are private copies.
+    entry(`0685f000-06867000 r--p 06656000 fe:01 2189273 ${exe}`, 12),
+    // A written page that went to swap is a private copy too.
+    entry(`06900000-06910000 r--p 06700000 fe:01 2189273 ${exe}`, 0, 4),
+    entry("7f763fe59000-7f763ffaf000 r-xp 00026000 fe:01 1048601 /usr/lib/x86_64-linux-gnu/libc.so.6", 0),
+  ].join("");
+
+  test("only read-only mappings of the executable with no private copy of a page", () => {
+    expect(unwrittenExecutableRanges(smaps, exe)).toEqual([
+      { start: 0x200000, length: 0x1a39000 - 0x200000 },
+      { start: 0x1a40000, length: 0x684a000 - 0x1a40000 },
+    ]);
+  });
+
+  needsProc.test("in this process: the runtime's code is dropped, the pages its loader relocated are not", () => {
+    const self = readlinkSync("/proc/self/exe");
+    const maps = readFileSync("/proc/self/maps", "utf8");
+    const ranges = unwrittenExecutableRanges(readFileSync("/proc/self/smaps", "utf8"), self);
+    const code = maps.split("\n").filter((l) => l.endsWith(self) && / r-xp /.test(l));
+    expect(code.length).toBeGreaterThan(0);
+    for (const line of code) expect(ranges.map((r) => r.start)).toContain(Number.parseInt(line.split("-")[0], 16));
+    // Bun's binary has a RELRO segment: read-only, and written by the loader before that.
+    const readOnly = executableReadOnlyRanges(maps, self);
+    expect(ranges.length).toBeLessThan(readOnly.length);
+    for (const r of ranges) expect(readOnly).toContainEqual(r);
   });
 });
