@@ -24,9 +24,9 @@ export interface IdleReleaseOptions {
 
 /**
  * Calls `release` once the agent has moved no events for `quietMs`: after the start (whose
- * parsing and building is not run again; with `atStart` right away instead) and after each
- * burst of traffic, while the memory the burst took is still held. `activity` is a number that changes whenever events move (a sum of
- * counters); `rss` is the process's resident bytes.
+ * parsing and building is not run again; with `atStart` also right away) and after each burst
+ * of traffic, while the memory the burst took is still held. `activity` is a number that
+ * changes whenever events move (a sum of counters); `rss` is the process's resident bytes.
  */
 export class IdleMemoryRelease {
   private timer: TimerHandle | null = null;
