@@ -1,8 +1,8 @@
 // `flume run` hands memory back to the system right after the start and once no event has moved
 // for --release-memory seconds after a burst (src/agent/idle-release.ts,
-// src/agent/process-memory.ts): a child process of the CLI,
-// real sockets. After the release (a full collection, compiled code dropped, the binary's code
-// pages paged out) the agent must go on accepting and delivering events as before.
+// src/agent/process-memory.ts): a child process of the CLI, real sockets. After the releases
+// (the start's code pages unmapped; then a full collection, compiled code dropped, the binary's
+// code pages paged out) the agent must go on accepting and delivering events as before.
 import { describe, expect } from "bun:test";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
