@@ -1,4 +1,4 @@
-import { close, fstat, open, read, readv, type Stats } from "node:fs";
+import { close, fstat, open, read, type Stats } from "node:fs";
 
 /** What reading a range of a file needs: fs/promises' FileHandle has it too. */
 export interface PositionalReader {
@@ -38,19 +38,6 @@ export class ReadOnlyFile implements PositionalReader {
     this.inFlight++;
     return new Promise((resolve, reject) =>
       read(this.descriptor, buffer, offset, length, position, (err, n) => {
-        this.settled();
-        if (err) reject(err);
-        else resolve(n);
-      }),
-    );
-  }
-
-  /** Reads into the buffers in turn with one syscall (readv at `position`), resolving to the byte count. */
-  readIntoAll(buffers: Uint8Array[], position: number): Promise<number> {
-    if (this.closing) return Promise.reject(closedError());
-    this.inFlight++;
-    return new Promise((resolve, reject) =>
-      readv(this.descriptor, buffers, position, (err, n) => {
         this.settled();
         if (err) reject(err);
         else resolve(n);
