@@ -1,5 +1,6 @@
 import { createEvent, type Event } from "../../src/core/event.ts";
-import { readFileSync } from "node:fs";
+import { readFileSync, readlinkSync } from "node:fs";
+import { residentParts } from "../../src/agent/process-memory.ts";
 import net from "node:net";
 
 /** Peak resident set size of a process in MB (VmHWM), from /proc. */
@@ -10,6 +11,21 @@ export function peakRssMb(pid: number | "self" = "self"): number {
     return m ? Number(m[1]) / 1024 : NaN;
   } catch {
     return NaN;
+  }
+}
+
+/**
+ * What a process's RSS is made of now, for a figure: "binary X, anonymous Y, other Z MB". Read
+ * right after a load, the binary's part is what the load paged in of the executable (a release
+ * only runs when quiet), so the rest of the peak was anonymous memory and other files.
+ */
+export function residentPartsText(pid: number): string {
+  try {
+    const p = residentParts(readFileSync(`/proc/${pid}/smaps`, "utf8"), readlinkSync(`/proc/${pid}/exe`));
+    const mb = (b: number) => (b / 1048576).toFixed(0);
+    return `binary ${mb(p.binary)}, anonymous ${mb(p.anonymous)}, other ${mb(p.other)} MB`;
+  } catch {
+    return "no /proc";
   }
 }
 

@@ -45,7 +45,7 @@ import { silentLogger } from "../../src/core/logger.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { SourceRunner } from "../../src/core/runners.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
-import { fmt, freePort, peakRssMb } from "./_util.ts";
+import { fmt, freePort, peakRssMb, residentPartsText } from "./_util.ts";
 
 const LINE = 100;
 const CLI = path.join(import.meta.dir, "..", "..", "src", "cli.ts");
@@ -335,7 +335,8 @@ export async function bigFile(): Promise<void> {
         const cpu0 = cpuMs(agent.pid);
         const ms = await untilTaken(agent, lines);
         const cpu = cpuMs(agent.pid) - cpu0;
-        console.log(`TAILDIR one ${mb} MB file (${fmt(lines)} lines), batchSize ${batch} -> memory -> null: ${fmt(lines / (ms / 1000))} lines/s (agent CPU ${(cpu / 1000).toFixed(2)} s); peak RSS ${procStatus(agent.pid, "VmHWM").toFixed(0)} MB`);
+        const parts = residentPartsText(agent.pid);
+        console.log(`TAILDIR one ${mb} MB file (${fmt(lines)} lines), batchSize ${batch} -> memory -> null: ${fmt(lines / (ms / 1000))} lines/s (agent CPU ${(cpu / 1000).toFixed(2)} s); peak RSS ${procStatus(agent.pid, "VmHWM").toFixed(0)} MB (RSS at the end: ${parts})`);
       } finally {
         await agent.stop();
       }
@@ -349,9 +350,10 @@ export async function bigFile(): Promise<void> {
       renameSync(path.join(logs, "big.log"), path.join(later, "big.log"));
       const ms = await untilTaken(agent, lines);
       const peak = procStatus(agent.pid, "VmHWM");
+      const parts = residentPartsText(agent.pid);
       await sleep(5000);
       console.log(
-        `TAILDIR one ${mb} MB file moved into the directory of an agent idle for 5 s (RSS ${idle.toFixed(0)} MB), batchSize 100: ${fmt(lines / (ms / 1000))} lines/s; peak RSS ${peak.toFixed(0)} MB, ${procStatus(agent.pid, "VmRSS").toFixed(0)} MB 5 s later`,
+        `TAILDIR one ${mb} MB file moved into the directory of an agent idle for 5 s (RSS ${idle.toFixed(0)} MB), batchSize 100: ${fmt(lines / (ms / 1000))} lines/s; peak RSS ${peak.toFixed(0)} MB (RSS at the end: ${parts}), ${procStatus(agent.pid, "VmRSS").toFixed(0)} MB 5 s later`,
       );
     } finally {
       await agent.stop();

@@ -94,6 +94,50 @@ export function unwrittenExecutableRanges(smaps: string, exe: string): { start: 
   return ranges;
 }
 
+/** Resident bytes of a process by what backs them, from /proc/PID/smaps. */
+export interface ResidentParts {
+  /** Pages of the executable's file: its code and constants (what a release drops and a load pages back in). */
+  binary: number;
+  /** Private memory: the JS heap, the allocator, buffers, stacks, written pages of any mapping. */
+  anonymous: number;
+  /** Pages of other files and shared memory: libraries, mostly. */
+  other: number;
+}
+
+/**
+ * Splits a process's RSS into the executable's file pages, anonymous memory and the rest.
+ * Per mapping, Rss minus Anonymous is backed by the file; the Anonymous part of any mapping,
+ * the executable's included, is private memory.
+ */
+export function residentParts(smaps: string, exe: string): ResidentParts {
+  const parts: ResidentParts = { binary: 0, anonymous: 0, other: 0 };
+  let isExe = false;
+  let rss = 0;
+  const close = () => {
+    if (isExe) parts.binary += rss;
+    else parts.other += rss;
+    rss = 0;
+  };
+  for (const line of smaps.split("\n")) {
+    const m = /^(Rss|Anonymous):\s+(\d+) kB$/.exec(line);
+    if (m) {
+      const bytes = Number(m[2]) * 1024;
+      if (m[1] === "Rss") rss += bytes;
+      else {
+        rss -= bytes;
+        parts.anonymous += bytes;
+      }
+      continue;
+    }
+    const head = /^[0-9a-f]+-[0-9a-f]+ \S{4} \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (!head) continue;
+    close();
+    isExe = head[1] === exe;
+  }
+  close();
+  return parts;
+}
+
 function readOnlyMappingOf(line: string, exe: string): { start: number; length: number } | null {
   const m = /^([0-9a-f]+)-([0-9a-f]+) (\S{4}) \S+ \S+ \S+\s+(.+)$/.exec(line);
   if (!m || m[4] !== exe || m[3][1] === "w") return null;

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync, readlinkSync } from "node:fs";
-import { executableReadOnlyRanges, unwrittenExecutableRanges } from "../../src/agent/process-memory.ts";
+import { executableReadOnlyRanges, residentParts, unwrittenExecutableRanges } from "../../src/agent/process-memory.ts";
 import { needsProc } from "../support/requires.ts";
 
 const MAPS = `00200000-01a39000 r--p 00000000 fe:01 2189273                            /opt/flume/bin/flume
@@ -62,5 +62,33 @@ describe("the binary's pages a release at the start drops from the process (MADV
     const readOnly = executableReadOnlyRanges(maps, self);
     expect(ranges.length).toBeLessThan(readOnly.length);
     for (const r of ranges) expect(readOnly).toContainEqual(r);
+  });
+});
+
+describe("where a process's resident memory is (the benchmarks' breakdown of a peak)", () => {
+  const exe = "/opt/flume/bin/flume";
+  const kb = 1024;
+
+  test("the executable's file pages, private memory of any mapping, and other files apart", () => {
+    const smaps = [
+      entry(`00200000-01a39000 r--p 00000000 fe:01 2189273 ${exe}`, 0),
+      // Written data of the binary: the written part is private, the rest is the file's.
+      entry(`06867000-07483000 rw-p 0665e000 fe:01 2189273 ${exe}`, 84),
+      entry("07483000-07500000 rw-p 00000000 00:00 0", 512),
+      entry("7ffd1000-7ffd2000 rw-p 00000000 00:00 0                          [stack]", 512),
+      entry("7f763fe59000-7f763ffaf000 r-xp 00026000 fe:01 1048601 /usr/lib/x86_64-linux-gnu/libc.so.6", 0),
+      // Another binary of the same name prefix is not this one.
+      entry(`7f7640000000-7f7640010000 r--p 00000000 fe:01 2189999 ${exe}-old`, 0),
+    ].join("");
+    expect(residentParts(smaps, exe)).toEqual({ binary: (512 + 512 - 84) * kb, anonymous: (84 + 512 + 512) * kb, other: 2 * 512 * kb });
+  });
+
+  needsProc.test("in this process the parts add up to its resident set", () => {
+    const parts = residentParts(readFileSync("/proc/self/smaps", "utf8"), readlinkSync("/proc/self/exe"));
+    const rss = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync("/proc/self/status", "utf8"))?.[1]) * kb;
+    expect(parts.binary).toBeGreaterThan(1024 * kb);
+    expect(parts.anonymous).toBeGreaterThan(1024 * kb);
+    // Read at two moments a few ms apart: within 4 MB.
+    expect(Math.abs(parts.binary + parts.anonymous + parts.other - rss)).toBeLessThan(4096 * kb);
   });
 });
