@@ -29,6 +29,32 @@ export function residentPartsText(pid: number): string {
   }
 }
 
+/** A figure a benchmark prints, with the issue's target for it when there is one. */
+export interface Figure {
+  what: string;
+  value: string;
+  target?: string;
+  met?: boolean;
+}
+
+const VERDICT = /\(target (.+): (met|NOT met)\)$/;
+
+/** The line a figure is printed as: `  what: value  (target ...: met)`. */
+export function figureLine(f: Figure): string {
+  const verdict = f.target === undefined ? "" : `  (target ${f.target}: ${f.met ? "met" : "NOT met"})`;
+  return `  ${f.what}: ${f.value}${verdict}`;
+}
+
+/** A figure with a target back from a printed line (the footprint run counts those of the benchmarks it runs); null for other lines. */
+export function parseFigureLine(line: string): Figure | null {
+  const v = VERDICT.exec(line);
+  if (!v) return null;
+  const head = line.slice(0, v.index).trim();
+  // The last ": " ends the name: names have colons of their own ("TAILDIR, 1,000 files: peak RSS").
+  const colon = head.lastIndexOf(": ");
+  return { what: colon < 0 ? head : head.slice(0, colon), value: colon < 0 ? "" : head.slice(colon + 2), target: v[1], met: v[2] === "met" };
+}
+
 export function fmt(n: number): string {
   return Math.round(n).toLocaleString("en-US");
 }

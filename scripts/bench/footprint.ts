@@ -28,27 +28,19 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { heapStats } from "bun:jsc";
-import { fmt, freePort, residentPartsText } from "./_util.ts";
+import { type Figure, figureLine, fmt, freePort, parseFigureLine, residentPartsText } from "./_util.ts";
 
 const ROOT = path.resolve(import.meta.dir, "../..");
 const BINARY = process.env.BENCH_BINARY ? path.resolve(process.env.BENCH_BINARY) : path.join(ROOT, "dist", "flume");
 const REPEAT = Math.max(1, Number(process.env.BENCH_REPEAT ?? 1));
 const ONLY = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
 
-/** What a case reports: one line per figure, with its target when the issue sets one. */
-interface Figure {
-  what: string;
-  value: string;
-  target?: string;
-  met?: boolean;
-}
-
+/** What the cases report: one line per figure, with its target when the issue sets one. */
 const figures: Figure[] = [];
 
 function report(f: Figure): void {
   figures.push(f);
-  const verdict = f.target === undefined ? "" : `  (target ${f.target}: ${f.met ? "met" : "NOT met"})`;
-  console.log(`  ${f.what}: ${f.value}${verdict}`);
+  console.log(figureLine(f));
 }
 
 // ---- processes ----
@@ -475,8 +467,20 @@ async function registeredCases(): Promise<void> {
   for (const c of FOOTPRINT_CASES) {
     console.log(`-- ${c.label ?? c.bench} (npm run bench -- ${c.bench})`);
     // The agents they start are the binary measured here (BENCH_FLUME), not `bun src/cli.ts`.
-    const r = spawnSync(process.execPath, [path.join(import.meta.dir, "index.ts"), c.bench], { stdio: "inherit", env: { BENCH_FLUME: BINARY, ...process.env, ...c.env } });
-    if (r.status !== 0) process.exitCode = 1;
+    // Their output is passed on as it comes; the figures with a target count in the summary.
+    const child = spawn(process.execPath, [path.join(import.meta.dir, "index.ts"), c.bench], { stdio: ["ignore", "pipe", "inherit"], env: { BENCH_FLUME: BINARY, ...process.env, ...c.env } });
+    let pending = "";
+    child.stdout.on("data", (d: Buffer) => {
+      process.stdout.write(d);
+      const lines = (pending + d.toString("utf8")).split("\n");
+      pending = lines.pop() ?? "";
+      for (const line of lines) {
+        const f = parseFigureLine(line);
+        if (f) figures.push(f);
+      }
+    });
+    const status = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    if (status !== 0) process.exitCode = 1;
   }
 }
 
