@@ -345,11 +345,12 @@ export async function bigFile(): Promise<void> {
         const cpu = cpuMs(agent.pid) - cpu0;
         const parts = residentPartsText(agent.pid);
         const peak = procStatus(agent.pid, "VmHWM");
-        console.log(`TAILDIR one ${mb} MB file (${fmt(lines)} lines), batchSize ${batch} -> memory -> null: ${fmt(lines / (ms / 1000))} lines/s (agent CPU ${(cpu / 1000).toFixed(2)} s); peak RSS ${peak.toFixed(0)} MB (RSS at the end: ${parts})`);
+        const rate = lines / (ms / 1000);
+        console.log(`TAILDIR one ${mb} MB file (${fmt(lines)} lines), batchSize ${batch} -> memory -> null: ${fmt(rate)} lines/s (agent CPU ${(cpu / 1000).toFixed(2)} s); peak RSS ${peak.toFixed(0)} MB (RSS at the end: ${parts})`);
         // The issue's load: 300 MB at the default batchSize, 4.96 M lines/s at 127 MB before.
         if (batch === 100 && mb === 300) {
           console.log(figureLine({ what: "TAILDIR, one 300 MB file, from the start: peak RSS", value: `${peak.toFixed(0)} MB`, target: "<= 64 MB (before: 127 MB)", met: peak <= 64 }));
-          console.log(figureLine({ what: "TAILDIR, one 300 MB file, from the start: throughput", value: `${fmt(lines / (ms / 1000))} lines/s`, target: ">= 4.96 M lines/s (before)", met: lines / (ms / 1000) >= 4.96e6 }));
+          console.log(figureLine({ what: "TAILDIR, one 300 MB file, from the start: throughput", value: `${fmt(rate)} lines/s`, target: ">= 4.96 M lines/s (before)", met: rate >= 4.96e6 }));
         }
       } finally {
         await agent.stop();
