@@ -278,9 +278,16 @@ export async function files(): Promise<void> {
     );
     // The issue's targets are for 1,000 files of 10,000 lines.
     if (count === 1000) {
-      const perFileKiB = ((r.peak - idle.early) * 1024) / count;
+      // What a tailed file costs is what each added file adds to the peak: the issue's own
+      // figures read so (1 file 68 MB, 1,000 files 1.2 GB: about 1.1 MB per file; 64 KiB per file
+      // with 1,000 files under 150 MB). The peak above idle over 1,000 also charges every file
+      // with what reading at full speed costs for any number of files (the code it pages in, the
+      // collector's slack): printed beside it.
+      const perAddedKiB = ((r.peak - small.peak) * 1024) / (count - few);
+      const aboveIdleKiB = ((r.peak - idle.early) * 1024) / count;
       const rate = total / (r.ms / 1000);
-      console.log(figureLine({ what: "TAILDIR, 1,000 files: peak RSS above the idle agent, per file", value: `${perFileKiB.toFixed(1)} KiB`, target: "<= 64 KiB (before: about 1.1 MB)", met: perFileKiB <= 64 }));
+      console.log(figureLine({ what: `TAILDIR, 1,000 files: peak RSS per tailed file (its growth from ${fmt(few)} to 1,000 files)`, value: `${perAddedKiB.toFixed(1)} KiB`, target: "<= 64 KiB (before: about 1.1 MB)", met: perAddedKiB <= 64 }));
+      console.log(figureLine({ what: "TAILDIR, 1,000 files: peak RSS above the idle agent, over 1,000", value: `${aboveIdleKiB.toFixed(1)} KiB` }));
       console.log(figureLine({ what: "TAILDIR, 1,000 files: peak RSS", value: `${r.peak.toFixed(0)} MB`, target: "< 150 MB (before: 1,168-1,232 MB)", met: r.peak < 150 }));
       console.log(figureLine({ what: "TAILDIR, 1,000 files, default settings", value: `${fmt(rate)} lines/s`, target: ">= Fluent Bit's 0.68-0.76 M lines/s (before: 0.42-0.55 M)", met: rate >= 0.76e6 }));
     }

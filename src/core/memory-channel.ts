@@ -4,7 +4,7 @@ import { systemClock } from "./clock.ts";
 import { ChannelCounter } from "./counters.ts";
 import { Deque } from "./deque.ts";
 import { ChannelException, ChannelFullException, ConfigurationError } from "./errors.ts";
-import type { Event } from "./event.ts";
+import { bodyLength, type Event } from "./event.ts";
 import type { LifecycleState } from "./lifecycle.ts";
 import type { Logger } from "./logger.ts";
 import { silentLogger } from "./logger.ts";
@@ -39,7 +39,7 @@ const DEFAULTS = {
 } as const;
 
 function slotsFor(event: Event): number {
-  const n = event.body.length;
+  const n = bodyLength(event);
   return n === 0 ? 1 : Math.ceil(n / BYTE_CAPACITY_SLOT_SIZE);
 }
 

@@ -88,6 +88,7 @@ export class LineSplitter {
   /** Starts over at `offset` (for example after reopening a file at a position). */
   reset(offset = 0): void {
     this.chunk = EMPTY;
+    this.spanBytes = EMPTY;
     this.cursor = 0;
     this.takeCarry();
     this.discarding = false;
@@ -108,9 +109,25 @@ export class LineSplitter {
     this.cursor = 0;
   }
 
+  /**
+   * The bytes of the line nextSpan() found: `spanBytes[spanStart..spanEnd)`. Usually a range of
+   * the chunk being read, so a caller that keeps the line need not make a view of it (making a
+   * subarray costs more than finding the newline: 3.7 against 4.6-5.9 M lines/s for TAILDIR).
+   */
+  spanBytes: Uint8Array = EMPTY;
+  spanStart = 0;
+  spanEnd = 0;
+
   /** The next complete line (without its newline), or null when more input is needed. */
   next(): Uint8Array | null {
-    if (this.rest !== null) return this.nextPiece();
+    if (!this.nextSpan()) return null;
+    const bytes = this.spanBytes;
+    return this.spanStart === 0 && this.spanEnd === bytes.length ? bytes : bytes.subarray(this.spanStart, this.spanEnd);
+  }
+
+  /** Finds the next complete line as next() does and leaves it in spanBytes, spanStart and spanEnd; false when more input is needed. */
+  nextSpan(): boolean {
+    if (this.rest !== null) return this.spanOf(this.nextPiece());
     for (;;) {
       const chunk = this.chunk;
       const start = this.cursor;
@@ -119,7 +136,7 @@ export class LineSplitter {
         if (nl < 0) {
           this.consumedBytes += chunk.length - start;
           this.cursor = chunk.length;
-          return null;
+          return false;
         }
         this.consumedBytes += nl + 1 - start;
         this.cursor = nl + 1;
@@ -129,34 +146,47 @@ export class LineSplitter {
       }
       if (nl < 0) {
         // No newline yet: the line is unfinished. Bound what we hold.
-        if (this.max > 0 && this.carryLen + (chunk.length - start) > this.max) return this.unfinishedPiece();
-        return null;
+        if (this.max > 0 && this.carryLen + (chunk.length - start) > this.max) return this.spanOf(this.unfinishedPiece());
+        return false;
       }
       const consumed = this.carryLen + (nl + 1 - start);
-      let line: Uint8Array;
+      let bytes = chunk;
+      let from = start;
+      let to = nl;
       if (this.carryLen > 0) {
-        line = concat(this.takeCarry(), chunk.subarray(start, nl));
-      } else {
-        line = chunk.subarray(start, nl);
+        bytes = concat(this.takeCarry(), chunk.subarray(start, nl));
+        from = 0;
+        to = bytes.length;
       }
       this.cursor = nl + 1;
-      if (this.stripCR && line.length > 0 && line[line.length - 1] === CR) line = line.subarray(0, line.length - 1);
-      if (this.max > 0 && line.length > this.max) {
+      if (this.stripCR && to > from && bytes[to - 1] === CR) to--;
+      if (this.max > 0 && to - from > this.max) {
+        const line = bytes.subarray(from, to);
         // Warned already when its first part was cut while unfinished.
         if (this.lastComplete) this.onOverlong?.(line.length);
         if (this.policy === "truncate") {
           this.consumedBytes += consumed;
           this.lastComplete = true;
-          return line.subarray(0, this.cutAt(line));
+          return this.spanOf(line.subarray(0, this.cutAt(line)));
         }
         this.rest = line;
         this.restNewline = consumed - line.length;
-        return this.nextPiece();
+        return this.spanOf(this.nextPiece());
       }
       this.consumedBytes += consumed;
       this.lastComplete = true;
-      return line;
+      this.spanBytes = bytes;
+      this.spanStart = from;
+      this.spanEnd = to;
+      return true;
     }
+  }
+
+  private spanOf(line: Uint8Array): true {
+    this.spanBytes = line;
+    this.spanStart = 0;
+    this.spanEnd = line.length;
+    return true;
   }
 
   /** The carried bytes as one buffer (one copy of each); the carry is empty afterwards. */
@@ -230,6 +260,7 @@ export class LineSplitter {
     let rest = this.takeCarry();
     if (this.cursor < this.chunk.length) rest = concat(rest, this.chunk.subarray(this.cursor));
     this.chunk = EMPTY;
+    this.spanBytes = EMPTY;
     this.cursor = 0;
     const wasDiscarding = this.discarding;
     this.discarding = false;

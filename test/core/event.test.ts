@@ -1,7 +1,7 @@
 // Events and the typed errors of the core.
 import { describe, expect, test } from "bun:test";
 import { ChannelException, ChannelFullException, ConfigurationError, EventDeliveryException, FlumeError, TransactionStateError } from "../../src/core/errors.ts";
-import { bodyEvent, bodyText, compactBodies, createEvent, readHeaders, type Event } from "../../src/core/event.ts";
+import { bodyEvent, bodyLength, bodyText, compactBodies, createEvent, lineEvent, readHeaders, type Event } from "../../src/core/event.ts";
 
 describe("Event", () => {
   test("a string body is encoded as UTF-8; headers are plain strings", () => {
@@ -59,6 +59,35 @@ describe("bodyEvent (what line and sequence sources make)", () => {
     expect(JSON.stringify(lazy)).toBe(JSON.stringify({ headers: {}, body: lazy.body }));
     lazy.headers.k = "v";
     expect(JSON.stringify(lazy)).toBe(JSON.stringify(plain));
+  });
+});
+
+describe("lineEvent (a line that is a range of a read, as TAILDIR makes)", () => {
+  const read = new TextEncoder().encode("first\nsecond\n");
+
+  test("its body is the range's bytes, a view of the read made once, when first read", () => {
+    const e = lineEvent(read, 6, 12);
+    expect(bodyLength(e)).toBe(6);
+    expect(bodyText(e)).toBe("second");
+    expect(e.body).toBe(e.body);
+    expect(e.body.buffer).toBe(read.buffer);
+    expect(bodyLength(e)).toBe(6);
+  });
+
+  test("body and headers can be replaced; bodyLength follows the new body", () => {
+    const e = lineEvent(read, 0, 5);
+    e.body = new Uint8Array([1, 2]);
+    e.headers.k = "v";
+    expect(bodyLength(e)).toBe(2);
+    expect([...e.body]).toEqual([1, 2]);
+    expect(e.headers).toEqual({ k: "v" });
+  });
+
+  test("headers are made on demand: readHeaders shares the empty object until then; JSON as a plain event", () => {
+    const e = lineEvent(read, 0, 5);
+    expect(readHeaders(e)).toBe(readHeaders(bodyEvent(new Uint8Array(1))));
+    expect(JSON.stringify(e)).toBe(JSON.stringify(createEvent("first")));
+    expect(bodyLength(createEvent("abc"))).toBe(3);
   });
 });
 

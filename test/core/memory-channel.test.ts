@@ -2,7 +2,7 @@
 // (the behaviours of Flume's TestMemoryChannel and TestMemoryChannelTransaction).
 import { describe, expect, test } from "bun:test";
 import { ChannelException, ChannelFullException, ConfigurationError } from "../../src/core/errors.ts";
-import { bodyText, createEvent } from "../../src/core/event.ts";
+import { bodyText, createEvent, lineEvent } from "../../src/core/event.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { DEFAULT_BYTE_CAPACITY, MemoryChannel, type MemoryChannelOptions } from "../../src/core/memory-channel.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
@@ -55,6 +55,16 @@ describe("MemoryChannel defaults and configuration", () => {
     expect(channel.remainingByteSlots).toBe(8);
     await putAll(channel, [createEvent(new Uint8Array(250))]);
     expect(channel.remainingByteSlots).toBe(5);
+  });
+
+  test("a line that is a range of a large read counts its own bytes, not the read's", async () => {
+    const { channel } = make({ byteCapacity: 1000 });
+    const read = new Uint8Array(64 * 1024).fill(97);
+    await putAll(channel, [lineEvent(read, 100, 350), lineEvent(read, 350, 450)]);
+    expect(channel.remainingByteSlots).toBe(4);
+    const taken = await takeAll(channel, 2);
+    expect(taken).toEqual(["a".repeat(250), "a".repeat(100)]);
+    expect(channel.remainingByteSlots).toBe(8);
   });
 
   test("transactionCapacity above capacity is a configuration error naming the key", () => {

@@ -79,3 +79,57 @@ describe("LineSplitter across many chunks", () => {
     expect(s.pending).toBe(0);
   });
 });
+
+describe("LineSplitter.nextSpan (lines as ranges, for sources that defer the view)", () => {
+  function spans(splitter: LineSplitter, chunks: Uint8Array[]): { lines: string[]; inChunk: number } {
+    const lines: string[] = [];
+    let inChunk = 0;
+    for (const c of chunks) {
+      splitter.feed(c);
+      while (splitter.nextSpan()) {
+        lines.push(text(splitter.spanBytes.subarray(splitter.spanStart, splitter.spanEnd)));
+        if (splitter.spanBytes === c) inChunk++;
+      }
+    }
+    return { lines, inChunk };
+  }
+
+  const cases: [string, ConstructorParameters<typeof LineSplitter>[0], string[]][] = [
+    ["plain lines and an empty one", {}, ["one\ntwo\n\nthr", "ee\nfour\n"]],
+    ["CRLF", { stripCR: true }, ["a\r\nb\r", "\nc\r\n\r\n"]],
+    ["overlong, split", { maxLineLength: 4 }, ["abcdefghij\nxy\n", "abcdef", "gh\n"]],
+    ["overlong, truncate", { maxLineLength: 3, overlong: "truncate" }, ["abcdef", "ghi\nok\nlonger\n"]],
+    ["UTF-8 cuts", { maxLineLength: 4 }, ["aééb\nxé\n"]],
+  ];
+  for (const [name, options, chunks] of cases) {
+    test(`${name}: the same lines and offsets as next()`, () => {
+      const a = new LineSplitter(options);
+      const b = new LineSplitter(options);
+      const viaNext = run(a, chunks);
+      const viaSpan = spans(b, chunks.map((c) => enc.encode(c))).lines;
+      expect(viaSpan).toEqual(viaNext);
+      expect(b.offset).toBe(a.offset);
+      expect(b.pending).toBe(a.pending);
+    });
+  }
+
+  test("a line inside a chunk is a range of the chunk itself; a line across chunks is its own array", () => {
+    const s = new LineSplitter();
+    const first = enc.encode("one\ntw");
+    const { lines, inChunk } = spans(s, [first, enc.encode("o\nthree\n")]);
+    expect(lines).toEqual(["one", "two", "three"]);
+    expect(inChunk).toBe(2);
+  });
+
+  test("reset and flush let go of the last line's chunk", () => {
+    const s = new LineSplitter();
+    s.feed(enc.encode("x\n"));
+    expect(s.nextSpan()).toBe(true);
+    s.reset(0);
+    expect(s.spanBytes.length).toBe(0);
+    s.feed(enc.encode("y\nz"));
+    expect(s.nextSpan()).toBe(true);
+    expect(text(s.flush() as Uint8Array)).toBe("z");
+    expect(s.spanBytes.length).toBe(0);
+  });
+});

@@ -1,4 +1,4 @@
-import { bodyEvent, type Event } from "../../core/event.ts";
+import { type Event, lineEvent } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
 import type { Logger } from "../../core/logger.ts";
 import { type ConnectionHandler, listenTcp, type TcpConnection, type TcpServer, WRITE_HIGH_WATER } from "../../net/tcp-server.ts";
@@ -148,7 +148,7 @@ class NetcatConnection implements ConnectionHandler {
         tooLong = true;
         break;
       }
-      events.push(bodyEvent(data.subarray(start, nl)));
+      events.push(lineEvent(data, start, nl));
       start = nl + 1;
     }
     if (!tooLong && data.length - start >= o.maxLineLength) tooLong = true;

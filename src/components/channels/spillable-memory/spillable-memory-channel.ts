@@ -25,7 +25,7 @@ import { type Clock, systemClock, type TimerHandle } from "../../../core/clock.t
 import { ChannelCounter } from "../../../core/counters.ts";
 import { Deque } from "../../../core/deque.ts";
 import { ChannelException, ChannelFullException } from "../../../core/errors.ts";
-import type { Event } from "../../../core/event.ts";
+import { bodyLength, type Event } from "../../../core/event.ts";
 import type { LifecycleState } from "../../../core/lifecycle.ts";
 import { type Logger, silentLogger } from "../../../core/logger.ts";
 import { BasicTransaction } from "../../../core/transaction.ts";
@@ -305,7 +305,7 @@ export class SpillableMemoryChannel implements Channel {
   }
 
   private slotsOf(event: Event): number {
-    return Math.ceil(Math.max(1, event.body.length) / this.settings.avgEventSize);
+    return Math.ceil(Math.max(1, bodyLength(event)) / this.settings.avgEventSize);
   }
 
   private overflowFree(ownTakes: number): number {

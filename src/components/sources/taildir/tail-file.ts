@@ -1,4 +1,4 @@
-import { bodyEvent, type Event } from "../../../core/event.ts";
+import { type Event, lineEvent } from "../../../core/event.ts";
 import { freeNow } from "../../../io/free-buffer.ts";
 import { LineSplitter } from "../../../io/line-splitter.ts";
 import { ReadOnlyFile } from "../../../io/read-only-file.ts";
@@ -244,16 +244,26 @@ export class TailFile {
     const groupHeaders = this.headers;
     const hasGroupHeaders = Object.keys(groupHeaders).length > 0;
     const plain = !hasGroupHeaders && offsetHeader === null && fileHeader === null;
-    let lastLine: Uint8Array | null = null;
+    const splitter = this.splitter;
+    // The last line as a span of its bytes: its view is made once per batch, not per line.
+    let lastBytes: Uint8Array | null = null;
+    let lastStart = 0;
+    let lastEnd = 0;
     let lastLineEnd = 0;
     let bytes = 0;
     while (events.length < max && bytes < this.maxBatchBytes) {
-      const before = this.splitter.offset;
-      let line = this.splitter.next();
-      if (line === null) {
+      const before = splitter.offset;
+      let lineBytes: Uint8Array;
+      let start = 0;
+      let end: number;
+      if (splitter.nextSpan()) {
+        lineBytes = splitter.spanBytes;
+        start = splitter.spanStart;
+        end = splitter.spanEnd;
+      } else {
         const next = this.ahead.shift();
         if (next !== undefined) {
-          this.splitter.feed(next);
+          splitter.feed(next);
           continue;
         }
         // Up to the size of the last stat (and what a read finds beyond it): no read to learn
@@ -276,27 +286,31 @@ export class TailFile {
               for (let at = 0; at < bytesRead; at += SLICE) this.ahead.push(read.slice(at, at + SLICE));
               freeNow(buf);
             } else if (bytesRead < want / 2) {
-              this.splitter.feed(read.slice());
+              splitter.feed(read.slice());
               freeNow(buf);
-            } else this.splitter.feed(read);
+            } else splitter.feed(read);
             continue;
           }
         }
         this.eof = true;
         if (!flushPartial) break;
-        line = this.splitter.flush();
-        if (line === null) break;
+        const partial = splitter.flush();
+        if (partial === null) break;
+        lineBytes = partial;
+        end = partial.length;
       }
-      if (plain) events.push(bodyEvent(line));
+      if (plain) events.push(lineEvent(lineBytes, start, end));
       else {
         const headers: Record<string, string> = hasGroupHeaders ? { ...groupHeaders } : {};
         if (offsetHeader !== null) headers[offsetHeader] = String(this.base + before);
         if (fileHeader !== null) headers[fileHeader] = this.path;
-        events.push({ headers, body: line });
+        events.push({ headers, body: lineBytes.subarray(start, end) });
       }
-      bytes += line.length;
-      lastLine = line;
-      lastLineEnd = this.base + before + line.length;
+      bytes += end - start;
+      lastBytes = lineBytes;
+      lastStart = start;
+      lastEnd = end;
+      lastLineEnd = this.base + before + (end - start);
     }
     if (events.length === 0) {
       if (this.eof) {
@@ -310,7 +324,8 @@ export class TailFile {
       this.drainedAt = this.size;
       this.eof = false;
     }
-    return { file: this, events, endPos: this.base + this.splitter.offset, lastLine, lastLineEnd, full };
+    const lastLine = lastBytes === null ? null : lastBytes.subarray(lastStart, lastEnd);
+    return { file: this, events, endPos: this.base + splitter.offset, lastLine, lastLineEnd, full };
   }
 
   /** Records a committed batch: the position moves, the fingerprint follows. */
