@@ -1,4 +1,4 @@
-import type { Channel } from "./channel.ts";
+import type { Channel, SourcePosition } from "./channel.ts";
 import { ChannelException } from "./errors.ts";
 import { compactBodies, type Event } from "./event.ts";
 import type { Interceptor } from "./interceptor.ts";
@@ -50,7 +50,7 @@ export class ChannelProcessor {
     return max === Infinity ? fallback : max;
   }
 
-  async processEvent(event: Event, position?: { source: string; value: string }): Promise<void> {
+  async processEvent(event: Event, position?: SourcePosition): Promise<void> {
     const kept = this.interceptors.intercept(event);
     if (kept === null) {
       if (position) await this.storePosition(position);
@@ -63,26 +63,52 @@ export class ChannelProcessor {
    * Writes a batch. `position` is the source's opaque position after this batch; durable
    * channels store it in the same commit (see Transaction.setSourcePosition).
    */
-  async processEventBatch(events: Event[], position?: { source: string; value: string }): Promise<void> {
+  processEventBatch(events: Event[], position?: SourcePosition): Promise<void> | void {
     const kept = this.interceptors.interceptAll(events);
     if (kept.length === 0) {
-      if (position) await this.storePosition(position);
+      if (position) return this.storePosition(position);
       return;
     }
     // Events dropped by interceptors would still be held, as bytes of the buffers the kept
     // bodies are views into (see compactBodies). Without drops, the rest of those buffers is
     // queued events too, and nothing is copied.
     if (kept.length < events.length) compactBodies(kept);
-    await this.dispatch(kept, position);
+    return this.dispatch(kept, position);
   }
 
-  private async dispatch(events: Event[], position?: { source: string; value: string }): Promise<void> {
+  /**
+   * Done before returning (no promise) when every channel took its batch at once (see
+   * Channel.putNow): a source writing batch after batch then waits for no promise per batch.
+   */
+  private dispatch(events: Event[], position?: SourcePosition): Promise<void> | void {
     const fixed = this.selector.fixedRouting();
-    if (fixed) {
-      for (const channel of fixed.required) await this.putRequired(channel, events, position);
-      for (const channel of fixed.optional) await this.putOptional(channel, events, position);
-      return;
+    if (!fixed) return this.dispatchRouted(events, position);
+    const { required, optional } = fixed;
+    for (let i = 0; i < required.length; i++) {
+      const pending = putRequired(required[i], events, position);
+      if (pending) return this.finishFixed(pending, required, optional, i + 1, events, position);
     }
+    for (let i = 0; i < optional.length; i++) {
+      const pending = this.putOptional(optional[i], events, position);
+      if (pending) return this.finishFixed(pending, required, optional, required.length + i + 1, events, position);
+    }
+  }
+
+  /** The rest of a fixed routing once a channel had to wait: channel `next` (counting required, then optional) onwards. */
+  private async finishFixed(
+    pending: Promise<void>,
+    required: readonly Channel[],
+    optional: readonly Channel[],
+    next: number,
+    events: Event[],
+    position?: SourcePosition,
+  ): Promise<void> {
+    await pending;
+    for (let i = next; i < required.length; i++) await putRequired(required[i], events, position);
+    for (let i = Math.max(0, next - required.length); i < optional.length; i++) await this.putOptional(optional[i], events, position);
+  }
+
+  private async dispatchRouted(events: Event[], position?: SourcePosition): Promise<void> {
     const required = new Map<Channel, Event[]>();
     const optional = new Map<Channel, Event[]>();
     for (const event of events) {
@@ -97,24 +123,17 @@ export class ChannelProcessor {
         else optional.set(c, [event]);
       }
     }
-    for (const [channel, list] of required) await this.putRequired(channel, list, position);
+    for (const [channel, list] of required) await putRequired(channel, list, position);
     for (const [channel, list] of optional) await this.putOptional(channel, list, position);
   }
 
-  private async putRequired(channel: Channel, events: Event[], position?: { source: string; value: string }): Promise<void> {
+  private putOptional(channel: Channel, events: Event[], position?: SourcePosition): Promise<void> | void {
+    const warn = (err: unknown) => this.logger.warn(`Unable to put batch on optional channel: ${channel.name}: ${(err as Error).message}`);
     try {
-      await putBatch(channel, events, position);
+      const pending = putBatch(channel, events, position);
+      if (pending) return pending.catch(warn);
     } catch (err) {
-      if (err instanceof ChannelException) throw err;
-      throw new ChannelException(`Unable to put batch on required channel: ${channel.name}: ${(err as Error).message}`, { cause: err });
-    }
-  }
-
-  private async putOptional(channel: Channel, events: Event[], position?: { source: string; value: string }): Promise<void> {
-    try {
-      await putBatch(channel, events, position);
-    } catch (err) {
-      this.logger.warn(`Unable to put batch on optional channel: ${channel.name}: ${(err as Error).message}`);
+      warn(err);
     }
   }
 
@@ -126,8 +145,34 @@ export class ChannelProcessor {
   }
 }
 
-/** One put transaction for a batch on one channel; rolls back and rethrows on failure. */
-export async function putBatch(channel: Channel, events: Event[], position?: { source: string; value: string }): Promise<void> {
+/** A failure on a required channel reaches the source as ChannelException. */
+function requiredFailure(channel: Channel, err: unknown): ChannelException {
+  if (err instanceof ChannelException) return err;
+  return new ChannelException(`Unable to put batch on required channel: ${channel.name}: ${(err as Error).message}`, { cause: err });
+}
+
+function putRequired(channel: Channel, events: Event[], position?: SourcePosition): Promise<void> | void {
+  try {
+    const pending = putBatch(channel, events, position);
+    if (pending)
+      return pending.catch((err: unknown) => {
+        throw requiredFailure(channel, err);
+      });
+  } catch (err) {
+    throw requiredFailure(channel, err);
+  }
+}
+
+/**
+ * One put transaction for a batch on one channel; rolls back and rethrows on failure. Done
+ * before returning (no promise) when the channel took the batch at once (Channel.putNow).
+ */
+export function putBatch(channel: Channel, events: Event[], position?: SourcePosition): Promise<void> | void {
+  if (channel.putNow?.(events, position)) return;
+  return putInTransaction(channel, events, position);
+}
+
+async function putInTransaction(channel: Channel, events: Event[], position?: SourcePosition): Promise<void> {
   const tx = channel.getTransaction();
   tx.begin();
   try {

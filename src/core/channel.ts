@@ -1,6 +1,13 @@
 import type { ChannelCounter } from "./counters.ts";
 import type { LifecycleAware } from "./lifecycle.ts";
+import type { Event } from "./event.ts";
 import type { Transaction } from "./transaction.ts";
+
+/** A source's opaque position after a batch (a file offset), stored by durable channels in the same commit. */
+export interface SourcePosition {
+  source: string;
+  value: string;
+}
 
 /** A channel buffers events between sources and sinks; all access goes through transactions. */
 export interface Channel extends LifecycleAware {
@@ -13,11 +20,20 @@ export interface Channel extends LifecycleAware {
    * Transaction.setSourcePosition), or undefined when the channel keeps none.
    */
   sourcePosition?(source: string): string | undefined;
+  /**
+   * Puts a batch as one committed put transaction would (getTransaction, begin, putAll,
+   * setSourcePosition, commit, close), synchronously, when that needs no wait: room in the
+   * channel now, no disk. False, with nothing changed or counted, when it would have to wait:
+   * then the caller uses a transaction. A source writing many batches in a row then awaits
+   * no promise per batch. Absent: always a transaction.
+   */
+  putNow?(events: readonly Event[], position?: SourcePosition): boolean;
   /** Most events one transaction may hold, when the channel limits it. */
   getTransactionCapacity?(): number;
   /**
    * Calls listener after each commit that added events, so a sink runner sleeping after an
-   * empty take wakes at once. Returns a function that removes the listener.
+   * empty take wakes (on the next turn of the event loop, see PollingLoop.wakeFromBackoff).
+   * Returns a function that removes the listener.
    */
   onPutsCommitted?(listener: () => void): () => void;
   /**

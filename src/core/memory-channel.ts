@@ -1,4 +1,4 @@
-import type { Channel } from "./channel.ts";
+import type { Channel, SourcePosition } from "./channel.ts";
 import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
 import { ChannelCounter } from "./counters.ts";
@@ -198,6 +198,28 @@ export class MemoryChannel implements Channel {
   /** @internal The queue, for a transaction taking a batch (MemoryTransaction.doTakeInto). */
   queueForTakes(): Deque<Event> {
     return this.queue;
+  }
+
+  putNow(events: readonly Event[], position?: SourcePosition): boolean {
+    const n = events.length;
+    // Too many for one transaction: the transaction's putAll counts and refuses them.
+    if (n > this.transactionCapacity) return false;
+    let slots = 0;
+    for (let i = 0; i < n; i++) slots += slotsFor(events[i]);
+    if (!this.bytes.tryAcquireNow(slots)) return false;
+    if (!this.slots.tryAcquireNow(n)) {
+      this.bytes.release(slots);
+      return false;
+    }
+    const queue = this.queue;
+    for (let i = 0; i < n; i++) queue.pushBack(events[i]);
+    if (position) this.positions.set(position.source, position.value);
+    const c = this.counter.values;
+    c.EventPutAttemptCount += n;
+    c.EventPutSuccessCount += n;
+    c.ChannelSize = queue.length;
+    if (n > 0) for (let i = 0; i < this.putListeners.length; i++) this.putListeners[i]();
+    return true;
   }
 
   /** @internal */

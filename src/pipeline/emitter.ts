@@ -12,11 +12,8 @@ export const RETRY_FIRST_MS = 100;
 /** Longest wait between retries, unless the source's own property (spooldir's maxBackoff) says otherwise. */
 export const RETRY_MAX_MS = 5000;
 
-/** A source's opaque position after a batch, stored by durable channels in the same commit. */
-export interface SourcePosition {
-  source: string;
-  value: string;
-}
+export type { SourcePosition } from "../core/channel.ts";
+import type { SourcePosition } from "../core/channel.ts";
 
 /** What the emitter needs of its source. */
 export interface EmittingSource {
@@ -174,7 +171,8 @@ export class SourceEmitter {
       let wait = this.firstWait;
       for (;;) {
         try {
-          await processor.processEventBatch(part, position);
+          const pending = processor.processEventBatch(part, position);
+          if (pending) await pending;
           break;
         } catch (err) {
           const from = options.from ? ` from ${options.from}` : "";

@@ -10,10 +10,14 @@ import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { LoadBalancingChannelSelector, MultiplexingChannelSelector, ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import type { Transaction } from "../../src/core/transaction.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
-import { drain, events, putAll } from "../support/core.ts";
+import { drain, events, putAll, takeAll } from "../support/core.ts";
 
 /** A MemoryChannel that counts its transactions and can be told to fail them. */
+/** A memory channel that takes every put in a transaction it records (no putNow). */
 class ProbeChannel extends MemoryChannel {
+  override putNow(): boolean {
+    return false;
+  }
   transactions = 0;
   failGetTransaction: Error | null = null;
   failCommit: Error | null = null;
@@ -296,5 +300,56 @@ describe("ChannelProcessor and source positions", () => {
     const p = new ChannelProcessor(new ReplicatingChannelSelector([c]));
     await p.processEventBatch(events(2), { source: "tail", value: "42" });
     expect(c.sourcePosition("tail")).toBe("42");
+  });
+});
+
+describe("ChannelProcessor with channels that take a batch at once (putNow)", () => {
+  function memory(name: string, options = {}, clock = new VirtualClock()): MemoryChannel {
+    const c = new MemoryChannel(name, { keepAlive: 3, ...options }, clock);
+    c.start();
+    return c;
+  }
+
+  test("a batch every channel takes at once is written before processEventBatch returns: no promise to wait for", async () => {
+    const [a, b] = [memory("a"), memory("b")];
+    const p = new ChannelProcessor(new ReplicatingChannelSelector([a, b], ["b"]));
+    expect(p.processEventBatch(events(3))).toBeUndefined();
+    expect(await drain(a)).toEqual(["event 0", "event 1", "event 2"]);
+    expect(await drain(b)).toEqual(["event 0", "event 1", "event 2"]);
+  });
+
+  test("a full required channel makes the batch wait for room; the channels after it get the batch once it has", async () => {
+    const clock = new VirtualClock();
+    const full = memory("full", { capacity: 2, transactionCapacity: 2 }, clock);
+    const probe = new ProbeChannel("probe", { keepAlive: 0 }, clock);
+    probe.start();
+    const next = memory("next", {}, clock);
+    await putAll(full, events(2, "old"));
+    const p = new ChannelProcessor(new ReplicatingChannelSelector([full, probe, next]));
+    const writing = p.processEventBatch(events(2, "new"));
+    expect(writing).toBeInstanceOf(Promise);
+    let done = false;
+    void (writing as Promise<void>).then(() => (done = true));
+    await clock.flush();
+    expect(done).toBe(false);
+    expect(next.size).toBe(0);
+    expect(await takeAll(full, 2)).toEqual(["old 0", "old 1"]);
+    await clock.flush();
+    expect(done).toBe(true);
+    expect(await drain(full)).toEqual(["new 0", "new 1"]);
+    expect(await drain(probe)).toEqual(["new 0", "new 1"]);
+    expect(await drain(next)).toEqual(["new 0", "new 1"]);
+  });
+
+  test("an optional channel that refuses the batch is logged and skipped; the required one has it", async () => {
+    const clock = new VirtualClock();
+    const logger = new MemoryLogger();
+    const required = memory("required", {}, clock);
+    const optional = memory("optional", { capacity: 1, transactionCapacity: 1, keepAlive: 0 }, clock);
+    const p = new ChannelProcessor(new ReplicatingChannelSelector([required, optional], ["optional"]), [], logger);
+    await p.processEventBatch(events(2));
+    expect(await drain(required)).toEqual(["event 0", "event 1"]);
+    expect(optional.size).toBe(0);
+    expect(logger.lines.map((l) => l.message).join("\n")).toContain("Unable to put batch on optional channel: optional: Put queue for MemoryTransaction of capacity 1 full");
   });
 });

@@ -531,3 +531,71 @@ describe("interleaved transactions", () => {
     expect(channel.remainingCapacity).toBe(20);
   });
 });
+
+describe("putNow (a put transaction committed at once, when it needs no wait)", () => {
+  test("it leaves the queue, counters, position and listeners as a committed put transaction does", async () => {
+    const viaTx = make({ capacity: 50, transactionCapacity: 20, byteCapacity: 4000 });
+    const now = make({ capacity: 50, transactionCapacity: 20, byteCapacity: 4000 });
+    const woken = [0, 0];
+    viaTx.channel.onPutsCommitted(() => woken[0]++);
+    now.channel.onPutsCommitted(() => woken[1]++);
+    const batch = [...events(9), createEvent(new Uint8Array(250))];
+    const tx = viaTx.channel.getTransaction();
+    tx.begin();
+    tx.putAll(batch);
+    tx.setSourcePosition("r1", "at-10");
+    await tx.commit();
+    tx.close();
+    expect(now.channel.putNow(batch, { source: "r1", value: "at-10" })).toBe(true);
+    expect(now.channel.counter.values).toEqual(viaTx.channel.counter.values);
+    expect(now.channel.counter.values).toMatchObject({ EventPutAttemptCount: 10, EventPutSuccessCount: 10, ChannelSize: 10 });
+    expect(now.channel.remainingCapacity).toBe(viaTx.channel.remainingCapacity);
+    expect(now.channel.remainingByteSlots).toBe(viaTx.channel.remainingByteSlots);
+    expect(now.channel.sourcePosition("r1")).toBe("at-10");
+    expect(woken).toEqual([1, 1]);
+    expect(await drain(now.channel)).toEqual(await drain(viaTx.channel));
+    // A position alone (a batch interceptors emptied) is stored too, and wakes nobody.
+    expect(now.channel.putNow([], { source: "r1", value: "at-12" })).toBe(true);
+    expect(now.channel.sourcePosition("r1")).toBe("at-12");
+    expect(woken[1]).toBe(1);
+  });
+
+  test("no room, no byte room or more than transactionCapacity: false, with nothing queued, taken or counted", async () => {
+    const { channel } = make({ capacity: 10, transactionCapacity: 5, byteCapacity: 1000 }); // 8 byte slots
+    expect(channel.putNow(events(5), undefined)).toBe(true);
+    const before = { ...channel.counter.values };
+    const free = [channel.remainingCapacity, channel.remainingByteSlots];
+    expect(channel.putNow(events(6), undefined)).toBe(false); // over transactionCapacity
+    expect(channel.putNow(events(4), undefined)).toBe(false); // 4 byte slots, 3 free
+    expect(channel.putNow([createEvent(new Uint8Array(301))], undefined)).toBe(false); // 4 byte slots
+    expect(channel.counter.values).toEqual(before);
+    expect([channel.remainingCapacity, channel.remainingByteSlots]).toEqual(free);
+    expect(channel.size).toBe(5);
+    expect(channel.putNow(events(3, "more"), undefined)).toBe(true);
+    expect(channel.size).toBe(8);
+    // Room enough, but more than one transaction holds: left to the transaction, which refuses it.
+    const roomy = make({ capacity: 100, transactionCapacity: 5 }).channel;
+    expect(roomy.putNow(events(6), undefined)).toBe(false);
+    expect(roomy.size).toBe(0);
+    expect(roomy.counter.values.EventPutAttemptCount).toBe(0);
+  });
+
+  test("a commit already waiting for room keeps its turn: putNow does not pass it", async () => {
+    const { channel, clock } = make({ capacity: 5, transactionCapacity: 5 });
+    expect(channel.putNow(events(4, "old"), undefined)).toBe(true);
+    const waiting = watch(putAll(channel, events(3, "waiting")));
+    await clock.flush();
+    expect(waiting.done).toBe(false);
+    expect(await takeAll(channel, 2)).toEqual(["old 0", "old 1"]); // 3 free: the waiter fits
+    await clock.flush();
+    expect(waiting.done).toBe(true);
+    const blocked = watch(putAll(channel, events(2, "second")));
+    await clock.flush();
+    expect(await takeAll(channel, 1)).toEqual(["old 2"]); // 1 free, the waiter wants 2
+    expect(channel.putNow(events(1, "late"), undefined)).toBe(false);
+    expect(await takeAll(channel, 1)).toEqual(["old 3"]);
+    await clock.flush();
+    expect(blocked.done).toBe(true);
+    expect(await drain(channel)).toEqual(["waiting 0", "waiting 1", "waiting 2", "second 0", "second 1"]);
+  });
+});

@@ -1,6 +1,7 @@
 // The one emission path of every source: Flume's source counters, offer (one attempt) and
 // deliver (retry with one capped exponential backoff, split to transactionCapacity, stop).
 import { describe, expect, test } from "bun:test";
+import type { SourcePosition } from "../../src/core/channel.ts";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import { SourceCounter } from "../../src/core/counters.ts";
 import { ChannelException } from "../../src/core/errors.ts";
@@ -16,6 +17,11 @@ import { takeAll } from "../support/core.ts";
 /** A memory channel that records the transactions committed on it and the positions they carried. */
 class RecordingChannel extends MemoryChannel {
   readonly commits: { events: number; position: string | undefined }[] = [];
+  override putNow(events: readonly Event[], position?: SourcePosition): boolean {
+    const done = super.putNow(events, position);
+    if (done) this.commits.push({ events: events.length, position: position?.value });
+    return done;
+  }
   override getTransaction() {
     const tx = super.getTransaction();
     let events = 0;

@@ -238,7 +238,7 @@ export class TailFile {
    * final line without its newline (for a file that will not grow any more).
    */
   async readBatch(max: number, offsetHeader: string | null, fileHeader: string | null, flushPartial: boolean): Promise<TailBatch | null> {
-    await this.ensureOpen();
+    if (this.handle === null) await this.ensureOpen();
     const handle = this.handle as ReadOnlyFile;
     const events: Event[] = [];
     const groupHeaders = this.headers;
