@@ -32,8 +32,7 @@ export interface Channel extends LifecycleAware {
   getTransactionCapacity?(): number;
   /**
    * Calls listener after each commit that added events, so a sink runner sleeping after an
-   * empty take wakes (on the next turn of the event loop, see PollingLoop.wakeFromBackoff).
-   * Returns a function that removes the listener.
+   * empty take wakes at once. Returns a function that removes the listener.
    */
   onPutsCommitted?(listener: () => void): () => void;
   /**

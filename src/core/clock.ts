@@ -13,18 +13,11 @@ export interface Clock {
   clearTimeout(handle: TimerHandle): void;
   /** Resolves after ms milliseconds of this clock's time. */
   sleep(ms: number): Promise<void>;
-  /**
-   * Runs fn on the next turn of the event loop, after the work already queued (promise
-   * continuations included). Absent: a 0 ms timer of this clock.
-   */
-  defer?(fn: () => void): void;
 }
 
 interface HostTimers {
   setTimeout(fn: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
-  /** Bun, Node and Deno have it; a 0 ms timer waits at least 1 ms in Bun and Node. */
-  setImmediate?(fn: () => void): unknown;
 }
 
 /** The process clock: Date.now and the host's timers. */
@@ -57,11 +50,6 @@ export class SystemClock implements Clock {
 
   sleep(ms: number): Promise<void> {
     return new Promise((resolve) => this.setTimeout(resolve, ms));
-  }
-
-  defer(fn: () => void): void {
-    if (this.host.setImmediate) this.host.setImmediate(fn);
-    else this.host.setTimeout(fn, 0);
   }
 }
 

@@ -74,12 +74,10 @@ class PollingLoop {
    * Ends a BACKOFF sleep because there is work again (events committed to the channel, or a
    * source's file written). Flume's sinks get the same effect from a take that waits
    * keep-alive for an event; our take never blocks, so the channel tells the runner instead.
-   * Sleeps after an error are not cut short: they protect a failing downstream. The sleep
-   * ends on the next turn of the event loop, not at once: a source committing batch after
-   * batch in one turn then wakes a sink once, for all of them, not once per batch.
+   * Sleeps after an error are not cut short: they protect a failing downstream.
    */
   wakeFromBackoff(): void {
-    if (this.backingOff) this.sleeper.wakeSoon();
+    if (this.backingOff) this.interrupt();
     else this.wakePending = true;
   }
 

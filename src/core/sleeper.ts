@@ -7,8 +7,6 @@ import type { Clock, TimerHandle } from "./clock.ts";
 export class Sleeper {
   private timer: TimerHandle | null = null;
   private resolve: (() => void) | null = null;
-  /** wakeSoon() already asked for this sleep to end. */
-  private ending = false;
 
   constructor(private readonly clock: Clock) {}
 
@@ -32,24 +30,8 @@ export class Sleeper {
   wake(): void {
     if (this.timer) this.clock.clearTimeout(this.timer);
     this.timer = null;
-    this.ending = false;
     const r = this.resolve;
     this.resolve = null;
     r?.();
-  }
-
-  /**
-   * Ends the current sleep on the clock's next turn, after the work already queued; does
-   * nothing when not sleeping. Many calls in one turn end it once.
-   */
-  wakeSoon(): void {
-    const r = this.resolve;
-    if (r === null || this.ending) return;
-    this.ending = true;
-    const end = () => {
-      if (this.resolve === r) this.wake();
-    };
-    if (this.clock.defer) this.clock.defer(end);
-    else this.clock.setTimeout(end, 0);
   }
 }

@@ -2,7 +2,7 @@
 // EventDrivenSourceRunner): READY loops at once, BACKOFF sleeps 1 s more each time up to 5 s,
 // an exception sleeps maxBackoffSleep and never ends the loop. All on virtual time.
 import { describe, expect, test } from "bun:test";
-import { ChannelProcessor, putBatch } from "../../src/core/channel-processor.ts";
+import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import { SourceCounter } from "../../src/core/counters.ts";
 import { EventDeliveryException } from "../../src/core/errors.ts";
 import { createEvent, type Event } from "../../src/core/event.ts";
@@ -318,73 +318,6 @@ class HeldSink implements Sink {
     this.release?.();
   }
 }
-
-/** A sink taking up to 1000 events per transaction; records each transaction's count. */
-class BatchSink implements Sink {
-  readonly name = "k1";
-  readonly takes: number[] = [];
-  private channel: Channel | null = null;
-  private state: LifecycleState = "IDLE";
-  setChannel(c: Channel): void {
-    this.channel = c;
-  }
-  getChannel(): Channel {
-    return this.channel as Channel;
-  }
-  start(): void {
-    this.state = "START";
-  }
-  stop(): void {
-    this.state = "STOP";
-  }
-  getLifecycleState(): LifecycleState {
-    return this.state;
-  }
-  async process(): Promise<Status> {
-    const tx = this.getChannel().getTransaction();
-    tx.begin();
-    const out: Event[] = [];
-    const n = tx.takeInto(out, 1000);
-    await tx.commit();
-    tx.close();
-    if (n > 0) this.takes.push(n);
-    return n < 1000 ? "BACKOFF" : "READY";
-  }
-}
-
-describe("sink runner woken by commits", () => {
-  test("batches a source commits one after another in one turn wake a backing-off sink once: one take of all of them", async () => {
-    const clock = new VirtualClock();
-    const channel = new MemoryChannel("c1", { capacity: 10_000, transactionCapacity: 1000 }, clock);
-    channel.start();
-    const sink = new BatchSink();
-    sink.setChannel(channel);
-    const runner = new SinkRunner("k1", new DefaultSinkProcessor(sink), clock);
-    await runner.start();
-    await clock.flush(); // the first process() found nothing: the runner sleeps 1 s
-    for (let b = 0; b < 10; b++) await putBatch(channel, Array.from({ length: 100 }, (_, i) => createEvent(`${b}.${i}`)));
-    expect(sink.takes).toEqual([]);
-    await clock.advance(0); // the next turn, not the 1 s backoff
-    expect(sink.takes).toEqual([1000]);
-    await runner.stop();
-    expect(clock.pendingTimers).toBe(0);
-  });
-
-  test("with the system clock the sink takes the committed events on the next turn, long before its backoff ends", async () => {
-    const channel = new MemoryChannel("c1", { capacity: 10_000, transactionCapacity: 1000 });
-    channel.start();
-    const sink = new BatchSink();
-    sink.setChannel(channel);
-    const runner = new SinkRunner("k1", new DefaultSinkProcessor(sink));
-    await runner.start();
-    await sleep(20); // backing off (1 s) now
-    const t0 = performance.now();
-    for (let b = 0; b < 5; b++) await putBatch(channel, [createEvent(`e${b}`)]);
-    while (sink.takes.length === 0 && performance.now() - t0 < 900) await sleep(1);
-    expect(sink.takes).toEqual([5]);
-    await runner.stop();
-  });
-});
 
 describe("sink runner stop", () => {
   test("a stop that arrives while process() runs does not wait out the BACKOFF sleep that follows", async () => {
