@@ -38,6 +38,8 @@ const DEFAULTS = {
   keepAlive: 3,
 } as const;
 
+const NO_EVENTS: readonly Event[] = [];
+
 function slotsFor(event: Event): number {
   const n = bodyLength(event);
   return n === 0 ? 1 : Math.ceil(n / BYTE_CAPACITY_SLOT_SIZE);
@@ -211,19 +213,28 @@ export class MemoryChannel implements Channel {
       this.bytes.release(slots);
       return false;
     }
-    const queue = this.queue;
-    for (let i = 0; i < n; i++) queue.pushBack(events[i]);
     if (position) this.positions.set(position.source, position.value);
-    const c = this.counter.values;
-    c.EventPutAttemptCount += n;
-    c.EventPutSuccessCount += n;
-    c.ChannelSize = queue.length;
-    if (n > 0) for (let i = 0; i < this.putListeners.length; i++) this.putListeners[i]();
+    this.counter.values.EventPutAttemptCount += n;
+    this.applyCommit(events, NO_EVENTS, n, slots, null);
     return true;
   }
 
-  /** @internal */
-  async commitTransaction(puts: Event[], putSlots: number, takes: Event[], takeSlots: number, positions: Map<string, string> | null): Promise<void> {
+  /** @internal Done before returning (no promise) when the commit needs no wait for room. */
+  commitTransaction(puts: Event[], putSlots: number, takes: Event[], takeSlots: number, positions: Map<string, string> | null): Promise<void> | void {
+    const slotChange = puts.length - takes.length;
+    const byteChange = putSlots - takeSlots;
+    if (byteChange <= 0 || this.bytes.tryAcquireNow(byteChange)) {
+      if (slotChange <= 0 || this.slots.tryAcquireNow(slotChange)) {
+        this.applyCommit(puts, takes, slotChange, byteChange, positions);
+        return;
+      }
+      // Given back (nobody waits: the bytes were free at once), then waited for in order below.
+      if (byteChange > 0) this.bytes.release(byteChange);
+    }
+    return this.commitWaiting(puts, putSlots, takes, takeSlots, positions);
+  }
+
+  private async commitWaiting(puts: Event[], putSlots: number, takes: Event[], takeSlots: number, positions: Map<string, string> | null): Promise<void> {
     const slotChange = puts.length - takes.length;
     const byteChange = putSlots - takeSlots;
     // Await only when a wait really started: a refusal must release what this commit holds
@@ -248,6 +259,11 @@ export class MemoryChannel implements Channel {
         );
       }
     }
+    this.applyCommit(puts, takes, slotChange, byteChange, positions);
+  }
+
+  /** The commit once its room is held: queue the puts, give back what the takes held, count. */
+  private applyCommit(puts: readonly Event[], takes: readonly Event[], slotChange: number, byteChange: number, positions: Map<string, string> | null): void {
     for (let i = 0; i < puts.length; i++) this.queue.pushBack(puts[i]);
     if (byteChange < 0) this.bytes.release(-byteChange);
     if (slotChange < 0) this.slots.release(-slotChange);
@@ -348,12 +364,17 @@ export class MemoryTransaction extends BasicTransaction {
     );
   }
 
-  protected async doCommit(): Promise<void> {
+  protected doCommit(): Promise<void> | void {
     if (this.puts.length === 0 && this.takes.length === 0 && this.positions === null) {
       this.channel.counter.values.ChannelSize = this.channel.size;
       return;
     }
-    await this.channel.commitTransaction(this.puts, this.putSlots, this.takes, this.takeSlots, this.positions);
+    const pending = this.channel.commitTransaction(this.puts, this.putSlots, this.takes, this.takeSlots, this.positions);
+    if (pending) return pending.then(() => this.clear());
+    this.clear();
+  }
+
+  private clear(): void {
     this.puts.length = 0;
     this.takes.length = 0;
     this.putSlots = 0;
@@ -362,9 +383,6 @@ export class MemoryTransaction extends BasicTransaction {
 
   protected doRollback(): void {
     this.channel.rollbackTakes(this.takes);
-    this.puts.length = 0;
-    this.takes.length = 0;
-    this.putSlots = 0;
-    this.takeSlots = 0;
+    this.clear();
   }
 }

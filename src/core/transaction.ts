@@ -40,6 +40,8 @@ export interface Transaction {
 
 let nextTransactionId = 1;
 
+const DONE: Promise<void> = Promise.resolve();
+
 /**
  * The state machine shared by every channel's transactions (Flume's
  * BasicTransactionSemantics). Subclasses implement the do* hooks.
@@ -81,15 +83,37 @@ export abstract class BasicTransaction implements Transaction {
     return this.doTakeInto(out, max);
   }
 
-  async commit(): Promise<void> {
-    this.requireOpen("commit");
-    this.settling = true;
+  commit(): Promise<void> {
     try {
-      await this.doCommit();
-      this._state = "COMPLETED";
-    } finally {
-      this.settling = false;
+      this.requireOpen("commit");
+    } catch (err) {
+      return Promise.reject(err);
     }
+    this.settling = true;
+    let pending: Promise<void> | void;
+    try {
+      pending = this.doCommit();
+    } catch (err) {
+      this.settling = false;
+      return Promise.reject(err);
+    }
+    // A commit done at once (a memory channel with room) costs its caller one await, not one per level.
+    if (pending === undefined) {
+      this.completed();
+      return DONE;
+    }
+    return pending.then(
+      () => this.completed(),
+      (err: unknown) => {
+        this.settling = false;
+        throw err;
+      },
+    );
+  }
+
+  private completed(): void {
+    this._state = "COMPLETED";
+    this.settling = false;
   }
 
   async rollback(): Promise<void> {

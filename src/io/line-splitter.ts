@@ -125,6 +125,61 @@ export class LineSplitter {
     return this.spanStart === 0 && this.spanEnd === bytes.length ? bytes : bytes.subarray(this.spanStart, this.spanEnd);
   }
 
+  /**
+   * Cuts complete lines that lie inside the current chunk, as nextSpan() would, adding
+   * make(chunk, start, end) of each to `out`: up to maxLines lines, and no line once maxBytes
+   * bytes of lines were cut. Returns how many lines were cut, and leaves their bytes in
+   * cutBytes; the last one is left in spanBytes, spanStart and spanEnd, and spanOffset is where
+   * it starts. Stops, for nextSpan()
+   * to go on, at the end of the chunk and where nextSpan() has more to do: a line carried over
+   * from an earlier chunk, the rest of a cut line, a line over maxLineLength. One call per
+   * batch instead of one per line: TAILDIR's per-line cost.
+   */
+  cutInChunk<T>(out: T[], maxLines: number, maxBytes: number, make: (bytes: Uint8Array, start: number, end: number) => T): number {
+    this.cutBytes = 0;
+    if (this.rest !== null || this.discarding || this.carryLen > 0) return 0;
+    const chunk = this.chunk;
+    const max = this.max;
+    const stripCR = this.stripCR;
+    let cursor = this.cursor;
+    let consumed = this.consumedBytes;
+    let bytes = 0;
+    let lines = 0;
+    let start = 0;
+    let end = 0;
+    let lineOffset = 0;
+    while (lines < maxLines && bytes < maxBytes && cursor < chunk.length) {
+      const nl = chunk.indexOf(NL, cursor);
+      if (nl < 0) break;
+      let to = nl;
+      if (stripCR && to > cursor && chunk[to - 1] === CR) to--;
+      if (max > 0 && to - cursor > max) break;
+      out.push(make(chunk, cursor, to));
+      start = cursor;
+      end = to;
+      lineOffset = consumed;
+      bytes += to - cursor;
+      consumed += nl + 1 - cursor;
+      cursor = nl + 1;
+      lines++;
+    }
+    this.cutBytes = bytes;
+    if (lines === 0) return 0;
+    this.cursor = cursor;
+    this.consumedBytes = consumed;
+    this.lastComplete = true;
+    this.spanBytes = chunk;
+    this.spanStart = start;
+    this.spanEnd = end;
+    this.spanOffset = lineOffset;
+    return lines;
+  }
+
+  /** Where the line cutInChunk() cut last starts, as an offset (see offset). */
+  spanOffset = 0;
+  /** The bytes of the lines the last cutInChunk() cut, newlines excluded. */
+  cutBytes = 0;
+
   /** Finds the next complete line as next() does and leaves it in spanBytes, spanStart and spanEnd; false when more input is needed. */
   nextSpan(): boolean {
     if (this.rest !== null) return this.spanOf(this.nextPiece());

@@ -133,3 +133,78 @@ describe("LineSplitter.nextSpan (lines as ranges, for sources that defer the vie
     expect(s.spanBytes.length).toBe(0);
   });
 });
+
+describe("LineSplitter.cutInChunk (a batch of lines in one call, as TAILDIR reads them)", () => {
+  /** Lines (and the offset after each) as a reader cuts them: cutInChunk first, nextSpan where it stops. */
+  function cut(splitter: LineSplitter, chunks: string[], maxLines: number, maxBytes = Infinity) {
+    const lines: string[] = [];
+    const ends: number[] = [];
+    const batches: number[] = [];
+    for (const c of chunks) {
+      splitter.feed(enc.encode(c));
+      for (;;) {
+        const out: string[] = [];
+        const n = splitter.cutInChunk(out, maxLines, maxBytes, (b, s, e) => text(b.subarray(s, e)));
+        expect(n).toBe(out.length);
+        if (n > 0) {
+          expect(splitter.cutBytes).toBe(out.reduce((sum, l) => sum + enc.encode(l).length, 0));
+          // The last line cut is left as the span, with where it starts.
+          expect(text(splitter.spanBytes.subarray(splitter.spanStart, splitter.spanEnd))).toBe(out[out.length - 1]);
+          ends.push(splitter.spanOffset + (splitter.spanEnd - splitter.spanStart));
+          lines.push(...out);
+          batches.push(out.length);
+          continue;
+        }
+        if (!splitter.nextSpan()) break;
+        lines.push(text(splitter.spanBytes.subarray(splitter.spanStart, splitter.spanEnd)));
+        batches.push(-1);
+      }
+    }
+    return { lines, ends, batches };
+  }
+
+  const cases: [string, ConstructorParameters<typeof LineSplitter>[0], string[]][] = [
+    ["plain lines, an empty one, a line across chunks", {}, ["one\ntwo\n\nthr", "ee\nfour\nfive\nsix\n"]],
+    ["CRLF", { stripCR: true }, ["a\r\nb\r", "\nc\r\n\r\nd\n"]],
+    ["overlong, split", { maxLineLength: 4 }, ["ab\nabcdefghij\nxy\n", "abcdef", "gh\nok\n"]],
+    ["overlong, truncate", { maxLineLength: 3, overlong: "truncate" }, ["abcdef", "ghi\nok\nlonger\nyes\n"]],
+  ];
+  for (const [name, options, chunks] of cases) {
+    test(`${name}: the same lines and offsets as next()`, () => {
+      const a = new LineSplitter(options);
+      const b = new LineSplitter(options);
+      const viaNext = run(a, chunks);
+      const { lines } = cut(b, chunks, 2);
+      expect(lines).toEqual(viaNext);
+      expect(b.offset).toBe(a.offset);
+      expect(b.pending).toBe(a.pending);
+    });
+  }
+
+  test("up to maxLines lines, none once maxBytes were cut; the end offset of each batch's last line", () => {
+    const s = new LineSplitter();
+    const { lines, ends, batches } = cut(s, ["aaaa\nbb\ncccccc\nd\ne\n"], 3, 6);
+    expect(lines).toEqual(["aaaa", "bb", "cccccc", "d", "e"]);
+    // 4 + 2 bytes reach maxBytes 6: a batch ends there; then "cccccc" alone; then the rest.
+    expect(batches).toEqual([2, 1, 2]);
+    expect(ends).toEqual([7, 14, 18]);
+  });
+
+  test("it leaves to nextSpan a line carried over from the previous chunk, and cuts the lines after it", () => {
+    const s = new LineSplitter();
+    const { lines, batches } = cut(s, ["x\nhalf", " line\ny\nz\n"], 10);
+    expect(lines).toEqual(["x", "half line", "y", "z"]);
+    expect(batches).toEqual([1, -1, 2]);
+  });
+
+  test("an empty line alone is a line cut (0 bytes), not nothing", () => {
+    const s = new LineSplitter();
+    s.feed(enc.encode("\nx"));
+    const out: number[] = [];
+    expect(s.cutInChunk(out, 1, Infinity, (_b, start, end) => end - start)).toBe(1);
+    expect(out).toEqual([0]);
+    expect(s.cutBytes).toBe(0);
+    expect(s.offset).toBe(1);
+    expect(s.cutInChunk(out, 1, Infinity, (_b, start, end) => end - start)).toBe(0);
+  });
+});

@@ -252,6 +252,16 @@ export class TailFile {
     let lastLineEnd = 0;
     let bytes = 0;
     while (events.length < max && bytes < this.maxBatchBytes) {
+      if (plain) {
+        if (splitter.cutInChunk(events, max - events.length, this.maxBatchBytes - bytes, lineEvent) > 0) {
+          bytes += splitter.cutBytes;
+          lastBytes = splitter.spanBytes;
+          lastStart = splitter.spanStart;
+          lastEnd = splitter.spanEnd;
+          lastLineEnd = this.base + splitter.spanOffset + (lastEnd - lastStart);
+          continue;
+        }
+      }
       const before = splitter.offset;
       let lineBytes: Uint8Array;
       let start = 0;
