@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import type { TimerHandle } from "../../core/clock.ts";
 import { ConfigurationError } from "../../core/errors.ts";
-import { bodyEvent, type Event } from "../../core/event.ts";
+import { lineEvent, type Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSource } from "./base.ts";
@@ -168,8 +168,8 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
         // channel, nothing is read, the pipe fills and the command blocks.
         for await (const chunk of stdout as AsyncIterable<Uint8Array>) {
           splitter.feed(chunk);
-          for (let line = splitter.next(); line !== null; line = splitter.next()) {
-            this.add(line);
+          while (splitter.nextSpan()) {
+            this.add(splitter.spanBytes, splitter.spanStart, splitter.spanEnd);
             // A byte budget too: batchSize lines of up to maxLineLength bytes each would be
             // 320 MB with the defaults (a command that never writes a newline).
             if (this.batch.length >= this.options.batchSize || this.batchBytes >= this.options.maxLineLength) await this.flush();
@@ -180,7 +180,7 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
         if (!spawnFailed) this.logger.error(`${this.name}: error reading the output of [${this.options.command}]: ${(err as Error).message}`);
       }
       const last = splitter.flush();
-      if (last !== null) this.add(last);
+      if (last !== null) this.add(last, 0, last.length);
     }
     await this.flush();
     const code = await exited;
@@ -188,10 +188,12 @@ export class ExecSource extends BaseSource implements EventDrivenSource {
     return code;
   }
 
-  private add(line: Uint8Array): void {
-    // A view into the stream's chunk: streams hand out a fresh buffer per chunk.
-    this.batch.push(bodyEvent(line));
-    this.batchBytes += line.length;
+  /** Queues the line bytes[start..end). */
+  private add(bytes: Uint8Array, start: number, end: number): void {
+    // A range of the stream's chunk (streams hand out a fresh buffer per chunk): its view is
+    // made only if something reads the body.
+    this.batch.push(lineEvent(bytes, start, end));
+    this.batchBytes += end - start;
     if (this.batch.length === 1 && this.batchTimer === null) {
       this.batchTimer = this.clock.setTimeout(() => {
         this.batchTimer = null;
