@@ -56,6 +56,33 @@ async function pump(src: TaildirSource): Promise<void> {
 }
 
 describe("TAILDIR", () => {
+  test("a file of many MiB (read ahead into one reused buffer) arrives whole, in order and unchanged, read chunks and their boundaries included; lines appended later follow", async () => {
+    const s = setup({ batchSize: "1000" });
+    const file = path.join(s.logs, "app.log");
+    const line = (i: number) => `line ${i} ${"abcdefghij".repeat(i % 29)}`;
+    const lines: string[] = [];
+    let text = "";
+    for (let i = 0; text.length < 9.5 * 1024 * 1024; i++) {
+      lines.push(line(i));
+      text += `${line(i)}\n`;
+    }
+    writeFileSync(file, text);
+    const { src, channel } = s.make();
+    await src.start();
+    await pump(src);
+    // Drained only once the whole file was read: a body that pointed into a buffer read into
+    // again would have changed by now.
+    const events = await drain(channel);
+    expect(events.length).toBe(lines.length);
+    const got = bodies(events);
+    for (let i = 0; i < lines.length; i++) if (got[i] !== lines[i]) expect(`${i}: ${got[i]}`).toBe(`${i}: ${lines[i]}`);
+    appendFileSync(file, "after-1\nafter-2\n");
+    await pump(src);
+    expect(bodies(await drain(channel))).toEqual(["after-1", "after-2"]);
+    await src.stop();
+    expect(JSON.parse(readFileSync(s.positionFile, "utf8"))[0].pos).toBe(statSync(file).size);
+  });
+
   test("tails matching files with group headers, file and byte offset headers; keeps an unfinished line", async () => {
     const s = setup({ "headers.g1.topic": "app", fileHeader: "true", byteOffsetHeader: "true" });
     const file = path.join(s.logs, "app.log");
