@@ -19,8 +19,8 @@ const SMALL_CHUNK = 256 * 1024;
  * per file against 65-69 for the chunks themselves; 64 KiB reads did as well but cost about a
  * quarter more CPU (an asynchronous read is 35-50 us in Bun). Big files: the same, with the next
  * chunk read while the copies of the last are cut (one 300 MB file, 6 alternated runs: peak
- * 84 against 94.5 MB for events holding 1 MiB chunks, at 6.15 against 5.5 M lines/s; copies
- * of 16 KiB were slower, of 256 KiB no lower; reading into one reused buffer peaked at 91.5).
+ * 85 against 95.5 MB for events holding 1 MiB chunks, at 4.92 against 4.57 M lines/s; copies
+ * of 16 KiB were slower, of 256 KiB no lower; reading into one reused buffer peaked higher).
  */
 const SLICE = 64 * 1024;
 const BIG_FILE = 4 * CHUNK_SIZE;
@@ -322,9 +322,9 @@ export class TailFile {
             this.readOffset += bytesRead;
             if (this.readOffset > this.size) this.size = this.readOffset;
             // Events are views of what the splitter is fed and keep all of its buffer alive: a
-            // read goes on as SLICE copies, a mostly empty read as a copy of its bytes, and the
-            // buffer is freed at once, or for a big file read into again. (A Uint8Array's
-            // slice() copies; a Buffer's would be a view of the freed read.)
+            // read goes on as SLICE copies (a mostly empty one, or a big file's last, as one copy)
+            // and the buffer is freed at once. (A Uint8Array's slice() copies; a Buffer's would
+            // be a view of the freed read.)
             if (bytesRead > SLICE) {
               for (let at = 0; at < bytesRead; at += SLICE) this.ahead.push(read.slice(at, at + SLICE));
               freeNow(buf);
