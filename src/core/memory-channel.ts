@@ -208,30 +208,29 @@ export class MemoryChannel implements Channel {
     if (n > this.transactionCapacity) return false;
     let slots = 0;
     for (let i = 0; i < n; i++) slots += slotsFor(events[i]);
-    if (!this.bytes.tryAcquireNow(slots)) return false;
-    if (!this.slots.tryAcquireNow(n)) {
-      this.bytes.release(slots);
-      return false;
-    }
+    if (!this.commitNow(events, slots, NO_EVENTS, 0, null)) return false;
     if (position) this.positions.set(position.source, position.value);
     this.counter.values.EventPutAttemptCount += n;
-    this.applyCommit(events, NO_EVENTS, n, slots, null);
     return true;
   }
 
   /** @internal Done before returning (no promise) when the commit needs no wait for room. */
   commitTransaction(puts: Event[], putSlots: number, takes: Event[], takeSlots: number, positions: Map<string, string> | null): Promise<void> | void {
+    if (!this.commitNow(puts, putSlots, takes, takeSlots, positions)) return this.commitWaiting(puts, putSlots, takes, takeSlots, positions);
+  }
+
+  /** Commits if the room it needs is free now (and nobody waits for room ahead of it); false, holding nothing, if not. */
+  private commitNow(puts: readonly Event[], putSlots: number, takes: readonly Event[], takeSlots: number, positions: Map<string, string> | null): boolean {
     const slotChange = puts.length - takes.length;
     const byteChange = putSlots - takeSlots;
-    if (byteChange <= 0 || this.bytes.tryAcquireNow(byteChange)) {
-      if (slotChange <= 0 || this.slots.tryAcquireNow(slotChange)) {
-        this.applyCommit(puts, takes, slotChange, byteChange, positions);
-        return;
-      }
-      // Given back (nobody waits: the bytes were free at once), then waited for in order below.
+    if (byteChange > 0 && !this.bytes.tryAcquireNow(byteChange)) return false;
+    if (slotChange > 0 && !this.slots.tryAcquireNow(slotChange)) {
+      // Given back at once: nobody waited (the bytes were free), so nobody is woken.
       if (byteChange > 0) this.bytes.release(byteChange);
+      return false;
     }
-    return this.commitWaiting(puts, putSlots, takes, takeSlots, positions);
+    this.applyCommit(puts, takes, slotChange, byteChange, positions);
+    return true;
   }
 
   private async commitWaiting(puts: Event[], putSlots: number, takes: Event[], takeSlots: number, positions: Map<string, string> | null): Promise<void> {
