@@ -130,10 +130,9 @@ export class LineSplitter {
    * make(chunk, start, end) of each to `out`: up to maxLines lines, and no line once maxBytes
    * bytes of lines were cut. Returns how many lines were cut, and leaves their bytes in
    * cutBytes; the last one is left in spanBytes, spanStart and spanEnd, and spanOffset is where
-   * it starts. Stops, for nextSpan()
-   * to go on, at the end of the chunk and where nextSpan() has more to do: a line carried over
-   * from an earlier chunk, the rest of a cut line, a line over maxLineLength. One call per
-   * batch instead of one per line: TAILDIR's per-line cost.
+   * it starts. Stops, for nextSpan() to go on, at the end of the chunk and where nextSpan() has
+   * more to do: a line carried over from an earlier chunk, the rest of a cut line, a line over
+   * maxLineLength. One call per batch instead of one per line: TAILDIR's per-line cost.
    */
   cutInChunk<T>(out: T[], maxLines: number, maxBytes: number, make: (bytes: Uint8Array, start: number, end: number) => T): number {
     this.cutBytes = 0;
