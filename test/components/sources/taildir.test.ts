@@ -83,6 +83,39 @@ describe("TAILDIR", () => {
     expect(JSON.parse(readFileSync(s.positionFile, "utf8"))[0].pos).toBe(statSync(file).size);
   });
 
+  test("a source stopped in the middle of a big file, with its next chunk being read ahead, resumes after a restart: every line once, in order", async () => {
+    const s = setup({ batchSize: "100" });
+    const file = path.join(s.logs, "app.log");
+    const lines = Array.from({ length: 90_000 }, (_, i) => `entry ${i} ${"0123456789".repeat(i % 13)}`);
+    writeFileSync(file, `${lines.join("\n")}\n`);
+    const first = s.make();
+    await first.src.start();
+    // One call commits at most 256 batches of 100: the file (about 7 MiB) is far from read.
+    expect(await first.src.process()).toBe("READY");
+    const before = bodies(await drain(first.channel));
+    expect(before.length).toBe(25_600);
+    await first.src.stop();
+    const second = s.make();
+    await second.src.start();
+    await pump(second.src);
+    expect([...before, ...bodies(await drain(second.channel))]).toEqual(lines);
+    await second.src.stop();
+  });
+
+  test("maxBatchCount parks a big file between calls, with its next chunk read ahead: the read resumes where the batches ended, every line once", async () => {
+    const s = setup({ batchSize: "100", maxBatchCount: "3" });
+    const file = path.join(s.logs, "app.log");
+    const lines = Array.from({ length: 60_000 }, (_, i) => `entry ${i} ${"0123456789".repeat(i % 13)}`);
+    writeFileSync(file, `${lines.join("\n")}\n`);
+    const { src, channel } = s.make();
+    await src.start();
+    let calls = 0;
+    for (; calls < 10_000; calls++) if ((await src.process()) === "BACKOFF") break;
+    expect(calls).toBeGreaterThanOrEqual(200); // 300 batches at 3 per call
+    expect(bodies(await drain(channel))).toEqual(lines);
+    await src.stop();
+  });
+
   test("tails matching files with group headers, file and byte offset headers; keeps an unfinished line", async () => {
     const s = setup({ "headers.g1.topic": "app", fileHeader: "true", byteOffsetHeader: "true" });
     const file = path.join(s.logs, "app.log");
