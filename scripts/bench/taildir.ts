@@ -19,7 +19,7 @@
  *   memory -> null: when every line is in the channel, then the agent's CPU over 20 s idle
  *   (from 10 s after its spawn at the earliest).
  * - big-file: one 300 MB file (BENCH_TAILDIR_MB) through the same pipeline, batchSize 100
- *   (the default) and 1000: lines/s and peak RSS; then, batchSize 100, the file renamed into
+ *   (the default) and 1000, and 100 with --runtime-profile throughput: lines/s and peak RSS; then, batchSize 100, the file renamed into
  *   the directory of an agent that has run 5 s without events (past its release of memory
  *   after 3 s quiet, as an agent in service meets a new file).
  * - latency: an idle file gets one line every 100 ms (BENCH_LATENCY_LINES lines, 150), TAILDIR
@@ -146,12 +146,12 @@ interface Agent {
   stop: () => Promise<void>;
 }
 
-async function startAgent(dir: string, conf: string): Promise<Agent> {
+async function startAgent(dir: string, conf: string, extra: string[] = []): Promise<Agent> {
   const file = path.join(dir, `agent-${Date.now()}.conf`);
   writeFileSync(file, conf);
   const port = await freePort();
   const command = process.env.BENCH_FLUME ? process.env.BENCH_FLUME.split(" ") : [process.execPath, CLI];
-  const child = spawn(command[0], [...command.slice(1), "run", "-f", file, "-n", "a1", "--metrics-port", String(port), "--metrics-bind", "127.0.0.1", "--no-reload-conf", "--quiet"], {
+  const child = spawn(command[0], [...command.slice(1), "run", "-f", file, "-n", "a1", "--metrics-port", String(port), "--metrics-bind", "127.0.0.1", "--no-reload-conf", "--quiet", ...extra], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
@@ -336,7 +336,7 @@ export async function smallFiles(): Promise<void> {
   }
 }
 
-/** One 300 MB file: throughput and peak RSS, batchSize 100 and 1000. */
+/** One 300 MB file: throughput and peak RSS, batchSize 100 and 1000, and batchSize 100 with --runtime-profile throughput. */
 export async function bigFile(): Promise<void> {
   const mb = Number(process.env.BENCH_TAILDIR_MB ?? 300);
   const dir = mkdtempSync(path.join(tmpdir(), "flume-bench-taildir-big-"));
@@ -344,8 +344,9 @@ export async function bigFile(): Promise<void> {
     const logs = path.join(dir, "logs");
     mkdirSync(logs);
     const lines = writeFile(path.join(logs, "big.log"), mb);
-    for (const batch of [100, 1000]) {
-      const agent = await startAgent(dir, taildirToNull(logs, path.join(dir, `pos-${batch}.json`), `a1.sources.r1.batchSize = ${batch}`));
+    for (const [batch, profile] of [[100, "footprint"], [1000, "footprint"], [100, "throughput"]] as const) {
+      const extra = profile === "footprint" ? [] : ["--runtime-profile", profile];
+      const agent = await startAgent(dir, taildirToNull(logs, path.join(dir, `pos-${batch}-${profile}.json`), `a1.sources.r1.batchSize = ${batch}`), extra);
       try {
         const cpu0 = cpuMs(agent.pid);
         const ms = await untilTaken(agent, lines);
@@ -353,9 +354,12 @@ export async function bigFile(): Promise<void> {
         const parts = residentPartsText(agent.pid);
         const peak = procStatus(agent.pid, "VmHWM");
         const rate = lines / (ms / 1000);
-        console.log(`TAILDIR one ${mb} MB file (${fmt(lines)} lines), batchSize ${batch} -> memory -> null: ${fmt(rate)} lines/s (agent CPU ${(cpu / 1000).toFixed(2)} s); peak RSS ${peak.toFixed(0)} MB (RSS at the end: ${parts})`);
+        console.log(`TAILDIR one ${mb} MB file (${fmt(lines)} lines), batchSize ${batch} -> memory -> null${extra.length ? `, ${extra.join(" ")}` : ""}: ${fmt(rate)} lines/s (agent CPU ${(cpu / 1000).toFixed(2)} s); peak RSS ${peak.toFixed(0)} MB (RSS at the end: ${parts})`);
+        if (profile === "throughput" && mb === 300) {
+          console.log(figureLine({ what: "TAILDIR, one 300 MB file, from the start, --runtime-profile throughput: peak RSS", value: `${peak.toFixed(0)} MB at ${fmt(rate)} lines/s`, target: "<= 64 MB", met: peak <= 64 }));
+        }
         // The issue's load: 300 MB at the default batchSize, 4.96 M lines/s at 127 MB before.
-        if (batch === 100 && mb === 300) {
+        if (batch === 100 && profile === "footprint" && mb === 300) {
           console.log(figureLine({ what: "TAILDIR, one 300 MB file, from the start: peak RSS", value: `${peak.toFixed(0)} MB`, target: "<= 64 MB (before: 127 MB)", met: peak <= 64 }));
           console.log(figureLine({ what: "TAILDIR, one 300 MB file, from the start: throughput", value: `${fmt(rate)} lines/s`, target: ">= 4.96 M lines/s (before)", met: rate >= 4.96e6 }));
         }

@@ -11,6 +11,7 @@ import { formatProblem } from "../config/problems.ts";
 import { decodeProperties } from "../config/properties.ts";
 import { AGENT_FILE_ARGS, type ArgsSpec, FLUME_NG_ARGS, nonNegative, oneOf, type Parsed, parseCommandLine, port, UsageError } from "./args.ts";
 import { command } from "./command.ts";
+import { DEFAULT_RUNTIME_PROFILE } from "./runtime-tuning.ts";
 import { humanReport } from "./validate.ts";
 import { loadConfigText } from "../config/custom-components.ts";
 import { systemClock } from "../core/clock.ts";
@@ -75,6 +76,12 @@ const RUN_ARGS = {
     description: "Seconds without events after which the agent returns memory it no longer uses to the system after a burst; it also does once right after the start (Bun only; 0: never)",
   },
   "stats-interval": { type: "string", parse: nonNegative, default: "10", description: "Seconds between stats lines (0: none)" },
+  "runtime-profile": {
+    type: "string",
+    parse: oneOf("footprint", "throughput"),
+    default: DEFAULT_RUNTIME_PROFILE,
+    description: "Bun's JIT and collector settings: footprint (smaller memory peaks, about a quarter more CPU per event) or throughput (Bun's defaults); see src/cli/runtime-tuning.ts",
+  },
   trace: { type: "string", description: "Record every channel transaction to this file as JSON lines (for flume replay)" },
   "trace-max-bytes": { type: "string", parse: nonNegative, default: String(DEFAULT_TRACE_MAX_BYTES), description: "Stop recording the trace beyond this many bytes" },
   "log-level": { type: "string", parse: oneOf(...LOG_LEVELS), description: "error, warn, info (default), debug or trace; also -Dflume.root.logger=LEVEL,console" },

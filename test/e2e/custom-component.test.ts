@@ -47,7 +47,7 @@ function agentConf(dir: string, port: number, sinkType: string, extra: string[] 
 }
 
 /** Starts `command args run -f conf`, sends two lines, returns the JSON lines the sink wrote; stops the agent. */
-async function runAndSend(command: string, args: string[], dir: string, conf: string, port: number): Promise<unknown[]> {
+async function runAndSend(command: string, args: string[], dir: string, conf: string, port: number, whileRunning?: (pid: number) => void): Promise<unknown[]> {
   const child = spawn(command, [...args, "run", "-f", conf, "--no-reload-conf", "--quiet"], { cwd: dir, env: { ...process.env, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] });
   let err = "";
   child.stderr.on("data", (d) => (err += d));
@@ -55,6 +55,7 @@ async function runAndSend(command: string, args: string[], dir: string, conf: st
   try {
     await waitUntil(() => /agent a1 started/.test(err) || child.exitCode !== null, "the agent to start", 30000);
     expect(err).toContain("agent a1 started");
+    whileRunning?.(child.pid as number);
     expect(await sendLines(port, "hello\nwörld\n", 2000, 2)).toBe("OK\nOK\n");
     const out = path.join(dir, "out.jsonl");
     const lines = () => (existsSync(out) ? readFileSync(out, "utf8").split("\n").filter(Boolean) : []);
@@ -150,7 +151,9 @@ describe("a custom sink from a module path", () => {
     const conf = agentConf(dir, port, path.join(dir, "jsonl-sink.ts"));
     const v = spawnSync(binary, ["validate", conf], { cwd: dir, encoding: "utf8" });
     expect(v.stdout).toContain("agent a1 is valid");
-    expect(await runAndSend(binary, [], dir, conf, port)).toEqual(HELLO);
+    // The binary re-executed itself (same pid) with the default runtime profile's JSC settings (src/cli/runtime-tuning.ts).
+    const environ = (pid: number) => expect(readFileSync(`/proc/${pid}/environ`, "utf8").split("\0")).toContain("BUN_JSC_useFTLJIT=false");
+    expect(await runAndSend(binary, [], dir, conf, port, environ)).toEqual(HELLO);
   }, 60000);
 
   needsDeno.test("under Deno: validate and run with the module (deno.json maps \"flume-ts\")", async () => {

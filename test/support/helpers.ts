@@ -174,8 +174,8 @@ export function sendLines(port: number, text: string, waitMs = 500, expectLines 
 }
 
 /** Starts the CLI as an agent that the cleanups SIGKILL; resolves once its output matches ready. */
-export async function startAgentCli(cleanups: (() => void)[], args: string[], ready = /agent a1 started/) {
-  const agent = startCli(args);
+export async function startAgentCli(cleanups: (() => void)[], args: string[], ready = /agent a1 started/, opts: { env?: Record<string, string> } = {}) {
+  const agent = startCli(args, opts);
   cleanups.push(() => agent.child.kill("SIGKILL"));
   await agent.waitFor(ready);
   // The metrics server starts after the agent: a test that reads it next needs it listening.
