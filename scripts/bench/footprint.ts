@@ -441,6 +441,11 @@ async function seqRun(dir: string, total: number, channelLines: string[], extra:
   }
 }
 
+/** A file channel c1 of 1 M events keeping its checkpoint and data below `data`. */
+function fileChannel(data: string): string[] {
+  return ["a1.channels.c1.type = file", "a1.channels.c1.capacity = 1000000", `a1.channels.c1.checkpointDir = ${path.join(data, "checkpoint")}`, `a1.channels.c1.dataDirs = ${path.join(data, "data")}`];
+}
+
 async function seqCase(dir: string): Promise<void> {
   const mem = await seqRun(dir, 5_000_000, ["a1.channels.c1.type = memory", "a1.channels.c1.capacity = 100000"]);
   report({ what: "seq -> memory -> null, 5 M events", value: `${fmt(mem.rate)} events/s`, target: ">= 10 M events/s, 3x Flume's 3.31 M (before: 7.5-8.6 M)", met: mem.rate >= 10e6 });
@@ -450,14 +455,12 @@ async function seqCase(dir: string): Promise<void> {
   report({ what: "seq -> memory -> null, 5 M events, --runtime-profile throughput", value: `${fmt(fast.rate)} events/s at ${fast.peak.toFixed(0)} MB`, target: ">= 10 M events/s", met: fast.rate >= 10e6 });
   const data = fs.mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), "flume-footprint-file-"));
   try {
-    const file = await seqRun(dir, 1_000_000, [
-      "a1.channels.c1.type = file",
-      "a1.channels.c1.capacity = 1000000",
-      `a1.channels.c1.checkpointDir = ${path.join(data, "checkpoint")}`,
-      `a1.channels.c1.dataDirs = ${path.join(data, "data")}`,
-    ]);
+    const file = await seqRun(dir, 1_000_000, fileChannel(data));
     report({ what: "seq -> file channel (fsync per commit) -> null, 1 M events", value: `${fmt(file.rate)} events/s`, target: ">= 1.5 M events/s (before: 0.6-1.1 M)", met: file.rate >= 1.5e6 });
     report({ what: "  peak RSS of that agent", value: `${file.peak.toFixed(0)} MB`, target: "< 100 MB", met: file.peak < 100 });
+    fs.rmSync(data, { recursive: true, force: true });
+    const fastFile = await seqRun(dir, 1_000_000, fileChannel(data), ["--runtime-profile", "throughput"]);
+    report({ what: "seq -> file channel (fsync per commit) -> null, 1 M events, --runtime-profile throughput", value: `${fmt(fastFile.rate)} events/s at ${fastFile.peak.toFixed(0)} MB`, target: ">= 1.5 M events/s", met: fastFile.rate >= 1.5e6 });
   } finally {
     fs.rmSync(data, { recursive: true, force: true });
   }
