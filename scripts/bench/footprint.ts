@@ -452,7 +452,8 @@ async function seqCase(dir: string): Promise<void> {
   report({ what: "  peak RSS of that agent", value: `${mem.peak.toFixed(0)} MB`, target: "< 100 MB", met: mem.peak < 100 });
   // The default profile (footprint) trades JIT tiers for memory; the other is Bun's own settings.
   const fast = await seqRun(dir, 5_000_000, ["a1.channels.c1.type = memory", "a1.channels.c1.capacity = 100000"], ["--runtime-profile", "throughput"]);
-  report({ what: "seq -> memory -> null, 5 M events, --runtime-profile throughput", value: `${fmt(fast.rate)} events/s at ${fast.peak.toFixed(0)} MB`, target: ">= 10 M events/s", met: fast.rate >= 10e6 });
+  // Beside the default, for comparison: the targets are the default's.
+  report({ what: "seq -> memory -> null, 5 M events, --runtime-profile throughput", value: `${fmt(fast.rate)} events/s at ${fast.peak.toFixed(0)} MB` });
   const data = fs.mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), "flume-footprint-file-"));
   try {
     const file = await seqRun(dir, 1_000_000, fileChannel(data));
@@ -460,7 +461,7 @@ async function seqCase(dir: string): Promise<void> {
     report({ what: "  peak RSS of that agent", value: `${file.peak.toFixed(0)} MB`, target: "< 100 MB", met: file.peak < 100 });
     fs.rmSync(data, { recursive: true, force: true });
     const fastFile = await seqRun(dir, 1_000_000, fileChannel(data), ["--runtime-profile", "throughput"]);
-    report({ what: "seq -> file channel (fsync per commit) -> null, 1 M events, --runtime-profile throughput", value: `${fmt(fastFile.rate)} events/s at ${fastFile.peak.toFixed(0)} MB`, target: ">= 1.5 M events/s", met: fastFile.rate >= 1.5e6 });
+    report({ what: "seq -> file channel (fsync per commit) -> null, 1 M events, --runtime-profile throughput", value: `${fmt(fastFile.rate)} events/s at ${fastFile.peak.toFixed(0)} MB` });
   } finally {
     fs.rmSync(data, { recursive: true, force: true });
   }

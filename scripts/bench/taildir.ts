@@ -356,7 +356,8 @@ export async function bigFile(): Promise<void> {
         const rate = lines / (ms / 1000);
         console.log(`TAILDIR one ${mb} MB file (${fmt(lines)} lines), batchSize ${batch} -> memory -> null${extra.length ? `, ${extra.join(" ")}` : ""}: ${fmt(rate)} lines/s (agent CPU ${(cpu / 1000).toFixed(2)} s); peak RSS ${peak.toFixed(0)} MB (RSS at the end: ${parts})`);
         if (profile === "throughput" && mb === 300) {
-          console.log(figureLine({ what: "TAILDIR, one 300 MB file, from the start, --runtime-profile throughput: peak RSS", value: `${peak.toFixed(0)} MB at ${fmt(rate)} lines/s`, target: "<= 64 MB", met: peak <= 64 }));
+          // For comparison with the default profile, whose figures the targets are for.
+          console.log(figureLine({ what: "TAILDIR, one 300 MB file, from the start, --runtime-profile throughput: peak RSS", value: `${peak.toFixed(0)} MB at ${fmt(rate)} lines/s` }));
         }
         // The issue's load: 300 MB at the default batchSize, 4.96 M lines/s at 127 MB before.
         if (batch === 100 && profile === "footprint" && mb === 300) {
