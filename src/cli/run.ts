@@ -11,7 +11,7 @@ import { formatProblem } from "../config/problems.ts";
 import { decodeProperties } from "../config/properties.ts";
 import { AGENT_FILE_ARGS, type ArgsSpec, FLUME_NG_ARGS, nonNegative, oneOf, type Parsed, parseCommandLine, port, UsageError } from "./args.ts";
 import { command } from "./command.ts";
-import { DEFAULT_RUNTIME_PROFILE } from "./runtime-tuning.ts";
+import { DEFAULT_RUNTIME_PROFILE, RUNTIME_PROFILES, type RuntimeProfile } from "./runtime-tuning.ts";
 import { humanReport } from "./validate.ts";
 import { loadConfigText } from "../config/custom-components.ts";
 import { systemClock } from "../core/clock.ts";
@@ -78,9 +78,9 @@ const RUN_ARGS = {
   "stats-interval": { type: "string", parse: nonNegative, default: "10", description: "Seconds between stats lines (0: none)" },
   "runtime-profile": {
     type: "string",
-    parse: oneOf("footprint", "throughput"),
+    parse: oneOf(...(Object.keys(RUNTIME_PROFILES) as RuntimeProfile[])),
     default: DEFAULT_RUNTIME_PROFILE,
-    description: "Bun's JIT and collector settings: footprint (smaller memory peaks, about a quarter more CPU per event) or throughput (Bun's defaults); see src/cli/runtime-tuning.ts",
+    description: "Bun's JIT and collector settings: footprint (smaller memory peaks, about a quarter more CPU per event) or throughput (Bun's defaults), as the README's \"Footprint on an edge host\" measures",
   },
   trace: { type: "string", description: "Record every channel transaction to this file as JSON lines (for flume replay)" },
   "trace-max-bytes": { type: "string", parse: nonNegative, default: String(DEFAULT_TRACE_MAX_BYTES), description: "Stop recording the trace beyond this many bytes" },
