@@ -11,7 +11,7 @@ import { formatProblem } from "../config/problems.ts";
 import { decodeProperties } from "../config/properties.ts";
 import { AGENT_FILE_ARGS, type ArgsSpec, FLUME_NG_ARGS, nonNegative, oneOf, type Parsed, parseCommandLine, port, UsageError } from "./args.ts";
 import { command } from "./command.ts";
-import { DEFAULT_RUNTIME_PROFILE, RUNTIME_PROFILES, type RuntimeProfile } from "./runtime-tuning.ts";
+import { appliedSettings, DEFAULT_RUNTIME_PROFILE, RUNTIME_PROFILES, type RuntimeProfile } from "./runtime-tuning.ts";
 import { humanReport } from "./validate.ts";
 import { loadConfigText } from "../config/custom-components.ts";
 import { systemClock } from "../core/clock.ts";
@@ -39,6 +39,8 @@ export interface RunOptions {
   failFastSec?: number;
   /** Seconds without events after which unused memory goes back to the system (0: never). */
   releaseMemorySec: number;
+  /** The JIT and collector settings asked for (applied before the start, by src/cli/runtime-tuning.ts). */
+  runtimeProfile?: RuntimeProfile;
 }
 
 /**
@@ -131,6 +133,7 @@ function runOptions(a: Parsed<typeof RUN_ARGS>): { options: RunOptions; notes: s
     drainTimeoutMs: a["drain-timeout"],
     statsIntervalSec: a["stats-interval"],
     releaseMemorySec: a["release-memory"],
+    runtimeProfile: a["runtime-profile"],
     trace: a.trace,
     traceMaxBytes: a["trace-max-bytes"],
   };
@@ -146,6 +149,8 @@ function loadConfig(text: string, file: string, o: RunOptions) {
 export async function runAgent(o: RunOptions, notes: string[] = []): Promise<number> {
   const log = createAgentLogger({ level: o.logLevel, format: o.logFormat, agent: o.name });
   for (const n of notes) log.info(n);
+  const jsc = appliedSettings();
+  if (jsc.length > 0) log.debug(`runtime profile ${o.runtimeProfile ?? DEFAULT_RUNTIME_PROFILE}: runs with ${jsc.join(" ")} (--runtime-profile throughput for Bun's own settings)`);
   const file = path.resolve(o.file);
   let result;
   // Read before the config is parsed: a save during the start is then seen by the first poll.

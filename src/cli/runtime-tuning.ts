@@ -62,6 +62,13 @@ export function tunedCommand(p: ProcessView): { file: string; args: string[]; en
   return { file: p.execPath, args, env };
 }
 
+const applied: string[] = [];
+
+/** The `BUN_JSC_` settings this process was re-executed with, as name=value (none when it was not). */
+export function appliedSettings(): readonly string[] {
+  return applied;
+}
+
 type Execve = (file: string, args: string[], env: Record<string, string>) => never;
 
 /**
@@ -72,7 +79,10 @@ export function tuneRuntime(): void {
   if (typeof (globalThis as { Bun?: unknown }).Bun === "undefined") return;
   const added = process.env[ADDED_VARIABLE];
   if (added !== undefined) {
-    for (const name of added.split(",")) delete process.env[name];
+    for (const name of added.split(",")) {
+      applied.push(`${name}=${process.env[name]}`);
+      delete process.env[name];
+    }
     delete process.env[ADDED_VARIABLE];
     return;
   }

@@ -93,9 +93,10 @@ describe("flume run under Bun", () => {
   needsProc.test("runs with the footprint profile's JSC settings in the process that was started, and the commands it runs don't inherit them", async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
-    const agent = await startAgentCli(cleanups, ["run", "-f", envAgent(tmp.dir), "-n", "a1", "--quiet", "--no-reload-conf"], undefined, { env: { BUN_JSC_dumpOptions: "1", MARKER_FOR_TEST: "kept" } });
+    const agent = await startAgentCli(cleanups, ["run", "-f", envAgent(tmp.dir), "-n", "a1", "--quiet", "--no-reload-conf", "--log-level", "debug"], undefined, { env: { BUN_JSC_dumpOptions: "1", MARKER_FOR_TEST: "kept" } });
     // JSC prints the options it was started with: the first process with none of the agent's, the re-executed one with both.
     expect(agent.stderr).toMatch(/Modified JSC options:\n\s+dumpOptions=1 \(default: 0\)\n[\s\S]*Modified JSC options:[\s\S]*heapGrowthMaxIncrease=1 \(default: \d+\)[\s\S]*useFTLJIT=false \(default: true\)/);
+    expect(agent.stderr).toContain("runtime profile footprint: runs with BUN_JSC_useFTLJIT=false BUN_JSC_heapGrowthMaxIncrease=1 (--runtime-profile throughput for Bun's own settings)");
     // The same pid: a service manager's or a pid file's process is the agent.
     const environ = readFileSync(`/proc/${agent.child.pid}/environ`, "utf8").split("\0");
     expect(environ).toContain("BUN_JSC_useFTLJIT=false");
@@ -110,15 +111,17 @@ describe("flume run under Bun", () => {
   needsProc.test("--runtime-profile throughput runs with Bun's defaults; a setting the user gave is kept, and inherited by its commands", async () => {
     const off = tempDir();
     cleanups.push(off.cleanup);
-    const plain = await startAgentCli(cleanups, ["run", "-f", envAgent(off.dir), "-n", "a1", "--quiet", "--no-reload-conf", "--runtime-profile", "throughput"], undefined, { env: { BUN_JSC_dumpOptions: "1" } });
+    const plain = await startAgentCli(cleanups, ["run", "-f", envAgent(off.dir), "-n", "a1", "--quiet", "--no-reload-conf", "--log-level", "debug", "--runtime-profile", "throughput"], undefined, { env: { BUN_JSC_dumpOptions: "1" } });
     expect(plain.stderr).not.toContain("useFTLJIT");
     expect(plain.stderr).not.toContain("heapGrowthMaxIncrease");
     expect(plain.stderr.match(/Modified JSC options:/g)?.length).toBe(1);
+    expect(plain.stderr).not.toContain("runtime profile");
 
     const own = tempDir();
     cleanups.push(own.cleanup);
-    const agent = await startAgentCli(cleanups, ["run", "-f", envAgent(own.dir), "-n", "a1", "--quiet", "--no-reload-conf"], undefined, { env: { BUN_JSC_dumpOptions: "1", BUN_JSC_heapGrowthMaxIncrease: "2" } });
+    const agent = await startAgentCli(cleanups, ["run", "-f", envAgent(own.dir), "-n", "a1", "--quiet", "--no-reload-conf", "--log-level", "debug"], undefined, { env: { BUN_JSC_dumpOptions: "1", BUN_JSC_heapGrowthMaxIncrease: "2" } });
     expect(agent.stderr).toMatch(/Modified JSC options:[\s\S]*Modified JSC options:[\s\S]*heapGrowthMaxIncrease=2 \(default: \d+\)[\s\S]*useFTLJIT=false/);
+    expect(agent.stderr).toContain("runtime profile footprint: runs with BUN_JSC_useFTLJIT=false (");
     const env = await commandEnvironment(own.dir);
     expect(env).toContain("BUN_JSC_heapGrowthMaxIncrease=2");
     expect(env).not.toContain("BUN_JSC_useFTLJIT");
