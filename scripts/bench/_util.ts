@@ -55,6 +55,23 @@ export function parseFigureLine(line: string): Figure | null {
   return { what: colon < 0 ? head : head.slice(0, colon), value: colon < 0 ? "" : head.slice(colon + 2), target: v[1], met: v[2] === "met" };
 }
 
+/**
+ * Runs per figure with a throughput target (BENCH_RUNS, default 5): the issue's "before" figures
+ * are medians of 3 runs, and one run of a second or less on a shared VM varies by a third.
+ */
+export const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 5));
+
+/** The median of some numbers (the lower middle one for an even count). */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)];
+}
+
+/** Each run's figure behind a median, least to most: "4.9 M, 5.2 M, 5.6 M". */
+export function spread(values: readonly number[], show: (n: number) => string): string {
+  return [...values].sort((a, b) => a - b).map(show).join(", ");
+}
+
 export function fmt(n: number): string {
   return Math.round(n).toLocaleString("en-US");
 }
