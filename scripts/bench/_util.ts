@@ -29,6 +29,13 @@ export function residentPartsText(pid: number): string {
   }
 }
 
+/** CPU time (user + system) of a process in ms, from /proc/<pid>/stat (clock ticks of 10 ms). */
+export function cpuMs(pid: number): number {
+  const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
+
 /** A figure a benchmark prints, with the issue's target for it when there is one. */
 export interface Figure {
   what: string;

@@ -46,7 +46,7 @@ import { silentLogger } from "../../src/core/logger.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { SourceRunner } from "../../src/core/runners.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
-import { figureLine, fmt, freePort, median, peakRssMb, residentPartsText, RUNS, spread } from "./_util.ts";
+import { cpuMs, figureLine, fmt, freePort, median, peakRssMb, residentPartsText, RUNS, spread } from "./_util.ts";
 
 const LINE = 100;
 const CLI = path.join(import.meta.dir, "..", "..", "src", "cli.ts");
@@ -129,13 +129,6 @@ function procStatus(pid: number, key: "VmHWM" | "VmRSS"): number {
   } catch {
     return NaN;
   }
-}
-
-/** CPU time (user + system) of a process in ms, from /proc/<pid>/stat (clock ticks of 10 ms). */
-function cpuMs(pid: number): number {
-  const text = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const f = text.slice(text.lastIndexOf(")") + 2).split(" ");
-  return (Number(f[11]) + Number(f[12])) * 10;
 }
 
 interface Agent {

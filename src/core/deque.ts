@@ -26,6 +26,17 @@ export class Deque<T> {
     this.count++;
   }
 
+  /** pushBack of each item in order, the room made once. */
+  pushBackAll(items: readonly T[]): void {
+    const n = items.length;
+    while (this.count + n > this.items.length) this.grow();
+    const slots = this.items;
+    const mask = this.mask;
+    const at = this.head + this.count;
+    for (let i = 0; i < n; i++) slots[(at + i) & mask] = items[i];
+    this.count += n;
+  }
+
   pushFront(item: T): void {
     if (this.count === this.items.length) this.grow();
     this.head = (this.head - 1) & this.mask;
@@ -40,6 +51,22 @@ export class Deque<T> {
     this.head = (this.head + 1) & this.mask;
     this.count--;
     return item;
+  }
+
+  /** popFront up to max times, each item pushed onto out; returns how many. */
+  popFrontInto(out: T[], max: number): number {
+    const n = Math.min(max, this.count);
+    const slots = this.items;
+    const mask = this.mask;
+    let head = this.head;
+    for (let i = 0; i < n; i++) {
+      out.push(slots[head] as T);
+      slots[head] = undefined;
+      head = (head + 1) & mask;
+    }
+    this.head = head;
+    this.count -= n;
+    return n;
   }
 
   popBack(): T | undefined {

@@ -263,7 +263,7 @@ export class MemoryChannel implements Channel {
 
   /** The commit once its room is held: queue the puts, give back what the takes held, count. */
   private applyCommit(puts: readonly Event[], takes: readonly Event[], slotChange: number, byteChange: number, positions: Map<string, string> | null): void {
-    for (let i = 0; i < puts.length; i++) this.queue.pushBack(puts[i]);
+    this.queue.pushBackAll(puts);
     if (byteChange < 0) this.bytes.release(-byteChange);
     if (slotChange < 0) this.slots.release(-slotChange);
     if (positions) for (const [k, v] of positions) this.positions.set(k, v);
@@ -337,16 +337,13 @@ export class MemoryTransaction extends BasicTransaction {
     const takes = this.takes;
     const room = this.capacity - takes.length;
     const want = Math.min(max, room);
-    const queue = this.channel.queueForTakes();
-    let n = 0;
+    const first = out.length;
+    const n = this.channel.queueForTakes().popFrontInto(out, want);
     let slots = 0;
-    while (n < want) {
-      const e = queue.popFront();
-      if (e === undefined) break;
+    for (let i = first; i < first + n; i++) {
+      const e = out[i];
       takes.push(e);
-      out.push(e);
       slots += slotsFor(e);
-      n++;
     }
     this.takeSlots += slots;
     // As take() called n times, once more when it came back empty or the list was full.

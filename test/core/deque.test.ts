@@ -39,6 +39,18 @@ describe("Deque", () => {
     expect(d.toArray()).toEqual([1]);
   });
 
+  test("a batch pushed at once may be several times the room; taken back in pieces, in order", () => {
+    const d = new Deque<number>(16);
+    d.pushBack(-1);
+    d.popFront(); // wrapped from here on
+    d.pushBackAll(Array.from({ length: 100 }, (_, i) => i));
+    const out: number[] = [];
+    expect(d.popFrontInto(out, 30)).toBe(30);
+    expect(d.popFrontInto(out, 100)).toBe(70);
+    expect(d.popFrontInto(out, 5)).toBe(0);
+    expect(out).toEqual(Array.from({ length: 100 }, (_, i) => i));
+  });
+
   test("a 1,000,000-deep queue drains in order", () => {
     const d = new Deque<number>();
     const n = 1_000_000;
@@ -50,10 +62,17 @@ describe("Deque", () => {
   });
 
   test("matches an array under any sequence of operations", () => {
-    type Op = { op: "pushBack" | "pushFront"; v: number } | { op: "popFront" | "popBack" };
+    type Op =
+      | { op: "pushBack" | "pushFront"; v: number }
+      | { op: "popFront" | "popBack" }
+      | { op: "pushBackAll"; vs: number[] }
+      | { op: "popFrontInto"; max: number };
     const op: fc.Arbitrary<Op> = fc.oneof(
       fc.record({ op: fc.constantFrom("pushBack" as const, "pushFront" as const), v: fc.integer() }),
       fc.record({ op: fc.constantFrom("popFront" as const, "popBack" as const) }),
+      // Batches bigger than the initial 16 slots: pushBackAll grows the ring while it is wrapped.
+      fc.record({ op: fc.constant("pushBackAll" as const), vs: fc.array(fc.integer(), { maxLength: 40 }) }),
+      fc.record({ op: fc.constant("popFrontInto" as const), max: fc.integer({ min: 0, max: 40 }) }),
     );
     fc.assert(
       fc.property(fc.array(op, { maxLength: 300 }), (ops) => {
@@ -66,6 +85,13 @@ describe("Deque", () => {
           } else if (o.op === "pushFront") {
             d.pushFront(o.v);
             a.unshift(o.v);
+          } else if (o.op === "pushBackAll") {
+            d.pushBackAll(o.vs);
+            a.push(...o.vs);
+          } else if (o.op === "popFrontInto") {
+            const out = [-1];
+            expect(d.popFrontInto(out, o.max)).toBe(Math.min(o.max, a.length));
+            expect(out).toEqual([-1, ...a.splice(0, o.max)]);
           } else if (o.op === "popFront") {
             expect(d.popFront()).toBe(a.shift() as number);
           } else {

@@ -11,37 +11,69 @@ export interface SeqOptions {
   maxBackoffSleep?: number;
 }
 
+/** Numbers a template holds: every value of the last three digits. */
+const RUN = 1000;
+
 /**
- * The ASCII digits of a counter that only counts up: incrementing is usually one byte change,
- * so a batch of consecutive numbers costs no division per event.
+ * Event bodies for consecutive numbers, as ranges of one buffer per batch. Numbers that differ
+ * only in their last three digits share the rest, so a template of the 1,000 numbers
+ * `<prefix>000`..`<prefix>999` of one digit count is kept: a run of them is one copy out of it,
+ * and a new prefix rewrites only the digits that changed, one column of the template (usually
+ * one byte per 1,000 numbers). Written digit by digit, a number cost about 40 ns without the FTL
+ * JIT tier (the default runtime profile), more than the channel's put and take of it.
  */
-class DecimalCounter {
-  private readonly digits = new Uint8Array(20);
-  private start: number;
+class NumberBodies {
+  private template = new Uint8Array(0);
+  private width = 0;
+  private prefix = "";
 
-  constructor(value: number) {
-    const text = String(value);
-    this.start = this.digits.length - text.length;
-    for (let i = 0; i < text.length; i++) this.digits[this.start + i] = text.charCodeAt(i);
-  }
-
-  /** Writes the current number's digits at out[at...]; returns how many. */
-  writeTo(out: Uint8Array, at: number): number {
-    const d = this.digits;
-    for (let i = this.start, j = at; i < d.length; i++, j++) out[j] = d[i];
-    return d.length - this.start;
-  }
-
-  increment(): void {
-    const d = this.digits;
-    let i = d.length - 1;
-    while (d[i] === 57) d[i--] = 48;
-    if (i < this.start) {
-      this.start = i;
-      d[i] = 49;
-    } else {
-      d[i]++;
+  /** Events for first, first + 1, ..., first + n - 1. */
+  events(first: number, n: number): Event[] {
+    const batch: Event[] = new Array(n);
+    const bodies = new Uint8Array(n * String(first + n - 1).length);
+    let at = 0;
+    for (let i = 0; i < n; ) {
+      const value = first + i;
+      const text = String(value);
+      const width = text.length;
+      if (width <= 3) {
+        for (let k = 0; k < width; k++) bodies[at + k] = text.charCodeAt(k);
+        batch[i++] = lineEvent(bodies, at, at + width);
+        at += width;
+        continue;
+      }
+      const low = value % RUN;
+      const run = Math.min(n - i, RUN - low);
+      const template = this.templateFor(text);
+      bodies.set(template.subarray(low * width, (low + run) * width), at);
+      for (let r = 0; r < run; r++, at += width) batch[i++] = lineEvent(bodies, at, at + width);
     }
+    return batch;
+  }
+
+  /** The template of the numbers that share `text`'s digits but its last three. */
+  private templateFor(text: string): Uint8Array {
+    const width = text.length;
+    if (width !== this.width) {
+      const t = new Uint8Array(RUN * width);
+      for (let r = 0, o = width - 3; r < RUN; r++, o += width) {
+        t[o] = 48 + Math.floor(r / 100);
+        t[o + 1] = 48 + (Math.floor(r / 10) % 10);
+        t[o + 2] = 48 + (r % 10);
+      }
+      this.template = t;
+      this.width = width;
+      this.prefix = "";
+    }
+    const t = this.template;
+    const p = width - 3;
+    for (let k = 0; k < p; k++) {
+      const c = text.charCodeAt(k);
+      // An empty prefix (a new template) differs everywhere: charCodeAt past the end is NaN.
+      if (this.prefix.charCodeAt(k) !== c) for (let o = k; o < t.length; o += width) t[o] = c;
+    }
+    this.prefix = text.slice(0, p);
+    return t;
   }
 }
 
@@ -55,6 +87,7 @@ export class SeqSource extends BaseSource implements PollableSource {
   readonly backoffSleepIncrement?: number;
   readonly maxBackoffSleep?: number;
   private sent = 0;
+  private readonly bodies = new NumberBodies();
 
   constructor(
     ctx: ComponentContext,
@@ -83,17 +116,7 @@ export class SeqSource extends BaseSource implements PollableSource {
     const remaining = this.options.totalEvents - this.sent;
     if (remaining <= 0) return "BACKOFF";
     const n = Math.min(this.options.batchSize, remaining);
-    const batch: Event[] = new Array(n);
-    const counter = new DecimalCounter(this.sent);
-    // The batch's bodies side by side in one buffer (no number has more digits than the last).
-    const bodies = new Uint8Array(n * String(this.sent + n - 1).length);
-    for (let i = 0, at = 0; i < n; i++) {
-      const len = counter.writeTo(bodies, at);
-      batch[i] = lineEvent(bodies, at, at + len);
-      at += len;
-      counter.increment();
-    }
-    // Refused: the same numbers are offered again after the runner's backoff.
+    const batch = this.bodies.events(this.sent, n);
     const refused = this.options.batchSize === 1 ? await this.emitter.offerOne(batch[0]) : await this.emitter.offer(batch);
     if (refused) return "BACKOFF";
     this.sent += n;

@@ -39,6 +39,18 @@ describe("seq source", () => {
     expect(source.counter.values.AppendBatchAcceptedCount).toBe(144);
   });
 
+  test("bodies stay right where batches cross thousands and the digit count grows (1 to 5 digits)", async () => {
+    for (const batchSize of [1, 333, 1000]) {
+      const channel = new MemoryChannel("c1", { capacity: 20000, transactionCapacity: 1000 });
+      const source = new SeqSource(ctx("r1"), { batchSize, totalEvents: 12_345 });
+      source.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));
+      while ((await source.process()) === "READY");
+      const bodies = await drain(channel);
+      expect(bodies.length).toBe(12_345);
+      expect(bodies.findIndex((b, i) => b !== String(i))).toBe(-1);
+    }
+  });
+
   test("a full channel counts ChannelWriteFail and the same numbers are sent again", async () => {
     const channel = new MemoryChannel("c1", { capacity: 10, transactionCapacity: 10, keepAlive: 0 });
     const source = new SeqSource(ctx("r1"), { batchSize: 10, totalEvents: 30 });
