@@ -1,7 +1,7 @@
 // Events and the typed errors of the core.
 import { describe, expect, test } from "bun:test";
 import { ChannelException, ChannelFullException, ConfigurationError, EventDeliveryException, FlumeError, TransactionStateError } from "../../src/core/errors.ts";
-import { bodyEvent, bodyLength, bodyText, compactBodies, createEvent, lineEvent, readHeaders, type Event } from "../../src/core/event.ts";
+import { bodyEvent, bodyLength, bodyText, compactBodies, copyBody, createEvent, lineEvent, readHeaders, type Event } from "../../src/core/event.ts";
 
 describe("Event", () => {
   test("a string body is encoded as UTF-8; headers are plain strings", () => {
@@ -96,6 +96,32 @@ function linesOfOneRead(size: number, lines: number[]): Event[] {
   const read = new Uint8Array(size).fill(120);
   return lines.map((at) => ({ headers: {}, body: read.subarray(at, at + 10) }));
 }
+
+describe("copyBody (what encoders write bodies with)", () => {
+  const read = new Uint8Array(300).map((_, i) => i % 251);
+  const copied = (e: Event) => {
+    const out = new Uint8Array(bodyLength(e) + 4).fill(7);
+    copyBody(e, out, 2);
+    expect([...out.subarray(0, 2), ...out.subarray(out.length - 2)]).toEqual([7, 7, 7, 7]);
+    return [...out.subarray(2, out.length - 2)];
+  };
+
+  test("a line's range, short (copied by hand) or long, before and after its view is made or its body replaced", () => {
+    for (const [start, end] of [[5, 9], [10, 210], [0, 300], [3, 3]]) {
+      const e = lineEvent(read, start, end);
+      expect(copied(e)).toEqual([...read.subarray(start, end)]);
+      expect(e.body.length).toBe(end - start);
+      expect(copied(e)).toEqual([...read.subarray(start, end)]);
+      e.body = new Uint8Array([1, 2, 3]);
+      expect(copied(e)).toEqual([1, 2, 3]);
+    }
+  });
+
+  test("any other event's body, whatever its offset in its buffer", () => {
+    expect(copied(createEvent(read.subarray(100, 180)))).toEqual([...read.subarray(100, 180)]);
+    expect(copied(bodyEvent(read.subarray(1, 5)))).toEqual([1, 2, 3, 4]);
+  });
+});
 
 describe("compactBodies", () => {
   test("small views into a large read are copied into one buffer for the batch, bytes unchanged", () => {

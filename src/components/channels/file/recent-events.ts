@@ -1,4 +1,4 @@
-import type { Event } from "../../../core/event.ts";
+import { bodyLength, type Event } from "../../../core/event.ts";
 
 /**
  * The file channel's newest committed events, kept as the objects that were put (bounded in
@@ -25,7 +25,7 @@ export class RecentEvents {
 
   /** Keeps an event just committed (sequence numbers come in increasing order), if there is room. */
   add(seq: number, event: Event): void {
-    const size = event.body.length;
+    const size = bodyLength(event);
     if (this.count >= this.maxEvents || this.bytes + size > this.maxBytes) return;
     let i = this.head + this.count;
     if (i >= this.maxEvents) i -= this.maxEvents;
@@ -56,7 +56,7 @@ export class RecentEvents {
 
   private drop(): void {
     const h = this.head;
-    this.bytes -= (this.events[h] as Event).body.length;
+    this.bytes -= bodyLength(this.events[h] as Event);
     this.events[h] = undefined;
     this.head = h + 1 === this.maxEvents ? 0 : h + 1;
     this.count--;
