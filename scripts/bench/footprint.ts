@@ -8,7 +8,8 @@
  *   10 s to BENCH_IDLE_SECS (60) after the start (the agent releases memory right after it and
  *   3 s later), and at 2 s; the binary's size.
  * - syslog: syslogtcp -> memory -> null, 1,000,000 RFC 3164 lines from a client process on one
- *   connection (as soon as the agent listens, then on an agent idle for 5 s), then spread over
+ *   connection (as soon as the agent listens, then on an agent idle for 5 s: the median of
+ *   BENCH_RUNS agents), then spread over
  *   5,000 connections; events/s from the client's start to the last event taken (read from
  *   /metrics), the agent's peak RSS and its RSS 5 s later; and the RSS 5,000 idle connections
  *   add, per connection.
@@ -282,9 +283,14 @@ async function syslogCase(dir: string): Promise<void> {
     what: `syslogtcp -> memory -> null, ${fmt(N)} RFC 3164 lines, one connection, from the start`,
     value: `${fmt(first.rate)} events/s, peak RSS ${first.peak.toFixed(0)} MB (at the end: ${first.parts}), ${first.after.toFixed(0)} MB 5 s later`,
   });
-  const one = await syslogLoad(dir, N, 1, true);
-  report({ what: `syslogtcp -> memory -> null, ${fmt(N)} RFC 3164 lines, one connection, after 5 s idle`, value: `${fmt(one.rate)} events/s`, target: ">= 1.39 M events/s (before)", met: one.rate >= 1.39e6 });
-  report({ what: "  peak RSS of that agent", value: `${one.peak.toFixed(0)} MB (at the end: ${one.parts}; ${one.after.toFixed(0)} MB 5 s later)`, target: "<= 64 MB (before: 136 MB)", met: one.peak <= 64 });
+  const ones = [];
+  for (let i = 0; i < RUNS; i++) ones.push(await syslogLoad(dir, N, 1, true));
+  const rate = median(ones.map((r) => r.rate));
+  const peak = median(ones.map((r) => r.peak));
+  const one = ones.find((r) => r.peak === peak) ?? ones[0];
+  const runs = `median of ${RUNS} runs: ${spread(ones.map((r) => r.rate), (n) => `${(n / 1e6).toFixed(2)} M`)}; peak RSS ${spread(ones.map((r) => r.peak), (n) => n.toFixed(0))} MB`;
+  report({ what: `syslogtcp -> memory -> null, ${fmt(N)} RFC 3164 lines, one connection, after 5 s idle`, value: `${fmt(rate)} events/s (${runs})`, target: ">= 1.39 M events/s (before)", met: rate >= 1.39e6 });
+  report({ what: "  peak RSS of that agent", value: `${peak.toFixed(0)} MB (median; the run of that peak at the end: ${one.parts}; ${one.after.toFixed(0)} MB 5 s later)`, target: "<= 64 MB (before: 136 MB)", met: peak <= 64 });
   const many = await syslogLoad(dir, N, 5000, true);
   report({ what: `syslogtcp, the same ${fmt(N)} lines over 5,000 connections, after 5 s idle`, value: `${fmt(many.rate)} events/s, peak RSS ${many.peak.toFixed(0)} MB, ${many.after.toFixed(0)} MB 5 s later (before: 1.09-1.16 M/s at 185-201 MB)` });
   const perConn = await idleConnections(dir, 5000);
