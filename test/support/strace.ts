@@ -8,8 +8,13 @@ import path from "node:path";
  * prints them with -y (descriptors with their paths), one call a line. dir holds the trace.
  */
 export function traced(dir: string, script: string, ...args: string[]): string[] {
+  return tracedCalls(dir, "fsync,fdatasync,rename,renameat,renameat2,unlink,unlinkat", script, ...args);
+}
+
+/** As traced(), for the system calls named in `calls` (strace's -e trace= list). */
+export function tracedCalls(dir: string, calls: string, script: string, ...args: string[]): string[] {
   const out = path.join(dir, "strace.txt");
-  const r = spawnSync("strace", ["-f", "-qq", "-y", "-e", "trace=fsync,fdatasync,rename,renameat,renameat2,unlink,unlinkat", "-o", out, process.execPath, script, ...args], { encoding: "utf8", timeout: 20000 });
+  const r = spawnSync("strace", ["-f", "-qq", "-y", "-e", `trace=${calls}`, "-o", out, process.execPath, script, ...args], { encoding: "utf8", timeout: 20000 });
   if (r.error || r.status !== 0) throw new Error(`strace ${path.basename(script)} ${args.join(" ")} failed (${r.error?.message ?? r.status}): ${r.stderr}`);
   return readFileSync(out, "utf8").split("\n");
 }

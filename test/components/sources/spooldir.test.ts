@@ -12,7 +12,7 @@ import { cleanupsAfterEach, tempDir, ROOT } from "../../support/helpers.ts";
 import { bodies, build, context, drain, numbered, until, wire, recordBatchBytes } from "../../support/components.ts";
 import { drain as drainFileChannel, options } from "../../support/file-channel.ts";
 import { needsRootToSwitchUser, needsStrace } from "../../support/requires.ts";
-import { esc, indexOf, traced } from "../../support/strace.ts";
+import { esc, indexOf, traced, tracedCalls } from "../../support/strace.ts";
 import { DirectoryWatcher } from "../../../src/io/dir-watch.ts";
 import { VirtualClock } from "../../../src/core/virtual-clock.ts";
 
@@ -343,6 +343,22 @@ describe("spooling directory state on disk", () => {
     const completed = indexOf(lines, new RegExp(`rename(at2?)?\\(.*"${esc(path.join(spool, "in.log"))}".*"${esc(path.join(spool, "in.log.COMPLETED"))}"`));
     expect(completed).toBeGreaterThan(0);
     expect(lines.filter((l) => /f(data)?sync\(/.test(l) && l.includes(t.dir))).toEqual([]);
+  });
+});
+
+describe("spooldir idle", () => {
+  needsStrace.test("an idle source lists the spool at each poll but does not look for the meta file it removed", () => {
+    const t = tempDir("flume-spool-idle-");
+    cleanups.push(t.cleanup);
+    const lines = tracedCalls(t.dir, "openat,rename,renameat,renameat2", path.join(ROOT, "test", "support", "runners", "spooldir.ts"), "complete-then-idle", t.dir);
+    const spool = path.join(t.dir, "spool");
+    const completed = indexOf(lines, new RegExp(`rename(at2?)?\\(.*"${esc(path.join(spool, "in.log.COMPLETED"))}"`));
+    expect(completed).toBeGreaterThan(0);
+    const after = lines.slice(completed + 1);
+    // A second of polls every 20 ms: the spool was listed again and again...
+    expect(after.filter((l) => l.includes(`"${spool}"`) && l.includes("O_DIRECTORY")).length).toBeGreaterThan(10);
+    // ...and the meta file, removed with the completion, was not opened once.
+    expect(after.filter((l) => l.includes(".flumespool-main.meta.json"))).toEqual([]);
   });
 });
 

@@ -13,6 +13,8 @@
  *   tracker directory `<dir>/tracker`, into a memory channel or, with `durable`, a durable
  *   channel (a DeliveringChannel writing `<dir>/out.txt`); run under strace to see how the meta
  *   file and the rename to .COMPLETED reach the disk.
+ * - `complete-then-idle <dir>`: as `complete` with a memory channel, then polls the empty spool
+ *   every 20 ms for another second; run under strace to see what an idle source looks at.
  */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -66,7 +68,7 @@ async function poll(dir: string): Promise<void> {
   process.stdout.write(JSON.stringify({ lines, errors }));
 }
 
-async function complete(dir: string, durable: boolean): Promise<void> {
+async function complete(dir: string, durable: boolean, idleMs = 0): Promise<void> {
   const spool = path.join(dir, "spool");
   mkdirSync(spool);
   writeFileSync(path.join(spool, "in.log"), "s1\ns2\n");
@@ -75,13 +77,15 @@ async function complete(dir: string, durable: boolean): Promise<void> {
   else wire(src);
   await src.start();
   await until(path.join(spool, "in.log.COMPLETED"));
+  if (idleMs > 0) await new Promise((r) => setTimeout(r, idleMs));
   await src.stop();
 }
 
 if (mode === "deliver") await deliver(args[0], args[1], args[2] === "1");
 else if (mode === "poll") await poll(args[0]);
 else if (mode === "complete") await complete(args[0], args[1] === "durable");
+else if (mode === "complete-then-idle") await complete(args[0], false, 1000);
 else {
-  process.stderr.write(`usage: bun spooldir.ts deliver|poll|complete ... (got ${JSON.stringify(mode)})\n`);
+  process.stderr.write(`usage: bun spooldir.ts deliver|poll|complete|complete-then-idle ... (got ${JSON.stringify(mode)})\n`);
   process.exit(2);
 }

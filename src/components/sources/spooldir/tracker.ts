@@ -34,6 +34,11 @@ export function parsePosition(text: string): SpoolPosition | null {
  */
 export class Tracker {
   readonly metaFile: string;
+  /**
+   * The meta file is known not to exist (this tracker removed it or found none): only this
+   * tracker writes it, and an idle source would otherwise look for it at every poll.
+   */
+  private absent = false;
 
   constructor(
     readonly spoolDir: string,
@@ -49,9 +54,11 @@ export class Tracker {
   }
 
   async readPosition(): Promise<SpoolPosition | null> {
+    if (this.absent) return null;
     try {
       return parsePosition(await readFile(this.metaFile, "utf8"));
-    } catch {
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") this.absent = true;
       return null;
     }
   }
@@ -62,6 +69,7 @@ export class Tracker {
    * same position with the events, and syncPosition() makes it durable before it matters.
    */
   async writePosition(p: SpoolPosition): Promise<void> {
+    this.absent = false;
     await writeFileAtomic(this.metaFile, JSON.stringify(p), { durable: false });
   }
 
@@ -75,6 +83,7 @@ export class Tracker {
 
   async clearPosition(): Promise<void> {
     await rm(this.metaFile, { force: true });
+    this.absent = true;
   }
 
   /** Path of a marker for a spool file (relative path kept, so subdirectories do not clash). */
