@@ -29,7 +29,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { heapStats } from "bun:jsc";
-import { cpuMs, type Figure, figureLine, fmt, freePort, median, parseFigureLine, RUNS, residentPartsText, spread } from "./_util.ts";
+import { cpuMs, type Figure, figureLine, fmt, freePort, median, parseFigureLine, RUNS, residentPartsText, runsText } from "./_util.ts";
 
 const ROOT = path.resolve(import.meta.dir, "../..");
 const BINARY = process.env.BENCH_BINARY ? path.resolve(process.env.BENCH_BINARY) : path.join(ROOT, "dist", "flume");
@@ -288,7 +288,7 @@ async function syslogCase(dir: string): Promise<void> {
   const rate = median(ones.map((r) => r.rate));
   const peak = median(ones.map((r) => r.peak));
   const one = ones.find((r) => r.peak === peak) ?? ones[0];
-  const runs = `median of ${RUNS} runs: ${spread(ones.map((r) => r.rate), (n) => `${(n / 1e6).toFixed(2)} M`)}; peak RSS ${spread(ones.map((r) => r.peak), (n) => n.toFixed(0))} MB`;
+  const runs = runsText(ones.map((r) => r.rate), ones.map((r) => r.peak));
   report({ what: `syslogtcp -> memory -> null, ${fmt(N)} RFC 3164 lines, one connection, after 5 s idle`, value: `${fmt(rate)} events/s (${runs})`, target: ">= 1.39 M events/s (before)", met: rate >= 1.39e6 });
   report({ what: "  peak RSS of that agent", value: `${peak.toFixed(0)} MB (median; the run of that peak at the end: ${one.parts}; ${one.after.toFixed(0)} MB 5 s later)`, target: "<= 64 MB (before: 136 MB)", met: peak <= 64 });
   const many = await syslogLoad(dir, N, 5000, true);
@@ -466,7 +466,7 @@ async function seqRuns(dir: string, total: number, channel: () => string[], extr
   return {
     rate: median(rates),
     peak: median(peaks),
-    runs: `median of ${RUNS} runs: ${spread(rates, (n) => `${(n / 1e6).toFixed(2)} M`)}; agent CPU ${spread(cpus, (n) => (n / 1000).toFixed(2))} s; peak RSS ${spread(peaks, (n) => n.toFixed(0))} MB`,
+    runs: runsText(rates, peaks, { cpuMs: cpus }),
   };
 }
 

@@ -47,7 +47,7 @@ import { silentLogger } from "../../src/core/logger.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { SourceRunner } from "../../src/core/runners.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
-import { cpuMs, figureLine, fmt, freePort, median, peakRssMb, residentPartsText, RUNS, spread } from "./_util.ts";
+import { cpuMs, figureLine, fmt, freePort, median, peakRssMb, residentPartsText, RUNS, runsText } from "./_util.ts";
 
 const LINE = 100;
 const CLI = path.join(import.meta.dir, "..", "..", "src", "cli.ts");
@@ -361,7 +361,7 @@ export async function bigFile(): Promise<void> {
       }
       const rate = median(rates);
       const peak = median(peaks);
-      const runs = `median of ${RUNS} runs: ${spread(rates, (n) => `${(n / 1e6).toFixed(2)} M`)} lines/s; peak RSS ${spread(peaks, (n) => n.toFixed(0))} MB`;
+      const runs = runsText(rates, peaks, { unit: "lines/s" });
       if (profile === "throughput" && mb === 300) {
         // For comparison with the default profile, whose figures the targets are for.
         console.log(figureLine({ what: "TAILDIR, one 300 MB file, from the start, --runtime-profile throughput: peak RSS", value: `${peak.toFixed(0)} MB at ${fmt(rate)} lines/s (${runs})` }));

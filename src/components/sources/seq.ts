@@ -117,6 +117,7 @@ export class SeqSource extends BaseSource implements PollableSource {
     if (remaining <= 0) return "BACKOFF";
     const n = Math.min(this.options.batchSize, remaining);
     const batch = this.bodies.events(this.sent, n);
+    // Refused: the same numbers are offered again after the runner's backoff.
     const refused = this.options.batchSize === 1 ? await this.emitter.offerOne(batch[0]) : await this.emitter.offer(batch);
     if (refused) return "BACKOFF";
     this.sent += n;
