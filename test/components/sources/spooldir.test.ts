@@ -14,6 +14,7 @@ import { drain as drainFileChannel, options } from "../../support/file-channel.t
 import { needsRootToSwitchUser, needsStrace } from "../../support/requires.ts";
 import { esc, indexOf, traced, tracedCalls } from "../../support/strace.ts";
 import { DirectoryWatcher } from "../../../src/io/dir-watch.ts";
+import { META_FILE } from "../../../src/components/sources/spooldir/tracker.ts";
 import { VirtualClock } from "../../../src/core/virtual-clock.ts";
 
 const cleanups = cleanupsAfterEach();
@@ -354,11 +355,14 @@ describe("spooldir idle", () => {
     const spool = path.join(t.dir, "spool");
     const completed = indexOf(lines, new RegExp(`rename(at2?)?\\(.*"${esc(path.join(spool, "in.log.COMPLETED"))}"`));
     expect(completed).toBeGreaterThan(0);
+    const meta = path.join(t.dir, "tracker", META_FILE);
+    // While the file was read, its position went into the meta file (renamed into place)...
+    expect(lines.slice(0, completed).some((l) => /rename/.test(l) && l.includes(`"${meta}"`))).toBe(true);
     const after = lines.slice(completed + 1);
-    // A second of polls every 20 ms: the spool was listed again and again...
+    // ...then a second of polls every 20 ms listed the spool again and again...
     expect(after.filter((l) => l.includes(`"${spool}"`) && l.includes("O_DIRECTORY")).length).toBeGreaterThan(10);
     // ...and the meta file, removed with the completion, was not opened once.
-    expect(after.filter((l) => l.includes(".flumespool-main.meta.json"))).toEqual([]);
+    expect(after.filter((l) => l.includes(meta))).toEqual([]);
   });
 });
 
