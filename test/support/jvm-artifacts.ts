@@ -1,0 +1,23 @@
+/**
+ * The Maven artifact sets of every JVM peer the tests and benchmarks start, in one place so
+ * that `.ci/run` (through scripts/jvm-peers.ts) resolves them all before the suite.
+ */
+import type { MavenSet } from "./jvm.ts";
+
+export const FLUME_VERSION = "1.11.0";
+const LOG4J = "2.20.0";
+
+/** Apache Flume 1.11.0's agent (org.apache.flume.node.Application) with log4j 2 as its slf4j binding. */
+export const FLUME: MavenSet = {
+  name: "flume",
+  artifacts: [
+    `org.apache.flume:flume-ng-node:${FLUME_VERSION}`,
+    `org.apache.flume.flume-ng-sources:flume-taildir-source:${FLUME_VERSION}`,
+    `org.apache.logging.log4j:log4j-slf4j-impl:${LOG4J}`,
+    `org.apache.logging.log4j:log4j-core:${LOG4J}`,
+    `org.apache.logging.log4j:log4j-api:${LOG4J}`,
+  ],
+};
+
+/** Every set, for scripts/jvm-peers.ts. */
+export const JVM_SETS: MavenSet[] = [FLUME];
