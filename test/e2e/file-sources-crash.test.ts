@@ -9,7 +9,7 @@ import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readF
 import path from "node:path";
 import { numbered, until } from "../support/components.ts";
 import { drain, openChannel, rng } from "../support/file-channel.ts";
-import { cleanupsAfterEach, ROOT, tempDir } from "../support/helpers.ts";
+import { cleanupsAfterEach, ROOT, tempDir, waitBound } from "../support/helpers.ts";
 
 const TAILDIR_RUNNER = path.join(ROOT, "test", "support", "runners", "taildir.ts");
 const SPOOLDIR_RUNNER = path.join(ROOT, "test", "support", "runners", "spooldir.ts");
@@ -54,7 +54,7 @@ function startFileChannelRunner(dir: string, raw: Record<string, string>) {
     const t0 = Date.now();
     while (!cond()) {
       if (child.exitCode !== null) throw new Error(`runner exited before ${what}:\n${out}\n${err}`);
-      if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}:\n${out}\n${err}`);
+      if (Date.now() - t0 > waitBound(ms)) throw new Error(`timed out waiting for ${what}:\n${out}\n${err}`);
       await new Promise((r) => setTimeout(r, 5));
     }
   };
@@ -135,7 +135,7 @@ describe("TAILDIR in a child process, SIGKILLed", () => {
       expect(lines.length - unique.size).toBeLessThanOrEqual(4 * 50);
     }
     expect(r.output()).toContain("STOPPED");
-  }, 30000);
+  }, 120_000);
 });
 
 describe("spooldir in a child process, SIGKILLed", () => {
@@ -180,7 +180,7 @@ describe("spooldir in a child process, SIGKILLed", () => {
       expect(expected.filter((l) => !unique.has(l))).toEqual([]);
       if (durable) expect(lines.length).toBe(expected.length);
       expect(r.out()).toContain("STOPPED");
-    }, 30000);
+    }, 120_000);
   }
 });
 
@@ -245,5 +245,5 @@ describe("TAILDIR -> file channel in a child process, SIGKILLed", () => {
     } finally {
       cleanup();
     }
-  }, 30000);
+  }, 120_000);
 });

@@ -42,14 +42,15 @@ export function startCli(args: string[], opts: { env?: Record<string, string>; c
     get stderr() {
       return stderr;
     },
-    /** Resolves once the combined output matches, or rejects after ms. */
+    /** Resolves once the combined output matches, or rejects after waitBound(ms). */
     waitFor(pattern: RegExp, ms = 15000): Promise<void> {
+      const bound = waitBound(ms);
       return new Promise((resolve, reject) => {
         const started = Date.now();
         const tick = () => {
           if (pattern.test(stdout) || pattern.test(stderr)) return resolve();
           if (child.exitCode !== null) return reject(new Error(`process exited (${child.exitCode}) before ${pattern}\n${stdout}\n${stderr}`));
-          if (Date.now() - started > ms) return reject(new Error(`timed out waiting for ${pattern}\n${stdout}\n${stderr}`));
+          if (Date.now() - started > bound) return reject(new Error(`timed out waiting for ${pattern} (${bound} ms)\n${stdout}\n${stderr}`));
           setTimeout(tick, 25);
         };
         tick();
@@ -69,15 +70,30 @@ export function tempDir(prefix = "flume-test-"): { dir: string; cleanup: () => v
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+/**
+ * Every bound of the waits below is multiplied by this (env FLUME_TEST_WAIT_SCALE, default 3).
+ * A test names what an idle machine needs with room to spare; a loaded 2-core machine (CI
+ * beside other jobs, a busy loop per core) takes several times as long, and a wait that gives
+ * up early fails a test for nothing. Waits end as soon as their condition holds, so a larger
+ * bound costs nothing when the test passes.
+ */
+export const WAIT_SCALE = Math.max(1, Number(process.env.FLUME_TEST_WAIT_SCALE ?? "") || 3);
+
+/** A wait's bound on this machine: ms times WAIT_SCALE. */
+export function waitBound(ms: number): number {
+  return ms * WAIT_SCALE;
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-/** Polls cond every pollMs until it holds; throws "timed out waiting for <what>" after ms. */
+/** Polls cond every pollMs until it holds; throws "timed out waiting for <what>" after waitBound(ms). */
 export async function waitUntil(cond: () => boolean | Promise<boolean>, what: string, ms = 8000, pollMs = 10): Promise<void> {
   const start = Date.now();
+  const bound = waitBound(ms);
   while (!(await cond())) {
-    if (Date.now() - start > ms) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() - start > bound) throw new Error(`timed out waiting for ${what} (${bound} ms)`);
     await sleep(pollMs);
   }
 }
@@ -107,11 +123,12 @@ export async function fetchMetrics(port: number): Promise<Record<string, Record<
 
 export type Metrics = Record<string, Record<string, string>>;
 
-/** Polls an agent's /metrics until ok(metrics) holds; throws with the last reading after ms. */
+/** Polls an agent's /metrics until ok(metrics) holds; throws with the last reading after waitBound(ms). */
 export async function waitForMetrics(port: number, what: string, ok: (m: Metrics) => boolean, ms = 15000, pollMs = 20): Promise<Metrics> {
   const start = Date.now();
+  const bound = waitBound(ms);
   let last: Metrics = {};
-  while (Date.now() - start < ms) {
+  while (Date.now() - start < bound) {
     try {
       last = await fetchMetrics(port);
       if (ok(last)) return last;
@@ -141,9 +158,10 @@ export function canConnect(port: number): Promise<boolean> {
   });
 }
 
-/** Polls until 127.0.0.1:port accepts connections (about 2 s at most). */
+/** Polls until 127.0.0.1:port accepts connections (waitBound(2000) at most). */
 export async function waitUntilListening(port: number): Promise<boolean> {
-  for (let i = 0; i < 100; i++) {
+  const start = Date.now();
+  while (Date.now() - start < waitBound(2000)) {
     if (await canConnect(port)) return true;
     await sleep(20);
   }

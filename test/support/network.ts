@@ -9,7 +9,7 @@ import { MemoryLogger } from "../../src/core/logger.ts";
 import { MemoryChannel, type MemoryChannelOptions } from "../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import type { Source } from "../../src/core/source.ts";
-import { waitUntil } from "./helpers.ts";
+import { waitBound, waitUntil } from "./helpers.ts";
 
 export interface Rig<T> {
   source: T;
@@ -56,7 +56,7 @@ export async function takeAll(channel: MemoryChannel): Promise<Event[]> {
 /** Takes events until `n` arrived (or throws after `ms`). */
 export async function collect(channel: MemoryChannel, n: number, ms = 5000): Promise<Event[]> {
   const out: Event[] = [];
-  const deadline = Date.now() + ms;
+  const deadline = Date.now() + waitBound(ms);
   while (out.length < n) {
     out.push(...(await takeAll(channel)));
     if (out.length >= n) break;
