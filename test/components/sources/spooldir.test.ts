@@ -13,6 +13,7 @@ import { bodies, build, context, drain, numbered, until, wire, recordBatchBytes 
 import { drain as drainFileChannel, options } from "../../support/file-channel.ts";
 import { needsRootToSwitchUser, needsStrace } from "../../support/requires.ts";
 import { esc, indexOf, traced, tracedCalls } from "../../support/strace.ts";
+import { NOBODY, runnerForNobody } from "../../support/other-user.ts";
 import { DirectoryWatcher } from "../../../src/io/dir-watch.ts";
 import { META_FILE } from "../../../src/components/sources/spooldir/tracker.ts";
 import { VirtualClock } from "../../../src/core/virtual-clock.ts";
@@ -281,12 +282,13 @@ describe("spooldir and files it may not read or that come back", () => {
     chmodSync(t.dir, 0o777);
     chmodSync(spool, 0o777);
     // File permissions do not bind root: run the source as nobody.
-    const r = spawnSync(process.execPath, [path.join(ROOT, "test", "support", "runners", "spooldir.ts"), "poll", t.dir], { uid: 65534, gid: 65534, cwd: t.dir, encoding: "utf8" });
+    const runner = runnerForNobody(path.join(ROOT, "test", "support", "runners", "spooldir.ts"), t.dir);
+    const r = spawnSync(runner.command, [...runner.args, "poll", t.dir], { uid: NOBODY, gid: NOBODY, cwd: t.dir, encoding: "utf8" });
     expect({ error: r.error?.message, status: r.status, signal: r.signal, stderr: r.stderr }).toEqual({ error: undefined, status: 0, signal: null, stderr: "" });
     const out = JSON.parse(r.stdout) as { lines: string[]; errors: string[] };
     expect(out.lines).toEqual(["f1", "l1"]);
     expect(out.errors.filter((e) => e.includes(locked)).length).toBe(1);
-  }, 10000);
+  }, 60_000);
 
   test("trackingPolicy tracker_dir: a new file under a completed file's name gets an error naming it (it was ignored silently, its lines never delivered)", async () => {
     const t = tempDir("flume-spool-tracker-");

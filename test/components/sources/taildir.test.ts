@@ -17,6 +17,7 @@ import { bodies, build, context, drain, numbered, recordBatchBytes, wire } from 
 import { drain as drainFileChannel, options } from "../../support/file-channel.ts";
 import { needsLoopExt4, needsRootToSwitchUser, needsProc, needsStrace } from "../../support/requires.ts";
 import { esc, indexOf, traced } from "../../support/strace.ts";
+import { NOBODY, runnerForNobody } from "../../support/other-user.ts";
 
 const cleanups = cleanupsAfterEach();
 
@@ -437,12 +438,13 @@ describe("TAILDIR and files it may not read or share", () => {
     chmodSync(t.dir, 0o777);
     chmodSync(logs, 0o777);
     // File permissions do not bind root: run the source as nobody.
-    const r = spawnSync(process.execPath, [RUNNER, "poll", t.dir], { uid: 65534, gid: 65534, cwd: t.dir, encoding: "utf8" });
+    const runner = runnerForNobody(RUNNER, t.dir);
+    const r = spawnSync(runner.command, [...runner.args, "poll", t.dir], { uid: NOBODY, gid: NOBODY, cwd: t.dir, encoding: "utf8" });
     expect({ error: r.error?.message, status: r.status, stderr: r.stderr }).toEqual({ error: undefined, status: 0, stderr: "" });
     const out = JSON.parse(r.stdout) as { lines: string[]; errors: string[] };
     expect(out.lines.sort()).toEqual(["a1", "c1"]);
     expect(out.errors.some((e) => e.includes(b))).toBe(true);
-  });
+  }, 60_000);
 
   test("a second source on the same positionFile (both left at the default, say) is refused at start with an error naming the first", async () => {
     const t = tempDir("flume-taildir-pos-");
