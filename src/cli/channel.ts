@@ -1,12 +1,14 @@
 /**
  * `flume channel inspect <dataDir>[,<dataDir>...] [--checkpointDir DIR] [--verify]`: prints a
  * file channel's data files, their records and checksum status, the pending events and the
- * lock holder; read-only, safe while the agent runs. With --verify it exits 1 when a data file
+ * lock holder (running, or dead: a stale lock the next start takes over); read-only, safe
+ * while the agent runs. A directory that is not a data directory (a checkpoint directory, say)
+ * is refused with exit 1. With --verify it exits 1 when a data file
  * is damaged (a torn tail from a crash is not damage: the channel cuts it off on start), like
  * Flume's FileChannelIntegrityTool.
  */
 import { statSync } from "node:fs";
-import { formatReport, inspectChannel } from "../components/channels/file/inspect.ts";
+import { formatReport, inspectChannel, notADataDirectory } from "../components/channels/file/inspect.ts";
 import { parseDataDirs } from "../components/channels/file/index.ts";
 import { UsageError } from "./args.ts";
 import { command, commandGroup } from "./command.ts";
@@ -40,6 +42,11 @@ const inspect = command({
     const flume = findFlumeFiles(a.checkpointDir === undefined ? [] : [a.checkpointDir], dirs);
     if (flume) {
       process.stderr.write(`flume channel inspect: ${flume.dir} holds an Apache Flume file channel (${flume.names.join(", ")}); inspect it with --from-flume --checkpointDir DIR --dataDirs DIR\n`);
+      return 1;
+    }
+    const notData = dirs.map(notADataDirectory).filter((m) => m !== null);
+    if (notData.length > 0) {
+      for (const m of notData) process.stderr.write(`flume channel inspect: ${m}\n`);
       return 1;
     }
     const report = inspectChannel(dirs, a.checkpointDir);

@@ -101,11 +101,27 @@ function describeOwner(o: LockOwner): string {
  * an agent checks for every directory it will own before it starts anything.
  */
 export function otherOwner(file: string): LockOwner | null {
+  const { owner, alive } = lockState(file);
+  return owner && alive && owner.pid !== process.pid ? owner : null;
+}
+
+/** What a lock file says about its holder, as an agent starting now would judge it. */
+export interface LockState {
+  /** The recorded (or POSIX-locking) holder; null when the file names none. */
+  owner: LockOwner | null;
+  /** Whether that holder still runs: a start would be refused. False: the lock is stale and a start takes it over. */
+  alive: boolean;
+}
+
+/**
+ * Reads a lock file without changing it, judging its holder as OwnerLock.acquire does (a
+ * POSIX lock, then the recorded process), so tools report what `flume run` would do.
+ */
+export function lockState(file: string): LockState {
   const flume = fcntlHolder(file);
-  if (flume !== undefined) return { pid: flume, what: "Apache Flume, or another holder of a POSIX lock on it" };
+  if (flume !== undefined) return { owner: { pid: flume, what: "Apache Flume, or another holder of a POSIX lock on it" }, alive: true };
   const owner = readOwner(file);
-  if (!owner || owner.pid === process.pid) return null;
-  return ownerAlive(owner) ? owner : null;
+  return { owner, alive: owner !== null && ownerAlive(owner) };
 }
 
 export class OwnerLock {

@@ -2,11 +2,12 @@
  * Read-only report on a file channel's data directories, for `flume channel inspect`: the
  * segments, their records and checksum status, the pending events and the lock holder.
  */
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { MemoryLogger } from "../../../core/logger.ts";
-import { directoryLockFile, readOwner } from "../../../io/owner-lock.ts";
-import { RecordType, decodePutHeader, decodeTakeRanges } from "./format.ts";
+import { directoryLockFile, type LockState, lockState } from "../../../io/owner-lock.ts";
+import { CHECKPOINT_FILE } from "./checkpoint.ts";
+import { RecordType, decodePutHeader, decodeTakeRanges, parseSegmentFileName } from "./format.ts";
 import { listSegments, recover } from "./replay.ts";
 import { type ScanDamage, scanSegment } from "./segment-scan.ts";
 
@@ -32,9 +33,25 @@ export interface InspectReport {
   pending: number | null;
   pendingSource: string;
   pendingError: string | null;
-  locks: { dir: string; pid: number | null }[];
+  locks: ({ dir: string } & LockState)[];
   /** Damage that stops the channel from starting. */
   damaged: boolean;
+}
+
+/**
+ * Why `dir` is not a file channel data directory, or null when it is one: it holds data files
+ * (log-<id>), or nothing but the lock (a channel that wrote nothing yet). Anything else (a
+ * checkpoint directory, a wrong path) would otherwise read as an empty, healthy channel.
+ */
+export function notADataDirectory(dir: string): string | null {
+  const names = readdirSync(dir);
+  const lock = path.basename(directoryLockFile(dir));
+  if (names.some((n) => parseSegmentFileName(n) !== null) || names.every((n) => n === lock)) return null;
+  if (names.includes(CHECKPOINT_FILE)) {
+    return `${dir} is a checkpoint directory (it holds ${CHECKPOINT_FILE}), not a data directory: give the channel's dataDirs, and this one as --checkpointDir`;
+  }
+  const shown = names.slice(0, 5).join(", ") + (names.length > 5 ? `, ... (${names.length} entries)` : "");
+  return `${dir} is not a file channel data directory: it holds no data files (log-<id>) but ${shown}`;
 }
 
 export function inspectChannel(dataDirs: string[], checkpointDir?: string): InspectReport {
@@ -78,11 +95,11 @@ export function inspectChannel(dataDirs: string[], checkpointDir?: string): Insp
     pendingError = (err as Error).message;
   }
 
-  const locks: { dir: string; pid: number | null }[] = [];
+  const locks: InspectReport["locks"] = [];
   for (const dir of checkpointDir ? [...dataDirs, checkpointDir] : dataDirs) {
     const file = directoryLockFile(dir);
     if (!existsSync(file)) continue;
-    locks.push({ dir, pid: readOwner(file)?.pid ?? null });
+    locks.push({ dir, ...lockState(file) });
   }
   const damaged = segments.some((s) => s.damage !== null && !s.repairable) || pendingError !== null;
   return { dataDirs, segments, pending, pendingSource, pendingError, locks, damaged };
@@ -108,7 +125,14 @@ export function formatReport(r: InspectReport): string {
   }
   if (r.pending !== null) lines.push(`pending events: ${r.pending} (from ${r.pendingSource})`);
   else lines.push(`pending events: unknown: ${r.pendingError}`);
-  for (const l of r.locks) lines.push(`lock: ${directoryLockFile(l.dir)} held by process ${l.pid ?? "?"}`);
+  for (const l of r.locks) lines.push(`lock: ${directoryLockFile(l.dir)} ${lockText(l)}`);
   lines.push(r.damaged ? "status: DAMAGED" : "status: OK");
   return lines.join("\n");
+}
+
+/** A lock as `flume run` would judge it: a live holder refuses a start, a dead one's lock is taken over. */
+function lockText(l: LockState): string {
+  if (l.owner === null) return "names no process (stale: the next start takes it over)";
+  const holder = `process ${l.owner.pid}${l.owner.what ? ` (${l.owner.what})` : ""}`;
+  return l.alive ? `held by ${holder}, which is running` : `left by ${holder}, which is no longer running (stale: the next start takes it over)`;
 }
