@@ -11,6 +11,7 @@ import { silentLogger } from "../core/logger.ts";
 import { LifecycleSupervisor } from "../core/supervisor.ts";
 import type { AgentModel, ChannelModel } from "../config/model.ts";
 import type { LabeledGroup, MetricsProvider } from "../monitoring/metrics.ts";
+import type { ComponentInfo } from "../monitoring/http-server.ts";
 import { type BuildContext, type BuiltAgent, type BuiltChannel, buildAgent } from "./build.ts";
 
 export interface AgentOptions {
@@ -192,6 +193,17 @@ export class Agent implements MetricsProvider {
     for (const r of this.built.runners.values()) check("sink runner", r.name, r.runner);
     for (const s of this.built.sources.values()) check("source", s.name, s.runner);
     return { ready: this.running && notStarted.length === 0, notStarted };
+  }
+
+  /** Every configured component, from the running configuration (for /components). */
+  componentList(): ComponentInfo[] {
+    const m = this.model;
+    if (!m) return [];
+    return [
+      ...[...m.sources.values()].map((c) => ({ kind: "source" as const, name: c.name, type: c.type })),
+      ...[...m.channels.values()].map((c) => ({ kind: "channel" as const, name: c.name, type: c.type })),
+      ...[...m.sinks.values()].map((c) => ({ kind: "sink" as const, name: c.name, type: c.type })),
+    ];
   }
 
   /** Events waiting in the channels that some sink reads (the ones a drain can empty). */

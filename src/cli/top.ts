@@ -1,10 +1,12 @@
 /**
  * `flume top [--url http://HOST:PORT]`: a live view of a running agent, read from its
- * monitoring server (/metrics as Flume's JSON, /ready): per component, events in and out per
+ * monitoring server (/metrics as Flume's JSON, /ready, /components): per configured component
+ * (one without Flume counters, as the logger sink, too), events in and out per
  * second, totals, the channels' fill with a bar, failures, and components not started;
  * refreshed every second. On a terminal it redraws in place and q or Ctrl-C quits; otherwise
  * it prints one plain block per refresh.
  */
+import type { ComponentInfo } from "../monitoring/http-server.ts";
 import { int, UsageError } from "./args.ts";
 import { command } from "./command.ts";
 
@@ -14,6 +16,8 @@ interface Sample {
   at: number;
   metrics: Metrics;
   notStarted: { kind: string; name: string; error?: string }[];
+  /** Every configured component (from /components; empty from an agent without it). */
+  components: ComponentInfo[];
 }
 
 export interface TopRow {
@@ -26,7 +30,10 @@ export interface TopRow {
   /** Channels: events held and capacity. */
   size?: number;
   capacity?: number;
-  failures: number;
+  /** Undefined for a component without Flume counters (a logger sink). */
+  failures?: number;
+  /** The component's type, shown for one without counters. */
+  type?: string;
 }
 
 const num = (g: Record<string, string> | undefined, k: string) => Number(g?.[k] ?? 0) || 0;
@@ -65,6 +72,9 @@ export function topRows(prev: Sample | null, cur: Sample): TopRow[] {
     }
     rows.push(row);
   }
+  // Components without counters (Flume's logger sink has none) still get their row.
+  const shown = new Set(rows.map((r) => `${r.kind} ${r.name}`));
+  for (const c of cur.components) if (!shown.has(`${c.kind} ${c.name}`)) rows.push({ kind: c.kind, name: c.name, type: c.type });
   const order = { source: 0, channel: 1, sink: 2 };
   return rows.sort((a, b) => order[a.kind] - order[b.kind] || a.name.localeCompare(b.name));
 }
@@ -93,7 +103,8 @@ export function renderTop(url: string, rows: TopRow[], sample: Sample, error: st
   lines.push("");
   const table = [["KIND", "NAME", "IN", "OUT", "IN TOTAL", "OUT TOTAL", "FAIL", "FILL"]];
   for (const r of rows) {
-    table.push([r.kind, r.name, rateText(r.inRate), rateText(r.outRate), totalText(r.inTotal), totalText(r.outTotal), String(r.failures), r.kind === "channel" ? `${bar(r.size ?? 0, r.capacity ?? 0)} ${totalText(r.size)}/${totalText(r.capacity)}` : ""]);
+    const last = r.failures === undefined ? `(${r.type}: no counters)` : r.kind === "channel" ? `${bar(r.size ?? 0, r.capacity ?? 0)} ${totalText(r.size)}/${totalText(r.capacity)}` : "";
+    table.push([r.kind, r.name, rateText(r.inRate), rateText(r.outRate), totalText(r.inTotal), totalText(r.outTotal), r.failures === undefined ? "-" : String(r.failures), last]);
   }
   const widths = table[0].map((_, i) => Math.max(...table.map((row) => row[i].length)));
   for (const row of table) lines.push(row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]))).join("  ").trimEnd());
@@ -105,21 +116,52 @@ export function renderTop(url: string, rows: TopRow[], sample: Sample, error: st
   return `${lines.join("\n")}\n`;
 }
 
+/** The agent could not be reached or did not answer as one: the message says why in our words. */
+export class AgentUnreachableError extends Error {
+  override name = "AgentUnreachableError";
+}
+
+/** Why a request failed, in our words (the runtimes' own texts speak of fetch() options and urls). */
+export function unreachableReason(err: unknown, url: string, timeoutMs: number): string {
+  const e = err as { name?: string; code?: string; cause?: { code?: string } };
+  const code = e.code ?? e.cause?.code;
+  const where = url.replace(/^https?:\/\//, "");
+  if (e.name === "TimeoutError" || e.name === "AbortError") return `no answer from ${where} within ${timeoutMs / 1000} s`;
+  if (code === "ECONNREFUSED" || code === "ConnectionRefused") return `nothing listens on ${where}`;
+  if (code === "ENOTFOUND" || code === "EAI_AGAIN") return `host ${where.replace(/:\d+$/, "")} not found`;
+  return `no connection to ${where}${code ? ` (${code})` : ""}`;
+}
+
+const START_HINT = "start the agent with --metrics-port PORT (flume run), or -Dflume.monitoring.type=http -Dflume.monitoring.port=PORT, and point --url at that port";
+
 async function fetchSample(url: string, timeoutMs: number): Promise<Sample> {
   const get = async (path: string) => {
-    const res = await fetch(`${url}${path}`, { signal: AbortSignal.timeout(timeoutMs), headers: { Accept: "application/json" } });
-    return { status: res.status, body: (await res.json()) as unknown };
+    let res: Response;
+    try {
+      res = await fetch(`${url}${path}`, { signal: AbortSignal.timeout(timeoutMs), headers: { Accept: "application/json" } });
+    } catch (err) {
+      throw new AgentUnreachableError(unreachableReason(err, url, timeoutMs));
+    }
+    const text = await res.text();
+    try {
+      return { status: res.status, body: JSON.parse(text) as unknown };
+    } catch {
+      throw new AgentUnreachableError(`GET ${url}${path} answered ${res.status} with something other than JSON: is it a Flume agent's monitoring port?`);
+    }
   };
   const metrics = await get("/metrics");
-  if (metrics.status !== 200) throw new Error(`GET /metrics answered ${metrics.status}`);
+  if (metrics.status !== 200) throw new AgentUnreachableError(`GET ${url}/metrics answered ${metrics.status}`);
   let notStarted: Sample["notStarted"] = [];
+  let components: ComponentInfo[] = [];
   try {
     const ready = await get("/ready");
     notStarted = (ready.body as { notStarted?: Sample["notStarted"] }).notStarted ?? [];
+    const listed = await get("/components");
+    if (listed.status === 200) components = (listed.body as { components?: ComponentInfo[] }).components ?? [];
   } catch {
-    // An older agent without /ready: the counters are still worth showing.
+    // An older agent without /ready or /components: the counters are still worth showing.
   }
-  return { at: Date.now(), metrics: metrics.body as Metrics, notStarted };
+  return { at: Date.now(), metrics: metrics.body as Metrics, notStarted, components };
 }
 
 export interface TopOptions {
@@ -164,7 +206,8 @@ export async function runTop(o: TopOptions, out: NodeJS.WriteStream = process.st
         text = renderTop(o.url, topRows(prev, cur), cur, null);
         prev = cur;
       } catch (err) {
-        text = `flume top  ${o.url}  ${new Date().toISOString()}  (cannot reach the agent: ${(err as Error).message}; retrying)\n`;
+        if (!(err instanceof AgentUnreachableError)) throw err;
+        text = `flume top  ${o.url}  ${new Date().toISOString()}\ncannot reach the agent: ${err.message}; retrying\n${reached ? "" : `(${START_HINT})\n`}`;
       }
       out.write(tty ? `\x1b[H\x1b[2J${text}` : `${text}\n`);
       if (stop || (o.iterations !== 0 && i + 1 >= o.iterations)) break;

@@ -2,7 +2,7 @@ import type { Logger } from "../core/logger.ts";
 import { metricsJson, prometheusText, wantsPrometheus } from "./metrics.ts";
 import type { MetricsProvider } from "./metrics.ts";
 
-const INDEX = '<html><body><a href="./metrics">Metrics</a> <a href="./prometheus">Prometheus</a> <a href="./health">Health</a> <a href="./ready">Ready</a></body></html>\n';
+const INDEX = '<html><body><a href="./metrics">Metrics</a> <a href="./prometheus">Prometheus</a> <a href="./health">Health</a> <a href="./ready">Ready</a> <a href="./components">Components</a></body></html>\n';
 const PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
 /** What /ready reports: every configured component that is not running, with its last error. */
@@ -11,8 +11,17 @@ export interface Readiness {
   notStarted: { kind: string; name: string; state: string; error?: string }[];
 }
 
+/** A configured component as /components lists it (whether or not it has Flume counters). */
+export interface ComponentInfo {
+  kind: "source" | "channel" | "sink";
+  name: string;
+  type: string;
+}
+
 export interface HealthProvider extends MetricsProvider {
   readiness(): Readiness;
+  /** Every configured component: what `flume top` shows a row for. */
+  componentList(): ComponentInfo[];
 }
 
 /**
@@ -20,8 +29,9 @@ export interface HealthProvider extends MetricsProvider {
  * Flume's counter JSON, or Prometheus text when the scraper asks for it (Accept
  * text/plain;version=0.0.4 or application/openmetrics-text), GET /prometheus always the
  * Prometheus text, GET /health 200 while the process answers, GET /ready 200 once every
- * configured component has started (503 with the ones that have not, and why), GET / a page
- * linking them; anything else 404.
+ * configured component has started (503 with the ones that have not, and why), GET
+ * /components every configured component (kind, name, type: a logger sink has no counters, yet
+ * is there), GET / a page linking them; anything else 404.
  */
 /** An answer: status, content type and body (HEAD sends the same without the body). */
 interface Answer {
@@ -125,6 +135,9 @@ export class MetricsServer {
     if (path === "/ready") {
       const r = this.provider.readiness?.() ?? { ready: true, notStarted: [] };
       return { status: r.ready ? 200 : 503, type: json, body: JSON.stringify({ ready: r.ready, agent: this.provider.name, notStarted: r.notStarted }) + "\n" };
+    }
+    if (path === "/components") {
+      return { status: 200, type: json, body: JSON.stringify({ agent: this.provider.name, components: this.provider.componentList?.() ?? [] }) + "\n" };
     }
     if (path === "/" || path === "") return { status: 200, type: "text/html;charset=utf-8", body: INDEX };
     return { status: 404, type: "text/plain", body: "not found\n" };

@@ -9,7 +9,11 @@ import { commandRuns, precondition } from "../support/requires.ts";
 const cleanups = cleanupsAfterEach();
 const needsTmux = precondition(() => commandRuns("tmux", "-V"), "needs tmux");
 
-/** An agent whose seq source keeps producing into a memory channel drained by a file_roll sink, plus a source that cannot start. */
+/**
+ * An agent whose seq source keeps producing into a memory channel drained by a file_roll sink,
+ * plus a source that cannot start, feeding a second channel drained by a logger sink (which has
+ * no Flume counters).
+ */
 async function agent() {
   const t = tempDir("flume-top-");
   cleanups.push(t.cleanup);
@@ -18,8 +22,8 @@ async function agent() {
   writeFileSync(
     conf,
     `a1.sources = r1 r2
-a1.channels = c1
-a1.sinks = k1
+a1.channels = c1 c2
+a1.sinks = k1 k2
 a1.sources.r1.type = seq
 a1.sources.r1.totalEvents = 100000000
 a1.sources.r1.batchSize = 10
@@ -27,9 +31,12 @@ a1.sources.r1.channels = c1
 a1.sources.r2.type = netcat
 a1.sources.r2.bind = 203.0.113.1
 a1.sources.r2.port = 1
-a1.sources.r2.channels = c1
+a1.sources.r2.channels = c2
 a1.channels.c1.type = memory
 a1.channels.c1.capacity = 1000
+a1.channels.c2.type = memory
+a1.sinks.k2.type = logger
+a1.sinks.k2.channel = c2
 a1.sinks.k1.type = file_roll
 a1.sinks.k1.sink.directory = ${t.dir}
 a1.sinks.k1.sink.rollInterval = 0
@@ -54,16 +61,24 @@ describe("flume top", () => {
     expect(last).toMatch(/^source +r1 +\S+\/s +[\d.]+[kM]?\/s /m);
     expect(last).toMatch(/^channel +c1 +.*\[[#.]{20}\] \d+\.\d% [\d,]+\/1,000$/m);
     expect(last).toMatch(/^sink +k1 +\S+\/s +[\d.]+[kM]?\/s +[\d,]+ +[\d,]+ +0$/m);
+    // Every configured component has a row, also one without counters.
+    expect(last).toMatch(/^sink +k2 +- +- +- +- +- +\(logger: no counters\)$/m);
+    expect(last).toMatch(/^channel +c2 +/m);
     expect(last).toMatch(/not started:\n {2}source r2: .*(EADDRNOTAVAIL|address|assign)/i);
     // The seq source keeps going, so its total grows between refreshes.
     const total = (b: string) => Number(/^source +r1 +\S+ +\S+ +[\d,]+ +([\d,]+)/m.exec(b)?.[1].replace(/,/g, "") ?? -1);
     expect(total(blocks[2])).toBeGreaterThan(total(blocks[0]));
   });
 
-  test("an agent that cannot be reached: it says so and exits 1", () => {
-    const r = runCli(["top", "--url", "http://127.0.0.1:1", "--iterations", "1"]);
+  test("an agent that cannot be reached: it says so in its own words, with how to start an agent it can read, and exits 1", async () => {
+    const port = await freePort();
+    const r = runCli(["top", "--url", `http://127.0.0.1:${port}`, "--iterations", "1"]);
     expect(r.code).toBe(1);
-    expect(r.stdout).toContain("cannot reach the agent");
+    expect(r.stdout).toContain(`cannot reach the agent: nothing listens on 127.0.0.1:${port}`);
+    expect(r.stdout).toContain("--metrics-port PORT");
+    expect(r.stdout).toContain("-Dflume.monitoring.type=http");
+    // Not the runtime's words.
+    expect(r.stdout).not.toMatch(/fetch\(\)|Is the computer able|ECONNREFUSED|fetch failed/);
   });
 
   test("usage errors exit 2 naming the option", () => {
@@ -86,6 +101,7 @@ describe("flume top", () => {
     const shown = screen();
     expect(shown).toMatch(/^flume top +http:\/\/127\.0\.0\.1:\d+ /m);
     expect(shown).toMatch(/^source +r1 +\S+\/s/m);
+    expect(shown).toMatch(/^sink +k2 +.*\(logger: no counters\)$/m);
     expect(shown).toMatch(/\[[#.]{20}\] \d+\.\d%/);
     // Redrawn in place: one header on the screen, not a scroll of them.
     expect(shown.match(/^flume top /gm)).toHaveLength(1);

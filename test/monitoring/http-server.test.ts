@@ -3,7 +3,7 @@ import { writeFileSync, readFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
-import { cleanupsAfterEach, freePort, startAgentCli, tempDir, FIXTURES, runCli, sleep } from "../support/helpers.ts";
+import { cleanupsAfterEach, freePort, startAgentCli, tempDir, FIXTURES, runCli, sleep, waitUntil } from "../support/helpers.ts";
 import { needsPromtool } from "../support/requires.ts";
 
 const METRICS = path.join(FIXTURES, "metrics");
@@ -285,6 +285,18 @@ a1.sinks.k1.channel = c1
     const health = await fetch(`http://127.0.0.1:${mport}/health`);
     expect(health.status).toBe(200);
     expect(await health.json()).toEqual({ status: "ok", agent: "a1" });
+    // Every configured component, running or not, counters or not (what `flume top` lists).
+    const listed = await fetch(`http://127.0.0.1:${mport}/components`);
+    expect(listed.status).toBe(200);
+    expect(await listed.json()).toEqual({
+      agent: "a1",
+      components: [
+        { kind: "source", name: "r1", type: "netcat" },
+        { kind: "source", name: "r2", type: "seq" },
+        { kind: "channel", name: "c1", type: "memory" },
+        { kind: "sink", name: "k1", type: "null" },
+      ],
+    });
     const notReady = await fetch(`http://127.0.0.1:${mport}/ready`);
     expect(notReady.status).toBe(503);
     const body = (await notReady.json()) as { ready: boolean; notStarted: { kind: string; name: string; error?: string }[] };
@@ -293,12 +305,7 @@ a1.sinks.k1.channel = c1
     expect(body.notStarted[0].error).toMatch(/EADDRINUSE|in use/i);
     // Free the port: the supervisor's retry starts the source, and the agent becomes ready.
     await new Promise<void>((resolve) => busy.close(() => resolve()));
-    let ready = 0;
-    for (let i = 0; i < 100 && ready !== 200; i++) {
-      await sleep(100);
-      ready = (await fetch(`http://127.0.0.1:${mport}/ready`)).status;
-    }
-    expect(ready).toBe(200);
+    await waitUntil(async () => (await fetch(`http://127.0.0.1:${mport}/ready`)).status === 200, "/ready to answer 200", 10_000, 100);
     agent.child.kill("SIGTERM");
     expect(await agent.exited()).toBe(0);
   });
