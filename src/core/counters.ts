@@ -126,9 +126,10 @@ export const SOURCE_COUNTERS = [
 ] as const;
 export type SourceCounterKey = (typeof SOURCE_COUNTERS)[number];
 
-export class SourceCounter extends CounterGroup<SourceCounterKey> {
-  constructor(name: string, clock?: Clock) {
-    super("SOURCE", name, SOURCE_COUNTERS, clock);
+/** A source's counters: Flume's, plus any the source type adds (extraKeys). */
+export class SourceCounter<K extends string = never> extends CounterGroup<SourceCounterKey | K> {
+  constructor(name: string, clock?: Clock, extraKeys: readonly K[] = []) {
+    super("SOURCE", name, [...SOURCE_COUNTERS, ...extraKeys], clock);
   }
 }
 

@@ -11,6 +11,7 @@ import { existsSync, linkSync, readFileSync, unlinkSync, writeFileSync } from "n
 import { hostname } from "node:os";
 import path from "node:path";
 import { posixLockHolder, processAlive } from "./posix-locks.ts";
+import { ioReason } from "./writable-dir.ts";
 
 /** Who holds a lock. */
 export interface LockOwner {
@@ -32,6 +33,18 @@ export class LockHeldError extends Error {
   ) {
     super(message);
     this.name = "LockHeldError";
+  }
+}
+
+/** The lock file could not be made (a directory the process may not write, a full disk). */
+export class LockFileError extends Error {
+  constructor(
+    readonly file: string,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = "LockFileError";
   }
 }
 
@@ -137,7 +150,13 @@ export class OwnerLock {
    */
   static acquire(file: string, what: string, holder?: string): OwnerLock {
     const tmp = `${file}.${process.pid}.tmp`;
-    writeFileSync(tmp, `${JSON.stringify(selfOwner(holder))}\n`);
+    // Errors name what is locked and its directory, never this temp file (an inner detail).
+    const cannot = (err: unknown) => new LockFileError(file, `cannot take the lock for ${what}: cannot write in ${path.dirname(file)}: ${ioReason(err)}`, { cause: err });
+    try {
+      writeFileSync(tmp, `${JSON.stringify(selfOwner(holder))}\n`);
+    } catch (err) {
+      throw cannot(err);
+    }
     let tookOver: LockOwner | null = null;
     try {
       for (let attempt = 0; attempt < 3; attempt++) {
@@ -149,7 +168,7 @@ export class OwnerLock {
           linkSync(tmp, file);
           return new OwnerLock(file, tookOver);
         } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+          if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw cannot(err);
         }
         const owner = readOwner(file);
         if (owner && owner.pid === process.pid) {

@@ -22,11 +22,12 @@ export abstract class BaseSource {
   protected state: LifecycleState = "IDLE";
   private processor: ChannelProcessor | null = null;
 
-  constructor(ctx: ComponentContext, emission: EmissionOptions = {}) {
+  /** counterKeys: counters this source type adds to Flume's (declare the counter's type in the subclass). */
+  constructor(ctx: ComponentContext, emission: EmissionOptions = {}, counterKeys: readonly string[] = []) {
     this.name = ctx.name;
     this.clock = ctx.clock;
     this.logger = ctx.logger;
-    this.counter = new SourceCounter(ctx.name, ctx.clock);
+    this.counter = new SourceCounter(ctx.name, ctx.clock, counterKeys);
     this.emitter = new SourceEmitter(this, { clock: ctx.clock, logger: ctx.logger, ...emission });
   }
 

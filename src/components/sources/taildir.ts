@@ -7,16 +7,18 @@ import { ConfigurationError } from "../../core/errors.ts";
 import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
 import { DirectoryWatcher, type DirEventKind } from "../../io/dir-watch.ts";
-import { LockHeldError, OwnerLock } from "../../io/owner-lock.ts";
+import { LockFileError, LockHeldError, OwnerLock } from "../../io/owner-lock.ts";
+import { ioReason, unwritableDirectory } from "../../io/writable-dir.ts";
 import { type PositionalReader, ReadOnlyFile } from "../../io/read-only-file.ts";
 import { EmitError } from "../../pipeline/emitter.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
+import type { SourceCounter } from "../../core/counters.ts";
 import { BaseSource } from "./base.ts";
 import { type Fingerprint, HEAD_BYTES, TAIL_BYTES, hashBytes, holdsFingerprint, readRange } from "./taildir/fingerprint.ts";
 import { InodeFinder } from "./taildir/inodes.ts";
 import { FileGroupMatcher } from "./taildir/matcher.ts";
 import type { MatchedFile } from "./taildir/matcher.ts";
-import { type PositionEntry, readPositionFile } from "./taildir/position-file.ts";
+import { type PositionEntry, readPositionFile, setAside } from "./taildir/position-file.ts";
 import { type ChannelState, type FileRecord, type JournalState, StateJournal, formatChannelState, goneJson, mergeState, parseChannelState, recordJson } from "./taildir/state.ts";
 import { TailFile } from "./taildir/tail-file.ts";
 import type { TailBatch } from "./taildir/tail-file.ts";
@@ -39,7 +41,12 @@ export interface TaildirOptions {
   maxLineLength: number;
   backoffSleepIncrement: number;
   maxBackoffSleep: number;
+  /** A positionFile (or its state file) that cannot be read: set it aside and read every file anew, or refuse to start. */
+  onCorrupt: "reset" | "fail";
 }
+
+/** Counts starts that found the positionFile damaged and began without its positions (files read again). */
+export const POSITION_RESET_COUNTER = "PositionFileResetCount";
 
 /** Flume's byte offset header name. */
 export const BYTE_OFFSET_HEADER_KEY = "byteoffset";
@@ -133,12 +140,15 @@ export class TaildirSource extends BaseSource implements PollableSource {
   private readonly drainingDirs = new Set<string>();
   /** The file the next round of reads starts with (the one a round stopped in), so files late in the map are not starved. */
   private resumeAt: number | null = null;
+  /** Why this start has no saved positions although it had some (damaged files set aside), for the log after restore. */
+  private resetBecause: string | null = null;
+  declare readonly counter: SourceCounter<typeof POSITION_RESET_COUNTER>;
 
   constructor(
     ctx: ComponentContext,
     readonly options: TaildirOptions,
   ) {
-    super(ctx);
+    super(ctx, {}, [POSITION_RESET_COUNTER]);
     this.backoffSleepIncrement = options.backoffSleepIncrement;
     this.maxBackoffSleep = options.maxBackoffSleep;
     this.matchers = Object.entries(options.filegroups).map(([g, p]) => new FileGroupMatcher(g, p, options.cachePatternMatching));
@@ -171,11 +181,15 @@ export class TaildirSource extends BaseSource implements PollableSource {
     if (owner !== undefined && owner !== this.name) {
       throw new ConfigurationError("positionFile", `${positionFile} is already used by TAILDIR source ${owner}; give each TAILDIR source its own positionFile`, this.name);
     }
-    mkdirSync(path.dirname(positionFile), { recursive: true });
+    try {
+      mkdirSync(path.dirname(positionFile), { recursive: true });
+    } catch (err) {
+      throw new ConfigurationError("positionFile", `cannot create the directory ${path.dirname(positionFile)} of positionFile ${positionFile}: ${ioReason(err)}`, this.name);
+    }
     try {
       this.lock = OwnerLock.acquire(positionLockFile(positionFile), `positionFile ${positionFile} of TAILDIR source ${this.name}`, `flume-ts TAILDIR source ${this.name}`);
     } catch (err) {
-      if (err instanceof LockHeldError) throw new ConfigurationError("positionFile", err.message, this.name);
+      if (err instanceof LockHeldError || err instanceof LockFileError) throw new ConfigurationError("positionFile", err.message, this.name);
       throw err;
     }
     if (this.lock.tookOverFrom) this.logger.warn(`${this.name}: took over ${this.lock.file} from process ${this.lock.tookOverFrom.pid}, which is no longer running`);
@@ -335,7 +349,7 @@ export class TaildirSource extends BaseSource implements PollableSource {
       await this.journal.snapshot(records, seq, this.positions());
     } catch (err) {
       this.counter.inc("GenericProcessingFail");
-      this.logger.error(`${this.name}: Failed writing positionFile ${this.options.positionFile}: ${(err as Error).message}`);
+      this.logger.error(`${this.name}: Failed writing positionFile ${this.options.positionFile} in ${path.dirname(this.options.positionFile)}: ${ioReason(err)}`);
       return;
     }
     this.snapshotSeq = seq;
@@ -396,13 +410,35 @@ export class TaildirSource extends BaseSource implements PollableSource {
 
   // ---- restore ----
 
+  /**
+   * A saved-state file that cannot be read: with onCorrupt = fail the start is refused;
+   * otherwise the file is renamed aside (kept for a look, not overwritten by the next write)
+   * and what happened is returned for the log.
+   */
+  private damaged(file: string, err: unknown): string {
+    const reason = err instanceof SyntaxError ? `not valid JSON: ${err.message}` : ioReason(err);
+    if (this.options.onCorrupt === "fail") {
+      throw new ConfigurationError(
+        "positionFile.onCorrupt",
+        `${file} cannot be read (${reason}); not starting (positionFile.onCorrupt = fail): repair it, or move it away to start without positions`,
+        this.name,
+      );
+    }
+    try {
+      return `${file} cannot be read (${reason}), kept as ${setAside(file, this.clock.now())}`;
+    } catch (renameErr) {
+      return `${file} cannot be read (${reason}) nor kept aside (${ioReason(renameErr)})`;
+    }
+  }
+
   private async savedState(): Promise<{ journal: JournalState | null; channel: ChannelState | null }> {
     let journal: JournalState | null = null;
+    const damage: string[] = [];
     try {
       journal = this.journal.load();
       if (journal && journal.skipped > 0) this.logger.warn(`${this.name}: ${journal.skipped} unreadable line(s) in ${this.journal.file} ignored (a write cut short by a power loss?)`);
     } catch (err) {
-      this.logger.error(`${this.name}: Failed loading ${this.journal.file}: ${(err as Error).message}; using ${this.options.positionFile}`);
+      damage.push(this.damaged(this.journal.file, err));
     }
     if (!journal) {
       // Flume's position file (a first start, or one after Flume): positions without fingerprints.
@@ -412,8 +448,9 @@ export class TaildirSource extends BaseSource implements PollableSource {
           journal = { snapshotSeq: -1, seq: 0, records: new Map(entries.map((e) => [e.inode, { ...e, fp: null, seq: 0 }])), skipped: 0 };
         }
       } catch (err) {
-        this.logger.error(`${this.name}: Failed loading positionFile ${this.options.positionFile}: ${(err as Error).message}; starting without positions`);
+        damage.push(this.damaged(this.options.positionFile, err));
       }
+      if (journal && damage.length > 0) this.logger.warn(`${this.name}: ${damage.join("; ")}; using the positions of positionFile ${this.options.positionFile}`);
     }
     let channel: ChannelState | null = null;
     for (const c of this.getChannelProcessor().getChannels()) {
@@ -427,6 +464,10 @@ export class TaildirSource extends BaseSource implements PollableSource {
       } catch (err) {
         this.logger.warn(`${this.name}: ignoring the position stored in channel ${c.name}: ${(err as Error).message}`);
       }
+    }
+    if (!journal && damage.length > 0) {
+      if (channel) this.logger.warn(`${this.name}: ${damage.join("; ")}; using the positions stored in the channel`);
+      else this.resetBecause = damage.join("; ");
     }
     return { journal, channel };
   }
@@ -521,10 +562,23 @@ export class TaildirSource extends BaseSource implements PollableSource {
       // The head's bytes, to fingerprint later positions (and the whole fingerprint if none was saved).
       else await tf.loadFingerprint();
     }
+    let takenUp = 0;
     for (const m of matched) {
       if (this.files.has(m.file.inode)) continue;
       await this.takeUp(m);
+      takenUp++;
     }
+    if (this.resetBecause !== null) this.reportReset(this.resetBecause, takenUp);
+    this.resetBecause = null;
+  }
+
+  /** A start without the positions a damaged file held: said once, loudly, and counted. */
+  private reportReset(why: string, files: number): void {
+    this.counter.inc(POSITION_RESET_COUNTER);
+    const where = this.options.skipToEnd
+      ? "from their end (skipToEnd): lines written while the agent was stopped are skipped"
+      : "from their start: lines delivered before are delivered again";
+    this.logger.error(`${this.name}: ${why}; starting without positions: ${files} matched file(s) will be read ${where} (positionFile.onCorrupt = fail refuses to start instead)`);
   }
 
   // ---- new files and copies ----
@@ -1039,6 +1093,12 @@ export const definition = defineComponent({
     cachePatternMatching: { type: "boolean", default: true, doc: "List a directory again only when its modification time changes" },
     backoffSleepIncrement: { type: "int", default: 1000, min: 0, doc: "Added to the sleep after each poll without new lines (ms)" },
     maxBackoffSleep: { type: "int", default: 5000, min: 0, doc: "Longest sleep between polls without new lines (ms); file-system events end it early" },
+    "positionFile.onCorrupt": {
+      type: "enum",
+      values: ["reset", "fail"],
+      default: "reset",
+      doc: "Flume TS extension: a positionFile (or its .state file) that cannot be read is renamed aside (<file>.corrupt-<time>) and every file read anew (reset), or the source refuses to start (fail). Flume logs an error and overwrites it",
+    },
     maxLineLength: {
       type: "int",
       default: 16 * 1024 * 1024,
@@ -1080,10 +1140,15 @@ export const definition = defineComponent({
       maxLineLength: config.maxLineLength,
       backoffSleepIncrement: config.backoffSleepIncrement,
       maxBackoffSleep: config.maxBackoffSleep,
+      onCorrupt: config["positionFile.onCorrupt"],
     });
   },
   validate(config) {
     const errors: { key: string; message: string }[] = [];
+    // A position file the agent cannot write would fail every start (and every later write).
+    const positionFile = positionFileOf(config.positionFile, { storagePath: (p) => p });
+    const unwritable = unwritableDirectory(path.dirname(positionFile));
+    if (unwritable) errors.push({ key: "positionFile", message: `the agent cannot keep positionFile ${positionFile} in its directory ${path.dirname(positionFile)}: ${unwritable}` });
     const paths = config.filegroupPaths;
     for (const g of config.filegroups) {
       if (paths[g] === undefined) {

@@ -1,3 +1,4 @@
+import { renameSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 
 /** One entry of Flume's TAILDIR position file. */
@@ -44,4 +45,15 @@ export async function readPositionFile(file: string): Promise<PositionEntry[]> {
     throw err;
   }
   return parsePositions(text);
+}
+
+/**
+ * Renames a damaged position or state file to `<file>.corrupt-<UTC time>` so that the next
+ * write does not overwrite it; returns the new name.
+ */
+export function setAside(file: string, now: number): string {
+  const stamp = new Date(now).toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
+  const aside = `${file}.corrupt-${stamp}`;
+  renameSync(file, aside);
+  return aside;
 }

@@ -213,7 +213,9 @@ export class StateJournal {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
       throw err;
     }
-    return parseJournal(text);
+    const state = parseJournal(text);
+    if (!state && text.trim() !== "") throw new Error("it holds no snapshot line (damaged, or not a TAILDIR state file)");
+    return state;
   }
 
   /** Appends change lines; each becomes durable against a crash of this process at once. */
