@@ -9,7 +9,7 @@ import { type ComponentContext, defineComponent } from "../../src/components/com
 import * as registry from "../../src/components/registry.ts";
 import { BaseSource } from "../../src/components/sources/base.ts";
 import { createEvent } from "../../src/core/event.ts";
-import { canConnect, cleanupsAfterEach, fileChannelLines, freePort, listenLocal, netcatConf, sleep, tempDir } from "../support/helpers.ts";
+import { canConnect, cleanupsAfterEach, fileChannelLines, freePort, listenLocal, netcatConf, sleep, tempDir, waitUntil } from "../support/helpers.ts";
 import { parseAgentConfig, seqConf } from "../support/agent.ts";
 import { needsOpenssl } from "../support/requires.ts";
 import { selfSignedCert } from "../support/tls.ts";
@@ -86,7 +86,7 @@ a1.channels.c1.type = memory
 ${sink}`),
     );
     const c1 = agent.components.channels.get("c1")!.channel;
-    for (let i = 0; i < 200 && c1.counter.values.ChannelSize < 20; i++) await sleep(10);
+    await waitUntil(() => c1.counter.values.ChannelSize >= 20, "20 events in c1", 2000);
     expect(c1.counter.values.ChannelSize).toBe(20);
     // The operator makes c1 durable; the downstream is healthy again.
     accepting = true;
@@ -109,7 +109,7 @@ a1.sinks.k1.hostname = 127.0.0.1
 a1.sinks.k1.port = ${deadPort}` })),
     );
     const c1 = agent.components.channels.get("c1")!.channel;
-    for (let i = 0; i < 200 && c1.counter.values.ChannelSize < 10; i++) await sleep(10);
+    await waitUntil(() => c1.counter.values.ChannelSize >= 10, "10 events in c1", 2000);
     await agent.stop();
     const failures = logger.lines.filter((l) => l.level === "error" && l.message.includes("Unable to deliver"));
     // Bounded drain: the events are reported as lost, after a handful of attempts, not one every 20 ms.
@@ -165,7 +165,7 @@ a1.sinks.k2.channel = c1
     const k1 = agent.components.runners.get("group:g1")!.sinks[0];
     expect(k1.counter!.values.ConnectionCreatedCount).toBe(1);
     await agent.stop();
-    for (let i = 0; i < 100 && openConnections() > 0; i++) await sleep(10);
+    await waitUntil(() => openConnections() === 0, "the connections closed", 1000);
     expect(openConnections()).toBe(0);
     await downstream.stop();
   });
@@ -245,7 +245,7 @@ describe("drain on stop", () => {
 a1.sinks.k1.endpoint = ${endpoint}` })),
     );
     const c1 = agent.components.channels.get("c1")!.channel;
-    for (let i = 0; i < 200 && (c1.counter.values.ChannelSize < 10 || requests === 0); i++) await sleep(10);
+    await waitUntil(() => c1.counter.values.ChannelSize >= 10 && requests > 0, "10 events in c1 and a request", 2000);
     expect(requests).toBeGreaterThan(0);
     const before = requests;
     await agent.stop();
@@ -274,7 +274,7 @@ a1.sinks.k1.rollback.200 = false
 a1.sinks.k1.backoff.200 = false` })),
     );
     const c1 = agent.components.channels.get("c1")!.channel;
-    for (let i = 0; i < 200 && c1.counter.values.ChannelSize < 10; i++) await sleep(10);
+    await waitUntil(() => c1.counter.values.ChannelSize >= 10, "10 events in c1", 2000);
     accepting = true;
     const outcome = await Promise.race([agent.stop().then(() => "stopped"), sleep(4000).then(() => "still draining")]);
     expect(outcome).toBe("stopped");

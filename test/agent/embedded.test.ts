@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, existsSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { ChannelException, ConfigurationError, createEvent, EmbeddedAgent } from "../../src/index.ts";
-import { tempDir } from "../support/helpers.ts";
+import { tempDir, waitUntil } from "../support/helpers.ts";
 
 function closedPort(): Promise<number> {
   return new Promise((resolve) => {
@@ -31,7 +31,7 @@ describe("EmbeddedAgent", () => {
     const source = counters.find((c) => c.type === "SOURCE")!;
     expect(source.values.EventAcceptedCount).toBe(3);
     const channel = counters.find((c) => c.type === "CHANNEL")!;
-    for (let i = 0; i < 100 && channel.values.EventTakeSuccessCount < 3; i++) await new Promise((r) => setTimeout(r, 20));
+    await waitUntil(() => channel.values.EventTakeSuccessCount >= 3, "3 events taken", 2000);
     expect(channel.values.EventTakeSuccessCount).toBe(3);
     await agent.stop();
   });

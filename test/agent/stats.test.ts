@@ -5,7 +5,7 @@ import { Agent } from "../../src/agent/agent.ts";
 import fc from "fast-check";
 import { StatsReporter, thousands } from "../../src/agent/stats.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
-import { cleanupsAfterEach, sleep, startAgentCli, tempDir } from "../support/helpers.ts";
+import { cleanupsAfterEach, sleep, startAgentCli, tempDir, waitUntil } from "../support/helpers.ts";
 import { parseAgentConfig, seqConf } from "../support/agent.ts";
 
 const cleanups = cleanupsAfterEach();
@@ -17,7 +17,7 @@ a1.channels.c1.capacity = 10000` }), "stats.conf");
 
 async function delivered(agent: Agent, n: number) {
   const channel = agent.components.channels.get("c1")!.channel;
-  for (let i = 0; i < 200 && channel.counter.values.EventTakeSuccessCount < n; i++) await sleep(10);
+  await waitUntil(() => channel.counter.values.EventTakeSuccessCount >= n, `${n} events taken`, 2000);
   expect(channel.counter.values.EventTakeSuccessCount).toBe(n);
 }
 

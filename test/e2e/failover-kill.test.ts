@@ -10,7 +10,7 @@
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { agentsAfterEach, freePort, type Metrics, sleep, tempDir, waitForMetrics } from "../support/helpers.ts";
+import { agentsAfterEach, freePort, type Metrics, sleep, tempDir, waitBound, waitForMetrics } from "../support/helpers.ts";
 import { avroSinkLines } from "../support/rpc.ts";
 
 const { cleanups, startAgent } = agentsAfterEach();
@@ -137,7 +137,7 @@ ${avroSinkLines("k1", portB1, batch)}${avroSinkLines("k2", portB2, batch)}`,
     let union = new Set<string>();
     let r1 = readOutput(outB1);
     let r2 = readOutput(outB2);
-    while (Date.now() - start < 15000) {
+    while (Date.now() - start < waitBound(15000)) {
       r1 = readOutput(outB1);
       r2 = readOutput(outB2);
       union = new Set([...r1.bodies, ...r2.bodies]);

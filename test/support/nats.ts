@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { freePort, sleep } from "./helpers.ts";
+import { freePort, sleep, waitBound } from "./helpers.ts";
 import { natsServerPath } from "./requires.ts";
 
 /** The nats-server binary; tests that start one declare it with needsNatsServer (requires.ts). */
@@ -57,7 +57,7 @@ function launch(spec: NodeSpec): NatsNode {
     const started = Date.now();
     while (!/Server is ready/.test(log)) {
       if (c.exitCode !== null) throw new Error(`nats-server ${spec.name} exited (${c.exitCode}):\n${log}`);
-      if (Date.now() - started > 10000) throw new Error(`nats-server ${spec.name} did not get ready:\n${log}`);
+      if (Date.now() - started > waitBound(10000)) throw new Error(`nats-server ${spec.name} did not get ready:\n${log}`);
       await sleep(10);
     }
   };
@@ -148,7 +148,7 @@ export async function waitForJetStream(servers: string, ms = 15000): Promise<voi
   const { jetstreamManager } = await import("@nats-io/jetstream");
   const started = Date.now();
   let last: unknown = null;
-  while (Date.now() - started < ms) {
+  while (Date.now() - started < waitBound(ms)) {
     try {
       const nc = await connect({ servers: servers.split(","), timeout: 1000 });
       try {

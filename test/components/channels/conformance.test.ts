@@ -18,6 +18,7 @@ import { capacityOf, keysWithRole, keyWithRole } from "../../../src/config/schem
 import { type NatsSetup, startNats } from "../../support/nats.ts";
 import { needsNatsServer, type Precondition } from "../../support/requires.ts";
 import { type ChannelUnderTest, checkChannelContract, coverage, type Limits } from "./conformance.ts";
+import { waitBound } from "../../support/helpers.ts";
 
 /** What a channel type needs beyond its limits and scratch directories to run here, and why. */
 interface TypeSetup {
@@ -38,9 +39,10 @@ interface TypeSetup {
  * `meanwhile` runs every poll (e.g. moves the channel's virtual clock on).
  */
 async function realTimeUntil(ok: () => boolean, what: string, ms: number, meanwhile?: () => Promise<void>): Promise<void> {
-  const deadline = Date.now() + ms;
+  const bound = waitBound(ms);
+  const deadline = Date.now() + bound;
   while (!ok()) {
-    if (Date.now() > deadline) throw new Error(`${what} within ${ms} ms`);
+    if (Date.now() > deadline) throw new Error(`${what} within ${bound} ms`);
     await new Promise((resolve) => setTimeout(resolve, 5));
     await meanwhile?.();
   }

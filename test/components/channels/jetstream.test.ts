@@ -8,7 +8,7 @@ import { bodyText, createEvent, type Event } from "../../../src/core/event.ts";
 import { MemoryLogger } from "../../../src/core/logger.ts";
 import { VirtualClock } from "../../../src/core/virtual-clock.ts";
 import { events, putAll } from "../../support/core.ts";
-import { freePort, sleep, tempDir, waitUntil } from "../../support/helpers.ts";
+import { freePort, sleep, tempDir, waitBound, waitUntil } from "../../support/helpers.ts";
 import { natsClient, type NatsSetup, startNats } from "../../support/nats.ts";
 import { needsNatsServer, needsOpenssl } from "../../support/requires.ts";
 import { selfSignedCert } from "../../support/tls.ts";
@@ -40,7 +40,7 @@ function nextStream(): string {
 /** Takes until n events arrived (waiting for prefetch) or ms passed; commits each batch. */
 async function takeN(ch: JetStreamChannel, n: number, ms = 5000): Promise<Event[]> {
   const out: Event[] = [];
-  const deadline = Date.now() + ms;
+  const deadline = Date.now() + waitBound(ms);
   while (out.length < n && Date.now() < deadline) {
     const tx = ch.getTransaction();
     tx.begin();

@@ -7,7 +7,7 @@ import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
 import { MemoryLogger } from "../../../src/core/logger.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
-import { freePort, waitUntil } from "../../support/helpers.ts";
+import { freePort, waitBound, waitUntil } from "../../support/helpers.ts";
 import { takeAll } from "../../core/support.ts";
 import { natsClient, type NatsSetup, startNats } from "../../support/nats.ts";
 import { needsNatsServer } from "../../support/requires.ts";
@@ -114,7 +114,7 @@ describe("jetstream source on a real nats-server", () => {
     await started(b.source);
     await publish(stream, 200);
     const pump = async (s: JetStreamSource) => {
-      const until = Date.now() + 3000;
+      const until = Date.now() + waitBound(3000);
       while (Date.now() < until && a.channel.size + b.channel.size < 200) await s.process();
     };
     await Promise.all([pump(a.source), pump(b.source)]);

@@ -3,6 +3,7 @@ import dgram from "node:dgram";
 import { definition as netcatUdp } from "../../../src/components/sources/netcat-udp.ts";
 import type { Source } from "../../../src/core/source.ts";
 import { collect, rig, stoppedAfterEach, text } from "../../support/network.ts";
+import { waitUntil } from "../../support/helpers.ts";
 
 const started = stoppedAfterEach<Source>();
 
@@ -50,9 +51,7 @@ describe("netcatudp", () => {
     await r.source.start();
     started.push(r.source);
     await sendUdp(r.source.port, ...Array.from({ length: 40 }, (_, i) => `m${i}`));
-    const deadline = Date.now() + 5000;
-    while (r.source.counter.get("ChannelWriteFail") === 0 && Date.now() < deadline) await new Promise((res) => setTimeout(res, 10));
-    expect(r.source.counter.get("ChannelWriteFail")).toBeGreaterThan(0);
+    await waitUntil(() => r.source.counter.get("ChannelWriteFail") > 0, "a refused write counted", 5000);
     expect(r.logger.lines.some((l) => l.level === "error" && l.message.includes("127.0.0.1:"))).toBe(true);
   });
 });

@@ -7,7 +7,7 @@ import { bodyText } from "../../../src/core/event.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import { definition as netcat, type NetcatSource } from "../../../src/components/sources/netcat.ts";
-import { slowCommits } from "../../support/helpers.ts";
+import { slowCommits, waitUntil } from "../../support/helpers.ts";
 import type { TcpServer } from "../../../src/net/tcp-server.ts";
 import { rig, stoppedAfterEach, takeAll, text, until } from "../../support/network.ts";
 
@@ -57,7 +57,7 @@ describe("netcat source, bad input", () => {
       const bad = await send(new Uint8Array([0xc3, 0x28, 0xff, 0x0a]), "end", true);
       expect(bad.answer).toBe("OK\n");
       const cut = await send(new TextEncoder().encode("half a li"), "destroy", false);
-      for (let i = 0; i < 50 && !logger.lines.some((l) => l.message.includes(`:${cut.local} closed with 9 bytes`)); i++) await new Promise((r) => setTimeout(r, 10));
+      await waitUntil(() => logger.lines.some((l) => l.message.includes(`:${cut.local} closed with 9 bytes`)), "the cut connection logged", 500);
       expect(logger.lines.some((l) => l.level === "warn" && l.message.includes(`127.0.0.1:${cut.local} closed with 9 bytes after the last newline`))).toBe(true);
       const good = await send(new TextEncoder().encode("still here\n"), "end", true);
       expect(good.answer).toBe("OK\n");

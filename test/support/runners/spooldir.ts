@@ -7,7 +7,7 @@
  *   keeps the source's position too, as a file channel would). Prints READY, then STOPPED after
  *   a SIGTERM; exits when the test's end of our stdin closes.
  * - `poll <dir>`: spools `<dir>/spool` into a memory channel until `<dir>/spool/last.log` is
- *   completed (or 3 s pass), prints {"lines": [...], "errors": [...]} as JSON (run as an
+ *   completed (or 30 s pass), prints {"lines": [...], "errors": [...]} as JSON (run as an
  *   unprivileged user so that file permissions apply).
  * - `complete <dir> [durable]`: reads `<dir>/spool/in.log` (written here) to completion, with its
  *   tracker directory `<dir>/tracker`, into a memory channel or, with `durable`, a durable
@@ -26,7 +26,7 @@ import { DeliveringChannel } from "../delivering-channel.ts";
 
 const [mode, ...args] = process.argv.slice(2);
 
-async function until(file: string, ms = 3000): Promise<void> {
+async function until(file: string, ms = 30_000): Promise<void> {
   const started = Date.now();
   while (!existsSync(file) && Date.now() - started < ms) await new Promise((r) => setTimeout(r, 20));
 }

@@ -6,6 +6,7 @@ import { bodyEvent, createEvent, type Event } from "../../../../src/core/event.t
 import { FileChannel } from "../../../../src/components/channels/file/index.ts";
 import { VirtualClock } from "../../../../src/core/virtual-clock.ts";
 import { drain, openChannel, options, putAll, range, takeSome, tempDirsAfterEach } from "../../../support/file-channel.ts";
+import { waitUntil } from "../../../support/helpers.ts";
 
 const temp = tempDirsAfterEach();
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
@@ -290,8 +291,7 @@ describe("file channel transactions", () => {
     expect((await drain(ch)).length).toBe(1000);
     await clock.advance(5000);
     // Let the writer finish the checkpoint it started (real file I/O).
-    for (let i = 0; i < 100 && files().length > 1; i++) await new Promise((r) => setTimeout(r, 5));
-    expect(files().length).toBe(1);
+    await waitUntil(() => files().length === 1, "one data file left", 1000, 5);
     await ch.stop();
   });
 });
