@@ -12,7 +12,8 @@ import path from "node:path";
 
 const require = createRequire(import.meta.url);
 const bunBin = path.join(path.dirname(require.resolve("bun/package.json")), "bin", "bun.exe");
-const args = ["test", "--timeout", "30000", ...process.argv.slice(2)];
+// The per-test timeout as in bunfig.toml (see there why 90 s).
+const args = ["test", "--timeout", "90000", ...process.argv.slice(2)];
 const child = spawn(bunBin, args, { stdio: ["ignore", "inherit", "pipe"] });
 
 let tail = "";

@@ -106,7 +106,7 @@ describe("flume run under Bun", () => {
     expect(env).not.toContain("BUN_JSC_useFTLJIT");
     expect(env).not.toContain("BUN_JSC_heapGrowthMaxIncrease");
     expect(env).not.toContain(ADDED_VARIABLE);
-  }, 20000);
+  }, 90_000);
 
   needsProc.test("--runtime-profile throughput runs with Bun's defaults; a setting the user gave is kept, and inherited by its commands", async () => {
     const off = tempDir();
@@ -125,5 +125,5 @@ describe("flume run under Bun", () => {
     const env = await commandEnvironment(own.dir);
     expect(env).toContain("BUN_JSC_heapGrowthMaxIncrease=2");
     expect(env).not.toContain("BUN_JSC_useFTLJIT");
-  }, 20000);
+  }, 90_000);
 });

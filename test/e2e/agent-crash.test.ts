@@ -126,4 +126,4 @@ test(`flume run: netcat -> file channel -> avro sink, SIGKILLed ${CYCLES} times 
     await server.close();
     cleanup();
   }
-}, 30000);
+}, 90_000);

@@ -78,7 +78,7 @@ describe("a custom sink from a module path", () => {
     const port = await freePort();
     const conf = agentConf(dir, port, "./jsonl-sink.ts");
     expect(await runAndSend(process.execPath, [CLI], dir, conf, port)).toEqual(HELLO);
-  }, 30000);
+  }, 90_000);
 
   test("flume validate checks the module's properties with file:line; Java class names and missing modules are explained", () => {
     const dir = workspace();

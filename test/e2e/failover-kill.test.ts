@@ -186,5 +186,5 @@ ${avroSinkLines("k1", portB1, batch)}${avroSinkLines("k2", portB2, batch)}`,
     // All three agents, the restarted B1 included, still stop cleanly.
     for (const x of [a, b1, b2]) x.child.kill("SIGTERM");
     expect(await Promise.all([a.exited(), b1.exited(), b2.exited()])).toEqual([0, 0, 0]);
-  }, 30000);
+  }, 90_000);
 });

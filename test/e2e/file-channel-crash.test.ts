@@ -64,4 +64,4 @@ test(`every acknowledged event survives ${CYCLES} SIGKILLs (seed ${SEED})`, asyn
   } finally {
     cleanup();
   }
-}, 30000);
+}, 90_000);

@@ -78,7 +78,7 @@ async function wokenByEvents(command: string[]): Promise<void> {
 describe("file sources woken by file-system events", () => {
   test("under Bun: an appended line and a spooled file are picked up without waiting for a poll", async () => {
     await wokenByEvents([process.execPath, CLI]);
-  }, 30_000);
+  }, 90_000);
 
   needsDeno.test(
     "under Deno: the same",

@@ -71,7 +71,7 @@ describe("flume run with file components", () => {
     expect(lines.filter((l) => l.startsWith("T-"))).toEqual(numbered("T", 0, 400).trim().split("\n"));
     expect(lines.filter((l) => l.startsWith("S-"))).toEqual(numbered("S", 0, 250).trim().split("\n"));
     expect(readdirSync(spool).sort()).toEqual([".flumespool", "batch1.txt.COMPLETED", "batch2.txt.COMPLETED"]);
-  }, 40000);
+  }, 90_000);
 
   test("TAILDIR -> file channel -> file_roll: SIGKILL of the agent during writes and rotations loses no line", async () => {
     const t = tempDir("flume-files-agent-kill-");

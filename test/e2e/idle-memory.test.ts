@@ -28,7 +28,7 @@ describe("flume run --release-memory", () => {
     expect(answer).toBe("OK\nOK\n");
     await agent.waitFor(/late line 2/);
     expect(agent.stderr + agent.stdout).toContain("late line 1");
-  }, 20000);
+  }, 90_000);
 
   needsProc.test("--release-memory 0 never releases", async () => {
     const tmp = tempDir();
@@ -39,5 +39,5 @@ describe("flume run --release-memory", () => {
     const agent = await startAgentCli(cleanups, ["run", "-f", file, "-n", "a1", "--release-memory", "0", "--log-level", "debug", "--quiet", "--no-reload-conf"]);
     await Bun.sleep(2500);
     expect(agent.stderr + agent.stdout).not.toContain("returned unused memory");
-  }, 20000);
+  }, 90_000);
 });

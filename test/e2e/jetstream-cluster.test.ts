@@ -154,7 +154,7 @@ ${collectorConf("a1", cluster.servers, "R3", out, "a1.channels.c1.replicas = 3\n
     expect(b.length).toBeGreaterThan(0);
     expect(a.length + b.length).toBe(total);
     expect(new Set([...a, ...b])).toEqual(new Set(expected(total)));
-  }, 30000);
+  }, 90_000);
 
   needsNatsServer.test("one of two agents is SIGKILLed mid-batch: the other delivers what it held; none lost, duplicates bounded by its prefetch", async () => {
     const tmp = tempDir();
@@ -181,7 +181,7 @@ ${collectorConf("a1", cluster.servers, "R3", out, "a1.channels.c1.replicas = 3\n
     console.log(`agent kill: ${duplicates} duplicates`);
     // Only what the victim wrote and never acked comes again: at most one sink batch (50).
     expect(duplicates).toBeLessThanOrEqual(50);
-  }, 30000);
+  }, 90_000);
 
   needsNatsServer.test("an agent stopped (SIGTERM) mid-stream and started again: nothing lost, nothing duplicated", async () => {
     const tmp = tempDir();
@@ -205,7 +205,7 @@ ${collectorConf("a1", cluster.servers, "R3", out, "a1.channels.c1.replicas = 3\n
     const lines = sinkLines(out);
     expect(new Set(lines)).toEqual(new Set(expected(total)));
     expect(lines.length).toBe(total);
-  }, 30000);
+  }, 90_000);
 
   needsNatsServer.test("a server that is down when the agent starts: the agent logs, keeps running, and events flow once the server is up", async () => {
     const tmp = tempDir();
@@ -232,5 +232,5 @@ ${collectorConf("a1", `nats://127.0.0.1:${port}`, "LATE", out)}`,
     await agent.waitFor(/jetstream channel c1: connected to NATS at 127\.0\.0\.1:\d+ after \d+ attempts/, 10000);
     await waitUntil(() => new Set(sinkLines(out)).size >= 200, "200 events in the sink", 15000, 50);
     expect(new Set(sinkLines(out))).toEqual(new Set(Array.from({ length: 200 }, (_, i) => String(i))));
-  }, 30000);
+  }, 90_000);
 });

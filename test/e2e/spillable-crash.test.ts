@@ -55,4 +55,4 @@ test(`kill -9 with ${TOTAL} events in a SPILLABLEMEMORY channel (memoryCapacity 
   } finally {
     cleanup();
   }
-}, 30000);
+}, 90_000);

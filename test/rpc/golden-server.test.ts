@@ -6,7 +6,7 @@ import zlib from "node:zlib";
 import type { Event } from "../../src/core/event.ts";
 import type { RpcStatus } from "../../src/rpc/protocol.ts";
 import { AvroRpcServer } from "../../src/rpc/server.ts";
-import { FIXTURES } from "../support/helpers.ts";
+import { FIXTURES, waitBound } from "../support/helpers.ts";
 
 const AVRO_RPC = path.join(FIXTURES, "avro-rpc");
 const fixture = (name: string) => readFileSync(path.join(AVRO_RPC, name));
@@ -44,7 +44,7 @@ function exchange(port: number, bytes: Buffer, until: (received: Buffer) => bool
     const timer = setTimeout(() => {
       socket.destroy();
       reject(new Error(`no complete answer; got ${Buffer.concat(chunks).toString("hex")}`));
-    }, 3000);
+    }, waitBound(3000));
     socket.on("data", (c: Buffer) => {
       chunks.push(c);
       const all = Buffer.concat(chunks);

@@ -53,7 +53,7 @@ describe("exec source", () => {
     expect(got[0]).toBe("1");
     expect(got[n - 1]).toBe(String(n));
     expect(got.every((v, i) => v === String(i + 1))).toBe(true);
-  }, 30000);
+  }, 90_000);
 
   test("restart runs the command again after restartThrottle; a missing command is logged", async () => {
     const { src, channel, ctx } = make({ command: "echo again", shell: "/bin/sh -c", restart: "true", restartThrottle: "20", batchTimeout: "10" });

@@ -147,7 +147,7 @@ describe("netcat source, clients that half-close or never read", () => {
     await until(() => answered === lines * "OK\n".length, 10000, "every OK");
     expect(r.source.counter.get("EventAcceptedCount")).toBe(lines);
     client.destroy();
-  }, 20000);
+  }, 90_000);
 });
 
 describe("netcat source without acks", () => {

@@ -3,7 +3,7 @@ import net from "node:net";
 import { createEvent } from "../../../src/core/event.ts";
 import { encodeAppendBatch } from "../../../src/rpc/thrift/messages.ts";
 import { ThriftRpcClient } from "../../../src/rpc/thrift/client.ts";
-import { asyncCleanupsAfterEach, tempDir } from "../../support/helpers.ts";
+import { asyncCleanupsAfterEach, tempDir, waitBound } from "../../support/helpers.ts";
 import { needsOpenssl, needsThrift } from "../../support/requires.ts";
 import { drain, memoryChannel, rawExchange, texts, until } from "../../support/rpc.ts";
 import { bodyPattern, generatedPython, pythonClient, startThriftSource, warnings, type PyCall } from "../../support/thrift/harness.ts";
@@ -268,7 +268,7 @@ function exchangeFrames(port: number, bytes: Buffer, n: number): Promise<Buffer[
     const timer = setTimeout(() => {
       socket.destroy();
       reject(new Error(`only ${data.length} bytes of answers`));
-    }, 4000);
+    }, waitBound(4000));
     socket.on("data", (chunk: Buffer) => {
       data = Buffer.concat([data, chunk]);
       const out: Buffer[] = [];

@@ -23,5 +23,5 @@ describe("file channel segments", () => {
     expect(taken).toEqual(range(0, 15000));
     await ch.stop();
     cleanup();
-  }, 30000);
+  }, 90_000);
 });
