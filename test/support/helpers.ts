@@ -98,6 +98,22 @@ export async function waitUntil(cond: () => boolean | Promise<boolean>, what: st
   }
 }
 
+/**
+ * Waits until done() holds for as long as progress() keeps changing: for work whose length
+ * depends on the machine's speed (a backlog of many thousand calls). Throws "stopped making
+ * progress" once progress() stood still for waitBound(stallMs).
+ */
+export async function waitWhileProgressing(done: () => boolean, progress: () => number, what: string, stallMs = 5000, pollMs = 20): Promise<void> {
+  let last = progress();
+  let since = Date.now();
+  while (!done()) {
+    await sleep(pollMs);
+    const now = progress();
+    if (now !== last) (last = now), (since = Date.now());
+    else if (Date.now() - since > waitBound(stallMs)) throw new Error(`${what} stopped making progress at ${now} (${waitBound(stallMs)} ms)`);
+  }
+}
+
 /** A TCP port on 127.0.0.1 that was free a moment ago (for configs that need a fixed port). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

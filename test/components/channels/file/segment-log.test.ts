@@ -10,7 +10,8 @@ const openFds = () => readdirSync("/proc/self/fd").length;
 describe("file channel segments", () => {
   needsProc.test("tiny maxFileSize: thousands of segment rolls between checkpoints do not keep a descriptor open per segment (EMFILE)", async () => {
     const { dir, cleanup } = tempDir("flume-fc-segments-");
-    const { ch } = await openChannel(dir, { maxFileSize: 1024 });
+    // No checkpoint during the test (a slow machine would reach the 30 s default): it would remove the old segments.
+    const { ch } = await openChannel(dir, { maxFileSize: 1024, checkpointInterval: 3_600_000 });
     const before = openFds();
     const taken: string[] = [];
     for (let i = 0; i < 1500; i++) {
