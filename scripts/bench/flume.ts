@@ -8,20 +8,26 @@
  *   as the null sink and the channels' transactionCapacity);
  * - avro -> memory -> null: Flume's own AvroCLIClient (NettyAvroRpcClient, batch-size 1000 from
  *   its rpcProps file, one call in flight) sends a file of 100-byte lines to each avro source;
+ *   then a Flume agent, seq -> memory -> 4 avro sinks (batch-size 1000, each its own thread and
+ *   NettyAvroRpcClient), sends to each, as a Flume tier does. Either sender is a JVM on the same
+ *   cores: where it bounds the rate, the agents' CPU per event tells them apart;
  * - syslogtcp -> memory -> null: the same RFC 3164 lines from a client process on one connection
  *   (Flume's syslogtcp has no batchSize and commits each event alone; the key is in the file for
  *   ours);
- * - TAILDIR -> memory -> null: the same file of 100-byte lines tailed by each, from its start.
+ * - TAILDIR -> memory -> null: the same file of 100-byte lines, linked into each one's watched
+ *   directory once it is up, read from its start.
  *
  * Timing, the same for both: /metrics (Flume's is `-Dflume.monitoring.type=http`) polled every
  * 20 ms; events/s is the events the channel's EventTakeSuccessCount rose by from the first poll
  * that saw one taken to the poll that saw all N taken, over the wall-clock time between those
- * two polls (so an agent's start and the time before its /metrics answers count for neither).
+ * two polls (so an agent's start and the time before its /metrics answers count for neither);
+ * the same from the first poll that saw half of them taken is printed beside it (a JVM that has
+ * compiled its hot code by then).
  * Peak RSS is the process's VmHWM (/proc), CPU its user+system time over the same window.
  *
  * Ours is the built binary (dist/flume, built when missing; BENCH_BINARY picks another).
- * BENCH_ONLY=memory,file,avro,syslog,taildir picks cases; BENCH_FLUME_N=<factor> scales every
- * count (0.1 for a quick look). Takes about 3 minutes on an idle 2-core machine.
+ * BENCH_ONLY=memory,file,avro,avro-sinks,syslog,taildir picks cases; BENCH_FLUME_N=<factor>
+ * scales every count (0.1 for a quick look). About 1.5-3 minutes on the project's 2-core machine.
  */
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
@@ -234,6 +240,31 @@ function avroCliClient(dir: string, file: string): Load {
   };
 }
 
+/**
+ * A Flume 1.11 agent as the sender: seq -> memory -> `sinks` avro sinks (batch-size 1000, each
+ * its own thread and NettyAvroRpcClient), all pointed at the avro source under test.
+ */
+function avroSinks(total: number, sinks: number): Load {
+  return async (port) => {
+    const names = Array.from({ length: sinks }, (_, i) => `k${i + 1}`);
+    const conf = [
+      "a1.sources = r1",
+      "a1.channels = c1",
+      `a1.sinks = ${names.join(" ")}`,
+      "a1.sources.r1.type = seq",
+      `a1.sources.r1.totalEvents = ${total}`,
+      "a1.sources.r1.batchSize = 1000",
+      "a1.sources.r1.channels = c1",
+      "a1.channels.c1.type = memory",
+      `a1.channels.c1.capacity = ${total}`,
+      "a1.channels.c1.transactionCapacity = 1000",
+      ...names.flatMap((k) => [`a1.sinks.${k}.type = avro`, `a1.sinks.${k}.channel = c1`, `a1.sinks.${k}.hostname = 127.0.0.1`, `a1.sinks.${k}.port = ${port}`, `a1.sinks.${k}.batch-size = 1000`]),
+    ];
+    const sender = await startFlume({ conf: `${conf.join("\n")}\n`, agent: "a1", jvmArgs: JVM_ARGS, logLevel: "warn", ready: { log: /./ } });
+    return { stop: () => sender.stop(5000) };
+  };
+}
+
 /** `total` RFC 3164 lines on one connection (the footprint bench's client). */
 function syslogClient(total: number): Load {
   return async (port) => {
@@ -287,6 +318,14 @@ function cases(base: string): Case[] {
       conf: (port) => [...HEAD, "a1.sources.r1.type = avro", "a1.sources.r1.bind = 127.0.0.1", `a1.sources.r1.port = ${port}`, ...MEMORY],
       prepare: () => writeLines(avroInput, avroTotal),
       load: avroCliClient(base, avroInput),
+    },
+    {
+      key: "avro-sinks",
+      label: `a Flume agent's 4 avro sinks (seq -> memory -> 4 x avro, batch-size 1000) -> avro -> memory -> null, ${fmt(avroTotal)} events`,
+      total: avroTotal,
+      listens: true,
+      conf: (port) => [...HEAD, "a1.sources.r1.type = avro", "a1.sources.r1.bind = 127.0.0.1", `a1.sources.r1.port = ${port}`, ...MEMORY],
+      load: avroSinks(avroTotal, 4),
     },
     {
       key: "syslog",
