@@ -288,7 +288,7 @@ function cases(base: string): Case[] {
   const n = (count: number) => Math.max(1000, Math.round(count * SCALE));
   const seq = (total: number) => ["a1.sources.r1.type = seq", `a1.sources.r1.totalEvents = ${total}`, "a1.sources.r1.batchSize = 1000"];
   const memTotal = n(5_000_000);
-  const fileTotal = n(500_000);
+  const fileTotal = n(300_000);
   const syslogTotal = n(1_000_000);
   const avroTotal = n(1_000_000);
   const avroInput = path.join(base, "avro-input.log");
