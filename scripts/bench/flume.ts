@@ -134,9 +134,13 @@ const flumeTs: Side = {
         await new Promise((r) => child.once("exit", r));
       },
     };
+    const up = async (cond: () => Promise<boolean>) => {
+      if (child.exitCode !== null) throw new Error(`Flume TS exited with ${child.exitCode}:\n${err}`);
+      return cond();
+    };
     try {
-      await waitFor("Flume TS /metrics answering", () => metricsAnswer(metricsPort), running);
-      if (listens !== undefined) await waitFor(`Flume TS listening on ${listens}`, () => connects(listens), running);
+      await waitFor("Flume TS /metrics answering", () => up(() => metricsAnswer(metricsPort)), running);
+      if (listens !== undefined) await waitFor(`Flume TS listening on ${listens}`, () => up(() => connects(listens)), running);
     } catch (e) {
       await running.stop();
       throw e;
