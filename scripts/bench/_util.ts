@@ -172,3 +172,40 @@ export async function sendForever(client: { appendBatch(events: Event[]): Promis
   };
   await Promise.all(Array.from({ length: inFlight }, loop));
 }
+
+/**
+ * The client: N RFC 3164 lines over `conns` connections, in 1000-line writes, once every
+ * connection is open. Prints "ready" when they are, "done" when all is written.
+ */
+export const SYSLOG_CLIENT = `
+const net = require("node:net");
+const [port, n, conns] = process.argv.slice(1).map(Number);
+const lines = [];
+for (let i = 0; i < 1000; i++) lines.push("<134>May  6 07:08:09 web-01 nginx[4242]: GET /index.html HTTP/1.1 200 512 " + String(i).padStart(6, "0") + "\\n");
+const block = Buffer.from(lines.join(""));
+const per = Math.ceil(n / conns);
+let open = 0, finished = 0;
+const all = [];
+for (let c = 0; c < conns; c++) {
+  const s = net.connect(port, "127.0.0.1", () => {
+    if (++open < conns) return;
+    console.log("ready");
+    for (const [sock, count] of all) pump(sock, count);
+  });
+  s.on("error", (e) => { console.error(e.message); process.exit(1); });
+  all.push([s, Math.min(per, n - c * per)]);
+}
+function pump(s, count) {
+  let sent = 0;
+  const step = () => {
+    while (sent < count) {
+      const k = Math.min(1000, count - sent);
+      sent += k;
+      if (!s.write(k === 1000 ? block : block.subarray(0, k * (block.length / 1000)))) return s.once("drain", step);
+    }
+    if (++finished === conns) console.log("done");
+  };
+  step();
+}
+setInterval(() => {}, 1000);
+`;

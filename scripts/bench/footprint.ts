@@ -29,7 +29,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { heapStats } from "bun:jsc";
-import { cpuMs, type Figure, figureLine, fmt, freePort, median, parseFigureLine, RUNS, residentPartsText, runsText } from "./_util.ts";
+import { cpuMs, type Figure, figureLine, fmt, freePort, median, parseFigureLine, RUNS, residentPartsText, runsText, SYSLOG_CLIENT } from "./_util.ts";
 
 const ROOT = path.resolve(import.meta.dir, "../..");
 const BINARY = process.env.BENCH_BINARY ? path.resolve(process.env.BENCH_BINARY) : path.join(ROOT, "dist", "flume");
@@ -161,43 +161,6 @@ async function startCase(dir: string): Promise<void> {
 }
 
 // ---- syslog ----
-
-/**
- * The client: N RFC 3164 lines over `conns` connections, in 1000-line writes, once every
- * connection is open. Prints "ready" when they are, "done" when all is written.
- */
-const SYSLOG_CLIENT = `
-const net = require("node:net");
-const [port, n, conns] = process.argv.slice(1).map(Number);
-const lines = [];
-for (let i = 0; i < 1000; i++) lines.push("<134>May  6 07:08:09 web-01 nginx[4242]: GET /index.html HTTP/1.1 200 512 " + String(i).padStart(6, "0") + "\\n");
-const block = Buffer.from(lines.join(""));
-const per = Math.ceil(n / conns);
-let open = 0, finished = 0;
-const all = [];
-for (let c = 0; c < conns; c++) {
-  const s = net.connect(port, "127.0.0.1", () => {
-    if (++open < conns) return;
-    console.log("ready");
-    for (const [sock, count] of all) pump(sock, count);
-  });
-  s.on("error", (e) => { console.error(e.message); process.exit(1); });
-  all.push([s, Math.min(per, n - c * per)]);
-}
-function pump(s, count) {
-  let sent = 0;
-  const step = () => {
-    while (sent < count) {
-      const k = Math.min(1000, count - sent);
-      sent += k;
-      if (!s.write(k === 1000 ? block : block.subarray(0, k * (block.length / 1000)))) return s.once("drain", step);
-    }
-    if (++finished === conns) console.log("done");
-  };
-  step();
-}
-setInterval(() => {}, 1000);
-`;
 
 /** An agent with a syslogtcp source and a null sink, with /metrics. */
 async function syslogAgent(dir: string, extra: string[] = []): Promise<{ agent: Agent; port: number; metrics: number }> {
