@@ -69,7 +69,7 @@ const RUN_ARGS = {
   "no-reload-conf": { type: "boolean", description: "Do not reload the file when it changes" },
   "poll-interval": { type: "string", parse: nonNegative, default: "30", description: "Seconds between checks of the file for changes" },
   "metrics-port": { type: "string", parse: port(0), description: "Serve /metrics (Flume's JSON) and /prometheus on this port" },
-  "metrics-bind": { type: "string", default: "0.0.0.0", description: "Address for the metrics server" },
+  "metrics-bind": { type: "string", default: "0.0.0.0", description: "Address for the metrics server: every interface by default, as Flume's, so another host can scrape it; 127.0.0.1 keeps it local" },
   lenient: { type: "boolean", description: "Start with broken components dropped, as Flume does, instead of refusing" },
   strict: { type: "boolean", description: "Treat warnings (an unknown property, a misspelt key) as errors: refuse to start, as validate --strict" },
   quiet: { type: "boolean", alias: "q", description: "No periodic stats line" },
