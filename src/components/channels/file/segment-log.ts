@@ -216,7 +216,8 @@ export class SegmentLog {
       if (pad > 0) {
         zeros ??= Buffer.alloc(PREALLOCATE);
         try {
-          // Growing the file commits its new size to the journal too: 3-4 ms here, so never inline.
+          // Growing the file commits its new size to the journal too: 3-4 ms here, so never inline
+          // (but in the simulator, whose runs must not depend on when the disk answers).
           const padded = [...bufs, zeros.subarray(0, pad)];
           if (this.blocking) writeGroupSync(fd, padded, total + pad, offset);
           else await writeGroup(fd, padded, total + pad, offset);
