@@ -40,6 +40,8 @@ export interface BuildContext {
   network?: (component: string) => Network;
   /** Sink runner backoff (Flume's SinkRunner: 1000 ms steps up to 5000 ms). */
   runnerBackoff?: { backoffSleepIncrement: number; maxBackoffSleep: number };
+  /** Disk I/O on the main thread, synchronously (the simulator: see ComponentContext.blockingIo). */
+  blockingIo?: boolean;
 }
 
 /** A built channel with what decides whether a reload may keep it. */
@@ -114,7 +116,7 @@ export function createComponent<T>(definition: AnyDefinition, options: AnyOption
 export function buildAgent(model: AgentModel, bc: BuildContext, reuse?: Reuse): BuiltAgent {
   const random = bc.random ?? Math.random;
   const storagePath = bc.storagePath ?? ((p: string) => p);
-  const ctxFor = (name: string): ComponentContext => ({ name, agentName: bc.agentName, clock: bc.clock, logger: bc.logger(name), random, storagePath, network: bc.network?.(name) });
+  const ctxFor = (name: string): ComponentContext => ({ name, agentName: bc.agentName, clock: bc.clock, logger: bc.logger(name), random, storagePath, network: bc.network?.(name), blockingIo: bc.blockingIo });
   const built: BuiltAgent = { channels: new Map(), sources: new Map(), runners: new Map() };
 
   for (const [name, m] of model.channels) {

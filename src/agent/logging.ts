@@ -2,7 +2,8 @@
  * The agent's log: one line per message on stderr (stdout stays free for data), each with a
  * timestamp, level and component; as text or one JSON object a line. Colour only on a TTY
  * without NO_COLOR. A message a component repeats (an error at every poll) is written once,
- * then counted: "repeated N times" when it changes or once a minute.
+ * then counted: "repeated N times" right after the lines it folds (before any other line is
+ * written) or once a minute. A component's output (the logger sink's events) is never folded.
  */
 import type { Logger } from "../core/logger.ts";
 import { colorEnabled } from "../io/terminal.ts";
@@ -44,28 +45,33 @@ function messageOf(message: string, args: unknown[]): string {
 
 /** Writes our line format, with repeated messages folded; shared by the agent's logger and its tagged ones. */
 class LineWriter {
-  private readonly last = new Map<string, { text: string; level: string; repeats: number; since: number }>();
+  /**
+   * The line last written, while it may fold the next ones: only consecutive lines fold, so the
+   * count of repeats is written before any other line and reads as about the line above it.
+   */
+  private last: { component: string; text: string; level: string; repeats: number; since: number } | null = null;
   private readonly rank: number;
 
   constructor(private readonly o: Required<Omit<AgentLogOptions, "agent" | "level">> & { agent?: string; level: LogLevel }) {
     this.rank = RANK[o.level];
   }
 
-  log(rank: number, level: string, component: string, message: string, args: unknown[]): void {
+  /** fold: false for data (a sink's output), which is written every time and folds nothing after it. */
+  log(rank: number, level: string, component: string, message: string, args: unknown[], fold = true): void {
     if (rank > this.rank) return;
     const text = messageOf(message, args);
     const at = this.o.now();
-    const prev = this.last.get(component);
-    if (prev && prev.text === text && prev.level === level) {
+    const prev = this.last;
+    if (fold && prev && prev.component === component && prev.text === text && prev.level === level) {
       prev.repeats++;
       if (at.getTime() - prev.since >= REPEAT_FLUSH_MS) {
-        this.flushRepeats(component, at);
+        this.flushRepeats(at);
         prev.since = at.getTime();
       }
       return;
     }
-    this.flushRepeats(component, at);
-    this.last.set(component, { text, level, repeats: 0, since: at.getTime() });
+    this.flushRepeats(at);
+    this.last = fold ? { component, text, level, repeats: 0, since: at.getTime() } : null;
     this.emit(level, component, text, at);
   }
 
@@ -79,9 +85,9 @@ class LineWriter {
     o.write(`${at.toISOString()} ${word} ${component ? `[${component}] ` : ""}${message}\n`);
   }
 
-  private flushRepeats(component: string, at: Date): void {
-    const prev = this.last.get(component);
-    if (prev && prev.repeats > 0) this.emit(prev.level, component, `(the last message repeated ${prev.repeats} more time${prev.repeats === 1 ? "" : "s"})`, at);
+  private flushRepeats(at: Date): void {
+    const prev = this.last;
+    if (prev && prev.repeats > 0) this.emit(prev.level, prev.component, `(the last message repeated ${prev.repeats} more time${prev.repeats === 1 ? "" : "s"})`, at);
     if (prev) prev.repeats = 0;
   }
 }
@@ -98,6 +104,7 @@ class TaggedLogger implements AgentLogger {
   readonly success = (message: string, ...args: unknown[]): void => this.out.log(3, "INFO", this.tag, message, args);
   readonly debug = (message: string, ...args: unknown[]): void => this.out.log(4, "DEBUG", this.tag, message, args);
   readonly trace = (message: string, ...args: unknown[]): void => this.out.log(5, "TRACE", this.tag, message, args);
+  readonly output = (message: string): void => this.out.log(3, "INFO", this.tag, message, [], false);
   withTag(tag: string): AgentLogger {
     return new TaggedLogger(this.out, tag);
   }

@@ -24,6 +24,8 @@ export interface ReloaderOptions {
   load(text: string): LoadResult | Promise<LoadResult>;
   /** Start without broken components instead of keeping the old configuration (--lenient). */
   lenient: boolean;
+  /** Warnings count as errors (--strict): a file with one keeps the running configuration. */
+  strict?: boolean;
   log: ReloadLog;
   /** The text the agent was started from. */
   loadedText: string;
@@ -82,13 +84,13 @@ export class ConfigReloader {
     if (!retry) this.buildFailure = null;
     try {
       const next = await this.o.load(text);
-      const bad = next.problems.filter((p) => p.severity === "error");
+      const bad = next.problems.filter((p) => p.severity === "error" || this.o.strict === true);
       const invalid = !next.model || (bad.length > 0 && !this.o.lenient);
       // Warnings too (an unknown property's "did you mean"), as at startup; once per change.
       if (!retry || invalid) for (const p of next.problems) (p.severity === "error" ? log.error : log.warn)(formatProblem(p));
       if (!next.model || invalid) {
         this.buildFailure = null;
-        log.error(`${this.o.displayName} changed but has ${bad.length} error(s); keeping the running configuration`);
+        log.error(`${this.o.displayName} changed but has ${bad.length} error(s)${this.o.strict ? " (warnings count under --strict)" : ""}; keeping the running configuration`);
         return;
       }
       // --lenient applies to reloads too, as at startup: the broken components are dropped.

@@ -27,6 +27,8 @@ export interface RunOptions {
   metricsPort?: number;
   metricsBind: string;
   lenient: boolean;
+  /** Refuse to start (and to reload) on warnings too, as `flume validate --strict` counts them. */
+  strict: boolean;
   quiet: boolean;
   drainTimeoutMs: number;
   statsIntervalSec: number;
@@ -67,8 +69,9 @@ const RUN_ARGS = {
   "no-reload-conf": { type: "boolean", description: "Do not reload the file when it changes" },
   "poll-interval": { type: "string", parse: nonNegative, default: "30", description: "Seconds between checks of the file for changes" },
   "metrics-port": { type: "string", parse: port(0), description: "Serve /metrics (Flume's JSON) and /prometheus on this port" },
-  "metrics-bind": { type: "string", default: "0.0.0.0", description: "Address for the metrics server" },
+  "metrics-bind": { type: "string", default: "0.0.0.0", description: "Address for the metrics server: every interface by default, as Flume's, so another host can scrape it; 127.0.0.1 keeps it local" },
   lenient: { type: "boolean", description: "Start with broken components dropped, as Flume does, instead of refusing" },
+  strict: { type: "boolean", description: "Treat warnings (an unknown property, a misspelt key) as errors: refuse to start, as validate --strict" },
   quiet: { type: "boolean", alias: "q", description: "No periodic stats line" },
   "drain-timeout": { type: "string", parse: nonNegative, default: "5000", description: "Milliseconds sinks get to drain channels on shutdown" },
   "release-memory": {
@@ -116,6 +119,7 @@ function runOptions(a: Parsed<typeof RUN_ARGS>): { options: RunOptions; notes: s
     logLevel = levelFromFlumeRootLogger(rootLogger);
     if (logLevel === undefined) throw new UsageError(`-Dflume.root.logger=${rootLogger}: expected LEVEL,appender with LEVEL one of ERROR, WARN, INFO, DEBUG, TRACE`);
   }
+  if (a.strict && a.lenient) throw new UsageError("--strict and --lenient contradict each other: --strict refuses warnings, --lenient starts despite errors");
   const failFast = a["fail-fast"];
   const options: RunOptions = {
     logLevel: logLevel ?? "info",
@@ -129,6 +133,7 @@ function runOptions(a: Parsed<typeof RUN_ARGS>): { options: RunOptions; notes: s
     metricsPort,
     metricsBind: a["metrics-bind"],
     lenient: a.lenient,
+    strict: a.strict,
     quiet: a.quiet,
     drainTimeoutMs: a["drain-timeout"],
     statsIntervalSec: a["stats-interval"],
@@ -164,17 +169,23 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
     log.error(`cannot read ${o.file}: ${(err as Error).message}`);
     return 2;
   }
-  const errors = result.problems.filter((p) => p.severity === "error");
+  // Under --strict a warning refuses the start as an error does.
+  const errors = result.problems.filter((p) => p.severity === "error" || o.strict);
   if (errors.length > 0 && !o.lenient) {
     // The same report as `flume validate`.
-    process.stderr.write(humanReport(result, o.file).text);
+    process.stderr.write(humanReport(result, o.file, o.strict).text);
   } else {
     for (const p of result.problems) (p.severity === "error" ? log.error : log.warn)(formatProblem(p));
   }
   if (!result.model) return 1;
   if (errors.length > 0) {
     if (!o.lenient) {
-      log.error(`${errors.length} error(s) in ${o.file}; not starting (fix them, or use --lenient to drop the broken components as Flume does)`);
+      const warnings = errors.filter((p) => p.severity === "warning").length;
+      log.error(
+        warnings === errors.length
+          ? `${warnings} warning(s) in ${o.file} and --strict; not starting (fix them, or run without --strict)`
+          : `${errors.length} error(s) in ${o.file}; not starting (fix them, or use --lenient to drop the broken components as Flume does)`,
+      );
       return 1;
     }
     for (const w of result.model.dropped) log.warn(w);
@@ -216,7 +227,9 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
       return;
     }
     stopping = true;
-    log.info(`${failure === undefined ? `${signal} received` : signal}: stopping agent ${config.agent} (sinks drain the channels for up to ${o.drainTimeoutMs} ms; send SIGTERM again to stop at once)`);
+    // Whoever pressed Ctrl-C is at a terminal: tell them the key, not a signal name.
+    const again = signal === "SIGINT" ? "press Ctrl-C again (or send SIGTERM)" : "send SIGTERM again";
+    log.info(`${failure === undefined ? `${signal} received` : signal}: stopping agent ${config.agent} (sinks drain the channels for up to ${o.drainTimeoutMs} ms; ${again} to stop at once)`);
     if (reloadTimer) clearInterval(reloadTimer);
     if (readyTimer) clearInterval(readyTimer);
     stats?.stop();
@@ -318,7 +331,7 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
     idleRelease.start();
   }
 
-  reloader = new ConfigReloader(agent, { file, displayName: o.file, load: (text) => loadConfig(text, file, o), lenient: o.lenient, log, loadedText });
+  reloader = new ConfigReloader(agent, { file, displayName: o.file, load: (text) => loadConfig(text, file, o), lenient: o.lenient, strict: o.strict, log, loadedText });
   if (o.reload && o.pollIntervalSec > 0) {
     const poller = reloader;
     reloadTimer = setInterval(() => void poller.poll(), o.pollIntervalSec * 1000);

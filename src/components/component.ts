@@ -30,6 +30,12 @@ export interface ComponentContext {
    * simulator's virtual network, on which the real avro sink and source run.
    */
   network?: Network;
+  /**
+   * Set by the simulator and replay: disk I/O runs synchronously on the main thread, so when
+   * a write completes (the disk, the machine's load) can decide nothing, and the same seed
+   * gives the same run. An agent leaves it unset.
+   */
+  blockingIo?: boolean;
 }
 
 /**

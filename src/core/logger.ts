@@ -4,6 +4,11 @@ export interface Logger {
   info(message: string, ...args: unknown[]): void;
   warn(message: string, ...args: unknown[]): void;
   error(message: string, ...args: unknown[]): void;
+  /**
+   * A component's data written to the log at INFO (the logger sink's events): written every
+   * time, never folded with repeats as messages are. Loggers without it take info.
+   */
+  output?(message: string): void;
 }
 
 /** Drops everything; the default where no logger was given (tests, the simulator). */

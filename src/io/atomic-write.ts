@@ -6,7 +6,7 @@
  * rename may be gone). I/O errors are thrown, never swallowed: an EIO here means the state on
  * disk is not what the caller believes.
  */
-import { closeSync, fsyncSync, openSync } from "node:fs";
+import { closeSync, fdatasyncSync, fsyncSync, mkdirSync, openSync, renameSync, writeFileSync } from "node:fs";
 import { mkdir, open, rename } from "node:fs/promises";
 import path from "node:path";
 
@@ -25,6 +25,21 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, o
   await writeFileFully(tmp, data, "w", durable);
   await rename(tmp, file);
   if (durable && (options.syncDirectory ?? true)) await syncDirectory(path.dirname(file));
+}
+
+/** writeFileAtomic on the calling thread (durable), for callers whose I/O must finish before they go on. */
+export function writeFileAtomicSync(file: string, data: string | Uint8Array): void {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const tmp = `${file}.tmp`;
+  const fd = openSync(tmp, "w");
+  try {
+    writeFileSync(fd, data);
+    fdatasyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, file);
+  syncDirectorySync(path.dirname(file));
 }
 
 /** Creates or replaces `file` with `data` and flushes it to disk (flag "wx": must not exist). */

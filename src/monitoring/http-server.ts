@@ -1,5 +1,6 @@
 import type { Logger } from "../core/logger.ts";
 import { metricsJson, prometheusText, wantsPrometheus } from "./metrics.ts";
+import { processMetricsText } from "./process-metrics.ts";
 import type { MetricsProvider } from "./metrics.ts";
 
 const INDEX = '<html><body><a href="./metrics">Metrics</a> <a href="./prometheus">Prometheus</a> <a href="./health">Health</a> <a href="./ready">Ready</a> <a href="./components">Components</a></body></html>\n';
@@ -129,7 +130,7 @@ export class MetricsServer {
   private answer(method: string, path: string, accept: string | undefined): Answer {
     const json = "application/json;charset=utf-8";
     if (method !== "GET" && method !== "HEAD") return { status: 405, type: "text/plain", body: "method not allowed\n", allow: "GET, HEAD" };
-    if ((path === "/metrics" && wantsPrometheus(accept)) || path === "/prometheus") return { status: 200, type: PROMETHEUS_TYPE, body: prometheusText(this.provider) };
+    if ((path === "/metrics" && wantsPrometheus(accept)) || path === "/prometheus") return { status: 200, type: PROMETHEUS_TYPE, body: prometheusText(this.provider) + processMetricsText() };
     if (path === "/metrics") return { status: 200, type: json, body: JSON.stringify(metricsJson(this.provider)) };
     if (path === "/health") return { status: 200, type: json, body: JSON.stringify({ status: "ok", agent: this.provider.name }) + "\n" };
     if (path === "/ready") {

@@ -99,7 +99,8 @@ function fallback(key: string): Metric {
   return /(Count|Fail)$/.test(key) ? c(base, `Flume counter ${key}`) : g(base, `Flume attribute ${key}`);
 }
 
-function labelValue(v: string): string {
+/** A label value escaped as the text format wants it. */
+export function labelValue(v: string): string {
   return v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
 }
 

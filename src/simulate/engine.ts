@@ -688,6 +688,8 @@ class Simulation {
       random: a.index === 0 ? this.random : seededRandom(this.o.seed, 100 + a.index),
       storagePath: a.storagePath,
       runnerBackoff: SINK_RUNNER_BACKOFF,
+      // Real I/O completing must not reach virtual time: file channels write synchronously.
+      blockingIo: true,
       network: (component) => this.network.endpoint(plan.name, component),
       wrapChannel: (channel, m) => {
         const c = local.get(m.name) as ChannelPlan;

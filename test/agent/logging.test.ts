@@ -41,20 +41,58 @@ describe("agent log lines", () => {
     expect(debug.lines[0]).toContain("DEBUG yes");
   });
 
-  test("a message a component repeats is written once, then counted when it changes or after a minute", () => {
+  test("a message a component repeats is written once, then counted right after the lines it folds, or after a minute", () => {
     const { log, lines, advance } = capture();
     const r = componentLogger(log, "reload");
     for (let i = 0; i < 5; i++) r.error("cannot read flume.conf: ENOENT");
-    componentLogger(log, "r1").info("another component is not folded into it");
-    advance(61_000);
+    advance(30_000);
+    r.error("cannot read flume.conf: ENOENT");
+    advance(31_000);
     r.error("cannot read flume.conf: ENOENT");
     r.info("reloaded flume.conf");
     expect(lines.map((l) => l.slice(25))).toEqual([
       "ERROR [reload] cannot read flume.conf: ENOENT\n",
-      "INFO  [r1] another component is not folded into it\n",
-      "ERROR [reload] (the last message repeated 5 more times)\n",
+      "ERROR [reload] (the last message repeated 6 more times)\n",
       "INFO  [reload] reloaded flume.conf\n",
     ]);
+  });
+
+  test("the count of repeats comes before any other line, whichever component writes it, and folds only the lines above it", () => {
+    const { log, lines } = capture();
+    const stats = componentLogger(log, "stats");
+    const k1 = componentLogger(log, "k1");
+    for (let i = 0; i < 3; i++) stats.info("c1 holds 0 events");
+    k1.info("connected to 127.0.0.1:4141");
+    stats.info("c1 holds 0 events");
+    stats.info("c1 holds 0 events");
+    log.info("agent a1 stopping");
+    expect(lines.map((l) => l.slice(25))).toEqual([
+      "INFO  [stats] c1 holds 0 events\n",
+      "INFO  [stats] (the last message repeated 2 more times)\n",
+      "INFO  [k1] connected to 127.0.0.1:4141\n",
+      "INFO  [stats] c1 holds 0 events\n",
+      "INFO  [stats] (the last message repeated 1 more time)\n",
+      "INFO  agent a1 stopping\n",
+    ]);
+  });
+
+  test("a component's output (the logger sink's events) is written every time, never folded, and ends a fold before it", () => {
+    const { log, lines } = capture();
+    const k1 = componentLogger(log, "k1");
+    const r1 = componentLogger(log, "r1");
+    r1.warn("channel c1 is full");
+    r1.warn("channel c1 is full");
+    for (let i = 0; i < 3; i++) k1.output?.("Event: { headers:{} body: 73 61 6D 65 same }");
+    expect(lines.map((l) => l.slice(25))).toEqual([
+      "WARN  [r1] channel c1 is full\n",
+      "WARN  [r1] (the last message repeated 1 more time)\n",
+      "INFO  [k1] Event: { headers:{} body: 73 61 6D 65 same }\n",
+      "INFO  [k1] Event: { headers:{} body: 73 61 6D 65 same }\n",
+      "INFO  [k1] Event: { headers:{} body: 73 61 6D 65 same }\n",
+    ]);
+    const quiet = capture({ level: "warn" });
+    componentLogger(quiet.log, "k1").output?.("Event: { headers:{} body: }");
+    expect(quiet.lines).toEqual([]);
   });
 
   test("colour only when asked (a TTY without NO_COLOR): no escape codes otherwise", () => {

@@ -66,6 +66,26 @@ describe("flume run", () => {
     expect(r.stderr).toContain("not starting");
   });
 
+  test("--strict refuses to start on a warning (a misspelt property), naming file:line; without it the agent starts", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const conf = path.join(dir, "typo.conf");
+    writeFileSync(conf, agentConf(port, "a1.channels.c1.capcity = 10\n"));
+    const r = runCli(["run", "-f", conf, "--strict", "--quiet"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`${conf}:11: error: channel c1: capcity: is not a property of channel type memory`);
+    expect(r.stderr).toContain("1 warning(s) in");
+    expect(r.stderr).toContain("not starting");
+    expect(await canConnect(port)).toBe(false);
+    expect(runCli(["run", "-f", conf, "--strict", "--lenient"]).code).toBe(2);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet"]);
+    expect(agent.stderr).toMatch(/capcity: is not a property of channel type memory/);
+    expect(await sendLines(port, "x\n")).toBe("OK\n");
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+  });
+
   test("usage errors exit 2", () => {
     expect(runCli(["run"]).code).toBe(2);
     expect(runCli(["run", "-f", "x.conf", "--bogus"]).code).toBe(2);
@@ -389,18 +409,41 @@ describe("flume run in production: signals, exit codes, logs", () => {
     expect(await agent.exited()).toBe(0);
   });
 
-  test("a second SIGTERM during the drain stops at once and says what it leaves; a memory channel left holding events exits 3", async () => {
+  test("--strict: a reload whose file has a warning keeps the running configuration", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const port = await freePort();
+    const port2 = await freePort();
+    const conf = netcatAgentConf(dir, port);
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet", "--no-reload-conf", "--strict"]);
+    writeFileSync(conf, netcatConf(port).replace("a1.sources = r1", "a1.sources = r1 r2") + `a1.sources.r2.type = netcat\na1.sources.r2.bind = 127.0.0.1\na1.sources.r2.port = ${port2}\na1.sources.r2.channels = c1\na1.channels.c1.capcity = 10\n`);
+    agent.child.kill("SIGHUP");
+    await agent.waitFor(/changed but has 1 error\(s\) \(warnings count under --strict\); keeping the running configuration/);
+    expect(agent.stderr).toMatch(/capcity: is not a property of channel type memory/);
+    expect(await canConnect(port2)).toBe(false);
+    expect(await sendLines(port, "x\n")).toBe("OK\n");
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+  });
+
+  /** An agent whose drain could never finish (its sink's destination is down), holding the lines sent. */
+  async function agentThatCannotDrain(lines: string[]) {
     const { dir, cleanup } = tempDir();
     cleanups.push(cleanup);
     const port = await freePort();
     const dead = await freePort();
-    // The sink's destination is down, so a drain could never finish.
     const conf = path.join(dir, "agent.conf");
     writeFileSync(conf, netcatConf(port, { sink: `avro\na1.sinks.k1.hostname = 127.0.0.1\na1.sinks.k1.port = ${dead}` }));
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet", "--drain-timeout", "60000"], /agent a1 started/);
-    expect(await sendLines(port, "a\nb\n")).toBe("OK\nOK\n");
+    expect(await sendLines(port, lines.map((l) => `${l}\n`).join(""))).toBe("OK\n".repeat(lines.length));
+    return agent;
+  }
+
+  test("a second SIGTERM during the drain stops at once and says what it leaves; a memory channel left holding events exits 3", async () => {
+    const agent = await agentThatCannotDrain(["a", "b"]);
     agent.child.kill("SIGTERM");
     await agent.waitFor(/SIGTERM received: stopping agent a1/);
+    expect(agent.stderr).toContain("send SIGTERM again to stop at once");
     await sleep(200);
     const t0 = Date.now();
     agent.child.kill("SIGTERM");
@@ -411,6 +454,18 @@ describe("flume run in production: signals, exit codes, logs", () => {
     expect(agent.stderr).toContain("SIGTERM received again: stopping at once");
     expect(agent.stderr).toMatch(/channel c1 still held 2 events when the drain was cut short; a memory channel loses them/);
     expect(agent.stderr).toMatch(/2 accepted events left in memory channels were lost \(exit 3\)/);
+  });
+
+  test("Ctrl-C (SIGINT) during the drain: the agent says to press Ctrl-C again, and a second one stops at once", async () => {
+    const agent = await agentThatCannotDrain(["a"]);
+    agent.child.kill("SIGINT");
+    await agent.waitFor(/SIGINT received: stopping agent a1/);
+    expect(agent.stderr).toContain("press Ctrl-C again (or send SIGTERM) to stop at once");
+    expect(agent.stderr).not.toContain("send SIGTERM again");
+    await sleep(200);
+    agent.child.kill("SIGINT");
+    expect(await agent.exited()).toBe(3);
+    expect(agent.stderr).toContain("SIGINT received again: stopping at once");
   });
 
   test("--fail-fast=SECONDS exits 1 when a component has not started in time; without it the agent keeps retrying", async () => {

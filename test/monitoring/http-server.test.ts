@@ -1,10 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import { writeFileSync, readFileSync } from "node:fs";
+import { writeFileSync, readFileSync, readdirSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
 import { cleanupsAfterEach, freePort, startAgentCli, tempDir, FIXTURES, runCli, sleep, waitUntil } from "../support/helpers.ts";
-import { needsPromtool } from "../support/requires.ts";
+import { needsProc, needsPromtool } from "../support/requires.ts";
+import { VERSION, FLUME_COMPAT } from "../../src/version.ts";
 
 const METRICS = path.join(FIXTURES, "metrics");
 
@@ -215,6 +216,58 @@ describe("monitoring, avro -> memory -> file_roll", () => {
   });
 });
 
+/** The value of the one sample of `name` (no labels, or the labels given) in Prometheus text. */
+function sample(text: string, name: string, labels = ""): number {
+  const m = new RegExp(`^${name}${labels.replace(/[{}]/g, "\\$&")} (\\S+)$`, "m").exec(text);
+  expect(m).not.toBeNull();
+  return Number(m?.[1]);
+}
+
+describe("process series", () => {
+  needsProc.test("the process_* series describe the agent's own process as /proc shows it; flume_build_info says what runs", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const mport = await freePort();
+    const conf = path.join(dir, "agent.conf");
+    writeFileSync(conf, "a1.sources = r1\na1.channels = c1\na1.sinks = k1\na1.sources.r1.type = seq\na1.sources.r1.totalEvents = 100000\na1.sources.r1.channels = c1\na1.channels.c1.type = memory\na1.sinks.k1.type = null\na1.sinks.k1.channel = c1\n");
+    const spawnedAt = Date.now() / 1000;
+    const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--metrics-port", String(mport), "--metrics-bind", "127.0.0.1", "--quiet"]);
+    const pid = agent.child.pid as number;
+    const text = await (await fetch(`http://127.0.0.1:${mport}/prometheus`)).text();
+    const types = checkExposition(text);
+    expect(Object.fromEntries(["process_cpu_seconds_total", "process_resident_memory_bytes", "process_virtual_memory_bytes", "process_open_fds", "process_max_fds", "process_start_time_seconds", "flume_build_info"].map((n) => [n, types.get(n)]))).toEqual({
+      process_cpu_seconds_total: "counter",
+      process_resident_memory_bytes: "gauge",
+      process_virtual_memory_bytes: "gauge",
+      process_open_fds: "gauge",
+      process_max_fds: "gauge",
+      process_start_time_seconds: "gauge",
+      flume_build_info: "gauge",
+    });
+    // The agent's process as the kernel shows it, right after the scrape.
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const rss = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1]) * 1024;
+    const vsize = Number(/^VmSize:\s+(\d+) kB/m.exec(status)?.[1]) * 1024;
+    const fds = readdirSync(`/proc/${pid}/fd`).length;
+    const softLimit = Number(/^Max open files\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/limits`, "utf8"))?.[1]);
+    const resident = sample(text, "process_resident_memory_bytes");
+    expect(resident).toBeGreaterThan(rss / 2);
+    expect(resident).toBeLessThan(rss * 2);
+    expect(sample(text, "process_virtual_memory_bytes")).toBeGreaterThan(vsize / 2);
+    expect(sample(text, "process_virtual_memory_bytes")).toBeLessThan(vsize * 2);
+    expect(Math.abs(sample(text, "process_open_fds") - fds)).toBeLessThanOrEqual(4);
+    expect(sample(text, "process_max_fds")).toBe(softLimit);
+    // The seq source generated events: the process has spent CPU time.
+    expect(sample(text, "process_cpu_seconds_total")).toBeGreaterThan(0.01);
+    const started = sample(text, "process_start_time_seconds");
+    expect(started).toBeGreaterThan(spawnedAt - 1);
+    expect(started).toBeLessThan(Date.now() / 1000);
+    expect(text).toMatch(new RegExp(`^flume_build_info\\{version="${VERSION}",flume_version="${FLUME_COMPAT}",runtime="bun",runtime_version="${Bun.version}"\\} 1$`, "m"));
+    agent.child.kill("SIGTERM");
+    expect(await agent.exited()).toBe(0);
+  });
+});
+
 describe("Prometheus's own checks", () => {
   needsPromtool.test("promtool check metrics finds nothing to report in /metrics of an agent with memory and file channels, a TLS-less avro source and sinks", async () => {
     const { dir, cleanup } = tempDir();
@@ -247,6 +300,8 @@ a1.sinks.k2.channel = c2
     );
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--metrics-port", String(mport), "--metrics-bind", "127.0.0.1", "--quiet"], /metrics on/);
     const text = await (await fetch(`http://127.0.0.1:${mport}/metrics`, { headers: { Accept: "text/plain;version=0.0.4" } })).text();
+    // promtool checks the process and build series too.
+    for (const name of ["process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds", "process_start_time_seconds", "flume_build_info"]) expect(text).toContain(`# TYPE ${name} `);
     const r = spawnSync("promtool", ["check", "metrics"], { input: text, encoding: "utf8" });
     expect({ status: r.status, out: r.stdout + r.stderr }).toEqual({ status: 0, out: "" });
     agent.child.kill("SIGTERM");

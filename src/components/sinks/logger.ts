@@ -33,7 +33,8 @@ export function dumpEvent(event: Event, maxBytes: number): string {
 export class LoggerSink extends BaseSink {
   protected readonly takeLoop: TakeLoop;
 
-  constructor(ctx: ComponentContext, maxBytesToLog: number, write: (line: string) => void = (line) => ctx.logger.info(line)) {
+  // The events are data: written through output, which never folds equal lines as messages are.
+  constructor(ctx: ComponentContext, maxBytesToLog: number, write: (line: string) => void = (line) => (ctx.logger.output ? ctx.logger.output(line) : ctx.logger.info(line))) {
     super(ctx);
     this.takeLoop = this.newTakeLoop({
       batchSize: 1,

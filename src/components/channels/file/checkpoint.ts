@@ -23,7 +23,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { crc32 } from "../../../io/crc32.ts";
-import { writeFileAtomic } from "../../../io/atomic-write.ts";
+import { writeFileAtomic, writeFileAtomicSync } from "../../../io/atomic-write.ts";
 
 const MAGIC = "FLTSCKP1";
 const VERSION = 1;
@@ -113,9 +113,10 @@ export function decodeCheckpoint(buf: Buffer): CheckpointData | { error: string 
   };
 }
 
-/** Writes a checkpoint atomically and durably (see src/io/atomic-write.ts). */
-export async function writeCheckpointFile(dir: string, bytes: Buffer): Promise<void> {
-  await writeFileAtomic(path.join(dir, CHECKPOINT_FILE), bytes);
+/** Writes a checkpoint atomically and durably (see src/io/atomic-write.ts); `blocking`: on the calling thread. */
+export async function writeCheckpointFile(dir: string, bytes: Buffer, blocking = false): Promise<void> {
+  if (blocking) writeFileAtomicSync(path.join(dir, CHECKPOINT_FILE), bytes);
+  else await writeFileAtomic(path.join(dir, CHECKPOINT_FILE), bytes);
 }
 
 export type CheckpointLoad = { data: CheckpointData; from: string } | { data: null; problems: string[] };

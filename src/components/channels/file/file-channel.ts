@@ -175,6 +175,11 @@ export class FileChannel implements Channel {
   readonly writeStats = { groups: 0, transactions: 0 };
   /** Where appends run: main thread or I/O pool (inline-writes.ts). */
   readonly writes: InlineWrites;
+  /**
+   * Every write, fsync and checkpoint on the main thread (ComponentContext.blockingIo): the
+   * simulator's runs then never depend on when the disk answers.
+   */
+  private readonly blockingIo: boolean;
   private pendingWrites: CommitRequest[] = [];
   private readonly pool = new BufferPool();
   private writing = false;
@@ -195,15 +200,16 @@ export class FileChannel implements Channel {
   constructor(
     readonly name: string,
     readonly options: FileChannelOptions,
-    deps: { clock?: Clock; logger?: Logger } = {},
+    deps: { clock?: Clock; logger?: Logger; blockingIo?: boolean } = {},
   ) {
     this.clock = deps.clock ?? systemClock;
     this.logger = deps.logger ?? silentLogger;
+    this.blockingIo = deps.blockingIo ?? false;
     this.counter = new FileChannelCounter(name, this.clock);
     this.counter.set("ChannelCapacity", options.capacity);
     this.minimumRequiredSpace = Math.max(options.minimumRequiredSpace, MINIMUM_REQUIRED_SPACE_FLOOR);
     this.recent = new RecentEvents(Math.max(2 * options.transactionCapacity, 1000), RECENT_BYTES);
-    this.writes = new InlineWrites(options.inlineWriteLimit);
+    this.writes = new InlineWrites(this.blockingIo ? Number.POSITIVE_INFINITY : options.inlineWriteLimit);
   }
 
   getLifecycleState(): LifecycleState {
@@ -287,7 +293,7 @@ export class FileChannel implements Channel {
       this.positions = r.positions;
       this.nextSeq = r.nextSeq;
       this.nextTxid = r.nextTxid;
-      this.log = new SegmentLog(o.dataDirs, o.maxFileSize, o.fsyncPerTransaction, this.writes);
+      this.log = new SegmentLog(o.dataDirs, o.maxFileSize, o.fsyncPerTransaction, this.writes, this.blockingIo);
       this.log.open(r.segments, r.minNewSegmentId);
       this.inflightTakes = 0;
       this.reservedRoom = 0;
@@ -849,7 +855,7 @@ export class FileChannel implements Channel {
       positions: new Map(this.positions),
     });
     try {
-      await writeCheckpointFile(o.checkpointDir, bytes);
+      await writeCheckpointFile(o.checkpointDir, bytes, this.blockingIo);
     } catch (err) {
       this.counter.values.CheckpointWriteErrorCount++;
       this.logger.error(`file channel ${this.name}: cannot write checkpoint in ${o.checkpointDir}: ${(err as Error).message}; the log is kept until a checkpoint succeeds`);
@@ -857,7 +863,7 @@ export class FileChannel implements Channel {
     }
     if (o.useDualCheckpoints && o.backupCheckpointDir) {
       try {
-        await writeCheckpointFile(o.backupCheckpointDir, bytes);
+        await writeCheckpointFile(o.backupCheckpointDir, bytes, this.blockingIo);
       } catch (err) {
         this.counter.values.CheckpointBackupWriteErrorCount++;
         this.logger.error(`file channel ${this.name}: cannot write backup checkpoint in ${o.backupCheckpointDir}: ${(err as Error).message}`);

@@ -75,6 +75,7 @@ export const definition = defineComponent({
     return new FileChannel(ctx.name, channelOptions({ ...o, checkpointDir: storage(o.checkpointDir), dataDirs: parseDataDirs(o.dataDirs).map(storage).join(","), backupCheckpointDir: o.backupCheckpointDir && storage(o.backupCheckpointDir) }), {
       clock: ctx.clock,
       logger: ctx.logger,
+      blockingIo: ctx.blockingIo,
     });
   },
 });

@@ -19,7 +19,7 @@ export class InlineWrites {
   /** Smoothed duration of recent writes, in ms. */
   private recent = 0;
 
-  /** `limitMs` 0: every append goes to the pool. */
+  /** `limitMs` 0: every append goes to the pool; Infinity: every append runs inline. */
   constructor(
     readonly limitMs: number,
     private readonly now: () => number = () => performance.now(),

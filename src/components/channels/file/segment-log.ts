@@ -111,12 +111,17 @@ export class SegmentLog {
   /** Appends are durable when they return (the write descriptor has O_DSYNC). */
   private readonly syncedWrites: boolean;
 
-  /** `durable`: every append is on disk before it resolves (fsyncPerTransaction). */
+  /**
+   * `durable`: every append is on disk before it resolves (fsyncPerTransaction). `blocking`:
+   * every write and fsync on the calling thread (the simulator's file channels; `writes` then
+   * keeps appends inline too).
+   */
   constructor(
     private readonly dataDirs: readonly string[],
     private readonly maxFileSize: number,
     private readonly durable: boolean,
     private readonly writes: InlineWrites,
+    private readonly blocking = false,
   ) {
     this.syncedWrites = durable && O_DSYNC !== undefined;
   }
@@ -211,8 +216,11 @@ export class SegmentLog {
       if (pad > 0) {
         zeros ??= Buffer.alloc(PREALLOCATE);
         try {
-          // Growing the file commits its new size to the journal too: 3-4 ms here, so never inline.
-          await writeGroup(fd, [...bufs, zeros.subarray(0, pad)], total + pad, offset);
+          // Growing the file commits its new size to the journal too: 3-4 ms here, so never inline
+          // (but in the simulator, whose runs must not depend on when the disk answers).
+          const padded = [...bufs, zeros.subarray(0, pad)];
+          if (this.blocking) writeGroupSync(fd, padded, total + pad, offset);
+          else await writeGroup(fd, padded, total + pad, offset);
           this.allocated = offset + total + pad;
         } catch (err) {
           // The disk may hold the group but not the zeros after it.
@@ -226,7 +234,7 @@ export class SegmentLog {
         if (offset + total > this.allocated) this.allocated = offset + total;
       }
       if (!this.durable) this.dirty = true;
-      else if (!this.syncedWrites) await datasync(fd);
+      else if (!this.syncedWrites) await this.datasync(fd);
       // One fstat per group, not per event: a file without links takes writes that vanish.
       if (fs.fstatSync(fd).nlink === 0) throw new DeletedSegmentError(seg.path);
     } catch (err) {
@@ -253,7 +261,13 @@ export class SegmentLog {
   async syncIfDirty(): Promise<void> {
     if (!this.dirty) return;
     this.dirty = false;
-    await datasync(this.writeFd);
+    await this.datasync(this.writeFd);
+  }
+
+  private datasync(fd: number): Promise<void> | undefined {
+    if (!this.blocking) return datasync(fd);
+    fs.fdatasyncSync(fd);
+    return undefined;
   }
 
   /**
@@ -322,7 +336,7 @@ export class SegmentLog {
   }
 
   async close(): Promise<void> {
-    if (this.writeFd >= 0 && this.dirty) await datasync(this.writeFd);
+    if (this.writeFd >= 0 && this.dirty) await this.datasync(this.writeFd);
     if (this.writeFd >= 0) this.trimTail();
     this.closeNow();
   }
