@@ -78,6 +78,31 @@ export interface ComponentDefinition<T = unknown, O extends AnyOptions = AnyOpti
    * another live process holds one.
    */
   claims?(options: O, ctx: Pick<ComponentContext, "storagePath">): Claim[];
+  /**
+   * Sources and sinks that speak an RPC protocol through ctx.network (avro, thrift): how
+   * `flume simulate` sees that a sink of one agent sends to a source of another agent of the
+   * same file, and runs both on its virtual network. Nothing else links agents.
+   */
+  readonly rpcLink?: RpcLink<O>;
+}
+
+/** See ComponentDefinition.rpcLink. */
+export interface RpcLink<O> {
+  /** A sink links only to a source of the same protocol. */
+  readonly protocol: string;
+  /** Where a source listens (its bind address) or a sink connects (its host name). */
+  address(options: O): { host: string; port: number };
+  /** The options with what the virtual network does not carry turned off (TLS, compression, IP filters), and the names of what was on. */
+  plain(options: O): { options: O; off: string[] };
+}
+
+/**
+ * RpcLink.plain as most write it: each feature the virtual network does not carry, whether it
+ * is on, and the settings that turn it off.
+ */
+export function plainLink<O>(options: O, features: readonly { name: string; on: boolean; off: Partial<O> }[]): { options: O; off: string[] } {
+  const on = features.filter((f) => f.on);
+  return { options: Object.assign({}, options, ...on.map((f) => f.off)) as O, off: on.map((f) => f.name) };
 }
 
 /** A lock file a component holds, and what it guards (for messages). */
@@ -117,6 +142,7 @@ export interface ComponentDeclaration<T, P extends Props, G extends Groups> {
   simulation?: ChannelSimulation;
   reconfigure?(instance: T, options: OptionsOf<P, G>): (() => Promise<void>) | null;
   claims?(options: OptionsOf<P, G>, ctx: Pick<ComponentContext, "storagePath">): Claim[];
+  rpcLink?: RpcLink<OptionsOf<P, G>>;
 }
 
 /** See ComponentDefinition.simulation. */
@@ -137,6 +163,7 @@ export function defineComponent<T, const P extends Props, const G extends Groups
     simulation: decl.simulation,
     reconfigure: decl.reconfigure,
     claims: decl.claims,
+    rpcLink: decl.rpcLink,
   };
 }
 

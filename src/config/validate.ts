@@ -40,6 +40,8 @@ export interface ComponentRegistry {
   allComponents(): AnyDefinition[];
   /** Why a type name is not known, when the registry can say better than "unknown type" (custom components). */
   explainUnknown?(kind: ComponentKind, type: string): { message: string; hint: string } | undefined;
+  /** What a custom component module gets for `import ... from "flume-ts"` (see custom-components.ts). */
+  moduleApi?(): Promise<Record<string, unknown>>;
 }
 
 /** The selector and sink processor Flume uses when none is configured. */

@@ -268,6 +268,32 @@ describe("flume simulate", () => {
     }
   });
 
+  test("a configuration flume validate accepts runs: examples/jsonl-sink.conf, whose sink is a custom module, is simulated with its configured batch sizes", () => {
+    const valid = runCli(["validate", "examples/jsonl-sink.conf"]);
+    expect(valid.code).toBe(0);
+    const r = runCli(["simulate", "-f", "examples/jsonl-sink.conf", "--events", "2000", "--fail-sink", "0.1"]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("source r1 -> c1 (netcat replaced by a simulated client, batches of 100)");
+    expect(r.stdout).toContain("sink k1 <- c1 (jsonl replaced by a simulated sink, batches of 100)");
+    expect(r.stdout).toMatch(/delivered unique\s+2,000\n/);
+    expect(r.stdout).toContain("at-least-once: HELD");
+  });
+
+  test("a file in ISO-8859-1 is read as flume run reads it: a Latin-1 value reaches the report", () => {
+    const { dir, cleanup } = tempDir("flume-sim-latin1-");
+    try {
+      const conf = path.join(dir, "latin1.conf");
+      const text = ["a1.sources = r1", "a1.channels = c1", "a1.sinks = k1", "a1.sources.r1.type = seq", "a1.sources.r1.channels = c1", "a1.channels.c1.type = memory", "a1.sinks.k1.type = null", "a1.sinks.k1.channel = c1", "a1.sinkgroups = gr\u00fcn", "a1.sinkgroups.gr\u00fcn.sinks = k1", "a1.sinkgroups.gr\u00fcn.processor.type = failover", ""].join("\n");
+      writeFileSync(conf, Buffer.from(text, "latin1"));
+      const r = runCli(["simulate", "-f", conf, "--events", "100"]);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain("sinkgroup gr\u00fcn: failover over k1");
+    } finally {
+      cleanup();
+    }
+  });
+
   test("a tier from one file: a timeline per agent, agents, links, duplicates by cause, a verdict for the tier and each agent; --explain an event across agents", () => {
     const { dir, cleanup } = tempDir("flume-sim-tier-");
     try {
