@@ -208,7 +208,7 @@ describe("flume simulate", () => {
     }
   });
 
-  test("the fixes of issue 15: histories for lost and duplicated events in --json, channel-full retries named as such, crashes that never happened said so, a file channel's fill", () => {
+  test("histories for lost and duplicated events in --json, channel-full retries named as such, crashes that never happened said so, a file channel's fill", () => {
     const { dir, cleanup } = tempDir("flume-sim-fixes-");
     try {
       // A lost event and duplicated ones: each gets its history, in the JSON too.
