@@ -1,7 +1,7 @@
 import { type Clock, systemClock } from "../core/clock.ts";
 import type { Event } from "../core/event.ts";
 import { type Logger, silentLogger } from "../core/logger.ts";
-import type { AnyOptions, ComponentKind, ComponentSchema, Groups, OptionsOf, PropError, Props } from "../config/schema.ts";
+import type { AnyOptions, ComponentKind, ComponentSchema, Groups, OptionsOf, PropError, Props, ValidationContext } from "../config/schema.ts";
 import { parseOptions, schemaOf } from "../config/schema.ts";
 import type { Network } from "../net/network.ts";
 
@@ -50,8 +50,12 @@ export interface ComponentDefinition<T = unknown, O extends AnyOptions = AnyOpti
   /** Parses raw properties into this component's options (defaults filled in). */
   parse(raw: Readonly<Record<string, string>>): { options: O; errors: PropError[] };
   create(options: O, ctx: ComponentContext): T;
-  /** Cross-property checks the schema cannot express; messages name the key. */
-  validate?(options: O): PropError[];
+  /**
+   * The component's own checks, which the schema cannot express: across its properties and
+   * groups, and against its wiring (`context`). Messages name the key; `flume validate` reports
+   * them at its line.
+   */
+  validate?(options: O, context?: ValidationContext): PropError[];
   /**
    * Channels: present when committed events survive the process dying. crash(instance) leaves
    * the instance as a killed process would (the simulator and the channel conformance suite
@@ -137,7 +141,7 @@ export interface ComponentDeclaration<T, P extends Props, G extends Groups> {
   props: P;
   groups?: G;
   create(options: OptionsOf<P, G>, ctx: ComponentContext): T;
-  validate?(options: OptionsOf<P, G>): PropError[];
+  validate?(options: OptionsOf<P, G>, context?: ValidationContext): PropError[];
   durability?: Durability<T>;
   simulation?: ChannelSimulation;
   reconfigure?(instance: T, options: OptionsOf<P, G>): (() => Promise<void>) | null;

@@ -32,7 +32,7 @@ import { didYouMean, type EntryKind, type Problem, type ProblemCode, type Severi
 import { hasVariables } from "./substitution.ts";
 import { unsupportedType } from "./unsupported.ts";
 import { type AgentModel, type ChannelModel, fingerprintOf, type PartModel, partFingerprint, type SinkGroupModel, type SinkModel, type SourceModel } from "./model.ts";
-import { type AnyOptions, capacityOf, type ComponentKind, type ComponentSchema, findProp, isUnderPrefix, keysWithRole, keyWithRole } from "./schema.ts";
+import { type AnyOptions, capacityOf, type ComponentKind, type ComponentSchema, findProp, isUnderPrefix, keysWithRole, keyWithRole, type ValidationContext } from "./schema.ts";
 
 /** What the validator needs from src/components/registry.ts (pass the module itself). */
 export interface ComponentRegistry {
@@ -334,6 +334,7 @@ class Validator {
     empty: Record<string, Located> = record(),
     beforeOwnChecks?: (options: AnyOptions) => void,
     wiringKeys: readonly string[] = [],
+    context: ValidationContext = {},
   ): AnyOptions {
     const schema = def.schema;
     const { options, errors } = def.parse(rawValues(props));
@@ -367,9 +368,10 @@ class Validator {
     beforeOwnChecks?.(options);
     // The component's own checks need every required value (a refused one has its default).
     if (schema.props.every((p) => !p.required || options[p.key] !== undefined)) {
-      for (const e of def.validate?.(options) ?? []) {
-        if (this.hasError(entry, keyPrefix + e.key)) continue;
-        this.addFor(entry, "error", "bad-value", lineOf(e.key), keyPrefix + e.key, e.message);
+      for (const e of def.validate?.(options, context) ?? []) {
+        const key = e.atOwner ? e.key : keyPrefix + e.key;
+        if (this.hasError(entry, key)) continue;
+        this.addFor(entry, e.severity ?? "error", "bad-value", e.atOwner ? (entry.props[e.key]?.line ?? entry.line) : lineOf(e.key), key, e.message, e.hint);
       }
     }
     return options;
@@ -399,7 +401,7 @@ class Validator {
     return checked;
   }
 
-  private checkSub(entry: ComponentEntry, kind: PartModel["kind"], sub: SubComponent, defaultType: string | undefined, missingLine: number): AnyDefinition | undefined {
+  private checkSub(entry: ComponentEntry, kind: PartModel["kind"], sub: SubComponent, defaultType: string | undefined, missingLine: number, context: ValidationContext = {}): AnyDefinition | undefined {
     let def: AnyDefinition | undefined;
     if (!sub.type && defaultType !== undefined) {
       def = this.registry.lookupComponent(kind, defaultType);
@@ -414,7 +416,7 @@ class Validator {
       );
     }
     if (def) {
-      const options = this.checkProps(entry, def, sub.props, sub.prefix, sub.line);
+      const options = this.checkProps(entry, def, sub.props, sub.prefix, sub.line, record(), undefined, [], context);
       this.parts.set(`${entry.kind} ${entry.name} ${sub.prefix}`, { kind, name: sub.name, type: def.schema.type, definition: def, options });
     }
     return def;
@@ -530,44 +532,11 @@ class Validator {
         } else owner.set(s, group.name);
       }
       const processor = sinkProcessorProps(group);
-      const def = this.checkSub(group, "sinkprocessor", processor, DEFAULT_SINK_PROCESSOR_TYPE, processor.line);
+      const def = this.checkSub(group, "sinkprocessor", processor, DEFAULT_SINK_PROCESSOR_TYPE, processor.line, { sinks });
       if (def?.schema.type === DEFAULT_SINK_PROCESSOR_TYPE && sinks.length > 1) {
         // Flume's DefaultSinkProcessor refuses more than one sink, and the group is dropped.
         this.addFor(group, "error", "bad-value", processor.type?.line ?? group.props.sinks.line, processor.type ? "processor.type" : "sinks", `the default sink processor takes exactly one sink, got ${sinks.length}`, `set ${this.fullKey(group, "processor.type")} = failover or load_balance`);
       }
-      for (const [key, loc] of Object.entries(processor.props)) {
-        const m = /^priority\.(.+)$/.exec(key);
-        if (m && !sinks.includes(m[1])) {
-          this.addFor(group, "warning", "undefined-sink", loc.line, `processor.${key}`, `sink ${m[1]} is not in this group (${sinks.join(" ") || "none"})`, "fix the sink name or add the sink to sinks");
-        }
-      }
-      if (def?.schema.type === "failover") this.checkFailoverPriorities(group, sinks, processor);
-    }
-  }
-
-  /** Flume's failover processor keeps one sink per priority: a sink whose priority is taken never runs. */
-  private checkFailoverPriorities(group: ComponentEntry, sinks: string[], processor: SubComponent): void {
-    const byPriority = new Map<number, string>();
-    let next = 0;
-    for (const s of [...new Set(sinks)]) {
-      const loc = processor.props[`priority.${s}`];
-      const explicit = loc && /^[-+]?\d+$/.test(loc.value.trim()) ? Number(loc.value.trim()) : undefined;
-      // Sinks without a priority get -1, -2, ... in the group's order, as Flume assigns them.
-      const p = explicit ?? --next;
-      const holder = byPriority.get(p);
-      if (holder === undefined) {
-        byPriority.set(p, s);
-        continue;
-      }
-      this.addFor(
-        group,
-        "warning",
-        "bad-value",
-        loc?.line ?? group.props.sinks.line,
-        loc ? `processor.priority.${s}` : "sinks",
-        `sink ${s} has the same priority (${p}) as sink ${holder}, so the failover processor leaves it out and it never runs`,
-        `give each sink its own ${this.fullKey(group, `processor.priority.${s}`)}`,
-      );
     }
   }
 
