@@ -4,6 +4,7 @@ import { type Logger, silentLogger } from "../core/logger.ts";
 import type { AnyOptions, ComponentKind, ComponentSchema, Groups, OptionsOf, PropError, Props, ValidationContext } from "../config/schema.ts";
 import { parseOptions, schemaOf } from "../config/schema.ts";
 import type { Network } from "../net/network.ts";
+import { lookupComponent } from "./registry.ts";
 
 /** A source of randomness in [0, 1): Math.random in an agent, a seeded stream in the simulator. */
 export type Random = () => number;
@@ -30,6 +31,12 @@ export interface ComponentContext {
    * simulator's virtual network, on which the real avro sink and source run.
    */
   network?: Network;
+  /**
+   * The definition for a type name of a kind, from the registry the configuration was checked
+   * with (custom modules included): how a component finds its parts (a serializer) named by a
+   * property with `names` in its schema.
+   */
+  lookup(kind: ComponentKind, type: string): AnyDefinition | undefined;
 }
 
 /**
@@ -37,7 +44,7 @@ export interface ComponentContext {
  * clock, Math.random, paths as configured, no logging, unless given.
  */
 export function componentContext(name: string, over: Partial<ComponentContext> = {}): ComponentContext {
-  return { name, agentName: "a1", clock: systemClock, logger: silentLogger, random: Math.random, storagePath: (p) => p, ...over };
+  return { name, agentName: "a1", clock: systemClock, logger: silentLogger, random: Math.random, storagePath: (p) => p, lookup: lookupComponent, ...over };
 }
 
 /**

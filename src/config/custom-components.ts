@@ -100,6 +100,21 @@ function typeNames(result: ParseResult): { kind: ComponentKind; type: Located }[
   return out;
 }
 
+/** The parts that components' properties name (`names` in their schemas: a file_roll sink's serializer), as far as the base registry knows the components. */
+function namedPartTypes(result: ParseResult, base: ComponentRegistry): { kind: ComponentKind; type: Located }[] {
+  const config = result.config;
+  if (!config) return [];
+  const out: { kind: ComponentKind; type: Located }[] = [];
+  for (const e of [...config.sources.values(), ...config.channels.values(), ...config.sinks.values()]) {
+    const def = e.type ? base.lookupComponent(e.kind as ComponentKind, e.type.value) : undefined;
+    for (const spec of def?.schema.props ?? []) {
+      const type = spec.names ? [spec.key, ...(spec.aliases ?? [])].map((k) => e.props[k]).find((l) => l !== undefined) : undefined;
+      if (spec.names && type) out.push({ kind: spec.names.kind, type });
+    }
+  }
+  return out;
+}
+
 /** Finds the file a module type name stands for: paths against the config's folder, then the working directory. */
 function resolveModule(type: string, dirs: readonly string[]): string | undefined {
   if (isModulePath(type)) {
@@ -155,7 +170,7 @@ export interface ModuleType {
 /** The type names of parsed configurations (the agents of one file) that stand for modules to import. */
 export function moduleTypes(results: readonly ParseResult[], base: ComponentRegistry): ModuleType[] {
   const out = new Map<string, ComponentKind>();
-  for (const { kind, type } of results.flatMap(typeNames)) {
+  for (const { kind, type } of results.flatMap((r) => [...typeNames(r), ...namedPartTypes(r, base)])) {
     const name = type.value.trim();
     if (out.has(name) || base.lookupComponent(kind, name)) continue;
     if (isModulePath(name) || (NPM_NAME.test(name) && !isCustomJavaClass(name))) out.set(name, kind);

@@ -30,6 +30,13 @@ interface PropBase {
   /** Holds a secret: never printed back in errors. */
   secret?: boolean;
   roles?: readonly Role[];
+  /**
+   * The value names a component of another kind (a file_roll sink's `sink.serializer`), found in
+   * the registry of the run, custom modules included: `flume validate` reports an unknown one at
+   * its line, and checks the keys of the group `settings` (the part's own properties) against
+   * the part's schema. The component finds it with ComponentContext.lookup.
+   */
+  names?: { kind: ComponentKind; settings?: string };
 }
 
 export interface StringProp extends PropBase {

@@ -127,7 +127,7 @@ class Validator {
    * `dropped` (Flume drops such components silently; `flume run --lenient` logs these).
    */
   model(): AgentModel {
-    const model: AgentModel = { agent: this.a, file: this.config.file, channels: new Map(), sources: new Map(), sinks: new Map(), sinkGroups: new Map(), dropped: [] };
+    const model: AgentModel = { agent: this.a, file: this.config.file, channels: new Map(), sources: new Map(), sinks: new Map(), sinkGroups: new Map(), dropped: [], lookup: (kind, type) => this.registry.lookupComponent(kind, type) };
     const errorOf = new Map<string, string>();
     for (const p of this.problems) if (p.severity === "error" && p.ref && !errorOf.has(`${p.ref.kind} ${p.ref.name}`)) errorOf.set(`${p.ref.kind} ${p.ref.name}`, p.message);
     const usable = (entry: ComponentEntry): Checked | undefined => {
@@ -365,6 +365,7 @@ class Validator {
       if (!spec || spec.default === undefined || spec.default === "" || (Array.isArray(spec.default) && spec.default.length === 0)) continue;
       this.addFor(entry, "warning", "bad-value", loc.line, keyPrefix + key, `is empty, so Flume ignores it and the default ${formatDefault(spec.default)} applies`, "remove the line or give a value");
     }
+    this.checkNamedParts(entry, def, props, keyPrefix, fallbackLine, options);
     beforeOwnChecks?.(options);
     // The component's own checks need every required value (a refused one has its default).
     if (schema.props.every((p) => !p.required || options[p.key] !== undefined)) {
@@ -375,6 +376,23 @@ class Validator {
       }
     }
     return options;
+  }
+
+  /** The parts a component's properties name (`names` in its schema): their types, and their settings against their schemas. */
+  private checkNamedParts(entry: ComponentEntry, def: AnyDefinition, props: Record<string, Located>, keyPrefix: string, fallbackLine: number, options: AnyOptions): void {
+    for (const spec of def.schema.props) {
+      const type = options[spec.key];
+      if (!spec.names || typeof type !== "string" || this.hasError(entry, keyPrefix + spec.key)) continue;
+      const at = [spec.key, ...(spec.aliases ?? [])].map((k) => props[k]).find((l) => l !== undefined);
+      const line = at?.line ?? fallbackLine;
+      const report = (code: ProblemCode, l: number, message: string, hint: string) => this.addFor(entry, "error", code, l, keyPrefix + spec.key, message, hint);
+      const part = this.resolveType(spec.names.kind, { value: type, file: entry.file, line }, report, line, "");
+      const settings = spec.names.settings === undefined ? undefined : def.schema.prefixes?.find((g) => g.name === spec.names?.settings);
+      if (!part || !settings) continue;
+      const own = record<Located>();
+      for (const [k, v] of Object.entries(props)) if (k.startsWith(settings.prefix)) own[k.slice(settings.prefix.length)] = v;
+      this.checkProps(entry, part, own, keyPrefix + settings.prefix, line);
+    }
   }
 
   private fullKey(entry: ComponentEntry, key: string): string {
