@@ -117,21 +117,32 @@ function numberWithRole(definition: AnyDefinition, options: AnyOptions, role: Ro
 
 const WILDCARD_BINDS = new Set(["0.0.0.0", "::", "[::]", "*", ""]);
 
-interface Listening {
+/** A source or sink that declares an RPC link, where it listens or connects. */
+interface RpcEnd {
   agent: string;
-  source: string;
+  name: string;
   protocol: string;
-  bind: string;
+  host: string;
   port: number;
 }
 
-/** The source an RPC sink names: its protocol, its bind (or a wildcard bind) and port, in another agent. */
-function linkTarget(from: string, sink: string, protocol: string, host: string, port: number, listening: Listening[]): Listening | undefined {
-  const onPort = listening.filter((l) => l.port === port && l.protocol === protocol && l.agent !== from);
-  const exact = onPort.filter((l) => l.bind === host || l.agent === host);
-  const candidates = exact.length > 0 ? exact : onPort.filter((l) => WILDCARD_BINDS.has(l.bind));
+/** The sources or sinks of the agents that declare an RPC link. */
+function rpcEnds(models: AgentModel[], kind: "sources" | "sinks"): RpcEnd[] {
+  return models.flatMap((m) =>
+    [...m[kind].values()].flatMap((c) => {
+      const link = c.definition.rpcLink;
+      return link ? [{ agent: m.agent, name: c.name, protocol: link.protocol, ...link.address(c.options) }] : [];
+    }),
+  );
+}
+
+/** The source an RPC sink names: same protocol, its bind (or a wildcard bind) and port, in another agent. */
+function linkTarget(sink: RpcEnd, sources: RpcEnd[]): RpcEnd | undefined {
+  const onPort = sources.filter((l) => l.port === sink.port && l.protocol === sink.protocol && l.agent !== sink.agent);
+  const exact = onPort.filter((l) => l.host === sink.host || l.agent === sink.host);
+  const candidates = exact.length > 0 ? exact : onPort.filter((l) => WILDCARD_BINDS.has(l.host));
   if (candidates.length > 1) {
-    throw new SimulationUsageError(`${from}: sink ${sink} sends to ${host}:${port}, where several agents of the file listen (${candidates.map((c) => `${c.agent}'s ${c.source} on ${c.bind}:${c.port}`).join(", ")}); give their ${protocol} sources distinct bind addresses or ports`);
+    throw new SimulationUsageError(`${sink.agent}: sink ${sink.name} sends to ${sink.host}:${sink.port}, where several agents of the file listen (${candidates.map((c) => `${c.agent}'s ${c.name} on ${c.host}:${c.port}`).join(", ")}); give their ${sink.protocol} sources distinct bind addresses or ports`);
   }
   return candidates[0];
 }
@@ -163,28 +174,12 @@ function refuseErrors(file: string, results: LoadResult[]): void {
 
 /** The links of a tier: RPC sinks naming a source of the same protocol in another agent; `outside` gets the other RPC sinks' addresses. */
 function findLinks(models: AgentModel[], tier: boolean, outside: Map<string, string>): LinkPlan[] {
-  const listening: Listening[] = [];
-  for (const m of models) {
-    for (const s of m.sources.values()) {
-      const link = s.definition.rpcLink;
-      if (!link) continue;
-      const { host, port } = link.address(s.options);
-      listening.push({ agent: m.agent, source: s.name, protocol: link.protocol, bind: host, port });
-    }
-  }
+  const sources = rpcEnds(models, "sources");
   const links: LinkPlan[] = [];
-  for (const m of models) {
-    for (const k of m.sinks.values()) {
-      const link = k.definition.rpcLink;
-      if (!link) continue;
-      const { host, port } = link.address(k.options);
-      const target = tier ? linkTarget(m.agent, k.name, link.protocol, host, port, listening) : undefined;
-      if (!target) {
-        outside.set(`${m.agent}/${k.name}`, `${host}:${port}`);
-        continue;
-      }
-      links.push({ index: links.length, name: `${m.agent}->${target.agent}`, from: m.agent, sink: k.name, to: target.agent, source: target.source, protocol: link.protocol, host, port });
-    }
+  for (const k of rpcEnds(models, "sinks")) {
+    const target = tier ? linkTarget(k, sources) : undefined;
+    if (!target) outside.set(`${k.agent}/${k.name}`, `${k.host}:${k.port}`);
+    else links.push({ index: links.length, name: `${k.agent}->${target.agent}`, from: k.agent, sink: k.name, to: target.agent, source: target.name, protocol: k.protocol, host: k.host, port: k.port });
   }
   for (const l of links) if (links.some((x) => x !== l && x.name === l.name)) l.name = `${l.from}.${l.sink}->${l.to}`;
   return links;
