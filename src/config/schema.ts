@@ -163,7 +163,7 @@ export interface PropError {
   key: string;
   message: string;
   severity?: "error" | "warning";
-  /** What to do about it, when the message alone does not say. */
+  /** What to do about it, when the message alone does not say; `{owner}` stands for the owner's full key prefix (`a1.sinkgroups.g1.`). */
   hint?: string;
   /** A part's problem at a key of its owner (a sink processor's at its group's `sinks`), not at its own. */
   atOwner?: boolean;

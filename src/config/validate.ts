@@ -372,7 +372,7 @@ class Validator {
       for (const e of def.validate?.(options, context) ?? []) {
         const key = e.atOwner ? e.key : keyPrefix + e.key;
         if (this.hasError(entry, key)) continue;
-        this.addFor(entry, e.severity ?? "error", "bad-value", e.atOwner ? (entry.props[e.key]?.line ?? entry.line) : lineOf(e.key), key, e.message, e.hint);
+        this.addFor(entry, e.severity ?? "error", "bad-value", e.atOwner ? (entry.props[e.key]?.line ?? entry.line) : lineOf(e.key), key, e.message, e.hint?.replaceAll("{owner}", this.fullKey(entry, "")));
       }
     }
     return options;
@@ -550,11 +550,8 @@ class Validator {
         } else owner.set(s, group.name);
       }
       const processor = sinkProcessorProps(group);
-      const def = this.checkSub(group, "sinkprocessor", processor, DEFAULT_SINK_PROCESSOR_TYPE, processor.line, { sinks });
-      if (def?.schema.type === DEFAULT_SINK_PROCESSOR_TYPE && sinks.length > 1) {
-        // Flume's DefaultSinkProcessor refuses more than one sink, and the group is dropped.
-        this.addFor(group, "error", "bad-value", processor.type?.line ?? group.props.sinks.line, processor.type ? "processor.type" : "sinks", `the default sink processor takes exactly one sink, got ${sinks.length}`, `set ${this.fullKey(group, "processor.type")} = failover or load_balance`);
-      }
+      // The processor's own checks against the group's sinks are in its file (failover's priorities).
+      this.checkSub(group, "sinkprocessor", processor, DEFAULT_SINK_PROCESSOR_TYPE, processor.line, { sinks });
     }
   }
 

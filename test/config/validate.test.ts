@@ -176,18 +176,6 @@ describe("validateAgentConfig", () => {
     expect(p[1].hint).toBe("did you mean processor.backoff?");
   });
 
-  test("a sink group with the default processor takes one sink only (as Flume)", () => {
-    const p = check([
-      ...BASE.map((l) => l.replace("a1.sinks = k1", "a1.sinks = k1 k2")),
-      "a1.sinks.k2.type = null", // 10
-      "a1.sinks.k2.channel = c1", // 11
-      "a1.sinkgroups = g1", // 12
-      "a1.sinkgroups.g1.sinks = k1 k2", // 13
-    ]);
-    expect(brief(p)).toEqual(["13 error bad-value sinkgroup g1 sinks"]);
-    expect(p[0].hint).toBe("set a1.sinkgroups.g1.processor.type = failover or load_balance");
-  });
-
   test("unknown processor and selector types", () => {
     const p = check([
       ...BASE,

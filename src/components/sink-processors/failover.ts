@@ -41,7 +41,7 @@ export const definition = defineComponent({
       }
       // A priority Flume assigned is reported where the group lists the sink.
       const at = sink in config.priority ? { key: `priority.${sink}` } : { key: "sinks", atOwner: true };
-      problems.push({ ...at, severity: "warning", message: `sink ${sink} has the same priority (${p}) as sink ${holder}, so the failover processor leaves it out and it never runs`, hint: `give ${sink} a priority of its own` });
+      problems.push({ ...at, severity: "warning", message: `sink ${sink} has the same priority (${p}) as sink ${holder}, so the failover processor leaves it out and it never runs`, hint: `give each sink its own {owner}processor.priority.${sink}` });
     }
     return problems;
   },

@@ -44,7 +44,7 @@ describe("failover priorities: a typed group of the schema", () => {
   test("its own checks against the group's sinks, declared in failover.ts: a priority for a sink outside the group, two sinks on one priority", () => {
     expect(problems(["a1.sinkgroups.g1.processor.priority.k3 = 1", "a1.sinkgroups.g1.processor.priority.k1 = 7", "a1.sinkgroups.g1.processor.priority.k2 = 7"])).toEqual([
       "f.conf:14 warning sinkgroup g1 processor.priority.k3: sink k3 is not in this group (k1 k2) (fix the sink name or add the sink to sinks)",
-      "f.conf:16 warning sinkgroup g1 processor.priority.k2: sink k2 has the same priority (7) as sink k1, so the failover processor leaves it out and it never runs (give k2 a priority of its own)",
+      "f.conf:16 warning sinkgroup g1 processor.priority.k2: sink k2 has the same priority (7) as sink k1, so the failover processor leaves it out and it never runs (give each sink its own a1.sinkgroups.g1.processor.priority.k2)",
     ]);
   });
 
@@ -55,7 +55,7 @@ describe("failover priorities: a typed group of the schema", () => {
 
   test("a priority Flume assigns (-1, -2, ... in the group's order) that collides is reported where the group lists the sink", () => {
     expect(problems(["a1.sinkgroups.g1.processor.priority.k1 = -1"])).toEqual([
-      "f.conf:12 warning sinkgroup g1 sinks: sink k2 has the same priority (-1) as sink k1, so the failover processor leaves it out and it never runs (give k2 a priority of its own)",
+      "f.conf:12 warning sinkgroup g1 sinks: sink k2 has the same priority (-1) as sink k1, so the failover processor leaves it out and it never runs (give each sink its own a1.sinkgroups.g1.processor.priority.k2)",
     ]);
   });
 });
