@@ -18,6 +18,7 @@ import type { AgentModel, ChannelModel, PartModel, SinkModel, SourceModel } from
 import { ConfigurationError } from "../core/errors.ts";
 import type { AnyOptions } from "../config/schema.ts";
 import type { Network } from "../net/network.ts";
+import { lookupComponent } from "../components/registry.ts";
 
 /** What differs between the places that build agents. */
 export interface BuildContext {
@@ -116,7 +117,8 @@ export function createComponent<T>(definition: AnyDefinition, options: AnyOption
 export function buildAgent(model: AgentModel, bc: BuildContext, reuse?: Reuse): BuiltAgent {
   const random = bc.random ?? Math.random;
   const storagePath = bc.storagePath ?? ((p: string) => p);
-  const ctxFor = (name: string): ComponentContext => ({ name, agentName: bc.agentName, clock: bc.clock, logger: bc.logger(name), random, storagePath, network: bc.network?.(name), blockingIo: bc.blockingIo });
+  const lookup = model.lookup ?? lookupComponent;
+  const ctxFor = (name: string): ComponentContext => ({ name, agentName: bc.agentName, clock: bc.clock, logger: bc.logger(name), random, storagePath, network: bc.network?.(name), blockingIo: bc.blockingIo, lookup });
   const built: BuiltAgent = { channels: new Map(), sources: new Map(), runners: new Map() };
 
   for (const [name, m] of model.channels) {

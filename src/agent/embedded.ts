@@ -4,10 +4,9 @@ import { ConfigurationError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import * as registry from "../components/registry.ts";
 import { EmbeddedSource } from "../components/sources/embedded.ts";
-import { parseFlumeConfigMap } from "../config/flume-config.ts";
+import { loadConfigMap } from "../config/load.ts";
 import type { AgentModel } from "../config/model.ts";
 import { formatProblem } from "../config/problems.ts";
-import { withModel } from "../config/validate.ts";
 import { Agent } from "./agent.ts";
 
 const AGENT = "embedded";
@@ -68,7 +67,7 @@ export class EmbeddedAgent {
 
   /** Checks and keeps the configuration; throws ConfigurationError listing every problem. */
   configure(properties: Record<string, string>): void {
-    const result = withModel(parseFlumeConfigMap(translate(properties), "<embedded>", { agentName: AGENT }), registry);
+    const result = loadConfigMap(translate(properties), "<embedded>", { agentName: AGENT }, registry);
     const errors = result.problems.filter((p) => p.severity === "error");
     if (errors.length > 0 || !result.model) {
       throw new ConfigurationError("properties", `invalid embedded agent configuration:\n${errors.map((p) => `  ${p.component}: ${p.key}: ${p.message}`).join("\n")}`);

@@ -3,9 +3,8 @@
  * load it again and apply it with Agent.reload, keeping the running configuration when the new
  * one is invalid or cannot be built. `flume run` polls it; SIGHUP asks for it at once.
  */
-import { readFileSync } from "node:fs";
+import { ConfigReadError, readConfigFile } from "../config/load.ts";
 import { formatProblem } from "../config/problems.ts";
-import { decodeProperties } from "../config/properties.ts";
 import type { LoadResult } from "../config/validate.ts";
 import type { Agent } from "./agent.ts";
 
@@ -70,9 +69,9 @@ export class ConfigReloader {
     const { log } = this.o;
     let text: string;
     try {
-      text = decodeProperties(readFileSync(this.o.file));
+      text = readConfigFile(this.o.file);
     } catch (err) {
-      const message = `cannot read ${this.o.displayName}: ${(err as Error).message}; keeping the running configuration`;
+      const message = `cannot read ${this.o.displayName}: ${err instanceof ConfigReadError ? err.reason : (err as Error).message}; keeping the running configuration`;
       if (message !== this.readFailure || force) log.error(message);
       this.readFailure = message;
       return;

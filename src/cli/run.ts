@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Agent } from "../agent/agent.ts";
 import { ConfigReloader } from "../agent/reload.ts";
@@ -8,12 +7,11 @@ import { IdleMemoryRelease } from "../agent/idle-release.ts";
 import { canReleaseMemory, releaseProcessMemory } from "../agent/process-memory.ts";
 import * as registry from "../components/registry.ts";
 import { formatProblem } from "../config/problems.ts";
-import { decodeProperties } from "../config/properties.ts";
 import { AGENT_FILE_ARGS, type ArgsSpec, FLUME_NG_ARGS, nonNegative, oneOf, type Parsed, parseCommandLine, port, UsageError } from "./args.ts";
 import { command } from "./command.ts";
 import { appliedSettings, DEFAULT_RUNTIME_PROFILE, RUNTIME_PROFILES, type RuntimeProfile } from "./runtime-tuning.ts";
 import { humanReport } from "./validate.ts";
-import { loadConfigText } from "../config/custom-components.ts";
+import { ConfigReadError, loadConfigFile, loadConfigText } from "../config/load.ts";
 import { systemClock } from "../core/clock.ts";
 import type { MetricsServer } from "../monitoring/http-server.ts";
 import type { liveTracer } from "../simulate/trace.ts";
@@ -161,12 +159,12 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
   // Read before the config is parsed: a save during the start is then seen by the first poll.
   let loadedText = "";
   try {
-    loadedText = decodeProperties(readFileSync(file));
     // Awaited only when the file names custom components: otherwise the start goes on in this tick.
-    const loaded = loadConfig(loadedText, file, o);
+    const { text, loaded } = loadConfigFile(file, { agentName: o.name, sysProps: o.sysProps }, registry);
+    loadedText = text;
     result = loaded instanceof Promise ? await loaded : loaded;
   } catch (err) {
-    log.error(`cannot read ${o.file}: ${(err as Error).message}`);
+    log.error(`cannot read ${o.file}: ${err instanceof ConfigReadError ? err.reason : (err as Error).message}`);
     return 2;
   }
   // Under --strict a warning refuses the start as an error does.

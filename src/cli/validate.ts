@@ -4,12 +4,10 @@
  * warnings under --strict), 2 usage errors (bad options, unreadable file, no such agent).
  */
 
-import { readFileSync } from "node:fs";
 import * as registry from "../components/registry.ts";
 import { formatProblem, fullMessage, type Problem } from "../config/problems.ts";
-import { decodeProperties } from "../config/properties.ts";
 import type { ParseResult } from "../config/flume-config.ts";
-import { loadConfigText } from "../config/custom-components.ts";
+import { ConfigReadError, loadConfigFile } from "../config/load.ts";
 import { AGENT_FILE_ARGS, type ArgsSpec, FLUME_NG_ARGS, type Parsed, UsageError } from "./args.ts";
 import { command, EXIT_USAGE } from "./command.ts";
 
@@ -53,16 +51,15 @@ async function runValidate(a: Parsed<typeof VALIDATE_ARGS>): Promise<number> {
     return EXIT_USAGE;
   };
 
-  let text: string;
+  let loading;
   try {
-    text = decodeProperties(readFileSync(file));
+    // Custom components (types that name modules) are imported first, then checked like the rest.
+    loading = loadConfigFile(file, { agentName: a.name, sysProps: Object.fromEntries(a.define) }, registry).loaded;
   } catch (e) {
-    const reason = (e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message;
-    return usageFailure({ file, line: 0, component: "", key: "", message: `cannot read the file: ${reason}`, severity: "error", code: "syntax" });
+    if (!(e instanceof ConfigReadError)) throw e;
+    return usageFailure({ file, line: 0, component: "", key: "", message: `cannot read the file: ${e.reason}`, severity: "error", code: "syntax" });
   }
-
-  // Custom components (types that name modules) are imported first, then checked like the rest.
-  const result = await loadConfigText(text, file, { agentName: a.name, sysProps: Object.fromEntries(a.define) }, registry);
+  const result = await loading;
   if (!result.config && result.agents.length > 0) {
     const selection = result.problems.find((p) => p.code === "unknown-agent" || p.code === "ambiguous-agent");
     if (selection) return usageFailure(selection);

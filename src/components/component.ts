@@ -1,9 +1,10 @@
 import { type Clock, systemClock } from "../core/clock.ts";
 import type { Event } from "../core/event.ts";
 import { type Logger, silentLogger } from "../core/logger.ts";
-import type { AnyOptions, ComponentKind, ComponentSchema, Groups, OptionsOf, PropError, Props } from "../config/schema.ts";
+import type { AnyOptions, ComponentKind, ComponentSchema, Groups, OptionsOf, PropError, Props, ValidationContext } from "../config/schema.ts";
 import { parseOptions, schemaOf } from "../config/schema.ts";
 import type { Network } from "../net/network.ts";
+import { lookupComponent } from "./registry.ts";
 
 /** A source of randomness in [0, 1): Math.random in an agent, a seeded stream in the simulator. */
 export type Random = () => number;
@@ -36,6 +37,12 @@ export interface ComponentContext {
    * gives the same run. An agent leaves it unset.
    */
   blockingIo?: boolean;
+  /**
+   * The definition for a type name of a kind, from the registry the configuration was checked
+   * with (custom modules included): how a component finds its parts (a serializer) named by a
+   * property with `names` in its schema.
+   */
+  lookup(kind: ComponentKind, type: string): AnyDefinition | undefined;
 }
 
 /**
@@ -43,7 +50,7 @@ export interface ComponentContext {
  * clock, Math.random, paths as configured, no logging, unless given.
  */
 export function componentContext(name: string, over: Partial<ComponentContext> = {}): ComponentContext {
-  return { name, agentName: "a1", clock: systemClock, logger: silentLogger, random: Math.random, storagePath: (p) => p, ...over };
+  return { name, agentName: "a1", clock: systemClock, logger: silentLogger, random: Math.random, storagePath: (p) => p, lookup: lookupComponent, ...over };
 }
 
 /**
@@ -56,8 +63,12 @@ export interface ComponentDefinition<T = unknown, O extends AnyOptions = AnyOpti
   /** Parses raw properties into this component's options (defaults filled in). */
   parse(raw: Readonly<Record<string, string>>): { options: O; errors: PropError[] };
   create(options: O, ctx: ComponentContext): T;
-  /** Cross-property checks the schema cannot express; messages name the key. */
-  validate?(options: O): PropError[];
+  /**
+   * The component's own checks, which the schema cannot express: across its properties and
+   * groups, and against its wiring (`context`). Messages name the key; `flume validate` reports
+   * them at its line.
+   */
+  validate?(options: O, context?: ValidationContext): PropError[];
   /**
    * Channels: present when committed events survive the process dying. crash(instance) leaves
    * the instance as a killed process would (the simulator and the channel conformance suite
@@ -84,6 +95,31 @@ export interface ComponentDefinition<T = unknown, O extends AnyOptions = AnyOpti
    * another live process holds one.
    */
   claims?(options: O, ctx: Pick<ComponentContext, "storagePath">): Claim[];
+  /**
+   * Sources and sinks that speak an RPC protocol through ctx.network (avro, thrift): how
+   * `flume simulate` sees that a sink of one agent sends to a source of another agent of the
+   * same file, and runs both on its virtual network. Nothing else links agents.
+   */
+  readonly rpcLink?: RpcLink<O>;
+}
+
+/** See ComponentDefinition.rpcLink. */
+export interface RpcLink<O> {
+  /** A sink links only to a source of the same protocol. */
+  readonly protocol: string;
+  /** Where a source listens (its bind address) or a sink connects (its host name). */
+  address(options: O): { host: string; port: number };
+  /** The options with what the virtual network does not carry turned off (TLS, compression, IP filters), and the names of what was on. */
+  plain(options: O): { options: O; off: string[] };
+}
+
+/**
+ * RpcLink.plain as most write it: each feature the virtual network does not carry, whether it
+ * is on, and the settings that turn it off.
+ */
+export function plainLink<O>(options: O, features: readonly { name: string; on: boolean; off: Partial<O> }[]): { options: O; off: string[] } {
+  const on = features.filter((f) => f.on);
+  return { options: Object.assign({}, options, ...on.map((f) => f.off)) as O, off: on.map((f) => f.name) };
 }
 
 /** A lock file a component holds, and what it guards (for messages). */
@@ -118,11 +154,12 @@ export interface ComponentDeclaration<T, P extends Props, G extends Groups> {
   props: P;
   groups?: G;
   create(options: OptionsOf<P, G>, ctx: ComponentContext): T;
-  validate?(options: OptionsOf<P, G>): PropError[];
+  validate?(options: OptionsOf<P, G>, context?: ValidationContext): PropError[];
   durability?: Durability<T>;
   simulation?: ChannelSimulation;
   reconfigure?(instance: T, options: OptionsOf<P, G>): (() => Promise<void>) | null;
   claims?(options: OptionsOf<P, G>, ctx: Pick<ComponentContext, "storagePath">): Claim[];
+  rpcLink?: RpcLink<OptionsOf<P, G>>;
 }
 
 /** See ComponentDefinition.simulation. */
@@ -143,6 +180,7 @@ export function defineComponent<T, const P extends Props, const G extends Groups
     simulation: decl.simulation,
     reconfigure: decl.reconfigure,
     claims: decl.claims,
+    rpcLink: decl.rpcLink,
   };
 }
 

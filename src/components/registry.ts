@@ -138,3 +138,11 @@ export function typeNames(kind: ComponentKind): string[] {
 export function builtInNames(): { kind: ComponentKind; type: string; aliases: readonly string[]; loaded: boolean }[] {
   return BUILT_IN.map((b) => ({ kind: b.kind, type: b.type, aliases: b.aliases, loaded: b.definition !== undefined }));
 }
+
+/**
+ * What a custom component module gets for `import ... from "flume-ts"`: the library's exports,
+ * loaded on the first module a configuration names (config/custom-components.ts provides them).
+ */
+export async function moduleApi(): Promise<Record<string, unknown>> {
+  return { ...(await import("../index.ts")) };
+}

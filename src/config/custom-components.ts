@@ -5,16 +5,16 @@
  * that component for the run. The configuration is parsed once: the loader reads the type names
  * of the parsed model, and the validator then checks the module's schema like any other.
  *
- * The module's own `import ... from "flume-ts"` resolves to the running Flume TS: under Bun (and
- * in the compiled binary) a runtime plugin provides it, under Deno the repository's deno.json
- * maps it. Java class names get a message saying Java components cannot run here.
+ * config/load.ts calls this between parsing and validating. The module's own `import ... from
+ * "flume-ts"` resolves to the running Flume TS: under Bun (and in the compiled binary) a runtime
+ * plugin provides it, under Deno the repository's deno.json maps it. Java class names get a message saying Java components cannot run here.
  */
 import { existsSync } from "node:fs";
 import path from "node:path";
 import type { AnyDefinition } from "../components/component.ts";
-import { type ComponentEntry, interceptorEntries, type Located, type ParseOptions, parseFlumeConfig, type ParseResult, selectorProps, sinkProcessorProps } from "./flume-config.ts";
+import { type ComponentEntry, interceptorEntries, type Located, type ParseResult, selectorProps, sinkProcessorProps } from "./flume-config.ts";
 import type { ComponentKind } from "./schema.ts";
-import { type ComponentRegistry, type LoadResult, withModel } from "./validate.ts";
+import type { ComponentRegistry } from "./validate.ts";
 
 /** Where the README explains custom components and how to port a Java one. */
 const GUIDE = 'README.md, "Custom components"';
@@ -100,6 +100,21 @@ function typeNames(result: ParseResult): { kind: ComponentKind; type: Located }[
   return out;
 }
 
+/** The parts that components' properties name (`names` in their schemas: a file_roll sink's serializer), as far as the base registry knows the components. */
+function namedPartTypes(result: ParseResult, base: ComponentRegistry): { kind: ComponentKind; type: Located }[] {
+  const config = result.config;
+  if (!config) return [];
+  const out: { kind: ComponentKind; type: Located }[] = [];
+  for (const e of [...config.sources.values(), ...config.channels.values(), ...config.sinks.values()]) {
+    const def = e.type ? base.lookupComponent(e.kind as ComponentKind, e.type.value) : undefined;
+    for (const spec of def?.schema.props ?? []) {
+      const type = spec.names ? [spec.key, ...(spec.aliases ?? [])].map((k) => e.props[k]).find((l) => l !== undefined) : undefined;
+      if (spec.names && type) out.push({ kind: spec.names.kind, type });
+    }
+  }
+  return out;
+}
+
 /** Finds the file a module type name stands for: paths against the config's folder, then the working directory. */
 function resolveModule(type: string, dirs: readonly string[]): string | undefined {
   if (isModulePath(type)) {
@@ -127,13 +142,17 @@ function resolveModule(type: string, dirs: readonly string[]): string | undefine
 
 let apiProvided = false;
 
-/** Lets a custom module `import ... from "flume-ts"` under Bun and in the compiled binary (Deno: deno.json). */
-async function provideApi(): Promise<void> {
-  if (apiProvided) return;
-  apiProvided = true;
+/**
+ * Lets a custom module `import ... from "flume-ts"` under Bun and in the compiled binary (Deno:
+ * deno.json). The exports come from the registry the caller passes (src/components/registry.ts
+ * gives the library's), so this folder imports nothing above it.
+ */
+async function provideApi(base: ComponentRegistry): Promise<void> {
+  if (apiProvided || !base.moduleApi) return;
   const bun = (globalThis as { Bun?: { plugin(p: { name: string; setup(b: { module(id: string, load: () => { exports: Record<string, unknown>; loader: "object" }): void }): void }): void } }).Bun;
   if (!bun) return;
-  const api = { ...(await import("../index.ts")) };
+  apiProvided = true;
+  const api = await base.moduleApi();
   bun.plugin({ name: "flume-ts", setup: (build) => build.module("flume-ts", () => ({ exports: api, loader: "object" })) });
 }
 
@@ -142,10 +161,16 @@ function isDefinition(x: unknown): x is AnyDefinition {
   return typeof d === "object" && d !== null && typeof d.parse === "function" && typeof d.create === "function" && typeof d.schema?.kind === "string" && Array.isArray(d.schema?.props);
 }
 
-/** The type names of a parsed configuration that stand for modules to import, with their kinds. */
-function moduleTypes(result: ParseResult, base: ComponentRegistry): { kind: ComponentKind; name: string }[] {
+/** A type name that stands for a module to import, with the kind it is used as. */
+export interface ModuleType {
+  kind: ComponentKind;
+  name: string;
+}
+
+/** The type names of parsed configurations (the agents of one file) that stand for modules to import. */
+export function moduleTypes(results: readonly ParseResult[], base: ComponentRegistry): ModuleType[] {
   const out = new Map<string, ComponentKind>();
-  for (const { kind, type } of typeNames(result)) {
+  for (const { kind, type } of results.flatMap((r) => [...typeNames(r), ...namedPartTypes(r, base)])) {
     const name = type.value.trim();
     if (out.has(name) || base.lookupComponent(kind, name)) continue;
     if (isModulePath(name) || (NPM_NAME.test(name) && !isCustomJavaClass(name))) out.set(name, kind);
@@ -159,14 +184,19 @@ function moduleTypes(result: ParseResult, base: ComponentRegistry): { kind: Comp
  * definition becomes a problem at its type's line (through explainUnknown).
  */
 export async function loadCustomComponents(result: ParseResult, base: ComponentRegistry, opts: { cwd?: string } = {}): Promise<CustomComponentRegistry> {
-  return importModules(result, moduleTypes(result, base), base, opts);
+  return importModules(result.config?.file, moduleTypes([result], base), base, opts);
 }
 
-async function importModules(result: ParseResult, types: { kind: ComponentKind; name: string }[], base: ComponentRegistry, opts: { cwd?: string }): Promise<CustomComponentRegistry> {
+/** The registry of a configuration that names no module: the built-in types, with the Java class message. */
+export function builtInOnly(base: ComponentRegistry): CustomComponentRegistry {
+  return new CustomComponentRegistry(base, new Map(), new Map());
+}
+
+/** Imports the modules of `types`, looking for paths next to the configuration `file`, then in the working directory. */
+export async function importModules(file: string | undefined, types: readonly ModuleType[], base: ComponentRegistry, opts: { cwd?: string } = {}): Promise<CustomComponentRegistry> {
   const loaded = new Map<string, AnyDefinition>();
   const failures = new Map<string, TypeExplanation>();
-  const config = result.config;
-  const dirs = [...new Set([config ? path.dirname(path.resolve(config.file)) : undefined, opts.cwd ?? process.cwd()].filter((d): d is string => d !== undefined))];
+  const dirs = [...new Set([file ? path.dirname(path.resolve(file)) : undefined, opts.cwd ?? process.cwd()].filter((d): d is string => d !== undefined))];
   for (const { kind, name } of types) {
     const file = resolveModule(name, dirs);
     if (!file) {
@@ -176,7 +206,7 @@ async function importModules(result: ParseResult, types: { kind: ComponentKind; 
     }
     let mod: Record<string, unknown>;
     try {
-      await provideApi();
+      await provideApi(base);
       const { pathToFileURL } = process.getBuiltinModule("node:url") as typeof import("node:url");
       mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
     } catch (err) {
@@ -191,19 +221,4 @@ async function importModules(result: ParseResult, types: { kind: ComponentKind; 
     loaded.set(name, def);
   }
   return new CustomComponentRegistry(base, loaded, failures);
-}
-
-type Loaded = LoadResult & { registry: CustomComponentRegistry };
-
-/**
- * Parses a configuration once, imports the custom components it names, then validates it: what
- * `flume run` and `flume validate` do. Synchronous when no type names a module, so such a
- * configuration loads in the caller's tick as before.
- */
-export function loadConfigText(text: string, file: string, opts: ParseOptions, base: ComponentRegistry): Loaded | Promise<Loaded> {
-  const parsed = parseFlumeConfig(text, file, opts);
-  const types = moduleTypes(parsed, base);
-  const finish = (registry: CustomComponentRegistry): Loaded => ({ ...withModel(parsed, registry), registry });
-  if (types.length === 0) return finish(new CustomComponentRegistry(base, new Map(), new Map()));
-  return importModules(parsed, types, base, {}).then(finish);
 }

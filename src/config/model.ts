@@ -69,6 +69,8 @@ export interface AgentModel {
   sinkGroups: Map<string, SinkGroupModel>;
   /** What was left out of the model and why (for --lenient runs, which start without them). */
   dropped: string[];
+  /** The registry the model was checked with (custom modules included), for the parts components name (ComponentContext.lookup). */
+  lookup?: (kind: ComponentKind, type: string) => AnyDefinition | undefined;
 }
 
 /** The options of a part as stable text, for fingerprints. */

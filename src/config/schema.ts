@@ -30,6 +30,13 @@ interface PropBase {
   /** Holds a secret: never printed back in errors. */
   secret?: boolean;
   roles?: readonly Role[];
+  /**
+   * The value names a component of another kind (a file_roll sink's `sink.serializer`), found in
+   * the registry of the run, custom modules included: `flume validate` reports an unknown one at
+   * its line, and checks the keys of the group `settings` (the part's own properties) against
+   * the part's schema. The component finds it with ComponentContext.lookup.
+   */
+  names?: { kind: ComponentKind; settings?: string };
 }
 
 export interface StringProp extends PropBase {
@@ -61,10 +68,43 @@ export type Prop = StringProp | NumberProp | BooleanProp | EnumProp | ListProp;
 /** A property with its key: the list form validate and describe walk. */
 export type PropSpec = Prop & { key: string; min?: number; max?: number; values?: readonly string[]; caseSensitive?: boolean; default?: PropValue };
 
-/** Keys read as an open-ended group (e.g. "headers." for TAILDIR): keys under it are not "unknown". */
+/**
+ * Keys read as an open-ended group: every key under `prefix` (TAILDIR's `headers.<group>.<name>`,
+ * failover's `priority.<sink>`, a Kafka sink's `kafka.producer.<setting>`) goes into one field of
+ * the options, a record by the rest of the key. Keys under it are never "unknown".
+ *
+ *   groups: { priority: { prefix: "priority.", doc: "...", value: { type: "int" } } }
+ *   -> options.priority: Readonly<Record<string, number>>   ("priority.k1 = 5" -> { k1: 5 })
+ *
+ * `value` types each value as a property of that spec is typed (int, number, boolean, enum with
+ * its values, list, string; min and max): a bad value is a problem at its own key and line
+ * (file:line), as a property's is, and the component gets typed values. Without `value` the
+ * values are the strings as written. Checks across a group and the rest of the configuration (a
+ * priority for a sink that is not in the group) go in the component's own `validate`, which
+ * gets the parsed options and its ValidationContext, in the component's file.
+ */
 export interface Group {
   prefix: string;
   doc: string;
+  /** How each value is read: a property's type and limits (no default: a key is there or not). */
+  value?: GroupValue;
+}
+
+/** The spec of a group's values (see Group). */
+export type GroupValue =
+  | { type: "string" | "path" }
+  | { type: "int" | "number"; min?: number; max?: number }
+  | { type: "boolean" }
+  | { type: "enum"; values: readonly string[]; caseSensitive?: boolean }
+  | { type: "list" };
+
+/**
+ * What a component's own `validate` sees besides its options: where it is wired in the agent.
+ * Present for the kinds it applies to.
+ */
+export interface ValidationContext {
+  /** A sink processor: the sinks of its group, in their configured order. */
+  readonly sinks?: readonly string[];
 }
 
 export type ComponentKind = "source" | "channel" | "sink" | "interceptor" | "serializer" | "selector" | "sinkprocessor" | "configfilter";
@@ -83,13 +123,13 @@ type ValueOf<P> = P extends { type: "int" | "number" }
         : string;
 type AlwaysSet<P> = P extends { default: unknown } ? true : P extends { required: true } ? true : false;
 
-/** The options object a schema parses into: one field per property, one record per group. */
+/** The options object a schema parses into: one field per property, one record per group (typed by its `value`). */
 export type OptionsOf<P extends Props, G extends Groups = Record<never, Group>> = {
   readonly [K in keyof P]: AlwaysSet<P[K]> extends true ? ValueOf<P[K]> : ValueOf<P[K]> | undefined;
-} & { readonly [K in keyof G]: Readonly<Record<string, string>> };
+} & { readonly [K in keyof G]: Readonly<Record<string, G[K] extends { value: infer V } ? ValueOf<V> : string>> };
 
 /** Options of some component, seen from code that does not know which (the builder, the validator). */
-export type AnyOptions = Readonly<Record<string, PropValue | Readonly<Record<string, string>> | undefined>>;
+export type AnyOptions = Readonly<Record<string, PropValue | Readonly<Record<string, PropValue>> | undefined>>;
 
 export interface ComponentSchema {
   kind: ComponentKind;
@@ -118,13 +158,19 @@ export function schemaOf(decl: { kind: ComponentKind; type: string; aliases?: re
   };
 }
 
+/** A problem with a component's options: at `key` (its line, when the key is written), an error unless said otherwise. */
 export interface PropError {
   key: string;
   message: string;
+  severity?: "error" | "warning";
+  /** What to do about it, when the message alone does not say; `{owner}` stands for the owner's full key prefix (`a1.sinkgroups.g1.`). */
+  hint?: string;
+  /** A part's problem at a key of its owner (a sink processor's at its group's `sinks`), not at its own. */
+  atOwner?: boolean;
 }
 
-/** Parses one raw string value by its spec; returns the value or an error message. */
-export function parseValue(spec: PropSpec, raw: string): { value: PropValue } | { error: string } {
+/** Parses one raw string value by its spec (a property's, or a group's value spec); returns the value or an error message. */
+export function parseValue(spec: PropSpec | GroupValue, raw: string): { value: PropValue } | { error: string } {
   const text = raw.trim();
   switch (spec.type) {
     case "string":
@@ -155,7 +201,7 @@ export function parseValue(spec: PropSpec, raw: string): { value: PropValue } | 
   }
 }
 
-function checkRange(spec: NumberProp, n: number): { value: number } | { error: string } {
+function checkRange(spec: { min?: number; max?: number }, n: number): { value: number } | { error: string } {
   if (spec.min !== undefined && n < spec.min) return { error: `must be at least ${spec.min}, got ${n}` };
   if (spec.max !== undefined && n > spec.max) return { error: `must be at most ${spec.max}, got ${n}` };
   return { value: n };
@@ -203,7 +249,7 @@ export function isUnderPrefix(schema: ComponentSchema, key: string): boolean {
  * required keys; unknown keys are reported separately by the validator (they are warnings).
  */
 export function parseOptions(schema: ComponentSchema, raw: Readonly<Record<string, string>>): { options: AnyOptions; errors: PropError[] } {
-  const options: Record<string, PropValue | Record<string, string> | undefined> = Object.create(null);
+  const options: Record<string, PropValue | Record<string, PropValue> | undefined> = Object.create(null);
   const errors: PropError[] = [];
   for (const spec of schema.props) {
     const present = raw[spec.key] !== undefined ? spec.key : spec.aliases?.find((n) => raw[n] !== undefined);
@@ -222,8 +268,17 @@ export function parseOptions(schema: ComponentSchema, raw: Readonly<Record<strin
   }
   for (const g of schema.prefixes ?? []) {
     if (g.name === undefined) continue;
-    const group: Record<string, string> = Object.create(null);
-    for (const [k, v] of Object.entries(raw)) if (k.startsWith(g.prefix)) group[k.slice(g.prefix.length)] = v;
+    const group: Record<string, PropValue> = Object.create(null);
+    for (const [k, v] of Object.entries(raw)) {
+      if (!k.startsWith(g.prefix)) continue;
+      if (!g.value) {
+        group[k.slice(g.prefix.length)] = v;
+        continue;
+      }
+      const parsed = parseValue(g.value, v);
+      if ("error" in parsed) errors.push({ key: k, message: parsed.error });
+      else group[k.slice(g.prefix.length)] = parsed.value;
+    }
     options[g.name] = group;
   }
   return { options, errors };

@@ -32,7 +32,7 @@ import { didYouMean, type EntryKind, type Problem, type ProblemCode, type Severi
 import { hasVariables } from "./substitution.ts";
 import { unsupportedType } from "./unsupported.ts";
 import { type AgentModel, type ChannelModel, fingerprintOf, type PartModel, partFingerprint, type SinkGroupModel, type SinkModel, type SourceModel } from "./model.ts";
-import { type AnyOptions, capacityOf, type ComponentKind, type ComponentSchema, findProp, isUnderPrefix, keysWithRole, keyWithRole } from "./schema.ts";
+import { type AnyOptions, capacityOf, type ComponentKind, type ComponentSchema, findProp, isUnderPrefix, keysWithRole, keyWithRole, type ValidationContext } from "./schema.ts";
 
 /** What the validator needs from src/components/registry.ts (pass the module itself). */
 export interface ComponentRegistry {
@@ -40,6 +40,8 @@ export interface ComponentRegistry {
   allComponents(): AnyDefinition[];
   /** Why a type name is not known, when the registry can say better than "unknown type" (custom components). */
   explainUnknown?(kind: ComponentKind, type: string): { message: string; hint: string } | undefined;
+  /** What a custom component module gets for `import ... from "flume-ts"` (see custom-components.ts). */
+  moduleApi?(): Promise<Record<string, unknown>>;
 }
 
 /** The selector and sink processor Flume uses when none is configured. */
@@ -125,7 +127,7 @@ class Validator {
    * `dropped` (Flume drops such components silently; `flume run --lenient` logs these).
    */
   model(): AgentModel {
-    const model: AgentModel = { agent: this.a, file: this.config.file, channels: new Map(), sources: new Map(), sinks: new Map(), sinkGroups: new Map(), dropped: [] };
+    const model: AgentModel = { agent: this.a, file: this.config.file, channels: new Map(), sources: new Map(), sinks: new Map(), sinkGroups: new Map(), dropped: [], lookup: (kind, type) => this.registry.lookupComponent(kind, type) };
     const errorOf = new Map<string, string>();
     for (const p of this.problems) if (p.severity === "error" && p.ref && !errorOf.has(`${p.ref.kind} ${p.ref.name}`)) errorOf.set(`${p.ref.kind} ${p.ref.name}`, p.message);
     const usable = (entry: ComponentEntry): Checked | undefined => {
@@ -332,6 +334,7 @@ class Validator {
     empty: Record<string, Located> = record(),
     beforeOwnChecks?: (options: AnyOptions) => void,
     wiringKeys: readonly string[] = [],
+    context: ValidationContext = {},
   ): AnyOptions {
     const schema = def.schema;
     const { options, errors } = def.parse(rawValues(props));
@@ -362,15 +365,34 @@ class Validator {
       if (!spec || spec.default === undefined || spec.default === "" || (Array.isArray(spec.default) && spec.default.length === 0)) continue;
       this.addFor(entry, "warning", "bad-value", loc.line, keyPrefix + key, `is empty, so Flume ignores it and the default ${formatDefault(spec.default)} applies`, "remove the line or give a value");
     }
+    this.checkNamedParts(entry, def, props, keyPrefix, fallbackLine, options);
     beforeOwnChecks?.(options);
     // The component's own checks need every required value (a refused one has its default).
     if (schema.props.every((p) => !p.required || options[p.key] !== undefined)) {
-      for (const e of def.validate?.(options) ?? []) {
-        if (this.hasError(entry, keyPrefix + e.key)) continue;
-        this.addFor(entry, "error", "bad-value", lineOf(e.key), keyPrefix + e.key, e.message);
+      for (const e of def.validate?.(options, context) ?? []) {
+        const key = e.atOwner ? e.key : keyPrefix + e.key;
+        if (this.hasError(entry, key)) continue;
+        this.addFor(entry, e.severity ?? "error", "bad-value", e.atOwner ? (entry.props[e.key]?.line ?? entry.line) : lineOf(e.key), key, e.message, e.hint?.replaceAll("{owner}", this.fullKey(entry, "")));
       }
     }
     return options;
+  }
+
+  /** The parts a component's properties name (`names` in its schema): their types, and their settings against their schemas. */
+  private checkNamedParts(entry: ComponentEntry, def: AnyDefinition, props: Record<string, Located>, keyPrefix: string, fallbackLine: number, options: AnyOptions): void {
+    for (const spec of def.schema.props) {
+      const type = options[spec.key];
+      if (!spec.names || typeof type !== "string" || this.hasError(entry, keyPrefix + spec.key)) continue;
+      const at = [spec.key, ...(spec.aliases ?? [])].map((k) => props[k]).find((l) => l !== undefined);
+      const line = at?.line ?? fallbackLine;
+      const report = (code: ProblemCode, l: number, message: string, hint: string) => this.addFor(entry, "error", code, l, keyPrefix + spec.key, message, hint);
+      const part = this.resolveType(spec.names.kind, { value: type, file: entry.file, line }, report, line, "");
+      const settings = spec.names.settings === undefined ? undefined : def.schema.prefixes?.find((g) => g.name === spec.names?.settings);
+      if (!part || !settings) continue;
+      const own = record<Located>();
+      for (const [k, v] of Object.entries(props)) if (k.startsWith(settings.prefix)) own[k.slice(settings.prefix.length)] = v;
+      this.checkProps(entry, part, own, keyPrefix + settings.prefix, line);
+    }
   }
 
   private fullKey(entry: ComponentEntry, key: string): string {
@@ -397,7 +419,7 @@ class Validator {
     return checked;
   }
 
-  private checkSub(entry: ComponentEntry, kind: PartModel["kind"], sub: SubComponent, defaultType: string | undefined, missingLine: number): AnyDefinition | undefined {
+  private checkSub(entry: ComponentEntry, kind: PartModel["kind"], sub: SubComponent, defaultType: string | undefined, missingLine: number, context: ValidationContext = {}): AnyDefinition | undefined {
     let def: AnyDefinition | undefined;
     if (!sub.type && defaultType !== undefined) {
       def = this.registry.lookupComponent(kind, defaultType);
@@ -412,7 +434,7 @@ class Validator {
       );
     }
     if (def) {
-      const options = this.checkProps(entry, def, sub.props, sub.prefix, sub.line);
+      const options = this.checkProps(entry, def, sub.props, sub.prefix, sub.line, record(), undefined, [], context);
       this.parts.set(`${entry.kind} ${entry.name} ${sub.prefix}`, { kind, name: sub.name, type: def.schema.type, definition: def, options });
     }
     return def;
@@ -528,44 +550,8 @@ class Validator {
         } else owner.set(s, group.name);
       }
       const processor = sinkProcessorProps(group);
-      const def = this.checkSub(group, "sinkprocessor", processor, DEFAULT_SINK_PROCESSOR_TYPE, processor.line);
-      if (def?.schema.type === DEFAULT_SINK_PROCESSOR_TYPE && sinks.length > 1) {
-        // Flume's DefaultSinkProcessor refuses more than one sink, and the group is dropped.
-        this.addFor(group, "error", "bad-value", processor.type?.line ?? group.props.sinks.line, processor.type ? "processor.type" : "sinks", `the default sink processor takes exactly one sink, got ${sinks.length}`, `set ${this.fullKey(group, "processor.type")} = failover or load_balance`);
-      }
-      for (const [key, loc] of Object.entries(processor.props)) {
-        const m = /^priority\.(.+)$/.exec(key);
-        if (m && !sinks.includes(m[1])) {
-          this.addFor(group, "warning", "undefined-sink", loc.line, `processor.${key}`, `sink ${m[1]} is not in this group (${sinks.join(" ") || "none"})`, "fix the sink name or add the sink to sinks");
-        }
-      }
-      if (def?.schema.type === "failover") this.checkFailoverPriorities(group, sinks, processor);
-    }
-  }
-
-  /** Flume's failover processor keeps one sink per priority: a sink whose priority is taken never runs. */
-  private checkFailoverPriorities(group: ComponentEntry, sinks: string[], processor: SubComponent): void {
-    const byPriority = new Map<number, string>();
-    let next = 0;
-    for (const s of [...new Set(sinks)]) {
-      const loc = processor.props[`priority.${s}`];
-      const explicit = loc && /^[-+]?\d+$/.test(loc.value.trim()) ? Number(loc.value.trim()) : undefined;
-      // Sinks without a priority get -1, -2, ... in the group's order, as Flume assigns them.
-      const p = explicit ?? --next;
-      const holder = byPriority.get(p);
-      if (holder === undefined) {
-        byPriority.set(p, s);
-        continue;
-      }
-      this.addFor(
-        group,
-        "warning",
-        "bad-value",
-        loc?.line ?? group.props.sinks.line,
-        loc ? `processor.priority.${s}` : "sinks",
-        `sink ${s} has the same priority (${p}) as sink ${holder}, so the failover processor leaves it out and it never runs`,
-        `give each sink its own ${this.fullKey(group, `processor.priority.${s}`)}`,
-      );
+      // The processor's own checks against the group's sinks are in its file (failover's priorities).
+      this.checkSub(group, "sinkprocessor", processor, DEFAULT_SINK_PROCESSOR_TYPE, processor.line, { sinks });
     }
   }
 

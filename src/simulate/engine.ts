@@ -72,13 +72,14 @@ export interface SinkResult {
   name: string;
   /** The configured sink group and its processor, when the sink is in one. */
   group?: { name: string; processor: string };
-  /** "simulated": a simulated destination; "avro": the real avro sink on a link. */
-  kind: "simulated" | "avro";
+  /** "simulated": a simulated destination; else the protocol of the link (avro, thrift) its real sink sends on. */
+  kind: string;
+  /** The link's name, for a sink on a link. */
   link?: string;
   channel: string;
   /** Events delivered to its destination (simulated sinks; a failing batch may deliver some). */
   delivered: number;
-  /** Events the next agent committed from its batches (avro sinks on links). */
+  /** Events the next agent committed from its batches (sinks on links). */
   forwarded: number;
   /** Take transactions it committed with events, and those rolled back. */
   batches: number;
@@ -193,7 +194,7 @@ export async function runSimulation(o: SimulationOptions, hooks: SimulationHooks
   const ownWorkDir = o.workDir === undefined;
   const workDir = o.workDir ?? mkdtempSync(path.join(tmpdir(), "flume-simulate-"));
   try {
-    const topo = buildTopology(o);
+    const topo = await buildTopology(o);
     return await new Simulation(o, topo, workDir, hooks).run();
   } finally {
     if (ownWorkDir) rmSync(workDir, { recursive: true, force: true });
@@ -364,12 +365,11 @@ class Simulation {
 
   private makeClients(): void {
     const ids = { next: 0, total: this.o.events };
-    const entries = this.agents.flatMap((a) => [...a.plan.entrySources].map((s) => ({ a, s: a.plan.model.sources.get(s) as NonNullable<ReturnType<AgentPlan["model"]["sources"]["get"]>> })));
+    const entries = this.agents.flatMap((a) => [...a.plan.entrySources].map(([s, batch]) => ({ a, s, batch })));
     const o = this.o;
     const interval = o.rate > 0 ? (batch: number) => Math.max(1, Math.round((batch * entries.length * 1000) / o.rate)) : () => 0;
-    for (const { a, s } of entries) {
-      const batch = s.options.batchSize as number;
-      this.clients.set(`${a.name}/${s.name}`, new SimClient(s.name, batch, interval(batch), ids));
+    for (const { a, s, batch } of entries) {
+      this.clients.set(`${a.name}/${s}`, new SimClient(s, batch, interval(batch), ids));
     }
   }
 
@@ -380,7 +380,7 @@ class Simulation {
       for (const g of m.sinkGroups.values()) if (g.configured) for (const s of g.sinks) groupOf.set(s, { name: g.name, processor: g.processor.type });
       for (const k of m.sinks.values()) {
         const link = a.plan.links.get(k.name);
-        const result: SinkResult = { agent: a.name, name: k.name, kind: link ? "avro" : "simulated", channel: k.channel, delivered: 0, forwarded: 0, batches: 0, failed: 0 };
+        const result: SinkResult = { agent: a.name, name: k.name, kind: link ? link.protocol : "simulated", channel: k.channel, delivered: 0, forwarded: 0, batches: 0, failed: 0 };
         const group = groupOf.get(k.name);
         if (group) result.group = group;
         if (link) result.link = link.name;
@@ -699,7 +699,10 @@ class Simulation {
       },
       view: (channel, user) => new TracedChannel((channel as TracedChannel).target, user),
       source: (m, ctx): AnySource => (plan.entrySources.has(m.name) ? new SimSource(m.name, this.clients.get(`${plan.name}/${m.name}`) as SimClient, epoch, w) : createComponent<AnySource>(m.definition, m.options, ctx)),
-      sink: (m, ctx): Sink => (plan.simulatedSinks.has(m.name) ? new SimSink(m.name, m.options.batchSize as number, this.o.sinkLatency, epoch, w) : createComponent<Sink>(m.definition, m.options, ctx)),
+      sink: (m, ctx): Sink => {
+        const batch = plan.simulatedSinks.get(m.name);
+        return batch !== undefined ? new SimSink(m.name, batch, this.o.sinkLatency, epoch, w) : createComponent<Sink>(m.definition, m.options, ctx);
+      },
     });
     a.epoch = epoch;
     a.built = built;
@@ -886,7 +889,7 @@ class Simulation {
     for (const spec of o.links) {
       if (this.topo.links.some((l) => matches(spec.link, l))) continue;
       const known = this.topo.links.map((l) => l.name);
-      throw new SimulationUsageError(`link fault on ${describeLink(spec.link)}: ${known.length > 0 ? `no such link; the links are ${known.join(", ")}` : "this run has no links between agents (they come from an avro sink naming another agent's avro source in the same file)"}`);
+      throw new SimulationUsageError(`link fault on ${describeLink(spec.link)}: ${known.length > 0 ? `no such link; the links are ${known.join(", ")}` : "this run has no links between agents (they come from an avro or thrift sink naming a source of the same protocol in another agent of the file)"}`);
     }
     return out.sort((x, y) => x.at - y.at);
   }

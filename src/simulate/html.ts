@@ -95,7 +95,7 @@ export function topologySvg(r: SimulationResult): string {
       const b = { x: box.x + 10, y: slot(k), w: PW, h: RH - 8 };
       parts.set(`${a.name}/source/${s.name}`, b);
       svg.push(`<g class="source" data-source="${escapeHtml(s.name)}"><rect x="${b.x}" y="${b.y}" width="${b.w}" height="${b.h}" rx="4" fill="#ecfdf5" stroke="#059669"/>`);
-      svg.push(`<text x="${b.x + 6}" y="${b.y + 15}" font-weight="600">${escapeHtml(s.name)}</text><text x="${b.x + 6}" y="${b.y + 30}" fill="#475569" font-size="10">${s.entry ? "simulated client" : "avro source"}</text></g>`);
+      svg.push(`<text x="${b.x + 6}" y="${b.y + 15}" font-weight="600">${escapeHtml(s.name)}</text><text x="${b.x + 6}" y="${b.y + 30}" fill="#475569" font-size="10">${s.entry ? "simulated client" : "linked source"}</text></g>`);
     });
     p.channels.forEach((ch, k) => {
       const b = { x: box.x + 20 + PW, y: slot(k), w: PW, h: RH - 8 };
@@ -108,7 +108,7 @@ export function topologySvg(r: SimulationResult): string {
     p.sinks.forEach((s, k) => {
       const b = { x: box.x + 30 + 2 * PW, y: slot(k), w: PW, h: RH - 8 };
       parts.set(`${a.name}/sink/${s.name}`, b);
-      const count = s.kind === "avro" ? `sent ${fmt(s.forwarded)}` : `delivered ${fmt(s.delivered)}`;
+      const count = s.link !== undefined ? `sent ${fmt(s.forwarded)}` : `delivered ${fmt(s.delivered)}`;
       svg.push(`<g class="sink" data-sink="${escapeHtml(s.name)}" data-delivered="${s.delivered}" data-forwarded="${s.forwarded}"><rect x="${b.x}" y="${b.y}" width="${b.w}" height="${b.h}" rx="4" fill="#fff7ed" stroke="#ea580c"/>`);
       svg.push(`<text x="${b.x + 6}" y="${b.y + 15}" font-weight="600">${escapeHtml(s.name)}${s.group ? ` (${escapeHtml(s.group.name)})` : ""}</text><text x="${b.x + 6}" y="${b.y + 30}" fill="#475569" font-size="10">${count}</text></g>`);
     });
@@ -207,7 +207,7 @@ export function timelineSvg(r: SimulationResult, a: AgentResult): string {
     legendX += text.length * 7 + 16;
   });
   // What left the agent: deliveries, or events the next agent committed.
-  const forwards = r.sinks.some((s) => s.agent === a.name && s.kind === "avro");
+  const forwards = r.sinks.some((s) => s.agent === a.name && s.link !== undefined);
   const maxDel = Math.max(1, ...cols.map((c) => c.delivered));
   svg.push(`<text x="${left}" y="${delTop - 10}" font-weight="600">${forwards ? "sent on" : "deliveries"} per ${formatTime(Math.max(1, Math.round(end / n)))} (max ${fmt(maxDel)})</text>`);
   svg.push(`<line x1="${left}" x2="${W - right}" y1="${delTop + delH}" y2="${delTop + delH}" stroke="#9ca3af"/>`);

@@ -598,7 +598,7 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
       if (d === undefined) storage.set(configured, (d = path.join(dir, `storage-${storage.size + 1}`)));
       return d;
     };
-    const ctx = { name: info.name, agentName: "replay", clock: epoch, logger: silentLogger, random: seededRandom(1, 9), storagePath, blockingIo: true };
+    const ctx = { name: info.name, agentName: "replay", clock: epoch, logger: silentLogger, random: seededRandom(1, 9), storagePath, blockingIo: true, lookup: lookupComponent };
     return { channel: createComponent<Channel>(built.definition, built.options, ctx), definition: built.definition };
   }
 

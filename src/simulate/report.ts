@@ -63,7 +63,7 @@ export function textTimeline(r: SimulationResult, width = 64): string[] {
   const lines: string[] = [`timeline: 0 to ${formatTime(end)}, ${formatTime(Math.max(1, Math.round(end / width)))} per column; faults: ${FAULT_LEGEND}`];
   const labelWidth = Math.max(12, ...r.channels.map((c) => c.name.length + 6), ...r.agents.map((a) => (r.tier ? a.name.length + 1 : 0) + 10));
   for (const a of r.agents) {
-    const forwards = r.sinks.some((s) => s.agent === a.name && s.kind === "avro");
+    const forwards = r.sinks.some((s) => s.agent === a.name && s.link !== undefined);
     lines.push(...timelineRows(a, end, width, r.tier ? `${a.name}.` : "", forwards ? "sent on" : "delivered", labelWidth));
   }
   return lines;
@@ -115,8 +115,8 @@ export function sinkRows(r: SimulationResult): string[][] {
   return r.sinks.map((s) => [
     `${r.tier ? `${s.agent}.` : ""}${s.name}`,
     s.group ? `${s.group.processor} ${s.group.name}` : "-",
-    s.kind === "avro" ? `avro to ${s.link}` : "simulated",
-    fmt(s.kind === "avro" ? s.forwarded : s.delivered),
+    s.link !== undefined ? `${s.kind} to ${s.link}` : "simulated",
+    fmt(s.link !== undefined ? s.forwarded : s.delivered),
     fmt(s.batches),
     fmt(s.failed),
   ]);

@@ -1,26 +1,25 @@
 /**
  * What a simulation runs: the agents of a Flume properties file (a tier), or one of them
- * (`-n`), or the built-in demo (source -> channel -> sink). Each agent is validated as
- * `flume run -n <agent>` validates it, then built by the agent builder exactly as `flume run`
- * builds it, except:
+ * (`-n`), or the built-in demo (source -> channel -> sink). Each agent is loaded as `flume run
+ * -n <agent>` loads it (config/load.ts: custom components included), then built by the agent
+ * builder exactly as `flume run` builds it, except (through the build context, see engine.ts):
  *
  * - a source no other agent of the file sends to is fed by a simulated client, and a sink that
  *   sends nowhere inside the file delivers to a simulated destination (both keep their
- *   configured batch sizes);
- * - an avro sink whose hostname:port names another agent's avro source (its bind, or a wildcard
- *   bind, and port) is a link: the real avro sink and avro source run, over the simulated
- *   network (network.ts). TLS, deflate and ipFilter are not simulated on links (a warning says so).
+ *   configured batch sizes: the property with the batchSize role);
+ * - a sink whose definition declares an RPC link (ComponentDefinition.rpcLink: avro, thrift)
+ *   and whose address names a source of the same protocol in another agent (its bind, or a
+ *   wildcard bind, and port) is a link: the real sink and source run, over the simulated
+ *   network (network.ts). What that network does not carry (TLS, compression, IP filters) is
+ *   turned off on links, with a warning.
  */
-import { readFileSync } from "node:fs";
-import { defineComponent } from "../components/component.ts";
 import * as registry from "../components/registry.ts";
 import type { AnyDefinition } from "../components/component.ts";
-import { type ComponentEntry, type Located, parseFlumeConfig, record, type ParseResult, parseEveryAgent } from "../config/flume-config.ts";
+import { ConfigReadError, type Loaded, loadConfigText, loadEveryAgentText, readConfigFile } from "../config/load.ts";
 import type { AgentModel, ChannelModel } from "../config/model.ts";
 import { formatProblem } from "../config/problems.ts";
-import { capacityOf, keyWithRole, type Role } from "../config/schema.ts";
-import { type ComponentRegistry, type LoadResult, withModel } from "../config/validate.ts";
-import { CLIENT_TLS_PROPS, SERVER_TLS_PROPS } from "../net/tls.ts";
+import { type AnyOptions, capacityOf, keyWithRole, type Role } from "../config/schema.ts";
+import type { LoadResult } from "../config/validate.ts";
 import { SimulationUsageError, type SimulationOptions } from "./options.ts";
 import { channelStandIn } from "./stand-in.ts";
 
@@ -47,7 +46,7 @@ export interface ChannelPlan {
   forwarders: string[];
 }
 
-/** An avro sink of one agent sending to an avro source of another. */
+/** An RPC sink of one agent sending to a source of the same protocol in another. */
 export interface LinkPlan {
   index: number;
   /** "edge1->collector" (with the sink when one agent has several links to the same one). */
@@ -56,6 +55,8 @@ export interface LinkPlan {
   sink: string;
   to: string;
   source: string;
+  /** The protocol both ends declare (avro, thrift). */
+  protocol: string;
   host: string;
   port: number;
 }
@@ -64,11 +65,11 @@ export interface AgentPlan {
   name: string;
   model: AgentModel;
   channels: ChannelPlan[];
-  /** Sources fed by simulated clients (no agent of the tier sends to them). */
-  entrySources: Set<string>;
-  /** Sinks replaced by simulated destinations. */
-  simulatedSinks: Set<string>;
-  /** Avro sinks sending to another agent (the real component), by sink name. */
+  /** Sources fed by simulated clients (no agent of the tier sends to them), with the client's batch size. */
+  entrySources: Map<string, number>;
+  /** Sinks replaced by simulated destinations, with their batch size. */
+  simulatedSinks: Map<string, number>;
+  /** RPC sinks sending to another agent (the real component), by sink name. */
   links: Map<string, LinkPlan>;
 }
 
@@ -88,140 +89,75 @@ const DEMO_CAPACITY = 20_000;
 const DEMO_TRANSACTION_CAPACITY = 1_000;
 const DEMO_SINK_BATCH = 100;
 
-const batchSizeProps = {
-  batchSize: { type: "int", default: 100, min: 1, roles: ["batchSize"], doc: "Events per transaction" },
-} as const;
-
-/** Stand-ins the simulator builds in place of configured sources and sinks (see engine.ts). */
-const simulatedSource = defineComponent({
-  kind: "source",
-  type: "simulated",
-  doc: "A simulated client feeding numbered events to the agent.",
-  props: batchSizeProps,
-  create(): never {
-    throw new Error("the simulator builds its sources itself");
-  },
-});
-const simulatedSink = defineComponent({
-  kind: "sink",
-  type: "simulated",
-  doc: "A simulated destination that records what it receives.",
-  props: batchSizeProps,
-  create(): never {
-    throw new Error("the simulator builds its sinks itself");
-  },
-});
-
-/** The registry with the stand-ins; every other type is the real one. */
-const simRegistry: ComponentRegistry = {
-  lookupComponent(kind, type) {
-    if (type === "simulated" && kind === "source") return simulatedSource as AnyDefinition;
-    if (type === "simulated" && kind === "sink") return simulatedSink as AnyDefinition;
-    return registry.lookupComponent(kind, type);
-  },
-  allComponents: () => registry.allComponents(),
-};
-
+/** The demo: a source and a sink of real types (both are replaced), with the run's batch size. */
 function demoText(o: SimulationOptions): string {
   return [
     "a1.sources = r1",
     "a1.channels = c1",
     "a1.sinks = k1",
-    "a1.sources.r1.type = simulated",
+    "a1.sources.r1.type = seq",
     "a1.sources.r1.channels = c1",
     `a1.sources.r1.batchSize = ${Math.min(o.batchSize, DEMO_TRANSACTION_CAPACITY)}`,
     `a1.channels.c1.type = ${o.channel}`,
     `a1.channels.c1.capacity = ${DEMO_CAPACITY}`,
     `a1.channels.c1.transactionCapacity = ${DEMO_TRANSACTION_CAPACITY}`,
-    "a1.sinks.k1.type = simulated",
+    "a1.sinks.k1.type = null",
     "a1.sinks.k1.channel = c1",
     `a1.sinks.k1.batchSize = ${DEMO_SINK_BATCH}`,
     "",
   ].join("\n");
 }
 
-/** A whole number a located value holds, if it does. */
-function wholeNumber(v: Located | undefined): number | undefined {
-  const t = v?.value.trim();
-  return t !== undefined && /^\d+$/.test(t) ? Number(t) : undefined;
-}
-
-/**
- * Replaces a configured source's or sink's own type and keys by the stand-in's, keeping its
- * wiring (channels, selector, interceptors, channel) and its batch size, whatever its type
- * calls it (the property with the batchSize role).
- */
-function standIn(entry: ComponentEntry, kind: "source" | "sink", fallbackBatch: number): string {
-  const original = entry.type?.value ?? "?";
-  const def = entry.type ? registry.lookupComponent(kind, entry.type.value) : undefined;
-  const key = def && keyWithRole(def.schema, "batchSize");
-  const spec = key ? def?.schema.props.find((p) => p.key === key) : undefined;
-  const configured = key ? (wholeNumber(entry.props[key]) ?? wholeNumber(spec?.aliases?.map((a) => entry.props[a]).find(Boolean))) : undefined;
-  const batch = configured ?? (typeof spec?.default === "number" ? spec.default : fallbackBatch);
-  const props = record<Located>();
-  for (const [k, v] of Object.entries(entry.props)) {
-    const wiring = kind === "source" ? k === "channels" || k === "interceptors" || k.startsWith("interceptors.") || k.startsWith("selector.") : k === "channel";
-    if (wiring) props[k] = v;
-  }
-  const at = { file: entry.file, line: entry.line };
-  props.batchSize = { value: String(batch), ...at };
-  entry.props = props;
-  entry.emptyProps = record();
-  entry.type = { value: "simulated", ...at };
-  return original;
-}
-
-/** Keys of a linked avro component the simulated network does not carry out (TLS, deflate, ipFilter). */
-const NOT_ON_LINKS = new Set([...Object.keys(SERVER_TLS_PROPS), ...Object.keys(CLIENT_TLS_PROPS), "compression-type", "compression-level", "ipFilter", "ipFilterRules"]);
-
-/** Drops those keys (and their aliases) from a linked component, saying what is not simulated. */
-function plainLink(entry: ComponentEntry, kind: "source" | "sink", options: Record<string, unknown>, agent: string, warnings: string[]): void {
-  const def = registry.lookupComponent(kind, entry.type?.value ?? "");
-  if (!def) return;
-  const drop = new Set<string>();
-  for (const p of def.schema.props) {
-    if (!NOT_ON_LINKS.has(p.key)) continue;
-    drop.add(p.key);
-    for (const a of p.aliases ?? []) drop.add(a);
-  }
-  for (const k of Object.keys(entry.props)) if (drop.has(k)) delete entry.props[k];
-  const off = [options.ssl === true ? "TLS" : "", options["compression-type"] === "deflate" ? "deflate" : "", options.ipFilter === true ? "ipFilter" : ""].filter(Boolean);
-  if (off.length > 0) warnings.push(`${agent}: ${kind} ${entry.name}: ${off.join(", ")} not simulated on the link (its frames travel plain)`);
-}
-
-function number(model: ChannelModel, role: Role): number | undefined {
-  const key = keyWithRole(model.definition.schema, role);
-  const v = key === undefined ? undefined : model.options[key];
+/** The value of the property that plays `role` in a definition (defaults filled in), if it is a number. */
+function numberWithRole(definition: AnyDefinition, options: AnyOptions, role: Role): number | undefined {
+  const key = keyWithRole(definition.schema, role);
+  const v = key === undefined ? undefined : options[key];
   return typeof v === "number" ? v : undefined;
 }
 
 const WILDCARD_BINDS = new Set(["0.0.0.0", "::", "[::]", "*", ""]);
 
-interface Listening {
+/** A source or sink that declares an RPC link, where it listens or connects. */
+interface RpcEnd {
   agent: string;
-  source: string;
-  bind: string;
+  name: string;
+  protocol: string;
+  host: string;
   port: number;
 }
 
-/** The avro source an avro sink names: its bind (or a wildcard bind) and port, in another agent. */
-function linkTarget(from: string, sink: string, host: string, port: number, listening: Listening[]): Listening | undefined {
-  const onPort = listening.filter((l) => l.port === port && l.agent !== from);
-  const exact = onPort.filter((l) => l.bind === host || l.agent === host);
-  const candidates = exact.length > 0 ? exact : onPort.filter((l) => WILDCARD_BINDS.has(l.bind));
+/** The sources or sinks of the agents that declare an RPC link. */
+function rpcEnds(models: AgentModel[], kind: "sources" | "sinks"): RpcEnd[] {
+  return models.flatMap((m) =>
+    [...m[kind].values()].flatMap((c) => {
+      const link = c.definition.rpcLink;
+      return link ? [{ agent: m.agent, name: c.name, protocol: link.protocol, ...link.address(c.options) }] : [];
+    }),
+  );
+}
+
+/** The source an RPC sink names: same protocol, its bind (or a wildcard bind) and port, in another agent. */
+function linkTarget(sink: RpcEnd, sources: RpcEnd[]): RpcEnd | undefined {
+  const onPort = sources.filter((l) => l.port === sink.port && l.protocol === sink.protocol && l.agent !== sink.agent);
+  const exact = onPort.filter((l) => l.host === sink.host || l.agent === sink.host);
+  const candidates = exact.length > 0 ? exact : onPort.filter((l) => WILDCARD_BINDS.has(l.host));
   if (candidates.length > 1) {
-    throw new SimulationUsageError(`${from}: sink ${sink} sends to ${host}:${port}, where several agents of the file listen (${candidates.map((c) => `${c.agent}'s ${c.source} on ${c.bind}:${c.port}`).join(", ")}); give their avro sources distinct bind addresses or ports`);
+    throw new SimulationUsageError(`${sink.agent}: sink ${sink.name} sends to ${sink.host}:${sink.port}, where several agents of the file listen (${candidates.map((c) => `${c.agent}'s ${c.name} on ${c.host}:${c.port}`).join(", ")}); give their ${sink.protocol} sources distinct bind addresses or ports`);
   }
   return candidates[0];
 }
 
-function readText(o: SimulationOptions): string {
-  if (!o.configFile) return demoText(o);
+/** Every agent of the run, each loaded as `flume run -n <agent>` loads it. */
+async function loadAgents(o: SimulationOptions): Promise<{ file: string; results: Loaded[] }> {
+  if (!o.configFile) return { file: "<demo>", results: [await loadConfigText(demoText(o), "<demo>", {}, registry)] };
+  const file = o.configFile;
+  let text: string;
   try {
-    return readFileSync(o.configFile, "utf8");
+    text = readConfigFile(file);
   } catch (err) {
-    throw new SimulationUsageError(`cannot read ${o.configFile}: ${(err as Error).message}`);
+    throw new SimulationUsageError(err instanceof ConfigReadError ? err.message : `cannot read ${file}: ${(err as Error).message}`);
   }
+  return { file, results: o.agentName !== undefined ? [await loadConfigText(text, file, { agentName: o.agentName }, registry)] : await loadEveryAgentText(text, file, {}, registry) };
 }
 
 function refuseErrors(file: string, results: LoadResult[]): void {
@@ -236,76 +172,53 @@ function refuseErrors(file: string, results: LoadResult[]): void {
   if (lines.length > 0) throw new SimulationUsageError(`${file} has ${count || "unrecoverable"} error(s):\n${lines.join("\n")}`);
 }
 
-export function buildTopology(o: SimulationOptions): Topology {
-  const file = o.configFile ?? "<demo>";
-  const text = readText(o);
-  const demo = o.configFile === undefined;
-  const parseAgents = (): ParseResult[] => (o.agentName !== undefined || demo ? [parseFlumeConfig(text, file, { agentName: o.agentName })] : parseEveryAgent(text, file));
-  const warnings: string[] = [];
-
-  // 1. Every agent as `flume run` checks it (the demo's stand-ins are not real types).
-  const real = demo ? [] : parseAgents().map((p) => withModel(p, registry));
-  refuseErrors(file, real);
-  const tier = real.length > 1;
-
-  // 2. Links: avro sinks naming another agent's avro source.
-  const listening: Listening[] = [];
-  for (const r of real) {
-    const m = r.model as AgentModel;
-    for (const s of m.sources.values()) if (s.type === "avro") listening.push({ agent: m.agent, source: s.name, bind: String(s.options.bind), port: Number(s.options.port) });
-  }
+/** The links of a tier: RPC sinks naming a source of the same protocol in another agent; `outside` gets the other RPC sinks' addresses. */
+function findLinks(models: AgentModel[], tier: boolean, outside: Map<string, string>): LinkPlan[] {
+  const sources = rpcEnds(models, "sources");
   const links: LinkPlan[] = [];
-  const outside = new Map<string, string>();
-  for (const r of real) {
-    const m = r.model as AgentModel;
-    for (const k of m.sinks.values()) {
-      if (k.type !== "avro") continue;
-      const host = String(k.options.hostname);
-      const port = Number(k.options.port);
-      const target = tier ? linkTarget(m.agent, k.name, host, port, listening) : undefined;
-      if (!target) {
-        outside.set(`${m.agent}/${k.name}`, `${host}:${port}`);
-        continue;
-      }
-      links.push({ index: links.length, name: `${m.agent}->${target.agent}`, from: m.agent, sink: k.name, to: target.agent, source: target.source, host, port });
-    }
+  for (const k of rpcEnds(models, "sinks")) {
+    const target = tier ? linkTarget(k, sources) : undefined;
+    if (!target) outside.set(`${k.agent}/${k.name}`, `${k.host}:${k.port}`);
+    else links.push({ index: links.length, name: `${k.agent}->${target.agent}`, from: k.agent, sink: k.name, to: target.agent, source: target.name, protocol: k.protocol, host: k.host, port: k.port });
   }
   for (const l of links) if (links.some((x) => x !== l && x.name === l.name)) l.name = `${l.from}.${l.sink}->${l.to}`;
+  return links;
+}
 
-  // 3. The simulated agents: stand-ins where nothing of the tier is at the other end.
+/** A linked source or sink with what the simulated network does not carry turned off, saying so. */
+function plainOnLink<M extends { name: string; definition: AnyDefinition; options: AnyOptions }>(m: M, kind: "source" | "sink", agent: string, warnings: string[]): M {
+  const plain = m.definition.rpcLink?.plain(m.options);
+  if (!plain) return m;
+  if (plain.off.length > 0) warnings.push(`${agent}: ${kind} ${m.name}: ${plain.off.join(", ")} not simulated on the link (its frames travel plain)`);
+  return { ...m, options: plain.options };
+}
+
+export async function buildTopology(o: SimulationOptions): Promise<Topology> {
+  const { file, results } = await loadAgents(o);
+  refuseErrors(file, results);
+  const models = results.map((r) => r.model as AgentModel);
+  const tier = models.length > 1;
+  const warnings: string[] = [];
+  const outside = new Map<string, string>();
+  const links = findLinks(models, tier, outside);
+
   const agents: AgentPlan[] = [];
   const channels: ChannelPlan[] = [];
   const description: string[] = [];
-  const realByAgent = new Map(real.map((r) => [r.model?.agent as string, r.model as AgentModel]));
-  for (const parsed of parseAgents()) {
-    const config = parsed.config;
-    const agentName = config?.agent ?? "?";
-    const original = realByAgent.get(agentName);
-    const entrySources = new Set<string>();
-    const simulatedSinks = new Set<string>();
+  for (const model of models) {
+    const agentName = model.agent;
+    const entrySources = new Map<string, number>();
+    const simulatedSinks = new Map<string, number>();
     const agentLinks = new Map(links.filter((l) => l.from === agentName).map((l) => [l.sink, l]));
-    const linkedSources = new Set(links.filter((l) => l.to === agentName).map((l) => l.source));
-    /** The configured type of each replaced source and sink, for the report. */
-    const replaced = new Map<string, string>();
-    if (config) {
-      for (const e of config.sources.values()) {
-        if (linkedSources.has(e.name)) plainLink(e, "source", original?.sources.get(e.name)?.options ?? {}, agentName, warnings);
-        else {
-          entrySources.add(e.name);
-          replaced.set(`source ${e.name}`, standIn(e, "source", o.batchSize));
-        }
-      }
-      for (const e of config.sinks.values()) {
-        if (agentLinks.has(e.name)) plainLink(e, "sink", original?.sinks.get(e.name)?.options ?? {}, agentName, warnings);
-        else {
-          simulatedSinks.add(e.name);
-          replaced.set(`sink ${e.name}`, standIn(e, "sink", DEMO_SINK_BATCH));
-        }
-      }
+    const linkedSources = new Map(links.filter((l) => l.to === agentName).map((l) => [l.source, l.protocol]));
+    for (const s of model.sources.values()) {
+      if (linkedSources.has(s.name)) model.sources.set(s.name, plainOnLink(s, "source", agentName, warnings));
+      else entrySources.set(s.name, numberWithRole(s.definition, s.options, "batchSize") ?? o.batchSize);
     }
-    const result = withModel(parsed, simRegistry);
-    refuseErrors(file, [result]);
-    const model = result.model as AgentModel;
+    for (const k of model.sinks.values()) {
+      if (agentLinks.has(k.name)) model.sinks.set(k.name, plainOnLink(k, "sink", agentName, warnings));
+      else simulatedSinks.set(k.name, numberWithRole(k.definition, k.options, "batchSize") ?? DEMO_SINK_BATCH);
+    }
     // Channel types that need more than the process run as the stand-in their definition names.
     const standIns = new Map<string, string>();
     for (const [name, m] of model.channels) {
@@ -315,11 +228,10 @@ export function buildTopology(o: SimulationOptions): Topology {
       model.channels.set(name, { ...m, type: s.type, definition: s.definition, options: s.options });
     }
     // A simulated client's batches must fit every channel its source writes to.
-    for (const s of model.sources.values()) {
-      if (!entrySources.has(s.name)) continue;
-      const limit = Math.min(...s.channels.map((c) => number(model.channels.get(c) as ChannelModel, "transactionCapacity") ?? Infinity));
-      const batch = s.options.batchSize as number;
-      if (batch > limit) (s.options as { batchSize: number }).batchSize = limit;
+    for (const [name, batch] of entrySources) {
+      const source = model.sources.get(name);
+      const limit = Math.min(...(source?.channels ?? []).map((c) => number(model.channels.get(c) as ChannelModel, "transactionCapacity") ?? Infinity));
+      if (batch > limit) entrySources.set(name, limit);
     }
     const plans: ChannelPlan[] = [...model.channels.values()].map((m) => ({
       agent: agentName,
@@ -337,41 +249,44 @@ export function buildTopology(o: SimulationOptions): Topology {
     }));
     channels.push(...plans);
     agents.push({ name: agentName, model, channels: plans, entrySources, simulatedSinks, links: agentLinks });
-    description.push(...describeAgent(model, plans, { tier, file: o.configFile, replaced, entrySources, agentLinks, linkedSources, outside }));
+    description.push(...describeAgent(model, plans, { tier, file: o.configFile, entrySources, simulatedSinks, agentLinks, linkedSources, outside }));
     const read = new Set([...model.sinks.values()].map((s) => s.channel));
     for (const c of plans) if (!read.has(c.name)) warnings.push(`no sink reads channel ${c.label}: its events can only wait there`);
   }
-  for (const l of links) description.push(`link ${l.name}: sink ${l.sink} (avro, ${l.host}:${l.port}) -> source ${l.source} of ${l.to}; the real avro sink and source over the simulated network`);
+  for (const l of links) description.push(`link ${l.name}: sink ${l.sink} (${l.protocol}, ${l.host}:${l.port}) -> source ${l.source} of ${l.to}; the real ${l.protocol} sink and source over the simulated network`);
   if (agents.every((a) => a.entrySources.size === 0)) throw new SimulationUsageError(`${file}: ${tier ? "no agent has a source that no other agent sends to" : "the agent has no source"} to simulate`);
   return { tier, agents, links, channels, description, warnings };
+}
+
+function number(model: ChannelModel, role: Role): number | undefined {
+  return numberWithRole(model.definition, model.options, role);
 }
 
 function describeAgent(
   model: AgentModel,
   plans: ChannelPlan[],
-  c: { tier: boolean; file?: string; replaced: Map<string, string>; entrySources: Set<string>; agentLinks: Map<string, LinkPlan>; linkedSources: Set<string>; outside: Map<string, string> },
+  c: { tier: boolean; file?: string; entrySources: Map<string, number>; simulatedSinks: Map<string, number>; agentLinks: Map<string, LinkPlan>; linkedSources: Map<string, string>; outside: Map<string, string> },
 ): string[] {
-  const was = (kind: string, name: string) => {
-    const t = c.replaced.get(`${kind} ${name}`);
-    return c.file && t ? `${t} ` : "";
-  };
+  const was = (type: string) => (c.file ? `${type} ` : "");
   const pre = c.tier ? `${model.agent}: ` : "";
   const out: string[] = [];
-  if (c.file && !c.tier) out.push(`agent ${model.agent} from ${c.file}`);
-  if (c.tier) out.push(`agent ${model.agent} from ${c.file}`);
+  if (c.file) out.push(`agent ${model.agent} from ${c.file}`);
   for (const p of plans) {
     const where = p.standIn ? `${p.type}, simulated by a ${p.standIn} channel${p.durable ? " on a scratch directory" : ""}` : p.durable ? `${p.type} on a scratch directory` : p.type;
     out.push(`${pre}channel ${p.name} (${where}, capacity ${p.capacity.toLocaleString("en-US")}, transactionCapacity ${p.transactionCapacity ?? "unbounded"})`);
   }
   for (const s of model.sources.values()) {
     const extras = [s.selector.type !== "replicating" ? `${s.selector.type} selector` : "", s.interceptors.length ? `interceptors ${s.interceptors.map((i) => i.name).join(" ")}` : ""].filter(Boolean);
-    const how = c.entrySources.has(s.name) ? `${was("source", s.name)}replaced by a simulated client, batches of ${s.options.batchSize}` : "the real avro source, on the simulated network";
+    const batch = c.entrySources.get(s.name);
+    const how = batch !== undefined ? `${was(s.type)}replaced by a simulated client, batches of ${batch}` : `the real ${c.linkedSources.get(s.name)} source, on the simulated network`;
     out.push(`${pre}source ${s.name} -> ${s.channels.join(" ")} (${how}${extras.length ? `; ${extras.join(", ")}` : ""})`);
   }
   for (const k of model.sinks.values()) {
     const link = c.agentLinks.get(k.name);
     const away = c.outside.get(`${model.agent}/${k.name}`);
-    const how = link ? `the real avro sink, to ${link.to} over the simulated network, batches of ${k.options["batch-size"]}` : `${was("sink", k.name)}replaced by a simulated sink${away && c.tier ? ` (no agent of the file listens on ${away})` : ""}, batches of ${k.options.batchSize}`;
+    const how = link
+      ? `the real ${link.protocol} sink, to ${link.to} over the simulated network, batches of ${numberWithRole(k.definition, k.options, "batchSize")}`
+      : `${was(k.type)}replaced by a simulated sink${away && c.tier ? ` (no agent of the file listens on ${away})` : ""}, batches of ${c.simulatedSinks.get(k.name)}`;
     out.push(`${pre}sink ${k.name} <- ${k.channel} (${how})`);
   }
   for (const g of model.sinkGroups.values()) if (g.configured) out.push(`${pre}sinkgroup ${g.name}: ${g.processor.type} over ${g.sinks.join(" ")}`);

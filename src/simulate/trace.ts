@@ -576,11 +576,20 @@ export function bothObservers(a: ChannelObserver, b: ChannelObserver): ChannelOb
  * replayed together (`flume replay a.jsonl b.jsonl`).
  */
 export function liveTracer(file: string, clock: Clock, maxBytes: number, agent?: AgentModel): { wrapChannel: (channel: Channel, model: ChannelModel) => Channel; finish: () => LedgerSummary } {
-  const avroSources = agent ? [...agent.sources.values()].filter((s) => s.type === "avro").map((s) => ({ name: s.name, bind: String(s.options.bind), port: Number(s.options.port) })) : undefined;
+  // Sources and sinks that link agents declare it (ComponentDefinition.rpcLink); the header keeps Flume TS's first name for them.
+  const avroSources = agent
+    ? [...agent.sources.values()].flatMap((s) => {
+        const address = s.definition.rpcLink?.address(s.options);
+        return address ? [{ name: s.name, bind: address.host, port: address.port }] : [];
+      })
+    : undefined;
   const recorder = new TraceRecorder(new FileTraceOutput(file, 64 * 1024), [], { clock, idOf: contentIdOf, deliveries: "take", maxBytes, agent: agent?.agent, avroSources });
   const forwardsTo = (channel: string): Record<string, string> | undefined => {
-    const sinks = agent ? [...agent.sinks.values()].filter((k) => k.type === "avro" && k.channel === channel) : [];
-    return sinks.length > 0 ? Object.fromEntries(sinks.map((k) => [k.name, `${String(k.options.hostname)}:${Number(k.options.port)}`])) : undefined;
+    const sinks = agent ? [...agent.sinks.values()].filter((k) => k.channel === channel).flatMap((k) => {
+          const address = k.definition.rpcLink?.address(k.options);
+          return address ? [[k.name, `${address.host}:${address.port}`]] : [];
+        }) : [];
+    return sinks.length > 0 ? Object.fromEntries(sinks) : undefined;
   };
   return {
     wrapChannel(channel: Channel, model: ChannelModel): Channel {

@@ -208,7 +208,7 @@ describe("flume simulate", () => {
     }
   });
 
-  test("the fixes of issue 15: histories for lost and duplicated events in --json, channel-full retries named as such, crashes that never happened said so, a file channel's fill", () => {
+  test("histories for lost and duplicated events in --json, channel-full retries named as such, crashes that never happened said so, a file channel's fill", () => {
     const { dir, cleanup } = tempDir("flume-sim-fixes-");
     try {
       // A lost event and duplicated ones: each gets its history, in the JSON too.
@@ -263,6 +263,32 @@ describe("flume simulate", () => {
       expect(k1.delivered + k2.delivered).toBe(report.deliveredUnique + report.duplicates);
       const text = runCli(["simulate", "-f", conf, "--events", "4000"]);
       expect(text.stdout).toMatch(/k1\s+load_balance g1\s+simulated\s+[\d,]+/);
+    } finally {
+      cleanup();
+    }
+  });
+
+  test("a configuration flume validate accepts runs: examples/jsonl-sink.conf, whose sink is a custom module, is simulated with its configured batch sizes", () => {
+    const valid = runCli(["validate", "examples/jsonl-sink.conf"]);
+    expect(valid.code).toBe(0);
+    const r = runCli(["simulate", "-f", "examples/jsonl-sink.conf", "--events", "2000", "--fail-sink", "0.1"]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("source r1 -> c1 (netcat replaced by a simulated client, batches of 100)");
+    expect(r.stdout).toContain("sink k1 <- c1 (jsonl replaced by a simulated sink, batches of 100)");
+    expect(r.stdout).toMatch(/delivered unique\s+2,000\n/);
+    expect(r.stdout).toContain("at-least-once: HELD");
+  });
+
+  test("a file in ISO-8859-1 is read as flume run reads it: a Latin-1 value reaches the report", () => {
+    const { dir, cleanup } = tempDir("flume-sim-latin1-");
+    try {
+      const conf = path.join(dir, "latin1.conf");
+      const text = ["a1.sources = r1", "a1.channels = c1", "a1.sinks = k1", "a1.sources.r1.type = seq", "a1.sources.r1.channels = c1", "a1.channels.c1.type = memory", "a1.sinks.k1.type = null", "a1.sinks.k1.channel = c1", "a1.sinkgroups = gr\u00fcn", "a1.sinkgroups.gr\u00fcn.sinks = k1", "a1.sinkgroups.gr\u00fcn.processor.type = failover", ""].join("\n");
+      writeFileSync(conf, Buffer.from(text, "latin1"));
+      const r = runCli(["simulate", "-f", conf, "--events", "100"]);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain("sinkgroup gr\u00fcn: failover over k1");
     } finally {
       cleanup();
     }

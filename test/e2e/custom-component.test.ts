@@ -4,7 +4,7 @@
 // its API from "flume-ts" as the README's "Custom components" says.
 import { describe, expect, test } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { cleanupsAfterEach, CLI, freePort, ROOT, runCli, sendLines, tempDir, waitUntil } from "../support/helpers.ts";
 import { precondition } from "../support/requires.ts";
@@ -122,6 +122,62 @@ describe("a custom sink from a module path", () => {
     expect(errors).toContainEqual(expect.stringMatching(/^17 sink k5 type: the module .*empty\.js exports no component definition \(export default defineComponent/));
     expect(report.warnings.map((w) => `${w.line} ${w.key}: ${w.message}`)).toContain("9 bodi: is not a property of sink type jsonl, so it is ignored (did you mean body?)");
   });
+
+  test("a custom serializer module named by file_roll's sink.serializer: its settings checked at their lines, then every event written through it", async () => {
+    const dir = workspace();
+    writeFileSync(
+      path.join(dir, "shout.ts"),
+      `import { defineComponent } from "flume-ts";
+const encoder = new TextEncoder();
+export default defineComponent({
+  kind: "serializer",
+  type: "shout",
+  doc: "Each body in capitals, then a mark, then a newline.",
+  props: { mark: { type: "string", default: "!", doc: "What follows each body" }, repeat: { type: "int", default: 1, min: 1, doc: "How many marks" } },
+  create: (o) => ({
+    type: "shout",
+    open: async (out) => ({
+      afterCreate() {},
+      afterReopen() {},
+      write(e) {
+        out.write(encoder.encode(new TextDecoder().decode(e.body).toUpperCase() + o.mark.repeat(o.repeat) + "\\n"));
+      },
+      flush() {},
+      beforeClose() {},
+      supportsReopen: () => false,
+    }),
+  }),
+});
+`,
+    );
+    const port = await freePort();
+    const conf = (extra: string[]) => {
+      const file = path.join(dir, "serializer.conf");
+      const lines = ["a1.sources = r1", "a1.channels = c1", "a1.sinks = k1", "a1.sources.r1.type = netcat", "a1.sources.r1.bind = 127.0.0.1", `a1.sources.r1.port = ${port}`, "a1.sources.r1.channels = c1", "a1.channels.c1.type = memory"];
+      writeFileSync(file, [...lines, "a1.sinks.k1.type = file_roll", `a1.sinks.k1.sink.directory = ${path.join(dir, "out")}`, "a1.sinks.k1.sink.rollInterval = 0", "a1.sinks.k1.channel = c1", "a1.sinks.k1.sink.serializer = ./shout.ts", ...extra, ""].join("\n"));
+      return file;
+    };
+    const bad = conf(["a1.sinks.k1.sink.serializer.repeat = 0", "a1.sinks.k1.sink.serializer.marks = ?"]);
+    const v = runCli(["validate", bad]);
+    expect(v.code).toBe(1);
+    expect(v.stdout).toContain(`${bad}:14: error: sink k1: sink.serializer.repeat: must be at least 1, got 0`);
+    expect(v.stdout).toContain(`${bad}:15: warning: sink k1: sink.serializer.marks: is not a property of serializer type shout, so it is ignored (did you mean sink.serializer.mark?)`);
+    mkdirSync(path.join(dir, "out"));
+    const good = conf(["a1.sinks.k1.sink.serializer.mark = ?", "a1.sinks.k1.sink.serializer.repeat = 2"]);
+    const child = spawn(process.execPath, [CLI, "run", "-f", good, "--no-reload-conf", "--quiet"], { cwd: dir, env: { ...process.env, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] });
+    let err = "";
+    child.stderr.on("data", (d) => (err += d));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+    try {
+      await waitUntil(() => /agent a1 started/.test(err) || child.exitCode !== null, "the agent to start", 30000);
+      expect(await sendLines(port, "hello\nwörld\n", 2000, 2)).toBe("OK\nOK\n");
+      const written = () => readdirSync(path.join(dir, "out")).map((f) => readFileSync(path.join(dir, "out", f), "utf8")).join("");
+      await waitUntil(() => written() === "HELLO??\nWÖRLD??\n", "both events in the file, through the serializer");
+    } finally {
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+    }
+  }, 30000);
 
   test("examples/jsonl-sink.conf, the README's example, is valid", () => {
     const r = runCli(["validate", path.join(ROOT, "examples", "jsonl-sink.conf")], { cwd: "/" });

@@ -1,5 +1,5 @@
 /**
- * Issue 17's harness at a tenth of its timings: `flume run` with TAILDIR (filegroup
+ * The log-rotation crash harness (test/support/taildir-rotation.ts) at a tenth of its timings: `flume run` with TAILDIR (filegroup
  * `app\.log.*`) -> file or memory channel -> file_roll, logrotate-style rotation (copytruncate:
  * copy to app.log.1, truncate 50 ms later, 1,000 more lines; rename: app.log -> app.log.1, 100
  * more lines through the open descriptor, a new app.log with 1,000 lines), SIGKILL at seeded

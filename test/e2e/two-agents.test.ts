@@ -2,72 +2,37 @@ import { describe, expect, test } from "bun:test";
 import { createEvent } from "../../src/core/event.ts";
 import { AvroRpcClient } from "../../src/rpc/client.ts";
 import { agentsAfterEach, freePort, tempDir, waitForMetrics } from "../support/helpers.ts";
-import { avroSinkLines } from "../support/rpc.ts";
+import { rpcSinkLines, twoAgentsOverRpc } from "../support/rpc.ts";
 
 const { cleanups, startAgent: agent } = agentsAfterEach();
 
 const waitForMetric = (port: number, group: string, key: string, value: string, ms = 15000) =>
   waitForMetrics(port, `${group}.${key} to reach ${value}`, (m) => m[group]?.[key] === value, ms, 50);
 
-describe("two agents over Avro RPC (flume run child processes)", () => {
-  test("agent A (seq -> memory -> avro sink) to agent B (avro source -> memory -> null): every event arrives", async () => {
-    const tmp = tempDir();
-    cleanups.push(tmp.cleanup);
-    const [avroPort, metricsA, metricsB] = [await freePort(), await freePort(), await freePort()];
-    const total = 5000;
-    const b = agent(
-      tmp.dir,
-      "b",
-      `b.sources = r1
-b.channels = c1
-b.sinks = k1
-b.sources.r1.type = avro
-b.sources.r1.bind = 127.0.0.1
-b.sources.r1.port = ${avroPort}
-b.sources.r1.channels = c1
-b.channels.c1.type = memory
-b.channels.c1.capacity = 100000
-b.channels.c1.transactionCapacity = 1000
-b.sinks.k1.type = null
-b.sinks.k1.channel = c1
-`,
-      metricsB,
-    );
-    await b.waitFor(/agent b started/);
-    const a = agent(
-      tmp.dir,
-      "a",
-      `a.sources = r1
-a.channels = c1
-a.sinks = k1
-a.sources.r1.type = seq
-a.sources.r1.totalEvents = ${total}
-a.sources.r1.batchSize = 500
-a.sources.r1.channels = c1
-a.channels.c1.type = memory
-a.channels.c1.capacity = 100000
-a.channels.c1.transactionCapacity = 1000
-a.sinks.k1.type = avro
-a.sinks.k1.hostname = 127.0.0.1
-a.sinks.k1.port = ${avroPort}
-a.sinks.k1.batch-size = 1000
-a.sinks.k1.channel = c1
-`,
-      metricsA,
-    );
-    const mb = await waitForMetric(metricsB, "SOURCE.r1", "EventAcceptedCount", String(total));
-    // The sink wakes as soon as events are committed, so a batch may hold fewer than batch-size.
-    expect(Number(mb["SOURCE.r1"].AppendBatchAcceptedCount)).toBeGreaterThanOrEqual(total / 1000);
-    expect(mb["SOURCE.r1"].AppendBatchAcceptedCount).toBe(mb["SOURCE.r1"].AppendBatchReceivedCount);
-    expect(mb["SOURCE.r1"].OpenConnectionCount).toBe("1");
-    const ma = await waitForMetric(metricsA, "SINK.k1", "EventDrainSuccessCount", String(total));
-    expect(ma["SINK.k1"].ConnectionCreatedCount).toBe("1");
-    expect(ma["SINK.k1"].EventWriteFail).toBe("0");
-    a.child.kill("SIGTERM");
-    b.child.kill("SIGTERM");
-    expect(await a.exited()).toBe(0);
-    expect(await b.exited()).toBe(0);
-  });
+describe("two agents over RPC (flume run child processes)", () => {
+  // One harness for both RPC protocols: what differs is the type and thrift's protocol setting.
+  const pairs = [
+    { name: "Avro RPC", type: "avro" },
+    { name: "thrift, compact protocol", type: "thrift", both: { protocol: "compact" } },
+    { name: "thrift, binary protocol", type: "thrift", both: { protocol: "binary" } },
+  ];
+  for (const p of pairs) {
+    test(`agent A (seq -> memory -> ${p.type} sink) to agent B (${p.type} source -> memory -> null), ${p.name}: every event arrives over one connection`, async () => {
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      const total = 3000;
+      const { a, b, ma, mb } = await twoAgentsOverRpc(agent, tmp.dir, { ...p, total });
+      // The sink wakes as soon as events are committed, so a batch may hold fewer than batch-size.
+      expect(Number(mb["SOURCE.r1"].AppendBatchAcceptedCount)).toBeGreaterThanOrEqual(total / 1000);
+      expect(mb["SOURCE.r1"].AppendBatchAcceptedCount).toBe(mb["SOURCE.r1"].AppendBatchReceivedCount);
+      expect(mb["SOURCE.r1"].OpenConnectionCount).toBe("1");
+      expect(ma["SINK.k1"]).toMatchObject({ ConnectionCreatedCount: "1", EventWriteFail: "0" });
+      a.child.kill("SIGTERM");
+      b.child.kill("SIGTERM");
+      expect(await a.exited()).toBe(0);
+      expect(await b.exited()).toBe(0);
+    });
+  }
 
   test("failover across two downstream agents, the preferred one stopped mid-stream: nothing lost, duplicates reported", async () => {
     const tmp = tempDir();
@@ -107,7 +72,7 @@ a.sources.r1.channels = c1
 a.channels.c1.type = memory
 a.channels.c1.capacity = 100000
 a.channels.c1.transactionCapacity = 1000
-${avroSinkLines("k1", portB1, 50)}${avroSinkLines("k2", portB2, 50)}`,
+${rpcSinkLines("k1", portB1, 50)}${rpcSinkLines("k2", portB2, 50)}`,
       mA,
     );
     await a.waitFor(/agent a started/);

@@ -209,3 +209,39 @@ describe("fault spellings", () => {
     expect(() => parseCrashSpecs("3s", "--crash")).toThrow("--crash: expected AGENT@TIME");
   });
 });
+
+describe("links are found by the RPC link their definitions declare, whatever the protocol", () => {
+  /** edge (seq -> memory -> `sinkType` sink to collector:4545) and collector (`sourceType` source on 4545 -> memory -> logger). */
+  async function twoAgents(sinkType: string, sourceType: string, sinkExtra: string[] = []): Promise<SimulationResult> {
+    const { dir, cleanup } = tempDir("flume-tier-rpc-");
+    try {
+      const conf = path.join(dir, "rpc.conf");
+      const edge = ["edge.sources = r1", "edge.channels = c1", "edge.sinks = k1", "edge.sources.r1.type = seq", "edge.sources.r1.batchSize = 50", "edge.sources.r1.channels = c1", "edge.channels.c1.type = memory"];
+      const sink = [`edge.sinks.k1.type = ${sinkType}`, "edge.sinks.k1.channel = c1", "edge.sinks.k1.hostname = 127.0.0.1", "edge.sinks.k1.port = 4545", "edge.sinks.k1.batch-size = 25", ...sinkExtra];
+      const collector = ["collector.sources = r1", "collector.channels = c1", "collector.sinks = k1", `collector.sources.r1.type = ${sourceType}`, "collector.sources.r1.bind = 127.0.0.1", "collector.sources.r1.port = 4545", "collector.sources.r1.channels = c1", "collector.channels.c1.type = memory", "collector.sinks.k1.type = logger", "collector.sinks.k1.channel = c1"];
+      writeFileSync(conf, [...edge, ...sink, ...collector, ""].join("\n"));
+      return await runSimulation({ ...DEFAULTS, crashAt: [], crashes: [], links: [], events: 1000, configFile: conf, workDir: dir });
+    } finally {
+      cleanup();
+    }
+  }
+
+  test("a thrift sink naming another agent's thrift source is a link: the real thrift sink and source carry every event; its TLS is turned off with a warning", async () => {
+    const r = await twoAgents("thrift", "thrift", ["edge.sinks.k1.ssl = true"]);
+    expect(r.links.map((l) => `${l.name} ${l.sink}->${l.source} ${l.address}`)).toEqual(["edge->collector k1->r1 127.0.0.1:4545"]);
+    expect(r.topology).toContain("edge: sink k1 <- c1 (the real thrift sink, to collector over the simulated network, batches of 25)");
+    expect(r.topology).toContain("collector: source r1 -> c1 (the real thrift source, on the simulated network)");
+    expect(r.topology).toContain("link edge->collector: sink k1 (thrift, 127.0.0.1:4545) -> source r1 of collector; the real thrift sink and source over the simulated network");
+    expect(r.warnings).toContain("edge: sink k1: TLS not simulated on the link (its frames travel plain)");
+    expect(r.links[0].events).toBe(1000);
+    expect(r.sinks.map((s) => `${s.agent}.${s.name} ${s.kind} ${s.link !== undefined ? s.forwarded : s.delivered}`)).toEqual(["edge.k1 thrift 1000", "collector.k1 simulated 1000"]);
+    expect(r.summary).toMatchObject({ accepted: 1000, deliveredUnique: 1000, duplicates: 0, lost: 0 });
+  });
+
+  test("an avro sink on a thrift source's port is no link: the protocols differ, so the sink is simulated and the source is fed by a client", async () => {
+    const r = await twoAgents("avro", "thrift");
+    expect(r.links).toEqual([]);
+    expect(r.topology).toContain("edge: sink k1 <- c1 (avro replaced by a simulated sink (no agent of the file listens on 127.0.0.1:4545), batches of 25)");
+    expect(r.topology).toContain("collector: source r1 -> c1 (thrift replaced by a simulated client, batches of 100)");
+  });
+});

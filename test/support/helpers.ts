@@ -23,9 +23,9 @@ export function runCli(args: string[], opts: { input?: string; env?: Record<stri
   return { code: r.status, stdout: r.stdout, stderr: r.stderr, signal: r.signal };
 }
 
-/** Starts the CLI as a long-running child process (an agent). */
-export function startCli(args: string[], opts: { env?: Record<string, string>; cwd?: string } = {}) {
-  const child = spawn(process.execPath, [CLI, ...args], {
+/** Starts the CLI (the repository's, or `opts.cli`) as a long-running child process (an agent). */
+export function startCli(args: string[], opts: { env?: Record<string, string>; cwd?: string; cli?: string } = {}) {
+  const child = spawn(process.execPath, [opts.cli ?? CLI, ...args], {
     env: { ...process.env, NO_COLOR: "1", ...opts.env },
     cwd: opts.cwd ?? ROOT,
     stdio: ["ignore", "pipe", "pipe"],

@@ -1,4 +1,4 @@
-/** Helpers for the Avro RPC tests: a source over a MemoryChannel, raw sockets, certificates. */
+/** Helpers for the RPC tests: an avro source over a MemoryChannel, raw sockets, two agents joined over avro or thrift. */
 import { componentContext } from "../../src/components/component.ts";
 import net from "node:net";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
@@ -9,7 +9,7 @@ import { MemoryChannel, type MemoryChannelOptions } from "../../src/core/memory-
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import { definition as avroSink, type AvroSink } from "../../src/components/sinks/avro.ts";
 import { definition as avroSource, type AvroSource } from "../../src/components/sources/avro.ts";
-import { waitUntil } from "./helpers.ts";
+import { type AgentProcess, freePort, waitForMetrics, waitUntil } from "./helpers.ts";
 
 export function memoryChannel(name = "c1", options: MemoryChannelOptions = { capacity: 10000, transactionCapacity: 10000 }): MemoryChannel {
   const ch = new MemoryChannel(name, options);
@@ -82,12 +82,47 @@ export function until(cond: () => boolean, ms = 3000): Promise<void> {
   return waitUntil(cond, "condition", ms, 5);
 }
 
-/** The lines of avro sink k of agent "a": from channel c1 to 127.0.0.1:port in batches of batchSize. */
-export function avroSinkLines(k: string, port: number, batchSize: number): string {
-  return `a.sinks.${k}.type = avro
-a.sinks.${k}.hostname = 127.0.0.1
-a.sinks.${k}.port = ${port}
-a.sinks.${k}.batch-size = ${batchSize}
-a.sinks.${k}.channel = c1
-`;
+/** The lines of an RPC sink k (avro, thrift) of agent "a": from channel c1 to 127.0.0.1:port in batches of batchSize. */
+export function rpcSinkLines(k: string, port: number, batchSize: number, type = "avro", extra: Record<string, string> = {}): string {
+  const props = { type, hostname: "127.0.0.1", port: String(port), "batch-size": String(batchSize), channel: "c1", ...extra };
+  return Object.entries(props).map(([key, value]) => `a.sinks.${k}.${key} = ${value}\n`).join("");
+}
+
+export interface RpcPair {
+  /** The sink's and source's type: avro or thrift. */
+  type: string;
+  /** Settings both ends get (thrift's protocol). */
+  both?: Record<string, string>;
+  total: number;
+}
+
+/**
+ * Two `flume run` agents joined over RPC: B (`type` source -> memory -> null) starts first, then
+ * A (seq of `total` events -> memory -> `type` sink, batches of 1000) sends to it. Resolves
+ * once B accepted and A drained every event, with both agents' /metrics and processes.
+ */
+export async function twoAgentsOverRpc(startAgent: (dir: string, name: string, conf: string, metricsPort: number) => AgentProcess, dir: string, pair: RpcPair) {
+  const [port, metricsA, metricsB] = [await freePort(), await freePort(), await freePort()];
+  const both = Object.entries(pair.both ?? {});
+  const agent = (name: string, source: Record<string, string>, sink: string) =>
+    [
+      `${name}.sources = r1`,
+      `${name}.channels = c1`,
+      `${name}.sinks = k1`,
+      ...Object.entries(source).map(([k, v]) => `${name}.sources.r1.${k} = ${v}`),
+      `${name}.sources.r1.channels = c1`,
+      `${name}.channels.c1.type = memory`,
+      `${name}.channels.c1.capacity = 100000`,
+      `${name}.channels.c1.transactionCapacity = 1000`,
+      sink,
+    ].join("\n");
+  const sourceProps = { type: pair.type, bind: "127.0.0.1", port: String(port), ...Object.fromEntries(both) };
+  const b = startAgent(dir, "b", agent("b", sourceProps, "b.sinks.k1.type = null\nb.sinks.k1.channel = c1\n"), metricsB);
+  await b.waitFor(/agent b started/);
+  const a = startAgent(dir, "a", agent("a", { type: "seq", totalEvents: String(pair.total), batchSize: "500" }, rpcSinkLines("k1", port, 1000, pair.type, Object.fromEntries(both))), metricsA);
+  const reached = (metricsPort: number, group: string, key: string) =>
+    waitForMetrics(metricsPort, `${group}.${key} to reach ${pair.total}`, (m) => m[group]?.[key] === String(pair.total), 15000, 50);
+  const mb = await reached(metricsB, "SOURCE.r1", "EventAcceptedCount");
+  const ma = await reached(metricsA, "SINK.k1", "EventDrainSuccessCount");
+  return { a, b, ma, mb };
 }

@@ -1,5 +1,5 @@
 /**
- * The log-rotation crash harness of issue 17, shared by test/e2e/taildir-rotation-crash.test.ts
+ * The log-rotation crash harness, shared by test/e2e/taildir-rotation-crash.test.ts
  * (a few seeded runs at a tenth of the timings) and scripts/bench/taildir-rotation.ts (many
  * runs, real timings).
  *
@@ -27,7 +27,7 @@ export interface RotationRunOptions {
   channel: ChannelKind;
   /** Milliseconds after the rotation's first step (copy or rename) when SIGKILL comes. */
   killAtMs: number;
-  /** Timings multiplier: 1 is the issue's (0.5 s to the truncation), 0.1 a tenth of it. */
+  /** Timings multiplier: 1 is the real timings (0.5 s to the truncation), 0.1 a tenth of them. */
   scale?: number;
   /** TAILDIR batchSize and file_roll's sink.batchSize (both Flume's default, 100). */
   batchSize?: number;

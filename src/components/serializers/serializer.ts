@@ -1,8 +1,5 @@
 import type { Event } from "../../core/event.ts";
 import type { ComponentDefinition } from "../component.ts";
-import { definition as avroEvent } from "./avro-event.ts";
-import { definition as headerAndText } from "./header-and-text.ts";
-import { definition as text } from "./text.ts";
 
 /**
  * Where a serializer writes: an in-memory sink the caller drains in one write per batch, so
@@ -34,16 +31,12 @@ export interface SerializerFactory {
   open(out: ByteOutput): Promise<EventSerializer>;
 }
 
+/**
+ * A serializer type: a component of kind "serializer", in the registry like every other (the
+ * built-in TEXT, HEADER_AND_TEXT, AVRO_EVENT, and custom modules); a sink names it with a
+ * property whose schema says `names: { kind: "serializer" }` and finds it with ctx.lookup.
+ */
 export type SerializerDefinition = ComponentDefinition<SerializerFactory>;
-
-/** The built-in serializers, for sinks that take a `serializer` property. */
-export const BUILTIN_SERIALIZERS: readonly SerializerDefinition[] = [text, headerAndText, avroEvent];
-
-/** Finds a serializer by Flume's name (TEXT, HEADER_AND_TEXT, AVRO_EVENT; any case) or class name. */
-export function findSerializer(name: string): SerializerDefinition | undefined {
-  const key = name.trim().toLowerCase();
-  return BUILTIN_SERIALIZERS.find((d) => d.schema.type.toLowerCase() === key || (d.schema.aliases ?? []).some((a) => a.toLowerCase() === key));
-}
 
 /** Appends to an array of chunks; take() hands them out as one buffer. */
 export class ChunkOutput implements ByteOutput {

@@ -10,6 +10,9 @@ export const definition = defineComponent({
   aliases: ["org.apache.flume.sink.DefaultSinkProcessor"],
   doc: "A single sink, no failover or load balancing.",
   props: {},
+  // Flume's DefaultSinkProcessor refuses more than one sink, and the group is dropped.
+  validate: (_options, context) =>
+    (context?.sinks?.length ?? 1) > 1 ? [{ key: "sinks", atOwner: true, message: `the default sink processor takes exactly one sink, got ${context?.sinks?.length}`, hint: "set {owner}processor.type = failover or load_balance" }] : [],
   create() {
     return (sinks: Sink[]): SinkProcessor => {
       if (sinks.length !== 1) throw new ConfigurationError("sinks", `the default sink processor takes exactly one sink, got ${sinks.length}; use failover or load_balance`);

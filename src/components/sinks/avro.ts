@@ -4,7 +4,7 @@ import { RpcHandshakeTimeoutError } from "../../rpc/errors.ts";
 import { CLIENT_TLS_PROPS, clientTls, tlsProblems } from "../../net/tls.ts";
 import type { CompressionType } from "../../rpc/transport.ts";
 import type { Network } from "../../net/network.ts";
-import { defineComponent, type ComponentContext } from "../component.ts";
+import { defineComponent, type ComponentContext, plainLink } from "../component.ts";
 import { DEFAULT_RPC_TIMEOUT, RpcSink, type RpcSinkSettings, rpcTimeout } from "./rpc-sink.ts";
 
 export interface AvroSinkOptions extends RpcSinkSettings {
@@ -68,6 +68,15 @@ export const definition = defineComponent({
     maxIoWorkers: { type: "int", doc: "Accepted and ignored, as in Flume 1.11" },
   },
   validate: (config) => tlsProblems(() => clientTls(config)),
+  rpcLink: {
+    protocol: "avro",
+    address: (o) => ({ host: o.hostname, port: o.port }),
+    plain: (o) =>
+      plainLink(o, [
+        { name: "TLS", on: o.ssl, off: { ssl: false } },
+        { name: "deflate", on: o["compression-type"] === "deflate", off: { "compression-type": "none" } },
+      ]),
+  },
   create(config, ctx) {
     return new AvroSink(ctx, {
       hostname: config.hostname,

@@ -8,8 +8,8 @@ import type { Event } from "../../core/event.ts";
 import type { Status } from "../../core/sink.ts";
 import type { TakeLoop } from "../../pipeline/take-loop.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
-import { ChunkOutput, findSerializer } from "../serializers/serializer.ts";
-import type { EventSerializer, SerializerFactory } from "../serializers/serializer.ts";
+import { ChunkOutput } from "../serializers/serializer.ts";
+import type { EventSerializer, SerializerDefinition, SerializerFactory } from "../serializers/serializer.ts";
 import { BaseSink } from "./base.ts";
 
 /**
@@ -284,16 +284,21 @@ export const definition = defineComponent({
     "sink.directory": { type: "path", required: true, doc: "Directory where files are written" },
     "sink.rollInterval": { type: "int", default: 30, min: 0, doc: "Seconds between file rolls; 0 writes everything to one file" },
     "sink.batchSize": { type: "int", roles: ["batchSize"], default: 100, min: 1, doc: "Events taken per transaction" },
-    "sink.serializer": { type: "string", default: "TEXT", doc: "Serializer: TEXT, HEADER_AND_TEXT, AVRO_EVENT or a serializer class name" },
+    "sink.serializer": {
+      type: "string",
+      default: "TEXT",
+      names: { kind: "serializer", settings: "sinkSerializer" },
+      doc: "Serializer: TEXT, HEADER_AND_TEXT, AVRO_EVENT, a serializer class name, or the module of a custom one",
+    },
     "sink.pathManager": { type: "enum", values: ["DEFAULT", "ROLLTIME"], default: "DEFAULT", doc: "File naming: DEFAULT (<timestamp>-<n>) or ROLLTIME (yyyyMMddHHmmss-<n>)" },
     "sink.pathManager.prefix": { type: "string", default: "", doc: "Prefix of file names" },
     "sink.pathManager.extension": { type: "string", default: "", doc: "Extension of file names (without the dot)" },
   },
-  groups: {sinkSerializer: { prefix: "sink.serializer.", doc: "Serializer properties, e.g. sink.serializer.appendNewline" }},
+  groups: { sinkSerializer: { prefix: "sink.serializer.", doc: "The serializer's properties, e.g. sink.serializer.appendNewline" } },
   create(config, ctx) {
     const name = config["sink.serializer"];
-    const def = findSerializer(name);
-    if (!def) throw new ConfigurationError("sink.serializer", `unknown serializer "${name}" (known: TEXT, HEADER_AND_TEXT, AVRO_EVENT)`, ctx.name);
+    const def = ctx.lookup("serializer", name) as SerializerDefinition | undefined;
+    if (!def) throw new ConfigurationError("sink.serializer", `unknown serializer "${name}"`, ctx.name);
     const parsed = def.parse(config.sinkSerializer);
     if (parsed.errors.length > 0) {
       const e = parsed.errors[0];
@@ -308,11 +313,5 @@ export const definition = defineComponent({
       prefix: config["sink.pathManager.prefix"],
       extension: config["sink.pathManager.extension"],
     });
-  },
-  validate(config) {
-    const name = config["sink.serializer"];
-    const def = findSerializer(name);
-    if (!def) return [{ key: "sink.serializer", message: `unknown serializer "${name}" (known: TEXT, HEADER_AND_TEXT, AVRO_EVENT)` }];
-    return def.parse(config.sinkSerializer).errors.map((e) => ({ key: `sink.serializer.${e.key}`, message: e.message }));
   },
 });

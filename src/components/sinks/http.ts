@@ -24,14 +24,12 @@ export class StatusPolicy {
   constructor(
     readonly name: string,
     readonly defaultValue: boolean,
-    overrides: Record<string, string> = {},
+    overrides: Readonly<Record<string, boolean>> = {},
   ) {
-    for (const [code, raw] of Object.entries(overrides)) {
+    for (const [code, value] of Object.entries(overrides)) {
       const key = code.trim().toUpperCase();
       if (!/^[1-5](\d\d|\dX|XX)$/.test(key)) throw new ConfigurationError(`${name}.${code}`, "expected an HTTP status code (503) or pattern (50X, 5XX)");
-      const value = raw.trim().toLowerCase();
-      if (value !== "true" && value !== "false") throw new ConfigurationError(`${name}.${code}`, `expected true or false, got "${raw}"`);
-      this.rules.set(key, value === "true");
+      this.rules.set(key, value);
     }
   }
 
@@ -149,9 +147,9 @@ const props = {
 } as const;
 
 const groups = {
-  backoff: { prefix: "backoff.", doc: "backoff.CODE = true|false, CODE a status (503) or pattern (50X, 5XX); the most specific wins" },
-  rollback: { prefix: "rollback.", doc: "rollback.CODE = true|false" },
-  incrementMetrics: { prefix: "incrementMetrics.", doc: "incrementMetrics.CODE = true|false" },
+  backoff: { prefix: "backoff.", doc: "backoff.CODE = true|false, CODE a status (503) or pattern (50X, 5XX); the most specific wins", value: { type: "boolean" } },
+  rollback: { prefix: "rollback.", doc: "rollback.CODE = true|false", value: { type: "boolean" } },
+  incrementMetrics: { prefix: "incrementMetrics.", doc: "incrementMetrics.CODE = true|false", value: { type: "boolean" } },
 } as const;
 
 function options(config: OptionsOf<typeof props, typeof groups>): HttpSinkOptions {

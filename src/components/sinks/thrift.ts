@@ -5,7 +5,7 @@ import { CLIENT_TLS_PROPS, clientTls, tlsProblems } from "../../net/tls.ts";
 import { ThriftRpcClient } from "../../rpc/thrift/client.ts";
 import { KERBEROS_UNSUPPORTED, PROTOCOL_DOC, resolveProtocol } from "../../rpc/thrift/options.ts";
 import type { ThriftProtocolName } from "../../rpc/thrift/types.ts";
-import { type ComponentContext, defineComponent } from "../component.ts";
+import { type ComponentContext, defineComponent, plainLink } from "../component.ts";
 import { DEFAULT_RPC_TIMEOUT, RpcSink, type RpcSinkSettings, rpcTimeout } from "./rpc-sink.ts";
 
 export interface ThriftSinkOptions extends RpcSinkSettings {
@@ -77,6 +77,11 @@ export const definition = defineComponent({
     if (config.kerberos) errors.push({ key: "kerberos", message: KERBEROS_UNSUPPORTED });
     errors.push(...tlsProblems(() => clientTls(config)));
     return errors;
+  },
+  rpcLink: {
+    protocol: "thrift",
+    address: (o) => ({ host: o.hostname, port: o.port }),
+    plain: (o) => plainLink(o, [{ name: "TLS", on: o.ssl, off: { ssl: false } }]),
   },
   create(config, ctx) {
     return new ThriftSink(ctx, {

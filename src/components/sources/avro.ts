@@ -7,7 +7,7 @@ import { IpFilter, parseIpFilterRules } from "../../rpc/ip-filter.ts";
 import type { RpcStatus } from "../../rpc/protocol.ts";
 import { AvroRpcServer, type RpcRequestHandler } from "../../rpc/server.ts";
 import type { CompressionType } from "../../rpc/transport.ts";
-import { defineComponent, type ComponentContext } from "../component.ts";
+import { defineComponent, type ComponentContext, plainLink } from "../component.ts";
 import { RpcSource, type RpcServerHooks } from "./rpc-source.ts";
 
 export interface AvroSourceOptions {
@@ -102,6 +102,16 @@ export const definition = defineComponent({
     }
     errors.push(...tlsProblems(() => serverTls(config)));
     return errors;
+  },
+  rpcLink: {
+    protocol: "avro",
+    address: (o) => ({ host: o.bind, port: o.port }),
+    plain: (o) =>
+      plainLink(o, [
+        { name: "TLS", on: o.ssl, off: { ssl: false } },
+        { name: "deflate", on: o["compression-type"] === "deflate", off: { "compression-type": "none" } },
+        { name: "ipFilter", on: o.ipFilter, off: { ipFilter: false } },
+      ]),
   },
   create(config, ctx) {
     return new AvroSource(ctx, {

@@ -5,7 +5,7 @@ import { SERVER_TLS_PROPS, type ServerTls, serverTls, tlsProblems } from "../../
 import { KERBEROS_UNSUPPORTED, PROTOCOL_DOC, protocolError, resolveProtocol } from "../../rpc/thrift/options.ts";
 import { ThriftServer, type ThriftRequestHandler } from "../../rpc/thrift/server.ts";
 import { DEFAULT_MAX_FRAME_SIZE, type ThriftProtocolName, type ThriftStatus } from "../../rpc/thrift/types.ts";
-import { type ComponentContext, defineComponent } from "../component.ts";
+import { type ComponentContext, defineComponent, plainLink } from "../component.ts";
 import { RpcSource, type RpcServerHooks } from "./rpc-source.ts";
 
 export interface ThriftSourceOptions {
@@ -76,6 +76,11 @@ export const definition = defineComponent({
     if (config.kerberos) errors.push({ key: "kerberos", message: KERBEROS_UNSUPPORTED });
     errors.push(...tlsProblems(() => serverTls(config)));
     return errors;
+  },
+  rpcLink: {
+    protocol: "thrift",
+    address: (o) => ({ host: o.bind, port: o.port }),
+    plain: (o) => plainLink(o, [{ name: "TLS", on: o.ssl, off: { ssl: false } }]),
   },
   create(config, ctx) {
     return new ThriftSource(ctx, {

@@ -3,7 +3,9 @@ import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { definition, RollingFileSink } from "../../../src/components/sinks/file-roll.ts";
-import { findSerializer } from "../../../src/components/serializers/serializer.ts";
+import * as registry from "../../../src/components/registry.ts";
+import { lookupComponent } from "../../../src/components/registry.ts";
+import { validateConfigText } from "../../../src/config/validate.ts";
 import { javaMapString } from "../../../src/components/serializers/header-and-text.ts";
 import { bodyEvent, createEvent } from "../../../src/core/event.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
@@ -150,7 +152,8 @@ describe("file_roll sink", () => {
 
   test("unknown serializer is a configuration error naming the key", () => {
     expect(() => setup({ "sink.serializer": "nope" })).toThrow(/sink\.serializer: unknown serializer "nope"/);
-    expect(findSerializer("org.apache.flume.serialization.FlumeEventAvroEventSerializer$Builder")?.schema.type).toBe("avro_event");
+    // Serializers are registry components like the rest, by Flume's names and class names.
+    expect(lookupComponent("serializer", "org.apache.flume.serialization.FlumeEventAvroEventSerializer$Builder")?.schema.type).toBe("avro_event");
   });
 
   for (const codec of ["null", "deflate"]) {
@@ -239,6 +242,29 @@ async function putBodies(channel: MemoryChannel, bodies: string[]): Promise<void
 }
 
 /** A real full disk: a 1 MiB tmpfs, unmounted after the test. */
+describe("the serializer a file_roll sink names, checked through the registry", () => {
+  /** seq -> memory -> file_roll k1; `serializer` lines from line 9. */
+  const problems = (serializer: string[]) =>
+    validateConfigText(
+      ["a1.sources = r1", "a1.channels = c1", "a1.sinks = k1", "a1.sources.r1.type = seq", "a1.sources.r1.channels = c1", "a1.channels.c1.type = memory", "a1.sinks.k1.type = file_roll", "a1.sinks.k1.channel = c1", ...serializer, "a1.sinks.k1.sink.directory = /tmp/out", ""].join("\n"),
+      "f.conf",
+      {},
+      registry,
+    ).problems.map((p) => `${p.line} ${p.severity} ${p.component} ${p.key}: ${p.message}${p.hint ? ` (${p.hint})` : ""}`);
+
+  test("an unknown serializer is an error at its line, with the names it might be", () => {
+    expect(problems(["a1.sinks.k1.sink.serializer = header_and_txt"])).toEqual(['9 error sink k1 sink.serializer: unknown serializer type "header_and_txt" (did you mean "header_and_text"?)']);
+  });
+
+  test("the serializer's own settings are checked against its schema at their lines: a bad value, a misspelt key", () => {
+    expect(problems(["a1.sinks.k1.sink.serializer = avro_event", "a1.sinks.k1.sink.serializer.syncIntervalBytes = lots", "a1.sinks.k1.sink.serializer.compresionCodec = deflate"])).toEqual([
+      '10 error sink k1 sink.serializer.syncIntervalBytes: expected a whole number, got "lots" (a whole number, at least 1; default 2048000)',
+      "11 warning sink k1 sink.serializer.compresionCodec: is not a property of serializer type avro_event, so it is ignored (did you mean sink.serializer.compressionCodec?)",
+    ]);
+    expect(problems(["a1.sinks.k1.sink.serializer = TEXT", "a1.sinks.k1.sink.serializer.appendNewline = false"])).toEqual([]);
+  });
+});
+
 function smallDisk(): string {
   const t = tempDir("flume-fileroll-full-");
   cleanups.push(t.cleanup);

@@ -2,6 +2,8 @@ import { componentContext } from "../../../src/components/component.ts";
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import http from "node:http";
 import { definition as httpSink, type HttpSink } from "../../../src/components/sinks/http.ts";
+import * as registry from "../../../src/components/registry.ts";
+import { validateConfigText } from "../../../src/config/validate.ts";
 import { systemClock } from "../../../src/core/clock.ts";
 import { putBatch } from "../../../src/core/channel-processor.ts";
 import { EventDeliveryException } from "../../../src/core/errors.ts";
@@ -158,5 +160,15 @@ describe("http sink", () => {
     expect(errs({ endpoint: "http://x/", "backoff.6XX": "true" })).toContain("backoff.6XX");
     expect(errs({ endpoint: "http://x/", "rollback.200": "maybe" })).toContain("rollback.200");
     expect(errs({ endpoint: "http://x/", connectTimeout: "0" })).toContain("connectTimeout");
+  });
+
+  test("status overrides are typed groups: true or false, read by the schema and reported at their lines", () => {
+    const { options, errors } = httpSink.parse({ endpoint: "http://x/", "rollback.2XX": " FALSE", "backoff.503": "true" });
+    expect(errors).toEqual([]);
+    expect([options.rollback, options.backoff]).toEqual([{ "2XX": false }, { "503": true }]);
+    const conf = ["a1.sources = r1", "a1.channels = c1", "a1.sinks = k1", "a1.sources.r1.type = seq", "a1.sources.r1.channels = c1", "a1.channels.c1.type = memory", "a1.sinks.k1.type = http", "a1.sinks.k1.channel = c1", "a1.sinks.k1.endpoint = http://x/", "a1.sinks.k1.rollback.200 = maybe", "a1.sinks.k1.backoff.6XX = true", ""];
+    const problems = validateConfigText(conf.join("\n"), "h.conf", {}, registry).problems.map((p) => `${p.file}:${p.line} ${p.component} ${p.key}: ${p.message}`);
+    // A value that is no boolean is the schema's error; a code that is no status, the sink's own check.
+    expect(problems).toEqual(['h.conf:10 sink k1 rollback.200: expected true or false, got "maybe"', "h.conf:11 sink k1 backoff.6XX: expected an HTTP status code (503) or pattern (50X, 5XX)"]);
   });
 });

@@ -329,7 +329,7 @@ describe("spooling directory state on disk", () => {
     expect(completed).toBeGreaterThan(0);
     // The meta file (renamed into place per batch) was synced, and its directory, before the completion.
     const metaSynced = indexOf(lines, metaSync(tracker));
-    expect(metaSynced).toBeGreaterThanOrEqual(0);
+    expect(lines[metaSynced]).toMatch(metaSync(tracker));
     expect(metaSynced).toBeLessThan(completed);
     const trackerSynced = indexOf(lines, new RegExp(`f(data)?sync\\(\\d+<${esc(tracker)}>\\)`), metaSynced);
     expect(trackerSynced).toBeGreaterThan(metaSynced);

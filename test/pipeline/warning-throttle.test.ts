@@ -1,15 +1,15 @@
-import { componentContext } from "../../../src/components/component.ts";
+import { componentContext } from "../../src/components/component.ts";
 import { afterEach, describe, expect, test } from "bun:test";
 import net from "node:net";
-import type { ComponentDefinition } from "../../../src/components/component.ts";
-import { definition as httpSource } from "../../../src/components/sources/http.ts";
-import { definition as netcat } from "../../../src/components/sources/netcat.ts";
-import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
-import { MemoryLogger } from "../../../src/core/logger.ts";
-import { MemoryChannel } from "../../../src/core/memory-channel.ts";
-import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
-import type { Source } from "../../../src/core/source.ts";
-import { VirtualClock } from "../../../src/core/virtual-clock.ts";
+import type { ComponentDefinition } from "../../src/components/component.ts";
+import { definition as httpSource } from "../../src/components/sources/http.ts";
+import { definition as netcat } from "../../src/components/sources/netcat.ts";
+import { ChannelProcessor } from "../../src/core/channel-processor.ts";
+import { MemoryLogger } from "../../src/core/logger.ts";
+import { MemoryChannel } from "../../src/core/memory-channel.ts";
+import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
+import type { Source } from "../../src/core/source.ts";
+import { VirtualClock } from "../../src/core/virtual-clock.ts";
 
 const stops: (() => unknown)[] = [];
 afterEach(async () => {

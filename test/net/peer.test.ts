@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
-import { definition as avroSource } from "../../../src/components/sources/avro.ts";
-import { definition as httpSource } from "../../../src/components/sources/http.ts";
-import { definition as netcat } from "../../../src/components/sources/netcat.ts";
-import { definition as syslogTcp } from "../../../src/components/sources/syslog-tcp.ts";
-import type { ComponentDefinition } from "../../../src/components/component.ts";
-import type { Source } from "../../../src/core/source.ts";
-import { rig, until } from "../../support/network.ts";
+import { definition as avroSource } from "../../src/components/sources/avro.ts";
+import { definition as httpSource } from "../../src/components/sources/http.ts";
+import { definition as netcat } from "../../src/components/sources/netcat.ts";
+import { definition as syslogTcp } from "../../src/components/sources/syslog-tcp.ts";
+import type { ComponentDefinition } from "../../src/components/component.ts";
+import type { Source } from "../../src/core/source.ts";
+import { rig, until } from "../support/network.ts";
 
 const UNKNOWN = "an unknown peer (connection reset before its address was known)";
 const stops: (() => unknown)[] = [];
