@@ -17,9 +17,9 @@ const cleanups: (() => void)[] = [];
 const flumes: FlumePeer[] = [];
 afterAll(async () => {
   for (const c of cleanups.splice(0)) c();
-  await Promise.all(flumes.map((f) => f.stop()));
+  await Promise.all(flumes.map((f) => f.stop(2000)));
   tmp.cleanup();
-});
+}, 60_000);
 
 /**
  * Counters that differ between two runs of the same agent on the same input, so between Flume and

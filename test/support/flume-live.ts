@@ -4,11 +4,13 @@
  * what a file_roll sink with the header_and_text serializer wrote, read back as events, so a test
  * can check that each event sent arrived exactly once with its headers.
  */
+import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { beforeAll } from "bun:test";
 import { flumeClasspath } from "./flume.ts";
 import { needsJvm } from "./jvm.ts";
+import { canConnect, waitUntil } from "./helpers.ts";
 
 export interface SentEvent {
   headers: Record<string, string>;
@@ -91,4 +93,75 @@ export function flumeClasspathBeforeAll(): void {
   beforeAll(async () => {
     if (needsJvm.holds) await flumeClasspath();
   }, 15 * 60_000);
+}
+
+type Props = Record<string, string | number | boolean>;
+
+/**
+ * A properties file of flows, each `<source> -> memory channel -> <sink>`, for an agent that
+ * Flume and ours both read: component names are <flow>_r, <flow>_c, <flow>_k.
+ */
+export class FlowsConf {
+  private readonly flows: { name: string; source: Props; sink: Props; channel: Props }[] = [];
+
+  constructor(readonly agent = "a1") {}
+
+  add(name: string, source: Props, sink: Props, channel: Props = { type: "memory", capacity: 10000, transactionCapacity: 1000 }): this {
+    this.flows.push({ name, source, sink, channel });
+    return this;
+  }
+
+  /** A flow from an http source (JSONHandler) on 127.0.0.1:port to the sink. */
+  fromHttp(name: string, port: number, sink: Props): this {
+    return this.add(name, { type: "http", bind: "127.0.0.1", port }, sink);
+  }
+
+  /** A flow from the source to a file_roll sink writing header_and_text lines into dir, one file. */
+  toFileRoll(name: string, source: Props, dir: string): this {
+    return this.add(name, source, { type: "file_roll", "sink.directory": dir, "sink.rollInterval": 0, "sink.serializer": "header_and_text", "sink.batchSize": 100 });
+  }
+
+  toString(): string {
+    const a = this.agent;
+    const names = (suffix: string) => this.flows.map((f) => `${f.name}_${suffix}`).join(" ");
+    const lines = [`${a}.sources = ${names("r")}`, `${a}.channels = ${names("c")}`, `${a}.sinks = ${names("k")}`];
+    const props = (prefix: string, p: Props) => Object.entries(p).map(([k, v]) => `${prefix}.${k} = ${v}`);
+    for (const f of this.flows) {
+      lines.push(...props(`${a}.sources.${f.name}_r`, f.source), `${a}.sources.${f.name}_r.channels = ${f.name}_c`);
+      lines.push(...props(`${a}.channels.${f.name}_c`, f.channel));
+      lines.push(...props(`${a}.sinks.${f.name}_k`, f.sink), `${a}.sinks.${f.name}_k.channel = ${f.name}_c`);
+    }
+    return `${lines.join("\n")}\n`;
+  }
+}
+
+/** Waits until every port on 127.0.0.1 accepts connections (a JVM peer's sources start one by one). */
+export async function waitForPorts(ports: number[], what: string, ms = 120_000): Promise<void> {
+  for (const port of ports) await waitUntil(() => canConnect(port), `${what}: port ${port} to accept`, ms, 100);
+}
+
+/** Waits until the file_roll output in dir holds n events; returns them. */
+export async function waitForRolled(dir: string, n: number, what: string, ms = 60_000): Promise<SentEvent[]> {
+  try {
+    await waitUntil(() => rolledLines(dir).length >= n, `${what}: ${n} events in ${dir}`, ms, 100);
+  } catch (err) {
+    throw new Error(`${(err as Error).message} (found ${rolledLines(dir).length})`);
+  }
+  return rolledEvents(dir);
+}
+
+/** Runs a main class of Flume's jars to completion (e.g. AvroCLIClient); resolves with its exit code and output. */
+export async function runFlumeMain(mainClass: string, args: string[], timeoutMs = 120_000): Promise<{ code: number | null; output: string }> {
+  const classpath = await flumeClasspath();
+  return new Promise((resolve) => {
+    const child = spawn("java", ["-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", classpath, mainClass, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (d) => (output += d));
+    child.stderr.on("data", (d) => (output += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
 }
