@@ -4,7 +4,7 @@
  * values for every counter the input decides.
  */
 import { afterAll, describe, expect } from "bun:test";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { type FlumePeer, startFlume } from "../support/flume.ts";
 import { FlowsConf, flumeClasspathBeforeAll, makeEvents, postEvents, waitForPorts } from "../support/flume-live.ts";
@@ -56,10 +56,13 @@ function differences(flume: Metrics, ours: Metrics, oursOnly: Record<string, str
 }
 
 /** Runs conf in both agents (each in its own directory, so relative paths do not clash); resolves with both. */
-async function runBoth(name: string, conf: (side: "flume" | "ours") => string | Promise<string>) {
+async function runBoth(name: string, conf: (side: "flume" | "ours") => string | Promise<string>, prepare?: (dir: string) => void) {
   const dirs = { flume: path.join(tmp.dir, name, "flume"), ours: path.join(tmp.dir, name, "ours") };
   // Flume's file_roll sink does not create its directory (ours does): made for both.
-  for (const d of Object.values(dirs)) mkdirSync(path.join(d, "out"), { recursive: true });
+  for (const d of Object.values(dirs)) {
+    mkdirSync(path.join(d, "out"), { recursive: true });
+    prepare?.(d);
+  }
   const [fm, om] = [await freePort(), await freePort()];
   const flume = await startFlume({ conf: await conf("flume"), metricsPort: fm, dir: dirs.flume, readyTimeoutMs: 120_000 });
   flumes.push(flume);
@@ -212,6 +215,31 @@ a1.sinks.k2.channel = c2
       const o = await waitForMetrics(both.ourMetrics, "our channels to be drained", done, 120_000, 200);
       // The connection left open, counted as it is (see OpenConnectionCount above).
       expect([o["SOURCE.avro_r"].OpenConnectionCount, o["SOURCE.thrift_r"].OpenConnectionCount]).toEqual(["1", "1"]);
+      expect(Object.keys(o).sort()).toEqual(Object.keys(f).sort());
+      expect(differences(f, o)).toEqual([]);
+    },
+    300_000,
+  );
+  needsJvm.test(
+    "TAILDIR and spooldir sources reading the same files: same keys, same counters",
+    async () => {
+      const logs = path.join(tmp.dir, "files", "logs");
+      mkdirSync(logs, { recursive: true });
+      const files = ["a", "b", "c"].map((name) => ({ name: `${name}.log`, text: Array.from({ length: 120 }, (_, i) => `${name} line ${i}\n`).join("") }));
+      for (const f of files) writeFileSync(path.join(logs, f.name), f.text);
+      // Relative paths (positionFile, spoolDir) are each agent's own; the tailed files are shared.
+      // (A positionFile without a directory part makes Flume's TAILDIR fail: its parent is null.)
+      const conf = new FlowsConf()
+        .add("tail", { type: "TAILDIR", positionFile: "state/taildir_position.json", filegroups: "f1", "filegroups.f1": path.join(logs, ".*\\.log"), batchSize: 50 }, { type: "null" })
+        .add("spool", { type: "spooldir", spoolDir: "spool", batchSize: 50 }, { type: "null" })
+        .toString();
+      const both = await runBoth("files", () => conf, (dir) => {
+        mkdirSync(path.join(dir, "spool"));
+        for (const f of files) writeFileSync(path.join(dir, "spool", f.name), f.text);
+      });
+      const done = (m: Metrics) => m["CHANNEL.tail_c"]?.EventTakeSuccessCount === "360" && m["CHANNEL.spool_c"]?.EventTakeSuccessCount === "360";
+      const f = await waitForMetrics(both.flumeMetrics, "Flume's channels to be drained", done, 120_000, 200);
+      const o = await waitForMetrics(both.ourMetrics, "our channels to be drained", done, 120_000, 200);
       expect(Object.keys(o).sort()).toEqual(Object.keys(f).sort());
       expect(differences(f, o)).toEqual([]);
     },
