@@ -4,7 +4,7 @@
  * values for every counter the input decides.
  */
 import { afterAll, describe, expect } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { type FlumePeer, startFlume } from "../support/flume.ts";
 import { FlowsConf, flumeClasspathBeforeAll, makeEvents, postEvents, waitForPorts } from "../support/flume-live.ts";
@@ -26,7 +26,8 @@ afterAll(async () => {
 
 /**
  * Counters that differ between two runs of the same agent on the same input, so between Flume and
- * ours too: when a component started and stopped, and how often a channel was polled.
+ * ours too: when a component started and stopped, how often a channel was polled, and when a
+ * connection count was last sampled.
  */
 const TIMING: Record<string, string> = {
   StartTime: "wall clock",
@@ -69,7 +70,7 @@ async function runBoth(name: string, conf: (side: "flume" | "ours") => string | 
   const confFile = path.join(dirs.ours, "a1.properties");
   await Bun.write(confFile, await conf("ours"));
   const ours = startAgentCli(cleanups, ["run", "-f", confFile, "-n", "a1", "--metrics-port", String(om), "--metrics-bind", "127.0.0.1", "--no-reload-conf"], /agent a1 started/, { cwd: dirs.ours });
-  return { flume, ours: await ours, flumeMetrics: fm, ourMetrics: om };
+  return { flume, ours: await ours, flumeMetrics: fm, ourMetrics: om, dirs };
 }
 
 describe("the same config in a live Apache Flume 1.11.0 and in ours: /metrics compared", () => {
@@ -184,6 +185,9 @@ a1.sinks.k2.channel = c2
       };
       const both = await runBoth("rpc", conf);
       await waitForPorts(ports.flume, "Flume's sources");
+      // Flume's thrift source listens before its counter starts, and starting it zeroes it: wait for every source's counter.
+      const sources = ["SOURCE.avro_r", "SOURCE.thrift_r", "SOURCE.http_r"];
+      await waitForMetrics(both.flumeMetrics, "Flume's source counters to start", (m) => sources.every((k) => Number(m[k]?.StartTime) > 0), 120_000, 100);
       const batch = (n: number) => Array.from({ length: n }, (_, i) => createEvent(`event ${i}`, { i: String(i) }));
       const open: { close(): void }[] = [];
       cleanups.push(() => open.forEach((c) => c.close()));
@@ -233,10 +237,16 @@ a1.sinks.k2.channel = c2
         .add("tail", { type: "TAILDIR", positionFile: "state/taildir_position.json", filegroups: "f1", "filegroups.f1": path.join(logs, ".*\\.log"), batchSize: 50 }, { type: "null" })
         .add("spool", { type: "spooldir", spoolDir: "spool", batchSize: 50 }, { type: "null" })
         .toString();
-      const both = await runBoth("files", () => conf, (dir) => {
-        mkdirSync(path.join(dir, "spool"));
-        for (const f of files) writeFileSync(path.join(dir, "spool", f.name), f.text);
-      });
+      const both = await runBoth("files", () => conf, (dir) => mkdirSync(path.join(dir, "spool")));
+      // Flume's spooldir starts reading before its counter starts, and starting it zeroes it:
+      // the files are moved in once it started (renamed: a spooled file must be complete).
+      await waitForMetrics(both.flumeMetrics, "Flume's spooldir counter to start", (m) => Number(m["SOURCE.spool_r"]?.StartTime) > 0, 120_000, 100);
+      for (const dir of Object.values(both.dirs)) {
+        for (const f of files) {
+          writeFileSync(path.join(dir, f.name), f.text);
+          renameSync(path.join(dir, f.name), path.join(dir, "spool", f.name));
+        }
+      }
       const done = (m: Metrics) => m["CHANNEL.tail_c"]?.EventTakeSuccessCount === "360" && m["CHANNEL.spool_c"]?.EventTakeSuccessCount === "360";
       const f = await waitForMetrics(both.flumeMetrics, "Flume's channels to be drained", done, 120_000, 200);
       const o = await waitForMetrics(both.ourMetrics, "our channels to be drained", done, 120_000, 200);
