@@ -10,8 +10,8 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { type FlumePeer, startFlume } from "../support/flume.ts";
-import { deliveryReport, flumeClasspathBeforeAll, FlowsConf, makeEvents, postAll, runFlumeMain, type SentEvent, waitForPorts, waitForRolled } from "../support/flume-live.ts";
-import { type AgentProcess, freePort, startAgentCli, tempDir } from "../support/helpers.ts";
+import { deliveryReport, flumeClasspathBeforeAll, FlowsConf, freePorts, makeEvents, postAll, runFlumeMain, type SentEvent, waitForPorts, waitForRolled } from "../support/flume-live.ts";
+import { type AgentProcess, startAgentCli, tempDir } from "../support/helpers.ts";
 import { needsJvm } from "../support/jvm.ts";
 import { needsOpenssl } from "../support/requires.ts";
 import { makePki, pkcs12Keystore } from "../support/tls.ts";
@@ -46,7 +46,6 @@ interface Setup {
 }
 let setup: Setup | undefined;
 
-const ports = async () => ({ plain: await freePort(), deflate: await freePort(), tls: await freePort() });
 
 /** Server TLS for Flume's avro source (a PKCS12 keystore), client TLS for Flume's avro sink (a JKS truststore made by keytool). */
 function tlsMaterial(dir: string) {
@@ -61,10 +60,12 @@ function tlsMaterial(dir: string) {
 beforeAll(async () => {
   if (!needs.holds) return;
   const tls = tlsMaterial(tmp.dir);
-  const avroIn = await ports(); // our avro sources
-  const flumeAvroIn = await ports(); // Flume's avro sources
-  const httpPort = { flume: await ports(), ours: await ports() };
-  const cliPort = await freePort();
+  const free = await freePorts(13);
+  const ports = () => ({ plain: free.pop()!, deflate: free.pop()!, tls: free.pop()! });
+  const avroIn = ports(); // our avro sources
+  const flumeAvroIn = ports(); // Flume's avro sources
+  const httpPort = { flume: ports(), ours: ports() };
+  const cliPort = free.pop()!;
   const received = {
     flume: { plain: path.join(tmp.dir, "flume-in-plain"), deflate: path.join(tmp.dir, "flume-in-deflate"), tls: path.join(tmp.dir, "flume-in-tls") },
     ours: { plain: path.join(tmp.dir, "ours-in-plain"), deflate: path.join(tmp.dir, "ours-in-deflate"), tls: path.join(tmp.dir, "ours-in-tls") },

@@ -8,8 +8,8 @@ import { writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { type FlumePeer, startFlume } from "../support/flume.ts";
-import { deliveryReport, flumeClasspathBeforeAll, FlowsConf, makeEvents, postAll, rolledEvents, waitForPorts } from "../support/flume-live.ts";
-import { freePort, listenLocal, runCli, startAgentCli, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
+import { deliveryReport, flumeClasspathBeforeAll, FlowsConf, freePorts, makeEvents, postAll, rolledEvents, waitForPorts } from "../support/flume-live.ts";
+import { listenLocal, runCli, startAgentCli, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
 import { needsJvm } from "../support/jvm.ts";
 
 flumeClasspathBeforeAll();
@@ -29,7 +29,7 @@ describe("a live Apache Flume 1.11.0 file channel, SIGKILLed, migrated and drain
     "events before and after Flume's last checkpoint, takes rolled back by a failing sink: each delivered once by our agent",
     async () => {
       const flumeDirs = { checkpointDir: path.join(tmp.dir, "flume-ckpt"), dataDirs: path.join(tmp.dir, "flume-data") };
-      const httpPort = await freePort();
+      const [httpPort, metrics, netcatPort] = await freePorts(3);
       // Accepts connections and never answers: each batch Flume's avro sink takes times out and is rolled back.
       const silent = net.createServer(() => {});
       const silentPort = await listenLocal(silent);
@@ -62,10 +62,9 @@ describe("a live Apache Flume 1.11.0 file channel, SIGKILLed, migrated and drain
       expect(migrated.stdout).toContain("in_use.lock is left over from an agent that did not exit cleanly");
 
       const out = path.join(tmp.dir, "out");
-      const metrics = await freePort();
       const drain = new FlowsConf().add(
         "f",
-        { type: "netcat", bind: "127.0.0.1", port: await freePort() },
+        { type: "netcat", bind: "127.0.0.1", port: netcatPort },
         { type: "file_roll", "sink.directory": out, "sink.rollInterval": 0, "sink.serializer": "header_and_text" },
         { type: "file", ...ours },
       );

@@ -1,26 +1,27 @@
 /**
- * The same config text run by a live Apache Flume 1.11.0 and by our agent, fed the same input:
- * their /metrics JSON must have the same component keys, the same counter names, and the same
- * values for every counter the input decides.
+ * The same config text run by a live Apache Flume 1.11.0 and by our agent (one of each for the
+ * file), fed the same input: their /metrics JSON must have the same component keys, the same
+ * counter names, and the same values for every counter the input decides. Each test feeds and
+ * compares its own flows (`<flow>_r` -> `<flow>_c` -> `<flow>_k`).
  */
-import { afterAll, describe, expect } from "bun:test";
+import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { type FlumePeer, startFlume } from "../support/flume.ts";
-import { FlowsConf, flumeClasspathBeforeAll, makeEvents, postEvents, waitForPorts } from "../support/flume-live.ts";
 import { createEvent } from "../../src/core/event.ts";
 import { AvroRpcClient } from "../../src/rpc/client.ts";
 import { ThriftRpcClient } from "../../src/rpc/thrift/client.ts";
-import { freePort, type Metrics, sendLines, startAgentCli, tempDir, waitForMetrics } from "../support/helpers.ts";
+import { type FlumePeer, startFlume } from "../support/flume.ts";
+import { FlowsConf, flumeClasspathBeforeAll, freePorts, makeEvents, postEvents, waitForPorts } from "../support/flume-live.ts";
+import { type AgentProcess, type Metrics, sendLines, startAgentCli, tempDir, waitForMetrics } from "../support/helpers.ts";
 import { needsJvm } from "../support/jvm.ts";
 
 flumeClasspathBeforeAll();
 const tmp = tempDir("flume-live-metrics-");
 const cleanups: (() => void)[] = [];
-const flumes: FlumePeer[] = [];
+let flume: FlumePeer | undefined;
 afterAll(async () => {
   for (const c of cleanups.splice(0)) c();
-  await Promise.all(flumes.map((f) => f.stop(2000)));
+  await flume?.stop(2000);
   tmp.cleanup();
 }, 60_000);
 
@@ -36,10 +37,85 @@ const TIMING: Record<string, string> = {
   OpenConnectionCount: "Flume's avro source samples it once a minute (its thrift source never sets it); ours counts connections as they open and close",
 };
 
+type Side = "flume" | "ours";
+const SIDES: Side[] = ["flume", "ours"];
+const SEQ_TOTAL = 1000;
+const LINES = 120;
+const FILES = ["a", "b", "c"].map((name) => ({ name: `${name}.log`, text: Array.from({ length: LINES }, (_, i) => `${name} line ${i}\n`).join("") }));
+const BAD_JSON = "[{not json";
+
+interface Agents {
+  ours: AgentProcess;
+  flume: FlumePeer;
+  dirs: Record<Side, string>;
+  metrics: Record<Side, number>;
+  /** Ports of the sources two agents on one host cannot share: the only difference between the configs. */
+  ports: Record<Side, { nc: number; ncfile: number; avro: number; thrift: number; http: number }>;
+}
+let agents: Agents | undefined;
+
+function conf(ports: Agents["ports"][Side], logs: string): string {
+  const fileChannel = (n: number) => ({ type: "file", checkpointDir: `ckpt-${n}`, dataDirs: `data-${n}`, transactionCapacity: 100 });
+  const fileRoll = (dir: string) => ({ type: "file_roll", "sink.directory": dir, "sink.rollInterval": 0, "sink.batchSize": 100 });
+  const memory = { type: "memory", capacity: 10000, transactionCapacity: 100 };
+  return (
+    new FlowsConf()
+      .add("seqmem", { type: "seq", totalEvents: SEQ_TOTAL, batchSize: 50 }, { type: "null", batchSize: 100 }, memory)
+      .add("seqfile", { type: "seq", totalEvents: SEQ_TOTAL, batchSize: 100 }, fileRoll("out-1"), fileChannel(1))
+      .add("nc", { type: "netcat", bind: "127.0.0.1", port: ports.nc, "max-line-length": 64 }, { type: "null" }, memory)
+      .add("ncfile", { type: "netcat", bind: "127.0.0.1", port: ports.ncfile }, fileRoll("out-2"), fileChannel(2))
+      .add("avro", { type: "avro", bind: "127.0.0.1", port: ports.avro }, { type: "null" }, memory)
+      .add("thrift", { type: "thrift", bind: "127.0.0.1", port: ports.thrift, protocol: "compact" }, { type: "null" }, memory)
+      .add("http", { type: "http", bind: "127.0.0.1", port: ports.http }, { type: "null" }, memory)
+      // Relative paths (positionFile, spoolDir) are each agent's own; the tailed files are shared.
+      // (A positionFile without a directory part makes Flume's TAILDIR fail: its parent is null.)
+      .add("tail", { type: "TAILDIR", positionFile: "state/taildir_position.json", filegroups: "f1", "filegroups.f1": path.join(logs, ".*\\\\.log"), batchSize: 50 }, { type: "null" }, memory)
+      .add("spool", { type: "spooldir", spoolDir: "spool", batchSize: 50 }, { type: "null" }, memory)
+      .toString()
+  );
+}
+
+beforeAll(async () => {
+  if (!needsJvm.holds) return;
+  const logs = path.join(tmp.dir, "logs");
+  mkdirSync(logs);
+  for (const f of FILES) writeFileSync(path.join(logs, f.name), f.text);
+  const dirs = { flume: path.join(tmp.dir, "flume"), ours: path.join(tmp.dir, "ours") };
+  // Flume's file_roll sink does not create its directory (ours does): made for both.
+  for (const d of Object.values(dirs)) for (const sub of ["out-1", "out-2", "spool"]) mkdirSync(path.join(d, sub), { recursive: true });
+  const free = await freePorts(12);
+  const portsOf = () => ({ nc: free.pop()!, ncfile: free.pop()!, avro: free.pop()!, thrift: free.pop()!, http: free.pop()! });
+  const ports = { flume: portsOf(), ours: portsOf() };
+  const metrics = { flume: free.pop()!, ours: free.pop()! };
+  flume = await startFlume({ conf: conf(ports.flume, logs), metricsPort: metrics.flume, dir: dirs.flume, readyTimeoutMs: 120_000 });
+  const confFile = path.join(dirs.ours, "a1.properties");
+  writeFileSync(confFile, conf(ports.ours, logs));
+  const ours = await startAgentCli(cleanups, ["run", "-f", confFile, "-n", "a1", "--metrics-port", String(metrics.ours), "--metrics-bind", "127.0.0.1", "--no-reload-conf"], /agent a1 started/, { cwd: dirs.ours });
+  await waitForPorts(Object.values(ports.flume), "Flume's sources");
+  // Flume's thrift, avro, http and spooldir sources listen or read before their counter starts,
+  // and starting a counter zeroes it: the tests feed them once every counter started.
+  const counted = ["seqmem", "seqfile", "avro", "thrift", "http", "tail", "spool"].map((f) => `SOURCE.${f}_r`);
+  await waitForMetrics(metrics.flume, "Flume's source counters to start", (m) => counted.every((k) => Number(m[k]?.StartTime) > 0), 120_000, 100);
+  agents = { dirs, metrics, ports, ours, flume };
+}, 180_000);
+
+/** Both agents' metrics of the flows, once done holds for each. */
+async function settled(flows: string[], what: string, done: (m: Metrics) => boolean): Promise<Record<Side, Metrics>> {
+  const ofFlows = (m: Metrics) => Object.fromEntries(Object.entries(m).filter(([k]) => flows.some((f) => k.endsWith(`.${f}_r`) || k.endsWith(`.${f}_c`) || k.endsWith(`.${f}_k`))));
+  const a = agents!;
+  try {
+    const [f, o] = await Promise.all(SIDES.map((side) => waitForMetrics(a.metrics[side], `${side}: ${what}`, done, 120_000, 200)));
+    return { flume: ofFlows(f), ours: ofFlows(o) };
+  } catch (err) {
+    const ours = `our agent (${a.ours.child.exitCode === null && a.ours.child.signalCode === null ? "running" : `exited: ${a.ours.child.exitCode ?? a.ours.child.signalCode}`}):\n${(a.ours.stdout + a.ours.stderr).slice(-4000)}`;
+    throw new Error(`${(err as Error).message}\n${ours}\nFlume (${a.flume.running ? "running" : "exited"}):\n${a.flume.tail(40)}`);
+  }
+}
+
 /** Every counter of both agents, side by side, where they differ (timing counters and the components named in oursOnly left out). */
-function differences(flume: Metrics, ours: Metrics, oursOnly: Record<string, string> = {}): string[] {
+function differences(flume: Metrics, ours: Metrics, oursOnly: string[] = []): string[] {
   const out: string[] = [];
-  const keys = new Set([...Object.keys(flume), ...Object.keys(ours)].filter((k) => !(k in oursOnly && !(k in flume))));
+  const keys = new Set([...Object.keys(flume), ...Object.keys(ours)].filter((k) => !(oursOnly.includes(k) && !(k in flume))));
   for (const key of keys) {
     const f = flume[key];
     const o = ours[key];
@@ -56,144 +132,57 @@ function differences(flume: Metrics, ours: Metrics, oursOnly: Record<string, str
   return out.sort();
 }
 
-/** Runs conf in both agents (each in its own directory, so relative paths do not clash); resolves with both. */
-async function runBoth(name: string, conf: (side: "flume" | "ours") => string | Promise<string>, prepare?: (dir: string) => void) {
-  const dirs = { flume: path.join(tmp.dir, name, "flume"), ours: path.join(tmp.dir, name, "ours") };
-  // Flume's file_roll sink does not create its directory (ours does): made for both.
-  for (const d of Object.values(dirs)) {
-    mkdirSync(path.join(d, "out"), { recursive: true });
-    prepare?.(d);
-  }
-  const [fm, om] = [await freePort(), await freePort()];
-  const flume = await startFlume({ conf: await conf("flume"), metricsPort: fm, dir: dirs.flume, readyTimeoutMs: 120_000 });
-  flumes.push(flume);
-  const confFile = path.join(dirs.ours, "a1.properties");
-  await Bun.write(confFile, await conf("ours"));
-  const ours = startAgentCli(cleanups, ["run", "-f", confFile, "-n", "a1", "--metrics-port", String(om), "--metrics-bind", "127.0.0.1", "--no-reload-conf"], /agent a1 started/, { cwd: dirs.ours });
-  return { flume, ours: await ours, flumeMetrics: fm, ourMetrics: om, dirs };
-}
-
 describe("the same config in a live Apache Flume 1.11.0 and in ours: /metrics compared", () => {
   needsJvm.test(
     "seq -> memory -> null and seq -> file channel -> file_roll: same keys, same counters",
     async () => {
-      const total = 1000;
-      const conf = () => `a1.sources = r1 r2
-a1.channels = c1 c2
-a1.sinks = k1 k2
-a1.sources.r1.type = seq
-a1.sources.r1.totalEvents = ${total}
-a1.sources.r1.batchSize = 50
-a1.sources.r1.channels = c1
-a1.channels.c1.type = memory
-a1.channels.c1.capacity = 10000
-a1.channels.c1.transactionCapacity = 100
-a1.sinks.k1.type = null
-a1.sinks.k1.batchSize = 100
-a1.sinks.k1.channel = c1
-a1.sources.r2.type = seq
-a1.sources.r2.totalEvents = ${total}
-a1.sources.r2.batchSize = 100
-a1.sources.r2.channels = c2
-a1.channels.c2.type = file
-a1.channels.c2.checkpointDir = ckpt
-a1.channels.c2.dataDirs = data
-a1.channels.c2.transactionCapacity = 100
-a1.sinks.k2.type = file_roll
-a1.sinks.k2.sink.directory = out
-a1.sinks.k2.sink.rollInterval = 0
-a1.sinks.k2.sink.batchSize = 100
-a1.sinks.k2.channel = c2
-`;
-      const both = await runBoth("seq", conf);
       // Flume's null sink has no counters (nor has ours): its channel tells when it drained.
-      const done = (m: Metrics) => m["CHANNEL.c1"]?.EventTakeSuccessCount === String(total) && m["SINK.k2"]?.EventDrainSuccessCount === String(total);
-      const f = await waitForMetrics(both.flumeMetrics, "Flume's sinks to drain every event", done, 120_000, 200);
-      const o = await waitForMetrics(both.ourMetrics, "our sinks to drain every event", done, 120_000, 200);
-      expect(Object.keys(o).sort()).toEqual(Object.keys(f).sort());
-      expect(differences(f, o)).toEqual([]);
+      const total = String(SEQ_TOTAL);
+      const m = await settled(["seqmem", "seqfile"], "both seq flows drained", (x) => x["CHANNEL.seqmem_c"]?.EventTakeSuccessCount === total && x["SINK.seqfile_k"]?.EventDrainSuccessCount === total);
+      expect(Object.keys(m.flume).sort()).toEqual(["CHANNEL.seqfile_c", "CHANNEL.seqmem_c", "SINK.seqfile_k", "SOURCE.seqfile_r", "SOURCE.seqmem_r"]);
+      expect(Object.keys(m.ours).sort()).toEqual(Object.keys(m.flume).sort());
+      expect(differences(m.flume, m.ours)).toEqual([]);
     },
     300_000,
   );
+
   needsJvm.test(
     "netcat -> memory -> null and netcat -> file channel -> file_roll, a line too long among them: same answers, Flume's keys and counters in ours",
     async () => {
-      const ports = { flume: [await freePort(), await freePort()], ours: [await freePort(), await freePort()] };
-      // The same text but for the netcat ports, which two agents on one host cannot share.
-      const conf = (side: "flume" | "ours") => `a1.sources = r1 r2
-a1.channels = c1 c2
-a1.sinks = k1 k2
-a1.sources.r1.type = netcat
-a1.sources.r1.bind = 127.0.0.1
-a1.sources.r1.port = ${ports[side][0]}
-a1.sources.r1.max-line-length = 64
-a1.sources.r1.channels = c1
-a1.channels.c1.type = memory
-a1.sinks.k1.type = null
-a1.sinks.k1.channel = c1
-a1.sources.r2.type = netcat
-a1.sources.r2.bind = 127.0.0.1
-a1.sources.r2.port = ${ports[side][1]}
-a1.sources.r2.channels = c2
-a1.channels.c2.type = file
-a1.channels.c2.checkpointDir = ckpt
-a1.channels.c2.dataDirs = data
-a1.sinks.k2.type = file_roll
-a1.sinks.k2.sink.directory = out
-a1.sinks.k2.sink.rollInterval = 0
-a1.sinks.k2.channel = c2
-`;
-      const both = await runBoth("netcat", conf);
       const lines = Array.from({ length: 200 }, (_, i) => `line ${i}`);
       const input = [...lines.slice(0, 100), "x".repeat(100), ...lines.slice(100)].map((l) => `${l}\n`).join("");
       const answers: Record<string, string[]> = {};
-      for (const side of ["flume", "ours"] as const) {
-        answers[`${side} r1`] = (await sendLines(ports[side][0], input, 1000, 201)).split("\n");
-        answers[`${side} r2`] = (await sendLines(ports[side][1], lines.map((l) => `${l}\n`).join(""), 1000, 200)).split("\n");
+      for (const side of SIDES) {
+        answers[`${side} nc`] = (await sendLines(agents!.ports[side].nc, input, 1000, 201)).split("\n");
+        answers[`${side} ncfile`] = (await sendLines(agents!.ports[side].ncfile, lines.map((l) => `${l}\n`).join(""), 1000, 200)).split("\n");
       }
-      // What each agent answered, line by line (OK, or the error for the line too long).
-      expect(answers["ours r1"]).toEqual(answers["flume r1"]);
-      expect(answers["ours r2"]).toEqual(answers["flume r2"]);
-      // Both answer the line too long with FAILED and close the connection: r1 takes the 100 lines before it.
-      expect(answers["flume r1"].slice(99, 102)).toEqual(["OK", "FAILED: Event exceeds the maximum length (64 chars, including newline)", ""]);
-      const done = (m: Metrics) => m["CHANNEL.c1"]?.EventTakeSuccessCount === "100" && m["SINK.k2"]?.EventDrainSuccessCount === "200";
-      const f = await waitForMetrics(both.flumeMetrics, "Flume's sinks to drain every event", done, 120_000, 200);
-      const o = await waitForMetrics(both.ourMetrics, "our sinks to drain every event", done, 120_000, 200);
+      // What each agent answered, line by line.
+      expect(answers["ours nc"]).toEqual(answers["flume nc"]);
+      expect(answers["ours ncfile"]).toEqual(answers["flume ncfile"]);
+      // Both answer the line too long with FAILED and close the connection: nc takes the 100 lines before it.
+      expect(answers["flume nc"].slice(99, 102)).toEqual(["OK", "FAILED: Event exceeds the maximum length (64 chars, including newline)", ""]);
+      const m = await settled(["nc", "ncfile"], "both netcat flows drained", (x) => x["CHANNEL.nc_c"]?.EventTakeSuccessCount === "100" && x["SINK.ncfile_k"]?.EventDrainSuccessCount === "200");
       // Flume 1.11's netcat source keeps no SourceCounter, so Flume shows no SOURCE key for it;
       // ours counts its events (a superset: a dashboard made for Flume finds all it reads).
-      const oursOnly = { "SOURCE.r1": "netcat source", "SOURCE.r2": "netcat source" };
-      expect(Object.keys(f).sort()).toEqual(["CHANNEL.c1", "CHANNEL.c2", "SINK.k2"]);
-      expect(Object.keys(o).sort()).toEqual([...Object.keys(f), ...Object.keys(oursOnly)].sort());
-      expect(o["SOURCE.r1"]).toMatchObject({ EventReceivedCount: "100", EventAcceptedCount: "100" });
-      expect(o["SOURCE.r2"]).toMatchObject({ EventReceivedCount: "200", EventAcceptedCount: "200" });
-      expect(differences(f, o, oursOnly)).toEqual([]);
+      const oursOnly = ["SOURCE.nc_r", "SOURCE.ncfile_r"];
+      expect(Object.keys(m.flume).sort()).toEqual(["CHANNEL.nc_c", "CHANNEL.ncfile_c", "SINK.ncfile_k"]);
+      expect(Object.keys(m.ours).sort()).toEqual([...Object.keys(m.flume), ...oursOnly].sort());
+      expect(m.ours["SOURCE.nc_r"]).toMatchObject({ EventReceivedCount: "100", EventAcceptedCount: "100" });
+      expect(m.ours["SOURCE.ncfile_r"]).toMatchObject({ EventReceivedCount: "200", EventAcceptedCount: "200" });
+      expect(differences(m.flume, m.ours, oursOnly)).toEqual([]);
     },
     300_000,
   );
+
   needsJvm.test(
     "avro, thrift and http sources given the same calls by one client: same keys, same counters",
     async () => {
-      const ports = { flume: [await freePort(), await freePort(), await freePort()], ours: [await freePort(), await freePort(), await freePort()] };
-      // The same text but for the ports, which two agents on one host cannot share.
-      const conf = (side: "flume" | "ours") => {
-        const [avro, thrift, http] = ports[side];
-        return new FlowsConf()
-          .add("avro", { type: "avro", bind: "127.0.0.1", port: avro }, { type: "null" })
-          .add("thrift", { type: "thrift", bind: "127.0.0.1", port: thrift, protocol: "compact" }, { type: "null" })
-          .add("http", { type: "http", bind: "127.0.0.1", port: http }, { type: "null" })
-          .toString();
-      };
-      const both = await runBoth("rpc", conf);
-      await waitForPorts(ports.flume, "Flume's sources");
-      // Flume's thrift source listens before its counter starts, and starting it zeroes it: wait for every source's counter.
-      const sources = ["SOURCE.avro_r", "SOURCE.thrift_r", "SOURCE.http_r"];
-      await waitForMetrics(both.flumeMetrics, "Flume's source counters to start", (m) => sources.every((k) => Number(m[k]?.StartTime) > 0), 120_000, 100);
       const batch = (n: number) => Array.from({ length: n }, (_, i) => createEvent(`event ${i}`, { i: String(i) }));
       const open: { close(): void }[] = [];
       cleanups.push(() => open.forEach((c) => c.close()));
-      for (const side of ["flume", "ours"] as const) {
-        const [avroPort, thriftPort, httpPort] = ports[side];
-        // Three batches and two single events on a connection that is closed, one batch on one left open.
+      for (const side of SIDES) {
+        const { avro: avroPort, thrift: thriftPort, http: httpPort } = agents!.ports[side];
+        // Three batches, two single events and a batch on a connection that is closed, one batch on one left open.
         const avro = [await AvroRpcClient.connect({ host: "127.0.0.1", port: avroPort }), await AvroRpcClient.connect({ host: "127.0.0.1", port: avroPort })];
         const thrift = [await ThriftRpcClient.connect({ host: "127.0.0.1", port: thriftPort, protocol: "compact" }), await ThriftRpcClient.connect({ host: "127.0.0.1", port: thriftPort, protocol: "compact" })];
         for (const client of [avro[0], thrift[0]]) {
@@ -207,51 +196,35 @@ a1.sinks.k2.channel = c2
         await thrift[1].appendBatch(batch(4));
         open.push(avro[1], thrift[1]);
         for (let b = 0; b < 3; b++) await postEvents(httpPort, makeEvents("http", 10));
-        // A request the JSON handler cannot read: 400 from both.
-        const bad = await fetch(`http://127.0.0.1:${httpPort}/`, { method: "POST", headers: { "content-type": "application/json" }, body: "[{not json" });
+        // A request the JSON handler cannot read: 400 from both (and EventReadFail).
+        const bad = await fetch(`http://127.0.0.1:${httpPort}/`, { method: "POST", headers: { "content-type": "application/json" }, body: BAD_JSON });
         expect(`${side}: ${bad.status}`).toBe(`${side}: 400`);
       }
-      const done = (m: Metrics) =>
-        m["CHANNEL.avro_c"]?.EventTakeSuccessCount === "41" &&
-        m["CHANNEL.thrift_c"]?.EventTakeSuccessCount === "41" &&
-        m["CHANNEL.http_c"]?.EventTakeSuccessCount === "30";
-      const f = await waitForMetrics(both.flumeMetrics, "Flume's channels to be drained", done, 120_000, 200);
-      const o = await waitForMetrics(both.ourMetrics, "our channels to be drained", done, 120_000, 200);
+      const m = await settled(["avro", "thrift", "http"], "the rpc flows drained", (x) => x["CHANNEL.avro_c"]?.EventTakeSuccessCount === "41" && x["CHANNEL.thrift_c"]?.EventTakeSuccessCount === "41" && x["CHANNEL.http_c"]?.EventTakeSuccessCount === "30");
       // The connection left open, counted as it is (see OpenConnectionCount above).
-      expect([o["SOURCE.avro_r"].OpenConnectionCount, o["SOURCE.thrift_r"].OpenConnectionCount]).toEqual(["1", "1"]);
-      expect(Object.keys(o).sort()).toEqual(Object.keys(f).sort());
-      expect(differences(f, o)).toEqual([]);
+      expect([m.ours["SOURCE.avro_r"].OpenConnectionCount, m.ours["SOURCE.thrift_r"].OpenConnectionCount]).toEqual(["1", "1"]);
+      expect(Object.keys(m.flume).sort()).toEqual(["CHANNEL.avro_c", "CHANNEL.http_c", "CHANNEL.thrift_c", "SOURCE.avro_r", "SOURCE.http_r", "SOURCE.thrift_r"]);
+      expect(Object.keys(m.ours).sort()).toEqual(Object.keys(m.flume).sort());
+      expect(differences(m.flume, m.ours)).toEqual([]);
     },
     300_000,
   );
+
   needsJvm.test(
     "TAILDIR and spooldir sources reading the same files: same keys, same counters",
     async () => {
-      const logs = path.join(tmp.dir, "files", "logs");
-      mkdirSync(logs, { recursive: true });
-      const files = ["a", "b", "c"].map((name) => ({ name: `${name}.log`, text: Array.from({ length: 120 }, (_, i) => `${name} line ${i}\n`).join("") }));
-      for (const f of files) writeFileSync(path.join(logs, f.name), f.text);
-      // Relative paths (positionFile, spoolDir) are each agent's own; the tailed files are shared.
-      // (A positionFile without a directory part makes Flume's TAILDIR fail: its parent is null.)
-      const conf = new FlowsConf()
-        .add("tail", { type: "TAILDIR", positionFile: "state/taildir_position.json", filegroups: "f1", "filegroups.f1": path.join(logs, ".*\\.log"), batchSize: 50 }, { type: "null" })
-        .add("spool", { type: "spooldir", spoolDir: "spool", batchSize: 50 }, { type: "null" })
-        .toString();
-      const both = await runBoth("files", () => conf, (dir) => mkdirSync(path.join(dir, "spool")));
-      // Flume's spooldir starts reading before its counter starts, and starting it zeroes it:
-      // the files are moved in once it started (renamed: a spooled file must be complete).
-      await waitForMetrics(both.flumeMetrics, "Flume's spooldir counter to start", (m) => Number(m["SOURCE.spool_r"]?.StartTime) > 0, 120_000, 100);
-      for (const dir of Object.values(both.dirs)) {
-        for (const f of files) {
+      // Spooled files must be complete when they appear: written beside the spool, then renamed in.
+      for (const dir of Object.values(agents!.dirs)) {
+        for (const f of FILES) {
           writeFileSync(path.join(dir, f.name), f.text);
           renameSync(path.join(dir, f.name), path.join(dir, "spool", f.name));
         }
       }
-      const done = (m: Metrics) => m["CHANNEL.tail_c"]?.EventTakeSuccessCount === "360" && m["CHANNEL.spool_c"]?.EventTakeSuccessCount === "360";
-      const f = await waitForMetrics(both.flumeMetrics, "Flume's channels to be drained", done, 120_000, 200);
-      const o = await waitForMetrics(both.ourMetrics, "our channels to be drained", done, 120_000, 200);
-      expect(Object.keys(o).sort()).toEqual(Object.keys(f).sort());
-      expect(differences(f, o)).toEqual([]);
+      const total = String(FILES.length * LINES);
+      const m = await settled(["tail", "spool"], "the file flows drained", (x) => x["CHANNEL.tail_c"]?.EventTakeSuccessCount === total && x["CHANNEL.spool_c"]?.EventTakeSuccessCount === total);
+      expect(Object.keys(m.flume).sort()).toEqual(["CHANNEL.spool_c", "CHANNEL.tail_c", "SOURCE.spool_r", "SOURCE.tail_r"]);
+      expect(Object.keys(m.ours).sort()).toEqual(Object.keys(m.flume).sort());
+      expect(differences(m.flume, m.ours)).toEqual([]);
     },
     300_000,
   );

@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { type FlumePeer, startFlume } from "../support/flume.ts";
-import { deliveryReport, flumeClasspathBeforeAll, FlowsConf, makeEvents, postAll, waitForPorts, waitForRolled } from "../support/flume-live.ts";
-import { freePort, startAgentCli, tempDir } from "../support/helpers.ts";
+import { deliveryReport, flumeClasspathBeforeAll, FlowsConf, freePorts, makeEvents, postAll, waitForPorts, waitForRolled } from "../support/flume-live.ts";
+import { startAgentCli, tempDir } from "../support/helpers.ts";
 import { needsJvm } from "../support/jvm.ts";
 
 flumeClasspathBeforeAll();
@@ -32,13 +32,14 @@ type Sides<T> = { flume: Record<Protocol, T>; ours: Record<Protocol, T> };
 /** http source ports (events posted to flume[p] go Flume -> ours) and the receiving file_roll directories (received.flume[p] is Flume's). */
 let setup: { httpPort: Sides<number>; received: Sides<string> } | undefined;
 
-const ports = async () => ({ binary: await freePort(), compact: await freePort() });
 const dirs = (side: string) => ({ binary: path.join(tmp.dir, `${side}-in-binary`), compact: path.join(tmp.dir, `${side}-in-compact`) });
 
 beforeAll(async () => {
   if (!needsJvm.holds) return;
-  const thriftIn = { flume: await ports(), ours: await ports() };
-  const httpPort = { flume: await ports(), ours: await ports() };
+  const free = await freePorts(8);
+  const ports = () => ({ binary: free.pop()!, compact: free.pop()! });
+  const thriftIn = { flume: ports(), ours: ports() };
+  const httpPort = { flume: ports(), ours: ports() };
   const received = { flume: dirs("flume"), ours: dirs("ours") };
   // Flume's file_roll sink does not create its directory.
   for (const d of Object.values(received.flume)) mkdirSync(d, { recursive: true });

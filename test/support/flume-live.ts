@@ -6,11 +6,12 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import net from "node:net";
 import path from "node:path";
 import { beforeAll } from "bun:test";
 import { flumeClasspath } from "./flume.ts";
 import { needsJvm } from "./jvm.ts";
-import { canConnect, waitUntil } from "./helpers.ts";
+import { canConnect, listenLocal, waitUntil } from "./helpers.ts";
 
 export interface SentEvent {
   headers: Record<string, string>;
@@ -164,4 +165,15 @@ export async function runFlumeMain(mainClass: string, args: string[], timeoutMs 
       resolve({ code, output });
     });
   });
+}
+
+/**
+ * n distinct TCP ports of 127.0.0.1 that were free a moment ago: all are held open together, so
+ * (unlike n calls of freePort, which may hand out a port twice) no two are the same.
+ */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers = Array.from({ length: n }, () => net.createServer());
+  const ports = await Promise.all(servers.map((s) => listenLocal(s)));
+  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  return ports;
 }
