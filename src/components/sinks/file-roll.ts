@@ -104,6 +104,8 @@ export class RollingFileSink extends BaseSink {
     this.paths = new PathManager(options.directory, options.pathManager, options.prefix, options.extension, ctx.clock);
     this.takeLoop = this.newTakeLoop({
       counter: this.counter,
+      // Flume's sink counts no batches: BatchEmptyCount and the others stay 0.
+      countBatches: false,
       batchSize: options.batchSize,
       target: () => this.paths.getCurrentFile(),
       deliver: (events) => this.write(events),
