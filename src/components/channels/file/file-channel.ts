@@ -238,14 +238,8 @@ export class FileChannel implements Channel {
     } catch (err) {
       // Nothing is lost: the log holds every commit and the next start replays it.
       this.logger.error(`file channel ${this.name}: error while closing: ${(err as Error).message}`);
-    } finally {
-      this.log = null;
-      this.recent.clear();
-      for (const l of this.locks) l.release();
-      this.locks = [];
     }
-    this.room.wake();
-    this.counter.stop();
+    this.closed();
   }
 
   /**
@@ -260,6 +254,11 @@ export class FileChannel implements Channel {
     this.writer.disarm();
     this.writer.rejectAll(() => new ChannelException(`file channel ${this.name}: the process crashed`));
     this.log?.closeNow();
+    this.closed();
+  }
+
+  /** The log is closed (or dropped): memory and locks go, commits waiting for room give up. */
+  private closed(): void {
     this.log = null;
     this.recent.clear();
     for (const l of this.locks) l.release();

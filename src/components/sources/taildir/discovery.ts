@@ -16,7 +16,7 @@ import type { FileEvents } from "./watching.ts";
  * While a source reads on after batch limits, a look at every file (a stat each) that no
  * file-system event asked for waits this many times as long as the last one took, so that
  * polling costs a busy tailer a few percent of its time: at 4,000 files a look took 100-200 ms,
- * and one every 500 ms (CONTINUE_WITHOUT_LOOK_MS) more than doubled the CPU time of reading them.
+ * and one every 500 ms (CONTINUE_WITHOUT_LOOK_MS in reader.ts) more than doubled the CPU time of reading them.
  */
 const SCAN_SPACING_FACTOR = 20;
 

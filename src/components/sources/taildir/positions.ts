@@ -35,7 +35,7 @@ export class PositionKeeper {
   /** For a durable channel: records changed and files let go since durableBase, as JSON. */
   private readonly changed = new Map<number, string>();
   private readonly gone = new Map<number, { seq: number; json: string }>();
-  /** Records written ahead of the commits of a group of batches (see readGroup), until those commits are done. */
+  /** Records written ahead of the commits of a group of batches, until those commits are done (see TailReader.readGroup). */
   private readonly recordedAhead = new Map<number, string>();
   private snapshotRun: Promise<void> | null = null;
   private snapshotAgain = false;
