@@ -96,8 +96,9 @@ export class ServiceStartError extends FlumeError {
   constructor(
     message: string,
     readonly exitCode: number,
+    cause?: unknown,
   ) {
-    super(message);
+    super(message, { cause });
   }
 }
 
@@ -197,7 +198,7 @@ export class AgentService extends EventEmitter<AgentServiceEvents> {
         const { liveTracer } = await import("../simulate/trace.ts");
         this.tracer = liveTracer(o.trace.file, this.clock, o.trace.maxBytes, this.model);
       } catch (err) {
-        return this.failStart(`cannot write the trace ${o.trace.file}: ${(err as Error).message}`);
+        return this.failStart(`cannot write the trace ${o.trace.file}: ${(err as Error).message}`, err);
       }
       // A stop() while the tracer was made: the agent never starts.
       if (this.stopping) return;
@@ -205,7 +206,7 @@ export class AgentService extends EventEmitter<AgentServiceEvents> {
     try {
       await this.agent.start(this.model);
     } catch (err) {
-      return this.failStart(`agent ${name} failed to start: ${(err as Error).message}`, () => this.agent.stop().catch(() => {}));
+      return this.failStart(`agent ${name} failed to start: ${(err as Error).message}`, err, () => this.agent.stop().catch(() => {}));
     }
     if (this.stopping) return;
     reportStart(this.agent, name, this.log);
@@ -224,7 +225,7 @@ export class AgentService extends EventEmitter<AgentServiceEvents> {
         const message = `cannot serve metrics on ${bind}:${o.metrics.port}: ${(err as Error).message}`;
         // Stopping already: that stop ends the service with its own code.
         if (this.stopping) return this.log.error(message);
-        return this.failStart(message, () => this.agent.stop());
+        return this.failStart(message, err, () => this.agent.stop());
       }
       if (this.stopping) {
         await metrics.stop();
@@ -256,13 +257,13 @@ export class AgentService extends EventEmitter<AgentServiceEvents> {
   }
 
   /** Ends a start that failed: logged, what started stopped, exit 1, rejected. */
-  private async failStart(message: string, stopStarted?: () => Promise<void>): Promise<never> {
+  private async failStart(message: string, cause: unknown, stopStarted?: () => Promise<void>): Promise<never> {
     this.log.error(message);
     this.stopping = true;
     this.startFailed = true;
     await stopStarted?.();
     this.end(EXIT.notStarted);
-    throw new ServiceStartError(message, EXIT.notStarted);
+    throw new ServiceStartError(message, EXIT.notStarted, cause);
   }
 
   /** Says when the last component has started; with fail-fast gives up when one does not in time. */
