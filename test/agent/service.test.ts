@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import net from "node:net";
 import path from "node:path";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { AgentService, ConfigRejectedError, EXIT, type ReloadOutcome, ServiceStartError, startAgentService } from "../../src/agent/service.ts";
 import { parseAgentConfig } from "../support/agent.ts";
@@ -24,6 +24,16 @@ function logged(log: MemoryLogger): string[] {
 const withR2 = (port: number, port2: number) =>
   netcatConf(port, { sink: "logger" }).replace("a1.sources = r1", "a1.sources = r1 r2") +
   `a1.sources.r2.type = netcat\na1.sources.r2.bind = 127.0.0.1\na1.sources.r2.port = ${port2}\na1.sources.r2.channels = c1\n`;
+
+/** A temp file holding netcat r1 on port into a logger sink, and a second free port for a reload to add. */
+async function confFile(): Promise<{ file: string; port: number; port2: number }> {
+  const { dir, cleanup } = tempDir();
+  cleanups.push(cleanup);
+  const [port, port2] = [await freePort(), await freePort()];
+  const file = path.join(dir, "a.conf");
+  writeFileSync(file, netcatConf(port, { sink: "logger" }));
+  return { file, port, port2 };
+}
 
 /** An avro sink k1 towards 127.0.0.1:port, where nothing may listen yet. */
 const toAvro = (port: number, avroPort: number) =>
@@ -60,14 +70,9 @@ describe("agent service, in-process", () => {
   });
 
   test("reload() applies the saved file at once: a new source listens, the running one keeps serving", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
-    const [port, port2] = [await freePort(), await freePort()];
-    const file = path.join(dir, "a.conf");
-    const text = netcatConf(port, { sink: "logger" });
-    writeFileSync(file, text);
+    const { file, port, port2 } = await confFile();
     const log = new MemoryLogger();
-    const service = await started(text, { file, logger: log });
+    const service = await started(readFileSync(file, "utf8"), { file, logger: log });
     const outcomes: ReloadOutcome[] = [];
     service.on("reloaded", (r) => outcomes.push(r));
     writeFileSync(file, withR2(port, port2));
@@ -90,13 +95,8 @@ describe("agent service, in-process", () => {
   });
 
   test("with a poll interval a save is picked up without reload(); without a file reload() has nothing to read", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
-    const [port, port2] = [await freePort(), await freePort()];
-    const file = path.join(dir, "a.conf");
-    const text = netcatConf(port, { sink: "logger" });
-    writeFileSync(file, text);
-    const polled = await started(text, { file, pollIntervalSec: 0.05 });
+    const { file, port, port2 } = await confFile();
+    const polled = await started(readFileSync(file, "utf8"), { file, pollIntervalSec: 0.05 });
     const reloaded = new Promise<ReloadOutcome>((resolve) => polled.once("reloaded", resolve));
     writeFileSync(file, withR2(port, port2));
     expect((await reloaded).started).toEqual(["source r2"]);
