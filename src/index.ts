@@ -3,6 +3,9 @@ export * from "./core/index.ts";
 export { Agent } from "./agent/agent.ts";
 export type { AgentOptions } from "./agent/agent.ts";
 export { EmbeddedAgent } from "./agent/embedded.ts";
+export { AgentService, ConfigRejectedError, EXIT, ServiceStartError, startAgentService } from "./agent/service.ts";
+export type { AgentServiceEvents, AgentServiceOptions, ReloadOutcome, ServiceConfigFile, StartFromTextOptions } from "./agent/service.ts";
+export { installSignalHandlers } from "./agent/signals.ts";
 export { lookupComponent, allComponents, registerComponent } from "./components/registry.ts";
 export type { ComponentDefinition, ComponentContext, ComponentDeclaration, Durability, OptionsOfDefinition, Random } from "./components/component.ts";
 // What a component module is written with (built-in components and custom ones alike).

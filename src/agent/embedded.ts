@@ -7,7 +7,8 @@ import { EmbeddedSource } from "../components/sources/embedded.ts";
 import { loadConfigMap } from "../config/load.ts";
 import type { AgentModel } from "../config/model.ts";
 import { formatProblem } from "../config/problems.ts";
-import { Agent } from "./agent.ts";
+import type { Agent } from "./agent.ts";
+import { AgentService, ServiceStartError } from "./service.ts";
 
 const AGENT = "embedded";
 
@@ -57,7 +58,7 @@ function translate(properties: Record<string, string>): Map<string, string> {
  * when it is full; sinks deliver in the background. Unlike Flume's, any sink type may be used.
  */
 export class EmbeddedAgent {
-  private agent: Agent | null = null;
+  private service: AgentService | null = null;
   private model: AgentModel | null = null;
 
   constructor(
@@ -78,20 +79,24 @@ export class EmbeddedAgent {
 
   async start(): Promise<void> {
     if (!this.model) throw new Error("configure() the embedded agent before start()");
-    if (this.agent) throw new Error("the embedded agent is already started");
-    const agent = new Agent(this.name, { clock: this.options.clock, logger: this.options.logger, drainTimeout: this.options.drainTimeout });
+    if (this.service) throw new Error("the embedded agent is already started");
+    const service = new AgentService(
+      { ...this.model, agent: this.name },
+      { clock: this.options.clock, logger: this.options.logger, drainTimeoutMs: this.options.drainTimeout },
+    );
     // Set before the start completes, so a stop() meanwhile reaches it (the agent runs it after the start).
-    this.agent = agent;
+    this.service = service;
     try {
-      await agent.start(this.model);
+      await service.start();
     } catch (err) {
-      if (this.agent === agent) this.agent = null;
-      throw err;
+      if (this.service === service) this.service = null;
+      // The component's own error, as before the service: the embedding application handles it.
+      throw err instanceof ServiceStartError && err.cause !== undefined ? err.cause : err;
     }
   }
 
   private source(): EmbeddedSource {
-    const s = this.agent?.components.sources.get("source")?.source;
+    const s = this.service?.agent.components.sources.get("source")?.source;
     if (!(s instanceof EmbeddedSource)) throw new Error("the embedded agent is not started");
     return s;
   }
@@ -108,12 +113,13 @@ export class EmbeddedAgent {
 
   /** The running agent (its counters are the groups /metrics serves), or null when stopped. */
   get running(): Agent | null {
-    return this.agent;
+    return this.service?.agent ?? null;
   }
 
-  async stop(): Promise<void> {
-    const agent = this.agent;
-    this.agent = null;
-    await agent?.stop();
+  /** Stops with a drain; resolves with the exit code (3 when the memory channel still held events). */
+  async stop(): Promise<number> {
+    const service = this.service;
+    this.service = null;
+    return service ? service.stop() : 0;
   }
 }

@@ -43,7 +43,7 @@ export class ConfigReloader {
   private running: Promise<void> | null = null;
 
   constructor(
-    private readonly agent: Agent,
+    private readonly agent: Pick<Agent, "reload">,
     private readonly o: ReloaderOptions,
   ) {
     this.lastText = o.loadedText;

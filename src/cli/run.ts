@@ -1,10 +1,7 @@
 import path from "node:path";
-import { Agent } from "../agent/agent.ts";
-import { ConfigReloader } from "../agent/reload.ts";
-import { componentLogger, createAgentLogger, LOG_LEVELS, levelFromFlumeRootLogger, type LogFormat, type LogLevel } from "../agent/logging.ts";
-import { StatsReporter } from "../agent/stats.ts";
-import { IdleMemoryRelease } from "../agent/idle-release.ts";
-import { canReleaseMemory, releaseProcessMemory } from "../agent/process-memory.ts";
+import { createAgentLogger, LOG_LEVELS, levelFromFlumeRootLogger, type LogFormat, type LogLevel } from "../agent/logging.ts";
+import { AgentService } from "../agent/service.ts";
+import { installSignalHandlers } from "../agent/signals.ts";
 import * as registry from "../components/registry.ts";
 import { formatProblem } from "../config/problems.ts";
 import { AGENT_FILE_ARGS, type ArgsSpec, FLUME_NG_ARGS, nonNegative, oneOf, type Parsed, parseCommandLine, port, UsageError } from "./args.ts";
@@ -13,8 +10,6 @@ import { appliedSettings, DEFAULT_RUNTIME_PROFILE, RUNTIME_PROFILES, type Runtim
 import { humanReport } from "./validate.ts";
 import { ConfigReadError, loadConfigFile, loadConfigText } from "../config/load.ts";
 import { systemClock } from "../core/clock.ts";
-import type { MetricsServer } from "../monitoring/http-server.ts";
-import type { liveTracer } from "../simulate/trace.ts";
 
 export interface RunOptions {
   file: string;
@@ -43,12 +38,8 @@ export interface RunOptions {
   runtimeProfile?: RuntimeProfile;
 }
 
-/**
- * Exit codes of `flume run`: 0 stopped with nothing accepted dropped; 1 did not start (invalid
- * configuration, a directory another agent holds, --fail-fast ran out) or failed to stop; 2
- * bad command line; 3 stopped, but a memory channel still held events (lost).
- */
-export const EXIT = { ok: 0, notStarted: 1, usage: 2, eventsLost: 3 } as const;
+/** Exit codes of `flume run` (see src/agent/service.ts). */
+export { EXIT } from "../agent/service.ts";
 
 /** What a bare --fail-fast waits for a component to start. */
 const DEFAULT_FAIL_FAST_SEC = 30;
@@ -188,181 +179,24 @@ export async function runAgent(o: RunOptions, notes: string[] = []): Promise<num
     }
     for (const w of result.model.dropped) log.warn(w);
   }
-  const config = result.model;
-  let tracer: ReturnType<typeof liveTracer> | null = null;
-  if (o.trace) {
-    try {
-      // Imported only when asked for, as the metrics server below: an agent loads what it uses.
-      const { liveTracer } = await import("../simulate/trace.ts");
-      tracer = liveTracer(o.trace, systemClock, o.traceMaxBytes, result.model);
-    } catch (err) {
-      log.error(`cannot write the trace ${o.trace}: ${(err as Error).message}`);
-      return 1;
-    }
-  }
-  const agent = new Agent(config.agent, {
-    wrapChannel: tracer?.wrapChannel,
-    clock: systemClock,
+  const service = new AgentService(result.model, {
     logger: log,
-    componentLogger: (name) => componentLogger(log, name),
-    drainTimeout: o.drainTimeoutMs,
+    clock: systemClock,
+    drainTimeoutMs: o.drainTimeoutMs,
+    failFastSec: o.failFastSec,
+    metrics: o.metricsPort === undefined ? undefined : { port: o.metricsPort, bind: o.metricsBind },
+    statsIntervalSec: o.quiet ? 0 : o.statsIntervalSec,
+    releaseMemorySec: o.releaseMemorySec,
+    trace: o.trace ? { file: o.trace, maxBytes: o.traceMaxBytes } : undefined,
+    config: { file, displayName: o.file, text: loadedText, load: (text) => loadConfig(text, file, o), lenient: o.lenient, strict: o.strict, pollIntervalSec: o.reload ? o.pollIntervalSec : 0 },
   });
-  // Handlers go in before the start: a SIGTERM during a long start (a file channel replaying
-  // its log) stops the agent gracefully once started, instead of killing the process.
-  let reloadTimer: ReturnType<typeof setInterval> | null = null;
-  let metrics: MetricsServer | null = null;
-  let stats: StatsReporter | null = null;
-  let idleRelease: IdleMemoryRelease | null = null;
-  let stopping = false;
-  let resolveExit: (code: number) => void = () => {};
-  const exited = new Promise<number>((resolve) => (resolveExit = resolve));
-  let reloader: ConfigReloader | null = null;
-  const shutdown = async (signal: string, failure?: number) => {
-    if (stopping) {
-      // A second one: the drain ends now; what the channels still hold is reported as the stop closes them.
-      log.warn(`${signal} received again: stopping at once, without waiting for the sinks to drain the channels`);
-      agent.stopNow();
-      return;
-    }
-    stopping = true;
-    // Whoever pressed Ctrl-C is at a terminal: tell them the key, not a signal name.
-    const again = signal === "SIGINT" ? "press Ctrl-C again (or send SIGTERM)" : "send SIGTERM again";
-    log.info(`${failure === undefined ? `${signal} received` : signal}: stopping agent ${config.agent} (sinks drain the channels for up to ${o.drainTimeoutMs} ms; ${again} to stop at once)`);
-    if (reloadTimer) clearInterval(reloadTimer);
-    if (readyTimer) clearInterval(readyTimer);
-    stats?.stop();
-    idleRelease?.stop();
-    try {
-      await agent.stop();
-      await metrics?.stop();
-      if (tracer) {
-        const t = tracer.finish();
-        log.info(`trace written to ${o.trace}: ${t.accepted} events accepted, ${t.deliveredUnique} delivered (check it with: flume replay ${o.trace})`);
-      }
-      if (failure !== undefined) {
-        resolveExit(failure);
-      } else if (agent.lostAtStop > 0) {
-        log.error(`agent ${config.agent} stopped; ${agent.lostAtStop} accepted events left in memory channels were lost (exit ${EXIT.eventsLost})`);
-        resolveExit(EXIT.eventsLost);
-      } else {
-        log.success(`agent ${config.agent} stopped`);
-        resolveExit(EXIT.ok);
-      }
-    } catch (err) {
-      log.error(`error while stopping: ${(err as Error).message}`);
-      resolveExit(EXIT.notStarted);
-    }
-  };
-  const onSigint = () => void shutdown("SIGINT");
-  const onSigterm = () => void shutdown("SIGTERM");
-  // SIGHUP reloads the configuration now, as Vector and Fluent Bit do (Flume's JVM would exit).
-  const onSighup = () => {
-    if (stopping) return;
-    log.info("SIGHUP received: reloading the configuration");
-    void reloader?.reloadNow();
-  };
-  process.on("SIGINT", onSigint);
-  process.on("SIGTERM", onSigterm);
-  process.on("SIGHUP", onSighup);
-  let readyTimer: ReturnType<typeof setInterval> | null = null;
-  const finish = (code: number) => {
-    process.off("SIGINT", onSigint);
-    process.off("SIGTERM", onSigterm);
-    process.off("SIGHUP", onSighup);
-    if (readyTimer) clearInterval(readyTimer);
-    return code;
-  };
-
-  try {
-    await agent.start(config);
-  } catch (err) {
-    log.error(`agent ${config.agent} failed to start: ${(err as Error).message}`);
-    await agent.stop().catch(() => {});
-    return finish(1);
-  }
-  if (stopping) return finish(await exited);
-  reportStart(agent, config.agent, log);
-  normalJitPolicy();
-  const startedAt = Date.now();
-  if (!agent.readiness().ready) {
-    // Say so when the last component has started; with --fail-fast give up when one does not in time.
-    readyTimer = setInterval(() => {
-      const r = agent.readiness();
-      if (r.ready) {
-        if (readyTimer) clearInterval(readyTimer);
-        readyTimer = null;
-        log.success(`agent ${config.agent}: every component has started`);
-      } else if (o.failFastSec !== undefined && Date.now() - startedAt >= o.failFastSec * 1000 && !stopping) {
-        if (readyTimer) clearInterval(readyTimer);
-        readyTimer = null;
-        log.error(`agent ${config.agent}: ${r.notStarted.map((x) => `${x.kind} ${x.name}`).join(", ")} not started after ${o.failFastSec} s (--fail-fast); stopping (exit ${EXIT.notStarted})`);
-        void shutdown("--fail-fast", EXIT.notStarted);
-      }
-    }, 250);
-  }
-
-  if (o.metricsPort !== undefined) {
-    const { MetricsServer } = await import("../monitoring/http-server.ts");
-    metrics = new MetricsServer(agent, o.metricsPort, o.metricsBind, log);
-    try {
-      await metrics.start();
-    } catch (err) {
-      log.error(`cannot serve metrics on ${o.metricsBind}:${o.metricsPort}: ${(err as Error).message}`);
-      metrics = null;
-      if (stopping) return finish(await exited);
-      await agent.stop();
-      return finish(1);
-    }
-    if (stopping) {
-      await metrics.stop();
-      return finish(await exited);
-    }
-  }
-
-  stats = o.quiet || o.statsIntervalSec === 0 ? null : new StatsReporter(agent, systemClock, (line) => log.info(line), o.statsIntervalSec * 1000);
-  stats?.start();
-  if (o.releaseMemorySec > 0 && canReleaseMemory()) {
-    idleRelease = new IdleMemoryRelease(systemClock, () => eventsMoved(agent), () => process.memoryUsage.rss(), (after) => releaseMemory(after, o.releaseMemorySec, log), {
-      quietMs: o.releaseMemorySec * 1000,
-      atStart: true,
-    });
-    idleRelease.start();
-  }
-
-  reloader = new ConfigReloader(agent, { file, displayName: o.file, load: (text) => loadConfig(text, file, o), lenient: o.lenient, strict: o.strict, log, loadedText });
-  if (o.reload && o.pollIntervalSec > 0) {
-    const poller = reloader;
-    reloadTimer = setInterval(() => void poller.poll(), o.pollIntervalSec * 1000);
-  }
-
-  return finish(await exited);
-}
-
-/** A sum that changes whenever events move: received by sources, put into or taken from channels. */
-function eventsMoved(agent: Agent): number {
-  let n = 0;
-  const { sources, channels } = agent.components;
-  for (const s of sources.values()) n += s.source.counter.values.EventReceivedCount;
-  for (const c of channels.values()) n += c.channel.counter.values.EventPutSuccessCount + c.channel.counter.values.EventTakeSuccessCount;
-  return n;
-}
-
-/**
- * Right after the start a load may be running already: the binary's code pages are only
- * unmapped (paging them out takes ten times as long), and nothing is collected (the heap holds
- * little yet, and the code being compiled is what runs next; with both, seq -> memory -> null
- * measured 10.2 instead of 10.9 M events/s).
- */
-async function releaseMemory(after: "start" | "quiet", quietSec: number, log: { debug(m: string): void; warn(m: string): void }): Promise<void> {
-  try {
-    const t0 = performance.now();
-    const r = await releaseProcessMemory(after === "start" ? { collect: false, codePages: "unmap" } : { collect: true, codePages: "pageout" });
-    const mb = (bytes: number) => (bytes / (1024 * 1024)).toFixed(1);
-    const code = r.codePages === "pageout" ? " (code pages of the binary paged out)" : r.codePages === "unmap" ? " (code pages of the binary unmapped, kept in the page cache)" : "";
-    log.debug(`${after === "start" ? "started" : `no events for ${quietSec} s`}: returned unused memory to the system in ${(performance.now() - t0).toFixed(0)} ms, RSS ${mb(r.rssBefore)} -> ${mb(r.rssAfter)} MB${code}`);
-  } catch (err) {
-    log.warn(`could not return unused memory to the system: ${(err as Error).message} (--release-memory 0 turns this off)`);
-  }
+  service.once("started", normalJitPolicy);
+  const removeSignalHandlers = installSignalHandlers(service, log);
+  // A failed start is logged by the service and ends it with its exit code.
+  await service.start().catch(() => {});
+  const code = await service.exited;
+  removeSignalHandlers();
+  return code;
 }
 
 /**
@@ -373,23 +207,6 @@ async function releaseMemory(after: "start" | "quiet", quietSec: number, log: { 
 function normalJitPolicy(): void {
   const unsafe = (globalThis as { Bun?: { unsafe?: { setJITPolicy?(scale: number): void } } }).Bun?.unsafe;
   unsafe?.setJITPolicy?.(1);
-}
-
-/**
- * The start line: "started" only when every component runs; otherwise how many did and why the
- * others did not (the supervisor retries them).
- */
-function reportStart(agent: Agent, name: string, log: { success(m: string): void; warn(m: string): void }): void {
-  const c = agent.components;
-  const list = `sources [${[...c.sources.keys()].join(", ")}], channels [${[...c.channels.keys()].join(", ")}], sinks [${[...c.runners.values()].flatMap((r) => r.sinks.map((s) => s.name)).join(", ")}]`;
-  const r = agent.readiness();
-  if (r.ready) {
-    log.success(`agent ${name} started: ${list}`);
-    return;
-  }
-  const total = c.sources.size + c.channels.size + c.runners.size;
-  const why = r.notStarted.map((x) => `${x.kind} ${x.name} not started: ${x.error ?? x.state}`).join("; ");
-  log.warn(`agent ${name} started ${total - r.notStarted.length} of ${total} components; ${why}, retrying every ${agent.retryIntervalMs / 1000} s`);
 }
 
 function runCommand(name: string, description: string) {

@@ -1,0 +1,189 @@
+import { describe, expect, test } from "bun:test";
+import net from "node:net";
+import path from "node:path";
+import { readFileSync, writeFileSync } from "node:fs";
+import { MemoryLogger } from "../../src/core/logger.ts";
+import { AgentService, ConfigRejectedError, EXIT, type ReloadOutcome, ServiceStartError, startAgentService } from "../../src/agent/service.ts";
+import { parseAgentConfig } from "../support/agent.ts";
+import { asyncCleanupsAfterEach, canConnect, fetchMetrics, freePort, listenLocal, netcatConf, sendLines, tempDir, waitUntil, waitUntilListening } from "../support/helpers.ts";
+
+const cleanups = asyncCleanupsAfterEach();
+
+/** A service started from a config text, stopped at once after the test if still running. */
+async function started(text: string, o: Parameters<typeof startAgentService>[1] = {}): Promise<AgentService> {
+  const service = await startAgentService(text, { drainTimeoutMs: 200, ...o });
+  cleanups.push(() => service.stopNow());
+  return service;
+}
+
+/** The bodies the logger sink wrote to this log. */
+function logged(log: MemoryLogger): string[] {
+  return log.lines.filter((l) => l.message.startsWith("Event: ")).map((l) => l.message);
+}
+
+const withR2 = (port: number, port2: number) =>
+  netcatConf(port, { sink: "logger" }).replace("a1.sources = r1", "a1.sources = r1 r2") +
+  `a1.sources.r2.type = netcat\na1.sources.r2.bind = 127.0.0.1\na1.sources.r2.port = ${port2}\na1.sources.r2.channels = c1\n`;
+
+/** A temp file holding netcat r1 on port into a logger sink, and a second free port for a reload to add. */
+async function confFile(): Promise<{ file: string; port: number; port2: number }> {
+  const { dir, cleanup } = tempDir();
+  cleanups.push(cleanup);
+  const [port, port2] = [await freePort(), await freePort()];
+  const file = path.join(dir, "a.conf");
+  writeFileSync(file, netcatConf(port, { sink: "logger" }));
+  return { file, port, port2 };
+}
+
+/** An avro sink k1 towards 127.0.0.1:port, where nothing may listen yet. */
+const toAvro = (port: number, avroPort: number) =>
+  netcatConf(port, { sink: "avro" }) + `a1.sinks.k1.hostname = 127.0.0.1\na1.sinks.k1.port = ${avroPort}\na1.sinks.k1.connect-timeout = 500\n`;
+
+describe("agent service, in-process", () => {
+  test("started from a config text, it takes lines from a real netcat client to the sink, and stops with exit 0 and its port closed", async () => {
+    const port = await freePort();
+    const log = new MemoryLogger();
+    const seen: string[] = [];
+    const service = new AgentService(parseAgentConfig(netcatConf(port, { sink: "logger" })), { logger: log, drainTimeoutMs: 200 });
+    for (const e of ["started", "ready", "stopping", "stopped"] as const) service.on(e, () => seen.push(e));
+    cleanups.push(() => service.stopNow());
+    await service.start();
+    expect(seen).toEqual(["started", "ready"]);
+    expect(await sendLines(port, "Hello world!\nsecond line\n")).toBe("OK\nOK\n");
+    await waitUntil(() => logged(log).length === 2, "two events logged");
+    expect(logged(log)[0]).toContain("Hello world!");
+    expect(logged(log)[1]).toContain("second line");
+    expect(await service.stop()).toBe(EXIT.ok);
+    expect(seen).toEqual(["started", "ready", "stopping", "stopped"]);
+    expect(await canConnect(port)).toBe(false);
+    expect(log.lines.some((l) => l.message === "agent a1 stopped")).toBe(true);
+  });
+
+  test("startAgentService refuses a text with errors, naming file:line, and starts nothing", async () => {
+    const port = await freePort();
+    const text = netcatConf(port).replace("a1.sinks.k1.type = null", "a1.sinks.k1.type = nul");
+    const err = await startAgentService(text, { file: "/etc/flume/a.conf" }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigRejectedError);
+    expect((err as Error).message).toMatch(/\/etc\/flume\/a\.conf:9: .*unknown sink type "nul"/);
+    expect((err as Error).message).toContain("nul");
+    expect(await canConnect(port)).toBe(false);
+  });
+
+  test("reload() applies the saved file at once: a new source listens, the running one keeps serving", async () => {
+    const { file, port, port2 } = await confFile();
+    const log = new MemoryLogger();
+    const service = await started(readFileSync(file, "utf8"), { file, logger: log });
+    const outcomes: ReloadOutcome[] = [];
+    service.on("reloaded", (r) => outcomes.push(r));
+    writeFileSync(file, withR2(port, port2));
+    expect(await service.reload()).toBe(true);
+    expect(outcomes.length).toBe(1);
+    expect(outcomes[0].started).toEqual(["source r2"]);
+    expect(outcomes[0].stopped).toEqual([]);
+    expect(outcomes[0].kept).toContain("source r1");
+    expect(await sendLines(port2, "via r2\n")).toBe("OK\n");
+    expect(await sendLines(port, "via r1\n")).toBe("OK\n");
+    await waitUntil(() => logged(log).length === 2, "both events logged");
+
+    // A broken save keeps the running configuration.
+    writeFileSync(file, withR2(port, port2).replace("a1.sinks.k1.type = logger", "a1.sinks.k1.type = nosuchsink"));
+    expect(await service.reload()).toBe(true);
+    expect(outcomes.length).toBe(1);
+    expect(log.lines.some((l) => l.level === "error" && l.message.includes("keeping the running configuration"))).toBe(true);
+    expect(await sendLines(port2, "still\n")).toBe("OK\n");
+    expect(await service.stop()).toBe(EXIT.ok);
+  });
+
+  test("with a poll interval a save is picked up without reload(); without a file reload() has nothing to read", async () => {
+    const { file, port, port2 } = await confFile();
+    const polled = await started(readFileSync(file, "utf8"), { file, pollIntervalSec: 0.05 });
+    const reloaded = new Promise<ReloadOutcome>((resolve) => polled.once("reloaded", resolve));
+    writeFileSync(file, withR2(port, port2));
+    expect((await reloaded).started).toEqual(["source r2"]);
+    expect(await waitUntilListening(port2)).toBe(true);
+    await polled.stop();
+
+    const unwatched = await started(netcatConf(await freePort()));
+    expect(await unwatched.reload()).toBe(false);
+  });
+
+  test("stop() drains: events held while the next hop was down are delivered before it ends, exit 0", async () => {
+    const [port, avroPort] = [await freePort(), await freePort()];
+    const sender = await started(toAvro(port, avroPort), { drainTimeoutMs: 30_000 });
+    expect(await sendLines(port, "one\ntwo\nthree\n")).toBe("OK\nOK\nOK\n");
+    const log = new MemoryLogger();
+    // The receiving agent, an avro source into a logger sink, comes up only once the drain has begun.
+    sender.once("stopping", () => {
+      const receiver = `b.sources = r1\nb.channels = c1\nb.sinks = k1\nb.sources.r1.type = avro\nb.sources.r1.bind = 127.0.0.1\nb.sources.r1.port = ${avroPort}\nb.sources.r1.channels = c1\nb.channels.c1.type = memory\nb.sinks.k1.type = logger\nb.sinks.k1.channel = c1\n`;
+      void started(receiver, { logger: log });
+    });
+    expect(await sender.stop()).toBe(EXIT.ok);
+    await waitUntil(() => logged(log).length === 3, "the three events logged by the receiver");
+    expect(logged(log)[0]).toMatch(/ one }$/);
+    expect(logged(log)[1]).toMatch(/ two }$/);
+    expect(logged(log)[2]).toMatch(/ three }$/);
+  });
+
+  test("a memory channel still holding events when the drain ends: exit 3, and how many were lost", async () => {
+    const [port, deadPort] = [await freePort(), await freePort()];
+    const log = new MemoryLogger();
+    const service = await started(toAvro(port, deadPort), { logger: log, drainTimeoutMs: 200 });
+    const codes: number[] = [];
+    service.on("stopped", (c) => codes.push(c));
+    expect(await sendLines(port, "a\nb\n")).toBe("OK\nOK\n");
+    expect(await service.stop()).toBe(EXIT.eventsLost);
+    expect(codes).toEqual([3]);
+    expect(service.agent.lostAtStop).toBe(2);
+    expect(log.lines.some((l) => l.level === "error" && l.message.includes("2 accepted events left in memory channels were lost (exit 3)"))).toBe(true);
+  });
+
+  test("stopNow() during a long drain ends it at once", async () => {
+    const [port, deadPort] = [await freePort(), await freePort()];
+    const service = await started(toAvro(port, deadPort), { drainTimeoutMs: 60_000 });
+    expect(await sendLines(port, "a\n")).toBe("OK\n");
+    const code = service.stop();
+    // The source closes first; then the sink drains, towards a port where nothing listens.
+    await waitUntil(async () => !(await canConnect(port)), "the netcat source closed");
+    expect(await service.stopNow()).toBe(EXIT.eventsLost);
+    expect(await code).toBe(EXIT.eventsLost);
+  });
+
+  test("fail-fast: a source that cannot start in time ends the service with exit 1", async () => {
+    const blocker = net.createServer();
+    const taken = await listenLocal(blocker);
+    cleanups.push(() => new Promise<void>((r) => blocker.close(() => r())));
+    const reasons: string[] = [];
+    const service = await started(netcatConf(taken), { failFastSec: 0.3 });
+    service.on("stopping", (r) => reasons.push(r));
+    expect(await service.exited).toBe(EXIT.notStarted);
+    expect(reasons).toEqual(["--fail-fast"]);
+  });
+
+  test("a metrics server that cannot listen: the start rejects and the agent's source is closed again, exit 1", async () => {
+    const blocker = net.createServer();
+    const taken = await listenLocal(blocker);
+    cleanups.push(() => new Promise<void>((r) => blocker.close(() => r())));
+    const port = await freePort();
+    const err = await startAgentService(netcatConf(port), { metrics: { port: taken, bind: "127.0.0.1" }, drainTimeoutMs: 100 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ServiceStartError);
+    expect((err as ServiceStartError).exitCode).toBe(EXIT.notStarted);
+    expect(await canConnect(port)).toBe(false);
+  });
+
+  test("metrics are served while it runs and the server closes with the stop", async () => {
+    const [port, metricsPort] = [await freePort(), await freePort()];
+    const service = await started(netcatConf(port), { metrics: { port: metricsPort, bind: "127.0.0.1" } });
+    expect(await sendLines(port, "x\n")).toBe("OK\n");
+    await waitUntil(async () => (await fetchMetrics(metricsPort))["SOURCE.r1"]?.EventAcceptedCount === "1", "r1 counted one event");
+    expect(await service.stop()).toBe(EXIT.ok);
+    expect(await canConnect(metricsPort)).toBe(false);
+  });
+
+  test("a stop() before start() leaves nothing started", async () => {
+    const port = await freePort();
+    const service = new AgentService(parseAgentConfig(netcatConf(port)));
+    expect(await service.stop()).toBe(EXIT.ok);
+    await service.start();
+    expect(await canConnect(port)).toBe(false);
+  });
+});
