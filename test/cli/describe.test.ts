@@ -45,9 +45,9 @@ describe("flume describe", () => {
   });
 
   test("a Flume type Flume TS does not implement exits 2 saying so, with what to use instead", () => {
-    const r = runCli(["describe", "hdfs"]);
+    const r = runCli(["describe", "hbase"]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain("Flume's `hdfs` sink is not implemented by Flume TS; instead, ");
+    expect(r.stderr).toContain("Flume's `hbase` sink is not implemented by Flume TS; instead, ");
     expect(r.stderr).not.toContain("did you mean");
   });
 
