@@ -46,6 +46,7 @@ export class EscapeTemplate {
     readonly key: string,
   ) {
     const parts: Part[] = [];
+    // Where the last escape ended: 0 when there is none.
     let last = 0;
     for (const m of template.matchAll(TAG)) {
       if (m.index > last) parts.push({ literal: template.slice(last, m.index) });
@@ -63,7 +64,7 @@ export class EscapeTemplate {
     if (last < template.length) parts.push({ literal: template.slice(last) });
     this.parts = parts;
     this.needsTime = parts.some((p) => "date" in p);
-    this.isLiteral = parts.every((p) => "literal" in p);
+    this.isLiteral = last === 0;
   }
 
   /** The template's text before its first escape: the part no event can change. */
