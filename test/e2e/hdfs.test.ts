@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { agentsAfterEach, freePort, tempDir, waitForMetrics } from "../support/helpers.ts";
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { agentsAfterEach, freePort, startCli, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
 import { type HdfsCluster, startHdfs } from "../support/hdfs.ts";
 import { needsJvm } from "../support/jvm.ts";
 
@@ -133,6 +135,161 @@ ${kinds[n].lines
           } else expect({ n, i, line }).toEqual({ n, i, line: kinds[n].value(i) });
         });
       }
+    },
+    300_000,
+  );
+
+  needsJvm.test(
+    "http source -> hdfs with %{app}/%Y-%m-%d/%H in UTC rounded to the hour: buckets by header and time; a header of ../../ stays inside /flume/esc",
+    async () => {
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      const [metrics, port] = [await freePort(), await freePort()];
+      const a = startAgent(
+        tmp.dir,
+        "a1",
+        `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = http
+a1.sources.r1.bind = 127.0.0.1
+a1.sources.r1.port = ${port}
+a1.sources.r1.channels = c1
+a1.channels.c1.type = memory
+a1.sinks.k1.type = hdfs
+a1.sinks.k1.channel = c1
+a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/esc/%{app}/%Y-%m-%d/%H
+a1.sinks.k1.hdfs.filePrefix = events-%{app}
+a1.sinks.k1.hdfs.fileType = DataStream
+a1.sinks.k1.hdfs.timeZone = UTC
+a1.sinks.k1.hdfs.round = true
+a1.sinks.k1.hdfs.roundValue = 1
+a1.sinks.k1.hdfs.roundUnit = hour
+a1.sinks.k1.hdfs.rollInterval = 0
+a1.sinks.k1.hdfs.rollCount = 0
+a1.sinks.k1.hdfs.rollSize = 0
+`,
+        metrics,
+      );
+      await a.waitFor(/agent a1 started/, 30_000);
+      const t1 = Date.UTC(2024, 2, 5, 7, 59, 59);
+      const t2 = Date.UTC(2024, 2, 5, 8, 0, 1);
+      const events = [
+        { headers: { app: "billing", timestamp: String(t1) }, body: "b1" },
+        { headers: { app: "billing", timestamp: String(t2) }, body: "b2" },
+        { headers: { app: "../../..", timestamp: String(t1) }, body: "evil1" },
+        { headers: { app: "../x/../../y", timestamp: String(t1) }, body: "evil2" },
+      ];
+      const r = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: JSON.stringify(events), headers: { "content-type": "application/json" } });
+      expect(r.status).toBe(200);
+      await drained(metrics, 4);
+      a.child.kill("SIGTERM");
+      expect(await a.exited()).toBe(0);
+      const files = await hdfs.list("/flume");
+      const ours = files.filter((f) => !f.startsWith("/flume/stream/") && !f.startsWith("/flume/formats/") && !f.startsWith("/flume/crash/") && !f.startsWith("/flume/locked/"));
+      const shape = ours.map((f) => f.replace(/\.\d+$/, ".N")).sort();
+      expect(shape).toEqual(
+        [
+          "/flume/esc/%2E%2E%2F%2E%2E%2F%2E%2E/2024-03-05/07/events-%2E%2E%2F%2E%2E%2F%2E%2E.N",
+          "/flume/esc/%2E%2E%2Fx%2F%2E%2E%2F%2E%2E%2Fy/2024-03-05/07/events-%2E%2E%2Fx%2F%2E%2E%2F%2E%2E%2Fy.N",
+          "/flume/esc/billing/2024-03-05/07/events-billing.N",
+          "/flume/esc/billing/2024-03-05/08/events-billing.N",
+        ].map((f) => f.replace(/%2E/g, ".")).sort(),
+      );
+      const billing7 = ours.find((f) => f.includes("/billing/2024-03-05/07/")) as string;
+      expect((await hdfs.cat(billing7)).toString()).toBe("b1\n");
+    },
+    300_000,
+  );
+
+  needsJvm.test(
+    "SIGKILL with a file in use: the restarted sink renames it (its batches were committed, so it is complete), then writes a new file; nothing lost",
+    async () => {
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      const [metrics, port] = [await freePort(), await freePort()];
+      const conf = `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = http
+a1.sources.r1.bind = 127.0.0.1
+a1.sources.r1.port = ${port}
+a1.sources.r1.channels = c1
+a1.channels.c1.type = memory
+a1.sinks.k1.type = hdfs
+a1.sinks.k1.channel = c1
+a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/crash
+a1.sinks.k1.hdfs.fileType = DataStream
+a1.sinks.k1.hdfs.rollInterval = 0
+a1.sinks.k1.hdfs.rollCount = 0
+a1.sinks.k1.hdfs.rollSize = 0
+`;
+      const post = async (bodies: string[]) => {
+        const r = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: JSON.stringify(bodies.map((body) => ({ headers: {}, body }))) });
+        expect(r.status).toBe(200);
+      };
+      const first = startAgent(tmp.dir, "a1", conf, metrics);
+      await first.waitFor(/agent a1 started/, 30_000);
+      await post(["one", "two"]);
+      await drained(metrics, 2);
+      await post(["three"]);
+      await drained(metrics, 3);
+      first.child.kill("SIGKILL");
+      await first.exited();
+      const left = await hdfs.list("/flume/crash");
+      expect(left).toHaveLength(1);
+      expect(left[0]).toMatch(/\/FlumeData\.\d+\.tmp$/);
+      const second = startAgent(tmp.dir, "a1", conf, metrics);
+      await second.waitFor(/agent a1 started/, 30_000);
+      const renamed = left[0].replace(/\.tmp$/, "");
+      await waitUntil(async () => (await hdfs.list("/flume/crash")).includes(renamed), "the left in-use file to be renamed", 60_000, 500);
+      expect((await hdfs.cat(renamed)).toString()).toBe("one\ntwo\nthree\n");
+      await post(["four"]);
+      await drained(metrics, 1);
+      second.child.kill("SIGTERM");
+      expect(await second.exited()).toBe(0);
+      const files = await hdfs.list("/flume/crash");
+      expect(files).toHaveLength(2);
+      expect(files.every((f) => !f.endsWith(".tmp"))).toBe(true);
+      expect((await hdfs.cat(files.find((f) => f !== renamed) as string)).toString()).toBe("four\n");
+    },
+    300_000,
+  );
+
+  needsJvm.test(
+    "permission denied on the path: one clear error naming the path and HDFS's AccessControlException, events stay in the channel, delivery resumes after chmod, none lost",
+    async () => {
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      await hdfs.fs(["-mkdir", "-p", "/flume/locked"]);
+      await hdfs.fs(["-chmod", "700", "/flume/locked"]);
+      const metrics = await freePort();
+      const file = path.join(tmp.dir, "a1.conf");
+      writeFileSync(
+        file,
+        seqToHdfs(
+          300,
+          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/locked
+a1.sinks.k1.hdfs.fileType = DataStream
+a1.sinks.k1.hdfs.rollInterval = 0
+a1.sinks.k1.hdfs.rollCount = 0
+a1.sinks.k1.hdfs.rollSize = 0`,
+        ),
+      );
+      const a = startCli(["run", "-f", file, "-n", "a1", "--metrics-port", String(metrics), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"], { env: { HADOOP_USER_NAME: "flume" } });
+      cleanups.push(() => a.child.kill("SIGKILL"));
+      await a.waitFor(/CREATE .*Permission denied/, 60_000);
+      const log = a.stdout + a.stderr;
+      expect(log).toMatch(/failed to deliver 100 events to webhdfs:\/\/127\.0\.0\.1:\d+\/flume\/locked: CREATE \/flume\/locked\/FlumeData\.\d+\.tmp: HTTP 403 AccessControlException: Permission denied: user=flume, access=EXECUTE, inode="\/flume\/locked"/);
+      const m = await waitForMetrics(metrics, "the channel to hold every event", (x) => x["CHANNEL.c1"]?.ChannelSize === "300", 60_000, 100);
+      expect(m["SINK.k1"]?.EventDrainSuccessCount).toBe("0");
+      await hdfs.fs(["-chmod", "777", "/flume/locked"]);
+      await drained(metrics, 300);
+      a.child.kill("SIGTERM");
+      expect(await a.exited()).toBe(0);
+      const files = await hdfs.list("/flume/locked");
+      expect(files).toHaveLength(1);
+      expect((await hdfs.cat(files[0])).toString()).toBe(numbers(300));
     },
     300_000,
   );
