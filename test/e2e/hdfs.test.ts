@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { agentsAfterEach, freePort, startCli, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
+import { startFlume } from "../support/flume.ts";
 import { type HdfsCluster, startHdfs } from "../support/hdfs.ts";
+import { HADOOP } from "../support/jvm-artifacts.ts";
 import { needsJvm } from "../support/jvm.ts";
 
 const { cleanups, startAgent } = agentsAfterEach();
@@ -38,6 +40,81 @@ a1.sinks.k1.type = hdfs
 a1.sinks.k1.channel = c1
 ${sink}
 `;
+}
+
+const hex = (i: number) => [...Buffer.from(String(i))].map((b) => b.toString(16).padStart(2, "0")).join(" ");
+
+/** The file types each sink of formatsConf writes, and how Hadoop's -text shows event i. */
+const KINDS: Record<string, { lines: string; value: (i: number) => string; keyed: boolean; name: RegExp }> = {
+  seqWritable: { lines: "", value: hex, keyed: true, name: /^FlumeData\.\d+$/ },
+  seqTextGzip: { lines: "hdfs.writeFormat = Text\nhdfs.codeC = gzip", value: String, keyed: true, name: /^FlumeData\.\d+\.gz$/ },
+  seqZlib: { lines: "hdfs.codeC = DefaultCodec", value: hex, keyed: true, name: /^FlumeData\.\d+\.deflate$/ },
+  seqText: { lines: "hdfs.writeFormat = Text", value: String, keyed: true, name: /^FlumeData\.\d+$/ },
+  dataStream: { lines: "hdfs.fileType = DataStream", value: String, keyed: false, name: /^FlumeData\.\d+$/ },
+  streamGzip: { lines: "hdfs.fileType = CompressedStream\nhdfs.codeC = gzip", value: String, keyed: false, name: /^FlumeData\.\d+\.gz$/ },
+  streamZlib: { lines: "hdfs.fileType = CompressedStream\nhdfs.codeC = default", value: String, keyed: false, name: /^FlumeData\.\d+\.deflate$/ },
+};
+const NAMES = Object.keys(KINDS);
+
+/**
+ * One seq source replicated into one hdfs sink per KINDS entry, writing under dir/<kind>; the same
+ * text for Flume and us. minBlockReplicas = 1: Flume's Hadoop client does not see the cluster's
+ * dfs.replication (1) and would roll a new file after each batch of an "under-replicated" one.
+ */
+function formatsConf(dir: string, total: number, names = NAMES): string {
+  let conf = `a1.sources = r1
+a1.channels = ${names.map((_, i) => `c${i}`).join(" ")}
+a1.sinks = ${names.map((_, i) => `k${i}`).join(" ")}
+a1.sources.r1.type = seq
+a1.sources.r1.totalEvents = ${total}
+a1.sources.r1.batchSize = 50
+a1.sources.r1.channels = ${names.map((_, i) => `c${i}`).join(" ")}
+`;
+  names.forEach((n, i) => {
+    conf += `a1.channels.c${i}.type = memory
+a1.channels.c${i}.capacity = 10000
+a1.sinks.k${i}.type = hdfs
+a1.sinks.k${i}.channel = c${i}
+a1.sinks.k${i}.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}${dir}/${n}
+a1.sinks.k${i}.hdfs.webhdfs.port = ${hdfs.httpPort}
+a1.sinks.k${i}.hdfs.rollCount = 0
+a1.sinks.k${i}.hdfs.rollSize = 0
+a1.sinks.k${i}.hdfs.rollInterval = 0
+a1.sinks.k${i}.hdfs.batchSize = 70
+a1.sinks.k${i}.hdfs.minBlockReplicas = 1
+${KINDS[n].lines
+  .split("\n")
+  .filter(Boolean)
+  .map((l) => `a1.sinks.k${i}.${l}`)
+  .join("\n")}
+`;
+  });
+  return conf;
+}
+
+/**
+ * The records of the one file in each dir/<kind> (each holding `total`), as -text shows them, keys
+ * dropped for SequenceFiles (they are the write times). One -ls and one -text for all: each
+ * FsShell is a JVM start.
+ */
+async function records(dir: string, names: string[], total: number): Promise<Record<string, string[]>> {
+  const files = await hdfs.list(dir);
+  const ordered = names.map((n) => {
+    const mine = files.filter((f) => f.startsWith(`${dir}/${n}/`));
+    expect({ n, count: mine.length }).toEqual({ n, count: 1 });
+    expect(mine[0].split("/").pop()).toMatch(KINDS[n].name);
+    return mine[0];
+  });
+  const r = await hdfs.fs(["-text", ...ordered]);
+  expect(r.code).toBe(0);
+  const lines = r.stdout.split("\n").filter((l) => l !== "");
+  expect(lines.length).toBe(names.length * total);
+  const out: Record<string, string[]> = {};
+  names.forEach((n, k) => {
+    const mine = lines.slice(k * total, (k + 1) * total);
+    out[n] = KINDS[n].keyed ? mine.map((l) => l.slice(l.indexOf("\t") + 1)) : mine;
+  });
+  return out;
 }
 
 const numbers = (n: number) => Array.from({ length: n }, (_, i) => `${i}\n`).join("");
@@ -77,64 +154,21 @@ a1.sinks.k1.hdfs.batchSize = 100`,
   );
 
   needsJvm.test(
-    "one seq source into five hdfs sinks (SequenceFile Writable, Text + gzip blocks, Writable + zlib blocks; CompressedStream gzip, zlib): Hadoop's -text reads every file as the same 500 records",
+    "one seq source into seven hdfs sinks (SequenceFile Writable, Text, Text + gzip blocks, Writable + zlib blocks; DataStream; CompressedStream gzip, zlib): Hadoop's -text reads every file as the same 500 records",
     async () => {
       const tmp = tempDir();
       cleanups.push(tmp.cleanup);
       const metrics = await freePort();
-      const kinds: Record<string, { lines: string; value: (i: number) => string; keyed: boolean; name: RegExp }> = {
-        seqWritable: { lines: "", value: (i) => [...Buffer.from(String(i))].map((b) => b.toString(16).padStart(2, "0")).join(" "), keyed: true, name: /^FlumeData\.\d+$/ },
-        seqTextGzip: { lines: "hdfs.writeFormat = Text\nhdfs.codeC = gzip", value: String, keyed: true, name: /^FlumeData\.\d+\.gz$/ },
-        seqZlib: { lines: "hdfs.codeC = DefaultCodec", value: (i) => [...Buffer.from(String(i))].map((b) => b.toString(16).padStart(2, "0")).join(" "), keyed: true, name: /^FlumeData\.\d+\.deflate$/ },
-        streamGzip: { lines: "hdfs.fileType = CompressedStream\nhdfs.codeC = gzip", value: String, keyed: false, name: /^FlumeData\.\d+\.gz$/ },
-        streamZlib: { lines: "hdfs.fileType = CompressedStream\nhdfs.codeC = default", value: String, keyed: false, name: /^FlumeData\.\d+\.deflate$/ },
-      };
-      const names = Object.keys(kinds);
-      let conf = `a1.sources = r1
-a1.channels = ${names.map((_, i) => `c${i}`).join(" ")}
-a1.sinks = ${names.map((_, i) => `k${i}`).join(" ")}
-a1.sources.r1.type = seq
-a1.sources.r1.totalEvents = 500
-a1.sources.r1.batchSize = 50
-a1.sources.r1.channels = ${names.map((_, i) => `c${i}`).join(" ")}
-`;
-      names.forEach((n, i) => {
-        conf += `a1.channels.c${i}.type = memory
-a1.channels.c${i}.capacity = 10000
-a1.sinks.k${i}.type = hdfs
-a1.sinks.k${i}.channel = c${i}
-a1.sinks.k${i}.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}/flume/formats/${n}
-a1.sinks.k${i}.hdfs.webhdfs.port = ${hdfs.httpPort}
-a1.sinks.k${i}.hdfs.rollCount = 0
-a1.sinks.k${i}.hdfs.rollSize = 0
-a1.sinks.k${i}.hdfs.rollInterval = 0
-a1.sinks.k${i}.hdfs.batchSize = 70
-${kinds[n].lines
-  .split("\n")
-  .filter(Boolean)
-  .map((l) => `a1.sinks.k${i}.${l}`)
-  .join("\n")}
-`;
-      });
+      const conf = formatsConf("/flume/formats", 500);
       const a = startAgent(tmp.dir, "a1", conf, metrics);
-      await waitForMetrics(metrics, "every sink to drain 500", (m) => names.every((_, i) => m[`SINK.k${i}`]?.EventDrainSuccessCount === "500"), 120_000, 100);
+      await waitForMetrics(metrics, "every sink to drain 500", (m) => NAMES.every((_, i) => m[`SINK.k${i}`]?.EventDrainSuccessCount === "500"), 120_000, 100);
       a.child.kill("SIGTERM");
       expect(await a.exited()).toBe(0);
-      const started = Date.now() - 600_000;
-      for (const n of names) {
-        const files = await hdfs.list(`/flume/formats/${n}`);
-        expect({ n, count: files.length }).toEqual({ n, count: 1 });
-        expect(files[0].split("/").pop()).toMatch(kinds[n].name);
-        const lines = (await hdfs.text(files[0])).split("\n").filter((l) => l !== "");
-        expect({ n, count: lines.length }).toEqual({ n, count: 500 });
-        lines.forEach((line, i) => {
-          if (kinds[n].keyed) {
-            const [key, value] = line.split("\t");
-            expect(Number(key)).toBeGreaterThan(started);
-            expect({ n, i, value }).toEqual({ n, i, value: kinds[n].value(i) });
-          } else expect({ n, i, line }).toEqual({ n, i, line: kinds[n].value(i) });
-        });
-      }
+      const all = await records("/flume/formats", NAMES, 500);
+      for (const n of NAMES) expect({ n, values: all[n] }).toEqual({ n, values: Array.from({ length: 500 }, (_, i) => KINDS[n].value(i)) });
+      // The SequenceFile keys are the write times (no timestamp header): LongWritable milliseconds.
+      const seq = (await hdfs.text((await hdfs.list("/flume/formats/seqWritable"))[0])).split("\n")[0];
+      expect(Math.abs(Number(seq.split("\t")[0]) - Date.now())).toBeLessThan(600_000);
     },
     300_000,
   );
@@ -186,7 +220,7 @@ a1.sinks.k1.hdfs.rollSize = 0
       a.child.kill("SIGTERM");
       expect(await a.exited()).toBe(0);
       const files = await hdfs.list("/flume");
-      const ours = files.filter((f) => !f.startsWith("/flume/stream/") && !f.startsWith("/flume/formats/") && !f.startsWith("/flume/crash/") && !f.startsWith("/flume/locked/"));
+      const ours = files.filter((f) => !f.startsWith("/flume/stream/") && !f.startsWith("/flume/formats/") && !f.startsWith("/flume/crash/") && !f.startsWith("/flume/locked/") && !f.startsWith("/flume/real/") && !f.startsWith("/flume/ours/"));
       const shape = ours.map((f) => f.replace(/\.\d+$/, ".N")).sort();
       expect(shape).toEqual(
         [
@@ -290,6 +324,48 @@ a1.sinks.k1.hdfs.rollSize = 0`,
       const files = await hdfs.list("/flume/locked");
       expect(files).toHaveLength(1);
       expect((await hdfs.cat(files[0])).toString()).toBe(numbers(300));
+    },
+    300_000,
+  );
+
+  needsJvm.test(
+    "Apache Flume 1.11's HDFS sink and ours, same config and events, into the same HDFS: Hadoop's -text reads the same records from both, for every file type",
+    async () => {
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      const flumeMetrics = await freePort();
+      // Flume's SequenceFile writer refuses GzipCodec without Hadoop's native library (ours writes it, see above).
+      const names = NAMES.filter((n) => n !== "seqTextGzip");
+      const flume = await startFlume({
+        conf: formatsConf("/flume/real", 300, names),
+        extraSets: [HADOOP],
+        metricsPort: flumeMetrics,
+        jvmArgs: ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "--add-opens", "java.base/java.lang=ALL-UNNAMED"],
+      });
+      try {
+        await waitUntil(
+          async () => {
+            const m = await flume.metrics();
+            return names.every((_, i) => m[`SINK.k${i}`]?.EventDrainSuccessCount === "300");
+          },
+          "Flume's sinks to drain 300 events each",
+          120_000,
+          200,
+        );
+      } catch (e) {
+        throw new Error(`${(e as Error).message}: ${JSON.stringify(await flume.metrics())}\n${flume.tail(80)}`);
+      } finally {
+        await flume.stop(30_000);
+      }
+      const metrics = await freePort();
+      const a = startAgent(tmp.dir, "a1", formatsConf("/flume/ours", 300, names), metrics);
+      await waitForMetrics(metrics, "every sink to drain 300", (m) => names.every((_, i) => m[`SINK.k${i}`]?.EventDrainSuccessCount === "300"), 120_000, 100);
+      a.child.kill("SIGTERM");
+      expect(await a.exited()).toBe(0);
+      const theirs = await records("/flume/real", names, 300);
+      const ours = await records("/flume/ours", names, 300);
+      for (const n of names) expect({ n, ours: ours[n] }).toEqual({ n, ours: theirs[n] });
+      expect(ours.dataStream).toEqual(Array.from({ length: 300 }, (_, i) => String(i)));
     },
     300_000,
   );
