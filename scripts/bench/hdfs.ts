@@ -46,6 +46,15 @@ a1.sinks.k1.hdfs.minBlockReplicas = 1
 `;
 }
 
+/** conf with `sinks` hdfs sinks on the one channel, each with its own filePrefix. */
+function manySinks(hdfsPath: string, webhdfsPort: number, sinks: number): string {
+  let text = conf(hdfsPath, "DataStream", webhdfsPort).replace("a1.sinks = k1", `a1.sinks = ${Array.from({ length: sinks }, (_, i) => `k${i + 1}`).join(" ")}`);
+  const k1 = text.split("\n").filter((l) => l.startsWith("a1.sinks.k1."));
+  for (let i = 2; i <= sinks; i++) text += `${k1.map((l) => l.replace("a1.sinks.k1.", `a1.sinks.k${i}.`)).join("\n")}\n`;
+  for (let i = 1; i <= sinks; i++) text += `a1.sinks.k${i}.hdfs.filePrefix = FlumeData-k${i}\n`;
+  return text;
+}
+
 async function timeFlume(text: string): Promise<number> {
   const port = await (await import("../../test/support/helpers.ts")).freePort();
   const flume = await startFlume({ conf: text, extraSets: [HADOOP], metricsPort: port, jvmArgs: ["-Xmx512m", "-XX:+UseParallelGC", "--add-opens", "java.base/java.lang=ALL-UNNAMED"] });
@@ -86,6 +95,11 @@ async function tunedCluster(rows: [string, number][]): Promise<void> {
       rows.push([`Flume TS, ${fileType}, DataNode close retry 20 ms`, ours.rate]);
       console.log(`  Flume TS ${fileType}, DataNode close retry 20 ms: ${fmt(ours.rate)} events/s`);
     }
+    const file = path.join(dir, "ours-4-sinks.conf");
+    writeFileSync(file, manySinks(`hdfs://127.0.0.1:${hdfs.rpcPort}/bench/ours-4-sinks`, hdfs.httpPort, 4));
+    const four = await timeAgent(file, "a1", "CHANNEL.c1", "EventTakeSuccessCount", EVENTS, 600_000);
+    rows.push(["Flume TS, DataStream, 4 hdfs sinks on one channel, close retry 20 ms", four.rate]);
+    console.log(`  Flume TS, 4 sinks, DataNode close retry 20 ms: ${fmt(four.rate)} events/s`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
     await hdfs.stop();

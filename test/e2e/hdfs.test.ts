@@ -42,6 +42,23 @@ ${sink}
 `;
 }
 
+/** http source (JSON events) on 127.0.0.1:port -> memory -> hdfs with the given sink lines. */
+function httpToHdfs(port: number, sink: string): string {
+  return `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = http
+a1.sources.r1.bind = 127.0.0.1
+a1.sources.r1.port = ${port}
+a1.sources.r1.channels = c1
+a1.channels.c1.type = memory
+a1.channels.c1.capacity = 100000
+a1.sinks.k1.type = hdfs
+a1.sinks.k1.channel = c1
+${sink}
+`;
+}
+
 const hex = (i: number) => [...Buffer.from(String(i))].map((b) => b.toString(16).padStart(2, "0")).join(" ");
 
 /** The file types each sink of formatsConf writes, and how Hadoop's -text shows event i. */
@@ -182,17 +199,9 @@ a1.sinks.k1.hdfs.batchSize = 100`,
       const a = startAgent(
         tmp.dir,
         "a1",
-        `a1.sources = r1
-a1.channels = c1
-a1.sinks = k1
-a1.sources.r1.type = http
-a1.sources.r1.bind = 127.0.0.1
-a1.sources.r1.port = ${port}
-a1.sources.r1.channels = c1
-a1.channels.c1.type = memory
-a1.sinks.k1.type = hdfs
-a1.sinks.k1.channel = c1
-a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/esc/%{app}/%Y-%m-%d/%H
+        httpToHdfs(
+          port,
+          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/esc/%{app}/%Y-%m-%d/%H
 a1.sinks.k1.hdfs.filePrefix = events-%{app}
 a1.sinks.k1.hdfs.fileType = DataStream
 a1.sinks.k1.hdfs.timeZone = UTC
@@ -201,8 +210,8 @@ a1.sinks.k1.hdfs.roundValue = 1
 a1.sinks.k1.hdfs.roundUnit = hour
 a1.sinks.k1.hdfs.rollInterval = 0
 a1.sinks.k1.hdfs.rollCount = 0
-a1.sinks.k1.hdfs.rollSize = 0
-`,
+a1.sinks.k1.hdfs.rollSize = 0`,
+        ),
         metrics,
       );
       await a.waitFor(/agent a1 started/, 30_000);
@@ -242,22 +251,14 @@ a1.sinks.k1.hdfs.rollSize = 0
       const tmp = tempDir();
       cleanups.push(tmp.cleanup);
       const [metrics, port] = [await freePort(), await freePort()];
-      const conf = `a1.sources = r1
-a1.channels = c1
-a1.sinks = k1
-a1.sources.r1.type = http
-a1.sources.r1.bind = 127.0.0.1
-a1.sources.r1.port = ${port}
-a1.sources.r1.channels = c1
-a1.channels.c1.type = memory
-a1.sinks.k1.type = hdfs
-a1.sinks.k1.channel = c1
-a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/crash
+      const conf = httpToHdfs(
+        port,
+        `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/crash
 a1.sinks.k1.hdfs.fileType = DataStream
 a1.sinks.k1.hdfs.rollInterval = 0
 a1.sinks.k1.hdfs.rollCount = 0
-a1.sinks.k1.hdfs.rollSize = 0
-`;
+a1.sinks.k1.hdfs.rollSize = 0`,
+      );
       const post = async (bodies: string[]) => {
         const r = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: JSON.stringify(bodies.map((body) => ({ headers: {}, body }))) });
         expect(r.status).toBe(200);
@@ -366,6 +367,61 @@ a1.sinks.k1.hdfs.rollSize = 0`,
       const ours = await records("/flume/ours", names, 300);
       for (const n of names) expect({ n, ours: ours[n] }).toEqual({ n, ours: theirs[n] });
       expect(ours.dataStream).toEqual(Array.from({ length: 300 }, (_, i) => String(i)));
+    },
+    300_000,
+  );
+
+  needsJvm.test(
+    "NameNode restarted mid-stream: failed batches name the path and the cause and stay in the channel, delivery resumes by itself, every event is in HDFS, the failed file renamed",
+    async () => {
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      const [metrics, port] = [await freePort(), await freePort()];
+      const file = path.join(tmp.dir, "a1.conf");
+      writeFileSync(
+        file,
+        httpToHdfs(
+          port,
+          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/nnrestart
+a1.sinks.k1.hdfs.fileType = DataStream
+a1.sinks.k1.hdfs.rollInterval = 0
+a1.sinks.k1.hdfs.rollCount = 0
+a1.sinks.k1.hdfs.rollSize = 0
+a1.sinks.k1.hdfs.retryInterval = 1
+a1.sinks.k1.hdfs.callTimeout = 10000`,
+        ),
+      );
+      const a = startCli(["run", "-f", file, "-n", "a1", "--metrics-port", String(metrics), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"]);
+      cleanups.push(() => a.child.kill("SIGKILL"));
+      await a.waitFor(/agent a1 started/, 30_000);
+      const post = async (from: number, n: number) => {
+        const events = Array.from({ length: n }, (_, i) => ({ headers: {}, body: `e${from + i}` }));
+        const r = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: JSON.stringify(events) });
+        expect(r.status).toBe(200);
+      };
+      await post(0, 100);
+      await drained(metrics, 100);
+      const restarting = hdfs.restartNameNode();
+      // Posted while the NameNode is down or starting: the sink fails and keeps them in the channel.
+      await waitUntil(() => !hdfs.nameNode.running, "the NameNode to stop", 60_000, 50);
+      await post(100, 100);
+      await a.waitFor(/failed to deliver 100 events to webhdfs:\/\/127\.0\.0\.1:\d+\/flume\/nnrestart: (APPEND|CREATE) \/flume\/nnrestart\/FlumeData\.\d+\.tmp: /, 60_000);
+      await restarting;
+      await post(200, 100);
+      await drained(metrics, 300, 180_000);
+      // The file the failure left is renamed by retries; the one written since stays in use until stop.
+      await waitUntil(async () => (await hdfs.list("/flume/nnrestart")).filter((f) => f.endsWith(".tmp")).length === 1, "the failed file to be renamed", 60_000, 1000);
+      a.child.kill("SIGTERM");
+      expect(await a.exited()).toBe(0);
+      const files = await hdfs.list("/flume/nnrestart");
+      expect(files.length).toBeGreaterThan(1);
+      expect(files.filter((f) => f.endsWith(".tmp"))).toEqual([]);
+      let lines: string[] = [];
+      for (const f of files) lines = lines.concat((await hdfs.cat(f)).toString().split("\n").filter(Boolean));
+      const unique = new Set(lines);
+      expect(unique.size).toBe(300);
+      // A batch whose append reached the DataNodes before its failure was reported is written again: at most one.
+      expect(lines.length - unique.size).toBeLessThanOrEqual(100);
     },
     300_000,
   );
