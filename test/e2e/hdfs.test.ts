@@ -425,4 +425,43 @@ a1.sinks.k1.hdfs.callTimeout = 10000`,
     },
     300_000,
   );
+
+  needsJvm.test(
+    "space quota reached (dfsadmin -setSpaceQuota): one clear error naming the path and DSQuotaExceededException, events stay in the channel, delivery resumes after -clrSpaceQuota, none lost",
+    async () => {
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      await hdfs.mkdirOpen("/flume/quota");
+      // Less than one block: a new block reserves its whole size against the quota.
+      const set = await hdfs.admin(["-setSpaceQuota", "1m", "/flume/quota"]);
+      expect(set.code).toBe(0);
+      const metrics = await freePort();
+      const file = path.join(tmp.dir, "a1.conf");
+      writeFileSync(
+        file,
+        seqToHdfs(
+          300,
+          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/quota
+a1.sinks.k1.hdfs.fileType = DataStream
+a1.sinks.k1.hdfs.rollInterval = 0
+a1.sinks.k1.hdfs.rollCount = 0
+a1.sinks.k1.hdfs.rollSize = 0`,
+        ),
+      );
+      const a = startCli(["run", "-f", file, "-n", "a1", "--metrics-port", String(metrics), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"]);
+      cleanups.push(() => a.child.kill("SIGKILL"));
+      await a.waitFor(/DSQuotaExceededException/, 60_000);
+      expect(a.stdout + a.stderr).toMatch(/failed to deliver 100 events to webhdfs:\/\/127\.0\.0\.1:\d+\/flume\/quota: CREATE \/flume\/quota\/FlumeData\.\d+\.tmp: HTTP \d+ DSQuotaExceededException: The DiskSpace quota of \/flume\/quota is exceeded/);
+      const m = await waitForMetrics(metrics, "the channel to hold every event", (x) => x["CHANNEL.c1"]?.ChannelSize === "300", 60_000, 100);
+      expect(m["SINK.k1"]?.EventDrainSuccessCount).toBe("0");
+      expect((await hdfs.admin(["-clrSpaceQuota", "/flume/quota"])).code).toBe(0);
+      await drained(metrics, 300);
+      a.child.kill("SIGTERM");
+      expect(await a.exited()).toBe(0);
+      let all = "";
+      for (const f of await hdfs.list("/flume/quota")) all += (await hdfs.cat(f)).toString();
+      expect(all).toBe(numbers(300));
+    },
+    300_000,
+  );
 });
