@@ -465,3 +465,57 @@ a1.sinks.k1.hdfs.rollSize = 0`,
     300_000,
   );
 });
+
+describe("hdfs sink on two DataNodes, replication 2", () => {
+  let two: HdfsCluster | undefined;
+  afterAll(async () => {
+    await two?.stop();
+  }, 60_000);
+
+  needsJvm.test(
+    "a DataNode killed mid-stream: delivery goes on through the other, every event is in HDFS (at most one batch twice)",
+    async () => {
+      two = await startHdfs({ dataNodes: 2, replication: 2 });
+      await two.mkdirOpen("/flume");
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      const [metrics, port] = [await freePort(), await freePort()];
+      const a = startAgent(
+        tmp.dir,
+        "a1",
+        httpToHdfs(
+          port,
+          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${two.httpPort}/flume/dnkill
+a1.sinks.k1.hdfs.fileType = DataStream
+a1.sinks.k1.hdfs.rollInterval = 0
+a1.sinks.k1.hdfs.rollCount = 0
+a1.sinks.k1.hdfs.rollSize = 0
+a1.sinks.k1.hdfs.retryInterval = 1`,
+        ),
+        metrics,
+      );
+      await a.waitFor(/agent a1 started/, 30_000);
+      const post = async (from: number, n: number) => {
+        const events = Array.from({ length: n }, (_, i) => ({ headers: {}, body: `e${from + i}` }));
+        const r = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: JSON.stringify(events) });
+        expect(r.status).toBe(200);
+      };
+      await post(0, 100);
+      await drained(metrics, 100);
+      await two.dataNodes[0].kill("SIGKILL");
+      await post(100, 100);
+      await drained(metrics, 200, 180_000);
+      await post(200, 100);
+      await drained(metrics, 300, 180_000);
+      a.child.kill("SIGTERM");
+      expect(await a.exited()).toBe(0);
+      let lines: string[] = [];
+      const cluster = two;
+      for (const f of await cluster.list("/flume/dnkill")) lines = lines.concat((await cluster.cat(f)).toString().split("\n").filter(Boolean));
+      const unique = new Set(lines);
+      expect(unique.size).toBe(300);
+      expect(lines.length - unique.size).toBeLessThanOrEqual(100);
+    },
+    300_000,
+  );
+});
