@@ -4,7 +4,7 @@
  * (<inUsePrefix><prefix>.<counter><suffix><inUseSuffix>) and renamed to its final name when it
  * rolls (rollCount events, rollSize bytes, rollInterval seconds, idleTimeout seconds without a
  * write), when the sink stops and when maxOpenFiles evicts the bucket. The counter starts at
- * the clock's milliseconds when the bucket is made, as in Flume.
+ * the clock's milliseconds when the bucket is first made, as in Flume.
  *
  * Every write is one whole batch's bytes, durable when it resolves (see DfsClient); the file is
  * created with its first batch, so an in-use file always reads complete.
@@ -45,7 +45,6 @@ interface OpenFile {
 export const WRITER_MARK = "flume.writer";
 
 export class BucketWriter {
-  private counter: number;
   private file: OpenFile | null = null;
   private idleTimer: TimerHandle | null = null;
   closed = false;
@@ -53,6 +52,8 @@ export class BucketWriter {
   constructor(
     readonly dir: string,
     readonly prefix: string,
+    /** The file counter, shared by the bucket's writers in every lane. */
+    private readonly counter: { value: number },
     private readonly fs: DfsClient,
     private readonly o: BucketOptions,
     private readonly clock: Clock,
@@ -62,16 +63,14 @@ export class BucketWriter {
     private readonly serialize: (what: string, fn: () => Promise<void>) => void,
     /** Called when an idle bucket closed itself. */
     private readonly onIdle: (b: BucketWriter) => void,
-  ) {
-    this.counter = clock.now();
-  }
+  ) {}
 
   get currentPath(): string | null {
     return this.file?.inUsePath ?? null;
   }
 
   private async open(): Promise<OpenFile> {
-    const counter = ++this.counter;
+    const counter = ++this.counter.value;
     const name = `${this.prefix}.${counter}${this.o.suffix}`;
     const file: OpenFile = {
       inUsePath: `${this.dir}/${this.o.inUsePrefix}${name}${this.o.inUseSuffix}`,

@@ -14,7 +14,6 @@ import { promises as dns } from "node:dns";
 import type { OptionsOf } from "../../../config/schema.ts";
 import { SinkCounter } from "../../../core/counters.ts";
 import { ConfigurationError } from "../../../core/errors.ts";
-import type { Event } from "../../../core/event.ts";
 import type { Status } from "../../../core/sink.ts";
 import type { DfsClient } from "../../../io/hdfs/file-system.ts";
 import { LocalClient } from "../../../io/hdfs/local.ts";
@@ -24,7 +23,8 @@ import { defineComponent, type ComponentContext } from "../../component.ts";
 import { localAddress } from "../../interceptors/host.ts";
 import { findSerializer, type SerializerFactory } from "../../serializers/serializer.ts";
 import { BaseSink } from "../base.ts";
-import { type BucketOptions, BucketWriter, WRITER_MARK } from "./bucket-writer.ts";
+import { type BucketOptions, WRITER_MARK } from "./bucket-writer.ts";
+import { stripSlash, WriterLane } from "./lane.ts";
 import { EscapeTemplate, Escaper, type EscapeOptions, type HostNames, type RoundUnit } from "./escape.ts";
 import { type Codec, type FileType, findCodec } from "./formats.ts";
 
@@ -46,6 +46,8 @@ export interface HdfsSinkOptions {
   fileType: FileType;
   writeFormat: "Writable" | "Text";
   maxOpenFiles: number;
+  /** Takes written at once (lanes), each to its own files. */
+  concurrentBatches: number;
   escape: EscapeOptions;
   closeTries: number;
   retryInterval: number;
@@ -55,22 +57,35 @@ export interface HdfsSinkOptions {
   serializer: SerializerFactory;
 }
 
+/** What the lanes of one sink share. */
+export interface SinkShared {
+  readonly name: string;
+  readonly options: HdfsSinkOptions;
+  readonly fs: DfsClient;
+  readonly escaper: Escaper;
+  readonly templates: { path: EscapeTemplate; prefix: EscapeTemplate; suffix: EscapeTemplate };
+  /** Per bucket key: the file counter all lanes' writers of that bucket share, so names never collide. */
+  readonly counters: Map<string, { value: number }>;
+  bucketOptions(suffix: string): BucketOptions;
+  /** Renames this sink's in-use files a killed run left in dir (once per directory). */
+  recover(dir: string): Promise<void>;
+}
+
 export class HdfsSink extends BaseSink {
   override readonly counter: SinkCounter;
   protected readonly takeLoop: TakeLoop;
-  private readonly pathTemplate: EscapeTemplate;
-  private readonly prefixTemplate: EscapeTemplate;
-  private readonly suffixTemplate: EscapeTemplate;
-  private escaper: Escaper | null = null;
-  private fs: DfsClient | null = null;
-  /** Open buckets by directory + "/" + prefix, least recently used first. */
-  private readonly buckets = new Map<string, BucketWriter>();
+  private readonly templates: SinkShared["templates"];
+  private shared: SinkShared | null = null;
+  private readonly lanes: WriterLane[] = [];
+  /** Lanes not writing a batch now. */
+  private readonly free: WriterLane[] = [];
+  private readonly inFlight = new Set<Promise<void>>();
+  /** A failure of a batch that ran while process() had returned: thrown by the next process(). */
+  private laneError: unknown = null;
+  private lastStatus: Status = "READY";
   /** Directories whose left-over in-use files were looked for. */
   private readonly recovered = new Set<string>();
-  /** The sink's file operations, one at a time (batches and timers' closes). */
-  private queue: Promise<void> = Promise.resolve();
   private readonly writerMark: string;
-  private keys: string[] = [];
 
   constructor(
     ctx: ComponentContext,
@@ -78,40 +93,49 @@ export class HdfsSink extends BaseSink {
   ) {
     super(ctx);
     this.counter = new SinkCounter(ctx.name, ctx.clock);
-    this.pathTemplate = new EscapeTemplate(options.path, "hdfs.path");
-    this.prefixTemplate = new EscapeTemplate(options.filePrefix, "hdfs.filePrefix");
-    this.suffixTemplate = new EscapeTemplate(options.fileSuffix, "hdfs.fileSuffix");
+    this.templates = {
+      path: new EscapeTemplate(options.path, "hdfs.path"),
+      prefix: new EscapeTemplate(options.filePrefix, "hdfs.filePrefix"),
+      suffix: new EscapeTemplate(options.fileSuffix, "hdfs.fileSuffix"),
+    };
     this.writerMark = `${hostname()}/${ctx.agentName}/${ctx.name}`;
-    this.takeLoop = this.newTakeLoop({
-      counter: this.counter,
-      batchSize: options.batchSize,
-      target: () => `${this.fs?.label ?? ""}${options.path}`,
-      deliver: (events) => this.serial(() => this.deliver(events)),
-    });
-  }
-
-  /** Runs fn after every file operation queued before it. */
-  private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(fn);
-    this.queue = run.then(
-      () => {},
-      () => {},
-    );
-    return run;
+    for (let i = 0; i < options.concurrentBatches; i++) {
+      const lane = new WriterLane(i, () => this.shared as SinkShared, this.clock, this.logger, this.counter);
+      lane.takeLoop = this.newTakeLoop({
+        counter: this.counter,
+        batchSize: options.batchSize,
+        target: () => `${this.shared?.fs.label ?? ""}${options.path}`,
+        deliver: (events) => lane.serial(() => lane.deliver(events)),
+      });
+      this.lanes.push(lane);
+      this.free.push(lane);
+    }
+    this.takeLoop = this.lanes[0].takeLoop as TakeLoop;
   }
 
   override async start(): Promise<void> {
     const o = this.options;
-    this.fs = o.target.kind === "local" ? new LocalClient() : new WebHdfsClient({ nameNode: o.target.nameNode, user: o.user, proxyUser: o.proxyUser, timeoutMs: o.callTimeout });
+    const fs = o.target.kind === "local" ? new LocalClient() : new WebHdfsClient({ nameNode: o.target.nameNode, user: o.user, proxyUser: o.proxyUser, timeoutMs: o.callTimeout });
     const hosts = await hostNames();
-    this.escaper = new Escaper(o.escape, hosts, () => this.clock.now());
+    this.shared = {
+      name: this.name,
+      options: o,
+      fs,
+      escaper: new Escaper(o.escape, hosts, () => this.clock.now()),
+      templates: this.templates,
+      counters: new Map(),
+      bucketOptions: (suffix) => this.bucketOptions(suffix),
+      recover: (dir) => this.recover(dir),
+    };
+    this.laneError = null;
     this.counter.start();
     this.state = "START";
-    this.logger.info(`hdfs sink ${this.name}: writing ${o.fileType} files to ${this.fs.label}${o.path} as ${o.user}${o.proxyUser ? ` (proxy for ${o.proxyUser})` : ""}`);
-    const literalDir = this.pathTemplate.fixedPrefix.slice(0, this.pathTemplate.isLiteral ? undefined : this.pathTemplate.fixedPrefix.lastIndexOf("/") + 1);
+    this.logger.info(`hdfs sink ${this.name}: writing ${o.fileType} files to ${fs.label}${o.path} as ${o.user}${o.proxyUser ? ` (proxy for ${o.proxyUser})` : ""}`);
+    const p = this.templates.path;
+    const literalDir = p.fixedPrefix.slice(0, p.isLiteral ? undefined : p.fixedPrefix.lastIndexOf("/") + 1);
     if (literalDir !== "") {
       try {
-        await this.serial(() => this.recover(stripSlash(literalDir)));
+        await this.lanes[0].serial(() => this.recover(stripSlash(literalDir)));
       } catch (err) {
         this.logger.warn(`hdfs sink ${this.name}: could not look for in-use files left in ${literalDir}: ${(err as Error).message}`);
       }
@@ -120,19 +144,55 @@ export class HdfsSink extends BaseSink {
 
   override async stop(): Promise<void> {
     this.state = "STOP";
-    await this.serial(async () => {
-      for (const b of this.buckets.values()) {
-        try {
-          await b.close();
-        } catch (err) {
-          this.logger.error(`hdfs sink ${this.name}: closing ${b.currentPath} failed: ${(err as Error).message}`);
-        }
-      }
-      this.buckets.clear();
-    });
-    await this.fs?.close();
+    while (this.inFlight.size > 0) await Promise.race(this.inFlight);
+    for (const lane of this.lanes) await lane.closeAll();
+    await this.shared?.fs.close();
     this.counter.stop();
     this.logger.info(`hdfs sink ${this.name} stopped. Event metrics: ${JSON.stringify(this.counter.snapshot())}`);
+  }
+
+  /**
+   * One lane: a take, its write, its commit. With concurrentBatches > 1, a batch runs on a free
+   * lane while process() returns, so several takes are written at once, each to its own files;
+   * each still commits only after its own write is durable.
+   */
+  override async process(): Promise<Status> {
+    if (this.lanes.length === 1) return super.process();
+    this.throwLaneError();
+    while (this.free.length === 0) await Promise.race(this.inFlight);
+    this.throwLaneError();
+    const lane = this.free.pop() as WriterLane;
+    let status: Status = "READY";
+    const run = (lane.takeLoop as TakeLoop)
+      .process(this.getChannel())
+      .then(
+        (s) => {
+          status = s;
+          this.lastStatus = s;
+        },
+        (err) => {
+          this.laneError ??= err;
+        },
+      )
+      .finally(() => {
+        this.inFlight.delete(run);
+        this.free.push(lane);
+      });
+    this.inFlight.add(run);
+    // While batches come full, do not wait for this one; otherwise (an empty or short channel,
+    // a failure) let the runner see how it went.
+    if (this.lastStatus === "READY" && this.free.length > 0) return "READY";
+    await run;
+    this.throwLaneError();
+    return status;
+  }
+
+  private throwLaneError(): void {
+    const err = this.laneError;
+    if (err === null) return;
+    this.laneError = null;
+    this.lastStatus = "BACKOFF";
+    throw err;
   }
 
   /**
@@ -144,10 +204,10 @@ export class HdfsSink extends BaseSink {
     this.recovered.add(dir);
     const o = this.options;
     if (o.inUsePrefix === "" && o.inUseSuffix === "") return;
-    const fs = this.fs as DfsClient;
+    const fs = (this.shared as SinkShared).fs;
     const entries = await fs.list(dir);
     if (!entries) return;
-    const open = new Set([...this.buckets.values()].map((b) => b.currentPath));
+    const open = new Set(this.lanes.flatMap((l) => l.openPaths()));
     for (const e of entries) {
       if (e.type !== "FILE" || !e.name.startsWith(o.inUsePrefix) || !e.name.endsWith(o.inUseSuffix)) continue;
       const file = `${dir}/${e.name}`;
@@ -174,89 +234,6 @@ export class HdfsSink extends BaseSink {
       retryInterval: o.retryInterval,
     };
   }
-
-  private async bucket(dir: string, prefix: string, suffix: string, key: string): Promise<BucketWriter> {
-    let b = this.buckets.get(key);
-    if (b) {
-      // Most recently used last, for eviction.
-      this.buckets.delete(key);
-      this.buckets.set(key, b);
-      return b;
-    }
-    if (!this.recovered.has(dir)) {
-      try {
-        await this.recover(dir);
-      } catch (err) {
-        this.logger.warn(`hdfs sink ${this.name}: could not look for in-use files left in ${dir}: ${(err as Error).message}`);
-      }
-    }
-    b = new BucketWriter(
-      dir,
-      prefix,
-      this.fs as DfsClient,
-      this.bucketOptions(suffix),
-      this.clock,
-      this.logger,
-      this.counter,
-      (what, fn) => {
-        void this.serial(fn).catch((err) => this.logger.error(`hdfs sink ${this.name}: ${what} failed: ${(err as Error).message}`));
-      },
-      (idle) => {
-        if (this.buckets.get(key) === idle) this.buckets.delete(key);
-      },
-    );
-    this.buckets.set(key, b);
-    while (this.buckets.size > this.options.maxOpenFiles) {
-      const [eldestKey, eldest] = this.buckets.entries().next().value as [string, BucketWriter];
-      this.buckets.delete(eldestKey);
-      await eldest.close();
-    }
-    return b;
-  }
-
-  /** Escapes each event's bucket, then writes each bucket's events, in the batch's order per bucket. */
-  private async deliver(events: readonly Event[]): Promise<void> {
-    const esc = this.escaper as Escaper;
-    const p = this.pathTemplate;
-    const f = this.prefixTemplate;
-    const s = this.suffixTemplate;
-    if (p.isLiteral && f.isLiteral && s.isLiteral) {
-      const b = await this.bucket(stripSlash(p.template), f.template, s.template, `${p.template}/${f.template}`);
-      await b.write(events, 0, events.length);
-      return;
-    }
-    // Group by bucket: consecutive runs of the same bucket are written as one.
-    const keys = this.keys;
-    keys.length = events.length;
-    const where = new Map<string, [string, string, string]>();
-    for (let i = 0; i < events.length; i++) {
-      const h = events[i].headers;
-      const time = p.needsTime || f.needsTime || s.needsTime ? esc.timeOf(h, p.needsTime ? p : f.needsTime ? f : s) : undefined;
-      const dir = stripSlash(esc.directory(p, h, time));
-      const prefix = esc.name(f, h, time);
-      const key = `${dir}/${prefix}`;
-      keys[i] = key;
-      if (!where.has(key)) where.set(key, [dir, prefix, esc.name(s, h, time)]);
-    }
-    for (const [key, [dir, prefix, suffix]] of where) {
-      const b = await this.bucket(dir, prefix, suffix, key);
-      if (where.size === 1) {
-        await b.write(events, 0, events.length);
-        continue;
-      }
-      const mine: Event[] = [];
-      for (let i = 0; i < events.length; i++) if (keys[i] === key) mine.push(events[i]);
-      await b.write(mine, 0, mine.length);
-    }
-  }
-
-  override process(): Promise<Status> {
-    return super.process();
-  }
-}
-
-function stripSlash(p: string): string {
-  return p.length > 1 && p.endsWith("/") ? p.replace(/\/+$/, "") : p;
 }
 
 async function hostNames(): Promise<HostNames> {
@@ -303,6 +280,7 @@ const props = {
   "hdfs.kerberosPrincipal": { type: "string", default: "", doc: "Not supported: Flume TS reaches HDFS with simple authentication only" },
   "hdfs.kerberosKeytab": { type: "string", default: "", doc: "Not supported: Flume TS reaches HDFS with simple authentication only" },
   "hdfs.proxyUser": { type: "string", default: "", doc: "Write as this user (WebHDFS doas); the NameNode must allow the agent's user to proxy" },
+  "hdfs.concurrentBatches": { type: "int", default: 1, min: 1, max: 64, doc: "Flume TS: takes written at once, each to its own files and committed after its own write (WebHDFS pays a file close per batch)" },
   "hdfs.webhdfs.port": { type: "int", default: 9870, min: 1, max: 65535, doc: "Flume TS: the NameNode's HTTP (WebHDFS) port for hdfs:// paths" },
   serializer: { type: "string", default: "TEXT", doc: "DataStream and CompressedStream serializer: TEXT, HEADER_AND_TEXT, AVRO_EVENT" },
 } as const;
@@ -387,6 +365,7 @@ function options(config: Config, ctx?: ComponentContext): HdfsSinkOptions {
     fileType,
     writeFormat: config["hdfs.writeFormat"] as "Writable" | "Text",
     maxOpenFiles: config["hdfs.maxOpenFiles"],
+    concurrentBatches: config["hdfs.concurrentBatches"],
     escape,
     closeTries: config["hdfs.closeTries"],
     retryInterval: config["hdfs.retryInterval"],

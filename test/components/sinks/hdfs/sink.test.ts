@@ -134,6 +134,25 @@ describe("hdfs sink rolling (file:// paths)", () => {
   });
 });
 
+describe("hdfs sink with concurrentBatches", () => {
+  test("3 lanes: takes are written at once into files of their own (names from one counter), every event once, all renamed at stop", async () => {
+    const { sink, channel, files, read } = setup({ "hdfs.concurrentBatches": "3", "hdfs.batchSize": "100", "hdfs.rollCount": "0", "hdfs.rollSize": "0", "hdfs.rollInterval": "0" });
+    await sink.start();
+    const bodies = Array.from({ length: 2000 }, (_, i) => `e${i}`);
+    for (let i = 0; i < bodies.length; i += 500) await put(channel, bodies.slice(i, i + 500));
+    let statuses = 0;
+    while (channel.size > 0 && statuses++ < 1000) await sink.process();
+    await sink.stop();
+    const names = files();
+    expect(names.length).toBeGreaterThan(1);
+    expect(names.length).toBeLessThanOrEqual(3);
+    for (const n of names) expect(n).toMatch(new RegExp(`^FlumeData\\.${String(START).slice(0, 6)}\\d+$`));
+    const lines = names.flatMap((n) => read(n).split("\n").filter(Boolean));
+    expect(lines.sort()).toEqual([...bodies].sort());
+    expect(sink.counter.values.EventDrainSuccessCount).toBe(2000);
+  });
+});
+
 describe("hdfs sink configuration", () => {
   const errors = (props: Record<string, string>) => {
     const { options, errors } = definition.parse({ "hdfs.path": "hdfs://nn:8020/flume", ...props });
