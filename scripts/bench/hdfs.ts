@@ -5,8 +5,8 @@
  * and with `hdfs dfs -put` of the same bytes (the ceiling; its JVM start is not counted).
  * Events/s from the sink's first drained event to the last.
  *
- * Ours also with hdfs.concurrentBatches = 4: four takes written at once, each committed after
- * its own write.
+ * Ours also with hdfs.concurrentBatches = 4 (BENCH_HDFS_LANES): that many takes written at once,
+ * each committed after its own write.
  *
  * Then ours again on a second HDFS whose DataNode's own client retries the close of a file after
  * 20 ms instead of 400 (dfs.client.block.write.locateFollowingBlock.initial.delay.ms): every
@@ -67,14 +67,17 @@ async function timeFlume(text: string): Promise<number> {
   }
 }
 
-/** Ours with hdfs.concurrentBatches = 4 (four takes written at once), DataStream and SequenceFile. */
+/** Takes written at once in the concurrentBatches rows (BENCH_HDFS_LANES, 4 by default). */
+const LANES = Number(process.env.BENCH_HDFS_LANES ?? 4);
+
+/** Ours with hdfs.concurrentBatches = LANES, DataStream and SequenceFile. */
 async function concurrent(hdfs: { rpcPort: number; httpPort: number }, dir: string, rows: [string, number][], label: string): Promise<void> {
   for (const fileType of ["DataStream", "SequenceFile"]) {
     const file = path.join(dir, `ours-lanes-${fileType}.conf`);
-    writeFileSync(file, `${conf(`hdfs://127.0.0.1:${hdfs.rpcPort}/bench/lanes-${fileType}-${Date.now()}`, fileType, hdfs.httpPort)}a1.sinks.k1.hdfs.concurrentBatches = 4\n`);
+    writeFileSync(file, `${conf(`hdfs://127.0.0.1:${hdfs.rpcPort}/bench/lanes-${fileType}-${Date.now()}`, fileType, hdfs.httpPort)}a1.sinks.k1.hdfs.concurrentBatches = ${LANES}\n`);
     const r = await timeAgent(file, "a1", "SINK.k1", "EventDrainSuccessCount", EVENTS, 600_000);
-    rows.push([`Flume TS, ${fileType}, concurrentBatches 4, ${label}`, r.rate]);
-    console.log(`  Flume TS ${fileType}, concurrentBatches 4, ${label}: ${fmt(r.rate)} events/s (peak RSS ${r.rss.toFixed(0)} MB)`);
+    rows.push([`Flume TS, ${fileType}, concurrentBatches ${LANES}, ${label}`, r.rate]);
+    console.log(`  Flume TS ${fileType}, concurrentBatches ${LANES}, ${label}: ${fmt(r.rate)} events/s (peak RSS ${r.rss.toFixed(0)} MB)`);
   }
 }
 
