@@ -1,11 +1,16 @@
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { agentsAfterEach, freePort, startCli, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
+import { agentsAfterEach, freePort, ROOT, startCli, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
 import { startFlume } from "../support/flume.ts";
 import { type HdfsCluster, startHdfs } from "../support/hdfs.ts";
 import { HADOOP } from "../support/jvm-artifacts.ts";
 import { needsJvm } from "../support/jvm.ts";
+import { precondition } from "../support/requires.ts";
+
+const DENO = path.join(ROOT, "node_modules", ".bin", "deno");
+const needsDeno = precondition(() => existsSync(DENO), "needs deno from npm (npm install)");
 
 const { cleanups, startAgent } = agentsAfterEach();
 let hdfs: HdfsCluster;
@@ -201,6 +206,38 @@ a1.sinks.k1.hdfs.batchSize = 100`,
       expect(r.code).toBe(0);
       const lines = r.stdout.split("\n").filter(Boolean);
       expect(lines.map(Number).sort((x, y) => x - y)).toEqual(Array.from({ length: 3000 }, (_, i) => i));
+    },
+    300_000,
+  );
+
+  needsJvm.and(needsDeno).test(
+    "the agent under Deno: seq -> memory -> hdfs SequenceFile, read back by -text",
+    async () => {
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      const metrics = await freePort();
+      const file = path.join(tmp.dir, "a1.conf");
+      writeFileSync(
+        file,
+        seqToHdfs(
+          500,
+          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/deno
+a1.sinks.k1.hdfs.writeFormat = Text
+a1.sinks.k1.hdfs.rollCount = 0
+a1.sinks.k1.hdfs.rollSize = 0
+a1.sinks.k1.hdfs.rollInterval = 0`,
+        ),
+      );
+      const agent = spawn(DENO, ["run", "-A", path.join(ROOT, "src", "cli.ts"), "run", "-f", file, "-n", "a1", "--quiet", "--no-reload-conf", "--metrics-port", String(metrics), "--metrics-bind", "127.0.0.1"], { cwd: ROOT, stdio: "ignore" });
+      const exited = new Promise<number | null>((resolve) => agent.on("exit", (code) => resolve(code)));
+      cleanups.push(() => agent.kill("SIGKILL"));
+      await drained(metrics, 500);
+      agent.kill("SIGTERM");
+      expect(await exited).toBe(0);
+      const files = await hdfs.list("/flume/deno");
+      expect(files).toHaveLength(1);
+      const values = (await hdfs.text(files[0])).split("\n").filter(Boolean).map((l) => l.split("\t")[1]);
+      expect(values).toEqual(Array.from({ length: 500 }, (_, i) => String(i)));
     },
     300_000,
   );
