@@ -23,6 +23,8 @@ export interface DfsClient {
   append(path: string, bytes: Uint8Array): Promise<void>;
   /** Renames without replacing; false when `to` exists or `from` does not. */
   rename(from: string, to: string): Promise<boolean>;
+  /** Deletes a file; false when it was not there. */
+  delete(path: string): Promise<boolean>;
   /** The entries of a directory; null when it does not exist. */
   list(dir: string): Promise<FileStatus[] | null>;
   /** Marks a file with a small extended attribute (user.*); false where the file system has none. */

@@ -45,6 +45,16 @@ export class LocalClient implements DfsClient {
     return true;
   }
 
+  async delete(file: string): Promise<boolean> {
+    try {
+      await unlink(file);
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
+      throw new HdfsError("delete", file, (err as Error).message, (err as NodeJS.ErrnoException).code, { cause: err });
+    }
+  }
+
   async list(dir: string): Promise<FileStatus[] | null> {
     let names: string[];
     try {

@@ -133,6 +133,13 @@ export class WebHdfsClient implements DfsClient {
     return (JSON.parse(r.text) as { boolean: boolean }).boolean === true;
   }
 
+  async delete(path: string): Promise<boolean> {
+    const r = await this.call("DELETE", path, "DELETE", this.url(path, "DELETE", { recursive: "false" }));
+    if (r.status !== 200) this.fail("DELETE", path, r.status, r.text);
+    this.dataNodeOf.delete(path);
+    return (JSON.parse(r.text) as { boolean: boolean }).boolean === true;
+  }
+
   async list(dir: string): Promise<FileStatus[] | null> {
     const r = await this.call("LISTSTATUS", dir, "GET", this.url(dir, "LISTSTATUS"));
     if (r.status === 404) return null;

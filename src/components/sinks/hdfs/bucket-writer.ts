@@ -133,8 +133,10 @@ export class BucketWriter {
         await this.fs.create(f.inUsePath, bytes);
       } catch (err) {
         this.sinkCounter.inc("ConnectionFailedCount");
-        // The file may exist half made (CREATE succeeded at the NameNode only): never append to it.
+        // The file may exist half made (made by the NameNode, its block refused: a quota): never
+        // append to it, and delete it, since its batch goes back to the channel.
         this.abandon();
+        await this.fs.delete(f.inUsePath).catch(() => false);
         throw err;
       }
       f.created = true;
