@@ -3,6 +3,11 @@ import { spawn } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { agentsAfterEach, freePort, ROOT, startCli, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
+import { definition, type HdfsSink } from "../../src/components/sinks/hdfs/index.ts";
+import { systemClock } from "../../src/core/clock.ts";
+import { createEvent } from "../../src/core/event.ts";
+import { MemoryChannel } from "../../src/core/memory-channel.ts";
+import { build, context } from "../support/components.ts";
 import { startFlume } from "../support/flume.ts";
 import { type HdfsCluster, startHdfs } from "../support/hdfs.ts";
 import { HADOOP } from "../support/jvm-artifacts.ts";
@@ -206,6 +211,52 @@ a1.sinks.k1.hdfs.batchSize = 100`,
       expect(r.code).toBe(0);
       const lines = r.stdout.split("\n").filter(Boolean);
       expect(lines.map(Number).sort((x, y) => x - y)).toEqual(Array.from({ length: 3000 }, (_, i) => i));
+    },
+    300_000,
+  );
+
+  needsJvm.test(
+    "a take commits only after its batch is in HDFS: at each commit, WebHDFS OPEN of the in-use file already returns the batch",
+    async () => {
+      const clock = systemClock;
+      const sink = build(
+        definition,
+        {
+          "hdfs.path": `webhdfs://127.0.0.1:${hdfs.httpPort}/flume/durable`,
+          "hdfs.fileType": "DataStream",
+          "hdfs.batchSize": "50",
+          "hdfs.rollCount": "0",
+          "hdfs.rollSize": "0",
+          "hdfs.rollInterval": "0",
+        },
+        { ...context("k1"), clock },
+      ) as HdfsSink;
+      const channel = new MemoryChannel("c1", { capacity: 1000, transactionCapacity: 200 });
+      channel.start();
+      sink.setChannel(channel);
+      await sink.start();
+      const put = channel.getTransaction();
+      put.begin();
+      for (let i = 0; i < 120; i++) put.put(createEvent(`e${i}`, {}));
+      await put.commit();
+      put.close();
+      const seenAtCommit: string[] = [];
+      const orig = channel.getTransaction.bind(channel);
+      channel.getTransaction = () => {
+        const tx = orig();
+        const commit = tx.commit.bind(tx);
+        tx.commit = async () => {
+          const file = sink.currentFiles()[0];
+          const r = await fetch(`http://127.0.0.1:${hdfs.httpPort}/webhdfs/v1${file}?op=OPEN&user.name=root`);
+          seenAtCommit.push(await r.text());
+          return commit();
+        };
+        return tx;
+      };
+      for (let i = 0; i < 3; i++) await sink.process();
+      await sink.stop();
+      const lines = (n: number) => Array.from({ length: n }, (_, i) => `e${i}\n`).join("");
+      expect(seenAtCommit).toEqual([lines(50), lines(100), lines(120)]);
     },
     300_000,
   );

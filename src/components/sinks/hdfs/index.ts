@@ -113,6 +113,11 @@ export class HdfsSink extends BaseSink {
     this.takeLoop = this.lanes[0].takeLoop as TakeLoop;
   }
 
+  /** The files being written now (in-use names), for tests and status. */
+  currentFiles(): string[] {
+    return this.lanes.flatMap((l) => l.openPaths());
+  }
+
   override async start(): Promise<void> {
     const o = this.options;
     const fs = o.target.kind === "local" ? new LocalClient() : new WebHdfsClient({ nameNode: o.target.nameNode, user: o.user, proxyUser: o.proxyUser, timeoutMs: o.callTimeout });
@@ -201,11 +206,12 @@ export class HdfsSink extends BaseSink {
    */
   private async recover(dir: string): Promise<void> {
     if (this.recovered.has(dir)) return;
-    this.recovered.add(dir);
     const o = this.options;
     if (o.inUsePrefix === "" && o.inUseSuffix === "") return;
     const fs = (this.shared as SinkShared).fs;
+    // Listed once per directory; a failed listing (no permission yet) is tried again next time.
     const entries = await fs.list(dir);
+    this.recovered.add(dir);
     if (!entries) return;
     const open = new Set(this.lanes.flatMap((l) => l.openPaths()));
     for (const e of entries) {
