@@ -415,7 +415,7 @@ a1.sinks.k1.hdfs.rollSize = 0`,
   );
 
   needsJvm.test(
-    "permission denied on the path: one clear error naming the path and HDFS's AccessControlException, events stay in the channel, delivery resumes after chmod, none lost",
+    "permission denied on a path on fs.defaultFS (HADOOP_CONF_DIR): one clear error naming the path and HDFS's AccessControlException, events stay in the channel, delivery resumes after chmod, none lost",
     async () => {
       const tmp = tempDir();
       cleanups.push(tmp.cleanup);
@@ -427,14 +427,15 @@ a1.sinks.k1.hdfs.rollSize = 0`,
         file,
         seqToHdfs(
           300,
-          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/locked
+          // A path as Flume's guide writes them: on fs.defaultFS of the Hadoop configuration.
+          `a1.sinks.k1.hdfs.path = /flume/locked
 a1.sinks.k1.hdfs.fileType = DataStream
 a1.sinks.k1.hdfs.rollInterval = 0
 a1.sinks.k1.hdfs.rollCount = 0
 a1.sinks.k1.hdfs.rollSize = 0`,
         ),
       );
-      const a = startCli(["run", "-f", file, "-n", "a1", "--metrics-port", String(metrics), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"], { env: { HADOOP_USER_NAME: "flume" } });
+      const a = startCli(["run", "-f", file, "-n", "a1", "--metrics-port", String(metrics), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"], { env: { HADOOP_USER_NAME: "flume", HADOOP_CONF_DIR: hdfs.confDir } });
       cleanups.push(() => a.child.kill("SIGKILL"));
       await a.waitFor(/CREATE .*Permission denied/, 60_000);
       const log = a.stdout + a.stderr;

@@ -16,6 +16,7 @@ import { SinkCounter } from "../../../core/counters.ts";
 import { ConfigurationError } from "../../../core/errors.ts";
 import type { Status } from "../../../core/sink.ts";
 import type { DfsClient } from "../../../io/hdfs/file-system.ts";
+import { type HadoopConf, readHadoopConf } from "../../../io/hdfs/hadoop-conf.ts";
 import { LocalClient } from "../../../io/hdfs/local.ts";
 import { WebHdfsClient } from "../../../io/hdfs/webhdfs.ts";
 import type { TakeLoop } from "../../../pipeline/take-loop.ts";
@@ -257,7 +258,7 @@ async function hostNames(): Promise<HostNames> {
 }
 
 const props = {
-  "hdfs.path": { type: "string", required: true, doc: "Directory URI, with escapes: hdfs://namenode:8020/flume/%Y%m%d, webhdfs://namenode:9870/..., file:///..." },
+  "hdfs.path": { type: "string", required: true, doc: "Directory URI, with escapes: hdfs://namenode:8020/flume/%Y%m%d, webhdfs://namenode:9870/..., file:///..., or a path on fs.defaultFS of $HADOOP_CONF_DIR/core-site.xml" },
   "hdfs.filePrefix": { type: "string", default: "FlumeData", doc: "Name prefix of the files (escapes allowed)" },
   "hdfs.fileSuffix": { type: "string", default: "", doc: "Name suffix of the files, e.g. .avro (escapes allowed); the codec's extension when empty" },
   "hdfs.inUsePrefix": { type: "string", default: "", doc: "Prefix of files being written" },
@@ -287,7 +288,7 @@ const props = {
   "hdfs.kerberosKeytab": { type: "string", default: "", doc: "Not supported: Flume TS reaches HDFS with simple authentication only" },
   "hdfs.proxyUser": { type: "string", default: "", doc: "Write as this user (WebHDFS doas); the NameNode must allow the agent's user to proxy" },
   "hdfs.concurrentBatches": { type: "int", default: 1, min: 1, max: 64, doc: "Flume TS: takes written at once, each to its own files and committed after its own write (WebHDFS pays a file close per batch)" },
-  "hdfs.webhdfs.port": { type: "int", default: 9870, min: 1, max: 65535, doc: "Flume TS: the NameNode's HTTP (WebHDFS) port for hdfs:// paths" },
+  "hdfs.webhdfs.port": { type: "int", default: 0, min: 0, max: 65535, doc: "Flume TS: the NameNode's HTTP (WebHDFS) port for hdfs:// paths; 0: dfs.namenode.http-address's port in $HADOOP_CONF_DIR/hdfs-site.xml, else 9870" },
   serializer: { type: "string", default: "TEXT", doc: "DataStream and CompressedStream serializer: TEXT, HEADER_AND_TEXT, AVRO_EVENT" },
 } as const;
 
@@ -296,11 +297,24 @@ const groups = { serializerProps: { prefix: "serializer.", doc: "Serializer prop
 type Config = OptionsOf<typeof props, typeof groups>;
 
 /** hdfs.path split into where it goes and its path part. */
-export function parseHdfsPath(raw: string, webhdfsPort: number): { target: HdfsSinkOptions["target"]; path: string } {
-  const m = /^([a-zA-Z][\w+.-]*):\/\/([^/]*)(\/.*)?$/.exec(raw.trim());
-  if (!m) {
-    throw new ConfigurationError("hdfs.path", `"${raw}" has no file system: write hdfs://namenode:8020/dir, webhdfs://namenode:9870/dir or file:///dir (Flume TS reads no core-site.xml for fs.defaultFS)`);
+/**
+ * hdfs.path split into where it goes and its path part. A path without a file system goes to
+ * fs.defaultFS of the Hadoop configuration, as in Flume; hdfs:// paths reach the NameNode's
+ * WebHDFS at hdfs.webhdfs.port, else the port of dfs.namenode.http-address, else 9870.
+ */
+export function parseHdfsPath(raw: string, webhdfsPort: number, hadoop: HadoopConf = readHadoopConf()): { target: HdfsSinkOptions["target"]; path: string } {
+  let uri = raw.trim();
+  if (uri.startsWith("/")) {
+    if (!hadoop.defaultFS) {
+      throw new ConfigurationError(
+        "hdfs.path",
+        `"${raw}" has no file system and no fs.defaultFS was found in ${hadoop.dir}/core-site.xml (set HADOOP_CONF_DIR): write hdfs://namenode:8020/dir, webhdfs://namenode:9870/dir or file:///dir`,
+      );
+    }
+    uri = hadoop.defaultFS.replace(/\/+$/, "") + uri;
   }
+  const m = /^([a-zA-Z][\w+.-]*):\/\/([^/]*)(\/.*)?$/.exec(uri);
+  if (!m) throw new ConfigurationError("hdfs.path", `"${raw}" is not a URI: write hdfs://namenode:8020/dir, webhdfs://namenode:9870/dir or file:///dir`);
   const [, scheme, authority, path = "/"] = m;
   switch (scheme.toLowerCase()) {
     case "file":
@@ -309,7 +323,9 @@ export function parseHdfsPath(raw: string, webhdfsPort: number): { target: HdfsS
     case "hdfs": {
       if (authority === "") throw new ConfigurationError("hdfs.path", `"${raw}" names no NameNode (hdfs://namenode:8020/dir)`);
       const host = authority.replace(/:\d+$/, "");
-      return { target: { kind: "webhdfs", nameNode: new URL(`http://${host}:${webhdfsPort}`) }, path };
+      const confPort = /:(\d+)$/.exec(hadoop.httpAddress ?? "")?.[1];
+      const port = webhdfsPort > 0 ? webhdfsPort : Number(confPort ?? 9870);
+      return { target: { kind: "webhdfs", nameNode: new URL(`http://${host}:${port}`) }, path };
     }
     case "webhdfs":
     case "swebhdfs": {

@@ -1,7 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { definition, type HdfsSink } from "../../../../src/components/sinks/hdfs/index.ts";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { definition, type HdfsSink, parseHdfsPath } from "../../../../src/components/sinks/hdfs/index.ts";
+import { readHadoopConf } from "../../../../src/io/hdfs/hadoop-conf.ts";
 import { createEvent } from "../../../../src/core/event.ts";
 import { MemoryChannel } from "../../../../src/core/memory-channel.ts";
 import { VirtualClock } from "../../../../src/core/virtual-clock.ts";
@@ -159,6 +162,22 @@ describe("hdfs sink configuration", () => {
     return [...errors, ...(definition.validate?.(options) ?? [])].map((e) => `${e.key}: ${e.message}`);
   };
 
+  test("a path without a file system goes to fs.defaultFS of $HADOOP_CONF_DIR; WebHDFS's port from dfs.namenode.http-address unless hdfs.webhdfs.port says", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "flume-hadoop-conf-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const prop = (n: string, v: string) => `<property>\n  <name>${n}</name>\n  <value>${v}</value>\n</property>`;
+    writeFileSync(path.join(dir, "core-site.xml"), `<?xml version="1.0"?>\n<configuration>${prop("fs.defaultFS", "hdfs://nn1.example.com:8020")}</configuration>`);
+    writeFileSync(path.join(dir, "hdfs-site.xml"), `<configuration>${prop("dfs.replication", "3")}${prop("dfs.namenode.http-address", "nn1.example.com:50070")}</configuration>`);
+    const conf = readHadoopConf({ HADOOP_CONF_DIR: dir });
+    expect(conf).toEqual({ dir, defaultFS: "hdfs://nn1.example.com:8020", httpAddress: "nn1.example.com:50070" });
+    const p = parseHdfsPath("/flume/events/%Y", 0, conf);
+    expect({ path: p.path, nn: p.target.kind === "webhdfs" ? p.target.nameNode.href : "" }).toEqual({ path: "/flume/events/%Y", nn: "http://nn1.example.com:50070/" });
+    const q = parseHdfsPath("hdfs://other:8020/x", 9871, conf);
+    expect(q.target.kind === "webhdfs" ? q.target.nameNode.href : "").toBe("http://other:9871/");
+    const r = parseHdfsPath("hdfs://other:8020/x", 0, { dir });
+    expect(r.target.kind === "webhdfs" ? r.target.nameNode.href : "").toBe("http://other:9870/");
+  });
+
   test("Flume 1.11's defaults", () => {
     const { options } = definition.parse({ "hdfs.path": "hdfs://nn:8020/x" });
     expect(options).toMatchObject({
@@ -177,7 +196,18 @@ describe("hdfs sink configuration", () => {
     expect(errors({ "hdfs.fileType": "CompressedStream" })).toEqual(["hdfs.codeC: fileType CompressedStream needs a codec (codeC = gzip)"]);
     expect(errors({ "hdfs.codeC": "snappy" })[0]).toMatch(/codec SnappyCodec is not supported by Flume TS yet/);
     expect(errors({ "hdfs.codeC": "zip" })[0]).toMatch(/unsupported compression codec "zip"/);
-    expect(errors({ "hdfs.path": "/flume/events" })[0]).toMatch(/^hdfs\.path: "\/flume\/events" has no file system: write hdfs:\/\/namenode:8020\/dir/);
+    const noConf = mkdtempSync(path.join(tmpdir(), "flume-no-hadoop-conf-"));
+    cleanups.push(() => rmSync(noConf, { recursive: true, force: true }));
+    const saved = process.env.HADOOP_CONF_DIR;
+    process.env.HADOOP_CONF_DIR = noConf;
+    try {
+      expect(errors({ "hdfs.path": "/flume/events" })[0]).toBe(
+        `hdfs.path: "/flume/events" has no file system and no fs.defaultFS was found in ${noConf}/core-site.xml (set HADOOP_CONF_DIR): write hdfs://namenode:8020/dir, webhdfs://namenode:9870/dir or file:///dir`,
+      );
+    } finally {
+      if (saved === undefined) delete process.env.HADOOP_CONF_DIR;
+      else process.env.HADOOP_CONF_DIR = saved;
+    }
     expect(errors({ "hdfs.path": "s3a://bucket/x" })[0]).toMatch(/file system "s3a" is not supported/);
     expect(errors({ "hdfs.round": "true", "hdfs.roundUnit": "hour", "hdfs.roundValue": "25" })).toEqual(["hdfs.roundValue: must be at most 24 for roundUnit hour"]);
     expect(errors({ "hdfs.timeZone": "Nowhere/City" })[0]).toMatch(/unknown time zone/);
