@@ -11,5 +11,5 @@ describe("flume simulate with an hdfs sink", () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/at-least-once: HELD \(0 lost, \d+ duplicates\)/);
     expect(r.stdout).toMatch(/duplicates by cause:\n\s+partial-batch\s+\d+\s+a batch partly got through, then rolled back and was sent again/);
-  });
+  }, 60_000);
 });
