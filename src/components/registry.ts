@@ -52,6 +52,7 @@ const BUILT_IN: BuiltIn[] = [
   lazy("source", "stress", ["org.apache.flume.source.StressSource"], () => require("./sources/stress.ts")),
   lazy("sink", "http", ["org.apache.flume.sink.http.HttpSink"], () => require("./sinks/http.ts")),
   lazy("sink", "file_roll", ["org.apache.flume.sink.RollingFileSink"], () => require("./sinks/file-roll.ts")),
+  lazy("sink", "hdfs", ["org.apache.flume.sink.hdfs.HDFSEventSink"], () => require("./sinks/hdfs/index.ts")),
   lazy("serializer", "text", ["TEXT", "org.apache.flume.serialization.BodyTextEventSerializer$Builder"], () => require("./serializers/text.ts")),
   lazy("serializer", "header_and_text", ["HEADER_AND_TEXT", "org.apache.flume.serialization.HeaderAndBodyTextEventSerializer$Builder"], () => require("./serializers/header-and-text.ts")),
   lazy("serializer", "avro_event", ["AVRO_EVENT", "org.apache.flume.serialization.FlumeEventAvroEventSerializer$Builder"], () => require("./serializers/avro-event.ts")),

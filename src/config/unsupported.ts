@@ -14,7 +14,6 @@ interface Unsupported {
 const KAFKA_INSTEAD = "run a NATS JetStream cluster and use the jetstream channel, sink or source (see the README's scale-out section); no Kafka broker runs on these hosts";
 
 const UNSUPPORTED: readonly Unsupported[] = [
-  { kind: "sink", names: ["hdfs", "org.apache.flume.sink.hdfs.HDFSEventSink"], instead: "write files with file_roll and ship them with your HDFS tooling, or send to an Apache Flume collector with the avro sink" },
   { kind: "sink", names: ["hive", "org.apache.flume.sink.hive.HiveSink"], instead: "send to an Apache Flume collector that has the Hive sink, with the avro sink" },
   { kind: "sink", names: ["hbase", "org.apache.flume.sink.hbase.HBaseSink"], instead: "send to an Apache Flume collector that has the HBase sink, with the avro sink" },
   { kind: "sink", names: ["hbase2", "org.apache.flume.sink.hbase2.HBase2Sink"], instead: "send to an Apache Flume collector that has the HBase2 sink, with the avro sink" },

@@ -45,10 +45,22 @@ describe("flume describe", () => {
   });
 
   test("a Flume type Flume TS does not implement exits 2 saying so, with what to use instead", () => {
-    const r = runCli(["describe", "hdfs"]);
+    const r = runCli(["describe", "hbase"]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain("Flume's `hdfs` sink is not implemented by Flume TS; instead, ");
+    expect(r.stderr).toContain("Flume's `hbase` sink is not implemented by Flume TS; instead, ");
     expect(r.stderr).not.toContain("did you mean");
+  });
+
+  test("hdfs: Flume 1.11's properties with their defaults, the kerberos keys, serializer.*", () => {
+    const r = runCli(["describe", "org.apache.flume.sink.hdfs.HDFSEventSink"]);
+    expect(r.code).toBe(0);
+    for (const [key, def] of [["hdfs.path", "(required)"], ["hdfs.filePrefix", "FlumeData"], ["hdfs.inUseSuffix", ".tmp"], ["hdfs.rollInterval", "30"], ["hdfs.rollSize", "1024"], ["hdfs.rollCount", "10"], ["hdfs.batchSize", "100"], ["hdfs.fileType", "SequenceFile"], ["hdfs.writeFormat", "Writable"], ["hdfs.maxOpenFiles", "5000"], ["hdfs.callTimeout", "30000"], ["hdfs.retryInterval", "180"], ["serializer", "TEXT"]]) {
+      expect(r.stdout).toMatch(new RegExp(`\\n  ${key.replace(/\./g, "\\.")} +\\S+ +${def.replace(/[.()]/g, "\\$&")} `));
+    }
+    for (const key of ["hdfs.fileSuffix", "hdfs.inUsePrefix", "hdfs.emptyInUseSuffix", "hdfs.idleTimeout", "hdfs.codeC", "hdfs.minBlockReplicas", "hdfs.round", "hdfs.roundValue", "hdfs.roundUnit", "hdfs.timeZone", "hdfs.useLocalTimeStamp", "hdfs.closeTries", "hdfs.threadsPoolSize", "hdfs.rollTimerPoolSize", "hdfs.kerberosPrincipal", "hdfs.kerberosKeytab", "hdfs.proxyUser"]) {
+      expect(r.stdout).toContain(`\n  ${key} `);
+    }
+    expect(r.stdout).toContain("serializer.*");
   });
 
   test("thrift: the source's and the sink's properties, the shared TLS ones included", () => {

@@ -19,5 +19,22 @@ export const FLUME: MavenSet = {
   ],
 };
 
+export const HADOOP_VERSION = "3.3.6";
+
+/**
+ * Apache Hadoop's HDFS daemons (NameNode, DataNode) and client with FsShell, for test/support/hdfs.ts;
+ * the same jars are the Hadoop client that Flume's HDFS sink needs beside FLUME.
+ */
+export const HADOOP: MavenSet = {
+  name: "hadoop",
+  artifacts: [
+    `org.apache.hadoop:hadoop-common:${HADOOP_VERSION}`,
+    `org.apache.hadoop:hadoop-hdfs:${HADOOP_VERSION}`,
+    `org.apache.hadoop:hadoop-hdfs-client:${HADOOP_VERSION}`,
+  ],
+  // hadoop-hdfs brings a second, older slf4j binding besides hadoop-common's slf4j-reload4j.
+  exclusions: ["org.slf4j:slf4j-log4j12"],
+};
+
 /** Every set, for scripts/jvm-peers.ts. */
-export const JVM_SETS: MavenSet[] = [FLUME];
+export const JVM_SETS: MavenSet[] = [FLUME, HADOOP];

@@ -1,0 +1,647 @@
+import { afterAll, beforeAll, describe, expect } from "bun:test";
+import { spawn } from "node:child_process";
+import { existsSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { agentsAfterEach, freePort, ROOT, startCli, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
+import { definition, type HdfsSink } from "../../src/components/sinks/hdfs/index.ts";
+import { systemClock } from "../../src/core/clock.ts";
+import { createEvent } from "../../src/core/event.ts";
+import { MemoryChannel } from "../../src/core/memory-channel.ts";
+import { build, context } from "../support/components.ts";
+import { startFlume } from "../support/flume.ts";
+import { type HdfsCluster, startHdfs } from "../support/hdfs.ts";
+import { HADOOP } from "../support/jvm-artifacts.ts";
+import { needsJvm } from "../support/jvm.ts";
+import { precondition } from "../support/requires.ts";
+
+const DENO = path.join(ROOT, "node_modules", ".bin", "deno");
+const needsDeno = precondition(() => existsSync(DENO), "needs deno from npm (npm install)");
+
+const { cleanups, startAgent } = agentsAfterEach();
+let hdfs: HdfsCluster;
+
+beforeAll(async () => {
+  if (!needsJvm.holds) return;
+  hdfs = await startHdfs();
+  await hdfs.mkdirOpen("/flume");
+}, 300_000);
+
+afterAll(async () => {
+  await hdfs?.stop();
+}, 60_000);
+
+const drained = (port: number, n: number, ms = 120_000) =>
+  waitForMetrics(port, `EventDrainSuccessCount to reach ${n}`, (m) => Number(m["SINK.k1"]?.EventDrainSuccessCount ?? 0) >= n, ms, 100);
+
+/** seq (count events, bodies 0..count-1) -> memory -> hdfs with the given sink lines. */
+function seqToHdfs(count: number, sink: string, source = ""): string {
+  return `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = seq
+a1.sources.r1.totalEvents = ${count}
+a1.sources.r1.batchSize = 100
+a1.sources.r1.channels = c1
+${source}
+a1.channels.c1.type = memory
+a1.channels.c1.capacity = 100000
+a1.channels.c1.transactionCapacity = 1000
+a1.sinks.k1.type = hdfs
+a1.sinks.k1.channel = c1
+${sink}
+`;
+}
+
+/** http source (JSON events) on 127.0.0.1:port -> memory -> hdfs with the given sink lines. */
+function httpToHdfs(port: number, sink: string): string {
+  return `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = http
+a1.sources.r1.bind = 127.0.0.1
+a1.sources.r1.port = ${port}
+a1.sources.r1.channels = c1
+a1.channels.c1.type = memory
+a1.channels.c1.capacity = 100000
+a1.sinks.k1.type = hdfs
+a1.sinks.k1.channel = c1
+${sink}
+`;
+}
+
+const hex = (i: number) => [...Buffer.from(String(i))].map((b) => b.toString(16).padStart(2, "0")).join(" ");
+
+/** The file types each sink of formatsConf writes, and how Hadoop's -text shows event i. */
+const KINDS: Record<string, { lines: string; value: (i: number) => string; keyed: boolean; name: RegExp }> = {
+  seqWritable: { lines: "", value: hex, keyed: true, name: /^FlumeData\.\d+$/ },
+  seqTextGzip: { lines: "hdfs.writeFormat = Text\nhdfs.codeC = gzip", value: String, keyed: true, name: /^FlumeData\.\d+\.gz$/ },
+  seqZlib: { lines: "hdfs.codeC = DefaultCodec", value: hex, keyed: true, name: /^FlumeData\.\d+\.deflate$/ },
+  seqText: { lines: "hdfs.writeFormat = Text", value: String, keyed: true, name: /^FlumeData\.\d+$/ },
+  dataStream: { lines: "hdfs.fileType = DataStream", value: String, keyed: false, name: /^FlumeData\.\d+$/ },
+  streamGzip: { lines: "hdfs.fileType = CompressedStream\nhdfs.codeC = gzip", value: String, keyed: false, name: /^FlumeData\.\d+\.gz$/ },
+  streamZlib: { lines: "hdfs.fileType = CompressedStream\nhdfs.codeC = default", value: String, keyed: false, name: /^FlumeData\.\d+\.deflate$/ },
+};
+const NAMES = Object.keys(KINDS);
+
+/**
+ * One seq source replicated into one hdfs sink per KINDS entry, writing under dir/<kind>; the same
+ * text for Flume and us. minBlockReplicas = 1: Flume's Hadoop client does not see the cluster's
+ * dfs.replication (1) and would roll a new file after each batch of an "under-replicated" one.
+ */
+function formatsConf(dir: string, total: number, names = NAMES): string {
+  let conf = `a1.sources = r1
+a1.channels = ${names.map((_, i) => `c${i}`).join(" ")}
+a1.sinks = ${names.map((_, i) => `k${i}`).join(" ")}
+a1.sources.r1.type = seq
+a1.sources.r1.totalEvents = ${total}
+a1.sources.r1.batchSize = 50
+a1.sources.r1.channels = ${names.map((_, i) => `c${i}`).join(" ")}
+`;
+  names.forEach((n, i) => {
+    conf += `a1.channels.c${i}.type = memory
+a1.channels.c${i}.capacity = 10000
+a1.sinks.k${i}.type = hdfs
+a1.sinks.k${i}.channel = c${i}
+a1.sinks.k${i}.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}${dir}/${n}
+a1.sinks.k${i}.hdfs.webhdfs.port = ${hdfs.httpPort}
+a1.sinks.k${i}.hdfs.rollCount = 0
+a1.sinks.k${i}.hdfs.rollSize = 0
+a1.sinks.k${i}.hdfs.rollInterval = 0
+a1.sinks.k${i}.hdfs.batchSize = 70
+a1.sinks.k${i}.hdfs.minBlockReplicas = 1
+${KINDS[n].lines
+  .split("\n")
+  .filter(Boolean)
+  .map((l) => `a1.sinks.k${i}.${l}`)
+  .join("\n")}
+`;
+  });
+  return conf;
+}
+
+/**
+ * The records of the one file in each dir/<kind> (each holding `total`), as -text shows them, keys
+ * dropped for SequenceFiles (they are the write times). One -ls and one -text for all: each
+ * FsShell is a JVM start.
+ */
+async function records(dir: string, names: string[], total: number): Promise<Record<string, string[]>> {
+  const files = await hdfs.list(dir);
+  const ordered = names.map((n) => {
+    const mine = files.filter((f) => f.startsWith(`${dir}/${n}/`));
+    expect({ n, count: mine.length }).toEqual({ n, count: 1 });
+    expect(mine[0].split("/").pop()).toMatch(KINDS[n].name);
+    return mine[0];
+  });
+  const r = await hdfs.fs(["-text", ...ordered]);
+  expect(r.code).toBe(0);
+  const lines = r.stdout.split("\n").filter((l) => l !== "");
+  expect(lines.length).toBe(names.length * total);
+  const out: Record<string, string[]> = {};
+  names.forEach((n, k) => {
+    const mine = lines.slice(k * total, (k + 1) * total);
+    out[n] = KINDS[n].keyed ? mine.map((l) => l.slice(l.indexOf("\t") + 1)) : mine;
+  });
+  return out;
+}
+
+const numbers = (n: number) => Array.from({ length: n }, (_, i) => `${i}\n`).join("");
+
+describe("hdfs sink on a real HDFS (Hadoop's FsShell reads the files)", () => {
+  needsJvm.test(
+    "seq -> memory -> hdfs, DataStream over webhdfs://, rolled every 400 events: 3 closed files, in-use names gone after stop, -cat gives every line in order",
+    async () => {
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      const metrics = await freePort();
+      const a = startAgent(
+        tmp.dir,
+        "a1",
+        seqToHdfs(
+          1000,
+          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/stream
+a1.sinks.k1.hdfs.fileType = DataStream
+a1.sinks.k1.hdfs.rollCount = 400
+a1.sinks.k1.hdfs.rollSize = 0
+a1.sinks.k1.hdfs.rollInterval = 0
+a1.sinks.k1.hdfs.batchSize = 100`,
+        ),
+        metrics,
+      );
+      await drained(metrics, 1000);
+      a.child.kill("SIGTERM");
+      expect(await a.exited()).toBe(0);
+      const files = await hdfs.list("/flume/stream");
+      expect(files).toHaveLength(3);
+      for (const f of files) expect(f).toMatch(/^\/flume\/stream\/FlumeData\.\d+$/);
+      let all = "";
+      for (const f of files) all += (await hdfs.cat(f)).toString("utf8");
+      expect(all).toBe(numbers(1000));
+    },
+    300_000,
+  );
+
+  needsJvm.test(
+    "concurrentBatches 4: takes written at once into files of their own, every event exactly once, all files closed at stop",
+    async () => {
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      const metrics = await freePort();
+      const a = startAgent(
+        tmp.dir,
+        "a1",
+        seqToHdfs(
+          3000,
+          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/lanes
+a1.sinks.k1.hdfs.fileType = DataStream
+a1.sinks.k1.hdfs.concurrentBatches = 4
+a1.sinks.k1.hdfs.rollCount = 0
+a1.sinks.k1.hdfs.rollSize = 0
+a1.sinks.k1.hdfs.rollInterval = 0
+a1.sinks.k1.hdfs.batchSize = 100`,
+        ),
+        metrics,
+      );
+      await drained(metrics, 3000);
+      a.child.kill("SIGTERM");
+      expect(await a.exited()).toBe(0);
+      const files = await hdfs.list("/flume/lanes");
+      expect(files.length).toBeGreaterThan(1);
+      for (const f of files) expect(f).toMatch(/^\/flume\/lanes\/FlumeData\.\d+$/);
+      const r = await hdfs.fs(["-cat", ...files]);
+      expect(r.code).toBe(0);
+      const lines = r.stdout.split("\n").filter(Boolean);
+      expect(lines.map(Number).sort((x, y) => x - y)).toEqual(Array.from({ length: 3000 }, (_, i) => i));
+    },
+    300_000,
+  );
+
+  needsJvm.test(
+    "a take commits only after its batch is in HDFS: at each commit, WebHDFS OPEN of the in-use file already returns the batch",
+    async () => {
+      const clock = systemClock;
+      const sink = build(
+        definition,
+        {
+          "hdfs.path": `webhdfs://127.0.0.1:${hdfs.httpPort}/flume/durable`,
+          "hdfs.fileType": "DataStream",
+          "hdfs.batchSize": "50",
+          "hdfs.rollCount": "0",
+          "hdfs.rollSize": "0",
+          "hdfs.rollInterval": "0",
+        },
+        { ...context("k1"), clock },
+      ) as HdfsSink;
+      const channel = new MemoryChannel("c1", { capacity: 1000, transactionCapacity: 200 });
+      channel.start();
+      sink.setChannel(channel);
+      await sink.start();
+      const put = channel.getTransaction();
+      put.begin();
+      for (let i = 0; i < 120; i++) put.put(createEvent(`e${i}`, {}));
+      await put.commit();
+      put.close();
+      const seenAtCommit: string[] = [];
+      const orig = channel.getTransaction.bind(channel);
+      channel.getTransaction = () => {
+        const tx = orig();
+        const commit = tx.commit.bind(tx);
+        tx.commit = async () => {
+          const file = sink.currentFiles()[0];
+          const r = await fetch(`http://127.0.0.1:${hdfs.httpPort}/webhdfs/v1${file}?op=OPEN&user.name=root`);
+          seenAtCommit.push(await r.text());
+          return commit();
+        };
+        return tx;
+      };
+      for (let i = 0; i < 3; i++) await sink.process();
+      await sink.stop();
+      const lines = (n: number) => Array.from({ length: n }, (_, i) => `e${i}\n`).join("");
+      expect(seenAtCommit).toEqual([lines(50), lines(100), lines(120)]);
+    },
+    300_000,
+  );
+
+  needsJvm.and(needsDeno).test(
+    "the agent under Deno: seq -> memory -> hdfs SequenceFile, read back by -text",
+    async () => {
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      const metrics = await freePort();
+      const file = path.join(tmp.dir, "a1.conf");
+      writeFileSync(
+        file,
+        seqToHdfs(
+          500,
+          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/deno
+a1.sinks.k1.hdfs.writeFormat = Text
+a1.sinks.k1.hdfs.rollCount = 0
+a1.sinks.k1.hdfs.rollSize = 0
+a1.sinks.k1.hdfs.rollInterval = 0`,
+        ),
+      );
+      const agent = spawn(DENO, ["run", "-A", path.join(ROOT, "src", "cli.ts"), "run", "-f", file, "-n", "a1", "--quiet", "--no-reload-conf", "--metrics-port", String(metrics), "--metrics-bind", "127.0.0.1"], { cwd: ROOT, stdio: "ignore" });
+      const exited = new Promise<number | null>((resolve) => agent.on("exit", (code) => resolve(code)));
+      cleanups.push(() => agent.kill("SIGKILL"));
+      await drained(metrics, 500);
+      agent.kill("SIGTERM");
+      expect(await exited).toBe(0);
+      const files = await hdfs.list("/flume/deno");
+      expect(files).toHaveLength(1);
+      const values = (await hdfs.text(files[0])).split("\n").filter(Boolean).map((l) => l.split("\t")[1]);
+      expect(values).toEqual(Array.from({ length: 500 }, (_, i) => String(i)));
+    },
+    300_000,
+  );
+
+  needsJvm.test(
+    "one seq source into seven hdfs sinks (SequenceFile Writable, Text, Text + gzip blocks, Writable + zlib blocks; DataStream; CompressedStream gzip, zlib): Hadoop's -text reads every file as the same 500 records",
+    async () => {
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      const metrics = await freePort();
+      const conf = formatsConf("/flume/formats", 500);
+      const a = startAgent(tmp.dir, "a1", conf, metrics);
+      await waitForMetrics(metrics, "every sink to drain 500", (m) => NAMES.every((_, i) => m[`SINK.k${i}`]?.EventDrainSuccessCount === "500"), 120_000, 100);
+      a.child.kill("SIGTERM");
+      expect(await a.exited()).toBe(0);
+      const all = await records("/flume/formats", NAMES, 500);
+      for (const n of NAMES) expect({ n, values: all[n] }).toEqual({ n, values: Array.from({ length: 500 }, (_, i) => KINDS[n].value(i)) });
+      // The SequenceFile keys are the write times (no timestamp header): LongWritable milliseconds.
+      const seq = (await hdfs.text((await hdfs.list("/flume/formats/seqWritable"))[0])).split("\n")[0];
+      expect(Math.abs(Number(seq.split("\t")[0]) - Date.now())).toBeLessThan(600_000);
+    },
+    300_000,
+  );
+
+  needsJvm.test(
+    "http source -> hdfs with %{app}/%Y-%m-%d/%H in UTC rounded to the hour: buckets by header and time; a header of ../../ stays inside /flume/esc",
+    async () => {
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      const [metrics, port] = [await freePort(), await freePort()];
+      const a = startAgent(
+        tmp.dir,
+        "a1",
+        httpToHdfs(
+          port,
+          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/esc/%{app}/%Y-%m-%d/%H
+a1.sinks.k1.hdfs.filePrefix = events-%{app}
+a1.sinks.k1.hdfs.fileType = DataStream
+a1.sinks.k1.hdfs.timeZone = UTC
+a1.sinks.k1.hdfs.round = true
+a1.sinks.k1.hdfs.roundValue = 1
+a1.sinks.k1.hdfs.roundUnit = hour
+a1.sinks.k1.hdfs.rollInterval = 0
+a1.sinks.k1.hdfs.rollCount = 0
+a1.sinks.k1.hdfs.rollSize = 0`,
+        ),
+        metrics,
+      );
+      await a.waitFor(/agent a1 started/, 30_000);
+      const t1 = Date.UTC(2024, 2, 5, 7, 59, 59);
+      const t2 = Date.UTC(2024, 2, 5, 8, 0, 1);
+      const events = [
+        { headers: { app: "billing", timestamp: String(t1) }, body: "b1" },
+        { headers: { app: "billing", timestamp: String(t2) }, body: "b2" },
+        { headers: { app: "../../..", timestamp: String(t1) }, body: "evil1" },
+        { headers: { app: "../x/../../y", timestamp: String(t1) }, body: "evil2" },
+      ];
+      const r = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: JSON.stringify(events), headers: { "content-type": "application/json" } });
+      expect(r.status).toBe(200);
+      await drained(metrics, 4);
+      a.child.kill("SIGTERM");
+      expect(await a.exited()).toBe(0);
+      // Every file of this sink anywhere in HDFS (their names start with events-).
+      const ours = (await hdfs.list("/")).filter((f) => f.split("/").pop()?.startsWith("events-"));
+      const shape = ours.map((f) => f.replace(/\.\d+$/, ".N")).sort();
+      expect(shape).toEqual(
+        [
+          "/flume/esc/%2E%2E%2F%2E%2E%2F%2E%2E/2024-03-05/07/events-%2E%2E%2F%2E%2E%2F%2E%2E.N",
+          "/flume/esc/%2E%2E%2Fx%2F%2E%2E%2F%2E%2E%2Fy/2024-03-05/07/events-%2E%2E%2Fx%2F%2E%2E%2F%2E%2E%2Fy.N",
+          "/flume/esc/billing/2024-03-05/07/events-billing.N",
+          "/flume/esc/billing/2024-03-05/08/events-billing.N",
+        ].map((f) => f.replace(/%2E/g, ".")).sort(),
+      );
+      const billing7 = ours.find((f) => f.includes("/billing/2024-03-05/07/")) as string;
+      expect((await hdfs.cat(billing7)).toString()).toBe("b1\n");
+    },
+    300_000,
+  );
+
+  needsJvm.test(
+    "SIGKILL with a file in use: the restarted sink renames it (its batches were committed, so it is complete), then writes a new file; nothing lost",
+    async () => {
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      const [metrics, port] = [await freePort(), await freePort()];
+      const conf = httpToHdfs(
+        port,
+        `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/crash
+a1.sinks.k1.hdfs.fileType = DataStream
+a1.sinks.k1.hdfs.rollInterval = 0
+a1.sinks.k1.hdfs.rollCount = 0
+a1.sinks.k1.hdfs.rollSize = 0`,
+      );
+      const post = async (bodies: string[]) => {
+        const r = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: JSON.stringify(bodies.map((body) => ({ headers: {}, body }))) });
+        expect(r.status).toBe(200);
+      };
+      const first = startAgent(tmp.dir, "a1", conf, metrics);
+      await first.waitFor(/agent a1 started/, 30_000);
+      await post(["one", "two"]);
+      await drained(metrics, 2);
+      await post(["three"]);
+      await drained(metrics, 3);
+      first.child.kill("SIGKILL");
+      await first.exited();
+      const left = await hdfs.list("/flume/crash");
+      expect(left).toHaveLength(1);
+      expect(left[0]).toMatch(/\/FlumeData\.\d+\.tmp$/);
+      const second = startAgent(tmp.dir, "a1", conf, metrics);
+      await second.waitFor(/agent a1 started/, 30_000);
+      const renamed = left[0].replace(/\.tmp$/, "");
+      await waitUntil(async () => (await hdfs.list("/flume/crash")).includes(renamed), "the left in-use file to be renamed", 60_000, 500);
+      expect((await hdfs.cat(renamed)).toString()).toBe("one\ntwo\nthree\n");
+      await post(["four"]);
+      await drained(metrics, 1);
+      second.child.kill("SIGTERM");
+      expect(await second.exited()).toBe(0);
+      const files = await hdfs.list("/flume/crash");
+      expect(files).toHaveLength(2);
+      expect(files.every((f) => !f.endsWith(".tmp"))).toBe(true);
+      expect((await hdfs.cat(files.find((f) => f !== renamed) as string)).toString()).toBe("four\n");
+    },
+    300_000,
+  );
+
+  needsJvm.test(
+    "permission denied on a path on fs.defaultFS (HADOOP_CONF_DIR): one clear error naming the path and HDFS's AccessControlException, events stay in the channel, delivery resumes after chmod, none lost",
+    async () => {
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      await hdfs.fs(["-mkdir", "-p", "/flume/locked"]);
+      await hdfs.fs(["-chmod", "700", "/flume/locked"]);
+      const metrics = await freePort();
+      const file = path.join(tmp.dir, "a1.conf");
+      writeFileSync(
+        file,
+        seqToHdfs(
+          300,
+          // A path as Flume's guide writes them: on fs.defaultFS of the Hadoop configuration.
+          `a1.sinks.k1.hdfs.path = /flume/locked
+a1.sinks.k1.hdfs.fileType = DataStream
+a1.sinks.k1.hdfs.rollInterval = 0
+a1.sinks.k1.hdfs.rollCount = 0
+a1.sinks.k1.hdfs.rollSize = 0`,
+        ),
+      );
+      const a = startCli(["run", "-f", file, "-n", "a1", "--metrics-port", String(metrics), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"], { env: { HADOOP_USER_NAME: "flume", HADOOP_CONF_DIR: hdfs.confDir } });
+      cleanups.push(() => a.child.kill("SIGKILL"));
+      await a.waitFor(/CREATE .*Permission denied/, 60_000);
+      const log = a.stdout + a.stderr;
+      expect(log).toMatch(/failed to deliver 100 events to webhdfs:\/\/127\.0\.0\.1:\d+\/flume\/locked: CREATE \/flume\/locked\/FlumeData\.\d+\.tmp: HTTP 403 AccessControlException: Permission denied: user=flume, access=EXECUTE, inode="\/flume\/locked"/);
+      const m = await waitForMetrics(metrics, "the channel to hold every event", (x) => x["CHANNEL.c1"]?.ChannelSize === "300", 60_000, 100);
+      expect(m["SINK.k1"]?.EventDrainSuccessCount).toBe("0");
+      await hdfs.fs(["-chmod", "777", "/flume/locked"]);
+      await drained(metrics, 300);
+      a.child.kill("SIGTERM");
+      expect(await a.exited()).toBe(0);
+      const files = await hdfs.list("/flume/locked");
+      expect(files).toHaveLength(1);
+      expect((await hdfs.cat(files[0])).toString()).toBe(numbers(300));
+    },
+    300_000,
+  );
+
+  needsJvm.test(
+    "Apache Flume 1.11's HDFS sink and ours, same config and events, into the same HDFS: Hadoop's -text reads the same records from both, for every file type",
+    async () => {
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      const flumeMetrics = await freePort();
+      // Flume's SequenceFile writer refuses GzipCodec without Hadoop's native library (ours writes it, see above).
+      const names = NAMES.filter((n) => n !== "seqTextGzip");
+      const flume = await startFlume({
+        conf: formatsConf("/flume/real", 300, names),
+        extraSets: [HADOOP],
+        metricsPort: flumeMetrics,
+        jvmArgs: ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "--add-opens", "java.base/java.lang=ALL-UNNAMED"],
+      });
+      try {
+        await waitUntil(
+          async () => {
+            const m = await flume.metrics();
+            return names.every((_, i) => m[`SINK.k${i}`]?.EventDrainSuccessCount === "300");
+          },
+          "Flume's sinks to drain 300 events each",
+          120_000,
+          200,
+        );
+      } catch (e) {
+        throw new Error(`${(e as Error).message}: ${JSON.stringify(await flume.metrics())}\n${flume.tail(80)}`);
+      } finally {
+        await flume.stop(30_000);
+      }
+      const metrics = await freePort();
+      const a = startAgent(tmp.dir, "a1", formatsConf("/flume/ours", 300, names), metrics);
+      await waitForMetrics(metrics, "every sink to drain 300", (m) => names.every((_, i) => m[`SINK.k${i}`]?.EventDrainSuccessCount === "300"), 120_000, 100);
+      a.child.kill("SIGTERM");
+      expect(await a.exited()).toBe(0);
+      const theirs = await records("/flume/real", names, 300);
+      const ours = await records("/flume/ours", names, 300);
+      for (const n of names) expect({ n, ours: ours[n] }).toEqual({ n, ours: theirs[n] });
+      expect(ours.dataStream).toEqual(Array.from({ length: 300 }, (_, i) => String(i)));
+    },
+    300_000,
+  );
+
+  needsJvm.test(
+    "NameNode restarted mid-stream: failed batches name the path and the cause and stay in the channel, delivery resumes by itself, every event is in HDFS, the failed file renamed",
+    async () => {
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      const [metrics, port] = [await freePort(), await freePort()];
+      const file = path.join(tmp.dir, "a1.conf");
+      writeFileSync(
+        file,
+        httpToHdfs(
+          port,
+          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/nnrestart
+a1.sinks.k1.hdfs.fileType = DataStream
+a1.sinks.k1.hdfs.rollInterval = 0
+a1.sinks.k1.hdfs.rollCount = 0
+a1.sinks.k1.hdfs.rollSize = 0
+a1.sinks.k1.hdfs.retryInterval = 1
+a1.sinks.k1.hdfs.callTimeout = 10000`,
+        ),
+      );
+      const a = startCli(["run", "-f", file, "-n", "a1", "--metrics-port", String(metrics), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"]);
+      cleanups.push(() => a.child.kill("SIGKILL"));
+      await a.waitFor(/agent a1 started/, 30_000);
+      const post = async (from: number, n: number) => {
+        const events = Array.from({ length: n }, (_, i) => ({ headers: {}, body: `e${from + i}` }));
+        const r = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: JSON.stringify(events) });
+        expect(r.status).toBe(200);
+      };
+      await post(0, 100);
+      await drained(metrics, 100);
+      const restarting = hdfs.restartNameNode();
+      // Posted while the NameNode is down or starting: the sink fails and keeps them in the channel.
+      await waitUntil(() => !hdfs.nameNode.running, "the NameNode to stop", 60_000, 50);
+      await post(100, 100);
+      await a.waitFor(/failed to deliver 100 events to webhdfs:\/\/127\.0\.0\.1:\d+\/flume\/nnrestart: (APPEND|CREATE) \/flume\/nnrestart\/FlumeData\.\d+\.tmp: /, 60_000);
+      await restarting;
+      await post(200, 100);
+      await drained(metrics, 300, 180_000);
+      // The file the failure left is renamed by retries; the one written since stays in use until stop.
+      await waitUntil(async () => (await hdfs.list("/flume/nnrestart")).filter((f) => f.endsWith(".tmp")).length === 1, "the failed file to be renamed", 60_000, 1000);
+      a.child.kill("SIGTERM");
+      expect(await a.exited()).toBe(0);
+      const files = await hdfs.list("/flume/nnrestart");
+      expect(files.length).toBeGreaterThan(1);
+      expect(files.filter((f) => f.endsWith(".tmp"))).toEqual([]);
+      let lines: string[] = [];
+      for (const f of files) lines = lines.concat((await hdfs.cat(f)).toString().split("\n").filter(Boolean));
+      const unique = new Set(lines);
+      expect(unique.size).toBe(300);
+      // A batch whose append reached the DataNodes before its failure was reported is written again: at most one.
+      expect(lines.length - unique.size).toBeLessThanOrEqual(100);
+    },
+    300_000,
+  );
+
+  needsJvm.test(
+    "space quota reached (dfsadmin -setSpaceQuota): one clear error naming the path and DSQuotaExceededException, events stay in the channel, delivery resumes after -clrSpaceQuota, none lost",
+    async () => {
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      await hdfs.mkdirOpen("/flume/quota");
+      // Less than one block: a new block reserves its whole size against the quota.
+      const set = await hdfs.admin(["-setSpaceQuota", "1m", "/flume/quota"]);
+      expect(set.code).toBe(0);
+      const metrics = await freePort();
+      const file = path.join(tmp.dir, "a1.conf");
+      writeFileSync(
+        file,
+        seqToHdfs(
+          300,
+          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/quota
+a1.sinks.k1.hdfs.fileType = DataStream
+a1.sinks.k1.hdfs.rollInterval = 0
+a1.sinks.k1.hdfs.rollCount = 0
+a1.sinks.k1.hdfs.rollSize = 0`,
+        ),
+      );
+      const a = startCli(["run", "-f", file, "-n", "a1", "--metrics-port", String(metrics), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"]);
+      cleanups.push(() => a.child.kill("SIGKILL"));
+      await a.waitFor(/DSQuotaExceededException/, 60_000);
+      expect(a.stdout + a.stderr).toMatch(/failed to deliver 100 events to webhdfs:\/\/127\.0\.0\.1:\d+\/flume\/quota: CREATE \/flume\/quota\/FlumeData\.\d+\.tmp: HTTP \d+ DSQuotaExceededException: The DiskSpace quota of \/flume\/quota is exceeded/);
+      const m = await waitForMetrics(metrics, "the channel to hold every event", (x) => x["CHANNEL.c1"]?.ChannelSize === "300", 60_000, 100);
+      expect(m["SINK.k1"]?.EventDrainSuccessCount).toBe("0");
+      expect((await hdfs.admin(["-clrSpaceQuota", "/flume/quota"])).code).toBe(0);
+      await drained(metrics, 300);
+      a.child.kill("SIGTERM");
+      expect(await a.exited()).toBe(0);
+      // The files whose block the quota refused were deleted: one file, closed, with every event.
+      const files = await hdfs.list("/flume/quota");
+      expect(files).toHaveLength(1);
+      expect(files[0]).toMatch(/\/FlumeData\.\d+$/);
+      expect((await hdfs.cat(files[0])).toString()).toBe(numbers(300));
+    },
+    300_000,
+  );
+});
+
+describe("hdfs sink on two DataNodes, replication 2", () => {
+  let two: HdfsCluster | undefined;
+  afterAll(async () => {
+    await two?.stop();
+  }, 60_000);
+
+  needsJvm.test(
+    "a DataNode killed mid-stream: delivery goes on through the other, every event is in HDFS (at most one batch twice)",
+    async () => {
+      two = await startHdfs({ dataNodes: 2, replication: 2 });
+      await two.mkdirOpen("/flume");
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      const [metrics, port] = [await freePort(), await freePort()];
+      const a = startAgent(
+        tmp.dir,
+        "a1",
+        httpToHdfs(
+          port,
+          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${two.httpPort}/flume/dnkill
+a1.sinks.k1.hdfs.fileType = DataStream
+a1.sinks.k1.hdfs.rollInterval = 0
+a1.sinks.k1.hdfs.rollCount = 0
+a1.sinks.k1.hdfs.rollSize = 0
+a1.sinks.k1.hdfs.retryInterval = 1`,
+        ),
+        metrics,
+      );
+      await a.waitFor(/agent a1 started/, 30_000);
+      const post = async (from: number, n: number) => {
+        const events = Array.from({ length: n }, (_, i) => ({ headers: {}, body: `e${from + i}` }));
+        const r = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: JSON.stringify(events) });
+        expect(r.status).toBe(200);
+      };
+      await post(0, 100);
+      await drained(metrics, 100);
+      await two.dataNodes[0].kill("SIGKILL");
+      await post(100, 100);
+      await drained(metrics, 200, 180_000);
+      await post(200, 100);
+      await drained(metrics, 300, 180_000);
+      a.child.kill("SIGTERM");
+      expect(await a.exited()).toBe(0);
+      let lines: string[] = [];
+      const cluster = two;
+      for (const f of await cluster.list("/flume/dnkill")) lines = lines.concat((await cluster.cat(f)).toString().split("\n").filter(Boolean));
+      const unique = new Set(lines);
+      expect(unique.size).toBe(300);
+      expect(lines.length - unique.size).toBeLessThanOrEqual(100);
+    },
+    300_000,
+  );
+});
