@@ -22,7 +22,7 @@ import { WebHdfsClient } from "../../../io/hdfs/webhdfs.ts";
 import type { TakeLoop } from "../../../pipeline/take-loop.ts";
 import { defineComponent, type ComponentContext } from "../../component.ts";
 import { localAddress } from "../../interceptors/host.ts";
-import { findSerializer, type SerializerFactory } from "../../serializers/serializer.ts";
+import type { SerializerDefinition, SerializerFactory } from "../../serializers/serializer.ts";
 import { BaseSink } from "../base.ts";
 import { type BucketOptions, WRITER_MARK } from "./bucket-writer.ts";
 import { stripSlash, WriterLane } from "./lane.ts";
@@ -289,7 +289,12 @@ const props = {
   "hdfs.proxyUser": { type: "string", default: "", doc: "Write as this user (WebHDFS doas); the NameNode must allow the agent's user to proxy" },
   "hdfs.concurrentBatches": { type: "int", default: 1, min: 1, max: 64, doc: "Flume TS: takes written at once, each to its own files and committed after its own write (WebHDFS pays a file close per batch)" },
   "hdfs.webhdfs.port": { type: "int", default: 0, min: 0, max: 65535, doc: "Flume TS: the NameNode's HTTP (WebHDFS) port for hdfs:// paths; 0: dfs.namenode.http-address's port in $HADOOP_CONF_DIR/hdfs-site.xml, else 9870" },
-  serializer: { type: "string", default: "TEXT", doc: "DataStream and CompressedStream serializer: TEXT, HEADER_AND_TEXT, AVRO_EVENT" },
+  serializer: {
+    type: "string",
+    default: "TEXT",
+    names: { kind: "serializer", settings: "serializerProps" },
+    doc: "DataStream and CompressedStream serializer: TEXT, HEADER_AND_TEXT, AVRO_EVENT, a serializer class name, or the module of a custom one",
+  },
 } as const;
 
 const groups = { serializerProps: { prefix: "serializer.", doc: "Serializer properties, e.g. serializer.appendNewline" } } as const;
@@ -339,7 +344,8 @@ export function parseHdfsPath(raw: string, webhdfsPort: number, hadoop: HadoopCo
   }
 }
 
-function options(config: Config, ctx?: ComponentContext): HdfsSinkOptions {
+/** The options but the serializer (validate resolves that one through the property's `names`). */
+function options(config: Config): Omit<HdfsSinkOptions, "serializer"> {
   if (config["hdfs.kerberosPrincipal"] !== "" || config["hdfs.kerberosKeytab"] !== "") {
     throw new ConfigurationError(
       config["hdfs.kerberosPrincipal"] !== "" ? "hdfs.kerberosPrincipal" : "hdfs.kerberosKeytab",
@@ -354,11 +360,6 @@ function options(config: Config, ctx?: ComponentContext): HdfsSinkOptions {
     throw new ConfigurationError("hdfs.codeC", "fileType DataStream writes no compressed output: remove codeC, or set fileType = CompressedStream");
   }
   if (fileType === "CompressedStream" && !codec) throw new ConfigurationError("hdfs.codeC", "fileType CompressedStream needs a codec (codeC = gzip)");
-  const serializerName = config.serializer;
-  const def = findSerializer(serializerName);
-  if (!def) throw new ConfigurationError("serializer", `unknown serializer "${serializerName}" (known: TEXT, HEADER_AND_TEXT, AVRO_EVENT)`);
-  const parsed = def.parse(config.serializerProps);
-  if (parsed.errors.length > 0) throw new ConfigurationError(`serializer.${parsed.errors[0].key}`, parsed.errors[0].message);
   const round = config["hdfs.round"];
   const roundUnit = config["hdfs.roundUnit"] as RoundUnit;
   const roundValue = config["hdfs.roundValue"];
@@ -394,8 +395,16 @@ function options(config: Config, ctx?: ComponentContext): HdfsSinkOptions {
     callTimeout: config["hdfs.callTimeout"],
     user: process.env.HADOOP_USER_NAME ?? userInfo().username,
     proxyUser: config["hdfs.proxyUser"] === "" ? undefined : config["hdfs.proxyUser"],
-    serializer: def.create(parsed.options, ctx ?? ({ name: "validate" } as ComponentContext)),
   };
+}
+
+function serializerOf(config: Config, ctx: ComponentContext): SerializerFactory {
+  const name = config.serializer;
+  const def = ctx.lookup("serializer", name) as SerializerDefinition | undefined;
+  if (!def) throw new ConfigurationError("serializer", `unknown serializer "${name}"`, ctx.name);
+  const parsed = def.parse(config.serializerProps);
+  if (parsed.errors.length > 0) throw new ConfigurationError(`serializer.${parsed.errors[0].key}`, parsed.errors[0].message, ctx.name);
+  return def.create(parsed.options, ctx);
 }
 
 export const definition = defineComponent({
@@ -406,7 +415,7 @@ export const definition = defineComponent({
   props,
   groups,
   create(config, ctx) {
-    return new HdfsSink(ctx, options(config, ctx));
+    return new HdfsSink(ctx, { ...options(config), serializer: serializerOf(config, ctx) });
   },
   validate(config) {
     try {
