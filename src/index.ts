@@ -8,6 +8,8 @@ export type { ComponentDefinition, ComponentContext, ComponentDeclaration, Durab
 // What a component module is written with (built-in components and custom ones alike).
 export { defineComponent, componentContext } from "./components/component.ts";
 export type { ComponentKind, Group, Groups, OptionsOf, Prop, PropError, Props, PropType, Role } from "./config/schema.ts";
+export { HttpBadRequestError } from "./components/sources/http-handlers/handler.ts";
+export type { HttpRequestData, HttpSourceHandler } from "./components/sources/http-handlers/handler.ts";
 export { loadCustomComponents } from "./config/custom-components.ts";
 export { ConfigReadError, loadConfigFile, loadConfigText, readConfigFile } from "./config/load.ts";
 export { parseFlumeConfig } from "./config/flume-config.ts";

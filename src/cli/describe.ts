@@ -20,6 +20,7 @@ const KIND_TITLES: [ComponentKind, string][] = [
   ["selector", "Channel selectors (selector.type)"],
   ["sinkprocessor", "Sink processors (processor.type)"],
   ["serializer", "Serializers"],
+  ["httphandler", "HTTP source handlers (handler)"],
   ["configfilter", "Config filters (configfilters.<name>.type)"],
 ];
 

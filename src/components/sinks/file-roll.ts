@@ -3,13 +3,13 @@ import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import type { Clock, TimerHandle } from "../../core/clock.ts";
 import { SinkCounter } from "../../core/counters.ts";
-import { ConfigurationError, EventDeliveryException } from "../../core/errors.ts";
+import { EventDeliveryException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { Status } from "../../core/sink.ts";
 import type { TakeLoop } from "../../pipeline/take-loop.ts";
-import { defineComponent, type ComponentContext } from "../component.ts";
+import { createPart, defineComponent, type ComponentContext } from "../component.ts";
 import { ChunkOutput } from "../serializers/serializer.ts";
-import type { EventSerializer, SerializerDefinition, SerializerFactory } from "../serializers/serializer.ts";
+import type { EventSerializer, SerializerFactory } from "../serializers/serializer.ts";
 import { BaseSink } from "./base.ts";
 
 /**
@@ -296,19 +296,11 @@ export const definition = defineComponent({
   },
   groups: { sinkSerializer: { prefix: "sink.serializer.", doc: "The serializer's properties, e.g. sink.serializer.appendNewline" } },
   create(config, ctx) {
-    const name = config["sink.serializer"];
-    const def = ctx.lookup("serializer", name) as SerializerDefinition | undefined;
-    if (!def) throw new ConfigurationError("sink.serializer", `unknown serializer "${name}"`, ctx.name);
-    const parsed = def.parse(config.sinkSerializer);
-    if (parsed.errors.length > 0) {
-      const e = parsed.errors[0];
-      throw new ConfigurationError(`sink.serializer.${e.key}`, e.message, ctx.name);
-    }
     return new RollingFileSink(ctx, {
       directory: config["sink.directory"],
       rollInterval: config["sink.rollInterval"],
       batchSize: config["sink.batchSize"],
-      serializer: def.create(parsed.options, ctx),
+      serializer: createPart<SerializerFactory>(ctx, "serializer", "sink.serializer", config["sink.serializer"], config.sinkSerializer),
       pathManager: config["sink.pathManager"] === "ROLLTIME" ? "ROLLTIME" : "DEFAULT",
       prefix: config["sink.pathManager.prefix"],
       extension: config["sink.pathManager.extension"],

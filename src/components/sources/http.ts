@@ -1,18 +1,14 @@
 import http from "node:http";
 import net, { type Socket } from "node:net";
-import { ChannelException, ConfigurationError } from "../../core/errors.ts";
+import { ChannelException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
-import { defineComponent, type ComponentContext } from "../component.ts";
+import { createPart, defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSource } from "./base.ts";
-import { BlobHandler } from "./http-handlers/blob.ts";
 import { HttpBadRequestError, type HttpSourceHandler } from "./http-handlers/handler.ts";
-import { JsonHandler } from "./http-handlers/json.ts";
 import { peerName } from "../../net/peer.ts";
 import { SERVER_TLS_PROPS, type ServerTls, serverTls, createTlsServer, tlsProblems } from "../../net/tls.ts";
 
-const JSON_HANDLERS = ["org.apache.flume.source.http.JSONHandler", "JSON"];
-const BLOB_HANDLERS = ["org.apache.flume.source.http.BLOBHandler", "org.apache.flume.sink.solr.morphline.BlobHandler", "BLOB"];
 
 export interface HttpSourceOptions {
   bind: string;
@@ -227,25 +223,6 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
   }
 }
 
-function handlerFor(handlerClass: string, group: Readonly<Record<string, string>>): { handler: HttpSourceHandler; maxBlob?: number } {
-  const name = handlerClass.trim();
-  const lower = name.toLowerCase();
-  if (JSON_HANDLERS.some((h) => h.toLowerCase() === lower)) return { handler: new JsonHandler() };
-  if (BLOB_HANDLERS.some((h) => h.toLowerCase() === lower)) {
-    const mandatory = (group.mandatoryParameters ?? "")
-      .split(",")
-      .map((s) => s.trim())
-      .filter((s) => s !== "");
-    let maxBlob: number | undefined;
-    if (group.maxBlobLength !== undefined) {
-      maxBlob = Number(group.maxBlobLength.trim());
-      if (!Number.isInteger(maxBlob) || maxBlob < 1) throw new ConfigurationError("handler.maxBlobLength", `expected a positive whole number, got "${group.maxBlobLength}"`);
-    }
-    return { handler: new BlobHandler(mandatory), maxBlob };
-  }
-  throw new ConfigurationError("handler", `unknown handler "${name}"; use ${JSON_HANDLERS[0]} (JSON) or ${BLOB_HANDLERS[0]} (BLOB)`);
-}
-
 export const definition = defineComponent({
   kind: "source",
   type: "http",
@@ -254,38 +231,35 @@ export const definition = defineComponent({
   props: {
     port: { type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on." },
     bind: { type: "string", default: "0.0.0.0", doc: "Host name or IP address to listen on." },
-    handler: { type: "string", default: JSON_HANDLERS[0], doc: "Handler class: org.apache.flume.source.http.JSONHandler (JSON) or org.apache.flume.source.http.BLOBHandler (BLOB)." },
+    handler: {
+      type: "string",
+      default: "org.apache.flume.source.http.JSONHandler",
+      names: { kind: "httphandler", settings: "handlerSettings" },
+      doc: "Handler: org.apache.flume.source.http.JSONHandler (JSON), org.apache.flume.source.http.BLOBHandler (BLOB), or the module of a custom one.",
+    },
     maxBodySize: { type: "int", default: 16 * 1024 * 1024, min: 1, doc: "Largest request body in bytes; larger requests get 413 (for BLOB, handler.maxBlobLength when set)." },
     retryAfter: { type: "int", default: 1, min: 0, doc: "Seconds sent in Retry-After with a 503 when the channel is full." },
     ...SERVER_TLS_PROPS,
   },
   groups: {
-    handlerSettings: { prefix: "handler.", doc: "handler settings: mandatoryParameters (BLOB, comma-separated), maxBlobLength (BLOB)" },
+    handlerSettings: { prefix: "handler.", doc: "The handler's properties, e.g. handler.maxBlobLength (BLOB)" },
     queuedThreadPool: { prefix: "QueuedThreadPool.", doc: "Jetty settings: accepted and ignored" },
     httpConfiguration: { prefix: "HttpConfiguration.", doc: "Jetty settings: accepted and ignored" },
     sslContextFactory: { prefix: "SslContextFactory.", doc: "Jetty settings: accepted and ignored" },
     serverConnector: { prefix: "ServerConnector.", doc: "Jetty settings: accepted and ignored" },
   },
   create(config, ctx) {
-    const { handler, maxBlob } = handlerFor(config.handler, config.handlerSettings);
+    const handler = createPart<HttpSourceHandler>(ctx, "httphandler", "handler", config.handler, config.handlerSettings);
     const jetty = Object.entries({ QueuedThreadPool: config.queuedThreadPool, HttpConfiguration: config.httpConfiguration, SslContextFactory: config.sslContextFactory, ServerConnector: config.serverConnector }).flatMap(([prefix, group]) => Object.keys(group).map((k) => `${prefix}.${k}`));
     if (jetty.length) ctx.logger.warn(`http source ${ctx.name}: Jetty settings have no effect here and are ignored: ${jetty.join(", ")}`);
     return new HttpSource(ctx, {
       bind: config.bind,
       port: config.port,
       handler,
-      maxBodySize: maxBlob ?? config.maxBodySize,
+      maxBodySize: handler.maxBodySize ?? config.maxBodySize,
       retryAfter: config.retryAfter,
       tls: serverTls(config),
     });
   },
-  validate(config) {
-    const errors = tlsProblems(() => serverTls(config));
-    try {
-      handlerFor(config.handler, config.handlerSettings);
-    } catch (err) {
-      if (err instanceof ConfigurationError) errors.push({ key: err.key, message: err.detail });
-    }
-    return errors;
-  },
+  validate: (config) => tlsProblems(() => serverTls(config)),
 });
