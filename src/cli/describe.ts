@@ -89,7 +89,7 @@ export function describeSchema(s: ComponentSchema): string {
   }
   if (s.prefixes?.length) {
     lines.push("", "  key groups:");
-    lines.push(...table(s.prefixes.map((p) => [`    ${p.prefix}*`, p.doc])));
+    lines.push(...table(s.prefixes.flatMap((p) => [[`    ${p.prefix}*`, p.doc], ...(p.fieldSpecs ?? []).map((f) => [`      ${p.prefix}<id>.${f.key}`, docColumn(f)])])));
   }
   return lines.join("\n") + "\n";
 }

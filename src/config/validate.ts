@@ -338,7 +338,8 @@ class Validator {
   ): AnyOptions {
     const schema = def.schema;
     const { options, errors } = def.parse(rawValues(props));
-    const lineOf = (key: string) => props[key]?.line ?? fallbackLine;
+    // A key not written (a record's missing field) is reported at its record's first line.
+    const lineOf = (key: string) => props[key]?.line ?? Object.entries(props).find(([k]) => k.startsWith(key.slice(0, key.lastIndexOf(".") + 1)) && key.includes("."))?.[1].line ?? fallbackLine;
     for (const e of errors) {
       // A value still holding ${...} was reported as an unresolved variable already.
       if (hasVariables(props[e.key]?.value ?? "")) continue;

@@ -109,7 +109,7 @@ export const definition = defineComponent({
     regex: { type: "string", required: true, doc: "Regular expression with groups, searched in the body." },
     serializers: { type: "list", required: true, doc: "Space-separated serializer ids, one per group in order." },
   },
-  groups: { serializerSettings: { prefix: "serializers.", doc: "serializers.<id>.name (header), .type (DEFAULT or a serializer class), .pattern (for the millis serializer)", fields: SERIALIZER_FIELDS } },
+  groups: { serializerSettings: { prefix: "serializers.", doc: "serializers.<id>.<setting>: one record per serializer id", fields: SERIALIZER_FIELDS } },
   create(config, ctx): Interceptor {
     return new RegexExtractorInterceptor(compileJavaRegex(config.regex, "regex"), buildSerializers(config.serializers, config.serializerSettings), ctx.logger);
   },
