@@ -199,6 +199,11 @@ export function createPart<T>(ctx: ComponentContext, kind: ComponentKind, key: s
   return def.create(options, ctx) as T;
 }
 
+/** A definition's options with its defaults, then `over` (for code and tests that build one component type by hand). */
+export function optionsOf<O extends AnyOptions>(definition: ComponentDefinition<unknown, O>, over: Partial<O> = {}): O {
+  return { ...definition.parse({}).options, ...over };
+}
+
 /** The options type of a definition (for code that builds one component type by hand). */
 export type OptionsOfDefinition<D> = D extends ComponentDefinition<unknown, infer O> ? O : never;
 
