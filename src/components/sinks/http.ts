@@ -1,7 +1,7 @@
 import type { Agent } from "undici/index.js";
 import type { Groups, OptionsOf, Props } from "../../config/schema.ts";
 import { SinkCounter } from "../../core/counters.ts";
-import { ConfigurationError } from "../../core/errors.ts";
+import { ConfigurationError, configurationProblems } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { BatchVerdict, TakeLoop } from "../../pipeline/take-loop.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
@@ -174,13 +174,5 @@ export const definition = defineComponent({
   create(config, ctx) {
     return new HttpSink(ctx, config);
   },
-  validate(config) {
-    try {
-      resolve(config);
-      return [];
-    } catch (err) {
-      if (err instanceof ConfigurationError) return [{ key: err.key, message: err.detail }];
-      throw err;
-    }
-  },
+  validate: (config) => configurationProblems(() => resolve(config)),
 });

@@ -1,7 +1,7 @@
 import { ChannelException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { OptionsOf, Props } from "../../config/schema.ts";
-import { SERVER_TLS_PROPS, type ServerTls, serverTls, tlsProblems } from "../../net/tls.ts";
+import { SERVER_TLS_PROPS, serverTls, tlsProblems } from "../../net/tls.ts";
 import { DEFAULT_FRAME_LIMITS } from "../../rpc/frame.ts";
 import { IpFilter, parseIpFilterRules } from "../../rpc/ip-filter.ts";
 import type { RpcStatus } from "../../rpc/protocol.ts";
@@ -23,10 +23,7 @@ export class AvroSource extends RpcSource<AvroRpcServer> implements RpcRequestHa
     readonly options: AvroSourceOptions,
   ) {
     super(ctx, `Avro source ${ctx.name}`, options);
-    this.tls = serverTls(options);
   }
-
-  private readonly tls: ServerTls | null;
 
   protected createServer(hooks: RpcServerHooks): AvroRpcServer {
     const o = this.options;

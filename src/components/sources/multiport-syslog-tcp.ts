@@ -1,5 +1,5 @@
 import { defineComponent } from "../component.ts";
-import { ConfigurationError } from "../../core/errors.ts";
+import { ConfigurationError, configurationProblems } from "../../core/errors.ts";
 import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, EVENT_SIZE, KEEP_FIELDS, effectiveEventSize } from "./syslog/options.ts";
 import { parseKeepFields, type SyslogCharset, syslogCharset } from "./syslog/parse.ts";
 import { SyslogTcpSource } from "./syslog/tcp-source.ts";
@@ -61,13 +61,8 @@ export const definition = defineComponent({
     });
   },
   validate(config) {
-    const errors = tlsProblems(() => serverTls(config));
+    const errors = [...tlsProblems(() => serverTls(config)), ...configurationProblems(() => ports(config.ports))];
     for (const port of Object.keys(config.charsetPort)) if (!/^\d+$/.test(port)) errors.push({ key: `charset.port.${port}`, message: `"${port}" is not a port number` });
-    try {
-      ports(config.ports);
-    } catch (err) {
-      if (err instanceof ConfigurationError) errors.push({ key: "ports", message: err.message.slice("ports: ".length) });
-    }
     return errors;
   },
 });

@@ -1,7 +1,7 @@
 import { ChannelException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { OptionsOf, PropError, Props } from "../../config/schema.ts";
-import { SERVER_TLS_PROPS, type ServerTls, serverTls, tlsProblems } from "../../net/tls.ts";
+import { SERVER_TLS_PROPS, serverTls, tlsProblems } from "../../net/tls.ts";
 import { KERBEROS_UNSUPPORTED, PROTOCOL_DOC, protocolError, resolveProtocol } from "../../rpc/thrift/options.ts";
 import { ThriftServer, type ThriftRequestHandler } from "../../rpc/thrift/server.ts";
 import { DEFAULT_MAX_FRAME_SIZE, type ThriftProtocolName, type ThriftStatus } from "../../rpc/thrift/types.ts";
@@ -17,18 +17,16 @@ export type ThriftSourceOptions = OptionsOf<typeof props>;
  * FAILED when a channel refused it (the client keeps the events and retries).
  */
 export class ThriftSource extends RpcSource<ThriftServer> implements ThriftRequestHandler {
+  /** The protocol spoken, as Flume picks it from the protocol property. */
+  readonly protocol: ThriftProtocolName;
+
   constructor(
     ctx: ComponentContext,
     readonly options: ThriftSourceOptions,
   ) {
     super(ctx, `Thrift source ${ctx.name}`, options);
     this.protocol = resolveProtocol(options.protocol, (m) => this.logger.warn(`Thrift source ${ctx.name}: ${m}`));
-    this.tls = serverTls(options);
   }
-
-  /** The protocol spoken, as Flume picks it from the protocol property. */
-  readonly protocol: ThriftProtocolName;
-  private readonly tls: ServerTls | null;
 
   protected createServer(hooks: RpcServerHooks): ThriftServer {
     const o = this.options;

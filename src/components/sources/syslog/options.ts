@@ -1,5 +1,5 @@
 import type { OptionsOf, Props } from "../../../config/schema.ts";
-import { ConfigurationError } from "../../../core/errors.ts";
+import { ConfigurationError, configurationProblems } from "../../../core/errors.ts";
 import { DatePattern } from "../../../java/date-pattern.ts";
 import { compileJavaFullMatch, compileJavaRegex, javaReplacement } from "../../../java/regex.ts";
 import type { CustomFormat } from "./parse.ts";
@@ -49,11 +49,5 @@ export function customFormat(f: FormatOptions): CustomFormat | undefined {
 
 /** Config errors of the format.* properties (for validate()). */
 export function customFormatErrors(format: FormatOptions): { key: string; message: string }[] {
-  try {
-    customFormat(format);
-    return [];
-  } catch (err) {
-    if (err instanceof ConfigurationError) return [{ key: err.key, message: err.detail }];
-    throw err;
-  }
+  return configurationProblems(() => customFormat(format));
 }
