@@ -21,6 +21,7 @@ const KIND_TITLES: [ComponentKind, string][] = [
   ["sinkprocessor", "Sink processors (processor.type)"],
   ["serializer", "Serializers"],
   ["httphandler", "HTTP source handlers (handler)"],
+  ["deserializer", "Spooling directory deserializers (deserializer)"],
   ["configfilter", "Config filters (configfilters.<name>.type)"],
 ];
 

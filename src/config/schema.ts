@@ -118,7 +118,7 @@ export interface ValidationContext {
   readonly channels?: readonly string[];
 }
 
-export type ComponentKind = "source" | "channel" | "sink" | "interceptor" | "serializer" | "httphandler" | "selector" | "sinkprocessor" | "configfilter";
+export type ComponentKind = "source" | "channel" | "sink" | "interceptor" | "serializer" | "httphandler" | "deserializer" | "selector" | "sinkprocessor" | "configfilter";
 
 export type Props = Readonly<Record<string, Prop>>;
 export type Groups = Readonly<Record<string, Group>>;

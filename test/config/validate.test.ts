@@ -242,6 +242,17 @@ describe("validateAgentConfig", () => {
     expect(brief(p)).toEqual(["11 error bad-value source r1 charset.port.5140", "12 error bad-value source r1 charset.port.x"]);
   });
 
+  test("the spooldir source's deserializer is a part found in the registry: a did-you-mean at its line, its settings checked against its schema", () => {
+    const spool = BASE.map((l) => l.replace("a1.sources.r1.type = seq", "a1.sources.r1.type = spooldir")).concat("a1.sources.r1.spoolDir = /var/spool"); // 10
+    const typo = check([...spool, "a1.sources.r1.deserializer = BLBO"]);
+    expect(brief(typo)).toEqual(["11 error unknown-type source r1 deserializer"]);
+    expect(typo[0].hint).toBe('did you mean "BLOB"?');
+    const settings = check([...spool, "a1.sources.r1.deserializer.maxLineLength = 0", "a1.sources.r1.deserializer.outputCharset = EBCDIC", "a1.sources.r1.deserializer.maxBlobLength = 5"]);
+    expect(brief(settings)).toEqual(["11 error bad-value source r1 deserializer.maxLineLength", "12 error bad-value source r1 deserializer.outputCharset", "13 warning unknown-property source r1 deserializer.maxBlobLength"]);
+    expect(settings[1].message).toBe('unsupported charset "EBCDIC" (UTF-8, ISO-8859-1 or US-ASCII)');
+    expect(check([...spool, "a1.sources.r1.deserializer = org.apache.flume.sink.solr.morphline.BlobDeserializer$Builder", "a1.sources.r1.deserializer.maxBlobLength = 5"])).toEqual([]);
+  });
+
   test("the http source's handler is a part found in the registry: a did-you-mean at its line, its settings checked against its schema", () => {
     const http = BASE.map((l) => l.replace("a1.sources.r1.type = seq", "a1.sources.r1.type = http")).concat("a1.sources.r1.port = 8080"); // 10
     const typo = check([...http, "a1.sources.r1.handler = BLOBB"]);

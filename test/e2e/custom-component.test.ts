@@ -237,6 +237,56 @@ export default defineComponent({
     });
   }, 30000);
 
+  test("a custom deserializer module named by the spooldir source's deserializer: its settings checked at their lines, then every file read through it", async () => {
+    const dir = workspace();
+    writeFileSync(
+      path.join(dir, "csv-deserializer.ts"),
+      `import { defineComponent } from "flume-ts";
+export default defineComponent({
+  kind: "deserializer",
+  type: "csv",
+  doc: "Each comma-separated field of the file is one event.",
+  props: { separator: { type: "string", default: ",", doc: "Between fields" }, upper: { type: "boolean", default: false, doc: "Bodies in capitals" } },
+  create: (o) => ({
+    open(f) {
+      let done = false;
+      return {
+        async read() {
+          if (done) return { events: [], endPos: f.size, atEnd: true };
+          done = true;
+          const buf = new Uint8Array(f.size - f.pos);
+          await f.handle.read(buf, 0, buf.length, f.pos);
+          const fields = new TextDecoder().decode(buf).trim().split(o.separator);
+          return { events: fields.map((x) => ({ headers: {}, body: new TextEncoder().encode(o.upper ? x.toUpperCase() : x) })), endPos: f.size, atEnd: true };
+        },
+      };
+    },
+  }),
+});
+`,
+    );
+    mkdirSync(path.join(dir, "spool"));
+    const conf = (extra: string[]) => {
+      const file = path.join(dir, "spool.conf");
+      const lines = ["a1.sources = r1", "a1.channels = c1", "a1.sinks = k1", "a1.sources.r1.type = spooldir", `a1.sources.r1.spoolDir = ${path.join(dir, "spool")}`, "a1.sources.r1.pollDelay = 50", "a1.sources.r1.channels = c1", "a1.sources.r1.deserializer = ./csv-deserializer.ts"];
+      writeFileSync(file, [...lines, ...extra, "a1.channels.c1.type = memory", "a1.sinks.k1.type = file_roll", `a1.sinks.k1.sink.directory = ${path.join(dir, "out")}`, "a1.sinks.k1.sink.rollInterval = 0", "a1.sinks.k1.channel = c1", ""].join("\n"));
+      return file;
+    };
+    const bad = conf(["a1.sources.r1.deserializer.upper = yes", "a1.sources.r1.deserializer.seperator = ;"]);
+    const v = runCli(["validate", bad]);
+    expect(v.code).toBe(1);
+    expect(v.stdout).toContain(`${bad}:9: error: source r1: deserializer.upper: expected true or false, got "yes"`);
+    expect(v.stdout).toContain(`${bad}:10: warning: source r1: deserializer.seperator: is not a property of deserializer type csv, so it is ignored (did you mean deserializer.separator?)`);
+    mkdirSync(path.join(dir, "out"));
+    const good = conf(["a1.sources.r1.deserializer.upper = true", "a1.sources.r1.deserializer.separator = ;"]);
+    expect(runCli(["validate", good]).code).toBe(0);
+    writeFileSync(path.join(dir, "spool", "a.csv"), "one;two;three\n");
+    await whileAgentRuns(dir, good, async () => {
+      await waitUntil(() => rolledFiles(dir) === "ONE\nTWO\nTHREE\n", "the file's three fields in the output, through the deserializer");
+      await waitUntil(() => existsSync(path.join(dir, "spool", "a.csv.COMPLETED")), "the file completed");
+    });
+  }, 30000);
+
   test("examples/jsonl-sink.conf, the README's example, is valid", () => {
     const r = runCli(["validate", path.join(ROOT, "examples", "jsonl-sink.conf")], { cwd: "/" });
     expect(r.stdout).toContain("agent a1 is valid");
