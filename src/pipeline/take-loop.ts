@@ -30,6 +30,11 @@ export interface TakeLoopOptions {
   counter?: SinkCounter;
   batchSize: number;
   /**
+   * Whether takes are counted as BatchEmptyCount, BatchUnderflowCount and BatchCompleteCount
+   * (default true). Flume 1.11's file_roll and http sinks never count them: they stay 0.
+   */
+  countBatches?: boolean;
+  /**
    * process()'s status after a batch the channel cut short: BACKOFF (Flume's null and
    * file_roll sinks, the default) or READY (Flume's RPC sinks). An empty batch is always BACKOFF.
    */
@@ -66,6 +71,7 @@ export class TakeLoop {
   async process(channel: Channel): Promise<Status> {
     const o = this.o;
     const c = o.counter?.values;
+    const countBatches = o.countBatches ?? true;
     const events = this.batch;
     const max = o.batchSize;
     const tx = channel.getTransaction();
@@ -82,9 +88,11 @@ export class TakeLoop {
       const n = tx.takeInto(events, max);
       if (n < max) status = n === 0 ? "BACKOFF" : (o.underflow ?? "BACKOFF");
       if (c) {
-        if (n === 0) c.BatchEmptyCount++;
-        else if (n < max) c.BatchUnderflowCount++;
-        else c.BatchCompleteCount++;
+        if (countBatches) {
+          if (n === 0) c.BatchEmptyCount++;
+          else if (n < max) c.BatchUnderflowCount++;
+          else c.BatchCompleteCount++;
+        }
         c.EventDrainAttemptCount += n;
       }
       let verdict: Delivery = undefined;

@@ -4,7 +4,7 @@
  * org.apache.flume.node.Application and resolves when the given readiness holds (by default the
  * log line Flume writes once every component of the configuration was started).
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { FLUME, FLUME_VERSION } from "./jvm-artifacts.ts";
@@ -56,6 +56,7 @@ export async function flumeClasspath(extraSets: MavenSet[] = []): Promise<string
 export async function startFlume(opts: FlumeOptions): Promise<FlumePeer> {
   const agent = opts.agent ?? "a1";
   const dir = opts.dir ?? mkdtempSync(path.join(tmpdir(), "flume-live-"));
+  mkdirSync(dir, { recursive: true });
   const confFile = path.join(dir, `${agent}.properties`);
   writeFileSync(confFile, opts.conf);
   const log4j = path.join(dir, "log4j2.xml");

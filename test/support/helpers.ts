@@ -208,7 +208,7 @@ export function sendLines(port: number, text: string, waitMs = 500, expectLines 
 }
 
 /** Starts the CLI as an agent that the cleanups SIGKILL; resolves once its output matches ready. */
-export async function startAgentCli(cleanups: (() => void)[], args: string[], ready = /agent a1 started/, opts: { env?: Record<string, string> } = {}) {
+export async function startAgentCli(cleanups: (() => void)[], args: string[], ready = /agent a1 started/, opts: { env?: Record<string, string>; cwd?: string } = {}) {
   const agent = startCli(args, opts);
   cleanups.push(() => agent.child.kill("SIGKILL"));
   await agent.waitFor(ready);

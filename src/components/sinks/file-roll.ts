@@ -114,6 +114,8 @@ export class RollingFileSink extends BaseSink {
     this.paths = new PathManager(options["sink.directory"], options["sink.pathManager"], options["sink.pathManager.prefix"], options["sink.pathManager.extension"], ctx.clock);
     this.takeLoop = this.newTakeLoop({
       counter: this.counter,
+      // Flume's sink counts no batches: BatchEmptyCount and the others stay 0.
+      countBatches: false,
       batchSize: options["sink.batchSize"],
       target: () => this.paths.getCurrentFile(),
       deliver: (events) => this.write(events),

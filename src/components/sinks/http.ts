@@ -70,6 +70,8 @@ export class HttpSink extends BaseSink {
     this.takeLoop = this.newTakeLoop({
       label: `http sink ${this.name}`,
       counter: this.counter,
+      // Flume's sink counts no batches: BatchEmptyCount and the others stay 0.
+      countBatches: false,
       batchSize: 1,
       target: () => this.resolved.endpoint.href,
       deliver: (events) => this.deliver(events[0]),

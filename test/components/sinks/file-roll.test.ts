@@ -70,6 +70,17 @@ describe("file_roll sink", () => {
     await sink.stop();
   });
 
+  test("counts drained events and no batches, as Flume 1.11's RollingFileSink (its Batch counters stay 0)", async () => {
+    const { sink, channel } = setup({ "sink.batchSize": "2", "sink.rollInterval": "0" });
+    await sink.start();
+    await put(channel, [{ body: "a" }, { body: "b" }, { body: "c" }]);
+    expect(await sink.process()).toBe("READY");
+    expect(await sink.process()).toBe("BACKOFF");
+    expect(await sink.process()).toBe("BACKOFF");
+    expect(sink.counter.values).toMatchObject({ EventDrainAttemptCount: 3, EventDrainSuccessCount: 3, BatchCompleteCount: 0, BatchUnderflowCount: 0, BatchEmptyCount: 0 });
+    await sink.stop();
+  });
+
   test("rolls to a new file every rollInterval seconds, with prefix and extension", async () => {
     const clock = new VirtualClock(1_700_000_000_000);
     const { dir, sink, channel } = setup({ "sink.rollInterval": "30", "sink.pathManager.prefix": "web-", "sink.pathManager.extension": "log" }, clock);

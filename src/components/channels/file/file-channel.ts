@@ -6,17 +6,20 @@
  * (recent-events.ts), so a sink that keeps up takes them without a read. Checkpoints
  * (checkpoint.ts) snapshot the queue between groups so a restart replays only the log tail
  * (replay.ts).
+ *
+ * This file holds the channel's state and its transaction operations; the transaction is in
+ * transaction.ts, the group-commit writer in writer.ts, capacity reservations in room.ts and
+ * the free-space check in disk-space.ts.
  */
 import fs from "node:fs";
 import path from "node:path";
 import type { Channel } from "../../../core/channel.ts";
-import type { Clock, TimerHandle } from "../../../core/clock.ts";
+import type { Clock } from "../../../core/clock.ts";
 import { systemClock } from "../../../core/clock.ts";
-import { ChannelException, ChannelFullException } from "../../../core/errors.ts";
+import { ChannelException } from "../../../core/errors.ts";
 import type { Event } from "../../../core/event.ts";
 import type { LifecycleState } from "../../../core/lifecycle.ts";
 import { type Logger, silentLogger } from "../../../core/logger.ts";
-import { BasicTransaction } from "../../../core/transaction.ts";
 import { encodeCheckpoint, writeCheckpointFile } from "./checkpoint.ts";
 import { FileChannelCounter } from "./counter.ts";
 import { BufferPool } from "./buffer-pool.ts";
@@ -27,6 +30,10 @@ import { encodeTransaction, toRanges } from "./format.ts";
 import { recover } from "./replay.ts";
 import { RecentEvents } from "./recent-events.ts";
 import { SegmentLog } from "./segment-log.ts";
+import { DiskSpace } from "./disk-space.ts";
+import { Room } from "./room.ts";
+import { FileTransaction, NOTHING_TAKEN, Taken } from "./transaction.ts";
+import { type CommitRequest, GroupWriter } from "./writer.ts";
 import { refuseFlumeFormat } from "../../../migrate/flume-file-channel/detect.ts";
 
 export interface FileChannelOptions {
@@ -50,94 +57,11 @@ export interface FileChannelOptions {
   inlineWriteLimit: number;
 }
 
-/** Flume's floor for minimumRequiredSpace: 1 MB. */
-export const MINIMUM_REQUIRED_SPACE_FLOOR = 1024 * 1024;
-/** Upper bound of one group write. */
-const MAX_GROUP_BYTES = 64 * 1024 * 1024;
+export { MINIMUM_REQUIRED_SPACE_FLOOR } from "./disk-space.ts";
+export { FileTransaction } from "./transaction.ts";
+
 /** Body bytes of the newest committed events kept in memory for takes (see RecentEvents). */
 const RECENT_BYTES = 4 * 1024 * 1024;
-/** How often put() re-checks free disk space while the channel is refusing puts. */
-const LOW_DISK_RECHECK_MS = 1000;
-/**
- * With this much more than minimumRequiredSpace free, commits within SPACE_CHECK_MS of a check
- * skip the next one (a statfs per commit was 4% of a fast pipeline; 100 ms of commits write far less).
- */
-const SPACE_MARGIN = 256 * 1024 * 1024;
-const SPACE_CHECK_MS = 100;
-
-interface RoomWaiter {
-  wake: (() => void) | null;
-}
-
-interface CommitRequest {
-  tx: FileTransaction;
-  bytes: Buffer;
-  eventOffsets: Uint32Array;
-  firstSeq: number;
-  puts: Event[];
-  /** The room reserved for it (see reservedRoom). */
-  reserved: number;
-  positions: Map<string, string> | null;
-  resolve(): void;
-  reject(err: Error): void;
-}
-
-/** The events a transaction took: sequence number and location of each, in typed arrays of the transaction's capacity. */
-class Taken {
-  readonly seqs: Float64Array;
-  readonly segs: Uint32Array;
-  readonly offs: Uint32Array;
-  length = 0;
-
-  constructor(capacity: number) {
-    this.seqs = new Float64Array(capacity);
-    this.segs = new Uint32Array(capacity);
-    this.offs = new Uint32Array(capacity);
-  }
-}
-
-const NOTHING_TAKEN = new Taken(0);
-
-export class FileTransaction extends BasicTransaction {
-  puts: Event[] = [];
-  /** Made with the first take (a put-only transaction allocates none). */
-  taken: Taken = NOTHING_TAKEN;
-
-  constructor(private readonly ch: FileChannel) {
-    super();
-  }
-
-  protected override doPut(event: Event): void {
-    this.ch.put(this, event);
-  }
-
-  protected override doPutAll(events: readonly Event[]): void {
-    this.ch.putAll(this, events);
-  }
-
-  protected override doTake(): Event | null {
-    return this.ch.take(this);
-  }
-
-  protected override doTakeInto(out: Event[], max: number): number {
-    return this.ch.takeInto(this, out, max);
-  }
-
-  protected override doCommit(): Promise<void> {
-    return this.ch.commit(this, this.positions);
-  }
-
-  protected override doRollback(): void {
-    this.ch.rollback(this);
-  }
-
-  clear(): void {
-    this.puts = [];
-    if (this.taken !== NOTHING_TAKEN) this.ch.recycle(this.taken);
-    this.taken = NOTHING_TAKEN;
-    this.positions = null;
-  }
-}
 
 export class FileChannel implements Channel {
   readonly durable = true;
@@ -158,44 +82,21 @@ export class FileChannel implements Channel {
   private nextSeq = 0;
   private nextTxid = 1;
   private inflightTakes = 0;
-  /**
-   * Room promised to commits on their way to disk: each reserves what it will add beyond the
-   * slots its own takes already hold (puts - takes, at least 0), released when it is applied
-   * or fails.
-   */
-  private reservedRoom = 0;
   /** Transactions holding taken events: their events are still pending for checkpoints. */
   private readonly takers = new Set<FileTransaction>();
   /** Take lists of finished transactions, reused: a sink's every batch would make three arrays. */
   private readonly spareTaken: Taken[] = [];
-  /** Commits waiting for room, in arrival order: only the first may reserve. */
-  private readonly roomWaiters: RoomWaiter[] = [];
-
-  /** Group commit figures: how many writes (each with one fsync) carried how many commits. */
-  readonly writeStats = { groups: 0, transactions: 0 };
+  private readonly room: Room;
+  private readonly space: DiskSpace;
   /** Where appends run: main thread or I/O pool (inline-writes.ts). */
   readonly writes: InlineWrites;
   /**
    * Every write, fsync and checkpoint on the main thread (ComponentContext.blockingIo): the
    * simulator's runs then never depend on when the disk answers.
    */
-  private readonly blockingIo: boolean;
-  private pendingWrites: CommitRequest[] = [];
+  readonly blockingIo: boolean;
   private readonly pool = new BufferPool();
-  private writing = false;
-  private idleWaiters: (() => void)[] = [];
-  /** The writer waiting between groups (see nextRound): how many commits it waits for. */
-  private roundWaiter: { want: number; go: () => void } | null = null;
-  private checkpointDue = false;
-  private syncDue = false;
-  private checkpointTimer: TimerHandle | null = null;
-  private syncTimer: TimerHandle | null = null;
-
-  private lowDisk: string | null = null;
-  private lastSpaceCheck = 0;
-  /** Free bytes at the last check. */
-  private lastFree = 0;
-  private minimumRequiredSpace: number;
+  private readonly writer: GroupWriter;
 
   constructor(
     readonly name: string,
@@ -207,9 +108,12 @@ export class FileChannel implements Channel {
     this.blockingIo = deps.blockingIo ?? false;
     this.counter = new FileChannelCounter(name, this.clock);
     this.counter.set("ChannelCapacity", options.capacity);
-    this.minimumRequiredSpace = Math.max(options.minimumRequiredSpace, MINIMUM_REQUIRED_SPACE_FLOOR);
     this.recent = new RecentEvents(Math.max(2 * options.transactionCapacity, 1000), RECENT_BYTES);
     this.writes = new InlineWrites(this.blockingIo ? Number.POSITIVE_INFINITY : options.inlineWriteLimit);
+    this.space = new DiskSpace(name, options.minimumRequiredSpace, () => this.log?.activeDir ?? this.options.dataDirs[0], this.clock, this.logger);
+    this.room = new Room(name, options.capacity, options.keepAlive, () => this.queue.length + this.inflightTakes, () => this.requireOpen(), this.clock);
+    const channel = { name, counter: this.counter, openLog: () => this.log, apply: (r: CommitRequest, segment: number, base: number) => this.apply(r, segment, base), checkpoint: () => this.checkpoint() };
+    this.writer = new GroupWriter(channel, this.room, this.pool, this.clock, this.logger);
   }
 
   getLifecycleState(): LifecycleState {
@@ -227,7 +131,12 @@ export class FileChannel implements Channel {
   private putListeners: (() => void)[] = [];
 
   ioBusy(): boolean {
-    return this.writing || this.pendingWrites.length > 0;
+    return this.writer.busy();
+  }
+
+  /** Group commit figures: how many writes (each with one fsync) carried how many commits. */
+  get writeStats(): { groups: number; transactions: number } {
+    return this.writer.stats;
   }
 
   /** Wakes sink runners sleeping after an empty take once puts are durable (see Channel). */
@@ -243,8 +152,7 @@ export class FileChannel implements Channel {
    * the disk again.
    */
   setMinimumRequiredSpace(bytes: number): void {
-    this.minimumRequiredSpace = Math.max(bytes, MINIMUM_REQUIRED_SPACE_FLOOR);
-    this.lastSpaceCheck = Number.NEGATIVE_INFINITY;
+    this.space.setMinimum(bytes);
   }
 
   /** Number of events waiting to be taken. */
@@ -296,7 +204,7 @@ export class FileChannel implements Channel {
       this.log = new SegmentLog(o.dataDirs, o.maxFileSize, o.fsyncPerTransaction, this.writes, this.blockingIo);
       this.log.open(r.segments, r.minNewSegmentId);
       this.inflightTakes = 0;
-      this.reservedRoom = 0;
+      this.room.reserved = 0;
       this.startError = null;
       this.counter.unhealthy = false;
       this.counter.set("ChannelSize", this.queue.length);
@@ -306,7 +214,7 @@ export class FileChannel implements Channel {
       this.counter.start();
       this.state = "START";
       this.counter.open = true;
-      this.armTimers();
+      this.writer.arm(o.checkpointInterval, o.fsyncPerTransaction, o.fsyncInterval);
       this.logger.info(
         `file channel ${this.name}: open with ${this.queue.length} pending events in ${this.clock.now() - started} ms ` +
           `(${r.checkpointUsed ? `checkpoint ${r.checkpointUsed}` : "no checkpoint"}, ${r.committedTransactions} transactions replayed)`,
@@ -328,22 +236,16 @@ export class FileChannel implements Channel {
     if (this.state !== "START") return;
     this.counter.open = false;
     this.state = "STOP";
-    this.disarmTimers();
-    await this.whenIdle();
+    this.writer.disarm();
+    await this.writer.whenIdle();
     try {
       if (this.options.checkpointOnClose) await this.checkpoint();
       await this.log?.close();
     } catch (err) {
       // Nothing is lost: the log holds every commit and the next start replays it.
       this.logger.error(`file channel ${this.name}: error while closing: ${(err as Error).message}`);
-    } finally {
-      this.log = null;
-      this.recent.clear();
-      for (const l of this.locks) l.release();
-      this.locks = [];
     }
-    this.wakeSpaceWaiters();
-    this.counter.stop();
+    this.closed();
   }
 
   /**
@@ -355,40 +257,20 @@ export class FileChannel implements Channel {
     if (this.state !== "START") return;
     this.state = "STOP";
     this.counter.open = false;
-    this.disarmTimers();
-    for (const r of this.pendingWrites.splice(0)) r.reject(new ChannelException(`file channel ${this.name}: the process crashed`));
+    this.writer.disarm();
+    this.writer.rejectAll(() => new ChannelException(`file channel ${this.name}: the process crashed`));
     this.log?.closeNow();
+    this.closed();
+  }
+
+  /** The log is closed (or dropped): memory and locks go, commits waiting for room give up. */
+  private closed(): void {
     this.log = null;
     this.recent.clear();
     for (const l of this.locks) l.release();
     this.locks = [];
-    this.wakeSpaceWaiters();
+    this.room.wake();
     this.counter.stop();
-  }
-
-  private armTimers(): void {
-    const interval = Math.max(1000, this.options.checkpointInterval);
-    const tick = (): void => {
-      this.checkpointDue = true;
-      this.pump();
-      this.checkpointTimer = this.clock.setTimeout(tick, interval);
-    };
-    this.checkpointTimer = this.clock.setTimeout(tick, interval);
-    if (!this.options.fsyncPerTransaction) {
-      const every = Math.max(1, this.options.fsyncInterval) * 1000;
-      const sync = (): void => {
-        this.syncDue = true;
-        this.pump();
-        this.syncTimer = this.clock.setTimeout(sync, every);
-      };
-      this.syncTimer = this.clock.setTimeout(sync, every);
-    }
-  }
-
-  private disarmTimers(): void {
-    if (this.checkpointTimer) this.clock.clearTimeout(this.checkpointTimer);
-    if (this.syncTimer) this.clock.clearTimeout(this.syncTimer);
-    this.checkpointTimer = this.syncTimer = null;
   }
 
   private requireOpen(): SegmentLog {
@@ -407,8 +289,8 @@ export class FileChannel implements Channel {
         `Put queue for FileBackedTransaction of capacity ${this.options.transactionCapacity} full, consider committing more frequently, increasing capacity or increasing thread count (channel ${this.name})`,
       );
     }
-    if (this.lowDisk !== null) {
-      const reason = this.checkDiskSpace(true);
+    if (this.space.low !== null) {
+      const reason = this.space.check(true);
       if (reason) {
         this.counter.values.EventPutErrorCount++;
         throw new ChannelException(reason);
@@ -420,7 +302,7 @@ export class FileChannel implements Channel {
   /** put() for each event, with the checks made once when the whole batch fits. */
   putAll(tx: FileTransaction, events: readonly Event[]): void {
     const n = events.length;
-    if (this.state !== "START" || !this.log || this.lowDisk !== null || tx.puts.length + n > this.options.transactionCapacity) {
+    if (this.state !== "START" || !this.log || this.space.low !== null || tx.puts.length + n > this.options.transactionCapacity) {
       for (let i = 0; i < n; i++) this.put(tx, events[i]);
       return;
     }
@@ -548,12 +430,12 @@ export class FileChannel implements Channel {
     }
     this.requireOpen();
     if (puts > 0) {
-      const reason = this.checkDiskSpace(false);
+      const reason = this.space.check(false);
       if (reason) {
         this.counter.values.EventPutErrorCount += puts;
         throw new ChannelException(reason);
       }
-      const room = this.reserveRoom(reserved);
+      const room = this.room.reserve(reserved);
       if (room) await room;
     }
     const txid = this.nextTxid++;
@@ -563,216 +445,15 @@ export class FileChannel implements Channel {
     try {
       encoded = encodeTransaction(txid, firstSeq, tx.puts, takes > 0 ? toRanges(tx.taken.seqs, takes) : [], takes, positions, (n) => this.pool.get(n));
     } catch (err) {
-      this.reservedRoom -= reserved;
+      this.room.reserved -= reserved;
       this.counter.values.EventPutErrorCount += puts;
-      this.wakeSpaceWaiters();
+      this.room.wake();
       throw err instanceof ChannelException ? err : new ChannelException(`file channel ${this.name}: cannot encode the transaction: ${(err as Error).message}`, { cause: err });
     }
     const { bytes, eventOffsets } = encoded;
     await new Promise<void>((resolve, reject) => {
-      this.pendingWrites.push({ tx, bytes, eventOffsets, firstSeq, puts: tx.puts, reserved, positions, resolve, reject });
-      const waiter = this.roundWaiter;
-      if (waiter && this.pendingWrites.length >= waiter.want) waiter.go();
-      this.pump();
+      this.writer.enqueue({ tx, bytes, eventOffsets, firstSeq, puts: tx.puts, reserved, positions, resolve, reject });
     });
-  }
-
-  /** Whether `room` more slots fit beside what is queued, taken and promised. */
-  private fits(room: number): boolean {
-    return this.queue.length + this.inflightTakes + this.reservedRoom + room <= this.options.capacity;
-  }
-
-  /**
-   * Reserves room for a commit's puts: at once when its net puts fit and no commit waits before
-   * it, else (returning a promise) after waiting in line up to keep-alive. The check and the
-   * reservation happen in the same tick, so commits woken together cannot overfill the channel.
-   */
-  private reserveRoom(room: number): Promise<void> | null {
-    if (room === 0 || (this.roomWaiters.length === 0 && this.fits(room))) {
-      this.reservedRoom += room;
-      return null;
-    }
-    return this.waitForRoom(room);
-  }
-
-  private async waitForRoom(room: number): Promise<void> {
-    const deadline = this.clock.now() + this.options.keepAlive * 1000;
-    const waiter: RoomWaiter = { wake: null };
-    this.roomWaiters.push(waiter);
-    try {
-      for (;;) {
-        this.requireOpen();
-        if (this.roomWaiters[0] === waiter && this.fits(room)) {
-          this.reservedRoom += room;
-          return;
-        }
-        const left = deadline - this.clock.now();
-        if (left <= 0) break;
-        await new Promise<void>((resolve) => {
-          const timer = this.clock.setTimeout(resolve, left);
-          waiter.wake = () => {
-            this.clock.clearTimeout(timer);
-            resolve();
-          };
-        });
-        waiter.wake = null;
-      }
-    } finally {
-      this.roomWaiters.splice(this.roomWaiters.indexOf(waiter), 1);
-      // The next in line may fit now (this one got room, gave up, or the channel stopped).
-      this.wakeSpaceWaiters();
-    }
-    throw new ChannelFullException(
-      `Space for commit to queue couldn't be acquired. Sinks are likely not keeping up with sources, or the buffer size is too tight (channel ${this.name}, capacity ${this.options.capacity})`,
-    );
-  }
-
-  private wakeSpaceWaiters(): void {
-    for (const w of this.roomWaiters) w.wake?.();
-  }
-
-  /**
-   * Returns why puts are refused (free space below minimumRequiredSpace), or null. While puts
-   * are refused, put() re-checks at most once a second so a full disk costs no syscall per event.
-   */
-  private checkDiskSpace(throttled: boolean): string | null {
-    const now = this.clock.now();
-    if (throttled && now - this.lastSpaceCheck < LOW_DISK_RECHECK_MS) return this.lowDisk;
-    if (this.lowDisk === null && now - this.lastSpaceCheck < SPACE_CHECK_MS && this.lastFree - this.minimumRequiredSpace > SPACE_MARGIN) return null;
-    this.lastSpaceCheck = now;
-    const dir = this.log?.activeDir ?? this.options.dataDirs[0];
-    try {
-      const st = fs.statfsSync(dir);
-      const free = Number(st.bavail) * Number(st.bsize);
-      this.lastFree = free;
-      if (free < this.minimumRequiredSpace) {
-        if (this.lowDisk === null) this.logger.warn(`file channel ${this.name}: disk space low in ${dir}; refusing puts until it returns`);
-        this.lowDisk = `file channel ${this.name}: only ${free} bytes free in ${dir}, below minimumRequiredSpace ${this.minimumRequiredSpace}; puts are refused until space is freed (takes keep working)`;
-      } else {
-        if (this.lowDisk !== null) this.logger.info(`file channel ${this.name}: disk space is back in ${dir}; accepting puts again`);
-        this.lowDisk = null;
-      }
-    } catch {
-      // statfs unsupported: rely on ENOSPC from the writes themselves.
-      this.lowDisk = null;
-    }
-    return this.lowDisk;
-  }
-
-  // ---- the writer ----
-
-  private pump(): void {
-    if (this.writing) return;
-    if (this.pendingWrites.length === 0 && !this.checkpointDue && !this.syncDue) return;
-    this.writing = true;
-    void this.runWriter();
-  }
-
-  private async runWriter(): Promise<void> {
-    try {
-      while (this.log && (this.pendingWrites.length > 0 || this.checkpointDue || this.syncDue)) {
-        if (this.pendingWrites.length > 0) await this.nextRound(await this.writeGroup(this.log));
-        if (this.syncDue && this.log) {
-          this.syncDue = false;
-          await this.log.syncIfDirty().catch((err: Error) => this.logger.error(`file channel ${this.name}: periodic fsync failed: ${err.message}`));
-        }
-        // Due checkpoints run even under constant load (commits queued meanwhile wait), or
-        // the log would never shrink.
-        if (this.checkpointDue) {
-          await this.checkpoint().catch((err: Error) => {
-            this.counter.values.CheckpointWriteErrorCount++;
-            this.logger.error(`file channel ${this.name}: checkpoint failed: ${err.message}`);
-          });
-        }
-      }
-    } catch (err) {
-      // Not expected (writeGroup handles I/O errors): fail what waits rather than hang it.
-      this.logger.error(`file channel ${this.name}: writer failed: ${(err as Error).message}`);
-      for (const r of this.pendingWrites.splice(0)) {
-        this.reservedRoom -= r.reserved;
-        r.reject(new ChannelException(`file channel ${this.name}: writer failed: ${(err as Error).message}`, { cause: err }));
-      }
-    } finally {
-      this.writing = false;
-      for (const w of this.idleWaiters.splice(0)) w();
-    }
-    if (this.log && this.pendingWrites.length > 0) this.pump();
-  }
-
-  private whenIdle(): Promise<void> {
-    if (!this.writing && this.pendingWrites.length === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
-  }
-
-  /**
-   * Lets the committers of the group just written run on, so their next commits join the next
-   * group (a producer and a consumer then share one fsync instead of alternating): waits until
-   * as many commits are queued as that group had (at least two: a source's and a sink's), or
-   * for one turn of the event loop, whichever comes first. A turn alone would do, but under a
-   * busy socket source one took 20-70 ms here.
-   */
-  private nextRound(groupSize: number): Promise<void> {
-    const want = Math.max(2, groupSize);
-    if (this.pendingWrites.length >= want) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const go = () => {
-        if (this.roundWaiter !== waiter) return;
-        this.roundWaiter = null;
-        resolve();
-      };
-      const waiter = { want, go };
-      this.roundWaiter = waiter;
-      setImmediate(go);
-    });
-  }
-
-  /** Writes the next group of queued commits; returns how many it carried. */
-  private async writeGroup(log: SegmentLog): Promise<number> {
-    let total = 0;
-    let n = 0;
-    while (n < this.pendingWrites.length && (n === 0 || total + this.pendingWrites[n].bytes.length <= MAX_GROUP_BYTES)) {
-      total += this.pendingWrites[n].bytes.length;
-      n++;
-    }
-    const group = this.pendingWrites.splice(0, n);
-    let segment: number;
-    let offset: number;
-    try {
-      log.prepare(total);
-      ({ segment, offset } = await log.append(
-        group.map((r) => r.bytes),
-        total,
-      ));
-    } catch (err) {
-      const e = err as NodeJS.ErrnoException;
-      // The partial write was cut off (SegmentLog.append), so the next commit simply tries
-      // again: on a full disk (ENOSPC) puts fail until space returns, then go through.
-      const hint = e.code === "ENOSPC" ? "; the disk is full: puts fail until space is freed, takes keep working" : "";
-      const failure = new ChannelException(`file channel ${this.name}: cannot write to ${log.pathOf(log.activeId) ?? log.activeDir}: ${e.message}${hint}`, { cause: err });
-      for (const r of group) {
-        this.reservedRoom -= r.reserved;
-        if (r.puts.length > 0) this.counter.values.EventPutErrorCount += r.puts.length;
-        else this.counter.values.EventTakeErrorCount += r.tx.taken.length;
-        this.pool.release(r.bytes);
-        r.reject(failure);
-      }
-      this.wakeSpaceWaiters();
-      return group.length;
-    }
-    this.writeStats.groups++;
-    this.writeStats.transactions += group.length;
-    let at = offset;
-    let freed = false;
-    for (const r of group) {
-      if (this.apply(r, segment, at)) freed = true;
-      at += r.bytes.length;
-    }
-    if (freed) this.wakeSpaceWaiters();
-    for (const r of group) {
-      this.pool.release(r.bytes);
-      r.resolve();
-    }
-    return group.length;
   }
 
   /** Makes a durable commit visible: queues its puts, forgets its takes. True if it freed room. */
@@ -788,7 +469,7 @@ export class FileChannel implements Channel {
       this.segLive.set(segment, (this.segLive.get(segment) ?? 0) + puts.length);
       v.EventPutSuccessCount += puts.length;
     }
-    this.reservedRoom -= r.reserved;
+    this.room.reserved -= r.reserved;
     const tx = r.tx;
     const takes = tx.taken.length;
     if (takes > 0) {
@@ -818,7 +499,7 @@ export class FileChannel implements Channel {
    * before it. Runs only while no group write is in flight, so the snapshot matches the log.
    */
   private async checkpoint(): Promise<void> {
-    this.checkpointDue = false;
+    this.writer.checkpointDue = false;
     const log = this.log;
     if (!log) return;
     const o = this.options;
