@@ -339,7 +339,8 @@ class Validator {
     const schema = def.schema;
     const { options, errors } = def.parse(rawValues(props));
     // A key not written (a record's missing field) is reported at its record's first line.
-    const lineOf = (key: string) => props[key]?.line ?? Object.entries(props).find(([k]) => k.startsWith(key.slice(0, key.lastIndexOf(".") + 1)) && key.includes("."))?.[1].line ?? fallbackLine;
+    const recordLine = (key: string) => (isUnderPrefix(schema, key) ? Object.entries(props).find(([k]) => k.startsWith(key.slice(0, key.lastIndexOf(".") + 1)))?.[1].line : undefined);
+    const lineOf = (key: string) => props[key]?.line ?? recordLine(key) ?? fallbackLine;
     for (const e of errors) {
       // A value still holding ${...} was reported as an unresolved variable already.
       if (hasVariables(props[e.key]?.value ?? "")) continue;
