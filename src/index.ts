@@ -11,6 +11,9 @@ export type { ComponentDefinition, ComponentContext, ComponentDeclaration, Durab
 // What a component module is written with (built-in components and custom ones alike).
 export { defineComponent, componentContext } from "./components/component.ts";
 export type { ComponentKind, Group, Groups, OptionsOf, Prop, PropError, Props, PropType, Role } from "./config/schema.ts";
+export { HttpBadRequestError } from "./components/sources/http-handlers/handler.ts";
+export type { HttpRequestData, HttpSourceHandler } from "./components/sources/http-handlers/handler.ts";
+export type { Cut, Deserializer, DeserializerFactory, DeserializerInput } from "./components/sources/spooldir/deserializers.ts";
 export { loadCustomComponents } from "./config/custom-components.ts";
 export { ConfigReadError, loadConfigFile, loadConfigText, readConfigFile } from "./config/load.ts";
 export { parseFlumeConfig } from "./config/flume-config.ts";

@@ -10,15 +10,14 @@
  * `flume avro-client` itself on a 1M-line file. Target >= 500,000 events/s; Apache Flume 1.11's
  * own client into its avro source and into ours, measured in one run: `npm run bench -- flume`.
  */
-import { componentContext } from "../../src/components/component.ts";
+import { componentContext, optionsOf } from "../../src/components/component.ts";
 import { spawn } from "node:child_process";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import { systemClock } from "../../src/core/clock.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import { silentLogger } from "../../src/core/logger.ts";
-import { AvroSource } from "../../src/components/sources/avro.ts";
-import { DEFAULT_FRAME_LIMITS } from "../../src/rpc/frame.ts";
+import { AvroSource, definition as avroSource } from "../../src/components/sources/avro.ts";
 import { AvroRpcClient } from "../../src/rpc/client.ts";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -49,7 +48,7 @@ async function runCase(c: Case): Promise<{ eventsPerSecond: number; serverRss: n
   channel.start();
   const source = new AvroSource(
     componentContext("r1", { agentName: "bench", clock: systemClock, logger: silentLogger }),
-    { bind: "127.0.0.1", port: 0, compression: c.compression, tls: null, ipFilterRules: null, limits: DEFAULT_FRAME_LIMITS },
+    optionsOf(avroSource, { bind: "127.0.0.1", port: 0, "compression-type": c.compression }),
   );
   source.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));
   await source.start();
@@ -99,7 +98,7 @@ async function runCliCase(): Promise<number> {
   channel.start();
   const source = new AvroSource(
     componentContext("r1", { agentName: "bench", clock: systemClock, logger: silentLogger }),
-    { bind: "127.0.0.1", port: 0, compression: "none", tls: null, ipFilterRules: null, limits: DEFAULT_FRAME_LIMITS },
+    optionsOf(avroSource, { bind: "127.0.0.1", port: 0 }),
   );
   source.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));
   await source.start();

@@ -12,10 +12,10 @@ import { spawn } from "node:child_process";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
-import { componentContext } from "../../src/components/component.ts";
-import { ThriftSource } from "../../src/components/sources/thrift.ts";
+import { componentContext, optionsOf } from "../../src/components/component.ts";
+import { definition as thriftSource, ThriftSource } from "../../src/components/sources/thrift.ts";
 import { ThriftRpcClient } from "../../src/rpc/thrift/client.ts";
-import { DEFAULT_MAX_FRAME_SIZE, type ThriftProtocolName } from "../../src/rpc/thrift/types.ts";
+import type { ThriftProtocolName } from "../../src/rpc/thrift/types.ts";
 import { fmt, peakRssMb, rpcBenchBatch, sendForever } from "./_util.ts";
 
 const BATCH = 1000;
@@ -41,7 +41,7 @@ async function runCase(c: Case): Promise<{ eventsPerSecond: number; serverRss: n
   channel.start();
   const source = new ThriftSource(
     componentContext("r1", { agentName: "bench" }),
-    { bind: "127.0.0.1", port: 0, protocol: c.protocol, tls: null, maxFrameSize: DEFAULT_MAX_FRAME_SIZE },
+    optionsOf(thriftSource, { bind: "127.0.0.1", port: 0, protocol: c.protocol }),
   );
   source.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));
   await source.start();

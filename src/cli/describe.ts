@@ -20,6 +20,8 @@ const KIND_TITLES: [ComponentKind, string][] = [
   ["selector", "Channel selectors (selector.type)"],
   ["sinkprocessor", "Sink processors (processor.type)"],
   ["serializer", "Serializers"],
+  ["httphandler", "HTTP source handlers (handler)"],
+  ["deserializer", "Spooling directory deserializers (deserializer)"],
   ["configfilter", "Config filters (configfilters.<name>.type)"],
 ];
 
@@ -88,7 +90,7 @@ export function describeSchema(s: ComponentSchema): string {
   }
   if (s.prefixes?.length) {
     lines.push("", "  key groups:");
-    lines.push(...table(s.prefixes.map((p) => [`    ${p.prefix}*`, p.doc])));
+    lines.push(...table(s.prefixes.flatMap((p) => [[`    ${p.prefix}*`, p.doc], ...(p.fieldSpecs ?? []).map((f) => [`      ${p.prefix}<id>.${f.key}`, docColumn(f)])])));
   }
   return lines.join("\n") + "\n";
 }

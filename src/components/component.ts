@@ -1,5 +1,6 @@
 import { type Clock, systemClock } from "../core/clock.ts";
 import type { Event } from "../core/event.ts";
+import { ConfigurationError } from "../core/errors.ts";
 import { type Logger, silentLogger } from "../core/logger.ts";
 import type { AnyOptions, ComponentKind, ComponentSchema, Groups, OptionsOf, PropError, Props, ValidationContext } from "../config/schema.ts";
 import { parseOptions, schemaOf } from "../config/schema.ts";
@@ -182,6 +183,25 @@ export function defineComponent<T, const P extends Props, const G extends Groups
     claims: decl.claims,
     rpcLink: decl.rpcLink,
   };
+}
+
+/**
+ * Builds the part a property names (`names` in its schema: a file_roll sink's serializer, an
+ * http source's handler) from the registry of the run, its settings (the group under
+ * `<key>.`) parsed and checked by the part's schema and its own checks.
+ */
+export function createPart<T>(ctx: ComponentContext, kind: ComponentKind, key: string, type: string, settings: Readonly<Record<string, string>>): T {
+  const def = ctx.lookup(kind, type);
+  if (!def) throw new ConfigurationError(key, `unknown ${kind} "${type}"`, ctx.name);
+  const { options, errors } = def.parse(settings);
+  const problem = [...errors, ...(def.validate?.(options) ?? [])].find((e) => e.severity !== "warning");
+  if (problem) throw new ConfigurationError(`${key}.${problem.key}`, problem.message, ctx.name);
+  return def.create(options, ctx) as T;
+}
+
+/** A definition's options with its defaults, then `over` (for code and tests that build one component type by hand). */
+export function optionsOf<O extends AnyOptions>(definition: ComponentDefinition<unknown, O>, over: Partial<O> = {}): O {
+  return { ...definition.parse({}).options, ...over };
 }
 
 /** The options type of a definition (for code that builds one component type by hand). */

@@ -5,6 +5,8 @@
  * of the options object the component is created with: a misspelled key does not compile.
  */
 
+import type { ProblemCode } from "./problems.ts";
+
 export type PropType =
   | "string"
   | "int" // a whole number (Java int/long)
@@ -88,6 +90,13 @@ export interface Group {
   doc: string;
   /** How each value is read: a property's type and limits (no default: a key is there or not). */
   value?: GroupValue;
+  /**
+   * The group holds records, one per id: `<prefix><id>.<field>` (regex_extractor's
+   * `serializers.s1.name`, `.type`, `.pattern`). Each field is read as the property of that
+   * name, defaults filled in for every id written; a key naming no field is a warning at its
+   * line. Ids that must exist (those of a list property) are the component's own check.
+   */
+  fields?: Props;
 }
 
 /** The spec of a group's values (see Group). */
@@ -105,9 +114,11 @@ export type GroupValue =
 export interface ValidationContext {
   /** A sink processor: the sinks of its group, in their configured order. */
   readonly sinks?: readonly string[];
+  /** A channel selector: the channels of its source. */
+  readonly channels?: readonly string[];
 }
 
-export type ComponentKind = "source" | "channel" | "sink" | "interceptor" | "serializer" | "selector" | "sinkprocessor" | "configfilter";
+export type ComponentKind = "source" | "channel" | "sink" | "interceptor" | "serializer" | "httphandler" | "deserializer" | "selector" | "sinkprocessor" | "configfilter";
 
 export type Props = Readonly<Record<string, Prop>>;
 export type Groups = Readonly<Record<string, Group>>;
@@ -123,13 +134,14 @@ type ValueOf<P> = P extends { type: "int" | "number" }
         : string;
 type AlwaysSet<P> = P extends { default: unknown } ? true : P extends { required: true } ? true : false;
 
-/** The options object a schema parses into: one field per property, one record per group (typed by its `value`). */
-export type OptionsOf<P extends Props, G extends Groups = Record<never, Group>> = {
-  readonly [K in keyof P]: AlwaysSet<P[K]> extends true ? ValueOf<P[K]> : ValueOf<P[K]> | undefined;
-} & { readonly [K in keyof G]: Readonly<Record<string, G[K] extends { value: infer V } ? ValueOf<V> : string>> };
+type PropsOptions<P extends Props> = { readonly [K in keyof P]: AlwaysSet<P[K]> extends true ? ValueOf<P[K]> : ValueOf<P[K]> | undefined };
+type GroupEntry<G> = G extends { fields: infer F extends Props } ? PropsOptions<F> : G extends { value: infer V } ? ValueOf<V> : string;
+
+/** The options object a schema parses into: one field per property, one record per group (typed by its `value` or `fields`). */
+export type OptionsOf<P extends Props, G extends Groups = Record<never, Group>> = PropsOptions<P> & { readonly [K in keyof G]: Readonly<Record<string, GroupEntry<G[K]>>> };
 
 /** Options of some component, seen from code that does not know which (the builder, the validator). */
-export type AnyOptions = Readonly<Record<string, PropValue | Readonly<Record<string, PropValue>> | undefined>>;
+export type AnyOptions = Readonly<Record<string, PropValue | Readonly<Record<string, PropValue | Readonly<Record<string, PropValue | undefined>>>> | undefined>>;
 
 export interface ComponentSchema {
   kind: ComponentKind;
@@ -140,7 +152,7 @@ export interface ComponentSchema {
   doc: string;
   props: readonly PropSpec[];
   /** Key prefixes read as open-ended groups, with the options field each one fills. */
-  prefixes?: readonly (Group & { name?: string })[];
+  prefixes?: readonly (Group & { name?: string; fieldSpecs?: readonly PropSpec[] })[];
 }
 
 /** Builds a schema from the record form components declare. */
@@ -153,9 +165,13 @@ export function schemaOf(decl: { kind: ComponentKind; type: string; aliases?: re
     type: decl.type,
     aliases: decl.aliases,
     doc: decl.doc,
-    props: Object.entries(decl.props).map(([key, p]) => ({ key, ...p }) as PropSpec),
-    prefixes: decl.groups ? Object.entries(decl.groups).map(([name, g]) => ({ name, ...g })) : undefined,
+    props: specsOf(decl.props),
+    prefixes: decl.groups ? Object.entries(decl.groups).map(([name, g]) => ({ name, ...g, fieldSpecs: g.fields && specsOf(g.fields) })) : undefined,
   };
+}
+
+function specsOf(props: Props): PropSpec[] {
+  return Object.entries(props).map(([key, p]) => ({ key, ...p }) as PropSpec);
 }
 
 /** A problem with a component's options: at `key` (its line, when the key is written), an error unless said otherwise. */
@@ -167,6 +183,8 @@ export interface PropError {
   hint?: string;
   /** A part's problem at a key of its owner (a sink processor's at its group's `sinks`), not at its own. */
   atOwner?: boolean;
+  /** Its category, when more precise than a bad value (a selector naming a channel its source lacks). */
+  code?: ProblemCode;
 }
 
 /** Parses one raw string value by its spec (a property's, or a group's value spec); returns the value or an error message. */
@@ -249,37 +267,65 @@ export function isUnderPrefix(schema: ComponentSchema, key: string): boolean {
  * required keys; unknown keys are reported separately by the validator (they are warnings).
  */
 export function parseOptions(schema: ComponentSchema, raw: Readonly<Record<string, string>>): { options: AnyOptions; errors: PropError[] } {
-  const options: Record<string, PropValue | Record<string, PropValue> | undefined> = Object.create(null);
+  const options: Record<string, AnyOptions[string]> = Object.create(null);
   const errors: PropError[] = [];
-  for (const spec of schema.props) {
-    const present = raw[spec.key] !== undefined ? spec.key : spec.aliases?.find((n) => raw[n] !== undefined);
-    if (present === undefined) {
-      if (spec.required) errors.push({ key: spec.key, message: `is required: ${spec.doc}` });
-      options[spec.key] = spec.default;
-      continue;
-    }
-    const parsed = parseValue(spec, raw[present]);
-    if ("error" in parsed) {
-      errors.push({ key: present, message: spec.secret ? parsed.error.replace(/got ".*"$/, "got a bad value") : parsed.error });
-      options[spec.key] = spec.default;
-    } else {
-      options[spec.key] = parsed.value;
-    }
-  }
+  readProps(schema.props, raw, "", options, errors);
   for (const g of schema.prefixes ?? []) {
     if (g.name === undefined) continue;
-    const group: Record<string, PropValue> = Object.create(null);
-    for (const [k, v] of Object.entries(raw)) {
-      if (!k.startsWith(g.prefix)) continue;
-      if (!g.value) {
-        group[k.slice(g.prefix.length)] = v;
-        continue;
-      }
-      const parsed = parseValue(g.value, v);
-      if ("error" in parsed) errors.push({ key: k, message: parsed.error });
-      else group[k.slice(g.prefix.length)] = parsed.value;
-    }
-    options[g.name] = group;
+    options[g.name] = g.fieldSpecs ? readRecords(g.prefix, g.fieldSpecs, raw, errors) : readGroup(g, raw, errors);
   }
   return { options, errors };
+}
+
+/** Reads the properties of `specs` from raw keys `<at><key>` into `into`, defaults filled in. */
+function readProps(specs: readonly PropSpec[], raw: Readonly<Record<string, string>>, at: string, into: Record<string, AnyOptions[string]>, errors: PropError[]): void {
+  for (const spec of specs) {
+    const present = [spec.key, ...(spec.aliases ?? [])].find((n) => raw[at + n] !== undefined);
+    if (present === undefined) {
+      if (spec.required) errors.push({ key: at + spec.key, message: `is required: ${spec.doc}` });
+      into[spec.key] = spec.default;
+      continue;
+    }
+    const parsed = parseValue(spec, raw[at + present]);
+    if ("error" in parsed) {
+      errors.push({ key: at + present, message: spec.secret ? parsed.error.replace(/got ".*"$/, "got a bad value") : parsed.error });
+      into[spec.key] = spec.default;
+    } else {
+      into[spec.key] = parsed.value;
+    }
+  }
+}
+
+function readGroup(g: Group, raw: Readonly<Record<string, string>>, errors: PropError[]): Record<string, PropValue> {
+  const group: Record<string, PropValue> = Object.create(null);
+  for (const [k, v] of Object.entries(raw)) {
+    if (!k.startsWith(g.prefix)) continue;
+    if (!g.value) {
+      group[k.slice(g.prefix.length)] = v;
+      continue;
+    }
+    const parsed = parseValue(g.value, v);
+    if ("error" in parsed) errors.push({ key: k, message: parsed.error });
+    else group[k.slice(g.prefix.length)] = parsed.value;
+  }
+  return group;
+}
+
+/** A group of records (Group.fields): one options record per id written under the prefix. */
+function readRecords(prefix: string, fields: readonly PropSpec[], raw: Readonly<Record<string, string>>, errors: PropError[]): Record<string, Record<string, PropValue | undefined>> {
+  const ids = new Set<string>();
+  for (const k of Object.keys(raw)) {
+    if (!k.startsWith(prefix)) continue;
+    const rest = k.slice(prefix.length);
+    const dot = rest.indexOf(".");
+    const field = dot < 0 ? undefined : rest.slice(dot + 1);
+    if (field === undefined || !fields.some((f) => f.key === field || f.aliases?.includes(field))) {
+      errors.push({ key: k, severity: "warning", message: `is not a setting of ${prefix}<id>, so it is ignored`, hint: `${prefix}<id> takes: ${fields.map((f) => f.key).join(", ")}` });
+      continue;
+    }
+    ids.add(rest.slice(0, dot));
+  }
+  const out: Record<string, Record<string, PropValue | undefined>> = Object.create(null);
+  for (const id of ids) readProps(fields, raw, `${prefix}${id}.`, (out[id] = Object.create(null)), errors);
+  return out;
 }

@@ -338,13 +338,16 @@ class Validator {
   ): AnyOptions {
     const schema = def.schema;
     const { options, errors } = def.parse(rawValues(props));
-    const lineOf = (key: string) => props[key]?.line ?? fallbackLine;
+    // A key not written (a record's missing field) is reported at its record's first line.
+    const recordLine = (key: string) => (isUnderPrefix(schema, key) ? Object.entries(props).find(([k]) => k.startsWith(key.slice(0, key.lastIndexOf(".") + 1)))?.[1].line : undefined);
+    const lineOf = (key: string) => props[key]?.line ?? recordLine(key) ?? fallbackLine;
     for (const e of errors) {
       // A value still holding ${...} was reported as an unresolved variable already.
       if (hasVariables(props[e.key]?.value ?? "")) continue;
       const spec = findProp(schema, e.key);
       const missing = props[e.key] === undefined;
-      this.addFor(entry, "error", "bad-value", lineOf(e.key), keyPrefix + e.key, e.message, missing ? `add ${this.fullKey(entry, keyPrefix + e.key)} = ...` : spec ? describeSpec(spec) : undefined);
+      const hint = e.hint ?? (missing ? `add ${this.fullKey(entry, keyPrefix + e.key)} = ...` : spec ? describeSpec(spec) : undefined);
+      this.addFor(entry, e.severity ?? "error", e.severity === "warning" ? "unknown-property" : "bad-value", lineOf(e.key), keyPrefix + e.key, e.message, hint);
     }
     for (const [key, loc] of Object.entries(props)) {
       if (findProp(schema, key) || isUnderPrefix(schema, key)) continue;
@@ -372,7 +375,7 @@ class Validator {
       for (const e of def.validate?.(options, context) ?? []) {
         const key = e.atOwner ? e.key : keyPrefix + e.key;
         if (this.hasError(entry, key)) continue;
-        this.addFor(entry, e.severity ?? "error", "bad-value", e.atOwner ? (entry.props[e.key]?.line ?? entry.line) : lineOf(e.key), key, e.message, e.hint?.replaceAll("{owner}", this.fullKey(entry, "")));
+        this.addFor(entry, e.severity ?? "error", e.code ?? "bad-value", e.atOwner ? (entry.props[e.key]?.line ?? entry.line) : lineOf(e.key), key, e.message, e.hint?.replaceAll("{owner}", this.fullKey(entry, "")));
       }
     }
     return options;
@@ -468,14 +471,7 @@ class Validator {
 
     // Selector: its type and keys, and channels it names must be among the source's channels.
     const selector = selectorProps(source);
-    this.checkSub(source, "selector", selector, DEFAULT_SELECTOR_TYPE, selector.line);
-    for (const [key, loc] of Object.entries(selector.props)) {
-      if (!(key === "default" || key === "optional" || key.startsWith("optional.") || key.startsWith("mapping."))) continue;
-      for (const ch of listNames(loc)) {
-        if (channels.includes(ch)) continue;
-        this.addFor(source, "error", "undefined-channel", loc.line, `selector.${key}`, `channel ${ch} is not one of the source's channels (${channels.join(" ") || "none"})`, `add ${ch} to ${this.fullKey(source, "channels")}`);
-      }
-    }
+    this.checkSub(source, "selector", selector, DEFAULT_SELECTOR_TYPE, selector.line, { channels });
 
     // Interceptors, in their listed order.
     for (const i of interceptorEntries(source)) {

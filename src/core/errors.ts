@@ -39,5 +39,16 @@ export class ConfigurationError extends FlumeError {
   }
 }
 
+/** The ConfigurationError that `build` throws, as a problem at its key (none when it builds); other errors propagate. For a component's validate. */
+export function configurationProblems(build: () => unknown): { key: string; message: string }[] {
+  try {
+    build();
+    return [];
+  } catch (err) {
+    if (err instanceof ConfigurationError) return [{ key: err.key, message: err.detail }];
+    throw err;
+  }
+}
+
 /** A command line (or simulation input) the user must correct; commands exit 2 on it. */
 export class UsageError extends FlumeError {}

@@ -17,7 +17,7 @@ import { readFileSync } from "node:fs";
 import type { Socket } from "node:net";
 import { type ConnectionOptions, createSecureContext, type SecureContext, type SecureContextOptions, type SecureVersion, Server, TLSSocket, type TlsOptions } from "node:tls";
 import { type OptionsOf, parseOptions, type Props, schemaOf } from "../config/schema.ts";
-import { ConfigurationError } from "../core/errors.ts";
+import { ConfigurationError, configurationProblems } from "../core/errors.ts";
 import { peerName } from "./peer.ts";
 
 const PROTOCOL_PROPS = {
@@ -293,15 +293,7 @@ export function clientTls(s: ClientTlsSettings): ConnectionOptions | null {
 }
 
 /** Configuration errors of a server's or client's TLS properties, for validate(). */
-export function tlsProblems(build: () => unknown): { key: string; message: string }[] {
-  try {
-    build();
-    return [];
-  } catch (err) {
-    if (err instanceof ConfigurationError) return [{ key: err.key, message: err.detail }];
-    throw err;
-  }
-}
+export const tlsProblems = configurationProblems;
 
 /**
  * Why a secured client connection must be refused, or null: with client-auth required, a

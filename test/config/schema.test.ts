@@ -44,3 +44,41 @@ describe("typed groups", () => {
     expect(parseOptions(def.schema, {}).options).toEqual({ batchSize: 10, weights: {}, modes: {}, settings: {} });
   });
 });
+
+/** A group of records: `route.<id>.<field>`. */
+const routes = defineComponent({
+  kind: "sink",
+  type: "records-example",
+  doc: "A group of records.",
+  props: {},
+  groups: {
+    routes: {
+      prefix: "route.",
+      doc: "route.<id>.target (required), .weight (1..10, default 1)",
+      fields: { target: { type: "string", required: true, doc: "Where to" }, weight: { type: "int", min: 1, max: 10, default: 1, doc: "How much" } },
+    },
+  },
+  create: () => null,
+});
+
+describe("groups of records", () => {
+  test("one typed record per id, defaults filled in", () => {
+    const { options, errors } = routes.parse({ "route.a.target": "x", "route.a.weight": "3", "route.b.target": "y" });
+    expect(errors).toEqual([]);
+    expect(options.routes).toEqual({ a: { target: "x", weight: 3 }, b: { target: "y", weight: 1 } });
+    const weight: number = options.routes.a.weight;
+    expect(weight).toBe(3);
+  });
+
+  test("a bad field is an error at its key, a missing required one at its would-be key, an unknown one a warning with what the record takes", () => {
+    const { options, errors } = routes.parse({ "route.a.weight": "11", "route.b.target": "y", "route.b.wieght": "2", "route.c": "z" });
+    expect(errors).toEqual([
+      { key: "route.b.wieght", severity: "warning", message: "is not a setting of route.<id>, so it is ignored", hint: "route.<id> takes: target, weight" },
+      { key: "route.c", severity: "warning", message: "is not a setting of route.<id>, so it is ignored", hint: "route.<id> takes: target, weight" },
+      { key: "route.a.target", message: "is required: Where to" },
+      { key: "route.a.weight", message: "must be at most 10, got 11" },
+    ]);
+    expect(Object.keys(options.routes)).toEqual(["a", "b"]);
+    expect(options.routes.a.weight).toBe(1);
+  });
+});

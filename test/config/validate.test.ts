@@ -199,6 +199,68 @@ describe("validateAgentConfig", () => {
       "a1.sources.r1.selector.default = c1", // 13
     ]);
     expect(brief(p)).toEqual(["12 error undefined-channel source r1 selector.mapping.CZ"]);
+    expect(p[0].hint).toBe("add c2 to a1.sources.r1.channels");
+  });
+
+  test("a replicating selector's optional channels must be the source's too", () => {
+    const p = check([...BASE, "a1.sources.r1.selector.optional = c1 c9"]);
+    expect(brief(p)).toEqual(["10 error undefined-channel source r1 selector.optional"]);
+    expect(p[0].message).toBe("channel c9 is not one of the source's channels (c1)");
+  });
+
+  test("regex_extractor's serializers: each setting read by its spec at its line, a missing name at the interceptor", () => {
+    const p = check([
+      ...BASE,
+      "a1.sources.r1.interceptors = i1", // 10
+      "a1.sources.r1.interceptors.i1.type = regex_extractor", // 11
+      "a1.sources.r1.interceptors.i1.regex = (\\d+) (\\w+) (\\w+)", // 12
+      "a1.sources.r1.interceptors.i1.serializers = s1 s2 s3", // 13
+      "a1.sources.r1.interceptors.i1.serializers.s1.name = n", // 14
+      "a1.sources.r1.interceptors.i1.serializers.s1.type = millis", // 15
+      "a1.sources.r1.interceptors.i1.serializers.s2.name = w", // 16
+      "a1.sources.r1.interceptors.i1.serializers.s2.type = org.example.Upper", // 17
+      "a1.sources.r1.interceptors.i1.serializers.s2.patern = x", // 18
+    ]);
+    expect(brief(p)).toEqual([
+      "11 error bad-value source r1 interceptors.i1.serializers.s3.name",
+      "14 error bad-value source r1 interceptors.i1.serializers.s1.pattern",
+      "17 error bad-value source r1 interceptors.i1.serializers.s2.type",
+      "18 warning unknown-property source r1 interceptors.i1.serializers.s2.patern",
+    ]);
+    expect(p[2].message).toMatch(/^expected one of DEFAULT, .*millis, got "org.example.Upper"$/);
+    expect(p[3].hint).toBe("serializers.<id> takes: name, type, pattern");
+  });
+
+  test("multiport_syslogtcp's charset.port.<port>: a charset it cannot read and a key that is no port, at their lines", () => {
+    const p = check([
+      ...BASE.map((l) => l.replace("a1.sources.r1.type = seq", "a1.sources.r1.type = multiport_syslogtcp")),
+      "a1.sources.r1.ports = 5140 5141", // 10
+      "a1.sources.r1.charset.port.5140 = EBCDIC", // 11
+      "a1.sources.r1.charset.port.x = UTF-8", // 12
+      "a1.sources.r1.charset.port.5141 = iso-8859-1", // 13
+    ]);
+    expect(brief(p)).toEqual(["11 error bad-value source r1 charset.port.5140", "12 error bad-value source r1 charset.port.x"]);
+  });
+
+  test("the spooldir source's deserializer is a part found in the registry: a did-you-mean at its line, its settings checked against its schema", () => {
+    const spool = BASE.map((l) => l.replace("a1.sources.r1.type = seq", "a1.sources.r1.type = spooldir")).concat("a1.sources.r1.spoolDir = /var/spool"); // 10
+    const typo = check([...spool, "a1.sources.r1.deserializer = BLBO"]);
+    expect(brief(typo)).toEqual(["11 error unknown-type source r1 deserializer"]);
+    expect(typo[0].hint).toBe('did you mean "BLOB"?');
+    const settings = check([...spool, "a1.sources.r1.deserializer.maxLineLength = 0", "a1.sources.r1.deserializer.outputCharset = EBCDIC", "a1.sources.r1.deserializer.maxBlobLength = 5"]);
+    expect(brief(settings)).toEqual(["11 error bad-value source r1 deserializer.maxLineLength", "12 error bad-value source r1 deserializer.outputCharset", "13 warning unknown-property source r1 deserializer.maxBlobLength"]);
+    expect(settings[1].message).toBe('unsupported charset "EBCDIC" (UTF-8, ISO-8859-1 or US-ASCII)');
+    expect(check([...spool, "a1.sources.r1.deserializer = org.apache.flume.sink.solr.morphline.BlobDeserializer$Builder", "a1.sources.r1.deserializer.maxBlobLength = 5"])).toEqual([]);
+  });
+
+  test("the http source's handler is a part found in the registry: a did-you-mean at its line, its settings checked against its schema", () => {
+    const http = BASE.map((l) => l.replace("a1.sources.r1.type = seq", "a1.sources.r1.type = http")).concat("a1.sources.r1.port = 8080"); // 10
+    const typo = check([...http, "a1.sources.r1.handler = BLOBB"]);
+    expect(brief(typo)).toEqual(["11 error unknown-type source r1 handler"]);
+    expect(typo[0].hint).toBe('did you mean "BLOB"?');
+    const settings = check([...http, "a1.sources.r1.handler = org.apache.flume.source.http.BLOBHandler", "a1.sources.r1.handler.maxBlobLength = 0", "a1.sources.r1.handler.mandatoryParameter = id"]);
+    expect(brief(settings)).toEqual(["12 error bad-value source r1 handler.maxBlobLength", "13 warning unknown-property source r1 handler.mandatoryParameter"]);
+    expect(settings[1].hint).toBe("did you mean handler.mandatoryParameters?");
   });
 
   test("interceptors: unknown type, bad values, unlisted ones", () => {

@@ -67,6 +67,28 @@ async function runAndSend(command: string, args: string[], dir: string, conf: st
   }
 }
 
+/** Runs `flume run -f conf` in dir while `fn` runs, then stops it (it must exit cleanly). */
+async function whileAgentRuns(dir: string, conf: string, fn: () => Promise<void>): Promise<void> {
+  const child = spawn(process.execPath, [CLI, "run", "-f", conf, "--no-reload-conf", "--quiet"], { cwd: dir, env: { ...process.env, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] });
+  let err = "";
+  child.stderr.on("data", (d) => (err += d));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+  try {
+    await waitUntil(() => /agent a1 started/.test(err) || child.exitCode !== null, "the agent to start", 30000);
+    await fn();
+  } finally {
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+  }
+}
+
+/** What a file_roll sink wrote to dir/out, all files in name order. */
+const rolledFiles = (dir: string) =>
+  readdirSync(path.join(dir, "out"))
+    .sort()
+    .map((f) => readFileSync(path.join(dir, "out", f), "utf8"))
+    .join("");
+
 const HELLO = [
   { headers: {}, body: "hello" },
   { headers: {}, body: "wörld" },
@@ -164,19 +186,105 @@ export default defineComponent({
     expect(v.stdout).toContain(`${bad}:15: warning: sink k1: sink.serializer.marks: is not a property of serializer type shout, so it is ignored (did you mean sink.serializer.mark?)`);
     mkdirSync(path.join(dir, "out"));
     const good = conf(["a1.sinks.k1.sink.serializer.mark = ?", "a1.sinks.k1.sink.serializer.repeat = 2"]);
-    const child = spawn(process.execPath, [CLI, "run", "-f", good, "--no-reload-conf", "--quiet"], { cwd: dir, env: { ...process.env, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] });
-    let err = "";
-    child.stderr.on("data", (d) => (err += d));
-    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
-    try {
-      await waitUntil(() => /agent a1 started/.test(err) || child.exitCode !== null, "the agent to start", 30000);
+    await whileAgentRuns(dir, good, async () => {
       expect(await sendLines(port, "hello\nwörld\n", 2000, 2)).toBe("OK\nOK\n");
-      const written = () => readdirSync(path.join(dir, "out")).map((f) => readFileSync(path.join(dir, "out", f), "utf8")).join("");
-      await waitUntil(() => written() === "HELLO??\nWÖRLD??\n", "both events in the file, through the serializer");
-    } finally {
-      child.kill("SIGTERM");
-      expect(await exited).toBe(0);
-    }
+      await waitUntil(() => rolledFiles(dir) === "HELLO??\nWÖRLD??\n", "both events in the file, through the serializer");
+    });
+  }, 30000);
+
+  test("a custom HTTP source handler module named by the http source's handler: its settings checked at their lines, then every request read through it", async () => {
+    const dir = workspace();
+    writeFileSync(
+      path.join(dir, "lines-handler.ts"),
+      `import { defineComponent, HttpBadRequestError } from "flume-ts";
+export default defineComponent({
+  kind: "httphandler",
+  type: "lines",
+  doc: "Each line of the body is one event, tagged.",
+  props: { tag: { type: "string", default: "", doc: "Put before each line" }, maxLines: { type: "int", default: 100, min: 1, doc: "Most lines in one request" } },
+  create: (o) => ({
+    getEvents(request) {
+      const lines = new TextDecoder().decode(request.body).split("\\n").filter(Boolean);
+      if (lines.length > o.maxLines) throw new HttpBadRequestError(\`\${lines.length} lines, at most \${o.maxLines}\`);
+      return lines.map((l) => ({ headers: {}, body: new TextEncoder().encode(o.tag + l) }));
+    },
+  }),
+});
+`,
+    );
+    const port = await freePort();
+    const conf = (extra: string[]) => {
+      const file = path.join(dir, "handler.conf");
+      const lines = ["a1.sources = r1", "a1.channels = c1", "a1.sinks = k1", "a1.sources.r1.type = http", "a1.sources.r1.bind = 127.0.0.1", `a1.sources.r1.port = ${port}`, "a1.sources.r1.channels = c1", "a1.sources.r1.handler = ./lines-handler.ts"];
+      writeFileSync(file, [...lines, ...extra, "a1.channels.c1.type = memory", "a1.sinks.k1.type = file_roll", `a1.sinks.k1.sink.directory = ${path.join(dir, "out")}`, "a1.sinks.k1.sink.rollInterval = 0", "a1.sinks.k1.channel = c1", ""].join("\n"));
+      return file;
+    };
+    const bad = conf(["a1.sources.r1.handler.maxLines = 0", "a1.sources.r1.handler.tags = x"]);
+    const v = runCli(["validate", bad]);
+    expect(v.code).toBe(1);
+    expect(v.stdout).toContain(`${bad}:9: error: source r1: handler.maxLines: must be at least 1, got 0`);
+    expect(v.stdout).toContain(`${bad}:10: warning: source r1: handler.tags: is not a property of httphandler type lines, so it is ignored (did you mean handler.tag?)`);
+    mkdirSync(path.join(dir, "out"));
+    const good = conf(["a1.sources.r1.handler.tag = web:", "a1.sources.r1.handler.maxLines = 2"]);
+    expect(runCli(["validate", good]).code).toBe(0);
+    await whileAgentRuns(dir, good, async () => {
+      const post = (body: string) => fetch(`http://127.0.0.1:${port}/`, { method: "POST", body });
+      expect((await post("hello\nwörld\n")).status).toBe(200);
+      const refused = await post("a\nb\nc\n");
+      expect(refused.status).toBe(400);
+      expect(await refused.text()).toContain("3 lines, at most 2");
+      await waitUntil(() => rolledFiles(dir) === "web:hello\nweb:wörld\n", "both lines of the accepted request in the file, through the handler");
+    });
+  }, 30000);
+
+  test("a custom deserializer module named by the spooldir source's deserializer: its settings checked at their lines, then every file read through it", async () => {
+    const dir = workspace();
+    writeFileSync(
+      path.join(dir, "csv-deserializer.ts"),
+      `import { defineComponent } from "flume-ts";
+export default defineComponent({
+  kind: "deserializer",
+  type: "csv",
+  doc: "Each comma-separated field of the file is one event.",
+  props: { separator: { type: "string", default: ",", doc: "Between fields" }, upper: { type: "boolean", default: false, doc: "Bodies in capitals" } },
+  create: (o) => ({
+    open(f) {
+      let done = false;
+      return {
+        async read() {
+          if (done) return { events: [], endPos: f.size, atEnd: true };
+          done = true;
+          const buf = new Uint8Array(f.size - f.pos);
+          await f.handle.read(buf, 0, buf.length, f.pos);
+          const fields = new TextDecoder().decode(buf).trim().split(o.separator);
+          return { events: fields.map((x) => ({ headers: {}, body: new TextEncoder().encode(o.upper ? x.toUpperCase() : x) })), endPos: f.size, atEnd: true };
+        },
+      };
+    },
+  }),
+});
+`,
+    );
+    mkdirSync(path.join(dir, "spool"));
+    const conf = (extra: string[]) => {
+      const file = path.join(dir, "spool.conf");
+      const lines = ["a1.sources = r1", "a1.channels = c1", "a1.sinks = k1", "a1.sources.r1.type = spooldir", `a1.sources.r1.spoolDir = ${path.join(dir, "spool")}`, "a1.sources.r1.pollDelay = 50", "a1.sources.r1.channels = c1", "a1.sources.r1.deserializer = ./csv-deserializer.ts"];
+      writeFileSync(file, [...lines, ...extra, "a1.channels.c1.type = memory", "a1.sinks.k1.type = file_roll", `a1.sinks.k1.sink.directory = ${path.join(dir, "out")}`, "a1.sinks.k1.sink.rollInterval = 0", "a1.sinks.k1.channel = c1", ""].join("\n"));
+      return file;
+    };
+    const bad = conf(["a1.sources.r1.deserializer.upper = yes", "a1.sources.r1.deserializer.seperator = ;"]);
+    const v = runCli(["validate", bad]);
+    expect(v.code).toBe(1);
+    expect(v.stdout).toContain(`${bad}:9: error: source r1: deserializer.upper: expected true or false, got "yes"`);
+    expect(v.stdout).toContain(`${bad}:10: warning: source r1: deserializer.seperator: is not a property of deserializer type csv, so it is ignored (did you mean deserializer.separator?)`);
+    mkdirSync(path.join(dir, "out"));
+    const good = conf(["a1.sources.r1.deserializer.upper = true", "a1.sources.r1.deserializer.separator = ;"]);
+    expect(runCli(["validate", good]).code).toBe(0);
+    writeFileSync(path.join(dir, "spool", "a.csv"), "one;two;three\n");
+    await whileAgentRuns(dir, good, async () => {
+      await waitUntil(() => rolledFiles(dir) === "ONE\nTWO\nTHREE\n", "the file's three fields in the output, through the deserializer");
+      await waitUntil(() => existsSync(path.join(dir, "spool", "a.csv.COMPLETED")), "the file completed");
+    });
   }, 30000);
 
   test("examples/jsonl-sink.conf, the README's example, is valid", () => {

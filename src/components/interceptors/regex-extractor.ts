@@ -1,4 +1,5 @@
 import { defineComponent } from "../component.ts";
+import type { PropError } from "../../config/schema.ts";
 import { ConfigurationError } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
@@ -69,19 +70,33 @@ export class RegexExtractorInterceptor extends EventInterceptor {
   }
 }
 
-function buildSerializers(names: readonly string[], group: Readonly<Record<string, string>>): Named[] {
-  if (names.length === 0) throw new ConfigurationError("serializers", "must name at least one serializer (e.g. serializers = s1 s2)");
-  return names.map((id) => {
-    const header = group[`${id}.name`];
-    if (!header) throw new ConfigurationError(`serializers.${id}.name`, "is required: the header the group is written to");
-    const type = (group[`${id}.type`] ?? "DEFAULT").trim();
-    if (PASS_THROUGH_TYPES.includes(type)) return { header, serializer: passThrough };
-    if (MILLIS_TYPES.includes(type)) {
-      const pattern = group[`${id}.pattern`];
-      if (!pattern) throw new ConfigurationError(`serializers.${id}.pattern`, "is required for the millis serializer (a Joda date pattern such as yyyy-MM-dd HH:mm)");
-      return { header, serializer: new MillisSerializer(pattern) };
-    }
-    throw new ConfigurationError(`serializers.${id}.type`, `unknown serializer "${type}"; use ${PASS_THROUGH_TYPES[1]} or ${MILLIS_TYPES[0]}`);
+const SERIALIZER_FIELDS = {
+  name: { type: "string", required: true, doc: "The header the group is written to" },
+  type: { type: "enum", values: [...PASS_THROUGH_TYPES, ...MILLIS_TYPES], caseSensitive: true, default: "DEFAULT", doc: "DEFAULT (pass-through) or a serializer class" },
+  pattern: { type: "string", doc: "The Joda date pattern of the millis serializer (e.g. yyyy-MM-dd HH:mm)" },
+} as const;
+
+type SerializerSettings = Readonly<Record<string, { readonly name: string; readonly type: string; readonly pattern: string | undefined }>>;
+
+/** The listed serializers that cannot be built, at their keys: none listed, no name, millis without pattern. */
+// ids defaults for a check run without the required list (the validator skips that case; tests do not).
+function serializerProblems(ids: readonly string[] = [], settings: SerializerSettings): PropError[] {
+  if (ids.length === 0) return [{ key: "serializers", message: "must name at least one serializer (e.g. serializers = s1 s2)" }];
+  const problems: PropError[] = [];
+  for (const id of ids) {
+    const s = settings[id];
+    if (s === undefined) problems.push({ key: `serializers.${id}.name`, message: `is required: the header group ${ids.indexOf(id) + 1} is written to` });
+    else if (MILLIS_TYPES.includes(s.type) && !s.pattern) problems.push({ key: `serializers.${id}.pattern`, message: "is required for the millis serializer (a Joda date pattern such as yyyy-MM-dd HH:mm)" });
+  }
+  return problems;
+}
+
+function buildSerializers(ids: readonly string[], settings: SerializerSettings): Named[] {
+  const [problem] = serializerProblems(ids, settings);
+  if (problem) throw new ConfigurationError(problem.key, problem.message);
+  return ids.map((id) => {
+    const { name, type, pattern } = settings[id];
+    return { header: name, serializer: MILLIS_TYPES.includes(type) && pattern ? new MillisSerializer(pattern) : passThrough };
   });
 }
 
@@ -94,18 +109,16 @@ export const definition = defineComponent({
     regex: { type: "string", required: true, doc: "Regular expression with groups, searched in the body." },
     serializers: { type: "list", required: true, doc: "Space-separated serializer ids, one per group in order." },
   },
-  groups: { serializerSettings: { prefix: "serializers.", doc: "serializers.<id>.name (header), .type (DEFAULT or a serializer class), .pattern (for the millis serializer)" }},
+  groups: { serializerSettings: { prefix: "serializers.", doc: "serializers.<id>.<setting>: one record per serializer id", fields: SERIALIZER_FIELDS } },
   create(config, ctx): Interceptor {
     return new RegexExtractorInterceptor(compileJavaRegex(config.regex, "regex"), buildSerializers(config.serializers, config.serializerSettings), ctx.logger);
   },
   validate(config) {
-    const errors: { key: string; message: string }[] = [];
+    const errors = serializerProblems(config.serializers, config.serializerSettings);
     try {
       compileJavaRegex(config.regex, "regex");
-      buildSerializers(config.serializers, config.serializerSettings);
     } catch (err) {
-      if (err instanceof ConfigurationError) errors.push({ key: err.key, message: err.detail });
-      else errors.push({ key: "regex", message: (err as Error).message });
+      errors.push({ key: "regex", message: err instanceof ConfigurationError ? err.detail : (err as Error).message });
     }
     return errors;
   },

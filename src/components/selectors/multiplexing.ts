@@ -2,12 +2,9 @@ import type { Channel } from "../../core/channel.ts";
 import { DEFAULT_MULTIPLEXING_HEADER, MultiplexingChannelSelector } from "../../core/selectors.ts";
 import type { ChannelSelector } from "../../core/selectors.ts";
 import { defineComponent } from "../component.ts";
+import { channelsOutsideSource } from "./source-channels.ts";
 
-function lists(group: Record<string, string>): Record<string, string[]> {
-  const out: Record<string, string[]> = {};
-  for (const [k, v] of Object.entries(group)) out[k] = v.trim() === "" ? [] : v.trim().split(/\s+/);
-  return out;
-}
+const under = (prefix: string, group: Readonly<Record<string, readonly string[]>>) => Object.entries(group).map(([value, names]) => [prefix + value, names] as const);
 
 export const definition = defineComponent({
   kind: "selector",
@@ -19,16 +16,20 @@ export const definition = defineComponent({
     default: { type: "list", default: [], doc: "Channels for events whose header is missing or not mapped" },
   },
   groups: {
-    mapping: { prefix: "mapping.", doc: "mapping.<value> = channels required for that header value" },
-    optional: { prefix: "optional.", doc: "optional.<value> = channels that may take events with that value" },
+    mapping: { prefix: "mapping.", doc: "mapping.<value> = channels required for that header value", value: { type: "list" } },
+    optional: { prefix: "optional.", doc: "optional.<value> = channels that may take events with that value", value: { type: "list" } },
   },
   create(config) {
     return (channels: Channel[]): ChannelSelector =>
       new MultiplexingChannelSelector(channels, {
         header: config.header,
-        mapping: lists(config.mapping),
-        optional: lists(config.optional),
+        mapping: config.mapping,
+        optional: config.optional,
         default: config.default,
       });
+  },
+  validate(config, context) {
+    const empty = Object.entries(config.mapping).filter(([, names]) => names.length === 0).map(([value]) => ({ key: `mapping.${value}`, message: "maps to no channel" }));
+    return [...empty, ...channelsOutsideSource(context, [["default", config.default], ...under("mapping.", config.mapping), ...under("optional.", config.optional)])];
   },
 });

@@ -2,6 +2,7 @@ import type { Channel } from "../../core/channel.ts";
 import { ReplicatingChannelSelector } from "../../core/selectors.ts";
 import type { ChannelSelector } from "../../core/selectors.ts";
 import { defineComponent } from "../component.ts";
+import { channelsOutsideSource } from "./source-channels.ts";
 
 export const definition = defineComponent({
   kind: "selector",
@@ -12,4 +13,5 @@ export const definition = defineComponent({
   create(config) {
     return (channels: Channel[]): ChannelSelector => new ReplicatingChannelSelector(channels, config.optional);
   },
+  validate: (config, context) => channelsOutsideSource(context, [["optional", config.optional]]),
 });

@@ -3,13 +3,14 @@ import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import type { Clock, TimerHandle } from "../../core/clock.ts";
 import { SinkCounter } from "../../core/counters.ts";
-import { ConfigurationError, EventDeliveryException } from "../../core/errors.ts";
+import { EventDeliveryException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { Status } from "../../core/sink.ts";
 import type { TakeLoop } from "../../pipeline/take-loop.ts";
-import { defineComponent, type ComponentContext } from "../component.ts";
+import { createPart, defineComponent, type ComponentContext } from "../component.ts";
+import type { Groups, OptionsOf, Props } from "../../config/schema.ts";
 import { ChunkOutput } from "../serializers/serializer.ts";
-import type { EventSerializer, SerializerDefinition, SerializerFactory } from "../serializers/serializer.ts";
+import type { EventSerializer, SerializerFactory } from "../serializers/serializer.ts";
 import { BaseSink } from "./base.ts";
 
 /**
@@ -64,16 +65,25 @@ function rollTimeStamp(d: Date): string {
   return `${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}`;
 }
 
-export interface FileRollOptions {
-  directory: string;
-  /** Seconds between rolls; 0 never rolls. */
-  rollInterval: number;
-  batchSize: number;
-  serializer: SerializerFactory;
-  pathManager: "DEFAULT" | "ROLLTIME";
-  prefix: string;
-  extension: string;
-}
+const props = {
+  "sink.directory": { type: "path", required: true, doc: "Directory where files are written" },
+  "sink.rollInterval": { type: "int", default: 30, min: 0, doc: "Seconds between file rolls; 0 writes everything to one file" },
+  "sink.batchSize": { type: "int", roles: ["batchSize"], default: 100, min: 1, doc: "Events taken per transaction" },
+  "sink.serializer": {
+    type: "string",
+    default: "TEXT",
+    names: { kind: "serializer", settings: "sinkSerializer" },
+    doc: "Serializer: TEXT, HEADER_AND_TEXT, AVRO_EVENT, a serializer class name, or the module of a custom one",
+  },
+  "sink.pathManager": { type: "enum", values: ["DEFAULT", "ROLLTIME"], default: "DEFAULT", doc: "File naming: DEFAULT (<timestamp>-<n>) or ROLLTIME (yyyyMMddHHmmss-<n>)" },
+  "sink.pathManager.prefix": { type: "string", default: "", doc: "Prefix of file names" },
+  "sink.pathManager.extension": { type: "string", default: "", doc: "Extension of file names (without the dot)" },
+} as const satisfies Props;
+
+const groups = { sinkSerializer: { prefix: "sink.serializer.", doc: "The serializer's properties, e.g. sink.serializer.appendNewline" } } as const satisfies Groups;
+
+/** What the schema parses the properties into, with the serializer they name built. */
+export type FileRollOptions = OptionsOf<typeof props, typeof groups> & { readonly serializer: SerializerFactory };
 
 /**
  * Flume's file_roll sink (RollingFileSink): writes events to a file in a directory and starts
@@ -101,12 +111,12 @@ export class RollingFileSink extends BaseSink {
   ) {
     super(ctx);
     this.counter = new SinkCounter(ctx.name, ctx.clock);
-    this.paths = new PathManager(options.directory, options.pathManager, options.prefix, options.extension, ctx.clock);
+    this.paths = new PathManager(options["sink.directory"], options["sink.pathManager"], options["sink.pathManager.prefix"], options["sink.pathManager.extension"], ctx.clock);
     this.takeLoop = this.newTakeLoop({
       counter: this.counter,
       // Flume's sink counts no batches: BatchEmptyCount and the others stay 0.
       countBatches: false,
-      batchSize: options.batchSize,
+      batchSize: options["sink.batchSize"],
       target: () => this.paths.getCurrentFile(),
       deliver: (events) => this.write(events),
       failed: () => this.cutBatch(),
@@ -119,10 +129,10 @@ export class RollingFileSink extends BaseSink {
   }
 
   override async start(): Promise<void> {
-    this.logger.info(`Starting RollingFileSink ${this.name} in ${this.options.directory}`);
+    this.logger.info(`Starting RollingFileSink ${this.name} in ${this.options["sink.directory"]}`);
     this.counter.start();
-    await mkdir(this.options.directory, { recursive: true });
-    if (this.options.rollInterval > 0) this.scheduleRoll();
+    await mkdir(this.options["sink.directory"], { recursive: true });
+    if (this.options["sink.rollInterval"] > 0) this.scheduleRoll();
     else this.logger.info(`${this.name}: rollInterval is 0, file rolling will not happen`);
     this.state = "START";
   }
@@ -131,7 +141,7 @@ export class RollingFileSink extends BaseSink {
     this.rollTimer = this.clock.setTimeout(() => {
       this.shouldRotate = true;
       if (this.state === "START") this.scheduleRoll();
-    }, this.options.rollInterval * 1000);
+    }, this.options["sink.rollInterval"] * 1000);
   }
 
   override async stop(): Promise<void> {
@@ -175,7 +185,7 @@ export class RollingFileSink extends BaseSink {
     let target = this.paths.getCurrentFile();
     try {
       // The directory may have been removed since start (a cleanup job): make it again.
-      await mkdir(this.options.directory, { recursive: true });
+      await mkdir(this.options["sink.directory"], { recursive: true });
       // Never truncate an existing file: another sink started in the same millisecond, or this
       // one restarted within the same second (ROLLTIME), has the same name. Take the next one.
       let file: FileHandle;
@@ -282,38 +292,9 @@ export const definition = defineComponent({
   type: "file_roll",
   aliases: ["org.apache.flume.sink.RollingFileSink"],
   doc: "Writes events to files in a local directory, starting a new file every rollInterval seconds.",
-  props: {
-    "sink.directory": { type: "path", required: true, doc: "Directory where files are written" },
-    "sink.rollInterval": { type: "int", default: 30, min: 0, doc: "Seconds between file rolls; 0 writes everything to one file" },
-    "sink.batchSize": { type: "int", roles: ["batchSize"], default: 100, min: 1, doc: "Events taken per transaction" },
-    "sink.serializer": {
-      type: "string",
-      default: "TEXT",
-      names: { kind: "serializer", settings: "sinkSerializer" },
-      doc: "Serializer: TEXT, HEADER_AND_TEXT, AVRO_EVENT, a serializer class name, or the module of a custom one",
-    },
-    "sink.pathManager": { type: "enum", values: ["DEFAULT", "ROLLTIME"], default: "DEFAULT", doc: "File naming: DEFAULT (<timestamp>-<n>) or ROLLTIME (yyyyMMddHHmmss-<n>)" },
-    "sink.pathManager.prefix": { type: "string", default: "", doc: "Prefix of file names" },
-    "sink.pathManager.extension": { type: "string", default: "", doc: "Extension of file names (without the dot)" },
-  },
-  groups: { sinkSerializer: { prefix: "sink.serializer.", doc: "The serializer's properties, e.g. sink.serializer.appendNewline" } },
+  props,
+  groups,
   create(config, ctx) {
-    const name = config["sink.serializer"];
-    const def = ctx.lookup("serializer", name) as SerializerDefinition | undefined;
-    if (!def) throw new ConfigurationError("sink.serializer", `unknown serializer "${name}"`, ctx.name);
-    const parsed = def.parse(config.sinkSerializer);
-    if (parsed.errors.length > 0) {
-      const e = parsed.errors[0];
-      throw new ConfigurationError(`sink.serializer.${e.key}`, e.message, ctx.name);
-    }
-    return new RollingFileSink(ctx, {
-      directory: config["sink.directory"],
-      rollInterval: config["sink.rollInterval"],
-      batchSize: config["sink.batchSize"],
-      serializer: def.create(parsed.options, ctx),
-      pathManager: config["sink.pathManager"] === "ROLLTIME" ? "ROLLTIME" : "DEFAULT",
-      prefix: config["sink.pathManager.prefix"],
-      extension: config["sink.pathManager.extension"],
-    });
+    return new RollingFileSink(ctx, { ...config, serializer: createPart<SerializerFactory>(ctx, "serializer", "sink.serializer", config["sink.serializer"], config.sinkSerializer) });
   },
 });

@@ -1,7 +1,7 @@
 import type { Agent } from "undici/index.js";
-import type { OptionsOf } from "../../config/schema.ts";
+import type { Groups, OptionsOf, Props } from "../../config/schema.ts";
 import { SinkCounter } from "../../core/counters.ts";
-import { ConfigurationError } from "../../core/errors.ts";
+import { ConfigurationError, configurationProblems } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { BatchVerdict, TakeLoop } from "../../pipeline/take-loop.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
@@ -44,17 +44,6 @@ export class StatusPolicy {
   }
 }
 
-export interface HttpSinkOptions {
-  endpoint: URL;
-  connectTimeout: number;
-  requestTimeout: number;
-  contentType: string;
-  accept: string;
-  backoff: StatusPolicy;
-  rollback: StatusPolicy;
-  incrementMetrics: StatusPolicy;
-}
-
 /**
  * Flume's HttpSink: takes one event per transaction and POSTs its body to the endpoint. The
  * response status decides, through the backoff / rollback / incrementMetrics policies, whether
@@ -69,12 +58,14 @@ export class HttpSink extends BaseSink {
   protected readonly takeLoop: TakeLoop;
   private agent: Agent | null = null;
   private request: Undici["request"] | null = null;
+  private readonly resolved: ReturnType<typeof resolve>;
 
   constructor(
     ctx: ComponentContext,
     readonly options: HttpSinkOptions,
   ) {
     super(ctx);
+    this.resolved = resolve(options);
     this.counter = new SinkCounter(ctx.name, ctx.clock);
     this.takeLoop = this.newTakeLoop({
       label: `http sink ${this.name}`,
@@ -82,7 +73,7 @@ export class HttpSink extends BaseSink {
       // Flume's sink counts no batches: BatchEmptyCount and the others stay 0.
       countBatches: false,
       batchSize: 1,
-      target: () => options.endpoint.href,
+      target: () => this.resolved.endpoint.href,
       deliver: (events) => this.deliver(events[0]),
     });
   }
@@ -92,7 +83,7 @@ export class HttpSink extends BaseSink {
     this.request = request;
     this.agent = new Agent({ connectTimeout: this.options.connectTimeout, headersTimeout: this.options.requestTimeout, bodyTimeout: this.options.requestTimeout });
     this.counter.start();
-    if (this.options.rollback.defaultValue && !this.options.rollback.coversSuccess())
+    if (this.resolved.rollback.defaultValue && !this.resolved.rollback.coversSuccess())
       this.logger.warn(`http sink ${this.name}: defaultRollback is true and no rollback.2XX/rollback.200 is set, so even successful posts are rolled back and sent again (as in Flume); set rollback.2XX = false`);
     this.state = "START";
   }
@@ -109,10 +100,10 @@ export class HttpSink extends BaseSink {
     const agent = this.agent;
     const request = this.request;
     if (!agent || !request) throw new Error("sink is not started");
-    const res = await request(this.options.endpoint, {
+    const res = await request(this.resolved.endpoint, {
       method: "POST",
       body,
-      headers: { "content-type": this.options.contentType, accept: this.options.accept },
+      headers: { "content-type": this.options.contentTypeHeader, accept: this.options.acceptHeader },
       dispatcher: agent,
       signal: AbortSignal.timeout(this.options.connectTimeout + this.options.requestTimeout),
     });
@@ -129,11 +120,11 @@ export class HttpSink extends BaseSink {
       return { commit: true, status: "BACKOFF", drained: 0 };
     }
     const status = await this.post(event.body);
-    const rollback = this.options.rollback.decide(status);
-    const backoff = this.options.backoff.decide(status);
+    const rollback = this.resolved.rollback.decide(status);
+    const backoff = this.resolved.backoff.decide(status);
     if (rollback) this.logger.info(`http sink ${this.name}: got status ${status}; rolling back the event${backoff ? " and backing off" : " for retry"}`);
     else if (status >= 400) this.logger.warn(`http sink ${this.name}: got status ${status}; the event is committed (dropped) as configured`);
-    return { commit: !rollback, status: backoff ? "BACKOFF" : "READY", drained: this.options.incrementMetrics.decide(status) ? 1 : 0 };
+    return { commit: !rollback, status: backoff ? "BACKOFF" : "READY", drained: this.resolved.incrementMetrics.decide(status) ? 1 : 0 };
   }
 }
 
@@ -146,15 +137,19 @@ const props = {
   defaultBackoff: { type: "boolean", default: true, doc: "Back off after a status no backoff.CODE names." },
   defaultRollback: { type: "boolean", default: true, doc: "Roll back after a status no rollback.CODE names." },
   defaultIncrementMetrics: { type: "boolean", default: false, doc: "Count EventDrainSuccessCount for a status no incrementMetrics.CODE names." },
-} as const;
+} as const satisfies Props;
 
 const groups = {
   backoff: { prefix: "backoff.", doc: "backoff.CODE = true|false, CODE a status (503) or pattern (50X, 5XX); the most specific wins", value: { type: "boolean" } },
   rollback: { prefix: "rollback.", doc: "rollback.CODE = true|false", value: { type: "boolean" } },
   incrementMetrics: { prefix: "incrementMetrics.", doc: "incrementMetrics.CODE = true|false", value: { type: "boolean" } },
-} as const;
+} as const satisfies Groups;
 
-function options(config: OptionsOf<typeof props, typeof groups>): HttpSinkOptions {
+/** What the schema parses the properties into. */
+export type HttpSinkOptions = OptionsOf<typeof props, typeof groups>;
+
+/** What the sink builds from its options: the endpoint as a URL and the status policies; throws ConfigurationError. */
+function resolve(config: HttpSinkOptions): { endpoint: URL; backoff: StatusPolicy; rollback: StatusPolicy; incrementMetrics: StatusPolicy } {
   const raw = config.endpoint;
   let endpoint: URL;
   try {
@@ -165,10 +160,6 @@ function options(config: OptionsOf<typeof props, typeof groups>): HttpSinkOption
   if (endpoint.protocol !== "http:" && endpoint.protocol !== "https:") throw new ConfigurationError("endpoint", `must be an http:// or https:// URL, got "${raw}"`);
   return {
     endpoint,
-    connectTimeout: config.connectTimeout,
-    requestTimeout: config.requestTimeout,
-    contentType: config.contentTypeHeader,
-    accept: config.acceptHeader,
     backoff: new StatusPolicy("backoff", config.defaultBackoff, config.backoff),
     rollback: new StatusPolicy("rollback", config.defaultRollback, config.rollback),
     incrementMetrics: new StatusPolicy("incrementMetrics", config.defaultIncrementMetrics, config.incrementMetrics),
@@ -183,15 +174,7 @@ export const definition = defineComponent({
   props,
   groups,
   create(config, ctx) {
-    return new HttpSink(ctx, options(config));
+    return new HttpSink(ctx, config);
   },
-  validate(config) {
-    try {
-      options(config);
-      return [];
-    } catch (err) {
-      if (err instanceof ConfigurationError) return [{ key: err.key, message: err.detail }];
-      throw err;
-    }
-  },
+  validate: (config) => configurationProblems(() => resolve(config)),
 });

@@ -1,25 +1,16 @@
 import { ChannelException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
-import type { Props } from "../../config/schema.ts";
-import { SERVER_TLS_PROPS, type ServerTls, serverTls, tlsProblems } from "../../net/tls.ts";
-import { DEFAULT_FRAME_LIMITS, type FrameLimits } from "../../rpc/frame.ts";
+import type { OptionsOf, Props } from "../../config/schema.ts";
+import { SERVER_TLS_PROPS, serverTls, tlsProblems } from "../../net/tls.ts";
+import { DEFAULT_FRAME_LIMITS } from "../../rpc/frame.ts";
 import { IpFilter, parseIpFilterRules } from "../../rpc/ip-filter.ts";
 import type { RpcStatus } from "../../rpc/protocol.ts";
 import { AvroRpcServer, type RpcRequestHandler } from "../../rpc/server.ts";
-import type { CompressionType } from "../../rpc/transport.ts";
 import { defineComponent, type ComponentContext, plainLink } from "../component.ts";
 import { RpcSource, type RpcServerHooks } from "./rpc-source.ts";
 
-export interface AvroSourceOptions {
-  bind: string;
-  port: number;
-  compression: CompressionType;
-  tls: ServerTls | null;
-  ipFilterRules: string | null;
-  limits: FrameLimits;
-  /** Request bytes buffered per connection (absent: max-frame-size + 1 MiB). */
-  maxBufferedBytes?: number;
-}
+/** What the schema parses the properties into. */
+export type AvroSourceOptions = OptionsOf<typeof props>;
 
 /**
  * Flume's avro source: an Avro RPC server for AvroSourceProtocol. Each appendBatch goes to the
@@ -39,18 +30,18 @@ export class AvroSource extends RpcSource<AvroRpcServer> implements RpcRequestHa
     return new AvroRpcServer(this, {
       bind: o.bind,
       port: o.port,
-      compression: o.compression,
-      tls: o.tls ?? undefined,
-      ipFilter: o.ipFilterRules ? new IpFilter(parseIpFilterRules(o.ipFilterRules)) : undefined,
-      limits: o.limits,
-      maxBufferedBytes: o.maxBufferedBytes,
+      compression: o["compression-type"],
+      tls: this.tls ?? undefined,
+      ipFilter: o.ipFilter && o.ipFilterRules ? new IpFilter(parseIpFilterRules(o.ipFilterRules)) : undefined,
+      limits: { maxFrameBytes: o["max-frame-size"], maxBuffers: o["max-frame-buffers"] },
+      maxBufferedBytes: o["max-buffered-bytes"],
       logger: this.logger,
       ...hooks,
     });
   }
 
   protected describeServer(): string {
-    return `${this.options.tls ? " (TLS)" : ""}${this.options.compression === "deflate" ? " (deflate)" : ""}`;
+    return `${this.tls ? " (TLS)" : ""}${this.options["compression-type"] === "deflate" ? " (deflate)" : ""}`;
   }
 
   /** As Flume: any failure to store the batch is answered FAILED; the sender retries. */
@@ -71,22 +62,25 @@ export const FRAME_LIMIT_PROPS = {
   "max-frame-buffers": { type: "int", default: DEFAULT_FRAME_LIMITS.maxBuffers, min: 1, doc: "Most buffers one Avro RPC frame may declare (Flume TS only)" },
 } as const satisfies Props;
 
+const props = {
+  bind: { type: "string", required: true, doc: "Host name or IP address to listen on" },
+  port: { type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on" },
+  threads: { type: "int", min: 0, doc: "Maximum worker threads in Flume; accepted and ignored (one event loop serves every client)" },
+  "compression-type": { type: "enum", values: ["none", "deflate"], default: "none", doc: "deflate to accept zlib-compressed connections; must match the client's compression-type" },
+  ...SERVER_TLS_PROPS,
+  ipFilter: { type: "boolean", default: false, doc: "Filter connecting clients by ipFilterRules" },
+  ipFilterRules: { type: "string", doc: "Comma-separated allow|deny:ip|name:pattern rules, first match wins, e.g. allow:ip:127.*,deny:name:localhost" },
+  ...FRAME_LIMIT_PROPS,
+  "max-buffered-bytes": { type: "int", min: 1024, doc: "Most request bytes buffered per connection (decoded and not yet answered); reading from the client pauses beyond it. Default: max-frame-size + 1 MiB (Flume TS only)" },
+} as const satisfies Props;
+
+
 export const definition = defineComponent({
   kind: "source",
   type: "avro",
   aliases: ["org.apache.flume.source.AvroSource"],
   doc: "Receives events from Avro RPC clients: other agents' avro sinks, flume-ng avro-client, the Flume client SDK.",
-  props: {
-    bind: { type: "string", required: true, doc: "Host name or IP address to listen on" },
-    port: { type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on" },
-    threads: { type: "int", min: 0, doc: "Maximum worker threads in Flume; accepted and ignored (one event loop serves every client)" },
-    "compression-type": { type: "enum", values: ["none", "deflate"], default: "none", doc: "deflate to accept zlib-compressed connections; must match the client's compression-type" },
-    ...SERVER_TLS_PROPS,
-    ipFilter: { type: "boolean", default: false, doc: "Filter connecting clients by ipFilterRules" },
-    ipFilterRules: { type: "string", doc: "Comma-separated allow|deny:ip|name:pattern rules, first match wins, e.g. allow:ip:127.*,deny:name:localhost" },
-    ...FRAME_LIMIT_PROPS,
-    "max-buffered-bytes": { type: "int", min: 1024, doc: "Most request bytes buffered per connection (decoded and not yet answered); reading from the client pauses beyond it. Default: max-frame-size + 1 MiB (Flume TS only)" },
-  },
+  props,
   validate(config) {
     const errors: { key: string; message: string }[] = [];
     const buffered = config["max-buffered-bytes"];
@@ -114,14 +108,6 @@ export const definition = defineComponent({
       ]),
   },
   create(config, ctx) {
-    return new AvroSource(ctx, {
-      bind: config.bind,
-      port: config.port,
-      compression: config["compression-type"] === "deflate" ? "deflate" : "none",
-      tls: serverTls(config),
-      ipFilterRules: config.ipFilter ? (config.ipFilterRules ?? "") : null,
-      limits: { maxFrameBytes: config["max-frame-size"], maxBuffers: config["max-frame-buffers"] },
-      maxBufferedBytes: config["max-buffered-bytes"],
-    });
+    return new AvroSource(ctx, config);
   },
 });

@@ -9,20 +9,28 @@ import { BaseSource } from "./base.ts";
 import { LineSplitter } from "../../io/line-splitter.ts";
 import { isSupportedInputCharset } from "./spooldir/deserializers.ts";
 import { Sleeper } from "../../core/sleeper.ts";
+import type { OptionsOf, Props } from "../../config/schema.ts";
 
-export interface ExecOptions {
-  command: string;
-  shell: string | null;
-  restart: boolean;
-  restartThrottle: number;
-  logStdErr: boolean;
-  batchSize: number;
-  batchTimeout: number;
-  charset: string;
-  maxLineLength: number;
-  /** On stop: ms after SIGTERM that the command's remaining output is still read, then SIGKILL. */
-  stopTimeout: number;
-}
+const props = {
+  command: { type: "string", required: true, doc: "The command to run (split on whitespace unless shell is set)" },
+  shell: { type: "string", doc: "Shell to run the command with, e.g. /bin/sh -c" },
+  restart: { type: "boolean", default: false, doc: "Run the command again when it exits" },
+  restartThrottle: { type: "int", default: 10000, min: 0, doc: "Milliseconds to wait before restarting the command" },
+  logStdErr: { type: "boolean", default: false, doc: "Log the command's standard error" },
+  batchSize: { type: "int", roles: ["batchSize"], default: 20, min: 1, doc: "Lines per channel transaction" },
+  batchTimeout: { type: "int", default: 3000, min: 1, doc: "Milliseconds to wait before sending a batch that is not full" },
+  charset: { type: "string", default: "UTF-8", doc: "Charset of the command's output" },
+  maxLineLength: { type: "int", default: 16 * 1024 * 1024, min: 1, doc: "Flume TS extension: longest line in bytes; longer lines are emitted in pieces" },
+  stopTimeout: {
+    type: "int",
+    default: 5000,
+    min: 0,
+    doc: "Flume TS extension: on stop, milliseconds after SIGTERM during which the command's remaining output is still read and delivered; then SIGKILL",
+  },
+} as const satisfies Props;
+
+/** What the schema parses the properties into. */
+export type ExecOptions = OptionsOf<typeof props>;
 
 /** After SIGKILL, how long the pipe is still read (a grandchild outside the group may hold it open). */
 const AFTER_KILL_MS = 200;
@@ -254,37 +262,10 @@ export const definition = defineComponent({
   type: "exec",
   aliases: ["org.apache.flume.source.ExecSource"],
   doc: "Runs a command and makes an event of each line it writes to standard output.",
-  props: {
-    command: { type: "string", required: true, doc: "The command to run (split on whitespace unless shell is set)" },
-    shell: { type: "string", doc: "Shell to run the command with, e.g. /bin/sh -c" },
-    restart: { type: "boolean", default: false, doc: "Run the command again when it exits" },
-    restartThrottle: { type: "int", default: 10000, min: 0, doc: "Milliseconds to wait before restarting the command" },
-    logStdErr: { type: "boolean", default: false, doc: "Log the command's standard error" },
-    batchSize: { type: "int", roles: ["batchSize"], default: 20, min: 1, doc: "Lines per channel transaction" },
-    batchTimeout: { type: "int", default: 3000, min: 1, doc: "Milliseconds to wait before sending a batch that is not full" },
-    charset: { type: "string", default: "UTF-8", doc: "Charset of the command's output" },
-    maxLineLength: { type: "int", default: 16 * 1024 * 1024, min: 1, doc: "Flume TS extension: longest line in bytes; longer lines are emitted in pieces" },
-    stopTimeout: {
-      type: "int",
-      default: 5000,
-      min: 0,
-      doc: "Flume TS extension: on stop, milliseconds after SIGTERM during which the command's remaining output is still read and delivered; then SIGKILL",
-    },
-  },
+  props,
   create(config, ctx) {
     for (const e of validate(config)) throw new ConfigurationError(e.key, e.message, ctx.name);
-    return new ExecSource(ctx, {
-      command: config.command,
-      shell: config.shell ?? null,
-      restart: config.restart,
-      restartThrottle: config.restartThrottle,
-      logStdErr: config.logStdErr,
-      batchSize: config.batchSize,
-      batchTimeout: config.batchTimeout,
-      charset: config.charset,
-      maxLineLength: config.maxLineLength,
-      stopTimeout: config.stopTimeout,
-    });
+    return new ExecSource(ctx, config);
   },
   validate,
 });

@@ -1,27 +1,40 @@
 import http from "node:http";
 import net, { type Socket } from "node:net";
-import { ChannelException, ConfigurationError } from "../../core/errors.ts";
+import { ChannelException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
-import { defineComponent, type ComponentContext } from "../component.ts";
+import { createPart, defineComponent, type ComponentContext } from "../component.ts";
+import type { Groups, OptionsOf, Props } from "../../config/schema.ts";
 import { BaseSource } from "./base.ts";
-import { BlobHandler } from "./http-handlers/blob.ts";
 import { HttpBadRequestError, type HttpSourceHandler } from "./http-handlers/handler.ts";
-import { JsonHandler } from "./http-handlers/json.ts";
 import { peerName } from "../../net/peer.ts";
 import { SERVER_TLS_PROPS, type ServerTls, serverTls, createTlsServer, tlsProblems } from "../../net/tls.ts";
 
-const JSON_HANDLERS = ["org.apache.flume.source.http.JSONHandler", "JSON"];
-const BLOB_HANDLERS = ["org.apache.flume.source.http.BLOBHandler", "org.apache.flume.sink.solr.morphline.BlobHandler", "BLOB"];
 
-export interface HttpSourceOptions {
-  bind: string;
-  port: number;
-  handler: HttpSourceHandler;
-  maxBodySize: number;
-  retryAfter: number;
-  tls: ServerTls | null;
-}
+const props = {
+  port: { type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on." },
+  bind: { type: "string", default: "0.0.0.0", doc: "Host name or IP address to listen on." },
+  handler: {
+    type: "string",
+    default: "org.apache.flume.source.http.JSONHandler",
+    names: { kind: "httphandler", settings: "handlerSettings" },
+    doc: "Handler: org.apache.flume.source.http.JSONHandler (JSON), org.apache.flume.source.http.BLOBHandler (BLOB), or the module of a custom one.",
+  },
+  maxBodySize: { type: "int", default: 16 * 1024 * 1024, min: 1, doc: "Largest request body in bytes; larger requests get 413 (for BLOB, handler.maxBlobLength when set)." },
+  retryAfter: { type: "int", default: 1, min: 0, doc: "Seconds sent in Retry-After with a 503 when the channel is full." },
+  ...SERVER_TLS_PROPS,
+} as const satisfies Props;
+
+const groups = {
+  handlerSettings: { prefix: "handler.", doc: "The handler's properties, e.g. handler.maxBlobLength (BLOB)" },
+  queuedThreadPool: { prefix: "QueuedThreadPool.", doc: "Jetty settings: accepted and ignored" },
+  httpConfiguration: { prefix: "HttpConfiguration.", doc: "Jetty settings: accepted and ignored" },
+  sslContextFactory: { prefix: "SslContextFactory.", doc: "Jetty settings: accepted and ignored" },
+  serverConnector: { prefix: "ServerConnector.", doc: "Jetty settings: accepted and ignored" },
+} as const satisfies Groups;
+
+/** What the schema parses the properties into, with the handler built in place of its name. */
+export type HttpSourceOptions = Omit<OptionsOf<typeof props, typeof groups>, "handler"> & { readonly handler: HttpSourceHandler };
 
 class BodyTooLarge extends Error {}
 
@@ -46,11 +59,18 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
   /** Peer names read when each connection was accepted: Bun's sockets forget the address once reset. */
   private readonly peers = new WeakMap<object, string>();
 
+  /** The TLS setup from the ssl properties, or null. */
+  readonly tls: ServerTls | null;
+  /** The handler's limit when it has one (BLOB's maxBlobLength), else maxBodySize. */
+  private readonly maxBodySize: number;
+
   constructor(
     ctx: ComponentContext,
     readonly options: HttpSourceOptions,
   ) {
     super(ctx, { label: `http source ${ctx.name}` });
+    this.tls = serverTls(options);
+    this.maxBodySize = options.handler.maxBodySize ?? options.maxBodySize;
   }
 
   get port(): number {
@@ -68,7 +88,7 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
         this.reply(res, 500, `Unexpected error: ${err.message}`);
       });
     });
-    const listener = this.options.tls ? this.secureListener(server, this.options.tls) : server;
+    const listener = this.tls ? this.secureListener(server, this.tls) : server;
     await new Promise<void>((resolve, reject) => {
       listener.once("error", reject);
       listener.listen(this.options.port, this.options.bind, () => {
@@ -87,7 +107,7 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
     });
     this.server = server;
     this.state = "START";
-    this.logger.info(`http source ${this.name} listening on ${this.options.tls ? "https" : "http"}://${this.options.bind}:${this.port}`);
+    this.logger.info(`http source ${this.name} listening on ${this.tls ? "https" : "http"}://${this.options.bind}:${this.port}`);
   }
 
   /** A TLS listener that gives each secured connection to the HTTP server; refusals are logged with the peer. */
@@ -150,7 +170,7 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
   }
 
   private readBody(req: http.IncomingMessage): Promise<Uint8Array> {
-    const limit = this.options.maxBodySize;
+    const limit = this.maxBodySize;
     return new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
       let size = 0;
@@ -186,13 +206,13 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
     const declared = Number(req.headers["content-length"] ?? 0);
     let body: Uint8Array;
     try {
-      if (declared > this.options.maxBodySize) throw new BodyTooLarge();
+      if (declared > this.maxBodySize) throw new BodyTooLarge();
       body = await this.readBody(req);
     } catch (err) {
       c.EventReadFail++;
       if (err instanceof BodyTooLarge) {
-        this.logger.warn(`http source ${this.name}: request from ${peer} is larger than maxBodySize ${this.options.maxBodySize} bytes; answered 413`);
-        this.reply(res, 413, `Request body is larger than ${this.options.maxBodySize} bytes (maxBodySize)`, { Connection: "close" });
+        this.logger.warn(`http source ${this.name}: request from ${peer} is larger than maxBodySize ${this.maxBodySize} bytes; answered 413`);
+        this.reply(res, 413, `Request body is larger than ${this.maxBodySize} bytes (maxBodySize)`, { Connection: "close" });
         res.on("finish", () => req.socket.destroySoon?.());
       } else {
         this.logger.warn(`http source ${this.name}: request from ${peer} failed while reading: ${(err as Error).message}`);
@@ -227,65 +247,18 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
   }
 }
 
-function handlerFor(handlerClass: string, group: Readonly<Record<string, string>>): { handler: HttpSourceHandler; maxBlob?: number } {
-  const name = handlerClass.trim();
-  const lower = name.toLowerCase();
-  if (JSON_HANDLERS.some((h) => h.toLowerCase() === lower)) return { handler: new JsonHandler() };
-  if (BLOB_HANDLERS.some((h) => h.toLowerCase() === lower)) {
-    const mandatory = (group.mandatoryParameters ?? "")
-      .split(",")
-      .map((s) => s.trim())
-      .filter((s) => s !== "");
-    let maxBlob: number | undefined;
-    if (group.maxBlobLength !== undefined) {
-      maxBlob = Number(group.maxBlobLength.trim());
-      if (!Number.isInteger(maxBlob) || maxBlob < 1) throw new ConfigurationError("handler.maxBlobLength", `expected a positive whole number, got "${group.maxBlobLength}"`);
-    }
-    return { handler: new BlobHandler(mandatory), maxBlob };
-  }
-  throw new ConfigurationError("handler", `unknown handler "${name}"; use ${JSON_HANDLERS[0]} (JSON) or ${BLOB_HANDLERS[0]} (BLOB)`);
-}
-
 export const definition = defineComponent({
   kind: "source",
   type: "http",
   aliases: ["org.apache.flume.source.http.HTTPSource"],
   doc: "Accepts events by HTTP POST; each request is one transaction. JSON handler (Flume's event array) or BLOB handler (body as one event).",
-  props: {
-    port: { type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on." },
-    bind: { type: "string", default: "0.0.0.0", doc: "Host name or IP address to listen on." },
-    handler: { type: "string", default: JSON_HANDLERS[0], doc: "Handler class: org.apache.flume.source.http.JSONHandler (JSON) or org.apache.flume.source.http.BLOBHandler (BLOB)." },
-    maxBodySize: { type: "int", default: 16 * 1024 * 1024, min: 1, doc: "Largest request body in bytes; larger requests get 413 (for BLOB, handler.maxBlobLength when set)." },
-    retryAfter: { type: "int", default: 1, min: 0, doc: "Seconds sent in Retry-After with a 503 when the channel is full." },
-    ...SERVER_TLS_PROPS,
-  },
-  groups: {
-    handlerSettings: { prefix: "handler.", doc: "handler settings: mandatoryParameters (BLOB, comma-separated), maxBlobLength (BLOB)" },
-    queuedThreadPool: { prefix: "QueuedThreadPool.", doc: "Jetty settings: accepted and ignored" },
-    httpConfiguration: { prefix: "HttpConfiguration.", doc: "Jetty settings: accepted and ignored" },
-    sslContextFactory: { prefix: "SslContextFactory.", doc: "Jetty settings: accepted and ignored" },
-    serverConnector: { prefix: "ServerConnector.", doc: "Jetty settings: accepted and ignored" },
-  },
+  props,
+  groups,
   create(config, ctx) {
-    const { handler, maxBlob } = handlerFor(config.handler, config.handlerSettings);
+    const handler = createPart<HttpSourceHandler>(ctx, "httphandler", "handler", config.handler, config.handlerSettings);
     const jetty = Object.entries({ QueuedThreadPool: config.queuedThreadPool, HttpConfiguration: config.httpConfiguration, SslContextFactory: config.sslContextFactory, ServerConnector: config.serverConnector }).flatMap(([prefix, group]) => Object.keys(group).map((k) => `${prefix}.${k}`));
     if (jetty.length) ctx.logger.warn(`http source ${ctx.name}: Jetty settings have no effect here and are ignored: ${jetty.join(", ")}`);
-    return new HttpSource(ctx, {
-      bind: config.bind,
-      port: config.port,
-      handler,
-      maxBodySize: maxBlob ?? config.maxBodySize,
-      retryAfter: config.retryAfter,
-      tls: serverTls(config),
-    });
+    return new HttpSource(ctx, { ...config, handler });
   },
-  validate(config) {
-    const errors = tlsProblems(() => serverTls(config));
-    try {
-      handlerFor(config.handler, config.handlerSettings);
-    } catch (err) {
-      if (err instanceof ConfigurationError) errors.push({ key: err.key, message: err.detail });
-    }
-    return errors;
-  },
+  validate: (config) => tlsProblems(() => serverTls(config)),
 });

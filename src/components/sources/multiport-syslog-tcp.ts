@@ -1,5 +1,5 @@
 import { defineComponent } from "../component.ts";
-import { ConfigurationError } from "../../core/errors.ts";
+import { ConfigurationError, configurationProblems } from "../../core/errors.ts";
 import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, EVENT_SIZE, KEEP_FIELDS, effectiveEventSize } from "./syslog/options.ts";
 import { parseKeepFields, type SyslogCharset, syslogCharset } from "./syslog/parse.ts";
 import { SyslogTcpSource } from "./syslog/tcp-source.ts";
@@ -13,31 +13,16 @@ function ports(list: readonly string[]): number[] {
   });
 }
 
-/** The charset.port.<port> settings, checked. */
+/** The charset names syslogCharset reads (case-insensitive). */
+const CHARSETS = { type: "enum", values: ["UTF-8", "UTF8", "ISO-8859-1", "latin1", "US-ASCII", "ASCII"] } as const;
+
+function charset(name: string): SyslogCharset {
+  return syslogCharset(name) ?? "utf-8";
+}
+
+/** The charset.port.<port> settings, by port. */
 function portCharsets(group: Readonly<Record<string, string>>): Record<string, SyslogCharset> {
-  const out: Record<string, SyslogCharset> = {};
-  for (const [port, name] of Object.entries(group)) {
-    if (!/^\d+$/.test(port)) throw new ConfigurationError(`charset.port.${port}`, `"${port}" is not a port number`);
-    out[port] = charset(name, `charset.port.${port}`);
-  }
-  return out;
-}
-
-function charset(name: string, key: string): SyslogCharset {
-  const cs = syslogCharset(name);
-  if (!cs) throw new ConfigurationError(key, `unsupported charset "${name}"; use UTF-8 or ISO-8859-1`);
-  return cs;
-}
-
-function charsetErrors(defaultCharset: string, perPort: Readonly<Record<string, string>>): { key: string; message: string }[] {
-  try {
-    charset(defaultCharset, "charset.default");
-    portCharsets(perPort);
-    return [];
-  } catch (err) {
-    if (err instanceof ConfigurationError) return [{ key: err.key, message: err.detail }];
-    throw err;
-  }
+  return Object.fromEntries(Object.entries(group).map(([port, name]) => [port, charset(name)]));
 }
 
 export const definition = defineComponent({
@@ -54,12 +39,12 @@ export const definition = defineComponent({
     ...CLIENT_IP_HEADER,
     ...CLIENT_HOSTNAME_HEADER,
     batchSize: { type: "int", roles: ["batchSize"], default: 100, min: 1, doc: "Most events handed to the channel in one transaction." },
-    "charset.default": { type: "string", default: "UTF-8", doc: "Character set of the messages: UTF-8 or ISO-8859-1." },
+    "charset.default": { ...CHARSETS, default: "UTF-8", doc: "Character set of the messages: UTF-8 or ISO-8859-1." },
     readBufferSize: { type: "int", default: 1024, min: 1, doc: "Accepted for compatibility; reads use the socket's buffer.", aliases: ["readBufferBytes"] },
     numProcessors: { type: "int", min: 1, doc: "Accepted for compatibility; one event loop serves all ports." },
     ...SERVER_TLS_PROPS,
   },
-  groups: {charsetPort: { prefix: "charset.port.", doc: "charset.port.<port>: character set for one port (UTF-8 or ISO-8859-1)" }},
+  groups: { charsetPort: { prefix: "charset.port.", doc: "charset.port.<port>: character set for one port (UTF-8 or ISO-8859-1)", value: CHARSETS } },
   create(config, ctx) {
     return new SyslogTcpSource(ctx, {
       type: "multiport_syslogtcp",
@@ -67,7 +52,7 @@ export const definition = defineComponent({
       ports: ports(config.ports),
       eventSize: effectiveEventSize(config.eventSize),
       batchSize: config.batchSize,
-      parse: { dialect: "multiport", keepFields: parseKeepFields(config.keepFields), rfc3164Zone: "utc", charset: charset(config["charset.default"], "charset.default") },
+      parse: { dialect: "multiport", keepFields: parseKeepFields(config.keepFields), rfc3164Zone: "utc", charset: charset(config["charset.default"]) },
       portCharsets: portCharsets(config.charsetPort),
       portHeader: config.portHeader,
       clientIPHeader: config.clientIPHeader,
@@ -76,12 +61,8 @@ export const definition = defineComponent({
     });
   },
   validate(config) {
-    const errors = [...tlsProblems(() => serverTls(config)), ...charsetErrors(config["charset.default"], config.charsetPort)];
-    try {
-      ports(config.ports);
-    } catch (err) {
-      if (err instanceof ConfigurationError) errors.push({ key: "ports", message: err.message.slice("ports: ".length) });
-    }
+    const errors = [...tlsProblems(() => serverTls(config)), ...configurationProblems(() => ports(config.ports))];
+    for (const port of Object.keys(config.charsetPort)) if (!/^\d+$/.test(port)) errors.push({ key: `charset.port.${port}`, message: `"${port}" is not a port number` });
     return errors;
   },
 });

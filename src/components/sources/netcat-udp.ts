@@ -1,13 +1,17 @@
 import type { Event } from "../../core/event.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { DatagramSource, DEFAULT_UDP_BACKLOG } from "./syslog/datagram.ts";
+import type { OptionsOf, Props } from "../../config/schema.ts";
 
-export interface NetcatUdpOptions {
-  bind: string;
-  port: number;
-  remoteAddressHeader?: string;
-  maxBacklog: number;
-}
+const props = {
+  bind: { type: "string", required: true, doc: "Host name or IP address to bind to." },
+  port: { type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on." },
+  remoteAddressHeader: { type: "string", doc: "Header to store the sender's address in (/ip:port)." },
+  maxBacklog: { type: "int", default: DEFAULT_UDP_BACKLOG, min: 1, doc: "Events held while the channel is busy; datagrams beyond are dropped and counted as ChannelWriteFail." },
+} as const satisfies Props;
+
+/** What the schema parses the properties into. */
+export type NetcatUdpOptions = OptionsOf<typeof props>;
 
 const NL = 10;
 
@@ -43,18 +47,6 @@ export const definition = defineComponent({
   type: "netcatudp",
   aliases: ["org.apache.flume.source.NetcatUdpSource"],
   doc: "Listens on a UDP port; each line of each datagram becomes an event.",
-  props: {
-    bind: { type: "string", required: true, doc: "Host name or IP address to bind to." },
-    port: { type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on." },
-    remoteAddressHeader: { type: "string", doc: "Header to store the sender's address in (/ip:port)." },
-    maxBacklog: { type: "int", default: DEFAULT_UDP_BACKLOG, min: 1, doc: "Events held while the channel is busy; datagrams beyond are dropped and counted as ChannelWriteFail." },
-  },
-  create(config, ctx) {
-    return new NetcatUdpSource(ctx, {
-      bind: config.bind,
-      port: config.port,
-      remoteAddressHeader: config.remoteAddressHeader,
-      maxBacklog: config.maxBacklog,
-    });
-  },
+  props,
+  create: (config, ctx) => new NetcatUdpSource(ctx, config),
 });

@@ -1,5 +1,6 @@
 import type { EventDrivenSource } from "../../core/source.ts";
 import type { Network } from "../../net/network.ts";
+import { type ServerTls, serverTls, type ServerTlsSettings } from "../../net/tls.ts";
 import type { ComponentContext } from "../component.ts";
 import { BaseSource } from "./base.ts";
 
@@ -27,14 +28,17 @@ export abstract class RpcSource<S extends RpcServer> extends BaseSource implemen
   private server: S | null = null;
   private boundPort = 0;
   private readonly network: Network | undefined;
+  /** The TLS setup from the source's ssl properties, or null. */
+  protected readonly tls: ServerTls | null;
 
   constructor(
     ctx: ComponentContext,
     readonly label: string,
-    private readonly address: { bind: string; port: number },
+    private readonly address: { bind: string; port: number } & ServerTlsSettings,
   ) {
     super(ctx, { label });
     this.network = ctx.network;
+    this.tls = serverTls(address);
   }
 
   /** The port actually bound (useful with port 0). */

@@ -1,15 +1,19 @@
 import { lineEvent, type Event } from "../../core/event.ts";
 import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
+import type { OptionsOf, Props } from "../../config/schema.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSource } from "./base.ts";
 
-export interface SeqOptions {
-  batchSize: number;
-  totalEvents: number;
-  backoffSleepIncrement?: number;
-  maxBackoffSleep?: number;
-}
+const props = {
+  batchSize: { type: "int", roles: ["batchSize"], default: 1, min: 1, doc: "Events per channel transaction" },
+  totalEvents: { type: "int", default: Number.MAX_SAFE_INTEGER, min: 0, doc: "Events to generate before stopping (default: no limit)" },
+  backoffSleepIncrement: { type: "int", default: 1000, min: 0, doc: "Added to the sleep after each consecutive idle poll (ms)" },
+  maxBackoffSleep: { type: "int", default: 5000, min: 0, doc: "Longest sleep between idle polls (ms)" },
+} as const satisfies Props;
+
+/** What the schema parses the properties into. */
+export type SeqOptions = OptionsOf<typeof props>;
 
 /** Numbers a template holds: every value of the last three digits. */
 const RUN = 1000;
@@ -130,18 +134,6 @@ export const definition = defineComponent({
   type: "seq",
   aliases: ["org.apache.flume.source.SequenceGeneratorSource"],
   doc: "Generates events whose bodies count up from 0; for testing.",
-  props: {
-    batchSize: { type: "int", roles: ["batchSize"], default: 1, min: 1, doc: "Events per channel transaction" },
-    totalEvents: { type: "int", default: Number.MAX_SAFE_INTEGER, min: 0, doc: "Events to generate before stopping (default: no limit)" },
-    backoffSleepIncrement: { type: "int", default: 1000, min: 0, doc: "Added to the sleep after each consecutive idle poll (ms)" },
-    maxBackoffSleep: { type: "int", default: 5000, min: 0, doc: "Longest sleep between idle polls (ms)" },
-  },
-  create(config, ctx) {
-    return new SeqSource(ctx, {
-      batchSize: config.batchSize,
-      totalEvents: config.totalEvents,
-      backoffSleepIncrement: config.backoffSleepIncrement,
-      maxBackoffSleep: config.maxBackoffSleep,
-    });
-  },
+  props,
+  create: (config, ctx) => new SeqSource(ctx, config),
 });

@@ -3,11 +3,11 @@ import path from "node:path";
 import { ConfigurationError } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
-import { defineComponent, type ComponentContext } from "../component.ts";
+import { createPart, defineComponent, type ComponentContext } from "../component.ts";
 import { compileJavaFullMatch } from "../../java/regex.ts";
 import { BaseSource } from "./base.ts";
-import type { Cut, DecodeErrorPolicy } from "./spooldir/deserializers.ts";
-import { isSupportedInputCharset, isSupportedOutputCharset } from "./spooldir/deserializers.ts";
+import type { Cut, DecodeErrorPolicy, DeserializerFactory } from "./spooldir/deserializers.ts";
+import { isSupportedInputCharset } from "./spooldir/deserializers.ts";
 import { Completion } from "./spooldir/completion.ts";
 import { type Candidate, FilePicker } from "./spooldir/picker.ts";
 import { type Current, type SpoolDirOptions, SpoolScope } from "./spooldir/scope.ts";
@@ -225,10 +225,13 @@ export const definition = defineComponent({
     includePattern: { type: "string", default: "^.*$", doc: "Regex of file names to read" },
     ignorePattern: { type: "string", default: "^$", doc: "Regex of file names to skip" },
     recursiveDirectorySearch: { type: "boolean", default: false, doc: "Also read files in subdirectories" },
-    deserializer: { type: "string", default: "LINE", doc: "LINE (one event per line) or BLOB (one event per file)" },
-    "deserializer.maxLineLength": { type: "int", default: 2048, min: 1, aliases: ["bufferMaxLineLength"], doc: "Longest event of the LINE deserializer in bytes; longer lines continue in the next event" },
-    "deserializer.outputCharset": { type: "string", default: "UTF-8", doc: "Charset of LINE event bodies (UTF-8, ISO-8859-1, US-ASCII)" },
-    "deserializer.maxBlobLength": { type: "int", default: 100000000, min: 1, doc: "Largest BLOB event in bytes; larger files become several events" },
+    deserializer: {
+      type: "string",
+      default: "LINE",
+      names: { kind: "deserializer", settings: "deserializerSettings" },
+      doc: "LINE (one event per line), BLOB (one event per file), a deserializer class name, or the module of a custom one",
+    },
+    bufferMaxLineLength: { type: "int", min: 1, doc: "The old name of deserializer.maxLineLength (LINE), used when that is not set" },
     inputCharset: { type: "string", default: "UTF-8", doc: "Charset of the files (UTF-8, US-ASCII, ISO-8859-x, windows-125x)" },
     decodeErrorPolicy: { type: "enum", values: ["FAIL", "REPLACE", "IGNORE"], default: "FAIL", doc: "On undecodable input: FAIL (set the file aside), REPLACE (U+FFFD) or IGNORE" },
     fileHeader: { type: "boolean", default: false, doc: "Add the file's absolute path as a header" },
@@ -236,6 +239,7 @@ export const definition = defineComponent({
     basenameHeader: { type: "boolean", default: false, doc: "Add the file's name as a header" },
     basenameHeaderKey: { type: "string", default: "basename", doc: "Header name for basenameHeader" },
   },
+  groups: { deserializerSettings: { prefix: "deserializer.", doc: "The deserializer's properties, e.g. deserializer.maxLineLength (LINE), deserializer.maxBlobLength (BLOB)" } },
   claims(config, ctx) {
     const dir = trackerDirOf(config.spoolDir, config.trackerDir, ctx);
     return [{ file: directoryLockFile(dir), what: `tracker directory ${dir}` }];
@@ -255,10 +259,7 @@ export const definition = defineComponent({
       includePattern: config.includePattern,
       ignorePattern: config.ignorePattern,
       recursiveDirectorySearch: config.recursiveDirectorySearch,
-      deserializer: deserializerKind(config.deserializer) ?? "LINE",
-      maxLineLength: config["deserializer.maxLineLength"],
-      outputCharset: config["deserializer.outputCharset"],
-      maxBlobLength: config["deserializer.maxBlobLength"],
+      deserializer: createPart<DeserializerFactory>(ctx, "deserializer", "deserializer", config.deserializer, deserializerSettings(config)),
       inputCharset: config.inputCharset,
       decodeErrorPolicy: config.decodeErrorPolicy as DecodeErrorPolicy,
       fileHeader: config.fileHeader,
@@ -270,26 +271,19 @@ export const definition = defineComponent({
   validate,
 });
 
-function deserializerKind(name: string): "LINE" | "BLOB" | null {
-  const n = name.trim();
-  if (/^line$/i.test(n) || n === "org.apache.flume.serialization.LineDeserializer$Builder") return "LINE";
-  if (/^blob$/i.test(n) || n === "org.apache.flume.sink.solr.morphline.BlobDeserializer$Builder") return "BLOB";
-  return null;
+/** The deserializer's settings: those under `deserializer.`, and the old bufferMaxLineLength for LINE's maxLineLength. */
+function deserializerSettings(config: { bufferMaxLineLength: number | undefined; deserializerSettings: Readonly<Record<string, string>> }): Readonly<Record<string, string>> {
+  const old = config.bufferMaxLineLength;
+  return old === undefined ? config.deserializerSettings : { maxLineLength: String(old), ...config.deserializerSettings };
 }
 
-function validate(config: { fileSuffix: string; deserializer: string; inputCharset: string; "deserializer.outputCharset": string; includePattern: string; ignorePattern: string }): { key: string; message: string }[] {
+function validate(config: { fileSuffix: string; inputCharset: string; includePattern: string; ignorePattern: string }): { key: string; message: string }[] {
   const errors: { key: string; message: string }[] = [];
   if (config.fileSuffix === "") {
     errors.push({ key: "fileSuffix", message: "must not be empty: files ending in it count as completed, and every name ends in the empty string" });
   }
-  if (deserializerKind(config.deserializer) === null) {
-    errors.push({ key: "deserializer", message: `unsupported deserializer "${config.deserializer}" (LINE or BLOB)` });
-  }
   if (!isSupportedInputCharset(config.inputCharset)) {
     errors.push({ key: "inputCharset", message: `unsupported charset "${config.inputCharset}": lines are cut at byte 0x0A, so it must be UTF-8, US-ASCII, ISO-8859-x or windows-125x` });
-  }
-  if (!isSupportedOutputCharset(config["deserializer.outputCharset"])) {
-    errors.push({ key: "deserializer.outputCharset", message: `unsupported charset "${config["deserializer.outputCharset"]}" (UTF-8, ISO-8859-1 or US-ASCII)` });
   }
   for (const key of ["includePattern", "ignorePattern"] as const) {
     try {

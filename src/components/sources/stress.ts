@@ -3,16 +3,20 @@ import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSource } from "./base.ts";
+import type { OptionsOf, Props } from "../../config/schema.ts";
 
-export interface StressOptions {
-  size: number;
-  maxTotalEvents: number;
-  maxSuccessfulEvents: number;
-  batchSize: number;
-  maxEventsPerSecond: number;
-  backoffSleepIncrement?: number;
-  maxBackoffSleep?: number;
-}
+const props = {
+  size: { type: "int", default: 500, min: 0, doc: "Body size of each event in bytes." },
+  maxTotalEvents: { type: "int", default: -1, min: -1, doc: "Events to attempt in all (-1: no limit)." },
+  maxSuccessfulEvents: { type: "int", default: -1, min: -1, doc: "Events to deliver successfully in all (-1: no limit)." },
+  batchSize: { type: "int", roles: ["batchSize"], default: 1, min: 1, doc: "Events per channel transaction." },
+  maxEventsPerSecond: { type: "int", default: 0, min: 0, doc: "Rate limit (0: none)." },
+  backoffSleepIncrement: { type: "int", default: 1000, min: 0, doc: "Backoff growth in ms when the source backs off." },
+  maxBackoffSleep: { type: "int", default: 5000, min: 0, doc: "Longest backoff in ms." },
+} as const satisfies Props;
+
+/** What the schema parses the properties into. */
+export type StressOptions = OptionsOf<typeof props>;
 
 /**
  * Paces permits at a steady rate (as Guava's RateLimiter that Flume uses): a request waits for
@@ -97,24 +101,6 @@ export const definition = defineComponent({
   type: "stress",
   aliases: ["org.apache.flume.source.StressSource"],
   doc: "Generates events of a fixed size for load tests.",
-  props: {
-    size: { type: "int", default: 500, min: 0, doc: "Body size of each event in bytes." },
-    maxTotalEvents: { type: "int", default: -1, min: -1, doc: "Events to attempt in all (-1: no limit)." },
-    maxSuccessfulEvents: { type: "int", default: -1, min: -1, doc: "Events to deliver successfully in all (-1: no limit)." },
-    batchSize: { type: "int", roles: ["batchSize"], default: 1, min: 1, doc: "Events per channel transaction." },
-    maxEventsPerSecond: { type: "int", default: 0, min: 0, doc: "Rate limit (0: none)." },
-    backoffSleepIncrement: { type: "int", default: 1000, min: 0, doc: "Backoff growth in ms when the source backs off." },
-    maxBackoffSleep: { type: "int", default: 5000, min: 0, doc: "Longest backoff in ms." },
-  },
-  create(config, ctx) {
-    return new StressSource(ctx, {
-      size: config.size,
-      maxTotalEvents: config.maxTotalEvents,
-      maxSuccessfulEvents: config.maxSuccessfulEvents,
-      batchSize: config.batchSize,
-      maxEventsPerSecond: config.maxEventsPerSecond,
-      backoffSleepIncrement: config.backoffSleepIncrement,
-      maxBackoffSleep: config.maxBackoffSleep,
-    });
-  },
+  props,
+  create: (config, ctx) => new StressSource(ctx, config),
 });

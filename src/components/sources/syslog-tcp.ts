@@ -1,5 +1,5 @@
 import { defineComponent } from "../component.ts";
-import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, customFormat, customFormatErrors, EVENT_SIZE, effectiveEventSize, FORMAT_PREFIX, KEEP_FIELDS } from "./syslog/options.ts";
+import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, customFormat, customFormatErrors, EVENT_SIZE, effectiveEventSize, FORMAT_PROPS, KEEP_FIELDS } from "./syslog/options.ts";
 import { parseKeepFields } from "./syslog/parse.ts";
 import { SyslogTcpSource } from "./syslog/tcp-source.ts";
 import { SERVER_TLS_PROPS, serverTls, tlsProblems } from "../../net/tls.ts";
@@ -19,9 +19,9 @@ export const definition = defineComponent({
     ...CLIENT_IP_HEADER,
     ...CLIENT_HOSTNAME_HEADER,
     batchSize: { type: "int", roles: ["batchSize"], default: 100, min: 1, doc: "Most events handed to the channel in one transaction (Flume's syslogtcp commits each event alone)." },
+    ...FORMAT_PROPS,
     ...SERVER_TLS_PROPS,
   },
-  groups: { format: FORMAT_PREFIX },
   create(config, ctx) {
     return new SyslogTcpSource(ctx, {
       type: "syslogtcp",
@@ -29,11 +29,11 @@ export const definition = defineComponent({
       ports: [config.port],
       eventSize: effectiveEventSize(config.eventSize),
       batchSize: config.batchSize,
-      parse: { dialect: "syslog", keepFields: parseKeepFields(config.keepFields), rfc3164Zone: "local", custom: customFormat(config.format) },
+      parse: { dialect: "syslog", keepFields: parseKeepFields(config.keepFields), rfc3164Zone: "local", custom: customFormat(config) },
       clientIPHeader: config.clientIPHeader,
       clientHostnameHeader: config.clientHostnameHeader,
       tls: serverTls(config),
     });
   },
-  validate: (config) => [...tlsProblems(() => serverTls(config)), ...customFormatErrors(config.format)],
+  validate: (config) => [...tlsProblems(() => serverTls(config)), ...customFormatErrors(config)],
 });

@@ -2,18 +2,22 @@ import type { Event } from "../../core/event.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { DatagramSource, DEFAULT_UDP_BACKLOG } from "./syslog/datagram.ts";
 import { reverseName } from "../../net/peer.ts";
-import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, customFormat, customFormatErrors, FORMAT_PREFIX, KEEP_FIELDS } from "./syslog/options.ts";
-import { type CustomFormat, type KeepFields, parseKeepFields, SyslogEventParser } from "./syslog/parse.ts";
+import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, customFormat, customFormatErrors, FORMAT_PROPS, KEEP_FIELDS } from "./syslog/options.ts";
+import { parseKeepFields, SyslogEventParser } from "./syslog/parse.ts";
+import type { OptionsOf, Props } from "../../config/schema.ts";
 
-export interface SyslogUdpOptions {
-  host: string | undefined;
-  port: number;
-  keepFields: KeepFields;
-  clientIPHeader?: string;
-  clientHostnameHeader?: string;
-  maxBacklog: number;
-  custom?: CustomFormat;
-}
+const props = {
+  host: { type: "string", doc: "Host name or IP address to bind to (default: all IPv4 addresses)." },
+  port: { type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on." },
+  keepFields: { ...KEEP_FIELDS.keepFields, default: "false" },
+  ...CLIENT_IP_HEADER,
+  ...CLIENT_HOSTNAME_HEADER,
+  maxBacklog: { type: "int", default: DEFAULT_UDP_BACKLOG, min: 1, doc: "Events held while the channel is busy; datagrams beyond are dropped and counted as ChannelWriteFail." },
+  ...FORMAT_PROPS,
+} as const satisfies Props;
+
+/** What the schema parses the properties into. */
+export type SyslogUdpOptions = OptionsOf<typeof props>;
 
 const NL = 10;
 const CR = 13;
@@ -32,7 +36,7 @@ export class SyslogUdpSource extends DatagramSource {
     readonly options: SyslogUdpOptions,
   ) {
     super(ctx, options, `syslogudp source ${ctx.name}`);
-    this.parser = new SyslogEventParser({ dialect: "syslog", keepFields: options.keepFields, rfc3164Zone: "local", now: () => this.clock.now(), custom: options.custom });
+    this.parser = new SyslogEventParser({ dialect: "syslog", keepFields: parseKeepFields(options.keepFields), rfc3164Zone: "local", now: () => this.clock.now(), custom: customFormat(options) });
   }
 
   protected toEvents(data: Uint8Array, ip: string, port: number, out: Event[]): void {
@@ -79,25 +83,7 @@ export const definition = defineComponent({
   type: "syslogudp",
   aliases: ["org.apache.flume.source.SyslogUDPSource"],
   doc: "Receives syslog (RFC 3164 and RFC 5424) datagrams; each message becomes an event with Facility, Severity, timestamp and host headers.",
-  props: {
-    host: { type: "string", doc: "Host name or IP address to bind to (default: all IPv4 addresses)." },
-    port: { type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on." },
-    keepFields: { ...KEEP_FIELDS.keepFields, default: "false" },
-    ...CLIENT_IP_HEADER,
-    ...CLIENT_HOSTNAME_HEADER,
-    maxBacklog: { type: "int", default: DEFAULT_UDP_BACKLOG, min: 1, doc: "Events held while the channel is busy; datagrams beyond are dropped and counted as ChannelWriteFail." },
-  },
-  groups: { format: FORMAT_PREFIX },
-  create(config, ctx) {
-    return new SyslogUdpSource(ctx, {
-      host: config.host,
-      port: config.port,
-      keepFields: parseKeepFields(config.keepFields),
-      clientIPHeader: config.clientIPHeader,
-      clientHostnameHeader: config.clientHostnameHeader,
-      maxBacklog: config.maxBacklog,
-      custom: customFormat(config.format),
-    });
-  },
-  validate: (config) => customFormatErrors(config.format),
+  props,
+  create: (config, ctx) => new SyslogUdpSource(ctx, config),
+  validate: (config) => customFormatErrors(config),
 });

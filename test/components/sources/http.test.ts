@@ -270,7 +270,7 @@ describe("http source over TLS, stopping and silent clients", () => {
     try {
       const { cert, key } = selfSignedCert(dir);
       const r = rig(httpSource, { bind: "127.0.0.1", port: "0", ssl: "true", keystore: cert, "keystore-key": key });
-      const setup = (r.source.options.tls as NonNullable<typeof r.source.options.tls>);
+      const setup = r.source.tls as NonNullable<typeof r.source.tls>;
       setup.options.handshakeTimeout = 200;
       await r.source.start();
       started.push(r.source);

@@ -1,4 +1,4 @@
-import { componentContext } from "../../../src/components/component.ts";
+import { componentContext, optionsOf } from "../../../src/components/component.ts";
 import { describe, expect, test } from "bun:test";
 import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
 import { systemClock } from "../../../src/core/clock.ts";
@@ -6,7 +6,7 @@ import { bodyText } from "../../../src/core/event.ts";
 import { silentLogger } from "../../../src/core/logger.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
-import { SeqSource } from "../../../src/components/sources/seq.ts";
+import { definition as seq, SeqSource } from "../../../src/components/sources/seq.ts";
 
 const ctx = (name: string) => (componentContext(name, { agentName: "a1", clock: systemClock, logger: silentLogger }));
 
@@ -26,7 +26,7 @@ async function drain(channel: MemoryChannel): Promise<string[]> {
 describe("seq source", () => {
   test("bodies count up from 0 across batches and digit roll-overs, then it backs off", async () => {
     const channel = new MemoryChannel("c1", { capacity: 2000, transactionCapacity: 1000 });
-    const source = new SeqSource(ctx("r1"), { batchSize: 7, totalEvents: 1005 });
+    const source = new SeqSource(ctx("r1"), optionsOf(seq, { batchSize: 7, totalEvents: 1005 }));
     source.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));
     source.start();
     let statuses = 0;
@@ -42,7 +42,7 @@ describe("seq source", () => {
   test("bodies stay right where batches cross thousands and the digit count grows (1 to 5 digits)", async () => {
     for (const batchSize of [1, 333, 1000]) {
       const channel = new MemoryChannel("c1", { capacity: 20000, transactionCapacity: 1000 });
-      const source = new SeqSource(ctx("r1"), { batchSize, totalEvents: 12_345 });
+      const source = new SeqSource(ctx("r1"), optionsOf(seq, { batchSize, totalEvents: 12_345 }));
       source.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));
       while ((await source.process()) === "READY");
       const bodies = await drain(channel);
@@ -53,7 +53,7 @@ describe("seq source", () => {
 
   test("a full channel counts ChannelWriteFail and the same numbers are sent again", async () => {
     const channel = new MemoryChannel("c1", { capacity: 10, transactionCapacity: 10, keepAlive: 0 });
-    const source = new SeqSource(ctx("r1"), { batchSize: 10, totalEvents: 30 });
+    const source = new SeqSource(ctx("r1"), optionsOf(seq, { batchSize: 10, totalEvents: 30 }));
     source.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));
     expect(await source.process()).toBe("READY");
     expect(await source.process()).toBe("BACKOFF");

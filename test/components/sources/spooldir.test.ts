@@ -3,6 +3,7 @@ import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, utime
 import path from "node:path";
 import { spawnSync } from "node:child_process";
 import { definition, SpoolDirectorySource } from "../../../src/components/sources/spooldir.ts";
+import { lookupComponent } from "../../../src/components/registry.ts";
 import type { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { FileChannel } from "../../../src/components/channels/file/index.ts";
 import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
@@ -191,6 +192,18 @@ describe("spooldir", () => {
     expect(existsSync(path.join(t.spool, "t.log"))).toBe(true);
   });
 
+  test("the old bufferMaxLineLength still bounds LINE's lines; deserializer.maxLineLength wins over it", async () => {
+    for (const [props, want] of [[{ bufferMaxLineLength: "3" }, ["abc", "def", "g"]], [{ bufferMaxLineLength: "3", "deserializer.maxLineLength": "5" }, ["abcde", "fg"]]] as const) {
+      const s = setup({ ...props, deletePolicy: "immediate" });
+      writeFileSync(path.join(s.spool, "t.log"), "abcdefg\n");
+      const a = s.make();
+      await a.src.start();
+      const lines = await collectUntil(a.channel, () => !existsSync(path.join(s.spool, "t.log")), "deleted");
+      await a.src.stop();
+      expect(lines).toEqual([...want]);
+    }
+  });
+
   test("an empty file gives one empty event, as Flume", async () => {
     const s = setup();
     writeFileSync(path.join(s.spool, "empty.log"), "");
@@ -203,7 +216,10 @@ describe("spooldir", () => {
 
   test("schema: Flume's names and defaults", () => {
     const props = Object.fromEntries(definition.schema.props.map((p) => [p.key, p.default]));
-    expect(props).toMatchObject({ fileSuffix: ".COMPLETED", deletePolicy: "never", trackingPolicy: "rename", trackerDir: ".flumespool", consumeOrder: "oldest", pollDelay: 500, batchSize: 100, "deserializer.maxLineLength": 2048, decodeErrorPolicy: "FAIL", fileHeaderKey: "file", basenameHeaderKey: "basename" });
+    expect(props).toMatchObject({ fileSuffix: ".COMPLETED", deletePolicy: "never", trackingPolicy: "rename", trackerDir: ".flumespool", consumeOrder: "oldest", pollDelay: 500, batchSize: 100, deserializer: "LINE", decodeErrorPolicy: "FAIL", fileHeaderKey: "file", basenameHeaderKey: "basename" });
+    // The deserializers are parts in the registry, their settings under deserializer.
+    expect(lookupComponent("deserializer", "LINE")?.parse({}).options).toEqual({ maxLineLength: 2048, outputCharset: "UTF-8" });
+    expect(lookupComponent("deserializer", "org.apache.flume.sink.solr.morphline.BlobDeserializer$Builder")?.parse({}).options).toEqual({ maxBlobLength: 100000000 });
   });
 
   test("BLOB: a file far larger than maxBlobLength is read one piece per transaction, so memory stays bounded by maxBlobLength, and arrives whole", async () => {

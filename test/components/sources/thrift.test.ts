@@ -255,7 +255,7 @@ describe("thrift source: how Flume 1.11 reads its properties", () => {
     await expect(startThriftSource({ kerberos: "true", "agent-principal": "flume/h@R", "agent-keytab": "/k" })).rejects.toThrow("not supported by Flume TS");
     const s = await startThriftSource({ protocol: "Binary" });
     cleanups.push(() => s.source.stop());
-    expect(s.source.options.protocol).toBe("compact");
+    expect(s.source.protocol).toBe("compact");
     expect(warnings(s.logger).join("\n")).toContain("protocol = Binary selects the compact protocol");
   });
 });

@@ -1,4 +1,5 @@
 import type { Event } from "../../../core/event.ts";
+import { defineComponent } from "../../component.ts";
 import { HttpBadRequestError, type HttpRequestData, type HttpSourceHandler } from "./handler.ts";
 
 /**
@@ -6,7 +7,10 @@ import { HttpBadRequestError, type HttpRequestData, type HttpSourceHandler } fro
  * of each) become its headers. Parameters named in mandatoryParameters must be present.
  */
 export class BlobHandler implements HttpSourceHandler {
-  constructor(private readonly mandatory: readonly string[] = []) {}
+  constructor(
+    private readonly mandatory: readonly string[] = [],
+    readonly maxBodySize?: number,
+  ) {}
 
   getEvents(request: HttpRequestData): Event[] {
     const headers: Record<string, string> = {};
@@ -22,3 +26,22 @@ export class BlobHandler implements HttpSourceHandler {
     return [{ headers, body: request.body }];
   }
 }
+
+export const definition = defineComponent({
+  kind: "httphandler",
+  type: "BLOB",
+  aliases: ["org.apache.flume.source.http.BLOBHandler", "org.apache.flume.sink.solr.morphline.BlobHandler"],
+  doc: "The whole request body is one event; the query parameters are its headers.",
+  props: {
+    mandatoryParameters: { type: "string", default: "", doc: "Comma-separated parameters every request must have (400 without)" },
+    maxBlobLength: { type: "int", min: 1, doc: "Largest body in bytes (413 over it); replaces the source's maxBodySize" },
+  },
+  create: (config): HttpSourceHandler =>
+    new BlobHandler(
+      config.mandatoryParameters
+        .split(",")
+        .map((s) => s.trim())
+        .filter((s) => s !== ""),
+      config.maxBlobLength,
+    ),
+});

@@ -1,5 +1,6 @@
 import { FlumeError } from "../../../core/errors.ts";
 import type { Event } from "../../../core/event.ts";
+import type { ComponentDefinition } from "../../component.ts";
 
 /** The parts of an HTTP request a handler reads. */
 export interface HttpRequestData {
@@ -10,10 +11,19 @@ export interface HttpRequestData {
   body: Uint8Array;
 }
 
-/** Turns one request into the events of one transaction (Flume's HTTPSourceHandler). */
+/**
+ * Turns one request into the events of one transaction (Flume's HTTPSourceHandler). A handler
+ * type is a component of kind "httphandler" in the registry (the built-in JSON and BLOB, and
+ * custom modules), named by the http source's `handler`, its settings under `handler.`.
+ */
 export interface HttpSourceHandler {
   getEvents(request: HttpRequestData): Event[];
+  /** The largest request body it takes, when it sets one (BLOB's maxBlobLength): the source's maxBodySize is then ignored. */
+  readonly maxBodySize?: number;
 }
+
+/** A handler type (see HttpSourceHandler). */
+export type HttpHandlerDefinition = ComponentDefinition<HttpSourceHandler>;
 
 /** The request is malformed; the source answers 400 with this message (Flume's HTTPBadRequestException). */
 export class HttpBadRequestError extends FlumeError {}

@@ -1,4 +1,5 @@
 import type { Event } from "../../../core/event.ts";
+import { defineComponent } from "../../component.ts";
 import { contentTypeCharset, HttpBadRequestError, type HttpRequestData, type HttpSourceHandler } from "./handler.ts";
 
 type JsonCharset = "utf-8" | "utf-16" | "utf-32";
@@ -126,3 +127,12 @@ export class JsonHandler implements HttpSourceHandler {
     return events;
   }
 }
+
+export const definition = defineComponent({
+  kind: "httphandler",
+  type: "JSON",
+  aliases: ["org.apache.flume.source.http.JSONHandler"],
+  doc: "The body is a JSON array of events ({\"headers\": {...}, \"body\": \"...\"}), in the request's charset.",
+  props: {},
+  create: (): HttpSourceHandler => new JsonHandler(),
+});

@@ -103,6 +103,27 @@ export interface Deserializer {
   read(max: number): Promise<Cut>;
 }
 
+/** The file a deserializer reads (from pos up to size, its length at pickup) and the source's settings that concern it. */
+export interface DeserializerInput {
+  handle: FileHandle;
+  pos: number;
+  size: number;
+  path: string;
+  inputCharset: string;
+  decodeErrorPolicy: DecodeErrorPolicy;
+  /** Logs a warning under the source's name. */
+  warn(message: string): void;
+}
+
+/**
+ * A configured deserializer type (Flume's EventDeserializer.Builder): a component of kind
+ * "deserializer" in the registry (the built-in LINE and BLOB, and custom modules), named by the
+ * spooldir source's `deserializer`, its settings under `deserializer.`.
+ */
+export interface DeserializerFactory {
+  open(input: DeserializerInput): Deserializer;
+}
+
 /**
  * Flume's LINE deserializer: one event per line ending in '\n' (a '\r' stays in the body, as
  * Flume), at most maxLineLength bytes per event (longer lines continue in the next event), the

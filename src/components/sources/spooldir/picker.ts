@@ -7,7 +7,7 @@ import { DirectoryWatcher, type DirEventKind } from "../../../io/dir-watch.ts";
 import { mapInSlices } from "../../../io/in-slices.ts";
 import { compileJavaFullMatch } from "../../../java/regex.ts";
 import type { Completion } from "./completion.ts";
-import { BlobDeserializer, type Deserializer, LineCodec, LineDeserializer } from "./deserializers.ts";
+import type { Deserializer } from "./deserializers.ts";
 import { type Current, type SpoolScope, SpoolViolation } from "./scope.ts";
 import { FAILED_SUFFIX, type SpoolPosition } from "./tracker.ts";
 
@@ -295,11 +295,7 @@ export class FilePicker {
   private makeDeserializer(handle: FileHandle, cur: Current): Deserializer {
     const o = this.scope.options;
     const { logger, name } = this.scope;
-    if (o.deserializer === "BLOB") {
-      return new BlobDeserializer(handle, cur.pos, cur.size, o.maxBlobLength, () => logger.warn(`${name}: File length exceeds maxBlobLength (${o.maxBlobLength}), splitting BLOB event of ${cur.path}`));
-    }
-    return new LineDeserializer(handle, cur.pos, cur.size, o.maxLineLength, new LineCodec(o.inputCharset, o.outputCharset, o.decodeErrorPolicy), (length) =>
-      logger.warn(`${name}: Line length exceeds max (${o.maxLineLength}), splitting line of ${length}+ bytes in ${cur.path}`),
-    );
+    const warn = (message: string) => logger.warn(`${name}: ${message}`);
+    return o.deserializer.open({ handle, pos: cur.pos, size: cur.size, path: cur.path, inputCharset: o.inputCharset, decodeErrorPolicy: o.decodeErrorPolicy, warn });
   }
 }

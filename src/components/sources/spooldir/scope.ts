@@ -3,7 +3,7 @@ import type { ChannelProcessor } from "../../../core/channel-processor.ts";
 import type { Clock } from "../../../core/clock.ts";
 import type { SourceCounter } from "../../../core/counters.ts";
 import type { Logger } from "../../../core/logger.ts";
-import type { DecodeErrorPolicy, Deserializer } from "./deserializers.ts";
+import type { DecodeErrorPolicy, Deserializer, DeserializerFactory } from "./deserializers.ts";
 import type { Tracker } from "./tracker.ts";
 
 export interface SpoolDirOptions {
@@ -19,10 +19,7 @@ export interface SpoolDirOptions {
   includePattern: string;
   ignorePattern: string;
   recursiveDirectorySearch: boolean;
-  deserializer: "LINE" | "BLOB";
-  maxLineLength: number;
-  outputCharset: string;
-  maxBlobLength: number;
+  deserializer: DeserializerFactory;
   inputCharset: string;
   decodeErrorPolicy: DecodeErrorPolicy;
   fileHeader: boolean;

@@ -1,5 +1,5 @@
-import type { Props } from "../../../config/schema.ts";
-import { ConfigurationError } from "../../../core/errors.ts";
+import type { OptionsOf, Props } from "../../../config/schema.ts";
+import { ConfigurationError, configurationProblems } from "../../../core/errors.ts";
 import { DatePattern } from "../../../java/date-pattern.ts";
 import { compileJavaFullMatch, compileJavaRegex, javaReplacement } from "../../../java/regex.ts";
 import type { CustomFormat } from "./parse.ts";
@@ -20,35 +20,34 @@ export function effectiveEventSize(n: number): number {
   return Math.max(n, MIN_EVENT_SIZE);
 }
 
-export const FORMAT_PREFIX = {
-  prefix: "format.",
-  doc: "format.regex (groups: priority, version, timestamp, hostname, message), format.search / format.replace (applied to the timestamp), format.dateFormat (a SimpleDateFormat pattern): a custom layout tried first",
-} as const;
+/** A custom layout tried before the standard ones (see customFormat). */
+export const FORMAT_PROPS = {
+  "format.regex": { type: "string", doc: "A custom layout tried first: a regex whose groups are priority, version, timestamp, hostname, message" },
+  "format.search": { type: "string", doc: "A regex applied to the custom layout's timestamp before it is parsed" },
+  "format.replace": { type: "string", default: "", doc: "What format.search's matches are replaced with" },
+  "format.dateFormat": { type: "string", doc: "The custom layout's timestamp as a SimpleDateFormat pattern" },
+} as const satisfies Props;
+
+type FormatOptions = OptionsOf<typeof FORMAT_PROPS>;
 
 /** The format.* properties as a custom layout, or undefined when format.regex is not set. */
-export function customFormat(f: Readonly<Record<string, string>>): CustomFormat | undefined {
-  if (!f.regex) return undefined;
-  const regex = compileJavaFullMatch(f.regex, "format.regex");
-  if (!f.dateFormat) return { regex };
+export function customFormat(f: FormatOptions): CustomFormat | undefined {
+  if (!f["format.regex"]) return undefined;
+  const regex = compileJavaFullMatch(f["format.regex"], "format.regex");
+  if (!f["format.dateFormat"]) return { regex };
   let pattern: DatePattern;
   try {
-    pattern = new DatePattern(f.dateFormat);
+    pattern = new DatePattern(f["format.dateFormat"]);
   } catch (err) {
     throw new ConfigurationError("format.dateFormat", (err as Error).message);
   }
-  if (!f.search) return { regex, parseDate: (text) => pattern.parse(text) };
-  const search = compileJavaRegex(f.search, "format.search", "g");
-  const replace = javaReplacement(f.replace ?? "");
+  if (!f["format.search"]) return { regex, parseDate: (text) => pattern.parse(text) };
+  const search = compileJavaRegex(f["format.search"], "format.search", "g");
+  const replace = javaReplacement(f["format.replace"]);
   return { regex, parseDate: (text) => pattern.parse(text.replace(search, replace)) };
 }
 
 /** Config errors of the format.* properties (for validate()). */
-export function customFormatErrors(format: Readonly<Record<string, string>>): { key: string; message: string }[] {
-  try {
-    customFormat(format);
-    return [];
-  } catch (err) {
-    if (err instanceof ConfigurationError) return [{ key: err.key, message: err.detail }];
-    throw err;
-  }
+export function customFormatErrors(format: FormatOptions): { key: string; message: string }[] {
+  return configurationProblems(() => customFormat(format));
 }
