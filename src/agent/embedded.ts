@@ -82,7 +82,7 @@ export class EmbeddedAgent {
     if (this.service) throw new Error("the embedded agent is already started");
     const service = new AgentService(
       { ...this.model, agent: this.name },
-      { clock: this.options.clock, logger: this.options.logger, drainTimeoutMs: this.options.drainTimeout },
+      { clock: this.options.clock, logger: this.options.logger, drainTimeoutMs: this.options.drainTimeout, logStartFailure: false },
     );
     // Set before the start completes, so a stop() meanwhile reaches it (the agent runs it after the start).
     this.service = service;

@@ -69,6 +69,8 @@ export interface AgentServiceOptions {
   trace?: { file: string; maxBytes: number };
   /** The file the configuration came from; without it reload() has nothing to read. */
   config?: ServiceConfigFile;
+  /** Log why a start failed (default true); false when the caller handles the thrown ServiceStartError itself. */
+  logStartFailure?: boolean;
 }
 
 export interface ReloadOutcome {
@@ -258,7 +260,7 @@ export class AgentService extends EventEmitter<AgentServiceEvents> {
 
   /** Ends a start that failed: logged, what started stopped, exit 1, rejected. */
   private async failStart(message: string, cause: unknown, stopStarted?: () => Promise<void>): Promise<never> {
-    this.log.error(message);
+    if (this.o.logStartFailure !== false) this.log.error(message);
     this.stopping = true;
     this.startFailed = true;
     await stopStarted?.();
