@@ -128,10 +128,10 @@ describe("jetstream channel on a real nats-server", () => {
     expect(stopped).toBe("stopped");
   });
 
-  needsNatsServer.test("a put is invisible to takers until it commits; commit returns once stored; headers and binary bodies round-trip", async () => {
+  needsNatsServer.test("framing event: a put is invisible to takers until it commits; commit returns once stored, one message per event; headers and binary bodies round-trip", async () => {
     const stream = nextStream();
-    const a = await started(channel({ stream }));
-    const b = await started(channel({ stream }, new MemoryLogger(), "c2"));
+    const a = await started(channel({ stream, framing: "event" }));
+    const b = await started(channel({ stream, framing: "event" }, new MemoryLogger(), "c2"));
     const body = new Uint8Array([0, 255, 10, 13, 0xc3, 0x28]);
     const headers = { host: "héllo wörld ☃", "with space": "x", "a:b": "colon", "Nats-Msg-Id": "not mine", multi: "line\r\nbreak", padded: "  kept  ", empty: "" };
     const tx = a.getTransaction();
@@ -161,9 +161,9 @@ describe("jetstream channel on a real nats-server", () => {
     expect(a.counter.values.EventTakeSuccessCount + b.counter.values.EventTakeSuccessCount).toBe(2);
   });
 
-  needsNatsServer.test("plain headers are ordinary NATS headers that any NATS client reads", async () => {
+  needsNatsServer.test("framing event: plain headers are ordinary NATS headers that any NATS client reads", async () => {
     const stream = nextStream();
-    const ch = await started(channel({ stream, subject: `plain.${stream}` }));
+    const ch = await started(channel({ stream, subject: `plain.${stream}`, framing: "event" }));
     await putAll(ch, [createEvent("x", { host: "web-1", "Content-Type": "text/plain" })]);
     const c = await natsClient(server.servers);
     try {
@@ -222,7 +222,7 @@ describe("jetstream channel on a real nats-server", () => {
 
   needsNatsServer.test("a full channel: a commit waits keep-alive for room, in arrival order, then fails with ChannelFullException having published nothing", async () => {
     const stream = nextStream();
-    const ch = await started(channel({ stream, capacity: "4", transactionCapacity: "4", "keep-alive": "0" }));
+    const ch = await started(channel({ stream, capacity: "4", transactionCapacity: "4", "keep-alive": "0", framing: "event" }));
     await putAll(ch, events(4));
     const err = await putAll(ch, [createEvent("one too many")]).catch((e) => e);
     expect(err).toBeInstanceOf(ChannelFullException);
@@ -247,7 +247,7 @@ describe("jetstream channel on a real nats-server", () => {
     expect((await takeN(waits, 2)).map(bodyText)).toEqual(["event 1", "waits for room"]);
   });
 
-  needsNatsServer.test("a stream that refuses part of a commit (created smaller by someone else): the retried commit reuses its message ids, nothing is stored twice", async () => {
+  needsNatsServer.test("framing event: a stream that refuses part of a commit (created smaller by someone else): the retried commit reuses its message ids, nothing is stored twice", async () => {
     const stream = nextStream();
     const c = await natsClient(server.servers);
     try {
@@ -256,7 +256,7 @@ describe("jetstream channel on a real nats-server", () => {
       await c.close();
     }
     const logger = new MemoryLogger();
-    const a = await started(channel({ stream, capacity: "10", transactionCapacity: "3", "keep-alive": "0", prefetch: "1" }, logger));
+    const a = await started(channel({ stream, capacity: "10", transactionCapacity: "3", "keep-alive": "0", prefetch: "1", framing: "event" }, logger));
     expect(logger.lines.some((l) => l.level === "warn" && l.message.includes(`stream ${stream} exists with max-msgs 3`))).toBe(true);
     const tx = a.getTransaction();
     tx.begin();
