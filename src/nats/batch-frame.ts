@@ -8,9 +8,9 @@
  *              u32 body length, body
  *
  * Encoding measures the events first and writes them into one buffer (no allocation per event);
- * decoding makes each body a view of the message's data.
+ * decoding makes each body a view of the message's data (when first read, for an event without headers).
  */
-import { bodyEvent, bodyLength, copyBody, type Event, readHeaders } from "../core/event.ts";
+import { bodyLength, copyBody, type Event, lineEvent, readHeaders } from "../core/event.ts";
 import { FlumeError } from "../core/errors.ts";
 
 export const BATCH_HEADER = "Flume-Batch";
@@ -100,9 +100,10 @@ export function decodeBatch(data: Uint8Array, version: string): Event[] {
     const len = buf.readUInt32BE(p);
     p += 4;
     if (p + len > end) throw short();
-    const body = data.subarray(p, p + len);
+    // A headerless event's body view is made only if something reads it (a null sink, a file
+    // channel's copy do not): a subarray per event was a tenth of the channel's CPU.
+    out[i] = headers === null ? lineEvent(data, p, p + len) : { headers, body: data.subarray(p, p + len) };
     p += len;
-    out[i] = headers === null ? bodyEvent(body) : { headers, body };
   }
   return out;
 }

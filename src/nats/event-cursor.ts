@@ -126,6 +126,14 @@ export class EventCursor {
     }
     this.held -= takes.count;
     takes.clear();
+    // Whole messages nothing of which is committed or taken go back to the prefetch (from the
+    // back, so the order holds), where they are handed back to the stream if they wait too long.
+    for (let last = this.head.at(this.head.length - 1); last !== undefined; last = this.head.at(this.head.length - 1)) {
+      if (last.from !== 0 || last.to !== last.d.events.length || last.d.committed !== 0 || (this.head.length > 1 && this.head.at(this.head.length - 2)?.d === last.d)) break;
+      this.head.popBack();
+      this.open.delete(last.d);
+      this.puller.requeue([last.d.msg]);
+    }
   }
 
   /** Committed events of messages not yet acknowledged: a crash or stop now makes them come again. */
