@@ -31,11 +31,11 @@ export function framedSize(e: Event): number {
 export const BATCH_PREFIX = 4;
 
 /**
- * Writes events[from..to) as one batch body; `sizes` are their framedSize, `total` the body's
- * length (BATCH_PREFIX plus the sizes).
+ * Writes events[from..to) as one batch body of `total` bytes (BATCH_PREFIX plus their
+ * framedSize), into `into` when given (at its start), else into a new buffer.
  */
-export function encodeBatch(events: readonly Event[], from: number, to: number, total: number): Uint8Array {
-  const buf = Buffer.allocUnsafe(total);
+export function encodeBatch(events: readonly Event[], from: number, to: number, total: number, into?: Buffer): Uint8Array {
+  const buf = into ? into.subarray(0, total) : Buffer.allocUnsafe(total);
   buf.writeUInt32BE(to - from, 0);
   let p = BATCH_PREFIX;
   for (let i = from; i < to; i++) {
@@ -132,4 +132,31 @@ export function splitBatch(events: readonly Event[], limit: number, tooLarge: (i
     totals.push(total);
   }
   return { ends, totals };
+}
+
+/**
+ * The buffer a component encodes its batch messages into, written again only once the publish
+ * that used it was acknowledged (a failed one may still sit in the client's outgoing buffer:
+ * then a new one is made). Saves a buffer per commit; bigger commits than `max` get their own.
+ */
+export class FrameScratch {
+  private buf: Buffer | null = null;
+  private lent = false;
+
+  constructor(private readonly max = 4 * 1024 * 1024) {}
+
+  /** A buffer of at least `size` bytes, or null (lent already, or too big). */
+  lend(size: number): Buffer | null {
+    if (this.lent || size > this.max) return null;
+    if (this.buf === null || this.buf.length < size) this.buf = Buffer.allocUnsafeSlow(Math.max(size, 64 * 1024));
+    this.lent = true;
+    return this.buf;
+  }
+
+  /** The publish ended; `acknowledged`: every message was stored, so the bytes are no longer needed. */
+  giveBack(acknowledged: boolean): void {
+    if (!this.lent) return;
+    this.lent = false;
+    if (!acknowledged) this.buf = null;
+  }
 }

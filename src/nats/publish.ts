@@ -12,7 +12,7 @@ import type { Msg, MsgHdrs, NatsConnection, Subscription } from "@nats-io/nats-c
 import type { Clock, TimerHandle } from "../core/clock.ts";
 import { readHeaders, type Event } from "../core/event.ts";
 import type { NatsLink } from "./connection.ts";
-import { BATCH_HEADER, BATCH_VERSION, encodeBatch, splitBatch } from "./batch-frame.ts";
+import { BATCH_HEADER, BATCH_VERSION, encodeBatch, type FrameScratch, splitBatch } from "./batch-frame.ts";
 import { classifyPublishError, EventTooLargeError, messageOf, NatsUnavailableError, PublishRejectedError, StreamFullError } from "./errors.ts";
 import { toNatsHeaders } from "./headers.ts";
 
@@ -170,11 +170,15 @@ export function perEventMessages(target: PublishTarget, events: readonly Event[]
  * The events in as few batch messages as fit in the server's max_payload (batch-frame.ts);
  * message k gets the id idOf(k, from, to) for its events [from, to).
  */
-export function batchMessages(target: PublishTarget, events: readonly Event[], idOf: (k: number, from: number, to: number) => string): MessageBuilder {
+export function batchMessages(target: PublishTarget, events: readonly Event[], idOf: (k: number, from: number, to: number) => string, scratch?: FrameScratch): MessageBuilder {
   return (link, nc) => {
     const limit = maxPayload(nc) - HEADER_ALLOWANCE - target.stream.length;
     const { ends, totals } = splitBatch(events, limit, (i, size) => tooLarge(`event ${i} of the batch (framed with its headers)`, size, limit));
     const out = new Array<OutMessage>(ends.length);
+    let sum = 0;
+    for (let k = 0; k < totals.length; k++) sum += totals[k];
+    const into = scratch?.lend(sum) ?? null;
+    let at = 0;
     let from = 0;
     for (let k = 0; k < ends.length; k++) {
       const to = ends[k];
@@ -182,7 +186,8 @@ export function batchMessages(target: PublishTarget, events: readonly Event[], i
       h.set(BATCH_HEADER, BATCH_VERSION);
       h.set("Nats-Msg-Id", idOf(k, from, to));
       h.set("Nats-Expected-Stream", target.stream);
-      out[k] = { body: encodeBatch(events, from, to, totals[k]), headers: h, events: to - from };
+      out[k] = { body: encodeBatch(events, from, to, totals[k], into ? into.subarray(at) : undefined), headers: h, events: to - from };
+      at += totals[k];
       from = to;
     }
     return out;

@@ -30,7 +30,7 @@ export interface PullerOptions {
 }
 
 /** Bytes of messages kept ahead of takes: batch messages carry many events each. */
-export const PREFETCH_BYTES = 8 * 1024 * 1024;
+export const PREFETCH_BYTES = 4 * 1024 * 1024;
 
 export interface PullerEvents {
   /** A message arrived (the buffer was empty before when `first`); null: a copy of one already here. */

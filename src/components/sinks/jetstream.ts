@@ -13,6 +13,7 @@ import { SinkCounter } from "../../core/counters.ts";
 import { readHeaders, type Event } from "../../core/event.ts";
 import type { Sink, Status } from "../../core/sink.ts";
 import { type NatsClients, NatsLink } from "../../nats/connection.ts";
+import { FrameScratch } from "../../nats/batch-frame.ts";
 import { batchMessages, perEventMessages, publishBatch } from "../../nats/publish.ts";
 import { CONNECTION_PROPS, type ConnectionSettings, connectionSettings, MAX_MSGS_PROP, natsProblems, STREAM_PROPS, type StreamSettings, streamSettings } from "../../nats/settings.ts";
 import { ensureStream } from "../../nats/stream.ts";
@@ -50,6 +51,8 @@ export class JetStreamSink extends BaseSink implements Sink {
   private readonly link: NatsLink;
   private readonly idPrefix = randomBytes(9).toString("base64url");
   private nextBatch = 1;
+  /** Where batch messages are encoded, reused from one acknowledged batch to the next. */
+  private readonly scratch = new FrameScratch();
   /** The last batch that failed, with its ids, so a resend of the same events reuses them. */
   private failed: { events: Event[]; ids: string[]; key: string } | null = null;
 
@@ -107,14 +110,16 @@ export class JetStreamSink extends BaseSink implements Sink {
   private async publish(events: readonly Event[]): Promise<void> {
     const { ids, key } = this.idsFor(events);
     const target = { subject: this.options.stream.subject, stream: this.options.stream.stream, timeout: this.options.publishTimeout, fullWait: 0 };
-    const build = this.options.framing === "batch" ? batchMessages(target, events, (_k, from, to) => this.batchId(events, key, from, to)) : perEventMessages(target, events, ids);
+    const build = this.options.framing === "batch" ? batchMessages(target, events, (_k, from, to) => this.batchId(events, key, from, to), this.scratch) : perEventMessages(target, events, ids);
     try {
       await publishBatch(this.link, target, build, this.clock);
     } catch (err) {
+      this.scratch.giveBack(false);
       // The take loop reuses its array: keep a copy to recognise the events when they come back.
       this.failed = { events: events.slice(), ids, key };
       throw err;
     }
+    this.scratch.giveBack(true);
     this.failed = null;
   }
 

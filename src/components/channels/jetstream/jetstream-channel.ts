@@ -37,6 +37,7 @@ import { Permits } from "../../../core/permits.ts";
 import { BasicTransaction } from "../../../core/transaction.ts";
 import { type NatsClients, NatsLink } from "../../../nats/connection.ts";
 import { messageOf, StreamFullError } from "../../../nats/errors.ts";
+import { FrameScratch } from "../../../nats/batch-frame.ts";
 import { EventCursor, eventsIn, Takes } from "../../../nats/event-cursor.ts";
 import { batchMessages, perEventMessages, publishBatch } from "../../../nats/publish.ts";
 import { Puller } from "../../../nats/puller.ts";
@@ -104,6 +105,8 @@ export class JetStreamChannel implements Channel {
   private readonly link: NatsLink;
   private readonly puller: Puller;
   private readonly cursor: EventCursor;
+  /** Where batch messages are encoded (one commit's at a time; others get buffers of their own). */
+  private readonly scratch = new FrameScratch();
   /** Unique per channel instance, so message ids never collide across agents or restarts. */
   private readonly idPrefix = randomBytes(9).toString("base64url");
   private nextTx = 1;
@@ -269,6 +272,9 @@ export class JetStreamChannel implements Channel {
     this.stopTimers();
     await this.puller.stop();
     this.cursor.clear();
+    // Everything went back to the stream: a start again learns the backlog from the server.
+    this.grow(-this.backlog);
+    this.away = this.awayMsgs = 0;
     await this.link.close();
     this.counter.connected = false;
     this.counter.stop();
@@ -454,7 +460,7 @@ export class JetStreamChannel implements Channel {
     const target = { subject: this.options.stream.subject, stream: this.options.stream.stream, timeout: this.options.commitTimeout, fullWait };
     let build;
     if (this.options.framing === "batch") {
-      build = batchMessages(target, tx.puts, (_k, from, to) => `${txKey}.${from}-${to}`);
+      build = batchMessages(target, tx.puts, (_k, from, to) => `${txKey}.${from}-${to}`, this.scratch);
     } else {
       const ids = new Array<string>(tx.puts.length);
       for (let i = 0; i < ids.length; i++) ids[i] = `${txKey}.${i}`;
@@ -462,8 +468,10 @@ export class JetStreamChannel implements Channel {
     }
     const started = this.clock.now();
     let messages: number;
+    let acknowledged = false;
     try {
       const r = await publishBatch(this.link, target, build, this.clock);
+      acknowledged = true;
       messages = r.messages;
       c["channel.jetstream.publish.retry.count"] += r.retries;
       c["channel.jetstream.publish.duplicate.count"] += r.duplicates;
@@ -471,6 +479,7 @@ export class JetStreamChannel implements Channel {
       if (err instanceof StreamFullError) throw new ChannelFullException(`${this.label}: ${err.message}`, { cause: err });
       throw new ChannelException(`${this.label}: commit of ${tx.puts.length} events failed: ${messageOf(err)}`, { cause: err });
     } finally {
+      this.scratch.giveBack(acknowledged);
       c["channel.jetstream.event.send.time"] += this.clock.now() - started;
     }
     c.EventPutSuccessCount += tx.puts.length;
