@@ -16,8 +16,9 @@
  * Capacity is the backlog (events stored and not yet taken by a committed transaction, over
  * every agent), known from this channel's own commits and the messages it holds at once, and
  * from the server every second (which counts messages: those not here are counted with the
- * events per message seen so far until they arrive): a commit that would exceed it waits up to keep-alive, in arrival order, then fails
- * with ChannelFullException having published nothing. The stream itself is created with
+ * events per message seen so far until they arrive). A commit that would exceed it waits up
+ * to keep-alive, in arrival order, then fails with ChannelFullException having published
+ * nothing. The stream itself is created with
  * room for one more transaction (max-msgs = capacity + transactionCapacity), so a
  * transaction's puts fit before its takes are acknowledged.
  *
@@ -435,7 +436,7 @@ export class JetStreamChannel implements Channel {
       const earlyMsgs = Math.min(this.earlyMsgs, storedMsgs);
       this.early -= early;
       this.earlyMsgs -= earlyMsgs;
-      // Arrivals taken for a commit's that stored nothing are someone else's: backlog.
+      // Arrivals taken for this channel's commits that no commit claimed are someone else's: backlog.
       const strangers = this.publishing === 0 ? this.early : 0;
       if (this.publishing === 0) this.early = this.earlyMsgs = 0;
       // The backlog moved by what was stored less what was committed; the reservation is
