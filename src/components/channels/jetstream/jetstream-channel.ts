@@ -273,9 +273,6 @@ export class JetStreamChannel implements Channel {
     this.stopTimers();
     await this.puller.stop();
     this.cursor.clear();
-    // Everything went back to the stream: a start again learns the backlog from the server.
-    this.grow(-this.backlog);
-    this.away = this.awayMsgs = 0;
     await this.link.close();
     this.counter.connected = false;
     this.counter.stop();
