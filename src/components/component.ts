@@ -144,6 +144,14 @@ export interface Durability<T> {
    * Absent: a stopped and restarted channel has every committed, untaken event.
    */
   lostOnStop?(instance: T): readonly Event[];
+  /**
+   * Present when a crash may deliver committed, taken events again (at least once: the
+   * jetstream channel acknowledges a batch message only once all its events are committed):
+   * the events a crash now would bring back. Absent: none comes back.
+   */
+  repeatedOnCrash?(instance: T): readonly Event[];
+  /** The same for a clean stop. */
+  repeatedOnStop?(instance: T): readonly Event[];
 }
 
 /** What a component file writes: the schema in record form, the factory, the traits. */

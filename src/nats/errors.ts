@@ -12,6 +12,9 @@ export class JetStreamSetupError extends FlumeError {}
 /** A publish the server will never accept (an event larger than the server's max_payload). */
 export class PublishRejectedError extends FlumeError {}
 
+/** An event that cannot fit in one NATS message (the server's max_payload). */
+export class EventTooLargeError extends PublishRejectedError {}
+
 export type PublishFailure = "full" | "rejected" | "transient";
 
 /** The JetStream API error code for "maximum messages/bytes exceeded". */

@@ -1,17 +1,19 @@
 /**
- * Publishes a batch of events to a stream and returns once the stream acknowledged every one.
- * Each event carries a message id (Nats-Msg-Id), so a publish retried after a timeout, a
- * reconnect or a leader election is dropped by the stream's duplicate window instead of being
- * stored twice. Only the events not yet acknowledged are sent again.
+ * Publishes a batch of events to a stream, one message per event or batch messages
+ * (batch-frame.ts), and returns once the stream acknowledged every message. Each message
+ * carries a message id (Nats-Msg-Id), so a publish retried after a timeout, a reconnect or a
+ * leader election is dropped by the stream's duplicate window instead of being stored twice.
+ * Only the messages not yet acknowledged are sent again.
  *
- * The events go out as plain publishes whose replies (the stream's PubAcks) arrive on one
+ * The messages go out as plain publishes whose replies (the stream's PubAcks) arrive on one
  * subscription per connection, so a batch costs one timer, not a request per event.
  */
 import type { Msg, MsgHdrs, NatsConnection, Subscription } from "@nats-io/nats-core";
 import type { Clock, TimerHandle } from "../core/clock.ts";
 import { readHeaders, type Event } from "../core/event.ts";
 import type { NatsLink } from "./connection.ts";
-import { classifyPublishError, messageOf, NatsUnavailableError, PublishRejectedError, StreamFullError } from "./errors.ts";
+import { BATCH_HEADER, BATCH_VERSION, encodeBatch, type FrameScratch, splitBatch } from "./batch-frame.ts";
+import { classifyPublishError, EventTooLargeError, messageOf, NatsUnavailableError, PublishRejectedError, StreamFullError } from "./errors.ts";
 import { toNatsHeaders } from "./headers.ts";
 
 export interface PublishTarget {
@@ -28,6 +30,8 @@ export interface PublishResult {
   duplicates: number;
   /** Rounds beyond the first. */
   retries: number;
+  /** Messages the events went in. */
+  messages: number;
 }
 
 const RETRY_PAUSE_MIN = 50;
@@ -123,8 +127,75 @@ function ackInbox(link: NatsLink, nc: NatsConnection): AckInbox {
   return inbox;
 }
 
-/** Publishes the events at `pending` once; resolves when each has an answer or timeout ms passed. */
-async function publishRound(link: NatsLink, nc: NatsConnection, target: PublishTarget, events: readonly Event[], headers: MsgHdrs[], pending: number[], timeout: number, clock: Clock): Promise<Round> {
+/** One message of a publish: its body, its headers (with its message id) and the events it carries. */
+export interface OutMessage {
+  body: Uint8Array;
+  headers: MsgHdrs;
+  events: number;
+}
+
+/** Makes the messages of a publish, once connected (headers need the client; sizes the server's max_payload). */
+export type MessageBuilder = (link: NatsLink, nc: NatsConnection) => OutMessage[];
+
+/** Bytes a message's header block may take besides the Flume headers of its event (version line, ids, stream). */
+const HEADER_ALLOWANCE = 256;
+
+function maxPayload(nc: NatsConnection): number {
+  return nc.info?.max_payload ?? 1024 * 1024;
+}
+
+function tooLarge(what: string, size: number, limit: number): EventTooLargeError {
+  return new EventTooLargeError(`${what} of ${size} bytes does not fit in one NATS message: the server's max_payload is ${limit} bytes (raise max_payload in the nats-server configuration, or send smaller events)`);
+}
+
+/** One message per event (any NATS client reads it): its headers are NATS headers. */
+export function perEventMessages(target: PublishTarget, events: readonly Event[], ids: readonly string[]): MessageBuilder {
+  return (link, nc) => {
+    const limit = maxPayload(nc);
+    const out = new Array<OutMessage>(events.length);
+    for (let i = 0; i < events.length; i++) {
+      const h = toNatsHeaders(() => link.headers(), readHeaders(events[i])) ?? link.headers();
+      h.set("Nats-Msg-Id", ids[i]);
+      h.set("Nats-Expected-Stream", target.stream);
+      // Only a body near the limit is measured with its header block (which encode() allocates).
+      const size = events[i].body.length > limit - 64 * 1024 ? events[i].body.length + (h as MsgHdrs & { encode(): Uint8Array }).encode().length : 0;
+      if (size > limit) throw tooLarge(`event ${i} of the batch (body and headers)`, size, limit);
+      out[i] = { body: events[i].body, headers: h, events: 1 };
+    }
+    return out;
+  };
+}
+
+/**
+ * The events in as few batch messages as fit in the server's max_payload (batch-frame.ts);
+ * message k gets the id idOf(k, from, to) for its events [from, to).
+ */
+export function batchMessages(target: PublishTarget, events: readonly Event[], idOf: (k: number, from: number, to: number) => string, scratch?: FrameScratch): MessageBuilder {
+  return (link, nc) => {
+    const limit = maxPayload(nc) - HEADER_ALLOWANCE - target.stream.length;
+    const { ends, totals } = splitBatch(events, limit, (i, size) => tooLarge(`event ${i} of the batch (framed with its headers)`, size, limit));
+    const out = new Array<OutMessage>(ends.length);
+    let sum = 0;
+    for (let k = 0; k < totals.length; k++) sum += totals[k];
+    const into = scratch?.lend(sum) ?? null;
+    let at = 0;
+    let from = 0;
+    for (let k = 0; k < ends.length; k++) {
+      const to = ends[k];
+      const h = link.headers();
+      h.set(BATCH_HEADER, BATCH_VERSION);
+      h.set("Nats-Msg-Id", idOf(k, from, to));
+      h.set("Nats-Expected-Stream", target.stream);
+      out[k] = { body: encodeBatch(events, from, to, totals[k], into ? into.subarray(at) : undefined), headers: h, events: to - from };
+      at += totals[k];
+      from = to;
+    }
+    return out;
+  };
+}
+
+/** Publishes the messages at `pending` once; resolves when each has an answer or timeout ms passed. */
+async function publishRound(link: NatsLink, nc: NatsConnection, target: PublishTarget, msgs: readonly OutMessage[], pending: number[], timeout: number, clock: Clock): Promise<Round> {
   const inbox = ackInbox(link, nc);
   let timer: TimerHandle | null = null;
   let finish = () => {};
@@ -133,14 +204,14 @@ async function publishRound(link: NatsLink, nc: NatsConnection, target: PublishT
   try {
     const base = `${inbox.prefix}.${id}.`;
     for (let k = 0; k < pending.length; k++) {
-      const i = pending[k];
-      nc.publish(target.subject, events[i].body, { reply: base + k, headers: headers[i] });
+      const m = msgs[pending[k]];
+      nc.publish(target.subject, m.body, { reply: base + k, headers: m.headers });
     }
     timer = clock.setTimeout(() => finish(), timeout);
     await finished;
   } catch (err) {
     // The client refuses synchronously what can never be sent (larger than max_payload).
-    if (classifyPublishError(err) === "rejected") throw new PublishRejectedError(`the server refused an event: ${messageOf(err)}`, { cause: err });
+    if (classifyPublishError(err) === "rejected") throw new PublishRejectedError(`the server refused a message: ${messageOf(err)}`, { cause: err });
     round.lastError = err;
   } finally {
     if (timer) clock.clearTimeout(timer);
@@ -149,11 +220,15 @@ async function publishRound(link: NatsLink, nc: NatsConnection, target: PublishT
   return round;
 }
 
-export async function publishBatch(link: NatsLink, target: PublishTarget, events: readonly Event[], ids: readonly string[], clock: Clock): Promise<PublishResult> {
+/**
+ * Publishes the messages `build` makes and returns once the stream acknowledged every one
+ * (retrying the others with the same ids); counts are in events.
+ */
+export async function publishBatch(link: NatsLink, target: PublishTarget, build: MessageBuilder, clock: Clock): Promise<PublishResult> {
   const started = clock.now();
-  let headers: MsgHdrs[] | null = null;
-  let pending: number[] = new Array(events.length);
-  for (let i = 0; i < events.length; i++) pending[i] = i;
+  let msgs: OutMessage[] | null = null;
+  let pending: number[] = [];
+  let total = 0;
   let duplicates = 0;
   let rounds = 0;
   let fullSince = 0;
@@ -166,43 +241,44 @@ export async function publishBatch(link: NatsLink, target: PublishTarget, events
     const nc = link.ready ? link.nc : null;
     if (!nc) {
       lastError = new NatsUnavailableError(`not connected${link.lastError ? `: ${link.lastError}` : ""}`);
-      failed.push(...pending);
+      if (msgs) failed.push(...pending);
     } else {
-      if (!headers) {
-        headers = new Array(events.length);
-        for (let i = 0; i < events.length; i++) {
-          const h = toNatsHeaders(() => link.headers(), readHeaders(events[i])) ?? link.headers();
-          h.set("Nats-Msg-Id", ids[i]);
-          h.set("Nats-Expected-Stream", target.stream);
-          headers[i] = h;
+      if (!msgs) {
+        msgs = build(link, nc);
+        pending = new Array(msgs.length);
+        for (let i = 0; i < msgs.length; i++) {
+          pending[i] = i;
+          total += msgs[i].events;
         }
       }
-      const round = await publishRound(link, nc, target, events, headers, pending, link.settings.requestTimeout, clock);
+      const round = await publishRound(link, nc, target, msgs, pending, link.settings.requestTimeout, clock);
       lastError = round.lastError ?? (round.left > 0 ? new Error(`no acknowledgement within ${link.settings.requestTimeout} ms`) : null);
       for (let k = 0; k < pending.length; k++) {
         const outcome = round.outcomes[k];
         if (outcome === Outcome.Stored) continue;
         if (outcome === Outcome.Duplicate) {
-          duplicates++;
+          duplicates += msgs[pending[k]].events;
           continue;
         }
-        if (outcome === Outcome.Rejected) throw new PublishRejectedError(`the server refused an event of ${events[pending[k]].body.length} bytes: ${messageOf(round.lastError)}`, { cause: round.lastError });
+        if (outcome === Outcome.Rejected) throw new PublishRejectedError(`the server refused a message of ${msgs[pending[k]].body.length} bytes: ${messageOf(round.lastError)}`, { cause: round.lastError });
         if (outcome === Outcome.Full) full = true;
         failed.push(pending[k]);
       }
     }
-    if (failed.length === 0) return { duplicates, retries: rounds - 1 };
-    pending = failed;
+    if (msgs && failed.length === 0) return { duplicates, retries: rounds - 1, messages: msgs.length };
+    if (msgs) pending = failed;
+    const left = msgs ? failed.reduce((n, i) => n + (msgs as OutMessage[])[i].events, 0) : "all";
+    const of = msgs ? total : "the";
     const now = clock.now();
     if (full) {
       fullSince ||= now;
       if (now - fullSince >= target.fullWait) {
-        throw new StreamFullError(`stream ${target.stream} is full (${messageOf(lastError)}): ${pending.length} of ${events.length} events not stored; sinks are likely not keeping up, or max-msgs/max-bytes is too tight`, { cause: lastError });
+        throw new StreamFullError(`stream ${target.stream} is full (${messageOf(lastError)}): ${left} of ${of} events not stored; sinks are likely not keeping up, or max-msgs/max-bytes is too tight`, { cause: lastError });
       }
     } else {
       fullSince = 0;
       if (now - started >= target.timeout) {
-        throw new NatsUnavailableError(`${pending.length} of ${events.length} events not acknowledged by stream ${target.stream} within ${target.timeout} ms: ${describe(lastError, target.subject)}`, { cause: lastError });
+        throw new NatsUnavailableError(`${left} of ${of} events not acknowledged by stream ${target.stream} within ${target.timeout} ms: ${describe(lastError, target.subject)}`, { cause: lastError });
       }
     }
     await clock.sleep(pause);

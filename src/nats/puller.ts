@@ -25,13 +25,18 @@ export interface PullerOptions {
   ackWait: number;
   /** Milliseconds one pull request waits on the server for messages. */
   expires: number;
+  /** Most bytes of messages prefetched (a pull waits while half of it is buffered); default PREFETCH_BYTES. */
+  prefetchBytes?: number;
 }
 
+/** Bytes of messages kept ahead of takes: batch messages carry many events each. */
+export const PREFETCH_BYTES = 4 * 1024 * 1024;
+
 export interface PullerEvents {
-  /** A message arrived (the buffer was empty before when `first`). */
-  arrived?(first: boolean): void;
-  /** n prefetched messages went back to the stream; the server delivers them again. */
-  handedBack?(n: number): void;
+  /** A message arrived (the buffer was empty before when `first`); null: a copy of one already here. */
+  arrived?(first: boolean, msg: JsMsg | null): void;
+  /** Prefetched messages went back to the stream; the server delivers them again. */
+  handedBack?(msgs: readonly JsMsg[]): void;
 }
 
 
@@ -50,6 +55,11 @@ export class Puller {
   private readonly held = new Set<JsMsg>();
   /** Stream sequences of the ready and held messages. */
   private readonly here = new Set<number>();
+  /** Bytes of the ready messages. */
+  private readyBytes = 0;
+  /** Bytes and count of the messages received, for their mean size. */
+  private seenBytes = 0;
+  private seenMsgs = 0;
   private running = false;
   private loop: Promise<void> | null = null;
   private stopCurrent: (() => void) | null = null;
@@ -79,6 +89,11 @@ export class Puller {
     return this.ready.length;
   }
 
+  /** The i-th prefetched message not yet taken. */
+  readyAt(i: number): JsMsg | undefined {
+    return this.ready.at(i);
+  }
+
   /** Messages taken by open transactions and not yet settled. */
   get heldCount(): number {
     return this.held.size;
@@ -101,8 +116,9 @@ export class Puller {
     const m = this.ready.popFront();
     if (m === undefined) return undefined;
     this.arrived.popFront();
+    this.readyBytes -= m.data.length;
     this.held.add(m);
-    if (this.roomWaiter && this.ready.length <= this.options.prefetch / 2) {
+    if (this.roomWaiter && this.room() >= this.options.prefetch / 2) {
       const w = this.roomWaiter;
       this.roomWaiter = null;
       w();
@@ -127,6 +143,12 @@ export class Puller {
     }
   }
 
+  /** Tells the server never to deliver a message again (one nothing can read). */
+  terminate(m: JsMsg): void {
+    this.forget(m);
+    m.term();
+  }
+
   /** Puts taken messages back at the head of the prefetch, in their order (a rolled-back take). */
   requeue(msgs: readonly JsMsg[]): void {
     const now = this.clock.now();
@@ -134,6 +156,7 @@ export class Puller {
       this.held.delete(msgs[i]);
       this.ready.pushFront(msgs[i]);
       this.arrived.pushFront(now);
+      this.readyBytes += msgs[i].data.length;
     }
   }
 
@@ -175,6 +198,7 @@ export class Puller {
     const all = [...this.ready.toArray(), ...this.held].sort(byStreamSeq);
     this.ready.clear();
     this.arrived.clear();
+    this.readyBytes = 0;
     this.nak(all);
   }
 
@@ -188,6 +212,7 @@ export class Puller {
     this.stopCurrent?.();
     this.ready.clear();
     this.arrived.clear();
+    this.readyBytes = 0;
     this.held.clear();
     this.here.clear();
     this.lastAlive.clear();
@@ -223,7 +248,13 @@ export class Puller {
     this.lastAlive.delete(m);
   }
 
+  private get prefetchBytes(): number {
+    return this.options.prefetchBytes ?? PREFETCH_BYTES;
+  }
+
+  /** Messages a pull may ask for: none while half the prefetch's bytes are buffered. */
   private room(): number {
+    if (this.readyBytes > this.prefetchBytes / 2) return 0;
     return this.options.prefetch - this.ready.length;
   }
 
@@ -265,21 +296,28 @@ export class Puller {
         const { js } = this.link.requireReady();
         consumer ??= await js.consumers.get(this.options.stream, this.options.consumer);
         if (!this.running) break;
-        const messages = await consumer.fetch({ max_messages: room, expires: this.options.expires });
+        // The client takes a count or a byte limit, not both: the bytes are bounded through the
+        // mean size of the messages seen so far.
+        const mean = this.seenMsgs > 0 ? this.seenBytes / this.seenMsgs : 0;
+        const byBytes = mean > 0 ? Math.max(1, Math.floor((this.prefetchBytes - this.readyBytes) / mean)) : room;
+        const messages = await consumer.fetch({ max_messages: Math.min(room, byBytes), expires: this.options.expires });
         this.stopCurrent = () => void messages.close().catch(() => {});
         for await (const m of messages) {
           // An event already here (prefetched or held) may be delivered again: after ack-wait,
           // or twice after a nak (nats-server 2.9). One copy is kept; the arrival still counts.
           if (this.here.has(m.seq)) {
-            this.events.arrived?.(false);
+            this.events.arrived?.(false, null);
             continue;
           }
           this.here.add(m.seq);
           const first = this.ready.length === 0;
           this.ready.pushBack(m);
           this.arrived.pushBack(this.clock.now());
+          this.readyBytes += m.data.length;
+          this.seenBytes += m.data.length;
+          this.seenMsgs++;
           this.lastAlive.set(m, this.serverClock.now());
-          this.events.arrived?.(first);
+          this.events.arrived?.(first, m);
           if (this.arrivalWaiters.length > 0) this.arrivalWaiters = this.arrivalWaiters.filter((w) => !w());
         }
         this.stopCurrent = null;
@@ -326,9 +364,10 @@ export class Puller {
     const all = this.ready.toArray();
     this.ready.clear();
     this.arrived.clear();
+    this.readyBytes = 0;
     this.nak(all);
-    this.logger.debug(`${this.label}: handed ${all.length} prefetched events back to the stream (not taken within ${ms} ms)`);
-    this.events.handedBack?.(all.length);
+    this.logger.debug(`${this.label}: handed ${all.length} prefetched messages back to the stream (not taken within ${ms} ms)`);
+    this.events.handedBack?.(all);
     if (this.roomWaiter) {
       const w = this.roomWaiter;
       this.roomWaiter = null;

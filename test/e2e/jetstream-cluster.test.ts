@@ -65,7 +65,7 @@ function expected(n: number): string[] {
 }
 
 describe("JetStream scale-out (nats-server and flume run child processes)", () => {
-  needsNatsServer.test("3-node cluster, stream of 3 replicas: the stream leader is SIGKILLed mid-stream and restarted; every event the client got OK for is delivered, duplicates bounded", async () => {
+  for (const framing of ["batch", "event"]) needsNatsServer.test(`framing ${framing}: 3-node cluster, stream of 3 replicas: the stream leader is SIGKILLed mid-stream and restarted; every event the client got OK for is delivered, duplicates bounded`, async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
     const cluster = await startCluster(3);
@@ -80,7 +80,7 @@ a1.sources.r1.type = avro
 a1.sources.r1.bind = 127.0.0.1
 a1.sources.r1.port = ${avroPort}
 a1.sources.r1.channels = c1
-${collectorConf("a1", cluster.servers, "R3", out, "a1.channels.c1.replicas = 3\na1.channels.c1.commit-timeout = 20000")}`,
+${collectorConf("a1", cluster.servers, "R3", out, `a1.channels.c1.replicas = 3\na1.channels.c1.commit-timeout = 20000\na1.channels.c1.framing = ${framing}`)}`,
       metrics,
     );
     await agent.waitFor(/jetstream channel c1: connected to NATS/, 15000);
@@ -127,7 +127,7 @@ ${collectorConf("a1", cluster.servers, "R3", out, "a1.channels.c1.replicas = 3\n
     // A duplicate comes from a batch the client sent again after a commit that had in fact
     // succeeded, or from takes whose acks the killed node lost (at most one prefetch, 100, plus a sink batch).
     const channel = (await fetchMetrics(metrics))["CHANNEL.c1"];
-    console.log(`cluster: ${acknowledged} acknowledged, ${resentEvents} resent, ${duplicates} duplicates, ${channel["channel.jetstream.publish.retry.count"]} publish retries`);
+    console.log(`cluster, framing ${framing}: ${acknowledged} acknowledged, ${resentEvents} resent, ${duplicates} duplicates, ${channel["channel.jetstream.publish.retry.count"]} publish retries`);
     expect(duplicates).toBeLessThanOrEqual(resentEvents + 100 + 50);
     // The commits in flight while the leader was gone were retried with their message ids.
     expect(Number(channel["channel.jetstream.publish.retry.count"])).toBeGreaterThan(0);

@@ -1,17 +1,18 @@
 /**
  * The jetstream source (Flume's Kafka source, on NATS JetStream): pulls from a durable
  * consumer shared by every agent naming it, hands up to batchSize events to the channel
- * processor as one batch, and acks them only after the channels committed them; a channel
- * failure naks them so they are delivered again (to this agent or another). Nothing is acked
- * that is not in a channel; an agent that dies mid-batch leaves the batch to ack-wait.
+ * processor as one batch, and acks them only after the channels committed them; a batch the
+ * channels refuse is offered again. Messages of either framing are read (one event per
+ * message, or a batch message of the jetstream sink or channel); a batch message is acked
+ * once all its events are in a channel. Nothing is acked that is not in a channel; an agent
+ * that dies mid-batch leaves its messages to ack-wait.
  */
-import type { JsMsg } from "@nats-io/jetstream";
 import type { Event } from "../../core/event.ts";
 import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
 import { type NatsClients, NatsLink } from "../../nats/connection.ts";
 import { messageOf } from "../../nats/errors.ts";
-import { eventOfMessage } from "../../nats/headers.ts";
+import { EventCursor, Takes } from "../../nats/event-cursor.ts";
 import { Puller } from "../../nats/puller.ts";
 import {
   CONNECTION_PROPS,
@@ -48,6 +49,8 @@ export class JetStreamSource extends BaseSource implements PollableSource {
   readonly maxBackoffSleep = 1000;
   private readonly link: NatsLink;
   private readonly puller: Puller;
+  private readonly cursor: EventCursor;
+  private readonly takes = new Takes();
 
   constructor(
     ctx: ComponentContext,
@@ -61,6 +64,7 @@ export class JetStreamSource extends BaseSource implements PollableSource {
       ctx.clock,
       ctx.logger,
     );
+    this.cursor = new EventCursor(this.puller, ctx.logger, this.link.label);
   }
 
   get label(): string {
@@ -89,6 +93,7 @@ export class JetStreamSource extends BaseSource implements PollableSource {
   async stop(): Promise<void> {
     this.state = "STOP";
     await this.puller.stop();
+    this.cursor.clear();
     await this.link.close();
     this.counter.values.OpenConnectionCount = 0;
     this.markStopped();
@@ -98,26 +103,33 @@ export class JetStreamSource extends BaseSource implements PollableSource {
   async process(): Promise<Status> {
     if (!this.link.ready || this.state !== "START") return "BACKOFF";
     const { batchSize, batchDurationMillis } = this.options;
-    await this.puller.waitFor(batchSize, batchDurationMillis);
-    const msgs: JsMsg[] = [];
     const events: Event[] = [];
-    for (let m = this.puller.shift(); m !== undefined; m = msgs.length < batchSize ? this.puller.shift() : undefined) {
-      msgs.push(m);
-      events.push(eventOfMessage(m.data, m.headers));
-      if (msgs.length >= batchSize) break;
+    // Events until the batch is full or batchDurationMillis passed (a batch message gives many at once).
+    const deadline = this.clock.now() + batchDurationMillis;
+    for (;;) {
+      while (events.length < batchSize) {
+        const e = this.cursor.take(this.takes);
+        if (e === undefined) break;
+        events.push(e);
+      }
+      const left = deadline - this.clock.now();
+      if (events.length >= batchSize || left <= 0 || this.state !== "START") break;
+      await this.puller.waitFor(1, left);
+      if (this.puller.buffered === 0) break;
     }
-    if (msgs.length === 0) return "BACKOFF";
-    // One attempt: the stream is the client that retries (a refused batch is delivered again).
+    if (events.length === 0) return "BACKOFF";
+    // One attempt: a refused batch goes back to the head and is offered again.
     const refused = await this.emitter.offer(events, `stream ${this.options.stream.stream}`);
     if (refused) {
-      this.puller.nak(msgs);
+      this.cursor.rollback(this.takes);
       return "BACKOFF";
     }
+    const done = this.cursor.commit(this.takes);
     try {
-      await this.puller.ack(msgs, this.options.connection.requestTimeout);
+      if (done.length > 0) await this.puller.ack(done, this.options.connection.requestTimeout);
     } catch (err) {
       // Committed to the channels; an ack that never arrived only means a redelivery (at least once).
-      this.logger.warn(`${this.label}: ${messageOf(err)}; those ${msgs.length} events may be delivered again`);
+      this.logger.warn(`${this.label}: ${messageOf(err)}; those ${events.length} events may be delivered again`);
     }
     return "READY";
   }

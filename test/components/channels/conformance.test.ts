@@ -32,6 +32,8 @@ interface TypeSetup {
   ready?(channel: Channel, clock: VirtualClock): Promise<void>;
   /** Schedules to run when fewer than the default, from a fixed seed when given (with the reason). */
   runs?: { n: number; seed?: number; why: string };
+  /** The suite runs once per variant (named, with properties of its own) instead of once. */
+  variants?: Record<string, Record<string, string>>;
 }
 
 /**
@@ -83,6 +85,9 @@ const SETUP: Record<string, TypeSetup> = {
     // a crash for ack-wait: a schedule costs about 2 s, so a fixed set of 8 that reaches every
     // case the test checks for (coverage below) instead of 200 random ones.
     runs: { n: 8, seed: 2, why: "each schedule waits on the server's clock" },
+    // Both framings: batch messages (the default, acknowledged once every event in them is
+    // committed) and one message per event.
+    variants: { "framing batch": { framing: "batch" }, "framing event": { framing: "event" } },
   },
 };
 
@@ -104,23 +109,27 @@ function roleKey(def: ComponentDefinition<unknown>, role: "transactionCapacity" 
   return key;
 }
 
-function underTest(def: ComponentDefinition<unknown>): ChannelUnderTest {
+function underTest(def: ComponentDefinition<unknown>, variant: Record<string, string> = {}): ChannelUnderTest {
   const dir = mkdtempSync(path.join(os.tmpdir(), `flume-conformance-${def.schema.type}-`));
   const setup = SETUP[def.schema.type];
   const raw: Record<string, string> = {};
   // Storage goes into the scratch directory: every path-typed property with a default (which
   // would otherwise point into the user's home) gets a folder of its own.
   for (const p of def.schema.props) if (p.type === "path" && p.default !== undefined) raw[p.key] = path.join(dir, p.key);
-  Object.assign(raw, setup?.props?.());
+  Object.assign(raw, setup?.props?.(), variant);
   const capacityKeys = keysWithRole(def.schema, "capacity");
   if (capacityKeys.length === 0) throw new Error(`channel type ${def.schema.type} has no property with the capacity role, which the conformance suite sets`);
   const lostOnCrash = def.durability?.lostOnCrash;
   const lostOnStop = def.durability?.lostOnStop;
+  const repeatedOnCrash = def.durability?.repeatedOnCrash;
+  const repeatedOnStop = def.durability?.repeatedOnStop;
   return {
     type: def.schema.type,
     survivesCrash: def.durability !== undefined,
     lostOnCrash: lostOnCrash && ((channel: Channel) => lostOnCrash(channel)),
     lostOnStop: lostOnStop && ((channel: Channel) => lostOnStop(channel)),
+    repeatedOnCrash: repeatedOnCrash && ((channel: Channel) => repeatedOnCrash(channel)),
+    repeatedOnStop: repeatedOnStop && ((channel: Channel) => repeatedOnStop(channel)),
     async open(limits: Limits, clock: VirtualClock): Promise<Channel> {
       const props = { ...raw, [roleKey(def, "transactionCapacity")]: String(limits.transactionCapacity), [roleKey(def, "keepAlive")]: String(limits.keepAlive) };
       splitCapacity(limits.capacity, capacityKeys.length, limits.split).forEach((n, i) => (props[capacityKeys[i]] = String(n)));
@@ -158,7 +167,7 @@ describe("channel conformance", () => {
     const needs = setup?.needs;
     // A type with a precondition declares its tests through it (named, skipped or failing under CI).
     const typeTest = (name: string, body: () => Promise<void>, timeout?: number) => (needs ? needs.test(name, body, timeout) : test(name, body, timeout));
-    describe(`${def.schema.type} channel`, () => {
+    for (const [variantName, variant] of Object.entries(setup?.variants ?? { "": {} })) describe(`${def.schema.type} channel${variantName ? ` (${variantName})` : ""}`, () => {
       beforeAll(async () => {
         if (needs?.holds !== false) await setup?.before?.();
       });
@@ -167,7 +176,7 @@ describe("channel conformance", () => {
       });
       typeTest(`random interleavings of transactions keep the channel contract${def.durability ? ", across clean restarts and crashes" : ""}`, async () => {
         const before = { ...coverage };
-        await checkChannelContract(() => underTest(def), { runs: RUNS(def), seed: setup?.runs?.seed });
+        await checkChannelContract(() => underTest(def, variant), { runs: RUNS(def), seed: setup?.runs?.seed });
         const seen = Object.fromEntries(Object.entries(coverage).map(([k, v]) => [k, v - before[k as keyof typeof coverage]]));
         // The runs reached the cases the contract is about.
         for (const k of ["commitWaited", "commitServedAfterWait", "commitFull", "putListFull", "takeListFull", "takeEmpty", "rollbackTakes", "stateErrors", "batches"]) {
@@ -179,10 +188,12 @@ describe("channel conformance", () => {
         // A channel keeping part of its events through a crash lost some and kept some; no other counts any.
         const partial = def.durability?.lostOnCrash !== undefined;
         expect({ lost: seen.crashLostEvents > 0, kept: seen.crashKeptEvents > 0 }).toEqual({ lost: partial, kept: partial });
+        // Batch messages partly committed at a restart came back with their committed events; nothing else repeats.
+        expect({ repeated: seen.repeatedEvents > 0 }).toEqual({ repeated: variant.framing === "batch" });
       }, 120_000);
 
       typeTest("two commits waiting for room in a full channel: one take frees room for one of them, never more than capacity", async () => {
-        const cut = underTest(def);
+        const cut = underTest(def, variant);
         const clock = new VirtualClock(1_000_000);
         const ch = await cut.open({ capacity: 10, transactionCapacity: 5, keepAlive: 3 }, clock);
         const settle = async () => {

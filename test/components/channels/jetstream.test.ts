@@ -128,10 +128,10 @@ describe("jetstream channel on a real nats-server", () => {
     expect(stopped).toBe("stopped");
   });
 
-  needsNatsServer.test("a put is invisible to takers until it commits; commit returns once stored; headers and binary bodies round-trip", async () => {
+  needsNatsServer.test("framing event: a put is invisible to takers until it commits; commit returns once stored, one message per event; headers and binary bodies round-trip", async () => {
     const stream = nextStream();
-    const a = await started(channel({ stream }));
-    const b = await started(channel({ stream }, new MemoryLogger(), "c2"));
+    const a = await started(channel({ stream, framing: "event" }));
+    const b = await started(channel({ stream, framing: "event" }, new MemoryLogger(), "c2"));
     const body = new Uint8Array([0, 255, 10, 13, 0xc3, 0x28]);
     const headers = { host: "héllo wörld ☃", "with space": "x", "a:b": "colon", "Nats-Msg-Id": "not mine", multi: "line\r\nbreak", padded: "  kept  ", empty: "" };
     const tx = a.getTransaction();
@@ -161,9 +161,9 @@ describe("jetstream channel on a real nats-server", () => {
     expect(a.counter.values.EventTakeSuccessCount + b.counter.values.EventTakeSuccessCount).toBe(2);
   });
 
-  needsNatsServer.test("plain headers are ordinary NATS headers that any NATS client reads", async () => {
+  needsNatsServer.test("framing event: plain headers are ordinary NATS headers that any NATS client reads", async () => {
     const stream = nextStream();
-    const ch = await started(channel({ stream, subject: `plain.${stream}` }));
+    const ch = await started(channel({ stream, subject: `plain.${stream}`, framing: "event" }));
     await putAll(ch, [createEvent("x", { host: "web-1", "Content-Type": "text/plain" })]);
     const c = await natsClient(server.servers);
     try {
@@ -222,7 +222,7 @@ describe("jetstream channel on a real nats-server", () => {
 
   needsNatsServer.test("a full channel: a commit waits keep-alive for room, in arrival order, then fails with ChannelFullException having published nothing", async () => {
     const stream = nextStream();
-    const ch = await started(channel({ stream, capacity: "4", transactionCapacity: "4", "keep-alive": "0" }));
+    const ch = await started(channel({ stream, capacity: "4", transactionCapacity: "4", "keep-alive": "0", framing: "event" }));
     await putAll(ch, events(4));
     const err = await putAll(ch, [createEvent("one too many")]).catch((e) => e);
     expect(err).toBeInstanceOf(ChannelFullException);
@@ -247,7 +247,7 @@ describe("jetstream channel on a real nats-server", () => {
     expect((await takeN(waits, 2)).map(bodyText)).toEqual(["event 1", "waits for room"]);
   });
 
-  needsNatsServer.test("a stream that refuses part of a commit (created smaller by someone else): the retried commit reuses its message ids, nothing is stored twice", async () => {
+  needsNatsServer.test("framing event: a stream that refuses part of a commit (created smaller by someone else): the retried commit reuses its message ids, nothing is stored twice", async () => {
     const stream = nextStream();
     const c = await natsClient(server.servers);
     try {
@@ -256,7 +256,7 @@ describe("jetstream channel on a real nats-server", () => {
       await c.close();
     }
     const logger = new MemoryLogger();
-    const a = await started(channel({ stream, capacity: "10", transactionCapacity: "3", "keep-alive": "0", prefetch: "1" }, logger));
+    const a = await started(channel({ stream, capacity: "10", transactionCapacity: "3", "keep-alive": "0", prefetch: "1", framing: "event" }, logger));
     expect(logger.lines.some((l) => l.level === "warn" && l.message.includes(`stream ${stream} exists with max-msgs 3`))).toBe(true);
     const tx = a.getTransaction();
     tx.begin();
@@ -340,6 +340,122 @@ describe("jetstream channel on a real nats-server", () => {
     } finally {
       await ch.stop();
       await late.stop();
+    }
+  });
+});
+
+describe("jetstream channel, batch framing (the default)", () => {
+  /** Takes n events in one transaction and commits it. */
+  async function takeCommit(ch: JetStreamChannel, n: number): Promise<string[]> {
+    const tx = ch.getTransaction();
+    tx.begin();
+    const got: string[] = [];
+    for (let i = 0; i < n; i++) got.push(bodyText(tx.take()!));
+    await tx.commit();
+    tx.close();
+    return got;
+  }
+
+  needsNatsServer.test("a commit's events go in one message marked Flume-Batch: 1 with one message id; headers and binary bodies round-trip", async () => {
+    const stream = nextStream();
+    const a = await started(channel({ stream }));
+    const body = new Uint8Array([0, 255, 10, 13, 0xc3, 0x28]);
+    const headers = { host: "héllo wörld ☃", "a:b": "colon", "Nats-Msg-Id": "not mine", multi: "line\r\nbreak", empty: "" };
+    await putAll(a, [{ headers, body }, createEvent("second"), createEvent("")]);
+    const c = await natsClient(server.servers);
+    try {
+      expect((await c.jsm.streams.info(stream)).state.messages).toBe(1);
+      const m = (await c.jsm.streams.getMessage(stream, { seq: 1 }))!;
+      expect(m.header.get("Flume-Batch")).toBe("1");
+      expect(m.header.get("Nats-Msg-Id")).toMatch(/\.1\.0-3$/);
+      // u32 count, then the first event: u16 header count.
+      expect([...m.data.subarray(0, 6)]).toEqual([0, 0, 0, 3, 0, 5]);
+    } finally {
+      await c.close();
+    }
+    await waitUntil(() => a.prefetched === 3, "prefetch of 3 events");
+    const got = await takeN(a, 3);
+    expect(got[0].headers).toEqual(headers);
+    expect([...got[0].body]).toEqual([...body]);
+    expect(got.slice(1).map(bodyText)).toEqual(["second", ""]);
+    expect(a.counter.values).toMatchObject({ EventPutSuccessCount: 3, EventTakeSuccessCount: 3 });
+  });
+
+  needsNatsServer.test("takes smaller than a message: it is acknowledged once all its events are committed; a crash before that brings back exactly its events, the committed ones declared", async () => {
+    const stream = nextStream();
+    const a = await started(channel({ stream }));
+    await putAll(a, events(5));
+    await waitUntil(() => a.prefetched === 5, "prefetch");
+    expect(await takeCommit(a, 2)).toEqual(["event 0", "event 1"]);
+    const c = await natsClient(server.servers);
+    try {
+      // Two of five committed: the message is still the consumer's, unacknowledged.
+      expect((await c.jsm.consumers.info(stream, "flume")).num_ack_pending).toBe(1);
+      expect(definition.durability?.repeatedOnCrash?.(a).map(bodyText)).toEqual(["event 0", "event 1"]);
+      expect(a.counter.values.ChannelSize).toBe(3);
+      await definition.durability?.crash(a);
+      const b = await started(channel({ stream }, new MemoryLogger(), "c2"));
+      // After ack-wait the whole message comes again: its 5 events, the 2 committed included.
+      expect((await takeN(b, 5, 6000)).map(bodyText)).toEqual(["event 0", "event 1", "event 2", "event 3", "event 4"]);
+      await waitUntil(async () => (await c.jsm.streams.info(stream)).state.messages === 0, "message acknowledged", 3000);
+      expect(definition.durability?.repeatedOnCrash?.(b)).toEqual([]);
+    } finally {
+      await c.close();
+    }
+  });
+
+  needsNatsServer.test("a take spanning messages, and a rollback inside one: events come in commit order, each message acknowledged when its last event commits", async () => {
+    const stream = nextStream();
+    const a = await started(channel({ stream }));
+    await putAll(a, events(3, "a"));
+    await putAll(a, events(3, "b"));
+    await waitUntil(() => a.prefetched === 6, "prefetch");
+    const tx = a.getTransaction();
+    tx.begin();
+    expect([0, 1, 2, 3].map(() => bodyText(tx.take()!))).toEqual(["a 0", "a 1", "a 2", "b 0"]);
+    await tx.rollback();
+    tx.close();
+    expect(await takeCommit(a, 4)).toEqual(["a 0", "a 1", "a 2", "b 0"]);
+    const c = await natsClient(server.servers);
+    try {
+      await waitUntil(async () => (await c.jsm.streams.info(stream)).state.messages === 1, "first message acknowledged", 3000);
+      expect(await takeCommit(a, 2)).toEqual(["b 1", "b 2"]);
+      await waitUntil(async () => (await c.jsm.streams.info(stream)).state.messages === 0, "second message acknowledged", 3000);
+    } finally {
+      await c.close();
+    }
+  });
+
+  needsNatsServer.test("a commit larger than max_payload is split into messages that fit; an event larger than max_payload fails naming the setting", async () => {
+    const tmp = tempDir();
+    const conf = `${tmp.dir}/small.conf`;
+    writeFileSync(conf, "max_payload: 4096\n");
+    const small = await startNats({ extra: ["-c", conf] });
+    try {
+      const stream = nextStream();
+      const ch = await started(channel({ stream, servers: small.servers }));
+      const hundred = Array.from({ length: 100 }, (_, i) => createEvent(`${i}`.padStart(100, "x"), { n: String(i) }));
+      await putAll(ch, hundred);
+      const c = await natsClient(small.servers);
+      try {
+        const info = await c.jsm.streams.info(stream);
+        // About 120 bytes per framed event: 100 events need at least 3 messages of 4096 bytes.
+        expect(info.state.messages).toBeGreaterThanOrEqual(3);
+        for (let seq = 1; seq <= info.state.messages; seq++) {
+          const m = (await c.jsm.streams.getMessage(stream, { seq }))!;
+          expect(m.data.length).toBeLessThanOrEqual(4096);
+        }
+      } finally {
+        await c.close();
+      }
+      expect((await takeN(ch, 100)).map((e) => e.headers.n)).toEqual(hundred.map((_, i) => String(i)));
+      const err = await putAll(ch, [createEvent(new Uint8Array(5000))]).catch((e) => e);
+      expect(err).toBeInstanceOf(ChannelException);
+      expect(String(err.message)).toMatch(/event 0 of the batch \(framed with its headers\) of 5006 bytes does not fit in one NATS message: the server's max_payload is \d+ bytes \(raise max_payload/);
+    } finally {
+      await Promise.all(open.splice(0).map((x) => x.stop()));
+      await small.stop();
+      tmp.cleanup();
     }
   });
 });

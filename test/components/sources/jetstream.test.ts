@@ -1,6 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { lookupComponent } from "../../../src/components/registry.ts";
 import { definition, type JetStreamSource } from "../../../src/components/sources/jetstream.ts";
+import { definition as sinkDefinition } from "../../../src/components/sinks/jetstream.ts";
+import { createEvent } from "../../../src/core/event.ts";
 import { componentContext } from "../../../src/components/component.ts";
 import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
 
@@ -104,6 +106,57 @@ describe("jetstream source on a real nats-server", () => {
     got.push(...(await takeAll(channel, 5)));
     expect(got.sort()).toEqual(Array.from({ length: 10 }, (_, i) => `event ${i}`).sort());
     await waitUntil(async () => (await consumerState(stream)).ackPending === 0, "all acked", 3000);
+  });
+
+  needsNatsServer.test("reads batch messages (a jetstream sink's framing batch) and plain ones alike; a batch message is acked once all its events are in the channel; an unreadable one is dropped with an error naming it", async () => {
+    const stream = `R${process.pid}_${++streamNo}`;
+    const logger = new MemoryLogger();
+    const { source: r, channel } = source({ stream, batchSize: "10" }, undefined, logger);
+    await started(r);
+    // 25 events in one batch message, as the sink with framing = batch publishes them.
+    const { options } = sinkDefinition.parse({ servers: server.servers, stream, framing: "batch", "batch-size": "100" });
+    const k = sinkDefinition.create(options, componentContext("k1"));
+    const upstream = new MemoryChannel("u", { capacity: 100, transactionCapacity: 100 });
+    upstream.start();
+    k.setChannel(upstream);
+    const tx = upstream.getTransaction();
+    tx.begin();
+    for (let i = 0; i < 25; i++) tx.put(createEvent(`event ${i}`, { seq: String(i) }));
+    await tx.commit();
+    tx.close();
+    k.start();
+    try {
+      await waitUntil(async () => (await k.process()) === "READY", "sink published", 5000);
+    } finally {
+      await k.stop();
+    }
+    const c = await natsClient(server.servers);
+    try {
+      const bad = c.headers();
+      bad.set("Flume-Batch", "1");
+      await c.js.publish(`flume.${stream}`, new Uint8Array([0, 0, 0, 9, 0]), { headers: bad });
+    } finally {
+      await c.close();
+    }
+    await publish(stream, 1, 25);
+    expect((await consumerState(stream)).pending + (await consumerState(stream)).ackPending).toBe(3);
+    // Two batches of 10 from the batch message: it is not acked yet.
+    await waitUntil(async () => (await r.process(), channel.size >= 20), "20 events in the channel", 5000);
+    expect(channel.size).toBe(20);
+    const stored = async () => {
+      const c = await natsClient(server.servers);
+      try {
+        return (await c.jsm.streams.info(stream)).state.messages;
+      } finally {
+        await c.close();
+      }
+    };
+    // A work queue removes a message once acked: the batch message is still there.
+    expect(await stored()).toBe(3);
+    await waitUntil(async () => (await r.process(), channel.size === 26), "26 events in the channel", 5000);
+    expect(await takeAll(channel)).toEqual(Array.from({ length: 26 }, (_, i) => `event ${i}`));
+    await waitUntil(async () => (await stored()) === 0, "all acked or dropped", 3000);
+    expect(logger.lines.some((l) => l.level === "error" && new RegExp(`message 2 of stream ${stream} is not readable and is dropped: a Flume-Batch message of 5 bytes is truncated`).test(l.message))).toBe(true);
   });
 
   needsNatsServer.test("two sources on one durable consumer share the events: each is delivered once", async () => {

@@ -21,6 +21,12 @@ const props = {
   transactionCapacity: { type: "int", default: 1000, min: 1, roles: ["transactionCapacity"], doc: "Maximum number of events one transaction may put or take" },
   prefetch: { type: "int", default: 0, min: 0, doc: "Events pulled from the server ahead of takes (0: transactionCapacity)" },
   "keep-alive": { type: "int", default: 3, min: 0, roles: ["keepAlive"], doc: "Seconds a commit waits for room in a full stream before failing with ChannelFullException" },
+  framing: {
+    type: "enum",
+    values: ["batch", "event"],
+    default: "batch",
+    doc: "batch: a commit's events go in as few JetStream messages as the server's max_payload allows (header Flume-Batch, read by Flume TS); event: one message per event, readable by any NATS client",
+  },
   "commit-timeout": { type: "int", default: 10000, min: 100, doc: "Milliseconds a commit keeps retrying (same message ids) through reconnects and leader elections before failing" },
 } as const satisfies Props;
 
@@ -32,7 +38,13 @@ export const definition = defineComponent({
   props,
   // A killed agent leaves its connection dropped: nothing acked or handed back; the server
   // delivers what it had taken and not committed again after ack-wait.
-  durability: { crash: (channel: JetStreamChannel) => channel.crash() },
+  // A batch message partly committed when the agent dies or stops comes back whole: its
+  // committed events are delivered again (at least once), as declared here.
+  durability: {
+    crash: (channel: JetStreamChannel) => channel.crash(),
+    repeatedOnCrash: (channel: JetStreamChannel) => channel.repeatsOnRestart(),
+    repeatedOnStop: (channel: JetStreamChannel) => channel.repeatsOnRestart(),
+  },
   // The stream lives on a server: `flume simulate` and `flume replay` run a file channel with
   // the same limits in its place, which keeps committed events through a crash as the stream does.
   simulation: { standIn: "file" },
@@ -56,6 +68,7 @@ export const definition = defineComponent({
         prefetch: o.prefetch,
         keepAlive: o["keep-alive"],
         commitTimeout: o["commit-timeout"],
+        framing: o.framing,
       },
       { clock: ctx.clock, logger: ctx.logger },
     );

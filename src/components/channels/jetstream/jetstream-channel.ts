@@ -2,26 +2,31 @@
  * A channel kept in a NATS JetStream stream (Flume's KafkaChannel, on JetStream): several
  * agents naming the same stream and consumer share one replicated, durable channel.
  *
- * Put: events are buffered in the transaction; commit publishes them with message ids
- * (<channel instance>.<transaction>.<index>) and returns once the stream acknowledged every
- * one, so they become visible to takers only at commit, and a publish retried inside the
- * commit is not stored twice (the stream's duplicate window drops it).
+ * Put: events are buffered in the transaction; commit publishes them, by default as batch
+ * messages (framing = batch: as few messages as max_payload allows, see nats/batch-frame.ts;
+ * framing = event: one message per event), with message ids (<channel instance>.<transaction>.
+ * <index or event range>) and returns once the stream acknowledged every one, so they become
+ * visible to takers only at commit, and a publish retried inside the commit is not stored
+ * twice (the stream's duplicate window drops it).
  * Take: events come from a durable pull consumer shared by every agent (competing
- * consumers), prefetched so that take() is synchronous; commit acks them; rollback puts them
- * back at the head of the prefetch in their order (as Flume's Kafka channel seeks back).
+ * consumers), prefetched so that take() is synchronous; a message is acknowledged once every
+ * event in it has been committed, whatever the take batches (nats/event-cursor.ts); rollback
+ * puts the events back at the head in their order (as Flume's Kafka channel seeks back).
  *
  * Capacity is the backlog (events stored and not yet taken by a committed transaction, over
- * every agent), known from the server every second and from this channel's own commits at
- * once: a commit that would exceed it waits up to keep-alive, in arrival order, then fails
- * with ChannelFullException having published nothing. The stream itself is created with
+ * every agent), known from this channel's own commits and the messages it holds at once, and
+ * from the server every second (which counts messages: those not here are counted with the
+ * events per message seen so far until they arrive). A commit that would exceed it waits up
+ * to keep-alive, in arrival order, then fails with ChannelFullException having published
+ * nothing. The stream itself is created with
  * room for one more transaction (max-msgs = capacity + transactionCapacity), so a
  * transaction's puts fit before its takes are acknowledged.
  *
  * A killed agent leaves its taken and prefetched events unacknowledged; the server delivers
- * them again after ack-wait.
+ * them again after ack-wait, a batch message whole (with its events already committed).
  */
 import { randomBytes } from "node:crypto";
-import type { ConsumerInfo, JsMsg, StreamInfo } from "@nats-io/jetstream";
+import type { ConsumerInfo, StreamInfo } from "@nats-io/jetstream";
 import type { Channel } from "../../../core/channel.ts";
 import type { Clock, TimerHandle } from "../../../core/clock.ts";
 import { systemClock } from "../../../core/clock.ts";
@@ -33,8 +38,9 @@ import { Permits } from "../../../core/permits.ts";
 import { BasicTransaction } from "../../../core/transaction.ts";
 import { type NatsClients, NatsLink } from "../../../nats/connection.ts";
 import { messageOf, StreamFullError } from "../../../nats/errors.ts";
-import { eventOfMessage } from "../../../nats/headers.ts";
-import { publishBatch } from "../../../nats/publish.ts";
+import { FrameScratch } from "../../../nats/batch-frame.ts";
+import { EventCursor, eventsIn, Takes } from "../../../nats/event-cursor.ts";
+import { batchMessages, perEventMessages, publishBatch } from "../../../nats/publish.ts";
 import { Puller } from "../../../nats/puller.ts";
 import type { ConnectionSettings, ConsumerSettings, StreamSettings } from "../../../nats/settings.ts";
 import { ensureConsumer, ensureStream } from "../../../nats/stream.ts";
@@ -55,14 +61,18 @@ export interface JetStreamChannelOptions {
   commitTimeout: number;
   /** Milliseconds one pull request waits on the server (long poll). */
   pullExpires?: number;
+  /** batch: a commit's puts in as few messages as fit; event: one message per event. */
+  framing: Framing;
 }
+
+export type Framing = "batch" | "event";
 
 /** How often the backlog (ChannelSize, room for commits) is read from the server. */
 const SIZE_REFRESH_MS = 1000;
 
 export class JetStreamTransaction extends BasicTransaction {
   puts: Event[] = [];
-  takes: JsMsg[] = [];
+  readonly takes = new Takes();
   /** Message ids of this transaction's puts, fixed at the first commit so a retried commit reuses them. */
   txKey: string | null = null;
 
@@ -95,6 +105,9 @@ export class JetStreamChannel implements Channel {
   private readonly logger: Logger;
   private readonly link: NatsLink;
   private readonly puller: Puller;
+  private readonly cursor: EventCursor;
+  /** Where batch messages are encoded (one commit's at a time; others get buffers of their own). */
+  private readonly scratch = new FrameScratch();
   /** Unique per channel instance, so message ids never collide across agents or restarts. */
   private readonly idPrefix = randomBytes(9).toString("base64url");
   private nextTx = 1;
@@ -110,6 +123,20 @@ export class JetStreamChannel implements Channel {
   private owed = 0;
   /** Events held by open transactions at the last commit or rollback (ChannelSize is set as of then). */
   private heldAtLastMark = 0;
+  /** Events in the backlog: stored and not committed by a take (the room is capacity less these and reservations). */
+  private backlog = 0;
+  /** Of the backlog, events in messages not here (on their way, with other agents, not yet delivered); exact for this channel's own. */
+  private away = 0;
+  /** Messages not here, as far as known (the server's count at each read). */
+  private awayMsgs = 0;
+  /** Events and messages seen (published or arrived): the mean estimates what other agents' messages carry. */
+  private seenEvents = 0;
+  private seenMsgs = 0;
+  /** Events of commits publishing now; messages that arrive beyond `away` meanwhile are taken for theirs. */
+  private publishing = 0;
+  /** Events and messages that arrived before the commit that stored them had counted them. */
+  private early = 0;
+  private earlyMsgs = 0;
 
   constructor(
     readonly name: string,
@@ -135,14 +162,56 @@ export class JetStreamChannel implements Channel {
       this.clock,
       this.logger,
       {
-        arrived: (first) => {
-          // May go below zero for a moment: an event can arrive before its commit has counted it.
+        arrived: (first, m) => {
+          // May go below zero for a moment: a message can arrive before its commit has counted it.
           this.owed--;
+          if (m !== null) this.arrivedHere(eventsIn(m));
           if (first) for (let i = 0; i < this.putListeners.length; i++) this.putListeners[i]();
         },
-        handedBack: (n) => (this.owed += n),
+        handedBack: (msgs) => {
+          this.owed += msgs.length;
+          for (let i = 0; i < msgs.length; i++) {
+            this.away += eventsIn(msgs[i]);
+            this.awayMsgs++;
+          }
+        },
       },
     );
+    this.cursor = new EventCursor(this.puller, this.logger, label);
+  }
+
+  /** Moves the backlog by n events, and the room the other way. */
+  private grow(n: number): void {
+    this.backlog += n;
+    if (n > 0) this.room.reduce(n);
+    else if (n < 0) this.room.release(-n);
+  }
+
+  /** A message of n events arrived: they leave `away`; what the estimate missed joins the backlog. */
+  private arrivedHere(n: number): void {
+    this.seenEvents += n;
+    this.seenMsgs++;
+    const known = Math.min(this.away, n);
+    this.away -= known;
+    let delta = n - known;
+    if (this.awayMsgs > 0) this.awayMsgs--;
+    else if (delta > 0 && this.early + delta <= this.publishing) {
+      // Stored by a commit of this channel still in flight: it counts them when it returns.
+      this.early += delta;
+      this.earlyMsgs++;
+      return;
+    }
+    // Nothing more is on its way: what is left of an estimate was too much.
+    if (this.awayMsgs === 0) {
+      delta -= this.away;
+      this.away = 0;
+    }
+    this.grow(delta);
+  }
+
+  /** Committed events whose batch messages are not acknowledged yet: a crash or stop now delivers them again. */
+  repeatsOnRestart(): Event[] {
+    return this.cursor.repeatsOnRestart();
   }
 
   get label(): string {
@@ -186,7 +255,7 @@ export class JetStreamChannel implements Channel {
 
   /** Events pulled from the server and not yet taken. */
   get prefetched(): number {
-    return this.puller.buffered;
+    return this.cursor.available;
   }
 
   /** Starts connecting; a server that is down is retried in the background (logged), never fatal. */
@@ -203,6 +272,7 @@ export class JetStreamChannel implements Channel {
     this.state = "STOP";
     this.stopTimers();
     await this.puller.stop();
+    this.cursor.clear();
     await this.link.close();
     this.counter.connected = false;
     this.counter.stop();
@@ -217,6 +287,7 @@ export class JetStreamChannel implements Channel {
     this.state = "STOP";
     this.stopTimers();
     this.puller.crash();
+    this.cursor.clear();
     await this.link.crash();
     this.counter.connected = false;
     this.counter.stop();
@@ -270,22 +341,29 @@ export class JetStreamChannel implements Channel {
   private backlogRead(stream: StreamInfo, consumer: ConsumerInfo): void {
     const undelivered = consumer.num_pending;
     const unacked = consumer.num_ack_pending;
-    // A work queue holds exactly the events not yet taken for good; the consumer's counts can
-    // count an event twice for a moment (nats-server 2.9, after a nak), the stream's cannot.
-    const backlog = this.options.stream.retention === "workqueue" ? stream.state.messages : undelivered + unacked;
-    const known = this.options.capacity - this.room.free;
-    if (backlog > known) this.room.reduce(backlog - known);
-    else if (backlog < known) this.room.release(known - backlog);
-    this.counter.values.ChannelSize = Math.max(0, backlog - this.heldAtLastMark);
+    // A work queue holds exactly the messages not yet taken for good; the consumer's counts can
+    // count a message twice for a moment (nats-server 2.9, after a nak), the stream's cannot.
+    const messages = this.options.stream.retention === "workqueue" ? stream.state.messages : undelivered + unacked;
+    const here = this.puller.buffered + this.puller.heldCount;
+    // Messages the server has that are not here; the events in them are exact for those this
+    // channel published or handed back, estimated for others' (corrected as they arrive).
+    const awayMsgs = Math.max(0, messages - here);
+    if (awayMsgs !== this.awayMsgs) {
+      const perMessage = this.seenMsgs > 0 ? Math.max(1, this.seenEvents / this.seenMsgs) : 1;
+      const away = awayMsgs === 0 ? 0 : Math.max(awayMsgs, Math.round(this.away + (awayMsgs - this.awayMsgs) * perMessage));
+      this.grow(away - this.away);
+      this.away = away;
+      this.awayMsgs = awayMsgs;
+    }
+    this.counter.values.ChannelSize = Math.max(0, this.backlog - this.heldAtLastMark);
     // What is undelivered, plus what is delivered and not here (on its way, coming back after
     // ack-wait, or with another agent: then this overcounts until that agent commits).
-    const here = this.puller.buffered + this.puller.heldCount;
-    this.owed = Math.min(undelivered + Math.max(0, unacked - here), Math.max(0, backlog - here));
+    this.owed = Math.min(undelivered + Math.max(0, unacked - here), awayMsgs);
   }
 
   /** ChannelSize as Flume sets it, at each commit and rollback: the backlog less what open transactions hold. */
   private markSize(): void {
-    const held = this.puller.heldCount;
+    const held = this.cursor.held;
     this.heldAtLastMark = held;
     this.counter.values.ChannelSize = Math.max(0, this.options.capacity - this.room.free - held);
   }
@@ -304,20 +382,17 @@ export class JetStreamChannel implements Channel {
 
   take(tx: JetStreamTransaction): Event | null {
     this.counter.values.EventTakeAttemptCount++;
-    if (tx.takes.length >= this.options.transactionCapacity) {
+    if (tx.takes.count >= this.options.transactionCapacity) {
       throw new ChannelException(
         `Take list for JetStreamTransaction, capacity ${this.options.transactionCapacity} full, consider committing more frequently or increasing transactionCapacity (channel ${this.name})`,
       );
     }
-    const m = this.puller.shift();
-    if (m === undefined) return null;
-    tx.takes.push(m);
-    return eventOfMessage(m.data, m.headers);
+    return this.cursor.take(tx.takes) ?? null;
   }
 
   async commit(tx: JetStreamTransaction): Promise<void> {
     const puts = tx.puts.length;
-    const takes = tx.takes.length;
+    const takes = tx.takes.count;
     if (puts === 0 && takes === 0) {
       this.markSize();
       return;
@@ -336,11 +411,13 @@ export class JetStreamChannel implements Channel {
       );
     }
     let stored = 0;
+    let storedMsgs = 0;
     let acked = 0;
     this.inflight++;
+    this.publishing += puts;
     try {
       if (puts > 0) {
-        await this.publishPuts(tx, Math.max(0, waitMs - (this.clock.now() - started)));
+        storedMsgs = await this.publishPuts(tx, Math.max(0, waitMs - (this.clock.now() - started)));
         stored = puts;
       }
       if (takes > 0) {
@@ -350,61 +427,84 @@ export class JetStreamChannel implements Channel {
     } finally {
       this.inflight--;
       this.commits++;
-      // The backlog moved by what was stored less what was acknowledged.
-      const delta = stored - acked - reserved;
+      this.publishing -= puts;
+      // Of what was stored, the messages that arrived already are here, the others away.
+      const early = Math.min(this.early, stored);
+      const earlyMsgs = Math.min(this.earlyMsgs, storedMsgs);
+      this.early -= early;
+      this.earlyMsgs -= earlyMsgs;
+      // Arrivals taken for this channel's commits that no commit claimed are someone else's: backlog.
+      const strangers = this.publishing === 0 ? this.early : 0;
+      if (this.publishing === 0) this.early = this.earlyMsgs = 0;
+      // The backlog moved by what was stored less what was committed; the reservation is
+      // given back in the same step, so no waiting commit gets room that is not there.
+      this.backlog += stored - acked + strangers;
+      this.away += stored - early;
+      this.awayMsgs += storedMsgs - earlyMsgs;
+      this.seenEvents += stored;
+      this.seenMsgs += storedMsgs;
+      const delta = stored - acked - reserved + strangers;
       if (delta > 0) this.room.reduce(delta);
       else if (delta < 0) this.room.release(-delta);
-      this.owed += stored;
+      this.owed += storedMsgs;
       this.markSize();
     }
   }
 
-  private async publishPuts(tx: JetStreamTransaction, fullWait: number): Promise<void> {
+  /** Publishes a transaction's puts; returns the messages they went in. */
+  private async publishPuts(tx: JetStreamTransaction, fullWait: number): Promise<number> {
     const c = this.counter.values;
-    tx.txKey ??= `${this.idPrefix}.${this.nextTx++}`;
-    const ids = new Array<string>(tx.puts.length);
-    for (let i = 0; i < ids.length; i++) ids[i] = `${tx.txKey}.${i}`;
+    const txKey = (tx.txKey ??= `${this.idPrefix}.${this.nextTx++}`);
+    const target = { subject: this.options.stream.subject, stream: this.options.stream.stream, timeout: this.options.commitTimeout, fullWait };
+    let build;
+    if (this.options.framing === "batch") {
+      build = batchMessages(target, tx.puts, (_k, from, to) => `${txKey}.${from}-${to}`, this.scratch);
+    } else {
+      const ids = new Array<string>(tx.puts.length);
+      for (let i = 0; i < ids.length; i++) ids[i] = `${txKey}.${i}`;
+      build = perEventMessages(target, tx.puts, ids);
+    }
     const started = this.clock.now();
+    let messages: number;
+    let acknowledged = false;
     try {
-      const r = await publishBatch(
-        this.link,
-        { subject: this.options.stream.subject, stream: this.options.stream.stream, timeout: this.options.commitTimeout, fullWait },
-        tx.puts,
-        ids,
-        this.clock,
-      );
+      const r = await publishBatch(this.link, target, build, this.clock);
+      acknowledged = true;
+      messages = r.messages;
       c["channel.jetstream.publish.retry.count"] += r.retries;
       c["channel.jetstream.publish.duplicate.count"] += r.duplicates;
     } catch (err) {
       if (err instanceof StreamFullError) throw new ChannelFullException(`${this.label}: ${err.message}`, { cause: err });
       throw new ChannelException(`${this.label}: commit of ${tx.puts.length} events failed: ${messageOf(err)}`, { cause: err });
     } finally {
+      this.scratch.giveBack(acknowledged);
       c["channel.jetstream.event.send.time"] += this.clock.now() - started;
     }
     c.EventPutSuccessCount += tx.puts.length;
     tx.puts = [];
     tx.txKey = null;
+    return messages;
   }
 
   private async ackTakes(tx: JetStreamTransaction): Promise<void> {
     const c = this.counter.values;
     const started = this.clock.now();
+    const n = tx.takes.count;
+    // Only messages all of whose events are now committed are acknowledged.
+    const done = this.cursor.commit(tx.takes);
     try {
-      await this.puller.ack(tx.takes, this.options.commitTimeout);
+      if (done.length > 0) await this.puller.ack(done, this.options.commitTimeout);
     } catch (err) {
       // The acks may still reach the server; if not, the events are delivered again (at least once).
-      tx.takes = [];
       throw new ChannelException(`${this.label}: take commit not confirmed: ${messageOf(err)}`, { cause: err });
     } finally {
       c["channel.jetstream.commit.time"] += this.clock.now() - started;
     }
-    c.EventTakeSuccessCount += tx.takes.length;
-    tx.takes = [];
+    c.EventTakeSuccessCount += n;
   }
 
   rollback(tx: JetStreamTransaction): void {
-    if (tx.takes.length > 0) this.puller.requeue(tx.takes);
-    tx.takes = [];
+    if (tx.takes.count > 0) this.cursor.rollback(tx.takes);
     tx.puts = [];
     tx.txKey = null;
     this.counter.values["channel.rollback.count"]++;
