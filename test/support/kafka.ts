@@ -259,8 +259,8 @@ export async function consoleProduce(cluster: KafkaCluster, topic: string, lines
 /** Kafka's console consumer from the beginning of `topic`, until `count` records were read; prints headers and keys when asked. */
 export async function consoleConsume(cluster: KafkaCluster, topic: string, count: number, opts: { printHeaders?: boolean; printKey?: boolean; timeoutMs?: number } = {}): Promise<string[]> {
   const props: string[] = [];
-  if (opts.printHeaders) props.push("--property", "print.headers=true");
-  if (opts.printKey) props.push("--property", "print.key=true");
+  if (opts.printHeaders) props.push("--formatter-property", "print.headers=true");
+  if (opts.printKey) props.push("--formatter-property", "print.key=true");
   const r = await kafkaTool(
     cluster.classpath,
     "org.apache.kafka.tools.consumer.ConsoleConsumer",
