@@ -26,7 +26,7 @@ beforeAll(async () => {
 }, 300_000);
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
-});
+}, 60_000);
 afterAll(async () => {
   await kafka?.stop();
 }, 60_000);
