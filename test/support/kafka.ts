@@ -64,6 +64,8 @@ export interface KafkaOptions {
   autoCreateTopics?: boolean;
   /** More broker properties. */
   properties?: Record<string, string>;
+  /** The client port of each node (free ports by default): a test that starts a broker where an agent already looks for one. */
+  ports?: number[];
 }
 
 export function freePortOn127(): Promise<number> {
@@ -105,7 +107,7 @@ export async function startKafkaCluster(size: number, opts: KafkaOptions = {}): 
   writeFileSync(path.join(root, "log4j2.xml"), LOG4J2);
   const id = clusterId();
   const ports: { port: number; controllerPort: number }[] = [];
-  for (let i = 0; i < size; i++) ports.push({ port: await freePortOn127(), controllerPort: await freePortOn127() });
+  for (let i = 0; i < size; i++) ports.push({ port: opts.ports?.[i] ?? (await freePortOn127()), controllerPort: await freePortOn127() });
   const voters = ports.map((p, i) => `${i + 1}@127.0.0.1:${p.controllerPort}`).join(",");
   const rf = Math.min(size, 3);
   const nodes: KafkaNode[] = [];
