@@ -133,7 +133,7 @@ const props = {
   setTopicHeader: { type: "boolean", default: true, doc: "Put the record's topic in the topicHeader header" },
   topicHeader: { type: "string", default: "topic", doc: "Header the topic goes to, with setTopicHeader" },
   timestampHeader: { type: "string", doc: "Header the record's Kafka timestamp goes to" },
-  migrateZookeeperOffsets: { type: "boolean", default: false, doc: "Flume's ZooKeeper offset migration: no longer applies (Kafka keeps the offsets); ignored" },
+  migrateZookeeperOffsets: { type: "boolean", default: true, doc: "Flume's ZooKeeper offset migration: no longer applies (Kafka keeps the offsets); accepted and ignored" },
 } as const;
 
 const groups = {

@@ -16,7 +16,7 @@ const props = {
   defaultPartitionId: { type: "int", min: 0, doc: "Partition every event goes to, unless partitionIdHeader says otherwise" },
   partitionIdHeader: { type: "string", doc: "Header whose value is the partition number of the event" },
   transactionCapacity: { type: "int", default: 1000, min: 1, roles: ["transactionCapacity"], doc: "Most events one transaction may take" },
-  migrateZookeeperOffsets: { type: "boolean", default: false, doc: "Flume's ZooKeeper offset migration: no longer applies (Kafka keeps the offsets); ignored" },
+  migrateZookeeperOffsets: { type: "boolean", default: true, doc: "Flume's ZooKeeper offset migration: no longer applies (Kafka keeps the offsets); accepted and ignored" },
 } as const;
 
 const groups = {
