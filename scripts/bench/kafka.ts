@@ -79,7 +79,7 @@ ${NULL_SINK}`;
 /** Times a Flume 1.11 agent from its /metrics as timeAgent does ours. */
 async function timeFlume(conf: string, group: string, key: string): Promise<{ rate: number; rss: number }> {
   const port = await freePort();
-  const flume = await startFlume({ conf, metricsPort: port, extraSets: [FLUME_KAFKA], jvmArgs: ["-Xmx512m", "-XX:+UseParallelGC"], logLevel: "warn" });
+  const flume = await startFlume({ conf, metricsPort: port, extraSets: [FLUME_KAFKA], jvmArgs: ["-Xmx512m", "-XX:+UseParallelGC"] });
   let first = 0;
   let peak = 0;
   try {
@@ -137,7 +137,9 @@ export async function run(): Promise<void> {
   const ours = async (conf: string, group: string, key: string) => {
     const file = path.join(dir, `${++n}.conf`);
     writeFileSync(file, conf);
-    return timeAgent(file, "a1", group, key, EVENTS, 300_000);
+    const r = await timeAgent(file, "a1", group, key, EVENTS, 300_000);
+    console.log(`Flume TS ${group}.${key}: ${fmt(r.rate)}/s, peak RSS ${r.rss.toFixed(0)} MB`);
+    return r;
   };
   try {
     for (const t of ["s-ours", "s-flume", "s-perf", "src", "ch-ours", "ch-flume"]) await kafka.createTopic(t);
