@@ -61,7 +61,9 @@ needsJvm.test(
   async () => {
     const topic = "leader-killed";
     await cluster.createTopic(topic, { partitions: 1, replicationFactor: 3, config: { "min.insync.replicas": "2" } });
-    const total = 20_000;
+    const total = 100_000;
+    // Known before the stream starts, so the kill lands within milliseconds of the trigger.
+    const leader = await cluster.leaderOf(topic);
     const batch = 500;
     const { dir, cleanup } = tempDir("flume-kafka-faults-");
     cleanups.push(cleanup);
@@ -90,9 +92,10 @@ a1.sinks.k1.kafka.producer.request.timeout.ms = 5000
 `,
       port,
     );
-    await waitForMetrics(port, "some batches acknowledged", (m) => Number(m["SINK.k1"]?.EventDrainSuccessCount ?? 0) >= 3000, 120_000, 20);
-    const leader = await cluster.leaderOf(topic);
+    const before = await waitForMetrics(port, "some batches acknowledged", (m) => Number(m["SINK.k1"]?.EventDrainSuccessCount ?? 0) >= 3000, 120_000, 20);
     await leader.peer.kill("SIGKILL");
+    // The leader died mid-stream.
+    expect(Number(before["SINK.k1"].EventDrainSuccessCount)).toBeLessThan(total / 2);
     const m = await waitForMetrics(port, "every event acknowledged after the failover", (x) => Number(x["SINK.k1"]?.EventDrainSuccessCount ?? 0) >= total, 180_000, 100);
     const acknowledged = Number(m["SINK.k1"].EventDrainSuccessCount);
     const bodies = await readAll(topic);
@@ -100,7 +103,6 @@ a1.sinks.k1.kafka.producer.request.timeout.ms = 5000
     expect(acknowledged).toBe(total);
     expect(unique.size).toBe(total);
     expect(bodies.length - unique.size).toBeLessThanOrEqual(batch);
-    console.log(`leader ${leader.nodeId} killed: ${bodies.length - unique.size} duplicates, ${m["SINK.k1"].EventWriteFail} failed batches`);
   },
   300_000,
 );
