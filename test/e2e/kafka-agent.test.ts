@@ -5,9 +5,11 @@
  * broker comes, then delivers.
  */
 import { afterAll, beforeAll, expect } from "bun:test";
-import { mkdirSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { agentsAfterEach, freePort, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
+import { agentsAfterEach, CLI, freePort, ROOT, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
+import { precondition } from "../support/requires.ts";
 import { needsJvm } from "../support/jvm.ts";
 import { drain, openChannel } from "../support/file-channel.ts";
 import { consoleConsume, consoleProduce, freePortOn127, type KafkaCluster, startKafka } from "../support/kafka.ts";
@@ -125,6 +127,60 @@ a1.sinks.k1.kafka.producer.socket.connection.setup.timeout.ms = 1000
     const lines = await consoleConsume(late, "late", 100);
     expect(lines).toEqual(Array.from({ length: 100 }, (_, i) => String(i)));
     await late.stop();
+  },
+  300_000,
+);
+
+const DENO = path.join(ROOT, "node_modules", ".bin", "deno");
+const needsDeno = precondition(() => existsSync(DENO), "needs deno from npm (npm install)");
+
+/** seq (1000 events) -> memory -> kafka sink with lz4 (a codec of the client's wasm module) into `topic`. */
+function lz4SinkConf(topic: string): string {
+  return `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = seq
+a1.sources.r1.totalEvents = 1000
+a1.sources.r1.channels = c1
+a1.channels.c1.type = memory
+a1.sinks.k1.type = kafka
+a1.sinks.k1.channel = c1
+a1.sinks.k1.kafka.bootstrap.servers = ${kafka.bootstrap}
+a1.sinks.k1.kafka.topic = ${topic}
+a1.sinks.k1.kafka.producer.compression.type = lz4
+`;
+}
+
+/** Runs `cmd run -f conf` until Kafka's console consumer read the 1000 events it sends. */
+async function deliversThrough(cmd: string[], topic: string): Promise<void> {
+  await kafka.createTopic(topic);
+  const { dir, cleanup } = tempDir("flume-kafka-runtime-");
+  cleanups.push(cleanup);
+  const conf = path.join(dir, "a1.conf");
+  writeFileSync(conf, lz4SinkConf(topic));
+  const child = spawn(cmd[0], [...cmd.slice(1), "run", "-f", conf, "-n", "a1", "--no-reload-conf"], { stdio: "ignore" });
+  cleanups.push(() => void child.kill("SIGKILL"));
+  const lines = await consoleConsume(kafka, topic, 1000, { timeoutMs: 90_000 });
+  expect(lines).toEqual(Array.from({ length: 1000 }, (_, i) => String(i)));
+}
+
+needsJvm.test(
+  "the compiled binary sends with the Kafka client's wasm codecs (lz4)",
+  async () => {
+    const { dir, cleanup } = tempDir("flume-kafka-binary-");
+    cleanups.push(cleanup);
+    const binary = path.join(dir, "flume");
+    const build = spawnSync(process.execPath, [path.join(ROOT, "scripts", "build.ts"), binary], { cwd: ROOT, encoding: "utf8", timeout: 120_000 });
+    expect(build.status).toBe(0);
+    await deliversThrough([binary], "from-binary");
+  },
+  300_000,
+);
+
+needsJvm.and(needsDeno).test(
+  "under Deno the kafka sink sends with lz4",
+  async () => {
+    await deliversThrough([DENO, "run", "-A", CLI], "from-deno");
   },
   300_000,
 );
