@@ -294,3 +294,54 @@ needsJvm.test(
   },
   240_000,
 );
+
+needsJvm.test(
+  "a record larger than kafka.producer.max.request.size is logged naming the setting; the rest of the batch is sent",
+  async () => {
+    const topic = await newTopic();
+    const { sink: k, channel, logger } = sink({ "kafka.topic": topic, "kafka.producer.max.request.size": "1000" });
+    await k.start();
+    await put(channel, [createEvent("small one"), createEvent("x".repeat(2000)), createEvent("small two")]);
+    expect(await k.process()).toBe("READY");
+    expect(await consoleConsume(kafka, topic, 2)).toEqual(["small one", "small two"]);
+    expect(k.counter.values.EventWriteFail).toBe(1);
+    expect(logger.lines.filter((l) => l.level === "error").map((l) => l.message)).toEqual([expect.stringContaining("larger than kafka.producer.max.request.size (1000); raise it")]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a second member joining the group and the first leaving lose nothing and repeat at most the batches not committed",
+  async () => {
+    const topic = await newTopic(4);
+    const total = 3000;
+    await consoleProduce(kafka, topic, Array.from({ length: total }, (_, i) => `m${i}`));
+    const group = `g-${topic}`;
+    const props = { "kafka.topics": topic, "kafka.consumer.group.id": group, batchSize: "100", "kafka.consumer.session.timeout.ms": "10000", "kafka.consumer.heartbeat.interval.ms": "500" };
+    const a = source(props, undefined, undefined, "ra");
+    await a.source.start();
+    const got: Event[] = [];
+    await pollUntil(a.source, a.channel, 500, got);
+    // B joins: the group rebalances while A keeps polling.
+    const b = source(props, undefined, undefined, "rb");
+    const joining = b.source.start();
+    const gotB: Event[] = [];
+    await pollUntil(a.source, a.channel, 1000, got, 20_000);
+    await joining;
+    // A leaves; B ends up with every partition.
+    await a.source.stop();
+    const unique = new Set(got.map(bodyText));
+    const deadline = Date.now() + 90_000;
+    while (unique.size < total && Date.now() < deadline) {
+      await b.source.process();
+      for (const e of await takeEvents(b.channel)) {
+        gotB.push(e);
+        unique.add(bodyText(e));
+      }
+    }
+    const all = [...got, ...gotB];
+    expect(unique.size).toBe(total);
+    expect(all.length - unique.size).toBeLessThanOrEqual(2 * 100);
+  },
+  240_000,
+);
