@@ -33,6 +33,9 @@ a1.sources.r1.kafka.bootstrap.servers = ${kafka.bootstrap}
 a1.sources.r1.kafka.topics = ${topic}
 a1.sources.r1.kafka.consumer.group.id = agents
 a1.sources.r1.kafka.consumer.auto.offset.reset = earliest
+# The killed member holds its partitions until its session expires: short, so the restart gets them soon.
+a1.sources.r1.kafka.consumer.session.timeout.ms = 6000
+a1.sources.r1.kafka.consumer.heartbeat.interval.ms = 1000
 a1.sources.r1.batchSize = 50
 a1.sources.r1.batchDurationMillis = 100
 a1.channels.c1.type = file
