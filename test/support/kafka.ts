@@ -41,6 +41,8 @@ export interface KafkaNode {
   /** The client port on 127.0.0.1. */
   readonly port: number;
   readonly controllerPort: number;
+  /** The SASL_SSL listener's port (with KafkaOptions.saslSsl). */
+  readonly securePort: number;
   readonly dir: string;
   peer: JvmPeer;
   /** Starts it again after a kill (same storage, same ports). */
@@ -66,7 +68,14 @@ export interface KafkaOptions {
   properties?: Record<string, string>;
   /** The client port of each node (free ports by default): a test that starts a broker where an agent already looks for one. */
   ports?: number[];
+  /**
+   * A SASL_SSL listener besides PLAINTEXT, with the PKCS12 keystore given: SASL PLAIN (user
+   * alice, password alice-secret) and SCRAM-SHA-512 (user bob, password bob-secret).
+   */
+  saslSsl?: { keystore: string; password: string };
 }
+
+export const SASL_USERS = { plain: { username: "alice", password: "alice-secret" }, scram: { username: "bob", password: "bob-secret" } };
 
 export function freePortOn127(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -106,30 +115,42 @@ export async function startKafkaCluster(size: number, opts: KafkaOptions = {}): 
   const root = mkdtempSync(path.join(tmpdir(), "flume-kafka-"));
   writeFileSync(path.join(root, "log4j2.xml"), LOG4J2);
   const id = clusterId();
-  const ports: { port: number; controllerPort: number }[] = [];
-  for (let i = 0; i < size; i++) ports.push({ port: opts.ports?.[i] ?? (await freePortOn127()), controllerPort: await freePortOn127() });
+  const ports: { port: number; controllerPort: number; securePort: number }[] = [];
+  for (let i = 0; i < size; i++) ports.push({ port: opts.ports?.[i] ?? (await freePortOn127()), controllerPort: await freePortOn127(), securePort: await freePortOn127() });
   const voters = ports.map((p, i) => `${i + 1}@127.0.0.1:${p.controllerPort}`).join(",");
   const rf = Math.min(size, 3);
   const nodes: KafkaNode[] = [];
   const logOpt = `-Dlog4j2.configurationFile=${path.join(root, "log4j2.xml")}`;
   try {
     await Promise.all(
-      ports.map(async ({ port, controllerPort }, i) => {
+      ports.map(async ({ port, controllerPort, securePort }, i) => {
         const nodeId = i + 1;
         const dir = path.join(root, `node${nodeId}`);
         mkdirSync(dir, { recursive: true });
         const conf = path.join(dir, "server.properties");
+        const secure = opts.saslSsl;
+        const secureProps: Record<string, string> = secure
+          ? {
+              "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+              "listener.name.sasl_ssl.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_${SASL_USERS.plain.username}="${SASL_USERS.plain.password}";`,
+              "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+              "ssl.keystore.type": "PKCS12",
+              "ssl.keystore.location": secure.keystore,
+              "ssl.keystore.password": secure.password,
+            }
+          : {};
         writeFileSync(
           conf,
           propertiesText({
             "process.roles": "broker,controller",
             "node.id": nodeId,
             "controller.quorum.voters": voters,
-            listeners: `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}`,
-            "advertised.listeners": `PLAINTEXT://127.0.0.1:${port}`,
+            listeners: `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}${secure ? `,SASL_SSL://127.0.0.1:${securePort}` : ""}`,
+            "advertised.listeners": `PLAINTEXT://127.0.0.1:${port}${secure ? `,SASL_SSL://127.0.0.1:${securePort}` : ""}`,
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL",
+            ...secureProps,
             "log.dirs": path.join(dir, "data"),
             "num.partitions": 1,
             "default.replication.factor": rf,
@@ -149,7 +170,8 @@ export async function startKafkaCluster(size: number, opts: KafkaOptions = {}): 
             ...opts.properties,
           }),
         );
-        const format = await runJava(classpath, "kafka.tools.StorageTool", ["format", "-t", id, "-c", conf, "--ignore-formatted"], [...TOOL_JVM, logOpt], dir, 120_000);
+        const scram = opts.saslSsl ? ["--add-scram", `SCRAM-SHA-512=[name=${SASL_USERS.scram.username},password=${SASL_USERS.scram.password}]`] : [];
+        const format = await runJava(classpath, "kafka.tools.StorageTool", ["format", "-t", id, "-c", conf, "--ignore-formatted", ...scram], [...TOOL_JVM, logOpt], dir, 120_000);
         if (format.code !== 0) throw new Error(`kafka storage format of node ${nodeId} failed (exit ${format.code}):\n${format.output.slice(-4000)}`);
         const start = async () =>
           startJvm({
@@ -168,6 +190,7 @@ export async function startKafkaCluster(size: number, opts: KafkaOptions = {}): 
           nodeId,
           port,
           controllerPort,
+          securePort,
           dir,
           peer: await start(),
           async restart() {
