@@ -72,28 +72,65 @@ export class KafkaPoller {
       maxBytesPerPartition: s.maxBytesPerPartition,
       isolationLevel: s.isolationLevel,
     });
+    // Bounded: the client may keep retrying a broker that came back in another state.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = s.requestTimeout + s.sessionTimeout;
     try {
-      const topics = await this.resolveTopics(consumer);
-      const stream = await consumer.consume({
-        topics,
-        mode: "committed",
-        fallbackMode: s.autoOffsetReset === "none" ? "fail" : s.autoOffsetReset,
-        autocommit: false,
-        highWaterMark: Math.max(16, Math.min(this.maxBuffered, 1024)),
+      const join = async () => {
+        const topics = await this.resolveTopics(consumer);
+        const stream = await consumer.consume({
+          topics,
+          mode: "committed",
+          fallbackMode: s.autoOffsetReset === "none" ? "fail" : s.autoOffsetReset,
+          autocommit: false,
+          highWaterMark: Math.max(16, Math.min(this.maxBuffered, 1024)),
+        });
+        return { topics, stream };
+      };
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer from the brokers within ${bound} ms (request.timeout.ms + session.timeout.ms)`)), bound);
       });
+      const { topics, stream } = await Promise.race([join(), timeout]);
       this.topics = topics;
       this.consumer = consumer;
       this.stream = stream;
     } catch (err) {
       await consumer.close(true).catch(() => {});
       throw this.explain(err);
+    } finally {
+      clearTimeout(timer);
     }
     consumer.on("consumer:group:join", () => this.dropBuffered());
-    this.stream.on("data", (m: KafkaMessage) => this.arrived(m));
-    this.stream.on("error", (err: unknown) => {
+    const stream = this.stream;
+    stream.on("data", (m: KafkaMessage) => this.arrived(m));
+    stream.on("error", (err: unknown) => {
       this.lastError = messageOf(err);
       this.logger.warn(`${this.label}: Kafka consumer at ${this.brokers}: ${this.lastError}`);
     });
+    // A stream the client gave up on (brokers gone past its retries): drop it, so the owner connects again.
+    stream.on("close", () => {
+      if (this.stream !== stream) return;
+      this.logger.warn(`${this.label}: the Kafka consumer stopped${this.lastError ? ` (${this.lastError})` : ""}; connecting again`);
+      void this.crash();
+    });
+  }
+
+  private reconnecting: Promise<void> | null = null;
+
+  /**
+   * Connects again in the background after the stream stopped (see connect); true while
+   * connected. Failures are logged once per attempt; the next call tries again.
+   */
+  ensureConnected(): boolean {
+    if (this.stream) return true;
+    this.reconnecting ??= this.connect()
+      .then(() => this.logger.info(`${this.label}: connected again to ${this.brokers}`))
+      .catch((err) => {
+        this.lastError = messageOf(err);
+        this.logger.warn(`${this.label}: ${this.lastError}`);
+      })
+      .finally(() => (this.reconnecting = null));
+    return false;
   }
 
   private async resolveTopics(consumer: Consumer<Buffer, Buffer, Buffer, Buffer>): Promise<string[]> {

@@ -13,7 +13,8 @@ export class KafkaRecordTooLargeError extends FlumeError {}
 export class KafkaBadRecordError extends FlumeError {}
 
 export function messageOf(err: unknown): string {
-  if (err instanceof AggregateError && err.errors.length > 0) return `${err.message}: ${err.errors.map(messageOf).join("; ")}`;
+  // The client nests one error per broker and retry: each distinct message once.
+  if (err instanceof AggregateError && err.errors.length > 0) return `${err.message}: ${[...new Set(err.errors.map(messageOf))].join("; ")}`;
   if (err instanceof Error) {
     const cause = (err as { cause?: unknown }).cause;
     return cause && cause !== err ? `${err.message || err.name} (${messageOf(cause)})` : err.message || err.name;

@@ -92,7 +92,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
   }
 
   async process(): Promise<Status> {
-    if (!this.poller.connected || this.state !== "START") return "BACKOFF";
+    if (this.state !== "START" || !this.poller.ensureConnected()) return "BACKOFF";
     const { batchSize, batchDurationMillis } = this.options;
     await this.poller.waitFor(batchSize, batchDurationMillis);
     const msgs = this.poller.take(batchSize);

@@ -145,6 +145,7 @@ export class KafkaChannel implements Channel {
     if (tx.takes.length >= this.options.transactionCapacity) {
       throw new ChannelException(`Take list for ${this.label} transaction full, capacity ${this.options.transactionCapacity}`);
     }
+    if (this.state === "START") this.poller.ensureConnected();
     for (;;) {
       const [m] = this.poller.take(1);
       if (!m) {
