@@ -105,6 +105,8 @@ needsJvm.test(
     await put(channel, sent);
     expect(await k.process()).toBe("READY");
     expect(k.counter.values.EventDrainSuccessCount).toBe(50);
+    // Flume's KafkaSinkCounter names.
+    expect(Object.keys(k.counter.snapshot())).toEqual(expect.arrayContaining(["KafkaEventSendTimer", "RollbackCount", "EventDrainSuccessCount"]));
     expect(channel.counter.values.ChannelSize).toBe(0);
 
     const { source: r, channel: out } = source({ "kafka.topics": topic, useFlumeEventFormat: "true", "header.x-trace": "traceCopy", "kafka.consumer.group.id": `g-${topic}` });
@@ -279,6 +281,9 @@ needsJvm.test(
 
     const rolledBack = await takeUntil(c, 2, false);
     expect(rolledBack.map(bodyText)).toEqual(["e0", "e1"]);
+    // Flume's KafkaChannelCounter names.
+    expect(c.counter.values.RollbackCount).toBeGreaterThan(0);
+    expect(Object.keys(c.counter.snapshot())).toEqual(expect.arrayContaining(["KafkaEventGetTimer", "KafkaEventSendTimer", "KafkaCommitTimer", "RollbackCount", "ChannelSize"]));
     const taken = await takeUntil(c, 2);
     expect(taken.map(bodyText)).toEqual(["e0", "e1"]);
     expect(taken.map((e) => e.headers.n)).toEqual(["0", "1"]);

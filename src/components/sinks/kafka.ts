@@ -5,10 +5,10 @@
  * only after the broker acknowledged every record; otherwise the batch is rolled back and the
  * runner backs off before it is taken again.
  */
-import { SinkCounter } from "../../core/counters.ts";
 import { type Event, readHeaders } from "../../core/event.ts";
 import { silentLogger } from "../../core/logger.ts";
 import type { Sink } from "../../core/sink.ts";
+import { KafkaSinkCounter } from "../../kafka/counters.ts";
 import { KafkaSettingError } from "../../kafka/errors.ts";
 import { encodeFlumeEvent } from "../../kafka/flume-event.ts";
 import { KafkaPublisher, type KafkaRecord } from "../../kafka/producer.ts";
@@ -34,7 +34,7 @@ export interface KafkaSinkOptions {
 const SUBSTITUTION = /%\{([^}]+)\}/g;
 
 export class KafkaSink extends BaseSink implements Sink {
-  override readonly counter: SinkCounter;
+  override readonly counter: KafkaSinkCounter;
   protected readonly takeLoop: TakeLoop;
   private readonly publisher: KafkaPublisher;
   private readonly records: KafkaRecord[] = [];
@@ -46,7 +46,7 @@ export class KafkaSink extends BaseSink implements Sink {
     readonly options: KafkaSinkOptions,
   ) {
     super(ctx);
-    this.counter = new SinkCounter(ctx.name, ctx.clock);
+    this.counter = new KafkaSinkCounter(ctx.name, ctx.clock);
     this.publisher = new KafkaPublisher(`kafka sink ${ctx.name}`, options.producer, ctx.logger);
     this.topicHasSubstitution = options.topic.includes("%{");
     this.headerNames = Object.entries(options.kafkaHeaders).map(([flume, kafka]) => [flume, Buffer.from(kafka)]);
@@ -58,6 +58,7 @@ export class KafkaSink extends BaseSink implements Sink {
       underflow: "READY",
       target: () => `Kafka at ${this.publisher.brokers}`,
       deliver: (events) => this.send(events),
+      failed: () => void this.counter.values.RollbackCount++,
     });
   }
 
@@ -136,7 +137,11 @@ export class KafkaSink extends BaseSink implements Sink {
       records.push(r);
     }
     if (refused > 0) this.counter.values.EventWriteFail += refused;
-    if (records.length > 0) await this.publisher.send(records);
+    if (records.length > 0) {
+      const started = Date.now();
+      await this.publisher.send(records);
+      this.counter.values.KafkaEventSendTimer += Date.now() - started;
+    }
     records.length = 0;
   }
 }

@@ -10,13 +10,13 @@
  * member of the group) reads again from the last committed offsets.
  */
 import type { Channel } from "../../../core/channel.ts";
-import { ChannelCounter } from "../../../core/counters.ts";
 import { ChannelException } from "../../../core/errors.ts";
 import { type Event, readHeaders } from "../../../core/event.ts";
 import type { LifecycleState } from "../../../core/lifecycle.ts";
 import { type Logger, silentLogger } from "../../../core/logger.ts";
 import { BasicTransaction } from "../../../core/transaction.ts";
 import { type KafkaMessage, KafkaPoller } from "../../../kafka/consumer.ts";
+import { KafkaChannelCounter } from "../../../kafka/counters.ts";
 import { messageOf } from "../../../kafka/errors.ts";
 import { encodeFlumeEvent } from "../../../kafka/flume-event.ts";
 import { KafkaPublisher, type KafkaRecord } from "../../../kafka/producer.ts";
@@ -62,7 +62,7 @@ export class KafkaTransaction extends BasicTransaction {
 
 export class KafkaChannel implements Channel {
   readonly durable = true;
-  readonly counter: ChannelCounter;
+  readonly counter: KafkaChannelCounter;
   readonly label: string;
   private state: LifecycleState = "IDLE";
   private readonly logger: Logger;
@@ -77,7 +77,7 @@ export class KafkaChannel implements Channel {
   ) {
     this.logger = deps.logger ?? silentLogger;
     this.label = `kafka channel ${name}`;
-    this.counter = new ChannelCounter(name);
+    this.counter = new KafkaChannelCounter(name);
     this.publisher = new KafkaPublisher(this.label, options.producer, this.logger);
     this.poller = new KafkaPoller(this.label, options.consumer, { topics: [options.topic] }, this.logger, Math.max(1000, options.transactionCapacity * 2), () => {
       for (const l of this.putListeners) l();
@@ -180,8 +180,10 @@ export class KafkaChannel implements Channel {
         const tooLarge = this.publisher.checkSize(r);
         if (tooLarge) throw new ChannelException(tooLarge.message);
       }
+      const started = Date.now();
       try {
         await this.publisher.send(records);
+        this.counter.values.KafkaEventSendTimer += Date.now() - started;
       } catch (err) {
         throw new ChannelException(`${this.label}: ${messageOf(err)}`, { cause: err });
       }
@@ -189,8 +191,10 @@ export class KafkaChannel implements Channel {
       tx.puts = [];
     }
     if (tx.takes.length > 0) {
+      const started = Date.now();
       try {
         await this.poller.commit(tx.takes);
+        this.counter.values.KafkaCommitTimer += Date.now() - started;
       } catch (err) {
         throw new ChannelException(`${this.label}: committing the offsets of ${tx.takes.length} taken records failed: ${messageOf(err)}`, { cause: err });
       }
@@ -200,6 +204,7 @@ export class KafkaChannel implements Channel {
   }
 
   rollback(tx: KafkaTransaction): void {
+    this.counter.values.RollbackCount++;
     tx.puts = [];
     this.poller.giveBack(tx.takes);
     tx.takes = [];
