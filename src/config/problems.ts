@@ -25,6 +25,7 @@ export type ProblemCode =
   | "unknown-type"
   | "unsupported-type" // a Flume type that Flume TS does not implement
   | "unknown-property"
+  | "deprecated-property" // a name Flume still reads but warns about
   | "bad-value"
   | "listed-not-configured"
   | "configured-not-listed"

@@ -28,6 +28,8 @@ interface PropBase {
   doc: string;
   /** Other spellings Flume accepts for the same property. */
   aliases?: readonly string[];
+  /** Those of the aliases Flume still reads but warns about (its deprecated names). */
+  deprecated?: readonly string[];
   required?: boolean;
   /** Holds a secret: never printed back in errors. */
   secret?: boolean;

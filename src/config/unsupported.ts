@@ -11,8 +11,6 @@ interface Unsupported {
   instead: string;
 }
 
-const KAFKA_INSTEAD = "run a NATS JetStream cluster and use the jetstream channel, sink or source (see the README's scale-out section); no Kafka broker runs on these hosts";
-
 const UNSUPPORTED: readonly Unsupported[] = [
   { kind: "sink", names: ["hive", "org.apache.flume.sink.hive.HiveSink"], instead: "send to an Apache Flume collector that has the Hive sink, with the avro sink" },
   { kind: "sink", names: ["hbase", "org.apache.flume.sink.hbase.HBaseSink"], instead: "send to an Apache Flume collector that has the HBase sink, with the avro sink" },
@@ -22,9 +20,6 @@ const UNSUPPORTED: readonly Unsupported[] = [
   { kind: "sink", names: ["morphline_solr", "org.apache.flume.sink.solr.morphline.MorphlineSolrSink"], instead: "send to an Apache Flume collector that has the MorphlineSolrSink, with the avro sink" },
   { kind: "sink", names: ["irc", "org.apache.flume.sink.irc.IRCSink"], instead: "use the http sink against a chat webhook" },
   { kind: "sink", names: ["kite", "org.apache.flume.sink.kite.DatasetSink"], instead: "write files with file_roll (avro_event serializer) or use an Apache Flume collector" },
-  { kind: "sink", names: ["kafka", "org.apache.flume.sink.kafka.KafkaSink"], instead: KAFKA_INSTEAD },
-  { kind: "source", names: ["kafka", "org.apache.flume.source.kafka.KafkaSource"], instead: KAFKA_INSTEAD },
-  { kind: "channel", names: ["kafka", "org.apache.flume.channel.kafka.KafkaChannel"], instead: KAFKA_INSTEAD },
   { kind: "source", names: ["jms", "org.apache.flume.source.jms.JMSSource"], instead: "bridge the queue to http, avro or a NATS subject (jetstream source)" },
   { kind: "source", names: ["twitter", "org.apache.flume.source.twitter.TwitterSource"], instead: "feed the events through the http source" },
   { kind: "source", names: ["scribe", "org.apache.flume.source.scribe.ScribeSource"], instead: "use the thrift source with Flume's ThriftSourceProtocol, or avro" },

@@ -350,7 +350,11 @@ class Validator {
       this.addFor(entry, e.severity ?? "error", e.severity === "warning" ? "unknown-property" : "bad-value", lineOf(e.key), keyPrefix + e.key, e.message, hint);
     }
     for (const [key, loc] of Object.entries(props)) {
-      if (findProp(schema, key) || isUnderPrefix(schema, key)) continue;
+      const known = findProp(schema, key);
+      if (known?.deprecated?.includes(key)) {
+        this.addFor(entry, "warning", "deprecated-property", loc.line, keyPrefix + key, `is deprecated; Flume reads it as ${keyPrefix}${known.key}`, `write ${keyPrefix}${known.key} instead`);
+      }
+      if (known || isUnderPrefix(schema, key)) continue;
       const candidates = [...schema.props.flatMap((p) => [p.key, ...(p.aliases ?? [])]), ...(schema.prefixes ?? []).map((p) => p.prefix.replace(/\.$/, "")), ...wiringKeys];
       const guess = didYouMean(key, candidates);
       this.addFor(

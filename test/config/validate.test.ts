@@ -53,10 +53,10 @@ describe("validateAgentConfig", () => {
     expect(brief(hive)).toEqual(["8 error unsupported-type sink k1 type"]);
     expect(hive[0].message).toBe("Flume's `hive` sink is not implemented by Flume TS");
     expect(hive[0].hint).toMatch(/^instead, .*avro sink/);
-    const kafkaChannel = check(BASE.map((l) => l.replace("type = memory", "type = org.apache.flume.channel.kafka.KafkaChannel")));
-    expect(kafkaChannel[0].message).toBe("Flume's `kafka` channel is not implemented by Flume TS");
-    expect(kafkaChannel[0].hint).toMatch(/jetstream/);
-    for (const [kind, type] of [["sink", "hbase"], ["sink", "hbase2"], ["sink", "asynchbase"], ["sink", "elasticsearch"], ["sink", "morphline_solr"], ["sink", "kite"], ["source", "jms"], ["source", "kafka"], ["channel", "jdbc"], ["sink", "irc"]]) {
+    const jdbc = check(BASE.map((l) => l.replace("type = memory", "type = org.apache.flume.channel.jdbc.JdbcChannel")));
+    expect(jdbc[0].message).toBe("Flume's `jdbc` channel is not implemented by Flume TS");
+    expect(jdbc[0].hint).toMatch(/file channel/);
+    for (const [kind, type] of [["sink", "hbase"], ["sink", "hbase2"], ["sink", "asynchbase"], ["sink", "elasticsearch"], ["sink", "morphline_solr"], ["sink", "kite"], ["source", "jms"], ["channel", "jdbc"], ["sink", "irc"]]) {
       const lines = kind === "sink" ? BASE.map((l) => l.replace("a1.sinks.k1.type = null", `a1.sinks.k1.type = ${type}`)) : kind === "source" ? BASE.map((l) => l.replace("a1.sources.r1.type = seq", `a1.sources.r1.type = ${type}`)) : BASE.map((l) => l.replace("type = memory", `type = ${type}`));
       const p = check(lines);
       expect({ type, code: p[0]?.code, message: p[0]?.message }).toEqual({ type, code: "unsupported-type", message: `Flume's \`${type}\` ${kind} is not implemented by Flume TS` });

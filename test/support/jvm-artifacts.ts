@@ -36,5 +36,34 @@ export const HADOOP: MavenSet = {
   exclusions: ["org.slf4j:slf4j-log4j12"],
 };
 
+export const KAFKA_VERSION = "4.4.0";
+
+/**
+ * An Apache Kafka broker in KRaft mode (kafka.Kafka, kafka.tools.StorageTool) with Kafka's own
+ * tools (console producer and consumer, ProducerPerformance, ConsumerPerformance), log4j 2 as
+ * the slf4j binding.
+ */
+export const KAFKA: MavenSet = {
+  name: "kafka",
+  artifacts: [
+    `org.apache.kafka:kafka_2.13:${KAFKA_VERSION}`,
+    `org.apache.kafka:kafka-tools:${KAFKA_VERSION}`,
+    `org.apache.logging.log4j:log4j-slf4j-impl:2.24.3`,
+    `org.apache.logging.log4j:log4j-core:2.24.3`,
+  ],
+};
+
+/** Apache Flume 1.11.0's Kafka sink, source and channel, to put beside FLUME on a classpath. */
+export const FLUME_KAFKA: MavenSet = {
+  name: "flume-kafka",
+  artifacts: [
+    `org.apache.flume.flume-ng-sinks:flume-ng-kafka-sink:${FLUME_VERSION}`,
+    `org.apache.flume.flume-ng-sources:flume-kafka-source:${FLUME_VERSION}`,
+    `org.apache.flume.flume-ng-channels:flume-kafka-channel:${FLUME_VERSION}`,
+  ],
+  // FLUME brings the agent and its logging binding.
+  exclusions: ["org.slf4j:slf4j-log4j12", "log4j:log4j", "org.apache.logging.log4j:log4j-slf4j-impl"],
+};
+
 /** Every set, for scripts/jvm-peers.ts. */
-export const JVM_SETS: MavenSet[] = [FLUME, HADOOP];
+export const JVM_SETS: MavenSet[] = [FLUME, HADOOP, KAFKA, FLUME_KAFKA];

@@ -1,0 +1,173 @@
+/**
+ * `npm run bench -- kafka`: the Kafka sink, source and channel through the real agent
+ * (`flume run`, the built binary when present), side by side in one run with Apache Flume
+ * 1.11's KafkaSink / KafkaSource / KafkaChannel and with Kafka's own ProducerPerformance and
+ * ConsumerPerformance (the ceiling on this machine), all on one local broker (KRaft, started
+ * here from Maven Central's jars):
+ *   stress (100-byte events) -> memory -> kafka sink (batch 1000, acks=all)
+ *   kafka source (batch 1000) -> memory -> null
+ *   stress -> kafka channel -> null
+ * BENCH_EVENTS sets the event count (default 200,000). Targets: at least 3x Flume, at least
+ * half of Kafka's own tools' records/s, agent RSS at most 80 MB.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { startFlume } from "../../test/support/flume.ts";
+import { FLUME_KAFKA } from "../../test/support/jvm-artifacts.ts";
+import { javaVersion } from "../../test/support/jvm.ts";
+import { type KafkaCluster, kafkaTool, startKafka } from "../../test/support/kafka.ts";
+import { fmt, freePort, peakRssMb, timeAgent } from "./_util.ts";
+
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 200_000);
+
+interface Row {
+  name: string;
+  ours?: { rate: number; rss: number };
+  flume?: { rate: number; rss: number };
+  kafka?: number;
+}
+
+function stressSource(): string {
+  return `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = org.apache.flume.source.StressSource
+a1.sources.r1.size = 100
+a1.sources.r1.maxTotalEvents = ${EVENTS}
+a1.sources.r1.batchSize = 1000
+a1.sources.r1.channels = c1
+`;
+}
+
+const MEMORY = "a1.channels.c1.type = memory\na1.channels.c1.capacity = 100000\na1.channels.c1.transactionCapacity = 1000\n";
+const NULL_SINK = "a1.sinks.k1.type = null\na1.sinks.k1.batchSize = 1000\na1.sinks.k1.channel = c1\n";
+
+function sinkConf(bootstrap: string, topic: string): string {
+  return `${stressSource()}${MEMORY}a1.sinks.k1.type = org.apache.flume.sink.kafka.KafkaSink
+a1.sinks.k1.channel = c1
+a1.sinks.k1.kafka.bootstrap.servers = ${bootstrap}
+a1.sinks.k1.kafka.topic = ${topic}
+a1.sinks.k1.flumeBatchSize = 1000
+a1.sinks.k1.kafka.producer.acks = all
+`;
+}
+
+function sourceConf(bootstrap: string, topic: string, group: string): string {
+  return `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = org.apache.flume.source.kafka.KafkaSource
+a1.sources.r1.channels = c1
+a1.sources.r1.kafka.bootstrap.servers = ${bootstrap}
+a1.sources.r1.kafka.topics = ${topic}
+a1.sources.r1.kafka.consumer.group.id = ${group}
+a1.sources.r1.kafka.consumer.auto.offset.reset = earliest
+a1.sources.r1.batchSize = 1000
+a1.sources.r1.batchDurationMillis = 100
+${MEMORY}${NULL_SINK}`;
+}
+
+function channelConf(bootstrap: string, topic: string): string {
+  return `${stressSource()}a1.channels.c1.type = org.apache.flume.channel.kafka.KafkaChannel
+a1.channels.c1.kafka.bootstrap.servers = ${bootstrap}
+a1.channels.c1.kafka.topic = ${topic}
+a1.channels.c1.transactionCapacity = 1000
+${NULL_SINK}`;
+}
+
+/** Times a Flume 1.11 agent from its /metrics as timeAgent does ours. */
+async function timeFlume(conf: string, group: string, key: string): Promise<{ rate: number; rss: number }> {
+  const port = await freePort();
+  const flume = await startFlume({ conf, metricsPort: port, extraSets: [FLUME_KAFKA], jvmArgs: ["-Xmx512m", "-XX:+UseParallelGC"] });
+  let first = 0;
+  let peak = 0;
+  try {
+    const deadline = Date.now() + 300_000;
+    while (Date.now() < deadline) {
+      const m = await flume.metrics().catch(() => ({}) as Record<string, Record<string, string>>);
+      const n = Number(m[group]?.[key] ?? 0);
+      peak = Math.max(peak, peakRssMb(flume.pid) || 0);
+      if (n > 0 && first === 0) first = performance.now();
+      if (n >= EVENTS) return { rate: EVENTS / ((performance.now() - first) / 1000), rss: peak };
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new Error(`Flume: ${group}.${key} did not reach ${EVENTS}:\n${flume.tail(30)}`);
+  } finally {
+    await flume.stop();
+  }
+}
+
+async function producerPerformance(kafka: KafkaCluster, topic: string): Promise<number> {
+  const r = await kafkaTool(
+    kafka.classpath,
+    "org.apache.kafka.tools.ProducerPerformance",
+    ["--topic", topic, "--num-records", String(EVENTS), "--record-size", "100", "--throughput", "-1", "--producer-props", `bootstrap.servers=${kafka.bootstrap}`, "acks=all", "linger.ms=5"],
+    { timeoutMs: 300_000, jvmArgs: ["-Xmx512m"] },
+  );
+  const m = r.stdout.match(/records sent, ([\d.]+) records\/sec/g);
+  if (!m) throw new Error(`ProducerPerformance printed no rate:\n${r.output.slice(-2000)}`);
+  return Number(m[m.length - 1].match(/([\d.]+) records\/sec/)![1]);
+}
+
+async function consumerPerformance(kafka: KafkaCluster, topic: string): Promise<number> {
+  const r = await kafkaTool(
+    kafka.classpath,
+    "org.apache.kafka.tools.ConsumerPerformance",
+    ["--bootstrap-server", kafka.bootstrap, "--topic", topic, "--messages", String(EVENTS), "--group", `perf-${Date.now()}`, "--timeout", "60000"],
+    { timeoutMs: 300_000, jvmArgs: ["-Xmx512m"] },
+  );
+  // Header: start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, ...
+  const lines = r.stdout.trim().split("\n");
+  const header = lines.findIndex((l) => l.includes("nMsg.sec"));
+  if (header < 0 || !lines[header + 1]) throw new Error(`ConsumerPerformance printed no rate:\n${r.output.slice(-2000)}`);
+  const cols = lines[header].split(",").map((s) => s.trim());
+  return Number(lines[header + 1].split(",")[cols.indexOf("nMsg.sec")].trim());
+}
+
+export async function run(): Promise<void> {
+  if (!javaVersion()) {
+    console.log("kafka: skipped (needs java and mvn)");
+    return;
+  }
+  const dir = mkdtempSync(path.join(tmpdir(), "flume-bench-kafka-"));
+  const kafka = await startKafka();
+  const rows: Row[] = [];
+  let n = 0;
+  const ours = async (conf: string, group: string, key: string) => {
+    const file = path.join(dir, `${++n}.conf`);
+    writeFileSync(file, conf);
+    const r = await timeAgent(file, "a1", group, key, EVENTS, 300_000);
+    console.log(`Flume TS ${group}.${key}: ${fmt(r.rate)}/s, peak RSS ${r.rss.toFixed(0)} MB`);
+    return r;
+  };
+  try {
+    for (const t of ["s-ours", "s-flume", "s-perf", "src", "ch-ours", "ch-flume"]) await kafka.createTopic(t);
+    const sink: Row = { name: "-> memory -> kafka sink (acks=all)" };
+    sink.ours = await ours(sinkConf(kafka.bootstrap, "s-ours"), "SINK.k1", "EventDrainSuccessCount");
+    sink.flume = await timeFlume(sinkConf(kafka.bootstrap, "s-flume"), "SINK.k1", "EventDrainSuccessCount");
+    sink.kafka = await producerPerformance(kafka, "s-perf");
+    rows.push(sink);
+    // The source reads what ProducerPerformance wrote.
+    const source: Row = { name: "kafka source -> memory -> null" };
+    source.ours = await ours(sourceConf(kafka.bootstrap, "s-perf", "bench-ours"), "SOURCE.r1", "EventAcceptedCount");
+    source.flume = await timeFlume(sourceConf(kafka.bootstrap, "s-perf", "bench-flume"), "SOURCE.r1", "EventAcceptedCount");
+    source.kafka = await consumerPerformance(kafka, "s-perf");
+    rows.push(source);
+    const channel: Row = { name: "stress -> kafka channel -> null" };
+    channel.ours = await ours(channelConf(kafka.bootstrap, "ch-ours"), "CHANNEL.c1", "EventTakeSuccessCount");
+    channel.flume = await timeFlume(channelConf(kafka.bootstrap, "ch-flume"), "CHANNEL.c1", "EventTakeSuccessCount");
+    rows.push(channel);
+  } finally {
+    await kafka.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  console.log(`\n${fmt(EVENTS)} events of 100 bytes, one local broker (Kafka 4.4, KRaft); events/s, peak RSS`);
+  console.log("pipeline                               | Flume TS            | Flume 1.11          | ours/Flume | Kafka's tool | ours/tool");
+  for (const r of rows) {
+    const cell = (x?: { rate: number; rss: number }) => (x ? `${fmt(x.rate)}/s ${x.rss.toFixed(0)} MB` : "-");
+    const vsFlume = r.ours && r.flume ? `${(r.ours.rate / r.flume.rate).toFixed(2)}x` : "-";
+    const vsTool = r.ours && r.kafka ? `${(r.ours.rate / r.kafka).toFixed(2)}x` : "-";
+    console.log(`${r.name.padEnd(38)} | ${cell(r.ours).padEnd(19)} | ${cell(r.flume).padEnd(19)} | ${vsFlume.padEnd(10)} | ${r.kafka ? `${fmt(r.kafka)}/s` : "-"} | ${vsTool}`);
+  }
+}

@@ -1,0 +1,83 @@
+/** `type = org.apache.flume.channel.kafka.KafkaChannel` (alias kafka): schema and factory of the channel kept in a Kafka topic (see kafka-channel.ts). */
+import { silentLogger } from "../../../core/logger.ts";
+import { messageOf } from "../../../kafka/errors.ts";
+import { consumerSettings, producerSettings } from "../../../kafka/settings.ts";
+import { type ComponentContext, defineComponent } from "../../component.ts";
+import { KafkaChannel } from "./kafka-channel.ts";
+
+export { KafkaChannel, KafkaTransaction, type KafkaChannelOptions } from "./kafka-channel.ts";
+
+const props = {
+  "kafka.bootstrap.servers": { type: "string", required: true, aliases: ["brokerList"], deprecated: ["brokerList"], doc: "Kafka brokers, host1:9092,host2:9092 (brokerList: deprecated name)" },
+  "kafka.topic": { type: "string", default: "flume-channel", aliases: ["topic"], deprecated: ["topic"], doc: "Topic holding the channel's events (topic: deprecated name)" },
+  "kafka.consumer.group.id": { type: "string", default: "flume", aliases: ["groupId"], deprecated: ["groupId"], doc: "Consumer group; agents with the same topic and group share one channel (groupId: deprecated name)" },
+  parseAsFlumeEvent: { type: "boolean", default: true, doc: "Records are Avro FlumeEvents (headers and body); false: the value is the body, for topics other producers write" },
+  "kafka.pollTimeout": { type: "int", default: 500, min: 0, aliases: ["pollTimeout"], doc: "Milliseconds the consumer waits on the broker for records (its fetch.max.wait.ms unless that is set)" },
+  defaultPartitionId: { type: "int", min: 0, doc: "Partition every event goes to, unless partitionIdHeader says otherwise" },
+  partitionIdHeader: { type: "string", doc: "Header whose value is the partition number of the event" },
+  transactionCapacity: { type: "int", default: 1000, min: 1, roles: ["transactionCapacity"], doc: "Most events one transaction may take" },
+  migrateZookeeperOffsets: { type: "boolean", default: true, doc: "Flume's ZooKeeper offset migration: no longer applies (Kafka keeps the offsets); accepted and ignored" },
+} as const;
+
+const groups = {
+  producerProps: { prefix: "kafka.producer.", doc: "Kafka producer settings (acks, default all; compression.type, max.request.size, security.protocol, sasl.*, ssl.*...)" },
+  consumerProps: { prefix: "kafka.consumer.", doc: "Kafka consumer settings (auto.offset.reset, default earliest; session.timeout.ms, fetch.*, security.protocol, sasl.*, ssl.*...)" },
+} as const;
+
+type Parsed = {
+  "kafka.bootstrap.servers": string;
+  "kafka.consumer.group.id": string;
+  "kafka.pollTimeout": number;
+  producerProps: Readonly<Record<string, string>>;
+  consumerProps: Readonly<Record<string, string>>;
+};
+
+function settingsOf(o: Parsed, ctx: Pick<ComponentContext, "agentName" | "name" | "logger">) {
+  const label = `kafka channel ${ctx.name}`;
+  const clientId = `flume-${ctx.agentName}-${ctx.name}`;
+  const common = { bootstrap: o["kafka.bootstrap.servers"], bootstrapKey: "kafka.bootstrap.servers", clientId, label, logger: ctx.logger };
+  const consumerProps = { "fetch.max.wait.ms": String(o["kafka.pollTimeout"]), ...o.consumerProps };
+  return {
+    // Flume's channel defaults: acks all, and a new group reads the topic from the beginning.
+    producer: producerSettings({ ...common, props: o.producerProps, defaultAcks: "all" }),
+    consumer: consumerSettings({ ...common, props: consumerProps, groupId: o["kafka.consumer.group.id"], defaultOffsetReset: "earliest" }),
+  };
+}
+
+export const definition = defineComponent({
+  kind: "channel",
+  type: "org.apache.flume.channel.kafka.KafkaChannel",
+  aliases: ["kafka"],
+  doc: "Durable channel in a Kafka topic, shared by every agent naming the same topic and consumer group (Flume's KafkaChannel); replicated by the cluster.",
+  props,
+  groups,
+  // A killed agent commits no offsets: what it had taken is read again after a restart.
+  durability: { crash: (channel: KafkaChannel) => channel.crash() },
+  // The topic lives on a broker: `flume simulate` and `flume replay` run a file channel in its place.
+  simulation: { standIn: "file" },
+  validate(o) {
+    try {
+      settingsOf(o, { agentName: "a1", name: "c", logger: silentLogger });
+      return [];
+    } catch (err) {
+      return [{ key: "kafka", message: messageOf(err) }];
+    }
+  },
+  create(o, ctx) {
+    const { producer, consumer } = settingsOf(o, ctx);
+    return new KafkaChannel(
+      ctx.name,
+      {
+        topic: o["kafka.topic"],
+        producer,
+        consumer,
+        parseAsFlumeEvent: o.parseAsFlumeEvent,
+        pollTimeout: o["kafka.pollTimeout"],
+        partitionIdHeader: o.partitionIdHeader || undefined,
+        defaultPartitionId: o.defaultPartitionId,
+        transactionCapacity: o.transactionCapacity,
+      },
+      { logger: ctx.logger },
+    );
+  },
+});

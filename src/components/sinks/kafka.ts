@@ -1,0 +1,197 @@
+/**
+ * Flume's Kafka sink (org.apache.flume.sink.kafka.KafkaSink): takes up to flumeBatchSize events
+ * in one channel transaction, sends them as records (the `key` header as the record key, the
+ * body, or the whole event as an Avro FlumeEvent with useFlumeEventFormat) and commits the take
+ * only after the broker acknowledged every record; otherwise the batch is rolled back and the
+ * runner backs off before it is taken again.
+ */
+import { type Event, readHeaders } from "../../core/event.ts";
+import { silentLogger } from "../../core/logger.ts";
+import type { Sink } from "../../core/sink.ts";
+import { KafkaSinkCounter } from "../../kafka/counters.ts";
+import { KafkaSettingError } from "../../kafka/errors.ts";
+import { encodeFlumeEvent } from "../../kafka/flume-event.ts";
+import { KafkaPublisher, type KafkaRecord } from "../../kafka/producer.ts";
+import { producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
+import type { TakeLoop } from "../../pipeline/take-loop.ts";
+import { type ComponentContext, defineComponent } from "../component.ts";
+import { BaseSink } from "./base.ts";
+
+export interface KafkaSinkOptions {
+  producer: ProducerSettings;
+  topic: string;
+  batchSize: number;
+  useFlumeEventFormat: boolean;
+  allowTopicOverride: boolean;
+  topicHeader: string;
+  partitionIdHeader?: string;
+  defaultPartitionId?: number;
+  timestampHeader?: string;
+  /** Flume header -> Kafka header (header.NAME = kafkaName). */
+  kafkaHeaders: Readonly<Record<string, string>>;
+}
+
+const SUBSTITUTION = /%\{([^}]+)\}/g;
+
+export class KafkaSink extends BaseSink implements Sink {
+  override readonly counter: KafkaSinkCounter;
+  protected readonly takeLoop: TakeLoop;
+  private readonly publisher: KafkaPublisher;
+  private readonly records: KafkaRecord[] = [];
+  private readonly topicHasSubstitution: boolean;
+  private readonly headerNames: [string, Buffer][];
+
+  constructor(
+    ctx: ComponentContext,
+    readonly options: KafkaSinkOptions,
+  ) {
+    super(ctx);
+    this.counter = new KafkaSinkCounter(ctx.name, ctx.clock);
+    this.publisher = new KafkaPublisher(`kafka sink ${ctx.name}`, options.producer, ctx.logger);
+    this.topicHasSubstitution = options.topic.includes("%{");
+    this.headerNames = Object.entries(options.kafkaHeaders).map(([flume, kafka]) => [flume, Buffer.from(kafka)]);
+    this.takeLoop = this.newTakeLoop({
+      label: this.publisher.label,
+      counter: this.counter,
+      batchSize: options.batchSize,
+      // As Flume's Kafka sink: a batch the channel cut short is still READY.
+      underflow: "READY",
+      target: () => `Kafka at ${this.publisher.brokers}`,
+      deliver: (events) => this.send(events),
+      failed: () => void this.counter.values.RollbackCount++,
+    });
+  }
+
+  get label(): string {
+    return this.publisher.label;
+  }
+
+  override async start(): Promise<void> {
+    // A broker that does not answer fails the start: the supervisor retries with backoff and /ready names the error.
+    await this.publisher.connect(this.topicHasSubstitution ? undefined : this.options.topic);
+    this.counter.values.ConnectionCreatedCount++;
+    super.start();
+    this.logger.info(`${this.label} started (brokers ${this.publisher.brokers}, topic ${this.options.topic}, acks ${this.options.producer.acks === -1 ? "all" : this.options.producer.acks})`);
+  }
+
+  override async stop(): Promise<void> {
+    await this.publisher.close();
+    this.counter.values.ConnectionClosedCount++;
+    super.stop();
+    this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
+  }
+
+  private topicOf(headers: Readonly<Record<string, string>>): string {
+    const o = this.options;
+    if (o.allowTopicOverride) {
+      const t = headers[o.topicHeader];
+      if (t) return t;
+    }
+    if (!this.topicHasSubstitution) return o.topic;
+    return o.topic.replace(SUBSTITUTION, (_, name: string) => headers[name] ?? "");
+  }
+
+  private recordOf(e: Event): KafkaRecord {
+    const o = this.options;
+    const headers = readHeaders(e);
+    const record: KafkaRecord = { topic: this.topicOf(headers), value: o.useFlumeEventFormat ? encodeFlumeEvent(e) : Buffer.from(e.body.buffer, e.body.byteOffset, e.body.length) };
+    const key = headers.key;
+    if (key !== undefined) record.key = Buffer.from(key);
+    if (o.partitionIdHeader !== undefined && headers[o.partitionIdHeader] !== undefined) {
+      const p = Number(headers[o.partitionIdHeader]);
+      if (!Number.isInteger(p) || p < 0) throw new KafkaSettingError(`${this.label}: header ${o.partitionIdHeader} = "${headers[o.partitionIdHeader]}" is not a partition number`);
+      record.partition = p;
+    } else if (o.defaultPartitionId !== undefined) {
+      record.partition = o.defaultPartitionId;
+    }
+    if (o.timestampHeader !== undefined) {
+      const ts = headers[o.timestampHeader];
+      if (ts !== undefined && /^\d+$/.test(ts)) record.timestamp = BigInt(ts);
+    }
+    if (this.headerNames.length > 0) {
+      let out: Map<Buffer, Buffer> | undefined;
+      for (const [flume, kafka] of this.headerNames) {
+        const v = headers[flume];
+        if (v === undefined) continue;
+        (out ??= new Map()).set(kafka, Buffer.from(v));
+      }
+      if (out) record.headers = out;
+    }
+    return record;
+  }
+
+  /** Sends a taken batch; resolves once the broker acknowledged every record (the take then commits). */
+  private async send(events: readonly Event[]): Promise<void> {
+    const records = this.records;
+    records.length = 0;
+    let refused = 0;
+    for (let i = 0; i < events.length; i++) {
+      const r = this.recordOf(events[i]);
+      const tooLarge = this.publisher.checkSize(r);
+      if (tooLarge) {
+        // Never accepted however often it is retried: reported and left out, the rest goes.
+        this.logger.error(tooLarge.message);
+        refused++;
+        continue;
+      }
+      records.push(r);
+    }
+    if (refused > 0) this.counter.values.EventWriteFail += refused;
+    if (records.length > 0) {
+      const started = Date.now();
+      await this.publisher.send(records);
+      this.counter.values.KafkaEventSendTimer += Date.now() - started;
+    }
+    records.length = 0;
+  }
+}
+
+const props = {
+  "kafka.bootstrap.servers": { type: "string", required: true, aliases: ["brokerList"], deprecated: ["brokerList"], doc: "Kafka brokers, host1:9092,host2:9092 (brokerList: deprecated name)" },
+  "kafka.topic": { type: "string", default: "default-flume-topic", aliases: ["topic"], deprecated: ["topic"], doc: "Topic to write to; %{header} is replaced by the event's header (topic: deprecated name)" },
+  flumeBatchSize: { type: "int", default: 100, min: 1, aliases: ["batchSize"], deprecated: ["batchSize"], roles: ["batchSize"], doc: "Events taken per transaction and sent as one batch (batchSize: deprecated name)" },
+  "kafka.producer.acks": { type: "string", default: "1", aliases: ["requiredAcks"], deprecated: ["requiredAcks"], doc: "Acknowledgements a record needs: 0, 1 or all / -1 (requiredAcks: deprecated name). all makes the producer idempotent" },
+  useFlumeEventFormat: { type: "boolean", default: false, doc: "Write the whole event (headers and body) as an Avro FlumeEvent, for a Flume Kafka source or channel with useFlumeEventFormat / parseAsFlumeEvent" },
+  defaultPartitionId: { type: "int", min: 0, doc: "Partition every event goes to, unless partitionIdHeader says otherwise; default: the key's hash, or spread" },
+  partitionIdHeader: { type: "string", doc: "Header whose value is the partition number of the event" },
+  allowTopicOverride: { type: "boolean", default: true, doc: "Let the topicHeader header choose the topic of an event" },
+  topicHeader: { type: "string", default: "topic", doc: "Header naming the topic, with allowTopicOverride" },
+  timestampHeader: { type: "string", doc: "Header whose value (epoch milliseconds) becomes the record's timestamp" },
+} as const;
+
+const groups = {
+  producerProps: { prefix: "kafka.producer.", doc: "Kafka producer settings (acks, compression.type, enable.idempotence, max.request.size, client.id, request.timeout.ms, retries, retry.backoff.ms, security.protocol, sasl.*, ssl.*); others are reported at start" },
+  kafkaHeaders: { prefix: "header.", doc: "header.NAME = KAFKA_NAME: the event's header NAME is sent as the record header KAFKA_NAME" },
+} as const;
+
+export const definition = defineComponent({
+  kind: "sink",
+  type: "org.apache.flume.sink.kafka.KafkaSink",
+  aliases: ["kafka"],
+  doc: "Sends events to a Kafka topic; a batch's take commits only after the broker acknowledged every record (Flume's KafkaSink).",
+  props,
+  groups,
+  validate(o) {
+    try {
+      producerSettings({ bootstrap: o["kafka.bootstrap.servers"], bootstrapKey: "kafka.bootstrap.servers", props: o.producerProps, defaultAcks: o["kafka.producer.acks"], clientId: "flume", label: "", logger: silentLogger });
+      return [];
+    } catch (err) {
+      return [{ key: "kafka.producer", message: (err as Error).message }];
+    }
+  },
+  create(o, ctx) {
+    const label = `kafka sink ${ctx.name}`;
+    return new KafkaSink(ctx, {
+      producer: producerSettings({ bootstrap: o["kafka.bootstrap.servers"], bootstrapKey: "kafka.bootstrap.servers", props: o.producerProps, defaultAcks: o["kafka.producer.acks"], clientId: `flume-${ctx.agentName}-${ctx.name}`, label, logger: ctx.logger }),
+      topic: o["kafka.topic"],
+      batchSize: o.flumeBatchSize,
+      useFlumeEventFormat: o.useFlumeEventFormat,
+      allowTopicOverride: o.allowTopicOverride,
+      topicHeader: o.topicHeader,
+      partitionIdHeader: o.partitionIdHeader || undefined,
+      defaultPartitionId: o.defaultPartitionId,
+      timestampHeader: o.timestampHeader || undefined,
+      kafkaHeaders: o.kafkaHeaders,
+    });
+  },
+});

@@ -1,0 +1,202 @@
+/**
+ * Flume's Kafka source (org.apache.flume.source.kafka.KafkaSource): a consumer in the group
+ * kafka.consumer.group.id reads kafka.topics (or every topic matching kafka.topics.regex), hands
+ * up to batchSize events (waiting at most batchDurationMillis) to the channels as one batch, and
+ * commits the batch's offsets only after the channel transaction committed: a crash between
+ * the two re-reads the batch, never skips it. A refused batch goes back to be offered again.
+ */
+import type { Event } from "../../core/event.ts";
+import { silentLogger } from "../../core/logger.ts";
+import type { Status } from "../../core/sink.ts";
+import type { PollableSource } from "../../core/source.ts";
+import { KafkaPoller, type KafkaMessage } from "../../kafka/consumer.ts";
+import { messageOf } from "../../kafka/errors.ts";
+import { eventOfRecord } from "../../kafka/records.ts";
+import { consumerSettings, type ConsumerSettings } from "../../kafka/settings.ts";
+import { type ComponentContext, defineComponent } from "../component.ts";
+import { BaseSource } from "./base.ts";
+
+export interface KafkaSourceOptions {
+  consumer: ConsumerSettings;
+  topics?: readonly string[];
+  topicsRegex?: RegExp;
+  batchSize: number;
+  batchDurationMillis: number;
+  backoffSleepIncrement: number;
+  maxBackoffSleep: number;
+  useFlumeEventFormat: boolean;
+  setTopicHeader: boolean;
+  topicHeader: string;
+  timestampHeader?: string;
+  /** Kafka header -> Flume header (header.NAME = flumeName). */
+  flumeHeaders: Readonly<Record<string, string>>;
+}
+
+export class KafkaSource extends BaseSource implements PollableSource {
+  readonly kind = "pollable";
+  readonly backoffSleepIncrement: number;
+  readonly maxBackoffSleep: number;
+  private readonly poller: KafkaPoller;
+  private readonly label: string;
+
+  constructor(
+    ctx: ComponentContext,
+    readonly options: KafkaSourceOptions,
+  ) {
+    const label = `kafka source ${ctx.name}`;
+    super(ctx, { label });
+    this.label = label;
+    this.backoffSleepIncrement = options.backoffSleepIncrement;
+    this.maxBackoffSleep = options.maxBackoffSleep;
+    this.poller = new KafkaPoller(label, options.consumer, { topics: options.topics, regex: options.topicsRegex }, ctx.logger, options.batchSize * 2);
+  }
+
+  get connected(): boolean {
+    return this.poller.connected;
+  }
+
+  async start(): Promise<void> {
+    this.beginStart();
+    // A broker that does not answer or a missing topic fails the start: the supervisor retries with backoff and /ready names the error.
+    await this.poller.connect();
+    this.counter.values.OpenConnectionCount = 1;
+    this.state = "START";
+    this.logger.info(`${this.label} started (brokers ${this.poller.brokers}, topics ${this.poller.topics.join(",")}, group ${this.options.consumer.groupId})`);
+  }
+
+  async stop(): Promise<void> {
+    this.state = "STOP";
+    await this.poller.close();
+    this.counter.values.OpenConnectionCount = 0;
+    this.markStopped();
+    this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
+  }
+
+  private eventOf(m: KafkaMessage): Event | null {
+    const o = this.options;
+    const e = eventOfRecord(m, o.useFlumeEventFormat, this.label, this.logger);
+    if (!e) return null;
+    const h = e.headers;
+    // As Flume: headers the event already has (a FlumeEvent's) win.
+    if (h.timestamp === undefined) h.timestamp = String(Date.now());
+    if (o.timestampHeader !== undefined) h[o.timestampHeader] = String(m.timestamp);
+    if (o.setTopicHeader && h[o.topicHeader] === undefined) h[o.topicHeader] = m.topic;
+    if (h.partition === undefined) h.partition = String(m.partition);
+    if (h.offset === undefined) h.offset = String(m.offset);
+    if (m.key && m.key.length > 0) h.key = m.key.toString("utf8");
+    for (const [k, v] of m.headerEntries) {
+      const name = o.flumeHeaders[k.toString("utf8")];
+      if (name !== undefined) h[name] = v.toString("utf8");
+    }
+    return e;
+  }
+
+  async process(): Promise<Status> {
+    if (this.state !== "START" || !this.poller.ensureConnected()) return "BACKOFF";
+    const { batchSize, batchDurationMillis } = this.options;
+    await this.poller.waitFor(batchSize, batchDurationMillis);
+    const msgs = this.poller.take(batchSize);
+    if (msgs.length === 0) return "BACKOFF";
+    const events: Event[] = [];
+    for (const m of msgs) {
+      const e = this.eventOf(m);
+      if (e) events.push(e);
+      else this.counter.values.EventReadFail++;
+    }
+    if (events.length > 0) {
+      const refused = await this.emitter.offer(events, `topics ${this.poller.topics.join(",")}`);
+      if (refused) {
+        this.poller.giveBack(msgs);
+        return "BACKOFF";
+      }
+    }
+    try {
+      await this.poller.commit(msgs);
+    } catch (err) {
+      // In the channels already; an offset commit that failed only means a re-read (at least once).
+      this.logger.warn(`${this.label}: committing offsets failed (${messageOf(err)}); those ${msgs.length} events may be read again`);
+    }
+    return "READY";
+  }
+}
+
+const props = {
+  "kafka.bootstrap.servers": { type: "string", required: true, doc: "Kafka brokers, host1:9092,host2:9092" },
+  "kafka.consumer.group.id": { type: "string", default: "flume", aliases: ["groupId"], deprecated: ["groupId"], doc: "Consumer group; agents with the same group share the partitions (groupId: deprecated name)" },
+  "kafka.topics": { type: "string", aliases: ["topic"], deprecated: ["topic"], doc: "Comma-separated topics to read (topic: deprecated name)" },
+  "kafka.topics.regex": { type: "string", doc: "Read every topic whose name matches this regular expression (found at start); overrides kafka.topics" },
+  batchSize: { type: "int", default: 1000, min: 1, roles: ["batchSize"], doc: "Most events written to the channels in one batch" },
+  batchDurationMillis: { type: "int", default: 1000, min: 0, doc: "Milliseconds a batch waits to fill before it is written" },
+  backoffSleepIncrement: { type: "int", default: 50, min: 1, doc: "Milliseconds added to the wait after each empty poll" },
+  maxBackoffSleep: { type: "int", default: 1000, min: 1, doc: "Longest wait after empty polls, in milliseconds" },
+  useFlumeEventFormat: { type: "boolean", default: false, doc: "Read each record as an Avro FlumeEvent (headers and body), as a Flume Kafka sink with useFlumeEventFormat writes it" },
+  setTopicHeader: { type: "boolean", default: true, doc: "Put the record's topic in the topicHeader header" },
+  topicHeader: { type: "string", default: "topic", doc: "Header the topic goes to, with setTopicHeader" },
+  timestampHeader: { type: "string", doc: "Header the record's Kafka timestamp goes to" },
+  migrateZookeeperOffsets: { type: "boolean", default: true, doc: "Flume's ZooKeeper offset migration: no longer applies (Kafka keeps the offsets); accepted and ignored" },
+} as const;
+
+const groups = {
+  consumerProps: { prefix: "kafka.consumer.", doc: "Kafka consumer settings (auto.offset.reset, session.timeout.ms, heartbeat.interval.ms, fetch.*, max.partition.fetch.bytes, isolation.level, client.id, security.protocol, sasl.*, ssl.*); others are reported at start" },
+  flumeHeaders: { prefix: "header.", doc: "header.NAME = FLUME_NAME: the record header NAME becomes the event header FLUME_NAME" },
+} as const;
+
+function settings(o: { "kafka.bootstrap.servers": string; "kafka.consumer.group.id": string; consumerProps: Readonly<Record<string, string>> }, ctx: Pick<ComponentContext, "agentName" | "name" | "logger">, label: string): ConsumerSettings {
+  return consumerSettings({
+    bootstrap: o["kafka.bootstrap.servers"],
+    bootstrapKey: "kafka.bootstrap.servers",
+    props: o.consumerProps,
+    groupId: o["kafka.consumer.group.id"],
+    // The Java consumer's default, which Flume's source keeps.
+    defaultOffsetReset: "latest",
+    clientId: `flume-${ctx.agentName}-${ctx.name}`,
+    label,
+    logger: ctx.logger,
+  });
+}
+
+function topicsRegex(raw: string | undefined): RegExp | undefined {
+  return raw ? new RegExp(`^(?:${raw})$`) : undefined;
+}
+
+export const definition = defineComponent({
+  kind: "source",
+  type: "org.apache.flume.source.kafka.KafkaSource",
+  aliases: ["kafka"],
+  doc: "Reads Kafka topics in a consumer group; commits offsets only after the channel transaction committed (Flume's KafkaSource).",
+  props,
+  groups,
+  validate(o) {
+    const errors: { key: string; message: string }[] = [];
+    if (!o["kafka.topics"] && !o["kafka.topics.regex"]) errors.push({ key: "kafka.topics", message: "is required: give kafka.topics (comma-separated) or kafka.topics.regex" });
+    try {
+      topicsRegex(o["kafka.topics.regex"]);
+    } catch (err) {
+      errors.push({ key: "kafka.topics.regex", message: `is not a valid regular expression: ${messageOf(err)}` });
+    }
+    try {
+      settings(o, { agentName: "a1", name: "r", logger: silentLogger }, "");
+    } catch (err) {
+      errors.push({ key: "kafka.consumer", message: messageOf(err) });
+    }
+    return errors;
+  },
+  create(o, ctx) {
+    const label = `kafka source ${ctx.name}`;
+    const regex = topicsRegex(o["kafka.topics.regex"]);
+    return new KafkaSource(ctx, {
+      consumer: settings(o, ctx, label),
+      topics: regex ? undefined : (o["kafka.topics"] ?? "").split(",").map((t) => t.trim()).filter(Boolean),
+      topicsRegex: regex,
+      batchSize: o.batchSize,
+      batchDurationMillis: o.batchDurationMillis,
+      backoffSleepIncrement: o.backoffSleepIncrement,
+      maxBackoffSleep: o.maxBackoffSleep,
+      useFlumeEventFormat: o.useFlumeEventFormat,
+      setTopicHeader: o.setTopicHeader,
+      topicHeader: o.topicHeader,
+      timestampHeader: o.timestampHeader || undefined,
+      flumeHeaders: o.flumeHeaders,
+    });
+  },
+});

@@ -1,0 +1,269 @@
+/**
+ * One Kafka consumer in a consumer group for a source or a channel. Records are fetched ahead
+ * into a bounded buffer; the user takes them in batches and commits a batch's offsets only
+ * once it is safe (the source: after the channel transaction committed; the channel: at its
+ * take commit). A batch that failed goes back to the head of the buffer, in order. Offsets are
+ * never committed automatically, so a crash re-reads at most what was taken and not committed.
+ * After a rebalance the buffer is dropped: the client fetches again from the committed offsets.
+ */
+import type { Consumer, Message, MessagesStream } from "@platformatic/kafka";
+import type { Logger } from "../core/logger.ts";
+import { loadKafka } from "./client.ts";
+import { isUnknownTopic, KafkaTopicMissingError, messageOf } from "./errors.ts";
+import { clientOptions, type ConsumerSettings, describeBrokers } from "./settings.ts";
+
+export type KafkaMessage = Message<Buffer, Buffer, Buffer, Buffer>;
+
+export interface Subscription {
+  topics?: readonly string[];
+  /** kafka.topics.regex: every topic whose whole name matches, found at connect. */
+  regex?: RegExp;
+}
+
+export class KafkaPoller {
+  private consumer: Consumer<Buffer, Buffer, Buffer, Buffer> | null = null;
+  private stream: MessagesStream<Buffer, Buffer, Buffer, Buffer> | null = null;
+  private buffer: KafkaMessage[] = [];
+  private head = 0;
+  private waiter: (() => void) | null = null;
+  private paused = false;
+  /** The topics the consumer subscribed to. */
+  topics: string[] = [];
+  lastError: string | null = null;
+
+  constructor(
+    readonly label: string,
+    readonly settings: ConsumerSettings,
+    private readonly subscription: Subscription,
+    private readonly logger: Logger,
+    /** Records fetched ahead at most (the stream is paused above it). */
+    private readonly maxBuffered: number,
+    /** Called when records arrive into an empty buffer (a channel wakes its sink runners). */
+    private readonly onArrival?: () => void,
+  ) {}
+
+  get brokers(): string {
+    return describeBrokers(this.settings);
+  }
+
+  get connected(): boolean {
+    return this.stream !== null;
+  }
+
+  get buffered(): number {
+    return this.buffer.length - this.head;
+  }
+
+  /** Joins the group and starts fetching; fails with the reason when no broker answers or a topic is missing. */
+  async connect(): Promise<void> {
+    if (this.stream) return;
+    const { Consumer } = await loadKafka();
+    const s = this.settings;
+    const consumer = new Consumer<Buffer, Buffer, Buffer, Buffer>({
+      ...clientOptions(s),
+      groupId: s.groupId,
+      autocommit: false,
+      sessionTimeout: s.sessionTimeout,
+      heartbeatInterval: s.heartbeatInterval,
+      rebalanceTimeout: s.rebalanceTimeout,
+      maxWaitTime: s.maxWaitTime,
+      minBytes: s.minBytes,
+      maxBytes: s.maxBytes,
+      maxBytesPerPartition: s.maxBytesPerPartition,
+      isolationLevel: s.isolationLevel,
+    });
+    // Bounded: the client may keep retrying a broker that came back in another state.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = s.requestTimeout + s.sessionTimeout;
+    try {
+      const join = async () => {
+        const topics = await this.resolveTopics(consumer);
+        const stream = await consumer.consume({
+          topics,
+          mode: "committed",
+          fallbackMode: s.autoOffsetReset === "none" ? "fail" : s.autoOffsetReset,
+          autocommit: false,
+          highWaterMark: Math.max(16, Math.min(this.maxBuffered, 1024)),
+        });
+        return { topics, stream };
+      };
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer from the brokers within ${bound} ms (request.timeout.ms + session.timeout.ms)`)), bound);
+      });
+      const { topics, stream } = await Promise.race([join(), timeout]);
+      this.topics = topics;
+      this.consumer = consumer;
+      this.stream = stream;
+    } catch (err) {
+      await consumer.close(true).catch(() => {});
+      throw this.explain(err);
+    } finally {
+      clearTimeout(timer);
+    }
+    consumer.on("consumer:group:join", () => this.dropBuffered());
+    const stream = this.stream;
+    stream.on("data", (m: KafkaMessage) => this.arrived(m));
+    stream.on("error", (err: unknown) => {
+      this.lastError = messageOf(err);
+      this.logger.warn(`${this.label}: Kafka consumer at ${this.brokers}: ${this.lastError}`);
+    });
+    // A stream the client gave up on (brokers gone past its retries): drop it, so the owner connects again.
+    stream.on("close", () => {
+      if (this.stream !== stream) return;
+      this.logger.warn(`${this.label}: the Kafka consumer stopped${this.lastError ? ` (${this.lastError})` : ""}; connecting again`);
+      void this.crash();
+    });
+  }
+
+  private reconnecting: Promise<void> | null = null;
+
+  /**
+   * Connects again in the background after the stream stopped (see connect); true while
+   * connected. Failures are logged once per attempt; the next call tries again.
+   */
+  ensureConnected(): boolean {
+    if (this.stream) return true;
+    this.reconnecting ??= this.connect()
+      .then(() => this.logger.info(`${this.label}: connected again to ${this.brokers}`))
+      .catch((err) => {
+        this.lastError = messageOf(err);
+        this.logger.warn(`${this.label}: ${this.lastError}`);
+      })
+      .finally(() => (this.reconnecting = null));
+    return false;
+  }
+
+  private async resolveTopics(consumer: Consumer<Buffer, Buffer, Buffer, Buffer>): Promise<string[]> {
+    const { topics, regex } = this.subscription;
+    if (topics && topics.length > 0) {
+      const md = await consumer.metadata({ topics: [...topics], autocreateTopics: false });
+      const missing = topics.filter((t) => !md.topics.has(t));
+      if (missing.length > 0) throw new KafkaTopicMissingError(`${this.label}: topic ${missing.join(", ")} does not exist on ${this.brokers}: create it (kafka-topics.sh --create --topic ${missing[0]}) or let the brokers create topics on use`);
+      return [...topics];
+    }
+    const { Admin } = await loadKafka();
+    const admin = new Admin(clientOptions(this.settings));
+    try {
+      const all = await admin.listTopics({ includeInternals: false });
+      const matched = all.filter((t) => regex!.test(t));
+      if (matched.length === 0) throw new KafkaTopicMissingError(`${this.label}: no topic on ${this.brokers} matches kafka.topics.regex ${regex!.source}`);
+      return matched;
+    } finally {
+      await admin.close().catch(() => {});
+    }
+  }
+
+  private explain(err: unknown): Error {
+    if (err instanceof KafkaTopicMissingError) return err;
+    if (isUnknownTopic(err)) return new KafkaTopicMissingError(`${this.label}: topic ${(this.subscription.topics ?? []).join(", ")} does not exist on ${this.brokers} (${messageOf(err)})`, { cause: err });
+    return new Error(`${this.label}: Kafka at ${this.brokers}: ${messageOf(err)}`, { cause: err });
+  }
+
+  private arrived(m: KafkaMessage): void {
+    const first = this.buffered === 0;
+    this.buffer.push(m);
+    if (first) this.onArrival?.();
+    if (!this.paused && this.buffered >= this.maxBuffered) {
+      this.paused = true;
+      this.stream?.pause();
+    }
+    if (this.waiter) this.wake();
+  }
+
+  private wake(): void {
+    const w = this.waiter;
+    this.waiter = null;
+    w?.();
+  }
+
+  /** A rebalance: what was fetched and not taken may now belong to another member; the client fetches again from the committed offsets. */
+  private dropBuffered(): void {
+    const n = this.buffered;
+    this.buffer = [];
+    this.head = 0;
+    if (n > 0) this.logger.info(`${this.label}: consumer group ${this.settings.groupId} rebalanced; ${n} fetched records left to be fetched again from the committed offsets`);
+    this.resumeIfLow();
+  }
+
+  private resumeIfLow(): void {
+    if (this.paused && this.buffered < this.maxBuffered / 2) {
+      this.paused = false;
+      this.stream?.resume();
+    }
+  }
+
+  /** Resolves once `n` records are buffered or `ms` passed. */
+  waitFor(n: number, ms: number): Promise<void> {
+    if (this.buffered >= n || ms <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiter = null;
+        resolve();
+      }, ms);
+      const check = () => {
+        if (this.buffered >= n) {
+          clearTimeout(timer);
+          resolve();
+        } else this.waiter = check;
+      };
+      this.waiter = check;
+    });
+  }
+
+  /** Takes up to `max` buffered records, in order. */
+  take(max: number): KafkaMessage[] {
+    const end = Math.min(this.buffer.length, this.head + max);
+    const out = this.buffer.slice(this.head, end);
+    this.head = end;
+    if (this.head > 4096 && this.head * 2 > this.buffer.length) {
+      this.buffer = this.buffer.slice(this.head);
+      this.head = 0;
+    }
+    this.resumeIfLow();
+    return out;
+  }
+
+  /** Puts taken records back at the head of the buffer (their batch failed), in their order. */
+  giveBack(msgs: readonly KafkaMessage[]): void {
+    if (msgs.length === 0) return;
+    this.buffer = [...msgs, ...this.buffer.slice(this.head)];
+    this.head = 0;
+  }
+
+  /** Commits the offsets after the given records (per partition, the last one's offset + 1). */
+  async commit(msgs: readonly KafkaMessage[]): Promise<void> {
+    const last = new Map<string, KafkaMessage>();
+    for (const m of msgs) {
+      const k = `${m.topic}\u0000${m.partition}`;
+      const prev = last.get(k);
+      if (!prev || prev.offset < m.offset) last.set(k, m);
+    }
+    await Promise.all([...last.values()].map((m) => m.commit()));
+  }
+
+  /** What a killed process leaves: the connection dropped, nothing committed or left cleanly. */
+  async crash(): Promise<void> {
+    const consumer = this.consumer;
+    this.stream = null;
+    this.consumer = null;
+    this.buffer = [];
+    this.head = 0;
+    await consumer?.close(true).catch(() => {});
+  }
+
+  async close(): Promise<void> {
+    const stream = this.stream;
+    const consumer = this.consumer;
+    this.stream = null;
+    this.consumer = null;
+    this.buffer = [];
+    this.head = 0;
+    this.wake();
+    try {
+      await stream?.close();
+    } catch (err) {
+      this.logger.warn(`${this.label}: closing the Kafka consumer stream: ${messageOf(err)}`);
+    }
+    await consumer?.close().catch((err) => this.logger.warn(`${this.label}: closing the Kafka consumer: ${messageOf(err)}`));
+  }
+}

@@ -1,0 +1,19 @@
+/** Flume's KafkaSinkCounter and KafkaChannelCounter: the Flume counters plus Kafka's timers (milliseconds, summed) and rollbacks. */
+import type { Clock } from "../core/clock.ts";
+import { ChannelCounter, CounterGroup, SINK_COUNTERS, type SinkCounterKey } from "../core/counters.ts";
+
+export const KAFKA_SINK_COUNTERS = ["KafkaEventSendTimer", "RollbackCount"] as const;
+
+export class KafkaSinkCounter extends CounterGroup<SinkCounterKey | (typeof KAFKA_SINK_COUNTERS)[number]> {
+  constructor(name: string, clock?: Clock) {
+    super("SINK", name, [...SINK_COUNTERS, ...KAFKA_SINK_COUNTERS], clock);
+  }
+}
+
+export const KAFKA_CHANNEL_COUNTERS = ["KafkaEventGetTimer", "KafkaEventSendTimer", "KafkaCommitTimer", "RollbackCount"] as const;
+
+export class KafkaChannelCounter extends ChannelCounter<(typeof KAFKA_CHANNEL_COUNTERS)[number]> {
+  constructor(name: string, clock?: Clock) {
+    super(name, KAFKA_CHANNEL_COUNTERS, clock);
+  }
+}

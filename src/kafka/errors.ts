@@ -1,0 +1,28 @@
+import { FlumeError } from "../core/errors.ts";
+
+/** A Kafka setting the component cannot use as given (a bad value, an unsupported protocol). */
+export class KafkaSettingError extends FlumeError {}
+
+/** The topic does not exist and the broker does not create topics on use. */
+export class KafkaTopicMissingError extends FlumeError {}
+
+/** A record larger than the producer allows (kafka.producer.max.request.size). */
+export class KafkaRecordTooLargeError extends FlumeError {}
+
+/** A record that useFlumeEventFormat / parseAsFlumeEvent could not read as an Avro FlumeEvent. */
+export class KafkaBadRecordError extends FlumeError {}
+
+export function messageOf(err: unknown): string {
+  // The client nests one error per broker and retry: each distinct message once.
+  if (err instanceof AggregateError && err.errors.length > 0) return `${err.message}: ${[...new Set(err.errors.map(messageOf))].join("; ")}`;
+  if (err instanceof Error) {
+    const cause = (err as { cause?: unknown }).cause;
+    return cause && cause !== err ? `${err.message || err.name} (${messageOf(cause)})` : err.message || err.name;
+  }
+  return String(err);
+}
+
+/** Whether a client error says a topic or partition is unknown to the cluster. */
+export function isUnknownTopic(err: unknown): boolean {
+  return /UNKNOWN_TOPIC_OR_PARTITION|unknown topic|does not host this topic|UNKNOWN_TOPIC_ID/i.test(messageOf(err));
+}

@@ -1,0 +1,104 @@
+/**
+ * One Kafka producer for a sink or a channel: records built from events, sent as one batch that
+ * resolves once the broker acknowledged every record (acks as configured).
+ */
+import type { Producer } from "@platformatic/kafka";
+import type { Logger } from "../core/logger.ts";
+import { loadKafka } from "./client.ts";
+import { isUnknownTopic, KafkaRecordTooLargeError, KafkaTopicMissingError, messageOf } from "./errors.ts";
+import { clientOptions, describeBrokers, type ProducerSettings } from "./settings.ts";
+
+export interface KafkaRecord {
+  topic: string;
+  key?: Buffer;
+  value: Buffer;
+  headers?: Map<Buffer, Buffer>;
+  partition?: number;
+  timestamp?: bigint;
+}
+
+/** Record overhead in a v2 batch besides key, value and headers (varints, attributes, deltas), bounded above. */
+const RECORD_OVERHEAD = 21;
+const BATCH_OVERHEAD = 61;
+
+export function recordSize(r: KafkaRecord): number {
+  let n = RECORD_OVERHEAD + r.value.length + (r.key?.length ?? 0);
+  if (r.headers) for (const [k, v] of r.headers) n += k.length + v.length + 10;
+  return n;
+}
+
+export class KafkaPublisher {
+  private producer: Producer<Buffer, Buffer, Buffer, Buffer> | null = null;
+
+  constructor(
+    readonly label: string,
+    readonly settings: ProducerSettings,
+    private readonly logger: Logger,
+  ) {}
+
+  get brokers(): string {
+    return describeBrokers(this.settings);
+  }
+
+  get connected(): boolean {
+    return this.producer !== null;
+  }
+
+  /** Creates the producer and checks that a broker answers (and that `topic` exists, when given). */
+  async connect(topic?: string): Promise<void> {
+    if (this.producer) return;
+    const { Producer } = await loadKafka();
+    const s = this.settings;
+    const producer = new Producer<Buffer, Buffer, Buffer, Buffer>({
+      ...clientOptions(s),
+      acks: s.acks,
+      idempotent: s.idempotent,
+      compression: s.compression,
+      // As the Java producer: the broker decides (auto.create.topics.enable).
+      autocreateTopics: true,
+    });
+    try {
+      await producer.metadata({ topics: topic ? [topic] : [], autocreateTopics: true });
+    } catch (err) {
+      await producer.close(true).catch(() => {});
+      throw this.explain(err, topic ? [topic] : []);
+    }
+    this.producer = producer;
+  }
+
+  /** Sends records; resolves once every one was acknowledged. */
+  async send(records: KafkaRecord[]): Promise<void> {
+    if (!this.producer) await this.connect();
+    try {
+      await this.producer!.send({ messages: records });
+    } catch (err) {
+      throw this.explain(err, [...new Set(records.map((r) => r.topic))]);
+    }
+  }
+
+  /** Refuses a record over max.request.size before sending (the broker would refuse the whole request). */
+  checkSize(r: KafkaRecord): KafkaRecordTooLargeError | null {
+    const size = recordSize(r) + BATCH_OVERHEAD;
+    if (size <= this.settings.maxRequestSize) return null;
+    return new KafkaRecordTooLargeError(
+      `${this.label}: a record of ${size} bytes for topic ${r.topic} is larger than kafka.producer.max.request.size (${this.settings.maxRequestSize}); raise it (and the topic's max.message.bytes / the broker's message.max.bytes) to send such events`,
+    );
+  }
+
+  private explain(err: unknown, topics: string[]): Error {
+    const why = messageOf(err);
+    if (isUnknownTopic(err) && topics.length > 0) {
+      return new KafkaTopicMissingError(`${this.label}: topic ${topics.join(", ")} does not exist on ${this.brokers} and the brokers do not create topics on use (auto.create.topics.enable=false): create it, e.g. kafka-topics.sh --create --topic ${topics[0]} (${why})`, { cause: err });
+    }
+    if (/too large|RECORD_LIST_TOO_LARGE|MESSAGE_TOO_LARGE/i.test(why)) {
+      return new KafkaRecordTooLargeError(`${this.label}: the broker refused a batch as too large; raise the topic's max.message.bytes (and kafka.producer.max.request.size) or lower the batch size (${why})`, { cause: err });
+    }
+    return new Error(`${this.label}: Kafka at ${this.brokers}: ${why}`, { cause: err });
+  }
+
+  async close(): Promise<void> {
+    const p = this.producer;
+    this.producer = null;
+    if (p) await p.close().catch((err) => this.logger.warn(`${this.label}: closing the Kafka producer: ${messageOf(err)}`));
+  }
+}

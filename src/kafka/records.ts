@@ -1,0 +1,26 @@
+/** Kafka records to Flume events, as Flume's Kafka source and channel read them. */
+import { bodyEvent, type Event } from "../core/event.ts";
+import type { Logger } from "../core/logger.ts";
+import type { KafkaMessage } from "./consumer.ts";
+import { KafkaBadRecordError, messageOf } from "./errors.ts";
+import { decodeFlumeEvent } from "./flume-event.ts";
+
+export function where(m: KafkaMessage): string {
+  return `topic ${m.topic} partition ${m.partition} offset ${m.offset}`;
+}
+
+/**
+ * The event a record carries: the value decoded as an Avro FlumeEvent (asFlumeEvent), or the
+ * value as the body. Null for a record that is not a FlumeEvent, logged with where it is.
+ */
+export function eventOfRecord(m: KafkaMessage, asFlumeEvent: boolean, label: string, logger: Logger): Event | null {
+  const value = m.value ?? Buffer.alloc(0);
+  if (!asFlumeEvent) return bodyEvent(value);
+  try {
+    const e = decodeFlumeEvent(value);
+    return { headers: { ...e.headers }, body: e.body };
+  } catch (err) {
+    logger.error(new KafkaBadRecordError(`${label}: skipped a record that is not an Avro FlumeEvent at ${where(m)} (${value.length} bytes: ${messageOf(err)}); write it with useFlumeEventFormat = true / parseAsFlumeEvent = true, or read the topic with those off`).message);
+    return null;
+  }
+}

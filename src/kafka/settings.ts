@@ -1,0 +1,291 @@
+/**
+ * Flume's Kafka settings (the Java client's property names under kafka.producer.* and
+ * kafka.consumer.*, with kafka.bootstrap.servers and the security settings) mapped to the
+ * options of the client this agent uses. What has no counterpart is reported once at start:
+ * known Java settings that make no difference here at info level, unknown ones as warnings.
+ */
+import { readFileSync } from "node:fs";
+import type { Logger } from "../core/logger.ts";
+import { KafkaSettingError } from "./errors.ts";
+
+export interface Broker {
+  host: string;
+  port: number;
+}
+
+export interface SaslSettings {
+  mechanism: "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512";
+  username: string;
+  password: string;
+}
+
+/** Connection options shared by producers and consumers. */
+export interface ConnectionSettings {
+  bootstrapBrokers: Broker[];
+  clientId: string;
+  tls?: { ca?: string; cert?: string; key?: string; rejectUnauthorized: boolean; checkServerIdentity?: () => undefined };
+  sasl?: SaslSettings;
+  connectTimeout: number;
+  requestTimeout: number;
+  retries: number;
+  retryDelay: number;
+}
+
+export interface ProducerSettings extends ConnectionSettings {
+  /** -1 (all), 0 or 1. */
+  acks: number;
+  idempotent: boolean;
+  compression: "none" | "gzip" | "snappy" | "lz4" | "zstd";
+  /** Largest record (value + key + headers) the producer sends: max.request.size. */
+  maxRequestSize: number;
+}
+
+export interface ConsumerSettings extends ConnectionSettings {
+  groupId: string;
+  autoOffsetReset: "earliest" | "latest" | "none";
+  sessionTimeout: number;
+  heartbeatInterval: number;
+  rebalanceTimeout: number;
+  maxWaitTime: number;
+  minBytes: number;
+  maxBytes: number;
+  maxBytesPerPartition: number;
+  isolationLevel: number;
+}
+
+/** Java client settings that have no effect on this client (its own batching and memory model). */
+const NO_EFFECT = new Set([
+  "key.serializer",
+  "value.serializer",
+  "key.deserializer",
+  "value.deserializer",
+  "linger.ms",
+  "batch.size",
+  "buffer.memory",
+  "max.block.ms",
+  "delivery.timeout.ms",
+  "max.in.flight.requests.per.connection",
+  "send.buffer.bytes",
+  "receive.buffer.bytes",
+  "metadata.max.age.ms",
+  "reconnect.backoff.ms",
+  "reconnect.backoff.max.ms",
+  "partitioner.class",
+  "interceptor.classes",
+  "metric.reporters",
+  "partition.assignment.strategy",
+  "auto.commit.interval.ms",
+  "max.poll.interval.ms",
+  "max.poll.records",
+  "connections.max.idle.ms",
+  "ssl.protocol",
+  "ssl.enabled.protocols",
+  "ssl.cipher.suites",
+  "sasl.kerberos.service.name",
+]);
+
+const SECURITY_KEYS = new Set([
+  "security.protocol",
+  "sasl.mechanism",
+  "sasl.jaas.config",
+  "ssl.truststore.location",
+  "ssl.truststore.type",
+  "ssl.truststore.password",
+  "ssl.truststore.certificates",
+  "ssl.keystore.location",
+  "ssl.keystore.type",
+  "ssl.keystore.password",
+  "ssl.keystore.certificate.chain",
+  "ssl.keystore.key",
+  "ssl.key.password",
+  "ssl.endpoint.identification.algorithm",
+]);
+
+const COMMON_KEYS = new Set(["client.id", "request.timeout.ms", "retries", "retry.backoff.ms", "socket.connection.setup.timeout.ms", ...SECURITY_KEYS]);
+const PRODUCER_KEYS = new Set([...COMMON_KEYS, "acks", "enable.idempotence", "compression.type", "max.request.size"]);
+const CONSUMER_KEYS = new Set([
+  ...COMMON_KEYS,
+  "group.id",
+  "auto.offset.reset",
+  "enable.auto.commit",
+  "session.timeout.ms",
+  "heartbeat.interval.ms",
+  "fetch.min.bytes",
+  "fetch.max.bytes",
+  "fetch.max.wait.ms",
+  "max.partition.fetch.bytes",
+  "isolation.level",
+]);
+
+export function parseBrokers(list: string, key: string): Broker[] {
+  const brokers: Broker[] = [];
+  for (const item of list.split(",").map((s) => s.trim()).filter(Boolean)) {
+    const m = item.match(/^(?:[A-Za-z_]+:\/\/)?(\[[^\]]+\]|[^:]+):(\d+)$/);
+    if (!m) throw new KafkaSettingError(`${key}: "${item}" is not host:port`);
+    brokers.push({ host: m[1].replace(/^\[|\]$/g, ""), port: Number(m[2]) });
+  }
+  if (brokers.length === 0) throw new KafkaSettingError(`${key} is empty: give the brokers as host1:9092,host2:9092`);
+  return brokers;
+}
+
+function intOf(props: Readonly<Record<string, string>>, key: string, prefix: string, fallback: number): number {
+  const raw = props[key];
+  if (raw === undefined) return fallback;
+  const n = Number(raw.trim());
+  if (!Number.isInteger(n) || n < 0) throw new KafkaSettingError(`${prefix}${key}: expected a whole number, got "${raw}"`);
+  return n;
+}
+
+function jaasOption(jaas: string, name: string): string | undefined {
+  return jaas.match(new RegExp(`\\b${name}\\s*=\\s*"([^"]*)"`))?.[1];
+}
+
+function pemFile(props: Readonly<Record<string, string>>, prefix: string, which: "truststore" | "keystore"): string | undefined {
+  const location = props[`ssl.${which}.location`];
+  if (location === undefined) return undefined;
+  const type = (props[`ssl.${which}.type`] ?? "JKS").toUpperCase();
+  if (type !== "PEM") throw new KafkaSettingError(`${prefix}ssl.${which}.type ${type} is not supported: convert the ${which} to PEM and set ${prefix}ssl.${which}.type = PEM`);
+  return readFileSync(location, "utf8");
+}
+
+function connectionSettings(bootstrap: string, bootstrapKey: string, props: Readonly<Record<string, string>>, prefix: string, clientId: string): ConnectionSettings {
+  const protocol = (props["security.protocol"] ?? "PLAINTEXT").toUpperCase();
+  if (!["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"].includes(protocol)) {
+    throw new KafkaSettingError(`${prefix}security.protocol: expected PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, got "${props["security.protocol"]}"`);
+  }
+  const settings: ConnectionSettings = {
+    bootstrapBrokers: parseBrokers(bootstrap, bootstrapKey),
+    clientId: props["client.id"] ?? clientId,
+    connectTimeout: intOf(props, "socket.connection.setup.timeout.ms", prefix, 10_000),
+    requestTimeout: intOf(props, "request.timeout.ms", prefix, 30_000),
+    retries: intOf(props, "retries", prefix, 3),
+    retryDelay: intOf(props, "retry.backoff.ms", prefix, 250),
+  };
+  if (protocol === "SSL" || protocol === "SASL_SSL") {
+    const keystore = pemFile(props, prefix, "keystore");
+    const verifyHost = (props["ssl.endpoint.identification.algorithm"] ?? "https").trim() !== "";
+    settings.tls = {
+      ca: pemFile(props, prefix, "truststore") ?? props["ssl.truststore.certificates"],
+      cert: keystore ?? props["ssl.keystore.certificate.chain"],
+      key: keystore ?? props["ssl.keystore.key"],
+      rejectUnauthorized: true,
+      ...(verifyHost ? {} : { checkServerIdentity: () => undefined }),
+    };
+  }
+  if (protocol.startsWith("SASL_")) {
+    const mechanism = (props["sasl.mechanism"] ?? "GSSAPI").toUpperCase();
+    if (mechanism !== "PLAIN" && mechanism !== "SCRAM-SHA-256" && mechanism !== "SCRAM-SHA-512") {
+      throw new KafkaSettingError(`${prefix}sasl.mechanism ${mechanism} is not supported: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512`);
+    }
+    const jaas = props["sasl.jaas.config"] ?? "";
+    const username = jaasOption(jaas, "username");
+    const password = jaasOption(jaas, "password");
+    if (username === undefined || password === undefined) {
+      throw new KafkaSettingError(`${prefix}sasl.jaas.config must give username="..." and password="..." (as for the Java client's PlainLoginModule or ScramLoginModule)`);
+    }
+    settings.sasl = { mechanism, username, password };
+  }
+  return settings;
+}
+
+/** Reports the settings under `prefix` that this client does not use. */
+function reportUnused(props: Readonly<Record<string, string>>, known: Set<string>, prefix: string, label: string, logger: Logger): void {
+  for (const key of Object.keys(props)) {
+    if (known.has(key)) continue;
+    if (NO_EFFECT.has(key)) logger.info(`${label}: ${prefix}${key} has no effect with this agent's Kafka client; ignored`);
+    else logger.warn(`${label}: ${prefix}${key} is not a Kafka client setting this agent knows; ignored`);
+  }
+}
+
+function acksOf(raw: string, key: string): number {
+  const v = raw.trim().toLowerCase();
+  if (v === "all" || v === "-1") return -1;
+  if (v === "0" || v === "1") return Number(v);
+  throw new KafkaSettingError(`${key}: expected all, -1, 0 or 1, got "${raw}"`);
+}
+
+export interface ProducerInput {
+  bootstrap: string;
+  bootstrapKey: string;
+  /** kafka.producer.* without the prefix. */
+  props: Readonly<Record<string, string>>;
+  /** The acks to use when kafka.producer.acks is not set. */
+  defaultAcks: string;
+  clientId: string;
+  label: string;
+  logger: Logger;
+}
+
+export function producerSettings(i: ProducerInput): ProducerSettings {
+  const prefix = "kafka.producer.";
+  reportUnused(i.props, PRODUCER_KEYS, prefix, i.label, i.logger);
+  const acks = acksOf(i.props.acks ?? i.defaultAcks, `${prefix}acks`);
+  const compression = (i.props["compression.type"] ?? "none").trim().toLowerCase();
+  if (!["none", "gzip", "snappy", "lz4", "zstd"].includes(compression)) throw new KafkaSettingError(`${prefix}compression.type: expected none, gzip, snappy, lz4 or zstd, got "${i.props["compression.type"]}"`);
+  const idempotence = (i.props["enable.idempotence"] ?? (acks === -1 ? "true" : "false")).trim().toLowerCase() === "true";
+  if (idempotence && acks !== -1) throw new KafkaSettingError(`${prefix}enable.idempotence = true needs ${prefix}acks = all`);
+  return {
+    ...connectionSettings(i.bootstrap, i.bootstrapKey, i.props, prefix, i.clientId),
+    acks,
+    idempotent: idempotence,
+    compression: compression as ProducerSettings["compression"],
+    maxRequestSize: intOf(i.props, "max.request.size", prefix, 1_048_576),
+  };
+}
+
+export interface ConsumerInput {
+  bootstrap: string;
+  bootstrapKey: string;
+  props: Readonly<Record<string, string>>;
+  groupId: string;
+  defaultOffsetReset: "earliest" | "latest";
+  clientId: string;
+  label: string;
+  logger: Logger;
+}
+
+export function consumerSettings(i: ConsumerInput): ConsumerSettings {
+  const prefix = "kafka.consumer.";
+  reportUnused(i.props, CONSUMER_KEYS, prefix, i.label, i.logger);
+  if ((i.props["enable.auto.commit"] ?? "false").trim().toLowerCase() === "true") {
+    i.logger.warn(`${i.label}: ${prefix}enable.auto.commit = true is ignored: offsets are committed only after the events are committed to the channel`);
+  }
+  const reset = (i.props["auto.offset.reset"] ?? i.defaultOffsetReset).trim().toLowerCase();
+  if (reset !== "earliest" && reset !== "latest" && reset !== "none") throw new KafkaSettingError(`${prefix}auto.offset.reset: expected earliest, latest or none, got "${i.props["auto.offset.reset"]}"`);
+  const isolation = (i.props["isolation.level"] ?? "read_uncommitted").trim().toLowerCase();
+  if (isolation !== "read_uncommitted" && isolation !== "read_committed") throw new KafkaSettingError(`${prefix}isolation.level: expected read_uncommitted or read_committed, got "${i.props["isolation.level"]}"`);
+  const sessionTimeout = intOf(i.props, "session.timeout.ms", prefix, 45_000);
+  return {
+    ...connectionSettings(i.bootstrap, i.bootstrapKey, i.props, prefix, i.clientId),
+    groupId: i.groupId,
+    autoOffsetReset: reset,
+    sessionTimeout,
+    heartbeatInterval: intOf(i.props, "heartbeat.interval.ms", prefix, 3000),
+    rebalanceTimeout: sessionTimeout,
+    maxWaitTime: intOf(i.props, "fetch.max.wait.ms", prefix, 500),
+    minBytes: intOf(i.props, "fetch.min.bytes", prefix, 1),
+    maxBytes: intOf(i.props, "fetch.max.bytes", prefix, 52_428_800),
+    maxBytesPerPartition: intOf(i.props, "max.partition.fetch.bytes", prefix, 1_048_576),
+    isolationLevel: isolation === "read_committed" ? 1 : 0,
+  };
+}
+
+/** The client options shared by producers and consumers, in the client's terms. */
+export function clientOptions(s: ConnectionSettings) {
+  return {
+    clientId: s.clientId,
+    bootstrapBrokers: s.bootstrapBrokers,
+    connectTimeout: s.connectTimeout,
+    timeout: s.requestTimeout,
+    requestTimeout: s.requestTimeout,
+    retries: s.retries,
+    retryDelay: s.retryDelay,
+    ...(s.tls ? { tls: s.tls } : {}),
+    ...(s.sasl ? { sasl: { mechanism: s.sasl.mechanism, username: s.sasl.username, password: s.sasl.password } } : {}),
+  };
+}
+
+/** The brokers as host:port for messages. */
+export function describeBrokers(s: ConnectionSettings): string {
+  return s.bootstrapBrokers.map((b) => `${b.host}:${b.port}`).join(",");
+}

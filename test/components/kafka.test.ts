@@ -1,0 +1,376 @@
+/**
+ * The Kafka sink, source and channel against a live Apache Kafka broker (test/support/kafka.ts),
+ * and against Kafka's own console producer and consumer. The broker does not create topics on
+ * use, so each test creates its topics and a missing one can be shown.
+ */
+import { afterAll, afterEach, beforeAll, expect } from "bun:test";
+import { componentContext } from "../../src/components/component.ts";
+import { definition as channelDefinition, type KafkaChannel } from "../../src/components/channels/kafka/index.ts";
+import { definition as sinkDefinition, type KafkaSink } from "../../src/components/sinks/kafka.ts";
+import { definition as sourceDefinition, type KafkaSource } from "../../src/components/sources/kafka.ts";
+import { ChannelProcessor } from "../../src/core/channel-processor.ts";
+import { bodyText, createEvent, type Event } from "../../src/core/event.ts";
+import { MemoryLogger } from "../../src/core/logger.ts";
+import { MemoryChannel } from "../../src/core/memory-channel.ts";
+import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
+import { waitUntil } from "../support/helpers.ts";
+import { needsJvm } from "../support/jvm.ts";
+import { consoleConsume, consoleProduce, type KafkaCluster, startKafka } from "../support/kafka.ts";
+
+let kafka: KafkaCluster;
+let topicNo = 0;
+const cleanups: (() => unknown)[] = [];
+
+beforeAll(async () => {
+  if (needsJvm.holds) kafka = await startKafka({ autoCreateTopics: false });
+}, 300_000);
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+}, 60_000);
+afterAll(async () => {
+  await kafka?.stop();
+}, 60_000);
+
+async function newTopic(partitions = 1): Promise<string> {
+  const topic = `t${++topicNo}-${Date.now()}`;
+  await kafka.createTopic(topic, { partitions });
+  return topic;
+}
+
+function sink(props: Record<string, string>, logger = new MemoryLogger()): { sink: KafkaSink; channel: MemoryChannel; logger: MemoryLogger } {
+  const { options, errors } = sinkDefinition.parse({ "kafka.bootstrap.servers": kafka.bootstrap, ...props });
+  expect(errors).toEqual([]);
+  expect(sinkDefinition.validate?.(options) ?? []).toEqual([]);
+  const s = sinkDefinition.create(options, componentContext("k1", { logger }));
+  const channel = new MemoryChannel("c1", { capacity: 10_000, transactionCapacity: 1000 });
+  channel.start();
+  s.setChannel(channel);
+  cleanups.push(() => s.stop());
+  return { sink: s, channel, logger };
+}
+
+function source(props: Record<string, string>, channel = new MemoryChannel("c2", { capacity: 10_000, transactionCapacity: 1000 }), logger = new MemoryLogger(), name = "r1") {
+  const { options, errors } = sourceDefinition.parse({ "kafka.bootstrap.servers": kafka.bootstrap, batchDurationMillis: "100", "kafka.consumer.auto.offset.reset": "earliest", ...props });
+  expect(errors).toEqual([]);
+  expect(sourceDefinition.validate?.(options) ?? []).toEqual([]);
+  const r = sourceDefinition.create(options, componentContext(name, { logger }));
+  channel.start();
+  const processor = new ChannelProcessor(new ReplicatingChannelSelector([channel]));
+  processor.initialize();
+  r.setChannelProcessor(processor);
+  cleanups.push(() => r.stop());
+  return { source: r, channel, logger };
+}
+
+async function put(channel: MemoryChannel, events: Event[]): Promise<void> {
+  const tx = channel.getTransaction();
+  tx.begin();
+  for (const e of events) tx.put(e);
+  await tx.commit();
+  tx.close();
+}
+
+async function takeEvents(channel: { getTransaction(): ReturnType<MemoryChannel["getTransaction"]> }, max = 10_000): Promise<Event[]> {
+  const tx = channel.getTransaction();
+  tx.begin();
+  const out: Event[] = [];
+  for (let i = 0; i < max; i++) {
+    const e = tx.take();
+    if (!e) break;
+    out.push(e);
+  }
+  await tx.commit();
+  tx.close();
+  return out;
+}
+
+/** Runs the source's process() until `want` events are in its channel (or the bound passes). */
+async function pollUntil(r: KafkaSource, channel: MemoryChannel, want: number, got: Event[] = [], ms = 60_000): Promise<Event[]> {
+  const deadline = Date.now() + ms;
+  while (got.length < want && Date.now() < deadline) {
+    // As the source runner: a BACKOFF waits (and lets the client's I/O run).
+    if ((await r.process()) === "BACKOFF") await new Promise((resolve) => setTimeout(resolve, 50));
+    got.push(...(await takeEvents(channel)));
+  }
+  return got;
+}
+
+needsJvm.test(
+  "sink to broker to source with useFlumeEventFormat keeps every header, the key and the mapped Kafka headers",
+  async () => {
+    const topic = await newTopic();
+    const { sink: k, channel } = sink({ "kafka.topic": topic, useFlumeEventFormat: "true", "header.trace": "x-trace", "kafka.producer.acks": "all" });
+    await k.start();
+    const sent = Array.from({ length: 50 }, (_, i) => createEvent(`event ${i}`, { seq: String(i), key: `k${i % 3}`, trace: `tr${i}` }));
+    await put(channel, sent);
+    expect(await k.process()).toBe("READY");
+    expect(k.counter.values.EventDrainSuccessCount).toBe(50);
+    // Flume's KafkaSinkCounter names.
+    expect(Object.keys(k.counter.snapshot())).toEqual(expect.arrayContaining(["KafkaEventSendTimer", "RollbackCount", "EventDrainSuccessCount"]));
+    expect(channel.counter.values.ChannelSize).toBe(0);
+
+    const { source: r, channel: out } = source({ "kafka.topics": topic, useFlumeEventFormat: "true", "header.x-trace": "traceCopy", "kafka.consumer.group.id": `g-${topic}` });
+    await r.start();
+    const got = await pollUntil(r, out, 50);
+    expect(got.map(bodyText)).toEqual(sent.map(bodyText));
+    for (let i = 0; i < 50; i++) {
+      const h = got[i].headers;
+      expect(h.seq).toBe(String(i));
+      expect(h.key).toBe(`k${i % 3}`);
+      expect(h.trace).toBe(`tr${i}`);
+      expect(h.traceCopy).toBe(`tr${i}`);
+      expect(h.topic).toBe(topic);
+      expect(h.partition).toBe("0");
+      expect(h.offset).toBe(String(i));
+      expect(Number(h.timestamp)).toBeGreaterThan(Date.now() - 600_000);
+    }
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "plain records from Kafka's console producer are read by the source, keys as the key header",
+  async () => {
+    const topic = await newTopic();
+    await consoleProduce(kafka, topic, ["a\tline one", "b\tline two", "c\tline three"], { keys: true });
+    const { source: r, channel } = source({ "kafka.topics": topic, "kafka.consumer.group.id": `g-${topic}` });
+    await r.start();
+    const got = await pollUntil(r, channel, 3);
+    expect(got.map(bodyText)).toEqual(["line one", "line two", "line three"]);
+    expect(got.map((e) => e.headers.key)).toEqual(["a", "b", "c"]);
+    expect(got.map((e) => e.headers.offset)).toEqual(["0", "1", "2"]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "records of the sink are read by Kafka's console consumer with their key and headers",
+  async () => {
+    const topic = await newTopic();
+    const { sink: k, channel } = sink({ "kafka.topic": topic, "header.color": "colour" });
+    await k.start();
+    await put(channel, [createEvent("first", { key: "k1", color: "red" }), createEvent("second", { key: "k2" })]);
+    expect(await k.process()).toBe("READY");
+    const lines = await consoleConsume(kafka, topic, 2, { printKey: true, printHeaders: true });
+    expect(lines).toEqual(["colour:red\tk1\tfirst", "NO_HEADERS\tk2\tsecond"]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a topic %{header} in kafka.topic and the topic header choose the topic of each event",
+  async () => {
+    const a = await newTopic();
+    const b = await newTopic();
+    const { sink: k, channel } = sink({ "kafka.topic": "%{dest}" });
+    await k.start();
+    await put(channel, [createEvent("to a", { dest: a }), createEvent("to b", { topic: b })]);
+    expect(await k.process()).toBe("READY");
+    expect(await consoleConsume(kafka, a, 1)).toEqual(["to a"]);
+    expect(await consoleConsume(kafka, b, 1)).toEqual(["to b"]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a topic that does not exist, with auto-create off, fails the start with an error naming the topic",
+  async () => {
+    const { sink: k } = sink({ "kafka.topic": "no-such-topic-here" });
+    await expect(k.start()).rejects.toThrow(/topic no-such-topic-here does not exist/);
+    const { source: r } = source({ "kafka.topics": "no-such-topic-either" });
+    await expect(r.start()).rejects.toThrow(/topic no-such-topic-either does not exist/);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a record that is not an Avro FlumeEvent is logged with topic, partition and offset, counted, and skipped",
+  async () => {
+    const topic = await newTopic();
+    await consoleProduce(kafka, topic, ["this is not avro at all, just text that runs on"]);
+    const { sink: k, channel: sinkChannel } = sink({ "kafka.topic": topic, useFlumeEventFormat: "true" });
+    await k.start();
+    await put(sinkChannel, [createEvent("good one", { h: "v" })]);
+    expect(await k.process()).toBe("READY");
+    const logger = new MemoryLogger();
+    const { source: r, channel } = source({ "kafka.topics": topic, useFlumeEventFormat: "true", "kafka.consumer.group.id": `g-${topic}` }, undefined, logger);
+    await r.start();
+    const got = await pollUntil(r, channel, 1);
+    expect(got.map(bodyText)).toEqual(["good one"]);
+    expect(got[0].headers.h).toBe("v");
+    expect(r.counter.values.EventReadFail).toBe(1);
+    expect(logger.lines.filter((l) => l.level === "error").map((l) => l.message)).toEqual([expect.stringContaining(`topic ${topic} partition 0 offset 0`)]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "offsets are committed only after the channel committed: a refused batch is read again by the next member of the group",
+  async () => {
+    const topic = await newTopic();
+    await consoleProduce(kafka, topic, ["one", "two", "three"]);
+    const group = `g-${topic}`;
+    // A channel that holds two events refuses the batch of three: nothing may be committed.
+    const small = new MemoryChannel("small", { capacity: 2, transactionCapacity: 2, keepAlive: 0 });
+    const first = source({ "kafka.topics": topic, "kafka.consumer.group.id": group }, small);
+    await first.source.start();
+    await waitUntil(async () => (await first.source.process()) === "BACKOFF" && first.source.counter.values.ChannelWriteFail > 0, "the batch refused", 60_000, 50);
+    expect(small.counter.values.ChannelSize).toBe(0);
+    await first.source.stop();
+    // A second member of the group gets every event: the refused batch was not committed.
+    const second = source({ "kafka.topics": topic, "kafka.consumer.group.id": group }, undefined, undefined, "r2");
+    await second.source.start();
+    const got = await pollUntil(second.source, second.channel, 3);
+    expect(got.map(bodyText)).toEqual(["one", "two", "three"]);
+    await second.source.stop();
+    // And once committed, a third member reads nothing of them again.
+    await consoleProduce(kafka, topic, ["four"]);
+    const third = source({ "kafka.topics": topic, "kafka.consumer.group.id": group }, undefined, undefined, "r3");
+    await third.source.start();
+    expect((await pollUntil(third.source, third.channel, 1)).map(bodyText)).toEqual(["four"]);
+  },
+  240_000,
+);
+
+function channel(props: Record<string, string>, name = "kc"): KafkaChannel {
+  const { options, errors } = channelDefinition.parse({ "kafka.bootstrap.servers": kafka.bootstrap, ...props });
+  expect(errors).toEqual([]);
+  expect(channelDefinition.validate?.(options) ?? []).toEqual([]);
+  const c = channelDefinition.create(options, componentContext(name));
+  cleanups.push(() => c.stop());
+  return c;
+}
+
+async function takeUntil(c: KafkaChannel, want: number, commit = true, ms = 60_000): Promise<Event[]> {
+  const deadline = Date.now() + ms;
+  await waitUntil(() => c.connected, "channel connected", ms);
+  for (;;) {
+    const tx = c.getTransaction();
+    tx.begin();
+    const out: Event[] = [];
+    for (let i = 0; i < want; i++) {
+      const e = tx.take();
+      if (!e) break;
+      out.push(e);
+    }
+    if (out.length === want || Date.now() > deadline) {
+      if (commit) await tx.commit();
+      else await tx.rollback();
+      tx.close();
+      return out;
+    }
+    await tx.rollback();
+    tx.close();
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+needsJvm.test(
+  "the channel: puts are visible once committed, a rolled-back take comes back in order, a crash re-reads what was not committed",
+  async () => {
+    const topic = await newTopic();
+    const props = { "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}` };
+    const c = channel(props);
+    await c.start();
+    const tx = c.getTransaction();
+    tx.begin();
+    for (let i = 0; i < 5; i++) tx.put(createEvent(`e${i}`, { n: String(i) }));
+    await tx.commit();
+    tx.close();
+    expect(c.counter.values.EventPutSuccessCount).toBe(5);
+
+    const rolledBack = await takeUntil(c, 2, false);
+    expect(rolledBack.map(bodyText)).toEqual(["e0", "e1"]);
+    // Flume's KafkaChannelCounter names.
+    expect(c.counter.values.RollbackCount).toBeGreaterThan(0);
+    expect(Object.keys(c.counter.snapshot())).toEqual(expect.arrayContaining(["KafkaEventGetTimer", "KafkaEventSendTimer", "KafkaCommitTimer", "RollbackCount", "ChannelSize"]));
+    const taken = await takeUntil(c, 2);
+    expect(taken.map(bodyText)).toEqual(["e0", "e1"]);
+    expect(taken.map((e) => e.headers.n)).toEqual(["0", "1"]);
+    // Taken and not committed when the process dies: read again after the restart.
+    const open = c.getTransaction();
+    open.begin();
+    expect(bodyText(open.take()!)).toBe("e2");
+    await c.crash();
+
+    const again = channel(props, "kc2");
+    await again.start();
+    const rest = await takeUntil(again, 3);
+    expect(rest.map(bodyText)).toEqual(["e2", "e3", "e4"]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a record larger than kafka.producer.max.request.size is logged naming the setting; the rest of the batch is sent",
+  async () => {
+    const topic = await newTopic();
+    const { sink: k, channel, logger } = sink({ "kafka.topic": topic, "kafka.producer.max.request.size": "1000" });
+    await k.start();
+    await put(channel, [createEvent("small one"), createEvent("x".repeat(2000)), createEvent("small two")]);
+    expect(await k.process()).toBe("READY");
+    expect(await consoleConsume(kafka, topic, 2)).toEqual(["small one", "small two"]);
+    expect(k.counter.values.EventWriteFail).toBe(1);
+    expect(logger.lines.filter((l) => l.level === "error").map((l) => l.message)).toEqual([expect.stringContaining("larger than kafka.producer.max.request.size (1000); raise it")]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a second member joining the group and the first leaving lose nothing and repeat at most the batches not committed",
+  async () => {
+    const topic = await newTopic(4);
+    const total = 3000;
+    await consoleProduce(kafka, topic, Array.from({ length: total }, (_, i) => `m${i}`));
+    const group = `g-${topic}`;
+    const props = { "kafka.topics": topic, "kafka.consumer.group.id": group, batchSize: "100", "kafka.consumer.session.timeout.ms": "10000", "kafka.consumer.heartbeat.interval.ms": "500" };
+    const a = source(props, undefined, undefined, "ra");
+    await a.source.start();
+    const got: Event[] = [];
+    await pollUntil(a.source, a.channel, 500, got);
+    // B joins: the group rebalances while A keeps polling.
+    const b = source(props, undefined, undefined, "rb");
+    const joining = b.source.start();
+    const gotB: Event[] = [];
+    await pollUntil(a.source, a.channel, 1000, got, 20_000);
+    await joining;
+    // A leaves; B ends up with every partition.
+    await a.source.stop();
+    const unique = new Set(got.map(bodyText));
+    const deadline = Date.now() + 90_000;
+    while (unique.size < total && Date.now() < deadline) {
+      await b.source.process();
+      for (const e of await takeEvents(b.channel)) {
+        gotB.push(e);
+        unique.add(bodyText(e));
+      }
+    }
+    const all = [...got, ...gotB];
+    expect(unique.size).toBe(total);
+    expect(all.length - unique.size).toBeLessThanOrEqual(2 * 100);
+  },
+  240_000,
+);
+
+// Last in this file: it restarts the shared broker.
+needsJvm.test(
+  "a source whose broker was SIGKILLed and restarted reads what is written after the restart",
+  async () => {
+    const topic = await newTopic();
+    await consoleProduce(kafka, topic, ["before"]);
+    const { source: r, channel, logger } = source({ "kafka.topics": topic, "kafka.consumer.group.id": `g-${topic}`, "kafka.consumer.session.timeout.ms": "6000", "kafka.consumer.request.timeout.ms": "5000" });
+    await r.start();
+    expect((await pollUntil(r, channel, 1)).map(bodyText)).toEqual(["before"]);
+    const node = kafka.nodes[0];
+    await node.peer.kill("SIGKILL");
+    // Polled while the broker is down: nothing, and no crash.
+    for (let i = 0; i < 5; i++) expect(await r.process()).toBe("BACKOFF");
+    await node.restart();
+    await consoleProduce(kafka, topic, ["after"]);
+    const got = await pollUntil(r, channel, 1, [], 60_000);
+    // "before" was committed: only what came after the restart.
+    expect(got.map(bodyText)).toEqual(["after"]);
+    expect(logger.lines.map((l) => l.message)).toContainEqual(expect.stringContaining("connected again"));
+  },
+  240_000,
+);

@@ -1,0 +1,108 @@
+/**
+ * Faults on a 3-broker Kafka cluster (replication factor 3, min.insync.replicas 2), real
+ * processes: the partition leader SIGKILLed while an agent's kafka sink (acks=all) sends.
+ */
+import { afterAll, beforeAll, expect } from "bun:test";
+import path from "node:path";
+import { componentContext } from "../../src/components/component.ts";
+import { definition as sourceDefinition } from "../../src/components/sources/kafka.ts";
+import { ChannelProcessor } from "../../src/core/channel-processor.ts";
+import { bodyText } from "../../src/core/event.ts";
+import { MemoryChannel } from "../../src/core/memory-channel.ts";
+import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
+import { agentsAfterEach, freePort, tempDir, waitForMetrics } from "../support/helpers.ts";
+import { needsJvm } from "../support/jvm.ts";
+import { type KafkaCluster, startKafkaCluster } from "../support/kafka.ts";
+
+const { cleanups, startAgent } = agentsAfterEach();
+let cluster: KafkaCluster;
+
+beforeAll(async () => {
+  if (needsJvm.holds) cluster = await startKafkaCluster(3, { autoCreateTopics: false });
+}, 300_000);
+afterAll(async () => {
+  await cluster?.stop();
+}, 60_000);
+
+/** Every body in the topic, read by our source until nothing new came for quietMs. */
+async function readAll(topic: string, quietMs = 8000): Promise<string[]> {
+  const { options } = sourceDefinition.parse({ "kafka.bootstrap.servers": cluster.bootstrap, "kafka.topics": topic, "kafka.consumer.group.id": `check-${Date.now()}`, "kafka.consumer.auto.offset.reset": "earliest", batchDurationMillis: "200" });
+  const r = sourceDefinition.create(options, componentContext("check"));
+  const channel = new MemoryChannel("check", { capacity: 100_000, transactionCapacity: 10_000 });
+  channel.start();
+  const processor = new ChannelProcessor(new ReplicatingChannelSelector([channel]));
+  processor.initialize();
+  r.setChannelProcessor(processor);
+  await r.start();
+  const out: string[] = [];
+  let last = Date.now();
+  try {
+    while (Date.now() - last < quietMs) {
+      await r.process();
+      const tx = channel.getTransaction();
+      tx.begin();
+      let n = 0;
+      for (let e = tx.take(); e; e = tx.take()) {
+        out.push(bodyText(e));
+        n++;
+      }
+      await tx.commit();
+      tx.close();
+      if (n > 0) last = Date.now();
+    }
+  } finally {
+    await r.stop();
+  }
+  return out;
+}
+
+needsJvm.test(
+  "the partition leader SIGKILLed mid-stream: no acknowledged event lost, duplicates at most one batch",
+  async () => {
+    const topic = "leader-killed";
+    await cluster.createTopic(topic, { partitions: 1, replicationFactor: 3, config: { "min.insync.replicas": "2" } });
+    const total = 100_000;
+    // Known before the stream starts, so the kill lands within milliseconds of the trigger.
+    const leader = await cluster.leaderOf(topic);
+    const batch = 500;
+    const { dir, cleanup } = tempDir("flume-kafka-faults-");
+    cleanups.push(cleanup);
+    const port = await freePort();
+    startAgent(
+      dir,
+      "a1",
+      `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = seq
+a1.sources.r1.totalEvents = ${total}
+a1.sources.r1.batchSize = 500
+a1.sources.r1.channels = c1
+a1.channels.c1.type = file
+a1.channels.c1.checkpointDir = ${path.join(dir, "checkpoint")}
+a1.channels.c1.dataDirs = ${path.join(dir, "data")}
+a1.channels.c1.transactionCapacity = 1000
+a1.sinks.k1.type = kafka
+a1.sinks.k1.channel = c1
+a1.sinks.k1.kafka.bootstrap.servers = ${cluster.bootstrap}
+a1.sinks.k1.kafka.topic = ${topic}
+a1.sinks.k1.flumeBatchSize = ${batch}
+a1.sinks.k1.kafka.producer.acks = all
+a1.sinks.k1.kafka.producer.request.timeout.ms = 5000
+`,
+      port,
+    );
+    const before = await waitForMetrics(port, "some batches acknowledged", (m) => Number(m["SINK.k1"]?.EventDrainSuccessCount ?? 0) >= 3000, 120_000, 20);
+    await leader.peer.kill("SIGKILL");
+    // The leader died mid-stream.
+    expect(Number(before["SINK.k1"].EventDrainSuccessCount)).toBeLessThan(total / 2);
+    const m = await waitForMetrics(port, "every event acknowledged after the failover", (x) => Number(x["SINK.k1"]?.EventDrainSuccessCount ?? 0) >= total, 180_000, 100);
+    const acknowledged = Number(m["SINK.k1"].EventDrainSuccessCount);
+    const bodies = await readAll(topic);
+    const unique = new Set(bodies);
+    expect(acknowledged).toBe(total);
+    expect(unique.size).toBe(total);
+    expect(bodies.length - unique.size).toBeLessThanOrEqual(batch);
+  },
+  300_000,
+);

@@ -1,0 +1,227 @@
+/**
+ * Wire compatibility with Apache Flume 1.11's Kafka components, on one live Kafka broker: a real
+ * Flume agent (test/support/flume.ts, with Flume's Kafka sink, source and channel jars) writes
+ * what our source and channel read, and reads what our sink and channel write.
+ */
+import { afterAll, afterEach, beforeAll, expect } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { componentContext } from "../../src/components/component.ts";
+import { definition as channelDefinition } from "../../src/components/channels/kafka/index.ts";
+import { definition as sinkDefinition } from "../../src/components/sinks/kafka.ts";
+import { definition as sourceDefinition } from "../../src/components/sources/kafka.ts";
+import type { Channel } from "../../src/core/channel.ts";
+import { ChannelProcessor } from "../../src/core/channel-processor.ts";
+import { bodyText, createEvent, type Event } from "../../src/core/event.ts";
+import { MemoryChannel } from "../../src/core/memory-channel.ts";
+import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
+import { type FlumePeer, startFlume } from "../support/flume.ts";
+import { tempDir, waitUntil } from "../support/helpers.ts";
+import { FLUME_KAFKA } from "../support/jvm-artifacts.ts";
+import { needsJvm, resolveClasspath } from "../support/jvm.ts";
+import { type KafkaCluster, startKafka } from "../support/kafka.ts";
+
+let kafka: KafkaCluster;
+const cleanups: (() => unknown)[] = [];
+
+beforeAll(async () => {
+  if (!needsJvm.holds) return;
+  await resolveClasspath(FLUME_KAFKA);
+  kafka = await startKafka({ autoCreateTopics: false });
+}, 300_000);
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+}, 60_000);
+afterAll(async () => {
+  await kafka?.stop();
+}, 60_000);
+
+async function flume(conf: string): Promise<FlumePeer> {
+  const peer = await startFlume({ conf, extraSets: [FLUME_KAFKA], readyTimeoutMs: 120_000 });
+  cleanups.push(() => peer.stop());
+  return peer;
+}
+
+/** The lines Flume's file_roll sink wrote into `dir` (header_and_text: "{k=v, ...} body"). */
+function rolled(dir: string): string[] {
+  return readdirSync(dir)
+    .flatMap((f) => readFileSync(path.join(dir, f), "utf8").split("\n"))
+    .filter((l) => l !== "");
+}
+
+async function drainInto(channel: Channel, got: Event[]): Promise<void> {
+  const tx = channel.getTransaction();
+  tx.begin();
+  for (let e = tx.take(); e; e = tx.take()) got.push(e);
+  await tx.commit();
+  tx.close();
+}
+
+needsJvm.test(
+  "Flume's KafkaSink with useFlumeEventFormat into our KafkaSource keeps every header",
+  async () => {
+    const topic = "from-flume-sink";
+    await kafka.createTopic(topic);
+    await flume(`a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = seq
+a1.sources.r1.totalEvents = 20
+a1.sources.r1.channels = c1
+a1.sources.r1.interceptors = i1
+a1.sources.r1.interceptors.i1.type = static
+a1.sources.r1.interceptors.i1.key = origin
+a1.sources.r1.interceptors.i1.value = flume-1.11
+a1.channels.c1.type = memory
+a1.sinks.k1.type = org.apache.flume.sink.kafka.KafkaSink
+a1.sinks.k1.channel = c1
+a1.sinks.k1.kafka.bootstrap.servers = ${kafka.bootstrap}
+a1.sinks.k1.kafka.topic = ${topic}
+a1.sinks.k1.useFlumeEventFormat = true
+a1.sinks.k1.kafka.producer.acks = all
+`);
+    const { options } = sourceDefinition.parse({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topics": topic, useFlumeEventFormat: "true", batchDurationMillis: "100", "kafka.consumer.auto.offset.reset": "earliest" });
+    const r = sourceDefinition.create(options, componentContext("r1"));
+    const channel = new MemoryChannel("c1", { capacity: 1000, transactionCapacity: 1000 });
+    channel.start();
+    const processor = new ChannelProcessor(new ReplicatingChannelSelector([channel]));
+    processor.initialize();
+    r.setChannelProcessor(processor);
+    cleanups.push(() => r.stop());
+    await r.start();
+    const got: Event[] = [];
+    await waitUntil(
+      async () => {
+        await r.process();
+        await drainInto(channel, got);
+        return got.length >= 20;
+      },
+      "20 events from Flume's sink",
+      120_000,
+      0,
+    );
+    expect(got.map(bodyText)).toEqual(Array.from({ length: 20 }, (_, i) => String(i)));
+    for (const e of got) expect(e.headers.origin).toBe("flume-1.11");
+  },
+  300_000,
+);
+
+needsJvm.test(
+  "our KafkaSink into Flume's KafkaSource, with useFlumeEventFormat on both sides",
+  async () => {
+    const topic = "to-flume-source";
+    await kafka.createTopic(topic);
+    const { options } = sinkDefinition.parse({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topic": topic, useFlumeEventFormat: "true" });
+    const k = sinkDefinition.create(options, componentContext("k1"));
+    const channel = new MemoryChannel("c1", { capacity: 1000, transactionCapacity: 1000 });
+    channel.start();
+    k.setChannel(channel);
+    cleanups.push(() => k.stop());
+    await k.start();
+    const tx = channel.getTransaction();
+    tx.begin();
+    for (let i = 0; i < 10; i++) tx.put(createEvent(`line ${i}`, { n: String(i), origin: "flume-ts" }));
+    await tx.commit();
+    tx.close();
+    expect(await k.process()).toBe("READY");
+
+    const out = tempDir("flume-kafka-out-");
+    cleanups.push(out.cleanup);
+    const reader = await flume(`a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = org.apache.flume.source.kafka.KafkaSource
+a1.sources.r1.channels = c1
+a1.sources.r1.kafka.bootstrap.servers = ${kafka.bootstrap}
+a1.sources.r1.kafka.topics = ${topic}
+a1.sources.r1.kafka.consumer.group.id = flume-reader
+a1.sources.r1.kafka.consumer.auto.offset.reset = earliest
+a1.sources.r1.useFlumeEventFormat = true
+a1.sources.r1.batchDurationMillis = 200
+a1.sources.r1.batchSize = 100
+a1.channels.c1.type = memory
+a1.sinks.k1.type = file_roll
+a1.sinks.k1.channel = c1
+a1.sinks.k1.sink.directory = ${out.dir}
+a1.sinks.k1.sink.rollInterval = 0
+a1.sinks.k1.sink.serializer = header_and_text
+`);
+    await waitUntil(() => rolled(out.dir).length >= 10, "10 lines written by Flume", 120_000, 200).catch((err) => {
+      throw new Error(`${(err as Error).message}; Flume's log:\n${reader.tail(40)}`);
+    });
+    const lines = rolled(out.dir);
+    expect(lines.map((l) => l.replace(/^\{.*\} /, ""))).toEqual(Array.from({ length: 10 }, (_, i) => `line ${i}`));
+    for (let i = 0; i < 10; i++) {
+      expect(lines[i]).toContain(`n=${i}`);
+      expect(lines[i]).toContain("origin=flume-ts");
+      expect(lines[i]).toContain(`topic=${topic}`);
+    }
+  },
+  300_000,
+);
+
+needsJvm.test(
+  "one KafkaChannel topic: written by a Flume agent and read by ours, then written by ours and read by Flume",
+  async () => {
+    const topic = "shared-channel";
+    await kafka.createTopic(topic);
+    // Flume puts 10 events into its Kafka channel; no sink takes them there.
+    const writer = await flume(`a1.sources = r1
+a1.channels = c1
+a1.sources.r1.type = seq
+a1.sources.r1.totalEvents = 10
+a1.sources.r1.channels = c1
+a1.sources.r1.interceptors = i1
+a1.sources.r1.interceptors.i1.type = static
+a1.sources.r1.interceptors.i1.key = writer
+a1.sources.r1.interceptors.i1.value = flume
+a1.channels.c1.type = org.apache.flume.channel.kafka.KafkaChannel
+a1.channels.c1.kafka.bootstrap.servers = ${kafka.bootstrap}
+a1.channels.c1.kafka.topic = ${topic}
+a1.channels.c1.kafka.consumer.group.id = flume-writer
+`);
+    const { options } = channelDefinition.parse({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topic": topic, "kafka.consumer.group.id": "ours" });
+    const ours = channelDefinition.create(options, componentContext("c1"));
+    cleanups.push(() => ours.stop());
+    await ours.start();
+    const got: Event[] = [];
+    await waitUntil(
+      async () => {
+        await drainInto(ours, got);
+        return got.length >= 10;
+      },
+      "10 events of Flume's channel",
+      120_000,
+      100,
+    );
+    expect(got.map(bodyText)).toEqual(Array.from({ length: 10 }, (_, i) => String(i)));
+    for (const e of got) expect(e.headers.writer).toBe("flume");
+    await writer.stop();
+
+    // The reverse: ours puts, a Flume agent with the same channel topic drains it to files.
+    const tx = ours.getTransaction();
+    tx.begin();
+    for (let i = 0; i < 5; i++) tx.put(createEvent(`ours ${i}`, { writer: "flume-ts" }));
+    await tx.commit();
+    tx.close();
+    const out = tempDir("flume-kafka-channel-out-");
+    cleanups.push(out.cleanup);
+    await flume(`a1.channels = c1
+a1.sinks = k1
+a1.channels.c1.type = org.apache.flume.channel.kafka.KafkaChannel
+a1.channels.c1.kafka.bootstrap.servers = ${kafka.bootstrap}
+a1.channels.c1.kafka.topic = ${topic}
+a1.channels.c1.kafka.consumer.group.id = flume-reader
+a1.sinks.k1.type = file_roll
+a1.sinks.k1.channel = c1
+a1.sinks.k1.sink.directory = ${out.dir}
+a1.sinks.k1.sink.rollInterval = 0
+a1.sinks.k1.sink.serializer = header_and_text
+`);
+    // Flume's group reads the topic from the beginning: Flume's 10 events, then our 5.
+    await waitUntil(() => rolled(out.dir).length >= 15, "15 lines written by Flume", 120_000, 200);
+    const ourLines = rolled(out.dir).filter((l) => l.includes("writer=flume-ts"));
+    expect(ourLines.map((l) => l.replace(/^\{.*\} /, ""))).toEqual(Array.from({ length: 5 }, (_, i) => `ours ${i}`));
+  },
+  300_000,
+);

@@ -1,0 +1,87 @@
+import { expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { createEvent } from "../../src/core/event.ts";
+import { MemoryLogger } from "../../src/core/logger.ts";
+import { KafkaSettingError } from "../../src/kafka/errors.ts";
+import { decodeFlumeEvent, encodeFlumeEvent } from "../../src/kafka/flume-event.ts";
+import { consumerSettings, producerSettings } from "../../src/kafka/settings.ts";
+import { ROOT, runCli } from "../support/helpers.ts";
+
+const base = { bootstrap: "b1:9092,b2:9093", bootstrapKey: "kafka.bootstrap.servers", clientId: "flume", label: "kafka sink k1" };
+
+test("Java producer settings map to the client's; the rest are reported, known ones at info, unknown ones as warnings", () => {
+  const logger = new MemoryLogger();
+  const s = producerSettings({ ...base, logger, defaultAcks: "1", props: { acks: "all", "compression.type": "zstd", "linger.ms": "5", "no.such.setting": "x", "max.request.size": "2000000" } });
+  expect(s.bootstrapBrokers).toEqual([{ host: "b1", port: 9092 }, { host: "b2", port: 9093 }]);
+  expect({ acks: s.acks, idempotent: s.idempotent, compression: s.compression, max: s.maxRequestSize }).toEqual({ acks: -1, idempotent: true, compression: "zstd", max: 2_000_000 });
+  expect(logger.lines).toEqual([
+    { level: "info", message: "kafka sink k1: kafka.producer.linger.ms has no effect with this agent's Kafka client; ignored" },
+    { level: "warn", message: "kafka sink k1: kafka.producer.no.such.setting is not a Kafka client setting this agent knows; ignored" },
+  ]);
+  // Flume's sink default (acks 1) is not idempotent.
+  expect(producerSettings({ ...base, logger, defaultAcks: "1", props: {} })).toMatchObject({ acks: 1, idempotent: false });
+});
+
+test("SASL and TLS settings: PLAIN/SCRAM credentials from sasl.jaas.config, PEM stores; a JKS store is refused naming the setting", () => {
+  const logger = new MemoryLogger();
+  const jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="s3cret";';
+  const s = consumerSettings({ ...base, logger, groupId: "g", defaultOffsetReset: "latest", props: { "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": jaas, "ssl.truststore.certificates": "PEM" } });
+  expect(s.sasl).toEqual({ mechanism: "SCRAM-SHA-512", username: "alice", password: "s3cret" });
+  expect(s.tls?.ca).toBe("PEM");
+  expect(() => consumerSettings({ ...base, logger, groupId: "g", defaultOffsetReset: "latest", props: { "security.protocol": "SSL", "ssl.truststore.location": "/x.jks" } })).toThrow(
+    new KafkaSettingError("kafka.consumer.ssl.truststore.type JKS is not supported: convert the truststore to PEM and set kafka.consumer.ssl.truststore.type = PEM"),
+  );
+  expect(() => producerSettings({ ...base, logger, defaultAcks: "1", props: { "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "GSSAPI" } })).toThrow(/sasl.mechanism GSSAPI is not supported/);
+});
+
+test("an Avro FlumeEvent round-trips, and bytes that are not one are refused", () => {
+  const e = createEvent("body ü", { a: "1", key: "k" });
+  const bytes = encodeFlumeEvent(e);
+  // map block of 2 entries (zig-zag 4), then "a" (len 1 -> 2)...
+  expect([...bytes.subarray(0, 3)]).toEqual([4, 2, "a".charCodeAt(0)]);
+  const back = decodeFlumeEvent(bytes);
+  expect(back.headers).toEqual({ a: "1", key: "k" });
+  expect(Buffer.from(back.body).toString()).toBe("body ü");
+  expect(() => decodeFlumeEvent(Buffer.from("this is plain text, not an event"))).toThrow();
+});
+
+test("`flume describe kafka` lists the sink, source and channel with Flume's properties", () => {
+  const r = runCli(["describe", "kafka"]);
+  expect(r.code).toBe(0);
+  for (const head of ["sink org.apache.flume.sink.kafka.KafkaSink", "source org.apache.flume.source.kafka.KafkaSource", "channel org.apache.flume.channel.kafka.KafkaChannel"]) expect(r.stdout).toContain(head);
+  for (const key of ["kafka.bootstrap.servers", "flumeBatchSize", "useFlumeEventFormat", "kafka.topics.regex", "parseAsFlumeEvent", "kafka.producer.*", "kafka.consumer.*", "header.*"]) expect(r.stdout).toContain(key);
+});
+
+test("Flume's deprecated names are read, with a warning naming the new one", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "flume-kafka-validate-"));
+  const file = path.join(dir, "a.conf");
+  writeFileSync(
+    file,
+    ["a1.sources = r1", "a1.channels = c1", "a1.sinks = k1", "a1.sources.r1.type = seq", "a1.sources.r1.channels = c1", "a1.channels.c1.type = memory", "a1.sinks.k1.type = kafka", "a1.sinks.k1.channel = c1", "a1.sinks.k1.brokerList = b:9092", "a1.sinks.k1.requiredAcks = -1", ""].join("\n"),
+  );
+  const r = runCli(["validate", "-f", file, "-n", "a1"]);
+  rmSync(dir, { recursive: true, force: true });
+  const out = r.stdout + r.stderr;
+  expect(out).toContain("brokerList");
+  expect(out).toMatch(/brokerList.*deprecated; Flume reads it as kafka.bootstrap.servers/);
+  expect(out).toMatch(/requiredAcks.*deprecated; Flume reads it as kafka.producer.acks/);
+  expect(out).not.toMatch(/error/i);
+});
+
+test("a configuration with Kafka components loads the Kafka client only when a component starts", () => {
+  const script = `
+    import { lookupComponent } from ${JSON.stringify(path.join(ROOT, "src/components/registry.ts"))};
+    for (const kind of ["sink", "source", "channel"]) lookupComponent(kind, "kafka");
+    console.log(JSON.stringify(Object.keys(require.cache).filter((k) => k.includes("@platformatic"))));
+  `;
+  const dir = mkdtempSync(path.join(tmpdir(), "flume-kafka-lazy-"));
+  const file = path.join(dir, "probe.ts");
+  writeFileSync(file, script);
+  const r = spawnSync(process.execPath, [file], { cwd: ROOT, encoding: "utf8" });
+  rmSync(dir, { recursive: true, force: true });
+  expect(r.stderr).toBe("");
+  expect(JSON.parse(r.stdout.trim())).toEqual([]);
+});
