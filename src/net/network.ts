@@ -12,11 +12,14 @@ export interface NetSocket {
   readonly destroyed: boolean;
   readonly remoteAddress?: string;
   readonly remotePort?: number;
+  readonly localPort?: number;
   readonly writableLength: number;
+  /** end() was called: nothing more can be written. */
+  readonly writableEnded: boolean;
   readonly writableHighWaterMark: number;
   setNoDelay(noDelay?: boolean): this;
-  write(chunk: Uint8Array): boolean;
-  end(): this;
+  write(chunk: Uint8Array | string): boolean;
+  end(chunk?: Uint8Array | string): this;
   destroy(): this;
   pause(): this;
   resume(): this;

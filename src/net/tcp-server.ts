@@ -10,9 +10,9 @@
  * peer's half-close and the close. Handlers are objects, not closures, so an idle connection
  * holds one small object per side.
  */
-import type { Server as NetServer, Socket } from "node:net";
-import type { TLSSocket } from "node:tls";
+import type { Server as NetServer } from "node:net";
 import { freeNow } from "../io/free-buffer.ts";
+import type { NetSocket, Network } from "./network.ts";
 import { peerName, plainIp } from "./peer.ts";
 import type { ServerTls } from "./tls.ts";
 
@@ -82,6 +82,8 @@ export interface TcpListenOptions {
   serverError?(err: Error): void;
   /** "node" forces node:net (tests of that path); default: Bun's sockets under Bun. */
   backend?: "bun" | "node";
+  /** Listen on this network instead of the operating system's (the simulator's virtual network). */
+  network?: Network;
 }
 
 /** Above this many unsent bytes write() returns false, as node:net's default highWaterMark. */
@@ -91,6 +93,7 @@ const encoder = new TextEncoder();
 
 /** Listens; resolves once bound, rejects with the bind error (EADDRINUSE, EACCES). */
 export async function listenTcp(options: TcpListenOptions, accept: (conn: TcpConnection) => ConnectionHandler): Promise<TcpServer> {
+  if (options.network) return listenOn(options.network, options, accept);
   const bun = (globalThis as { Bun?: BunApi }).Bun;
   if (!options.tls && bun && options.backend !== "node") return listenBun(bun, options, accept);
   return listenNode(options, accept);
@@ -326,7 +329,7 @@ function listenWith(bun: BunApi, host: string, options: TcpListenOptions, accept
   });
 }
 
-// ---- node:net / node:tls ----
+// ---- node:net / node:tls, or a Network's sockets ----
 
 class NodeConnection implements TcpConnection {
   readonly peer: string;
@@ -334,7 +337,7 @@ class NodeConnection implements TcpConnection {
   readonly remotePort: number;
   readonly localPort: number;
 
-  constructor(private readonly socket: Socket | TLSSocket) {
+  constructor(private readonly socket: NetSocket) {
     this.remoteIp = plainIp(socket.remoteAddress);
     this.remotePort = socket.remotePort ?? 0;
     this.localPort = socket.localPort ?? 0;
@@ -389,9 +392,10 @@ class NodeConnection implements TcpConnection {
   }
 }
 
-async function listenNode(options: TcpListenOptions, accept: (conn: TcpConnection) => ConnectionHandler): Promise<TcpServer> {
-  const open = new Map<Socket, NodeConnection>();
-  const serve = (socket: Socket | TLSSocket) => {
+/** Serves sockets of node:net or of a Network: each accepted socket is wired to its handler. */
+function socketServer(options: TcpListenOptions, accept: (conn: TcpConnection) => ConnectionHandler) {
+  const open = new Map<NetSocket, NodeConnection>();
+  const serve = (socket: NetSocket) => {
     if (options.noDelay) socket.setNoDelay(true);
     const conn = new NodeConnection(socket);
     open.set(socket, conn);
@@ -407,6 +411,27 @@ async function listenNode(options: TcpListenOptions, accept: (conn: TcpConnectio
       handler.close?.(hadError);
     });
   };
+  const server = (port: number, stop: () => Promise<void>): TcpServer => ({
+    port,
+    get connections() {
+      return new Set(open.values());
+    },
+    async close() {
+      for (const s of open.keys()) s.destroy();
+      await stop();
+    },
+  });
+  return { serve, server };
+}
+
+async function listenOn(network: Network, options: TcpListenOptions, accept: (conn: TcpConnection) => ConnectionHandler): Promise<TcpServer> {
+  const { serve, server } = socketServer(options, accept);
+  const listener = await network.listen({ host: options.host ?? "", port: options.port, allowHalfOpen: options.allowHalfOpen, onError: options.serverError }, serve);
+  return server(listener.port, () => listener.close());
+}
+
+async function listenNode(options: TcpListenOptions, accept: (conn: TcpConnection) => ConnectionHandler): Promise<TcpServer> {
+  const { serve, server: serving } = socketServer(options, accept);
   let server: NetServer;
   if (options.tls) {
     const { createTlsServer } = await import("./tls.ts");
@@ -424,14 +449,5 @@ async function listenNode(options: TcpListenOptions, accept: (conn: TcpConnectio
   });
   server.on("error", (err) => options.serverError?.(err));
   const address = server.address();
-  return {
-    port: address && typeof address === "object" ? address.port : options.port,
-    get connections() {
-      return new Set(open.values());
-    },
-    async close() {
-      for (const s of open.keys()) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  return serving(address && typeof address === "object" ? address.port : options.port, () => new Promise<void>((resolve) => server.close(() => resolve())));
 }
