@@ -1,6 +1,6 @@
 import { defineComponent } from "../component.ts";
 import { ConfigurationError } from "../../core/errors.ts";
-import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, EVENT_SIZE, KEEP_FIELDS, effectiveEventSize } from "./syslog/options.ts";
+import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, EVENT_SIZE, KEEP_FIELDS, effectiveEventSize, SYSLOG_FEED, syslogPlain } from "./syslog/options.ts";
 import { parseKeepFields, type SyslogCharset, syslogCharset } from "./syslog/parse.ts";
 import { SyslogTcpSource } from "./syslog/tcp-source.ts";
 import { SERVER_TLS_PROPS, serverTls, tlsProblems } from "../../net/tls.ts";
@@ -84,4 +84,5 @@ export const definition = defineComponent({
     }
     return errors;
   },
+  streamFeed: { ...SYSLOG_FEED, address: (o) => ({ host: o.host, port: ports(o.ports)[0] }), plain: syslogPlain },
 });

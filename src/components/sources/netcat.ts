@@ -173,4 +173,10 @@ export const definition = defineComponent({
       ackEveryEvent: config["ack-every-event"],
     });
   },
+  streamFeed: {
+    address: (o) => ({ host: o.bind, port: o.port }),
+    acks: (o) => o["ack-every-event"],
+    line: (text) => text,
+    plain: (options) => ({ options, off: [] }),
+  },
 });
