@@ -8,7 +8,8 @@ import { DEFAULT_FRAME_LIMITS, joinBuffers, type Frame, type FrameLimits } from 
 import { eventArraySize, eventSize, readCallResult, readHandshakeResponse, writeEvent, writeEventArray, writeHandshakeRequest } from "./messages.ts";
 import { MESSAGE_APPEND, MESSAGE_APPEND_BATCH, PROTOCOL_HASH, PROTOCOL_TEXT, type RpcStatus } from "./protocol.ts";
 import { FramedTransport, type CompressionType } from "./transport.ts";
-import { type Network, tcpNetwork } from "../net/network.ts";
+import { connectWithin } from "../net/connect.ts";
+import type { Network } from "../net/network.ts";
 
 export interface AvroRpcClientOptions {
   host: string;
@@ -71,31 +72,20 @@ export class AvroRpcClient {
 
   /** Connects (plain or TLS) within connect-timeout. */
   static connect(options: AvroRpcClientOptions): Promise<AvroRpcClient> {
-    const clock = options.clock ?? systemClock;
     const timeout = options.connectTimeout ?? 20000;
     const where = `${options.host}:${options.port}`;
-    return new Promise((resolve, reject) => {
-      let settled = false;
-      const socket = (options.network ?? tcpNetwork).connect({ host: options.host, port: options.port, tls: options.tls });
-      socket.setNoDelay(true);
-      const timer = clock.setTimeout(() => {
-        if (settled) return;
-        settled = true;
-        socket.destroy();
-        reject(new RpcTimeoutError(`could not connect to Avro source at ${where} within ${timeout} ms (connect-timeout)`));
-      }, timeout);
-      const onError = (err: Error) => {
-        if (settled) return;
-        settled = true;
-        clock.clearTimeout(timer);
-        reject(new RpcConnectionError(`cannot connect to Avro source at ${where}: ${err.message}`, { cause: err }));
-      };
-      socket.once("error", onError);
-      socket.once(options.tls ? "secureConnect" : "connect", () => {
-        if (settled) return;
-        settled = true;
-        clock.clearTimeout(timer);
-        socket.off("error", onError);
+    return connectWithin(
+      {
+        host: options.host,
+        port: options.port,
+        tls: options.tls,
+        network: options.network,
+        timeout,
+        clock: options.clock ?? systemClock,
+        timedOut: () => new RpcTimeoutError(`could not connect to Avro source at ${where} within ${timeout} ms (connect-timeout)`),
+        failed: (err) => new RpcConnectionError(`cannot connect to Avro source at ${where}: ${err.message}`, { cause: err }),
+      },
+      (socket) => {
         let client: AvroRpcClient | null = null;
         const transport = new FramedTransport(
           socket,
@@ -107,9 +97,9 @@ export class AvroRpcClient {
           },
         );
         client = new AvroRpcClient(transport, options);
-        resolve(client);
-      });
-    });
+        return client;
+      },
+    );
   }
 
   /** False once the connection broke, timed out or was closed. */
