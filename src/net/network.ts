@@ -74,7 +74,7 @@ export const tcpNetwork: Network = {
     const server = net.createServer({ allowHalfOpen: o.allowHalfOpen ?? false }, onConnection);
     return new Promise((resolve, reject) => {
       server.once("error", reject);
-      server.listen({ host: o.host, port: o.port }, () => {
+      server.listen({ host: o.host || undefined, port: o.port }, () => {
         server.off("error", reject);
         server.on("error", (err) => o.onError?.(err));
         const addr = server.address();

@@ -4,7 +4,9 @@
  * an idle connection costs about a third of a node:net socket (no stream machinery per
  * connection: ~1.4 KiB against ~4.3 KiB), reads arrive as Uint8Arrays of their own, and the
  * agent does not load node:net at all. TLS listeners (node:tls, with the client-certificate
- * checks of src/net/tls.ts) and runtimes without Bun (Deno) use node:net.
+ * checks of src/net/tls.ts) and runtimes without Bun (Deno) use node:net, through tcpNetwork
+ * (src/net/network.ts), the listener the avro and thrift servers use; the simulator hands its
+ * virtual Network in options.network.
  *
  * A source gives accept() a handler per connection; its methods are called with the data, the
  * peer's half-close and the close. Handlers are objects, not closures, so an idle connection
@@ -329,7 +331,7 @@ function listenWith(bun: BunApi, host: string, options: TcpListenOptions, accept
   });
 }
 
-// ---- node:net / node:tls, or a Network's sockets ----
+// ---- node:net (through tcpNetwork) / node:tls, or the simulator's Network ----
 
 class NodeConnection implements TcpConnection {
   readonly peer: string;
@@ -431,15 +433,14 @@ async function listenOn(network: Network, options: TcpListenOptions, accept: (co
 }
 
 async function listenNode(options: TcpListenOptions, accept: (conn: TcpConnection) => ConnectionHandler): Promise<TcpServer> {
-  const { serve, server: serving } = socketServer(options, accept);
-  let server: NetServer;
-  if (options.tls) {
-    const { createTlsServer } = await import("./tls.ts");
-    server = createTlsServer(options.tls.setup, serve, options.tls.refused);
-  } else {
-    const net = process.getBuiltinModule("node:net") as typeof import("node:net");
-    server = net.createServer({ allowHalfOpen: options.allowHalfOpen ?? false }, serve);
+  // Plain TCP: the operating system's Network, which the RPC servers listen on too.
+  if (!options.tls) {
+    const { tcpNetwork } = await import("./network.ts");
+    return listenOn(tcpNetwork, options, accept);
   }
+  const { serve, server: serving } = socketServer(options, accept);
+  const { createTlsServer } = await import("./tls.ts");
+  const server: NetServer = createTlsServer(options.tls.setup, serve, options.tls.refused);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host || undefined, () => {
