@@ -15,7 +15,7 @@
 import type { Server as NetServer } from "node:net";
 import { freeNow } from "../io/free-buffer.ts";
 import type { NetSocket, Network } from "./network.ts";
-import { peerName, plainIp } from "./peer.ts";
+import { peerName, plainIp, type SocketAddress } from "./peer.ts";
 import type { ServerTls } from "./tls.ts";
 
 /** What a source does with one connection. */
@@ -139,11 +139,22 @@ interface BunApi {
   }): BunListener;
 }
 
-class BunConnection implements TcpConnection {
+/** Where a connection comes from and arrives, read once when it is accepted (a reset socket may no longer tell). */
+abstract class Addresses {
   readonly peer: string;
   readonly remoteIp: string;
   readonly remotePort: number;
   readonly localPort: number;
+
+  constructor(socket: SocketAddress & { readonly localPort?: number }) {
+    this.remoteIp = plainIp(socket.remoteAddress);
+    this.remotePort = socket.remotePort ?? 0;
+    this.localPort = socket.localPort ?? 0;
+    this.peer = peerName(socket);
+  }
+}
+
+class BunConnection extends Addresses implements TcpConnection {
   closed = false;
   handler: ConnectionHandler | null = null;
   /** What the kernel did not take yet, oldest first (null when nothing waits: the usual case). */
@@ -154,10 +165,7 @@ class BunConnection implements TcpConnection {
   hadError = false;
 
   constructor(private readonly socket: BunSocket) {
-    this.remoteIp = plainIp(socket.remoteAddress);
-    this.remotePort = socket.remotePort ?? 0;
-    this.localPort = socket.localPort ?? 0;
-    this.peer = peerName(socket);
+    super(socket);
   }
 
   get pendingBytes(): number {
@@ -333,17 +341,9 @@ function listenWith(bun: BunApi, host: string, options: TcpListenOptions, accept
 
 // ---- node:net (through tcpNetwork) / node:tls, or the simulator's Network ----
 
-class NodeConnection implements TcpConnection {
-  readonly peer: string;
-  readonly remoteIp: string;
-  readonly remotePort: number;
-  readonly localPort: number;
-
+class NodeConnection extends Addresses implements TcpConnection {
   constructor(private readonly socket: NetSocket) {
-    this.remoteIp = plainIp(socket.remoteAddress);
-    this.remotePort = socket.remotePort ?? 0;
-    this.localPort = socket.localPort ?? 0;
-    this.peer = peerName(socket);
+    super(socket);
   }
 
   get closed(): boolean {

@@ -3,12 +3,12 @@ import type { Clock, TimerHandle } from "../core/clock.ts";
 import { systemClock } from "../core/clock.ts";
 import type { Event } from "../core/event.ts";
 import { AvroReader, AvroWriter } from "./binary.ts";
+import { connectRpc } from "./connect.ts";
 import { RpcConnectionError, RpcHandshakeTimeoutError, RpcProtocolError, RpcStatusError, RpcTimeoutError } from "./errors.ts";
 import { DEFAULT_FRAME_LIMITS, joinBuffers, type Frame, type FrameLimits } from "./frame.ts";
 import { eventArraySize, eventSize, readCallResult, readHandshakeResponse, writeEvent, writeEventArray, writeHandshakeRequest } from "./messages.ts";
 import { MESSAGE_APPEND, MESSAGE_APPEND_BATCH, PROTOCOL_HASH, PROTOCOL_TEXT, type RpcStatus } from "./protocol.ts";
 import { FramedTransport, type CompressionType } from "./transport.ts";
-import { connectWithin } from "../net/connect.ts";
 import type { Network } from "../net/network.ts";
 
 export interface AvroRpcClientOptions {
@@ -72,34 +72,21 @@ export class AvroRpcClient {
 
   /** Connects (plain or TLS) within connect-timeout. */
   static connect(options: AvroRpcClientOptions): Promise<AvroRpcClient> {
-    const timeout = options.connectTimeout ?? 20000;
     const where = `${options.host}:${options.port}`;
-    return connectWithin(
-      {
-        host: options.host,
-        port: options.port,
-        tls: options.tls,
-        network: options.network,
-        timeout,
-        clock: options.clock ?? systemClock,
-        timedOut: () => new RpcTimeoutError(`could not connect to Avro source at ${where} within ${timeout} ms (connect-timeout)`),
-        failed: (err) => new RpcConnectionError(`cannot connect to Avro source at ${where}: ${err.message}`, { cause: err }),
-      },
-      (socket) => {
-        let client: AvroRpcClient | null = null;
-        const transport = new FramedTransport(
-          socket,
-          { compression: options.compression ?? "none", compressionLevel: options.compressionLevel ?? 6, limits: options.limits ?? DEFAULT_FRAME_LIMITS },
-          {
-            onFrames: (frames) => client?.receive(frames),
-            onError: (err) => client?.fail(new RpcConnectionError(`connection to ${where} failed: ${err.message}`, { cause: err })),
-            onClose: () => client?.fail(new RpcConnectionError(`connection to ${where} closed before the answer`)),
-          },
-        );
-        client = new AvroRpcClient(transport, options);
-        return client;
-      },
-    );
+    return connectRpc(options, "Avro source", (socket) => {
+      let client: AvroRpcClient | null = null;
+      const transport = new FramedTransport(
+        socket,
+        { compression: options.compression ?? "none", compressionLevel: options.compressionLevel ?? 6, limits: options.limits ?? DEFAULT_FRAME_LIMITS },
+        {
+          onFrames: (frames) => client?.receive(frames),
+          onError: (err) => client?.fail(new RpcConnectionError(`connection to ${where} failed: ${err.message}`, { cause: err })),
+          onClose: () => client?.fail(new RpcConnectionError(`connection to ${where} closed before the answer`)),
+        },
+      );
+      client = new AvroRpcClient(transport, options);
+      return client;
+    });
   }
 
   /** False once the connection broke, timed out or was closed. */

@@ -2,7 +2,7 @@ import type tls from "node:tls";
 import type { Clock, TimerHandle } from "../../core/clock.ts";
 import { systemClock } from "../../core/clock.ts";
 import type { Event } from "../../core/event.ts";
-import { connectWithin } from "../../net/connect.ts";
+import { connectRpc } from "../connect.ts";
 import type { NetSocket, Network } from "../../net/network.ts";
 import { RpcConnectionError, RpcStatusError, RpcTimeoutError } from "../errors.ts";
 import { ThriftFrameDecoder } from "./frame.ts";
@@ -67,21 +67,7 @@ export class ThriftRpcClient {
 
   /** Connects (plain or TLS) within connect-timeout. */
   static connect(options: ThriftRpcClientOptions): Promise<ThriftRpcClient> {
-    const timeout = options.connectTimeout ?? 20000;
-    const where = `${options.host}:${options.port}`;
-    return connectWithin(
-      {
-        host: options.host,
-        port: options.port,
-        tls: options.tls,
-        network: options.network,
-        timeout,
-        clock: options.clock ?? systemClock,
-        timedOut: () => new RpcTimeoutError(`could not connect to thrift source at ${where} within ${timeout} ms (connect-timeout)`),
-        failed: (err) => new RpcConnectionError(`cannot connect to thrift source at ${where}: ${err.message}`, { cause: err }),
-      },
-      (socket) => new ThriftRpcClient(socket, options),
-    );
+    return connectRpc(options, "thrift source", (socket) => new ThriftRpcClient(socket, options));
   }
 
   /** False once the connection broke, timed out or was closed. */
