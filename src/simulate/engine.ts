@@ -18,6 +18,7 @@ import type { AnySource } from "../core/source.ts";
 import type { Sink } from "../core/sink.ts";
 import { VirtualClock } from "../core/virtual-clock.ts";
 import { type Cause, CAUSE_TEXT, CAUSES, DuplicateCauses } from "./causes.ts";
+import { type CrashedChannel, leaveAsKilled, partialLosses, scratchStorage } from "./crash.ts";
 import { Epoch, SimClient, SimSink, SimSource, type SimWorld } from "./components.ts";
 import { Ledger, type LedgerSummary, verdict } from "./ledger.ts";
 import { type LinkFaults, type LinkStats, SimNetwork } from "./network.ts";
@@ -200,19 +201,6 @@ export async function runSimulation(o: SimulationOptions, hooks: SimulationHooks
   } finally {
     if (ownWorkDir) rmSync(workDir, { recursive: true, force: true });
   }
-}
-
-/**
- * Where the simulation keeps what a configured path names: one scratch directory per distinct
- * path, the same across restarts of the simulated process (so a durable channel finds its data).
- */
-function scratchStorage(workDir: string): (configured: string) => string {
-  const dirs = new Map<string, string>();
-  return (configured) => {
-    let dir = dirs.get(configured);
-    if (dir === undefined) dirs.set(configured, (dir = path.join(workDir, `storage-${dirs.size + 1}`)));
-    return dir;
-  };
 }
 
 /** What a simulation keeps of a transaction while it is open. */
@@ -750,13 +738,8 @@ class Simulation {
       this.tagGotThrough(tx, o, sink, "crash-replay", "crash-replay");
       this.eachWatched(tx.takes, (id) => this.say(id, a.name, `CRASH with the take of ${tx.by ?? "?"} open: the file channel ${this.topo.channels[tx.target.index].name} gives it back`));
     }
-    // A channel that keeps only part of its events (SPILLABLEMEMORY) says which it loses.
-    const partial = new Map<number, number[]>();
-    for (const c of (a.built as BuiltAgent).channels.values()) {
-      const lostOnCrash = c.model.definition.durability?.lostOnCrash;
-      const plan = a.plan.channels.find((p) => p.name === c.model.name);
-      if (lostOnCrash && plan) partial.set(plan.index, lostOnCrash(c.instance).map(simIdOf));
-    }
+    const crashed: CrashedChannel[] = [...(a.built as BuiltAgent).channels.values()].map((c) => ({ index: (a.plan.channels.find((p) => p.name === c.model.name) as ChannelPlan).index, definition: c.model.definition, instance: c.instance }));
+    const partial = partialLosses(crashed, simIdOf);
     if (this.watching) {
       const restart = spec.down > 0 ? `; ${a.name} is down until ${formatTime(this.clock.now() + spec.down)}` : "";
       for (const c of a.plan.channels) {
@@ -778,8 +761,7 @@ class Simulation {
     const dropped = this.ledger.crash(a.channelIndexes, crashNo, partial);
     this.recorder?.crash(a.channelIndexes, this.topo.tier ? a.name : undefined, partial);
     a.timeline.crash(this.clock.now());
-    // What a killed process leaves: each channel's definition says (a file channel keeps its log and lets its locks go).
-    for (const c of (a.built as BuiltAgent).channels.values()) await c.model.definition.durability?.crash(c.instance);
+    await leaveAsKilled(crashed);
     a.epoch = null;
     a.built = null;
     a.durable = [];
