@@ -6,6 +6,7 @@
  */
 import net from "node:net";
 import tls from "node:tls";
+import { createTlsServer, type ServerTls } from "./tls.ts";
 
 /** What the RPC layer uses of a connected socket (a net.Socket or tls.TLSSocket is one). */
 export interface NetSocket {
@@ -49,6 +50,8 @@ export interface ListenOptions {
   allowHalfOpen?: boolean;
   /** Errors of the listening socket after it started. */
   onError?(err: Error): void;
+  /** A TLS listener (TCP only), with refused(peer, reason, handshake) for each client refused. */
+  tls?: { setup: ServerTls; refused(peer: string, reason: string, handshake: boolean): void } | null;
 }
 
 export interface NetListener {
@@ -71,7 +74,7 @@ export const tcpNetwork: Network = {
     return o.tls ? tls.connect({ ...o.tls, host: o.host, port: o.port, servername: net.isIP(o.host) ? undefined : o.host }) : net.connect({ host: o.host, port: o.port });
   },
   listen(o, onConnection) {
-    const server = net.createServer({ allowHalfOpen: o.allowHalfOpen ?? false }, onConnection);
+    const server = o.tls ? createTlsServer(o.tls.setup, onConnection, o.tls.refused, o.allowHalfOpen) : net.createServer({ allowHalfOpen: o.allowHalfOpen ?? false }, onConnection);
     return new Promise((resolve, reject) => {
       server.once("error", reject);
       server.listen({ host: o.host || undefined, port: o.port }, () => {

@@ -12,7 +12,6 @@
  * peer's half-close and the close. Handlers are objects, not closures, so an idle connection
  * holds one small object per side.
  */
-import type { Server as NetServer } from "node:net";
 import { freeNow } from "../io/free-buffer.ts";
 import type { NetSocket, Network } from "./network.ts";
 import { peerName, plainIp, type SocketAddress } from "./peer.ts";
@@ -79,7 +78,7 @@ export interface TcpListenOptions {
   allowHalfOpen?: boolean;
   noDelay?: boolean;
   /** A TLS listener (node:tls); refused(peer, reason) for each handshake or client certificate refused. */
-  tls?: { setup: ServerTls; refused(peer: string, reason: string): void } | null;
+  tls?: { setup: ServerTls; refused(peer: string, reason: string, handshake: boolean): void } | null;
   /** An error of the listener after it was bound (node:net only; Bun reports none). */
   serverError?(err: Error): void;
   /** "node" forces node:net (tests of that path); default: Bun's sockets under Bun. */
@@ -428,27 +427,12 @@ function socketServer(options: TcpListenOptions, accept: (conn: TcpConnection) =
 
 async function listenOn(network: Network, options: TcpListenOptions, accept: (conn: TcpConnection) => ConnectionHandler): Promise<TcpServer> {
   const { serve, server } = socketServer(options, accept);
-  const listener = await network.listen({ host: options.host ?? "", port: options.port, allowHalfOpen: options.allowHalfOpen, onError: options.serverError }, serve);
+  const listener = await network.listen({ host: options.host ?? "", port: options.port, allowHalfOpen: options.allowHalfOpen, onError: options.serverError, tls: options.tls }, serve);
   return server(listener.port, () => listener.close());
 }
 
+/** node:net and node:tls, through the operating system's Network (the listener the RPC servers use too). */
 async function listenNode(options: TcpListenOptions, accept: (conn: TcpConnection) => ConnectionHandler): Promise<TcpServer> {
-  // Plain TCP: the operating system's Network, which the RPC servers listen on too.
-  if (!options.tls) {
-    const { tcpNetwork } = await import("./network.ts");
-    return listenOn(tcpNetwork, options, accept);
-  }
-  const { serve, server: serving } = socketServer(options, accept);
-  const { createTlsServer } = await import("./tls.ts");
-  const server: NetServer = createTlsServer(options.tls.setup, serve, options.tls.refused);
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, options.host || undefined, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  server.on("error", (err) => options.serverError?.(err));
-  const address = server.address();
-  return serving(address && typeof address === "object" ? address.port : options.port, () => new Promise<void>((resolve) => server.close(() => resolve())));
+  const { tcpNetwork } = await import("./network.ts");
+  return listenOn(tcpNetwork, options, accept);
 }
