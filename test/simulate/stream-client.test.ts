@@ -118,6 +118,37 @@ describe("flume simulate with line sources over the virtual network", () => {
     expect(c.stdout).not.toBe(a.stdout);
   });
 
+  test("in a tier, the client link of a netcat edge and the avro link to the collector each take their own partition", () => {
+    const file = path.join(dir, "tier.conf");
+    const agent = (name: string, source: string[], sink: string[]) => [
+      `${name}.sources = r1`,
+      `${name}.channels = c1`,
+      `${name}.sinks = k1`,
+      ...source.map((l) => `${name}.sources.r1.${l}`),
+      `${name}.sources.r1.channels = c1`,
+      `${name}.channels.c1.type = memory`,
+      `${name}.channels.c1.capacity = 100000`,
+      ...sink.map((l) => `${name}.sinks.k1.${l}`),
+      `${name}.sinks.k1.channel = c1`,
+    ];
+    writeFileSync(
+      file,
+      [
+        ...agent("edge1", ["type = netcat", "bind = 0.0.0.0", "port = 44444"], ["type = avro", "hostname = collector", "port = 4545"]),
+        ...agent("collector", ["type = avro", "bind = 0.0.0.0", "port = 4545"], ["type = logger"]),
+        "",
+      ].join("\n"),
+    );
+    const r = simulate(["-f", file, "--events", "10000", "--partition", "client->edge1@200ms-600ms,edge1->collector@500ms-900ms"]);
+    const links = Object.fromEntries(r.links.map((l) => [l.name, l]));
+    expect(Object.keys(links).sort()).toEqual(["client->edge1", "edge1->collector"]);
+    expect(links["client->edge1"].heldByPartition).toBeGreaterThan(0);
+    expect(links["edge1->collector"].heldByPartition).toBeGreaterThan(0);
+    expect(links["client->edge1"].events).toBe(10000);
+    expect(links["edge1->collector"].events).toBe(10000);
+    expect({ produced: r.produced, deliveredUnique: r.deliveredUnique, lost: r.lost, verdict: r.verdict }).toEqual({ produced: 10000, deliveredUnique: 10000, lost: 0, verdict: "HELD" });
+  });
+
   test("a link fault naming an unknown link lists the client link among the links", () => {
     const file = conf("netcat-bad.conf", ["type = netcat", "bind = 0.0.0.0", "port = 44444"]);
     const r = runCli(["simulate", "-f", file, "--events", "100", "--partition", "edge1->a1@1s-2s"], { timeout: 120_000 });
