@@ -11,11 +11,10 @@ export abstract class PausingReadLoop implements ConnectionHandler {
   /** The peer half-closed: finish() runs once what it sent is consumed. */
   private ended = false;
 
-  constructor(
-    protected readonly conn: TcpConnection,
-    /** Given each run of the loop (a source that waits for them on stop). */
-    private readonly track?: (run: Promise<void>) => void,
-  ) {}
+  constructor(protected readonly conn: TcpConnection) {}
+
+  /** Each run of the loop, as it starts (for a source that waits for them on stop). */
+  protected started(_run: Promise<void>): void {}
 
   /** Reading is over for this connection (the source stops, or the client was refused): reads are dropped, the connection stays paused. */
   protected get halted(): boolean {
@@ -43,8 +42,7 @@ export abstract class PausingReadLoop implements ConnectionHandler {
   }
 
   private start(): void {
-    const run = this.run();
-    this.track?.(run);
+    this.started(this.run());
   }
 
   private async run(): Promise<void> {

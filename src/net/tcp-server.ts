@@ -13,6 +13,7 @@
  * holds one small object per side.
  */
 import { freeNow } from "../io/free-buffer.ts";
+import { drained } from "./drain.ts";
 import type { NetSocket, Network } from "./network.ts";
 import { peerName, plainIp, type SocketAddress } from "./peer.ts";
 import type { ServerTls } from "./tls.ts";
@@ -359,17 +360,7 @@ class NodeConnection extends Addresses implements TcpConnection {
   }
 
   drained(): Promise<void> {
-    const socket = this.socket;
-    if (socket.destroyed || socket.writableLength === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        socket.off("drain", done);
-        socket.off("close", done);
-        resolve();
-      };
-      socket.on("drain", done);
-      socket.on("close", done);
-    });
+    return drained(this.socket);
   }
 
   pause(): void {

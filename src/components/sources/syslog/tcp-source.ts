@@ -146,13 +146,17 @@ class SyslogConnection extends PausingReadLoop {
     private readonly emitter: SourceEmitter,
     private readonly logger: Logger,
   ) {
-    super(conn, (run) => source.track(run));
+    super(conn);
     if (source.options.clientHostnameHeader) this.hostname = reverseName(conn.remoteIp, conn.remotePort);
     source.counter.values.OpenConnectionCount++;
   }
 
   protected override get halted(): boolean {
     return this.source.stopping;
+  }
+
+  protected override started(run: Promise<void>): void {
+    this.source.track(run);
   }
 
   error(err: Error): void {
