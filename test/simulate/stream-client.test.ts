@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { runCli, tempDir } from "../support/helpers.ts";
+import { needsOpenssl } from "../support/requires.ts";
+import { selfSignedCert } from "../support/tls.ts";
 
 interface LinkJson {
   name: string;
@@ -23,6 +25,7 @@ interface LinkJson {
 
 interface ResultJson {
   topology: string[];
+  warnings: string[];
   produced: number;
   deliveredUnique: number;
   lost: number;
@@ -91,6 +94,15 @@ describe("flume simulate with line sources over the virtual network", () => {
     expect(r.links[0].heldByPartition).toBeGreaterThan(0);
     expect(r.links[0].answers).toBe(0);
     expect({ produced: r.produced, deliveredUnique: r.deliveredUnique, lost: r.lost, duplicates: r.duplicates, completed: r.completed }).toEqual({ produced: 10000, deliveredUnique: 10000, lost: 0, duplicates: 0, completed: true });
+  });
+
+  needsOpenssl.test("multiport_syslogtcp runs too; what the virtual network does not carry (TLS, reverse DNS) is turned off with a warning", () => {
+    const pair = selfSignedCert(dir);
+    const file = conf("multiport.conf", ["type = multiport_syslogtcp", "ports = 5140 5141", "ssl = true", `keystore = ${pair.cert}`, `keystore-key = ${pair.key}`, "clientHostnameHeader = host"]);
+    const r = simulate(["-f", file, "--events", "3000", "--partition", "100ms-200ms"]);
+    expect(r.warnings).toContain("a1: source r1: TLS, clientHostnameHeader (a reverse DNS lookup) not simulated (its client's lines travel plain)");
+    expect(r.links[0].heldByPartition).toBeGreaterThan(0);
+    expect({ produced: r.produced, deliveredUnique: r.deliveredUnique, lost: r.lost }).toEqual({ produced: 3000, deliveredUnique: 3000, lost: 0 });
   });
 
   test("syslogtcp has no answers: lines lost with a reset connection never reach the channel", () => {
