@@ -17,7 +17,8 @@ import { heapStats } from "bun:jsc";
 import { type Frame, SyslogFrameDecoder } from "../../src/components/sources/syslog/framing.ts";
 import { SyslogEventParser } from "../../src/components/sources/syslog/parse.ts";
 import type { Event } from "../../src/core/event.ts";
-import { definition as syslogTcp } from "../../src/components/sources/syslog-tcp.ts";
+import type { NetcatSource } from "../../src/components/sources/netcat.ts";
+import { definition as syslogTcp, type SyslogTcpSource } from "../../src/components/sources/syslog-tcp.ts";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import { systemClock } from "../../src/core/clock.ts";
 import { silentLogger } from "../../src/core/logger.ts";
@@ -51,7 +52,8 @@ class CountingNullSink extends NullSink {
   }
 }
 
-// The client: builds the stream in 1 MB writes and sends it. Runs as a separate process.
+// The client: builds the stream in 1 MB writes and sends it, reading (and dropping) what the
+// source answers. Runs as a separate process. Formats: 3164, 5424, or plain lines (netcat).
 const CLIENT = `
 const net = require("node:net");
 const [port, n, format] = process.argv.slice(1).map((v, i) => (i < 2 ? Number(v) : v));
@@ -59,7 +61,9 @@ const lines = [];
 for (let i = 0; i < 1000; i++) {
   const msg = format === "5424"
     ? "<134>1 2024-05-06T07:08:09.123456+02:00 web-01.example.com nginx 4242 - - GET /index.html 200 " + String(i).padStart(6, "0")
-    : "<134>May  6 07:08:09 web-01 nginx[4242]: GET /index.html HTTP/1.1 200 512 " + String(i).padStart(6, "0");
+    : format === "plain"
+      ? "GET /index.html HTTP/1.1 200 512 web-01 nginx[4242] a line of about eighty bytes " + String(i).padStart(6, "0")
+      : "<134>May  6 07:08:09 web-01 nginx[4242]: GET /index.html HTTP/1.1 200 512 " + String(i).padStart(6, "0");
   lines.push(format === "5424" ? Buffer.byteLength(msg) + " " + msg : msg + "\\n");
 }
 const block = Buffer.from(lines.join(""));
@@ -74,11 +78,19 @@ const s = net.connect(port, "127.0.0.1", () => {
   };
   pump();
 });
+s.on("data", () => {});
 `;
 
 async function scenario(format: "3164" | "5424"): Promise<{ rate: number; seconds: number; maxQueued: number }> {
   const { options: config } = syslogTcp.parse({ host: "127.0.0.1", port: "0", batchSize: "1000" });
-  const source = syslogTcp.create(config, componentContext("r1", { agentName: "bench", clock: systemClock, logger: silentLogger }));
+  return ingest(syslogTcp.create(config, componentContext("r1", { agentName: "bench", clock: systemClock, logger: silentLogger })), format);
+}
+
+/**
+ * Starts `source` into a memory channel that a null sink empties, and has CLIENT send it N
+ * messages in `format`: the rate from the client's start to the last event taken.
+ */
+export async function ingest(source: SyslogTcpSource | NetcatSource, format: string): Promise<{ rate: number; seconds: number; maxQueued: number }> {
   const channel = new MemoryChannel("c1", { capacity: 100_000, transactionCapacity: 1000 });
   channel.start();
   source.setChannelProcessor(new ChannelProcessor(new ReplicatingChannelSelector([channel])));

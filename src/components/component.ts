@@ -102,6 +102,24 @@ export interface ComponentDefinition<T = unknown, O extends AnyOptions = AnyOpti
    * same file, and runs both on its virtual network. Nothing else links agents.
    */
   readonly rpcLink?: RpcLink<O>;
+  /**
+   * Sources that read lines from TCP clients through ctx.network (netcat, syslogtcp): `flume
+   * simulate` runs the real source and feeds it lines from a simulated client over its virtual
+   * network, where link faults apply.
+   */
+  readonly streamFeed?: StreamFeed<O>;
+}
+
+/** See ComponentDefinition.streamFeed. */
+export interface StreamFeed<O> {
+  /** Where the source listens (the first port of several). */
+  address(options: O): { host: string; port: number };
+  /** Whether the source answers every line (netcat's OK): the client then resends what was not answered OK. */
+  acks(options: O): boolean;
+  /** The line a client sends for a message text (no newline). */
+  line(text: string): string;
+  /** The options with what the virtual network does not carry turned off (TLS), and the names of what was on. */
+  plain(options: O): { options: O; off: string[] };
 }
 
 /** See ComponentDefinition.rpcLink. */
@@ -169,6 +187,7 @@ export interface ComponentDeclaration<T, P extends Props, G extends Groups> {
   reconfigure?(instance: T, options: OptionsOf<P, G>): (() => Promise<void>) | null;
   claims?(options: OptionsOf<P, G>, ctx: Pick<ComponentContext, "storagePath">): Claim[];
   rpcLink?: RpcLink<OptionsOf<P, G>>;
+  streamFeed?: StreamFeed<OptionsOf<P, G>>;
 }
 
 /** See ComponentDefinition.simulation. */
@@ -190,6 +209,7 @@ export function defineComponent<T, const P extends Props, const G extends Groups
     reconfigure: decl.reconfigure,
     claims: decl.claims,
     rpcLink: decl.rpcLink,
+    streamFeed: decl.streamFeed,
   };
 }
 

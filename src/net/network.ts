@@ -6,17 +6,21 @@
  */
 import net from "node:net";
 import tls from "node:tls";
+import { createTlsServer, type ServerTls } from "./tls.ts";
 
 /** What the RPC layer uses of a connected socket (a net.Socket or tls.TLSSocket is one). */
 export interface NetSocket {
   readonly destroyed: boolean;
   readonly remoteAddress?: string;
   readonly remotePort?: number;
+  readonly localPort?: number;
   readonly writableLength: number;
+  /** end() was called: nothing more can be written. */
+  readonly writableEnded: boolean;
   readonly writableHighWaterMark: number;
   setNoDelay(noDelay?: boolean): this;
-  write(chunk: Uint8Array): boolean;
-  end(): this;
+  write(chunk: Uint8Array | string): boolean;
+  end(chunk?: Uint8Array | string): this;
   destroy(): this;
   pause(): this;
   resume(): this;
@@ -46,6 +50,8 @@ export interface ListenOptions {
   allowHalfOpen?: boolean;
   /** Errors of the listening socket after it started. */
   onError?(err: Error): void;
+  /** A TLS listener (TCP only), with refused(peer, reason, handshake) for each client refused. */
+  tls?: { setup: ServerTls; refused(peer: string, reason: string, handshake: boolean): void } | null;
 }
 
 export interface NetListener {
@@ -68,10 +74,10 @@ export const tcpNetwork: Network = {
     return o.tls ? tls.connect({ ...o.tls, host: o.host, port: o.port, servername: net.isIP(o.host) ? undefined : o.host }) : net.connect({ host: o.host, port: o.port });
   },
   listen(o, onConnection) {
-    const server = net.createServer({ allowHalfOpen: o.allowHalfOpen ?? false }, onConnection);
+    const server = o.tls ? createTlsServer(o.tls.setup, onConnection, o.tls.refused, o.allowHalfOpen) : net.createServer({ allowHalfOpen: o.allowHalfOpen ?? false }, onConnection);
     return new Promise((resolve, reject) => {
       server.once("error", reject);
-      server.listen({ host: o.host, port: o.port }, () => {
+      server.listen({ host: o.host || undefined, port: o.port }, () => {
         server.off("error", reject);
         server.on("error", (err) => o.onError?.(err));
         const addr = server.address();

@@ -4,16 +4,18 @@
  * an idle connection costs about a third of a node:net socket (no stream machinery per
  * connection: ~1.4 KiB against ~4.3 KiB), reads arrive as Uint8Arrays of their own, and the
  * agent does not load node:net at all. TLS listeners (node:tls, with the client-certificate
- * checks of src/net/tls.ts) and runtimes without Bun (Deno) use node:net.
+ * checks of src/net/tls.ts) and runtimes without Bun (Deno) use node:net, through tcpNetwork
+ * (src/net/network.ts), the listener the avro and thrift servers use; the simulator hands its
+ * virtual Network in options.network.
  *
  * A source gives accept() a handler per connection; its methods are called with the data, the
  * peer's half-close and the close. Handlers are objects, not closures, so an idle connection
  * holds one small object per side.
  */
-import type { Server as NetServer, Socket } from "node:net";
-import type { TLSSocket } from "node:tls";
 import { freeNow } from "../io/free-buffer.ts";
-import { peerName, plainIp } from "./peer.ts";
+import { drained } from "./drain.ts";
+import type { NetSocket, Network } from "./network.ts";
+import { peerName, plainIp, type SocketAddress } from "./peer.ts";
 import type { ServerTls } from "./tls.ts";
 
 /** What a source does with one connection. */
@@ -77,11 +79,13 @@ export interface TcpListenOptions {
   allowHalfOpen?: boolean;
   noDelay?: boolean;
   /** A TLS listener (node:tls); refused(peer, reason) for each handshake or client certificate refused. */
-  tls?: { setup: ServerTls; refused(peer: string, reason: string): void } | null;
+  tls?: { setup: ServerTls; refused(peer: string, reason: string, handshake: boolean): void } | null;
   /** An error of the listener after it was bound (node:net only; Bun reports none). */
   serverError?(err: Error): void;
   /** "node" forces node:net (tests of that path); default: Bun's sockets under Bun. */
   backend?: "bun" | "node";
+  /** Listen on this network instead of the operating system's (the simulator's virtual network). */
+  network?: Network;
 }
 
 /** Above this many unsent bytes write() returns false, as node:net's default highWaterMark. */
@@ -91,6 +95,7 @@ const encoder = new TextEncoder();
 
 /** Listens; resolves once bound, rejects with the bind error (EADDRINUSE, EACCES). */
 export async function listenTcp(options: TcpListenOptions, accept: (conn: TcpConnection) => ConnectionHandler): Promise<TcpServer> {
+  if (options.network) return listenOn(options.network, options, accept);
   const bun = (globalThis as { Bun?: BunApi }).Bun;
   if (!options.tls && bun && options.backend !== "node") return listenBun(bun, options, accept);
   return listenNode(options, accept);
@@ -134,11 +139,22 @@ interface BunApi {
   }): BunListener;
 }
 
-class BunConnection implements TcpConnection {
+/** Where a connection comes from and arrives, read once when it is accepted (a reset socket may no longer tell). */
+abstract class Addresses {
   readonly peer: string;
   readonly remoteIp: string;
   readonly remotePort: number;
   readonly localPort: number;
+
+  constructor(socket: SocketAddress & { readonly localPort?: number }) {
+    this.remoteIp = plainIp(socket.remoteAddress);
+    this.remotePort = socket.remotePort ?? 0;
+    this.localPort = socket.localPort ?? 0;
+    this.peer = peerName(socket);
+  }
+}
+
+class BunConnection extends Addresses implements TcpConnection {
   closed = false;
   handler: ConnectionHandler | null = null;
   /** What the kernel did not take yet, oldest first (null when nothing waits: the usual case). */
@@ -149,10 +165,7 @@ class BunConnection implements TcpConnection {
   hadError = false;
 
   constructor(private readonly socket: BunSocket) {
-    this.remoteIp = plainIp(socket.remoteAddress);
-    this.remotePort = socket.remotePort ?? 0;
-    this.localPort = socket.localPort ?? 0;
-    this.peer = peerName(socket);
+    super(socket);
   }
 
   get pendingBytes(): number {
@@ -326,19 +339,11 @@ function listenWith(bun: BunApi, host: string, options: TcpListenOptions, accept
   });
 }
 
-// ---- node:net / node:tls ----
+// ---- node:net (through tcpNetwork) / node:tls, or the simulator's Network ----
 
-class NodeConnection implements TcpConnection {
-  readonly peer: string;
-  readonly remoteIp: string;
-  readonly remotePort: number;
-  readonly localPort: number;
-
-  constructor(private readonly socket: Socket | TLSSocket) {
-    this.remoteIp = plainIp(socket.remoteAddress);
-    this.remotePort = socket.remotePort ?? 0;
-    this.localPort = socket.localPort ?? 0;
-    this.peer = peerName(socket);
+class NodeConnection extends Addresses implements TcpConnection {
+  constructor(private readonly socket: NetSocket) {
+    super(socket);
   }
 
   get closed(): boolean {
@@ -355,17 +360,7 @@ class NodeConnection implements TcpConnection {
   }
 
   drained(): Promise<void> {
-    const socket = this.socket;
-    if (socket.destroyed || socket.writableLength === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        socket.off("drain", done);
-        socket.off("close", done);
-        resolve();
-      };
-      socket.on("drain", done);
-      socket.on("close", done);
-    });
+    return drained(this.socket);
   }
 
   pause(): void {
@@ -389,9 +384,10 @@ class NodeConnection implements TcpConnection {
   }
 }
 
-async function listenNode(options: TcpListenOptions, accept: (conn: TcpConnection) => ConnectionHandler): Promise<TcpServer> {
-  const open = new Map<Socket, NodeConnection>();
-  const serve = (socket: Socket | TLSSocket) => {
+/** Serves sockets of node:net or of a Network: each accepted socket is wired to its handler. */
+function socketServer(options: TcpListenOptions, accept: (conn: TcpConnection) => ConnectionHandler) {
+  const open = new Map<NetSocket, NodeConnection>();
+  const serve = (socket: NetSocket) => {
     if (options.noDelay) socket.setNoDelay(true);
     const conn = new NodeConnection(socket);
     open.set(socket, conn);
@@ -407,31 +403,27 @@ async function listenNode(options: TcpListenOptions, accept: (conn: TcpConnectio
       handler.close?.(hadError);
     });
   };
-  let server: NetServer;
-  if (options.tls) {
-    const { createTlsServer } = await import("./tls.ts");
-    server = createTlsServer(options.tls.setup, serve, options.tls.refused);
-  } else {
-    const net = process.getBuiltinModule("node:net") as typeof import("node:net");
-    server = net.createServer({ allowHalfOpen: options.allowHalfOpen ?? false }, serve);
-  }
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, options.host || undefined, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  server.on("error", (err) => options.serverError?.(err));
-  const address = server.address();
-  return {
-    port: address && typeof address === "object" ? address.port : options.port,
+  const server = (port: number, stop: () => Promise<void>): TcpServer => ({
+    port,
     get connections() {
       return new Set(open.values());
     },
     async close() {
       for (const s of open.keys()) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await stop();
     },
-  };
+  });
+  return { serve, server };
+}
+
+async function listenOn(network: Network, options: TcpListenOptions, accept: (conn: TcpConnection) => ConnectionHandler): Promise<TcpServer> {
+  const { serve, server } = socketServer(options, accept);
+  const listener = await network.listen({ host: options.host ?? "", port: options.port, allowHalfOpen: options.allowHalfOpen, onError: options.serverError, tls: options.tls }, serve);
+  return server(listener.port, () => listener.close());
+}
+
+/** node:net and node:tls, through the operating system's Network (the listener the RPC servers use too). */
+async function listenNode(options: TcpListenOptions, accept: (conn: TcpConnection) => ConnectionHandler): Promise<TcpServer> {
+  const { tcpNetwork } = await import("./network.ts");
+  return listenOn(tcpNetwork, options, accept);
 }

@@ -318,20 +318,26 @@ const DEFAULT_HANDSHAKE_TIMEOUT = 120_000;
  * and no client certificate. Deno's TLSSocket does not verify client certificates when it
  * wraps a socket, so this, not TlsHandshakes, is the path for sources that can use it.
  */
-export function createTlsServer(setup: ServerTls, secured: (socket: TLSSocket) => void, refused: (peer: string, reason: string) => void): Server {
+export function createTlsServer(
+  setup: ServerTls,
+  secured: (socket: TLSSocket) => void,
+  /** handshake: the handshake failed (else: the client certificate was refused after it). */
+  refused: (peer: string, reason: string, handshake: boolean) => void,
+  allowHalfOpen = false,
+): Server {
   // The peer is named before the socket is destroyed: Bun forgets the address then.
-  const refuse = (socket: TLSSocket, reason: string) => {
+  const refuse = (socket: TLSSocket, reason: string, handshake: boolean) => {
     const peer = peerName(socket);
     socket.destroy();
-    refused(peer, reason);
+    refused(peer, reason, handshake);
   };
-  const server = new SourceTlsServer({ handshakeTimeout: DEFAULT_HANDSHAKE_TIMEOUT, ...setup.options }, (socket) => {
+  const server = new SourceTlsServer({ handshakeTimeout: DEFAULT_HANDSHAKE_TIMEOUT, ...setup.options, allowHalfOpen }, (socket) => {
     const problem = clientCertificateProblem(socket, setup.clientAuth);
     if (problem === null) secured(socket);
-    else refuse(socket, problem);
+    else refuse(socket, problem, false);
   });
   // Bun leaves the socket open after a handshake timeout; a silent client would hold it forever.
-  server.on("tlsClientError", (err, socket) => refuse(socket, err.message));
+  server.on("tlsClientError", (err, socket) => refuse(socket, err.message, true));
   return server;
 }
 

@@ -3,12 +3,13 @@ import type { Clock, TimerHandle } from "../core/clock.ts";
 import { systemClock } from "../core/clock.ts";
 import type { Event } from "../core/event.ts";
 import { AvroReader, AvroWriter } from "./binary.ts";
+import { connectRpc } from "./connect.ts";
 import { RpcConnectionError, RpcHandshakeTimeoutError, RpcProtocolError, RpcStatusError, RpcTimeoutError } from "./errors.ts";
 import { DEFAULT_FRAME_LIMITS, joinBuffers, type Frame, type FrameLimits } from "./frame.ts";
 import { eventArraySize, eventSize, readCallResult, readHandshakeResponse, writeEvent, writeEventArray, writeHandshakeRequest } from "./messages.ts";
 import { MESSAGE_APPEND, MESSAGE_APPEND_BATCH, PROTOCOL_HASH, PROTOCOL_TEXT, type RpcStatus } from "./protocol.ts";
 import { FramedTransport, type CompressionType } from "./transport.ts";
-import { type Network, tcpNetwork } from "../net/network.ts";
+import type { Network } from "../net/network.ts";
 
 export interface AvroRpcClientOptions {
   host: string;
@@ -71,44 +72,20 @@ export class AvroRpcClient {
 
   /** Connects (plain or TLS) within connect-timeout. */
   static connect(options: AvroRpcClientOptions): Promise<AvroRpcClient> {
-    const clock = options.clock ?? systemClock;
-    const timeout = options.connectTimeout ?? 20000;
     const where = `${options.host}:${options.port}`;
-    return new Promise((resolve, reject) => {
-      let settled = false;
-      const socket = (options.network ?? tcpNetwork).connect({ host: options.host, port: options.port, tls: options.tls });
-      socket.setNoDelay(true);
-      const timer = clock.setTimeout(() => {
-        if (settled) return;
-        settled = true;
-        socket.destroy();
-        reject(new RpcTimeoutError(`could not connect to Avro source at ${where} within ${timeout} ms (connect-timeout)`));
-      }, timeout);
-      const onError = (err: Error) => {
-        if (settled) return;
-        settled = true;
-        clock.clearTimeout(timer);
-        reject(new RpcConnectionError(`cannot connect to Avro source at ${where}: ${err.message}`, { cause: err }));
-      };
-      socket.once("error", onError);
-      socket.once(options.tls ? "secureConnect" : "connect", () => {
-        if (settled) return;
-        settled = true;
-        clock.clearTimeout(timer);
-        socket.off("error", onError);
-        let client: AvroRpcClient | null = null;
-        const transport = new FramedTransport(
-          socket,
-          { compression: options.compression ?? "none", compressionLevel: options.compressionLevel ?? 6, limits: options.limits ?? DEFAULT_FRAME_LIMITS },
-          {
-            onFrames: (frames) => client?.receive(frames),
-            onError: (err) => client?.fail(new RpcConnectionError(`connection to ${where} failed: ${err.message}`, { cause: err })),
-            onClose: () => client?.fail(new RpcConnectionError(`connection to ${where} closed before the answer`)),
-          },
-        );
-        client = new AvroRpcClient(transport, options);
-        resolve(client);
-      });
+    return connectRpc(options, "Avro source", (socket) => {
+      let client: AvroRpcClient | null = null;
+      const transport = new FramedTransport(
+        socket,
+        { compression: options.compression ?? "none", compressionLevel: options.compressionLevel ?? 6, limits: options.limits ?? DEFAULT_FRAME_LIMITS },
+        {
+          onFrames: (frames) => client?.receive(frames),
+          onError: (err) => client?.fail(new RpcConnectionError(`connection to ${where} failed: ${err.message}`, { cause: err })),
+          onClose: () => client?.fail(new RpcConnectionError(`connection to ${where} closed before the answer`)),
+        },
+      );
+      client = new AvroRpcClient(transport, options);
+      return client;
     });
   }
 

@@ -1,4 +1,5 @@
 import { peerName } from "../net/peer.ts";
+import { drained } from "../net/drain.ts";
 import type { NetSocket } from "../net/network.ts";
 import zlib from "node:zlib";
 import { RpcProtocolError } from "./errors.ts";
@@ -115,17 +116,7 @@ export class FramedTransport {
 
   /** Resolves at once unless the peer is not reading our answers; then when they drained or the socket closed. */
   drained(): Promise<void> {
-    const socket = this.socket;
-    if (socket.destroyed || socket.writableLength <= socket.writableHighWaterMark) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        socket.off("drain", done);
-        socket.off("close", done);
-        resolve();
-      };
-      socket.on("drain", done);
-      socket.on("close", done);
-    });
+    return drained(this.socket, this.socket.writableHighWaterMark);
   }
 
   /** Request bytes held for this connection (see TransportOptions.maxBufferedBytes). */

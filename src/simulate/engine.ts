@@ -18,13 +18,15 @@ import type { AnySource } from "../core/source.ts";
 import type { Sink } from "../core/sink.ts";
 import { VirtualClock } from "../core/virtual-clock.ts";
 import { type Cause, CAUSE_TEXT, CAUSES, DuplicateCauses } from "./causes.ts";
+import { type CrashedChannel, leaveAsKilled, partialLosses, scratchStorage } from "./crash.ts";
 import { Epoch, SimClient, SimSink, SimSource, type SimWorld } from "./components.ts";
 import { Ledger, type LedgerSummary, verdict } from "./ledger.ts";
 import { type LinkFaults, type LinkStats, SimNetwork } from "./network.ts";
 import { type CrashSpec, describeLink, formatTime, type SimulationOptions, SimulationUsageError } from "./options.ts";
 import { seededRandom } from "./rng.ts";
 import { Timeline } from "./timeline.ts";
-import { type AgentPlan, type ChannelPlan, type LinkPlan, type Topology, buildTopology } from "./topology.ts";
+import { StreamClient } from "./stream-client.ts";
+import { type AgentPlan, type ChannelPlan, CLIENT, type LinkPlan, type Topology, buildTopology } from "./topology.ts";
 import { bothObservers, type ChannelObserver, channelInfo, FileTraceOutput, simIdOf, TraceRecorder, TracedChannel, type TracedTransaction, TraceTarget } from "./trace.ts";
 
 /** Flume's sink runner backoff (SinkRunner: 1000 ms steps, at most 5000 ms). */
@@ -201,19 +203,6 @@ export async function runSimulation(o: SimulationOptions, hooks: SimulationHooks
   }
 }
 
-/**
- * Where the simulation keeps what a configured path names: one scratch directory per distinct
- * path, the same across restarts of the simulated process (so a durable channel finds its data).
- */
-function scratchStorage(workDir: string): (configured: string) => string {
-  const dirs = new Map<string, string>();
-  return (configured) => {
-    let dir = dirs.get(configured);
-    if (dir === undefined) dirs.set(configured, (dir = path.join(workDir, `storage-${dirs.size + 1}`)));
-    return dir;
-  };
-}
-
 /** What a simulation keeps of a transaction while it is open. */
 interface OpenTx {
   /** Commits with puts before this transaction began (what got through since is newer). */
@@ -273,6 +262,8 @@ class Simulation {
   private readonly channelAgent: AgentState[] = [];
   private readonly forwarderSets: Set<string>[];
   private readonly clients = new Map<string, SimClient>();
+  /** Clients of line sources, sending over the simulated network, by link index. */
+  private readonly streams = new Map<number, StreamClient>();
   private readonly sinks = new Map<string, SinkInfo>();
   private readonly open = new Map<TracedTransaction, OpenTx>();
   /** Per event: 1 + the channel whose forwarding take last took it (0: none). */
@@ -369,7 +360,10 @@ class Simulation {
     const o = this.o;
     const interval = o.rate > 0 ? (batch: number) => Math.max(1, Math.round((batch * entries.length * 1000) / o.rate)) : () => 0;
     for (const { a, s, batch } of entries) {
-      this.clients.set(`${a.name}/${s}`, new SimClient(s, batch, interval(batch), ids));
+      const client = new SimClient(s, batch, interval(batch), ids);
+      this.clients.set(`${a.name}/${s}`, client);
+      const link = a.plan.streams.get(s);
+      if (link) this.streams.set(link.index, new StreamClient(client, link, this.network.endpoint(CLIENT, link.sink), this.clock, this.worldOf(a)));
     }
   }
 
@@ -672,15 +666,20 @@ class Simulation {
   private sharedRandoms: { sinkRandom: Random; partialRandom: Random } | null = null;
   private readonly worlds = new Map<AgentState, SimWorld>();
 
+  private worldOf(a: AgentState): SimWorld {
+    let world = this.worlds.get(a);
+    if (!world) this.worlds.set(a, (world = this.worldFor(a)));
+    return world;
+  }
+
   /** Builds the agent with the one builder, as `flume run` does, and starts its channels. */
   private async build(a: AgentState, observer: ChannelObserver, txCounter: { n: number }): Promise<void> {
     const epoch = new Epoch(++this.epochNo, this.clock);
     const targets: TraceTarget[] = [];
-    let world = this.worlds.get(a);
-    if (!world) this.worlds.set(a, (world = this.worldFor(a)));
-    const w = world;
+    const w = this.worldOf(a);
     const plan = a.plan;
     const local = new Map(plan.channels.map((c) => [c.name, c]));
+    const streamed = (name: string) => plan.streams.has(name);
     const built = buildAgent(plan.model, {
       agentName: plan.name,
       clock: epoch,
@@ -698,7 +697,7 @@ class Simulation {
         return new TracedChannel(target);
       },
       view: (channel, user) => new TracedChannel((channel as TracedChannel).target, user),
-      source: (m, ctx): AnySource => (plan.entrySources.has(m.name) ? new SimSource(m.name, this.clients.get(`${plan.name}/${m.name}`) as SimClient, epoch, w) : createComponent<AnySource>(m.definition, m.options, ctx)),
+      source: (m, ctx): AnySource => (plan.entrySources.has(m.name) && !streamed(m.name) ? new SimSource(m.name, this.clients.get(`${plan.name}/${m.name}`) as SimClient, epoch, w) : createComponent<AnySource>(m.definition, m.options, ctx)),
       sink: (m, ctx): Sink => {
         const batch = plan.simulatedSinks.get(m.name);
         return batch !== undefined ? new SimSink(m.name, batch, this.o.sinkLatency, epoch, w) : createComponent<Sink>(m.definition, m.options, ctx);
@@ -739,13 +738,8 @@ class Simulation {
       this.tagGotThrough(tx, o, sink, "crash-replay", "crash-replay");
       this.eachWatched(tx.takes, (id) => this.say(id, a.name, `CRASH with the take of ${tx.by ?? "?"} open: the file channel ${this.topo.channels[tx.target.index].name} gives it back`));
     }
-    // A channel that keeps only part of its events (SPILLABLEMEMORY) says which it loses.
-    const partial = new Map<number, number[]>();
-    for (const c of (a.built as BuiltAgent).channels.values()) {
-      const lostOnCrash = c.model.definition.durability?.lostOnCrash;
-      const plan = a.plan.channels.find((p) => p.name === c.model.name);
-      if (lostOnCrash && plan) partial.set(plan.index, lostOnCrash(c.instance).map(simIdOf));
-    }
+    const crashed: CrashedChannel[] = [...(a.built as BuiltAgent).channels.values()].map((c) => ({ index: (a.plan.channels.find((p) => p.name === c.model.name) as ChannelPlan).index, definition: c.model.definition, instance: c.instance }));
+    const partial = partialLosses(crashed, simIdOf);
     if (this.watching) {
       const restart = spec.down > 0 ? `; ${a.name} is down until ${formatTime(this.clock.now() + spec.down)}` : "";
       for (const c of a.plan.channels) {
@@ -767,8 +761,7 @@ class Simulation {
     const dropped = this.ledger.crash(a.channelIndexes, crashNo, partial);
     this.recorder?.crash(a.channelIndexes, this.topo.tier ? a.name : undefined, partial);
     a.timeline.crash(this.clock.now());
-    // What a killed process leaves: each channel's definition says (a file channel keeps its log and lets its locks go).
-    for (const c of (a.built as BuiltAgent).channels.values()) await c.model.definition.durability?.crash(c.instance);
+    await leaveAsKilled(crashed);
     a.epoch = null;
     a.built = null;
     a.durable = [];
@@ -791,6 +784,7 @@ class Simulation {
 
   private allClientsDone(): boolean {
     for (const c of this.clients.values()) if (!c.exhausted) return false;
+    for (const c of this.streams.values()) if (!c.finished) return false;
     return true;
   }
 
@@ -805,6 +799,7 @@ class Simulation {
     for (const a of this.agents) await this.build(a, observer, txCounter);
     for (const a of this.agents) await this.startSources(a);
     for (const a of this.agents) this.startSinks(a);
+    for (const c of this.streams.values()) c.start();
 
     // Channels no sink reads can only keep their events: the run ends when the others are empty.
     const read = topo.channels.map((c) => [...(this.agents.find((a) => a.name === c.agent) as AgentState).plan.model.sinks.values()].some((s) => s.channel === c.name));
@@ -919,7 +914,8 @@ class Simulation {
     const links: LinkResult[] = this.network.links.map((l) => {
       const plan = l.ends as LinkPlan;
       const sink = this.sinks.get(`${plan.from}/${plan.sink}`);
-      return { name: plan.name, from: plan.from, sink: plan.sink, to: plan.to, source: plan.source, address: `${plan.host}:${plan.port}`, faults: l.faults, stats: l.stats, events: sink?.result.forwarded ?? 0 };
+      const events = this.streams.get(plan.index)?.accepted ?? sink?.result.forwarded ?? 0;
+      return { name: plan.name, from: plan.from, sink: plan.sink, to: plan.to, source: plan.source, address: `${plan.host}:${plan.port}`, faults: l.faults, stats: l.stats, events };
     });
     const summary = ledger.summary();
     const duplicateCauses: DuplicateCause[] = CAUSES.map((cause) => ({ cause, text: CAUSE_TEXT[cause], count: this.causes.count(cause), example: this.causes.examples.get(cause) }));

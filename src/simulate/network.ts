@@ -73,22 +73,28 @@ class SimSocket extends EventEmitter implements NetSocket {
     readonly remoteAddress: string,
     readonly remotePort: number,
     private readonly allowHalfOpen: boolean,
+    readonly localPort = 0,
   ) {
     super();
+  }
+
+  get writableEnded(): boolean {
+    return this.writeEnded;
   }
 
   setNoDelay(): this {
     return this;
   }
 
-  write(chunk: Uint8Array): boolean {
+  write(chunk: Uint8Array | string): boolean {
     if (this.destroyed || this.writeEnded) return false;
-    this.conn.send(this, Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
+    this.conn.send(this, Buffer.isBuffer(chunk) ? chunk : typeof chunk === "string" ? Buffer.from(chunk) : Buffer.from(chunk));
     return true;
   }
 
-  end(): this {
+  end(chunk?: Uint8Array | string): this {
     if (this.destroyed || this.writeEnded) return this;
+    if (chunk !== undefined) this.write(chunk);
     this.writeEnded = true;
     this.conn.deliver(this, "end");
     this.closeIfDone();
@@ -227,7 +233,7 @@ class Connection {
         return;
       }
       link.stats.connections++;
-      this.server = new SimSocket(this, link.ends.to, link.ends.from, network.nextPort(), listener.allowHalfOpen);
+      this.server = new SimSocket(this, link.ends.to, link.ends.from, network.nextPort(), listener.allowHalfOpen, link.ends.port);
       network.track(this);
       listener.onConnection(this.server);
       this.carry(this.down, link.arrival(), () => {
@@ -390,7 +396,7 @@ export class SimNetwork {
 /** A socket that fails to connect at once: no agent of the tier listens at that address. */
 function refusedSocket(address: string): NetSocket {
   const s = new EventEmitter() as EventEmitter & NetSocket;
-  Object.assign(s, { destroyed: true, writableLength: 0, writableHighWaterMark: 0, remoteAddress: undefined, remotePort: undefined });
+  Object.assign(s, { destroyed: true, writableEnded: true, writableLength: 0, writableHighWaterMark: 0, remoteAddress: undefined, remotePort: undefined });
   const self = () => s;
   Object.assign(s, { setNoDelay: self, write: () => false, end: self, destroy: self, pause: self, resume: self });
   queueMicrotask(() => s.emit("error", Object.assign(new Error(`connect ECONNREFUSED ${address} (no agent of the simulated tier listens there)`), { code: "ECONNREFUSED" })));

@@ -25,6 +25,7 @@ import { type AnyOptions, keysWithRole, keyWithRole, type Role } from "../config
 import { channelStandIn } from "./stand-in.ts";
 import { seededRandom } from "./rng.ts";
 import { Epoch } from "./components.ts";
+import { leaveAsKilled, partialLosses, scratchStorage } from "./crash.ts";
 import { Ledger, type LedgerSummary, SUMMARY_KEYS, verdict } from "./ledger.ts";
 import { formatTime } from "./options.ts";
 import type { EventId, TraceChannelInfo, TraceHeader } from "./trace.ts";
@@ -381,13 +382,10 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
         }
         tf.txs.delete(id);
       }
-      // A channel that keeps only part of its events (SPILLABLEMEMORY) says which it loses.
-      const partial = new Map<number, number[]>();
-      for (const k of hit) {
-        const c = channels[k];
-        const lostOnCrash = c.definition.durability?.lostOnCrash;
-        if (lostOnCrash) partial.set(k, lostOnCrash(c.channel).map((e) => key(JSON.parse(e.headers[ID_HEADER]) as EventId)));
-      }
+      const partial = partialLosses(
+        hit.map((k) => ({ index: k, definition: channels[k].definition, instance: channels[k].channel })),
+        (e) => key(JSON.parse(e.headers[ID_HEADER]) as EventId),
+      );
       const lost = ledger.crash(hit, undefined, partial);
       await settleIo();
       for (const k of hit) await restart(k);
@@ -592,13 +590,7 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
       throw new TraceError(file, line, (err as Error).message);
     }
     const built = stand ?? { definition, options };
-    const storage = new Map<string, string>();
-    const storagePath = (configured: string) => {
-      let d = storage.get(configured);
-      if (d === undefined) storage.set(configured, (d = path.join(dir, `storage-${storage.size + 1}`)));
-      return d;
-    };
-    const ctx = { name: info.name, agentName: "replay", clock: epoch, logger: silentLogger, random: seededRandom(1, 9), storagePath, blockingIo: true, lookup: lookupComponent };
+    const ctx = { name: info.name, agentName: "replay", clock: epoch, logger: silentLogger, random: seededRandom(1, 9), storagePath: scratchStorage(dir), blockingIo: true, lookup: lookupComponent };
     return { channel: createComponent<Channel>(built.definition, built.options, ctx), definition: built.definition };
   }
 
@@ -620,8 +612,7 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
   async function restart(k: number): Promise<void> {
     const c = channels[k];
     c.epoch.alive = false;
-    // As after a real crash: no orderly stop; what survives is the definition's business.
-    await c.definition.durability?.crash(c.channel);
+    await leaveAsKilled([{ index: k, definition: c.definition, instance: c.channel }]);
     c.epoch = new Epoch(c.epoch.number + 1, clock);
     c.channel = makeChannel(traces[c.file].name, c.info, c.dir as string, c.epoch, 0).channel;
     await c.channel.start();

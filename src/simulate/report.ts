@@ -149,10 +149,8 @@ export function textReport(o: SimulationOptions, r: SimulationResult, timeline =
   const w = Math.max(...rows.map(([k]) => k.length)) + 2;
   for (const [k, v] of rows) out.push(`${k.padEnd(w)}${v.padStart(12)}`);
   out.push("");
-  if (r.tier) {
-    out.push("agents:", ...table(AGENT_HEADER, agentRows(r)), "");
-    out.push("links:", ...table(LINK_HEADER, linkRows(r)), "");
-  }
+  if (r.tier) out.push("agents:", ...table(AGENT_HEADER, agentRows(r)), "");
+  if (r.links.length > 0) out.push("links:", ...table(LINK_HEADER, linkRows(r)), "");
   if (r.tier || r.sinks.length > 1) out.push("sinks:", ...table(SINK_HEADER, sinkRows(r)), "");
   if (r.summary.duplicates > 0) {
     out.push("duplicates by cause:");

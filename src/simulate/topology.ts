@@ -59,7 +59,12 @@ export interface LinkPlan {
   protocol: string;
   host: string;
   port: number;
+  /** A simulated client's connection to a line source (netcat, syslogtcp): what it sends, and whether the source answers. */
+  feed?: { acks: boolean; line(text: string): string };
 }
+
+/** The sender of client links: the simulated clients of line sources. */
+export const CLIENT = "client";
 
 export interface AgentPlan {
   name: string;
@@ -67,6 +72,8 @@ export interface AgentPlan {
   channels: ChannelPlan[];
   /** Sources fed by simulated clients (no agent of the tier sends to them), with the client's batch size. */
   entrySources: Map<string, number>;
+  /** Of those, the real line sources (netcat, syslogtcp) whose client sends over the simulated network, by source name. */
+  streams: Map<string, LinkPlan>;
   /** Sinks replaced by simulated destinations, with their batch size. */
   simulatedSinks: Map<string, number>;
   /** RPC sinks sending to another agent (the real component), by sink name. */
@@ -211,10 +218,21 @@ export async function buildTopology(o: SimulationOptions): Promise<Topology> {
     const simulatedSinks = new Map<string, number>();
     const agentLinks = new Map(links.filter((l) => l.from === agentName).map((l) => [l.sink, l]));
     const linkedSources = new Map(links.filter((l) => l.to === agentName).map((l) => [l.source, l.protocol]));
+    const streams = new Map<string, LinkPlan>();
     for (const s of model.sources.values()) {
       if (linkedSources.has(s.name)) model.sources.set(s.name, plainOnLink(s, "source", agentName, warnings));
       else entrySources.set(s.name, numberWithRole(s.definition, s.options, "batchSize") ?? o.batchSize);
+      const feed = linkedSources.has(s.name) ? undefined : s.definition.streamFeed;
+      if (!feed) continue;
+      const plain = feed.plain(s.options);
+      if (plain.off.length > 0) warnings.push(`${agentName}: source ${s.name}: ${plain.off.join(", ")} not simulated (its client's lines travel plain)`);
+      model.sources.set(s.name, { ...s, options: plain.options });
+      const address = feed.address(plain.options);
+      const link: LinkPlan = { index: links.length, name: `${CLIENT}->${agentName}`, from: CLIENT, sink: s.name, to: agentName, source: s.name, protocol: s.type, host: address.host, port: address.port, feed: { acks: feed.acks(plain.options), line: feed.line } };
+      links.push(link);
+      streams.set(s.name, link);
     }
+    for (const l of links) if (l.from === CLIENT && links.some((x) => x !== l && x.name === l.name)) l.name = `${CLIENT}.${l.source}->${l.to}`;
     for (const k of model.sinks.values()) {
       if (agentLinks.has(k.name)) model.sinks.set(k.name, plainOnLink(k, "sink", agentName, warnings));
       else simulatedSinks.set(k.name, numberWithRole(k.definition, k.options, "batchSize") ?? DEMO_SINK_BATCH);
@@ -248,12 +266,12 @@ export async function buildTopology(o: SimulationOptions): Promise<Topology> {
       forwarders: [...model.sinks.values()].filter((k) => k.channel === m.name && agentLinks.has(k.name)).map((k) => k.name),
     }));
     channels.push(...plans);
-    agents.push({ name: agentName, model, channels: plans, entrySources, simulatedSinks, links: agentLinks });
-    description.push(...describeAgent(model, plans, { tier, file: o.configFile, entrySources, simulatedSinks, agentLinks, linkedSources, outside }));
+    agents.push({ name: agentName, model, channels: plans, entrySources, streams, simulatedSinks, links: agentLinks });
+    description.push(...describeAgent(model, plans, { tier, file: o.configFile, entrySources, streams, simulatedSinks, agentLinks, linkedSources, outside }));
     const read = new Set([...model.sinks.values()].map((s) => s.channel));
     for (const c of plans) if (!read.has(c.name)) warnings.push(`no sink reads channel ${c.label}: its events can only wait there`);
   }
-  for (const l of links) description.push(`link ${l.name}: sink ${l.sink} (${l.protocol}, ${l.host}:${l.port}) -> source ${l.source} of ${l.to}; the real ${l.protocol} sink and source over the simulated network`);
+  for (const l of links) if (l.from !== CLIENT) description.push(`link ${l.name}: sink ${l.sink} (${l.protocol}, ${l.host}:${l.port}) -> source ${l.source} of ${l.to}; the real ${l.protocol} sink and source over the simulated network`);
   if (agents.every((a) => a.entrySources.size === 0)) throw new SimulationUsageError(`${file}: ${tier ? "no agent has a source that no other agent sends to" : "the agent has no source"} to simulate`);
   return { tier, agents, links, channels, description, warnings };
 }
@@ -265,7 +283,7 @@ function number(model: ChannelModel, role: Role): number | undefined {
 function describeAgent(
   model: AgentModel,
   plans: ChannelPlan[],
-  c: { tier: boolean; file?: string; entrySources: Map<string, number>; simulatedSinks: Map<string, number>; agentLinks: Map<string, LinkPlan>; linkedSources: Map<string, string>; outside: Map<string, string> },
+  c: { tier: boolean; file?: string; entrySources: Map<string, number>; streams: Map<string, LinkPlan>; simulatedSinks: Map<string, number>; agentLinks: Map<string, LinkPlan>; linkedSources: Map<string, string>; outside: Map<string, string> },
 ): string[] {
   const was = (type: string) => (c.file ? `${type} ` : "");
   const pre = c.tier ? `${model.agent}: ` : "";
@@ -278,7 +296,12 @@ function describeAgent(
   for (const s of model.sources.values()) {
     const extras = [s.selector.type !== "replicating" ? `${s.selector.type} selector` : "", s.interceptors.length ? `interceptors ${s.interceptors.map((i) => i.name).join(" ")}` : ""].filter(Boolean);
     const batch = c.entrySources.get(s.name);
-    const how = batch !== undefined ? `${was(s.type)}replaced by a simulated client, batches of ${batch}` : `the real ${c.linkedSources.get(s.name)} source, on the simulated network`;
+    const stream = c.streams.get(s.name);
+    const how = stream
+      ? `the real ${s.type} source, fed by a simulated client over link ${stream.name}, ${stream.feed?.acks ? "answered" : "unanswered"} lines in batches of ${batch}`
+      : batch !== undefined
+        ? `${was(s.type)}replaced by a simulated client, batches of ${batch}`
+        : `the real ${c.linkedSources.get(s.name)} source, on the simulated network`;
     out.push(`${pre}source ${s.name} -> ${s.channels.join(" ")} (${how}${extras.length ? `; ${extras.join(", ")}` : ""})`);
   }
   for (const k of model.sinks.values()) {

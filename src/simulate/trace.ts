@@ -218,7 +218,9 @@ const decoder = new TextDecoder();
 export function simIdOf(event: Event): number {
   const h = event.headers[SIM_ID_HEADER];
   if (h !== undefined) return Number(h);
-  const m = /(\d+)/.exec(decoder.decode(event.body.subarray(0, 64)));
+  // "event 17" as simulated clients write it, wherever the body has it (syslog bodies may keep a timestamp first).
+  const text = decoder.decode(event.body.subarray(0, 96));
+  const m = /\bevent (\d+)/.exec(text) ?? /(\d+)/.exec(text);
   return m ? Number(m[1]) : -1;
 }
 

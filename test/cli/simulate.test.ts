@@ -202,7 +202,7 @@ describe("flume simulate", () => {
       const text = runCli(["simulate", "-f", conf, "--events", "1000"]);
       expect(text.code).toBe(0);
       expect(text.stdout).toContain("sinkgroup g1: failover over k1 k2");
-      expect(text.stdout).toContain("source r1 -> mem disk (netcat replaced by a simulated client");
+      expect(text.stdout).toContain("source r1 -> mem disk (the real netcat source, fed by a simulated client over link client->a1, answered lines in batches of 100; interceptors ts)");
     } finally {
       cleanup();
     }
@@ -274,7 +274,7 @@ describe("flume simulate", () => {
     const r = runCli(["simulate", "-f", "examples/jsonl-sink.conf", "--events", "2000", "--fail-sink", "0.1"]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain("source r1 -> c1 (netcat replaced by a simulated client, batches of 100)");
+    expect(r.stdout).toContain("source r1 -> c1 (the real netcat source, fed by a simulated client over link client->a1, answered lines in batches of 100)");
     expect(r.stdout).toContain("sink k1 <- c1 (jsonl replaced by a simulated sink, batches of 100)");
     expect(r.stdout).toMatch(/delivered unique\s+2,000\n/);
     expect(r.stdout).toContain("at-least-once: HELD");

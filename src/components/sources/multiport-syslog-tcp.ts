@@ -1,6 +1,6 @@
 import { defineComponent } from "../component.ts";
 import { ConfigurationError, configurationProblems } from "../../core/errors.ts";
-import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, EVENT_SIZE, KEEP_FIELDS, effectiveEventSize } from "./syslog/options.ts";
+import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, EVENT_SIZE, KEEP_FIELDS, effectiveEventSize, SYSLOG_FEED, syslogPlain } from "./syslog/options.ts";
 import { parseKeepFields, type SyslogCharset, syslogCharset } from "./syslog/parse.ts";
 import { SyslogTcpSource } from "./syslog/tcp-source.ts";
 import { SERVER_TLS_PROPS, serverTls, tlsProblems } from "../../net/tls.ts";
@@ -65,4 +65,5 @@ export const definition = defineComponent({
     for (const port of Object.keys(config.charsetPort)) if (!/^\d+$/.test(port)) errors.push({ key: `charset.port.${port}`, message: `"${port}" is not a port number` });
     return errors;
   },
+  streamFeed: { ...SYSLOG_FEED, address: (o) => ({ host: o.host, port: ports(o.ports)[0] }), plain: syslogPlain },
 });

@@ -1,6 +1,6 @@
 import type { Event } from "../../core/event.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
-import { DatagramSource, DEFAULT_UDP_BACKLOG } from "./syslog/datagram.ts";
+import { DatagramSource, DEFAULT_UDP_BACKLOG } from "./datagram.ts";
 import type { OptionsOf, Props } from "../../config/schema.ts";
 
 const props = {

@@ -1,7 +1,10 @@
 import { type Event, lineEvent } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
 import type { Logger } from "../../core/logger.ts";
-import { type ConnectionHandler, listenTcp, type TcpConnection, type TcpServer, WRITE_HIGH_WATER } from "../../net/tcp-server.ts";
+import { LineSplitter } from "../../io/line-splitter.ts";
+import type { Network } from "../../net/network.ts";
+import { PausingReadLoop } from "../../net/read-loop.ts";
+import { listenTcp, type TcpConnection, type TcpServer } from "../../net/tcp-server.ts";
 import type { SourceEmitter } from "../../pipeline/emitter.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
 import { BaseSource } from "./base.ts";
@@ -13,7 +16,6 @@ export interface NetcatOptions {
   ackEveryEvent: boolean;
 }
 
-const NEWLINE = 0x0a;
 const OK = new TextEncoder().encode("OK\n");
 
 /**
@@ -26,12 +28,15 @@ const OK = new TextEncoder().encode("OK\n");
 export class NetcatSource extends BaseSource implements EventDrivenSource {
   readonly kind = "event-driven";
   private server: TcpServer | null = null;
+  /** The simulator's virtual network, or absent: TCP. */
+  private readonly network: Network | undefined;
   constructor(
     ctx: ComponentContext,
     /** @internal */
     readonly options: NetcatOptions,
   ) {
     super(ctx, { label: `netcat source ${ctx.name}` });
+    this.network = ctx.network;
   }
 
   /** The port actually bound (useful with port 0). */
@@ -43,7 +48,7 @@ export class NetcatSource extends BaseSource implements EventDrivenSource {
     this.beginStart();
     // allowHalfOpen: a client that half-closes after its lines (printf ... | nc -N) still gets its OKs.
     this.server = await listenTcp(
-      { host: this.options.bind, port: this.options.port, allowHalfOpen: true, noDelay: true, serverError: (err) => this.logger.error(`netcat source ${this.name}: ${err.message}`) },
+      { host: this.options.bind, port: this.options.port, allowHalfOpen: true, noDelay: true, serverError: (err) => this.logger.error(`netcat source ${this.name}: ${err.message}`), network: this.network },
       (conn) => new NetcatConnection(this, conn, this.emitter, this.logger),
     );
     this.state = "START";
@@ -69,33 +74,25 @@ export class NetcatSource extends BaseSource implements EventDrivenSource {
 }
 
 /** One client of a netcat source: its unfinished line and the reads waiting for the channel. */
-class NetcatConnection implements ConnectionHandler {
-  private pending: Uint8Array | null = null;
-  private busy = false;
-  /** The client half-closed: end our side once what it sent is answered. */
-  private ended = false;
+class NetcatConnection extends PausingReadLoop {
+  /** Netcat's lines; Flume's max-line-length counts the newline, the splitter's does not. */
+  private readonly lines: LineSplitter;
   /** An overlong line was refused: nothing more is read from this client. */
   private refused = false;
-  private readonly queue: Uint8Array[] = [];
 
   constructor(
     private readonly source: NetcatSource,
-    private readonly conn: TcpConnection,
+    conn: TcpConnection,
     private readonly emitter: SourceEmitter,
     private readonly logger: Logger,
   ) {
+    super(conn);
+    this.lines = new LineSplitter({ maxLineLength: source.options.maxLineLength - 1, utf8: false });
     source.counter.values.OpenConnectionCount++;
   }
 
-  data(chunk: Uint8Array): void {
-    if (this.refused) return;
-    this.queue.push(chunk);
-    if (!this.busy) void this.pump();
-  }
-
-  end(): void {
-    this.ended = true;
-    if (!this.busy) this.conn.end();
+  protected override get halted(): boolean {
+    return this.refused;
   }
 
   error(err: Error): void {
@@ -104,54 +101,43 @@ class NetcatConnection implements ConnectionHandler {
 
   close(): void {
     this.source.counter.values.OpenConnectionCount--;
-    if (this.pending && this.pending.length > 0) this.logger.warn(`netcat source ${this.source.name}: ${this.conn.peer} closed with ${this.pending.length} bytes after the last newline; they were not an event`);
+    const left = this.lines.pending;
+    if (left > 0) this.logger.warn(`netcat source ${this.source.name}: ${this.conn.peer} closed with ${left} bytes after the last newline; they were not an event`);
   }
 
-  private async pump(): Promise<void> {
+  protected failed(err: unknown): void {
+    this.emitter.failed(err, `closing the connection from ${this.conn.peer}`);
+  }
+
+  /** The client half-closed: our side ends once its lines are answered. */
+  protected async finish(): Promise<void> {
+    this.conn.end();
+  }
+
+  protected async consume(reads: Uint8Array[]): Promise<void> {
     const conn = this.conn;
-    this.busy = true;
-    conn.pause();
-    try {
-      while (this.queue.length > 0 && !conn.closed && !this.refused) {
-        await this.handle(this.queue.shift() as Uint8Array);
-        // A client that does not read its OKs must not make us buffer them without bound.
-        if (conn.pendingBytes > WRITE_HIGH_WATER) await conn.drained();
-      }
-    } catch (err) {
-      this.emitter.failed(err, `closing the connection from ${conn.peer}`);
-      conn.destroy();
-    } finally {
-      this.busy = false;
-      if (this.ended) conn.end();
-      else if (!conn.closed) conn.resume();
+    for (const read of reads) {
+      if (conn.closed || this.refused) return;
+      await this.handle(read);
     }
   }
 
   private async handle(chunk: Uint8Array): Promise<void> {
-    const { source, conn } = this;
+    const { source, conn, lines } = this;
     const o = source.options;
-    let data = chunk;
-    if (this.pending) {
-      data = new Uint8Array(this.pending.length + chunk.length);
-      data.set(this.pending, 0);
-      data.set(chunk, this.pending.length);
-    }
-    this.pending = null;
+    lines.feed(chunk);
     const events: Event[] = [];
-    let start = 0;
     let tooLong = false;
     for (;;) {
-      const nl = data.indexOf(NEWLINE, start);
-      if (nl < 0) break;
-      // Flume's buffer holds max-line-length characters including the newline.
-      if (nl - start + 1 > o.maxLineLength) {
+      if (lines.cutInChunk(events, Infinity, Infinity, lineEvent) > 0) continue;
+      if (!lines.nextSpan()) break;
+      // A piece of a line over the limit: the line is refused.
+      if (!lines.lastComplete) {
         tooLong = true;
         break;
       }
-      events.push(lineEvent(data, start, nl));
-      start = nl + 1;
+      events.push(lineEvent(lines.spanBytes, lines.spanStart, lines.spanEnd));
     }
-    if (!tooLong && data.length - start >= o.maxLineLength) tooLong = true;
     if (events.length > 0 && o.ackEveryEvent) {
       const max = source.getChannelProcessor().maxBatchSize();
       for (let i = 0; i < events.length && !conn.closed; i += max) await source.offer(conn, events.length <= max ? events : events.slice(i, i + max));
@@ -162,10 +148,9 @@ class NetcatConnection implements ConnectionHandler {
       source.counter.values.EventReadFail++;
       this.logger.warn(`netcat source ${source.name}: client ${conn.peer} sent a line over max-line-length ${o.maxLineLength}; closing the connection`);
       this.refused = true;
+      lines.reset();
       conn.end(`FAILED: Event exceeds the maximum length (${o.maxLineLength} chars, including newline)\n`);
-      return;
     }
-    if (start < data.length) this.pending = data.slice(start);
   }
 }
 
@@ -187,5 +172,11 @@ export const definition = defineComponent({
       maxLineLength: config["max-line-length"],
       ackEveryEvent: config["ack-every-event"],
     });
+  },
+  streamFeed: {
+    address: (o) => ({ host: o.bind, port: o.port }),
+    acks: (o) => o["ack-every-event"],
+    line: (text) => text,
+    plain: (options) => ({ options, off: [] }),
   },
 });

@@ -1,5 +1,5 @@
 import { defineComponent } from "../component.ts";
-import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, customFormat, customFormatErrors, EVENT_SIZE, effectiveEventSize, FORMAT_PROPS, KEEP_FIELDS } from "./syslog/options.ts";
+import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, customFormat, customFormatErrors, EVENT_SIZE, effectiveEventSize, FORMAT_PROPS, KEEP_FIELDS, SYSLOG_FEED, syslogPlain } from "./syslog/options.ts";
 import { parseKeepFields } from "./syslog/parse.ts";
 import { SyslogTcpSource } from "./syslog/tcp-source.ts";
 import { SERVER_TLS_PROPS, serverTls, tlsProblems } from "../../net/tls.ts";
@@ -36,4 +36,5 @@ export const definition = defineComponent({
     });
   },
   validate: (config) => [...tlsProblems(() => serverTls(config)), ...customFormatErrors(config)],
+  streamFeed: { ...SYSLOG_FEED, address: (o) => ({ host: o.host ?? "", port: o.port }), plain: syslogPlain },
 });

@@ -1,6 +1,6 @@
 import type { Event } from "../../core/event.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
-import { DatagramSource, DEFAULT_UDP_BACKLOG } from "./syslog/datagram.ts";
+import { DatagramSource, DEFAULT_UDP_BACKLOG } from "./datagram.ts";
 import { reverseName } from "../../net/peer.ts";
 import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, customFormat, customFormatErrors, FORMAT_PROPS, KEEP_FIELDS } from "./syslog/options.ts";
 import { parseKeepFields, SyslogEventParser } from "./syslog/parse.ts";

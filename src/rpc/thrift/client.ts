@@ -2,7 +2,8 @@ import type tls from "node:tls";
 import type { Clock, TimerHandle } from "../../core/clock.ts";
 import { systemClock } from "../../core/clock.ts";
 import type { Event } from "../../core/event.ts";
-import { type NetSocket, type Network, tcpNetwork } from "../../net/network.ts";
+import { connectRpc } from "../connect.ts";
+import type { NetSocket, Network } from "../../net/network.ts";
 import { RpcConnectionError, RpcStatusError, RpcTimeoutError } from "../errors.ts";
 import { ThriftFrameDecoder } from "./frame.ts";
 import { createReader, encodeAppend, encodeAppendBatch, readStatusReply } from "./messages.ts";
@@ -66,30 +67,7 @@ export class ThriftRpcClient {
 
   /** Connects (plain or TLS) within connect-timeout. */
   static connect(options: ThriftRpcClientOptions): Promise<ThriftRpcClient> {
-    const clock = options.clock ?? systemClock;
-    const timeout = options.connectTimeout ?? 20000;
-    const where = `${options.host}:${options.port}`;
-    return new Promise((resolve, reject) => {
-      let settled = false;
-      const socket = (options.network ?? tcpNetwork).connect({ host: options.host, port: options.port, tls: options.tls });
-      socket.setNoDelay(true);
-      const settle = (err: Error | null) => {
-        if (settled) return;
-        settled = true;
-        clock.clearTimeout(timer);
-        socket.off("error", onError);
-        if (err) {
-          socket.destroy();
-          reject(err);
-        } else {
-          resolve(new ThriftRpcClient(socket, options));
-        }
-      };
-      const timer = clock.setTimeout(() => settle(new RpcTimeoutError(`could not connect to thrift source at ${where} within ${timeout} ms (connect-timeout)`)), timeout);
-      const onError = (err: Error) => settle(new RpcConnectionError(`cannot connect to thrift source at ${where}: ${err.message}`, { cause: err }));
-      socket.once("error", onError);
-      socket.once(options.tls ? "secureConnect" : "connect", () => settle(null));
-    });
+    return connectRpc(options, "thrift source", (socket) => new ThriftRpcClient(socket, options));
   }
 
   /** False once the connection broke, timed out or was closed. */

@@ -1,10 +1,9 @@
-import tls from "node:tls";
 import type { Event } from "../../core/event.ts";
 import type { Logger } from "../../core/logger.ts";
 import { silentLogger } from "../../core/logger.ts";
 import { type NetListener, type NetSocket, type Network, tcpNetwork } from "../../net/network.ts";
 import { peerName } from "../../net/peer.ts";
-import { clientCertificateProblem, type ServerTls } from "../../net/tls.ts";
+import type { ServerTls } from "../../net/tls.ts";
 import { ThriftProtocolError } from "./errors.ts";
 import { ThriftFrameDecoder } from "./frame.ts";
 import { createReader, encodeApplicationException, encodeStatusReply, readAppendArgs, readAppendBatchArgs, skipArgs } from "./messages.ts";
@@ -36,8 +35,6 @@ export interface ThriftServerOptions {
 }
 
 const MAX_FAILURES_LOGGED = 3;
-/** As Flume's TSSLTransportFactory server socket: a client has 120 s to complete its TLS handshake. */
-const DEFAULT_HANDSHAKE_TIMEOUT = 120_000;
 
 /**
  * Flume's ThriftSource server side: framed transport, one protocol for every connection,
@@ -86,30 +83,11 @@ export class ThriftServer {
 
   private listenTls(secured: ServerTls): Promise<NetListener> {
     if (this.options.network && this.options.network !== tcpNetwork) return Promise.reject(new Error("TLS needs TCP: this network carries plain connections only"));
-    const onSecured = (socket: tls.TLSSocket) => {
-      const refused = clientCertificateProblem(socket, secured.clientAuth);
-      if (refused) {
-        this.logger.warn(`${this.label}: refused ${peerName(socket)}: ${refused}`);
-        socket.destroy();
-        return;
-      }
-      this.open(socket);
-    };
-    const server = tls.createServer({ handshakeTimeout: DEFAULT_HANDSHAKE_TIMEOUT, ...secured.options, allowHalfOpen: true }, onSecured);
-    server.on("tlsClientError", (err, socket) => {
-      this.logger.warn(`${this.label}: TLS handshake with ${peerName(socket)} failed: ${err.message}`);
-      // Bun leaves the socket open after a failed or timed-out handshake; a silent client would hold it forever.
-      socket.destroy();
-    });
-    return new Promise((resolve, reject) => {
-      server.once("error", reject);
-      server.listen({ host: this.options.bind, port: this.options.port }, () => {
-        server.off("error", reject);
-        server.on("error", (err) => this.logger.error(`${this.label}: server error: ${err.message}`));
-        const addr = server.address();
-        resolve({ port: typeof addr === "object" && addr ? addr.port : this.options.port, close: () => new Promise<void>((done) => server.close(() => done())) });
-      });
-    });
+    const refused = (peer: string, reason: string, handshake: boolean) => this.logger.warn(handshake ? `${this.label}: TLS handshake with ${peer} failed: ${reason}` : `${this.label}: refused ${peer}: ${reason}`);
+    return tcpNetwork.listen(
+      { host: this.options.bind, port: this.options.port, allowHalfOpen: true, onError: (err) => this.logger.error(`${this.label}: server error: ${err.message}`), tls: { setup: secured, refused } },
+      (socket) => this.open(socket),
+    );
   }
 
   /** Stops accepting and closes every connection; answers not yet sent are dropped (the client retries). */

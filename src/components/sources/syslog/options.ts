@@ -1,4 +1,5 @@
 import type { OptionsOf, Props } from "../../../config/schema.ts";
+import { plainLink } from "../../component.ts";
 import { ConfigurationError, configurationProblems } from "../../../core/errors.ts";
 import { DatePattern } from "../../../java/date-pattern.ts";
 import { compileJavaFullMatch, compileJavaRegex, javaReplacement } from "../../../java/regex.ts";
@@ -50,4 +51,21 @@ export function customFormat(f: FormatOptions): CustomFormat | undefined {
 /** Config errors of the format.* properties (for validate()). */
 export function customFormatErrors(format: FormatOptions): { key: string; message: string }[] {
   return configurationProblems(() => customFormat(format));
+}
+
+/**
+ * How `flume simulate` feeds a syslog TCP source (ComponentDefinition.streamFeed): RFC 3164
+ * lines from a simulated client, no answers.
+ */
+export const SYSLOG_FEED = {
+  acks: () => false,
+  line: (text: string) => `<13>Jan  1 00:00:00 client ${text}`,
+};
+
+/** What the simulator turns off on a syslog TCP source: TLS, and the reverse lookup of clientHostnameHeader (real DNS, not virtual time). */
+export function syslogPlain<O extends { readonly ssl: boolean; readonly clientHostnameHeader?: string }>(options: O): { options: O; off: string[] } {
+  return plainLink(options, [
+    { name: "TLS", on: options.ssl, off: { ssl: false } as Partial<O> },
+    { name: "clientHostnameHeader (a reverse DNS lookup)", on: options.clientHostnameHeader !== undefined, off: { clientHostnameHeader: undefined } as Partial<O> },
+  ]);
 }

@@ -2,7 +2,9 @@ import type { Event } from "../../../core/event.ts";
 import type { Logger } from "../../../core/logger.ts";
 import type { EventDrivenSource } from "../../../core/source.ts";
 import { reverseName } from "../../../net/peer.ts";
-import { type ConnectionHandler, listenTcp, type TcpConnection, type TcpServer } from "../../../net/tcp-server.ts";
+import type { Network } from "../../../net/network.ts";
+import { PausingReadLoop } from "../../../net/read-loop.ts";
+import { listenTcp, type TcpConnection, type TcpServer } from "../../../net/tcp-server.ts";
 import type { ServerTls } from "../../../net/tls.ts";
 import type { SourceEmitter } from "../../../pipeline/emitter.ts";
 import type { ComponentContext } from "../../component.ts";
@@ -42,12 +44,15 @@ export class SyslogTcpSource extends BaseSource implements EventDrivenSource {
   private readonly inFlight = new Set<Promise<void>>();
   /** One parser per charset, shared by the connections (its caches are per message stream, not per client). */
   private readonly parsers = new Map<SyslogCharset | undefined, SyslogEventParser>();
+  /** The simulator's virtual network, or absent: TCP. */
+  private readonly network: Network | undefined;
 
   constructor(
     ctx: ComponentContext,
     readonly options: SyslogTcpOptions,
   ) {
     super(ctx, { label: `${options.type} source ${ctx.name}` });
+    this.network = ctx.network;
   }
 
   /** @internal */
@@ -101,6 +106,7 @@ export class SyslogTcpSource extends BaseSource implements EventDrivenSource {
         port,
         tls: secured ? { setup: secured, refused: (peer, reason) => this.logger.warn(`${this.describe()}: TLS handshake with ${peer} failed: ${reason}`) } : null,
         serverError: (err) => this.logger.error(`${this.describe()}: ${err.message}`),
+        network: this.network,
       },
       (conn) => new SyslogConnection(this, conn, this.emitter, this.logger),
     );
@@ -127,11 +133,8 @@ export class SyslogTcpSource extends BaseSource implements EventDrivenSource {
  * only this object (the decoder comes with the first read), so thousands of quiet senders cost
  * little.
  */
-class SyslogConnection implements ConnectionHandler {
+class SyslogConnection extends PausingReadLoop {
   private decoder: SyslogFrameDecoder | null = null;
-  private queue: Uint8Array[] | null = null;
-  private busy = false;
-  private ended = false;
   private warnedInvalid = 0;
   private overlongWarned = 0;
   private hostname: Promise<string> | null = null;
@@ -139,24 +142,21 @@ class SyslogConnection implements ConnectionHandler {
 
   constructor(
     private readonly source: SyslogTcpSource,
-    private readonly conn: TcpConnection,
+    conn: TcpConnection,
     private readonly emitter: SourceEmitter,
     private readonly logger: Logger,
   ) {
+    super(conn);
     if (source.options.clientHostnameHeader) this.hostname = reverseName(conn.remoteIp, conn.remotePort);
     source.counter.values.OpenConnectionCount++;
   }
 
-  data(chunk: Uint8Array): void {
-    // No copy: events copy their bodies out and the decoder its unfinished message, so
-    // nothing keeps the read buffer once its frames are parsed.
-    (this.queue ??= []).push(chunk);
-    if (!this.busy) this.source.track(this.pump());
+  protected override get halted(): boolean {
+    return this.source.stopping;
   }
 
-  end(): void {
-    this.ended = true;
-    if (!this.busy) this.source.track(this.pump());
+  protected override started(run: Promise<void>): void {
+    this.source.track(run);
   }
 
   error(err: Error): void {
@@ -168,35 +168,23 @@ class SyslogConnection implements ConnectionHandler {
     if (hadError && this.decoder?.midMessage) this.logger.warn(`${this.source.describe()}: ${this.conn.peer} dropped the connection in the middle of a message; the partial message was discarded`);
   }
 
-  private async pump(): Promise<void> {
-    const conn = this.conn;
-    this.busy = true;
-    conn.pause();
-    try {
-      const queue = this.queue;
-      while (queue !== null && queue.length > 0) {
-        const decoder = (this.decoder ??= new SyslogFrameDecoder(this.source.options.eventSize));
-        const frames = new FrameList();
-        // Everything read so far goes out in one batch.
-        const reads = queue.splice(0);
-        for (const read of reads) decoder.push(read, frames);
-        await this.handle(frames);
-        // Events own their bodies and the decoder its unfinished message: the reads are free.
-        frames.clear();
-        for (const read of reads) conn.release(read);
-      }
-      if (this.ended) await this.finish();
-    } catch (err) {
-      this.emitter.failed(err, `closing the connection from ${conn.peer}`);
-      conn.destroy();
-    } finally {
-      this.busy = false;
-      if (!conn.closed && !this.source.stopping) conn.resume();
-    }
+  protected failed(err: unknown): void {
+    this.emitter.failed(err, `closing the connection from ${this.conn.peer}`);
   }
 
-  private async finish(): Promise<void> {
-    this.ended = false;
+  /** Everything read so far goes out in one batch. */
+  protected async consume(reads: Uint8Array[]): Promise<void> {
+    // No copy: events copy their bodies out and the decoder its unfinished message, so
+    // nothing keeps the read buffer once its frames are parsed.
+    const decoder = (this.decoder ??= new SyslogFrameDecoder(this.source.options.eventSize));
+    const frames = new FrameList();
+    for (const read of reads) decoder.push(read, frames);
+    await this.handle(frames);
+    frames.clear();
+    for (const read of reads) this.conn.release(read);
+  }
+
+  protected async finish(): Promise<void> {
     if (!this.decoder) return;
     const frames = new FrameList();
     const { truncated } = this.decoder.flush(frames);

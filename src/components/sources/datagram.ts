@@ -1,10 +1,8 @@
-import dgram from "node:dgram";
-import { isIPv6 } from "node:net";
-import type { Event } from "../../../core/event.ts";
-import type { EventDrivenSource } from "../../../core/source.ts";
-import { plainIp } from "../../../net/peer.ts";
-import type { ComponentContext } from "../../component.ts";
-import { BaseSource } from "../base.ts";
+import type { Event } from "../../core/event.ts";
+import type { EventDrivenSource } from "../../core/source.ts";
+import { listenUdp, type UdpListener } from "../../net/datagram.ts";
+import type { ComponentContext } from "../component.ts";
+import { BaseSource } from "./base.ts";
 
 /** Events held while the channel is busy; beyond this, datagrams are dropped (UDP cannot push back). */
 export const DEFAULT_UDP_BACKLOG = 10000;
@@ -23,7 +21,7 @@ export interface DatagramOptions {
  */
 export abstract class DatagramSource extends BaseSource implements EventDrivenSource {
   readonly kind = "event-driven";
-  private socket: dgram.Socket | null = null;
+  private socket: UdpListener | null = null;
   private backlog: Event[] = [];
   private flushing = false;
   private scheduled = false;
@@ -43,7 +41,7 @@ export abstract class DatagramSource extends BaseSource implements EventDrivenSo
   }
 
   get port(): number {
-    return this.socket?.address().port ?? this.datagramOptions.port;
+    return this.socket?.port ?? this.datagramOptions.port;
   }
 
   /** Appends the events of one datagram to `out`. */
@@ -55,17 +53,11 @@ export abstract class DatagramSource extends BaseSource implements EventDrivenSo
   async start(): Promise<void> {
     this.beginStart();
     const host = this.datagramOptions.host || undefined;
-    const socket = dgram.createSocket({ type: host && isIPv6(host) ? "udp6" : "udp4", reuseAddr: true });
-    await new Promise<void>((resolve, reject) => {
-      socket.once("error", reject);
-      socket.bind(this.datagramOptions.port, host, () => {
-        socket.off("error", reject);
-        resolve();
-      });
-    });
-    socket.on("error", (err) => this.logger.error(`${this.describe()}: ${err.message}`));
-    socket.on("message", (msg, rinfo) => this.receive(msg, rinfo));
-    this.socket = socket;
+    this.socket = await listenUdp(
+      { host, port: this.datagramOptions.port },
+      (data, ip, port) => this.receive(data, ip, port),
+      (err) => this.logger.error(`${this.describe()}: ${err.message}`),
+    );
     this.state = "START";
     this.logger.info(`${this.describe()} listening on ${host ?? "*"}:${this.port} (UDP)`);
   }
@@ -75,24 +67,21 @@ export abstract class DatagramSource extends BaseSource implements EventDrivenSo
     this.emitter.stop();
     const socket = this.socket;
     this.socket = null;
-    if (socket) await new Promise<void>((resolve) => socket.close(() => resolve()));
+    await socket?.close();
     while (this.flushing) await this.clock.sleep(10);
     if (this.backlog.length > 0) await this.flush();
     this.counter.stop();
     this.state = "STOP";
   }
 
-  private receive(msg: Buffer, rinfo: dgram.RemoteInfo): void {
-    const ip = plainIp(rinfo.address);
+  private receive(data: Uint8Array, ip: string, port: number): void {
     if (this.backlog.length >= this.datagramOptions.maxBacklog) {
       if (this.dropped++ === 0)
-        this.logger.error(`${this.describe()}: channel is not keeping up; dropping datagrams (from ${ip}:${rinfo.port} and others) beyond ${this.datagramOptions.maxBacklog} queued events`);
+        this.logger.error(`${this.describe()}: channel is not keeping up; dropping datagrams (from ${ip}:${port} and others) beyond ${this.datagramOptions.maxBacklog} queued events`);
       this.counter.values.ChannelWriteFail++;
       return;
     }
-    // Node may hand out a slice of a larger buffer; copy small ones so events do not pin it.
-    const data: Uint8Array = msg.buffer.byteLength > msg.byteLength * 2 ? new Uint8Array(msg) : msg;
-    this.toEvents(data, ip, rinfo.port, this.backlog);
+    this.toEvents(data, ip, port, this.backlog);
     if (!this.scheduled && !this.flushing) {
       this.scheduled = true;
       // Let the datagrams already waiting in the socket join this batch.
