@@ -34,6 +34,15 @@ async function readAll(src: TaildirSource): Promise<void> {
   for (let i = 0; i < 100; i++) if ((await src.process()) === "BACKOFF") return;
 }
 
+/** A start that reads the four lines, and a stop: the state file and the positionFile hold their positions. */
+async function firstRun(s: ReturnType<typeof setup>): Promise<void> {
+  const first = s.open();
+  await first.src.start();
+  await readAll(first.src);
+  expect(bodies(await drain(first.channel))).toHaveLength(4);
+  await first.src.stop();
+}
+
 const errors = (ctx: ReturnType<typeof context>) => ctx.logger.lines.filter((l) => l.level === "error").map((l) => l.message);
 const asideOf = (file: string) => readdirSync(path.dirname(file)).filter((n) => n.startsWith(`${path.basename(file)}.corrupt-`));
 
@@ -92,11 +101,7 @@ describe("TAILDIR: a positionFile that cannot be read", () => {
 
   test("a damaged state file is kept aside and the positionFile's positions are used: nothing read again, no reset counted", async () => {
     const s = setup();
-    const first = s.open();
-    await first.src.start();
-    await readAll(first.src);
-    expect(bodies(await drain(first.channel))).toHaveLength(4);
-    await first.src.stop();
+    await firstRun(s);
     writeFileSync(`${s.positionFile}.state`, "not a state file\n");
     const second = s.open();
     await second.src.start();
@@ -114,11 +119,7 @@ describe("TAILDIR: a positionFile that cannot be read", () => {
 describe("TAILDIR: a state file cut short by a crash", () => {
   test("a torn last record is skipped and the records before it are used: only new lines are read, nothing set aside, no reset counted", async () => {
     const s = setup();
-    const first = s.open();
-    await first.src.start();
-    await readAll(first.src);
-    expect(bodies(await drain(first.channel))).toHaveLength(4);
-    await first.src.stop();
+    await firstRun(s);
     writeFileSync(path.join(s.logs, "a.log"), "a1\na2\na3\n");
     // A record whose write a SIGKILL cut short; without Flume's positionFile a reset would read everything again.
     appendFileSync(`${s.positionFile}.state`, '{"seq":99,"inode":12,"po');
