@@ -551,22 +551,49 @@ describe("TAILDIR and copies (copytruncate)", () => {
     const logs = path.join(t.dir, "logs");
     mkdirSync(logs);
     const raw = { filegroups: "g1", "filegroups.g1": `${logs}/app\\.log.*`, positionFile: path.join(t.dir, "pos", "p.json"), batchSize: "10" };
-    const src = build(definition, raw, context("r1")) as TaildirSource;
+    const ctx = context("r1");
+    const src = build(definition, raw, ctx) as TaildirSource;
     const channel = wire(src);
-    return { logs, src, channel, file: path.join(logs, "app.log") };
+    return { logs, src, channel, ctx, file: path.join(logs, "app.log") };
   }
 
-  test("a copy seen while it is still being written waits for the original's truncation, then continues where the original was: nothing twice", async () => {
-    const s = copySetup();
+  /** app.log with lines c-0..c-299, all read; then app.log.1 half written (a copy begun) and seen by the source; returns the rest of the copy's writing. */
+  async function halfCopied(s: ReturnType<typeof copySetup>): Promise<() => void> {
     writeFileSync(s.file, numbered("c", 0, 300));
     await s.src.start();
     await pump(s.src);
     const copy = `${s.file}.1`;
-    // The copy is half written when the source first sees it.
     const whole = readFileSync(s.file);
     writeFileSync(copy, whole.subarray(0, Math.floor(whole.length / 2)));
-    await pump(s.src);
-    appendFileSync(copy, whole.subarray(Math.floor(whole.length / 2)));
+    await pump(s.src); // a shadow of app.log, waiting
+    return () => appendFileSync(copy, whole.subarray(Math.floor(whole.length / 2)));
+  }
+
+  /** app.log truncated and written again (c-300..c-319) right after the next look stat'ed it; two pumps; every line delivered. */
+  async function truncatedDuringLook(s: ReturnType<typeof copySetup>): Promise<string[]> {
+    const match = FileGroupMatcher.prototype.match;
+    FileGroupMatcher.prototype.match = async function (this: FileGroupMatcher, now: number) {
+      const found = await match.call(this, now);
+      FileGroupMatcher.prototype.match = match;
+      truncateSync(s.file, 0);
+      appendFileSync(s.file, numbered("c", 300, 320));
+      return found;
+    };
+    try {
+      await pump(s.src);
+      await pump(s.src);
+    } finally {
+      FileGroupMatcher.prototype.match = match;
+    }
+    const got = bodies(await drain(s.channel, 1000));
+    await s.src.stop();
+    return got;
+  }
+
+  test("a copy seen while it is still being written waits for the original's truncation, then continues where the original was: nothing twice", async () => {
+    const s = copySetup();
+    const finishCopy = await halfCopied(s);
+    finishCopy();
     await pump(s.src);
     truncateSync(s.file, 0);
     appendFileSync(s.file, numbered("c", 300, 320));
@@ -575,6 +602,27 @@ describe("TAILDIR and copies (copytruncate)", () => {
     const got = bodies(await drain(s.channel, 1000));
     await s.src.stop();
     expect(got).toEqual(numbered("c", 0, 320).trim().split("\n"));
+  });
+
+  test("a copy first seen after its original was truncated and written again (the look stat'ed the original before the truncation) continues where the original was: nothing twice", async () => {
+    const s = copySetup();
+    writeFileSync(s.file, numbered("c", 0, 300));
+    await s.src.start();
+    await pump(s.src);
+    copyFileSync(s.file, `${s.file}.1`);
+    // logrotate truncates right after the copy: here between the look's stat of app.log and the
+    // source's first read of the copy.
+    expect(await truncatedDuringLook(s)).toEqual(numbered("c", 0, 320).trim().split("\n"));
+    // The truncation is not reported as losing lines: the copy holds them.
+    expect(s.ctx.logger.lines.filter((l) => l.message.includes("were lost")).map((l) => l.message)).toEqual([]);
+  });
+
+  test("a copy seen half written, whose original is truncated and written again before a look sees the truncation, continues where the original was: nothing twice", async () => {
+    const s = copySetup();
+    const finishCopy = await halfCopied(s);
+    finishCopy();
+    // Truncated between the look's stat of app.log and its check of the grown copy.
+    expect(await truncatedDuringLook(s)).toEqual(numbered("c", 0, 320).trim().split("\n"));
   });
 
   test("a new file that only starts like the tailed one (a common header) is read in full once it differs", async () => {

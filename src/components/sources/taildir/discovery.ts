@@ -6,7 +6,7 @@ import { InodeFinder } from "./inodes.ts";
 import type { MatchedFile } from "./matcher.ts";
 import { POSITION_RESET_COUNTER } from "./options.ts";
 import type { PositionKeeper } from "./positions.ts";
-import type { Rotation } from "./rotation.ts";
+import type { Rotation, TakeUp } from "./rotation.ts";
 import type { TaildirScope } from "./scope.ts";
 import { mergeState } from "./state.ts";
 import type { TailFile } from "./tail-file.ts";
@@ -138,7 +138,7 @@ export class Discovery {
 
   /** Tracks a file seen for the first time (see Rotation.takeUpNewFile); records it before it is read. */
   private async takeUp(m: Matched): Promise<void> {
-    const take = this.scope.options.skipToEnd ? { pos: m.file.size, shadowOf: null, verified: 0 } : await this.rotation.takeUpNewFile(m.file);
+    const take: TakeUp = this.scope.options.skipToEnd ? { pos: m.file.size, shadowOf: null, verified: 0 } : await this.rotation.takeUpNewFile(m.file);
     const tf = this.scope.openFile(m.file.path, m.file.inode, m.group, take.pos);
     tf.shadowOf = take.shadowOf;
     tf.size = m.file.size;
@@ -146,6 +146,9 @@ export class Discovery {
     this.scope.files.set(m.file.inode, tf);
     if (tf.pos > 0 && tf.shadowOf === null) await tf.loadFingerprint();
     this.positions.recordChange(tf);
+    // Before the original is read on: its position points into the content written after the truncation.
+    const original = take.truncatedOriginal;
+    if (original && this.scope.files.get(original.inode) === original) await this.rotation.handleShrink(original, await original.currentSize());
   }
 
   /**

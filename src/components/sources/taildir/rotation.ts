@@ -15,6 +15,8 @@ export interface TakeUp {
   pos: number;
   shadowOf: number | null;
   verified: number;
+  /** The tracked file this one is a copy of, found truncated since the copy (handled once this one is tracked). */
+  truncatedOriginal?: TailFile;
 }
 
 /**
@@ -64,6 +66,12 @@ export class Rotation {
             logger.info(`${name}: ${file.path} is a copy of ${tf.path} (copytruncate?); it is read from where the original is once the original is truncated or gone`);
             return { pos: 0, shadowOf: tf.inode, verified: file.size };
           }
+          // The copy holds the original's bytes up to its position and the original does not any
+          // more: truncated (and written again) right after the copy, before a look saw it.
+          if (file.size >= fp.tailEnd && (await holdsFingerprint(h, fp)) && !(await tf.holds(fp))) {
+            logger.info(`${name}: ${file.path} is a copy of ${tf.path}, which was truncated since (copytruncate); continuing the copy at pos ${tf.pos}`);
+            return { pos: Math.min(tf.pos, file.size), shadowOf: null, verified: 0, truncatedOriginal: tf };
+          }
         }
         for (const [inode, r] of missing) {
           const fp = r.fp;
@@ -105,6 +113,12 @@ export class Rotation {
     if (same) {
       this.scope.verifiedCopy.set(tf.inode, tf.size);
       this.positions.recordChange(tf);
+      return;
+    }
+    // The original lost its bytes, not the copy: truncated before a look saw it; the copy continues there.
+    const fp = original.fingerprint();
+    if (fp && !(await original.holds(fp)) && tf.size >= fp.tailEnd && (await tf.holds(fp))) {
+      await this.handleShrink(original, await original.currentSize());
       return;
     }
     this.scope.logger.info(`${this.scope.name}: ${tf.path} is no copy of ${original.path} after all; reading it from pos 0`);
@@ -199,8 +213,7 @@ export class Rotation {
       try {
         const s = await stat(p);
         if (!s.isFile() || s.ino === exclude || s.size < minSize) continue;
-        const tracked = this.scope.files.get(s.ino);
-        if (tracked && tracked.pos >= minSize) continue;
+        // A tracked copy already read from there on is found too: nothing to change, nothing lost.
         if (await withHandle(p, (h) => holdsFingerprint(h, fp))) return { path: p, inode: s.ino, size: s.size };
       } catch {
         // Gone since the listing.

@@ -1,6 +1,6 @@
 // TAILDIR's positionFile when it cannot be read or written: what the operator is told, what is kept.
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { definition, type TaildirSource } from "../../../../src/components/sources/taildir.ts";
 import { bodies, build, context, drain, wire } from "../../../support/components.ts";
@@ -32,6 +32,15 @@ function setup(extra: Record<string, string> = {}) {
 
 async function readAll(src: TaildirSource): Promise<void> {
   for (let i = 0; i < 100; i++) if ((await src.process()) === "BACKOFF") return;
+}
+
+/** A start that reads the four lines, and a stop: the state file and the positionFile hold their positions. */
+async function firstRun(s: ReturnType<typeof setup>): Promise<void> {
+  const first = s.open();
+  await first.src.start();
+  await readAll(first.src);
+  expect(bodies(await drain(first.channel))).toHaveLength(4);
+  await first.src.stop();
 }
 
 const errors = (ctx: ReturnType<typeof context>) => ctx.logger.lines.filter((l) => l.level === "error").map((l) => l.message);
@@ -92,11 +101,7 @@ describe("TAILDIR: a positionFile that cannot be read", () => {
 
   test("a damaged state file is kept aside and the positionFile's positions are used: nothing read again, no reset counted", async () => {
     const s = setup();
-    const first = s.open();
-    await first.src.start();
-    await readAll(first.src);
-    expect(bodies(await drain(first.channel))).toHaveLength(4);
-    await first.src.stop();
+    await firstRun(s);
     writeFileSync(`${s.positionFile}.state`, "not a state file\n");
     const second = s.open();
     await second.src.start();
@@ -108,6 +113,25 @@ describe("TAILDIR: a positionFile that cannot be read", () => {
     const warned = second.ctx.logger.lines.filter((l) => l.level === "warn").map((l) => l.message).join("\n");
     expect(warned).toContain(`${s.positionFile}.state cannot be read (`);
     expect(warned).toContain(`using the positions of positionFile ${s.positionFile}`);
+  });
+});
+
+describe("TAILDIR: a state file cut short by a crash", () => {
+  test("a torn last record is skipped and the records before it are used: only new lines are read, nothing set aside, no reset counted", async () => {
+    const s = setup();
+    await firstRun(s);
+    writeFileSync(path.join(s.logs, "a.log"), "a1\na2\na3\n");
+    // A record whose write a SIGKILL cut short; without Flume's positionFile a reset would read everything again.
+    appendFileSync(`${s.positionFile}.state`, '{"seq":99,"inode":12,"po');
+    rmSync(s.positionFile);
+    const second = s.open();
+    await second.src.start();
+    await readAll(second.src);
+    expect(bodies(await drain(second.channel))).toEqual(["a3"]);
+    expect(second.src.counter.get("PositionFileResetCount")).toBe(0);
+    await second.src.stop();
+    expect(asideOf(`${s.positionFile}.state`)).toEqual([]);
+    expect(second.ctx.logger.lines.filter((l) => l.level === "warn").map((l) => l.message)).toEqual([`r1: 1 unreadable line(s) in ${s.positionFile}.state ignored (a write cut short by a power loss?)`]);
   });
 });
 
