@@ -18,169 +18,24 @@ import type { AnySource } from "../core/source.ts";
 import type { Sink } from "../core/sink.ts";
 import { VirtualClock } from "../core/virtual-clock.ts";
 import { type Cause, CAUSE_TEXT, CAUSES, DuplicateCauses } from "./causes.ts";
-import { type CrashedChannel, leaveAsKilled, partialLosses, scratchStorage } from "./crash.ts";
+import { type CrashedChannel, leaveAsKilled, partialLosses } from "./crash.ts";
 import { Epoch, SimClient, SimSink, SimSource, type SimWorld } from "./components.ts";
-import { Ledger, type LedgerSummary, verdict } from "./ledger.ts";
-import { type LinkFaults, type LinkStats, SimNetwork } from "./network.ts";
-import { type CrashSpec, describeLink, formatTime, type SimulationOptions, SimulationUsageError } from "./options.ts";
+import { Ledger, verdict } from "./ledger.ts";
+import { SimNetwork } from "./network.ts";
+import { type CrashSpec, formatTime, type SimulationOptions } from "./options.ts";
 import { seededRandom } from "./rng.ts";
-import { Timeline } from "./timeline.ts";
+import { AgentState, type SinkInfo } from "./agent-state.ts";
+import { crashSchedule, linkFaults } from "./fault-schedule.ts";
 import { StreamClient } from "./stream-client.ts";
-import { type AgentPlan, type ChannelPlan, CLIENT, type LinkPlan, type Topology, buildTopology } from "./topology.ts";
+import type { AgentResult, ChannelResult, CrashRecord, DuplicateCause, EventHistory, HistoryKind, LinkResult, SimulationHooks, SimulationResult, SinkResult } from "./simulation-result.ts";
+import { type ChannelPlan, CLIENT, type LinkPlan, type Topology, buildTopology } from "./topology.ts";
 import { bothObservers, type ChannelObserver, channelInfo, FileTraceOutput, simIdOf, TraceRecorder, TracedChannel, type TracedTransaction, TraceTarget } from "./trace.ts";
 
 /** Flume's sink runner backoff (SinkRunner: 1000 ms steps, at most 5000 ms). */
 const SINK_RUNNER_BACKOFF = { backoffSleepIncrement: 1000, maxBackoffSleep: 5000 };
 
-export interface SimulationHooks {
-  /** Write the transaction trace here. */
-  traceFile?: string;
-  /** Record the history of these event ids. */
-  watch?: readonly number[];
-  /** Called now and then with the progress (for a progress bar). */
-  onProgress?(p: Progress): void;
-}
-
-export interface Progress {
-  time: number;
-  produced: number;
-  delivered: number;
-  total: number;
-}
-
-export interface CrashRecord {
-  agent: string;
-  at: number;
-  /** Virtual ms the agent stayed down. */
-  down: number;
-  /** Events the crash took out of each non-durable channel (some may have got through already). */
-  dropped: { channel: string; events: number }[];
-  /** Of those, the events that were never delivered: what the verdict counts as lost because of this crash. */
-  lost: number;
-}
-
-export interface ChannelResult {
-  name: string;
-  agent: string;
-  type: string;
-  durable: boolean;
-  capacity: number;
-  peak: number;
-  end: number;
-}
-
-export interface SinkResult {
-  agent: string;
-  name: string;
-  /** The configured sink group and its processor, when the sink is in one. */
-  group?: { name: string; processor: string };
-  /** "simulated": a simulated destination; else the protocol of the link (avro, thrift) its real sink sends on. */
-  kind: string;
-  /** The link's name, for a sink on a link. */
-  link?: string;
-  channel: string;
-  /** Events delivered to its destination (simulated sinks; a failing batch may deliver some). */
-  delivered: number;
-  /** Events the next agent committed from its batches (sinks on links). */
-  forwarded: number;
-  /** Take transactions it committed with events, and those rolled back. */
-  batches: number;
-  failed: number;
-}
-
-export interface SourceResult {
-  agent: string;
-  name: string;
-  /** Fed by a simulated client (else: the real avro source of a link). */
-  entry: boolean;
-  channels: string[];
-}
-
-export interface LinkResult {
-  name: string;
-  from: string;
-  sink: string;
-  to: string;
-  source: string;
-  address: string;
-  faults: LinkFaults;
-  stats: LinkStats;
-  /** Events the receiving agent committed from this link's requests. */
-  events: number;
-}
-
-export interface AgentResult {
-  name: string;
-  summary: LedgerSummary;
-  verdict: { held: boolean; line: string };
-  channels: ChannelResult[];
-  crashes: CrashRecord[];
-  /** Put transactions refused by an injected fault (--fail-put). */
-  putFailures: number;
-  /** Put transactions refused by the channel (full, or over its transaction capacity). */
-  putRefusals: number;
-  sinkFailures: number;
-  timeline: Timeline;
-}
-
-export type HistoryKind = "lost" | "duplicated" | "clean" | "still in a channel" | "not accepted" | "never produced";
-
-export interface EventHistory {
-  id: number;
-  kind: HistoryKind;
-  /** What made the duplicates, for duplicated events. */
-  causes?: Cause[];
-  lines: string[];
-}
-
-export interface DuplicateCause {
-  cause: Cause | "unexplained";
-  text: string;
-  count: number;
-  /** The first event this cause duplicated. */
-  example?: number;
-}
-
-export interface SimulationResult {
-  tier: boolean;
-  topology: string[];
-  warnings: string[];
-  events: number;
-  seed: number;
-  produced: number;
-  /** Events the clients had accepted by a source (after retries). */
-  clientAccepted: number;
-  /** The tier's ledger (for one agent, the agent's). */
-  summary: LedgerSummary;
-  retries: number;
-  putFailures: number;
-  putRefusals: number;
-  sinkBatches: number;
-  sinkFailures: number;
-  /** Deliveries to destinations (duplicates included). */
-  deliveries: number;
-  crashes: CrashRecord[];
-  /** Crashes asked for that never happened: after the run had ended, or while the agent was down. */
-  crashesNotReached: { agent: string; at: number; why: string }[];
-  channels: ChannelResult[];
-  agents: AgentResult[];
-  links: LinkResult[];
-  sources: SourceResult[];
-  sinks: SinkResult[];
-  duplicateCauses: DuplicateCause[];
-  /** Virtual time at the end (ms). */
-  time: number;
-  /** True when every produced event was accepted and every channel drained before maxTime. */
-  completed: boolean;
-  verdict: { held: boolean; line: string };
-  firstLost?: { id: number; channel: string; agent: string; history: string[] };
-  /** Histories of watched events (--explain, and the examples the report tells). */
-  histories: EventHistory[];
-  /** The first agent's timeline (one-agent runs). */
-  timeline: Timeline;
-  /** The trace recorder's own ledger (when tracing): must equal summary. */
-  traceSummary?: LedgerSummary;
-}
+// The result's shape lives in simulation-result.ts; re-exported for the modules that import it from here.
+export type { AgentResult, ChannelResult, CrashRecord, DuplicateCause, EventHistory, HistoryKind, LinkResult, Progress, SimulationHooks, SimulationResult, SinkResult, SourceResult } from "./simulation-result.ts";
 
 /** Whether a durable channel's real disk I/O is still running. */
 function ioBusy(channel: Channel): boolean {
@@ -209,47 +64,6 @@ interface OpenTx {
   startSeq: number;
   /** Events a simulated sink delivered from it. */
   delivered: number[];
-}
-
-interface SinkInfo {
-  result: SinkResult;
-  agent: AgentState;
-  forwarder: boolean;
-}
-
-/** One agent of the run and its current process. */
-class AgentState {
-  epoch: Epoch | null = null;
-  built: BuiltAgent | null = null;
-  targets: TraceTarget[] = [];
-  durable: Channel[] = [];
-  crashes: CrashRecord[] = [];
-  putFailures = 0;
-  putRefusals = 0;
-  sinkFailures = 0;
-  readonly channelIndexes: number[];
-  readonly timeline: Timeline;
-  readonly storagePath: (configured: string) => string;
-  /** A watched take rolled back: the next error its sink (or group) logs says why. */
-  why: { names: Set<string>; ids: number[] } | null = null;
-
-  constructor(
-    readonly plan: AgentPlan,
-    readonly index: number,
-    workDir: string,
-  ) {
-    this.channelIndexes = plan.channels.map((c) => c.index);
-    this.timeline = new Timeline(plan.channels.map((c) => ({ name: c.label, capacity: c.capacity })));
-    this.storagePath = scratchStorage(path.join(workDir, plan.name));
-  }
-
-  get name(): string {
-    return this.plan.name;
-  }
-
-  get running(): boolean {
-    return this.epoch !== null && this.epoch.alive;
-  }
 }
 
 class Simulation {
@@ -330,7 +144,7 @@ class Simulation {
           { clock: this.clock, idOf: simIdOf, deliveries: "sink", seed: o.seed },
         )
       : null;
-    this.network = new SimNetwork(topo.links, (l) => this.linkFaults(l as LinkPlan), this.clock, o.seed);
+    this.network = new SimNetwork(topo.links, (l) => linkFaults(o, l as LinkPlan), this.clock, o.seed);
     this.putRandom = seededRandom(o.seed, 2);
     this.random = seededRandom(o.seed, 9);
     this.peaks = topo.channels.map(() => 0);
@@ -340,19 +154,6 @@ class Simulation {
   }
 
   // ---- setup ------------------------------------------------------------------------
-
-  private linkFaults(l: LinkPlan): LinkFaults {
-    const f: LinkFaults = { failRate: 0, loseAnswerRate: 0, latency: 0, partitions: [] };
-    for (const spec of this.o.links) {
-      if (!matches(spec.link, l)) continue;
-      if (spec.kind === "fail") f.failRate = spec.rate;
-      else if (spec.kind === "lose-answer") f.loseAnswerRate = spec.rate;
-      else if (spec.kind === "latency") f.latency = spec.ms;
-      else f.partitions.push({ from: spec.from, to: spec.to });
-    }
-    f.partitions.sort((a, b) => a.from - b.from);
-    return f;
-  }
 
   private makeClients(): void {
     const ids = { next: 0, total: this.o.events };
@@ -793,7 +594,7 @@ class Simulation {
   async run(): Promise<SimulationResult> {
     const o = this.o;
     const topo = this.topo;
-    const schedule = this.crashSchedule();
+    const schedule = crashSchedule(o, topo, this.agents);
     const observer = this.observer();
     const txCounter = this.recorder?.transactionCounter ?? { n: 1 };
     for (const a of this.agents) await this.build(a, observer, txCounter);
@@ -866,27 +667,6 @@ class Simulation {
     await this.build(a, observer, txCounter);
     await this.startSources(a);
     this.startSinks(a);
-  }
-
-  private crashSchedule(): (CrashSpec & { state: AgentState })[] {
-    const o = this.o;
-    const specs: CrashSpec[] = [...o.crashes];
-    if (o.crashAt.length > 0) {
-      if (this.topo.tier) throw new SimulationUsageError(`--crash-at crashes the agent of a one-agent run; this file has ${this.agents.length} agents: name the one to crash, e.g. --crash ${this.agents[0].name}@${formatTime(o.crashAt[0])}`);
-      for (const at of o.crashAt) specs.push({ at, down: 0 });
-    }
-    const out = specs.map((s) => {
-      const name = s.agent ?? this.agents[0].name;
-      const state = this.agents.find((a) => a.name === name);
-      if (!state) throw new SimulationUsageError(`--crash: no agent ${name} in this run (agents: ${this.agents.map((a) => a.name).join(", ")})`);
-      return { ...s, agent: name, state };
-    });
-    for (const spec of o.links) {
-      if (this.topo.links.some((l) => matches(spec.link, l))) continue;
-      const known = this.topo.links.map((l) => l.name);
-      throw new SimulationUsageError(`link fault on ${describeLink(spec.link)}: ${known.length > 0 ? `no such link; the links are ${known.join(", ")}` : "this run has no links between agents (they come from an avro or thrift sink naming a source of the same protocol in another agent of the file)"}`);
-    }
-    return out.sort((x, y) => x.at - y.at);
   }
 
   private result(end: number, completed: boolean, crashes: CrashRecord[], notReached: SimulationResult["crashesNotReached"]): SimulationResult {
@@ -974,11 +754,6 @@ class Simulation {
 }
 
 type Random = () => number;
-
-function matches(sel: { from: string; to: string }, l: { from: string; to: string }): boolean {
-  return (sel.from === "*" || sel.from === l.from) && (sel.to === "*" || sel.to === l.to);
-}
-
 /**
  * Runs the simulation; then, when something is worth telling (the first lost event, the
  * first duplicate of each cause, the events asked for with --explain), runs it again with the
