@@ -12,6 +12,14 @@ import { Timeline } from "./timeline.ts";
 import type { AgentPlan } from "./topology.ts";
 import type { TraceTarget } from "./trace.ts";
 
+/** What a simulation keeps of a transaction while it is open. */
+export interface OpenTx {
+  /** Commits with puts before this transaction began (what got through since is newer). */
+  startSeq: number;
+  /** Events a simulated sink delivered from it. */
+  delivered: number[];
+}
+
 /** A sink of the run: its figures, its agent, and whether it forwards to the next agent. */
 export interface SinkInfo {
   result: SinkResult;
