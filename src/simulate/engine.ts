@@ -5,6 +5,7 @@
  * network) on one VirtualClock. The loop lets everything run to its next wait, then moves time
  * to the next timer. Time moves only when all work is done, so a run is the same on every
  * machine for the same seed (file channel I/O is awaited before time moves, too).
+ * Its parts: agent-state.ts, fault-schedule.ts, sim-world.ts, event-notes.ts, collect-result.ts.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
