@@ -1,7 +1,7 @@
 /**
  * The typed agent model: what a Flume properties file amounts to once parsed and checked.
  * Every later step (build, reload diff, EmbeddedAgent, simulate, replay) works from it and
- * never reads raw keys again. The validator (validate.ts) makes it; a component with an error,
+ * never reads raw keys again. build-model.ts makes it from what validate.ts checked; a component with an error,
  * or one that depends on a dropped one, is not in it (Flume's way of dropping what is broken).
  */
 import type { AnyDefinition } from "../components/component.ts";

@@ -28,11 +28,12 @@ import {
   type SubComponent,
   unlistedInterceptors,
 } from "./flume-config.ts";
+import { buildAgentModel, type Checked, DEFAULT_SINK_PROCESSOR_TYPE } from "./build-model.ts";
 import { didYouMean, type EntryKind, type Problem, type ProblemCode, type Severity, sortProblems } from "./problems.ts";
 import { hasVariables } from "./substitution.ts";
 import { unsupportedType } from "./unsupported.ts";
-import { type AgentModel, type ChannelModel, fingerprintOf, type PartModel, partFingerprint, type SinkGroupModel, type SinkModel, type SourceModel } from "./model.ts";
-import { type AnyOptions, capacityOf, type ComponentKind, type ComponentSchema, findProp, isUnderPrefix, keysWithRole, keyWithRole, type ValidationContext } from "./schema.ts";
+import type { AgentModel, PartModel } from "./model.ts";
+import { type AnyOptions, capacityOf, type ComponentKind, findProp, isUnderPrefix, keysWithRole, keyWithRole, type ValidationContext } from "./schema.ts";
 
 /** What the validator needs from src/components/registry.ts (pass the module itself). */
 export interface ComponentRegistry {
@@ -44,9 +45,9 @@ export interface ComponentRegistry {
   moduleApi?(): Promise<Record<string, unknown>>;
 }
 
-/** The selector and sink processor Flume uses when none is configured. */
+/** The selector Flume uses when none is configured (the sink processor's default is in build-model.ts). */
 export const DEFAULT_SELECTOR_TYPE = "replicating";
-export const DEFAULT_SINK_PROCESSOR_TYPE = "default";
+export { DEFAULT_SINK_PROCESSOR_TYPE } from "./build-model.ts";
 
 /** Flume's wiring keys per kind, suggested when a component key is a near miss ("channels" on a sink). */
 const WIRING_KEYS: Record<EntryKind, readonly string[]> = {
@@ -55,14 +56,6 @@ const WIRING_KEYS: Record<EntryKind, readonly string[]> = {
   sinkgroup: ["sinks", "processor.type"],
   channel: [],
 };
-
-/** A component whose type resolved, with its parsed configuration. */
-interface Checked {
-  entry: ComponentEntry;
-  definition: AnyDefinition;
-  schema: ComponentSchema;
-  options: AnyOptions;
-}
 
 /** What checking a configuration gives: every problem, and the model of what can run. */
 export interface LoadResult extends ParseResult {
@@ -94,6 +87,12 @@ export function withModel(parsed: ParseResult, registry: ComponentRegistry): Loa
 }
 
 class Validator {
+  /** The typed model of what can run (build-model.ts). */
+  model(): AgentModel {
+    return buildAgentModel({ config: this.config, registry: this.registry, problems: this.problems, checked: this.checked, parts: this.parts, active: (kind) => this.active(kind) });
+  }
+
+
   private readonly problems: Problem[] = [];
   private readonly checked = new Map<string, Checked>(); // by "kind name"
   /** Selectors, interceptors and sink processors, by "kind name prefix" of their owner. */
@@ -117,80 +116,6 @@ class Validator {
     this.checkSinkGroups();
     this.checkChannelUse();
     return this.problems;
-  }
-
-  // ---- the model ---------------------------------------------------------------------------
-
-  /**
-   * What can run: every active component without an error whose wiring is intact. A component
-   * left out for its own error, or because something it needs was left out, is listed in
-   * `dropped` (Flume drops such components silently; `flume run --lenient` logs these).
-   */
-  model(): AgentModel {
-    const model: AgentModel = { agent: this.a, file: this.config.file, channels: new Map(), sources: new Map(), sinks: new Map(), sinkGroups: new Map(), dropped: [], lookup: (kind, type) => this.registry.lookupComponent(kind, type) };
-    const errorOf = new Map<string, string>();
-    for (const p of this.problems) if (p.severity === "error" && p.ref && !errorOf.has(`${p.ref.kind} ${p.ref.name}`)) errorOf.set(`${p.ref.kind} ${p.ref.name}`, p.message);
-    const usable = (entry: ComponentEntry): Checked | undefined => {
-      const why = errorOf.get(`${entry.kind} ${entry.name}`);
-      const checked = this.checked.get(`${entry.kind} ${entry.name}`);
-      if (why !== undefined || !checked) {
-        model.dropped.push(`dropping ${entry.kind} ${entry.name}: ${why ?? "it could not be checked"}`);
-        return undefined;
-      }
-      return checked;
-    };
-    const base = (c: Checked) => ({ name: c.entry.name, type: c.schema.type, definition: c.definition, options: c.options, file: c.entry.file, line: c.entry.line });
-
-    for (const entry of this.active("channel")) {
-      const c = usable(entry);
-      if (c) model.channels.set(entry.name, { kind: "channel", ...base(c), fingerprint: fingerprintOf(c.schema.type, c.options) } satisfies ChannelModel);
-    }
-    for (const entry of this.active("source")) {
-      const c = usable(entry);
-      if (!c) continue;
-      const channels = sourceChannels(entry);
-      if (channels.some((ch) => !model.channels.has(ch))) {
-        model.dropped.push(`dropping source ${entry.name}: one of its channels was dropped`);
-        continue;
-      }
-      const selector = this.parts.get(`source ${entry.name} selector.`) as PartModel;
-      const interceptors = interceptorEntries(entry).map((i) => this.parts.get(`source ${entry.name} ${i.prefix}`) as PartModel);
-      const fingerprint = fingerprintOf(c.schema.type, c.options, channels, partFingerprint(selector), interceptors.map(partFingerprint));
-      model.sources.set(entry.name, { kind: "source", ...base(c), channels, selector, interceptors, fingerprint } satisfies SourceModel);
-    }
-    for (const entry of this.active("sink")) {
-      const c = usable(entry);
-      if (!c) continue;
-      const channel = sinkChannel(entry) as string;
-      if (!model.channels.has(channel)) {
-        model.dropped.push(`dropping sink ${entry.name}: its channel was dropped`);
-        continue;
-      }
-      model.sinks.set(entry.name, { kind: "sink", ...base(c), channel, fingerprint: fingerprintOf(c.schema.type, c.options, channel) } satisfies SinkModel);
-    }
-    const grouped = new Set<string>();
-    for (const entry of this.active("sinkgroup")) {
-      if (errorOf.has(`sinkgroup ${entry.name}`)) {
-        model.dropped.push(`dropping sinkgroup ${entry.name}: ${errorOf.get(`sinkgroup ${entry.name}`)}`);
-        continue;
-      }
-      const sinks = sinkGroupSinks(entry);
-      if (sinks.some((s) => !model.sinks.has(s))) {
-        model.dropped.push(`dropping sinkgroup ${entry.name}: one of its sinks was dropped`);
-        continue;
-      }
-      const processor = this.parts.get(`sinkgroup ${entry.name} processor.`) as PartModel;
-      for (const s of sinks) grouped.add(s);
-      const fingerprint = fingerprintOf(partFingerprint(processor), sinks.map((s) => model.sinks.get(s)?.fingerprint));
-      model.sinkGroups.set(`group:${entry.name}`, { name: entry.name, sinks, processor, configured: true, fingerprint } satisfies SinkGroupModel);
-    }
-    const defaultProcessor = this.registry.lookupComponent("sinkprocessor", DEFAULT_SINK_PROCESSOR_TYPE);
-    for (const sink of model.sinks.values()) {
-      if (grouped.has(sink.name) || !defaultProcessor) continue;
-      const processor: PartModel = { kind: "sinkprocessor", name: "processor", type: defaultProcessor.schema.type, definition: defaultProcessor, options: defaultProcessor.parse({}).options };
-      model.sinkGroups.set(`sink:${sink.name}`, { name: sink.name, sinks: [sink.name], processor, configured: false, fingerprint: fingerprintOf(sink.fingerprint) });
-    }
-    return model;
   }
 
   // ---- reporting ------------------------------------------------------------------------

@@ -16,7 +16,8 @@ import { componentContext } from "../components/component.ts";
 import { BaseSink } from "../components/sinks/base.ts";
 import type { FailSpec } from "./options.ts";
 import type { Random } from "./rng.ts";
-import { SIM_ID_HEADER, simIdOf, type TracedTransaction } from "./trace.ts";
+import { SIM_ID_HEADER, simIdOf } from "./event-ids.ts";
+import type { TracedTransaction } from "./trace.ts";
 
 /** One run of the simulated process between crashes; its timers die with it. */
 export class Epoch implements Clock {

@@ -5,6 +5,7 @@
  * network) on one VirtualClock. The loop lets everything run to its next wait, then moves time
  * to the next timer. Time moves only when all work is done, so a run is the same on every
  * machine for the same seed (file channel I/O is awaited before time moves, too).
+ * Its parts: agent-state.ts, fault-schedule.ts, sim-world.ts, event-notes.ts, collect-result.ts.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,175 +13,32 @@ import path from "node:path";
 import type { Channel } from "../core/channel.ts";
 import { ChannelException } from "../core/errors.ts";
 import type { Event } from "../core/event.ts";
-import type { Logger } from "../core/logger.ts";
 import { type BuiltAgent, buildAgent, createComponent } from "../agent/build.ts";
 import type { AnySource } from "../core/source.ts";
 import type { Sink } from "../core/sink.ts";
 import { VirtualClock } from "../core/virtual-clock.ts";
-import { type Cause, CAUSE_TEXT, CAUSES, DuplicateCauses } from "./causes.ts";
-import { type CrashedChannel, leaveAsKilled, partialLosses, scratchStorage } from "./crash.ts";
+import { type Cause, CAUSE_TEXT, DuplicateCauses } from "./causes.ts";
+import { type CrashedChannel, leaveAsKilled, partialLosses } from "./crash.ts";
 import { Epoch, SimClient, SimSink, SimSource, type SimWorld } from "./components.ts";
-import { Ledger, type LedgerSummary, verdict } from "./ledger.ts";
-import { type LinkFaults, type LinkStats, SimNetwork } from "./network.ts";
-import { type CrashSpec, describeLink, formatTime, type SimulationOptions, SimulationUsageError } from "./options.ts";
+import { Ledger } from "./ledger.ts";
+import { SimNetwork } from "./network.ts";
+import { type CrashSpec, formatTime, type SimulationOptions } from "./options.ts";
 import { seededRandom } from "./rng.ts";
-import { Timeline } from "./timeline.ts";
+import { AgentState, type OpenTx, type SinkInfo } from "./agent-state.ts";
+import { type SharedRandoms, simWorld } from "./sim-world.ts";
+import { EventNotes } from "./event-notes.ts";
+import { simulationResult } from "./collect-result.ts";
+import { crashSchedule, linkFaults } from "./fault-schedule.ts";
 import { StreamClient } from "./stream-client.ts";
-import { type AgentPlan, type ChannelPlan, CLIENT, type LinkPlan, type Topology, buildTopology } from "./topology.ts";
+import type { CrashRecord, SimulationHooks, SimulationResult, SinkResult } from "./simulation-result.ts";
+import { type ChannelPlan, CLIENT, type LinkPlan, type Topology, buildTopology } from "./topology.ts";
 import { bothObservers, type ChannelObserver, channelInfo, FileTraceOutput, simIdOf, TraceRecorder, TracedChannel, type TracedTransaction, TraceTarget } from "./trace.ts";
 
 /** Flume's sink runner backoff (SinkRunner: 1000 ms steps, at most 5000 ms). */
 const SINK_RUNNER_BACKOFF = { backoffSleepIncrement: 1000, maxBackoffSleep: 5000 };
 
-export interface SimulationHooks {
-  /** Write the transaction trace here. */
-  traceFile?: string;
-  /** Record the history of these event ids. */
-  watch?: readonly number[];
-  /** Called now and then with the progress (for a progress bar). */
-  onProgress?(p: Progress): void;
-}
-
-export interface Progress {
-  time: number;
-  produced: number;
-  delivered: number;
-  total: number;
-}
-
-export interface CrashRecord {
-  agent: string;
-  at: number;
-  /** Virtual ms the agent stayed down. */
-  down: number;
-  /** Events the crash took out of each non-durable channel (some may have got through already). */
-  dropped: { channel: string; events: number }[];
-  /** Of those, the events that were never delivered: what the verdict counts as lost because of this crash. */
-  lost: number;
-}
-
-export interface ChannelResult {
-  name: string;
-  agent: string;
-  type: string;
-  durable: boolean;
-  capacity: number;
-  peak: number;
-  end: number;
-}
-
-export interface SinkResult {
-  agent: string;
-  name: string;
-  /** The configured sink group and its processor, when the sink is in one. */
-  group?: { name: string; processor: string };
-  /** "simulated": a simulated destination; else the protocol of the link (avro, thrift) its real sink sends on. */
-  kind: string;
-  /** The link's name, for a sink on a link. */
-  link?: string;
-  channel: string;
-  /** Events delivered to its destination (simulated sinks; a failing batch may deliver some). */
-  delivered: number;
-  /** Events the next agent committed from its batches (sinks on links). */
-  forwarded: number;
-  /** Take transactions it committed with events, and those rolled back. */
-  batches: number;
-  failed: number;
-}
-
-export interface SourceResult {
-  agent: string;
-  name: string;
-  /** Fed by a simulated client (else: the real avro source of a link). */
-  entry: boolean;
-  channels: string[];
-}
-
-export interface LinkResult {
-  name: string;
-  from: string;
-  sink: string;
-  to: string;
-  source: string;
-  address: string;
-  faults: LinkFaults;
-  stats: LinkStats;
-  /** Events the receiving agent committed from this link's requests. */
-  events: number;
-}
-
-export interface AgentResult {
-  name: string;
-  summary: LedgerSummary;
-  verdict: { held: boolean; line: string };
-  channels: ChannelResult[];
-  crashes: CrashRecord[];
-  /** Put transactions refused by an injected fault (--fail-put). */
-  putFailures: number;
-  /** Put transactions refused by the channel (full, or over its transaction capacity). */
-  putRefusals: number;
-  sinkFailures: number;
-  timeline: Timeline;
-}
-
-export type HistoryKind = "lost" | "duplicated" | "clean" | "still in a channel" | "not accepted" | "never produced";
-
-export interface EventHistory {
-  id: number;
-  kind: HistoryKind;
-  /** What made the duplicates, for duplicated events. */
-  causes?: Cause[];
-  lines: string[];
-}
-
-export interface DuplicateCause {
-  cause: Cause | "unexplained";
-  text: string;
-  count: number;
-  /** The first event this cause duplicated. */
-  example?: number;
-}
-
-export interface SimulationResult {
-  tier: boolean;
-  topology: string[];
-  warnings: string[];
-  events: number;
-  seed: number;
-  produced: number;
-  /** Events the clients had accepted by a source (after retries). */
-  clientAccepted: number;
-  /** The tier's ledger (for one agent, the agent's). */
-  summary: LedgerSummary;
-  retries: number;
-  putFailures: number;
-  putRefusals: number;
-  sinkBatches: number;
-  sinkFailures: number;
-  /** Deliveries to destinations (duplicates included). */
-  deliveries: number;
-  crashes: CrashRecord[];
-  /** Crashes asked for that never happened: after the run had ended, or while the agent was down. */
-  crashesNotReached: { agent: string; at: number; why: string }[];
-  channels: ChannelResult[];
-  agents: AgentResult[];
-  links: LinkResult[];
-  sources: SourceResult[];
-  sinks: SinkResult[];
-  duplicateCauses: DuplicateCause[];
-  /** Virtual time at the end (ms). */
-  time: number;
-  /** True when every produced event was accepted and every channel drained before maxTime. */
-  completed: boolean;
-  verdict: { held: boolean; line: string };
-  firstLost?: { id: number; channel: string; agent: string; history: string[] };
-  /** Histories of watched events (--explain, and the examples the report tells). */
-  histories: EventHistory[];
-  /** The first agent's timeline (one-agent runs). */
-  timeline: Timeline;
-  /** The trace recorder's own ledger (when tracing): must equal summary. */
-  traceSummary?: LedgerSummary;
-}
+// The result's shape lives in simulation-result.ts; re-exported for the modules that import it from here.
+export type { AgentResult, ChannelResult, CrashRecord, DuplicateCause, EventHistory, LinkResult, Progress, SimulationHooks, SimulationResult, SinkResult, SourceResult } from "./simulation-result.ts";
 
 /** Whether a durable channel's real disk I/O is still running. */
 function ioBusy(channel: Channel): boolean {
@@ -200,55 +58,6 @@ export async function runSimulation(o: SimulationOptions, hooks: SimulationHooks
     return await new Simulation(o, topo, workDir, hooks).run();
   } finally {
     if (ownWorkDir) rmSync(workDir, { recursive: true, force: true });
-  }
-}
-
-/** What a simulation keeps of a transaction while it is open. */
-interface OpenTx {
-  /** Commits with puts before this transaction began (what got through since is newer). */
-  startSeq: number;
-  /** Events a simulated sink delivered from it. */
-  delivered: number[];
-}
-
-interface SinkInfo {
-  result: SinkResult;
-  agent: AgentState;
-  forwarder: boolean;
-}
-
-/** One agent of the run and its current process. */
-class AgentState {
-  epoch: Epoch | null = null;
-  built: BuiltAgent | null = null;
-  targets: TraceTarget[] = [];
-  durable: Channel[] = [];
-  crashes: CrashRecord[] = [];
-  putFailures = 0;
-  putRefusals = 0;
-  sinkFailures = 0;
-  readonly channelIndexes: number[];
-  readonly timeline: Timeline;
-  readonly storagePath: (configured: string) => string;
-  /** A watched take rolled back: the next error its sink (or group) logs says why. */
-  why: { names: Set<string>; ids: number[] } | null = null;
-
-  constructor(
-    readonly plan: AgentPlan,
-    readonly index: number,
-    workDir: string,
-  ) {
-    this.channelIndexes = plan.channels.map((c) => c.index);
-    this.timeline = new Timeline(plan.channels.map((c) => ({ name: c.label, capacity: c.capacity })));
-    this.storagePath = scratchStorage(path.join(workDir, plan.name));
-  }
-
-  get name(): string {
-    return this.plan.name;
-  }
-
-  get running(): boolean {
-    return this.epoch !== null && this.epoch.alive;
   }
 }
 
@@ -277,9 +86,7 @@ class Simulation {
   /** Event objects an avro source committed into one of its channels (for multi-channel sources). */
   private committedObjects = new WeakSet<Event>();
   private forwardedObjects = new WeakSet<Event>();
-  private readonly watched: Uint8Array;
-  private readonly watching: boolean;
-  private readonly notes = new Map<number, string[]>();
+  private readonly notes: EventNotes;
   private readonly stats = { produced: 0, clientAccepted: 0, deliveries: 0, sinkBatches: 0 };
   private readonly putRandom: Random;
   private readonly random: Random;
@@ -305,16 +112,12 @@ class Simulation {
       }
     };
     this.clock = new VirtualClock(0, settle);
-    const watch = hooks.watch ?? [];
-    this.watched = new Uint8Array(o.events);
-    for (const id of watch) if (id >= 0 && id < o.events) this.watched[id] = 1;
-    this.watching = watch.some((id) => id >= 0 && id < o.events);
-    for (const id of watch) this.notes.set(id, []);
+    this.notes = new EventNotes(o.events, hooks.watch ?? [], this.clock, topo);
     this.causes = new DuplicateCauses(
       topo.channels.length,
       o.events,
-      this.watching ? (ch, i, cause) => this.watchedNote(i, ch, `that delivery is a duplicate: ${cause === "unexplained" ? "of unknown cause" : CAUSE_TEXT[cause]}`) : undefined,
-      this.watching ? (ch, i, cause) => this.watchedNote(i, ch, `that put made a second copy in ${this.topo.channels[ch].label}: ${CAUSE_TEXT[cause]}`) : undefined,
+      this.notes.watching ? (ch, i, cause) => this.notes.watchedNote(i, ch, `that delivery is a duplicate: ${cause === "unexplained" ? "of unknown cause" : CAUSE_TEXT[cause]}`) : undefined,
+      this.notes.watching ? (ch, i, cause) => this.notes.watchedNote(i, ch, `that put made a second copy in ${this.topo.channels[ch].label}: ${CAUSE_TEXT[cause]}`) : undefined,
     );
     this.ledger = new Ledger(
       topo.channels.map((c) => ({ name: c.label, durable: c.durable, agent: c.agent })),
@@ -330,7 +133,7 @@ class Simulation {
           { clock: this.clock, idOf: simIdOf, deliveries: "sink", seed: o.seed },
         )
       : null;
-    this.network = new SimNetwork(topo.links, (l) => this.linkFaults(l as LinkPlan), this.clock, o.seed);
+    this.network = new SimNetwork(topo.links, (l) => linkFaults(o, l as LinkPlan), this.clock, o.seed);
     this.putRandom = seededRandom(o.seed, 2);
     this.random = seededRandom(o.seed, 9);
     this.peaks = topo.channels.map(() => 0);
@@ -340,19 +143,6 @@ class Simulation {
   }
 
   // ---- setup ------------------------------------------------------------------------
-
-  private linkFaults(l: LinkPlan): LinkFaults {
-    const f: LinkFaults = { failRate: 0, loseAnswerRate: 0, latency: 0, partitions: [] };
-    for (const spec of this.o.links) {
-      if (!matches(spec.link, l)) continue;
-      if (spec.kind === "fail") f.failRate = spec.rate;
-      else if (spec.kind === "lose-answer") f.loseAnswerRate = spec.rate;
-      else if (spec.kind === "latency") f.latency = spec.ms;
-      else f.partitions.push({ from: spec.from, to: spec.to });
-    }
-    f.partitions.sort((a, b) => a.from - b.from);
-    return f;
-  }
 
   private makeClients(): void {
     const ids = { next: 0, total: this.o.events };
@@ -381,43 +171,6 @@ class Simulation {
         this.sinks.set(`${a.name}/${k.name}`, { result, agent: a, forwarder: link !== undefined });
       }
     }
-  }
-
-  // ---- notes (event histories) ------------------------------------------------------
-
-  private say(id: number, agent: string | undefined, text: string): void {
-    const lines = this.notes.get(id);
-    if (!lines) return;
-    const who = this.topo.tier && agent ? `${agent}: ` : "";
-    lines.push(`${formatTime(this.clock.now()).padStart(10)}  ${who}${text}`);
-  }
-
-  private watchedNote(i: number, ch: number, text: string): void {
-    if (i >= 0 && i < this.watched.length && this.watched[i]) this.say(i, this.topo.channels[ch].agent, text);
-  }
-
-  private eachWatched(events: readonly Event[], fn: (id: number) => void): void {
-    if (!this.watching) return;
-    for (const e of events) {
-      const id = simIdOf(e);
-      if (id >= 0 && id < this.watched.length && this.watched[id]) fn(id);
-    }
-  }
-
-  private eachWatchedId(ids: readonly number[], fn: (id: number) => void): void {
-    if (!this.watching) return;
-    for (const id of ids) if (id >= 0 && id < this.watched.length && this.watched[id]) fn(id);
-  }
-
-  /** A logger per component: silent, except that it tells a watched event why its take rolled back. */
-  private loggerFor(a: AgentState, name: string): Logger {
-    const hear = (message: string) => {
-      const w = a.why;
-      if (!w || !w.names.has(name)) return;
-      a.why = null;
-      for (const id of w.ids) this.say(id, a.name, `  why: ${message}`);
-    };
-    return { debug() {}, info() {}, warn: hear, error: hear };
   }
 
   // ---- the observer of every channel ------------------------------------------------
@@ -453,16 +206,16 @@ class Simulation {
               a.putFailures++;
               a.timeline.putFailure(this.clock.now());
             }
-            this.eachWatched(tx.puts, (id) => this.say(id, a.name, `put into channel ${plan.name} by ${tx.by ?? "?"} failed at commit (tx ${tx.id}): ${error.message}`));
+            this.notes.eachWatched(tx.puts, (id) => this.notes.say(id, a.name, `put into channel ${plan.name} by ${tx.by ?? "?"} failed at commit (tx ${tx.id}): ${error.message}`));
           }
           return;
         }
         const puts = tx.puts.length > 0 ? tx.puts.map(simIdOf) : [];
         const takes = tx.takes.length > 0 ? tx.takes.map(simIdOf) : [];
         const hop = tx.by !== undefined && !a.plan.entrySources.has(tx.by);
-        if (this.watching) {
-          this.eachWatchedId(puts, (id) => this.say(id, a.name, `committed into channel ${plan.name} by ${tx.by ?? "?"} (tx ${tx.id})${hop ? this.cameFrom(id) : ""}`));
-          this.eachWatchedId(takes, (id) => this.say(id, a.name, `take by ${tx.by ?? "?"} committed: it left channel ${plan.name} (tx ${tx.id})`));
+        if (this.notes.watching) {
+          this.notes.eachWatchedId(puts, (id) => this.notes.say(id, a.name, `committed into channel ${plan.name} by ${tx.by ?? "?"} (tx ${tx.id})${hop ? this.cameFrom(id) : ""}`));
+          this.notes.eachWatchedId(takes, (id) => this.notes.say(id, a.name, `take by ${tx.by ?? "?"} committed: it left channel ${plan.name} (tx ${tx.id})`));
         }
         if (hop && puts.length > 0) this.lateCommits(puts);
         ledger.committed(ch, puts, takes);
@@ -494,11 +247,11 @@ class Simulation {
           }
         }
         if (o) this.tagGotThrough(tx, o, sink, "partial-batch", "lost-answer");
-        if (this.watching) {
+        if (this.notes.watching) {
           const ids: number[] = [];
-          this.eachWatched(tx.takes, (id) => {
+          this.notes.eachWatched(tx.takes, (id) => {
             ids.push(id);
-            this.say(id, a.name, `take by ${tx.by ?? "?"} rolled back: back in channel ${plan.name} (tx ${tx.id})`);
+            this.notes.say(id, a.name, `take by ${tx.by ?? "?"} rolled back: back in channel ${plan.name} (tx ${tx.id})`);
           });
           if (ids.length > 0 && tx.by !== undefined) a.why = { names: this.namesOf(a, tx.by), ids };
         }
@@ -618,57 +371,19 @@ class Simulation {
 
   // ---- agents -----------------------------------------------------------------------
 
-  private worldFor(a: AgentState): SimWorld {
-    const sim = this;
-    const o = this.o;
-    const sinkRandom = seededRandom(o.seed, 1);
-    const partialRandom = seededRandom(o.seed, 3);
-    const shared = this.sharedRandoms ?? (this.sharedRandoms = { sinkRandom, partialRandom });
-    return {
-      sinkFail: o.failSink,
-      sinkRandom: shared.sinkRandom,
-      partialRandom: shared.partialRandom,
-      get sinkBatches() {
-        return sim.stats.sinkBatches;
-      },
-      set sinkBatches(n: number) {
-        sim.stats.sinkBatches = n;
-      },
-      produced(ids, by) {
-        sim.stats.produced += ids.length;
-        sim.eachWatchedId(ids, (id) => sim.say(id, a.name, `produced by the client of source ${by} (batch of ${ids.length})`));
-      },
-      accepted(ids, by) {
-        sim.stats.clientAccepted += ids.length;
-        sim.eachWatchedId(ids, (id) => sim.say(id, a.name, `source ${by} acknowledged the batch to its client`));
-      },
-      putFailed(ids, by, err) {
-        sim.eachWatchedId(ids, (id) => sim.say(id, a.name, `source ${by} could not put the batch (${err.message}); the client will retry`));
-      },
-      delivered(tx, by, ids) {
-        sim.stats.deliveries += ids.length;
-        sim.eachWatchedId(ids, (id) => sim.say(id, a.name, `delivered by sink ${by} (tx ${tx.id})`));
-        sim.ledger.delivered(tx.target.index, ids);
-        sim.recorder?.deliver(tx, by, ids);
-        a.timeline.delivered(sim.clock.now(), ids.length);
-        sim.open.get(tx)?.delivered.push(...ids);
-        const sink = sim.sinks.get(`${a.name}/${by}`);
-        if (sink) sink.result.delivered += ids.length;
-      },
-      sinkFailed(tx, by, batch, reached, size) {
-        a.sinkFailures++;
-        a.timeline.sinkFailure(sim.clock.now());
-        sim.eachWatched(tx.takes, (id) => sim.say(id, a.name, `sink ${by} failed batch ${batch} after ${reached} of ${size} events got through; tx ${tx.id} rolls back`));
-      },
-    };
-  }
-
-  private sharedRandoms: { sinkRandom: Random; partialRandom: Random } | null = null;
+  private sharedRandoms: SharedRandoms | null = null;
   private readonly worlds = new Map<AgentState, SimWorld>();
 
   private worldOf(a: AgentState): SimWorld {
     let world = this.worlds.get(a);
-    if (!world) this.worlds.set(a, (world = this.worldFor(a)));
+    if (!world) {
+      const o = this.o;
+      const sinkRandom = seededRandom(o.seed, 1);
+      const partialRandom = seededRandom(o.seed, 3);
+      const shared = this.sharedRandoms ?? (this.sharedRandoms = { sinkRandom, partialRandom });
+      const host = { o, stats: this.stats, notes: this.notes, ledger: this.ledger, recorder: this.recorder, clock: this.clock, open: this.open, sinks: this.sinks };
+      this.worlds.set(a, (world = simWorld(host, a, shared)));
+    }
     return world;
   }
 
@@ -683,7 +398,7 @@ class Simulation {
     const built = buildAgent(plan.model, {
       agentName: plan.name,
       clock: epoch,
-      logger: (name) => this.loggerFor(a, name),
+      logger: (name) => this.notes.loggerFor(a, name),
       random: a.index === 0 ? this.random : seededRandom(this.o.seed, 100 + a.index),
       storagePath: a.storagePath,
       runnerBackoff: SINK_RUNNER_BACKOFF,
@@ -736,27 +451,11 @@ class Simulation {
       if (!this.topo.channels[tx.target.index].durable || tx.takes.length === 0) continue;
       const sink = tx.by === undefined ? undefined : this.sinks.get(`${a.name}/${tx.by}`);
       this.tagGotThrough(tx, o, sink, "crash-replay", "crash-replay");
-      this.eachWatched(tx.takes, (id) => this.say(id, a.name, `CRASH with the take of ${tx.by ?? "?"} open: the file channel ${this.topo.channels[tx.target.index].name} gives it back`));
+      this.notes.eachWatched(tx.takes, (id) => this.notes.say(id, a.name, `CRASH with the take of ${tx.by ?? "?"} open: the file channel ${this.topo.channels[tx.target.index].name} gives it back`));
     }
     const crashed: CrashedChannel[] = [...(a.built as BuiltAgent).channels.values()].map((c) => ({ index: (a.plan.channels.find((p) => p.name === c.model.name) as ChannelPlan).index, definition: c.model.definition, instance: c.instance }));
     const partial = partialLosses(crashed, simIdOf);
-    if (this.watching) {
-      const restart = spec.down > 0 ? `; ${a.name} is down until ${formatTime(this.clock.now() + spec.down)}` : "";
-      for (const c of a.plan.channels) {
-        const part = partial.get(c.index);
-        for (let id = 0; id < this.watched.length; id++) {
-          if (!this.watched[id] || this.ledger.heldOf(c.index, id) === 0) continue;
-          const fate = part
-            ? part.includes(id)
-              ? `CRASH: ${c.type} channel ${c.name} loses the events it holds in memory, this event with them`
-              : `CRASH: it stays in the overflow on disk of ${c.type} channel ${c.name}`
-            : c.durable
-              ? `CRASH: it stays in ${c.type} channel ${c.name}, which keeps committed events`
-              : `CRASH: ${c.type} channel ${c.name} loses its contents, this event with them`;
-          this.say(id, a.name, `${fate}${restart}`);
-        }
-      }
-    }
+    this.notes.crashFates(a, partial, this.ledger, spec.down);
     const crashNo = ++this.crashNo;
     const dropped = this.ledger.crash(a.channelIndexes, crashNo, partial);
     this.recorder?.crash(a.channelIndexes, this.topo.tier ? a.name : undefined, partial);
@@ -793,7 +492,7 @@ class Simulation {
   async run(): Promise<SimulationResult> {
     const o = this.o;
     const topo = this.topo;
-    const schedule = this.crashSchedule();
+    const schedule = crashSchedule(o, topo, this.agents);
     const observer = this.observer();
     const txCounter = this.recorder?.transactionCounter ?? { n: 1 };
     for (const a of this.agents) await this.build(a, observer, txCounter);
@@ -868,117 +567,13 @@ class Simulation {
     this.startSinks(a);
   }
 
-  private crashSchedule(): (CrashSpec & { state: AgentState })[] {
-    const o = this.o;
-    const specs: CrashSpec[] = [...o.crashes];
-    if (o.crashAt.length > 0) {
-      if (this.topo.tier) throw new SimulationUsageError(`--crash-at crashes the agent of a one-agent run; this file has ${this.agents.length} agents: name the one to crash, e.g. --crash ${this.agents[0].name}@${formatTime(o.crashAt[0])}`);
-      for (const at of o.crashAt) specs.push({ at, down: 0 });
-    }
-    const out = specs.map((s) => {
-      const name = s.agent ?? this.agents[0].name;
-      const state = this.agents.find((a) => a.name === name);
-      if (!state) throw new SimulationUsageError(`--crash: no agent ${name} in this run (agents: ${this.agents.map((a) => a.name).join(", ")})`);
-      return { ...s, agent: name, state };
-    });
-    for (const spec of o.links) {
-      if (this.topo.links.some((l) => matches(spec.link, l))) continue;
-      const known = this.topo.links.map((l) => l.name);
-      throw new SimulationUsageError(`link fault on ${describeLink(spec.link)}: ${known.length > 0 ? `no such link; the links are ${known.join(", ")}` : "this run has no links between agents (they come from an avro or thrift sink naming a source of the same protocol in another agent of the file)"}`);
-    }
-    return out.sort((x, y) => x.at - y.at);
-  }
-
   private result(end: number, completed: boolean, crashes: CrashRecord[], notReached: SimulationResult["crashesNotReached"]): SimulationResult {
-    const topo = this.topo;
-    const ledger = this.ledger;
-    // Which crash each lost event is owed to.
-    const byCrash = ledger.lostByCrash();
-    for (const c of crashes) c.lost = byCrash.get(this.crashNumbers.get(c) ?? -1) ?? 0;
-    const channels: ChannelResult[] = topo.channels.map((c) => ({ name: c.label, agent: c.agent, type: c.type, durable: c.durable, capacity: c.capacity, peak: this.peaks[c.index], end: this.fills[c.index] }));
-    const agents: AgentResult[] = this.agents.map((a) => {
-      const summary = ledger.summaryOf(a.channelIndexes);
-      return {
-        name: a.name,
-        summary,
-        verdict: verdict(summary, `agent ${a.name}`),
-        channels: a.channelIndexes.map((k) => channels[k]),
-        crashes: a.crashes,
-        putFailures: a.putFailures,
-        putRefusals: a.putRefusals,
-        sinkFailures: a.sinkFailures,
-        timeline: a.timeline,
-      };
-    });
-    const sinks = [...this.sinks.values()].map((s) => s.result);
-    const links: LinkResult[] = this.network.links.map((l) => {
-      const plan = l.ends as LinkPlan;
-      const sink = this.sinks.get(`${plan.from}/${plan.sink}`);
-      const events = this.streams.get(plan.index)?.accepted ?? sink?.result.forwarded ?? 0;
-      return { name: plan.name, from: plan.from, sink: plan.sink, to: plan.to, source: plan.source, address: `${plan.host}:${plan.port}`, faults: l.faults, stats: l.stats, events };
-    });
-    const summary = ledger.summary();
-    const duplicateCauses: DuplicateCause[] = CAUSES.map((cause) => ({ cause, text: CAUSE_TEXT[cause], count: this.causes.count(cause), example: this.causes.examples.get(cause) }));
-    if (this.causes.unexplained > 0) duplicateCauses.push({ cause: "unexplained", text: "no cause found (a bug of the simulator: please report it)", count: this.causes.unexplained, example: this.causes.examples.get("unexplained") });
-    const fl = ledger.firstLost();
-    const firstLost = fl ? { id: Number(fl.id), channel: fl.channel, agent: topo.channels.find((c) => c.label === fl.channel)?.agent ?? "", history: this.notes.get(Number(fl.id)) ?? [] } : undefined;
-    const histories: EventHistory[] = [...this.notes.keys()].map((id) => this.history(id));
-    const traceSummary = this.recorder?.finish(topo.tier ? this.agents.map((a) => ({ name: a.name, channels: a.channelIndexes })) : undefined);
-    return {
-      tier: topo.tier,
-      topology: topo.description,
-      warnings: topo.warnings,
-      events: this.o.events,
-      seed: this.o.seed,
-      produced: this.stats.produced,
-      clientAccepted: this.stats.clientAccepted,
-      summary,
-      retries: [...this.clients.values()].reduce((n, c) => n + c.retries, 0),
-      putFailures: agents.reduce((n, a) => n + a.putFailures, 0),
-      putRefusals: agents.reduce((n, a) => n + a.putRefusals, 0),
-      sinkBatches: this.stats.sinkBatches,
-      sinkFailures: agents.reduce((n, a) => n + a.sinkFailures, 0),
-      deliveries: this.stats.deliveries,
-      crashes,
-      crashesNotReached: notReached,
-      channels,
-      agents,
-      links,
-      sources: this.agents.flatMap((a) => [...a.plan.model.sources.values()].map((src) => ({ agent: a.name, name: src.name, entry: a.plan.entrySources.has(src.name), channels: src.channels }))),
-      sinks,
-      duplicateCauses,
-      time: end,
-      completed,
-      verdict: verdict(summary, topo.tier ? "tier at-least-once" : "at-least-once"),
-      firstLost,
-      histories,
-      timeline: this.agents[0].timeline,
-      traceSummary,
-    };
+    return simulationResult({ agents: this.agents, causes: this.causes, clients: this.clients, crashNumbers: this.crashNumbers, fills: this.fills, ledger: this.ledger, network: this.network, notes: this.notes, o: this.o, peaks: this.peaks, recorder: this.recorder, sinks: this.sinks, stats: this.stats, streams: this.streams, topo: this.topo }, end, completed, crashes, notReached);
   }
 
-  private history(id: number): EventHistory {
-    const lines = this.notes.get(id) ?? [];
-    if (id < 0 || id >= this.o.events || id >= this.stats.produced) return { id, kind: "never produced", lines: [`event ${id} was never produced (this run produced ids 0 to ${this.stats.produced - 1})`] };
-    const state = this.ledger.eventState(id);
-    let kind: HistoryKind;
-    if (state.length === 0) kind = "not accepted";
-    else if (state.some((s) => s.lost)) kind = "lost";
-    else if (state.some((s) => s.delivered > 1)) kind = "duplicated";
-    else if (state.some((s) => s.held > 0)) kind = "still in a channel";
-    else kind = "clean";
-    const summary = state.map((s) => `${s.channel}: committed ${s.puts}x, ${s.delivered > 0 ? `delivered ${s.delivered}x` : s.forwarded > 0 ? `forwarded ${s.forwarded}x` : s.lost ? "LOST" : s.held > 0 ? "still there" : "left"}`);
-    const out: EventHistory = { id, kind, lines: [...lines, `  in the end: ${summary.join("; ") || "never accepted by a channel"}`] };
-    return out;
-  }
 }
 
 type Random = () => number;
-
-function matches(sel: { from: string; to: string }, l: { from: string; to: string }): boolean {
-  return (sel.from === "*" || sel.from === l.from) && (sel.to === "*" || sel.to === l.to);
-}
-
 /**
  * Runs the simulation; then, when something is worth telling (the first lost event, the
  * first duplicate of each cause, the events asked for with --explain), runs it again with the

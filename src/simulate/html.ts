@@ -5,7 +5,7 @@
  * figures and the event histories. SVG elements carry classes and data- attributes (agent,
  * channel, sink, link) so a test can read the drawing back from the DOM.
  */
-import type { AgentResult, SimulationResult } from "./engine.ts";
+import type { AgentResult, SimulationResult } from "./simulation-result.ts";
 import { formatTime, type SimulationOptions } from "./options.ts";
 import { AGENT_HEADER, agentRows, crashRow, faultsLine, fmt, historyLines, LINK_HEADER, ledgerRows, linkRows, SINK_HEADER, sinkRows } from "./report.ts";
 

@@ -1,5 +1,5 @@
 /** The simulation report: text (with a compact timeline per agent) and JSON; html.ts draws the page. */
-import type { AgentResult, CrashRecord, EventHistory, SimulationResult } from "./engine.ts";
+import type { AgentResult, CrashRecord, EventHistory, SimulationResult } from "./simulation-result.ts";
 import { describeFailSpec, describeLink, formatTime, type LinkFaultSpec, type SimulationOptions } from "./options.ts";
 import type { Column, Timeline } from "./timeline.ts";
 

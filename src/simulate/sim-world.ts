@@ -1,0 +1,71 @@
+/**
+ * The world simulated sources, sinks and clients report to (SimWorld): each report moves the
+ * run's figures, its ledger, its trace and the histories of watched events.
+ */
+import type { Clock } from "../core/clock.ts";
+import type { AgentState, OpenTx, SinkInfo } from "./agent-state.ts";
+import type { SimWorld } from "./components.ts";
+import type { EventNotes } from "./event-notes.ts";
+import type { Ledger } from "./ledger.ts";
+import type { SimulationOptions } from "./options.ts";
+import type { TracedTransaction, TraceRecorder } from "./trace.ts";
+
+/** What of the simulation the world reports to. */
+export interface WorldHost {
+  o: SimulationOptions;
+  stats: { produced: number; clientAccepted: number; deliveries: number; sinkBatches: number };
+  notes: EventNotes;
+  ledger: Ledger;
+  recorder: TraceRecorder | null;
+  clock: Clock;
+  open: ReadonlyMap<TracedTransaction, OpenTx>;
+  sinks: ReadonlyMap<string, SinkInfo>;
+}
+
+/** Random sources all agents' simulated sinks share, so a run is the same for the same seed. */
+export interface SharedRandoms {
+  sinkRandom: () => number;
+  partialRandom: () => number;
+}
+
+/** The world of agent a. */
+export function simWorld(sim: WorldHost, a: AgentState, shared: SharedRandoms): SimWorld {
+  const o = sim.o;
+  return {
+    sinkFail: o.failSink,
+    sinkRandom: shared.sinkRandom,
+    partialRandom: shared.partialRandom,
+    get sinkBatches() {
+      return sim.stats.sinkBatches;
+    },
+    set sinkBatches(n: number) {
+      sim.stats.sinkBatches = n;
+    },
+    produced(ids, by) {
+      sim.stats.produced += ids.length;
+      sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, `produced by the client of source ${by} (batch of ${ids.length})`));
+    },
+    accepted(ids, by) {
+      sim.stats.clientAccepted += ids.length;
+      sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, `source ${by} acknowledged the batch to its client`));
+    },
+    putFailed(ids, by, err) {
+      sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, `source ${by} could not put the batch (${err.message}); the client will retry`));
+    },
+    delivered(tx, by, ids) {
+      sim.stats.deliveries += ids.length;
+      sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, `delivered by sink ${by} (tx ${tx.id})`));
+      sim.ledger.delivered(tx.target.index, ids);
+      sim.recorder?.deliver(tx, by, ids);
+      a.timeline.delivered(sim.clock.now(), ids.length);
+      sim.open.get(tx)?.delivered.push(...ids);
+      const sink = sim.sinks.get(`${a.name}/${by}`);
+      if (sink) sink.result.delivered += ids.length;
+    },
+    sinkFailed(tx, by, batch, reached, size) {
+      a.sinkFailures++;
+      a.timeline.sinkFailure(sim.clock.now());
+      sim.notes.eachWatched(tx.takes, (id) => sim.notes.say(id, a.name, `sink ${by} failed batch ${batch} after ${reached} of ${size} events got through; tx ${tx.id} rolls back`));
+    },
+  };
+}
