@@ -10,6 +10,7 @@ export * from "./lifecycle.ts";
 export * from "./logger.ts";
 export * from "./memory-channel.ts";
 export * from "./permits.ts";
+export * from "./put-listeners.ts";
 export * from "./runners.ts";
 export * from "./selectors.ts";
 export * from "./sink-processors.ts";

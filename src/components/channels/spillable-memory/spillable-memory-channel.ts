@@ -28,6 +28,7 @@ import { ChannelException, ChannelFullException } from "../../../core/errors.ts"
 import { bodyLength, type Event } from "../../../core/event.ts";
 import type { LifecycleState } from "../../../core/lifecycle.ts";
 import { type Logger, silentLogger } from "../../../core/logger.ts";
+import { PutListeners } from "../../../core/put-listeners.ts";
 import { BasicTransaction } from "../../../core/transaction.ts";
 import type { FileChannel, FileTransaction } from "../file/index.ts";
 import { DrainOrder, type Store } from "./drain-order.ts";
@@ -150,7 +151,7 @@ export class SpillableMemoryChannel implements Channel {
   private readonly waiters: Waiter[] = [];
   private readonly tickets: Ticket[] = [];
   private ticketsDone: (() => void)[] = [];
-  private putListeners: (() => void)[] = [];
+  private readonly putListeners = new PutListeners();
 
   constructor(
     readonly name: string,
@@ -198,10 +199,7 @@ export class SpillableMemoryChannel implements Channel {
   }
 
   onPutsCommitted(listener: () => void): () => void {
-    this.putListeners.push(listener);
-    return () => {
-      this.putListeners = this.putListeners.filter((l) => l !== listener);
-    };
+    return this.putListeners.add(listener);
   }
 
   async start(): Promise<void> {
@@ -542,7 +540,7 @@ export class SpillableMemoryChannel implements Channel {
       this.maybeDeactivate();
       this.wakeWaiters();
     }
-    if (puts.length > 0) for (let i = 0; i < this.putListeners.length; i++) this.putListeners[i]();
+    if (puts.length > 0) this.putListeners.notify();
   }
 
   private maybeDeactivate(): void {
