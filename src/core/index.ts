@@ -19,4 +19,5 @@ export * from "./source.ts";
 export * from "./supervisor.ts";
 export * from "./transaction.ts";
 export * from "./virtual-clock.ts";
+export * from "./wait-line.ts";
 export * from "./sleeper.ts";
