@@ -9,6 +9,7 @@ import type { LifecycleState } from "./lifecycle.ts";
 import type { Logger } from "./logger.ts";
 import { silentLogger } from "./logger.ts";
 import { Permits } from "./permits.ts";
+import { PutListeners } from "./put-listeners.ts";
 import { BasicTransaction } from "./transaction.ts";
 
 /** Byte capacity is counted in slots of this many body bytes, as Flume does. */
@@ -113,24 +114,21 @@ export class MemoryChannel implements Channel {
     const o = this.resolve(options);
     this.keepAliveMs = o.keepAlive * 1000;
     this.transactionCapacity = o.transactionCapacity;
-    if (o.capacity > this.capacity) {
-      this.slots.release(o.capacity - this.capacity);
-      this.capacity = o.capacity;
-    } else if (o.capacity < this.capacity) {
-      const ok = await this.slots.tryAcquire(this.capacity - o.capacity, this.keepAliveMs);
-      if (ok) this.capacity = o.capacity;
-      else this.logger.warn(`${this.name}: could not free ${this.capacity - o.capacity} slots to shrink capacity to ${o.capacity}; keeping ${this.capacity}`);
-    }
+    const capacity = await this.resize(this.slots, this.capacity, o.capacity);
+    if (capacity !== o.capacity) this.logger.warn(`${this.name}: could not free ${this.capacity - o.capacity} slots to shrink capacity to ${o.capacity}; keeping ${this.capacity}`);
+    this.capacity = capacity;
     if (this.transactionCapacity > this.capacity) this.transactionCapacity = this.capacity;
-    if (o.byteCapacitySlots > this.byteCapacitySlots) {
-      this.bytes.release(o.byteCapacitySlots - this.byteCapacitySlots);
-      this.byteCapacitySlots = o.byteCapacitySlots;
-    } else if (o.byteCapacitySlots < this.byteCapacitySlots) {
-      const ok = await this.bytes.tryAcquire(this.byteCapacitySlots - o.byteCapacitySlots, this.keepAliveMs);
-      if (ok) this.byteCapacitySlots = o.byteCapacitySlots;
-      else this.logger.warn(`${this.name}: could not free byte capacity to shrink it; keeping the old byteCapacity`);
-    }
+    const byteSlots = await this.resize(this.bytes, this.byteCapacitySlots, o.byteCapacitySlots);
+    if (byteSlots !== o.byteCapacitySlots) this.logger.warn(`${this.name}: could not free byte capacity to shrink it; keeping the old byteCapacity`);
+    this.byteCapacitySlots = byteSlots;
     this.counter.set("ChannelCapacity", this.capacity);
+  }
+
+  /** Grows `permits` from `current` to `wanted` at once, or shrinks it within keep-alive; returns the size it has now. */
+  private async resize(permits: Permits, current: number, wanted: number): Promise<number> {
+    if (wanted > current) permits.release(wanted - current);
+    else if (wanted < current && !(await permits.tryAcquire(current - wanted, this.keepAliveMs))) return current;
+    return wanted;
   }
 
   getTransaction(): MemoryTransaction {
@@ -177,13 +175,10 @@ export class MemoryChannel implements Channel {
     return this.bytes.free;
   }
 
-  private putListeners: (() => void)[] = [];
+  private readonly putListeners = new PutListeners();
 
   onPutsCommitted(listener: () => void): () => void {
-    this.putListeners.push(listener);
-    return () => {
-      this.putListeners = this.putListeners.filter((l) => l !== listener);
-    };
+    return this.putListeners.add(listener);
   }
 
   sourcePosition(source: string): string | undefined {
@@ -271,7 +266,7 @@ export class MemoryChannel implements Channel {
     c.EventPutSuccessCount += puts.length;
     c.EventTakeSuccessCount += takes.length;
     c.ChannelSize = this.queue.length;
-    if (puts.length > 0) for (let i = 0; i < this.putListeners.length; i++) this.putListeners[i]();
+    if (puts.length > 0) this.putListeners.notify();
   }
 
   /** @internal Returns taken events to the head of the queue in their original order. */

@@ -5,6 +5,8 @@
  * next chunk. Used by TAILDIR, spooldir (LINE), exec and netcat-style sources.
  */
 
+import { concatBytes } from "./concat-bytes.ts";
+
 /** What happens to a line longer than maxLineLength bytes. */
 export type OverlongPolicy =
   /** Emit it in pieces of maxLineLength bytes (nothing lost; Flume's LineDeserializer). */
@@ -250,14 +252,7 @@ export class LineSplitter {
     this.carryParts = [];
     this.carryLen = 0;
     if (parts.length === 0) return EMPTY;
-    if (parts.length === 1) return parts[0];
-    const out = new Uint8Array(len);
-    let at = 0;
-    for (const p of parts) {
-      out.set(p, at);
-      at += p.length;
-    }
-    return out;
+    return concatBytes(parts, len);
   }
 
   /** The remainder of an overlong complete line being emitted in pieces. */

@@ -105,14 +105,7 @@ export class NatsLink {
   }
 
   async close(): Promise<void> {
-    this.closing = true;
-    this.ready = false;
-    if (this.retryTimer) this.clock.clearTimeout(this.retryTimer);
-    this.retryTimer = null;
-    this.wake?.();
-    this.flushWaiters();
-    const nc = this.nc;
-    this.nc = this.js = this.jsm = null;
+    const nc = this.detach();
     if (nc && !nc.isClosed()) {
       // drain flushes what is buffered (acks, naks) before closing.
       await nc.drain().catch(() => nc.close().catch(() => {}));
@@ -125,6 +118,14 @@ export class NatsLink {
    * subscription is drained; the server sees the client go.
    */
   async crash(): Promise<void> {
+    const nc = this.detach();
+    // close() (unlike drain()) destroys the socket without writing what is still queued.
+    if (nc && !nc.isClosed()) await nc.close().catch(() => {});
+    await this.opening?.catch(() => {});
+  }
+
+  /** Stops retrying, wakes every waiter and forgets the connection, which it returns for the caller to drain or drop. */
+  private detach(): NatsConnection | null {
     this.closing = true;
     this.ready = false;
     if (this.retryTimer) this.clock.clearTimeout(this.retryTimer);
@@ -133,9 +134,7 @@ export class NatsLink {
     this.flushWaiters();
     const nc = this.nc;
     this.nc = this.js = this.jsm = null;
-    // close() (unlike drain()) destroys the socket without writing what is still queued.
-    if (nc && !nc.isClosed()) await nc.close().catch(() => {});
-    await this.opening?.catch(() => {});
+    return nc;
   }
 
   private flushWaiters(): void {

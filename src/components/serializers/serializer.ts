@@ -1,5 +1,6 @@
 import type { Event } from "../../core/event.ts";
 import type { ComponentDefinition } from "../component.ts";
+import { concatBytes } from "../../io/concat-bytes.ts";
 
 /**
  * Where a serializer writes: an in-memory sink the caller drains in one write per batch, so
@@ -58,14 +59,7 @@ export class ChunkOutput implements ByteOutput {
     this.chunks = [];
     const size = this.size;
     this.size = 0;
-    if (chunks.length === 1) return chunks[0];
-    const out = new Uint8Array(size);
-    let pos = 0;
-    for (const c of chunks) {
-      out.set(c, pos);
-      pos += c.length;
-    }
-    return out;
+    return concatBytes(chunks, size);
   }
 
   clear(): void {

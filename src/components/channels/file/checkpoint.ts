@@ -24,6 +24,7 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { crc32 } from "../../../io/crc32.ts";
 import { writeFileAtomic, writeFileAtomicSync } from "../../../io/atomic-write.ts";
+import { positionEntriesSize, readPositionEntries, writePositionEntries } from "./format.ts";
 
 const MAGIC = "FLTSCKP1";
 const VERSION = 1;
@@ -43,8 +44,7 @@ export interface CheckpointData {
 }
 
 export function encodeCheckpoint(c: CheckpointData): Buffer {
-  let posBytes = 0;
-  for (const [k, v] of c.positions) posBytes += 2 + Buffer.byteLength(k) + 4 + Buffer.byteLength(v);
+  const posBytes = positionEntriesSize(c.positions);
   const n = c.count;
   const buf = Buffer.allocUnsafe(FIXED + n * 16 + posBytes);
   buf.write(MAGIC, 0, "latin1");
@@ -62,14 +62,7 @@ export function encodeCheckpoint(c: CheckpointData): Buffer {
   p += n * 4;
   buf.set(new Uint8Array(c.offs.buffer, c.offs.byteOffset, n * 4), p);
   p += n * 4;
-  for (const [k, v] of c.positions) {
-    const kl = buf.write(k, p + 2, "utf8");
-    buf.writeUInt16LE(kl, p);
-    p += 2 + kl;
-    const vl = buf.write(v, p + 4, "utf8");
-    buf.writeUInt32LE(vl, p);
-    p += 4 + vl;
-  }
+  writePositionEntries(buf, p, c.positions);
   buf.writeUInt32LE(crc32(buf, 16), 12);
   return buf;
 }
@@ -92,14 +85,7 @@ export function decodeCheckpoint(buf: Buffer): CheckpointData | { error: string 
   new Uint8Array(offs.buffer).set(buf.subarray(p, p + n * 4));
   p += n * 4;
   const positions = new Map<string, string>();
-  for (let i = 0; i < pcount; i++) {
-    const kl = buf.readUInt16LE(p);
-    const k = buf.toString("utf8", p + 2, p + 2 + kl);
-    p += 2 + kl;
-    const vl = buf.readUInt32LE(p);
-    positions.set(k, buf.toString("utf8", p + 4, p + 4 + vl));
-    p += 4 + vl;
-  }
+  readPositionEntries(buf, p, pcount, positions);
   return {
     logSegment: buf.readDoubleLE(16),
     logOffset: buf.readDoubleLE(24),

@@ -20,6 +20,7 @@ import { ChannelException } from "../../../core/errors.ts";
 import type { Event } from "../../../core/event.ts";
 import type { LifecycleState } from "../../../core/lifecycle.ts";
 import { type Logger, silentLogger } from "../../../core/logger.ts";
+import { PutListeners } from "../../../core/put-listeners.ts";
 import { encodeCheckpoint, writeCheckpointFile } from "./checkpoint.ts";
 import { FileChannelCounter } from "./counter.ts";
 import { BufferPool } from "./buffer-pool.ts";
@@ -128,7 +129,7 @@ export class FileChannel implements Channel {
     return this.positions.get(source);
   }
 
-  private putListeners: (() => void)[] = [];
+  private readonly putListeners = new PutListeners();
 
   ioBusy(): boolean {
     return this.writer.busy();
@@ -141,10 +142,7 @@ export class FileChannel implements Channel {
 
   /** Wakes sink runners sleeping after an empty take once puts are durable (see Channel). */
   onPutsCommitted(listener: () => void): () => void {
-    this.putListeners.push(listener);
-    return () => {
-      this.putListeners = this.putListeners.filter((l) => l !== listener);
-    };
+    return this.putListeners.add(listener);
   }
 
   /**
@@ -489,7 +487,7 @@ export class FileChannel implements Channel {
     if (r.positions) for (const [k, val] of r.positions) this.positions.set(k, val);
     v.ChannelSize = q.length;
     tx.clear();
-    if (puts.length > 0) for (let i = 0; i < this.putListeners.length; i++) this.putListeners[i]();
+    if (puts.length > 0) this.putListeners.notify();
     return takes > 0;
   }
 

@@ -167,8 +167,7 @@ export function encodeTransaction(
   if (takePayload > 0) total += RECORD_HEADER_SIZE + takePayload;
   let posPayload = 0;
   if (positions && positions.size > 0) {
-    posPayload = 4;
-    for (const [k, v] of positions) posPayload += 2 + Buffer.byteLength(k) + 4 + Buffer.byteLength(v);
+    posPayload = 4 + positionEntriesSize(positions);
     total += RECORD_HEADER_SIZE + posPayload;
   }
   if (putPayload > MAX_RECORD_PAYLOAD || posPayload > MAX_RECORD_PAYLOAD) {
@@ -232,15 +231,7 @@ export function encodeTransaction(
     writeHeader(buf, at, RecordType.POSITION, txid, posPayload);
     let p = at + RECORD_HEADER_SIZE;
     buf.writeUInt32LE(positions.size, p);
-    p += 4;
-    for (const [k, v] of positions) {
-      const kLen = buf.write(k, p + 2, "utf8");
-      buf.writeUInt16LE(kLen, p);
-      p += 2 + kLen;
-      const vLen = buf.write(v, p + 4, "utf8");
-      buf.writeUInt32LE(vLen, p);
-      p += 4 + vLen;
-    }
+    p = writePositionEntries(buf, p + 4, positions);
     sealRecord(buf, at, posPayload);
     at = p;
   }
@@ -298,20 +289,48 @@ export function decodeTakeRanges(payload: Buffer): TakeRange[] {
   return out;
 }
 
-export function decodePositions(payload: Buffer): [string, string][] {
-  const n = payload.readUInt32LE(0);
-  const out: [string, string][] = [];
-  let p = 4;
-  for (let i = 0; i < n; i++) {
-    const kLen = payload.readUInt16LE(p);
-    const k = payload.toString("utf8", p + 2, p + 2 + kLen);
-    p += 2 + kLen;
-    const vLen = payload.readUInt32LE(p);
-    const v = payload.toString("utf8", p + 4, p + 4 + vLen);
-    p += 4 + vLen;
-    out.push([k, v]);
-  }
+export function decodePositions(payload: Buffer): Map<string, string> {
+  const out = new Map<string, string>();
+  readPositionEntries(payload, 4, payload.readUInt32LE(0), out);
   return out;
+}
+
+/*
+ * Source positions as a POSITION record and a checkpoint both store them: per entry u16 source
+ * length, source, u32 position length, position (UTF-8, little-endian).
+ */
+
+/** Bytes the entries of `positions` take. */
+export function positionEntriesSize(positions: ReadonlyMap<string, string>): number {
+  let size = 0;
+  for (const [k, v] of positions) size += 2 + Buffer.byteLength(k) + 4 + Buffer.byteLength(v);
+  return size;
+}
+
+/** Writes the entries of `positions` at `p`; returns the offset after them. */
+export function writePositionEntries(buf: Buffer, p: number, positions: ReadonlyMap<string, string>): number {
+  for (const [k, v] of positions) {
+    const kLen = buf.write(k, p + 2, "utf8");
+    buf.writeUInt16LE(kLen, p);
+    p += 2 + kLen;
+    const vLen = buf.write(v, p + 4, "utf8");
+    buf.writeUInt32LE(vLen, p);
+    p += 4 + vLen;
+  }
+  return p;
+}
+
+/** Reads `count` entries at `p` into `out`; returns the offset after them. */
+export function readPositionEntries(buf: Buffer, p: number, count: number, out: Map<string, string>): number {
+  for (let i = 0; i < count; i++) {
+    const kLen = buf.readUInt16LE(p);
+    const k = buf.toString("utf8", p + 2, p + 2 + kLen);
+    p += 2 + kLen;
+    const vLen = buf.readUInt32LE(p);
+    out.set(k, buf.toString("utf8", p + 4, p + 4 + vLen));
+    p += 4 + vLen;
+  }
+  return p;
 }
 
 /** Header of a PUT payload: first sequence number and event count. */

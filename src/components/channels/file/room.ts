@@ -1,9 +1,6 @@
 import type { Clock } from "../../../core/clock.ts";
 import { ChannelFullException } from "../../../core/errors.ts";
-
-interface RoomWaiter {
-  wake: (() => void) | null;
-}
+import { WaitLine } from "../../../core/wait-line.ts";
 
 /**
  * The channel's capacity as commits claim it: each commit reserves what it will add beyond
@@ -14,7 +11,7 @@ export class Room {
   /** Room promised to commits on their way to disk. */
   reserved = 0;
   /** Commits waiting for room, in arrival order: only the first may reserve. */
-  private readonly waiters: RoomWaiter[] = [];
+  private readonly line: WaitLine;
 
   /** `used`: slots queued or taken; `requireOpen` throws once the channel is not open. */
   constructor(
@@ -24,7 +21,9 @@ export class Room {
     private readonly used: () => number,
     private readonly requireOpen: () => void,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.line = new WaitLine(clock);
+  }
 
   /** Whether `room` more slots fit beside what is queued, taken and promised. */
   private fits(room: number): boolean {
@@ -37,7 +36,7 @@ export class Room {
    * reservation happen in the same tick, so commits woken together cannot overfill the channel.
    */
   reserve(room: number): Promise<void> | null {
-    if (room === 0 || (this.waiters.length === 0 && this.fits(room))) {
+    if (room === 0 || (this.line.length === 0 && this.fits(room))) {
       this.reserved += room;
       return null;
     }
@@ -46,30 +45,21 @@ export class Room {
 
   private async waitFor(room: number): Promise<void> {
     const deadline = this.clock.now() + this.keepAliveSeconds * 1000;
-    const waiter: RoomWaiter = { wake: null };
-    this.waiters.push(waiter);
+    const waiter = this.line.join();
     try {
       for (;;) {
         this.requireOpen();
-        if (this.waiters[0] === waiter && this.fits(room)) {
+        if (this.line.isFirst(waiter) && this.fits(room)) {
           this.reserved += room;
           return;
         }
         const left = deadline - this.clock.now();
         if (left <= 0) break;
-        await new Promise<void>((resolve) => {
-          const timer = this.clock.setTimeout(resolve, left);
-          waiter.wake = () => {
-            this.clock.clearTimeout(timer);
-            resolve();
-          };
-        });
-        waiter.wake = null;
+        await this.line.sleep(waiter, left);
       }
     } finally {
-      this.waiters.splice(this.waiters.indexOf(waiter), 1);
       // The next in line may fit now (this one got room, gave up, or the channel stopped).
-      this.wake();
+      this.line.leave(waiter);
     }
     throw new ChannelFullException(
       `Space for commit to queue couldn't be acquired. Sinks are likely not keeping up with sources, or the buffer size is too tight (channel ${this.channel}, capacity ${this.capacity})`,
@@ -78,6 +68,6 @@ export class Room {
 
   /** Room may have come free (or the channel stopped): the waiting commits look again. */
   wake(): void {
-    for (const w of this.waiters) w.wake?.();
+    this.line.wakeAll();
   }
 }

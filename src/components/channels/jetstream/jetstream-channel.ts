@@ -34,6 +34,7 @@ import { ChannelException, ChannelFullException } from "../../../core/errors.ts"
 import type { Event } from "../../../core/event.ts";
 import type { LifecycleState } from "../../../core/lifecycle.ts";
 import { type Logger, silentLogger } from "../../../core/logger.ts";
+import { PutListeners } from "../../../core/put-listeners.ts";
 import { Permits } from "../../../core/permits.ts";
 import { BasicTransaction } from "../../../core/transaction.ts";
 import { type NatsClients, NatsLink } from "../../../nats/connection.ts";
@@ -112,7 +113,7 @@ export class JetStreamChannel implements Channel {
   private readonly idPrefix = randomBytes(9).toString("base64url");
   private nextTx = 1;
   private sizeTimer: TimerHandle | null = null;
-  private putListeners: (() => void)[] = [];
+  private readonly putListeners = new PutListeners();
   /** Room in the backlog: capacity less the events known to be stored and not yet taken for good. */
   private readonly room: Permits;
   /** Network operations in flight (publishes, acks, backlog reads). */
@@ -166,7 +167,7 @@ export class JetStreamChannel implements Channel {
           // May go below zero for a moment: a message can arrive before its commit has counted it.
           this.owed--;
           if (m !== null) this.arrivedHere(eventsIn(m));
-          if (first) for (let i = 0; i < this.putListeners.length; i++) this.putListeners[i]();
+          if (first) this.putListeners.notify();
         },
         handedBack: (msgs) => {
           this.owed += msgs.length;
@@ -232,10 +233,7 @@ export class JetStreamChannel implements Channel {
 
   /** Wakes sink runners when prefetched events arrive (see Channel.onPutsCommitted). */
   onPutsCommitted(listener: () => void): () => void {
-    this.putListeners.push(listener);
-    return () => {
-      this.putListeners = this.putListeners.filter((l) => l !== listener);
-    };
+    return this.putListeners.add(listener);
   }
 
   /**

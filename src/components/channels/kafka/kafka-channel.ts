@@ -14,6 +14,7 @@ import { ChannelException } from "../../../core/errors.ts";
 import { type Event, readHeaders } from "../../../core/event.ts";
 import type { LifecycleState } from "../../../core/lifecycle.ts";
 import { type Logger, silentLogger } from "../../../core/logger.ts";
+import { PutListeners } from "../../../core/put-listeners.ts";
 import { BasicTransaction } from "../../../core/transaction.ts";
 import { type KafkaMessage, KafkaPoller } from "../../../kafka/consumer.ts";
 import { KafkaChannelCounter } from "../../../kafka/counters.ts";
@@ -68,7 +69,7 @@ export class KafkaChannel implements Channel {
   private readonly logger: Logger;
   private readonly publisher: KafkaPublisher;
   private readonly poller: KafkaPoller;
-  private putListeners: (() => void)[] = [];
+  private readonly putListeners = new PutListeners();
 
   constructor(
     readonly name: string,
@@ -80,7 +81,7 @@ export class KafkaChannel implements Channel {
     this.counter = new KafkaChannelCounter(name);
     this.publisher = new KafkaPublisher(this.label, options.producer, this.logger);
     this.poller = new KafkaPoller(this.label, options.consumer, { topics: [options.topic] }, this.logger, Math.max(1000, options.transactionCapacity * 2), () => {
-      for (const l of this.putListeners) l();
+      this.putListeners.notify();
     });
   }
 
@@ -97,10 +98,7 @@ export class KafkaChannel implements Channel {
   }
 
   onPutsCommitted(listener: () => void): () => void {
-    this.putListeners.push(listener);
-    return () => {
-      this.putListeners = this.putListeners.filter((l) => l !== listener);
-    };
+    return this.putListeners.add(listener);
   }
 
   get connected(): boolean {

@@ -21,14 +21,16 @@
  * order (no memory event queued before an overflow event) and there is room.
  */
 import type { Channel } from "../../../core/channel.ts";
-import { type Clock, systemClock, type TimerHandle } from "../../../core/clock.ts";
+import { type Clock, systemClock } from "../../../core/clock.ts";
 import { ChannelCounter } from "../../../core/counters.ts";
 import { Deque } from "../../../core/deque.ts";
 import { ChannelException, ChannelFullException } from "../../../core/errors.ts";
 import { bodyLength, type Event } from "../../../core/event.ts";
 import type { LifecycleState } from "../../../core/lifecycle.ts";
 import { type Logger, silentLogger } from "../../../core/logger.ts";
+import { PutListeners } from "../../../core/put-listeners.ts";
 import { BasicTransaction } from "../../../core/transaction.ts";
+import { WaitLine } from "../../../core/wait-line.ts";
 import type { FileChannel, FileTransaction } from "../file/index.ts";
 import { DrainOrder, type Store } from "./drain-order.ts";
 
@@ -64,10 +66,6 @@ interface Placement {
 }
 
 const NOTHING_PLACED: Placement = { memory: 0, memorySlots: 0, overflow: 0, reservedMemory: 0, reservedSlots: 0, reservedOverflow: 0 };
-
-interface Waiter {
-  wake: (() => void) | null;
-}
 
 /** An overflow commit in flight: its effects are applied in the order the overflow wrote them. */
 interface Ticket {
@@ -147,10 +145,10 @@ export class SpillableMemoryChannel implements Channel {
   /** Spilling without waiting: set when memory filled up, cleared when enough of it is free again. */
   private overflowActive = false;
   private readonly takers = new Set<SpillableMemoryTransaction>();
-  private readonly waiters: Waiter[] = [];
+  private readonly line: WaitLine;
   private readonly tickets: Ticket[] = [];
   private ticketsDone: (() => void)[] = [];
-  private putListeners: (() => void)[] = [];
+  private readonly putListeners = new PutListeners();
 
   constructor(
     readonly name: string,
@@ -159,6 +157,7 @@ export class SpillableMemoryChannel implements Channel {
     deps: { clock?: Clock; logger?: Logger } = {},
   ) {
     this.clock = deps.clock ?? systemClock;
+    this.line = new WaitLine(this.clock);
     this.logger = deps.logger ?? silentLogger;
     this.counter = new ChannelCounter(name, [], this.clock);
     this.counter.set("ChannelCapacity", settings.memoryCapacity + settings.overflowCapacity);
@@ -198,10 +197,7 @@ export class SpillableMemoryChannel implements Channel {
   }
 
   onPutsCommitted(listener: () => void): () => void {
-    this.putListeners.push(listener);
-    return () => {
-      this.putListeners = this.putListeners.filter((l) => l !== listener);
-    };
+    return this.putListeners.add(listener);
   }
 
   async start(): Promise<void> {
@@ -229,7 +225,7 @@ export class SpillableMemoryChannel implements Channel {
   async stop(): Promise<void> {
     if (this.state !== "START") return;
     this.state = "STOP";
-    this.wakeWaiters();
+    this.line.wakeAll();
     if (this.overflow) {
       await this.saveMemory();
       await this.overflow.stop();
@@ -244,7 +240,7 @@ export class SpillableMemoryChannel implements Channel {
   crash(): void {
     if (this.state !== "START") return;
     this.state = "STOP";
-    this.wakeWaiters();
+    this.line.wakeAll();
     this.overflow?.crash();
     this.counter.stop();
   }
@@ -378,7 +374,7 @@ export class SpillableMemoryChannel implements Channel {
     if (puts > 0) {
       const net = puts - takes;
       // A commit that frees as much as it adds never waits (and may spill into what it frees).
-      const now = net <= 0 || this.waiters.length === 0 ? this.reserve(tx, net <= 0 || this.spillsAtOnce()) : null;
+      const now = net <= 0 || this.line.length === 0 ? this.reserve(tx, net <= 0 || this.spillsAtOnce()) : null;
       placement = now ?? (await this.waitForRoom(tx));
     }
     if (placement.overflow > 0 || tx.overflowTakes > 0) await this.commitOverflow(tx, placement);
@@ -437,7 +433,7 @@ export class SpillableMemoryChannel implements Channel {
     this.memReserved -= p.reservedMemory;
     this.memReservedBytes -= p.reservedSlots;
     this.overflowReserved -= p.reservedOverflow;
-    this.wakeWaiters();
+    this.line.wakeAll();
   }
 
   /** Waits in line for room: overflowTimeout for memory (unless spilling at once), then keep-alive for any. */
@@ -445,13 +441,12 @@ export class SpillableMemoryChannel implements Channel {
     const start = this.clock.now();
     const spillAt = !this.overflow || this.spillsAtOnce() ? start : start + this.settings.overflowTimeout * 1000;
     const failAt = spillAt + this.settings.keepAlive * 1000;
-    const waiter: Waiter = { wake: null };
-    this.waiters.push(waiter);
+    const waiter = this.line.join();
     try {
       for (;;) {
         this.requireOpen();
         const now = this.clock.now();
-        const first = this.waiters[0] === waiter;
+        const first = this.line.isFirst(waiter);
         if (first) {
           const p = this.reserve(tx, now >= spillAt || this.spillsAtOnce());
           if (p) return p;
@@ -459,27 +454,15 @@ export class SpillableMemoryChannel implements Channel {
         }
         // Only the first in line fails at its deadline; the next ones are woken when it goes.
         const until = first && now < spillAt ? spillAt : failAt;
-        await new Promise<void>((resolve) => {
-          const timer: TimerHandle | null = first || until > now ? this.clock.setTimeout(resolve, Math.max(0, until - now)) : null;
-          waiter.wake = () => {
-            if (timer) this.clock.clearTimeout(timer);
-            resolve();
-          };
-        });
-        waiter.wake = null;
+        await this.line.sleep(waiter, first || until > now ? Math.max(0, until - now) : null);
       }
     } finally {
-      this.waiters.splice(this.waiters.indexOf(waiter), 1);
-      this.wakeWaiters();
+      this.line.leave(waiter);
     }
     throw new ChannelFullException(
       `Space for commit to queue couldn't be acquired. Sinks are likely not keeping up with sources, or the buffer size is too tight ` +
         `(channel ${this.name}, memoryCapacity ${this.settings.memoryCapacity}, overflowCapacity ${this.settings.overflowCapacity})`,
     );
-  }
-
-  private wakeWaiters(): void {
-    for (const w of this.waiters) w.wake?.();
   }
 
   /** The overflow part of a commit (spilled puts, overflow takes) as one file channel commit. */
@@ -540,9 +523,9 @@ export class SpillableMemoryChannel implements Channel {
     tx.clear();
     if (takes > 0) {
       this.maybeDeactivate();
-      this.wakeWaiters();
+      this.line.wakeAll();
     }
-    if (puts.length > 0) for (let i = 0; i < this.putListeners.length; i++) this.putListeners[i]();
+    if (puts.length > 0) this.putListeners.notify();
   }
 
   private maybeDeactivate(): void {

@@ -14,6 +14,7 @@ import { randomBytes } from "node:crypto";
 import { deflateSync, gzipSync } from "node:zlib";
 import { ConfigurationError } from "../../../core/errors.ts";
 import type { Event } from "../../../core/event.ts";
+import { concatBytes } from "../../../io/concat-bytes.ts";
 import { ChunkOutput, type EventSerializer, type SerializerFactory } from "../../serializers/serializer.ts";
 
 /** A compression codec of Hadoop's that we can write. */
@@ -137,20 +138,9 @@ const encoder = new TextEncoder();
 /** Hadoop's Text.writeString: a vint length, then UTF-8. */
 function text(s: string): Uint8Array {
   const b = encoder.encode(s);
-  return concat([vint(b.length), b]);
+  return concatBytes([vint(b.length), b]);
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Uint8Array(n);
-  let pos = 0;
-  for (const p of parts) {
-    out.set(p, pos);
-    pos += p.length;
-  }
-  return out;
-}
 
 const SYNC_ESCAPE = -1;
 /** SequenceFile.SYNC_INTERVAL: a sync mark at least every 2000 bytes of records. */
@@ -176,7 +166,7 @@ export class SequenceFileFormat implements FileFormat {
     private readonly now: () => number,
   ) {
     const valueClass = writeFormat === "Text" ? "org.apache.hadoop.io.Text" : "org.apache.hadoop.io.BytesWritable";
-    this.header = concat([
+    this.header = concatBytes([
       Uint8Array.of(0x53, 0x45, 0x51, 6),
       text("org.apache.hadoop.io.LongWritable"),
       text(valueClass),
@@ -232,7 +222,7 @@ export class SequenceFileFormat implements FileFormat {
     }
     if (this.codec) this.blocks(events, from, to, parts);
     else this.records(events, from, to, parts);
-    return concat(parts);
+    return concatBytes(parts);
   }
 
   private records(events: readonly Event[], from: number, to: number, parts: Uint8Array[]): void {
@@ -296,7 +286,7 @@ export class SequenceFileFormat implements FileFormat {
         const c = codec.compress(raw);
         block.push(vint(c.length), c);
       }
-      const b = concat(block);
+      const b = concatBytes(block);
       parts.push(b);
       this.pos += b.length;
       start = end;

@@ -9,6 +9,8 @@
  * nothing is dropped and memory stays bounded.
  */
 
+import { concatBytes } from "../../../io/concat-bytes.ts";
+
 export type FramePart = "whole" | "first" | "rest";
 
 export interface Frame {
@@ -68,16 +70,6 @@ function copy(bytes: Uint8Array): Uint8Array {
   return out;
 }
 
-function concat(parts: Uint8Array[], length: number): Uint8Array {
-  if (parts.length === 1) return parts[0];
-  const out = new Uint8Array(length);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
 
 export class SyslogFrameDecoder {
   /** Pieces of the message being read (views of chunks, or copies once the chunk is done). */
@@ -173,7 +165,7 @@ export class SyslogFrameDecoder {
     }
     // What is left refers into this chunk; copy so the caller's buffer can be reused or freed.
     if (this.parts.length === 1) this.parts = [copy(this.parts[0])];
-    else if (this.parts.length > 1) this.parts = [concat(this.parts, this.length)];
+    else if (this.parts.length > 1) this.parts = [concatBytes(this.parts, this.length)];
   }
 
   /** At end of stream: the unfinished message, if any (Incomplete when an octet frame was cut short). */
@@ -184,7 +176,7 @@ export class SyslogFrameDecoder {
       this.pendingDigits = EMPTY;
     }
     if (this.length > 0) {
-      const bytes = concat(this.parts, this.length);
+      const bytes = concatBytes(this.parts, this.length);
       emit(out, bytes, 0, bytes.length, this.split ? "rest" : truncated ? "first" : "whole");
     }
     this.reset();
@@ -208,7 +200,7 @@ export class SyslogFrameDecoder {
       }
       // The message outgrows eventSize: emit a full piece now.
       this.parts.push(bytes.subarray(0, room));
-      const piece = concat(this.parts, this.maxSize);
+      const piece = concatBytes(this.parts, this.maxSize);
       emit(out, piece, 0, piece.length, this.split ? "rest" : "first");
       if (!this.split) this.overlong++;
       this.split = true;
@@ -220,7 +212,7 @@ export class SyslogFrameDecoder {
 
   private finish(out: FrameOut): void {
     if (this.length > 0) {
-      const bytes = concat(this.parts, this.length);
+      const bytes = concatBytes(this.parts, this.length);
       emit(out, bytes, 0, bytes.length, this.split ? "rest" : "whole");
     }
     this.parts = [];
