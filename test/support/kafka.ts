@@ -171,7 +171,8 @@ export async function startKafkaCluster(size: number, opts: KafkaOptions = {}): 
           }),
         );
         const scram = opts.saslSsl ? ["--add-scram", `SCRAM-SHA-512=[name=${SASL_USERS.scram.username},password=${SASL_USERS.scram.password}]`] : [];
-        const format = await runJava(classpath, "kafka.tools.StorageTool", ["format", "-t", id, "-c", conf, "--ignore-formatted", ...scram], [...TOOL_JVM, logOpt], dir, 120_000);
+        // "--cluster-id=<id>": an id may begin with "-", which as a separate argument reads as an option.
+        const format = await runJava(classpath, "kafka.tools.StorageTool", ["format", `--cluster-id=${id}`, "-c", conf, "--ignore-formatted", ...scram], [...TOOL_JVM, logOpt], dir, 120_000);
         if (format.code !== 0) throw new Error(`kafka storage format of node ${nodeId} failed (exit ${format.code}):\n${format.output.slice(-4000)}`);
         const start = async () =>
           startJvm({
