@@ -14,6 +14,8 @@ import { randomBytes } from "node:crypto";
 import { deflateSync, gzipSync } from "node:zlib";
 import { ConfigurationError } from "../../../core/errors.ts";
 import type { Event } from "../../../core/event.ts";
+import { bzip2Compress } from "../../../io/codecs/bzip2.ts";
+import { hadoopBlocks, lz4Block, snappyBlock } from "../../../io/codecs/hadoop-block.ts";
 import { concatBytes } from "../../../io/concat-bytes.ts";
 import { ChunkOutput, type EventSerializer, type SerializerFactory } from "../../serializers/serializer.ts";
 
@@ -23,34 +25,46 @@ export interface Codec {
   readonly className: string;
   /** Hadoop's default extension, added to file names without a fileSuffix. */
   readonly extension: string;
+  /** bytes as one complete output of Hadoop's codec stream (a gzip member, a bzip2 stream, framed blocks). */
   compress(bytes: Uint8Array): Uint8Array;
 }
 
+const PKG = "org.apache.hadoop.io.compress.";
+
 const CODECS: Record<string, Codec> = {
-  GzipCodec: { className: "org.apache.hadoop.io.compress.GzipCodec", extension: ".gz", compress: (b) => gzipSync(b) },
-  DefaultCodec: { className: "org.apache.hadoop.io.compress.DefaultCodec", extension: ".deflate", compress: (b) => deflateSync(b) },
-  DeflateCodec: { className: "org.apache.hadoop.io.compress.DeflateCodec", extension: ".deflate", compress: (b) => deflateSync(b) },
+  GzipCodec: { className: `${PKG}GzipCodec`, extension: ".gz", compress: (b) => gzipSync(b) },
+  DefaultCodec: { className: `${PKG}DefaultCodec`, extension: ".deflate", compress: (b) => deflateSync(b) },
+  DeflateCodec: { className: `${PKG}DeflateCodec`, extension: ".deflate", compress: (b) => deflateSync(b) },
+  BZip2Codec: { className: `${PKG}BZip2Codec`, extension: ".bz2", compress: bzip2Compress },
+  SnappyCodec: { className: `${PKG}SnappyCodec`, extension: ".snappy", compress: (b) => hadoopBlocks(b, snappyBlock) },
+  Lz4Codec: { className: `${PKG}Lz4Codec`, extension: ".lz4", compress: (b) => hadoopBlocks(b, lz4Block) },
 };
 
-/** Hadoop's codecs we cannot write (yet), for the message. */
-const UNSUPPORTED = ["BZip2Codec", "SnappyCodec", "Lz4Codec", "ZStandardCodec", "LzoCodec", "LzopCodec"];
+/** Hadoop's codecs we do not write, and why. */
+const UNSUPPORTED: Record<string, string> = {
+  ZStandardCodec:
+    "Hadoop 3.3's ZStandardCodec reads and writes only through libhadoop built with zstd (native), so files cannot be checked with Hadoop's own reader here",
+  LzoCodec: "LZO is not part of Hadoop (the GPL hadoop-lzo library)",
+  LzopCodec: "LZO is not part of Hadoop (the GPL hadoop-lzo library)",
+};
 
-/**
- * Flume's codec lookup: the class name, the simple name, or the simple name without "Codec"
- * (gzip, default, deflate), any case. null for "None".
- */
+const CHOICES = "None, gzip (GzipCodec), bzip2 (BZip2Codec), snappy (SnappyCodec), lz4 (Lz4Codec), default (DefaultCodec), deflate (DeflateCodec)";
+
+/** Flume's match of a codeC value to a codec: the class name, the simple name, or it without "Codec", any case. */
+function matches(simple: string, name: string): boolean {
+  const n = name.toLowerCase();
+  return `${PKG}${simple}` === name || simple.toLowerCase() === n || simple.slice(0, -5).toLowerCase() === n;
+}
+
+/** Flume's codec lookup (see matches). null for "None". */
 export function findCodec(name: string): Codec | null {
   const n = name.trim();
   if (n.toLowerCase() === "none") return null;
-  for (const [simple, codec] of Object.entries(CODECS)) {
-    if (codec.className === n || simple.toLowerCase() === n.toLowerCase() || simple.slice(0, -5).toLowerCase() === n.toLowerCase()) return codec;
-  }
-  const known = UNSUPPORTED.find((s) => s.toLowerCase() === n.toLowerCase() || s.slice(0, -5).toLowerCase() === n.toLowerCase() || `org.apache.hadoop.io.compress.${s}` === n);
+  for (const [simple, codec] of Object.entries(CODECS)) if (matches(simple, n)) return codec;
+  const known = Object.keys(UNSUPPORTED).find((s) => matches(s, n));
   throw new ConfigurationError(
     "hdfs.codeC",
-    known
-      ? `codec ${known} is not supported by Flume TS yet; choose gzip or default (zlib)`
-      : `unsupported compression codec "${name}"; choose from None, gzip (GzipCodec), default (DefaultCodec), deflate (DeflateCodec)`,
+    known ? `codec ${known} is not supported by Flume TS: ${UNSUPPORTED[known]}; choose from ${CHOICES}` : `unsupported compression codec "${name}"; choose from ${CHOICES}`,
   );
 }
 
@@ -63,18 +77,21 @@ export interface FileFormat {
 }
 
 export type FileType = "SequenceFile" | "DataStream" | "CompressedStream";
+export type CompressionType = "BLOCK" | "RECORD";
 
 export interface FormatOptions {
   fileType: FileType;
   codec: Codec | null;
   writeFormat: "Writable" | "Text";
+  /** SequenceFile compression with a codec: each block of records (Flume's), or each value. */
+  compressionType: CompressionType;
   serializer: SerializerFactory;
   now: () => number;
 }
 
 /** A new encoder for a new file. */
 export async function openFormat(o: FormatOptions): Promise<FileFormat> {
-  if (o.fileType === "SequenceFile") return new SequenceFileFormat(o.writeFormat, o.codec, o.now);
+  if (o.fileType === "SequenceFile") return new SequenceFileFormat(o.writeFormat, o.codec, o.now, o.compressionType);
   const out = new ChunkOutput();
   const serializer = await o.serializer.open(out);
   return new StreamFormat(serializer, out, o.fileType === "CompressedStream" ? o.codec : null);
@@ -164,13 +181,14 @@ export class SequenceFileFormat implements FileFormat {
     readonly writeFormat: "Writable" | "Text",
     readonly codec: Codec | null,
     private readonly now: () => number,
+    readonly compressionType: CompressionType = "BLOCK",
   ) {
     const valueClass = writeFormat === "Text" ? "org.apache.hadoop.io.Text" : "org.apache.hadoop.io.BytesWritable";
     this.header = concatBytes([
       Uint8Array.of(0x53, 0x45, 0x51, 6),
       text("org.apache.hadoop.io.LongWritable"),
       text(valueClass),
-      Uint8Array.of(codec ? 1 : 0, codec ? 1 : 0),
+      Uint8Array.of(codec ? 1 : 0, codec && compressionType === "BLOCK" ? 1 : 0),
       codec ? text(codec.className) : new Uint8Array(0),
       new Uint8Array(4), // no metadata
       this.sync,
@@ -220,14 +238,17 @@ export class SequenceFileFormat implements FileFormat {
       this.pos += this.header.length;
       this.header = null;
     }
-    if (this.codec) this.blocks(events, from, to, parts);
+    if (this.codec && this.compressionType === "BLOCK") this.blocks(events, from, to, parts);
     else this.records(events, from, to, parts);
     return concatBytes(parts);
   }
 
+  /** Records with their values as they are, or each compressed on its own (RECORD compression). */
   private records(events: readonly Event[], from: number, to: number, parts: Uint8Array[]): void {
+    const compressed = this.codec ? this.compressedValues(events, from, to) : null;
+    const vlen = (i: number) => (compressed ? compressed[i - from].length : this.valueLength(events[i].body));
     let size = 0;
-    for (let i = from; i < to; i++) size += 16 + this.valueLength(events[i].body);
+    for (let i = from; i < to; i++) size += 16 + vlen(i);
     let buf = new Uint8Array(size);
     let view = new DataView(buf.buffer);
     let at = 0;
@@ -240,17 +261,32 @@ export class SequenceFileFormat implements FileFormat {
         view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
         at = 0;
       }
-      const body = events[i].body;
-      const vlen = this.valueLength(body);
-      view.setInt32(at, 8 + vlen);
+      view.setInt32(at, 8 + vlen(i));
       view.setInt32(at + 4, 8);
       this.key(events[i], view, at + 8);
-      at = this.writeValue(buf, view, at + 16, body);
+      if (compressed) {
+        buf.set(compressed[i - from], at + 16);
+        at += 16 + compressed[i - from].length;
+      } else {
+        at = this.writeValue(buf, view, at + 16, events[i].body);
+      }
     }
     parts.push(buf.subarray(0, at));
     this.pos += at;
     // Flume's sync() per batch: a mark after the batch.
     this.syncMark(parts);
+  }
+
+  private compressedValues(events: readonly Event[], from: number, to: number): Uint8Array[] {
+    const codec = this.codec as Codec;
+    const out: Uint8Array[] = [];
+    for (let i = from; i < to; i++) {
+      const body = events[i].body;
+      const value = new Uint8Array(this.valueLength(body));
+      this.writeValue(value, new DataView(value.buffer), 0, body);
+      out.push(codec.compress(value));
+    }
+    return out;
   }
 
   /** Block compression: sync mark, record count, then compressed key lengths, keys, value lengths, values. */

@@ -20,14 +20,14 @@ import { type HadoopConf, readHadoopConf } from "../../../io/hdfs/hadoop-conf.ts
 import { LocalClient } from "../../../io/hdfs/local.ts";
 import { WebHdfsClient } from "../../../io/hdfs/webhdfs.ts";
 import type { TakeLoop } from "../../../pipeline/take-loop.ts";
-import { defineComponent, type ComponentContext } from "../../component.ts";
+import { createPart, defineComponent, type ComponentContext } from "../../component.ts";
 import { localAddress } from "../../interceptors/host.ts";
-import type { SerializerDefinition, SerializerFactory } from "../../serializers/serializer.ts";
+import type { SerializerFactory } from "../../serializers/serializer.ts";
 import { BaseSink } from "../base.ts";
 import { type BucketOptions, WRITER_MARK } from "./bucket-writer.ts";
 import { stripSlash, WriterLane } from "./lane.ts";
 import { EscapeTemplate, Escaper, type EscapeOptions, type HostNames, type RoundUnit } from "./escape.ts";
-import { type Codec, type FileType, findCodec } from "./formats.ts";
+import { type Codec, type CompressionType, type FileType, findCodec } from "./formats.ts";
 
 export interface HdfsSinkOptions {
   /** Where the files go: a WebHDFS NameNode, or the local file system. */
@@ -44,6 +44,7 @@ export interface HdfsSinkOptions {
   idleTimeout: number;
   batchSize: number;
   codec: Codec | null;
+  compressionType: CompressionType;
   fileType: FileType;
   writeFormat: "Writable" | "Text";
   maxOpenFiles: number;
@@ -235,7 +236,7 @@ export class HdfsSink extends BaseSink {
       inUsePrefix: o.inUsePrefix,
       inUseSuffix: o.inUseSuffix,
       suffix: suffix !== "" ? suffix : (o.codec?.extension ?? ""),
-      format: { fileType: o.fileType, codec: o.codec, writeFormat: o.writeFormat, serializer: o.serializer, now: () => this.clock.now() },
+      format: { fileType: o.fileType, codec: o.codec, compressionType: o.compressionType, writeFormat: o.writeFormat, serializer: o.serializer, now: () => this.clock.now() },
       writerMark: this.writerMark,
       closeTries: o.closeTries,
       retryInterval: o.retryInterval,
@@ -269,7 +270,8 @@ const props = {
   "hdfs.rollCount": { type: "int", default: 10, min: 0, doc: "Events before a file is rolled; 0 never rolls on count" },
   "hdfs.idleTimeout": { type: "int", default: 0, min: 0, doc: "Seconds without a write before a file is closed; 0 never" },
   "hdfs.batchSize": { type: "int", default: 100, min: 1, roles: ["batchSize"], doc: "Events taken per transaction; each bucket's share is written with one durable HDFS write" },
-  "hdfs.codeC": { type: "string", default: "", doc: "Compression codec: gzip, default (zlib), deflate; none when empty" },
+  "hdfs.codeC": { type: "string", default: "", doc: "Compression codec: gzip, bzip2, snappy, lz4, default (zlib), deflate; none when empty" },
+  "hdfs.compressionType": { type: "enum", values: ["BLOCK", "RECORD"], default: "BLOCK", doc: "Flume TS: SequenceFile compression with codeC, of blocks of records (Flume's) or of each value" },
   "hdfs.fileType": { type: "enum", values: ["SequenceFile", "DataStream", "CompressedStream"], default: "SequenceFile", doc: "SequenceFile, DataStream (uncompressed) or CompressedStream (needs codeC)" },
   "hdfs.writeFormat": { type: "enum", values: ["Writable", "Text"], default: "Writable", doc: "SequenceFile values: BytesWritable (Writable) or Text" },
   "hdfs.maxOpenFiles": { type: "int", default: 5000, min: 1, doc: "Open buckets at most; the least recently used is closed beyond" },
@@ -385,6 +387,7 @@ function options(config: Config): Omit<HdfsSinkOptions, "serializer"> {
     idleTimeout: config["hdfs.idleTimeout"],
     batchSize: config["hdfs.batchSize"],
     codec,
+    compressionType: config["hdfs.compressionType"] as CompressionType,
     fileType,
     writeFormat: config["hdfs.writeFormat"] as "Writable" | "Text",
     maxOpenFiles: config["hdfs.maxOpenFiles"],
@@ -398,15 +401,6 @@ function options(config: Config): Omit<HdfsSinkOptions, "serializer"> {
   };
 }
 
-function serializerOf(config: Config, ctx: ComponentContext): SerializerFactory {
-  const name = config.serializer;
-  const def = ctx.lookup("serializer", name) as SerializerDefinition | undefined;
-  if (!def) throw new ConfigurationError("serializer", `unknown serializer "${name}"`, ctx.name);
-  const parsed = def.parse(config.serializerProps);
-  if (parsed.errors.length > 0) throw new ConfigurationError(`serializer.${parsed.errors[0].key}`, parsed.errors[0].message, ctx.name);
-  return def.create(parsed.options, ctx);
-}
-
 export const definition = defineComponent({
   kind: "sink",
   type: "hdfs",
@@ -415,7 +409,7 @@ export const definition = defineComponent({
   props,
   groups,
   create(config, ctx) {
-    return new HdfsSink(ctx, { ...options(config), serializer: serializerOf(config, ctx) });
+    return new HdfsSink(ctx, { ...options(config), serializer: createPart<SerializerFactory>(ctx, "serializer", "serializer", config.serializer, config.serializerProps) });
   },
   validate(config) {
     try {

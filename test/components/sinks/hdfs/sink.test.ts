@@ -194,7 +194,11 @@ describe("hdfs sink configuration", () => {
     expect(errors({ "hdfs.kerberosKeytab": "/etc/flume.keytab" })[0]).toMatch(/^hdfs\.kerberosKeytab: Kerberos is not supported/);
     expect(errors({ "hdfs.fileType": "DataStream", "hdfs.codeC": "gzip" })).toEqual(["hdfs.codeC: fileType DataStream writes no compressed output: remove codeC, or set fileType = CompressedStream"]);
     expect(errors({ "hdfs.fileType": "CompressedStream" })).toEqual(["hdfs.codeC: fileType CompressedStream needs a codec (codeC = gzip)"]);
-    expect(errors({ "hdfs.codeC": "snappy" })[0]).toMatch(/codec SnappyCodec is not supported by Flume TS yet/);
+    expect(errors({ "hdfs.codeC": "zstandard" })).toEqual([
+      "hdfs.codeC: codec ZStandardCodec is not supported by Flume TS: Hadoop 3.3's ZStandardCodec reads and writes only through libhadoop built with zstd (native), so files cannot be checked with Hadoop's own reader here; choose from None, gzip (GzipCodec), bzip2 (BZip2Codec), snappy (SnappyCodec), lz4 (Lz4Codec), default (DefaultCodec), deflate (DeflateCodec)",
+    ]);
+    expect(errors({ "hdfs.codeC": "com.hadoop.compression.lzo.LzopCodec" })[0]).toMatch(/unsupported compression codec/);
+    expect(errors({ "hdfs.codeC": "LzoCodec" })[0]).toMatch(/codec LzoCodec is not supported by Flume TS: LZO is not part of Hadoop/);
     expect(errors({ "hdfs.codeC": "zip" })[0]).toMatch(/unsupported compression codec "zip"/);
     const noConf = mkdtempSync(path.join(tmpdir(), "flume-no-hadoop-conf-"));
     cleanups.push(() => rmSync(noConf, { recursive: true, force: true }));
