@@ -82,7 +82,31 @@ async function whileAgentRuns(dir: string, conf: string, fn: () => Promise<void>
   }
 }
 
-/** What a file_roll sink wrote to dir/out, all files in name order. */
+/** A custom serializer module: each body in capitals, then `repeat` marks, then a newline. */
+const SHOUT_SERIALIZER = `import { defineComponent } from "flume-ts";
+const encoder = new TextEncoder();
+export default defineComponent({
+  kind: "serializer",
+  type: "shout",
+  doc: "Each body in capitals, then a mark, then a newline.",
+  props: { mark: { type: "string", default: "!", doc: "What follows each body" }, repeat: { type: "int", default: 1, min: 1, doc: "How many marks" } },
+  create: (o) => ({
+    type: "shout",
+    open: async (out) => ({
+      afterCreate() {},
+      afterReopen() {},
+      write(e) {
+        out.write(encoder.encode(new TextDecoder().decode(e.body).toUpperCase() + o.mark.repeat(o.repeat) + "\\n"));
+      },
+      flush() {},
+      beforeClose() {},
+      supportsReopen: () => false,
+    }),
+  }),
+});
+`;
+
+/** What a file_roll or hdfs sink wrote to dir/out, all files in name order. */
 const rolledFiles = (dir: string) =>
   readdirSync(path.join(dir, "out"))
     .sort()
@@ -145,52 +169,34 @@ describe("a custom sink from a module path", () => {
     expect(report.warnings.map((w) => `${w.line} ${w.key}: ${w.message}`)).toContain("9 bodi: is not a property of sink type jsonl, so it is ignored (did you mean body?)");
   });
 
-  test("a custom serializer module named by file_roll's sink.serializer: its settings checked at their lines, then every event written through it", async () => {
-    const dir = workspace();
-    writeFileSync(
-      path.join(dir, "shout.ts"),
-      `import { defineComponent } from "flume-ts";
-const encoder = new TextEncoder();
-export default defineComponent({
-  kind: "serializer",
-  type: "shout",
-  doc: "Each body in capitals, then a mark, then a newline.",
-  props: { mark: { type: "string", default: "!", doc: "What follows each body" }, repeat: { type: "int", default: 1, min: 1, doc: "How many marks" } },
-  create: (o) => ({
-    type: "shout",
-    open: async (out) => ({
-      afterCreate() {},
-      afterReopen() {},
-      write(e) {
-        out.write(encoder.encode(new TextDecoder().decode(e.body).toUpperCase() + o.mark.repeat(o.repeat) + "\\n"));
-      },
-      flush() {},
-      beforeClose() {},
-      supportsReopen: () => false,
-    }),
-  }),
-});
-`,
-    );
-    const port = await freePort();
-    const conf = (extra: string[]) => {
-      const file = path.join(dir, "serializer.conf");
-      const lines = ["a1.sources = r1", "a1.channels = c1", "a1.sinks = k1", "a1.sources.r1.type = netcat", "a1.sources.r1.bind = 127.0.0.1", `a1.sources.r1.port = ${port}`, "a1.sources.r1.channels = c1", "a1.channels.c1.type = memory"];
-      writeFileSync(file, [...lines, "a1.sinks.k1.type = file_roll", `a1.sinks.k1.sink.directory = ${path.join(dir, "out")}`, "a1.sinks.k1.sink.rollInterval = 0", "a1.sinks.k1.channel = c1", "a1.sinks.k1.sink.serializer = ./shout.ts", ...extra, ""].join("\n"));
-      return file;
-    };
-    const bad = conf(["a1.sinks.k1.sink.serializer.repeat = 0", "a1.sinks.k1.sink.serializer.marks = ?"]);
-    const v = runCli(["validate", bad]);
-    expect(v.code).toBe(1);
-    expect(v.stdout).toContain(`${bad}:14: error: sink k1: sink.serializer.repeat: must be at least 1, got 0`);
-    expect(v.stdout).toContain(`${bad}:15: warning: sink k1: sink.serializer.marks: is not a property of serializer type shout, so it is ignored (did you mean sink.serializer.mark?)`);
-    mkdirSync(path.join(dir, "out"));
-    const good = conf(["a1.sinks.k1.sink.serializer.mark = ?", "a1.sinks.k1.sink.serializer.repeat = 2"]);
-    await whileAgentRuns(dir, good, async () => {
-      expect(await sendLines(port, "hello\nwörld\n", 2000, 2)).toBe("OK\nOK\n");
-      await waitUntil(() => rolledFiles(dir) === "HELLO??\nWÖRLD??\n", "both events in the file, through the serializer");
-    });
-  }, 30000);
+  // The same serializer module through each sink that takes one: file_roll's sink.serializer and hdfs's serializer (a file:// path).
+  for (const sink of [
+    { type: "file_roll", key: "sink.serializer", lines: (out: string) => [`a1.sinks.k1.sink.directory = ${out}`, "a1.sinks.k1.sink.rollInterval = 0"] },
+    { type: "hdfs", key: "serializer", lines: (out: string) => [`a1.sinks.k1.hdfs.path = file://${out}`, "a1.sinks.k1.hdfs.fileType = DataStream"] },
+  ]) {
+    test(`a custom serializer module named by the ${sink.type} sink's ${sink.key}: its settings checked at their lines, then every event written through it`, async () => {
+      const dir = workspace();
+      writeFileSync(path.join(dir, "shout.ts"), SHOUT_SERIALIZER);
+      const port = await freePort();
+      const conf = (extra: string[]) => {
+        const file = path.join(dir, "serializer.conf");
+        const lines = ["a1.sources = r1", "a1.channels = c1", "a1.sinks = k1", "a1.sources.r1.type = netcat", "a1.sources.r1.bind = 127.0.0.1", `a1.sources.r1.port = ${port}`, "a1.sources.r1.channels = c1", "a1.channels.c1.type = memory"];
+        writeFileSync(file, [...lines, `a1.sinks.k1.type = ${sink.type}`, ...sink.lines(path.join(dir, "out")), "a1.sinks.k1.channel = c1", `a1.sinks.k1.${sink.key} = ./shout.ts`, ...extra, ""].join("\n"));
+        return file;
+      };
+      const bad = conf([`a1.sinks.k1.${sink.key}.repeat = 0`, `a1.sinks.k1.${sink.key}.marks = ?`]);
+      const v = runCli(["validate", bad]);
+      expect(v.code).toBe(1);
+      expect(v.stdout).toContain(`${bad}:14: error: sink k1: ${sink.key}.repeat: must be at least 1, got 0`);
+      expect(v.stdout).toContain(`${bad}:15: warning: sink k1: ${sink.key}.marks: is not a property of serializer type shout, so it is ignored (did you mean ${sink.key}.mark?)`);
+      mkdirSync(path.join(dir, "out"));
+      const good = conf([`a1.sinks.k1.${sink.key}.mark = ?`, `a1.sinks.k1.${sink.key}.repeat = 2`]);
+      await whileAgentRuns(dir, good, async () => {
+        expect(await sendLines(port, "hello\nwörld\n", 2000, 2)).toBe("OK\nOK\n");
+        await waitUntil(() => rolledFiles(dir) === "HELLO??\nWÖRLD??\n", "both events in the file, through the serializer");
+      });
+    }, 30000);
+  }
 
   test("a custom HTTP source handler module named by the http source's handler: its settings checked at their lines, then every request read through it", async () => {
     const dir = workspace();
