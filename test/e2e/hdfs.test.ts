@@ -80,6 +80,16 @@ const KINDS: Record<string, { lines: string; value: (i: number) => string; keyed
   dataStream: { lines: "hdfs.fileType = DataStream", value: String, keyed: false, name: /^FlumeData\.\d+$/ },
   streamGzip: { lines: "hdfs.fileType = CompressedStream\nhdfs.codeC = gzip", value: String, keyed: false, name: /^FlumeData\.\d+\.gz$/ },
   streamZlib: { lines: "hdfs.fileType = CompressedStream\nhdfs.codeC = default", value: String, keyed: false, name: /^FlumeData\.\d+\.deflate$/ },
+  seqBzip2: { lines: "hdfs.codeC = bzip2", value: hex, keyed: true, name: /^FlumeData\.\d+\.bz2$/ },
+  streamBzip2: { lines: "hdfs.fileType = CompressedStream\nhdfs.codeC = BZip2Codec", value: String, keyed: false, name: /^FlumeData\.\d+\.bz2$/ },
+  seqSnappy: { lines: "hdfs.codeC = snappy", value: hex, keyed: true, name: /^FlumeData\.\d+\.snappy$/ },
+  streamSnappy: { lines: "hdfs.fileType = CompressedStream\nhdfs.codeC = snappy", value: String, keyed: false, name: /^FlumeData\.\d+\.snappy$/ },
+  seqLz4: { lines: "hdfs.codeC = org.apache.hadoop.io.compress.Lz4Codec", value: hex, keyed: true, name: /^FlumeData\.\d+\.lz4$/ },
+  streamLz4: { lines: "hdfs.fileType = CompressedStream\nhdfs.codeC = lz4", value: String, keyed: false, name: /^FlumeData\.\d+\.lz4$/ },
+  // RECORD compression (a Flume TS key; Flume always compresses blocks): each value compressed on its own.
+  seqTextBzip2Record: { lines: "hdfs.writeFormat = Text\nhdfs.codeC = bzip2\nhdfs.compressionType = RECORD", value: String, keyed: true, name: /^FlumeData\.\d+\.bz2$/ },
+  seqSnappyRecord: { lines: "hdfs.codeC = snappy\nhdfs.compressionType = RECORD", value: hex, keyed: true, name: /^FlumeData\.\d+\.snappy$/ },
+  seqTextLz4Record: { lines: "hdfs.writeFormat = Text\nhdfs.codeC = lz4\nhdfs.compressionType = RECORD", value: String, keyed: true, name: /^FlumeData\.\d+\.lz4$/ },
 };
 const NAMES = Object.keys(KINDS);
 
@@ -294,7 +304,7 @@ a1.sinks.k1.hdfs.rollInterval = 0`,
   );
 
   needsJvm.test(
-    "one seq source into seven hdfs sinks (SequenceFile Writable, Text, Text + gzip blocks, Writable + zlib blocks; DataStream; CompressedStream gzip, zlib): Hadoop's -text reads every file as the same 500 records",
+    "one seq source into an hdfs sink per file type and codec (SequenceFile Writable and Text, uncompressed, gzip, zlib, bzip2, snappy and lz4 blocks, bzip2, snappy and lz4 records; DataStream; CompressedStream gzip, zlib, bzip2, snappy, lz4): Hadoop's -text reads every file as the same 500 records",
     async () => {
       const tmp = tempDir();
       cleanups.push(tmp.cleanup);
@@ -460,8 +470,9 @@ a1.sinks.k1.hdfs.rollSize = 0`,
       const tmp = tempDir();
       cleanups.push(tmp.cleanup);
       const flumeMetrics = await freePort();
-      // Flume's SequenceFile writer refuses GzipCodec without Hadoop's native library (ours writes it, see above).
-      const names = NAMES.filter((n) => n !== "seqTextGzip");
+      // Flume's SequenceFile writer refuses GzipCodec without Hadoop's native library (ours writes it, see above);
+      // RECORD compression is ours only.
+      const names = NAMES.filter((n) => n !== "seqTextGzip" && !n.endsWith("Record"));
       const flume = await startFlume({
         conf: formatsConf("/flume/real", 300, names),
         extraSets: [HADOOP],

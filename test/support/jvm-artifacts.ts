@@ -31,6 +31,8 @@ export const HADOOP: MavenSet = {
     `org.apache.hadoop:hadoop-common:${HADOOP_VERSION}`,
     `org.apache.hadoop:hadoop-hdfs:${HADOOP_VERSION}`,
     `org.apache.hadoop:hadoop-hdfs-client:${HADOOP_VERSION}`,
+    // Hadoop's Lz4Codec runs on lz4-java, which hadoop-common declares "provided" (its distribution ships it).
+    "org.lz4:lz4-java:1.7.1",
   ],
   // hadoop-hdfs brings a second, older slf4j binding besides hadoop-common's slf4j-reload4j.
   exclusions: ["org.slf4j:slf4j-log4j12"],
