@@ -67,7 +67,8 @@ export function bzip2Compress(data: Uint8Array): Uint8Array {
   const w = new BitWriter();
   w.bits(24, 0x425a68); // "BZh"
   w.bits(8, 0x39); // '9': 900 kB blocks
-  const rle = new Uint8Array(BLOCK_MAX);
+  // Run-length output grows at most 5/4 (a run of 4 becomes 5 bytes).
+  const rle = new Uint8Array(Math.min(BLOCK_MAX, Math.ceil(data.length * 1.25) + 5));
   let combined = 0;
   let i = 0;
   while (i < data.length) {
@@ -75,7 +76,7 @@ export function bzip2Compress(data: Uint8Array): Uint8Array {
     let n = 0;
     let crc = 0xffffffff;
     const start = i;
-    while (i < data.length && n <= BLOCK_MAX - 5) {
+    while (i < data.length && n <= rle.length - 5) {
       const b = data[i];
       let run = 1;
       while (run < 255 && i + run < data.length && data[i + run] === b) run++;
@@ -152,26 +153,33 @@ function bwt(s: Uint8Array): { last: Uint8Array; origPtr: number } {
 function codeLengths(freq: readonly number[]): Uint8Array {
   const size = freq.length;
   let weights = freq.map((f) => Math.max(1, f));
+  const leaves = Array.from({ length: size }, (_, k) => k);
   for (;;) {
-    const parent = new Int32Array(2 * size).fill(-1);
+    // Two queues: the leaves sorted once, then the merged nodes, made in increasing weight.
     const weight = [...weights];
-    const alive: number[] = Array.from({ length: size }, (_, k) => k);
-    while (alive.length > 1) {
-      alive.sort((x, y) => weight[x] - weight[y]);
-      const [a, b] = alive.splice(0, 2);
+    leaves.sort((x, y) => weight[x] - weight[y]);
+    const parent = new Int32Array(2 * size).fill(-1);
+    const merged: number[] = [];
+    let li = 0;
+    let mi = 0;
+    const smallest = () => (mi >= merged.length || (li < size && weight[leaves[li]] <= weight[merged[mi]]) ? leaves[li++] : merged[mi++]);
+    for (let made = 0; made < size - 1; made++) {
+      const a = smallest();
+      const b = smallest();
       const node = weight.length;
       weight.push(weight[a] + weight[b]);
       parent[a] = node;
       parent[b] = node;
-      alive.push(node);
+      merged.push(node);
     }
+    // Depths, from the root (the last node) down: a parent is always made after its children.
+    const depth = new Int32Array(weight.length);
+    for (let k = weight.length - 2; k >= 0; k--) depth[k] = depth[parent[k]] + 1;
     const lens = new Uint8Array(size);
     let max = 0;
     for (let k = 0; k < size; k++) {
-      let d = 0;
-      for (let p = parent[k]; p !== -1; p = parent[p]) d++;
-      lens[k] = d;
-      if (d > max) max = d;
+      lens[k] = depth[k];
+      if (depth[k] > max) max = depth[k];
     }
     if (max <= MAX_CODE_LEN) return lens;
     weights = weights.map((x) => 1 + (x >> 1));
