@@ -156,6 +156,22 @@ async function records(dir: string, names: string[], total: number): Promise<Rec
 
 const numbers = (n: number) => Array.from({ length: n }, (_, i) => `${i}\n`).join("");
 
+/** The files' contents, in order, as one text: one -cat for all (each FsShell is a JVM start). */
+async function catAll(cluster: HdfsCluster, files: string[]): Promise<string> {
+  const r = await cluster.fs(["-cat", ...files]);
+  expect(r.code).toBe(0);
+  return r.stdout;
+}
+
+/** POSTs one event (no headers) per body to the http source on port; it answers 200. */
+async function postBodies(port: number, bodies: string[]): Promise<void> {
+  const r = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: JSON.stringify(bodies.map((body) => ({ headers: {}, body }))) });
+  expect(r.status).toBe(200);
+}
+
+/** Bodies e<from> .. e<from+n-1>. */
+const numbered = (from: number, n: number) => Array.from({ length: n }, (_, i) => `e${from + i}`);
+
 describe("hdfs sink on a real HDFS (Hadoop's FsShell reads the files)", () => {
   needsJvm.test(
     "seq -> memory -> hdfs, DataStream over webhdfs://, rolled every 400 events: 3 closed files, in-use names gone after stop, -cat gives every line in order",
@@ -183,9 +199,7 @@ a1.sinks.k1.hdfs.batchSize = 100`,
       const files = await hdfs.list("/flume/stream");
       expect(files).toHaveLength(3);
       for (const f of files) expect(f).toMatch(/^\/flume\/stream\/FlumeData\.\d+$/);
-      let all = "";
-      for (const f of files) all += (await hdfs.cat(f)).toString("utf8");
-      expect(all).toBe(numbers(1000));
+      expect(await catAll(hdfs, files)).toBe(numbers(1000));
     },
     300_000,
   );
@@ -217,9 +231,7 @@ a1.sinks.k1.hdfs.batchSize = 100`,
       const files = await hdfs.list("/flume/lanes");
       expect(files.length).toBeGreaterThan(1);
       for (const f of files) expect(f).toMatch(/^\/flume\/lanes\/FlumeData\.\d+$/);
-      const r = await hdfs.fs(["-cat", ...files]);
-      expect(r.code).toBe(0);
-      const lines = r.stdout.split("\n").filter(Boolean);
+      const lines = (await catAll(hdfs, files)).split("\n").filter(Boolean);
       expect(lines.map(Number).sort((x, y) => x - y)).toEqual(Array.from({ length: 3000 }, (_, i) => i));
     },
     300_000,
@@ -393,10 +405,7 @@ a1.sinks.k1.hdfs.rollInterval = 0
 a1.sinks.k1.hdfs.rollCount = 0
 a1.sinks.k1.hdfs.rollSize = 0`,
       );
-      const post = async (bodies: string[]) => {
-        const r = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: JSON.stringify(bodies.map((body) => ({ headers: {}, body }))) });
-        expect(r.status).toBe(200);
-      };
+      const post = (bodies: string[]) => postBodies(port, bodies);
       const first = startAgent(tmp.dir, "a1", conf, metrics);
       await first.waitFor(/agent a1 started/, 30_000);
       await post(["one", "two"]);
@@ -530,11 +539,7 @@ a1.sinks.k1.hdfs.callTimeout = 10000`,
       const a = startCli(["run", "-f", file, "-n", "a1", "--metrics-port", String(metrics), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"]);
       cleanups.push(() => a.child.kill("SIGKILL"));
       await a.waitFor(/agent a1 started/, 30_000);
-      const post = async (from: number, n: number) => {
-        const events = Array.from({ length: n }, (_, i) => ({ headers: {}, body: `e${from + i}` }));
-        const r = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: JSON.stringify(events) });
-        expect(r.status).toBe(200);
-      };
+      const post = (from: number, n: number) => postBodies(port, numbered(from, n));
       await post(0, 100);
       await drained(metrics, 100);
       const restarting = hdfs.restartNameNode();
@@ -552,8 +557,7 @@ a1.sinks.k1.hdfs.callTimeout = 10000`,
       const files = await hdfs.list("/flume/nnrestart");
       expect(files.length).toBeGreaterThan(1);
       expect(files.filter((f) => f.endsWith(".tmp"))).toEqual([]);
-      let lines: string[] = [];
-      for (const f of files) lines = lines.concat((await hdfs.cat(f)).toString().split("\n").filter(Boolean));
+      const lines = (await catAll(hdfs, files)).split("\n").filter(Boolean);
       const unique = new Set(lines);
       expect(unique.size).toBe(300);
       // A batch whose append reached the DataNodes before its failure was reported is written again: at most one.
@@ -633,11 +637,7 @@ a1.sinks.k1.hdfs.retryInterval = 1`,
         metrics,
       );
       await a.waitFor(/agent a1 started/, 30_000);
-      const post = async (from: number, n: number) => {
-        const events = Array.from({ length: n }, (_, i) => ({ headers: {}, body: `e${from + i}` }));
-        const r = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: JSON.stringify(events) });
-        expect(r.status).toBe(200);
-      };
+      const post = (from: number, n: number) => postBodies(port, numbered(from, n));
       await post(0, 100);
       await drained(metrics, 100);
       await two.dataNodes[0].kill("SIGKILL");
@@ -647,9 +647,7 @@ a1.sinks.k1.hdfs.retryInterval = 1`,
       await drained(metrics, 300, 180_000);
       a.child.kill("SIGTERM");
       expect(await a.exited()).toBe(0);
-      let lines: string[] = [];
-      const cluster = two;
-      for (const f of await cluster.list("/flume/dnkill")) lines = lines.concat((await cluster.cat(f)).toString().split("\n").filter(Boolean));
+      const lines = (await catAll(two, await two.list("/flume/dnkill"))).split("\n").filter(Boolean);
       const unique = new Set(lines);
       expect(unique.size).toBe(300);
       expect(lines.length - unique.size).toBeLessThanOrEqual(100);
