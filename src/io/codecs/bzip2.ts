@@ -238,13 +238,8 @@ function writeBlock(w: BitWriter, block: Uint8Array, crc: number): void {
   mtf[nMtf++] = eob;
   freq[eob]++;
 
-  const lens = codeLengths(freq);
-  const codes = new Int32Array(alphaSize);
-  let code = 0;
-  for (let len = 1; len <= MAX_CODE_LEN; len++) {
-    for (let sym = 0; sym < alphaSize; sym++) if (lens[sym] === len) codes[sym] = code++;
-    code <<= 1;
-  }
+  const { tables, selectors } = chooseTables(mtf.subarray(0, nMtf), freq);
+  const codes = tables.map(canonicalCodes);
 
   w.bits(24, 0x314159);
   w.bits(24, 0x265359);
@@ -260,13 +255,19 @@ function writeBlock(w: BitWriter, block: Uint8Array, crc: number): void {
     for (let b = 0; b < 16; b++) if (inUse[g * 16 + b]) bits |= 0x8000 >> b;
     w.bits(16, bits);
   }
-  const nGroups = 2;
-  const nSelectors = Math.ceil(nMtf / GROUP_SIZE);
-  w.bits(3, nGroups);
+  const nSelectors = selectors.length;
+  w.bits(3, tables.length);
   w.bits(15, nSelectors);
-  // Every group uses table 0: each selector's move-to-front index is 0, a single 0 bit.
-  for (let s = 0; s < nSelectors; s++) w.bits(1, 0);
-  for (let t = 0; t < nGroups; t++) {
+  // Selectors, move-to-front coded, each index in unary.
+  const recent = Array.from({ length: tables.length }, (_, t) => t);
+  for (const sel of selectors) {
+    const j = recent.indexOf(sel);
+    recent.splice(j, 1);
+    recent.unshift(sel);
+    for (let k = 0; k < j; k++) w.bits(1, 1);
+    w.bits(1, 0);
+  }
+  for (const lens of tables) {
     let cur = lens[0];
     w.bits(5, cur);
     for (let sym = 0; sym < alphaSize; sym++) {
@@ -281,5 +282,67 @@ function writeBlock(w: BitWriter, block: Uint8Array, crc: number): void {
       w.bits(1, 0);
     }
   }
-  for (let k = 0; k < nMtf; k++) w.bits(lens[mtf[k]], codes[mtf[k]]);
+  for (let k = 0; k < nMtf; k++) {
+    const t = selectors[(k / GROUP_SIZE) | 0];
+    const sym = mtf[k];
+    w.bits(tables[t][sym], codes[t][sym]);
+  }
+}
+
+/** Codes by length, then symbol order (how decoders assign them). */
+function canonicalCodes(lens: Uint8Array): Int32Array {
+  const codes = new Int32Array(lens.length);
+  let code = 0;
+  for (let len = 1; len <= MAX_CODE_LEN; len++) {
+    for (let sym = 0; sym < lens.length; sym++) if (lens[sym] === len) codes[sym] = code++;
+    code <<= 1;
+  }
+  return codes;
+}
+
+/**
+ * libbz2's way to several tables: start from tables that each favour a slice of the symbols,
+ * then a few rounds of giving each group of 50 symbols its cheapest table and rebuilding every
+ * table from the symbols it was given.
+ */
+function chooseTables(mtf: Uint16Array, freq: readonly number[]): { tables: Uint8Array[]; selectors: Uint8Array } {
+  const alphaSize = freq.length;
+  const n = mtf.length;
+  const nGroups = n < 200 ? 2 : n < 600 ? 3 : n < 1200 ? 4 : n < 2400 ? 5 : 6;
+  let tables: Uint8Array[] = [];
+  let remaining = n;
+  let gs = 0;
+  for (let part = nGroups; part > 0; part--) {
+    const target = remaining / part;
+    let ge = gs - 1;
+    let sum = 0;
+    while (sum < target && ge < alphaSize - 1) sum += freq[++ge];
+    if (ge > gs && part !== nGroups && part !== 1 && (nGroups - part) % 2 === 1) sum -= freq[ge--];
+    tables.unshift(Uint8Array.from({ length: alphaSize }, (_, v) => (v >= gs && v <= ge ? 0 : 15)));
+    gs = ge + 1;
+    remaining -= sum;
+  }
+  const nSelectors = Math.ceil(n / GROUP_SIZE);
+  const selectors = new Uint8Array(nSelectors);
+  for (let round = 0; round < 4; round++) {
+    const counts = tables.map(() => new Array<number>(alphaSize).fill(0));
+    for (let g = 0; g < nSelectors; g++) {
+      const from = g * GROUP_SIZE;
+      const to = Math.min(from + GROUP_SIZE, n);
+      let best = 0;
+      let bestCost = Infinity;
+      for (let t = 0; t < tables.length; t++) {
+        let cost = 0;
+        for (let k = from; k < to; k++) cost += tables[t][mtf[k]];
+        if (cost < bestCost) {
+          bestCost = cost;
+          best = t;
+        }
+      }
+      selectors[g] = best;
+      for (let k = from; k < to; k++) counts[best][mtf[k]]++;
+    }
+    tables = counts.map(codeLengths);
+  }
+  return { tables, selectors };
 }
