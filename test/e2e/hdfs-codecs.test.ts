@@ -15,7 +15,8 @@ const DENO = path.join(ROOT, "node_modules", ".bin", "deno");
 const needsDeno = precondition(() => existsSync(DENO), "needs deno from npm (npm install)");
 const cleanups = cleanupsAfterEach();
 
-const TOTAL = 300;
+// Enough for bzip2 blocks coded with all six Huffman tables.
+const TOTAL = 5000;
 /** Sink name -> its lines (after a1.sinks.<name>.): each codec as SequenceFile blocks and as CompressedStream. */
 const SINKS: Record<string, string[]> = {
   seqBzip2: ["hdfs.codeC = bzip2"],
@@ -27,13 +28,13 @@ const SINKS: Record<string, string[]> = {
 };
 const NAMES = Object.keys(SINKS);
 
-/** seq (bodies 0..TOTAL-1) replicated into one hdfs sink per SINKS entry, each writing out/<name>, batches of 70. */
+/** seq (bodies 0..TOTAL-1) replicated into one hdfs sink per SINKS entry, each writing out/<name>, batches of 1000. */
 function conf(out: string): string {
   const lines = ["a1.sources = r1", `a1.channels = ${NAMES.map((n) => `c_${n}`).join(" ")}`, `a1.sinks = ${NAMES.join(" ")}`];
-  lines.push("a1.sources.r1.type = seq", `a1.sources.r1.totalEvents = ${TOTAL}`, "a1.sources.r1.batchSize = 50", `a1.sources.r1.channels = ${NAMES.map((n) => `c_${n}`).join(" ")}`);
+  lines.push("a1.sources.r1.type = seq", `a1.sources.r1.totalEvents = ${TOTAL}`, "a1.sources.r1.batchSize = 500", `a1.sources.r1.channels = ${NAMES.map((n) => `c_${n}`).join(" ")}`);
   for (const n of NAMES) {
-    lines.push(`a1.channels.c_${n}.type = memory`, `a1.sinks.${n}.type = hdfs`, `a1.sinks.${n}.channel = c_${n}`, `a1.sinks.${n}.hdfs.path = file://${out}/${n}`);
-    lines.push(`a1.sinks.${n}.hdfs.writeFormat = Text`, `a1.sinks.${n}.hdfs.batchSize = 70`, `a1.sinks.${n}.hdfs.rollCount = 0`, `a1.sinks.${n}.hdfs.rollSize = 0`, `a1.sinks.${n}.hdfs.rollInterval = 0`);
+    lines.push(`a1.channels.c_${n}.type = memory`, `a1.channels.c_${n}.capacity = 10000`, `a1.channels.c_${n}.transactionCapacity = 1000`, `a1.sinks.${n}.type = hdfs`, `a1.sinks.${n}.channel = c_${n}`, `a1.sinks.${n}.hdfs.path = file://${out}/${n}`);
+    lines.push(`a1.sinks.${n}.hdfs.writeFormat = Text`, `a1.sinks.${n}.hdfs.batchSize = 1000`, `a1.sinks.${n}.hdfs.rollCount = 0`, `a1.sinks.${n}.hdfs.rollSize = 0`, `a1.sinks.${n}.hdfs.rollInterval = 0`);
     lines.push(...SINKS[n].map((l) => `a1.sinks.${n}.${l}`));
   }
   return `${lines.join("\n")}\n`;
