@@ -4,8 +4,11 @@
  * hflushed before it resolves), closed by ending its last block and completing the file.
  */
 import type { NameNode } from "./namenode.ts";
-import { BlockPipeline, type PipelineOptions } from "./pipeline.ts";
+import { BlockPipeline, PipelineError, type PipelineOptions } from "./pipeline.ts";
 import type { ExtendedBlock } from "./proto.ts";
+
+/** Pipeline setups tried per block (Hadoop's dfs.client.block.write.retries is 3). */
+const SETUP_ATTEMPTS = 3;
 
 export interface StreamOptions extends PipelineOptions {
   blockSize: number;
@@ -16,6 +19,8 @@ export class HdfsOutputStream {
   /** The last block, whole, once its pipeline ended. */
   private previous: ExtendedBlock | undefined;
   private broken: Error | null = null;
+  /** DataNodes that failed a pipeline setup of this file, not asked for again. */
+  private readonly excluded = new Map<string, Uint8Array>();
 
   constructor(
     private readonly nn: NameNode,
@@ -43,16 +48,24 @@ export class HdfsOutputStream {
     }
   }
 
+  /**
+   * A new block and its pipeline. A DataNode that fails the setup is excluded and the block asked
+   * for again (the NameNode may not know yet that a DataNode is gone), as Hadoop's client does.
+   */
   private async nextBlock(): Promise<BlockPipeline> {
-    const lb = await this.nn.addBlock(this.path, this.o.clientName, this.previous, this.fileId);
-    try {
-      this.pipeline = await BlockPipeline.open(lb, this.o);
-    } catch (err) {
-      // Give the block back so the file does not keep an empty block nobody writes.
-      await this.nn.abandonBlock(this.path, this.o.clientName, lb.block, this.fileId).catch(() => undefined);
-      throw err;
+    for (let attempt = 1; ; attempt++) {
+      const lb = await this.nn.addBlock(this.path, this.o.clientName, this.previous, this.fileId, [...this.excluded.values()]);
+      try {
+        this.pipeline = await BlockPipeline.open(lb, this.o);
+        return this.pipeline;
+      } catch (err) {
+        // Give the block back so the file does not keep an empty block nobody writes.
+        await this.nn.abandonBlock(this.path, this.o.clientName, lb.block, this.fileId).catch(() => undefined);
+        const bad = err instanceof PipelineError ? err.bad : undefined;
+        if (!bad || attempt >= SETUP_ATTEMPTS) throw err;
+        this.excluded.set(`${bad.ipAddr}:${bad.xferPort}`, bad.raw);
+      }
     }
-    return this.pipeline;
   }
 
   private async endBlock(p: BlockPipeline): Promise<void> {

@@ -15,7 +15,7 @@
 import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { type Socket, connect } from "node:net";
 import { crc32c } from "./crc32c.ts";
-import { type LocatedBlock, Msg, decode, delimited, encodeBlock, field, unzigzag } from "./proto.ts";
+import { type DatanodeInfo, type LocatedBlock, Msg, decode, delimited, encodeBlock, field, unzigzag } from "./proto.ts";
 
 const DATA_TRANSFER_VERSION = 28;
 const OP_WRITE_BLOCK = 80;
@@ -27,8 +27,15 @@ const HEARTBEAT_SEQNO = -1n;
 /** Status names of datatransfer.proto, for messages. */
 const STATUS = ["SUCCESS", "ERROR", "ERROR_CHECKSUM", "ERROR_INVALID", "ERROR_EXISTS", "ERROR_ACCESS_TOKEN", "CHECKSUM_OK", "ERROR_UNSUPPORTED", "OOB_RESTART", "OOB_RESERVED1", "OOB_RESERVED2", "OOB_RESERVED3", "IN_PROGRESS", "ERROR_BLOCK_PINNED"];
 
-/** The pipeline failed; names the DataNode when one is to blame. */
-export class PipelineError extends Error {}
+/** The pipeline failed; `bad` is the DataNode to blame when one is known (the first when unsure, as Hadoop's client does). */
+export class PipelineError extends Error {
+  constructor(
+    message: string,
+    readonly bad?: DatanodeInfo,
+  ) {
+    super(message);
+  }
+}
 
 export interface PipelineOptions {
   clientName: string;
@@ -132,8 +139,8 @@ export class BlockPipeline {
       reader.push(c);
       for (let m = reader.next(); m; m = reader.next()) this.ack(m);
     });
-    socket.on("error", (e) => this.fail(new PipelineError(`DataNode ${this.first}: ${(e as NodeJS.ErrnoException).code ?? e.name}: ${e.message}`)));
-    socket.on("close", () => this.fail(new PipelineError(`DataNode ${this.first} closed the connection`)));
+    socket.on("error", (e) => this.fail(new PipelineError(`DataNode ${this.first}: ${(e as NodeJS.ErrnoException).code ?? e.name}: ${e.message}`, block.locs[0])));
+    socket.on("close", () => this.fail(new PipelineError(`DataNode ${this.first} closed the connection`, block.locs[0])));
     // The DataNodes time out a silent pipeline (dfs.client.socket-timeout, 60 s): keep it alive
     // between batches with heartbeat packets, as Hadoop's client does.
     this.heartbeat = setInterval(() => {
@@ -164,7 +171,7 @@ export class BlockPipeline {
       const timer = setTimeout(() => s.destroy(new PipelineError(`no pipeline set up within ${o.timeoutMs} ms`)), o.timeoutMs);
       const onError = (e: Error) => {
         clearTimeout(timer);
-        reject(e instanceof PipelineError ? new PipelineError(`DataNode ${where}: ${e.message}`) : new PipelineError(`DataNode ${where}: ${(e as NodeJS.ErrnoException).code ?? e.name}: ${e.message}`));
+        reject(new PipelineError(`DataNode ${where}: ${e instanceof PipelineError ? "" : `${(e as NodeJS.ErrnoException).code ?? e.name}: `}${e.message}`, dn));
       };
       const onClose = () => onError(new PipelineError("closed the connection while setting up the pipeline"));
       const onData = (c: Buffer) => {
@@ -180,7 +187,8 @@ export class BlockPipeline {
         if (status !== 0) {
           s.destroy();
           const bad = field.str(r, 2);
-          reject(new PipelineError(`DataNode ${where} refused the block (${STATUS[status] ?? status})${field.str(r, 5) ? `: ${field.str(r, 5)}` : ""}${bad ? `; first bad link ${bad}` : ""}`));
+          const badNode = lb.locs.find((d) => `${d.ipAddr}:${d.xferPort}` === bad || `${d.hostName}:${d.xferPort}` === bad) ?? dn;
+          reject(new PipelineError(`DataNode ${where} refused the block (${STATUS[status] ?? status})${field.str(r, 5) ? `: ${field.str(r, 5)}` : ""}${bad ? `; first bad link ${bad}` : ""}`, badNode));
           return;
         }
         const p = new BlockPipeline(lb, s, reader, o);
@@ -207,7 +215,7 @@ export class BlockPipeline {
     const bad = replies.findIndex((r) => r !== 0n);
     if (bad >= 0) {
       const dn = this.block.locs[bad];
-      this.fail(new PipelineError(`DataNode ${dn ? `${dn.ipAddr}:${dn.xferPort}` : `#${bad}`} answered ${STATUS[Number(replies[bad])] ?? replies[bad]} for packet ${seqno}`));
+      this.fail(new PipelineError(`DataNode ${dn ? `${dn.ipAddr}:${dn.xferPort}` : `#${bad}`} answered ${STATUS[Number(replies[bad])] ?? replies[bad]} for packet ${seqno}`, dn));
       return;
     }
     if (seqno === HEARTBEAT_SEQNO) return;
