@@ -288,7 +288,7 @@ const props = {
   "hdfs.kerberosPrincipal": { type: "string", default: "", doc: "Not supported: Flume TS reaches HDFS with simple authentication only" },
   "hdfs.kerberosKeytab": { type: "string", default: "", doc: "Not supported: Flume TS reaches HDFS with simple authentication only" },
   "hdfs.proxyUser": { type: "string", default: "", doc: "Write as this user (a proxy user; WebHDFS doas); the NameNode must allow the agent's user to impersonate it (hadoop.proxyuser.*)" },
-  "hdfs.concurrentBatches": { type: "int", default: 1, min: 1, max: 64, doc: "Flume TS: takes written at once, each to its own files and committed after its own write (WebHDFS pays a file close per batch)" },
+  "hdfs.concurrentBatches": { type: "int", default: 1, min: 1, max: 64, doc: "Flume TS: takes written at once, each to its own files and committed after its own write (helps webhdfs://, which pays a file close per batch)" },
   "hdfs.webhdfs.port": { type: "int", default: 0, min: 0, max: 65535, doc: "Ignored, accepted so older Flume TS configs load: hdfs:// paths use Hadoop RPC now; write webhdfs://namenode:9870/dir for WebHDFS" },
   serializer: {
     type: "string",

@@ -92,26 +92,29 @@ export class IpcConnection {
   private open(): Promise<Socket> {
     this.ready ??= new Promise<Socket>((resolve, reject) => {
       const s = connect({ host: this.o.host, port: this.o.port, noDelay: true });
+      this.socket = s;
       const timer = setTimeout(() => s.destroy(new IpcError(`no connection within ${this.o.timeoutMs} ms`)), this.o.timeoutMs);
       s.once("connect", () => {
         clearTimeout(timer);
         s.write(IpcConnection.preamble());
         s.write(IpcConnection.frame(delimited(this.rpcHeader(CONNECTION_CONTEXT_CALL_ID, -1), this.connectionContext())));
-        this.socket = s;
         resolve(s);
       });
       s.on("data", (chunk: Buffer) => this.receive(chunk));
       s.on("error", (err) => {
         clearTimeout(timer);
         reject(new IpcError(`${this.address}: ${(err as NodeJS.ErrnoException).code ?? err.name}: ${err.message}`));
-        this.broken(err);
+        this.broken(err, s);
       });
-      s.on("close", () => this.broken(new Error("connection closed by the NameNode")));
+      s.on("close", () => this.broken(new Error("connection closed by the NameNode"), s));
     });
     return this.ready;
   }
 
-  private broken(err: Error): void {
+  /** Fails the pending calls of the connection `s` (the current one when not given). */
+  private broken(err: Error, s: Socket | null = this.socket): void {
+    // A late event of a connection already replaced must not touch the new one.
+    if (s !== this.socket) return;
     this.socket?.destroy();
     this.socket = null;
     this.ready = null;
