@@ -7,7 +7,11 @@ import { LocalClient } from "./local.ts";
 import { NativeHdfsClient } from "./native/client.ts";
 import { WebHdfsClient } from "./webhdfs.ts";
 
-export type DfsTarget = { kind: "hdfs"; host: string; port: number } | { kind: "webhdfs"; nameNode: URL } | { kind: "local" };
+export type DfsTarget =
+  /** replication and blockSize of new files: the Hadoop configuration's, else the NameNode's. */
+  | { kind: "hdfs"; host: string; port: number; replication?: number; blockSize?: number }
+  | { kind: "webhdfs"; nameNode: URL }
+  | { kind: "local" };
 
 export interface DfsClientOptions {
   user: string;
@@ -22,6 +26,6 @@ export function openDfsClient(target: DfsTarget, o: DfsClientOptions): DfsClient
     case "webhdfs":
       return new WebHdfsClient({ nameNode: target.nameNode, ...o });
     case "hdfs":
-      return new NativeHdfsClient({ host: target.host, port: target.port, ...o });
+      return new NativeHdfsClient({ host: target.host, port: target.port, replication: target.replication, blockSize: target.blockSize, ...o });
   }
 }

@@ -328,7 +328,10 @@ export function parseHdfsPath(raw: string, hadoop: HadoopConf = readHadoopConf()
     case "hdfs": {
       if (authority === "") throw new ConfigurationError("hdfs.path", `"${raw}" names no NameNode (hdfs://namenode:8020/dir)`);
       const port = /:(\d+)$/.exec(authority)?.[1];
-      return { target: { kind: "hdfs", host: authority.replace(/:\d+$/, "").replace(/^\[(.*)\]$/, "$1"), port: Number(port ?? 8020) }, path };
+      const target: DfsTarget = { kind: "hdfs", host: authority.replace(/:\d+$/, "").replace(/^\[(.*)\]$/, "$1"), port: Number(port ?? 8020) };
+      if (hadoop.replication) target.replication = hadoop.replication;
+      if (hadoop.blockSize) target.blockSize = hadoop.blockSize;
+      return { target, path };
     }
     case "webhdfs":
     case "swebhdfs": {

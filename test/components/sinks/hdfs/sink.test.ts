@@ -167,11 +167,12 @@ describe("hdfs sink configuration", () => {
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const prop = (n: string, v: string) => `<property>\n  <name>${n}</name>\n  <value>${v}</value>\n</property>`;
     writeFileSync(path.join(dir, "core-site.xml"), `<?xml version="1.0"?>\n<configuration>${prop("fs.defaultFS", "hdfs://nn1.example.com:8021")}</configuration>`);
-    writeFileSync(path.join(dir, "hdfs-site.xml"), `<configuration>${prop("dfs.replication", "3")}${prop("dfs.namenode.http-address", "nn1.example.com:50070")}</configuration>`);
+    writeFileSync(path.join(dir, "hdfs-site.xml"), `<configuration>${prop("dfs.replication", "3")}${prop("dfs.blocksize", "64m")}${prop("dfs.namenode.http-address", "nn1.example.com:50070")}</configuration>`);
     const conf = readHadoopConf({ HADOOP_CONF_DIR: dir });
-    expect(conf).toEqual({ dir, defaultFS: "hdfs://nn1.example.com:8021", httpAddress: "nn1.example.com:50070" });
-    expect(parseHdfsPath("/flume/events/%Y", conf)).toEqual({ path: "/flume/events/%Y", target: { kind: "hdfs", host: "nn1.example.com", port: 8021 } });
-    expect(parseHdfsPath("hdfs://other/x", conf).target).toEqual({ kind: "hdfs", host: "other", port: 8020 });
+    expect(conf).toEqual({ dir, defaultFS: "hdfs://nn1.example.com:8021", httpAddress: "nn1.example.com:50070", replication: 3, blockSize: 64 * 1024 * 1024 });
+    // The client configuration's replication and block size go with new files, as in Hadoop's client.
+    expect(parseHdfsPath("/flume/events/%Y", conf)).toEqual({ path: "/flume/events/%Y", target: { kind: "hdfs", host: "nn1.example.com", port: 8021, replication: 3, blockSize: 64 * 1024 * 1024 } });
+    expect(parseHdfsPath("hdfs://other/x", { dir }).target).toEqual({ kind: "hdfs", host: "other", port: 8020 });
     const w = parseHdfsPath("webhdfs://other/x", { dir });
     expect(w.target.kind === "webhdfs" ? w.target.nameNode.href : "").toBe("http://other:9870/");
   });
