@@ -184,22 +184,59 @@ needsJvm.test(
 );
 
 needsJvm.test(
-  "a record that is not an Avro FlumeEvent is logged with topic, partition and offset, counted, and skipped",
+  "records that are not Avro FlumeEvents are logged with topic, partition and offset, counted, skipped and sent to the dead-letter topic; the good ones after them arrive",
   async () => {
     const topic = await newTopic();
-    await consoleProduce(kafka, topic, ["this is not avro at all, just text that runs on"]);
+    const dlq = await newTopic();
+    const garbage = ["this is not avro at all, just text that runs on", '{"json": "neither"}', "x"];
+    await consoleProduce(kafka, topic, garbage);
     const { sink: k, channel: sinkChannel } = sink({ "kafka.topic": topic, useFlumeEventFormat: "true" });
     await k.start();
-    await put(sinkChannel, [createEvent("good one", { h: "v" })]);
+    await put(sinkChannel, [createEvent("good one", { h: "v" }), createEvent("good two", { h: "w" })]);
     expect(await k.process()).toBe("READY");
     const logger = new MemoryLogger();
-    const { source: r, channel } = source({ "kafka.topics": topic, useFlumeEventFormat: "true", "kafka.consumer.group.id": `g-${topic}` }, undefined, logger);
+    const { source: r, channel } = source({ "kafka.topics": topic, useFlumeEventFormat: "true", "kafka.deadLetterTopic": dlq, "kafka.consumer.group.id": `g-${topic}` }, undefined, logger);
     await r.start();
-    const got = await pollUntil(r, channel, 1);
-    expect(got.map(bodyText)).toEqual(["good one"]);
-    expect(got[0].headers.h).toBe("v");
-    expect(r.counter.values.EventReadFail).toBe(1);
-    expect(logger.lines.filter((l) => l.level === "error").map((l) => l.message)).toEqual([expect.stringContaining(`topic ${topic} partition 0 offset 0`)]);
+    const got = await pollUntil(r, channel, 2);
+    expect(got.map(bodyText)).toEqual(["good one", "good two"]);
+    expect(got.map((e) => e.headers.h)).toEqual(["v", "w"]);
+    expect(r.counter.values.EventReadFail).toBe(3);
+    expect(logger.lines.filter((l) => l.level === "error").map((l) => l.message)).toEqual(garbage.map((_, i) => expect.stringContaining(`topic ${topic} partition 0 offset ${i}`)));
+    // As they were, with where they came from and why.
+    const letters = await consoleConsume(kafka, dlq, 3, { printHeaders: true });
+    expect(letters.map((l) => l.slice(l.lastIndexOf("\t") + 1))).toEqual(garbage);
+    letters.forEach((l, i) => {
+      expect(l).toContain(`flume.dlq.topic:${topic},flume.dlq.partition:0,flume.dlq.offset:${i},flume.dlq.error:`);
+      expect(l).toContain("is not an Avro FlumeEvent");
+    });
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "the channel with parseAsFlumeEvent skips records that are not FlumeEvents into its dead-letter topic and is not wedged by them",
+  async () => {
+    const topic = await newTopic();
+    const dlq = await newTopic();
+    await consoleProduce(kafka, topic, ["garbage in the channel"]);
+    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}`, "kafka.deadLetterTopic": dlq });
+    await c.start();
+    const tx = c.getTransaction();
+    tx.begin();
+    tx.put(createEvent("after the garbage", { n: "1" }));
+    await tx.commit();
+    tx.close();
+    const taken = await takeUntil(c, 1);
+    expect(taken.map(bodyText)).toEqual(["after the garbage"]);
+    expect(taken[0].headers.n).toBe("1");
+    const letters = await consoleConsume(kafka, dlq, 1, { printHeaders: true });
+    expect(letters).toEqual([expect.stringMatching(new RegExp(`^flume\\.dlq\\.topic:${topic},flume\\.dlq\\.partition:0,flume\\.dlq\\.offset:0,flume\\.dlq\\.error:.*not an Avro FlumeEvent.*\tgarbage in the channel$`))]);
+    // Taken and committed once: a second member of the group finds nothing left.
+    await c.stop();
+    const again = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}` }, "kc2");
+    await again.start();
+    await waitUntil(() => again.connected, "second channel connected", 60_000);
+    expect(await takeUntil(again, 1, true, 3000)).toEqual([]);
   },
   240_000,
 );
