@@ -354,6 +354,23 @@ needsJvm.test(
 );
 
 needsJvm.test(
+  "a record larger than the topic's max.message.bytes is refused by the broker, logged naming the setting, and the rest of the batch is sent",
+  async () => {
+    const topic = `t${++topicNo}-${Date.now()}`;
+    await kafka.createTopic(topic, { config: { "max.message.bytes": "1000" } });
+    const { sink: k, channel, logger } = sink({ "kafka.topic": topic });
+    await k.start();
+    await put(channel, [createEvent("small one"), createEvent("x".repeat(2000)), createEvent("small two")]);
+    expect(await k.process()).toBe("READY");
+    expect(await consoleConsume(kafka, topic, 2)).toEqual(["small one", "small two"]);
+    expect(k.counter.values.EventWriteFail).toBe(1);
+    expect(channel.counter.values.ChannelSize).toBe(0);
+    expect(logger.lines.filter((l) => l.level === "error").map((l) => l.message)).toEqual([expect.stringContaining("as too large; raise the topic's max.message.bytes")]);
+  },
+  240_000,
+);
+
+needsJvm.test(
   "a second member joining the group and the first leaving lose nothing and repeat at most the batches not committed",
   async () => {
     const topic = await newTopic(4);
