@@ -3,33 +3,20 @@
  * and against Kafka's own console producer and consumer. The broker does not create topics on
  * use, so each test creates its topics and a missing one can be shown.
  */
-import { afterAll, afterEach, beforeAll, expect } from "bun:test";
-import { componentContext } from "../../src/components/component.ts";
-import { definition as channelDefinition, type KafkaChannel } from "../../src/components/channels/kafka/index.ts";
-import { definition as sinkDefinition, type KafkaSink } from "../../src/components/sinks/kafka.ts";
-import { definition as sourceDefinition, type KafkaSource } from "../../src/components/sources/kafka.ts";
-import { ChannelProcessor } from "../../src/core/channel-processor.ts";
+import { expect } from "bun:test";
+import type { KafkaChannel } from "../../src/components/channels/kafka/index.ts";
+import type { KafkaSource } from "../../src/components/sources/kafka.ts";
 import { bodyText, createEvent, type Event } from "../../src/core/event.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
-import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import { waitUntil } from "../support/helpers.ts";
 import { needsJvm } from "../support/jvm.ts";
-import { consoleConsume, consoleProduce, type KafkaCluster, startKafka } from "../support/kafka.ts";
+import { consoleConsume, consoleProduce } from "../support/kafka.ts";
+import { cleanupsAfterEach, kafkaChannel, kafkaForFile, kafkaSink, kafkaSource, putEvents as put, takeEvents } from "../support/kafka-tests.ts";
 
-let kafka: KafkaCluster;
+const kafka = kafkaForFile({ autoCreateTopics: false });
+const cleanups = cleanupsAfterEach();
 let topicNo = 0;
-const cleanups: (() => unknown)[] = [];
-
-beforeAll(async () => {
-  if (needsJvm.holds) kafka = await startKafka({ autoCreateTopics: false });
-}, 300_000);
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-}, 60_000);
-afterAll(async () => {
-  await kafka?.stop();
-}, 60_000);
 
 async function newTopic(partitions = 1): Promise<string> {
   const topic = `t${++topicNo}-${Date.now()}`;
@@ -37,51 +24,12 @@ async function newTopic(partitions = 1): Promise<string> {
   return topic;
 }
 
-function sink(props: Record<string, string>, logger = new MemoryLogger()): { sink: KafkaSink; channel: MemoryChannel; logger: MemoryLogger } {
-  const { options, errors } = sinkDefinition.parse({ "kafka.bootstrap.servers": kafka.bootstrap, ...props });
-  expect(errors).toEqual([]);
-  expect(sinkDefinition.validate?.(options) ?? []).toEqual([]);
-  const s = sinkDefinition.create(options, componentContext("k1", { logger }));
-  const channel = new MemoryChannel("c1", { capacity: 10_000, transactionCapacity: 1000 });
-  channel.start();
-  s.setChannel(channel);
-  cleanups.push(() => s.stop());
-  return { sink: s, channel, logger };
+function sink(props: Record<string, string>, logger = new MemoryLogger()) {
+  return kafkaSink({ "kafka.bootstrap.servers": kafka.bootstrap, ...props }, { cleanups, logger });
 }
 
-function source(props: Record<string, string>, channel = new MemoryChannel("c2", { capacity: 10_000, transactionCapacity: 1000 }), logger = new MemoryLogger(), name = "r1") {
-  const { options, errors } = sourceDefinition.parse({ "kafka.bootstrap.servers": kafka.bootstrap, batchDurationMillis: "100", "kafka.consumer.auto.offset.reset": "earliest", ...props });
-  expect(errors).toEqual([]);
-  expect(sourceDefinition.validate?.(options) ?? []).toEqual([]);
-  const r = sourceDefinition.create(options, componentContext(name, { logger }));
-  channel.start();
-  const processor = new ChannelProcessor(new ReplicatingChannelSelector([channel]));
-  processor.initialize();
-  r.setChannelProcessor(processor);
-  cleanups.push(() => r.stop());
-  return { source: r, channel, logger };
-}
-
-async function put(channel: MemoryChannel, events: Event[]): Promise<void> {
-  const tx = channel.getTransaction();
-  tx.begin();
-  for (const e of events) tx.put(e);
-  await tx.commit();
-  tx.close();
-}
-
-async function takeEvents(channel: { getTransaction(): ReturnType<MemoryChannel["getTransaction"]> }, max = 10_000): Promise<Event[]> {
-  const tx = channel.getTransaction();
-  tx.begin();
-  const out: Event[] = [];
-  for (let i = 0; i < max; i++) {
-    const e = tx.take();
-    if (!e) break;
-    out.push(e);
-  }
-  await tx.commit();
-  tx.close();
-  return out;
+function source(props: Record<string, string>, channel?: MemoryChannel, logger = new MemoryLogger(), name = "r1") {
+  return kafkaSource({ "kafka.bootstrap.servers": kafka.bootstrap, batchDurationMillis: "100", "kafka.consumer.auto.offset.reset": "earliest", ...props }, { cleanups, channel, logger, name });
 }
 
 /** Runs the source's process() until `want` events are in its channel (or the bound passes). */
@@ -270,12 +218,7 @@ needsJvm.test(
 );
 
 function channel(props: Record<string, string>, name = "kc"): KafkaChannel {
-  const { options, errors } = channelDefinition.parse({ "kafka.bootstrap.servers": kafka.bootstrap, ...props });
-  expect(errors).toEqual([]);
-  expect(channelDefinition.validate?.(options) ?? []).toEqual([]);
-  const c = channelDefinition.create(options, componentContext(name));
-  cleanups.push(() => c.stop());
-  return c;
+  return kafkaChannel({ "kafka.bootstrap.servers": kafka.bootstrap, ...props }, { cleanups, name });
 }
 
 async function takeUntil(c: KafkaChannel, want: number, commit = true, ms = 60_000): Promise<Event[]> {

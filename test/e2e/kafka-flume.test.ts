@@ -3,38 +3,23 @@
  * Flume agent (test/support/flume.ts, with Flume's Kafka sink, source and channel jars) writes
  * what our source and channel read, and reads what our sink and channel write.
  */
-import { afterAll, afterEach, beforeAll, expect } from "bun:test";
+import { expect } from "bun:test";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { componentContext } from "../../src/components/component.ts";
-import { definition as channelDefinition } from "../../src/components/channels/kafka/index.ts";
-import { definition as sinkDefinition } from "../../src/components/sinks/kafka.ts";
-import { definition as sourceDefinition } from "../../src/components/sources/kafka.ts";
-import type { Channel } from "../../src/core/channel.ts";
-import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import { bodyText, createEvent, type Event } from "../../src/core/event.ts";
-import { MemoryChannel } from "../../src/core/memory-channel.ts";
-import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import { type FlumePeer, startFlume } from "../support/flume.ts";
 import { freePort, type Metrics, startAgentCli, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
 import { FLUME_KAFKA } from "../support/jvm-artifacts.ts";
 import { needsJvm, resolveClasspath } from "../support/jvm.ts";
-import { type KafkaCluster, startKafka } from "../support/kafka.ts";
+import { cleanupsAfterEach, kafkaChannel, kafkaForFile, kafkaSink, kafkaSource, putEvents, takeEvents } from "../support/kafka-tests.ts";
 
-let kafka: KafkaCluster;
-const cleanups: (() => unknown)[] = [];
-
-beforeAll(async () => {
-  if (!needsJvm.holds) return;
-  await resolveClasspath(FLUME_KAFKA);
-  kafka = await startKafka({ autoCreateTopics: false });
-}, 300_000);
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-}, 60_000);
-afterAll(async () => {
-  await kafka?.stop();
-}, 60_000);
+const kafka = kafkaForFile({
+  autoCreateTopics: false,
+  async before() {
+    await resolveClasspath(FLUME_KAFKA);
+  },
+});
+const cleanups = cleanupsAfterEach();
 
 async function flume(conf: string): Promise<FlumePeer> {
   const peer = await startFlume({ conf, extraSets: [FLUME_KAFKA], readyTimeoutMs: 120_000 });
@@ -49,13 +34,6 @@ function rolled(dir: string): string[] {
     .filter((l) => l !== "");
 }
 
-async function drainInto(channel: Channel, got: Event[]): Promise<void> {
-  const tx = channel.getTransaction();
-  tx.begin();
-  for (let e = tx.take(); e; e = tx.take()) got.push(e);
-  await tx.commit();
-  tx.close();
-}
 
 needsJvm.test(
   "Flume's KafkaSink with useFlumeEventFormat into our KafkaSource keeps every header",
@@ -80,20 +58,13 @@ a1.sinks.k1.kafka.topic = ${topic}
 a1.sinks.k1.useFlumeEventFormat = true
 a1.sinks.k1.kafka.producer.acks = all
 `);
-    const { options } = sourceDefinition.parse({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topics": topic, useFlumeEventFormat: "true", batchDurationMillis: "100", "kafka.consumer.auto.offset.reset": "earliest" });
-    const r = sourceDefinition.create(options, componentContext("r1"));
-    const channel = new MemoryChannel("c1", { capacity: 1000, transactionCapacity: 1000 });
-    channel.start();
-    const processor = new ChannelProcessor(new ReplicatingChannelSelector([channel]));
-    processor.initialize();
-    r.setChannelProcessor(processor);
-    cleanups.push(() => r.stop());
+    const { source: r, channel } = kafkaSource({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topics": topic, useFlumeEventFormat: "true", batchDurationMillis: "100", "kafka.consumer.auto.offset.reset": "earliest" }, { cleanups });
     await r.start();
     const got: Event[] = [];
     await waitUntil(
       async () => {
         await r.process();
-        await drainInto(channel, got);
+        await takeEvents(channel, got);
         return got.length >= 20;
       },
       "20 events from Flume's sink",
@@ -111,18 +82,9 @@ needsJvm.test(
   async () => {
     const topic = "to-flume-source";
     await kafka.createTopic(topic);
-    const { options } = sinkDefinition.parse({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topic": topic, useFlumeEventFormat: "true" });
-    const k = sinkDefinition.create(options, componentContext("k1"));
-    const channel = new MemoryChannel("c1", { capacity: 1000, transactionCapacity: 1000 });
-    channel.start();
-    k.setChannel(channel);
-    cleanups.push(() => k.stop());
+    const { sink: k, channel } = kafkaSink({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topic": topic, useFlumeEventFormat: "true" }, { cleanups });
     await k.start();
-    const tx = channel.getTransaction();
-    tx.begin();
-    for (let i = 0; i < 10; i++) tx.put(createEvent(`line ${i}`, { n: String(i), origin: "flume-ts" }));
-    await tx.commit();
-    tx.close();
+    await putEvents(channel, Array.from({ length: 10 }, (_, i) => createEvent(`line ${i}`, { n: String(i), origin: "flume-ts" })));
     expect(await k.process()).toBe("READY");
 
     const out = tempDir("flume-kafka-out-");
@@ -180,14 +142,12 @@ a1.channels.c1.kafka.bootstrap.servers = ${kafka.bootstrap}
 a1.channels.c1.kafka.topic = ${topic}
 a1.channels.c1.kafka.consumer.group.id = flume-writer
 `);
-    const { options } = channelDefinition.parse({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topic": topic, "kafka.consumer.group.id": "ours" });
-    const ours = channelDefinition.create(options, componentContext("c1"));
-    cleanups.push(() => ours.stop());
+    const ours = kafkaChannel({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topic": topic, "kafka.consumer.group.id": "ours" }, { cleanups, name: "c1" });
     await ours.start();
     const got: Event[] = [];
     await waitUntil(
       async () => {
-        await drainInto(ours, got);
+        await takeEvents(ours, got);
         return got.length >= 10;
       },
       "10 events of Flume's channel",
@@ -199,11 +159,7 @@ a1.channels.c1.kafka.consumer.group.id = flume-writer
     await writer.stop();
 
     // The reverse: ours puts, a Flume agent with the same channel topic drains it to files.
-    const tx = ours.getTransaction();
-    tx.begin();
-    for (let i = 0; i < 5; i++) tx.put(createEvent(`ours ${i}`, { writer: "flume-ts" }));
-    await tx.commit();
-    tx.close();
+    await putEvents(ours, Array.from({ length: 5 }, (_, i) => createEvent(`ours ${i}`, { writer: "flume-ts" })));
     const out = tempDir("flume-kafka-channel-out-");
     cleanups.push(out.cleanup);
     await flume(`a1.channels = c1

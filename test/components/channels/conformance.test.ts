@@ -219,12 +219,13 @@ describe("channel conformance", () => {
     // A type with a precondition declares its tests through it (named, skipped or failing under CI).
     const typeTest = (name: string, body: () => Promise<void>, timeout?: number) => (needs ? needs.test(name, body, timeout) : test(name, body, timeout));
     for (const [variantName, variant] of Object.entries(setup?.variants ?? { "": {} })) describe(`${def.schema.type} channel${variantName ? ` (${variantName})` : ""}`, () => {
+      // A server started from jars (a Kafka broker) may take a minute on a loaded machine.
       beforeAll(async () => {
         if (needs?.holds !== false) await setup?.before?.();
-      });
+      }, 300_000);
       afterAll(async () => {
         if (needs?.holds !== false) await setup?.after?.();
-      });
+      }, 60_000);
       typeTest(`random interleavings of transactions keep the channel contract${def.durability ? ", across clean restarts and crashes" : ""}`, async () => {
         const before = { ...coverage };
         await checkChannelContract(() => underTest(def, variant), { runs: RUNS(def), seed: setup?.runs?.seed });
