@@ -314,6 +314,25 @@ needsJvm.test(
 );
 
 needsJvm.test(
+  "the channel refuses a put with a record over kafka.producer.max.request.size naming the setting, and takes the next put",
+  async () => {
+    const topic = await newTopic();
+    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}`, "kafka.producer.max.request.size": "1000" });
+    await c.start();
+    const big = c.getTransaction();
+    big.begin();
+    big.put(createEvent("small"));
+    big.put(createEvent("x".repeat(2000)));
+    await expect(big.commit()).rejects.toThrow(/larger than kafka.producer.max.request.size \(1000\); raise it/);
+    await big.rollback();
+    big.close();
+    await put(c, [createEvent("next")]);
+    expect((await takeUntil(c, 1)).map(bodyText)).toEqual(["next"]);
+  },
+  240_000,
+);
+
+needsJvm.test(
   "a second member joining the group and the first leaving lose nothing and repeat at most the batches not committed",
   async () => {
     const topic = await newTopic(4);
