@@ -77,6 +77,11 @@ export interface ComponentDefinition<T = unknown, O extends AnyOptions = AnyOpti
    */
   readonly durability?: Durability<T>;
   /**
+   * Channels without a capacity of their own (no property with the capacity role): what bounds
+   * them instead. Their commits never wait for room.
+   */
+  readonly unbounded?: string;
+  /**
    * Channels whose instances need more than the process (a server): how `flume simulate` and
    * `flume replay` run them instead. They build the channel type named by `standIn` in its
    * place, with this type's values for the properties that play a role (capacity,
@@ -183,6 +188,7 @@ export interface ComponentDeclaration<T, P extends Props, G extends Groups> {
   create(options: OptionsOf<P, G>, ctx: ComponentContext): T;
   validate?(options: OptionsOf<P, G>, context?: ValidationContext): PropError[];
   durability?: Durability<T>;
+  unbounded?: string;
   simulation?: ChannelSimulation;
   reconfigure?(instance: T, options: OptionsOf<P, G>): (() => Promise<void>) | null;
   claims?(options: OptionsOf<P, G>, ctx: Pick<ComponentContext, "storagePath">): Claim[];
@@ -205,6 +211,7 @@ export function defineComponent<T, const P extends Props, const G extends Groups
     create: decl.create,
     validate: decl.validate,
     durability: decl.durability,
+    unbounded: decl.unbounded,
     simulation: decl.simulation,
     reconfigure: decl.reconfigure,
     claims: decl.claims,
