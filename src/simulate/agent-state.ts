@@ -18,6 +18,8 @@ export interface OpenTx {
   startSeq: number;
   /** Events a simulated sink delivered from it. */
   delivered: number[];
+  /** Events a simulated sink wrote to a topic a source of the run reads (a hop). */
+  wrote: number[];
 }
 
 /** A sink of the run: its figures, its agent, and whether it forwards to the next agent. */

@@ -30,6 +30,8 @@ import { EventNotes } from "./event-notes.ts";
 import { simulationResult } from "./collect-result.ts";
 import { crashSchedule, linkFaults } from "./fault-schedule.ts";
 import { StreamClient } from "./stream-client.ts";
+import { SimFileSystem, SimHdfsSink } from "./hdfs.ts";
+import { OutsideProducer, SimBroker, SimKafkaSink, SimKafkaSource } from "./kafka.ts";
 import type { CrashRecord, SimulationHooks, SimulationResult, SinkResult } from "./simulation-result.ts";
 import { type ChannelPlan, CLIENT, type LinkPlan, type Topology, buildTopology } from "./topology.ts";
 import { bothObservers, type ChannelObserver, channelInfo, FileTraceOutput, simIdOf, TraceRecorder, TracedChannel, type TracedTransaction, TraceTarget } from "./trace.ts";
@@ -71,6 +73,12 @@ class Simulation {
   private readonly channelAgent: AgentState[] = [];
   private readonly forwarderSets: Set<string>[];
   private readonly clients = new Map<string, SimClient>();
+  /** The simulated Kafka broker and HDFS every agent's Kafka and hdfs components use. */
+  private readonly broker: SimBroker;
+  private readonly fs: SimFileSystem;
+  private readonly producers: OutsideProducer[] = [];
+  /** File numbers per hdfs sink, across restarts. */
+  private readonly fileNumbers = new Map<string, { n: number }>();
   /** Clients of line sources, sending over the simulated network, by link index. */
   private readonly streams = new Map<number, StreamClient>();
   private readonly sinks = new Map<string, SinkInfo>();
@@ -138,6 +146,8 @@ class Simulation {
     this.random = seededRandom(o.seed, 9);
     this.peaks = topo.channels.map(() => 0);
     this.fills = topo.channels.map(() => 0);
+    this.broker = new SimBroker(this.clock, o.kafkaPartitions, o.kafkaLoseAck, seededRandom(o.seed, 11));
+    this.fs = new SimFileSystem(this.clock, o.nameNodeDown, o.hdfsFailClose, o.hdfsTimeout, seededRandom(o.seed, 12));
     this.makeClients();
     this.makeSinkResults();
   }
@@ -148,12 +158,19 @@ class Simulation {
     const ids = { next: 0, total: this.o.events };
     const entries = this.agents.flatMap((a) => [...a.plan.entrySources].map(([s, batch]) => ({ a, s, batch })));
     const o = this.o;
-    const interval = o.rate > 0 ? (batch: number) => Math.max(1, Math.round((batch * entries.length * 1000) / o.rate)) : () => 0;
+    const feeds = entries.length + this.topo.outsideTopics.length;
+    const interval = o.rate > 0 ? (batch: number) => Math.max(1, Math.round((batch * feeds * 1000) / o.rate)) : () => 0;
     for (const { a, s, batch } of entries) {
       const client = new SimClient(s, batch, interval(batch), ids);
       this.clients.set(`${a.name}/${s}`, client);
       const link = a.plan.streams.get(s);
       if (link) this.streams.set(link.index, new StreamClient(client, link, this.network.endpoint(CLIENT, link.sink), this.clock, this.worldOf(a)));
+    }
+    for (const topic of this.topo.outsideTopics) {
+      const reader = this.agents.find((a) => [...a.plan.brokerSources.values()].some((r) => r.topics.includes(topic))) as AgentState;
+      const client = new SimClient(`producer of ${topic}`, o.batchSize, interval(o.batchSize), ids);
+      this.clients.set(`topic/${topic}`, client);
+      this.producers.push(new OutsideProducer(client, this.broker.topic(topic), this.clock, this.worldOf(reader)));
     }
   }
 
@@ -164,10 +181,13 @@ class Simulation {
       for (const g of m.sinkGroups.values()) if (g.configured) for (const s of g.sinks) groupOf.set(s, { name: g.name, processor: g.processor.type });
       for (const k of m.sinks.values()) {
         const link = a.plan.links.get(k.name);
-        const result: SinkResult = { agent: a.name, name: k.name, kind: link ? link.protocol : "simulated", channel: k.channel, delivered: 0, forwarded: 0, batches: 0, failed: 0 };
+        const topic = a.plan.brokerSinks.get(k.name);
+        const kind = link ? link.protocol : topic ? "kafka" : a.plan.fileSinks.has(k.name) ? "hdfs" : "simulated";
+        const result: SinkResult = { agent: a.name, name: k.name, kind, channel: k.channel, delivered: 0, forwarded: 0, batches: 0, failed: 0 };
         const group = groupOf.get(k.name);
         if (group) result.group = group;
         if (link) result.link = link.name;
+        else if (topic?.hop) result.link = `topic ${topic.topic}`;
         this.sinks.set(`${a.name}/${k.name}`, { result, agent: a, forwarder: link !== undefined });
       }
     }
@@ -181,7 +201,7 @@ class Simulation {
     const channels = this.topo.channels;
     const sim: ChannelObserver = {
       begin: (tx) => {
-        this.open.set(tx, { startSeq: causes.seq, delivered: [] });
+        this.open.set(tx, { startSeq: causes.seq, delivered: [], wrote: [] });
       },
       put() {},
       take: (tx, e) => {
@@ -241,7 +261,8 @@ class Simulation {
         const sink = tx.by === undefined ? undefined : this.sinks.get(`${a.name}/${tx.by}`);
         if (sink) {
           sink.result.failed++;
-          if (sink.forwarder) {
+          // Simulated destinations count their failures as they inject them (SimWorld.sinkFailed).
+          if (sink.forwarder || sink.result.kind !== "simulated") {
             a.sinkFailures++;
             a.timeline.sinkFailure(this.clock.now());
           }
@@ -366,6 +387,8 @@ class Simulation {
       }
     } else {
       for (const id of o.delivered) this.causes.delivered(tx.target.index, id, delivered);
+      // Written to a topic a source of the run reads: its next copy in a channel is the duplicate.
+      for (const id of o.wrote) this.causes.gotThrough(id, delivered);
     }
   }
 
@@ -381,7 +404,7 @@ class Simulation {
       const sinkRandom = seededRandom(o.seed, 1);
       const partialRandom = seededRandom(o.seed, 3);
       const shared = this.sharedRandoms ?? (this.sharedRandoms = { sinkRandom, partialRandom });
-      const host = { o, stats: this.stats, notes: this.notes, ledger: this.ledger, recorder: this.recorder, clock: this.clock, open: this.open, sinks: this.sinks };
+      const host = { o, stats: this.stats, notes: this.notes, ledger: this.ledger, causes: this.causes, recorder: this.recorder, clock: this.clock, open: this.open, sinks: this.sinks };
       this.worlds.set(a, (world = simWorld(host, a, shared)));
     }
     return world;
@@ -412,8 +435,21 @@ class Simulation {
         return new TracedChannel(target);
       },
       view: (channel, user) => new TracedChannel((channel as TracedChannel).target, user),
-      source: (m, ctx): AnySource => (plan.entrySources.has(m.name) && !streamed(m.name) ? new SimSource(m.name, this.clients.get(`${plan.name}/${m.name}`) as SimClient, epoch, w) : createComponent<AnySource>(m.definition, m.options, ctx)),
+      source: (m, ctx): AnySource => {
+        const reads = plan.brokerSources.get(m.name);
+        if (reads) return new SimKafkaSource(m.name, reads, this.broker, this.o.sinkLatency, epoch, w);
+        return plan.entrySources.has(m.name) && !streamed(m.name) ? new SimSource(m.name, this.clients.get(`${plan.name}/${m.name}`) as SimClient, epoch, w) : createComponent<AnySource>(m.definition, m.options, ctx);
+      },
       sink: (m, ctx): Sink => {
+        const topic = plan.brokerSinks.get(m.name);
+        if (topic) return new SimKafkaSink(m.name, topic, { hop: topic.hop }, this.broker, this.o.sinkLatency, epoch, w);
+        const files = plan.fileSinks.get(m.name);
+        if (files) {
+          const key = `${plan.name}/${m.name}`;
+          const numbers = this.fileNumbers.get(key) ?? { n: 0 };
+          this.fileNumbers.set(key, numbers);
+          return new SimHdfsSink(m.name, files, this.fs, numbers, this.o.sinkLatency, epoch, w);
+        }
         const batch = plan.simulatedSinks.get(m.name);
         return batch !== undefined ? new SimSink(m.name, batch, this.o.sinkLatency, epoch, w) : createComponent<Sink>(m.definition, m.options, ctx);
       },
@@ -499,10 +535,12 @@ class Simulation {
     for (const a of this.agents) await this.startSources(a);
     for (const a of this.agents) this.startSinks(a);
     for (const c of this.streams.values()) c.start();
+    for (const p of this.producers) p.start();
+    this.broker.schedule(o.kafkaFailovers);
 
     // Channels no sink reads can only keep their events: the run ends when the others are empty.
     const read = topo.channels.map((c) => [...(this.agents.find((a) => a.name === c.agent) as AgentState).plan.model.sinks.values()].some((s) => s.channel === c.name));
-    const drained = () => this.ledger.heldTotal === 0 || this.ledger.heldIn.every((n, k) => n === 0 || !read[k]);
+    const drained = () => (this.ledger.heldTotal === 0 || this.ledger.heldIn.every((n, k) => n === 0 || !read[k])) && this.broker.drained;
     const crashes: CrashRecord[] = [];
     const restarts: { at: number; agent: AgentState }[] = [];
     const skipped: SimulationResult["crashesNotReached"] = [];
@@ -568,7 +606,7 @@ class Simulation {
   }
 
   private result(end: number, completed: boolean, crashes: CrashRecord[], notReached: SimulationResult["crashesNotReached"]): SimulationResult {
-    return simulationResult({ agents: this.agents, causes: this.causes, clients: this.clients, crashNumbers: this.crashNumbers, fills: this.fills, ledger: this.ledger, network: this.network, notes: this.notes, o: this.o, peaks: this.peaks, recorder: this.recorder, sinks: this.sinks, stats: this.stats, streams: this.streams, topo: this.topo }, end, completed, crashes, notReached);
+    return simulationResult({ agents: this.agents, causes: this.causes, clients: this.clients, crashNumbers: this.crashNumbers, fills: this.fills, ledger: this.ledger, network: this.network, notes: this.notes, o: this.o, peaks: this.peaks, recorder: this.recorder, sinks: this.sinks, stats: this.stats, streams: this.streams, topo: this.topo, peers: [...this.broker.describe(), ...this.fs.describe()] }, end, completed, crashes, notReached);
   }
 
 }
