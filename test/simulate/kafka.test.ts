@@ -10,11 +10,14 @@ const EDGE = readFileSync(path.join(ROOT, "conf", "kafka-edge.conf"), "utf8");
 const COLLECTOR = readFileSync(path.join(ROOT, "conf", "kafka-collector.conf"), "utf8");
 
 /** conf/kafka-edge.conf and conf/kafka-collector.conf as one file (a tier over the topic), with the edge's acks. */
-async function kafkaTier(over: Partial<SimulationOptions>, acks = "all", explain: number[] = []): Promise<SimulationResult> {
+async function kafkaTier(over: Partial<SimulationOptions>, acks = "all", explain: number[] = [], memory = false): Promise<SimulationResult> {
   const { dir, cleanup } = tempDir("flume-sim-kafka-");
   try {
     const conf = path.join(dir, "kafka-tier.conf");
-    writeFileSync(conf, `${EDGE.replace("kafka.producer.acks = all", `kafka.producer.acks = ${acks}`)}\n${COLLECTOR}`);
+    let text = `${EDGE.replace("kafka.producer.acks = all", `kafka.producer.acks = ${acks}`)}\n${COLLECTOR}`;
+    // Memory channels instead of file channels: a crash loses what they hold.
+    if (memory) text = text.replaceAll(/^(\w+)\.channels\.c1\.type = file$/gm, "$1.channels.c1.type = memory\n$1.channels.c1.capacity = 10000").replaceAll(/^\w+\.channels\.c1\.(checkpointDir|dataDirs) = .*$/gm, "");
+    writeFileSync(conf, text);
     return await simulateWithHistory({ ...DEFAULTS, events: 5000, sinkLatency: 100, configFile: conf, workDir: dir, ...over }, {}, explain);
   } finally {
     cleanup();
@@ -96,6 +99,36 @@ describe("Kafka components against the simulated broker", () => {
     } finally {
       cleanup();
     }
+  });
+
+  test("every duplicate has a cause and every lost event a crash, whatever the faults (many seeds, file and memory channels)", async () => {
+    const seen = new Set<string>();
+    for (let seed = 1; seed <= 6; seed++) {
+      const memory = seed % 2 === 0;
+      const r = await kafkaTier(
+        {
+          seed,
+          events: 4000,
+          sinkLatency: 50,
+          failSink: { kind: "rate", rate: 0.1 },
+          kafkaLoseAck: 0.1,
+          kafkaFailovers: parseFailovers(`logs@${100 + seed * 40}ms+300ms,logs:1@${300 + seed * 30}ms+35s`, "--kafka-failover"),
+          crashes: parseCrashSpecs(`collector@${200 + seed * 37}ms+500ms,edge@${150 + seed * 23}ms`, "--crash"),
+        },
+        "1",
+        [],
+        memory,
+      );
+      expect(r.channels.map((c) => c.type)).toEqual(memory ? ["memory", "memory"] : ["file", "file"]);
+      const counts = causeCount(r);
+      expect(counts.unexplained).toBeUndefined();
+      expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(r.summary.duplicates);
+      for (const c of Object.keys(counts)) seen.add(c);
+      expect(r.crashes.reduce((n, c) => n + c.lost, 0)).toBe(r.summary.lost);
+      if (!memory) expect(r.summary.lost).toBe(0);
+      expect(r.summary.accepted).toBe(r.summary.deliveredUnique + r.summary.lost + r.summary.remaining);
+    }
+    expect([...seen].sort()).toEqual(["crash-replay", "leader-failover", "lost-ack", "partial-batch"]);
   });
 
   test("the same seed gives the same report, byte for byte", async () => {
