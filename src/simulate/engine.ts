@@ -18,7 +18,7 @@ import type { AnySource } from "../core/source.ts";
 import type { Sink } from "../core/sink.ts";
 import { VirtualClock } from "../core/virtual-clock.ts";
 import { type Cause, CAUSE_TEXT, DuplicateCauses } from "./causes.ts";
-import { type CrashedChannel, leaveAsKilled, partialLosses } from "./crash.ts";
+import { type CrashedChannel, crashChannels } from "./crash.ts";
 import { Epoch, SimClient, SimSink, SimSource, type SimWorld } from "./components.ts";
 import { Ledger } from "./ledger.ts";
 import { SimNetwork } from "./network.ts";
@@ -490,13 +490,10 @@ class Simulation {
       this.notes.eachWatched(tx.takes, (id) => this.notes.say(id, a.name, `CRASH with the take of ${tx.by ?? "?"} open: the file channel ${this.topo.channels[tx.target.index].name} gives it back`));
     }
     const crashed: CrashedChannel[] = [...(a.built as BuiltAgent).channels.values()].map((c) => ({ index: (a.plan.channels.find((p) => p.name === c.model.name) as ChannelPlan).index, definition: c.model.definition, instance: c.instance }));
-    const partial = partialLosses(crashed, simIdOf);
-    this.notes.crashFates(a, partial, this.ledger, spec.down);
     const crashNo = ++this.crashNo;
-    const dropped = this.ledger.crash(a.channelIndexes, crashNo, partial);
+    const { dropped, partial } = await crashChannels(this.ledger, crashed, simIdOf, { crash: crashNo, told: (p) => this.notes.crashFates(a, p, this.ledger, spec.down) });
     this.recorder?.crash(a.channelIndexes, this.topo.tier ? a.name : undefined, partial);
     a.timeline.crash(this.clock.now());
-    await leaveAsKilled(crashed);
     a.epoch = null;
     a.built = null;
     a.durable = [];
