@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { simulateWithHistory, type SimulationResult } from "../../src/simulate/engine.ts";
+import { runSimulation, simulateWithHistory, type SimulationResult } from "../../src/simulate/engine.ts";
+import { replayTraces } from "../../src/simulate/replay.ts";
 import { DEFAULTS, parseCrashSpecs, parseFailovers, type SimulationOptions, SimulationUsageError } from "../../src/simulate/options.ts";
 import { jsonReport } from "../../src/simulate/report.ts";
 import { ROOT, tempDir } from "../support/helpers.ts";
@@ -139,6 +140,29 @@ describe("Kafka components against the simulated broker", () => {
     // Each run reads its config from its own temp dir, which the topology names.
     const report = (r: SimulationResult) => jsonReport({ ...DEFAULTS, ...o }, r).replaceAll(/flume-sim-kafka-\w+/g, "DIR");
     expect(report(b)).toBe(report(a));
+  });
+
+  test("a Kafka tier's trace and an HDFS collector's trace replay to the ledgers the simulations recorded", async () => {
+    const { dir, cleanup } = tempDir("flume-sim-peers-trace-");
+    try {
+      const tier = path.join(dir, "kafka-tier.conf");
+      writeFileSync(tier, `${EDGE}\n${COLLECTOR}`);
+      const kafkaTrace = path.join(dir, "kafka.jsonl");
+      const k = await runSimulation({ ...DEFAULTS, events: 3000, seed: 4, kafkaLoseAck: 0.2, crashes: parseCrashSpecs("collector@300ms+1s", "--crash"), configFile: tier, workDir: path.join(dir, "k") }, { traceFile: kafkaTrace });
+      const hdfsTrace = path.join(dir, "hdfs.jsonl");
+      const h = await runSimulation({ ...DEFAULTS, events: 3000, seed: 4, hdfsTimeout: 0.2, crashAt: [200], configFile: path.join(ROOT, "conf", "hdfs-collector.conf"), workDir: path.join(dir, "h") }, { traceFile: hdfsTrace });
+      for (const [trace, sim] of [
+        [kafkaTrace, k],
+        [hdfsTrace, h],
+      ] as const) {
+        expect(sim.summary.duplicates).toBeGreaterThan(0);
+        const r = await replayTraces([trace], { workDir: path.join(dir, `replay-${path.basename(trace)}`) });
+        expect(r.mismatches).toEqual([]);
+        expect(r.tier?.summary ?? r.summary).toEqual(sim.summary);
+      }
+    } finally {
+      cleanup();
+    }
   });
 
   test("a failover of a topic or partition the run does not have is refused", async () => {
