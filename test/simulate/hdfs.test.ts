@@ -3,6 +3,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { simulateWithHistory, type SimulationResult } from "../../src/simulate/engine.ts";
 import { DEFAULTS, parseWindows, type SimulationOptions } from "../../src/simulate/options.ts";
+import { htmlReport } from "../../src/simulate/html.ts";
 import { jsonReport } from "../../src/simulate/report.ts";
 import { runCli, tempDir } from "../support/helpers.ts";
 
@@ -61,6 +62,7 @@ describe("the hdfs sink against the simulated file system", () => {
     expect(r.summary).toMatchObject({ deliveredUnique: 5000, duplicates: 0, lost: 0 });
     expect(hdfsLine(r)).toStartWith("hdfs: 5 files written (5,000 events in 50 writes), 5 closed and renamed, 0 open when the run ended, 0 left in use by a failed close;");
     expect(r.sinks[0]).toMatchObject({ kind: "hdfs", delivered: 5000, failed: 0 });
+    expect(htmlReport(DEFAULTS, r)).toContain(`<h2>simulated peers</h2>\n<p>${hdfsLine(r)}</p>`);
   });
 
   test("the NameNode unavailable: a batch needing a new file fails before it writes (no duplicate), a roll's close waits in use until hdfs.retryInterval", async () => {
