@@ -63,7 +63,7 @@ describe("the hdfs sink against the simulated file system", () => {
     expect(hdfsLine(r)).toStartWith("hdfs: 5 files written (5,000 events in 50 writes), 5 closed and renamed, 0 open when the run ended, 0 left in use by a failed close;");
     expect(r.sinks[0]).toMatchObject({ kind: "hdfs", delivered: 5000, failed: 0 });
     expect(htmlReport(DEFAULTS, r)).toContain(`<h2>simulated peers</h2>\n<p>${hdfsLine(r)}</p>`);
-  });
+  }, 60_000);
 
   test("the NameNode unavailable: a batch needing a new file fails before it writes (no duplicate), a roll's close waits in use until hdfs.retryInterval", async () => {
     const r = await hdfsRun({ nameNodeDown: parseWindows("150ms-3s", "--namenode-down") }, { rollCount: "1000", retryInterval: "1" });
@@ -71,13 +71,13 @@ describe("the hdfs sink against the simulated file system", () => {
     expect(hdfsLine(r)).toMatch(/^hdfs: 5 files written \(5,000 events in \d+ writes\), 5 closed and renamed, 0 open when the run ended, 0 left in use by a failed close; [1-9]\d* creates refused, [1-9]\d* closes or renames failed \(retried\)/);
     expect(r.sinks[0].failed).toBeGreaterThan(0);
     expect(r.time).toBeGreaterThan(3000);
-  });
+  }, 60_000);
 
   test("failing closes leave the files in use (retried after hdfs.retryInterval); the events are in them, nothing lost or repeated", async () => {
     const r = await hdfsRun({ hdfsFailClose: 1 }, { rollCount: "1000" });
     expect(r.verdict.line).toBe("at-least-once: HELD (0 lost, 0 duplicates)");
     expect(hdfsLine(r)).toStartWith(`hdfs: 5 files written (5,000 events in 50 writes), 0 closed and renamed, 0 open when the run ended, 5 left in use by a failed close (${DIR}.1.tmp, ${DIR}.2.tmp, ...); 0 creates refused, 5 closes or renames failed (retried)`);
-  });
+  }, 60_000);
 
   test("a write that lands but answers after callTimeout: the sink rolls back and writes the batch again, every copy an hdfs-timeout duplicate", async () => {
     const r = await hdfsRun({ hdfsTimeout: 0.3, seed: 2 }, { callTimeout: "10000" });
@@ -87,13 +87,13 @@ describe("the hdfs sink against the simulated file system", () => {
     expect(hdfsLine(r)).toMatch(/[1-9]\d* writes past callTimeout$/);
     const story = r.histories.find((h) => h.causes?.includes("hdfs-timeout"))?.lines.join("\n") ?? "";
     expect(story).toMatch(/landed, but answered after callTimeout 10000 ms; sink k1 rolls back[^]*that delivery is a duplicate: an HDFS write landed but answered after the sink's callTimeout/);
-  });
+  }, 60_000);
 
   test("a crash leaves the open file in use; the restarted sink renames it, as the real one does at start", async () => {
     const r = await hdfsRun({ crashAt: [250] });
     expect(r.verdict.held).toBe(true);
     expect(hdfsLine(r)).toStartWith("hdfs: 2 files written (5,000 events in 50 writes), 1 closed and renamed, 1 open when the run ended");
-  });
+  }, 60_000);
 
   test("the same seed gives the same report, byte for byte", async () => {
     const o: Partial<SimulationOptions> = { hdfsTimeout: 0.2, hdfsFailClose: 0.3, failSink: { kind: "rate", rate: 0.1 }, nameNodeDown: parseWindows("1s-2s", "--namenode-down"), seed: 5 };
@@ -102,5 +102,5 @@ describe("the hdfs sink against the simulated file system", () => {
     const b = await hdfsRun(o, { rollCount: "700", callTimeout: "5000" });
     expect(a.summary.duplicates).toBeGreaterThan(0);
     expect(report(b)).toBe(report(a));
-  });
+  }, 60_000);
 });

@@ -38,7 +38,7 @@ describe("Kafka components against the simulated broker", () => {
     const k1 = r.sinks.find((s) => s.agent === "edge" && s.name === "k1");
     expect(k1).toMatchObject({ kind: "kafka", link: "topic logs", forwarded: 5000, failed: 0 });
     expect(r.agents.map((a) => a.verdict.line)).toEqual(["agent edge: HELD (0 lost, 0 duplicates)", "agent collector: HELD (0 lost, 0 duplicates)"]);
-  });
+  }, 60_000);
 
   test("lost acknowledgements: the broker wrote the batch, the sink waited its request timeout, rolled back and sent it again; each copy is a lost-ack duplicate", async () => {
     const r = await kafkaTier({ kafkaLoseAck: 0.2, seed: 4 });
@@ -51,7 +51,7 @@ describe("Kafka components against the simulated broker", () => {
     expect(topicLine(r)).toContain(`topic logs: ${(5000 + r.summary.duplicates).toLocaleString("en-US")} records`);
     const example = r.histories.find((h) => h.causes?.includes("lost-ack"));
     expect(example?.lines.join("\n")).toMatch(/the acknowledgement of topic logs's write \(tx \d+\) was lost[^]*that delivery is a duplicate: the Kafka broker wrote a batch whose acknowledgement was lost/);
-  });
+  }, 60_000);
 
   test("a leader failover while a write waits for its acknowledgement: without idempotence the new leader writes the records again; an idempotent producer (acks=all) makes no duplicate", async () => {
     const failover = parseFailovers("logs@150ms+200ms", "--kafka-failover");
@@ -63,7 +63,7 @@ describe("Kafka components against the simulated broker", () => {
     const idempotent = await kafkaTier({ kafkaFailovers: failover }, "all");
     expect(idempotent.summary).toMatchObject({ deliveredUnique: 5000, duplicates: 0, lost: 0 });
     expect(topicLine(idempotent)).toContain("topic logs: 5,000 records");
-  });
+  }, 60_000);
 
   test("an election longer than the producer's request timeout: the send fails, the sink rolls back, and what other partitions had written comes again", async () => {
     const r = await kafkaTier({ kafkaFailovers: parseFailovers("logs:1@300ms+40s", "--kafka-failover") }, "all");
@@ -72,7 +72,7 @@ describe("Kafka components against the simulated broker", () => {
     expect(causeCount(r)).toEqual({ "leader-failover": r.summary.duplicates });
     expect(r.sinks.find((s) => s.agent === "edge")?.failed).toBeGreaterThan(0);
     expect(r.time).toBeGreaterThan(30_000);
-  });
+  }, 60_000);
 
   test("the collector crashes after its channel commit and before its offset commit: the group reads the batch again from the committed offset (source-reread)", async () => {
     const r = await kafkaTier({ crashes: parseCrashSpecs("collector@400ms+1s", "--crash") });
@@ -80,7 +80,7 @@ describe("Kafka components against the simulated broker", () => {
     expect(r.summary.duplicates).toBeGreaterThan(0);
     expect(causeCount(r)).toEqual({ "source-reread": r.summary.duplicates });
     expect(topicLine(r)).toContain(`group collectors: lag 0, ${r.summary.duplicates} records read again, 2 rebalances`);
-  });
+  }, 60_000);
 
   test("the collector alone: a producer outside the run writes the topic; the edge alone: the topic is its destination", async () => {
     const { dir, cleanup } = tempDir("flume-sim-kafka-");
@@ -100,7 +100,7 @@ describe("Kafka components against the simulated broker", () => {
     } finally {
       cleanup();
     }
-  });
+  }, 60_000);
 
   test("every duplicate has a cause and every lost event a crash, whatever the faults (many seeds, file and memory channels)", async () => {
     const seen = new Set<string>();
@@ -130,7 +130,7 @@ describe("Kafka components against the simulated broker", () => {
       expect(r.summary.accepted).toBe(r.summary.deliveredUnique + r.summary.lost + r.summary.remaining);
     }
     expect([...seen].sort()).toEqual(["crash-replay", "leader-failover", "lost-ack", "partial-batch"]);
-  });
+  }, 60_000);
 
   test("the same seed gives the same report, byte for byte", async () => {
     const o: Partial<SimulationOptions> = { kafkaLoseAck: 0.1, kafkaFailovers: parseFailovers("logs:2@150ms+200ms", "--kafka-failover"), crashes: parseCrashSpecs("collector@400ms+1s", "--crash"), seed: 9 };
@@ -140,7 +140,7 @@ describe("Kafka components against the simulated broker", () => {
     // Each run reads its config from its own temp dir, which the topology names.
     const report = (r: SimulationResult) => jsonReport({ ...DEFAULTS, ...o }, r).replaceAll(/flume-sim-kafka-\w+/g, "DIR");
     expect(report(b)).toBe(report(a));
-  });
+  }, 60_000);
 
   test("a Kafka tier's trace and an HDFS collector's trace replay to the ledgers the simulations recorded", async () => {
     const { dir, cleanup } = tempDir("flume-sim-peers-trace-");
@@ -163,7 +163,7 @@ describe("Kafka components against the simulated broker", () => {
     } finally {
       cleanup();
     }
-  });
+  }, 60_000);
 
   test("a failover of a topic or partition the run does not have is refused", async () => {
     await expect(kafkaTier({ kafkaFailovers: parseFailovers("other@1s", "--kafka-failover") })).rejects.toThrow(new SimulationUsageError("--kafka-failover: no Kafka sink or source of the run uses topic other"));
@@ -173,5 +173,5 @@ describe("Kafka components against the simulated broker", () => {
       { topic: "a", partition: undefined, at: 1000, election: 1000 },
       { topic: "logs", partition: 1, at: 2000, election: 500 },
     ]);
-  });
+  }, 60_000);
 });
