@@ -50,8 +50,9 @@ export interface SimWorld {
   readonly partialRandom: Random;
   /** Non-empty sink batches so far (numbers for --fail-sink 3,7-9 start at 1). */
   sinkBatches: number;
-  produced(ids: number[], by: string): void;
-  accepted(ids: number[], by: string): void;
+  /** A client made these events; `client` names it when it is not a source's client. */
+  produced(ids: number[], by: string, client?: string): void;
+  accepted(ids: number[], by: string, client?: string): void;
   putFailed(ids: number[], by: string, err: Error): void;
   delivered(tx: TracedTransaction, by: string, ids: number[]): void;
   sinkFailed(tx: TracedTransaction, by: string, batch: number, delivered: number, size: number): void;

@@ -385,12 +385,14 @@ export class OutsideProducer {
       const c = this.client;
       if (c.exhausted) return;
       c.makeBatch();
-      this.world.produced(c.pendingIds, `producer of topic ${this.topic.name}`);
+      const producer = `the producer of topic ${this.topic.name} (outside the run)`;
+      this.world.produced(c.pendingIds, this.topic.name, producer);
       const parts = this.topic.partitions;
       const events = c.pending as Event[];
       for (let k = 0; k < events.length; k++) parts[(c.pendingIds[k] >>> 0) % parts.length].log.push(events[k]);
       this.topic.written += events.length;
-      this.world.accepted(c.pendingIds, `producer of topic ${this.topic.name}`);
+      this.world.say(c.pendingIds, `written to topic ${this.topic.name}`);
+      this.world.accepted(c.pendingIds, `the broker`, producer);
       c.pending = null;
       this.clock.setTimeout(step, Math.max(1, c.nextDue - this.clock.now()));
     };

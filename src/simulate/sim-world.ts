@@ -43,13 +43,13 @@ export function simWorld(sim: WorldHost, a: AgentState, shared: SharedRandoms): 
     set sinkBatches(n: number) {
       sim.stats.sinkBatches = n;
     },
-    produced(ids, by) {
+    produced(ids, by, client) {
       sim.stats.produced += ids.length;
-      sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, `produced by the client of source ${by} (batch of ${ids.length})`));
+      sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, `produced by ${client ?? `the client of source ${by}`} (batch of ${ids.length})`));
     },
-    accepted(ids, by) {
+    accepted(ids, by, client) {
       sim.stats.clientAccepted += ids.length;
-      sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, `source ${by} acknowledged the batch to its client`));
+      sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, client ? `${by} acknowledged the batch to ${client}` : `source ${by} acknowledged the batch to its client`));
     },
     putFailed(ids, by, err) {
       sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, `source ${by} could not put the batch (${err.message}); the client will retry`));
