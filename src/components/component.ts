@@ -134,7 +134,7 @@ export interface BrokerLink<O> {
 /** See ComponentDefinition.fileStore. */
 export interface FileStore<O> {
   /** Where and how the sink writes and rolls its files (counts and sizes 0: not rolled by that). */
-  files(options: O): { directory: string; prefix: string; suffix: string; inUsePrefix: string; inUseSuffix: string; batchSize: number; rollCount: number; rollSize: number; rollIntervalMs: number; callTimeoutMs: number; retryIntervalMs: number };
+  files(options: O): { directory: string; prefix: string; suffix: string; inUsePrefix: string; inUseSuffix: string; batchSize: number; rollCount: number; rollSize: number; rollIntervalMs: number; idleTimeoutMs: number; callTimeoutMs: number; retryIntervalMs: number };
 }
 
 /** See ComponentDefinition.streamFeed. */

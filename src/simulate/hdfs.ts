@@ -1,7 +1,8 @@
 /**
  * The simulated HDFS and the part that replaces sinks whose definition declares a fileStore
  * (hdfs). The sink writes each taken batch into its open file (named with the in-use prefix and
- * suffix), durably (hflush) before it commits, and rolls the file on count, size and interval:
+ * suffix), durably (hflush) before it commits, and rolls the file on count, size, interval and
+ * idleness (hdfs.idleTimeout):
  * a roll closes the file and renames it to its final name, both NameNode operations.
  *
  * Faults: --namenode-down windows (no file is created, closed or renamed: a batch that needs a
@@ -34,6 +35,7 @@ export interface FileSpec {
   rollCount: number;
   rollSize: number;
   rollIntervalMs: number;
+  idleTimeoutMs: number;
   callTimeoutMs: number;
   retryIntervalMs: number;
 }
@@ -118,6 +120,7 @@ export class SimHdfsSink extends BaseSink {
   protected readonly takeLoop: TakeLoop;
   private file: SimFile | null = null;
   private rollTimer: ReturnType<Clock["setTimeout"]> | null = null;
+  private idleTimer: ReturnType<Clock["setTimeout"]> | null = null;
   private readonly base: string;
 
   constructor(
@@ -166,7 +169,9 @@ export class SimHdfsSink extends BaseSink {
     if (this.file !== f) return;
     this.file = null;
     if (this.rollTimer !== null) this.epoch.clearTimeout(this.rollTimer);
+    if (this.idleTimer !== null) this.epoch.clearTimeout(this.idleTimer);
     this.rollTimer = null;
+    this.idleTimer = null;
     this.closeLater(f, 0);
   }
 
@@ -213,5 +218,10 @@ export class SimHdfsSink extends BaseSink {
     if (ack > 0) await this.epoch.sleep(ack);
     const s = this.spec;
     if ((s.rollCount > 0 && f.events >= s.rollCount) || (s.rollSize > 0 && f.bytes >= s.rollSize)) this.roll(f);
+    else if (s.idleTimeoutMs > 0) {
+      // hdfs.idleTimeout: a file without a write for that long is closed.
+      if (this.idleTimer !== null) this.epoch.clearTimeout(this.idleTimer);
+      this.idleTimer = this.epoch.setTimeout(() => this.roll(f), s.idleTimeoutMs);
+    }
   }
 }

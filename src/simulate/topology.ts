@@ -380,7 +380,7 @@ function describeAgent(
     const how = topic
       ? `${was(k.type)}writes topic ${topic.topic} of the simulated Kafka broker${topic.idempotent ? " (idempotent producer)" : ""}, batches of ${topic.batchSize}, request timeout ${formatTime(topic.requestTimeoutMs)}`
       : files
-        ? `${was(k.type)}writes files ${files.directory}/${files.prefix}.N${files.suffix} (in use: ${files.inUsePrefix}NAME${files.inUseSuffix}) on the simulated HDFS, batches of ${files.batchSize}, rolled at ${[files.rollCount > 0 ? `${files.rollCount} events` : "", files.rollSize > 0 ? `${files.rollSize} bytes` : "", files.rollIntervalMs > 0 ? formatTime(files.rollIntervalMs) : ""].filter(Boolean).join(" or ") || "never"}`
+        ? `${was(k.type)}writes files ${files.directory}/${files.prefix}.N${files.suffix} (in use: ${files.inUsePrefix}NAME${files.inUseSuffix}) on the simulated HDFS, batches of ${files.batchSize}, rolled at ${[files.rollCount > 0 ? `${files.rollCount} events` : "", files.rollSize > 0 ? `${files.rollSize} bytes` : "", files.rollIntervalMs > 0 ? formatTime(files.rollIntervalMs) : ""].filter(Boolean).join(" or ") || "never"}${files.idleTimeoutMs > 0 ? `, closed after ${formatTime(files.idleTimeoutMs)} idle` : ""}`
         : link
       ? `the real ${link.protocol} sink, to ${link.to} over the simulated network, batches of ${numberWithRole(k.definition, k.options, "batchSize")}`
       : `${was(k.type)}replaced by a simulated sink${away && c.tier ? ` (no agent of the file listens on ${away})` : ""}, batches of ${c.simulatedSinks.get(k.name)}`;

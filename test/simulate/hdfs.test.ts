@@ -65,6 +65,12 @@ describe("the hdfs sink against the simulated file system", () => {
     expect(htmlReport(DEFAULTS, r)).toContain(`<h2>simulated peers</h2>\n<p>${hdfsLine(r)}</p>`);
   }, 60_000);
 
+  test("hdfs.idleTimeout: a file without a write for that long is closed and renamed; the next batch opens a new one", async () => {
+    const r = await hdfsRun({ events: 300, rate: 10 }, { idleTimeout: "2" });
+    expect(r.topology.some((l) => l.endsWith(", closed after 2.000s idle)"))).toBe(true);
+    expect(hdfsLine(r)).toStartWith(`hdfs: 3 files written (300 events in 3 writes), 2 closed and renamed, 1 open when the run ended (${DIR}.3.tmp)`);
+  }, 60_000);
+
   test("the NameNode unavailable: a batch needing a new file fails before it writes (no duplicate), a roll's close waits in use until hdfs.retryInterval", async () => {
     const r = await hdfsRun({ nameNodeDown: parseWindows("150ms-3s", "--namenode-down") }, { rollCount: "1000", retryInterval: "1" });
     expect(r.verdict.line).toBe("at-least-once: HELD (0 lost, 0 duplicates)");

@@ -428,6 +428,7 @@ export const definition = defineComponent({
       rollCount: c["hdfs.rollCount"],
       rollSize: c["hdfs.rollSize"],
       rollIntervalMs: c["hdfs.rollInterval"] * 1000,
+      idleTimeoutMs: c["hdfs.idleTimeout"] * 1000,
       callTimeoutMs: c["hdfs.callTimeout"],
       retryIntervalMs: c["hdfs.retryInterval"] * 1000,
     }),
