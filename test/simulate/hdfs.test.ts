@@ -58,7 +58,7 @@ const DIR = "hdfs://namenode:8020/flume/events/%Y-%m-%d/%H/events-%[localhost]";
 describe("the hdfs sink against the simulated file system", () => {
   test("files are written under their in-use name and renamed when rolled (rollCount), as the real sink does", async () => {
     const r = await hdfsRun({}, { rollCount: "1000" });
-    expect(r.topology).toContain(`sink k1 <- c1 (hdfs writes files ${DIR}.N (in use: NAME.tmp) on the simulated HDFS, batches of 1000, rolled at 1000 events or 134217728 bytes or 10m00.000s)`);
+    expect(r.topology).toContain(`sink k1 <- c1 (hdfs writes files ${DIR}.N (in use: NAME.tmp) on the simulated HDFS, batches of 1000, rolled at 1000 events or 134217728 bytes or 10m00.000s, closed after 2m00.000s idle)`);
     expect(r.summary).toMatchObject({ deliveredUnique: 5000, duplicates: 0, lost: 0 });
     expect(hdfsLine(r)).toStartWith("hdfs: 5 files written (5,000 events in 50 writes), 5 closed and renamed, 0 open when the run ended, 0 left in use by a failed close;");
     expect(r.sinks[0]).toMatchObject({ kind: "hdfs", delivered: 5000, failed: 0 });
