@@ -24,15 +24,14 @@ import { Ledger } from "./ledger.ts";
 import { SimNetwork } from "./network.ts";
 import { type CrashSpec, formatTime, type SimulationOptions } from "./options.ts";
 import { seededRandom } from "./rng.ts";
-import { AgentState, type OpenTx, type SinkInfo } from "./agent-state.ts";
+import { AgentState, type OpenTx, type SinkInfo, sinkInfos } from "./agent-state.ts";
 import { type SharedRandoms, simWorld } from "./sim-world.ts";
 import { EventNotes } from "./event-notes.ts";
 import { simulationResult } from "./collect-result.ts";
 import { crashSchedule, linkFaults } from "./fault-schedule.ts";
 import { StreamClient } from "./stream-client.ts";
-import { SimFileSystem, SimHdfsSink } from "./hdfs.ts";
-import { OutsideProducer, SimBroker, SimKafkaSink, SimKafkaSource } from "./kafka.ts";
-import type { CrashRecord, SimulationHooks, SimulationResult, SinkResult } from "./simulation-result.ts";
+import { SimPeers } from "./peers.ts";
+import type { CrashRecord, SimulationHooks, SimulationResult } from "./simulation-result.ts";
 import { type ChannelPlan, CLIENT, type LinkPlan, type Topology, buildTopology } from "./topology.ts";
 import { bothObservers, type ChannelObserver, channelInfo, FileTraceOutput, simIdOf, TraceRecorder, TracedChannel, type TracedTransaction, TraceTarget } from "./trace.ts";
 
@@ -74,11 +73,7 @@ class Simulation {
   private readonly forwarderSets: Set<string>[];
   private readonly clients = new Map<string, SimClient>();
   /** The simulated Kafka broker and HDFS every agent's Kafka and hdfs components use. */
-  private readonly broker: SimBroker;
-  private readonly fs: SimFileSystem;
-  private readonly producers: OutsideProducer[] = [];
-  /** File numbers per hdfs sink, across restarts. */
-  private readonly fileNumbers = new Map<string, { n: number }>();
+  private readonly peers: SimPeers;
   /** Clients of line sources, sending over the simulated network, by link index. */
   private readonly streams = new Map<number, StreamClient>();
   private readonly sinks = new Map<string, SinkInfo>();
@@ -146,10 +141,9 @@ class Simulation {
     this.random = seededRandom(o.seed, 9);
     this.peaks = topo.channels.map(() => 0);
     this.fills = topo.channels.map(() => 0);
-    this.broker = new SimBroker(this.clock, o.kafkaPartitions, o.kafkaLoseAck, seededRandom(o.seed, 11));
-    this.fs = new SimFileSystem(this.clock, o.nameNodeDown, o.hdfsFailClose, o.hdfsTimeout, seededRandom(o.seed, 12));
+    this.peers = new SimPeers(o, this.clock);
     this.makeClients();
-    this.makeSinkResults();
+    for (const a of this.agents) for (const info of sinkInfos(a)) this.sinks.set(`${a.name}/${info.result.name}`, info);
   }
 
   // ---- setup ------------------------------------------------------------------------
@@ -170,26 +164,7 @@ class Simulation {
       const reader = this.agents.find((a) => [...a.plan.brokerSources.values()].some((r) => r.topics.includes(topic))) as AgentState;
       const client = new SimClient(`producer of ${topic}`, o.batchSize, interval(o.batchSize), ids);
       this.clients.set(`topic/${topic}`, client);
-      this.producers.push(new OutsideProducer(client, this.broker.topic(topic), this.clock, this.worldOf(reader)));
-    }
-  }
-
-  private makeSinkResults(): void {
-    for (const a of this.agents) {
-      const m = a.plan.model;
-      const groupOf = new Map<string, { name: string; processor: string }>();
-      for (const g of m.sinkGroups.values()) if (g.configured) for (const s of g.sinks) groupOf.set(s, { name: g.name, processor: g.processor.type });
-      for (const k of m.sinks.values()) {
-        const link = a.plan.links.get(k.name);
-        const topic = a.plan.brokerSinks.get(k.name);
-        const kind = link ? link.protocol : topic ? "kafka" : a.plan.fileSinks.has(k.name) ? "hdfs" : "simulated";
-        const result: SinkResult = { agent: a.name, name: k.name, kind, channel: k.channel, delivered: 0, forwarded: 0, batches: 0, failed: 0 };
-        const group = groupOf.get(k.name);
-        if (group) result.group = group;
-        if (link) result.link = link.name;
-        else if (topic?.hop) result.link = `topic ${topic.topic}`;
-        this.sinks.set(`${a.name}/${k.name}`, { result, agent: a, forwarder: link !== undefined });
-      }
+      this.peers.addProducer(topic, client, this.clock, this.worldOf(reader));
     }
   }
 
@@ -435,21 +410,12 @@ class Simulation {
         return new TracedChannel(target);
       },
       view: (channel, user) => new TracedChannel((channel as TracedChannel).target, user),
-      source: (m, ctx): AnySource => {
-        const reads = plan.brokerSources.get(m.name);
-        if (reads) return new SimKafkaSource(m.name, reads, this.broker, this.o.sinkLatency, epoch, w);
-        return plan.entrySources.has(m.name) && !streamed(m.name) ? new SimSource(m.name, this.clients.get(`${plan.name}/${m.name}`) as SimClient, epoch, w) : createComponent<AnySource>(m.definition, m.options, ctx);
-      },
+      source: (m, ctx): AnySource =>
+        this.peers.source(plan, m.name, epoch, w) ??
+        (plan.entrySources.has(m.name) && !streamed(m.name) ? new SimSource(m.name, this.clients.get(`${plan.name}/${m.name}`) as SimClient, epoch, w) : createComponent<AnySource>(m.definition, m.options, ctx)),
       sink: (m, ctx): Sink => {
-        const topic = plan.brokerSinks.get(m.name);
-        if (topic) return new SimKafkaSink(m.name, topic, { hop: topic.hop }, this.broker, this.o.sinkLatency, epoch, w);
-        const files = plan.fileSinks.get(m.name);
-        if (files) {
-          const key = `${plan.name}/${m.name}`;
-          const numbers = this.fileNumbers.get(key) ?? { n: 0 };
-          this.fileNumbers.set(key, numbers);
-          return new SimHdfsSink(m.name, files, this.fs, numbers, this.o.sinkLatency, epoch, w);
-        }
+        const peer = this.peers.sink(plan, m.name, epoch, w);
+        if (peer) return peer;
         const batch = plan.simulatedSinks.get(m.name);
         return batch !== undefined ? new SimSink(m.name, batch, this.o.sinkLatency, epoch, w) : createComponent<Sink>(m.definition, m.options, ctx);
       },
@@ -532,12 +498,11 @@ class Simulation {
     for (const a of this.agents) await this.startSources(a);
     for (const a of this.agents) this.startSinks(a);
     for (const c of this.streams.values()) c.start();
-    for (const p of this.producers) p.start();
-    this.broker.schedule(o.kafkaFailovers);
+    this.peers.start();
 
     // Channels no sink reads can only keep their events: the run ends when the others are empty.
     const read = topo.channels.map((c) => [...(this.agents.find((a) => a.name === c.agent) as AgentState).plan.model.sinks.values()].some((s) => s.channel === c.name));
-    const drained = () => (this.ledger.heldTotal === 0 || this.ledger.heldIn.every((n, k) => n === 0 || !read[k])) && this.broker.drained;
+    const drained = () => (this.ledger.heldTotal === 0 || this.ledger.heldIn.every((n, k) => n === 0 || !read[k])) && this.peers.drained;
     const crashes: CrashRecord[] = [];
     const restarts: { at: number; agent: AgentState }[] = [];
     const skipped: SimulationResult["crashesNotReached"] = [];
@@ -603,7 +568,7 @@ class Simulation {
   }
 
   private result(end: number, completed: boolean, crashes: CrashRecord[], notReached: SimulationResult["crashesNotReached"]): SimulationResult {
-    return simulationResult({ agents: this.agents, causes: this.causes, clients: this.clients, crashNumbers: this.crashNumbers, fills: this.fills, ledger: this.ledger, network: this.network, notes: this.notes, o: this.o, peaks: this.peaks, recorder: this.recorder, sinks: this.sinks, stats: this.stats, streams: this.streams, topo: this.topo, peers: [...this.broker.describe(), ...this.fs.describe()] }, end, completed, crashes, notReached);
+    return simulationResult({ agents: this.agents, causes: this.causes, clients: this.clients, crashNumbers: this.crashNumbers, fills: this.fills, ledger: this.ledger, network: this.network, notes: this.notes, o: this.o, peaks: this.peaks, recorder: this.recorder, sinks: this.sinks, stats: this.stats, streams: this.streams, topo: this.topo, peers: this.peers.describe() }, end, completed, crashes, notReached);
   }
 
 }
