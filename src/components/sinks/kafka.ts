@@ -202,6 +202,13 @@ export const definition = defineComponent({
       return [{ key: "kafka.producer", message: (err as Error).message }];
     }
   },
+  brokerLink: {
+    protocol: "kafka",
+    produces(o) {
+      const s = producerSettings({ bootstrap: o["kafka.bootstrap.servers"], bootstrapKey: "kafka.bootstrap.servers", props: o.producerProps, defaultAcks: o["kafka.producer.acks"], clientId: "flume", label: "", logger: silentLogger });
+      return { topic: o["kafka.topic"], batchSize: o.flumeBatchSize, idempotent: s.idempotent, requestTimeoutMs: s.requestTimeout };
+    },
+  },
   create(o, ctx) {
     const label = `kafka sink ${ctx.name}`;
     return new KafkaSink(ctx, {

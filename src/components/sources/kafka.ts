@@ -231,6 +231,16 @@ export const definition = defineComponent({
     }
     return errors;
   },
+  brokerLink: {
+    protocol: "kafka",
+    consumes: (o) => ({
+      topics: (o["kafka.topics"] ?? "").split(",").map((t) => t.trim()).filter(Boolean),
+      regex: o["kafka.topics.regex"] || undefined,
+      group: o["kafka.consumer.group.id"],
+      batchSize: o.batchSize,
+      batchDurationMs: o.batchDurationMillis,
+    }),
+  },
   create(o, ctx) {
     const label = `kafka source ${ctx.name}`;
     const regex = topicsRegex(o["kafka.topics.regex"]);

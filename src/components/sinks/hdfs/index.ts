@@ -418,6 +418,22 @@ export const definition = defineComponent({
   create(config, ctx) {
     return new HdfsSink(ctx, { ...options(config), serializer: serializerOf(config, ctx) });
   },
+  fileStore: {
+    files: (c) => ({
+      directory: c["hdfs.path"],
+      prefix: c["hdfs.filePrefix"],
+      suffix: c["hdfs.fileSuffix"],
+      inUsePrefix: c["hdfs.inUsePrefix"],
+      inUseSuffix: c["hdfs.emptyInUseSuffix"] ? "" : c["hdfs.inUseSuffix"],
+      batchSize: c["hdfs.batchSize"],
+      rollCount: c["hdfs.rollCount"],
+      rollSize: c["hdfs.rollSize"],
+      rollIntervalMs: c["hdfs.rollInterval"] * 1000,
+      idleTimeoutMs: c["hdfs.idleTimeout"] * 1000,
+      callTimeoutMs: c["hdfs.callTimeout"],
+      retryIntervalMs: c["hdfs.retryInterval"] * 1000,
+    }),
+  },
   validate(config) {
     try {
       options(config);
