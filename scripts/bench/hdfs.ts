@@ -5,13 +5,10 @@
  * and with `hdfs dfs -put` of the same bytes (the ceiling; its JVM start is not counted).
  * Events/s from the sink's first drained event to the last.
  *
- * Ours also with hdfs.concurrentBatches = 4 (BENCH_HDFS_LANES): that many takes written at once,
- * each committed after its own write.
- *
- * Then ours again on a second HDFS whose DataNode's own client retries the close of a file after
- * 20 ms instead of 400 (dfs.client.block.write.locateFollowingBlock.initial.delay.ms): every
- * WebHDFS write ends with that close, and on a stock DataNode about half of them wait the 400 ms
- * for the NameNode to hear of the block.
+ * Ours both ways: hdfs:// (Hadoop RPC and the DataNode pipeline, the file kept open, each batch
+ * hflushed) and webhdfs:// (one HTTP CREATE or APPEND per batch, each closing the file). Then the
+ * cost of one batch of 1,000 x 100 bytes through each client alone (no agent): the file's first
+ * batch (create) and the next ones (append), median and 90th percentile.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,12 +16,16 @@ import path from "node:path";
 import { startFlume } from "../../test/support/flume.ts";
 import { startHdfs } from "../../test/support/hdfs.ts";
 import { HADOOP } from "../../test/support/jvm-artifacts.ts";
-import { figureLine, fmt, timeAgent } from "./_util.ts";
+import { userInfo } from "node:os";
+import type { DfsClient } from "../../src/io/hdfs/file-system.ts";
+import { NativeHdfsClient } from "../../src/io/hdfs/native/client.ts";
+import { WebHdfsClient } from "../../src/io/hdfs/webhdfs.ts";
+import { figureLine, fmt, median, timeAgent } from "./_util.ts";
 
 const EVENTS = Number(process.env.BENCH_HDFS_EVENTS ?? 100_000);
 const BODY = 100;
 
-function conf(hdfsPath: string, fileType: string, webhdfsPort: number): string {
+function conf(hdfsPath: string, fileType: string): string {
   return `a1.sources = r1
 a1.channels = c1
 a1.sinks = k1
@@ -39,7 +40,6 @@ a1.channels.c1.transactionCapacity = 1000
 a1.sinks.k1.type = hdfs
 a1.sinks.k1.channel = c1
 a1.sinks.k1.hdfs.path = ${hdfsPath}
-a1.sinks.k1.hdfs.webhdfs.port = ${webhdfsPort}
 a1.sinks.k1.hdfs.fileType = ${fileType}
 a1.sinks.k1.hdfs.batchSize = 1000
 a1.sinks.k1.hdfs.rollCount = 0
@@ -67,66 +67,64 @@ async function timeFlume(text: string): Promise<number> {
   }
 }
 
-/** Takes written at once in the concurrentBatches rows (BENCH_HDFS_LANES, 4 by default). */
-const LANES = Number(process.env.BENCH_HDFS_LANES ?? 4);
+/** Batches timed per client in the per-batch figures. */
+const BATCHES = Number(process.env.BENCH_HDFS_BATCHES ?? 50);
 
-/** Ours with hdfs.concurrentBatches = LANES, DataStream and SequenceFile. */
-async function concurrent(hdfs: { rpcPort: number; httpPort: number }, dir: string, rows: [string, number][], label: string): Promise<void> {
-  for (const fileType of ["DataStream", "SequenceFile"]) {
-    const file = path.join(dir, `ours-lanes-${fileType}.conf`);
-    writeFileSync(file, `${conf(`hdfs://127.0.0.1:${hdfs.rpcPort}/bench/lanes-${fileType}-${Date.now()}`, fileType, hdfs.httpPort)}a1.sinks.k1.hdfs.concurrentBatches = ${LANES}\n`);
-    const r = await timeAgent(file, "a1", "SINK.k1", "EventDrainSuccessCount", EVENTS, 600_000);
-    rows.push([`Flume TS, ${fileType}, concurrentBatches ${LANES}, ${label}`, r.rate]);
-    console.log(`  Flume TS ${fileType}, concurrentBatches ${LANES}, ${label}: ${fmt(r.rate)} events/s (peak RSS ${r.rss.toFixed(0)} MB)`);
+/** One batch's cost through each DfsClient alone: creates (first batch of a file) and appends. */
+async function perBatch(hdfs: { rpcPort: number; httpPort: number }): Promise<string[]> {
+  const batch = new Uint8Array(1000 * (BODY + 1)).fill(0x78);
+  const clients: [string, DfsClient][] = [
+    ["hdfs:// (Hadoop RPC)", new NativeHdfsClient({ host: "127.0.0.1", port: hdfs.rpcPort, user: userInfo().username, timeoutMs: 30_000 })],
+    ["webhdfs://", new WebHdfsClient({ nameNode: new URL(`http://127.0.0.1:${hdfs.httpPort}`), user: userInfo().username, timeoutMs: 30_000 })],
+  ];
+  const lines: string[] = [];
+  for (const [name, fs] of clients) {
+    const creates: number[] = [];
+    const appends: number[] = [];
+    for (let f = 0; f < 5; f++) {
+      const file = `/bench/batch-${name.replace(/\W+/g, "")}-${f}.tmp`;
+      let t = performance.now();
+      await fs.create(file, batch);
+      creates.push(performance.now() - t);
+      for (let i = 0; i < BATCHES / 5; i++) {
+        t = performance.now();
+        await fs.append(file, batch);
+        appends.push(performance.now() - t);
+      }
+      await fs.rename(file, file.replace(/\.tmp$/, ""));
+    }
+    await fs.close();
+    const p90 = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length * 0.9)];
+    lines.push(`  one batch of 1,000 x ${BODY} B, ${name.padEnd(22)} create ${median(creates).toFixed(1)} ms (p90 ${p90(creates).toFixed(1)}), append ${median(appends).toFixed(1)} ms (p90 ${p90(appends).toFixed(1)})`);
   }
+  return lines;
 }
-
-const TUNED = { "dfs.client.block.write.locateFollowingBlock.initial.delay.ms": "20" };
 
 export async function run(): Promise<void> {
   const rows: [string, number][] = [];
-  await stockCluster(rows);
-  await tunedCluster(rows);
-  console.log(`\n  ${EVENTS.toLocaleString("en-US")} events of ${BODY} bytes, batches of 1,000:`);
-  for (const [what, rate] of rows) console.log(`  ${what.padEnd(70)} ${fmt(rate).padStart(10)} events/s`);
-}
-
-async function tunedCluster(rows: [string, number][]): Promise<void> {
-  const hdfs = await startHdfs({ site: TUNED });
-  const dir = mkdtempSync(path.join(tmpdir(), "flume-bench-hdfs-"));
-  try {
-    await hdfs.mkdirOpen("/bench");
-    for (const fileType of ["DataStream", "SequenceFile"]) {
-      const file = path.join(dir, `ours-${fileType}.conf`);
-      writeFileSync(file, conf(`hdfs://127.0.0.1:${hdfs.rpcPort}/bench/ours-${fileType}`, fileType, hdfs.httpPort));
-      const ours = await timeAgent(file, "a1", "SINK.k1", "EventDrainSuccessCount", EVENTS, 600_000);
-      rows.push([`Flume TS, ${fileType}, DataNode close retry 20 ms`, ours.rate]);
-      console.log(`  Flume TS ${fileType}, DataNode close retry 20 ms: ${fmt(ours.rate)} events/s`);
-    }
-    await concurrent(hdfs, dir, rows, "DataNode close retry 20 ms");
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-    await hdfs.stop();
-  }
-}
-
-async function stockCluster(rows: [string, number][]): Promise<void> {
   const hdfs = await startHdfs();
   const dir = mkdtempSync(path.join(tmpdir(), "flume-bench-hdfs-"));
+  const figures: string[] = [];
+  let batchLines: string[] = [];
   try {
     await hdfs.mkdirOpen("/bench");
     for (const fileType of ["DataStream", "SequenceFile"]) {
-      const file = path.join(dir, `ours-${fileType}.conf`);
-      writeFileSync(file, conf(`hdfs://127.0.0.1:${hdfs.rpcPort}/bench/ours-${fileType}`, fileType, hdfs.httpPort));
-      const ours = await timeAgent(file, "a1", "SINK.k1", "EventDrainSuccessCount", EVENTS, 600_000);
-      rows.push([`Flume TS, ${fileType}`, ours.rate]);
-      console.log(`  Flume TS ${fileType}: ${fmt(ours.rate)} events/s (peak RSS ${ours.rss.toFixed(0)} MB)`);
-      const flume = await timeFlume(conf(`hdfs://127.0.0.1:${hdfs.rpcPort}/bench/flume-${fileType}`, fileType, hdfs.httpPort));
+      const rate = async (uri: string, label: string) => {
+        const file = path.join(dir, `ours-${label}-${fileType}.conf`);
+        writeFileSync(file, conf(`${uri}/bench/ours-${label}-${fileType}`, fileType));
+        const r = await timeAgent(file, "a1", "SINK.k1", "EventDrainSuccessCount", EVENTS, 600_000);
+        console.log(`  Flume TS ${fileType} over ${label}: ${fmt(r.rate)} events/s (peak RSS ${r.rss.toFixed(0)} MB)`);
+        return r.rate;
+      };
+      const native = await rate(`hdfs://127.0.0.1:${hdfs.rpcPort}`, "hdfs");
+      rows.push([`Flume TS, ${fileType}, hdfs:// (Hadoop RPC)`, native]);
+      const web = await rate(`webhdfs://127.0.0.1:${hdfs.httpPort}`, "webhdfs");
+      rows.push([`Flume TS, ${fileType}, webhdfs://`, web]);
+      const flume = await timeFlume(conf(`hdfs://127.0.0.1:${hdfs.rpcPort}/bench/flume-${fileType}`, fileType));
       rows.push([`Apache Flume 1.11, ${fileType}`, flume]);
       console.log(`  Apache Flume 1.11 ${fileType}: ${fmt(flume)} events/s`);
-      console.log(figureLine({ what: `${fileType}: Flume TS / Apache Flume`, value: `${(ours.rate / flume).toFixed(2)}x`, target: "at least 3x", met: ours.rate >= 3 * flume }));
+      figures.push(figureLine({ what: `${fileType}: Flume TS (hdfs://) / Apache Flume`, value: `${(native / flume).toFixed(2)}x`, target: "at least 3x", met: native >= 3 * flume }));
     }
-    await concurrent(hdfs, dir, rows, "stock DataNode");
     // The ceiling: the same bytes in one file, put by Hadoop's own client (JVM start excluded).
     const local = path.join(dir, "events.txt");
     writeFileSync(local, Buffer.alloc(EVENTS * (BODY + 1), "x\n".repeat(50).slice(0, BODY) + "\n"));
@@ -138,8 +136,15 @@ async function stockCluster(rows: [string, number][]): Promise<void> {
     if (put.code !== 0) throw new Error(`hdfs dfs -put failed: ${put.stderr}`);
     const putRate = EVENTS / ((performance.now() - t1 - jvm) / 1000);
     rows.push(["hdfs dfs -put of the same bytes (JVM start excluded)", putRate]);
+    const best = Math.max(...rows.filter(([w]) => w.includes("hdfs://")).map(([, r]) => r));
+    figures.push(`  Flume TS over hdfs:// at its best: ${((best / putRate) * 100).toFixed(0)}% of -put's rate`);
+    batchLines = await perBatch(hdfs);
   } finally {
     rmSync(dir, { recursive: true, force: true });
     await hdfs.stop();
   }
+  console.log(`\n  ${EVENTS.toLocaleString("en-US")} events of ${BODY} bytes, batches of 1,000:`);
+  for (const [what, r] of rows) console.log(`  ${what.padEnd(60)} ${fmt(r).padStart(10)} events/s`);
+  for (const f of figures) console.log(f);
+  for (const l of batchLines) console.log(l);
 }

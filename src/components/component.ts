@@ -77,6 +77,11 @@ export interface ComponentDefinition<T = unknown, O extends AnyOptions = AnyOpti
    */
   readonly durability?: Durability<T>;
   /**
+   * Channels without a capacity of their own (no property with the capacity role): what bounds
+   * them instead. Their commits never wait for room.
+   */
+  readonly unbounded?: string;
+  /**
    * Channels whose instances need more than the process (a server): how `flume simulate` and
    * `flume replay` run them instead. They build the channel type named by `standIn` in its
    * place, with this type's values for the properties that play a role (capacity,
@@ -108,6 +113,33 @@ export interface ComponentDefinition<T = unknown, O extends AnyOptions = AnyOpti
    * network, where link faults apply.
    */
   readonly streamFeed?: StreamFeed<O>;
+  /**
+   * Sources and sinks that write to or read from a Kafka broker: `flume simulate` runs them
+   * against its simulated broker (topics with partitions, leader failover, lost
+   * acknowledgements), joining a sink and a source of the run over the same topic.
+   */
+  readonly brokerLink?: BrokerLink<O>;
+  /**
+   * Sinks that write rolled files into a distributed file system (hdfs): `flume simulate` runs
+   * them against its simulated file system (latency, NameNode outages, failing closes and
+   * renames), rolling and renaming files as the sink does.
+   */
+  readonly fileStore?: FileStore<O>;
+}
+
+/** See ComponentDefinition.brokerLink. */
+export interface BrokerLink<O> {
+  readonly protocol: "kafka";
+  /** A sink: the topic it writes, how many events it sends per batch, and how its producer answers. */
+  produces?(options: O): { topic: string; batchSize: number; idempotent: boolean; requestTimeoutMs: number };
+  /** A source: the topics it reads, in which consumer group, and its batches. */
+  consumes?(options: O): { topics: readonly string[]; regex?: string; group: string; batchSize: number; batchDurationMs: number };
+}
+
+/** See ComponentDefinition.fileStore. */
+export interface FileStore<O> {
+  /** Where and how the sink writes and rolls its files (counts and sizes 0: not rolled by that). */
+  files(options: O): { directory: string; prefix: string; suffix: string; inUsePrefix: string; inUseSuffix: string; batchSize: number; rollCount: number; rollSize: number; rollIntervalMs: number; idleTimeoutMs: number; callTimeoutMs: number; retryIntervalMs: number };
 }
 
 /** See ComponentDefinition.streamFeed. */
@@ -183,11 +215,14 @@ export interface ComponentDeclaration<T, P extends Props, G extends Groups> {
   create(options: OptionsOf<P, G>, ctx: ComponentContext): T;
   validate?(options: OptionsOf<P, G>, context?: ValidationContext): PropError[];
   durability?: Durability<T>;
+  unbounded?: string;
   simulation?: ChannelSimulation;
   reconfigure?(instance: T, options: OptionsOf<P, G>): (() => Promise<void>) | null;
   claims?(options: OptionsOf<P, G>, ctx: Pick<ComponentContext, "storagePath">): Claim[];
   rpcLink?: RpcLink<OptionsOf<P, G>>;
   streamFeed?: StreamFeed<OptionsOf<P, G>>;
+  brokerLink?: BrokerLink<OptionsOf<P, G>>;
+  fileStore?: FileStore<OptionsOf<P, G>>;
 }
 
 /** See ComponentDefinition.simulation. */
@@ -205,11 +240,14 @@ export function defineComponent<T, const P extends Props, const G extends Groups
     create: decl.create,
     validate: decl.validate,
     durability: decl.durability,
+    unbounded: decl.unbounded,
     simulation: decl.simulation,
     reconfigure: decl.reconfigure,
     claims: decl.claims,
     rpcLink: decl.rpcLink,
     streamFeed: decl.streamFeed,
+    brokerLink: decl.brokerLink,
+    fileStore: decl.fileStore,
   };
 }
 

@@ -30,6 +30,8 @@ export class KafkaPoller {
   /** The topics the consumer subscribed to. */
   topics: string[] = [];
   lastError: string | null = null;
+  /** Called for every record fetched (a channel counts what arrived for its ChannelSize). */
+  onRecord?: () => void;
 
   constructor(
     readonly label: string,
@@ -162,6 +164,7 @@ export class KafkaPoller {
   private arrived(m: KafkaMessage): void {
     const first = this.buffered === 0;
     this.buffer.push(m);
+    this.onRecord?.();
     if (first) this.onArrival?.();
     if (!this.paused && this.buffered >= this.maxBuffered) {
       this.paused = true;

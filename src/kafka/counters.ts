@@ -1,4 +1,4 @@
-/** Flume's KafkaSinkCounter and KafkaChannelCounter: the Flume counters plus Kafka's timers (milliseconds, summed) and rollbacks. */
+/** Flume's KafkaSourceCounter, KafkaSinkCounter and KafkaChannelCounter: the Flume counters plus Kafka's timers (milliseconds, summed), empty polls and rollbacks. */
 import type { Clock } from "../core/clock.ts";
 import { ChannelCounter, CounterGroup, SINK_COUNTERS, type SinkCounterKey } from "../core/counters.ts";
 
@@ -17,3 +17,6 @@ export class KafkaChannelCounter extends ChannelCounter<(typeof KAFKA_CHANNEL_CO
     super(name, KAFKA_CHANNEL_COUNTERS, clock);
   }
 }
+
+/** Added to the source's counters (SourceCounter's extra keys). */
+export const KAFKA_SOURCE_COUNTERS = ["KafkaEventGetTimer", "KafkaCommitTimer", "KafkaEmptyCount"] as const;

@@ -26,3 +26,8 @@ export function messageOf(err: unknown): string {
 export function isUnknownTopic(err: unknown): boolean {
   return /UNKNOWN_TOPIC_OR_PARTITION|unknown topic|does not host this topic|UNKNOWN_TOPIC_ID/i.test(messageOf(err));
 }
+
+/** Whether an error says a record or batch is larger than the producer or the broker allows. */
+export function isTooLarge(err: unknown): boolean {
+  return err instanceof KafkaRecordTooLargeError || /too large|RECORD_LIST_TOO_LARGE|MESSAGE_TOO_LARGE|larger than the max message size/i.test(messageOf(err));
+}

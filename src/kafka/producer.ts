@@ -5,7 +5,7 @@
 import type { Producer } from "@platformatic/kafka";
 import type { Logger } from "../core/logger.ts";
 import { loadKafka } from "./client.ts";
-import { isUnknownTopic, KafkaRecordTooLargeError, KafkaTopicMissingError, messageOf } from "./errors.ts";
+import { isTooLarge, isUnknownTopic, KafkaRecordTooLargeError, KafkaTopicMissingError, messageOf } from "./errors.ts";
 import { clientOptions, describeBrokers, type ProducerSettings } from "./settings.ts";
 
 export interface KafkaRecord {
@@ -90,7 +90,7 @@ export class KafkaPublisher {
     if (isUnknownTopic(err) && topics.length > 0) {
       return new KafkaTopicMissingError(`${this.label}: topic ${topics.join(", ")} does not exist on ${this.brokers} and the brokers do not create topics on use (auto.create.topics.enable=false): create it, e.g. kafka-topics.sh --create --topic ${topics[0]} (${why})`, { cause: err });
     }
-    if (/too large|RECORD_LIST_TOO_LARGE|MESSAGE_TOO_LARGE/i.test(why)) {
+    if (isTooLarge(err)) {
       return new KafkaRecordTooLargeError(`${this.label}: the broker refused a batch as too large; raise the topic's max.message.bytes (and kafka.producer.max.request.size) or lower the batch size (${why})`, { cause: err });
     }
     return new Error(`${this.label}: Kafka at ${this.brokers}: ${why}`, { cause: err });

@@ -9,18 +9,24 @@ export function where(m: KafkaMessage): string {
   return `topic ${m.topic} partition ${m.partition} offset ${m.offset}`;
 }
 
+/** Why a record could not be read as an event: what a dead-letter topic records with it. */
+export type BadRecordHandler = (m: KafkaMessage, error: KafkaBadRecordError) => void;
+
 /**
  * The event a record carries: the value decoded as an Avro FlumeEvent (asFlumeEvent), or the
- * value as the body. Null for a record that is not a FlumeEvent, logged with where it is.
+ * value as the body. Null for a record that is not a FlumeEvent, logged with where it is and
+ * handed to `bad` when given.
  */
-export function eventOfRecord(m: KafkaMessage, asFlumeEvent: boolean, label: string, logger: Logger): Event | null {
+export function eventOfRecord(m: KafkaMessage, asFlumeEvent: boolean, label: string, logger: Logger, bad?: BadRecordHandler): Event | null {
   const value = m.value ?? Buffer.alloc(0);
   if (!asFlumeEvent) return bodyEvent(value);
   try {
     const e = decodeFlumeEvent(value);
     return { headers: { ...e.headers }, body: e.body };
   } catch (err) {
-    logger.error(new KafkaBadRecordError(`${label}: skipped a record that is not an Avro FlumeEvent at ${where(m)} (${value.length} bytes: ${messageOf(err)}); write it with useFlumeEventFormat = true / parseAsFlumeEvent = true, or read the topic with those off`).message);
+    const error = new KafkaBadRecordError(`${label}: skipped a record that is not an Avro FlumeEvent at ${where(m)} (${value.length} bytes: ${messageOf(err)}); write it with useFlumeEventFormat = true / parseAsFlumeEvent = true, or read the topic with those off`, { cause: err });
+    logger.error(error.message);
+    bad?.(m, error);
     return null;
   }
 }

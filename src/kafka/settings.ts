@@ -117,6 +117,11 @@ const CONSUMER_KEYS = new Set([
   "isolation.level",
 ]);
 
+/** The settings of `props` that say how to reach the brokers (security, client id, timeouts, retries), for a second client on the same connection. */
+export function connectionProps(props: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(props).filter(([k]) => COMMON_KEYS.has(k)));
+}
+
 export function parseBrokers(list: string, key: string): Broker[] {
   const brokers: Broker[] = [];
   for (const item of list.split(",").map((s) => s.trim()).filter(Boolean)) {

@@ -33,6 +33,14 @@ interface Metric {
 
 const c = (name: string, help: string): Metric => ({ name: `${name}_total`, type: "counter", help });
 const g = (name: string, help: string, scale?: number): Metric => ({ name, type: "gauge", help, scale });
+/** A Flume timer (milliseconds summed) as a counter of seconds. */
+const t = (name: string, help: string): Metric => ({ name: `${name}_seconds_total`, type: "counter", help, scale: 0.001 });
+
+/** The Kafka components' counters (Flume's KafkaSourceCounter, KafkaSinkCounter, KafkaChannelCounter). */
+const KAFKA_GET = t("kafka_event_get", "Time spent getting records from Kafka");
+const KAFKA_SEND = t("kafka_event_send", "Time spent sending records to Kafka until acknowledged");
+const KAFKA_COMMIT = t("kafka_commit", "Time spent committing consumer offsets to Kafka");
+const ROLLBACKS = c("rollbacks", "Transactions rolled back");
 
 /**
  * Flume's counters with Prometheus names, base units and help. Names follow the Prometheus
@@ -54,6 +62,10 @@ const METRICS: Record<string, Record<string, Metric>> = {
     Open: g("open", "1 while the channel is open for transactions"),
     Closed: g("closed", "1 while the channel is closed"),
     Unhealthy: g("unhealthy", "1 when the channel failed to start"),
+    KafkaEventGetTimer: KAFKA_GET,
+    KafkaEventSendTimer: KAFKA_SEND,
+    KafkaCommitTimer: KAFKA_COMMIT,
+    RollbackCount: ROLLBACKS,
   },
   SOURCE: {
     EventReceivedCount: c("events_received", "Events the source received"),
@@ -66,6 +78,9 @@ const METRICS: Record<string, Record<string, Metric>> = {
     EventReadFail: c("event_read_failures", "Events that could not be read or parsed"),
     ChannelWriteFail: c("channel_write_failures", "Batches a channel refused"),
     GenericProcessingFail: c("processing_failures", "Batches lost to an unexpected error"),
+    KafkaEventGetTimer: KAFKA_GET,
+    KafkaCommitTimer: KAFKA_COMMIT,
+    KafkaEmptyCount: c("kafka_empty_polls", "Polls of Kafka that found no record"),
   },
   SINK: {
     ConnectionCreatedCount: c("connections_created", "Connections opened to the destination"),
@@ -78,6 +93,8 @@ const METRICS: Record<string, Record<string, Metric>> = {
     EventDrainSuccessCount: c("events_drained", "Events delivered and committed"),
     EventWriteFail: c("event_write_failures", "Batches the destination did not take"),
     ChannelReadFail: c("channel_read_failures", "Take transactions that failed on the channel"),
+    KafkaEventSendTimer: KAFKA_SEND,
+    RollbackCount: ROLLBACKS,
   },
 };
 

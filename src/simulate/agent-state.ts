@@ -18,6 +18,8 @@ export interface OpenTx {
   startSeq: number;
   /** Events a simulated sink delivered from it. */
   delivered: number[];
+  /** Events a simulated sink wrote to a topic a source of the run reads (a hop). */
+  wrote: number[];
 }
 
 /** A sink of the run: its figures, its agent, and whether it forwards to the next agent. */
@@ -60,4 +62,22 @@ export class AgentState {
   get running(): boolean {
     return this.epoch !== null && this.epoch.alive;
   }
+}
+
+/** The sinks of an agent with their (empty) figures: what each is in the run, its group, its link. */
+export function sinkInfos(a: AgentState): SinkInfo[] {
+  const m = a.plan.model;
+  const groupOf = new Map<string, { name: string; processor: string }>();
+  for (const g of m.sinkGroups.values()) if (g.configured) for (const s of g.sinks) groupOf.set(s, { name: g.name, processor: g.processor.type });
+  return [...m.sinks.values()].map((k) => {
+    const link = a.plan.links.get(k.name);
+    const topic = a.plan.brokerSinks.get(k.name);
+    const kind = link ? link.protocol : topic ? "kafka" : a.plan.fileSinks.has(k.name) ? "hdfs" : "simulated";
+    const result: SinkResult = { agent: a.name, name: k.name, kind, channel: k.channel, delivered: 0, forwarded: 0, batches: 0, failed: 0 };
+    const group = groupOf.get(k.name);
+    if (group) result.group = group;
+    if (link) result.link = link.name;
+    else if (topic?.hop) result.link = `topic ${topic.topic}`;
+    return { result, agent: a, forwarder: link !== undefined };
+  });
 }

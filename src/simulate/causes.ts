@@ -8,7 +8,15 @@
  *   link, a timeout, a reset), so the sender rolled back;
  * - crash-replay: an agent crashed with a take open on a durable channel whose events had
  *   already got through, and the channel gave them back;
- * - client-retry: a client resent a batch the source had committed.
+ * - client-retry: a client resent a batch the source had committed;
+ * - lost-ack: the Kafka broker wrote a batch whose acknowledgement was lost, so the sink rolled
+ *   back and sent it again;
+ * - leader-failover: a partition's leader failed over while a batch was written to it (the
+ *   producer retried it to the new leader without idempotence, or gave up and the sink resent);
+ * - source-reread: a Kafka source read again records whose batch it had committed into its
+ *   channel but whose offsets it had not committed (a crash or a rebalance in between);
+ * - hdfs-timeout: an HDFS write landed but answered after the sink's callTimeout, so the sink
+ *   rolled back and wrote the batch again.
  *
  * When a batch got through and is rolled back (or replayed), its events are tagged with the
  * cause: a resend to the next agent tags the event (its next extra put into a channel takes
@@ -17,7 +25,7 @@
  */
 import type { LedgerHooks } from "./ledger.ts";
 
-export const CAUSES = ["partial-batch", "lost-answer", "crash-replay", "client-retry"] as const;
+export const CAUSES = ["partial-batch", "lost-answer", "crash-replay", "client-retry", "lost-ack", "leader-failover", "source-reread", "hdfs-timeout"] as const;
 export type Cause = (typeof CAUSES)[number];
 
 export const CAUSE_TEXT: Record<Cause, string> = {
@@ -25,10 +33,14 @@ export const CAUSE_TEXT: Record<Cause, string> = {
   "lost-answer": "the next agent committed a batch whose answer was lost (dropped, timed out or reset), so it was sent again",
   "crash-replay": "a crash replayed a durable channel's open take, whose events had already got through",
   "client-retry": "a client resent a batch the source had already committed",
+  "lost-ack": "the Kafka broker wrote a batch whose acknowledgement was lost, so the sink rolled back and sent it again",
+  "leader-failover": "a partition leader failed over while a batch was written to it, and the batch was written again",
+  "source-reread": "a Kafka source read again records it had committed into its channel before committing their offsets (crash or rebalance)",
+  "hdfs-timeout": "an HDFS write landed but answered after the sink's callTimeout, so the batch was written again",
 };
 
-const CODE: Record<Cause, number> = { "partial-batch": 1, "lost-answer": 2, "crash-replay": 3, "client-retry": 4 };
-const UNEXPLAINED = 5;
+const CODE = Object.fromEntries(CAUSES.map((c, k) => [c, k + 1])) as Record<Cause, number>;
+const UNEXPLAINED = CAUSES.length + 1;
 
 export class DuplicateCauses implements LedgerHooks {
   /** Cause waiting for the resend of an event that got through to the next agent (0: none). */
@@ -44,7 +56,7 @@ export class DuplicateCauses implements LedgerHooks {
   private size: number;
   /** Commits with puts so far. */
   seq = 0;
-  readonly counts = [0, 0, 0, 0, 0, 0];
+  readonly counts: number[] = new Array(UNEXPLAINED + 1).fill(0);
   /** The first event each cause made a duplicate of. */
   readonly examples = new Map<Cause | "unexplained", number>();
 

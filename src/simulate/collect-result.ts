@@ -32,6 +32,8 @@ export interface FinishedRun {
   fills: readonly number[];
   /** Each crash's number in the ledger. */
   crashNumbers: ReadonlyMap<CrashRecord, number>;
+  /** The report lines of the simulated Kafka broker and HDFS. */
+  peers: string[];
 }
 
 export function simulationResult(run: FinishedRun, end: number, completed: boolean, crashes: CrashRecord[], notReached: SimulationResult["crashesNotReached"]): SimulationResult {
@@ -92,6 +94,7 @@ export function simulationResult(run: FinishedRun, end: number, completed: boole
     sources: run.agents.flatMap((a) => [...a.plan.model.sources.values()].map((src) => ({ agent: a.name, name: src.name, entry: a.plan.entrySources.has(src.name), channels: src.channels }))),
     sinks,
     duplicateCauses,
+    peers: run.peers,
     time: end,
     completed,
     verdict: verdict(summary, topo.tier ? "tier at-least-once" : "at-least-once"),

@@ -14,6 +14,7 @@ import type { TakeLoop } from "../pipeline/take-loop.ts";
 import { SourceEmitter } from "../pipeline/emitter.ts";
 import { componentContext } from "../components/component.ts";
 import { BaseSink } from "../components/sinks/base.ts";
+import type { Cause } from "./causes.ts";
 import type { FailSpec } from "./options.ts";
 import type { Random } from "./rng.ts";
 import { SIM_ID_HEADER, simIdOf } from "./event-ids.ts";
@@ -49,11 +50,24 @@ export interface SimWorld {
   readonly partialRandom: Random;
   /** Non-empty sink batches so far (numbers for --fail-sink 3,7-9 start at 1). */
   sinkBatches: number;
-  produced(ids: number[], by: string): void;
-  accepted(ids: number[], by: string): void;
+  /** A client made these events; `client` names it when it is not a source's client. */
+  produced(ids: number[], by: string, client?: string): void;
+  accepted(ids: number[], by: string, client?: string): void;
   putFailed(ids: number[], by: string, err: Error): void;
   delivered(tx: TracedTransaction, by: string, ids: number[]): void;
   sinkFailed(tx: TracedTransaction, by: string, batch: number, delivered: number, size: number): void;
+  /**
+   * A sink wrote events to a simulated peer (a topic, a file system): a delivery, or (hop) a
+   * forward to the agent of the run that reads the topic.
+   */
+  wrote(tx: TracedTransaction, by: string, ids: number[], hop: boolean, where: string): void;
+  /**
+   * These events got through and will be sent again because of `cause`: the next copy (hop: the
+   * next put of a copy into a channel; else the next delivery from tx's channel) takes it.
+   */
+  resendTag(tx: TracedTransaction | null, ids: readonly number[], cause: Cause, hop: boolean): void;
+  /** A line in the history of each watched event among ids. */
+  say(ids: readonly number[], text: string): void;
 }
 
 const encoder = new TextEncoder();

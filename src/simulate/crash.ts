@@ -1,14 +1,15 @@
 /**
- * What a crash does to channels, the same in `flume simulate` (engine.ts) and `flume replay`
- * (replay.ts): the ledger (Ledger.crash) drops what each channel loses (all of a channel that
- * keeps nothing, partialLosses() of one that keeps part, nothing of a durable one), then each
- * channel is left as a killed process leaves it (leaveAsKilled: its definition's
- * durability.crash; a file channel keeps its log and lets its locks go). And where both keep a
- * configured path's data: scratchStorage().
+ * What a crash does to channels, one driver for `flume simulate` (engine.ts) and `flume replay`
+ * (replay.ts), crashChannels(): the ledger (Ledger.crash) drops what each channel loses (all of
+ * a channel that keeps nothing, partialLosses() of one that keeps part, nothing of a durable
+ * one), then each channel is left as a killed process leaves it (leaveAsKilled: its
+ * definition's durability.crash; a file channel keeps its log and lets its locks go). And where
+ * both keep a configured path's data: scratchStorage().
  */
 import path from "node:path";
 import type { AnyDefinition } from "../components/component.ts";
 import type { Event } from "../core/event.ts";
+import type { Ledger } from "./ledger.ts";
 
 /** A channel hit by a crash: its number in the ledger, its definition, the running instance. */
 export interface CrashedChannel {
@@ -28,6 +29,36 @@ export function partialLosses(channels: readonly CrashedChannel[], idOf: (e: Eve
     if (lostOnCrash) partial.set(c.index, lostOnCrash(c.instance).map(idOf));
   }
   return partial;
+}
+
+/** What a crash did: the ledger's drops per channel, and the partial losses by ledger index. */
+export interface CrashOutcome {
+  dropped: { channel: string; lost: number }[];
+  partial: Map<number, number[]>;
+}
+
+/**
+ * The one crash of `flume simulate` and `flume replay`: the partial losses are found, `told`
+ * hears them (the simulator's event histories), the ledger drops what the channels lose (crash
+ * number `crash`), `settle` lets pending disk writes end, and every channel is left as a killed
+ * process leaves it. The caller builds the channels again.
+ */
+export async function crashChannels(
+  ledger: Ledger,
+  channels: readonly CrashedChannel[],
+  idOf: (e: Event) => number,
+  opts: { crash?: number; told?: (partial: Map<number, number[]>) => void; settle?: () => Promise<void> } = {},
+): Promise<CrashOutcome> {
+  const partial = partialLosses(channels, idOf);
+  opts.told?.(partial);
+  const dropped = ledger.crash(
+    channels.map((c) => c.index),
+    opts.crash,
+    partial,
+  );
+  await opts.settle?.();
+  await leaveAsKilled(channels);
+  return { dropped, partial };
 }
 
 /** As after a real crash: no orderly stop; what survives is each definition's business. */

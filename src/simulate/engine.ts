@@ -18,19 +18,20 @@ import type { AnySource } from "../core/source.ts";
 import type { Sink } from "../core/sink.ts";
 import { VirtualClock } from "../core/virtual-clock.ts";
 import { type Cause, CAUSE_TEXT, DuplicateCauses } from "./causes.ts";
-import { type CrashedChannel, leaveAsKilled, partialLosses } from "./crash.ts";
+import { type CrashedChannel, crashChannels } from "./crash.ts";
 import { Epoch, SimClient, SimSink, SimSource, type SimWorld } from "./components.ts";
 import { Ledger } from "./ledger.ts";
 import { SimNetwork } from "./network.ts";
 import { type CrashSpec, formatTime, type SimulationOptions } from "./options.ts";
 import { seededRandom } from "./rng.ts";
-import { AgentState, type OpenTx, type SinkInfo } from "./agent-state.ts";
+import { AgentState, type OpenTx, type SinkInfo, sinkInfos } from "./agent-state.ts";
 import { type SharedRandoms, simWorld } from "./sim-world.ts";
 import { EventNotes } from "./event-notes.ts";
 import { simulationResult } from "./collect-result.ts";
 import { crashSchedule, linkFaults } from "./fault-schedule.ts";
 import { StreamClient } from "./stream-client.ts";
-import type { CrashRecord, SimulationHooks, SimulationResult, SinkResult } from "./simulation-result.ts";
+import { SimPeers } from "./peers.ts";
+import type { CrashRecord, SimulationHooks, SimulationResult } from "./simulation-result.ts";
 import { type ChannelPlan, CLIENT, type LinkPlan, type Topology, buildTopology } from "./topology.ts";
 import { bothObservers, type ChannelObserver, channelInfo, FileTraceOutput, simIdOf, TraceRecorder, TracedChannel, type TracedTransaction, TraceTarget } from "./trace.ts";
 
@@ -71,6 +72,8 @@ class Simulation {
   private readonly channelAgent: AgentState[] = [];
   private readonly forwarderSets: Set<string>[];
   private readonly clients = new Map<string, SimClient>();
+  /** The simulated Kafka broker and HDFS every agent's Kafka and hdfs components use. */
+  private readonly peers: SimPeers;
   /** Clients of line sources, sending over the simulated network, by link index. */
   private readonly streams = new Map<number, StreamClient>();
   private readonly sinks = new Map<string, SinkInfo>();
@@ -138,8 +141,9 @@ class Simulation {
     this.random = seededRandom(o.seed, 9);
     this.peaks = topo.channels.map(() => 0);
     this.fills = topo.channels.map(() => 0);
+    this.peers = new SimPeers(o, this.clock);
     this.makeClients();
-    this.makeSinkResults();
+    for (const a of this.agents) for (const info of sinkInfos(a)) this.sinks.set(`${a.name}/${info.result.name}`, info);
   }
 
   // ---- setup ------------------------------------------------------------------------
@@ -148,28 +152,19 @@ class Simulation {
     const ids = { next: 0, total: this.o.events };
     const entries = this.agents.flatMap((a) => [...a.plan.entrySources].map(([s, batch]) => ({ a, s, batch })));
     const o = this.o;
-    const interval = o.rate > 0 ? (batch: number) => Math.max(1, Math.round((batch * entries.length * 1000) / o.rate)) : () => 0;
+    const feeds = entries.length + this.topo.outsideTopics.length;
+    const interval = o.rate > 0 ? (batch: number) => Math.max(1, Math.round((batch * feeds * 1000) / o.rate)) : () => 0;
     for (const { a, s, batch } of entries) {
       const client = new SimClient(s, batch, interval(batch), ids);
       this.clients.set(`${a.name}/${s}`, client);
       const link = a.plan.streams.get(s);
       if (link) this.streams.set(link.index, new StreamClient(client, link, this.network.endpoint(CLIENT, link.sink), this.clock, this.worldOf(a)));
     }
-  }
-
-  private makeSinkResults(): void {
-    for (const a of this.agents) {
-      const m = a.plan.model;
-      const groupOf = new Map<string, { name: string; processor: string }>();
-      for (const g of m.sinkGroups.values()) if (g.configured) for (const s of g.sinks) groupOf.set(s, { name: g.name, processor: g.processor.type });
-      for (const k of m.sinks.values()) {
-        const link = a.plan.links.get(k.name);
-        const result: SinkResult = { agent: a.name, name: k.name, kind: link ? link.protocol : "simulated", channel: k.channel, delivered: 0, forwarded: 0, batches: 0, failed: 0 };
-        const group = groupOf.get(k.name);
-        if (group) result.group = group;
-        if (link) result.link = link.name;
-        this.sinks.set(`${a.name}/${k.name}`, { result, agent: a, forwarder: link !== undefined });
-      }
+    for (const topic of this.topo.outsideTopics) {
+      const reader = this.agents.find((a) => [...a.plan.brokerSources.values()].some((r) => r.topics.includes(topic))) as AgentState;
+      const client = new SimClient(`producer of ${topic}`, o.batchSize, interval(o.batchSize), ids);
+      this.clients.set(`topic/${topic}`, client);
+      this.peers.addProducer(topic, client, this.clock, this.worldOf(reader));
     }
   }
 
@@ -181,7 +176,7 @@ class Simulation {
     const channels = this.topo.channels;
     const sim: ChannelObserver = {
       begin: (tx) => {
-        this.open.set(tx, { startSeq: causes.seq, delivered: [] });
+        this.open.set(tx, { startSeq: causes.seq, delivered: [], wrote: [] });
       },
       put() {},
       take: (tx, e) => {
@@ -241,7 +236,8 @@ class Simulation {
         const sink = tx.by === undefined ? undefined : this.sinks.get(`${a.name}/${tx.by}`);
         if (sink) {
           sink.result.failed++;
-          if (sink.forwarder) {
+          // Simulated destinations count their failures as they inject them (SimWorld.sinkFailed).
+          if (sink.forwarder || sink.result.kind !== "simulated") {
             a.sinkFailures++;
             a.timeline.sinkFailure(this.clock.now());
           }
@@ -366,6 +362,8 @@ class Simulation {
       }
     } else {
       for (const id of o.delivered) this.causes.delivered(tx.target.index, id, delivered);
+      // Written to a topic a source of the run reads: its next copy in a channel is the duplicate.
+      for (const id of o.wrote) this.causes.gotThrough(id, delivered);
     }
   }
 
@@ -381,7 +379,7 @@ class Simulation {
       const sinkRandom = seededRandom(o.seed, 1);
       const partialRandom = seededRandom(o.seed, 3);
       const shared = this.sharedRandoms ?? (this.sharedRandoms = { sinkRandom, partialRandom });
-      const host = { o, stats: this.stats, notes: this.notes, ledger: this.ledger, recorder: this.recorder, clock: this.clock, open: this.open, sinks: this.sinks };
+      const host = { o, stats: this.stats, notes: this.notes, ledger: this.ledger, causes: this.causes, recorder: this.recorder, clock: this.clock, open: this.open, sinks: this.sinks };
       this.worlds.set(a, (world = simWorld(host, a, shared)));
     }
     return world;
@@ -412,8 +410,12 @@ class Simulation {
         return new TracedChannel(target);
       },
       view: (channel, user) => new TracedChannel((channel as TracedChannel).target, user),
-      source: (m, ctx): AnySource => (plan.entrySources.has(m.name) && !streamed(m.name) ? new SimSource(m.name, this.clients.get(`${plan.name}/${m.name}`) as SimClient, epoch, w) : createComponent<AnySource>(m.definition, m.options, ctx)),
+      source: (m, ctx): AnySource =>
+        this.peers.source(plan, m.name, epoch, w) ??
+        (plan.entrySources.has(m.name) && !streamed(m.name) ? new SimSource(m.name, this.clients.get(`${plan.name}/${m.name}`) as SimClient, epoch, w) : createComponent<AnySource>(m.definition, m.options, ctx)),
       sink: (m, ctx): Sink => {
+        const peer = this.peers.sink(plan, m.name, epoch, w);
+        if (peer) return peer;
         const batch = plan.simulatedSinks.get(m.name);
         return batch !== undefined ? new SimSink(m.name, batch, this.o.sinkLatency, epoch, w) : createComponent<Sink>(m.definition, m.options, ctx);
       },
@@ -454,13 +456,10 @@ class Simulation {
       this.notes.eachWatched(tx.takes, (id) => this.notes.say(id, a.name, `CRASH with the take of ${tx.by ?? "?"} open: the file channel ${this.topo.channels[tx.target.index].name} gives it back`));
     }
     const crashed: CrashedChannel[] = [...(a.built as BuiltAgent).channels.values()].map((c) => ({ index: (a.plan.channels.find((p) => p.name === c.model.name) as ChannelPlan).index, definition: c.model.definition, instance: c.instance }));
-    const partial = partialLosses(crashed, simIdOf);
-    this.notes.crashFates(a, partial, this.ledger, spec.down);
     const crashNo = ++this.crashNo;
-    const dropped = this.ledger.crash(a.channelIndexes, crashNo, partial);
+    const { dropped, partial } = await crashChannels(this.ledger, crashed, simIdOf, { crash: crashNo, told: (p) => this.notes.crashFates(a, p, this.ledger, spec.down) });
     this.recorder?.crash(a.channelIndexes, this.topo.tier ? a.name : undefined, partial);
     a.timeline.crash(this.clock.now());
-    await leaveAsKilled(crashed);
     a.epoch = null;
     a.built = null;
     a.durable = [];
@@ -499,10 +498,11 @@ class Simulation {
     for (const a of this.agents) await this.startSources(a);
     for (const a of this.agents) this.startSinks(a);
     for (const c of this.streams.values()) c.start();
+    this.peers.start();
 
     // Channels no sink reads can only keep their events: the run ends when the others are empty.
     const read = topo.channels.map((c) => [...(this.agents.find((a) => a.name === c.agent) as AgentState).plan.model.sinks.values()].some((s) => s.channel === c.name));
-    const drained = () => this.ledger.heldTotal === 0 || this.ledger.heldIn.every((n, k) => n === 0 || !read[k]);
+    const drained = () => (this.ledger.heldTotal === 0 || this.ledger.heldIn.every((n, k) => n === 0 || !read[k])) && this.peers.drained;
     const crashes: CrashRecord[] = [];
     const restarts: { at: number; agent: AgentState }[] = [];
     const skipped: SimulationResult["crashesNotReached"] = [];
@@ -568,7 +568,7 @@ class Simulation {
   }
 
   private result(end: number, completed: boolean, crashes: CrashRecord[], notReached: SimulationResult["crashesNotReached"]): SimulationResult {
-    return simulationResult({ agents: this.agents, causes: this.causes, clients: this.clients, crashNumbers: this.crashNumbers, fills: this.fills, ledger: this.ledger, network: this.network, notes: this.notes, o: this.o, peaks: this.peaks, recorder: this.recorder, sinks: this.sinks, stats: this.stats, streams: this.streams, topo: this.topo }, end, completed, crashes, notReached);
+    return simulationResult({ agents: this.agents, causes: this.causes, clients: this.clients, crashNumbers: this.crashNumbers, fills: this.fills, ledger: this.ledger, network: this.network, notes: this.notes, o: this.o, peaks: this.peaks, recorder: this.recorder, sinks: this.sinks, stats: this.stats, streams: this.streams, topo: this.topo, peers: this.peers.describe() }, end, completed, crashes, notReached);
   }
 
 }

@@ -275,6 +275,7 @@ ${topologySvg(r)}
 ${r.agents.map((a) => timelineSvg(r, a)).join("\n")}
 <h2>ledger</h2>
 ${htmlTable(null, rows)}
+${r.peers.length > 0 ? `<h2>simulated peers</h2>\n${r.peers.map((l) => `<p>${escapeHtml(l)}</p>`).join("\n")}` : ""}
 ${r.tier ? `<h2>agents</h2>${htmlTable(AGENT_HEADER, agentRows(r))}<h2>links</h2>${htmlTable(LINK_HEADER, linkRows(r))}` : ""}
 <h2>sinks</h2>
 ${htmlTable(SINK_HEADER, sinkRows(r))}

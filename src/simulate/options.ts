@@ -36,6 +36,26 @@ export interface SimulationOptions {
   maxTime: number;
   /** Scratch directory for file channels (a temp dir by default). */
   workDir?: string;
+  /** Partitions of each topic of the simulated Kafka broker. */
+  kafkaPartitions: number;
+  /** Probability that the broker writes a produce batch but its answer is lost. */
+  kafkaLoseAck: number;
+  /** Partition leaders that fail over: elections in which the partition has no leader. */
+  kafkaFailovers: FailoverSpec[];
+  /** Probability that an HDFS write lands but is answered after the sink's callTimeout. */
+  hdfsTimeout: number;
+  /** Probability that closing and renaming a rolled HDFS file fails (it is retried). */
+  hdfsFailClose: number;
+  /** Windows in which the simulated NameNode does not answer (no file is created, closed or renamed). */
+  nameNodeDown: { from: number; to: number }[];
+}
+
+/** `--kafka-failover logs@2s+1s`: partition `partition` (all when absent) of `topic` loses its leader at `at`; the election takes `election`. */
+export interface FailoverSpec {
+  topic: string;
+  partition?: number;
+  at: number;
+  election: number;
 }
 
 export const DEFAULTS: SimulationOptions = {
@@ -51,7 +71,16 @@ export const DEFAULTS: SimulationOptions = {
   sinkLatency: 5,
   channel: "memory",
   maxTime: 86_400_000,
+  kafkaPartitions: 3,
+  kafkaLoseAck: 0,
+  kafkaFailovers: [],
+  hdfsTimeout: 0,
+  hdfsFailClose: 0,
+  nameNodeDown: [],
 };
+
+/** Election time of a failover without "+TIME". */
+export const DEFAULT_ELECTION_MS = 1000;
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000 };
 
@@ -190,6 +219,35 @@ export function parseCrashSpecs(text: string, what: string): CrashSpec[] {
       return { agent: m[1], at: parseDuration(m[2], what), down: m[3] === undefined ? 0 : parseDuration(m[3], what) };
     })
     .sort((a, b) => a.at - b.at);
+}
+
+/** `--kafka-failover`: "logs@2s", "logs:1@2s+500ms" (partition 1; election 500 ms), comma-separated. */
+export function parseFailovers(text: string, what: string): FailoverSpec[] {
+  return text
+    .split(",")
+    .filter((s) => s.trim() !== "")
+    .map((item) => {
+      const m = /^\s*([^@:\s]+)(?::(\d+))?\s*@\s*([^+]+?)\s*(?:\+\s*(.+?))?\s*$/.exec(item);
+      if (!m) throw new SimulationUsageError(`${what}: expected TOPIC[:PARTITION]@TIME[+ELECTION] like logs@2s or logs:1@2s+500ms, got "${item.trim()}"`);
+      return { topic: m[1], partition: m[2] === undefined ? undefined : Number(m[2]), at: parseDuration(m[3], what), election: m[4] === undefined ? DEFAULT_ELECTION_MS : parseDuration(m[4], what) };
+    })
+    .sort((a, b) => a.at - b.at);
+}
+
+/** `--namenode-down`: "2s-5s,10s-12s". */
+export function parseWindows(text: string, what: string): { from: number; to: number }[] {
+  return text
+    .split(",")
+    .filter((s) => s.trim() !== "")
+    .map((w) => {
+      const m = /^(.+?)-(.+)$/.exec(w.trim());
+      if (!m) throw new SimulationUsageError(`${what}: expected windows like 2s-5s, got "${w.trim()}"`);
+      const from = parseDuration(m[1], what);
+      const to = parseDuration(m[2], what);
+      if (to <= from) throw new SimulationUsageError(`${what}: the window ${w.trim()} ends before it starts`);
+      return { from, to };
+    })
+    .sort((a, b) => a.from - b.from);
 }
 
 /** "1500" -> "1.500s", "250" -> "250ms". */

@@ -23,7 +23,7 @@ import { type AnyOptions, keysWithRole, keyWithRole, type Role } from "../config
 import { channelStandIn } from "./stand-in.ts";
 import { seededRandom } from "./rng.ts";
 import { Epoch } from "./components.ts";
-import { leaveAsKilled, partialLosses, scratchStorage } from "./crash.ts";
+import { crashChannels, scratchStorage } from "./crash.ts";
 import { Ledger, type LedgerSummary, SUMMARY_KEYS, verdict } from "./ledger.ts";
 import { formatTime } from "./options.ts";
 import type { EventId, TraceChannelInfo, TraceHeader } from "./trace.ts";
@@ -288,12 +288,13 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
         }
         tf.txs.delete(id);
       }
-      const partial = partialLosses(
+      for (const k of hit) channels[k].epoch.alive = false;
+      const { dropped: lost } = await crashChannels(
+        ledger,
         hit.map((k) => ({ index: k, definition: channels[k].definition, instance: channels[k].channel })),
         (e) => key(JSON.parse(e.headers[ID_HEADER]) as EventId),
+        { settle: settleIo },
       );
-      const lost = ledger.crash(hit, undefined, partial);
-      await settleIo();
       for (const k of hit) await restart(k);
       step?.(`${when}  CRASH${agent ? ` of ${agent}` : ""}: open transactions vanish${lost.filter((l) => l.lost > 0).map((l) => `; ${l.channel} loses ${l.lost} events`).join("")}`);
       return;
@@ -515,10 +516,9 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
     link(c);
   }
 
+  /** A channel the crash left as killed, built again. */
   async function restart(k: number): Promise<void> {
     const c = channels[k];
-    c.epoch.alive = false;
-    await leaveAsKilled([{ index: k, definition: c.definition, instance: c.channel }]);
     c.epoch = new Epoch(c.epoch.number + 1, clock);
     c.channel = makeChannel(traces[c.file].name, c.info, c.dir as string, c.epoch, 0).channel;
     await c.channel.start();

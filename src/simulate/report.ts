@@ -21,6 +21,11 @@ export function faultsLine(o: SimulationOptions): string {
   const crashes = [...o.crashAt.map(formatTime), ...o.crashes.map((c) => `${c.agent ?? ""}@${formatTime(c.at)}${c.down > 0 ? ` (down ${formatTime(c.down)})` : ""}`)];
   parts.push(`crash: ${crashes.length > 0 ? crashes.join(", ") : "none"}`);
   for (const f of o.links) parts.push(`link ${describeLinkFault(f)}`);
+  if (o.kafkaLoseAck > 0) parts.push(`kafka: each produce acknowledgement lost with probability ${o.kafkaLoseAck}`);
+  for (const f of o.kafkaFailovers) parts.push(`kafka: leader of ${f.topic}${f.partition === undefined ? " (every partition)" : `-${f.partition}`} fails over at ${formatTime(f.at)}, election ${formatTime(f.election)}`);
+  for (const w of o.nameNodeDown) parts.push(`hdfs: NameNode unavailable ${formatTime(w.from)} to ${formatTime(w.to)}`);
+  if (o.hdfsFailClose > 0) parts.push(`hdfs: each close/rename fails with probability ${o.hdfsFailClose}`);
+  if (o.hdfsTimeout > 0) parts.push(`hdfs: each write answers after callTimeout with probability ${o.hdfsTimeout}`);
   parts.push(`sink latency ${o.sinkLatency}ms`);
   parts.push(`rate ${o.rate > 0 ? `${fmt(o.rate)} events/s` : "unlimited"}`);
   return parts.join("; ");
@@ -115,7 +120,7 @@ export function sinkRows(r: SimulationResult): string[][] {
   return r.sinks.map((s) => [
     `${r.tier ? `${s.agent}.` : ""}${s.name}`,
     s.group ? `${s.group.processor} ${s.group.name}` : "-",
-    s.link !== undefined ? `${s.kind} to ${s.link}` : "simulated",
+    s.link !== undefined ? `${s.kind} to ${s.link}` : s.kind,
     fmt(s.link !== undefined ? s.forwarded : s.delivered),
     fmt(s.batches),
     fmt(s.failed),
@@ -149,6 +154,7 @@ export function textReport(o: SimulationOptions, r: SimulationResult, timeline =
   const w = Math.max(...rows.map(([k]) => k.length)) + 2;
   for (const [k, v] of rows) out.push(`${k.padEnd(w)}${v.padStart(12)}`);
   out.push("");
+  if (r.peers.length > 0) out.push("simulated peers:", ...r.peers.map((l) => `  ${l}`), "");
   if (r.tier) out.push("agents:", ...table(AGENT_HEADER, agentRows(r)), "");
   if (r.links.length > 0) out.push("links:", ...table(LINK_HEADER, linkRows(r)), "");
   if (r.tier || r.sinks.length > 1) out.push("sinks:", ...table(SINK_HEADER, sinkRows(r)), "");
@@ -212,6 +218,11 @@ export function jsonReport(o: SimulationOptions, r: SimulationResult): string {
         links: o.links,
         sinkLatency: o.sinkLatency,
         rate: o.rate,
+        kafkaLoseAck: o.kafkaLoseAck,
+        kafkaFailovers: o.kafkaFailovers,
+        nameNodeDown: o.nameNodeDown,
+        hdfsFailClose: o.hdfsFailClose,
+        hdfsTimeout: o.hdfsTimeout,
       },
       warnings: r.warnings,
       produced: r.produced,
@@ -227,6 +238,7 @@ export function jsonReport(o: SimulationOptions, r: SimulationResult): string {
       sinkBatches: r.sinkBatches,
       sinkFailures: r.sinkFailures,
       deliveries: r.deliveries,
+      peers: r.peers,
       duplicateCauses: Object.fromEntries(r.duplicateCauses.map((d) => [d.cause, { count: d.count, example: d.example ?? null, text: d.text }])),
       crashes: r.crashes,
       crashesNotReached: r.crashesNotReached,

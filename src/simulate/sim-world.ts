@@ -4,6 +4,7 @@
  */
 import type { Clock } from "../core/clock.ts";
 import type { AgentState, OpenTx, SinkInfo } from "./agent-state.ts";
+import type { DuplicateCauses } from "./causes.ts";
 import type { SimWorld } from "./components.ts";
 import type { EventNotes } from "./event-notes.ts";
 import type { Ledger } from "./ledger.ts";
@@ -16,6 +17,7 @@ export interface WorldHost {
   stats: { produced: number; clientAccepted: number; deliveries: number; sinkBatches: number };
   notes: EventNotes;
   ledger: Ledger;
+  causes: DuplicateCauses;
   recorder: TraceRecorder | null;
   clock: Clock;
   open: ReadonlyMap<TracedTransaction, OpenTx>;
@@ -41,13 +43,13 @@ export function simWorld(sim: WorldHost, a: AgentState, shared: SharedRandoms): 
     set sinkBatches(n: number) {
       sim.stats.sinkBatches = n;
     },
-    produced(ids, by) {
+    produced(ids, by, client) {
       sim.stats.produced += ids.length;
-      sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, `produced by the client of source ${by} (batch of ${ids.length})`));
+      sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, `produced by ${client ?? `the client of source ${by}`} (batch of ${ids.length})`));
     },
-    accepted(ids, by) {
+    accepted(ids, by, client) {
       sim.stats.clientAccepted += ids.length;
-      sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, `source ${by} acknowledged the batch to its client`));
+      sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, client ? `${by} acknowledged the batch to ${client}` : `source ${by} acknowledged the batch to its client`));
     },
     putFailed(ids, by, err) {
       sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, `source ${by} could not put the batch (${err.message}); the client will retry`));
@@ -61,6 +63,22 @@ export function simWorld(sim: WorldHost, a: AgentState, shared: SharedRandoms): 
       sim.open.get(tx)?.delivered.push(...ids);
       const sink = sim.sinks.get(`${a.name}/${by}`);
       if (sink) sink.result.delivered += ids.length;
+    },
+    wrote(tx, by, ids, hop, where) {
+      sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, `sink ${by} wrote it to ${where} (tx ${tx.id})`));
+      if (!hop) return this.delivered(tx, by, ids);
+      sim.ledger.forwarded(tx.target.index, ids);
+      a.timeline.delivered(sim.clock.now(), ids.length);
+      sim.open.get(tx)?.wrote.push(...ids);
+      const sink = sim.sinks.get(`${a.name}/${by}`);
+      if (sink) sink.result.forwarded += ids.length;
+    },
+    resendTag(tx, ids, cause, hop) {
+      if (hop) for (const id of ids) sim.causes.gotThrough(id, cause);
+      else if (tx) for (const id of ids) sim.causes.delivered(tx.target.index, id, cause);
+    },
+    say(ids, text) {
+      sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, text));
     },
     sinkFailed(tx, by, batch, reached, size) {
       a.sinkFailures++;

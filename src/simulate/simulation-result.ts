@@ -144,6 +144,8 @@ export interface SimulationResult {
   sources: SourceResult[];
   sinks: SinkResult[];
   duplicateCauses: DuplicateCause[];
+  /** One line per simulated peer (a Kafka topic, the HDFS): what it holds and the faults it went through. */
+  peers: string[];
   /** Virtual time at the end (ms). */
   time: number;
   /** True when every produced event was accepted and every channel drained before maxTime. */

@@ -20,7 +20,8 @@ import type { AgentModel, ChannelModel } from "../config/model.ts";
 import { formatProblem } from "../config/problems.ts";
 import { type AnyOptions, capacityOf, keyWithRole, type Role } from "../config/schema.ts";
 import type { LoadResult } from "../config/validate.ts";
-import { SimulationUsageError, type SimulationOptions } from "./options.ts";
+import { formatTime, SimulationUsageError, type SimulationOptions } from "./options.ts";
+import type { FileSpec } from "./hdfs.ts";
 import { channelStandIn } from "./stand-in.ts";
 
 /** A channel as the simulation reports it. */
@@ -78,6 +79,12 @@ export interface AgentPlan {
   simulatedSinks: Map<string, number>;
   /** RPC sinks sending to another agent (the real component), by sink name. */
   links: Map<string, LinkPlan>;
+  /** Sinks writing to the simulated Kafka broker (brokerLink role); hop: a source of the run reads the topic. */
+  brokerSinks: Map<string, { topic: string; batchSize: number; idempotent: boolean; requestTimeoutMs: number; hop: boolean }>;
+  /** Sources reading the simulated Kafka broker, with the topics they read. */
+  brokerSources: Map<string, { topics: string[]; group: string; batchSize: number; batchDurationMs: number }>;
+  /** Sinks writing rolled files into the simulated file system (fileStore role). */
+  fileSinks: Map<string, FileSpec>;
 }
 
 export interface Topology {
@@ -87,6 +94,8 @@ export interface Topology {
   links: LinkPlan[];
   /** Every channel of every agent, in ledger order. */
   channels: ChannelPlan[];
+  /** Topics sources of the run read and no sink of the run writes: a producer outside the run writes them. */
+  outsideTopics: string[];
   /** One line per component, for the report. */
   description: string[];
   warnings: string[];
@@ -200,6 +209,25 @@ function plainOnLink<M extends { name: string; definition: AnyDefinition; option
   return { ...m, options: plain.options };
 }
 
+/** The topics every broker sink of the run writes, and the topics each broker source reads (a regex matches the written ones). */
+function brokerTopics(models: AgentModel[]): { written: Set<string>; reads: Map<string, string[]> } {
+  const written = new Set<string>();
+  for (const m of models) for (const k of m.sinks.values()) {
+    const p = k.definition.brokerLink?.produces?.(k.options);
+    if (p) written.add(p.topic);
+  }
+  const reads = new Map<string, string[]>();
+  for (const m of models) for (const s of m.sources.values()) {
+    const c = s.definition.brokerLink?.consumes?.(s.options);
+    if (!c) continue;
+    const regex = c.regex === undefined ? undefined : new RegExp(c.regex);
+    const topics = regex ? [...written].filter((t) => regex.test(t)) : [...c.topics];
+    if (topics.length === 0) throw new SimulationUsageError(`${m.agent}: source ${s.name} reads topics matching ${c.regex}, and no sink of the run writes one`);
+    reads.set(`${m.agent}/${s.name}`, topics);
+  }
+  return { written, reads };
+}
+
 export async function buildTopology(o: SimulationOptions): Promise<Topology> {
   const { file, results } = await loadAgents(o);
   refuseErrors(file, results);
@@ -208,6 +236,8 @@ export async function buildTopology(o: SimulationOptions): Promise<Topology> {
   const warnings: string[] = [];
   const outside = new Map<string, string>();
   const links = findLinks(models, tier, outside);
+  const topics = brokerTopics(models);
+  const readTopics = new Set([...topics.reads.values()].flat());
 
   const agents: AgentPlan[] = [];
   const channels: ChannelPlan[] = [];
@@ -219,7 +249,15 @@ export async function buildTopology(o: SimulationOptions): Promise<Topology> {
     const agentLinks = new Map(links.filter((l) => l.from === agentName).map((l) => [l.sink, l]));
     const linkedSources = new Map(links.filter((l) => l.to === agentName).map((l) => [l.source, l.protocol]));
     const streams = new Map<string, LinkPlan>();
+    const brokerSinks: AgentPlan["brokerSinks"] = new Map();
+    const brokerSources: AgentPlan["brokerSources"] = new Map();
+    const fileSinks = new Map<string, FileSpec>();
     for (const s of model.sources.values()) {
+      const consumes = s.definition.brokerLink?.consumes?.(s.options);
+      if (consumes) {
+        brokerSources.set(s.name, { topics: topics.reads.get(`${agentName}/${s.name}`) ?? [], group: consumes.group, batchSize: consumes.batchSize, batchDurationMs: consumes.batchDurationMs });
+        continue;
+      }
       if (linkedSources.has(s.name)) model.sources.set(s.name, plainOnLink(s, "source", agentName, warnings));
       else entrySources.set(s.name, numberWithRole(s.definition, s.options, "batchSize") ?? o.batchSize);
       const feed = linkedSources.has(s.name) ? undefined : s.definition.streamFeed;
@@ -234,7 +272,11 @@ export async function buildTopology(o: SimulationOptions): Promise<Topology> {
     }
     for (const l of links) if (l.from === CLIENT && links.some((x) => x !== l && x.name === l.name)) l.name = `${CLIENT}.${l.source}->${l.to}`;
     for (const k of model.sinks.values()) {
-      if (agentLinks.has(k.name)) model.sinks.set(k.name, plainOnLink(k, "sink", agentName, warnings));
+      const produces = k.definition.brokerLink?.produces?.(k.options);
+      const files = k.definition.fileStore?.files(k.options);
+      if (produces) brokerSinks.set(k.name, { ...produces, hop: readTopics.has(produces.topic) });
+      else if (files) fileSinks.set(k.name, files);
+      else if (agentLinks.has(k.name)) model.sinks.set(k.name, plainOnLink(k, "sink", agentName, warnings));
       else simulatedSinks.set(k.name, numberWithRole(k.definition, k.options, "batchSize") ?? DEMO_SINK_BATCH);
     }
     // Channel types that need more than the process run as the stand-in their definition names.
@@ -251,6 +293,10 @@ export async function buildTopology(o: SimulationOptions): Promise<Topology> {
       const limit = Math.min(...(source?.channels ?? []).map((c) => number(model.channels.get(c) as ChannelModel, "transactionCapacity") ?? Infinity));
       if (batch > limit) entrySources.set(name, limit);
     }
+    for (const [name, spec] of brokerSources) {
+      const limit = Math.min(...(model.sources.get(name)?.channels ?? []).map((c) => number(model.channels.get(c) as ChannelModel, "transactionCapacity") ?? Infinity));
+      if (spec.batchSize > limit) spec.batchSize = limit;
+    }
     const plans: ChannelPlan[] = [...model.channels.values()].map((m) => ({
       agent: agentName,
       name: m.name,
@@ -266,14 +312,21 @@ export async function buildTopology(o: SimulationOptions): Promise<Topology> {
       forwarders: [...model.sinks.values()].filter((k) => k.channel === m.name && agentLinks.has(k.name)).map((k) => k.name),
     }));
     channels.push(...plans);
-    agents.push({ name: agentName, model, channels: plans, entrySources, streams, simulatedSinks, links: agentLinks });
-    description.push(...describeAgent(model, plans, { tier, file: o.configFile, entrySources, streams, simulatedSinks, agentLinks, linkedSources, outside }));
+    agents.push({ name: agentName, model, channels: plans, entrySources, streams, simulatedSinks, links: agentLinks, brokerSinks, brokerSources, fileSinks });
+    description.push(...describeAgent(model, plans, { tier, file: o.configFile, entrySources, streams, simulatedSinks, agentLinks, linkedSources, outside, brokerSinks, brokerSources, fileSinks }));
     const read = new Set([...model.sinks.values()].map((s) => s.channel));
     for (const c of plans) if (!read.has(c.name)) warnings.push(`no sink reads channel ${c.label}: its events can only wait there`);
   }
   for (const l of links) if (l.from !== CLIENT) description.push(`link ${l.name}: sink ${l.sink} (${l.protocol}, ${l.host}:${l.port}) -> source ${l.source} of ${l.to}; the real ${l.protocol} sink and source over the simulated network`);
-  if (agents.every((a) => a.entrySources.size === 0)) throw new SimulationUsageError(`${file}: ${tier ? "no agent has a source that no other agent sends to" : "the agent has no source"} to simulate`);
-  return { tier, agents, links, channels, description, warnings };
+  const outsideTopics = [...readTopics].filter((t) => !topics.written.has(t)).sort();
+  for (const t of outsideTopics) description.push(`topic ${t}: written by a simulated producer outside the run (no sink of the run writes it), ${o.kafkaPartitions} partitions`);
+  for (const t of [...topics.written].sort()) description.push(`topic ${t}: on the simulated Kafka broker, ${o.kafkaPartitions} partitions${readTopics.has(t) ? ", read by sources of the run" : ", read by no source of the run (what is written there is delivered)"}`);
+  for (const f of o.kafkaFailovers) {
+    if (!topics.written.has(f.topic) && !readTopics.has(f.topic)) throw new SimulationUsageError(`--kafka-failover: no Kafka sink or source of the run uses topic ${f.topic}`);
+    if (f.partition !== undefined && f.partition >= o.kafkaPartitions) throw new SimulationUsageError(`--kafka-failover: topic ${f.topic} has partitions 0 to ${o.kafkaPartitions - 1} (--kafka-partitions), not ${f.partition}`);
+  }
+  if (agents.every((a) => a.entrySources.size === 0) && outsideTopics.length === 0) throw new SimulationUsageError(`${file}: ${tier ? "no agent has a source that no other agent sends to" : "the agent has no source"} to simulate`);
+  return { tier, agents, links, channels, outsideTopics, description, warnings };
 }
 
 function number(model: ChannelModel, role: Role): number | undefined {
@@ -283,7 +336,19 @@ function number(model: ChannelModel, role: Role): number | undefined {
 function describeAgent(
   model: AgentModel,
   plans: ChannelPlan[],
-  c: { tier: boolean; file?: string; entrySources: Map<string, number>; streams: Map<string, LinkPlan>; simulatedSinks: Map<string, number>; agentLinks: Map<string, LinkPlan>; linkedSources: Map<string, string>; outside: Map<string, string> },
+  c: {
+    tier: boolean;
+    file?: string;
+    entrySources: Map<string, number>;
+    streams: Map<string, LinkPlan>;
+    simulatedSinks: Map<string, number>;
+    agentLinks: Map<string, LinkPlan>;
+    linkedSources: Map<string, string>;
+    outside: Map<string, string>;
+    brokerSinks: AgentPlan["brokerSinks"];
+    brokerSources: AgentPlan["brokerSources"];
+    fileSinks: Map<string, FileSpec>;
+  },
 ): string[] {
   const was = (type: string) => (c.file ? `${type} ` : "");
   const pre = c.tier ? `${model.agent}: ` : "";
@@ -297,7 +362,10 @@ function describeAgent(
     const extras = [s.selector.type !== "replicating" ? `${s.selector.type} selector` : "", s.interceptors.length ? `interceptors ${s.interceptors.map((i) => i.name).join(" ")}` : ""].filter(Boolean);
     const batch = c.entrySources.get(s.name);
     const stream = c.streams.get(s.name);
-    const how = stream
+    const reads = c.brokerSources.get(s.name);
+    const how = reads
+      ? `${was(s.type)}reads topic ${reads.topics.join(",")} of the simulated Kafka broker in group ${reads.group}, batches of ${reads.batchSize}, offsets committed after the channel commit`
+      : stream
       ? `the real ${s.type} source, fed by a simulated client over link ${stream.name}, ${stream.feed?.acks ? "answered" : "unanswered"} lines in batches of ${batch}`
       : batch !== undefined
         ? `${was(s.type)}replaced by a simulated client, batches of ${batch}`
@@ -307,7 +375,13 @@ function describeAgent(
   for (const k of model.sinks.values()) {
     const link = c.agentLinks.get(k.name);
     const away = c.outside.get(`${model.agent}/${k.name}`);
-    const how = link
+    const topic = c.brokerSinks.get(k.name);
+    const files = c.fileSinks.get(k.name);
+    const how = topic
+      ? `${was(k.type)}writes topic ${topic.topic} of the simulated Kafka broker${topic.idempotent ? " (idempotent producer)" : ""}, batches of ${topic.batchSize}, request timeout ${formatTime(topic.requestTimeoutMs)}`
+      : files
+        ? `${was(k.type)}writes files ${files.directory}/${files.prefix}.N${files.suffix} (in use: ${files.inUsePrefix}NAME${files.inUseSuffix}) on the simulated HDFS, batches of ${files.batchSize}, rolled at ${[files.rollCount > 0 ? `${files.rollCount} events` : "", files.rollSize > 0 ? `${files.rollSize} bytes` : "", files.rollIntervalMs > 0 ? formatTime(files.rollIntervalMs) : ""].filter(Boolean).join(" or ") || "never"}${files.idleTimeoutMs > 0 ? `, closed after ${formatTime(files.idleTimeoutMs)} idle` : ""}`
+        : link
       ? `the real ${link.protocol} sink, to ${link.to} over the simulated network, batches of ${numberWithRole(k.definition, k.options, "batchSize")}`
       : `${was(k.type)}replaced by a simulated sink${away && c.tier ? ` (no agent of the file listens on ${away})` : ""}, batches of ${c.simulatedSinks.get(k.name)}`;
     out.push(`${pre}sink ${k.name} <- ${k.channel} (${how})`);

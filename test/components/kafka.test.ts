@@ -3,33 +3,20 @@
  * and against Kafka's own console producer and consumer. The broker does not create topics on
  * use, so each test creates its topics and a missing one can be shown.
  */
-import { afterAll, afterEach, beforeAll, expect } from "bun:test";
-import { componentContext } from "../../src/components/component.ts";
-import { definition as channelDefinition, type KafkaChannel } from "../../src/components/channels/kafka/index.ts";
-import { definition as sinkDefinition, type KafkaSink } from "../../src/components/sinks/kafka.ts";
-import { definition as sourceDefinition, type KafkaSource } from "../../src/components/sources/kafka.ts";
-import { ChannelProcessor } from "../../src/core/channel-processor.ts";
+import { expect } from "bun:test";
+import type { KafkaChannel } from "../../src/components/channels/kafka/index.ts";
+import type { KafkaSource } from "../../src/components/sources/kafka.ts";
 import { bodyText, createEvent, type Event } from "../../src/core/event.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
-import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import { waitUntil } from "../support/helpers.ts";
 import { needsJvm } from "../support/jvm.ts";
-import { consoleConsume, consoleProduce, type KafkaCluster, startKafka } from "../support/kafka.ts";
+import { consoleConsume, consoleProduce } from "../support/kafka.ts";
+import { cleanupsAfterEach, kafkaChannel, kafkaForFile, kafkaSink, kafkaSource, putEvents as put, takeEvents } from "../support/kafka-tests.ts";
 
-let kafka: KafkaCluster;
+const kafka = kafkaForFile({ autoCreateTopics: false });
+const cleanups = cleanupsAfterEach();
 let topicNo = 0;
-const cleanups: (() => unknown)[] = [];
-
-beforeAll(async () => {
-  if (needsJvm.holds) kafka = await startKafka({ autoCreateTopics: false });
-}, 300_000);
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-}, 60_000);
-afterAll(async () => {
-  await kafka?.stop();
-}, 60_000);
 
 async function newTopic(partitions = 1): Promise<string> {
   const topic = `t${++topicNo}-${Date.now()}`;
@@ -37,51 +24,12 @@ async function newTopic(partitions = 1): Promise<string> {
   return topic;
 }
 
-function sink(props: Record<string, string>, logger = new MemoryLogger()): { sink: KafkaSink; channel: MemoryChannel; logger: MemoryLogger } {
-  const { options, errors } = sinkDefinition.parse({ "kafka.bootstrap.servers": kafka.bootstrap, ...props });
-  expect(errors).toEqual([]);
-  expect(sinkDefinition.validate?.(options) ?? []).toEqual([]);
-  const s = sinkDefinition.create(options, componentContext("k1", { logger }));
-  const channel = new MemoryChannel("c1", { capacity: 10_000, transactionCapacity: 1000 });
-  channel.start();
-  s.setChannel(channel);
-  cleanups.push(() => s.stop());
-  return { sink: s, channel, logger };
+function sink(props: Record<string, string>, logger = new MemoryLogger()) {
+  return kafkaSink({ "kafka.bootstrap.servers": kafka.bootstrap, ...props }, { cleanups, logger });
 }
 
-function source(props: Record<string, string>, channel = new MemoryChannel("c2", { capacity: 10_000, transactionCapacity: 1000 }), logger = new MemoryLogger(), name = "r1") {
-  const { options, errors } = sourceDefinition.parse({ "kafka.bootstrap.servers": kafka.bootstrap, batchDurationMillis: "100", "kafka.consumer.auto.offset.reset": "earliest", ...props });
-  expect(errors).toEqual([]);
-  expect(sourceDefinition.validate?.(options) ?? []).toEqual([]);
-  const r = sourceDefinition.create(options, componentContext(name, { logger }));
-  channel.start();
-  const processor = new ChannelProcessor(new ReplicatingChannelSelector([channel]));
-  processor.initialize();
-  r.setChannelProcessor(processor);
-  cleanups.push(() => r.stop());
-  return { source: r, channel, logger };
-}
-
-async function put(channel: MemoryChannel, events: Event[]): Promise<void> {
-  const tx = channel.getTransaction();
-  tx.begin();
-  for (const e of events) tx.put(e);
-  await tx.commit();
-  tx.close();
-}
-
-async function takeEvents(channel: { getTransaction(): ReturnType<MemoryChannel["getTransaction"]> }, max = 10_000): Promise<Event[]> {
-  const tx = channel.getTransaction();
-  tx.begin();
-  const out: Event[] = [];
-  for (let i = 0; i < max; i++) {
-    const e = tx.take();
-    if (!e) break;
-    out.push(e);
-  }
-  await tx.commit();
-  tx.close();
-  return out;
+function source(props: Record<string, string>, channel?: MemoryChannel, logger = new MemoryLogger(), name = "r1") {
+  return kafkaSource({ "kafka.bootstrap.servers": kafka.bootstrap, batchDurationMillis: "100", "kafka.consumer.auto.offset.reset": "earliest", ...props }, { cleanups, channel, logger, name });
 }
 
 /** Runs the source's process() until `want` events are in its channel (or the bound passes). */
@@ -184,22 +132,59 @@ needsJvm.test(
 );
 
 needsJvm.test(
-  "a record that is not an Avro FlumeEvent is logged with topic, partition and offset, counted, and skipped",
+  "records that are not Avro FlumeEvents are logged with topic, partition and offset, counted, skipped and sent to the dead-letter topic; the good ones after them arrive",
   async () => {
     const topic = await newTopic();
-    await consoleProduce(kafka, topic, ["this is not avro at all, just text that runs on"]);
+    const dlq = await newTopic();
+    const garbage = ["this is not avro at all, just text that runs on", '{"json": "neither"}', "x"];
+    await consoleProduce(kafka, topic, garbage);
     const { sink: k, channel: sinkChannel } = sink({ "kafka.topic": topic, useFlumeEventFormat: "true" });
     await k.start();
-    await put(sinkChannel, [createEvent("good one", { h: "v" })]);
+    await put(sinkChannel, [createEvent("good one", { h: "v" }), createEvent("good two", { h: "w" })]);
     expect(await k.process()).toBe("READY");
     const logger = new MemoryLogger();
-    const { source: r, channel } = source({ "kafka.topics": topic, useFlumeEventFormat: "true", "kafka.consumer.group.id": `g-${topic}` }, undefined, logger);
+    const { source: r, channel } = source({ "kafka.topics": topic, useFlumeEventFormat: "true", "kafka.deadLetterTopic": dlq, "kafka.consumer.group.id": `g-${topic}` }, undefined, logger);
     await r.start();
-    const got = await pollUntil(r, channel, 1);
-    expect(got.map(bodyText)).toEqual(["good one"]);
-    expect(got[0].headers.h).toBe("v");
-    expect(r.counter.values.EventReadFail).toBe(1);
-    expect(logger.lines.filter((l) => l.level === "error").map((l) => l.message)).toEqual([expect.stringContaining(`topic ${topic} partition 0 offset 0`)]);
+    const got = await pollUntil(r, channel, 2);
+    expect(got.map(bodyText)).toEqual(["good one", "good two"]);
+    expect(got.map((e) => e.headers.h)).toEqual(["v", "w"]);
+    expect(r.counter.values.EventReadFail).toBe(3);
+    expect(logger.lines.filter((l) => l.level === "error").map((l) => l.message)).toEqual(garbage.map((_, i) => expect.stringContaining(`topic ${topic} partition 0 offset ${i}`)));
+    // As they were, with where they came from and why.
+    const letters = await consoleConsume(kafka, dlq, 3, { printHeaders: true });
+    expect(letters.map((l) => l.slice(l.lastIndexOf("\t") + 1))).toEqual(garbage);
+    letters.forEach((l, i) => {
+      expect(l).toContain(`flume.dlq.topic:${topic},flume.dlq.partition:0,flume.dlq.offset:${i},flume.dlq.error:`);
+      expect(l).toContain("is not an Avro FlumeEvent");
+    });
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "the channel with parseAsFlumeEvent skips records that are not FlumeEvents into its dead-letter topic and is not wedged by them",
+  async () => {
+    const topic = await newTopic();
+    const dlq = await newTopic();
+    await consoleProduce(kafka, topic, ["garbage in the channel"]);
+    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}`, "kafka.deadLetterTopic": dlq });
+    await c.start();
+    const tx = c.getTransaction();
+    tx.begin();
+    tx.put(createEvent("after the garbage", { n: "1" }));
+    await tx.commit();
+    tx.close();
+    const taken = await takeUntil(c, 1);
+    expect(taken.map(bodyText)).toEqual(["after the garbage"]);
+    expect(taken[0].headers.n).toBe("1");
+    const letters = await consoleConsume(kafka, dlq, 1, { printHeaders: true });
+    expect(letters).toEqual([expect.stringMatching(new RegExp(`^flume\\.dlq\\.topic:${topic},flume\\.dlq\\.partition:0,flume\\.dlq\\.offset:0,flume\\.dlq\\.error:.*not an Avro FlumeEvent.*\tgarbage in the channel$`))]);
+    // Taken and committed once: a second member of the group finds nothing left.
+    await c.stop();
+    const again = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}` }, "kc2");
+    await again.start();
+    await waitUntil(() => again.connected, "second channel connected", 60_000);
+    expect(await takeUntil(again, 1, true, 3000)).toEqual([]);
   },
   240_000,
 );
@@ -233,12 +218,7 @@ needsJvm.test(
 );
 
 function channel(props: Record<string, string>, name = "kc"): KafkaChannel {
-  const { options, errors } = channelDefinition.parse({ "kafka.bootstrap.servers": kafka.bootstrap, ...props });
-  expect(errors).toEqual([]);
-  expect(channelDefinition.validate?.(options) ?? []).toEqual([]);
-  const c = channelDefinition.create(options, componentContext(name));
-  cleanups.push(() => c.stop());
-  return c;
+  return kafkaChannel({ "kafka.bootstrap.servers": kafka.bootstrap, ...props }, { cleanups, name });
 }
 
 async function takeUntil(c: KafkaChannel, want: number, commit = true, ms = 60_000): Promise<Event[]> {
@@ -312,6 +292,42 @@ needsJvm.test(
     expect(await consoleConsume(kafka, topic, 2)).toEqual(["small one", "small two"]);
     expect(k.counter.values.EventWriteFail).toBe(1);
     expect(logger.lines.filter((l) => l.level === "error").map((l) => l.message)).toEqual([expect.stringContaining("larger than kafka.producer.max.request.size (1000); raise it")]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a record larger than the topic's max.message.bytes is refused by the broker, logged naming the setting, and the rest of the batch is sent",
+  async () => {
+    const topic = `t${++topicNo}-${Date.now()}`;
+    await kafka.createTopic(topic, { config: { "max.message.bytes": "1000" } });
+    const { sink: k, channel, logger } = sink({ "kafka.topic": topic });
+    await k.start();
+    await put(channel, [createEvent("small one"), createEvent("x".repeat(2000)), createEvent("small two")]);
+    expect(await k.process()).toBe("READY");
+    expect(await consoleConsume(kafka, topic, 2)).toEqual(["small one", "small two"]);
+    expect(k.counter.values.EventWriteFail).toBe(1);
+    expect(channel.counter.values.ChannelSize).toBe(0);
+    expect(logger.lines.filter((l) => l.level === "error").map((l) => l.message)).toEqual([expect.stringContaining("as too large; raise the topic's max.message.bytes")]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "the channel refuses a put with a record over kafka.producer.max.request.size naming the setting, and takes the next put",
+  async () => {
+    const topic = await newTopic();
+    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}`, "kafka.producer.max.request.size": "1000" });
+    await c.start();
+    const big = c.getTransaction();
+    big.begin();
+    big.put(createEvent("small"));
+    big.put(createEvent("x".repeat(2000)));
+    await expect(big.commit()).rejects.toThrow(/larger than kafka.producer.max.request.size \(1000\); raise it/);
+    await big.rollback();
+    big.close();
+    await put(c, [createEvent("next")]);
+    expect((await takeUntil(c, 1)).map(bodyText)).toEqual(["next"]);
   },
   240_000,
 );

@@ -113,7 +113,6 @@ a1.channels.c${i}.capacity = 10000
 a1.sinks.k${i}.type = hdfs
 a1.sinks.k${i}.channel = c${i}
 a1.sinks.k${i}.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}${dir}/${n}
-a1.sinks.k${i}.hdfs.webhdfs.port = ${hdfs.httpPort}
 a1.sinks.k${i}.hdfs.rollCount = 0
 a1.sinks.k${i}.hdfs.rollSize = 0
 a1.sinks.k${i}.hdfs.rollInterval = 0
@@ -205,7 +204,7 @@ a1.sinks.k1.hdfs.batchSize = 100`,
   );
 
   needsJvm.test(
-    "concurrentBatches 4: takes written at once into files of their own, every event exactly once, all files closed at stop",
+    "concurrentBatches 4 over hdfs:// (Hadoop RPC): takes written at once into files of their own, every event exactly once, all files closed at stop",
     async () => {
       const tmp = tempDir();
       cleanups.push(tmp.cleanup);
@@ -215,7 +214,7 @@ a1.sinks.k1.hdfs.batchSize = 100`,
         "a1",
         seqToHdfs(
           3000,
-          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/lanes
+          `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}/flume/lanes
 a1.sinks.k1.hdfs.fileType = DataStream
 a1.sinks.k1.hdfs.concurrentBatches = 4
 a1.sinks.k1.hdfs.rollCount = 0
@@ -237,14 +236,15 @@ a1.sinks.k1.hdfs.batchSize = 100`,
     300_000,
   );
 
+  for (const scheme of ["hdfs", "webhdfs"]) {
   needsJvm.test(
-    "a take commits only after its batch is in HDFS: at each commit, WebHDFS OPEN of the in-use file already returns the batch",
+    `a take commits only after its batch is in HDFS (${scheme}://): at each commit, a read of the in-use file (WebHDFS OPEN) already returns the batch`,
     async () => {
       const clock = systemClock;
       const sink = build(
         definition,
         {
-          "hdfs.path": `webhdfs://127.0.0.1:${hdfs.httpPort}/flume/durable`,
+          "hdfs.path": `${scheme}://127.0.0.1:${scheme === "hdfs" ? hdfs.rpcPort : hdfs.httpPort}/flume/durable-${scheme}`,
           "hdfs.fileType": "DataStream",
           "hdfs.batchSize": "50",
           "hdfs.rollCount": "0",
@@ -282,9 +282,10 @@ a1.sinks.k1.hdfs.batchSize = 100`,
     },
     300_000,
   );
+  }
 
   needsJvm.and(needsDeno).test(
-    "the agent under Deno: seq -> memory -> hdfs SequenceFile, read back by -text",
+    "the agent under Deno: seq -> memory -> hdfs SequenceFile over hdfs:// (Hadoop RPC), read back by -text",
     async () => {
       const tmp = tempDir();
       cleanups.push(tmp.cleanup);
@@ -294,7 +295,7 @@ a1.sinks.k1.hdfs.batchSize = 100`,
         file,
         seqToHdfs(
           500,
-          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/deno
+          `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}/flume/deno
 a1.sinks.k1.hdfs.writeFormat = Text
 a1.sinks.k1.hdfs.rollCount = 0
 a1.sinks.k1.hdfs.rollSize = 0
@@ -346,7 +347,7 @@ a1.sinks.k1.hdfs.rollInterval = 0`,
         "a1",
         httpToHdfs(
           port,
-          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/esc/%{app}/%Y-%m-%d/%H
+          `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}/flume/esc/%{app}/%Y-%m-%d/%H
 a1.sinks.k1.hdfs.filePrefix = events-%{app}
 a1.sinks.k1.hdfs.fileType = DataStream
 a1.sinks.k1.hdfs.timeZone = UTC
@@ -399,7 +400,7 @@ a1.sinks.k1.hdfs.rollSize = 0`,
       const [metrics, port] = [await freePort(), await freePort()];
       const conf = httpToHdfs(
         port,
-        `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/crash
+        `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}/flume/crash
 a1.sinks.k1.hdfs.fileType = DataStream
 a1.sinks.k1.hdfs.rollInterval = 0
 a1.sinks.k1.hdfs.rollCount = 0
@@ -459,7 +460,7 @@ a1.sinks.k1.hdfs.rollSize = 0`,
       cleanups.push(() => a.child.kill("SIGKILL"));
       await a.waitFor(/CREATE .*Permission denied/, 60_000);
       const log = a.stdout + a.stderr;
-      expect(log).toMatch(/failed to deliver 100 events to webhdfs:\/\/127\.0\.0\.1:\d+\/flume\/locked: CREATE \/flume\/locked\/FlumeData\.\d+\.tmp: HTTP 403 AccessControlException: Permission denied: user=flume, access=EXECUTE, inode="\/flume\/locked"/);
+      expect(log).toMatch(/failed to deliver 100 events to hdfs:\/\/127\.0\.0\.1:\d+\/flume\/locked: CREATE \/flume\/locked\/FlumeData\.\d+\.tmp: AccessControlException: Permission denied: user=flume, access=EXECUTE, inode="\/flume\/locked"/);
       const m = await waitForMetrics(metrics, "the channel to hold every event", (x) => x["CHANNEL.c1"]?.ChannelSize === "300", 60_000, 100);
       expect(m["SINK.k1"]?.EventDrainSuccessCount).toBe("0");
       await hdfs.fs(["-chmod", "777", "/flume/locked"]);
@@ -527,10 +528,10 @@ a1.sinks.k1.hdfs.rollSize = 0`,
         file,
         httpToHdfs(
           port,
-          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/nnrestart
+          `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}/flume/nnrestart
 a1.sinks.k1.hdfs.fileType = DataStream
 a1.sinks.k1.hdfs.rollInterval = 0
-a1.sinks.k1.hdfs.rollCount = 0
+a1.sinks.k1.hdfs.rollCount = 100
 a1.sinks.k1.hdfs.rollSize = 0
 a1.sinks.k1.hdfs.retryInterval = 1
 a1.sinks.k1.hdfs.callTimeout = 10000`,
@@ -543,15 +544,16 @@ a1.sinks.k1.hdfs.callTimeout = 10000`,
       await post(0, 100);
       await drained(metrics, 100);
       const restarting = hdfs.restartNameNode();
-      // Posted while the NameNode is down or starting: the sink fails and keeps them in the channel.
+      // Posted while the NameNode is down or starting: each batch rolls its file, so this one needs
+      // a new file from the NameNode; the sink fails and keeps them in the channel.
       await waitUntil(() => !hdfs.nameNode.running, "the NameNode to stop", 60_000, 50);
       await post(100, 100);
-      await a.waitFor(/failed to deliver 100 events to webhdfs:\/\/127\.0\.0\.1:\d+\/flume\/nnrestart: (APPEND|CREATE) \/flume\/nnrestart\/FlumeData\.\d+\.tmp: /, 60_000);
+      await a.waitFor(/failed to deliver 100 events to hdfs:\/\/127\.0\.0\.1:\d+\/flume\/nnrestart: CREATE \/flume\/nnrestart\/FlumeData\.\d+\.tmp: NameNode 127\.0\.0\.1:\d+: /, 60_000);
       await restarting;
       await post(200, 100);
       await drained(metrics, 300, 180_000);
-      // The file the failure left is renamed by retries; the one written since stays in use until stop.
-      await waitUntil(async () => (await hdfs.list("/flume/nnrestart")).filter((f) => f.endsWith(".tmp")).length === 1, "the failed file to be renamed", 60_000, 1000);
+      // Every file rolled after its batch: none left in use, even one whose close met the restart.
+      await waitUntil(async () => (await hdfs.list("/flume/nnrestart")).filter((f) => f.endsWith(".tmp")).length === 0, "every file to be renamed", 60_000, 1000);
       a.child.kill("SIGTERM");
       expect(await a.exited()).toBe(0);
       const files = await hdfs.list("/flume/nnrestart");
@@ -581,7 +583,7 @@ a1.sinks.k1.hdfs.callTimeout = 10000`,
         file,
         seqToHdfs(
           300,
-          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/quota
+          `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}/flume/quota
 a1.sinks.k1.hdfs.fileType = DataStream
 a1.sinks.k1.hdfs.rollInterval = 0
 a1.sinks.k1.hdfs.rollCount = 0
@@ -591,7 +593,7 @@ a1.sinks.k1.hdfs.rollSize = 0`,
       const a = startCli(["run", "-f", file, "-n", "a1", "--metrics-port", String(metrics), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"]);
       cleanups.push(() => a.child.kill("SIGKILL"));
       await a.waitFor(/DSQuotaExceededException/, 60_000);
-      expect(a.stdout + a.stderr).toMatch(/failed to deliver 100 events to webhdfs:\/\/127\.0\.0\.1:\d+\/flume\/quota: CREATE \/flume\/quota\/FlumeData\.\d+\.tmp: HTTP \d+ DSQuotaExceededException: The DiskSpace quota of \/flume\/quota is exceeded/);
+      expect(a.stdout + a.stderr).toMatch(/failed to deliver 100 events to hdfs:\/\/127\.0\.0\.1:\d+\/flume\/quota: CREATE \/flume\/quota\/FlumeData\.\d+\.tmp: DSQuotaExceededException: The DiskSpace quota of \/flume\/quota is exceeded/);
       const m = await waitForMetrics(metrics, "the channel to hold every event", (x) => x["CHANNEL.c1"]?.ChannelSize === "300", 60_000, 100);
       expect(m["SINK.k1"]?.EventDrainSuccessCount).toBe("0");
       expect((await hdfs.admin(["-clrSpaceQuota", "/flume/quota"])).code).toBe(0);
@@ -627,7 +629,7 @@ describe("hdfs sink on two DataNodes, replication 2", () => {
         "a1",
         httpToHdfs(
           port,
-          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${two.httpPort}/flume/dnkill
+          `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${two.rpcPort}/flume/dnkill
 a1.sinks.k1.hdfs.fileType = DataStream
 a1.sinks.k1.hdfs.rollInterval = 0
 a1.sinks.k1.hdfs.rollCount = 0

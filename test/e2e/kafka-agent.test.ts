@@ -4,7 +4,7 @@
  * agent started before its broker is not ready (naming the sink and the error) until the
  * broker comes, then delivers.
  */
-import { afterAll, beforeAll, expect } from "bun:test";
+import { expect } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -12,17 +12,11 @@ import { agentsAfterEach, CLI, freePort, ROOT, tempDir, waitForMetrics, waitUnti
 import { precondition } from "../support/requires.ts";
 import { needsJvm } from "../support/jvm.ts";
 import { drain, openChannel } from "../support/file-channel.ts";
-import { consoleConsume, consoleProduce, freePortOn127, type KafkaCluster, startKafka } from "../support/kafka.ts";
+import { consoleConsume, consoleProduce, freePortOn127, startKafka } from "../support/kafka.ts";
+import { kafkaForFile } from "../support/kafka-tests.ts";
 
 const { cleanups, startAgent } = agentsAfterEach();
-let kafka: KafkaCluster;
-
-beforeAll(async () => {
-  if (needsJvm.holds) kafka = await startKafka({ autoCreateTopics: false });
-}, 300_000);
-afterAll(async () => {
-  await kafka?.stop();
-}, 60_000);
+const kafka = kafkaForFile({ autoCreateTopics: false });
 
 function sourceConf(topic: string, dir: string): string {
   return `a1.sources = r1

@@ -2,53 +2,32 @@
  * Faults on a 3-broker Kafka cluster (replication factor 3, min.insync.replicas 2), real
  * processes: the partition leader SIGKILLed while an agent's kafka sink (acks=all) sends.
  */
-import { afterAll, beforeAll, expect } from "bun:test";
+import { expect } from "bun:test";
 import path from "node:path";
-import { componentContext } from "../../src/components/component.ts";
-import { definition as sourceDefinition } from "../../src/components/sources/kafka.ts";
-import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import { bodyText } from "../../src/core/event.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
-import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import { agentsAfterEach, freePort, tempDir, waitForMetrics } from "../support/helpers.ts";
 import { needsJvm } from "../support/jvm.ts";
-import { type KafkaCluster, startKafkaCluster } from "../support/kafka.ts";
+import { kafkaForFile, kafkaSource, takeEvents } from "../support/kafka-tests.ts";
 
 const { cleanups, startAgent } = agentsAfterEach();
-let cluster: KafkaCluster;
-
-beforeAll(async () => {
-  if (needsJvm.holds) cluster = await startKafkaCluster(3, { autoCreateTopics: false });
-}, 300_000);
-afterAll(async () => {
-  await cluster?.stop();
-}, 60_000);
+const cluster = kafkaForFile({ size: 3, autoCreateTopics: false });
 
 /** Every body in the topic, read by our source until nothing new came for quietMs. */
 async function readAll(topic: string, quietMs = 8000): Promise<string[]> {
-  const { options } = sourceDefinition.parse({ "kafka.bootstrap.servers": cluster.bootstrap, "kafka.topics": topic, "kafka.consumer.group.id": `check-${Date.now()}`, "kafka.consumer.auto.offset.reset": "earliest", batchDurationMillis: "200" });
-  const r = sourceDefinition.create(options, componentContext("check"));
-  const channel = new MemoryChannel("check", { capacity: 100_000, transactionCapacity: 10_000 });
-  channel.start();
-  const processor = new ChannelProcessor(new ReplicatingChannelSelector([channel]));
-  processor.initialize();
-  r.setChannelProcessor(processor);
+  const { source: r, channel } = kafkaSource(
+    { "kafka.bootstrap.servers": cluster.bootstrap, "kafka.topics": topic, "kafka.consumer.group.id": `check-${Date.now()}`, "kafka.consumer.auto.offset.reset": "earliest", batchDurationMillis: "200" },
+    { cleanups: [], name: "check", channel: new MemoryChannel("check", { capacity: 100_000, transactionCapacity: 10_000 }) },
+  );
   await r.start();
   const out: string[] = [];
   let last = Date.now();
   try {
     while (Date.now() - last < quietMs) {
       await r.process();
-      const tx = channel.getTransaction();
-      tx.begin();
-      let n = 0;
-      for (let e = tx.take(); e; e = tx.take()) {
-        out.push(bodyText(e));
-        n++;
-      }
-      await tx.commit();
-      tx.close();
-      if (n > 0) last = Date.now();
+      const batch = await takeEvents(channel);
+      out.push(...batch.map(bodyText));
+      if (batch.length > 0) last = Date.now();
     }
   } finally {
     await r.stop();

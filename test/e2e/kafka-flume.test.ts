@@ -3,38 +3,23 @@
  * Flume agent (test/support/flume.ts, with Flume's Kafka sink, source and channel jars) writes
  * what our source and channel read, and reads what our sink and channel write.
  */
-import { afterAll, afterEach, beforeAll, expect } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
+import { expect } from "bun:test";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { componentContext } from "../../src/components/component.ts";
-import { definition as channelDefinition } from "../../src/components/channels/kafka/index.ts";
-import { definition as sinkDefinition } from "../../src/components/sinks/kafka.ts";
-import { definition as sourceDefinition } from "../../src/components/sources/kafka.ts";
-import type { Channel } from "../../src/core/channel.ts";
-import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import { bodyText, createEvent, type Event } from "../../src/core/event.ts";
-import { MemoryChannel } from "../../src/core/memory-channel.ts";
-import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import { type FlumePeer, startFlume } from "../support/flume.ts";
-import { tempDir, waitUntil } from "../support/helpers.ts";
+import { freePort, type Metrics, startAgentCli, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
 import { FLUME_KAFKA } from "../support/jvm-artifacts.ts";
 import { needsJvm, resolveClasspath } from "../support/jvm.ts";
-import { type KafkaCluster, startKafka } from "../support/kafka.ts";
+import { cleanupsAfterEach, kafkaChannel, kafkaForFile, kafkaSink, kafkaSource, putEvents, takeEvents } from "../support/kafka-tests.ts";
 
-let kafka: KafkaCluster;
-const cleanups: (() => unknown)[] = [];
-
-beforeAll(async () => {
-  if (!needsJvm.holds) return;
-  await resolveClasspath(FLUME_KAFKA);
-  kafka = await startKafka({ autoCreateTopics: false });
-}, 300_000);
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-}, 60_000);
-afterAll(async () => {
-  await kafka?.stop();
-}, 60_000);
+const kafka = kafkaForFile({
+  autoCreateTopics: false,
+  async before() {
+    await resolveClasspath(FLUME_KAFKA);
+  },
+});
+const cleanups = cleanupsAfterEach();
 
 async function flume(conf: string): Promise<FlumePeer> {
   const peer = await startFlume({ conf, extraSets: [FLUME_KAFKA], readyTimeoutMs: 120_000 });
@@ -49,13 +34,6 @@ function rolled(dir: string): string[] {
     .filter((l) => l !== "");
 }
 
-async function drainInto(channel: Channel, got: Event[]): Promise<void> {
-  const tx = channel.getTransaction();
-  tx.begin();
-  for (let e = tx.take(); e; e = tx.take()) got.push(e);
-  await tx.commit();
-  tx.close();
-}
 
 needsJvm.test(
   "Flume's KafkaSink with useFlumeEventFormat into our KafkaSource keeps every header",
@@ -80,20 +58,13 @@ a1.sinks.k1.kafka.topic = ${topic}
 a1.sinks.k1.useFlumeEventFormat = true
 a1.sinks.k1.kafka.producer.acks = all
 `);
-    const { options } = sourceDefinition.parse({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topics": topic, useFlumeEventFormat: "true", batchDurationMillis: "100", "kafka.consumer.auto.offset.reset": "earliest" });
-    const r = sourceDefinition.create(options, componentContext("r1"));
-    const channel = new MemoryChannel("c1", { capacity: 1000, transactionCapacity: 1000 });
-    channel.start();
-    const processor = new ChannelProcessor(new ReplicatingChannelSelector([channel]));
-    processor.initialize();
-    r.setChannelProcessor(processor);
-    cleanups.push(() => r.stop());
+    const { source: r, channel } = kafkaSource({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topics": topic, useFlumeEventFormat: "true", batchDurationMillis: "100", "kafka.consumer.auto.offset.reset": "earliest" }, { cleanups });
     await r.start();
     const got: Event[] = [];
     await waitUntil(
       async () => {
         await r.process();
-        await drainInto(channel, got);
+        await takeEvents(channel, got);
         return got.length >= 20;
       },
       "20 events from Flume's sink",
@@ -111,18 +82,9 @@ needsJvm.test(
   async () => {
     const topic = "to-flume-source";
     await kafka.createTopic(topic);
-    const { options } = sinkDefinition.parse({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topic": topic, useFlumeEventFormat: "true" });
-    const k = sinkDefinition.create(options, componentContext("k1"));
-    const channel = new MemoryChannel("c1", { capacity: 1000, transactionCapacity: 1000 });
-    channel.start();
-    k.setChannel(channel);
-    cleanups.push(() => k.stop());
+    const { sink: k, channel } = kafkaSink({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topic": topic, useFlumeEventFormat: "true" }, { cleanups });
     await k.start();
-    const tx = channel.getTransaction();
-    tx.begin();
-    for (let i = 0; i < 10; i++) tx.put(createEvent(`line ${i}`, { n: String(i), origin: "flume-ts" }));
-    await tx.commit();
-    tx.close();
+    await putEvents(channel, Array.from({ length: 10 }, (_, i) => createEvent(`line ${i}`, { n: String(i), origin: "flume-ts" })));
     expect(await k.process()).toBe("READY");
 
     const out = tempDir("flume-kafka-out-");
@@ -180,14 +142,12 @@ a1.channels.c1.kafka.bootstrap.servers = ${kafka.bootstrap}
 a1.channels.c1.kafka.topic = ${topic}
 a1.channels.c1.kafka.consumer.group.id = flume-writer
 `);
-    const { options } = channelDefinition.parse({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topic": topic, "kafka.consumer.group.id": "ours" });
-    const ours = channelDefinition.create(options, componentContext("c1"));
-    cleanups.push(() => ours.stop());
+    const ours = kafkaChannel({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topic": topic, "kafka.consumer.group.id": "ours" }, { cleanups, name: "c1" });
     await ours.start();
     const got: Event[] = [];
     await waitUntil(
       async () => {
-        await drainInto(ours, got);
+        await takeEvents(ours, got);
         return got.length >= 10;
       },
       "10 events of Flume's channel",
@@ -199,11 +159,7 @@ a1.channels.c1.kafka.consumer.group.id = flume-writer
     await writer.stop();
 
     // The reverse: ours puts, a Flume agent with the same channel topic drains it to files.
-    const tx = ours.getTransaction();
-    tx.begin();
-    for (let i = 0; i < 5; i++) tx.put(createEvent(`ours ${i}`, { writer: "flume-ts" }));
-    await tx.commit();
-    tx.close();
+    await putEvents(ours, Array.from({ length: 5 }, (_, i) => createEvent(`ours ${i}`, { writer: "flume-ts" })));
     const out = tempDir("flume-kafka-channel-out-");
     cleanups.push(out.cleanup);
     await flume(`a1.channels = c1
@@ -222,6 +178,107 @@ a1.sinks.k1.sink.serializer = header_and_text
     await waitUntil(() => rolled(out.dir).length >= 15, "15 lines written by Flume", 120_000, 200);
     const ourLines = rolled(out.dir).filter((l) => l.includes("writer=flume-ts"));
     expect(ourLines.map((l) => l.replace(/^\{.*\} /, ""))).toEqual(Array.from({ length: 5 }, (_, i) => `ours ${i}`));
+  },
+  300_000,
+);
+
+/**
+ * One agent config with a kafka sink, a kafka source and a kafka channel, for one side (its own
+ * topics and groups): seq -> memory -> kafka sink -> topic -> kafka source -> memory -> null,
+ * and seq -> kafka channel -> null.
+ */
+function metricsConf(side: string, events: number): string {
+  const common = `kafka.bootstrap.servers = ${kafka.bootstrap}`;
+  return `a1.sources = seq_r kin_r chs_r
+a1.channels = seq_c kin_c kch_c
+a1.sinks = seq_k kin_k kch_k
+a1.sources.seq_r.type = seq
+a1.sources.seq_r.totalEvents = ${events}
+a1.sources.seq_r.channels = seq_c
+a1.channels.seq_c.type = memory
+a1.sinks.seq_k.type = org.apache.flume.sink.kafka.KafkaSink
+a1.sinks.seq_k.channel = seq_c
+a1.sinks.seq_k.${common}
+a1.sinks.seq_k.kafka.topic = metrics-${side}
+a1.sources.kin_r.type = org.apache.flume.source.kafka.KafkaSource
+a1.sources.kin_r.channels = kin_c
+a1.sources.kin_r.${common}
+a1.sources.kin_r.kafka.topics = metrics-${side}
+a1.sources.kin_r.kafka.consumer.group.id = metrics-${side}
+a1.sources.kin_r.kafka.consumer.auto.offset.reset = earliest
+a1.sources.kin_r.batchDurationMillis = 100
+a1.sources.kin_r.batchSize = 100
+a1.channels.kin_c.type = memory
+a1.sinks.kin_k.type = null
+a1.sinks.kin_k.channel = kin_c
+a1.sources.chs_r.type = seq
+a1.sources.chs_r.totalEvents = ${events}
+a1.sources.chs_r.channels = kch_c
+a1.channels.kch_c.type = org.apache.flume.channel.kafka.KafkaChannel
+a1.channels.kch_c.${common}
+a1.channels.kch_c.kafka.topic = metrics-channel-${side}
+a1.channels.kch_c.kafka.consumer.group.id = metrics-channel-${side}
+a1.sinks.kch_k.type = null
+a1.sinks.kch_k.channel = kch_c
+`;
+}
+
+needsJvm.test(
+  "Kafka's counters: the same Kafka flows in Flume 1.11 and in our agent show the same /metrics keys and counter names, and ours in Prometheus text",
+  async () => {
+    const events = 200;
+    for (const side of ["flume", "ours"]) for (const t of [`metrics-${side}`, `metrics-channel-${side}`]) await kafka.createTopic(t);
+    const [flumePort, oursPort] = [await freePort(), await freePort()];
+    const peer = await startFlume({ conf: metricsConf("flume", events), extraSets: [FLUME_KAFKA], metricsPort: flumePort, readyTimeoutMs: 120_000 });
+    cleanups.push(() => peer.stop());
+    const dir = tempDir("flume-kafka-metrics-");
+    cleanups.push(dir.cleanup);
+    const confFile = path.join(dir.dir, "a1.conf");
+    writeFileSync(confFile, metricsConf("ours", events));
+    const agentCleanups: (() => void)[] = [];
+    cleanups.push(() => agentCleanups.forEach((c) => c()));
+    await startAgentCli(agentCleanups, ["run", "-f", confFile, "-n", "a1", "--metrics-port", String(oursPort), "--metrics-bind", "127.0.0.1", "--no-reload-conf"]);
+    const done = (m: Metrics) => m["SOURCE.kin_r"]?.EventAcceptedCount === String(events) && m["CHANNEL.kch_c"]?.EventTakeSuccessCount === String(events);
+    const [flume, ours] = await Promise.all([
+      waitForMetrics(flumePort, "Flume's flows done", done, 120_000, 200).catch((err) => {
+        throw new Error(`${(err as Error).message}\nFlume's log:\n${peer.tail(40)}`);
+      }),
+      waitForMetrics(oursPort, "our flows done", done, 120_000, 200),
+    ]);
+    expect(Object.keys(ours).sort()).toEqual(Object.keys(flume).sort());
+    const names = (m: Metrics) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Object.keys(v).sort()]));
+    // Flume 1.11's KafkaSourceCounter and KafkaSinkCounter do not show the failure counters its
+    // other sources and sinks have; ours do (EventReadFail counts records that are no FlumeEvent):
+    // a superset, so a dashboard made for Flume finds all it reads.
+    const oursOnly: Record<string, string[]> = {
+      "SOURCE.kin_r": ["ChannelWriteFail", "EventReadFail", "GenericProcessingFail"],
+      "SINK.seq_k": ["ChannelReadFail", "EventWriteFail"],
+    };
+    const withoutOursOnly = Object.fromEntries(Object.entries(names(ours)).map(([k, v]) => [k, v.filter((n) => !oursOnly[k]?.includes(n))]));
+    expect(withoutOursOnly).toEqual(names(flume));
+    for (const [k, extra] of Object.entries(oursOnly)) expect(names(ours)[k]).toEqual(expect.arrayContaining(extra));
+    // Flume's Kafka counter names, in both.
+    expect(names(ours)["SOURCE.kin_r"]).toEqual(expect.arrayContaining(["KafkaEventGetTimer", "KafkaCommitTimer", "KafkaEmptyCount"]));
+    expect(names(ours)["SINK.seq_k"]).toEqual(expect.arrayContaining(["KafkaEventSendTimer", "RollbackCount"]));
+    expect(names(ours)["CHANNEL.kch_c"]).toEqual(expect.arrayContaining(["KafkaEventGetTimer", "KafkaEventSendTimer", "KafkaCommitTimer", "RollbackCount"]));
+    // The counts the input decides.
+    for (const m of [flume, ours]) {
+      expect(m["SINK.seq_k"].EventDrainSuccessCount).toBe(String(events));
+      expect(m["SOURCE.kin_r"].EventReceivedCount).toBe(String(events));
+      expect(m["CHANNEL.kch_c"].EventPutSuccessCount).toBe(String(events));
+    }
+    // The source waited on empty polls once the topic was read.
+    await waitForMetrics(oursPort, "an empty poll counted", (m) => Number(m["SOURCE.kin_r"]?.KafkaEmptyCount) > 0, 60_000, 200);
+
+    const prom = await (await fetch(`http://127.0.0.1:${oursPort}/prometheus`)).text();
+    const series = (name: string, component: string) => new RegExp(`^${name}\\{agent="a1",component="${component}",type="[^"]*"\\} [0-9.e+-]+$`, "m");
+    expect(prom).toMatch(series("flume_source_kafka_event_get_seconds_total", "kin_r"));
+    expect(prom).toMatch(series("flume_source_kafka_commit_seconds_total", "kin_r"));
+    expect(prom).toMatch(series("flume_source_kafka_empty_polls_total", "kin_r"));
+    expect(prom).toMatch(series("flume_sink_kafka_event_send_seconds_total", "seq_k"));
+    expect(prom).toMatch(series("flume_sink_rollbacks_total", "seq_k"));
+    expect(prom).toMatch(series("flume_channel_kafka_commit_seconds_total", "kch_c"));
+    expect(prom).toContain("# TYPE flume_source_kafka_event_get_seconds_total counter");
   },
   300_000,
 );

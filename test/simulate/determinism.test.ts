@@ -62,4 +62,31 @@ describe("flume simulate with file channels on a loaded machine", () => {
       cleanup();
     }
   }, 900_000);
+
+  test("Kafka and HDFS configs (file channels, the simulated broker and file system with their faults): the same seed prints byte-identical output, with every core busy", () => {
+    const { dir, cleanup } = tempDir("flume-determinism-peers-");
+    const busy = busyEveryCore();
+    try {
+      // conf/kafka-edge.conf and conf/kafka-collector.conf as one tier over the simulated topic.
+      const tier = path.join(dir, "kafka-tier.conf");
+      writeFileSync(tier, `${readFileSync(path.join(ROOT, "conf", "kafka-edge.conf"), "utf8").replace("kafka.producer.acks = all", "kafka.producer.acks = 1")}\n${readFileSync(path.join(ROOT, "conf", "kafka-collector.conf"), "utf8")}`);
+      const runs: [string, string[]][] = [
+        ["kafka", ["simulate", "-f", tier, "--events", String(EVENTS), "--seed", "5", "--sink-latency", "100ms", "--kafka-lose-ack", "0.1", "--kafka-failover", "logs@150ms+200ms", "--crash", "collector@400ms+1s"]],
+        ["hdfs", ["simulate", "-f", path.join(ROOT, "conf", "hdfs-collector.conf"), "--events", String(EVENTS), "--seed", "5", "--hdfs-timeout", "0.1", "--hdfs-fail-close", "0.5", "--namenode-down", "300ms-2s", "--fail-sink", "0.1", "--crash-at", "250ms"]],
+      ];
+      for (const [what, args] of runs) {
+        const outputs = new Set<string>();
+        for (let i = 0; i < Math.min(RUNS, 3); i++) {
+          const r = runCli(args, { timeout: 240_000 });
+          expect({ what, code: r.code, stderr: r.stderr }).toEqual({ what, code: 0, stderr: "" });
+          expect(r.stdout).toMatch(/duplicates by cause:\n\s+[a-z-]+\s+[1-9]/);
+          outputs.add(r.stdout);
+        }
+        expect({ what, outputs: outputs.size }).toEqual({ what, outputs: 1 });
+      }
+    } finally {
+      for (const b of busy) b.kill("SIGKILL");
+      cleanup();
+    }
+  }, 900_000);
 });

@@ -66,5 +66,5 @@ describe("the HTML report in a browser", () => {
     } finally {
       cleanup();
     }
-  });
+  }, 60_000);
 });

@@ -9,9 +9,9 @@ import { type Event, readHeaders } from "../../core/event.ts";
 import { silentLogger } from "../../core/logger.ts";
 import type { Sink } from "../../core/sink.ts";
 import { KafkaSinkCounter } from "../../kafka/counters.ts";
-import { KafkaSettingError } from "../../kafka/errors.ts";
+import { isTooLarge, KafkaSettingError, messageOf } from "../../kafka/errors.ts";
 import { encodeFlumeEvent } from "../../kafka/flume-event.ts";
-import { KafkaPublisher, type KafkaRecord } from "../../kafka/producer.ts";
+import { KafkaPublisher, type KafkaRecord, recordSize } from "../../kafka/producer.ts";
 import { producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
 import type { TakeLoop } from "../../pipeline/take-loop.ts";
 import { type ComponentContext, defineComponent } from "../component.ts";
@@ -139,10 +139,33 @@ export class KafkaSink extends BaseSink implements Sink {
     if (refused > 0) this.counter.values.EventWriteFail += refused;
     if (records.length > 0) {
       const started = Date.now();
-      await this.publisher.send(records);
+      try {
+        await this.publisher.send(records);
+      } catch (err) {
+        if (!isTooLarge(err)) throw err;
+        await this.sendEach(records);
+      }
       this.counter.values.KafkaEventSendTimer += Date.now() - started;
     }
     records.length = 0;
+  }
+
+  /**
+   * The broker refused the batch as too large (the topic's max.message.bytes is below
+   * max.request.size): each record alone, so only those the broker refuses by themselves are
+   * left out (reported and counted), never the rest of the batch. Records of the batch the
+   * broker had taken may be sent twice (at least once).
+   */
+  private async sendEach(records: readonly KafkaRecord[]): Promise<void> {
+    for (const r of records) {
+      try {
+        await this.publisher.send([r]);
+      } catch (err) {
+        if (!isTooLarge(err)) throw err;
+        this.logger.error(`${this.label}: the broker refused a record of ${recordSize(r)} bytes for topic ${r.topic} as too large; raise the topic's max.message.bytes (the broker's message.max.bytes) to send such events; left out (${messageOf(err)})`);
+        this.counter.values.EventWriteFail++;
+      }
+    }
   }
 }
 
@@ -178,6 +201,13 @@ export const definition = defineComponent({
     } catch (err) {
       return [{ key: "kafka.producer", message: (err as Error).message }];
     }
+  },
+  brokerLink: {
+    protocol: "kafka",
+    produces(o) {
+      const s = producerSettings({ bootstrap: o["kafka.bootstrap.servers"], bootstrapKey: "kafka.bootstrap.servers", props: o.producerProps, defaultAcks: o["kafka.producer.acks"], clientId: "flume", label: "", logger: silentLogger });
+      return { topic: o["kafka.topic"], batchSize: o.flumeBatchSize, idempotent: s.idempotent, requestTimeoutMs: s.requestTimeout };
+    },
   },
   create(o, ctx) {
     const label = `kafka sink ${ctx.name}`;

@@ -5,14 +5,18 @@
  * commits the batch's offsets only after the channel transaction committed: a crash between
  * the two re-reads the batch, never skips it. A refused batch goes back to be offered again.
  */
+import type { SourceCounter } from "../../core/counters.ts";
 import type { Event } from "../../core/event.ts";
-import { silentLogger } from "../../core/logger.ts";
+import { type Logger, silentLogger } from "../../core/logger.ts";
 import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
 import { KafkaPoller, type KafkaMessage } from "../../kafka/consumer.ts";
+import { KAFKA_SOURCE_COUNTERS } from "../../kafka/counters.ts";
+import { DeadLetters } from "../../kafka/dead-letters.ts";
 import { messageOf } from "../../kafka/errors.ts";
+import { KafkaPublisher } from "../../kafka/producer.ts";
 import { eventOfRecord } from "../../kafka/records.ts";
-import { consumerSettings, type ConsumerSettings } from "../../kafka/settings.ts";
+import { connectionProps, consumerSettings, type ConsumerSettings, producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
 import { type ComponentContext, defineComponent } from "../component.ts";
 import { BaseSource } from "./base.ts";
 
@@ -30,25 +34,31 @@ export interface KafkaSourceOptions {
   timestampHeader?: string;
   /** Kafka header -> Flume header (header.NAME = flumeName). */
   flumeHeaders: Readonly<Record<string, string>>;
+  /** kafka.deadLetterTopic: where records that are no FlumeEvent go, and the producer that sends them there. */
+  deadLetters?: { topic: string; producer: ProducerSettings };
 }
 
 export class KafkaSource extends BaseSource implements PollableSource {
   readonly kind = "pollable";
+  declare readonly counter: SourceCounter<(typeof KAFKA_SOURCE_COUNTERS)[number]>;
   readonly backoffSleepIncrement: number;
   readonly maxBackoffSleep: number;
   private readonly poller: KafkaPoller;
   private readonly label: string;
+  private readonly deadLetters: DeadLetters | null;
 
   constructor(
     ctx: ComponentContext,
     readonly options: KafkaSourceOptions,
   ) {
     const label = `kafka source ${ctx.name}`;
-    super(ctx, { label });
+    super(ctx, { label }, KAFKA_SOURCE_COUNTERS);
     this.label = label;
     this.backoffSleepIncrement = options.backoffSleepIncrement;
     this.maxBackoffSleep = options.maxBackoffSleep;
     this.poller = new KafkaPoller(label, options.consumer, { topics: options.topics, regex: options.topicsRegex }, ctx.logger, options.batchSize * 2);
+    const dlq = options.deadLetters;
+    this.deadLetters = dlq ? new DeadLetters(dlq.topic, new KafkaPublisher(`${label} dead letters`, dlq.producer, ctx.logger)) : null;
   }
 
   get connected(): boolean {
@@ -58,6 +68,8 @@ export class KafkaSource extends BaseSource implements PollableSource {
   async start(): Promise<void> {
     this.beginStart();
     // A broker that does not answer or a missing topic fails the start: the supervisor retries with backoff and /ready names the error.
+    // The dead-letter topic must exist before a bad record needs it.
+    await this.deadLetters?.publisher.connect(this.deadLetters.topic);
     await this.poller.connect();
     this.counter.values.OpenConnectionCount = 1;
     this.state = "START";
@@ -67,6 +79,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
   async stop(): Promise<void> {
     this.state = "STOP";
     await this.poller.close();
+    await this.deadLetters?.publisher.close();
     this.counter.values.OpenConnectionCount = 0;
     this.markStopped();
     this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
@@ -74,7 +87,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
 
   private eventOf(m: KafkaMessage): Event | null {
     const o = this.options;
-    const e = eventOfRecord(m, o.useFlumeEventFormat, this.label, this.logger);
+    const e = eventOfRecord(m, o.useFlumeEventFormat, this.label, this.logger, this.deadLetters?.add);
     if (!e) return null;
     const h = e.headers;
     // As Flume: headers the event already has (a FlumeEvent's) win.
@@ -94,15 +107,21 @@ export class KafkaSource extends BaseSource implements PollableSource {
   async process(): Promise<Status> {
     if (this.state !== "START" || !this.poller.ensureConnected()) return "BACKOFF";
     const { batchSize, batchDurationMillis } = this.options;
+    const started = Date.now();
     await this.poller.waitFor(batchSize, batchDurationMillis);
     const msgs = this.poller.take(batchSize);
-    if (msgs.length === 0) return "BACKOFF";
+    if (msgs.length === 0) {
+      this.counter.values.KafkaEmptyCount++;
+      return "BACKOFF";
+    }
+    this.counter.values.KafkaEventGetTimer += Date.now() - started;
     const events: Event[] = [];
     for (const m of msgs) {
       const e = this.eventOf(m);
       if (e) events.push(e);
       else this.counter.values.EventReadFail++;
     }
+    if (!(await this.sendDeadLetters(msgs))) return "BACKOFF";
     if (events.length > 0) {
       const refused = await this.emitter.offer(events, `topics ${this.poller.topics.join(",")}`);
       if (refused) {
@@ -110,13 +129,29 @@ export class KafkaSource extends BaseSource implements PollableSource {
         return "BACKOFF";
       }
     }
+    const committing = Date.now();
     try {
       await this.poller.commit(msgs);
+      this.counter.values.KafkaCommitTimer += Date.now() - committing;
     } catch (err) {
       // In the channels already; an offset commit that failed only means a re-read (at least once).
       this.logger.warn(`${this.label}: committing offsets failed (${messageOf(err)}); those ${msgs.length} events may be read again`);
     }
     return "READY";
+  }
+
+  /** Sends the batch's bad records to the dead-letter topic before the batch goes on; false (the batch given back) when that failed. */
+  private async sendDeadLetters(msgs: KafkaMessage[]): Promise<boolean> {
+    const dlq = this.deadLetters;
+    if (!dlq || dlq.size === 0) return true;
+    try {
+      await dlq.flush();
+      return true;
+    } catch (err) {
+      this.logger.warn(`${this.label}: sending ${msgs.length} records' bad ones to the dead-letter topic ${dlq.topic} failed (${messageOf(err)}); the batch is read again`);
+      this.poller.giveBack(msgs);
+      return false;
+    }
   }
 }
 
@@ -133,6 +168,7 @@ const props = {
   setTopicHeader: { type: "boolean", default: true, doc: "Put the record's topic in the topicHeader header" },
   topicHeader: { type: "string", default: "topic", doc: "Header the topic goes to, with setTopicHeader" },
   timestampHeader: { type: "string", doc: "Header the record's Kafka timestamp goes to" },
+  "kafka.deadLetterTopic": { type: "string", doc: "Ours, not Flume's: with useFlumeEventFormat, records that are no Avro FlumeEvent are sent to this topic (as they were, with headers flume.dlq.topic, flume.dlq.partition, flume.dlq.offset and flume.dlq.error) besides being logged, counted (EventReadFail) and skipped; the topic must exist" },
   migrateZookeeperOffsets: { type: "boolean", default: true, doc: "Flume's ZooKeeper offset migration: no longer applies (Kafka keeps the offsets); accepted and ignored" },
 } as const;
 
@@ -152,6 +188,19 @@ function settings(o: { "kafka.bootstrap.servers": string; "kafka.consumer.group.
     clientId: `flume-${ctx.agentName}-${ctx.name}`,
     label,
     logger: ctx.logger,
+  });
+}
+
+/** The producer of the dead-letter topic: the consumer's connection (brokers, security, timeouts), every send acknowledged by all replicas. */
+function deadLetterProducer(o: { "kafka.bootstrap.servers": string; consumerProps: Readonly<Record<string, string>> }, ctx: Pick<ComponentContext, "agentName" | "name">, label: string, logger: Logger): ProducerSettings {
+  return producerSettings({
+    bootstrap: o["kafka.bootstrap.servers"],
+    bootstrapKey: "kafka.bootstrap.servers",
+    props: connectionProps(o.consumerProps),
+    defaultAcks: "all",
+    clientId: `flume-${ctx.agentName}-${ctx.name}-dlq`,
+    label,
+    logger,
   });
 }
 
@@ -176,10 +225,21 @@ export const definition = defineComponent({
     }
     try {
       settings(o, { agentName: "a1", name: "r", logger: silentLogger }, "");
+      if (o["kafka.deadLetterTopic"]) deadLetterProducer(o, { agentName: "a1", name: "r" }, "", silentLogger);
     } catch (err) {
       errors.push({ key: "kafka.consumer", message: messageOf(err) });
     }
     return errors;
+  },
+  brokerLink: {
+    protocol: "kafka",
+    consumes: (o) => ({
+      topics: (o["kafka.topics"] ?? "").split(",").map((t) => t.trim()).filter(Boolean),
+      regex: o["kafka.topics.regex"] || undefined,
+      group: o["kafka.consumer.group.id"],
+      batchSize: o.batchSize,
+      batchDurationMs: o.batchDurationMillis,
+    }),
   },
   create(o, ctx) {
     const label = `kafka source ${ctx.name}`;
@@ -197,6 +257,7 @@ export const definition = defineComponent({
       topicHeader: o.topicHeader,
       timestampHeader: o.timestampHeader || undefined,
       flumeHeaders: o.flumeHeaders,
+      deadLetters: o["kafka.deadLetterTopic"] ? { topic: o["kafka.deadLetterTopic"], producer: deadLetterProducer(o, ctx, label, ctx.logger) } : undefined,
     });
   },
 });

@@ -1,7 +1,8 @@
 /**
- * The two facts of a Hadoop client configuration the hdfs sink uses, as Flume's Hadoop client
- * finds them: fs.defaultFS (core-site.xml), for an hdfs.path without a file system, and
- * dfs.namenode.http-address (hdfs-site.xml), the NameNode's WebHDFS address. Read from
+ * The facts of a Hadoop client configuration the hdfs sink uses, as Flume's Hadoop client finds
+ * them: fs.defaultFS (core-site.xml), for an hdfs.path without a file system;
+ * dfs.namenode.http-address (hdfs-site.xml), the NameNode's WebHDFS address; dfs.replication and
+ * dfs.blocksize of the files the client creates (the NameNode's own when not set). Read from
  * $HADOOP_CONF_DIR, else /etc/hadoop/conf.
  */
 import { readFileSync } from "node:fs";
@@ -12,6 +13,16 @@ export interface HadoopConf {
   dir: string;
   defaultFS?: string;
   httpAddress?: string;
+  replication?: number;
+  /** Bytes. */
+  blockSize?: number;
+}
+
+/** A size as Hadoop writes it: 134217728, 128m, 1g. */
+export function parseSize(v: string | undefined): number | undefined {
+  const m = /^\s*(\d+)\s*([kmgtp]?)\s*$/i.exec(v ?? "");
+  if (!m) return undefined;
+  return Number(m[1]) * 1024 ** "_kmgtp".indexOf(m[2].toLowerCase() || "_");
 }
 
 function properties(file: string): Record<string, string> {
@@ -34,5 +45,10 @@ export function readHadoopConf(env: Readonly<Record<string, string | undefined>>
   const dir = env.HADOOP_CONF_DIR ?? "/etc/hadoop/conf";
   const core = properties(path.join(dir, "core-site.xml"));
   const hdfs = properties(path.join(dir, "hdfs-site.xml"));
-  return { dir, defaultFS: core["fs.defaultFS"] ?? core["fs.default.name"], httpAddress: hdfs["dfs.namenode.http-address"] };
+  const conf: HadoopConf = { dir, defaultFS: core["fs.defaultFS"] ?? core["fs.default.name"], httpAddress: hdfs["dfs.namenode.http-address"] };
+  const replication = parseSize(hdfs["dfs.replication"]);
+  const blockSize = parseSize(hdfs["dfs.blocksize"] ?? hdfs["dfs.block.size"]);
+  if (replication) conf.replication = replication;
+  if (blockSize) conf.blockSize = blockSize;
+  return conf;
 }

@@ -12,7 +12,8 @@
  * - capacity counts queued events plus events taken by open transactions; a commit that would
  *   exceed it waits up to keep-alive, waiting commits are served in arrival order, and one still
  *   without room fails with ChannelFullException and leaves its transaction open;
- *   transactionCapacity bounds the puts and the takes of one transaction;
+ *   transactionCapacity bounds the puts and the takes of one transaction; a channel without a
+ *   capacity of its own (its definition's `unbounded`) never makes a commit wait;
  * - Flume's counters: EventPutAttemptCount/EventTakeAttemptCount per call, *SuccessCount per
  *   committed event, ChannelSize the events available to take;
  * - after a restart every committed, untaken event is there, each once; events never taken keep
@@ -39,6 +40,8 @@ export interface ChannelUnderTest {
   type: string;
   /** True when committed events survive a process crash (the definition says so). */
   survivesCrash: boolean;
+  /** True for a channel without a capacity of its own (the definition says so): its commits never wait for room. */
+  unbounded?: boolean;
   /** For a channel that keeps only part of its events through a crash: those it would lose now. */
   lostOnCrash?(channel: Channel): readonly Event[];
   /** The same for a clean stop, for a channel whose stop may lose events. */
@@ -47,8 +50,11 @@ export interface ChannelUnderTest {
   repeatedOnCrash?(channel: Channel): readonly Event[];
   /** The same for a clean stop. */
   repeatedOnStop?(channel: Channel): readonly Event[];
-  /** Opens (or reopens) the channel on its storage with these limits, on the given clock. */
-  open(limits: Limits, clock: VirtualClock): Promise<Channel>;
+  /**
+   * Opens (or reopens) the channel on its storage with these limits, on the given clock; `held`:
+   * how many events it should hold when it reopens (a channel fed by a server waits for them).
+   */
+  open(limits: Limits, clock: VirtualClock, held?: number): Promise<Channel>;
   /** Simulates the process dying: the channel object is dropped without a clean stop. */
   crash(channel: Channel): Promise<void>;
   /** Removes the channel's storage. */
@@ -237,7 +243,7 @@ class Run {
     transactions: number,
   ) {
     this.clock = new VirtualClock(1_000_000, () => quiesce(() => this.channel));
-    this.model = new Model(limits, transactions);
+    this.model = new Model(cut.unbounded ? { ...limits, capacity: Number.POSITIVE_INFINITY } : limits, transactions);
     this.real = Array.from({ length: transactions }, () => null);
   }
 
@@ -556,7 +562,7 @@ class Run {
     this.real = this.real.map(() => null);
     m.counts = { putAttempts: 0, takeAttempts: 0, putSuccess: 0, takeSuccess: 0 };
 
-    this.channel = await this.cut.open(this.limits, this.clock);
+    this.channel = await this.cut.open(this.limits, this.clock, expected.length);
     const restored = await this.drainFor(expected.length + 1);
     expect([...restored].sort((a, b) => a - b)).toEqual([...expected].sort((a, b) => a - b));
     // Events never taken keep their commit order.

@@ -15,6 +15,7 @@ const props = {
   "kafka.pollTimeout": { type: "int", default: 500, min: 0, aliases: ["pollTimeout"], doc: "Milliseconds the consumer waits on the broker for records (its fetch.max.wait.ms unless that is set)" },
   defaultPartitionId: { type: "int", min: 0, doc: "Partition every event goes to, unless partitionIdHeader says otherwise" },
   partitionIdHeader: { type: "string", doc: "Header whose value is the partition number of the event" },
+  "kafka.deadLetterTopic": { type: "string", doc: "Ours, not Flume's: with parseAsFlumeEvent, taken records that are no Avro FlumeEvent are sent to this topic at the take's commit (as they were, with headers flume.dlq.topic, flume.dlq.partition, flume.dlq.offset and flume.dlq.error) besides being logged and skipped" },
   transactionCapacity: { type: "int", default: 1000, min: 1, roles: ["transactionCapacity"], doc: "Most events one transaction may take" },
   migrateZookeeperOffsets: { type: "boolean", default: true, doc: "Flume's ZooKeeper offset migration: no longer applies (Kafka keeps the offsets); accepted and ignored" },
 } as const;
@@ -51,8 +52,11 @@ export const definition = defineComponent({
   doc: "Durable channel in a Kafka topic, shared by every agent naming the same topic and consumer group (Flume's KafkaChannel); replicated by the cluster.",
   props,
   groups,
-  // A killed agent commits no offsets: what it had taken is read again after a restart.
-  durability: { crash: (channel: KafkaChannel) => channel.crash() },
+  // A killed agent commits no offsets: what it had taken is read again after a restart, and so
+  // are committed takes above one still open (the group keeps one offset per partition).
+  durability: { crash: (channel: KafkaChannel) => channel.crash(), repeatedOnCrash: (channel) => channel.repeatable(), repeatedOnStop: (channel) => channel.repeatable() },
+  // As Flume's: no capacity of its own, the topic's retention bounds it.
+  unbounded: "the topic's retention bounds it",
   // The topic lives on a broker: `flume simulate` and `flume replay` run a file channel in its place.
   simulation: { standIn: "file" },
   validate(o) {
@@ -76,6 +80,7 @@ export const definition = defineComponent({
         partitionIdHeader: o.partitionIdHeader || undefined,
         defaultPartitionId: o.defaultPartitionId,
         transactionCapacity: o.transactionCapacity,
+        deadLetterTopic: o["kafka.deadLetterTopic"] || undefined,
       },
       { logger: ctx.logger },
     );

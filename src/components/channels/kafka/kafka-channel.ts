@@ -6,8 +6,11 @@
  * broker acknowledged every one (acks = all by default, as Flume), so they become visible to
  * takers only at commit. Take: records come from a consumer in the group, fetched ahead so
  * that take() is synchronous; commit commits their offsets; rollback puts them back at the head
- * of the fetched records in their order. A killed agent commits nothing: a restart (or another
- * member of the group) reads again from the last committed offsets.
+ * of the fetched records in their order. The group's offset of a partition moves only past
+ * records whose take committed (taken-offsets.ts). A killed agent commits nothing: a restart (or
+ * another member of the group) reads again from the last committed offsets.
+ *
+ * The channel has no capacity of its own, as Flume's: the topic's retention bounds it.
  */
 import type { Channel } from "../../../core/channel.ts";
 import { ChannelException } from "../../../core/errors.ts";
@@ -19,10 +22,12 @@ import { BasicTransaction } from "../../../core/transaction.ts";
 import { type KafkaMessage, KafkaPoller } from "../../../kafka/consumer.ts";
 import { KafkaChannelCounter } from "../../../kafka/counters.ts";
 import { messageOf } from "../../../kafka/errors.ts";
+import { DeadLetters } from "../../../kafka/dead-letters.ts";
 import { encodeFlumeEvent } from "../../../kafka/flume-event.ts";
 import { KafkaPublisher, type KafkaRecord } from "../../../kafka/producer.ts";
 import { eventOfRecord } from "../../../kafka/records.ts";
 import type { ConsumerSettings, ProducerSettings } from "../../../kafka/settings.ts";
+import { TakenOffsets } from "./taken-offsets.ts";
 
 export interface KafkaChannelOptions {
   topic: string;
@@ -33,11 +38,17 @@ export interface KafkaChannelOptions {
   partitionIdHeader?: string;
   defaultPartitionId?: number;
   transactionCapacity: number;
+  /** kafka.deadLetterTopic: where taken records that are no FlumeEvent go. */
+  deadLetterTopic?: string;
 }
 
 export class KafkaTransaction extends BasicTransaction {
   puts: Event[] = [];
   takes: KafkaMessage[] = [];
+  /** The event of each take (null for a record that was no event, skipped). */
+  taken: (Event | null)[] = [];
+  /** The takes that were no event, for the dead-letter topic at commit. */
+  deadLetters: DeadLetters | null = null;
 
   constructor(private readonly ch: KafkaChannel) {
     super();
@@ -45,6 +56,8 @@ export class KafkaTransaction extends BasicTransaction {
 
   protected override doPut(event: Event): void {
     this.ch.counter.values.EventPutAttemptCount++;
+    const capacity = this.ch.getTransactionCapacity();
+    if (this.puts.length >= capacity) throw new ChannelException(`Put list for ${this.ch.label} transaction full, capacity ${capacity}`);
     this.puts.push(event);
   }
 
@@ -70,6 +83,11 @@ export class KafkaChannel implements Channel {
   private readonly publisher: KafkaPublisher;
   private readonly poller: KafkaPoller;
   private readonly putListeners = new PutListeners();
+  private readonly offsets = new TakenOffsets<KafkaMessage, Event>();
+  /** Sends and offset commits in flight. */
+  private inFlight = 0;
+  /** Records this channel sent that its consumer has not fetched back yet (see ioBusy). */
+  private unfetched = 0;
 
   constructor(
     readonly name: string,
@@ -83,6 +101,11 @@ export class KafkaChannel implements Channel {
     this.poller = new KafkaPoller(this.label, options.consumer, { topics: [options.topic] }, this.logger, Math.max(1000, options.transactionCapacity * 2), () => {
       this.putListeners.notify();
     });
+    this.poller.onRecord = () => {
+      // ChannelSize is set at each commit and rollback, and grows as committed records arrive.
+      this.counter.values.ChannelSize++;
+      if (this.inFlight > 0 || this.unfetched > 0) this.unfetched--;
+    };
   }
 
   getLifecycleState(): LifecycleState {
@@ -99,6 +122,16 @@ export class KafkaChannel implements Channel {
 
   onPutsCommitted(listener: () => void): () => void {
     return this.putListeners.add(listener);
+  }
+
+  /**
+   * True while a send or an offset commit is in flight, or records this channel sent have not
+   * been fetched back yet: exact when the channel is its topic's only reader (the channel
+   * conformance suite waits on it), which `flume simulate` does not need (a file channel
+   * stands in for this one there).
+   */
+  ioBusy(): boolean {
+    return this.inFlight > 0 || this.unfetched > 0;
   }
 
   get connected(): boolean {
@@ -122,20 +155,29 @@ export class KafkaChannel implements Channel {
   }
 
   async stop(): Promise<void> {
-    if (this.state !== "START") return;
-    this.state = "STOP";
-    await this.poller.close();
-    await this.publisher.close();
-    this.counter.stop();
+    await this.shutDown("stop");
   }
 
   /** What a killed process leaves: nothing committed; a restart reads again from the committed offsets. */
   async crash(): Promise<void> {
+    await this.shutDown("crash");
+  }
+
+  /** A clean stop leaves the group at once; a crash drops the connection and leaves the group to time the member out. */
+  private async shutDown(how: "stop" | "crash"): Promise<void> {
     if (this.state !== "START") return;
     this.state = "STOP";
-    await this.poller.crash();
+    await (how === "crash" ? this.poller.crash() : this.poller.close());
     await this.publisher.close();
+    this.offsets.clear();
+    this.inFlight = 0;
+    this.unfetched = 0;
     this.counter.stop();
+  }
+
+  /** The events of committed takes a crash or restart now would deliver again (see taken-offsets.ts). */
+  repeatable(): Event[] {
+    return this.offsets.repeatable();
   }
 
   take(tx: KafkaTransaction): Event | null {
@@ -146,17 +188,14 @@ export class KafkaChannel implements Channel {
     if (this.state === "START") this.poller.ensureConnected();
     for (;;) {
       const [m] = this.poller.take(1);
-      if (!m) {
-        this.counter.set("ChannelSize", 0);
-        return null;
-      }
+      if (!m) return null;
       tx.takes.push(m);
-      const e = eventOfRecord(m, this.options.parseAsFlumeEvent, this.label, this.logger);
+      this.offsets.taken(m);
+      const dlq = this.options.deadLetterTopic;
+      const e = eventOfRecord(m, this.options.parseAsFlumeEvent, this.label, this.logger, dlq ? (tx.deadLetters ??= new DeadLetters(dlq, this.publisher)).add : undefined);
+      tx.taken.push(e);
       // A record that is no event is logged and skipped; its offset is committed with the take.
-      if (e) {
-        this.counter.set("ChannelSize", this.poller.buffered);
-        return e;
-      }
+      if (e) return e;
     }
   }
 
@@ -172,33 +211,54 @@ export class KafkaChannel implements Channel {
   }
 
   async commit(tx: KafkaTransaction): Promise<void> {
-    if (tx.puts.length > 0) {
-      const records = tx.puts.map((e) => this.recordOf(e));
-      for (const r of records) {
-        const tooLarge = this.publisher.checkSize(r);
-        if (tooLarge) throw new ChannelException(tooLarge.message);
-      }
-      const started = Date.now();
-      try {
-        await this.publisher.send(records);
-        this.counter.values.KafkaEventSendTimer += Date.now() - started;
-      } catch (err) {
-        throw new ChannelException(`${this.label}: ${messageOf(err)}`, { cause: err });
-      }
-      this.counter.inc("EventPutSuccessCount", tx.puts.length);
-      tx.puts = [];
+    this.inFlight++;
+    try {
+      if (tx.puts.length > 0) await this.send(tx);
+      if (tx.takes.length > 0) await this.commitTakes(tx);
+    } finally {
+      this.inFlight--;
+      this.counter.set("ChannelSize", this.poller.buffered);
     }
-    if (tx.takes.length > 0) {
-      const started = Date.now();
-      try {
-        await this.poller.commit(tx.takes);
-        this.counter.values.KafkaCommitTimer += Date.now() - started;
-      } catch (err) {
-        throw new ChannelException(`${this.label}: committing the offsets of ${tx.takes.length} taken records failed: ${messageOf(err)}`, { cause: err });
-      }
-      this.counter.inc("EventTakeSuccessCount", tx.takes.length);
-      tx.takes = [];
+  }
+
+  private async send(tx: KafkaTransaction): Promise<void> {
+    const records = tx.puts.map((e) => this.recordOf(e));
+    for (const r of records) {
+      const tooLarge = this.publisher.checkSize(r);
+      if (tooLarge) throw new ChannelException(tooLarge.message);
     }
+    const started = Date.now();
+    try {
+      await this.publisher.send(records);
+    } catch (err) {
+      throw new ChannelException(`${this.label}: ${messageOf(err)}`, { cause: err });
+    }
+    this.counter.values.KafkaEventSendTimer += Date.now() - started;
+    this.unfetched += records.length;
+    this.counter.inc("EventPutSuccessCount", tx.puts.length);
+    tx.puts = [];
+  }
+
+  private async commitTakes(tx: KafkaTransaction): Promise<void> {
+    try {
+      await tx.deadLetters?.flush();
+    } catch (err) {
+      throw new ChannelException(`${this.label}: sending ${tx.deadLetters?.size ?? 0} records that are no FlumeEvent to the dead-letter topic ${this.options.deadLetterTopic} failed: ${messageOf(err)}`, { cause: err });
+    }
+    const upTo = this.offsets.committed(tx.takes, tx.taken);
+    const started = Date.now();
+    try {
+      if (upTo.length > 0) await this.poller.commit(upTo);
+    } catch (err) {
+      throw new ChannelException(`${this.label}: committing the offsets of ${tx.takes.length} taken records failed: ${messageOf(err)}`, { cause: err });
+    }
+    this.counter.values.KafkaCommitTimer += Date.now() - started;
+    let events = 0;
+    for (const e of tx.taken) if (e) events++;
+    this.counter.inc("EventTakeSuccessCount", events);
+    tx.takes = [];
+    tx.taken = [];
+    tx.deadLetters = null;
   }
 
   rollback(tx: KafkaTransaction): void {
@@ -206,6 +266,8 @@ export class KafkaChannel implements Channel {
     tx.puts = [];
     this.poller.giveBack(tx.takes);
     tx.takes = [];
+    tx.taken = [];
+    tx.deadLetters = null;
     this.counter.set("ChannelSize", this.poller.buffered);
   }
 }

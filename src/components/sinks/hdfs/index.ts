@@ -1,10 +1,12 @@
 /**
  * Flume's HDFS sink (HDFSEventSink, type hdfs): writes events into files on HDFS through
- * WebHDFS (hdfs:// and webhdfs:// paths) or on the local file system (file:// paths), bucketed
- * by the escaped hdfs.path and filePrefix, rolled on count, size, interval and idleness.
+ * Hadoop's native protocols (hdfs:// paths), WebHDFS (webhdfs:// paths) or on the local file
+ * system (file:// paths), bucketed by the escaped hdfs.path and filePrefix, rolled on count,
+ * size, interval and idleness.
  *
- * A take commits only after its batch is durable: each bucket's share of the batch is one
- * CREATE or APPEND that the DataNodes acknowledged and closed (see src/io/hdfs/webhdfs.ts).
+ * A take commits only after its batch is durable: each bucket's share of the batch is hflushed
+ * through the open file's DataNode pipeline (src/io/hdfs/native/), or one WebHDFS CREATE or
+ * APPEND that the DataNodes acknowledged and closed (src/io/hdfs/webhdfs.ts).
  * At start the sink renames the in-use files a killed run of it left in hdfs.path's literal
  * directory (found by the mark it sets on each file); a bucket opened later in another
  * directory does the same there.
@@ -17,8 +19,7 @@ import { ConfigurationError } from "../../../core/errors.ts";
 import type { Status } from "../../../core/sink.ts";
 import type { DfsClient } from "../../../io/hdfs/file-system.ts";
 import { type HadoopConf, readHadoopConf } from "../../../io/hdfs/hadoop-conf.ts";
-import { LocalClient } from "../../../io/hdfs/local.ts";
-import { WebHdfsClient } from "../../../io/hdfs/webhdfs.ts";
+import { type DfsTarget, openDfsClient } from "../../../io/hdfs/open.ts";
 import type { TakeLoop } from "../../../pipeline/take-loop.ts";
 import { createPart, defineComponent, type ComponentContext } from "../../component.ts";
 import { localAddress } from "../../interceptors/host.ts";
@@ -30,8 +31,8 @@ import { EscapeTemplate, Escaper, type EscapeOptions, type HostNames, type Round
 import { type Codec, type CompressionType, type FileType, findCodec } from "./formats.ts";
 
 export interface HdfsSinkOptions {
-  /** Where the files go: a WebHDFS NameNode, or the local file system. */
-  target: { kind: "webhdfs"; nameNode: URL } | { kind: "local" };
+  /** Where the files go: a NameNode (RPC or WebHDFS), or the local file system. */
+  target: DfsTarget;
   /** hdfs.path's path part (no scheme), a template. */
   path: string;
   filePrefix: string;
@@ -122,7 +123,7 @@ export class HdfsSink extends BaseSink {
 
   override async start(): Promise<void> {
     const o = this.options;
-    const fs = o.target.kind === "local" ? new LocalClient() : new WebHdfsClient({ nameNode: o.target.nameNode, user: o.user, proxyUser: o.proxyUser, timeoutMs: o.callTimeout });
+    const fs = openDfsClient(o.target, { user: o.user, proxyUser: o.proxyUser, timeoutMs: o.callTimeout });
     const hosts = await hostNames();
     this.shared = {
       name: this.name,
@@ -288,9 +289,9 @@ const props = {
   "hdfs.rollTimerPoolSize": { type: "int", default: 1, min: 1, doc: "Accepted for Flume compatibility (roll timers run on the event loop)" },
   "hdfs.kerberosPrincipal": { type: "string", default: "", doc: "Not supported: Flume TS reaches HDFS with simple authentication only" },
   "hdfs.kerberosKeytab": { type: "string", default: "", doc: "Not supported: Flume TS reaches HDFS with simple authentication only" },
-  "hdfs.proxyUser": { type: "string", default: "", doc: "Write as this user (WebHDFS doas); the NameNode must allow the agent's user to proxy" },
-  "hdfs.concurrentBatches": { type: "int", default: 1, min: 1, max: 64, doc: "Flume TS: takes written at once, each to its own files and committed after its own write (WebHDFS pays a file close per batch)" },
-  "hdfs.webhdfs.port": { type: "int", default: 0, min: 0, max: 65535, doc: "Flume TS: the NameNode's HTTP (WebHDFS) port for hdfs:// paths; 0: dfs.namenode.http-address's port in $HADOOP_CONF_DIR/hdfs-site.xml, else 9870" },
+  "hdfs.proxyUser": { type: "string", default: "", doc: "Write as this user (a proxy user; WebHDFS doas); the NameNode must allow the agent's user to impersonate it (hadoop.proxyuser.*)" },
+  "hdfs.concurrentBatches": { type: "int", default: 1, min: 1, max: 64, doc: "Flume TS: takes written at once, each to its own files and committed after its own write (helps webhdfs://, which pays a file close per batch)" },
+  "hdfs.webhdfs.port": { type: "int", default: 0, min: 0, max: 65535, doc: "Ignored, accepted so older Flume TS configs load: hdfs:// paths use Hadoop RPC now; write webhdfs://namenode:9870/dir for WebHDFS" },
   serializer: {
     type: "string",
     default: "TEXT",
@@ -303,13 +304,12 @@ const groups = { serializerProps: { prefix: "serializer.", doc: "Serializer prop
 
 type Config = OptionsOf<typeof props, typeof groups>;
 
-/** hdfs.path split into where it goes and its path part. */
 /**
  * hdfs.path split into where it goes and its path part. A path without a file system goes to
- * fs.defaultFS of the Hadoop configuration, as in Flume; hdfs:// paths reach the NameNode's
- * WebHDFS at hdfs.webhdfs.port, else the port of dfs.namenode.http-address, else 9870.
+ * fs.defaultFS of the Hadoop configuration, as in Flume; hdfs:// paths reach the NameNode's RPC
+ * port (8020 when the URI names none), webhdfs:// paths its HTTP port (9870).
  */
-export function parseHdfsPath(raw: string, webhdfsPort: number, hadoop: HadoopConf = readHadoopConf()): { target: HdfsSinkOptions["target"]; path: string } {
+export function parseHdfsPath(raw: string, hadoop: HadoopConf = readHadoopConf()): { target: HdfsSinkOptions["target"]; path: string } {
   let uri = raw.trim();
   if (uri.startsWith("/")) {
     if (!hadoop.defaultFS) {
@@ -329,10 +329,11 @@ export function parseHdfsPath(raw: string, webhdfsPort: number, hadoop: HadoopCo
       return { target: { kind: "local" }, path };
     case "hdfs": {
       if (authority === "") throw new ConfigurationError("hdfs.path", `"${raw}" names no NameNode (hdfs://namenode:8020/dir)`);
-      const host = authority.replace(/:\d+$/, "");
-      const confPort = /:(\d+)$/.exec(hadoop.httpAddress ?? "")?.[1];
-      const port = webhdfsPort > 0 ? webhdfsPort : Number(confPort ?? 9870);
-      return { target: { kind: "webhdfs", nameNode: new URL(`http://${host}:${port}`) }, path };
+      const port = /:(\d+)$/.exec(authority)?.[1];
+      const target: DfsTarget = { kind: "hdfs", host: authority.replace(/:\d+$/, "").replace(/^\[(.*)\]$/, "$1"), port: Number(port ?? 8020) };
+      if (hadoop.replication) target.replication = hadoop.replication;
+      if (hadoop.blockSize) target.blockSize = hadoop.blockSize;
+      return { target, path };
     }
     case "webhdfs":
     case "swebhdfs": {
@@ -351,10 +352,10 @@ function options(config: Config): Omit<HdfsSinkOptions, "serializer"> {
   if (config["hdfs.kerberosPrincipal"] !== "" || config["hdfs.kerberosKeytab"] !== "") {
     throw new ConfigurationError(
       config["hdfs.kerberosPrincipal"] !== "" ? "hdfs.kerberosPrincipal" : "hdfs.kerberosKeytab",
-      "Kerberos is not supported: Flume TS reaches HDFS through WebHDFS with simple authentication (user.name); remove the kerberos keys, or keep this sink on Apache Flume",
+      "Kerberos is not supported: Flume TS reaches HDFS (Hadoop RPC or WebHDFS) with simple authentication only; remove the kerberos keys, or keep this sink on Apache Flume",
     );
   }
-  const { target, path } = parseHdfsPath(config["hdfs.path"], config["hdfs.webhdfs.port"]);
+  const { target, path } = parseHdfsPath(config["hdfs.path"]);
   const codecName = config["hdfs.codeC"];
   const codec = codecName === "" ? null : findCodec(codecName);
   const fileType = config["hdfs.fileType"] as FileType;
@@ -405,11 +406,27 @@ export const definition = defineComponent({
   kind: "sink",
   type: "hdfs",
   aliases: ["org.apache.flume.sink.hdfs.HDFSEventSink"],
-  doc: "Writes events into files on HDFS (through WebHDFS) or a local directory, bucketed by escaped paths and rolled on count, size, time and idleness; SequenceFile, DataStream or CompressedStream.",
+  doc: "Writes events into files on HDFS (Hadoop RPC for hdfs://, WebHDFS for webhdfs://) or a local directory, bucketed by escaped paths and rolled on count, size, time and idleness; SequenceFile, DataStream or CompressedStream.",
   props,
   groups,
   create(config, ctx) {
     return new HdfsSink(ctx, { ...options(config), serializer: createPart<SerializerFactory>(ctx, "serializer", "serializer", config.serializer, config.serializerProps) });
+  },
+  fileStore: {
+    files: (c) => ({
+      directory: c["hdfs.path"],
+      prefix: c["hdfs.filePrefix"],
+      suffix: c["hdfs.fileSuffix"],
+      inUsePrefix: c["hdfs.inUsePrefix"],
+      inUseSuffix: c["hdfs.emptyInUseSuffix"] ? "" : c["hdfs.inUseSuffix"],
+      batchSize: c["hdfs.batchSize"],
+      rollCount: c["hdfs.rollCount"],
+      rollSize: c["hdfs.rollSize"],
+      rollIntervalMs: c["hdfs.rollInterval"] * 1000,
+      idleTimeoutMs: c["hdfs.idleTimeout"] * 1000,
+      callTimeoutMs: c["hdfs.callTimeout"],
+      retryIntervalMs: c["hdfs.retryInterval"] * 1000,
+    }),
   },
   validate(config) {
     try {

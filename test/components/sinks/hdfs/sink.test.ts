@@ -162,20 +162,19 @@ describe("hdfs sink configuration", () => {
     return [...errors, ...(definition.validate?.(options) ?? [])].map((e) => `${e.key}: ${e.message}`);
   };
 
-  test("a path without a file system goes to fs.defaultFS of $HADOOP_CONF_DIR; WebHDFS's port from dfs.namenode.http-address unless hdfs.webhdfs.port says", () => {
+  test("a path without a file system goes to fs.defaultFS of $HADOOP_CONF_DIR; hdfs:// reaches the NameNode's RPC port (8020 by default), webhdfs:// its HTTP port (9870)", () => {
     const dir = mkdtempSync(path.join(tmpdir(), "flume-hadoop-conf-"));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const prop = (n: string, v: string) => `<property>\n  <name>${n}</name>\n  <value>${v}</value>\n</property>`;
-    writeFileSync(path.join(dir, "core-site.xml"), `<?xml version="1.0"?>\n<configuration>${prop("fs.defaultFS", "hdfs://nn1.example.com:8020")}</configuration>`);
-    writeFileSync(path.join(dir, "hdfs-site.xml"), `<configuration>${prop("dfs.replication", "3")}${prop("dfs.namenode.http-address", "nn1.example.com:50070")}</configuration>`);
+    writeFileSync(path.join(dir, "core-site.xml"), `<?xml version="1.0"?>\n<configuration>${prop("fs.defaultFS", "hdfs://nn1.example.com:8021")}</configuration>`);
+    writeFileSync(path.join(dir, "hdfs-site.xml"), `<configuration>${prop("dfs.replication", "3")}${prop("dfs.blocksize", "64m")}${prop("dfs.namenode.http-address", "nn1.example.com:50070")}</configuration>`);
     const conf = readHadoopConf({ HADOOP_CONF_DIR: dir });
-    expect(conf).toEqual({ dir, defaultFS: "hdfs://nn1.example.com:8020", httpAddress: "nn1.example.com:50070" });
-    const p = parseHdfsPath("/flume/events/%Y", 0, conf);
-    expect({ path: p.path, nn: p.target.kind === "webhdfs" ? p.target.nameNode.href : "" }).toEqual({ path: "/flume/events/%Y", nn: "http://nn1.example.com:50070/" });
-    const q = parseHdfsPath("hdfs://other:8020/x", 9871, conf);
-    expect(q.target.kind === "webhdfs" ? q.target.nameNode.href : "").toBe("http://other:9871/");
-    const r = parseHdfsPath("hdfs://other:8020/x", 0, { dir });
-    expect(r.target.kind === "webhdfs" ? r.target.nameNode.href : "").toBe("http://other:9870/");
+    expect(conf).toEqual({ dir, defaultFS: "hdfs://nn1.example.com:8021", httpAddress: "nn1.example.com:50070", replication: 3, blockSize: 64 * 1024 * 1024 });
+    // The client configuration's replication and block size go with new files, as in Hadoop's client.
+    expect(parseHdfsPath("/flume/events/%Y", conf)).toEqual({ path: "/flume/events/%Y", target: { kind: "hdfs", host: "nn1.example.com", port: 8021, replication: 3, blockSize: 64 * 1024 * 1024 } });
+    expect(parseHdfsPath("hdfs://other/x", { dir }).target).toEqual({ kind: "hdfs", host: "other", port: 8020 });
+    const w = parseHdfsPath("webhdfs://other/x", { dir });
+    expect(w.target.kind === "webhdfs" ? w.target.nameNode.href : "").toBe("http://other:9870/");
   });
 
   test("Flume 1.11's defaults", () => {

@@ -1,0 +1,77 @@
+/**
+ * How far the Kafka channel may commit its group's offsets. A group keeps one offset per
+ * partition, so committing after a record commits every record before it too. Transactions take
+ * and commit in any order, and a rolled-back take goes back to be taken again: the offset of a
+ * partition may move only past records whose take committed, never past one still held (taken
+ * by an open transaction, or rolled back and waiting). Records committed above a held one stay
+ * uncommitted in the group: a crash or restart delivers them again (at least once), and
+ * `repeatable()` names them.
+ */
+export interface TakenRecord {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: bigint;
+}
+
+interface PartitionState<R> {
+  /** Offsets taken and not committed: by open transactions, or rolled back to be taken again. */
+  held: Set<bigint>;
+  /** Records whose take committed, above the group's committed offset, with what they carried. */
+  done: Map<bigint, { record: R; event: unknown }>;
+}
+
+export class TakenOffsets<R extends TakenRecord, E = unknown> {
+  private readonly partitions = new Map<string, PartitionState<R>>();
+
+  private state(r: TakenRecord): PartitionState<R> {
+    const key = `${r.topic}\u0000${r.partition}`;
+    let s = this.partitions.get(key);
+    if (!s) this.partitions.set(key, (s = { held: new Set(), done: new Map() }));
+    return s;
+  }
+
+  /** A record handed to a transaction. */
+  taken(r: R): void {
+    const s = this.state(r);
+    s.held.add(r.offset);
+    // Committed once already, if an offset commit failed and the take was rolled back: pending again.
+    s.done.delete(r.offset);
+  }
+
+  /**
+   * The takes of a transaction committed: returns, per partition, the record to commit the
+   * group's offset after (the highest committed record below every held one), when it moved.
+   */
+  committed(records: readonly R[], events: readonly (E | null)[]): R[] {
+    const touched = new Set<PartitionState<R>>();
+    records.forEach((r, i) => {
+      const s = this.state(r);
+      s.held.delete(r.offset);
+      s.done.set(r.offset, { record: r, event: events[i] });
+      touched.add(s);
+    });
+    const out: R[] = [];
+    for (const s of touched) {
+      let lowestHeld: bigint | null = null;
+      for (const o of s.held) if (lowestHeld === null || o < lowestHeld) lowestHeld = o;
+      let upTo: R | null = null;
+      for (const [o, d] of s.done) if ((lowestHeld === null || o < lowestHeld) && (upTo === null || o > upTo.offset)) upTo = d.record;
+      if (upTo === null) continue;
+      for (const o of s.done.keys()) if (o <= upTo.offset) s.done.delete(o);
+      out.push(upTo);
+    }
+    return out;
+  }
+
+  /** The events of committed takes a crash or restart now would deliver again. */
+  repeatable(): E[] {
+    const out: E[] = [];
+    for (const s of this.partitions.values()) for (const d of s.done.values()) if (d.event !== null) out.push(d.event as E);
+    return out;
+  }
+
+  /** A new consumer reads from the group's committed offsets: nothing is held any more. */
+  clear(): void {
+    this.partitions.clear();
+  }
+}

@@ -1,0 +1,177 @@
+import { describe, expect, test } from "bun:test";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { runSimulation, simulateWithHistory, type SimulationResult } from "../../src/simulate/engine.ts";
+import { replayTraces } from "../../src/simulate/replay.ts";
+import { DEFAULTS, parseCrashSpecs, parseFailovers, type SimulationOptions, SimulationUsageError } from "../../src/simulate/options.ts";
+import { jsonReport } from "../../src/simulate/report.ts";
+import { ROOT, tempDir } from "../support/helpers.ts";
+
+const EDGE = readFileSync(path.join(ROOT, "conf", "kafka-edge.conf"), "utf8");
+const COLLECTOR = readFileSync(path.join(ROOT, "conf", "kafka-collector.conf"), "utf8");
+
+/** conf/kafka-edge.conf and conf/kafka-collector.conf as one file (a tier over the topic), with the edge's acks. */
+async function kafkaTier(over: Partial<SimulationOptions>, acks = "all", explain: number[] = [], memory = false): Promise<SimulationResult> {
+  const { dir, cleanup } = tempDir("flume-sim-kafka-");
+  try {
+    const conf = path.join(dir, "kafka-tier.conf");
+    let text = `${EDGE.replace("kafka.producer.acks = all", `kafka.producer.acks = ${acks}`)}\n${COLLECTOR}`;
+    // Memory channels instead of file channels: a crash loses what they hold.
+    if (memory) text = text.replaceAll(/^(\w+)\.channels\.c1\.type = file$/gm, "$1.channels.c1.type = memory\n$1.channels.c1.capacity = 10000").replaceAll(/^\w+\.channels\.c1\.(checkpointDir|dataDirs) = .*$/gm, "");
+    writeFileSync(conf, text);
+    return await simulateWithHistory({ ...DEFAULTS, events: 5000, sinkLatency: 100, configFile: conf, workDir: dir, ...over }, {}, explain);
+  } finally {
+    cleanup();
+  }
+}
+
+/** The causes that explain at least one duplicate, with their counts. */
+const causeCount = (r: SimulationResult) => Object.fromEntries(r.duplicateCauses.filter((d) => d.count > 0).map((d) => [d.cause, d.count]));
+const topicLine = (r: SimulationResult) => r.peers.find((l) => l.startsWith("topic logs:")) ?? "";
+
+describe("Kafka components against the simulated broker", () => {
+  test("an edge's kafka sink and a collector's kafka source over one topic: every event crosses, spread over the partitions, the group's offsets all committed", async () => {
+    const r = await kafkaTier({ kafkaPartitions: 4 });
+    expect(r.tier).toBe(true);
+    expect(r.summary).toMatchObject({ accepted: 5000, deliveredUnique: 5000, duplicates: 0, lost: 0, remaining: 0 });
+    expect(topicLine(r)).toBe("topic logs: 5,000 records in 4 partitions (1250/1250/1250/1250), 0 leader failovers, 0 acknowledgements lost; group collectors: lag 0, 0 records read again, 1 rebalances");
+    const k1 = r.sinks.find((s) => s.agent === "edge" && s.name === "k1");
+    expect(k1).toMatchObject({ kind: "kafka", link: "topic logs", forwarded: 5000, failed: 0 });
+    expect(r.agents.map((a) => a.verdict.line)).toEqual(["agent edge: HELD (0 lost, 0 duplicates)", "agent collector: HELD (0 lost, 0 duplicates)"]);
+  }, 60_000);
+
+  test("lost acknowledgements: the broker wrote the batch, the sink waited its request timeout, rolled back and sent it again; each copy is a lost-ack duplicate", async () => {
+    const r = await kafkaTier({ kafkaLoseAck: 0.2, seed: 4 });
+    expect(r.verdict.held).toBe(true);
+    expect(r.summary.duplicates).toBeGreaterThan(0);
+    expect(causeCount(r)).toEqual({ "lost-ack": r.summary.duplicates });
+    const acksLost = Number(/(\d+) acknowledgements lost/.exec(topicLine(r))?.[1]);
+    expect(acksLost).toBeGreaterThan(0);
+    // Every record beyond the events is a copy the resends wrote.
+    expect(topicLine(r)).toContain(`topic logs: ${(5000 + r.summary.duplicates).toLocaleString("en-US")} records`);
+    const example = r.histories.find((h) => h.causes?.includes("lost-ack"));
+    expect(example?.lines.join("\n")).toMatch(/the acknowledgement of topic logs's write \(tx \d+\) was lost[^]*that delivery is a duplicate: the Kafka broker wrote a batch whose acknowledgement was lost/);
+  }, 60_000);
+
+  test("a leader failover while a write waits for its acknowledgement: without idempotence the new leader writes the records again; an idempotent producer (acks=all) makes no duplicate", async () => {
+    const failover = parseFailovers("logs@150ms+200ms", "--kafka-failover");
+    const plain = await kafkaTier({ kafkaFailovers: failover }, "1");
+    expect(plain.verdict.held).toBe(true);
+    expect(plain.summary.duplicates).toBeGreaterThan(0);
+    expect(causeCount(plain)).toEqual({ "leader-failover": plain.summary.duplicates });
+    expect(topicLine(plain)).toContain("3 leader failovers");
+    const idempotent = await kafkaTier({ kafkaFailovers: failover }, "all");
+    expect(idempotent.summary).toMatchObject({ deliveredUnique: 5000, duplicates: 0, lost: 0 });
+    expect(topicLine(idempotent)).toContain("topic logs: 5,000 records");
+  }, 60_000);
+
+  test("an election longer than the producer's request timeout: the send fails, the sink rolls back, and what other partitions had written comes again", async () => {
+    const r = await kafkaTier({ kafkaFailovers: parseFailovers("logs:1@300ms+40s", "--kafka-failover") }, "all");
+    expect(r.verdict.held).toBe(true);
+    expect(r.summary.duplicates).toBeGreaterThan(0);
+    expect(causeCount(r)).toEqual({ "leader-failover": r.summary.duplicates });
+    expect(r.sinks.find((s) => s.agent === "edge")?.failed).toBeGreaterThan(0);
+    expect(r.time).toBeGreaterThan(30_000);
+  }, 60_000);
+
+  test("the collector crashes after its channel commit and before its offset commit: the group reads the batch again from the committed offset (source-reread)", async () => {
+    const r = await kafkaTier({ crashes: parseCrashSpecs("collector@400ms+1s", "--crash") });
+    expect(r.verdict.held).toBe(true);
+    expect(r.summary.duplicates).toBeGreaterThan(0);
+    expect(causeCount(r)).toEqual({ "source-reread": r.summary.duplicates });
+    expect(topicLine(r)).toContain(`group collectors: lag 0, ${r.summary.duplicates} records read again, 2 rebalances`);
+  }, 60_000);
+
+  test("the collector alone: a producer outside the run writes the topic; the edge alone: the topic is its destination", async () => {
+    const { dir, cleanup } = tempDir("flume-sim-kafka-");
+    try {
+      const collector = path.join(dir, "collector.conf");
+      writeFileSync(collector, COLLECTOR);
+      const c = await simulateWithHistory({ ...DEFAULTS, events: 3000, configFile: collector, workDir: dir });
+      expect(c.topology).toContain("topic logs: written by a simulated producer outside the run (no sink of the run writes it), 3 partitions");
+      expect(c.summary).toMatchObject({ accepted: 3000, deliveredUnique: 3000, duplicates: 0, lost: 0 });
+      const edge = path.join(dir, "edge.conf");
+      writeFileSync(edge, EDGE);
+      const e = await simulateWithHistory({ ...DEFAULTS, events: 3000, kafkaLoseAck: 0.3, seed: 2, configFile: edge, workDir: dir });
+      expect(e.topology).toContain("topic logs: on the simulated Kafka broker, 3 partitions, read by no source of the run (what is written there is delivered)");
+      expect(e.summary).toMatchObject({ accepted: 3000, deliveredUnique: 3000, lost: 0 });
+      expect(e.summary.duplicates).toBeGreaterThan(0);
+      expect(causeCount(e)).toEqual({ "lost-ack": e.summary.duplicates });
+    } finally {
+      cleanup();
+    }
+  }, 60_000);
+
+  test("every duplicate has a cause and every lost event a crash, whatever the faults (many seeds, file and memory channels)", async () => {
+    const seen = new Set<string>();
+    for (let seed = 1; seed <= 6; seed++) {
+      const memory = seed % 2 === 0;
+      const r = await kafkaTier(
+        {
+          seed,
+          events: 4000,
+          sinkLatency: 50,
+          failSink: { kind: "rate", rate: 0.1 },
+          kafkaLoseAck: 0.1,
+          kafkaFailovers: parseFailovers(`logs@${100 + seed * 40}ms+300ms,logs:1@${300 + seed * 30}ms+35s`, "--kafka-failover"),
+          crashes: parseCrashSpecs(`collector@${200 + seed * 37}ms+500ms,edge@${150 + seed * 23}ms`, "--crash"),
+        },
+        "1",
+        [],
+        memory,
+      );
+      expect(r.channels.map((c) => c.type)).toEqual(memory ? ["memory", "memory"] : ["file", "file"]);
+      const counts = causeCount(r);
+      expect(counts.unexplained).toBeUndefined();
+      expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(r.summary.duplicates);
+      for (const c of Object.keys(counts)) seen.add(c);
+      expect(r.crashes.reduce((n, c) => n + c.lost, 0)).toBe(r.summary.lost);
+      if (!memory) expect(r.summary.lost).toBe(0);
+      expect(r.summary.accepted).toBe(r.summary.deliveredUnique + r.summary.lost + r.summary.remaining);
+    }
+    expect([...seen].sort()).toEqual(["crash-replay", "leader-failover", "lost-ack", "partial-batch"]);
+  }, 60_000);
+
+  test("the same seed gives the same report, byte for byte", async () => {
+    const o: Partial<SimulationOptions> = { kafkaLoseAck: 0.1, kafkaFailovers: parseFailovers("logs:2@150ms+200ms", "--kafka-failover"), crashes: parseCrashSpecs("collector@400ms+1s", "--crash"), seed: 9 };
+    const a = await kafkaTier(o, "1");
+    const b = await kafkaTier(o, "1");
+    expect(a.summary.duplicates).toBeGreaterThan(0);
+    // Each run reads its config from its own temp dir, which the topology names.
+    const report = (r: SimulationResult) => jsonReport({ ...DEFAULTS, ...o }, r).replaceAll(/flume-sim-kafka-\w+/g, "DIR");
+    expect(report(b)).toBe(report(a));
+  }, 60_000);
+
+  test("a Kafka tier's trace and an HDFS collector's trace replay to the ledgers the simulations recorded", async () => {
+    const { dir, cleanup } = tempDir("flume-sim-peers-trace-");
+    try {
+      const tier = path.join(dir, "kafka-tier.conf");
+      writeFileSync(tier, `${EDGE}\n${COLLECTOR}`);
+      const kafkaTrace = path.join(dir, "kafka.jsonl");
+      const k = await runSimulation({ ...DEFAULTS, events: 3000, seed: 4, kafkaLoseAck: 0.2, crashes: parseCrashSpecs("collector@300ms+1s", "--crash"), configFile: tier, workDir: path.join(dir, "k") }, { traceFile: kafkaTrace });
+      const hdfsTrace = path.join(dir, "hdfs.jsonl");
+      const h = await runSimulation({ ...DEFAULTS, events: 3000, seed: 4, hdfsTimeout: 0.2, crashAt: [200], configFile: path.join(ROOT, "conf", "hdfs-collector.conf"), workDir: path.join(dir, "h") }, { traceFile: hdfsTrace });
+      for (const [trace, sim] of [
+        [kafkaTrace, k],
+        [hdfsTrace, h],
+      ] as const) {
+        expect(sim.summary.duplicates).toBeGreaterThan(0);
+        const r = await replayTraces([trace], { workDir: path.join(dir, `replay-${path.basename(trace)}`) });
+        expect(r.mismatches).toEqual([]);
+        expect(r.tier?.summary ?? r.summary).toEqual(sim.summary);
+      }
+    } finally {
+      cleanup();
+    }
+  }, 60_000);
+
+  test("a failover of a topic or partition the run does not have is refused", async () => {
+    await expect(kafkaTier({ kafkaFailovers: parseFailovers("other@1s", "--kafka-failover") })).rejects.toThrow(new SimulationUsageError("--kafka-failover: no Kafka sink or source of the run uses topic other"));
+    await expect(kafkaTier({ kafkaFailovers: parseFailovers("logs:3@1s", "--kafka-failover") })).rejects.toThrow("topic logs has partitions 0 to 2 (--kafka-partitions), not 3");
+    expect(() => parseFailovers("logs", "--kafka-failover")).toThrow("expected TOPIC[:PARTITION]@TIME[+ELECTION]");
+    expect(parseFailovers("logs:1@2s+500ms,a@1s", "--kafka-failover")).toEqual([
+      { topic: "a", partition: undefined, at: 1000, election: 1000 },
+      { topic: "logs", partition: 1, at: 2000, election: 500 },
+    ]);
+  }, 60_000);
+});

@@ -1,0 +1,147 @@
+/**
+ * What the Kafka test files share: one broker (or cluster) per file, cleanups awaited after each
+ * test, and the Kafka sink, source and channel built from their definitions, wired to started
+ * memory channels, stopped after the test.
+ */
+import { afterAll, afterEach, beforeAll } from "bun:test";
+import { componentContext } from "../../src/components/component.ts";
+import { definition as channelDefinition, type KafkaChannel } from "../../src/components/channels/kafka/index.ts";
+import { definition as sinkDefinition, type KafkaSink } from "../../src/components/sinks/kafka.ts";
+import { definition as sourceDefinition, type KafkaSource } from "../../src/components/sources/kafka.ts";
+import type { Channel } from "../../src/core/channel.ts";
+import { ChannelProcessor } from "../../src/core/channel-processor.ts";
+import type { ComponentDefinition } from "../../src/components/component.ts";
+import type { AnyOptions } from "../../src/config/schema.ts";
+import type { Event } from "../../src/core/event.ts";
+import { type Logger, MemoryLogger } from "../../src/core/logger.ts";
+import { MemoryChannel } from "../../src/core/memory-channel.ts";
+import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
+import { needsJvm } from "./jvm.ts";
+import { type KafkaCluster, type KafkaOptions, startKafkaCluster } from "./kafka.ts";
+import type { Precondition } from "./requires.ts";
+
+export interface FileKafkaOptions extends KafkaOptions {
+  /** Nodes in the cluster: 1 by default. */
+  size?: number;
+  /** The precondition of the file's tests (needsJvm by default): no broker where it does not hold. */
+  needs?: Precondition;
+  /** Runs in beforeAll before the broker starts (resolving another classpath, making certificates); may give more options. */
+  before?(): Promise<KafkaOptions | void> | KafkaOptions | void;
+}
+
+/**
+ * One broker (or cluster) for the tests of a file: started in beforeAll where the precondition
+ * holds, stopped in afterAll. The object reads the started cluster, so tests use it as one.
+ */
+export function kafkaForFile(opts: FileKafkaOptions = {}): KafkaCluster {
+  let cluster: KafkaCluster | null = null;
+  const started = (): KafkaCluster => {
+    if (!cluster) throw new Error("the file's Kafka broker did not start (see beforeAll)");
+    return cluster;
+  };
+  beforeAll(async () => {
+    if (!(opts.needs ?? needsJvm).holds) return;
+    const more = await opts.before?.();
+    cluster = await startKafkaCluster(opts.size ?? 1, { ...opts, ...more });
+  }, 300_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  }, 60_000);
+  return {
+    get nodes() {
+      return started().nodes;
+    },
+    get bootstrap() {
+      return started().bootstrap;
+    },
+    get classpath() {
+      return started().classpath;
+    },
+    createTopic: (topic, o) => started().createTopic(topic, o),
+    leaderOf: (topic, partition) => started().leaderOf(topic, partition),
+    stop: () => started().stop(),
+  };
+}
+
+/** Cleanups run after each test, last first, each awaited. */
+export function cleanupsAfterEach(): (() => unknown)[] {
+  const cleanups: (() => unknown)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  }, 60_000);
+  return cleanups;
+}
+
+function parsed<T, O extends AnyOptions>(def: ComponentDefinition<T, O>, props: Record<string, string>): O {
+  const { options, errors } = def.parse(props);
+  const problems = [...errors, ...(def.validate?.(options) ?? [])];
+  if (problems.length > 0) throw new Error(`${def.schema.type}: ${problems.map((p) => `${p.key}: ${p.message}`).join("; ")}`);
+  return options;
+}
+
+export function memoryChannel(name: string, capacity = 10_000, transactionCapacity = 1000): MemoryChannel {
+  const channel = new MemoryChannel(name, { capacity, transactionCapacity });
+  channel.start();
+  return channel;
+}
+
+export interface Built {
+  /** The cleanups the component's stop goes to. */
+  cleanups: (() => unknown)[];
+  name?: string;
+  logger?: Logger;
+}
+
+/** A Kafka sink (not started) taking from a started memory channel. */
+export function kafkaSink(props: Record<string, string>, o: Built): { sink: KafkaSink; channel: MemoryChannel; logger: MemoryLogger } {
+  const logger = (o.logger as MemoryLogger | undefined) ?? new MemoryLogger();
+  const sink = sinkDefinition.create(parsed(sinkDefinition, props), componentContext(o.name ?? "k1", { logger }));
+  const channel = memoryChannel(`${o.name ?? "k1"}-in`);
+  sink.setChannel(channel);
+  o.cleanups.push(() => sink.stop());
+  return { sink, channel, logger };
+}
+
+/** A Kafka source (not started) writing into `channel` (a started memory channel by default). */
+export function kafkaSource(props: Record<string, string>, o: Built & { channel?: MemoryChannel }): { source: KafkaSource; channel: MemoryChannel; logger: MemoryLogger } {
+  const logger = (o.logger as MemoryLogger | undefined) ?? new MemoryLogger();
+  const source = sourceDefinition.create(parsed(sourceDefinition, props), componentContext(o.name ?? "r1", { logger }));
+  // A channel given is started here; one made here is started already.
+  o.channel?.start();
+  const channel = o.channel ?? memoryChannel(`${o.name ?? "r1"}-out`);
+  const processor = new ChannelProcessor(new ReplicatingChannelSelector([channel]));
+  processor.initialize();
+  source.setChannelProcessor(processor);
+  o.cleanups.push(() => source.stop());
+  return { source, channel, logger };
+}
+
+/** A Kafka channel (not started). */
+export function kafkaChannel(props: Record<string, string>, o: Built): KafkaChannel {
+  const channel = channelDefinition.create(parsed(channelDefinition, props), componentContext(o.name ?? "kc", o.logger ? { logger: o.logger } : {}));
+  o.cleanups.push(() => channel.stop());
+  return channel;
+}
+
+/** Puts events into a channel in one committed transaction. */
+export async function putEvents(channel: Channel, events: readonly Event[]): Promise<void> {
+  const tx = channel.getTransaction();
+  tx.begin();
+  for (const e of events) tx.put(e);
+  await tx.commit();
+  tx.close();
+}
+
+/** Takes up to `max` events in one committed transaction, appending them to `into`. */
+export async function takeEvents(channel: Channel, into: Event[] = [], max = 100_000): Promise<Event[]> {
+  const tx = channel.getTransaction();
+  tx.begin();
+  for (let i = 0; i < max; i++) {
+    const e = tx.take();
+    if (!e) break;
+    into.push(e);
+  }
+  await tx.commit();
+  tx.close();
+  return into;
+}
