@@ -26,6 +26,28 @@ export abstract class EventInterceptor implements Interceptor {
   }
 }
 
+/**
+ * Sets one header on every event, keeping one already set when preserveExisting (Flume's host,
+ * static, timestamp and UUID interceptors): a subclass says what the value is.
+ */
+export abstract class HeaderInterceptor extends EventInterceptor {
+  constructor(
+    protected readonly header: string,
+    protected readonly preserveExisting: boolean,
+  ) {
+    super();
+  }
+
+  /** The value for the next event. */
+  protected abstract value(): string;
+
+  intercept(event: Event): Event {
+    if (this.preserveExisting && this.header in event.headers) return event;
+    event.headers[this.header] = this.value();
+    return event;
+  }
+}
+
 /** Runs interceptors in their configured order (Flume's InterceptorChain). */
 export class InterceptorChain implements Interceptor {
   constructor(readonly interceptors: Interceptor[] = []) {}

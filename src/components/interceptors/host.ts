@@ -1,7 +1,6 @@
 import { hostname, networkInterfaces } from "node:os";
 import { defineComponent } from "../component.ts";
-import type { Event } from "../../core/event.ts";
-import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
+import { HeaderInterceptor, type Interceptor } from "../../core/interceptor.ts";
 
 /** This host's first non-internal IPv4 address (what Java's InetAddress.getLocalHost() usually gives). */
 export function localAddress(): string {
@@ -12,19 +11,17 @@ export function localAddress(): string {
 }
 
 /** Adds this agent's host name or IP address as a header (Flume's HostInterceptor). */
-export class HostInterceptor extends EventInterceptor {
+export class HostInterceptor extends HeaderInterceptor {
   constructor(
-    private readonly header: string,
+    header: string,
     private readonly host: string,
-    private readonly preserveExisting: boolean,
+    preserveExisting: boolean,
   ) {
-    super();
+    super(header, preserveExisting);
   }
 
-  intercept(event: Event): Event {
-    if (this.preserveExisting && this.header in event.headers) return event;
-    event.headers[this.header] = this.host;
-    return event;
+  protected value(): string {
+    return this.host;
   }
 }
 

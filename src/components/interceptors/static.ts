@@ -1,21 +1,18 @@
 import { defineComponent } from "../component.ts";
-import type { Event } from "../../core/event.ts";
-import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
+import { HeaderInterceptor, type Interceptor } from "../../core/interceptor.ts";
 
 /** Adds one fixed header to every event (Flume's StaticInterceptor). */
-export class StaticInterceptor extends EventInterceptor {
+export class StaticInterceptor extends HeaderInterceptor {
   constructor(
-    private readonly key: string,
-    private readonly value: string,
-    private readonly preserveExisting: boolean,
+    key: string,
+    private readonly fixed: string,
+    preserveExisting: boolean,
   ) {
-    super();
+    super(key, preserveExisting);
   }
 
-  intercept(event: Event): Event {
-    if (this.preserveExisting && this.key in event.headers) return event;
-    event.headers[this.key] = this.value;
-    return event;
+  protected value(): string {
+    return this.fixed;
   }
 }
 

@@ -1,22 +1,20 @@
 import { defineComponent } from "../component.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Event } from "../../core/event.ts";
-import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
+import { HeaderInterceptor, type Interceptor } from "../../core/interceptor.ts";
 
 /** Puts the time of interception, in epoch milliseconds, into a header (Flume's TimestampInterceptor). */
-export class TimestampInterceptor extends EventInterceptor {
+export class TimestampInterceptor extends HeaderInterceptor {
   constructor(
-    private readonly header: string,
-    private readonly preserveExisting: boolean,
+    header: string,
+    preserveExisting: boolean,
     private readonly clock: Clock,
   ) {
-    super();
+    super(header, preserveExisting);
   }
 
-  intercept(event: Event): Event {
-    if (this.preserveExisting && this.header in event.headers) return event;
-    event.headers[this.header] = String(this.clock.now());
-    return event;
+  protected value(): string {
+    return String(this.clock.now());
   }
 
   override interceptAll(events: Event[]): Event[] {

@@ -1,22 +1,19 @@
 import { randomUUID } from "node:crypto";
 import { defineComponent } from "../component.ts";
-import type { Event } from "../../core/event.ts";
-import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
+import { HeaderInterceptor, type Interceptor } from "../../core/interceptor.ts";
 
 /** Sets a random (version 4) UUID header, optionally prefixed (Flume's UUIDInterceptor). */
-export class UuidInterceptor extends EventInterceptor {
+export class UuidInterceptor extends HeaderInterceptor {
   constructor(
-    private readonly headerName: string,
+    headerName: string,
     private readonly prefix: string,
-    private readonly preserveExisting: boolean,
+    preserveExisting: boolean,
   ) {
-    super();
+    super(headerName, preserveExisting);
   }
 
-  intercept(event: Event): Event {
-    if (this.preserveExisting && this.headerName in event.headers) return event;
-    event.headers[this.headerName] = this.prefix + randomUUID();
-    return event;
+  protected value(): string {
+    return this.prefix + randomUUID();
   }
 }
 
