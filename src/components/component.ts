@@ -44,6 +44,12 @@ export interface ComponentContext {
    * property with `names` in its schema.
    */
   lookup(kind: ComponentKind, type: string): AnyDefinition | undefined;
+  /**
+   * The parts the component's properties name, parsed and checked with the configuration, by
+   * property key (an agent's model has them; a component built by hand has none, and
+   * createPart parses the settings it is given).
+   */
+  named?: ReadonlyMap<string, { definition: AnyDefinition; options: AnyOptions }>;
 }
 
 /**
@@ -215,14 +221,19 @@ export function defineComponent<T, const P extends Props, const G extends Groups
 
 /**
  * Builds the part a property names (`names` in its schema: a file_roll sink's serializer, an
- * http source's handler) from the registry of the run, its settings (the group under
- * `<key>.`) parsed and checked by the part's schema and its own checks.
+ * http source's handler): in an agent, from what the configuration's check parsed
+ * (ctx.named); built by hand, from the registry of the run with its settings (the group under
+ * `<key>.`) parsed and checked by the part's schema and its own checks. `over` replaces options
+ * (a legacy property of the owner that sets one of the part's).
  */
-export function createPart<T>(ctx: ComponentContext, kind: ComponentKind, key: string, type: string, settings: Readonly<Record<string, string>>): T {
+export function createPart<T>(ctx: ComponentContext, kind: ComponentKind, key: string, type: string, settings: Readonly<Record<string, string>>, over: AnyOptions = {}): T {
+  const ready = ctx.named?.get(key);
+  if (ready) return ready.definition.create({ ...ready.options, ...over }, ctx) as T;
   const def = ctx.lookup(kind, type);
   if (!def) throw new ConfigurationError(key, `unknown ${kind} "${type}"`, ctx.name);
-  const { options, errors } = def.parse(settings);
-  const problem = [...errors, ...(def.validate?.(options) ?? [])].find((e) => e.severity !== "warning");
+  const parsed = def.parse(settings);
+  const options = { ...parsed.options, ...over };
+  const problem = [...parsed.errors, ...(def.validate?.(options) ?? [])].find((e) => e.severity !== "warning");
   if (problem) throw new ConfigurationError(`${key}.${problem.key}`, problem.message, ctx.name);
   return def.create(options, ctx) as T;
 }

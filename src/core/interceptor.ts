@@ -28,23 +28,31 @@ export abstract class EventInterceptor implements Interceptor {
 
 /**
  * Sets one header on every event, keeping one already set when preserveExisting (Flume's host,
- * static, timestamp and UUID interceptors): a subclass says what the value is.
+ * static, timestamp and UUID interceptors, which differ only in the value).
  */
-export abstract class HeaderInterceptor extends EventInterceptor {
+export class HeaderInterceptor extends EventInterceptor {
   constructor(
-    protected readonly header: string,
-    protected readonly preserveExisting: boolean,
+    private readonly header: string,
+    private readonly preserveExisting: boolean,
+    /** The value for the next event. */
+    private readonly value: () => string,
+    /** One value for a whole batch (the batch's events arrived together): the timestamp reads its clock once. */
+    private readonly onePerBatch = false,
   ) {
     super();
   }
-
-  /** The value for the next event. */
-  protected abstract value(): string;
 
   intercept(event: Event): Event {
     if (this.preserveExisting && this.header in event.headers) return event;
     event.headers[this.header] = this.value();
     return event;
+  }
+
+  override interceptAll(events: Event[]): Event[] {
+    if (!this.onePerBatch) return super.interceptAll(events);
+    const value = this.value();
+    for (const e of events) if (!(this.preserveExisting && this.header in e.headers)) e.headers[this.header] = value;
+    return events;
   }
 }
 

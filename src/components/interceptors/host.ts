@@ -10,21 +10,6 @@ export function localAddress(): string {
   return v4?.address ?? v6?.address ?? "127.0.0.1";
 }
 
-/** Adds this agent's host name or IP address as a header (Flume's HostInterceptor). */
-export class HostInterceptor extends HeaderInterceptor {
-  constructor(
-    header: string,
-    private readonly host: string,
-    preserveExisting: boolean,
-  ) {
-    super(header, preserveExisting);
-  }
-
-  protected value(): string {
-    return this.host;
-  }
-}
-
 export const definition = defineComponent({
   kind: "interceptor",
   type: "host",
@@ -37,6 +22,6 @@ export const definition = defineComponent({
   },
   create(config): Interceptor {
     const host = config.useIP ? localAddress() : hostname();
-    return new HostInterceptor(config.hostHeader, host, config.preserveExisting);
+    return new HeaderInterceptor(config.hostHeader, config.preserveExisting, () => host);
   },
 });

@@ -1,21 +1,6 @@
 import { defineComponent } from "../component.ts";
 import { HeaderInterceptor, type Interceptor } from "../../core/interceptor.ts";
 
-/** Adds one fixed header to every event (Flume's StaticInterceptor). */
-export class StaticInterceptor extends HeaderInterceptor {
-  constructor(
-    key: string,
-    private readonly fixed: string,
-    preserveExisting: boolean,
-  ) {
-    super(key, preserveExisting);
-  }
-
-  protected value(): string {
-    return this.fixed;
-  }
-}
-
 export const definition = defineComponent({
   kind: "interceptor",
   type: "static",
@@ -27,6 +12,6 @@ export const definition = defineComponent({
     value: { type: "string", default: "value", doc: "Header value." },
   },
   create(config): Interceptor {
-    return new StaticInterceptor(config.key, config.value, config.preserveExisting);
+    return new HeaderInterceptor(config.key, config.preserveExisting, () => config.value);
   },
 });

@@ -1,29 +1,5 @@
 import { defineComponent } from "../component.ts";
-import type { Clock } from "../../core/clock.ts";
-import type { Event } from "../../core/event.ts";
 import { HeaderInterceptor, type Interceptor } from "../../core/interceptor.ts";
-
-/** Puts the time of interception, in epoch milliseconds, into a header (Flume's TimestampInterceptor). */
-export class TimestampInterceptor extends HeaderInterceptor {
-  constructor(
-    header: string,
-    preserveExisting: boolean,
-    private readonly clock: Clock,
-  ) {
-    super(header, preserveExisting);
-  }
-
-  protected value(): string {
-    return String(this.clock.now());
-  }
-
-  override interceptAll(events: Event[]): Event[] {
-    // One clock read per batch: the events of a batch arrived together.
-    const now = String(this.clock.now());
-    for (const e of events) if (!(this.preserveExisting && this.header in e.headers)) e.headers[this.header] = now;
-    return events;
-  }
-}
 
 export const definition = defineComponent({
   kind: "interceptor",
@@ -35,6 +11,6 @@ export const definition = defineComponent({
     headerName: { type: "string", default: "timestamp", doc: "Name of the header to set." },
   },
   create(config, ctx): Interceptor {
-    return new TimestampInterceptor(config.headerName, config.preserveExisting, ctx.clock);
+    return new HeaderInterceptor(config.headerName, config.preserveExisting, () => String(ctx.clock.now()), true);
   },
 });

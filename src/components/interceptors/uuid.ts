@@ -2,21 +2,6 @@ import { randomUUID } from "node:crypto";
 import { defineComponent } from "../component.ts";
 import { HeaderInterceptor, type Interceptor } from "../../core/interceptor.ts";
 
-/** Sets a random (version 4) UUID header, optionally prefixed (Flume's UUIDInterceptor). */
-export class UuidInterceptor extends HeaderInterceptor {
-  constructor(
-    headerName: string,
-    private readonly prefix: string,
-    preserveExisting: boolean,
-  ) {
-    super(headerName, preserveExisting);
-  }
-
-  protected value(): string {
-    return this.prefix + randomUUID();
-  }
-}
-
 export const definition = defineComponent({
   kind: "interceptor",
   type: "uuid",
@@ -28,6 +13,6 @@ export const definition = defineComponent({
     prefix: { type: "string", default: "", doc: "Text put before each UUID." },
   },
   create(config): Interceptor {
-    return new UuidInterceptor(config.headerName, config.prefix, config.preserveExisting);
+    return new HeaderInterceptor(config.headerName, config.preserveExisting, () => config.prefix + randomUUID());
   },
 });

@@ -20,9 +20,9 @@ import { type HadoopConf, readHadoopConf } from "../../../io/hdfs/hadoop-conf.ts
 import { LocalClient } from "../../../io/hdfs/local.ts";
 import { WebHdfsClient } from "../../../io/hdfs/webhdfs.ts";
 import type { TakeLoop } from "../../../pipeline/take-loop.ts";
-import { defineComponent, type ComponentContext } from "../../component.ts";
+import { createPart, defineComponent, type ComponentContext } from "../../component.ts";
 import { localAddress } from "../../interceptors/host.ts";
-import type { SerializerDefinition, SerializerFactory } from "../../serializers/serializer.ts";
+import type { SerializerFactory } from "../../serializers/serializer.ts";
 import { BaseSink } from "../base.ts";
 import { type BucketOptions, WRITER_MARK } from "./bucket-writer.ts";
 import { stripSlash, WriterLane } from "./lane.ts";
@@ -398,15 +398,6 @@ function options(config: Config): Omit<HdfsSinkOptions, "serializer"> {
   };
 }
 
-function serializerOf(config: Config, ctx: ComponentContext): SerializerFactory {
-  const name = config.serializer;
-  const def = ctx.lookup("serializer", name) as SerializerDefinition | undefined;
-  if (!def) throw new ConfigurationError("serializer", `unknown serializer "${name}"`, ctx.name);
-  const parsed = def.parse(config.serializerProps);
-  if (parsed.errors.length > 0) throw new ConfigurationError(`serializer.${parsed.errors[0].key}`, parsed.errors[0].message, ctx.name);
-  return def.create(parsed.options, ctx);
-}
-
 export const definition = defineComponent({
   kind: "sink",
   type: "hdfs",
@@ -415,7 +406,7 @@ export const definition = defineComponent({
   props,
   groups,
   create(config, ctx) {
-    return new HdfsSink(ctx, { ...options(config), serializer: serializerOf(config, ctx) });
+    return new HdfsSink(ctx, { ...options(config), serializer: createPart<SerializerFactory>(ctx, "serializer", "serializer", config.serializer, config.serializerProps) });
   },
   validate(config) {
     try {
