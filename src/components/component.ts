@@ -147,6 +147,16 @@ export function plainLink<O>(options: O, features: readonly { name: string; on: 
   return { options: Object.assign({}, options, ...on.map((f) => f.off)) as O, off: on.map((f) => f.name) };
 }
 
+/** TLS as a plainLink feature (components with Flume's ssl property). */
+export function tlsFeature<O extends { ssl: boolean }>(options: O): { name: string; on: boolean; off: Partial<O> } {
+  return { name: "TLS", on: options.ssl, off: { ssl: false } as Partial<O> };
+}
+
+/** Deflate compression as a plainLink feature (the avro sink's and source's compression-type). */
+export function deflateFeature<O extends { "compression-type": string }>(options: O): { name: string; on: boolean; off: Partial<O> } {
+  return { name: "deflate", on: options["compression-type"] === "deflate", off: { "compression-type": "none" } as Partial<O> };
+}
+
 /** A lock file a component holds, and what it guards (for messages). */
 export interface Claim {
   file: string;

@@ -2,8 +2,6 @@ import net from "node:net";
 import zlib from "node:zlib";
 import { type ServerTls, TlsHandshakes } from "../net/tls.ts";
 import type { Event } from "../core/event.ts";
-import type { Logger } from "../core/logger.ts";
-import { silentLogger } from "../core/logger.ts";
 import { AvroReader, AvroWriter } from "./binary.ts";
 import { RpcProtocolError } from "./errors.ts";
 import { DEFAULT_FRAME_LIMITS, encodeFrame, FrameDecoder, frameSize, joinBuffers, type Frame, type FrameLimits } from "./frame.ts";
@@ -16,6 +14,7 @@ import type { CompressionType } from "./transport.ts";
 import { type NetListener, type NetSocket, type Network, tcpNetwork } from "../net/network.ts";
 import { RequestLoop } from "../net/request-loop.ts";
 import { serveSocket, type TcpConnection } from "../net/tcp-server.ts";
+import { RpcServer, type RpcServerOptions } from "./rpc-server.ts";
 
 /** What the server does with calls; the avro source implements it. */
 export interface RpcRequestHandler {
@@ -23,9 +22,7 @@ export interface RpcRequestHandler {
   append(event: Event, peer: string): Promise<RpcStatus>;
 }
 
-export interface AvroRpcServerOptions {
-  bind: string;
-  port: number;
+export interface AvroRpcServerOptions extends RpcServerOptions {
   compression?: CompressionType;
   /** TLS setup (see src/net/tls.ts); absent: plain TCP. */
   tls?: ServerTls;
@@ -33,10 +30,6 @@ export interface AvroRpcServerOptions {
   limits?: FrameLimits;
   /** Request bytes buffered per connection before we stop reading from it; default: the max frame size + 1 MiB. */
   maxBufferedBytes?: number;
-  logger?: Logger;
-  /** Prefix for log lines, e.g. "Avro source r1". */
-  label?: string;
-  onConnectionCountChange?(count: number): void;
   /** The network to listen on (the simulator's); default: TCP. */
   network?: Network;
 }
@@ -86,28 +79,18 @@ export class ProtocolCache {
  * Avro IPC over Netty framing, as Avro's NettyServer + Responder: a handshake once per
  * connection, then calls answered in order with their serial.
  */
-export class AvroRpcServer {
+export class AvroRpcServer extends RpcServer<AvroConnection, AvroRpcServerOptions> {
   private server: NetListener | null = null;
-  /** From listen() to close(): connections are served. */
-  private accepting = false;
   /** TLS on accepted connections (null: plain TCP); close() drops those still in their handshake. */
   private handshakes: TlsHandshakes | null = null;
-  private readonly connections = new Set<AvroConnection>();
   /** Protocols announced by clients, by hash (Avro's Responder keeps the same cache, unbounded). */
   readonly protocols = new ProtocolCache(MAX_CACHED_PROTOCOLS);
-  readonly logger: Logger;
-  readonly label: string;
 
   constructor(
     readonly handler: RpcRequestHandler,
-    readonly options: AvroRpcServerOptions,
+    options: AvroRpcServerOptions,
   ) {
-    this.logger = options.logger ?? silentLogger;
-    this.label = options.label ?? "Avro RPC server";
-  }
-
-  get connectionCount(): number {
-    return this.connections.size;
+    super(options, "Avro RPC server");
   }
 
   /** Request bytes buffered now over all connections. */
@@ -133,7 +116,7 @@ export class AvroRpcServer {
     const network = this.options.network ?? tcpNetwork;
     this.accepting = true;
     return network
-      .listen({ host: this.options.bind, port: this.options.port, allowHalfOpen: true, onError: (err) => this.logger.error(`${this.label}: server error: ${err.message}`) }, (socket) => this.accept(socket))
+      .listen({ host: this.options.bind, port: this.options.port, allowHalfOpen: true, onError: this.serverError }, (socket) => this.accept(socket))
       .then(
         (listener) => {
           this.server = listener;
@@ -150,9 +133,7 @@ export class AvroRpcServer {
   async close(): Promise<void> {
     const server = this.server;
     this.server = null;
-    this.accepting = false;
-    for (const c of this.connections) c.destroy();
-    this.connections.clear();
+    this.dropConnections();
     this.handshakes?.dropAll();
     if (server) await server.close();
   }
@@ -204,27 +185,7 @@ export class AvroRpcServer {
 
   /** Serves a connection on the net layer's read loop; addresses: the TCP socket (under TLS, the one it wraps). */
   private open(socket: NetSocket, addresses: NetSocket): void {
-    if (!this.accepting) {
-      socket.destroy();
-      return;
-    }
-    serveSocket(
-      socket,
-      { allowHalfOpen: true, noDelay: true },
-      (conn) => {
-        const served = new AvroConnection(this, conn);
-        this.connections.add(served);
-        this.options.onConnectionCountChange?.(this.connections.size);
-        return served;
-      },
-      undefined,
-      addresses,
-    );
-  }
-
-  /** @internal */
-  closed(conn: AvroConnection): void {
-    if (this.connections.delete(conn)) this.options.onConnectionCountChange?.(this.connections.size);
+    serveSocket(socket, { allowHalfOpen: true, noDelay: true }, (conn) => this.serve(conn, (c) => new AvroConnection(this, c)), undefined, addresses);
   }
 }
 

@@ -2,7 +2,7 @@ import { AvroRpcClient } from "../../rpc/client.ts";
 import { RpcHandshakeTimeoutError } from "../../rpc/errors.ts";
 import { CLIENT_TLS_PROPS, clientTls, tlsProblems } from "../../net/tls.ts";
 import type { CompressionType } from "../../rpc/transport.ts";
-import { defineComponent, type ComponentContext, plainLink } from "../component.ts";
+import { defineComponent, type ComponentContext, plainLink, tlsFeature, deflateFeature } from "../component.ts";
 import { DEFAULT_RPC_TIMEOUT, type RpcEndpoint, RpcSink, type RpcSinkSettings, rpcSinkSettings, rpcTimeout } from "./rpc-sink.ts";
 
 export interface AvroSinkOptions extends RpcSinkSettings {
@@ -56,11 +56,7 @@ export const definition = defineComponent({
   rpcLink: {
     protocol: "avro",
     address: (o) => ({ host: o.hostname, port: o.port }),
-    plain: (o) =>
-      plainLink(o, [
-        { name: "TLS", on: o.ssl, off: { ssl: false } },
-        { name: "deflate", on: o["compression-type"] === "deflate", off: { "compression-type": "none" } },
-      ]),
+    plain: (o) => plainLink(o, [tlsFeature(o), deflateFeature(o)]),
   },
   create(config, ctx) {
     return new AvroSink(ctx, {

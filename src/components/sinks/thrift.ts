@@ -3,7 +3,7 @@ import { CLIENT_TLS_PROPS, clientTls, tlsProblems } from "../../net/tls.ts";
 import { ThriftRpcClient } from "../../rpc/thrift/client.ts";
 import { KERBEROS_UNSUPPORTED, PROTOCOL_DOC, resolveProtocol } from "../../rpc/thrift/options.ts";
 import type { ThriftProtocolName } from "../../rpc/thrift/types.ts";
-import { type ComponentContext, defineComponent, plainLink } from "../component.ts";
+import { type ComponentContext, defineComponent, plainLink, tlsFeature } from "../component.ts";
 import { DEFAULT_RPC_TIMEOUT, type RpcEndpoint, RpcSink, type RpcSinkSettings, rpcSinkSettings } from "./rpc-sink.ts";
 
 export interface ThriftSinkOptions extends RpcSinkSettings {
@@ -67,7 +67,7 @@ export const definition = defineComponent({
   rpcLink: {
     protocol: "thrift",
     address: (o) => ({ host: o.hostname, port: o.port }),
-    plain: (o) => plainLink(o, [{ name: "TLS", on: o.ssl, off: { ssl: false } }]),
+    plain: (o) => plainLink(o, [tlsFeature(o)]),
   },
   create(config, ctx) {
     return new ThriftSink(ctx, { ...rpcSinkSettings(config), protocol: resolveProtocol(config.protocol, (m) => ctx.logger.warn(`Rpc sink ${ctx.name}: ${m}`)) });

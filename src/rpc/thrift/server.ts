@@ -1,9 +1,8 @@
 import type { Event } from "../../core/event.ts";
-import type { Logger } from "../../core/logger.ts";
-import { silentLogger } from "../../core/logger.ts";
 import { type Network, tcpNetwork } from "../../net/network.ts";
 import { RequestLoop } from "../../net/request-loop.ts";
-import { type ConnectionHandler, listenTcp, type TcpConnection, type TcpServer } from "../../net/tcp-server.ts";
+import { listenTcp, type TcpConnection, type TcpServer } from "../../net/tcp-server.ts";
+import { RpcServer, type RpcServerOptions } from "../rpc-server.ts";
 import type { ServerTls } from "../../net/tls.ts";
 import { ThriftProtocolError } from "./errors.ts";
 import { ThriftFrameDecoder } from "./frame.ts";
@@ -17,18 +16,12 @@ export interface ThriftRequestHandler {
   appendBatch(events: Event[], peer: string): Promise<ThriftStatus>;
 }
 
-export interface ThriftServerOptions {
-  bind: string;
-  port: number;
+export interface ThriftServerOptions extends RpcServerOptions {
   protocol: ThriftProtocolName;
   /** Largest frame accepted (Flume: libthrift's 16,384,000 bytes); a larger one closes the connection. */
   maxFrameSize?: number;
   /** TLS setup (see src/net/tls.ts serverTls); absent: plain TCP. */
   tls?: ServerTls;
-  logger?: Logger;
-  /** Prefix for log lines, e.g. "Thrift source r1". */
-  label?: string;
-  onConnectionCountChange?(count: number): void;
   /** The network to listen on (plain connections only; TLS listens on TCP); default: TCP. */
   network?: Network;
 }
@@ -39,26 +32,16 @@ export interface ThriftServerOptions {
  * nonblocking servers do), any number of connections at once. Listening and each connection's
  * read loop are the net layer's (src/net/tcp-server.ts, request-loop.ts).
  */
-export class ThriftServer {
+export class ThriftServer extends RpcServer<ThriftConnection, ThriftServerOptions> {
   private server: TcpServer | null = null;
-  /** From listen() to close(): connections are served. */
-  private accepting = false;
-  private readonly connections = new Set<ThriftConnection>();
-  readonly logger: Logger;
-  readonly label: string;
   readonly maxFrameSize: number;
 
   constructor(
     readonly handler: ThriftRequestHandler,
-    readonly options: ThriftServerOptions,
+    options: ThriftServerOptions,
   ) {
-    this.logger = options.logger ?? silentLogger;
-    this.label = options.label ?? "Thrift server";
+    super(options, "Thrift server");
     this.maxFrameSize = options.maxFrameSize ?? DEFAULT_MAX_FRAME_SIZE;
-  }
-
-  get connectionCount(): number {
-    return this.connections.size;
   }
 
   /** Starts listening; resolves with the bound port. */
@@ -76,10 +59,10 @@ export class ThriftServer {
           allowHalfOpen: true,
           noDelay: true,
           tls: o.tls ? { setup: o.tls, refused } : null,
-          serverError: (err) => this.logger.error(`${this.label}: server error: ${err.message}`),
+          serverError: this.serverError,
           network: o.tls ? undefined : o.network,
         },
-        (conn) => this.open(conn),
+        (conn) => this.serve(conn, (c) => new ThriftConnection(this, c)),
       );
     } catch (err) {
       this.accepting = false;
@@ -92,25 +75,8 @@ export class ThriftServer {
   async close(): Promise<void> {
     const server = this.server;
     this.server = null;
-    this.accepting = false;
-    this.connections.clear();
+    this.dropConnections();
     if (server) await server.close();
-  }
-
-  private open(conn: TcpConnection): ConnectionHandler {
-    if (!this.accepting) {
-      conn.destroy();
-      return { data() {} };
-    }
-    const served = new ThriftConnection(this, conn);
-    this.connections.add(served);
-    this.options.onConnectionCountChange?.(this.connections.size);
-    return served;
-  }
-
-  /** @internal */
-  closed(conn: ThriftConnection): void {
-    if (this.connections.delete(conn)) this.options.onConnectionCountChange?.(this.connections.size);
   }
 }
 
