@@ -8,7 +8,7 @@ import type { ComponentDefinition } from "../../src/components/component.ts";
 import * as registry from "../../src/components/registry.ts";
 import { seqConf } from "../support/agent.ts";
 import { copyFixture, fingerprint } from "../support/flume-file-channel.ts";
-import { CLI, cleanupsAfterEach, freePort, netcatConf, runCli, sendLines, sleep, startAgentCli, tempDir, canConnect, fileChannelLines, waitBound, waitUntilListening, listenLocal } from "../support/helpers.ts";
+import { CLI, cleanupsAfterEach, freePort, netcatConf, runCli, sendLines, sleep, startAgentCli, tempConf, tempDir, canConnect, fileChannelLines, waitBound, waitUntilListening, listenLocal } from "../support/helpers.ts";
 
 async function getJson(port: number, p: string): Promise<{ status: number; body: string; type: string | null }> {
   const res = await fetch(`http://127.0.0.1:${port}${p}`);
@@ -23,11 +23,8 @@ function agentConf(port: number, extra = ""): string {
 
 describe("flume run", () => {
   test("netcat -> memory -> logger: lines sent over TCP are acknowledged and logged as Flume does", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
     const port = await freePort();
-    const conf = path.join(dir, "a.conf");
-    writeFileSync(conf, agentConf(port));
+    const { conf } = tempConf(cleanups, agentConf(port), "a.conf");
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "-n", "a1", "--quiet"]);
     const answer = await sendLines(port, "Hello world!\r\nsecond line\n");
     expect(answer).toBe("OK\nOK\n");
@@ -40,11 +37,8 @@ describe("flume run", () => {
   });
 
   test("a line over max-line-length gets Flume's FAILED answer; the agent keeps serving", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
     const port = await freePort();
-    const conf = path.join(dir, "a.conf");
-    writeFileSync(conf, agentConf(port, "a1.sources.r1.max-line-length = 10\n"));
+    const { conf } = tempConf(cleanups, agentConf(port, "a1.sources.r1.max-line-length = 10\n"), "a.conf");
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet"]);
     const answer = await sendLines(port, "short\nthis line is far too long\n");
     expect(answer).toBe("OK\nFAILED: Event exceeds the maximum length (10 chars, including newline)\n");
@@ -55,10 +49,7 @@ describe("flume run", () => {
   });
 
   test("refuses to start on validation errors and prints file:line", () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
-    const conf = path.join(dir, "bad.conf");
-    writeFileSync(conf, agentConf(44444).replace("type = memory", "type = memroy"));
+    const { conf } = tempConf(cleanups, agentConf(44444).replace("type = memory", "type = memroy"), "bad.conf");
     const r = runCli(["run", "-f", conf, "-n", "a1"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`${conf}:8`);
@@ -67,11 +58,8 @@ describe("flume run", () => {
   });
 
   test("--strict refuses to start on a warning (a misspelt property), naming file:line; without it the agent starts", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
     const port = await freePort();
-    const conf = path.join(dir, "typo.conf");
-    writeFileSync(conf, agentConf(port, "a1.channels.c1.capcity = 10\n"));
+    const { conf } = tempConf(cleanups, agentConf(port, "a1.channels.c1.capcity = 10\n"), "typo.conf");
     const r = runCli(["run", "-f", conf, "--strict", "--quiet"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`${conf}:11: error: channel c1: capcity: is not a property of channel type memory`);
@@ -95,11 +83,8 @@ describe("flume run", () => {
   });
 
   test("flume-ng spellings: agent, --conf, --conf-file, --name, -D, --no-reload-conf", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
     const port = await freePort();
-    const conf = path.join(dir, "ng.conf");
-    writeFileSync(conf, agentConf(port).replace(`port = ${port}`, "port = ${sys:nc.port}"));
+    const { conf, dir } = tempConf(cleanups, agentConf(port).replace(`port = ${port}`, "port = ${sys:nc.port}"), "ng.conf");
     const agent = await startAgentCli(cleanups, ["agent", "--conf", dir, "--conf-file", conf, "--name", "a1", `-Dnc.port=${port}`, "--no-reload-conf", "--quiet"]);
     expect(agent.stderr).toContain("ignored");
     expect(await sendLines(port, "x\n")).toBe("OK\n");
@@ -108,14 +93,8 @@ describe("flume run", () => {
   });
 
   test("--lenient drops a broken component as Flume does, with a warning, and runs the rest", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
     const port = await freePort();
-    const conf = path.join(dir, "lenient.conf");
-    writeFileSync(
-      conf,
-      agentConf(port).replace("a1.sinks = k1", "a1.sinks = k1 k2") + "a1.sinks.k2.type = nosuchsink\na1.sinks.k2.channel = c1\n",
-    );
+    const { conf } = tempConf(cleanups, agentConf(port).replace("a1.sinks = k1", "a1.sinks = k1 k2") + "a1.sinks.k2.type = nosuchsink\na1.sinks.k2.channel = c1\n", "lenient.conf");
     expect(runCli(["run", "-f", conf]).code).toBe(1);
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--lenient", "--quiet"]);
     expect(agent.stderr).toContain("dropping sink k2");
@@ -428,12 +407,9 @@ describe("flume run in production: signals, exit codes, logs", () => {
 
   /** An agent whose drain could never finish (its sink's destination is down), holding the lines sent. */
   async function agentThatCannotDrain(lines: string[]) {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
     const port = await freePort();
     const dead = await freePort();
-    const conf = path.join(dir, "agent.conf");
-    writeFileSync(conf, netcatConf(port, { sink: `avro\na1.sinks.k1.hostname = 127.0.0.1\na1.sinks.k1.port = ${dead}` }));
+    const { conf } = tempConf(cleanups, netcatConf(port, { sink: `avro\na1.sinks.k1.hostname = 127.0.0.1\na1.sinks.k1.port = ${dead}` }));
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet", "--drain-timeout", "60000"], /agent a1 started/);
     expect(await sendLines(port, lines.map((l) => `${l}\n`).join(""))).toBe("OK\n".repeat(lines.length));
     return agent;
