@@ -52,7 +52,12 @@ export abstract class PausingReadLoop implements ConnectionHandler {
     if (this.halted) return;
     (this.queue ??= []).push(chunk);
     if (!this.busy) this.start();
-    else this.pauseUntilIdle();
+    else if (this.readAheadFull()) this.pauseUntilIdle();
+  }
+
+  /** A read arrived while a run is busy: whether reading pauses now (by default at once; a subclass may read ahead). */
+  protected readAheadFull(): boolean {
+    return true;
   }
 
   end(): void {

@@ -1,8 +1,8 @@
 /**
  * The read loop of a request/response connection (the avro and thrift sources): the one read
  * loop of read-loop.ts with a frame decoder plugged in. Reads are decoded into frames; frames are
- * answered one at a time, in order; reading pauses while a request waits for the channel, so one
- * connection holds the request being served, the next one being read and at most a read more.
+ * answered one at a time, in order; while one waits for the channel, later requests are read
+ * ahead up to a bound of bytes, then reading pauses until the loop is idle again.
  */
 import type { Logger } from "../core/logger.ts";
 import { PausingReadLoop } from "./read-loop.ts";
@@ -24,8 +24,11 @@ export interface RequestLoopOptions<F> {
   label: string;
   /** The payload bytes of a decoded frame, for bufferedBytes. */
   sizeOf(frame: F): number;
-  /** Reading also pauses while more request bytes than this are held (default: no bound beyond the loop's own). */
-  maxBufferedBytes?: number;
+  /**
+   * Request bytes read ahead while one is served before reading pauses (the avro source's
+   * max-buffered-bytes; the thrift source's max-frame-size, as libthrift's read buffer).
+   */
+  readAheadBytes: number;
   /** The connection closed (the server forgets it). */
   closed?(): void;
 }
@@ -80,6 +83,10 @@ export abstract class RequestLoop<F> extends PausingReadLoop {
     return this.conn.pendingBytes;
   }
 
+  protected override readAheadFull(): boolean {
+    return this.bufferedBytes > this.options.readAheadBytes;
+  }
+
   protected override get halted(): boolean {
     return this.broken;
   }
@@ -90,7 +97,6 @@ export abstract class RequestLoop<F> extends PausingReadLoop {
     const buffered = this.bufferedBytes;
     if (buffered > this.peakBufferedBytes) this.peakBufferedBytes = buffered;
     super.data(chunk);
-    if (buffered > (this.options.maxBufferedBytes ?? Infinity)) this.pauseUntilIdle();
   }
 
   protected async consume(reads: Uint8Array[]): Promise<void> {

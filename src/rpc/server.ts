@@ -216,7 +216,7 @@ class AvroConnection extends RequestLoop<Frame> {
       logger: server.logger,
       label: server.label,
       sizeOf: frameSize,
-      maxBufferedBytes: o.maxBufferedBytes ?? limits.maxFrameBytes + BUFFER_SLACK,
+      readAheadBytes: o.maxBufferedBytes ?? limits.maxFrameBytes + BUFFER_SLACK,
       closed: () => {
         this.deflater?.destroy();
         this.inflater?.destroy();

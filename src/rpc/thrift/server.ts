@@ -96,7 +96,7 @@ class ThriftConnection extends RequestLoop<Buffer> {
     private readonly server: ThriftServer,
     conn: TcpConnection,
   ) {
-    super(conn, new ThriftFrameDecoder(server.maxFrameSize), { logger: server.logger, label: server.label, sizeOf: (frame) => frame.length, closed: () => server.closed(this) });
+    super(conn, new ThriftFrameDecoder(server.maxFrameSize), { logger: server.logger, label: server.label, sizeOf: (frame) => frame.length, readAheadBytes: server.maxFrameSize, closed: () => server.closed(this) });
     this.protocol = server.options.protocol;
   }
 
