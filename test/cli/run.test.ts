@@ -8,7 +8,7 @@ import type { ComponentDefinition } from "../../src/components/component.ts";
 import * as registry from "../../src/components/registry.ts";
 import { seqConf } from "../support/agent.ts";
 import { copyFixture, fingerprint } from "../support/flume-file-channel.ts";
-import { CLI, cleanupsAfterEach, freePort, netcatConf, runCli, sendLines, sleep, startAgentCli, tempConf, tempDir, canConnect, fileChannelLines, waitBound, waitUntilListening, listenLocal } from "../support/helpers.ts";
+import { CLI, cleanupsAfterEach, freePort, netcatConf, runCli, sendLines, sleep, startAgentCli, tempConf, tempDir, tempDirFor, canConnect, fileChannelLines, waitBound, waitUntilListening, listenLocal } from "../support/helpers.ts";
 
 async function getJson(port: number, p: string): Promise<{ status: number; body: string; type: string | null }> {
   const res = await fetch(`http://127.0.0.1:${port}${p}`);
@@ -106,8 +106,7 @@ describe("flume run", () => {
 
 describe("reload and shutdown", () => {
   test("a new component appears on reload; a broken file keeps the old agent; a memory channel keeps its events", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const port = await freePort();
     const port2 = await freePort();
     const mport = await freePort();
@@ -146,8 +145,7 @@ a1.channels.c1.type = memory
   });
 
   test("SIGTERM: sources stop, sinks drain the channel before exit, nothing committed is lost", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const port = await freePort();
     const out = path.join(dir, "out");
     const conf = path.join(dir, "drain.conf");
@@ -168,8 +166,7 @@ a1.channels.c1.type = memory
 
 describe("flume run: signals and reload timing", () => {
   test("a SIGTERM that arrives while the agent is starting stops it gracefully (exit 0, port closed)", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const port = await freePort();
     const file = path.join(dir, "a.conf");
     writeFileSync(
@@ -188,8 +185,7 @@ describe("flume run: signals and reload timing", () => {
   });
 
   test("a change to the file made while the agent was starting is applied by the next poll (not taken as already loaded)", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const [port, port2] = [await freePort(), await freePort()];
     const file = path.join(dir, "a.conf");
     const base = netcatConf(port);
@@ -225,8 +221,7 @@ const withR2 = (port: number, port2: number, type = "netcat") =>
 
 describe("flume run: reload detection", () => {
   test("a save that leaves the file's mtime unchanged is still reloaded (content is compared)", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const [port, port2] = [await freePort(), await freePort()];
     const file = path.join(dir, "a.conf");
     // Whole seconds, so the timestamp can be set back exactly.
@@ -248,8 +243,7 @@ describe("flume run: reload detection", () => {
   });
 
   test("a reload whose build failed is tried again on the next poll without the file changing", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const [port, port2] = [await freePort(), await freePort()];
     const file = path.join(dir, "a.conf");
     writeFileSync(file, base(port));
@@ -269,8 +263,7 @@ describe("flume run: reload detection", () => {
 
 describe("flume run: the started line", () => {
   test("a source whose start failed (port in use) is listed as retrying, not among the started sources", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const blocker = net.createServer();
     const taken = await listenLocal(blocker);
     cleanups.push(() => blocker.close());
@@ -307,8 +300,7 @@ a1.sinks.k1.channel = c1
 
 describe("flume run --lenient and reload", () => {
   test("a reload under --lenient drops the broken components again instead of refusing every change", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const [port, port2] = [await freePort(), await freePort()];
     const conf = path.join(dir, "lenient.conf");
     // k2 is broken from the start: --lenient drops it and runs the rest.
@@ -326,8 +318,7 @@ describe("flume run --lenient and reload", () => {
   });
 
   test("a reload reports the new file's warnings (an unknown property, with its line), not only its errors", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const port = await freePort();
     const conf = path.join(dir, "warn.conf");
     const base = netcatConf(port);
@@ -374,8 +365,7 @@ describe("flume run in production: signals, exit codes, logs", () => {
   }
 
   test("SIGHUP reloads the configuration at once, even with --no-reload-conf", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const port = await freePort();
     const port2 = await freePort();
     const conf = netcatAgentConf(dir, port);
@@ -389,8 +379,7 @@ describe("flume run in production: signals, exit codes, logs", () => {
   });
 
   test("--strict: a reload whose file has a warning keeps the running configuration", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const port = await freePort();
     const port2 = await freePort();
     const conf = netcatAgentConf(dir, port);
@@ -445,8 +434,7 @@ describe("flume run in production: signals, exit codes, logs", () => {
   });
 
   test("--fail-fast=SECONDS exits 1 when a component has not started in time; without it the agent keeps retrying", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const blocker = net.createServer();
     const taken = await listenLocal(blocker);
     cleanups.push(() => blocker.close());
@@ -458,8 +446,7 @@ describe("flume run in production: signals, exit codes, logs", () => {
   });
 
   test("--log-format json writes one JSON object a line with time, level, component and message", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const port = await freePort();
     const conf = netcatAgentConf(dir, port);
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet", "--log-format", "json", "-n", "a1"], /agent a1 started/);
@@ -476,8 +463,7 @@ describe("flume run in production: signals, exit codes, logs", () => {
   });
 
   test("text lines carry a timestamp and level, no blank lines; --log-level and -Dflume.root.logger are honoured", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const blocker = net.createServer();
     const taken = await listenLocal(blocker);
     cleanups.push(() => blocker.close());

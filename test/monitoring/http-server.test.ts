@@ -3,7 +3,7 @@ import { writeFileSync, readFileSync, readdirSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
-import { cleanupsAfterEach, freePort, startAgentCli, tempConf, tempDir, FIXTURES, runCli, sleep, waitUntil } from "../support/helpers.ts";
+import { cleanupsAfterEach, freePort, startAgentCli, tempConf, tempDirFor, FIXTURES, runCli, sleep, waitUntil } from "../support/helpers.ts";
 import { needsProc, needsPromtool } from "../support/requires.ts";
 import { VERSION, FLUME_COMPAT } from "../../src/version.ts";
 
@@ -170,8 +170,7 @@ a1.sinks.k1.channel = c1
 
 describe("monitoring, avro -> memory -> file_roll", () => {
   test("/metrics after flume avro-client sent 7 events in 5 + 2 matches Flume's keys and counts", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const port = await freePort();
     const mport = await freePort();
     const roll = path.join(dir, "roll");
@@ -257,8 +256,7 @@ describe("Prometheus's own checks", () => {
   needsPromtool.test("promtool check metrics finds nothing to report in /metrics of an agent with memory and file channels, a TLS-less avro source and sinks", async () => {
     const port = await freePort();
     const mport = await freePort();
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const conf = path.join(dir, "agent.conf");
     writeFileSync(conf, `a1.sources = r1 r2
 a1.channels = c1 c2
@@ -293,8 +291,7 @@ a1.sinks.k2.channel = c2
 
 describe("health and readiness", () => {
   test("/health answers 200; /ready is 200 once every component runs, 503 naming a source that cannot bind and why", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const busy = net.createServer();
     await new Promise<void>((resolve) => busy.listen(0, "127.0.0.1", resolve));
     cleanups.push(() => busy.close());

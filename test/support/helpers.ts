@@ -70,10 +70,16 @@ export function tempDir(prefix = "flume-test-"): { dir: string; cleanup: () => v
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** Writes a configuration file `name` into a temp dir removed with the test's cleanups; returns its path and the dir. */
-export function tempConf(cleanups: (() => unknown)[], text: string, name = "agent.conf", prefix?: string): { conf: string; dir: string } {
+/** A temp dir removed with the test's cleanups. */
+export function tempDirFor(cleanups: (() => unknown)[], prefix?: string): string {
   const { dir, cleanup } = tempDir(prefix);
   cleanups.push(cleanup);
+  return dir;
+}
+
+/** Writes a configuration file `name` into a temp dir removed with the test's cleanups; returns its path and the dir. */
+export function tempConf(cleanups: (() => unknown)[], text: string, name = "agent.conf", prefix?: string): { conf: string; dir: string } {
+  const dir = tempDirFor(cleanups, prefix);
   const conf = path.join(dir, name);
   writeFileSync(conf, text);
   return { conf, dir };
