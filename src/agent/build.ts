@@ -118,7 +118,7 @@ export function buildAgent(model: AgentModel, bc: BuildContext, reuse?: Reuse): 
   const random = bc.random ?? Math.random;
   const storagePath = bc.storagePath ?? ((p: string) => p);
   const lookup = model.lookup ?? lookupComponent;
-  const ctxFor = (name: string): ComponentContext => ({ name, agentName: bc.agentName, clock: bc.clock, logger: bc.logger(name), random, storagePath, network: bc.network?.(name), blockingIo: bc.blockingIo, lookup });
+  const ctxFor = (name: string, named?: SourceModel["named"]): ComponentContext => ({ name, agentName: bc.agentName, clock: bc.clock, logger: bc.logger(name), random, storagePath, network: bc.network?.(name), blockingIo: bc.blockingIo, lookup, named });
   const built: BuiltAgent = { channels: new Map(), sources: new Map(), runners: new Map() };
 
   for (const [name, m] of model.channels) {
@@ -134,7 +134,7 @@ export function buildAgent(model: AgentModel, bc: BuildContext, reuse?: Reuse): 
         continue;
       }
     }
-    const instance = createComponent<Channel>(m.definition, m.options, ctxFor(name));
+    const instance = createComponent<Channel>(m.definition, m.options, ctxFor(name, m.named));
     const channel = bc.wrapChannel ? bc.wrapChannel(instance, m) : instance;
     built.channels.set(name, { name, model: m, channel, instance });
   }
@@ -155,17 +155,17 @@ export function buildAgent(model: AgentModel, bc: BuildContext, reuse?: Reuse): 
       built.sources.set(name, old);
       continue;
     }
-    const ctx = ctxFor(name);
+    const ctx = ctxFor(name, m.named);
     const source = bc.source ? bc.source(m, ctx) : createComponent<AnySource>(m.definition, m.options, ctx);
     const selector = part<(c: Channel[]) => ChannelSelector>(m.selector, ctx)(channels.map((c) => viewFor(c, name)));
-    const interceptors = m.interceptors.map((i) => part<Interceptor>(i, { ...ctx, name: `${name}.${i.name}`, logger: bc.logger(`${name}.${i.name}`) }));
+    const interceptors = m.interceptors.map((i) => part<Interceptor>(i, { ...ctx, named: undefined, name: `${name}.${i.name}`, logger: bc.logger(`${name}.${i.name}`) }));
     source.setChannelProcessor(new ChannelProcessor(selector, interceptors, ctx.logger));
     built.sources.set(name, { name, fingerprint, source, runner: new SourceRunner(source, bc.clock, ctx.logger), channels: m.channels });
   }
 
   const sinkFingerprint = (m: SinkModel) => JSON.stringify([m.fingerprint, idOf(channelRef(m.channel))]);
   const buildSink = (m: SinkModel): Sink => {
-    const ctx = ctxFor(m.name);
+    const ctx = ctxFor(m.name, m.named);
     const sink = bc.sink ? bc.sink(m, ctx) : createComponent<Sink>(m.definition, m.options, ctx);
     sink.setChannel(viewFor(channelRef(m.channel), m.name));
     return sink;

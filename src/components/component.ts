@@ -44,6 +44,12 @@ export interface ComponentContext {
    * property with `names` in its schema.
    */
   lookup(kind: ComponentKind, type: string): AnyDefinition | undefined;
+  /**
+   * The parts the component's properties name, parsed and checked with the configuration, by
+   * property key (an agent's model has them; a component built by hand has none, and
+   * createPart parses the settings it is given).
+   */
+  named?: ReadonlyMap<string, { definition: AnyDefinition; options: AnyOptions }>;
 }
 
 /**
@@ -173,6 +179,16 @@ export function plainLink<O>(options: O, features: readonly { name: string; on: 
   return { options: Object.assign({}, options, ...on.map((f) => f.off)) as O, off: on.map((f) => f.name) };
 }
 
+/** TLS as a plainLink feature (components with Flume's ssl property). */
+export function tlsFeature<O extends { ssl: boolean }>(options: O): { name: string; on: boolean; off: Partial<O> } {
+  return { name: "TLS", on: options.ssl, off: { ssl: false } as Partial<O> };
+}
+
+/** Deflate compression as a plainLink feature (the avro sink's and source's compression-type). */
+export function deflateFeature<O extends { "compression-type": string }>(options: O): { name: string; on: boolean; off: Partial<O> } {
+  return { name: "deflate", on: options["compression-type"] === "deflate", off: { "compression-type": "none" } as Partial<O> };
+}
+
 /** A lock file a component holds, and what it guards (for messages). */
 export interface Claim {
   file: string;
@@ -253,14 +269,19 @@ export function defineComponent<T, const P extends Props, const G extends Groups
 
 /**
  * Builds the part a property names (`names` in its schema: a file_roll sink's serializer, an
- * http source's handler) from the registry of the run, its settings (the group under
- * `<key>.`) parsed and checked by the part's schema and its own checks.
+ * http source's handler): in an agent, from what the configuration's check parsed
+ * (ctx.named); built by hand, from the registry of the run with its settings (the group under
+ * `<key>.`) parsed and checked by the part's schema and its own checks. `over` replaces options
+ * (a legacy property of the owner that sets one of the part's).
  */
-export function createPart<T>(ctx: ComponentContext, kind: ComponentKind, key: string, type: string, settings: Readonly<Record<string, string>>): T {
+export function createPart<T>(ctx: ComponentContext, kind: ComponentKind, key: string, type: string, settings: Readonly<Record<string, string>>, over: AnyOptions = {}): T {
+  const ready = ctx.named?.get(key);
+  if (ready) return ready.definition.create({ ...ready.options, ...over }, ctx) as T;
   const def = ctx.lookup(kind, type);
   if (!def) throw new ConfigurationError(key, `unknown ${kind} "${type}"`, ctx.name);
-  const { options, errors } = def.parse(settings);
-  const problem = [...errors, ...(def.validate?.(options) ?? [])].find((e) => e.severity !== "warning");
+  const parsed = def.parse(settings);
+  const options = { ...parsed.options, ...over };
+  const problem = [...parsed.errors, ...(def.validate?.(options) ?? [])].find((e) => e.severity !== "warning");
   if (problem) throw new ConfigurationError(`${key}.${problem.key}`, problem.message, ctx.name);
   return def.create(options, ctx) as T;
 }

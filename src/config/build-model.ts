@@ -5,7 +5,7 @@
  */
 import type { AnyDefinition } from "../components/component.ts";
 import { type AgentConfig, type ComponentEntry, interceptorEntries, sinkChannel, sinkGroupSinks, sourceChannels } from "./flume-config.ts";
-import { type AgentModel, type ChannelModel, fingerprintOf, type PartModel, partFingerprint, type SinkGroupModel, type SinkModel, type SourceModel } from "./model.ts";
+import { type AgentModel, type ChannelModel, fingerprintOf, type NamedPart, type PartModel, partFingerprint, type SinkGroupModel, type SinkModel, type SourceModel } from "./model.ts";
 import type { EntryKind, Problem } from "./problems.ts";
 import type { AnyOptions, ComponentSchema } from "./schema.ts";
 import type { ComponentRegistry } from "./validate.ts";
@@ -19,6 +19,8 @@ export interface Checked {
   definition: AnyDefinition;
   schema: ComponentSchema;
   options: AnyOptions;
+  /** The parts its properties name, parsed (see NamedPart). */
+  named?: ReadonlyMap<string, NamedPart>;
 }
 
 /** What validation leaves for building the model. */
@@ -52,7 +54,7 @@ export function buildAgentModel(c: CheckedConfig): AgentModel {
     }
     return checked;
   };
-  const base = (k: Checked) => ({ name: k.entry.name, type: k.schema.type, definition: k.definition, options: k.options, file: k.entry.file, line: k.entry.line });
+  const base = (k: Checked) => ({ name: k.entry.name, type: k.schema.type, definition: k.definition, options: k.options, named: k.named, file: k.entry.file, line: k.entry.line });
 
   for (const entry of c.active("channel")) {
     const k = usable(entry);

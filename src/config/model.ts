@@ -7,6 +7,16 @@
 import type { AnyDefinition } from "../components/component.ts";
 import type { AnyOptions, ComponentKind } from "./schema.ts";
 
+/**
+ * A part a component's property names (`names` in its schema: a file_roll sink's serializer, an
+ * http source's handler), with its settings parsed and checked when the configuration was
+ * loaded: building it reads no raw key again.
+ */
+export interface NamedPart {
+  definition: AnyDefinition;
+  options: AnyOptions;
+}
+
 /** A part configured inside a component: a selector, an interceptor, a sink processor. */
 export interface PartModel {
   kind: Extract<ComponentKind, "selector" | "interceptor" | "sinkprocessor">;
@@ -23,6 +33,8 @@ interface ComponentModelBase {
   type: string;
   definition: AnyDefinition;
   options: AnyOptions;
+  /** The parts its properties name, by property key. */
+  named?: ReadonlyMap<string, NamedPart>;
   /** Where the component is configured. */
   file: string;
   line: number;

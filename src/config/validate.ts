@@ -32,7 +32,7 @@ import { buildAgentModel, type Checked, DEFAULT_SINK_PROCESSOR_TYPE } from "./bu
 import { didYouMean, type EntryKind, type Problem, type ProblemCode, type Severity, sortProblems } from "./problems.ts";
 import { hasVariables } from "./substitution.ts";
 import { unsupportedType } from "./unsupported.ts";
-import type { AgentModel, PartModel } from "./model.ts";
+import type { AgentModel, NamedPart, PartModel } from "./model.ts";
 import { type AnyOptions, capacityOf, type ComponentKind, findProp, isUnderPrefix, keysWithRole, keyWithRole, type ValidationContext } from "./schema.ts";
 
 /** What the validator needs from src/components/registry.ts (pass the module itself). */
@@ -97,6 +97,8 @@ class Validator {
   private readonly checked = new Map<string, Checked>(); // by "kind name"
   /** Selectors, interceptors and sink processors, by "kind name prefix" of their owner. */
   private readonly parts = new Map<string, PartModel>();
+  /** The parts components' properties name, by "kind name" of the component, then by property key. */
+  private readonly named = new Map<string, Map<string, NamedPart>>();
   private readonly a: string;
 
   constructor(
@@ -323,7 +325,10 @@ class Validator {
       if (!part || !settings) continue;
       const own = record<Located>();
       for (const [k, v] of Object.entries(props)) if (k.startsWith(settings.prefix)) own[k.slice(settings.prefix.length)] = v;
-      this.checkProps(entry, part, own, keyPrefix + settings.prefix, line);
+      const partOptions = this.checkProps(entry, part, own, keyPrefix + settings.prefix, line);
+      const owner = `${entry.kind} ${entry.name}`;
+      if (!this.named.has(owner)) this.named.set(owner, new Map());
+      this.named.get(owner)?.set(keyPrefix + spec.key, { definition: part, options: partOptions });
     }
   }
 
@@ -346,7 +351,7 @@ class Validator {
     // Generic cross-checks run before the component's own, which then stay quiet on the same key.
     const generic = entry.kind === "channel" ? (options: AnyOptions) => this.checkCapacity({ entry, definition: def, schema: def.schema, options }) : undefined;
     const options = this.checkProps(entry, def, own, "", entry.line, ownEmpty, generic, WIRING_KEYS[entry.kind]);
-    const checked = { entry, definition: def, schema: def.schema, options };
+    const checked = { entry, definition: def, schema: def.schema, options, named: this.named.get(`${entry.kind} ${entry.name}`) };
     this.checked.set(`${entry.kind} ${entry.name}`, checked);
     return checked;
   }

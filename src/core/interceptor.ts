@@ -26,6 +26,36 @@ export abstract class EventInterceptor implements Interceptor {
   }
 }
 
+/**
+ * Sets one header on every event, keeping one already set when preserveExisting (Flume's host,
+ * static, timestamp and UUID interceptors, which differ only in the value).
+ */
+export class HeaderInterceptor extends EventInterceptor {
+  constructor(
+    private readonly header: string,
+    private readonly preserveExisting: boolean,
+    /** The value for the next event. */
+    private readonly value: () => string,
+    /** One value for a whole batch (the batch's events arrived together): the timestamp reads its clock once. */
+    private readonly onePerBatch = false,
+  ) {
+    super();
+  }
+
+  intercept(event: Event): Event {
+    if (this.preserveExisting && this.header in event.headers) return event;
+    event.headers[this.header] = this.value();
+    return event;
+  }
+
+  override interceptAll(events: Event[]): Event[] {
+    if (!this.onePerBatch) return super.interceptAll(events);
+    const value = this.value();
+    for (const e of events) if (!(this.preserveExisting && this.header in e.headers)) e.headers[this.header] = value;
+    return events;
+  }
+}
+
 /** Runs interceptors in their configured order (Flume's InterceptorChain). */
 export class InterceptorChain implements Interceptor {
   constructor(readonly interceptors: Interceptor[] = []) {}

@@ -1,7 +1,8 @@
 /**
- * The read loop of a stream source's connection (netcat, syslogtcp): reads queue while a batch
- * waits for the channel, and the connection is paused meanwhile, so a slow channel slows the
- * sender instead of filling memory. A subclass says what a batch of reads becomes.
+ * The read loop of a source's connection (netcat and syslogtcp; avro and thrift through
+ * request-loop.ts): reads queue while a batch waits for the channel, and the connection is paused
+ * meanwhile, so a slow channel slows the sender instead of filling memory. A subclass says what a
+ * batch of reads becomes.
  */
 import { type ConnectionHandler, type TcpConnection, WRITE_HIGH_WATER } from "./tcp-server.ts";
 
@@ -10,6 +11,14 @@ export abstract class PausingReadLoop implements ConnectionHandler {
   private busy = false;
   /** The peer half-closed: finish() runs once what it sent is consumed. */
   private ended = false;
+  /** Reading was paused for a busy run. */
+  private paused = false;
+  /**
+   * true: reading pauses as each run starts (a batch of reads waits for the channel). false:
+   * only when a read arrives while a run is busy, which spares a pause and a resume per request
+   * to a client that waits for each answer before it sends more.
+   */
+  protected readonly pauseEachRun: boolean = true;
 
   constructor(protected readonly conn: TcpConnection) {}
 
@@ -30,15 +39,37 @@ export abstract class PausingReadLoop implements ConnectionHandler {
   /** consume() or finish() threw: the connection is destroyed after this. */
   protected abstract failed(err: unknown): void;
 
+  /** Stops reading from the peer while a run is busy (a subclass with a stage before the loop, as an inflater, pauses it too). */
+  protected pauseReading(): void {
+    this.conn.pause();
+  }
+
+  protected resumeReading(): void {
+    this.conn.resume();
+  }
+
   data(chunk: Uint8Array): void {
     if (this.halted) return;
     (this.queue ??= []).push(chunk);
     if (!this.busy) this.start();
+    else if (this.readAheadFull()) this.pauseUntilIdle();
+  }
+
+  /** A read arrived while a run is busy: whether reading pauses now (by default at once; a subclass may read ahead). */
+  protected readAheadFull(): boolean {
+    return true;
   }
 
   end(): void {
     this.ended = true;
     if (!this.busy) this.start();
+  }
+
+  /** Pauses reading until the current run is over. */
+  protected pauseUntilIdle(): void {
+    if (this.paused) return;
+    this.paused = true;
+    this.pauseReading();
   }
 
   private start(): void {
@@ -48,7 +79,7 @@ export abstract class PausingReadLoop implements ConnectionHandler {
   private async run(): Promise<void> {
     const conn = this.conn;
     this.busy = true;
-    conn.pause();
+    if (this.pauseEachRun) this.pauseUntilIdle();
     try {
       const queue = this.queue;
       while (queue !== null && queue.length > 0 && !this.halted) {
@@ -65,7 +96,10 @@ export abstract class PausingReadLoop implements ConnectionHandler {
       conn.destroy();
     } finally {
       this.busy = false;
-      if (!conn.closed && !this.halted) conn.resume();
+      if (this.paused && !conn.closed && !this.halted) {
+        this.paused = false;
+        this.resumeReading();
+      }
     }
   }
 }

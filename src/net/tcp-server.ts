@@ -42,7 +42,7 @@ export interface TcpConnection {
   readonly pendingBytes: number;
   /** Queues bytes to send; false when more than WRITE_HIGH_WATER bytes wait (see drained). */
   write(data: Uint8Array | string): boolean;
-  /** Resolves once what was written is sent, or the connection closed. */
+  /** Resolves once the bytes waiting to be sent are below the high-water mark (node:net) or sent (Bun), or the connection closed. */
   drained(): Promise<void>;
   pause(): void;
   resume(): void;
@@ -341,9 +341,13 @@ function listenWith(bun: BunApi, host: string, options: TcpListenOptions, accept
 
 // ---- node:net (through tcpNetwork) / node:tls, or the simulator's Network ----
 
-class NodeConnection extends Addresses implements TcpConnection {
-  constructor(private readonly socket: NetSocket) {
-    super(socket);
+export class NodeConnection extends Addresses implements TcpConnection {
+  /** addresses: the TCP socket under a TLS one wrapped after accept (Bun's TLSSocket may not tell them). */
+  constructor(
+    private readonly socket: NetSocket,
+    addresses: SocketAddress & { readonly localPort?: number } = socket,
+  ) {
+    super(addresses);
   }
 
   get closed(): boolean {
@@ -359,8 +363,9 @@ class NodeConnection extends Addresses implements TcpConnection {
     return this.socket.write(data);
   }
 
+  /** Below the socket's high-water mark no "drain" is coming (write() returned true): resolves at once there. */
   drained(): Promise<void> {
-    return drained(this.socket);
+    return drained(this.socket, this.socket.writableHighWaterMark);
   }
 
   pause(): void {
@@ -384,24 +389,38 @@ class NodeConnection extends Addresses implements TcpConnection {
   }
 }
 
+/**
+ * Serves one socket already accepted (and secured, when the server does its own TLS handshakes
+ * after a check of the raw connection, as the avro source's ipFilter): wires it to its handler.
+ */
+export function serveSocket(
+  socket: NetSocket,
+  options: Pick<TcpListenOptions, "noDelay" | "allowHalfOpen">,
+  accept: (conn: TcpConnection) => ConnectionHandler,
+  closed?: () => void,
+  addresses?: SocketAddress & { readonly localPort?: number },
+): NodeConnection {
+  if (options.noDelay) socket.setNoDelay(true);
+  const conn = new NodeConnection(socket, addresses);
+  const handler = accept(conn);
+  socket.on("data", (chunk: Buffer) => handler.data(chunk));
+  socket.on("end", () => {
+    if (handler.end) handler.end();
+    else if (!options.allowHalfOpen) socket.end();
+  });
+  socket.on("error", (err) => handler.error?.(err));
+  socket.on("close", (hadError) => {
+    closed?.();
+    handler.close?.(hadError);
+  });
+  return conn;
+}
+
 /** Serves sockets of node:net or of a Network: each accepted socket is wired to its handler. */
 function socketServer(options: TcpListenOptions, accept: (conn: TcpConnection) => ConnectionHandler) {
   const open = new Map<NetSocket, NodeConnection>();
   const serve = (socket: NetSocket) => {
-    if (options.noDelay) socket.setNoDelay(true);
-    const conn = new NodeConnection(socket);
-    open.set(socket, conn);
-    const handler = accept(conn);
-    socket.on("data", (chunk: Buffer) => handler.data(chunk));
-    socket.on("end", () => {
-      if (handler.end) handler.end();
-      else if (!options.allowHalfOpen) socket.end();
-    });
-    socket.on("error", (err) => handler.error?.(err));
-    socket.on("close", (hadError) => {
-      open.delete(socket);
-      handler.close?.(hadError);
-    });
+    open.set(socket, serveSocket(socket, options, accept, () => open.delete(socket)));
   };
   const server = (port: number, stop: () => Promise<void>): TcpServer => ({
     port,

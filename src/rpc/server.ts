@@ -1,18 +1,20 @@
 import net from "node:net";
+import zlib from "node:zlib";
 import { type ServerTls, TlsHandshakes } from "../net/tls.ts";
 import type { Event } from "../core/event.ts";
-import type { Logger } from "../core/logger.ts";
-import { silentLogger } from "../core/logger.ts";
 import { AvroReader, AvroWriter } from "./binary.ts";
 import { RpcProtocolError } from "./errors.ts";
-import { DEFAULT_FRAME_LIMITS, encodeFrame, joinBuffers, type Frame, type FrameLimits } from "./frame.ts";
+import { DEFAULT_FRAME_LIMITS, encodeFrame, FrameDecoder, frameSize, joinBuffers, type Frame, type FrameLimits } from "./frame.ts";
 import type { IpFilter } from "./ip-filter.ts";
 import { readHandshakeRequest, writeHandshakeResponse, type HandshakeRequest, type HandshakeResponse } from "./messages.ts";
 import { MESSAGE_APPEND, MESSAGE_APPEND_BATCH, PROTOCOL_HASH, PROTOCOL_TEXT, STATUS_SYMBOLS, type RpcStatus } from "./protocol.ts";
 import { localProtocol, parseRemoteProtocol, type RemoteProtocol } from "./remote-protocol.ts";
 import { peerAddress, peerName } from "../net/peer.ts";
-import { FramedTransport, type CompressionType } from "./transport.ts";
+import type { CompressionType } from "./transport.ts";
 import { type NetListener, type NetSocket, type Network, tcpNetwork } from "../net/network.ts";
+import { RequestLoop } from "../net/request-loop.ts";
+import { serveSocket, type TcpConnection } from "../net/tcp-server.ts";
+import { RpcServer, type RpcServerOptions } from "./rpc-server.ts";
 
 /** What the server does with calls; the avro source implements it. */
 export interface RpcRequestHandler {
@@ -20,22 +22,14 @@ export interface RpcRequestHandler {
   append(event: Event, peer: string): Promise<RpcStatus>;
 }
 
-export interface AvroRpcServerOptions {
-  bind: string;
-  port: number;
+export interface AvroRpcServerOptions extends RpcServerOptions {
   compression?: CompressionType;
   /** TLS setup (see src/net/tls.ts); absent: plain TCP. */
   tls?: ServerTls;
   ipFilter?: IpFilter;
   limits?: FrameLimits;
-  /** Frames queued per connection before we stop reading from it (backpressure). */
-  maxQueuedFrames?: number;
   /** Request bytes buffered per connection before we stop reading from it; default: the max frame size + 1 MiB. */
   maxBufferedBytes?: number;
-  logger?: Logger;
-  /** Prefix for log lines, e.g. "Avro source r1". */
-  label?: string;
-  onConnectionCountChange?(count: number): void;
   /** The network to listen on (the simulator's); default: TCP. */
   network?: Network;
 }
@@ -44,7 +38,6 @@ const EMPTY = Buffer.alloc(0);
 /** Room beyond one frame of the maximum size, so the next request can arrive while one is served. */
 const BUFFER_SLACK = 1024 * 1024;
 const META_EMPTY = Buffer.from([0]);
-const MAX_FAILURES_LOGGED = 3;
 /** Client protocols remembered; clients with a new hash each time must not grow memory without bound. */
 const MAX_CACHED_PROTOCOLS = 64;
 
@@ -86,41 +79,31 @@ export class ProtocolCache {
  * Avro IPC over Netty framing, as Avro's NettyServer + Responder: a handshake once per
  * connection, then calls answered in order with their serial.
  */
-export class AvroRpcServer {
+export class AvroRpcServer extends RpcServer<AvroConnection, AvroRpcServerOptions> {
   private server: NetListener | null = null;
-  /** From listen() to close(): connections are served. */
-  private accepting = false;
   /** TLS on accepted connections (null: plain TCP); close() drops those still in their handshake. */
   private handshakes: TlsHandshakes | null = null;
-  private readonly connections = new Set<ServerConnection>();
   /** Protocols announced by clients, by hash (Avro's Responder keeps the same cache, unbounded). */
   readonly protocols = new ProtocolCache(MAX_CACHED_PROTOCOLS);
-  readonly logger: Logger;
-  readonly label: string;
 
   constructor(
     readonly handler: RpcRequestHandler,
-    readonly options: AvroRpcServerOptions,
+    options: AvroRpcServerOptions,
   ) {
-    this.logger = options.logger ?? silentLogger;
-    this.label = options.label ?? "Avro RPC server";
-  }
-
-  get connectionCount(): number {
-    return this.connections.size;
+    super(options, "Avro RPC server");
   }
 
   /** Request bytes buffered now over all connections. */
   get bufferedBytes(): number {
     let n = 0;
-    for (const c of this.connections) n += c.transport.bufferedBytes;
+    for (const c of this.connections) n += c.bufferedBytes;
     return n;
   }
 
   /** @internal The most request bytes one open connection has held at once. */
   get peakBufferedBytes(): number {
     let n = 0;
-    for (const c of this.connections) n = Math.max(n, c.transport.peakBufferedBytes);
+    for (const c of this.connections) n = Math.max(n, c.peakBufferedBytes);
     return n;
   }
 
@@ -133,7 +116,7 @@ export class AvroRpcServer {
     const network = this.options.network ?? tcpNetwork;
     this.accepting = true;
     return network
-      .listen({ host: this.options.bind, port: this.options.port, allowHalfOpen: true, onError: (err) => this.logger.error(`${this.label}: server error: ${err.message}`) }, (socket) => this.accept(socket))
+      .listen({ host: this.options.bind, port: this.options.port, allowHalfOpen: true, onError: this.serverError }, (socket) => this.accept(socket))
       .then(
         (listener) => {
           this.server = listener;
@@ -150,9 +133,7 @@ export class AvroRpcServer {
   async close(): Promise<void> {
     const server = this.server;
     this.server = null;
-    this.accepting = false;
-    for (const c of this.connections) c.transport.destroy();
-    this.connections.clear();
+    this.dropConnections();
     this.handshakes?.dropAll();
     if (server) await server.close();
   }
@@ -185,7 +166,7 @@ export class AvroRpcServer {
   /** An allowed TCP connection: served at once in plain mode, after the TLS handshake otherwise. */
   private admit(socket: NetSocket, peer: string): void {
     if (this.handshakes === null) {
-      this.open(socket, peer);
+      this.open(socket, socket);
       socket.resume();
       return;
     }
@@ -197,24 +178,14 @@ export class AvroRpcServer {
     }
     this.handshakes.secure(
       socket,
-      (secured) => this.open(secured, peer),
+      (secured) => this.open(secured, socket),
       (reason) => this.logger.warn(`${this.label}: TLS handshake with ${peer} failed: ${reason}`),
     );
   }
 
-  private open(socket: NetSocket, peer: string): void {
-    if (!this.accepting) {
-      socket.destroy();
-      return;
-    }
-    const conn = new ServerConnection(this, socket, peer);
-    this.connections.add(conn);
-    this.options.onConnectionCountChange?.(this.connections.size);
-  }
-
-  /** @internal */
-  closed(conn: ServerConnection): void {
-    if (this.connections.delete(conn)) this.options.onConnectionCountChange?.(this.connections.size);
+  /** Serves a connection on the net layer's read loop; addresses: the TCP socket (under TLS, the one it wraps). */
+  private open(socket: NetSocket, addresses: NetSocket): void {
+    serveSocket(socket, { allowHalfOpen: true, noDelay: true }, (conn) => this.serve(conn, (c) => new AvroConnection(this, c)), undefined, addresses);
   }
 }
 
@@ -224,79 +195,90 @@ interface ParsedRequest {
   params: AvroReader;
 }
 
-class ServerConnection {
-  readonly transport: FramedTransport;
+/**
+ * One client, on the net layer's read loop. With deflate, each direction is one zlib stream for
+ * the whole connection, sync-flushed after every frame, as Netty's ZlibEncoder/ZlibDecoder in
+ * Flume's pipeline (TLS, when on, carries the compressed bytes); the inflater is paused with
+ * the connection, so compressed bytes already read do not go on inflating (a deflate bomb).
+ */
+class AvroConnection extends RequestLoop<Frame> {
   private remote: RemoteProtocol | null = null;
-  private readonly queue: Frame[] = [];
-  private busy = false;
-  private paused = false;
-  /** The client half-closed: end our side once its requests are answered. */
-  private peerEnded = false;
-  /** Failed requests logged on this connection: a client repeating a bad call must not flood the log. */
-  private failuresLogged = 0;
-  private readonly maxQueued: number;
+  private readonly deflater: zlib.Deflate | null = null;
+  private readonly inflater: zlib.Inflate | null = null;
 
   constructor(
     private readonly server: AvroRpcServer,
-    socket: NetSocket,
-    peer: string,
+    conn: TcpConnection,
   ) {
     const o = server.options;
-    this.maxQueued = o.maxQueuedFrames ?? 16;
     const limits = o.limits ?? DEFAULT_FRAME_LIMITS;
-    this.transport = new FramedTransport(
-      socket,
-      { compression: o.compression ?? "none", compressionLevel: 6, limits, peer, maxBufferedBytes: o.maxBufferedBytes ?? limits.maxFrameBytes + BUFFER_SLACK },
-      {
-        onFrames: (frames) => this.enqueue(frames),
-        onError: (err) => {
-          const reason = err instanceof RpcProtocolError ? err.message : `socket error: ${err.message}`;
-          server.logger.warn(`${server.label}: closing connection from ${this.transport.peer}: ${reason}`);
-        },
-        onEnd: () => {
-          this.peerEnded = true;
-          if (!this.busy) this.transport.end();
-        },
-        onClose: (midFrame) => {
-          if (midFrame) server.logger.warn(`${server.label}: connection from ${this.transport.peer} closed in the middle of a frame (truncated request dropped)`);
-          server.closed(this);
-        },
+    super(conn, new FrameDecoder(limits), {
+      logger: server.logger,
+      label: server.label,
+      sizeOf: frameSize,
+      readAheadBytes: o.maxBufferedBytes ?? limits.maxFrameBytes + BUFFER_SLACK,
+      closed: () => {
+        this.deflater?.destroy();
+        this.inflater?.destroy();
+        server.closed(this);
       },
-    );
+    });
+    if (o.compression === "deflate") {
+      const deflater = zlib.createDeflate({ level: 6 });
+      deflater.on("data", (chunk: Buffer) => conn.write(chunk));
+      deflater.on("error", (err) => this.abort(err.message));
+      const inflater = zlib.createInflate();
+      inflater.on("data", (chunk: Buffer) => super.data(chunk));
+      inflater.on("error", (err) => this.abort(`invalid deflate stream from ${conn.peer}: ${err.message}`));
+      this.deflater = deflater;
+      this.inflater = inflater;
+    }
   }
 
-  private enqueue(frames: Frame[]): void {
-    for (const f of frames) this.queue.push(f);
-    if (this.queue.length >= this.maxQueued && !this.paused) {
-      this.paused = true;
-      this.transport.pause();
+  override data(chunk: Uint8Array): void {
+    if (this.inflater) {
+      if (!this.conn.closed) this.inflater.write(chunk);
+    } else {
+      super.data(chunk);
     }
-    if (!this.busy) void this.pump();
   }
 
-  private async pump(): Promise<void> {
-    this.busy = true;
-    try {
-      while (this.queue.length > 0 && this.transport.isOpen) {
-        const frame = this.queue.shift() as Frame;
-        const answer = await this.respond(frame);
-        this.transport.release(frame);
-        this.transport.send(answer);
-        // A client that pipelines calls without reading the answers must not make us buffer them without bound.
-        await this.transport.drained();
-        if (this.paused && this.queue.length < this.maxQueued / 2) {
-          this.paused = false;
-          this.transport.resume();
-        }
-      }
-    } finally {
-      this.busy = false;
-      if (this.peerEnded) this.transport.end();
-    }
+  override end(): void {
+    // With deflate, bytes written to the inflater may still be on their way to data().
+    if (this.inflater) this.inflater.flush(zlib.constants.Z_SYNC_FLUSH, () => setImmediate(() => super.end()));
+    else super.end();
+  }
+
+  protected override get stagedBytes(): number {
+    return this.inflater?.readableLength ?? 0;
+  }
+
+  protected override pauseReading(): void {
+    super.pauseReading();
+    this.inflater?.pause();
+  }
+
+  protected override resumeReading(): void {
+    super.resumeReading();
+    this.inflater?.resume();
+  }
+
+  protected override send(answer: Uint8Array): void {
+    if (!this.deflater) return super.send(answer);
+    this.deflater.write(answer);
+    this.deflater.flush(zlib.constants.Z_SYNC_FLUSH);
+  }
+
+  /** Ends the connection after pending writes (finishing the zlib stream: its last bytes arrive through "data" before "end"). */
+  protected override async finish(): Promise<void> {
+    const deflater = this.deflater;
+    if (!deflater) return super.finish();
+    deflater.once("end", () => this.conn.end());
+    deflater.end();
   }
 
   /** One request frame in, one response frame out (Avro's Responder.respond). */
-  private async respond(frame: Frame): Promise<Buffer> {
+  protected async respond(frame: Frame): Promise<Buffer> {
     const { serial } = frame;
     let handshakeBytes: Buffer = EMPTY;
     try {
@@ -316,10 +298,10 @@ class ServerConnection {
       let status: RpcStatus;
       if (req.name === MESSAGE_APPEND_BATCH) {
         const events = remote.readAppendBatch(req.params);
-        status = await this.server.handler.appendBatch(events, this.transport.peer);
+        status = await this.server.handler.appendBatch(events, this.conn.peer);
       } else if (req.name === MESSAGE_APPEND) {
         const event = remote.readAppend(req.params);
-        status = await this.server.handler.append(event, this.transport.peer);
+        status = await this.server.handler.append(event, this.conn.peer);
       } else {
         throw new RpcProtocolError(`No message named ${req.name} in AvroSourceProtocol`);
       }
@@ -328,10 +310,7 @@ class ServerConnection {
     } catch (err) {
       // As Avro's Responder: a system error goes back to the caller, the connection stays up.
       const e = err as Error;
-      if (this.failuresLogged < MAX_FAILURES_LOGGED) {
-        const more = ++this.failuresLogged === MAX_FAILURES_LOGGED ? " (further failures on this connection are answered but not logged)" : "";
-        this.server.logger.warn(`${this.server.label}: request from ${this.transport.peer} failed: ${e.message}${more}`);
-      }
+      this.logFailure(e.message);
       const w = new AvroWriter(64 + e.message.length * 3);
       w.boolean(true);
       w.long(0); // union ["string"]: Avro's system error

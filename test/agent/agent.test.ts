@@ -9,7 +9,7 @@ import { type ComponentContext, defineComponent } from "../../src/components/com
 import * as registry from "../../src/components/registry.ts";
 import { BaseSource } from "../../src/components/sources/base.ts";
 import { createEvent } from "../../src/core/event.ts";
-import { canConnect, cleanupsAfterEach, fileChannelLines, freePort, listenLocal, netcatConf, sleep, tempDir, waitUntil } from "../support/helpers.ts";
+import { canConnect, cleanupsAfterEach, fileChannelLines, freePort, listenLocal, netcatConf, sleep, tempDir, tempDirFor, waitUntil } from "../support/helpers.ts";
 import { parseAgentConfig, seqConf } from "../support/agent.ts";
 import { needsOpenssl } from "../support/requires.ts";
 import { selfSignedCert } from "../support/tls.ts";
@@ -25,8 +25,7 @@ ${extra}` });
 
 describe("agent lifecycle under an operator's hands", () => {
   test("stop() called while start() is still running leaves nothing running (SIGTERM during startup)", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const port = await freePort();
     const agent = new Agent("a1", { drainTimeout: 200 });
     await Promise.all([agent.start(parse(fileChannelConf(port, dir))), agent.stop()]);
@@ -36,8 +35,7 @@ describe("agent lifecycle under an operator's hands", () => {
   });
 
   test("stop() called while a reload is applying leaves none of the new components running (SIGTERM during reload)", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const [port1, port2] = [await freePort(), await freePort()];
     const agent = new Agent("a1", { drainTimeout: 200 });
     await agent.start(parse(fileChannelConf(port1, dir)));
@@ -50,8 +48,7 @@ describe("agent lifecycle under an operator's hands", () => {
   });
 
   test("a reload that replaces a memory channel lets its sink drain it first (events are not silently dropped)", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     // The downstream answers 503 (the sink rolls back and backs off) until it is told to accept.
     let accepting = false;
     const received: string[] = [];
@@ -119,8 +116,7 @@ a1.sinks.k1.port = ${deadPort}` })),
   });
 
   test("a sink group that cannot start (one sink's directory is unusable) does not leak its other sink's connection", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const avroPort = await freePort();
     // The downstream agent: an avro source whose counters show the open connections.
     const downstream = new Agent("a1", { drainTimeout: 200 });
@@ -255,7 +251,7 @@ a1.sinks.k1.endpoint = ${endpoint}` })),
     expect(duringDrain).toBeGreaterThan(0);
     expect(duringDrain).toBeLessThanOrEqual(3);
     expect(logger.lines.some((l) => l.level === "warn" && l.message.includes("still held 10 events"))).toBe(true);
-  });
+  }, 30_000); // the stop waits out the 5 s drain
 
   test("the drain still ends as soon as the sinks emptied the channel", async () => {
     let accepting = false;

@@ -5,7 +5,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { AgentService, ConfigRejectedError, EXIT, type ReloadOutcome, ServiceStartError, startAgentService } from "../../src/agent/service.ts";
 import { parseAgentConfig } from "../support/agent.ts";
-import { asyncCleanupsAfterEach, canConnect, fetchMetrics, freePort, listenLocal, netcatConf, sendLines, tempDir, waitUntil, waitUntilListening } from "../support/helpers.ts";
+import { asyncCleanupsAfterEach, canConnect, fetchMetrics, freePort, listenLocal, netcatConf, sendLines, tempDirFor, waitUntil, waitUntilListening } from "../support/helpers.ts";
 
 const cleanups = asyncCleanupsAfterEach();
 
@@ -27,8 +27,7 @@ const withR2 = (port: number, port2: number) =>
 
 /** A temp file holding netcat r1 on port into a logger sink, and a second free port for a reload to add. */
 async function confFile(): Promise<{ file: string; port: number; port2: number }> {
-  const { dir, cleanup } = tempDir();
-  cleanups.push(cleanup);
+  const dir = tempDirFor(cleanups);
   const [port, port2] = [await freePort(), await freePort()];
   const file = path.join(dir, "a.conf");
   writeFileSync(file, netcatConf(port, { sink: "logger" }));

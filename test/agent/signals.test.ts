@@ -4,7 +4,7 @@ import path from "node:path";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { EXIT, type ReloadOutcome, startAgentService } from "../../src/agent/service.ts";
 import { installSignalHandlers } from "../../src/agent/signals.ts";
-import { asyncCleanupsAfterEach, canConnect, freePort, netcatConf, sendLines, tempDir, waitUntil, waitUntilListening } from "../support/helpers.ts";
+import { asyncCleanupsAfterEach, canConnect, freePort, netcatConf, sendLines, tempDirFor, waitUntil, waitUntilListening } from "../support/helpers.ts";
 
 const cleanups = asyncCleanupsAfterEach();
 
@@ -46,8 +46,7 @@ describe("signal handlers of an agent service", () => {
   });
 
   test("SIGHUP reloads the configuration file at once", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const [port, port2] = [await freePort(), await freePort()];
     const file = path.join(dir, "a.conf");
     writeFileSync(file, netcatConf(port));

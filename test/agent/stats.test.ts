@@ -1,11 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
-import path from "node:path";
 import { Agent } from "../../src/agent/agent.ts";
 import fc from "fast-check";
 import { StatsReporter, thousands } from "../../src/agent/stats.ts";
 import { VirtualClock } from "../../src/core/virtual-clock.ts";
-import { cleanupsAfterEach, sleep, startAgentCli, tempDir, waitUntil } from "../support/helpers.ts";
+import { cleanupsAfterEach, sleep, startAgentCli, tempConf, waitUntil } from "../support/helpers.ts";
 import { parseAgentConfig, seqConf } from "../support/agent.ts";
 
 const cleanups = cleanupsAfterEach();
@@ -58,13 +56,7 @@ describe("stats reporter", () => {
 
 describe("flume run's stats line", () => {
   test("a one-line report per interval with events in/out per second and channel fill; --quiet turns it off", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
-    const conf = path.join(dir, "stats.conf");
-    writeFileSync(
-      conf,
-      "a1.sources = r1\na1.channels = c1\na1.sources.r1.type = seq\na1.sources.r1.totalEvents = 500\na1.sources.r1.batchSize = 100\na1.sources.r1.channels = c1\na1.channels.c1.type = memory\na1.channels.c1.capacity = 1000\n",
-    );
+    const { conf } = tempConf(cleanups, "a1.sources = r1\na1.channels = c1\na1.sources.r1.type = seq\na1.sources.r1.totalEvents = 500\na1.sources.r1.batchSize = 100\na1.sources.r1.channels = c1\na1.channels.c1.type = memory\na1.channels.c1.capacity = 1000\n", "stats.conf");
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--stats-interval", "0.3"], /stats: r1 in \d+\.\d\/s \(500 total\) \| c1 out 0\.0\/s \(0 total\) fill 50\.0% \(500\/1000\)/);
     agent.child.kill("SIGTERM");
     // No sink: the 500 events are lost with the memory channel.

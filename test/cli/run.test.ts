@@ -8,7 +8,7 @@ import type { ComponentDefinition } from "../../src/components/component.ts";
 import * as registry from "../../src/components/registry.ts";
 import { seqConf } from "../support/agent.ts";
 import { copyFixture, fingerprint } from "../support/flume-file-channel.ts";
-import { CLI, cleanupsAfterEach, freePort, netcatConf, runCli, sendLines, sleep, startAgentCli, tempDir, canConnect, fileChannelLines, waitBound, waitUntilListening, listenLocal } from "../support/helpers.ts";
+import { CLI, cleanupsAfterEach, freePort, netcatConf, runCli, sendLines, sleep, startAgentCli, tempConf, tempDir, tempDirFor, canConnect, fileChannelLines, waitBound, waitUntilListening, listenLocal } from "../support/helpers.ts";
 
 async function getJson(port: number, p: string): Promise<{ status: number; body: string; type: string | null }> {
   const res = await fetch(`http://127.0.0.1:${port}${p}`);
@@ -23,11 +23,8 @@ function agentConf(port: number, extra = ""): string {
 
 describe("flume run", () => {
   test("netcat -> memory -> logger: lines sent over TCP are acknowledged and logged as Flume does", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
     const port = await freePort();
-    const conf = path.join(dir, "a.conf");
-    writeFileSync(conf, agentConf(port));
+    const { conf } = tempConf(cleanups, agentConf(port), "a.conf");
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "-n", "a1", "--quiet"]);
     const answer = await sendLines(port, "Hello world!\r\nsecond line\n");
     expect(answer).toBe("OK\nOK\n");
@@ -40,11 +37,8 @@ describe("flume run", () => {
   });
 
   test("a line over max-line-length gets Flume's FAILED answer; the agent keeps serving", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
     const port = await freePort();
-    const conf = path.join(dir, "a.conf");
-    writeFileSync(conf, agentConf(port, "a1.sources.r1.max-line-length = 10\n"));
+    const { conf } = tempConf(cleanups, agentConf(port, "a1.sources.r1.max-line-length = 10\n"), "a.conf");
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet"]);
     const answer = await sendLines(port, "short\nthis line is far too long\n");
     expect(answer).toBe("OK\nFAILED: Event exceeds the maximum length (10 chars, including newline)\n");
@@ -55,10 +49,7 @@ describe("flume run", () => {
   });
 
   test("refuses to start on validation errors and prints file:line", () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
-    const conf = path.join(dir, "bad.conf");
-    writeFileSync(conf, agentConf(44444).replace("type = memory", "type = memroy"));
+    const { conf } = tempConf(cleanups, agentConf(44444).replace("type = memory", "type = memroy"), "bad.conf");
     const r = runCli(["run", "-f", conf, "-n", "a1"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`${conf}:8`);
@@ -67,11 +58,8 @@ describe("flume run", () => {
   });
 
   test("--strict refuses to start on a warning (a misspelt property), naming file:line; without it the agent starts", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
     const port = await freePort();
-    const conf = path.join(dir, "typo.conf");
-    writeFileSync(conf, agentConf(port, "a1.channels.c1.capcity = 10\n"));
+    const { conf } = tempConf(cleanups, agentConf(port, "a1.channels.c1.capcity = 10\n"), "typo.conf");
     const r = runCli(["run", "-f", conf, "--strict", "--quiet"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`${conf}:11: error: channel c1: capcity: is not a property of channel type memory`);
@@ -95,11 +83,8 @@ describe("flume run", () => {
   });
 
   test("flume-ng spellings: agent, --conf, --conf-file, --name, -D, --no-reload-conf", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
     const port = await freePort();
-    const conf = path.join(dir, "ng.conf");
-    writeFileSync(conf, agentConf(port).replace(`port = ${port}`, "port = ${sys:nc.port}"));
+    const { conf, dir } = tempConf(cleanups, agentConf(port).replace(`port = ${port}`, "port = ${sys:nc.port}"), "ng.conf");
     const agent = await startAgentCli(cleanups, ["agent", "--conf", dir, "--conf-file", conf, "--name", "a1", `-Dnc.port=${port}`, "--no-reload-conf", "--quiet"]);
     expect(agent.stderr).toContain("ignored");
     expect(await sendLines(port, "x\n")).toBe("OK\n");
@@ -108,14 +93,8 @@ describe("flume run", () => {
   });
 
   test("--lenient drops a broken component as Flume does, with a warning, and runs the rest", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
     const port = await freePort();
-    const conf = path.join(dir, "lenient.conf");
-    writeFileSync(
-      conf,
-      agentConf(port).replace("a1.sinks = k1", "a1.sinks = k1 k2") + "a1.sinks.k2.type = nosuchsink\na1.sinks.k2.channel = c1\n",
-    );
+    const { conf } = tempConf(cleanups, agentConf(port).replace("a1.sinks = k1", "a1.sinks = k1 k2") + "a1.sinks.k2.type = nosuchsink\na1.sinks.k2.channel = c1\n", "lenient.conf");
     expect(runCli(["run", "-f", conf]).code).toBe(1);
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--lenient", "--quiet"]);
     expect(agent.stderr).toContain("dropping sink k2");
@@ -127,8 +106,7 @@ describe("flume run", () => {
 
 describe("reload and shutdown", () => {
   test("a new component appears on reload; a broken file keeps the old agent; a memory channel keeps its events", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const port = await freePort();
     const port2 = await freePort();
     const mport = await freePort();
@@ -167,8 +145,7 @@ a1.channels.c1.type = memory
   });
 
   test("SIGTERM: sources stop, sinks drain the channel before exit, nothing committed is lost", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const port = await freePort();
     const out = path.join(dir, "out");
     const conf = path.join(dir, "drain.conf");
@@ -189,8 +166,7 @@ a1.channels.c1.type = memory
 
 describe("flume run: signals and reload timing", () => {
   test("a SIGTERM that arrives while the agent is starting stops it gracefully (exit 0, port closed)", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const port = await freePort();
     const file = path.join(dir, "a.conf");
     writeFileSync(
@@ -209,8 +185,7 @@ describe("flume run: signals and reload timing", () => {
   });
 
   test("a change to the file made while the agent was starting is applied by the next poll (not taken as already loaded)", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const [port, port2] = [await freePort(), await freePort()];
     const file = path.join(dir, "a.conf");
     const base = netcatConf(port);
@@ -246,8 +221,7 @@ const withR2 = (port: number, port2: number, type = "netcat") =>
 
 describe("flume run: reload detection", () => {
   test("a save that leaves the file's mtime unchanged is still reloaded (content is compared)", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const [port, port2] = [await freePort(), await freePort()];
     const file = path.join(dir, "a.conf");
     // Whole seconds, so the timestamp can be set back exactly.
@@ -269,8 +243,7 @@ describe("flume run: reload detection", () => {
   });
 
   test("a reload whose build failed is tried again on the next poll without the file changing", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const [port, port2] = [await freePort(), await freePort()];
     const file = path.join(dir, "a.conf");
     writeFileSync(file, base(port));
@@ -290,8 +263,7 @@ describe("flume run: reload detection", () => {
 
 describe("flume run: the started line", () => {
   test("a source whose start failed (port in use) is listed as retrying, not among the started sources", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const blocker = net.createServer();
     const taken = await listenLocal(blocker);
     cleanups.push(() => blocker.close());
@@ -328,8 +300,7 @@ a1.sinks.k1.channel = c1
 
 describe("flume run --lenient and reload", () => {
   test("a reload under --lenient drops the broken components again instead of refusing every change", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const [port, port2] = [await freePort(), await freePort()];
     const conf = path.join(dir, "lenient.conf");
     // k2 is broken from the start: --lenient drops it and runs the rest.
@@ -347,8 +318,7 @@ describe("flume run --lenient and reload", () => {
   });
 
   test("a reload reports the new file's warnings (an unknown property, with its line), not only its errors", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const port = await freePort();
     const conf = path.join(dir, "warn.conf");
     const base = netcatConf(port);
@@ -395,8 +365,7 @@ describe("flume run in production: signals, exit codes, logs", () => {
   }
 
   test("SIGHUP reloads the configuration at once, even with --no-reload-conf", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const port = await freePort();
     const port2 = await freePort();
     const conf = netcatAgentConf(dir, port);
@@ -410,8 +379,7 @@ describe("flume run in production: signals, exit codes, logs", () => {
   });
 
   test("--strict: a reload whose file has a warning keeps the running configuration", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const port = await freePort();
     const port2 = await freePort();
     const conf = netcatAgentConf(dir, port);
@@ -428,12 +396,9 @@ describe("flume run in production: signals, exit codes, logs", () => {
 
   /** An agent whose drain could never finish (its sink's destination is down), holding the lines sent. */
   async function agentThatCannotDrain(lines: string[]) {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
     const port = await freePort();
     const dead = await freePort();
-    const conf = path.join(dir, "agent.conf");
-    writeFileSync(conf, netcatConf(port, { sink: `avro\na1.sinks.k1.hostname = 127.0.0.1\na1.sinks.k1.port = ${dead}` }));
+    const { conf } = tempConf(cleanups, netcatConf(port, { sink: `avro\na1.sinks.k1.hostname = 127.0.0.1\na1.sinks.k1.port = ${dead}` }));
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet", "--drain-timeout", "60000"], /agent a1 started/);
     expect(await sendLines(port, lines.map((l) => `${l}\n`).join(""))).toBe("OK\n".repeat(lines.length));
     return agent;
@@ -469,8 +434,7 @@ describe("flume run in production: signals, exit codes, logs", () => {
   });
 
   test("--fail-fast=SECONDS exits 1 when a component has not started in time; without it the agent keeps retrying", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const blocker = net.createServer();
     const taken = await listenLocal(blocker);
     cleanups.push(() => blocker.close());
@@ -482,8 +446,7 @@ describe("flume run in production: signals, exit codes, logs", () => {
   });
 
   test("--log-format json writes one JSON object a line with time, level, component and message", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const port = await freePort();
     const conf = netcatAgentConf(dir, port);
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet", "--log-format", "json", "-n", "a1"], /agent a1 started/);
@@ -500,8 +463,7 @@ describe("flume run in production: signals, exit codes, logs", () => {
   });
 
   test("text lines carry a timestamp and level, no blank lines; --log-level and -Dflume.root.logger are honoured", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const blocker = net.createServer();
     const taken = await listenLocal(blocker);
     cleanups.push(() => blocker.close());

@@ -5,7 +5,7 @@ import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { cleanupsAfterEach, freePort, ROOT, sendLines, startCli, tempDir, waitUntil } from "../support/helpers.ts";
+import { cleanupsAfterEach, freePort, ROOT, sendLines, startCli, tempDirFor, waitUntil } from "../support/helpers.ts";
 
 const cleanups = cleanupsAfterEach();
 
@@ -19,8 +19,7 @@ function readmeBlocks(): string[] {
 
 /** A copy of the repository's src/ (and what runs it) with the README's component added. */
 function copyWithComponent(): { dir: string; cli: string; type: string } {
-  const { dir, cleanup } = tempDir("flume-add-component-");
-  cleanups.push(cleanup);
+  const dir = tempDirFor(cleanups, "flume-add-component-");
   cpSync(path.join(ROOT, "src"), path.join(dir, "src"), { recursive: true });
   for (const f of ["package.json", "tsconfig.json", "bunfig.toml"]) if (existsSync(path.join(ROOT, f))) cpSync(path.join(ROOT, f), path.join(dir, f));
   symlinkSync(path.join(ROOT, "node_modules"), path.join(dir, "node_modules"));

@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { cleanupsAfterEach, CLI, freePort, ROOT, runCli, sendLines, tempDir, waitUntil } from "../support/helpers.ts";
+import { cleanupsAfterEach, CLI, freePort, ROOT, runCli, sendLines, tempDirFor, waitUntil } from "../support/helpers.ts";
 import { precondition } from "../support/requires.ts";
 
 const EXAMPLE = path.join(ROOT, "examples", "jsonl-sink.ts");
@@ -16,8 +16,7 @@ const cleanups = cleanupsAfterEach();
 
 /** A scratch folder with the example sink copied in, away from the repository (no node_modules, no package.json). */
 function workspace(): string {
-  const { dir, cleanup } = tempDir("flume-custom-");
-  cleanups.push(cleanup);
+  const dir = tempDirFor(cleanups, "flume-custom-");
   copyFileSync(EXAMPLE, path.join(dir, "jsonl-sink.ts"));
   return dir;
 }

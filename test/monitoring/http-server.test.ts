@@ -3,7 +3,7 @@ import { writeFileSync, readFileSync, readdirSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
-import { cleanupsAfterEach, freePort, startAgentCli, tempDir, FIXTURES, runCli, sleep, waitUntil } from "../support/helpers.ts";
+import { cleanupsAfterEach, freePort, startAgentCli, tempConf, tempDirFor, FIXTURES, runCli, sleep, waitUntil } from "../support/helpers.ts";
 import { needsProc, needsPromtool } from "../support/requires.ts";
 import { VERSION, FLUME_COMPAT } from "../../src/version.ts";
 
@@ -47,14 +47,9 @@ function checkExposition(text: string): Map<string, string> {
 
 describe("monitoring endpoints of a running agent", () => {
   test("/prometheus is valid 0.0.4 text; OpenConnectionCount (it goes down) is a gauge; HEAD and a query string work", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
     const port = await freePort();
     const mport = await freePort();
-    const conf = path.join(dir, "agent.conf");
-    writeFileSync(
-      conf,
-      `a1.sources = r1 r2
+    const { conf } = tempConf(cleanups, `a1.sources = r1 r2
 a1.channels = c1
 a1.sinks = k1
 a1.sources.r1.type = netcat
@@ -67,8 +62,7 @@ a1.sources.r2.channels = c1
 a1.channels.c1.type = memory
 a1.sinks.k1.type = logger
 a1.sinks.k1.channel = c1
-`,
-    );
+`);
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--metrics-port", String(mport), "--metrics-bind", "127.0.0.1", "--quiet"]);
     const client = net.connect(port, "127.0.0.1");
     cleanups.push(() => client.destroy());
@@ -122,13 +116,8 @@ a1.sinks.k1.channel = c1
 
 describe("monitoring", () => {
   test("/metrics has the same keys and counter names as Flume's for seq -> memory -> null", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
     const port = await freePort();
-    const conf = path.join(dir, "seq.conf");
-    writeFileSync(
-      conf,
-      `a1.sources = r1
+    const { conf } = tempConf(cleanups, `a1.sources = r1
 a1.channels = c1
 a1.sinks = k1
 a1.sources.r1.type = seq
@@ -141,8 +130,7 @@ a1.channels.c1.transactionCapacity = 1000
 a1.sinks.k1.type = null
 a1.sinks.k1.batchSize = 1000
 a1.sinks.k1.channel = c1
-`,
-    );
+`, "seq.conf");
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "-Dflume.monitoring.type=http", `-Dflume.monitoring.port=${port}`, "--quiet"], /metrics on/);
     let m: Record<string, Record<string, string>> = {};
     for (let i = 0; i < 200; i++) {
@@ -182,8 +170,7 @@ a1.sinks.k1.channel = c1
 
 describe("monitoring, avro -> memory -> file_roll", () => {
   test("/metrics after flume avro-client sent 7 events in 5 + 2 matches Flume's keys and counts", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const port = await freePort();
     const mport = await freePort();
     const roll = path.join(dir, "roll");
@@ -225,11 +212,8 @@ function sample(text: string, name: string, labels = ""): number {
 
 describe("process series", () => {
   needsProc.test("the process_* series describe the agent's own process as /proc shows it; flume_build_info says what runs", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
     const mport = await freePort();
-    const conf = path.join(dir, "agent.conf");
-    writeFileSync(conf, "a1.sources = r1\na1.channels = c1\na1.sinks = k1\na1.sources.r1.type = seq\na1.sources.r1.totalEvents = 100000\na1.sources.r1.channels = c1\na1.channels.c1.type = memory\na1.sinks.k1.type = null\na1.sinks.k1.channel = c1\n");
+    const { conf } = tempConf(cleanups, "a1.sources = r1\na1.channels = c1\na1.sinks = k1\na1.sources.r1.type = seq\na1.sources.r1.totalEvents = 100000\na1.sources.r1.channels = c1\na1.channels.c1.type = memory\na1.sinks.k1.type = null\na1.sinks.k1.channel = c1\n");
     const spawnedAt = Date.now() / 1000;
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--metrics-port", String(mport), "--metrics-bind", "127.0.0.1", "--quiet"]);
     const pid = agent.child.pid as number;
@@ -270,14 +254,11 @@ describe("process series", () => {
 
 describe("Prometheus's own checks", () => {
   needsPromtool.test("promtool check metrics finds nothing to report in /metrics of an agent with memory and file channels, a TLS-less avro source and sinks", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
     const port = await freePort();
     const mport = await freePort();
+    const dir = tempDirFor(cleanups);
     const conf = path.join(dir, "agent.conf");
-    writeFileSync(
-      conf,
-      `a1.sources = r1 r2
+    writeFileSync(conf, `a1.sources = r1 r2
 a1.channels = c1 c2
 a1.sinks = k1 k2
 a1.sources.r1.type = avro
@@ -296,8 +277,7 @@ a1.sinks.k1.type = logger
 a1.sinks.k1.channel = c1
 a1.sinks.k2.type = null
 a1.sinks.k2.channel = c2
-`,
-    );
+`);
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--metrics-port", String(mport), "--metrics-bind", "127.0.0.1", "--quiet"], /metrics on/);
     const text = await (await fetch(`http://127.0.0.1:${mport}/metrics`, { headers: { Accept: "text/plain;version=0.0.4" } })).text();
     // promtool checks the process and build series too.
@@ -311,8 +291,7 @@ a1.sinks.k2.channel = c2
 
 describe("health and readiness", () => {
   test("/health answers 200; /ready is 200 once every component runs, 503 naming a source that cannot bind and why", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = tempDirFor(cleanups);
     const busy = net.createServer();
     await new Promise<void>((resolve) => busy.listen(0, "127.0.0.1", resolve));
     cleanups.push(() => busy.close());

@@ -1,19 +1,13 @@
 // flume simulate and flume replay with a channel that keeps only part of its events through a
 // crash: SPILLABLEMEMORY loses what it held in memory, keeps its overflow; both count the same.
 import { expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { cleanupsAfterEach, runCli, tempDir } from "../support/helpers.ts";
+import { cleanupsAfterEach, runCli, tempConf } from "../support/helpers.ts";
 
 const cleanups = cleanupsAfterEach();
 
 test("a crash loses exactly the memory part of a SPILLABLEMEMORY channel; replay reaches the same ledger", () => {
-  const { dir, cleanup } = tempDir("flume-sim-spill-");
-  cleanups.push(cleanup);
-  const conf = path.join(dir, "spill.conf");
-  writeFileSync(
-    conf,
-    [
+  const { conf, dir } = tempConf(cleanups, [
       "a1.sources = r1",
       "a1.channels = c1",
       "a1.sinks = k1",
@@ -26,8 +20,7 @@ test("a crash loses exactly the memory part of a SPILLABLEMEMORY channel; replay
       "a1.sinks.k1.type = null",
       "a1.sinks.k1.channel = c1",
       "",
-    ].join("\n"),
-  );
+    ].join("\n"), "spill.conf", "flume-sim-spill-");
   const trace = path.join(dir, "run.jsonl");
   const r = runCli(["simulate", "-f", conf, "--crash-at", "8s", "--events", "20000", "--rate", "1000", "--sink-latency", "200", "--json", "--trace", trace], { timeout: 60000 });
   const report = JSON.parse(r.stdout);

@@ -70,6 +70,21 @@ export function tempDir(prefix = "flume-test-"): { dir: string; cleanup: () => v
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+/** A temp dir removed with the test's cleanups. */
+export function tempDirFor(cleanups: (() => unknown)[], prefix?: string): string {
+  const { dir, cleanup } = tempDir(prefix);
+  cleanups.push(cleanup);
+  return dir;
+}
+
+/** Writes a configuration file `name` into a temp dir removed with the test's cleanups; returns its path and the dir. */
+export function tempConf(cleanups: (() => unknown)[], text: string, name = "agent.conf", prefix?: string): { conf: string; dir: string } {
+  const dir = tempDirFor(cleanups, prefix);
+  const conf = path.join(dir, name);
+  writeFileSync(conf, text);
+  return { conf, dir };
+}
+
 /**
  * Every bound of the waits below is multiplied by this (env FLUME_TEST_WAIT_SCALE, default 3).
  * A test names what an idle machine needs with room to spare; a loaded 2-core machine (CI

@@ -1,7 +1,6 @@
 import { hostname, networkInterfaces } from "node:os";
 import { defineComponent } from "../component.ts";
-import type { Event } from "../../core/event.ts";
-import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
+import { HeaderInterceptor, type Interceptor } from "../../core/interceptor.ts";
 
 /** This host's first non-internal IPv4 address (what Java's InetAddress.getLocalHost() usually gives). */
 export function localAddress(): string {
@@ -9,23 +8,6 @@ export function localAddress(): string {
   const v4 = all.find((a) => a && a.family === "IPv4" && !a.internal);
   const v6 = all.find((a) => a && a.family === "IPv6" && !a.internal);
   return v4?.address ?? v6?.address ?? "127.0.0.1";
-}
-
-/** Adds this agent's host name or IP address as a header (Flume's HostInterceptor). */
-export class HostInterceptor extends EventInterceptor {
-  constructor(
-    private readonly header: string,
-    private readonly host: string,
-    private readonly preserveExisting: boolean,
-  ) {
-    super();
-  }
-
-  intercept(event: Event): Event {
-    if (this.preserveExisting && this.header in event.headers) return event;
-    event.headers[this.header] = this.host;
-    return event;
-  }
 }
 
 export const definition = defineComponent({
@@ -40,6 +22,6 @@ export const definition = defineComponent({
   },
   create(config): Interceptor {
     const host = config.useIP ? localAddress() : hostname();
-    return new HostInterceptor(config.hostHeader, host, config.preserveExisting);
+    return new HeaderInterceptor(config.hostHeader, config.preserveExisting, () => host);
   },
 });

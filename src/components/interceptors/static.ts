@@ -1,23 +1,5 @@
 import { defineComponent } from "../component.ts";
-import type { Event } from "../../core/event.ts";
-import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
-
-/** Adds one fixed header to every event (Flume's StaticInterceptor). */
-export class StaticInterceptor extends EventInterceptor {
-  constructor(
-    private readonly key: string,
-    private readonly value: string,
-    private readonly preserveExisting: boolean,
-  ) {
-    super();
-  }
-
-  intercept(event: Event): Event {
-    if (this.preserveExisting && this.key in event.headers) return event;
-    event.headers[this.key] = this.value;
-    return event;
-  }
-}
+import { HeaderInterceptor, type Interceptor } from "../../core/interceptor.ts";
 
 export const definition = defineComponent({
   kind: "interceptor",
@@ -30,6 +12,6 @@ export const definition = defineComponent({
     value: { type: "string", default: "value", doc: "Header value." },
   },
   create(config): Interceptor {
-    return new StaticInterceptor(config.key, config.value, config.preserveExisting);
+    return new HeaderInterceptor(config.key, config.preserveExisting, () => config.value);
   },
 });

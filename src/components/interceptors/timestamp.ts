@@ -1,31 +1,5 @@
 import { defineComponent } from "../component.ts";
-import type { Clock } from "../../core/clock.ts";
-import type { Event } from "../../core/event.ts";
-import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
-
-/** Puts the time of interception, in epoch milliseconds, into a header (Flume's TimestampInterceptor). */
-export class TimestampInterceptor extends EventInterceptor {
-  constructor(
-    private readonly header: string,
-    private readonly preserveExisting: boolean,
-    private readonly clock: Clock,
-  ) {
-    super();
-  }
-
-  intercept(event: Event): Event {
-    if (this.preserveExisting && this.header in event.headers) return event;
-    event.headers[this.header] = String(this.clock.now());
-    return event;
-  }
-
-  override interceptAll(events: Event[]): Event[] {
-    // One clock read per batch: the events of a batch arrived together.
-    const now = String(this.clock.now());
-    for (const e of events) if (!(this.preserveExisting && this.header in e.headers)) e.headers[this.header] = now;
-    return events;
-  }
-}
+import { HeaderInterceptor, type Interceptor } from "../../core/interceptor.ts";
 
 export const definition = defineComponent({
   kind: "interceptor",
@@ -37,6 +11,6 @@ export const definition = defineComponent({
     headerName: { type: "string", default: "timestamp", doc: "Name of the header to set." },
   },
   create(config, ctx): Interceptor {
-    return new TimestampInterceptor(config.headerName, config.preserveExisting, ctx.clock);
+    return new HeaderInterceptor(config.headerName, config.preserveExisting, () => String(ctx.clock.now()), true);
   },
 });

@@ -1,24 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { defineComponent } from "../component.ts";
-import type { Event } from "../../core/event.ts";
-import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
-
-/** Sets a random (version 4) UUID header, optionally prefixed (Flume's UUIDInterceptor). */
-export class UuidInterceptor extends EventInterceptor {
-  constructor(
-    private readonly headerName: string,
-    private readonly prefix: string,
-    private readonly preserveExisting: boolean,
-  ) {
-    super();
-  }
-
-  intercept(event: Event): Event {
-    if (this.preserveExisting && this.headerName in event.headers) return event;
-    event.headers[this.headerName] = this.prefix + randomUUID();
-    return event;
-  }
-}
+import { HeaderInterceptor, type Interceptor } from "../../core/interceptor.ts";
 
 export const definition = defineComponent({
   kind: "interceptor",
@@ -31,6 +13,6 @@ export const definition = defineComponent({
     prefix: { type: "string", default: "", doc: "Text put before each UUID." },
   },
   create(config): Interceptor {
-    return new UuidInterceptor(config.headerName, config.prefix, config.preserveExisting);
+    return new HeaderInterceptor(config.headerName, config.preserveExisting, () => config.prefix + randomUUID());
   },
 });

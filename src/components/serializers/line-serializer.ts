@@ -1,16 +1,18 @@
 import type { Event } from "../../core/event.ts";
-import type { ByteOutput, EventSerializer } from "./serializer.ts";
+import type { ByteOutput, EventSerializer, SerializerFactory } from "./serializer.ts";
 
 export const NEWLINE = new Uint8Array([10]);
 
 /**
- * A serializer that writes each event as a line of text and keeps no state: it needs no file
- * header, nothing to flush, and can append to an existing file.
+ * Writes each event as a line of text: an optional head made from the event, the body, then a
+ * newline unless appendNewline is false. It keeps no state: no file header, nothing to flush,
+ * and it can append to an existing file.
  */
-export abstract class LineSerializer implements EventSerializer {
+export class LineSerializer implements EventSerializer {
   constructor(
-    protected readonly out: ByteOutput,
-    protected readonly appendNewline: boolean,
+    private readonly out: ByteOutput,
+    private readonly appendNewline: boolean,
+    private readonly head: ((event: Event) => Uint8Array) | null = null,
   ) {}
 
   afterCreate(): void {}
@@ -21,5 +23,14 @@ export abstract class LineSerializer implements EventSerializer {
     return true;
   }
 
-  abstract write(event: Event): void;
+  write(event: Event): void {
+    if (this.head) this.out.write(this.head(event));
+    this.out.write(event.body);
+    if (this.appendNewline) this.out.write(NEWLINE);
+  }
+}
+
+/** The factory of a line serializer (the text and header_and_text serializers). */
+export function lineSerializers(type: string, appendNewline: boolean, head: ((event: Event) => Uint8Array) | null = null): SerializerFactory {
+  return { type, open: async (out: ByteOutput) => new LineSerializer(out, appendNewline, head) };
 }

@@ -1,17 +1,13 @@
-import type { ConnectionOptions } from "node:tls";
 import { AvroRpcClient } from "../../rpc/client.ts";
 import { RpcHandshakeTimeoutError } from "../../rpc/errors.ts";
 import { CLIENT_TLS_PROPS, clientTls, tlsProblems } from "../../net/tls.ts";
 import type { CompressionType } from "../../rpc/transport.ts";
-import type { Network } from "../../net/network.ts";
-import { defineComponent, type ComponentContext, plainLink } from "../component.ts";
-import { DEFAULT_RPC_TIMEOUT, RpcSink, type RpcSinkSettings, rpcTimeout } from "./rpc-sink.ts";
+import { defineComponent, type ComponentContext, plainLink, tlsFeature, deflateFeature } from "../component.ts";
+import { DEFAULT_RPC_TIMEOUT, type RpcEndpoint, RpcSink, type RpcSinkSettings, rpcSinkSettings, rpcTimeout } from "./rpc-sink.ts";
 
 export interface AvroSinkOptions extends RpcSinkSettings {
   compression: CompressionType;
   compressionLevel: number;
-  /** tls.connect options; null: plain TCP. */
-  tls: ConnectionOptions | null;
 }
 
 
@@ -24,19 +20,8 @@ export class AvroSink extends RpcSink<AvroRpcClient> {
     super(ctx, options);
   }
 
-  protected connect(network: Network | undefined): Promise<AvroRpcClient> {
-    const o = this.options;
-    return AvroRpcClient.connect({
-      host: o.hostname,
-      port: o.port,
-      connectTimeout: o.connectTimeout,
-      requestTimeout: o.requestTimeout,
-      compression: o.compression,
-      compressionLevel: o.compressionLevel,
-      tls: o.tls ?? undefined,
-      clock: this.clock,
-      network,
-    });
+  protected connect(endpoint: RpcEndpoint): Promise<AvroRpcClient> {
+    return AvroRpcClient.connect({ ...endpoint, compression: this.options.compression, compressionLevel: this.options.compressionLevel });
   }
 
   protected describeClient(): string {
@@ -71,23 +56,14 @@ export const definition = defineComponent({
   rpcLink: {
     protocol: "avro",
     address: (o) => ({ host: o.hostname, port: o.port }),
-    plain: (o) =>
-      plainLink(o, [
-        { name: "TLS", on: o.ssl, off: { ssl: false } },
-        { name: "deflate", on: o["compression-type"] === "deflate", off: { "compression-type": "none" } },
-      ]),
+    plain: (o) => plainLink(o, [tlsFeature(o), deflateFeature(o)]),
   },
   create(config, ctx) {
     return new AvroSink(ctx, {
-      hostname: config.hostname,
-      port: config.port,
-      batchSize: config["batch-size"],
+      ...rpcSinkSettings(config),
       connectTimeout: rpcTimeout(config["connect-timeout"]),
-      requestTimeout: rpcTimeout(config["request-timeout"]),
-      resetConnectionInterval: config["reset-connection-interval"],
       compression: config["compression-type"] === "deflate" ? "deflate" : "none",
       compressionLevel: config["compression-level"],
-      tls: clientTls(config),
     });
   },
 });

@@ -1,9 +1,11 @@
-import type { TimerHandle } from "../../core/clock.ts";
+import type { ConnectionOptions } from "node:tls";
+import type { Clock, TimerHandle } from "../../core/clock.ts";
 import { SinkCounter } from "../../core/counters.ts";
 import { ChannelException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { Status } from "../../core/sink.ts";
 import type { Network } from "../../net/network.ts";
+import { type ClientTlsSettings, clientTls } from "../../net/tls.ts";
 import type { TakeLoop } from "../../pipeline/take-loop.ts";
 import type { ComponentContext } from "../component.ts";
 import { BaseSink } from "./base.ts";
@@ -23,6 +25,42 @@ export interface RpcSinkSettings {
   requestTimeout: number;
   /** Seconds after which the connection is replaced (0: never), to rebalance behind a load balancer. */
   resetConnectionInterval: number;
+  /** tls.connect options (see src/net/tls.ts clientTls); null: plain TCP. */
+  tls: ConnectionOptions | null;
+}
+
+/** The properties both RPC sinks declare, as their schemas parse them. */
+export interface RpcSinkConfig extends ClientTlsSettings {
+  hostname: string;
+  port: number;
+  "batch-size": number;
+  "connect-timeout": number;
+  "request-timeout": number;
+  "reset-connection-interval": number;
+}
+
+/** The settings of an RPC sink from its parsed properties (connect-timeout as given: the avro sink maps small values to the default). */
+export function rpcSinkSettings(config: RpcSinkConfig): RpcSinkSettings {
+  return {
+    hostname: config.hostname,
+    port: config.port,
+    batchSize: config["batch-size"],
+    connectTimeout: config["connect-timeout"],
+    requestTimeout: rpcTimeout(config["request-timeout"]),
+    resetConnectionInterval: config["reset-connection-interval"],
+    tls: clientTls(config),
+  };
+}
+
+/** Where and how an RPC client connects: what both clients' connect() take. */
+export interface RpcEndpoint {
+  host: string;
+  port: number;
+  connectTimeout: number;
+  requestTimeout: number;
+  tls?: ConnectionOptions;
+  clock: Clock;
+  network?: Network;
 }
 
 /** Flume's RPC timeouts default to 20 s, and a value under one second means the default. */
@@ -76,8 +114,8 @@ export abstract class RpcSink<C extends RpcClient> extends BaseSink {
     return `Rpc sink ${this.name}`;
   }
 
-  /** Opens a connection to the downstream source through `network` (absent: TCP); throws when it cannot. */
-  protected abstract connect(network: Network | undefined): Promise<C>;
+  /** Opens a connection to the downstream source at `endpoint`; throws when it cannot. */
+  protected abstract connect(endpoint: RpcEndpoint): Promise<C>;
 
   /** For the start line: the protocol and its options. */
   protected abstract describeClient(): string;
@@ -129,7 +167,8 @@ export abstract class RpcSink<C extends RpcClient> extends BaseSink {
     if (this.client) return;
     this.logger.info(`${this.label}: building Rpc client with hostname ${this.rpc.hostname}, port ${this.rpc.port}`);
     try {
-      this.client = await this.connect(this.network);
+      const r = this.rpc;
+      this.client = await this.connect({ host: r.hostname, port: r.port, connectTimeout: r.connectTimeout, requestTimeout: r.requestTimeout, tls: r.tls ?? undefined, clock: this.clock, network: this.network });
     } catch (err) {
       this.counter.values.ConnectionFailedCount++;
       throw err;

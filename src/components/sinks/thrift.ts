@@ -1,17 +1,13 @@
-import type { ConnectionOptions } from "node:tls";
 import type { PropError } from "../../config/schema.ts";
-import type { Network } from "../../net/network.ts";
 import { CLIENT_TLS_PROPS, clientTls, tlsProblems } from "../../net/tls.ts";
 import { ThriftRpcClient } from "../../rpc/thrift/client.ts";
 import { KERBEROS_UNSUPPORTED, PROTOCOL_DOC, resolveProtocol } from "../../rpc/thrift/options.ts";
 import type { ThriftProtocolName } from "../../rpc/thrift/types.ts";
-import { type ComponentContext, defineComponent, plainLink } from "../component.ts";
-import { DEFAULT_RPC_TIMEOUT, RpcSink, type RpcSinkSettings, rpcTimeout } from "./rpc-sink.ts";
+import { type ComponentContext, defineComponent, plainLink, tlsFeature } from "../component.ts";
+import { DEFAULT_RPC_TIMEOUT, type RpcEndpoint, RpcSink, type RpcSinkSettings, rpcSinkSettings } from "./rpc-sink.ts";
 
 export interface ThriftSinkOptions extends RpcSinkSettings {
   protocol: ThriftProtocolName;
-  /** tls.connect options (see src/net/tls.ts clientTls); null: plain TCP. */
-  tls: ConnectionOptions | null;
 }
 
 
@@ -27,18 +23,8 @@ export class ThriftSink extends RpcSink<ThriftRpcClient> {
     super(ctx, options);
   }
 
-  protected connect(network: Network | undefined): Promise<ThriftRpcClient> {
-    const o = this.options;
-    return ThriftRpcClient.connect({
-      host: o.hostname,
-      port: o.port,
-      protocol: o.protocol,
-      connectTimeout: o.connectTimeout,
-      requestTimeout: o.requestTimeout,
-      tls: o.tls ?? undefined,
-      clock: this.clock,
-      network,
-    });
+  protected connect(endpoint: RpcEndpoint): Promise<ThriftRpcClient> {
+    return ThriftRpcClient.connect({ ...endpoint, protocol: this.options.protocol });
   }
 
   protected describeClient(): string {
@@ -81,18 +67,9 @@ export const definition = defineComponent({
   rpcLink: {
     protocol: "thrift",
     address: (o) => ({ host: o.hostname, port: o.port }),
-    plain: (o) => plainLink(o, [{ name: "TLS", on: o.ssl, off: { ssl: false } }]),
+    plain: (o) => plainLink(o, [tlsFeature(o)]),
   },
   create(config, ctx) {
-    return new ThriftSink(ctx, {
-      hostname: config.hostname,
-      port: config.port,
-      protocol: resolveProtocol(config.protocol, (m) => ctx.logger.warn(`Rpc sink ${ctx.name}: ${m}`)),
-      batchSize: config["batch-size"],
-      connectTimeout: config["connect-timeout"],
-      requestTimeout: rpcTimeout(config["request-timeout"]),
-      resetConnectionInterval: config["reset-connection-interval"],
-      tls: clientTls(config),
-    });
+    return new ThriftSink(ctx, { ...rpcSinkSettings(config), protocol: resolveProtocol(config.protocol, (m) => ctx.logger.warn(`Rpc sink ${ctx.name}: ${m}`)) });
   },
 });

@@ -6,7 +6,7 @@ import { DEFAULT_FRAME_LIMITS } from "../../rpc/frame.ts";
 import { IpFilter, parseIpFilterRules } from "../../rpc/ip-filter.ts";
 import type { RpcStatus } from "../../rpc/protocol.ts";
 import { AvroRpcServer, type RpcRequestHandler } from "../../rpc/server.ts";
-import { defineComponent, type ComponentContext, plainLink } from "../component.ts";
+import { defineComponent, type ComponentContext, plainLink, tlsFeature, deflateFeature } from "../component.ts";
 import { RpcSource, type RpcServerHooks } from "./rpc-source.ts";
 
 /** What the schema parses the properties into. */
@@ -102,8 +102,8 @@ export const definition = defineComponent({
     address: (o) => ({ host: o.bind, port: o.port }),
     plain: (o) =>
       plainLink(o, [
-        { name: "TLS", on: o.ssl, off: { ssl: false } },
-        { name: "deflate", on: o["compression-type"] === "deflate", off: { "compression-type": "none" } },
+        tlsFeature(o),
+        deflateFeature(o),
         { name: "ipFilter", on: o.ipFilter, off: { ipFilter: false } },
       ]),
   },

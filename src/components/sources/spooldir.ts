@@ -259,7 +259,7 @@ export const definition = defineComponent({
       includePattern: config.includePattern,
       ignorePattern: config.ignorePattern,
       recursiveDirectorySearch: config.recursiveDirectorySearch,
-      deserializer: createPart<DeserializerFactory>(ctx, "deserializer", "deserializer", config.deserializer, deserializerSettings(config)),
+      deserializer: createPart<DeserializerFactory>(ctx, "deserializer", "deserializer", config.deserializer, config.deserializerSettings, legacyLineLength(config)),
       inputCharset: config.inputCharset,
       decodeErrorPolicy: config.decodeErrorPolicy as DecodeErrorPolicy,
       fileHeader: config.fileHeader,
@@ -272,9 +272,10 @@ export const definition = defineComponent({
 });
 
 /** The deserializer's settings: those under `deserializer.`, and the old bufferMaxLineLength for LINE's maxLineLength. */
-function deserializerSettings(config: { bufferMaxLineLength: number | undefined; deserializerSettings: Readonly<Record<string, string>> }): Readonly<Record<string, string>> {
+/** bufferMaxLineLength, the old name of deserializer.maxLineLength, when that is not set. */
+function legacyLineLength(config: { bufferMaxLineLength: number | undefined; deserializerSettings: Readonly<Record<string, string>> }): { maxLineLength?: number } {
   const old = config.bufferMaxLineLength;
-  return old === undefined ? config.deserializerSettings : { maxLineLength: String(old), ...config.deserializerSettings };
+  return old === undefined || "maxLineLength" in config.deserializerSettings ? {} : { maxLineLength: old };
 }
 
 function validate(config: { fileSuffix: string; inputCharset: string; includePattern: string; ignorePattern: string }): { key: string; message: string }[] {

@@ -5,7 +5,7 @@ import { SERVER_TLS_PROPS, serverTls, tlsProblems } from "../../net/tls.ts";
 import { KERBEROS_UNSUPPORTED, PROTOCOL_DOC, protocolError, resolveProtocol } from "../../rpc/thrift/options.ts";
 import { ThriftServer, type ThriftRequestHandler } from "../../rpc/thrift/server.ts";
 import { DEFAULT_MAX_FRAME_SIZE, type ThriftProtocolName, type ThriftStatus } from "../../rpc/thrift/types.ts";
-import { type ComponentContext, defineComponent, plainLink } from "../component.ts";
+import { type ComponentContext, defineComponent, plainLink, tlsFeature } from "../component.ts";
 import { RpcSource, type RpcServerHooks } from "./rpc-source.ts";
 
 /** What the schema parses the properties into. */
@@ -82,7 +82,7 @@ export const definition = defineComponent({
   rpcLink: {
     protocol: "thrift",
     address: (o) => ({ host: o.bind, port: o.port }),
-    plain: (o) => plainLink(o, [{ name: "TLS", on: o.ssl, off: { ssl: false } }]),
+    plain: (o) => plainLink(o, [tlsFeature(o)]),
   },
   create(config, ctx) {
     return new ThriftSource(ctx, config);

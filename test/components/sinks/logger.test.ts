@@ -1,9 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
-import path from "node:path";
 import { createEvent } from "../../../src/core/event.ts";
 import { dumpEvent } from "../../../src/components/sinks/logger.ts";
-import { cleanupsAfterEach, freePort, netcatConf, sendLines, startAgentCli, tempDir } from "../../support/helpers.ts";
+import { cleanupsAfterEach, freePort, netcatConf, sendLines, startAgentCli, tempConf } from "../../support/helpers.ts";
 
 const cleanups = cleanupsAfterEach();
 
@@ -22,11 +20,8 @@ describe("logger sink format", () => {
 
 describe("logger sink in a running agent", () => {
   test("equal events are each logged: the sink's output is data, never folded into a repeat count", async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
     const port = await freePort();
-    const conf = path.join(dir, "a.conf");
-    writeFileSync(conf, netcatConf(port, { sink: "logger" }));
+    const { conf } = tempConf(cleanups, netcatConf(port, { sink: "logger" }), "a.conf");
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet"]);
     expect(await sendLines(port, "same\nsame\nsame\n")).toBe("OK\nOK\nOK\n");
     // A different last event: once it is logged, the three before it have been taken.

@@ -1,9 +1,9 @@
 import { componentContext } from "../../../src/components/component.ts";
+import { drain as drainAll } from "../../support/core.ts";
 import { describe, expect, test } from "bun:test";
 import net from "node:net";
 import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
 import { systemClock } from "../../../src/core/clock.ts";
-import { bodyText } from "../../../src/core/event.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import { definition as netcat, type NetcatSource } from "../../../src/components/sources/netcat.ts";
@@ -13,18 +13,8 @@ import { rig, stoppedAfterEach, takeAll, text, until } from "../../support/netwo
 
 const started = stoppedAfterEach<NetcatSource>();
 
-async function drain(channel: MemoryChannel): Promise<string[]> {
-  const out: string[] = [];
-  for (;;) {
-    const tx = channel.getTransaction();
-    tx.begin();
-    let n = 0;
-    for (let e = tx.take(); e !== null; e = n < channel.getTransactionCapacity() ? tx.take() : null) (out.push(bodyText(e)), n++);
-    await tx.commit();
-    tx.close();
-    if (n === 0) return out;
-  }
-}
+/** Every event's body, in transactions as large as the channel allows. */
+const drain = (channel: MemoryChannel) => drainAll(channel, channel.getTransactionCapacity());
 
 describe("netcat source, bad input", () => {
   test("invalid UTF-8 passes through as bytes; an abrupt disconnect mid-line is logged with the peer; other clients keep being served", async () => {

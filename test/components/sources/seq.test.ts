@@ -1,8 +1,8 @@
 import { componentContext, optionsOf } from "../../../src/components/component.ts";
+import { drain as drainAll } from "../../support/core.ts";
 import { describe, expect, test } from "bun:test";
 import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
 import { systemClock } from "../../../src/core/clock.ts";
-import { bodyText } from "../../../src/core/event.ts";
 import { silentLogger } from "../../../src/core/logger.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
@@ -10,18 +10,8 @@ import { definition as seq, SeqSource } from "../../../src/components/sources/se
 
 const ctx = (name: string) => (componentContext(name, { agentName: "a1", clock: systemClock, logger: silentLogger }));
 
-async function drain(channel: MemoryChannel): Promise<string[]> {
-  const out: string[] = [];
-  for (;;) {
-    const tx = channel.getTransaction();
-    tx.begin();
-    let n = 0;
-    for (let e = tx.take(); e !== null; e = n < channel.getTransactionCapacity() ? tx.take() : null) (out.push(bodyText(e)), n++);
-    await tx.commit();
-    tx.close();
-    if (n === 0) return out;
-  }
-}
+/** Every event's body, in transactions as large as the channel allows. */
+const drain = (channel: MemoryChannel) => drainAll(channel, channel.getTransactionCapacity());
 
 describe("seq source", () => {
   test("bodies count up from 0 across batches and digit roll-overs, then it backs off", async () => {

@@ -1,5 +1,5 @@
 import type { OptionsOf, Props } from "../../../config/schema.ts";
-import { plainLink } from "../../component.ts";
+import { plainLink, tlsFeature } from "../../component.ts";
 import { ConfigurationError, configurationProblems } from "../../../core/errors.ts";
 import { DatePattern } from "../../../java/date-pattern.ts";
 import { compileJavaFullMatch, compileJavaRegex, javaReplacement } from "../../../java/regex.ts";
@@ -65,7 +65,7 @@ export const SYSLOG_FEED = {
 /** What the simulator turns off on a syslog TCP source: TLS, and the reverse lookup of clientHostnameHeader (real DNS, not virtual time). */
 export function syslogPlain<O extends { readonly ssl: boolean; readonly clientHostnameHeader?: string }>(options: O): { options: O; off: string[] } {
   return plainLink(options, [
-    { name: "TLS", on: options.ssl, off: { ssl: false } as Partial<O> },
+    tlsFeature(options),
     { name: "clientHostnameHeader (a reverse DNS lookup)", on: options.clientHostnameHeader !== undefined, off: { clientHostnameHeader: undefined } as Partial<O> },
   ]);
 }
