@@ -51,6 +51,8 @@ export interface ConsumerSettings extends ConnectionSettings {
   maxBytes: number;
   maxBytesPerPartition: number;
   isolationLevel: number;
+  /** metadata.max.age.ms: how often kafka.topics.regex is matched again against the topics. */
+  metadataMaxAge: number;
 }
 
 /** Java client settings that have no effect on this client (its own batching and memory model). */
@@ -63,11 +65,11 @@ const NO_EFFECT = new Set([
   "batch.size",
   "buffer.memory",
   "max.block.ms",
+  "metadata.max.age.ms",
   "delivery.timeout.ms",
   "max.in.flight.requests.per.connection",
   "send.buffer.bytes",
   "receive.buffer.bytes",
-  "metadata.max.age.ms",
   "reconnect.backoff.ms",
   "reconnect.backoff.max.ms",
   "partitioner.class",
@@ -115,6 +117,7 @@ const CONSUMER_KEYS = new Set([
   "fetch.max.wait.ms",
   "max.partition.fetch.bytes",
   "isolation.level",
+  "metadata.max.age.ms",
 ]);
 
 export function parseBrokers(list: string, key: string): Broker[] {
@@ -267,6 +270,8 @@ export function consumerSettings(i: ConsumerInput): ConsumerSettings {
     maxBytes: intOf(i.props, "fetch.max.bytes", prefix, 52_428_800),
     maxBytesPerPartition: intOf(i.props, "max.partition.fetch.bytes", prefix, 1_048_576),
     isolationLevel: isolation === "read_committed" ? 1 : 0,
+    // The Java client's default: a topic created later that matches kafka.topics.regex is read within 5 minutes.
+    metadataMaxAge: Math.max(100, intOf(i.props, "metadata.max.age.ms", prefix, 300_000)),
   };
 }
 
