@@ -258,12 +258,15 @@ export function consumerSettings(i: ConsumerInput): ConsumerSettings {
   const isolation = (i.props["isolation.level"] ?? "read_uncommitted").trim().toLowerCase();
   if (isolation !== "read_uncommitted" && isolation !== "read_committed") throw new KafkaSettingError(`${prefix}isolation.level: expected read_uncommitted or read_committed, got "${i.props["isolation.level"]}"`);
   const sessionTimeout = intOf(i.props, "session.timeout.ms", prefix, 45_000);
+  const heartbeatInterval = intOf(i.props, "heartbeat.interval.ms", prefix, 3000);
+  // As the Java client (and the broker would end a session that beats less often than it lasts).
+  if (heartbeatInterval >= sessionTimeout) throw new KafkaSettingError(`${prefix}heartbeat.interval.ms (${heartbeatInterval}) must be lower than ${prefix}session.timeout.ms (${sessionTimeout})`);
   return {
     ...connectionSettings(i.bootstrap, i.bootstrapKey, i.props, prefix, i.clientId),
     groupId: i.groupId,
     autoOffsetReset: reset,
     sessionTimeout,
-    heartbeatInterval: intOf(i.props, "heartbeat.interval.ms", prefix, 3000),
+    heartbeatInterval,
     rebalanceTimeout: sessionTimeout,
     maxWaitTime: intOf(i.props, "fetch.max.wait.ms", prefix, 500),
     minBytes: intOf(i.props, "fetch.min.bytes", prefix, 1),
