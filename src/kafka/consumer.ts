@@ -5,6 +5,9 @@
  * take commit). A batch that failed goes back to the head of the buffer, in order. Offsets are
  * never committed automatically, so a crash re-reads at most what was taken and not committed.
  * After a rebalance the buffer is dropped: the client fetches again from the committed offsets.
+ * With a pattern (kafka.topics.regex) the topics are listed again every metadata.max.age.ms, as
+ * the Java consumer's pattern subscription does, and new matching ones join with a stream of
+ * their own (the group rebalances once to spread their partitions).
  */
 import type { Consumer, Message, MessagesStream } from "@platformatic/kafka";
 import type { Logger } from "../core/logger.ts";
@@ -16,13 +19,18 @@ export type KafkaMessage = Message<Buffer, Buffer, Buffer, Buffer>;
 
 export interface Subscription {
   topics?: readonly string[];
-  /** kafka.topics.regex: every topic whose whole name matches, found at connect. */
+  /** kafka.topics.regex: every topic whose name matches, at connect and then every metadata.max.age.ms. */
   regex?: RegExp;
 }
 
+type ConsumeOptions = Parameters<Consumer<Buffer, Buffer, Buffer, Buffer>["consume"]>[0];
+
 export class KafkaPoller {
   private consumer: Consumer<Buffer, Buffer, Buffer, Buffer> | null = null;
-  private stream: MessagesStream<Buffer, Buffer, Buffer, Buffer> | null = null;
+  /** One stream per consume call: the topics found at connect, then each set of topics a pattern found later. */
+  private streams: MessagesStream<Buffer, Buffer, Buffer, Buffer>[] = [];
+  private patternTimer: ReturnType<typeof setInterval> | null = null;
+  private following: Promise<void> | null = null;
   private buffer: KafkaMessage[] = [];
   private head = 0;
   private waiter: (() => void) | null = null;
@@ -49,7 +57,7 @@ export class KafkaPoller {
   }
 
   get connected(): boolean {
-    return this.stream !== null;
+    return this.streams.length > 0;
   }
 
   get buffered(): number {
@@ -58,7 +66,7 @@ export class KafkaPoller {
 
   /** Joins the group and starts fetching; fails with the reason when no broker answers or a topic is missing. */
   async connect(): Promise<void> {
-    if (this.stream) return;
+    if (this.streams.length > 0) return;
     const { Consumer } = await loadKafka();
     const s = this.settings;
     const consumer = new Consumer<Buffer, Buffer, Buffer, Buffer>({
@@ -80,14 +88,7 @@ export class KafkaPoller {
     try {
       const join = async () => {
         const topics = await this.resolveTopics(consumer);
-        const stream = await consumer.consume({
-          topics,
-          mode: "committed",
-          fallbackMode: s.autoOffsetReset === "none" ? "fail" : s.autoOffsetReset,
-          autocommit: false,
-          highWaterMark: Math.max(16, Math.min(this.maxBuffered, 1024)),
-        });
-        return { topics, stream };
+        return { topics, stream: await consumer.consume(this.consumeOptions(topics)) };
       };
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`no answer from the brokers within ${bound} ms (request.timeout.ms + session.timeout.ms)`)), bound);
@@ -95,7 +96,7 @@ export class KafkaPoller {
       const { topics, stream } = await Promise.race([join(), timeout]);
       this.topics = topics;
       this.consumer = consumer;
-      this.stream = stream;
+      this.listen(stream);
     } catch (err) {
       await consumer.close(true).catch(() => {});
       throw this.explain(err);
@@ -103,18 +104,71 @@ export class KafkaPoller {
       clearTimeout(timer);
     }
     consumer.on("consumer:group:join", () => this.dropBuffered());
-    const stream = this.stream;
+    if (this.subscription.regex) {
+      this.patternTimer = setInterval(() => void this.followPattern(), s.metadataMaxAge);
+      this.patternTimer.unref?.();
+    }
+  }
+
+  private consumeOptions(topics: string[]): ConsumeOptions {
+    const s = this.settings;
+    return {
+      topics,
+      mode: "committed",
+      fallbackMode: s.autoOffsetReset === "none" ? "fail" : s.autoOffsetReset,
+      autocommit: false,
+      highWaterMark: Math.max(16, Math.min(this.maxBuffered, 1024)),
+    };
+  }
+
+  private listen(stream: MessagesStream<Buffer, Buffer, Buffer, Buffer>): void {
+    this.streams.push(stream);
+    if (this.paused) stream.pause();
     stream.on("data", (m: KafkaMessage) => this.arrived(m));
     stream.on("error", (err: unknown) => {
       this.lastError = messageOf(err);
       this.logger.warn(`${this.label}: Kafka consumer at ${this.brokers}: ${this.lastError}`);
     });
-    // A stream the client gave up on (brokers gone past its retries): drop it, so the owner connects again.
+    // A stream the client gave up on (brokers gone past its retries): drop the consumer, so the owner connects again.
     stream.on("close", () => {
-      if (this.stream !== stream) return;
+      if (!this.streams.includes(stream)) return;
       this.logger.warn(`${this.label}: the Kafka consumer stopped${this.lastError ? ` (${this.lastError})` : ""}; connecting again`);
       void this.crash();
     });
+  }
+
+  /** Lists the topics again and reads the new ones that match the pattern. One check at a time. */
+  followPattern(): Promise<void> {
+    this.following ??= this.addMatchingTopics()
+      .catch((err) => this.logger.warn(`${this.label}: listing the topics for kafka.topics.regex ${this.subscription.regex!.source} failed (${messageOf(err)}); trying again in ${this.settings.metadataMaxAge} ms`))
+      .finally(() => (this.following = null));
+    return this.following;
+  }
+
+  private async addMatchingTopics(): Promise<void> {
+    const consumer = this.consumer;
+    if (!consumer || !this.subscription.regex) return;
+    const fresh = (await this.matchingTopics()).filter((t) => !this.topics.includes(t));
+    if (fresh.length === 0 || this.consumer !== consumer) return;
+    const stream = await consumer.consume(this.consumeOptions(fresh));
+    if (this.consumer !== consumer) {
+      await stream.close().catch(() => {});
+      return;
+    }
+    this.topics = [...this.topics, ...fresh];
+    this.listen(stream);
+    this.logger.info(`${this.label}: reading ${fresh.length === 1 ? "topic" : "topics"} ${fresh.join(", ")} too (created since, matching kafka.topics.regex ${this.subscription.regex.source})`);
+  }
+
+  private async matchingTopics(): Promise<string[]> {
+    const { Admin } = await loadKafka();
+    const admin = new Admin(clientOptions(this.settings));
+    try {
+      const all = await admin.listTopics({ includeInternals: false });
+      return all.filter((t) => this.subscription.regex!.test(t));
+    } finally {
+      await admin.close().catch(() => {});
+    }
   }
 
   private reconnecting: Promise<void> | null = null;
@@ -124,7 +178,7 @@ export class KafkaPoller {
    * connected. Failures are logged once per attempt; the next call tries again.
    */
   ensureConnected(): boolean {
-    if (this.stream) return true;
+    if (this.streams.length > 0) return true;
     this.reconnecting ??= this.connect()
       .then(() => this.logger.info(`${this.label}: connected again to ${this.brokers}`))
       .catch((err) => {
@@ -143,16 +197,9 @@ export class KafkaPoller {
       if (missing.length > 0) throw new KafkaTopicMissingError(`${this.label}: topic ${missing.join(", ")} does not exist on ${this.brokers}: create it (kafka-topics.sh --create --topic ${missing[0]}) or let the brokers create topics on use`);
       return [...topics];
     }
-    const { Admin } = await loadKafka();
-    const admin = new Admin(clientOptions(this.settings));
-    try {
-      const all = await admin.listTopics({ includeInternals: false });
-      const matched = all.filter((t) => regex!.test(t));
-      if (matched.length === 0) throw new KafkaTopicMissingError(`${this.label}: no topic on ${this.brokers} matches kafka.topics.regex ${regex!.source}`);
-      return matched;
-    } finally {
-      await admin.close().catch(() => {});
-    }
+    const matched = await this.matchingTopics();
+    if (matched.length === 0) throw new KafkaTopicMissingError(`${this.label}: no topic on ${this.brokers} matches kafka.topics.regex ${regex!.source}`);
+    return matched;
   }
 
   private explain(err: unknown): Error {
@@ -168,7 +215,7 @@ export class KafkaPoller {
     if (first) this.onArrival?.();
     if (!this.paused && this.buffered >= this.maxBuffered) {
       this.paused = true;
-      this.stream?.pause();
+      for (const stream of this.streams) stream.pause();
     }
     if (this.waiter) this.wake();
   }
@@ -188,10 +235,11 @@ export class KafkaPoller {
     this.resumeIfLow();
   }
 
+  /** Resumes fetching once at most half the buffer is left: one batch taken from a full buffer leaves the next one ready while more is fetched. */
   private resumeIfLow(): void {
-    if (this.paused && this.buffered < this.maxBuffered / 2) {
+    if (this.paused && this.buffered <= this.maxBuffered / 2) {
       this.paused = false;
-      this.stream?.resume();
+      for (const stream of this.streams) stream.resume();
     }
   }
 
@@ -247,25 +295,35 @@ export class KafkaPoller {
   /** What a killed process leaves: the connection dropped, nothing committed or left cleanly. */
   async crash(): Promise<void> {
     const consumer = this.consumer;
-    this.stream = null;
+    this.stopFollowing();
+    this.streams = [];
     this.consumer = null;
     this.buffer = [];
     this.head = 0;
     await consumer?.close(true).catch(() => {});
   }
 
+  private stopFollowing(): void {
+    if (this.patternTimer) clearInterval(this.patternTimer);
+    this.patternTimer = null;
+  }
+
   async close(): Promise<void> {
-    const stream = this.stream;
+    const streams = this.streams;
     const consumer = this.consumer;
-    this.stream = null;
+    this.stopFollowing();
+    this.streams = [];
     this.consumer = null;
     this.buffer = [];
     this.head = 0;
     this.wake();
-    try {
-      await stream?.close();
-    } catch (err) {
-      this.logger.warn(`${this.label}: closing the Kafka consumer stream: ${messageOf(err)}`);
+    await this.following;
+    for (const stream of streams) {
+      try {
+        await stream.close();
+      } catch (err) {
+        this.logger.warn(`${this.label}: closing the Kafka consumer stream: ${messageOf(err)}`);
+      }
     }
     await consumer?.close().catch((err) => this.logger.warn(`${this.label}: closing the Kafka consumer: ${messageOf(err)}`));
   }

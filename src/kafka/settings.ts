@@ -51,6 +51,8 @@ export interface ConsumerSettings extends ConnectionSettings {
   maxBytes: number;
   maxBytesPerPartition: number;
   isolationLevel: number;
+  /** metadata.max.age.ms: how often kafka.topics.regex is matched again against the topics. */
+  metadataMaxAge: number;
 }
 
 /** Java client settings that have no effect on this client (its own batching and memory model). */
@@ -63,11 +65,11 @@ const NO_EFFECT = new Set([
   "batch.size",
   "buffer.memory",
   "max.block.ms",
+  "metadata.max.age.ms",
   "delivery.timeout.ms",
   "max.in.flight.requests.per.connection",
   "send.buffer.bytes",
   "receive.buffer.bytes",
-  "metadata.max.age.ms",
   "reconnect.backoff.ms",
   "reconnect.backoff.max.ms",
   "partitioner.class",
@@ -115,6 +117,7 @@ const CONSUMER_KEYS = new Set([
   "fetch.max.wait.ms",
   "max.partition.fetch.bytes",
   "isolation.level",
+  "metadata.max.age.ms",
 ]);
 
 /** The settings of `props` that say how to reach the brokers (security, client id, timeouts, retries), for a second client on the same connection. */
@@ -260,18 +263,23 @@ export function consumerSettings(i: ConsumerInput): ConsumerSettings {
   const isolation = (i.props["isolation.level"] ?? "read_uncommitted").trim().toLowerCase();
   if (isolation !== "read_uncommitted" && isolation !== "read_committed") throw new KafkaSettingError(`${prefix}isolation.level: expected read_uncommitted or read_committed, got "${i.props["isolation.level"]}"`);
   const sessionTimeout = intOf(i.props, "session.timeout.ms", prefix, 45_000);
+  const heartbeatInterval = intOf(i.props, "heartbeat.interval.ms", prefix, 3000);
+  // As the Java client (and the broker would end a session that beats less often than it lasts).
+  if (heartbeatInterval >= sessionTimeout) throw new KafkaSettingError(`${prefix}heartbeat.interval.ms (${heartbeatInterval}) must be lower than ${prefix}session.timeout.ms (${sessionTimeout})`);
   return {
     ...connectionSettings(i.bootstrap, i.bootstrapKey, i.props, prefix, i.clientId),
     groupId: i.groupId,
     autoOffsetReset: reset,
     sessionTimeout,
-    heartbeatInterval: intOf(i.props, "heartbeat.interval.ms", prefix, 3000),
+    heartbeatInterval,
     rebalanceTimeout: sessionTimeout,
     maxWaitTime: intOf(i.props, "fetch.max.wait.ms", prefix, 500),
     minBytes: intOf(i.props, "fetch.min.bytes", prefix, 1),
     maxBytes: intOf(i.props, "fetch.max.bytes", prefix, 52_428_800),
     maxBytesPerPartition: intOf(i.props, "max.partition.fetch.bytes", prefix, 1_048_576),
     isolationLevel: isolation === "read_committed" ? 1 : 0,
+    // The Java client's default: a topic created later that matches kafka.topics.regex is read within 5 minutes.
+    metadataMaxAge: Math.max(100, intOf(i.props, "metadata.max.age.ms", prefix, 300_000)),
   };
 }
 

@@ -85,3 +85,27 @@ test("a configuration with Kafka components loads the Kafka client only when a c
   expect(r.stderr).toBe("");
   expect(JSON.parse(r.stdout.trim())).toEqual([]);
 });
+
+test("consumer settings: heartbeat.interval.ms must be lower than session.timeout.ms; metadata.max.age.ms sets how often a pattern is matched again", () => {
+  const logger = new MemoryLogger();
+  const consumer = (props: Record<string, string>) => consumerSettings({ ...base, logger, groupId: "g", defaultOffsetReset: "latest", props });
+  expect(() => consumer({ "session.timeout.ms": "6000", "heartbeat.interval.ms": "6000" })).toThrow(
+    new KafkaSettingError("kafka.consumer.heartbeat.interval.ms (6000) must be lower than kafka.consumer.session.timeout.ms (6000)"),
+  );
+  expect(consumer({}).metadataMaxAge).toBe(300_000);
+  expect(consumer({ "metadata.max.age.ms": "1000" }).metadataMaxAge).toBe(1000);
+  expect(logger.lines).toEqual([]);
+});
+
+test("the Kafka client loads without compiling JSON schemas (ajv) and takes only the LRU cache of mnemonist", () => {
+  // A fresh process in the project, as an agent whose configuration has a Kafka component.
+  const script = `
+    const { Producer, Consumer, Admin } = await import("@platformatic/kafka");
+    for (const C of [Producer, Consumer, Admin]) if (typeof C !== "function") throw new Error("missing client class");
+    const modules = Object.keys(require.cache).map((k) => k.slice(k.lastIndexOf("node_modules/") + 13));
+    console.log(JSON.stringify(modules.filter((m) => /^(ajv|ajv-draft-04|mnemonist)\\/[^/]*\\.js$/.test(m))));
+  `;
+  const r = spawnSync(process.execPath, ["-e", script], { cwd: ROOT, encoding: "utf8" });
+  expect(r.stderr).toBe("");
+  expect(JSON.parse(r.stdout.trim())).toEqual(["mnemonist/lru-cache.js"]);
+});
