@@ -174,3 +174,35 @@ export abstract class BasicTransaction implements Transaction {
   protected abstract doRollback(): Promise<void> | void;
   protected doClose(): void {}
 }
+
+/** The channel side of a ChannelTransaction: it does each step on the transaction's own state. */
+export interface TransactionSteps<T> {
+  put(tx: T, event: Event): void;
+  take(tx: T): Event | null;
+  commit(tx: T): Promise<void>;
+  rollback(tx: T): Promise<void> | void;
+}
+
+/**
+ * A transaction that holds its state and leaves the steps to its channel (JetStream, Kafka,
+ * spillable memory), which sees every open transaction's puts and takes at once.
+ */
+export abstract class ChannelTransaction extends BasicTransaction {
+  protected abstract readonly ch: TransactionSteps<this>;
+
+  protected override doPut(event: Event): void {
+    this.ch.put(this, event);
+  }
+
+  protected override doTake(): Event | null {
+    return this.ch.take(this);
+  }
+
+  protected override doCommit(): Promise<void> {
+    return this.ch.commit(this);
+  }
+
+  protected override doRollback(): Promise<void> | void {
+    return this.ch.rollback(this);
+  }
+}
