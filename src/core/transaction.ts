@@ -40,6 +40,18 @@ export interface Transaction {
 
 let nextTransactionId = 1;
 
+/** Transaction.takeInto by single takes: take() until `max` events or null, appended to `out`; returns how many. */
+export function takeEach(take: () => Event | null, out: Event[], max: number): number {
+  let n = 0;
+  while (n < max) {
+    const e = take();
+    if (e === null) break;
+    out.push(e);
+    n++;
+  }
+  return n;
+}
+
 const DONE: Promise<void> = Promise.resolve();
 
 /**
@@ -161,14 +173,7 @@ export abstract class BasicTransaction implements Transaction {
   }
   /** Channels with a faster way to take a batch override this. */
   protected doTakeInto(out: Event[], max: number): number {
-    let n = 0;
-    while (n < max) {
-      const e = this.doTake();
-      if (e === null) break;
-      out.push(e);
-      n++;
-    }
-    return n;
+    return takeEach(() => this.doTake(), out, max);
   }
   protected abstract doCommit(): Promise<void> | void;
   protected abstract doRollback(): Promise<void> | void;
