@@ -40,6 +40,18 @@ export interface Transaction {
 
 let nextTransactionId = 1;
 
+/** Transaction.takeInto by single takes: take() until `max` events or null, appended to `out`; returns how many. */
+export function takeEach(take: () => Event | null, out: Event[], max: number): number {
+  let n = 0;
+  while (n < max) {
+    const e = take();
+    if (e === null) break;
+    out.push(e);
+    n++;
+  }
+  return n;
+}
+
 const DONE: Promise<void> = Promise.resolve();
 
 /**
@@ -161,16 +173,41 @@ export abstract class BasicTransaction implements Transaction {
   }
   /** Channels with a faster way to take a batch override this. */
   protected doTakeInto(out: Event[], max: number): number {
-    let n = 0;
-    while (n < max) {
-      const e = this.doTake();
-      if (e === null) break;
-      out.push(e);
-      n++;
-    }
-    return n;
+    return takeEach(() => this.doTake(), out, max);
   }
   protected abstract doCommit(): Promise<void> | void;
   protected abstract doRollback(): Promise<void> | void;
   protected doClose(): void {}
+}
+
+/** The channel side of a ChannelTransaction: it does each step on the transaction's own state. */
+export interface TransactionSteps<T> {
+  put(tx: T, event: Event): void;
+  take(tx: T): Event | null;
+  commit(tx: T): Promise<void>;
+  rollback(tx: T): Promise<void> | void;
+}
+
+/**
+ * A transaction that holds its state and leaves the steps to its channel (JetStream, Kafka,
+ * spillable memory), which sees every open transaction's puts and takes at once.
+ */
+export abstract class ChannelTransaction extends BasicTransaction {
+  protected abstract readonly ch: TransactionSteps<this>;
+
+  protected override doPut(event: Event): void {
+    this.ch.put(this, event);
+  }
+
+  protected override doTake(): Event | null {
+    return this.ch.take(this);
+  }
+
+  protected override doCommit(): Promise<void> {
+    return this.ch.commit(this);
+  }
+
+  protected override doRollback(): Promise<void> | void {
+    return this.ch.rollback(this);
+  }
 }

@@ -156,14 +156,15 @@ function pemFile(props: Readonly<Record<string, string>>, prefix: string, which:
   return readFileSync(location, "utf8");
 }
 
-function connectionSettings(bootstrap: string, bootstrapKey: string, props: Readonly<Record<string, string>>, prefix: string, clientId: string): ConnectionSettings {
+function connectionSettings(i: ClientInput, prefix: string): ConnectionSettings {
+  const props = i.props;
   const protocol = (props["security.protocol"] ?? "PLAINTEXT").toUpperCase();
   if (!["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"].includes(protocol)) {
     throw new KafkaSettingError(`${prefix}security.protocol: expected PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, got "${props["security.protocol"]}"`);
   }
   const settings: ConnectionSettings = {
-    bootstrapBrokers: parseBrokers(bootstrap, bootstrapKey),
-    clientId: props["client.id"] ?? clientId,
+    bootstrapBrokers: parseBrokers(i.bootstrap, i.bootstrapKey),
+    clientId: props["client.id"] ?? i.clientId,
     connectTimeout: intOf(props, "socket.connection.setup.timeout.ms", prefix, 10_000),
     requestTimeout: intOf(props, "request.timeout.ms", prefix, 30_000),
     retries: intOf(props, "retries", prefix, 3),
@@ -212,16 +213,22 @@ function acksOf(raw: string, key: string): number {
   throw new KafkaSettingError(`${key}: expected all, -1, 0 or 1, got "${raw}"`);
 }
 
-export interface ProducerInput {
+/** What a producer's and a consumer's settings are read from. */
+interface ClientInput {
   bootstrap: string;
+  /** The property that named bootstrap (for errors). */
   bootstrapKey: string;
-  /** kafka.producer.* without the prefix. */
+  /** kafka.producer.* or kafka.consumer.* without the prefix. */
   props: Readonly<Record<string, string>>;
-  /** The acks to use when kafka.producer.acks is not set. */
-  defaultAcks: string;
   clientId: string;
+  /** Names the component in log lines. */
   label: string;
   logger: Logger;
+}
+
+export interface ProducerInput extends ClientInput {
+  /** The acks to use when kafka.producer.acks is not set. */
+  defaultAcks: string;
 }
 
 export function producerSettings(i: ProducerInput): ProducerSettings {
@@ -233,7 +240,7 @@ export function producerSettings(i: ProducerInput): ProducerSettings {
   const idempotence = (i.props["enable.idempotence"] ?? (acks === -1 ? "true" : "false")).trim().toLowerCase() === "true";
   if (idempotence && acks !== -1) throw new KafkaSettingError(`${prefix}enable.idempotence = true needs ${prefix}acks = all`);
   return {
-    ...connectionSettings(i.bootstrap, i.bootstrapKey, i.props, prefix, i.clientId),
+    ...connectionSettings(i, prefix),
     acks,
     idempotent: idempotence,
     compression: compression as ProducerSettings["compression"],
@@ -241,15 +248,9 @@ export function producerSettings(i: ProducerInput): ProducerSettings {
   };
 }
 
-export interface ConsumerInput {
-  bootstrap: string;
-  bootstrapKey: string;
-  props: Readonly<Record<string, string>>;
+export interface ConsumerInput extends ClientInput {
   groupId: string;
   defaultOffsetReset: "earliest" | "latest";
-  clientId: string;
-  label: string;
-  logger: Logger;
 }
 
 export function consumerSettings(i: ConsumerInput): ConsumerSettings {
@@ -267,7 +268,7 @@ export function consumerSettings(i: ConsumerInput): ConsumerSettings {
   // As the Java client (and the broker would end a session that beats less often than it lasts).
   if (heartbeatInterval >= sessionTimeout) throw new KafkaSettingError(`${prefix}heartbeat.interval.ms (${heartbeatInterval}) must be lower than ${prefix}session.timeout.ms (${sessionTimeout})`);
   return {
-    ...connectionSettings(i.bootstrap, i.bootstrapKey, i.props, prefix, i.clientId),
+    ...connectionSettings(i, prefix),
     groupId: i.groupId,
     autoOffsetReset: reset,
     sessionTimeout,

@@ -1,29 +1,13 @@
 import { RpcProtocolError } from "./errors.ts";
-import { internedUtf8 } from "./interned-keys.ts";
+import { FrameCursor } from "./frame-cursor.ts";
 
 /**
  * Avro binary primitives (zig-zag varints, strings, bytes, fixed) for the RPC hot path.
  * Hand-written rather than avsc's Tap because bytes must come out as views of the received
  * chunk (avsc copies them) and encoding a batch must size one buffer up front.
  */
-type Utf8Sliceable = Buffer & { utf8Slice(start: number, end: number): string };
-
-export class AvroReader {
-  pos: number;
-
-  constructor(
-    readonly buf: Buffer,
-    pos = 0,
-    readonly end = buf.length,
-  ) {
-    this.pos = pos;
-  }
-
-  remaining(): number {
-    return this.end - this.pos;
-  }
-
-  private truncated(what: string): never {
+export class AvroReader extends FrameCursor {
+  protected truncated(what: string): never {
     throw new RpcProtocolError(`truncated Avro payload: ${what} runs past the end of the message (at byte ${this.pos} of ${this.end})`);
   }
 
@@ -68,29 +52,22 @@ export class AvroReader {
 
   /** A length-prefixed byte run, as a view into the underlying buffer (no copy). */
   bytes(): Buffer {
-    const len = this.long();
-    if (len < 0) throw new RpcProtocolError(`negative Avro bytes length ${len} at byte ${this.pos}`);
-    const start = this.pos;
-    if (len > this.end - start) this.truncated(`a ${len}-byte value`);
-    this.pos = start + len;
-    return this.buf.subarray(start, start + len);
+    return this.viewOf(this.length("bytes"), "value");
   }
 
   string(): string {
-    const len = this.long();
-    if (len < 0) throw new RpcProtocolError(`negative Avro string length ${len} at byte ${this.pos}`);
-    const start = this.pos;
-    if (len > this.end - start) this.truncated(`a ${len}-byte string`);
-    this.pos = start + len;
-    // utf8Slice skips toString's encoding dispatch (both Bun and Node have it).
-    return (this.buf as Utf8Sliceable).utf8Slice(start, start + len);
+    return this.utf8Of(this.length("string"));
   }
 
   fixed(size: number): Buffer {
-    const start = this.pos;
-    if (size > this.end - start) this.truncated(`a ${size}-byte fixed`);
-    this.pos = start + size;
-    return this.buf.subarray(start, start + size);
+    return this.viewOf(size, "fixed");
+  }
+
+  /** The length before a bytes or string value. */
+  private length(kind: "bytes" | "string"): number {
+    const len = this.long();
+    if (len < 0) throw new RpcProtocolError(`negative Avro ${kind} length ${len} at byte ${this.pos}`);
+    return len;
   }
 
   /** Reads an array/map block header: item count (>= 0); skips the byte size of negative counts. */
@@ -112,12 +89,7 @@ export class AvroReader {
 
   /** A map key, interned (see interned-keys.ts). */
   key(): string {
-    const len = this.long();
-    if (len < 0) throw new RpcProtocolError(`negative Avro string length ${len} at byte ${this.pos}`);
-    const start = this.pos;
-    if (len > this.end - start) this.truncated(`a ${len}-byte string`);
-    this.pos = start + len;
-    return internedUtf8(this.buf, start, len);
+    return this.keyOf(this.length("string"));
   }
 
   /** map<string> as a plain object, or null for an empty map (no object made). */

@@ -30,19 +30,20 @@ export function readHandshakeRequest(r: AvroReader): HandshakeRequest {
   return { clientHash, clientProtocol, serverHash, meta };
 }
 
+/** An Avro union ["null", T]: branch 0 for null, else branch 1 and the value. */
+function writeNullable<T>(w: AvroWriter, value: T | null, write: (v: T) => void): void {
+  if (value === null) w.long(0);
+  else {
+    w.long(1);
+    write(value);
+  }
+}
+
 export function writeHandshakeRequest(w: AvroWriter, h: HandshakeRequest): void {
   w.raw(h.clientHash);
-  if (h.clientProtocol === null) w.long(0);
-  else {
-    w.long(1);
-    w.string(h.clientProtocol);
-  }
+  writeNullable(w, h.clientProtocol, (v) => w.string(v));
   w.raw(h.serverHash);
-  if (h.meta === null) w.long(0);
-  else {
-    w.long(1);
-    w.bytesMap(h.meta);
-  }
+  writeNullable(w, h.meta, (v) => w.bytesMap(v));
 }
 
 export function readHandshakeResponse(r: AvroReader): HandshakeResponse {
@@ -56,21 +57,9 @@ export function readHandshakeResponse(r: AvroReader): HandshakeResponse {
 
 export function writeHandshakeResponse(w: AvroWriter, h: HandshakeResponse): void {
   w.long(MATCH_SYMBOLS.indexOf(h.match));
-  if (h.serverProtocol === null) w.long(0);
-  else {
-    w.long(1);
-    w.string(h.serverProtocol);
-  }
-  if (h.serverHash === null) w.long(0);
-  else {
-    w.long(1);
-    w.raw(h.serverHash);
-  }
-  if (h.meta === null) w.long(0);
-  else {
-    w.long(1);
-    w.bytesMap(h.meta);
-  }
+  writeNullable(w, h.serverProtocol, (v) => w.string(v));
+  writeNullable(w, h.serverHash, (v) => w.raw(v));
+  writeNullable(w, h.meta, (v) => w.bytesMap(v));
 }
 
 /**

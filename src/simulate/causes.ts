@@ -23,6 +23,7 @@
  * the tag), a redelivery from a channel tags the event in that channel (its next extra
  * delivery takes it). Copies travel: a duplicate copy forwarded to the next agent keeps its cause.
  */
+import { grown } from "./grown.ts";
 import type { LedgerHooks } from "./ledger.ts";
 
 export const CAUSES = ["partial-batch", "lost-answer", "crash-replay", "client-retry", "lost-ack", "leader-failover", "source-reread", "hdfs-timeout"] as const;
@@ -79,16 +80,11 @@ export class DuplicateCauses implements LedgerHooks {
     if (i < this.size) return;
     let n = this.size;
     while (n <= i) n *= 2;
-    const grow = <T extends Uint8Array | Uint32Array>(a: T, make: (n: number) => T): T => {
-      const b = make(n);
-      b.set(a);
-      return b;
-    };
-    this.pending = grow(this.pending, (k) => new Uint8Array(k));
-    this.last = grow(this.last, (k) => new Uint8Array(k));
-    this.putSeq = grow(this.putSeq, (k) => new Uint32Array(k));
-    for (let k = 0; k < this.copy.length; k++) this.copy[k] = grow(this.copy[k], (m) => new Uint8Array(m));
-    for (let k = 0; k < this.redelivery.length; k++) this.redelivery[k] = grow(this.redelivery[k], (m) => new Uint8Array(m));
+    this.pending = grown(this.pending, n);
+    this.last = grown(this.last, n);
+    this.putSeq = grown(this.putSeq, n);
+    for (let k = 0; k < this.copy.length; k++) this.copy[k] = grown(this.copy[k], n);
+    for (let k = 0; k < this.redelivery.length; k++) this.redelivery[k] = grown(this.redelivery[k], n);
     this.size = n;
   }
 

@@ -3,17 +3,15 @@
  * events to a source (and retrying a failed put, as an RPC client does), and sinks that take a
  * batch in a transaction and "deliver" it to the ledger, failing as told.
  */
-import type { ChannelProcessor } from "../core/channel-processor.ts";
 import type { Clock, TimerHandle } from "../core/clock.ts";
-import { SinkCounter, SourceCounter } from "../core/counters.ts";
+import { SinkCounter } from "../core/counters.ts";
 import type { Event } from "../core/event.ts";
-import type { LifecycleState } from "../core/lifecycle.ts";
 import type { EventDrivenSource } from "../core/source.ts";
 import type { VirtualClock } from "../core/virtual-clock.ts";
 import type { TakeLoop } from "../pipeline/take-loop.ts";
-import { SourceEmitter } from "../pipeline/emitter.ts";
 import { componentContext } from "../components/component.ts";
 import { BaseSink } from "../components/sinks/base.ts";
+import { BaseSource } from "../components/sources/base.ts";
 import type { Cause } from "./causes.ts";
 import type { FailSpec } from "./options.ts";
 import type { Random } from "./rng.ts";
@@ -115,34 +113,19 @@ export class SimClient {
 export const CLIENT_RETRY_MS = 100;
 
 /** A source that receives its client's batches (as an RPC source would) and puts them in one call. */
-export class SimSource implements EventDrivenSource {
+export class SimSource extends BaseSource implements EventDrivenSource {
   readonly kind = "event-driven";
-  readonly counter: SourceCounter;
-  private processor: ChannelProcessor | null = null;
-  private state: LifecycleState = "IDLE";
-  /** No logger: refusals go to the world (ledger, trace), and no log timers run in virtual time. */
-  private readonly emitter: SourceEmitter;
 
   constructor(
-    readonly name: string,
+    name: string,
     private readonly client: SimClient,
     private readonly epoch: Epoch,
     private readonly world: SimWorld,
   ) {
-    this.counter = new SourceCounter(name, epoch);
-    this.emitter = new SourceEmitter(this, { clock: epoch });
+    // Unlogged: refusals go to the world (ledger, trace), and no log timers run in virtual time.
+    super(componentContext(name, { clock: epoch }), { unlogged: true });
   }
 
-  setChannelProcessor(processor: ChannelProcessor): void {
-    this.processor = processor;
-  }
-  getChannelProcessor(): ChannelProcessor {
-    if (!this.processor) throw new Error(`source ${this.name} has no channel processor`);
-    return this.processor;
-  }
-  getLifecycleState(): LifecycleState {
-    return this.state;
-  }
   start(): void {
     this.state = "START";
     void this.loop();

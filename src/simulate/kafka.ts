@@ -17,14 +17,12 @@
  *   and sends the whole batch again (lost-ack).
  */
 import type { Clock } from "../core/clock.ts";
-import { SinkCounter, SourceCounter } from "../core/counters.ts";
-import type { ChannelProcessor } from "../core/channel-processor.ts";
+import { SinkCounter } from "../core/counters.ts";
 import type { Event } from "../core/event.ts";
-import type { LifecycleState } from "../core/lifecycle.ts";
 import type { EventDrivenSource } from "../core/source.ts";
 import { componentContext } from "../components/component.ts";
 import { BaseSink } from "../components/sinks/base.ts";
-import { SourceEmitter } from "../pipeline/emitter.ts";
+import { BaseSource } from "../components/sources/base.ts";
 import type { TakeLoop } from "../pipeline/take-loop.ts";
 import type { Epoch, SimClient, SimWorld } from "./components.ts";
 import { simIdOf } from "./event-ids.ts";
@@ -242,38 +240,24 @@ export class SimKafkaSink extends BaseSink {
  * commits the offsets (half a sink latency later: a round trip to the broker). A crash between
  * the two makes the group read the batch again.
  */
-export class SimKafkaSource implements EventDrivenSource {
+export class SimKafkaSource extends BaseSource implements EventDrivenSource {
   readonly kind = "event-driven";
-  readonly counter: SourceCounter;
-  private processor: ChannelProcessor | null = null;
-  private state: LifecycleState = "IDLE";
-  private readonly emitter: SourceEmitter;
   private readonly groups: ConsumerGroup[];
   private turn = 0;
 
   constructor(
-    readonly name: string,
+    name: string,
     private readonly spec: { topics: readonly string[]; group: string; batchSize: number; batchDurationMs: number },
     broker: SimBroker,
     private readonly latency: number,
     readonly epoch: Epoch,
     private readonly world: SimWorld,
   ) {
-    this.counter = new SourceCounter(name, epoch);
-    this.emitter = new SourceEmitter(this, { clock: epoch });
+    // Unlogged: refusals go to the world (ledger, trace), and no log timers run in virtual time.
+    super(componentContext(name, { clock: epoch }), { unlogged: true });
     this.groups = spec.topics.map((t) => broker.group(t, spec.group));
   }
 
-  setChannelProcessor(processor: ChannelProcessor): void {
-    this.processor = processor;
-  }
-  getChannelProcessor(): ChannelProcessor {
-    if (!this.processor) throw new Error(`source ${this.name} has no channel processor`);
-    return this.processor;
-  }
-  getLifecycleState(): LifecycleState {
-    return this.state;
-  }
   start(): void {
     this.state = "START";
     for (const g of this.groups) this.join(g);

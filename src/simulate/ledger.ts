@@ -8,6 +8,7 @@
  * a hop, not a delivery), summaryOf(channels) one agent's (what left its channels, delivered
  * or forwarded). For one agent without forwards both are the same.
  */
+import { grown } from "./grown.ts";
 
 export interface LedgerChannel {
   name: string;
@@ -64,17 +65,12 @@ class Counts {
     this.droppedBy = new Uint16Array(size);
   }
   grow(size: number): void {
-    const grown = <T extends Uint32Array | Int32Array | Uint8Array | Uint16Array>(a: T, make: (n: number) => T): T => {
-      const b = make(size);
-      b.set(a);
-      return b;
-    };
-    this.puts = grown(this.puts, (n) => new Uint32Array(n));
-    this.inChannel = grown(this.inChannel, (n) => new Int32Array(n));
-    this.delivered = grown(this.delivered, (n) => new Uint32Array(n));
-    this.forwarded = grown(this.forwarded, (n) => new Uint32Array(n));
-    this.left = grown(this.left, (n) => new Uint8Array(n));
-    this.droppedBy = grown(this.droppedBy, (n) => new Uint16Array(n));
+    this.puts = grown(this.puts, size);
+    this.inChannel = grown(this.inChannel, size);
+    this.delivered = grown(this.delivered, size);
+    this.forwarded = grown(this.forwarded, size);
+    this.left = grown(this.left, size);
+    this.droppedBy = grown(this.droppedBy, size);
   }
 }
 

@@ -50,9 +50,8 @@ interface ReplayChannel {
 
 export type Mismatch = { key: string; expected: number; replayed: number };
 
-export interface ReplayFileResult {
-  file: string;
-  agent?: string;
+/** What a replay found in one trace, or (ReplayResult) over all of them. */
+export interface ReplayFigures {
   operations: number;
   transactions: number;
   /** The trace's own view (what its recorder counted). */
@@ -60,18 +59,17 @@ export interface ReplayFileResult {
   expected?: LedgerSummary;
   mismatches: Mismatch[];
   truncated: boolean;
+}
+
+export interface ReplayFileResult extends ReplayFigures {
+  file: string;
+  agent?: string;
   /** A simulated tier's trace: each agent's ledger. */
   agents: { name: string; summary: LedgerSummary; expected?: LedgerSummary; mismatches: Mismatch[] }[];
 }
 
-export interface ReplayResult {
-  /** The first trace's figures (the only one for `flume replay FILE`). */
-  operations: number;
-  transactions: number;
-  summary: LedgerSummary;
-  expected?: LedgerSummary;
-  mismatches: Mismatch[];
-  truncated: boolean;
+/** Summed over the traces; summary and expected are the first trace's (the only one for `flume replay FILE`). */
+export interface ReplayResult extends ReplayFigures {
   verdict: { held: boolean; line: string };
   files: ReplayFileResult[];
   /** Several agents (several traces, or a simulated tier's): the tier's ledger and the hops found. */

@@ -34,9 +34,7 @@ export class Timeline {
       this.compact();
       i = Math.floor(t / this.width);
     }
-    while (this.buckets.length <= i) {
-      this.buckets.push({ fill: [...this.last], delivered: 0, sinkFailures: 0, putFailures: 0, putRefusals: 0, crashes: 0 });
-    }
+    while (this.buckets.length <= i) this.buckets.push(emptyBucket([...this.last]));
     return this.buckets[i];
   }
 
@@ -49,14 +47,10 @@ export class Timeline {
         merged.push(a);
         continue;
       }
-      merged.push({
-        fill: a.fill.map((f, k) => Math.max(f, b.fill[k])),
-        delivered: a.delivered + b.delivered,
-        sinkFailures: a.sinkFailures + b.sinkFailures,
-        putFailures: a.putFailures + b.putFailures,
-        putRefusals: a.putRefusals + b.putRefusals,
-        crashes: a.crashes + b.crashes,
-      });
+      const m = emptyBucket(a.fill.map((f, k) => Math.max(f, b.fill[k])));
+      addCounts(m, a);
+      addCounts(m, b);
+      merged.push(m);
     }
     this.buckets.length = 0;
     this.buckets.push(...merged);
@@ -94,7 +88,7 @@ export class Timeline {
     const span = Math.max(1, end);
     const cols: Column[] = [];
     for (let c = 0; c < columns; c++) {
-      cols.push({ from: (span * c) / columns, to: (span * (c + 1)) / columns, fill: this.channels.map(() => 0), delivered: 0, sinkFailures: 0, putFailures: 0, putRefusals: 0, crashes: 0 });
+      cols.push({ from: (span * c) / columns, to: (span * (c + 1)) / columns, ...emptyBucket(this.channels.map(() => 0)) });
     }
     for (let i = 0; i < this.buckets.length; i++) {
       const start = i * this.width;
@@ -102,25 +96,28 @@ export class Timeline {
       const b = this.buckets[i];
       const first = Math.min(columns - 1, Math.floor((start / span) * columns));
       const last = Math.min(columns - 1, Math.max(first, Math.ceil(((start + this.width) / span) * columns) - 1));
-      const own = cols[first];
-      own.delivered += b.delivered;
-      own.sinkFailures += b.sinkFailures;
-      own.putFailures += b.putFailures;
-      own.putRefusals += b.putRefusals;
-      own.crashes += b.crashes;
+      addCounts(cols[first], b);
       for (let c = first; c <= last; c++) for (let k = 0; k < b.fill.length; k++) cols[c].fill[k] = Math.max(cols[c].fill[k], b.fill[k]);
     }
     return cols;
   }
 }
 
-export interface Column {
+/** A slice of the run for the report: a bucket's figures over [from, to). */
+export interface Column extends Bucket {
   from: number;
   to: number;
-  fill: number[];
-  delivered: number;
-  sinkFailures: number;
-  putFailures: number;
-  putRefusals: number;
-  crashes: number;
+}
+
+function emptyBucket(fill: number[]): Bucket {
+  return { fill, delivered: 0, sinkFailures: 0, putFailures: 0, putRefusals: 0, crashes: 0 };
+}
+
+/** Adds b's counts (not its fill: the caller keeps the highest) into `into`. */
+function addCounts(into: Bucket, b: Bucket): void {
+  into.delivered += b.delivered;
+  into.sinkFailures += b.sinkFailures;
+  into.putFailures += b.putFailures;
+  into.putRefusals += b.putRefusals;
+  into.crashes += b.crashes;
 }

@@ -31,7 +31,7 @@ import type { Clock } from "../core/clock.ts";
 import type { ChannelCounter } from "../core/counters.ts";
 import type { Event } from "../core/event.ts";
 import type { LifecycleState } from "../core/lifecycle.ts";
-import type { Transaction, TransactionState } from "../core/transaction.ts";
+import { takeEach, type Transaction, type TransactionState } from "../core/transaction.ts";
 import { contentIdOf } from "./event-ids.ts";
 import { Ledger, type LedgerSummary } from "./ledger.ts";
 
@@ -165,14 +165,8 @@ export class TracedTransaction implements Transaction {
   }
 
   takeInto(out: Event[], max: number): number {
-    let n = 0;
-    while (n < max) {
-      const e = this.take();
-      if (e === null) break;
-      out.push(e);
-      n++;
-    }
-    return n;
+    // One by one: the trace records each operation.
+    return takeEach(() => this.take(), out, max);
   }
 
   async commit(): Promise<void> {

@@ -6,8 +6,12 @@ import type { Logger } from "../../core/logger.ts";
 import { type EmitterOptions, SourceEmitter } from "../../pipeline/emitter.ts";
 import type { ComponentContext } from "../component.ts";
 
-/** How a source's emitter names it and retries (see SourceEmitter). */
-export type EmissionOptions = Omit<EmitterOptions, "clock" | "logger">;
+/**
+ * How a source's emitter names it and retries (see SourceEmitter). unlogged: refusals and
+ * failures are not logged, for a caller that reports them itself (the simulator, whose log
+ * throttles would run timers in virtual time).
+ */
+export type EmissionOptions = Omit<EmitterOptions, "clock" | "logger"> & { unlogged?: boolean };
 
 /**
  * What every source shares: its name, counter, channel processor, lifecycle state, and the
@@ -28,7 +32,8 @@ export abstract class BaseSource {
     this.clock = ctx.clock;
     this.logger = ctx.logger;
     this.counter = new SourceCounter(ctx.name, ctx.clock, counterKeys);
-    this.emitter = new SourceEmitter(this, { clock: ctx.clock, logger: ctx.logger, ...emission });
+    const { unlogged = false, ...rest } = emission;
+    this.emitter = new SourceEmitter(this, { clock: ctx.clock, logger: unlogged ? undefined : ctx.logger, ...rest });
   }
 
   setChannelProcessor(processor: ChannelProcessor): void {

@@ -4,7 +4,8 @@
  * (migration). Both read in large chunks, not one syscall per record, and report damage as a
  * DamagedRecordError naming the file and the offset of the record.
  */
-import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, fstatSync, openSync } from "node:fs";
+import { readFullySync } from "../../io/read-fully.ts";
 import { DamagedRecordError, MissingLogFileError } from "./errors.ts";
 import { OP_EOF, OP_NOOP, OP_RECORD, RECORD_TYPE_NAMES, RecordType, type RecordTypeCode } from "./format.ts";
 import {
@@ -110,12 +111,7 @@ class WindowedFile {
       const want = Math.min(Math.max(this.readSize, n), this.size - pos);
       this.readSize = Math.min(this.readSize * 2, CHUNK);
       if (this.buf.length < want) this.buf = Buffer.allocUnsafe(want);
-      let got = 0;
-      while (got < want) {
-        const r = readSync(this.fd, this.buf, got, want - got, pos + got);
-        if (r <= 0) break;
-        got += r;
-      }
+      const got = readFullySync(this.fd, this.buf, want, pos);
       this.start = pos;
       this.end = pos + got;
     }

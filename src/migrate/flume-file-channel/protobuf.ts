@@ -52,17 +52,12 @@ export class ProtoReader {
 
   /** sfixed32. */
   fixed32(): number {
-    this.need(4);
-    const v = this.buf.readInt32LE(this.pos);
-    this.pos += 4;
-    return v;
+    return this.buf.readInt32LE(this.advance(4));
   }
 
   /** sfixed64, as a number: Flume's ids come from a millisecond clock, far below 2^53. */
   fixed64(): number {
-    this.need(8);
-    const v = this.buf.readBigInt64LE(this.pos);
-    this.pos += 8;
+    const v = this.buf.readBigInt64LE(this.advance(8));
     if (v > BigInt(Number.MAX_SAFE_INTEGER) || v < BigInt(Number.MIN_SAFE_INTEGER)) throw new ProtobufError(`64-bit value ${v} is out of range`);
     return Number(v);
   }
@@ -70,9 +65,7 @@ export class ProtoReader {
   /** A length-delimited field's bounds [start, end) inside the buffer. */
   bytesRange(): { start: number; end: number } {
     const len = this.varint();
-    this.need(len);
-    const start = this.pos;
-    this.pos += len;
+    const start = this.advance(len);
     return { start, end: this.pos };
   }
 
@@ -101,23 +94,25 @@ export class ProtoReader {
         this.varint();
         return;
       case WireType.FIXED64:
-        this.need(8);
-        this.pos += 8;
+        this.advance(8);
         return;
       case WireType.BYTES:
         this.bytesRange();
         return;
       case WireType.FIXED32:
-        this.need(4);
-        this.pos += 4;
+        this.advance(4);
         return;
       default:
         throw new ProtobufError(`unsupported wire type ${wire}`);
     }
   }
 
-  private need(n: number): void {
-    if (this.pos + n > this.end) throw new ProtobufError(`field of ${n} bytes runs past the end of the message`);
+  /** Moves past the next n bytes of the message and returns where they start. */
+  private advance(n: number): number {
+    const start = this.pos;
+    if (start + n > this.end) throw new ProtobufError(`field of ${n} bytes runs past the end of the message`);
+    this.pos = start + n;
+    return start;
   }
 }
 

@@ -1,4 +1,4 @@
-import { internedUtf8 } from "../interned-keys.ts";
+import { FrameCursor } from "../frame-cursor.ts";
 import { ThriftProtocolError } from "./errors.ts";
 import { MAX_NESTING, TType, type ThriftProtocolName } from "./types.ts";
 
@@ -14,11 +14,8 @@ export interface MessageHeader {
   seqid: number;
 }
 
-type Utf8Buffer = Buffer & { utf8Slice(start: number, end: number): string };
-
-export abstract class ThriftReader {
+export abstract class ThriftReader extends FrameCursor {
   abstract readonly protocol: ThriftProtocolName;
-  pos: number;
   /** Set by readFieldBegin. */
   fieldId = 0;
   /** Set by readMapBegin. */
@@ -26,14 +23,6 @@ export abstract class ThriftReader {
   valueType = 0;
   /** Set by readListBegin (lists and sets). */
   elementType = 0;
-
-  constructor(
-    readonly buf: Buffer,
-    pos = 0,
-    readonly end = buf.length,
-  ) {
-    this.pos = pos;
-  }
 
   abstract readMessageBegin(): MessageHeader;
   abstract readStructBegin(): void;
@@ -52,10 +41,6 @@ export abstract class ThriftReader {
   /** Length of the string or binary value that follows. */
   protected abstract readLength(): number;
 
-  remaining(): number {
-    return this.end - this.pos;
-  }
-
   protected truncated(what: string): never {
     throw new ThriftProtocolError(`truncated ${this.protocol} message: ${what} runs past the end of the frame (at byte ${this.pos} of ${this.end})`);
   }
@@ -72,29 +57,16 @@ export abstract class ThriftReader {
 
   /** A string or binary value as a view of the frame (no copy). */
   readBinary(): Buffer {
-    const len = this.readLength();
-    const start = this.pos;
-    if (len > this.end - start) this.truncated(`a ${len}-byte value`);
-    this.pos = start + len;
-    return this.buf.subarray(start, start + len);
+    return this.viewOf(this.readLength(), "value");
   }
 
   readString(): string {
-    const len = this.readLength();
-    const start = this.pos;
-    if (len > this.end - start) this.truncated(`a ${len}-byte string`);
-    this.pos = start + len;
-    // utf8Slice skips toString's encoding dispatch; invalid UTF-8 becomes U+FFFD, as in Java.
-    return (this.buf as Utf8Buffer).utf8Slice(start, start + len);
+    return this.utf8Of(this.readLength());
   }
 
   /** A string that recurs (a header name): interned, see interned-keys.ts. */
   readKey(): string {
-    const len = this.readLength();
-    const start = this.pos;
-    if (len > this.end - start) this.truncated(`a ${len}-byte string`);
-    this.pos = start + len;
-    return internedUtf8(this.buf, start, len);
+    return this.keyOf(this.readLength());
   }
 
   /** A declared element count: never negative, never more elements than bytes left (each takes one at least). */

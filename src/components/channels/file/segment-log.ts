@@ -7,6 +7,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Event } from "../../../core/event.ts";
 import { syncDirectorySync } from "../../../io/atomic-write.ts";
+import { readFullySync } from "../../../io/read-fully.ts";
 import { EVENT_PREFIX, SEGMENT_HEADER_SIZE, decodeEventAt, encodeSegmentHeader, eventLengthAt, segmentFileName } from "./format.ts";
 import type { InlineWrites } from "./inline-writes.ts";
 import type { SegmentInfo } from "./replay.ts";
@@ -305,12 +306,7 @@ export class SegmentLog {
       if (need > got) {
         want = Math.min(Math.max(need, READ_AHEAD), limit - offset);
         if (buf.length < want) buf = Buffer.allocUnsafe(want);
-        got = 0;
-        while (got < want) {
-          const n = fs.readSync(seg.readFd, buf, got, want - got, offset + got);
-          if (n <= 0) break;
-          got += n;
-        }
+        got = readFullySync(seg.readFd, buf, want, offset);
       }
     }
     this.rSeg = segment;

@@ -3,6 +3,7 @@
  * `flume channel inspect`. Reads in large chunks: one syscall per chunk, not per record.
  */
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import { readFullySync } from "../../../io/read-fully.ts";
 import {
   MAX_RECORD_PAYLOAD,
   RECORD_HEADER_SIZE,
@@ -62,13 +63,7 @@ function findRecordAfter(fd: number, from: number, size: number, minTxid: number
   const buf = Buffer.allocUnsafe(Math.min(CHUNK, Math.max(size - from, RECORD_HEADER_SIZE)));
   let record: Buffer | null = null;
   for (let base = from; base + RECORD_HEADER_SIZE <= size; ) {
-    const want = Math.min(buf.length, size - base);
-    let got = 0;
-    while (got < want) {
-      const n = readSync(fd, buf, got, want - got, base + got);
-      if (n <= 0) break;
-      got += n;
-    }
+    const got = readFullySync(fd, buf, Math.min(buf.length, size - base), base);
     const last = got - RECORD_HEADER_SIZE; // candidates whose header lies wholly in this chunk
     if (last < 0) break;
     for (let i = 0; i <= last; i++) {
@@ -152,13 +147,7 @@ export function scanSegment(path: string, onRecord: (r: ScannedRecord) => void, 
     let bufEnd = pos; // file offsets covered by buf
     const fill = (from: number, need: number): void => {
       if (need > buf.length) buf = Buffer.allocUnsafe(need);
-      const want = Math.min(buf.length, size - from);
-      let got = 0;
-      while (got < want) {
-        const n = readSync(fd, buf, got, want - got, from + got);
-        if (n <= 0) break;
-        got += n;
-      }
+      const got = readFullySync(fd, buf, Math.min(buf.length, size - from), from);
       bufStart = from;
       bufEnd = from + got;
     };

@@ -36,7 +36,7 @@ import type { LifecycleState } from "../../../core/lifecycle.ts";
 import { type Logger, silentLogger } from "../../../core/logger.ts";
 import { PutListeners } from "../../../core/put-listeners.ts";
 import { Permits } from "../../../core/permits.ts";
-import { BasicTransaction } from "../../../core/transaction.ts";
+import { ChannelTransaction } from "../../../core/transaction.ts";
 import { type NatsClients, NatsLink } from "../../../nats/connection.ts";
 import { messageOf, StreamFullError } from "../../../nats/errors.ts";
 import { FrameScratch } from "../../../nats/batch-frame.ts";
@@ -71,30 +71,14 @@ export type Framing = "batch" | "event";
 /** How often the backlog (ChannelSize, room for commits) is read from the server. */
 const SIZE_REFRESH_MS = 1000;
 
-export class JetStreamTransaction extends BasicTransaction {
+export class JetStreamTransaction extends ChannelTransaction {
   puts: Event[] = [];
   readonly takes = new Takes();
   /** Message ids of this transaction's puts, fixed at the first commit so a retried commit reuses them. */
   txKey: string | null = null;
 
-  constructor(private readonly ch: JetStreamChannel) {
+  constructor(protected readonly ch: JetStreamChannel) {
     super();
-  }
-
-  protected override doPut(event: Event): void {
-    this.ch.put(this, event);
-  }
-
-  protected override doTake(): Event | null {
-    return this.ch.take(this);
-  }
-
-  protected override doCommit(): Promise<void> {
-    return this.ch.commit(this);
-  }
-
-  protected override doRollback(): void {
-    this.ch.rollback(this);
   }
 }
 

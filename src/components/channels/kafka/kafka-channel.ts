@@ -18,7 +18,7 @@ import { type Event, readHeaders } from "../../../core/event.ts";
 import type { LifecycleState } from "../../../core/lifecycle.ts";
 import { type Logger, silentLogger } from "../../../core/logger.ts";
 import { PutListeners } from "../../../core/put-listeners.ts";
-import { BasicTransaction } from "../../../core/transaction.ts";
+import { ChannelTransaction } from "../../../core/transaction.ts";
 import { type KafkaMessage, KafkaPoller } from "../../../kafka/consumer.ts";
 import { KafkaChannelCounter } from "../../../kafka/counters.ts";
 import { messageOf } from "../../../kafka/errors.ts";
@@ -42,7 +42,7 @@ export interface KafkaChannelOptions {
   deadLetterTopic?: string;
 }
 
-export class KafkaTransaction extends BasicTransaction {
+export class KafkaTransaction extends ChannelTransaction {
   puts: Event[] = [];
   takes: KafkaMessage[] = [];
   /** The event of each take (null for a record that was no event, skipped). */
@@ -50,27 +50,8 @@ export class KafkaTransaction extends BasicTransaction {
   /** The takes that were no event, for the dead-letter topic at commit. */
   deadLetters: DeadLetters | null = null;
 
-  constructor(private readonly ch: KafkaChannel) {
+  constructor(protected readonly ch: KafkaChannel) {
     super();
-  }
-
-  protected override doPut(event: Event): void {
-    this.ch.counter.values.EventPutAttemptCount++;
-    const capacity = this.ch.getTransactionCapacity();
-    if (this.puts.length >= capacity) throw new ChannelException(`Put list for ${this.ch.label} transaction full, capacity ${capacity}`);
-    this.puts.push(event);
-  }
-
-  protected override doTake(): Event | null {
-    return this.ch.take(this);
-  }
-
-  protected override doCommit(): Promise<void> {
-    return this.ch.commit(this);
-  }
-
-  protected override doRollback(): void {
-    this.ch.rollback(this);
   }
 }
 
@@ -178,6 +159,13 @@ export class KafkaChannel implements Channel {
   /** The events of committed takes a crash or restart now would deliver again (see taken-offsets.ts). */
   repeatable(): Event[] {
     return this.offsets.repeatable();
+  }
+
+  put(tx: KafkaTransaction, event: Event): void {
+    this.counter.values.EventPutAttemptCount++;
+    const capacity = this.options.transactionCapacity;
+    if (tx.puts.length >= capacity) throw new ChannelException(`Put list for ${this.label} transaction full, capacity ${capacity}`);
+    tx.puts.push(event);
   }
 
   take(tx: KafkaTransaction): Event | null {

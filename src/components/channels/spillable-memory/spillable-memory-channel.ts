@@ -29,7 +29,7 @@ import { bodyLength, type Event } from "../../../core/event.ts";
 import type { LifecycleState } from "../../../core/lifecycle.ts";
 import { type Logger, silentLogger } from "../../../core/logger.ts";
 import { PutListeners } from "../../../core/put-listeners.ts";
-import { BasicTransaction } from "../../../core/transaction.ts";
+import { ChannelTransaction } from "../../../core/transaction.ts";
 import { WaitLine } from "../../../core/wait-line.ts";
 import type { FileChannel, FileTransaction } from "../file/index.ts";
 import { DrainOrder, type Store } from "./drain-order.ts";
@@ -73,7 +73,7 @@ interface Ticket {
   apply(): void;
 }
 
-export class SpillableMemoryTransaction extends BasicTransaction {
+export class SpillableMemoryTransaction extends ChannelTransaction {
   puts: Event[] = [];
   putSlots = 0;
   memTakes: Event[] = [];
@@ -85,28 +85,12 @@ export class SpillableMemoryTransaction extends BasicTransaction {
   /** Set when the overflow refused this transaction's commit: only a rollback is left. */
   failed: Error | null = null;
 
-  constructor(private readonly ch: SpillableMemoryChannel) {
+  constructor(protected readonly ch: SpillableMemoryChannel) {
     super();
   }
 
   get takeCount(): number {
     return this.memTakes.length + this.overflowTakes;
-  }
-
-  protected override doPut(event: Event): void {
-    this.ch.put(this, event);
-  }
-
-  protected override doTake(): Event | null {
-    return this.ch.take(this);
-  }
-
-  protected override doCommit(): Promise<void> {
-    return this.ch.commit(this);
-  }
-
-  protected override doRollback(): Promise<void> {
-    return this.ch.rollback(this);
   }
 
   protected override doClose(): void {

@@ -101,22 +101,22 @@ export class NativeHdfsClient implements DfsClient {
     }
     this.streams.set(path, stream);
     this.leases();
-    try {
-      await stream.write(bytes);
-    } catch (err) {
-      this.forget(path);
-      throw this.error("CREATE", path, err);
-    }
+    await this.write("CREATE", path, stream, bytes);
   }
 
   async append(path: string, bytes: Uint8Array): Promise<void> {
     const stream = this.streams.get(path);
     if (!stream) throw new HdfsError("APPEND", path, "the file is not open for writing by this client (its stream failed or it was closed)");
+    await this.write("APPEND", path, stream, bytes);
+  }
+
+  /** A stream whose write failed is done for: it is forgotten (no lease kept for it). */
+  private async write(op: "CREATE" | "APPEND", path: string, stream: HdfsOutputStream, bytes: Uint8Array): Promise<void> {
     try {
       await stream.write(bytes);
     } catch (err) {
       this.forget(path);
-      throw this.error("APPEND", path, err);
+      throw this.error(op, path, err);
     }
   }
 
