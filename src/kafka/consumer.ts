@@ -276,16 +276,19 @@ export class KafkaPoller {
     }
   }
 
-  /** Resolves once `n` records are buffered or `ms` passed. */
+  /**
+   * Resolves once `n` records are buffered, the read-ahead is full (records larger than
+   * READ_AHEAD_BYTES / n each: no more comes until some are taken), or `ms` passed.
+   */
   waitFor(n: number, ms: number): Promise<void> {
-    if (this.buffered >= n || ms <= 0) return Promise.resolve();
+    if (this.buffered >= n || this.paused || ms <= 0) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.waiter = null;
         resolve();
       }, ms);
       const check = () => {
-        if (this.buffered >= n) {
+        if (this.buffered >= n || this.paused) {
           clearTimeout(timer);
           resolve();
         } else this.waiter = check;

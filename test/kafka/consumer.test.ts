@@ -91,7 +91,7 @@ needsJvm.test(
 );
 
 needsJvm.test(
-  "the consumer holds at most READ_AHEAD_BYTES of fetched records, however many records it may buffer, and reads every record in order",
+  "the consumer holds at most READ_AHEAD_BYTES of fetched records, however many records it may buffer, answers a wait for more once that is full, and reads every record in order",
   async () => {
     const topic = `ra${Date.now()}`;
     await kafka.createTopic(topic);
@@ -116,7 +116,10 @@ needsJvm.test(
       await poller.connect();
       // Nothing taken: fetching pauses once the bound is reached, with the topic not read to its end.
       await waitUntil(() => poller.bufferedBytes >= READ_AHEAD_BYTES / 2, "half the read-ahead fetched", 60_000);
-      await poller.waitFor(total, 2000);
+      // A full read-ahead answers a wait for more records at once: nothing more comes until some are taken.
+      const waiting = Date.now();
+      await poller.waitFor(total, 120_000);
+      expect(Date.now() - waiting).toBeLessThan(60_000);
       expect(poller.buffered).toBeLessThan(total);
       expect(poller.bufferedBytes).toBeGreaterThanOrEqual(READ_AHEAD_BYTES / 2);
       const values: string[] = [];
