@@ -28,7 +28,7 @@ type ConsumeOptions = Parameters<Consumer<Buffer, Buffer, Buffer, Buffer>["consu
 /**
  * Bytes of fetched records (keys and values) held ahead of what was taken, at most: a fetch asks
  * for half of it (fetch.max.bytes and max.partition.fetch.bytes lower that, never raise it), and
- * fetching pauses once half of it waits, so what is held stays below twice a fetch. The Java
+ * fetching pauses while half of it waits, so what is held stays below twice a fetch. The Java
  * client's 1 MB a partition brought ~9,000 records of 100 bytes at once, each one a few JS
  * objects (~600 bytes); 256 KB fetches took 15-25 MB off the source's peak RSS at the same
  * rate. A record batch larger than a fetch still comes whole (the broker sends the first one of
@@ -268,9 +268,13 @@ export class KafkaPoller {
     this.resumeIfLow();
   }
 
-  /** Resumes fetching once at most half the buffer is left: one batch taken from a full buffer leaves the next one ready while more is fetched. */
+  /**
+   * Resumes fetching as soon as the buffer is under both bounds again: the next fetch is under
+   * way while the records left are taken (waiting for half the buffer to empty cost the source
+   * a tenth of its rate), and what is held stays within a fetch past the bound.
+   */
   private resumeIfLow(): void {
-    if (this.paused && this.buffered <= this.maxBuffered / 2 && this.heldBytes <= FETCH_BYTES / 2) {
+    if (this.paused && this.buffered < this.maxBuffered && this.heldBytes < FETCH_BYTES) {
       this.paused = false;
       for (const stream of this.streams) stream.resume();
     }
