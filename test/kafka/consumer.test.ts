@@ -1,7 +1,7 @@
 /**
  * The consumer wrapper (src/kafka/consumer.ts) against a live Apache Kafka broker: a pattern
  * subscription (kafka.topics.regex) follows topics created after the start, as the Java
- * consumer's pattern subscription does.
+ * consumer's pattern subscription does; what it fetches ahead stays within READ_AHEAD_BYTES.
  */
 import { afterAll, beforeAll, expect } from "bun:test";
 import { componentContext } from "../../src/components/component.ts";
@@ -11,6 +11,10 @@ import { bodyText, type Event } from "../../src/core/event.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
+import { KafkaPoller, READ_AHEAD_BYTES } from "../../src/kafka/consumer.ts";
+import { KafkaPublisher } from "../../src/kafka/producer.ts";
+import { consumerSettings, producerSettings } from "../../src/kafka/settings.ts";
+import { waitUntil } from "../support/helpers.ts";
 import { needsJvm } from "../support/jvm.ts";
 import { consoleProduce, type KafkaCluster, startKafka } from "../support/kafka.ts";
 
@@ -81,6 +85,55 @@ needsJvm.test(
       expect(logger.lines.map((l) => l.message)).toContainEqual(expect.stringContaining(`reading topic ${stem}-b too`));
     } finally {
       await source.stop();
+    }
+  },
+  300_000,
+);
+
+needsJvm.test(
+  "the consumer holds at most READ_AHEAD_BYTES of fetched records, however many records it may buffer, answers a wait for more once that is full, and reads every record in order",
+  async () => {
+    const topic = `ra${Date.now()}`;
+    await kafka.createTopic(topic);
+    const logger = new MemoryLogger();
+    const common = { bootstrap: kafka.bootstrap, bootstrapKey: "kafka.bootstrap.servers", clientId: "read-ahead", label: "read-ahead", logger };
+    const publisher = new KafkaPublisher("read-ahead producer", producerSettings({ ...common, props: {}, defaultAcks: "all" }), logger);
+    // 4,000 records of 1,000 bytes: 4 MB, eight times the bound.
+    const total = 4000;
+    try {
+      for (let i = 0; i < total; i += 500) {
+        await publisher.send(Array.from({ length: 500 }, (_, j) => ({ topic, value: Buffer.from(String(i + j).padStart(1000, "x")) })));
+      }
+    } finally {
+      await publisher.close();
+    }
+    const settings = consumerSettings({ ...common, props: { "auto.offset.reset": "earliest" }, groupId: `g-${topic}`, defaultOffsetReset: "earliest" });
+    // A record bound far above the topic: only the byte bound can stop the fetching.
+    const poller = new KafkaPoller("read-ahead consumer", settings, { topics: [topic] }, logger, 1_000_000);
+    let most = 0;
+    poller.onRecord = () => (most = Math.max(most, poller.bufferedBytes));
+    try {
+      await poller.connect();
+      // Nothing taken: fetching pauses once the bound is reached, with the topic not read to its end.
+      await waitUntil(() => poller.bufferedBytes >= READ_AHEAD_BYTES / 2, "half the read-ahead fetched", 60_000);
+      // A full read-ahead answers a wait for more records at once: nothing more comes until some are taken.
+      const waiting = Date.now();
+      await poller.waitFor(total, 120_000);
+      expect(Date.now() - waiting).toBeLessThan(60_000);
+      expect(poller.buffered).toBeLessThan(total);
+      expect(poller.bufferedBytes).toBeGreaterThanOrEqual(READ_AHEAD_BYTES / 2);
+      const values: string[] = [];
+      const deadline = Date.now() + 120_000;
+      while (values.length < total && Date.now() < deadline) {
+        await poller.waitFor(1, 1000);
+        for (const m of poller.take(100)) values.push(m.value.toString().replace(/^x+/, ""));
+      }
+      expect(values).toEqual(Array.from({ length: total }, (_, i) => String(i)));
+      expect(most).toBeGreaterThan(0);
+      expect(most).toBeLessThanOrEqual(READ_AHEAD_BYTES);
+      expect(poller.bufferedBytes).toBe(0);
+    } finally {
+      await poller.close();
     }
   },
   300_000,
