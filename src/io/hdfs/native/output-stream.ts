@@ -3,6 +3,7 @@
  * block by block through DataNode pipelines, kept open across batches (each `write` is
  * hflushed before it resolves), closed by ending its last block and completing the file.
  */
+import { RemoteError } from "./ipc.ts";
 import type { NameNode } from "./namenode.ts";
 import { BlockPipeline, PipelineError, type PipelineOptions } from "./pipeline.ts";
 import type { ExtendedBlock } from "./proto.ts";
@@ -54,7 +55,7 @@ export class HdfsOutputStream {
    */
   private async nextBlock(): Promise<BlockPipeline> {
     for (let attempt = 1; ; attempt++) {
-      const lb = await this.nn.addBlock(this.path, this.o.clientName, this.previous, this.fileId, [...this.excluded.values()]);
+      const lb = await this.addBlock();
       try {
         this.pipeline = await BlockPipeline.open(lb, this.o);
         return this.pipeline;
@@ -64,6 +65,24 @@ export class HdfsOutputStream {
         const bad = err instanceof PipelineError ? err.bad : undefined;
         if (!bad || attempt >= SETUP_ATTEMPTS) throw err;
         this.excluded.set(`${bad.ipAddr}:${bad.xferPort}`, bad.raw);
+      }
+    }
+  }
+
+  /**
+   * addBlock, asked again while the NameNode answers NotReplicatedYetException: it refuses a new
+   * block until the DataNodes reported the previous one, which a busy DataNode does late. Hadoop's
+   * client waits the same way (dfs.client.block.write.locateFollowingBlock.retries); here the
+   * wait is bounded by the call timeout.
+   */
+  private async addBlock() {
+    const deadline = Date.now() + this.o.timeoutMs;
+    for (let delay = 50; ; delay = Math.min(delay * 2, 400)) {
+      try {
+        return await this.nn.addBlock(this.path, this.o.clientName, this.previous, this.fileId, [...this.excluded.values()]);
+      } catch (err) {
+        if (!(err instanceof RemoteError && err.shortName === "NotReplicatedYetException") || Date.now() + delay > deadline) throw err;
+        await new Promise((r) => setTimeout(r, delay));
       }
     }
   }
