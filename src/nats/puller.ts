@@ -126,13 +126,25 @@ export class Puller {
     return m;
   }
 
-  /** Acknowledges messages a commit is done with; resolves when the server has them. */
+  /**
+   * Acknowledges messages a commit is done with; resolves when the server has processed them.
+   * The last one is a double ack: a consumer processes its acks in order, so its answer means
+   * every ack before it counts too, and a backlog read after this sees the takes gone (a flush
+   * only says the server received them, and under load its consumer info could still count them).
+   */
   async ack(msgs: readonly JsMsg[], timeout: number): Promise<void> {
-    for (let i = 0; i < msgs.length; i++) {
+    const last = msgs.length - 1;
+    if (last < 0) return;
+    if (!this.link.nc) throw new Error(`${this.label}: not connected to NATS; the acknowledgements will not reach the server`);
+    for (let i = 0; i < last; i++) {
       this.forget(msgs[i]);
       msgs[i].ack();
     }
-    await this.flush(timeout);
+    this.forget(msgs[last]);
+    const confirmed = await msgs[last].ackAck({ timeout }).catch((err: unknown) => {
+      throw new Error(`${this.label}: acknowledgements not confirmed by the NATS server within ${timeout} ms (${err instanceof Error ? err.message : String(err)})`);
+    });
+    if (!confirmed) throw new Error(`${this.label}: the NATS server did not confirm the acknowledgement of message ${msgs[last].seq}`);
   }
 
   /** Hands messages back to the stream for redelivery to any agent at once. */
@@ -260,22 +272,6 @@ export class Puller {
 
   private pullThreshold(): number {
     return Math.max(1, this.options.prefetch / 4);
-  }
-
-  private async flush(timeout: number): Promise<void> {
-    const nc = this.link.nc;
-    if (!nc) throw new Error(`${this.label}: not connected to NATS; the acknowledgements will not reach the server`);
-    let timer: TimerHandle | null = null;
-    try {
-      await Promise.race([
-        nc.flush(),
-        new Promise<never>((_, reject) => {
-          timer = this.clock.setTimeout(() => reject(new Error(`${this.label}: acknowledgements not confirmed by the NATS server within ${timeout} ms`)), timeout);
-        }),
-      ]);
-    } finally {
-      if (timer) this.clock.clearTimeout(timer);
-    }
   }
 
   private async run(): Promise<void> {

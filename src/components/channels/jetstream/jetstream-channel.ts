@@ -26,7 +26,7 @@
  * them again after ack-wait, a batch message whole (with its events already committed).
  */
 import { randomBytes } from "node:crypto";
-import type { ConsumerInfo, StreamInfo } from "@nats-io/jetstream";
+import type { ConsumerInfo, JsMsg, StreamInfo } from "@nats-io/jetstream";
 import type { Channel } from "../../../core/channel.ts";
 import type { Clock, TimerHandle } from "../../../core/clock.ts";
 import { systemClock } from "../../../core/clock.ts";
@@ -117,11 +117,14 @@ export class JetStreamChannel implements Channel {
   /** Events and messages seen (published or arrived): the mean estimates what other agents' messages carry. */
   private seenEvents = 0;
   private seenMsgs = 0;
-  /** Events of commits publishing now; messages that arrive beyond `away` meanwhile are taken for theirs. */
+  /** Events of commits publishing now. */
   private publishing = 0;
-  /** Events and messages that arrived before the commit that stored them had counted them. */
-  private early = 0;
-  private earlyMsgs = 0;
+  /**
+   * Commits publishing now, by transaction key, with their messages that arrived before the commit
+   * counted them: an arrival is matched to its commit by its message id, since concurrent commits'
+   * messages may arrive in any order.
+   */
+  private readonly early = new Map<string, { events: number; msgs: number }>();
 
   constructor(
     readonly name: string,
@@ -150,7 +153,7 @@ export class JetStreamChannel implements Channel {
         arrived: (first, m) => {
           // May go below zero for a moment: a message can arrive before its commit has counted it.
           this.owed--;
-          if (m !== null) this.arrivedHere(eventsIn(m));
+          if (m !== null) this.arrivedHere(eventsIn(m), m);
           if (first) this.putListeners.notify();
         },
         handedBack: (msgs) => {
@@ -173,19 +176,23 @@ export class JetStreamChannel implements Channel {
   }
 
   /** A message of n events arrived: they leave `away`; what the estimate missed joins the backlog. */
-  private arrivedHere(n: number): void {
+  private arrivedHere(n: number, m: JsMsg): void {
     this.seenEvents += n;
     this.seenMsgs++;
+    if (this.early.size > 0) {
+      const id = m.headers?.get("Nats-Msg-Id") ?? "";
+      const mine = this.early.get(id.slice(0, id.lastIndexOf(".")));
+      if (mine) {
+        // Stored by a commit of this channel still in flight: it counts them when it returns.
+        mine.events += n;
+        mine.msgs++;
+        return;
+      }
+    }
     const known = Math.min(this.away, n);
     this.away -= known;
     let delta = n - known;
     if (this.awayMsgs > 0) this.awayMsgs--;
-    else if (delta > 0 && this.early + delta <= this.publishing) {
-      // Stored by a commit of this channel still in flight: it counts them when it returns.
-      this.early += delta;
-      this.earlyMsgs++;
-      return;
-    }
     // Nothing more is on its way: what is left of an estimate was too much.
     if (this.awayMsgs === 0) {
       delta -= this.away;
@@ -395,6 +402,9 @@ export class JetStreamChannel implements Channel {
     let stored = 0;
     let storedMsgs = 0;
     let acked = 0;
+    const txKey = puts > 0 ? (tx.txKey ??= `${this.idPrefix}.${this.nextTx++}`) : "";
+    const arrivedEarly = { events: 0, msgs: 0 };
+    if (puts > 0) this.early.set(txKey, arrivedEarly);
     this.inflight++;
     this.publishing += puts;
     try {
@@ -410,14 +420,12 @@ export class JetStreamChannel implements Channel {
       this.inflight--;
       this.commits++;
       this.publishing -= puts;
+      if (puts > 0) this.early.delete(txKey);
       // Of what was stored, the messages that arrived already are here, the others away.
-      const early = Math.min(this.early, stored);
-      const earlyMsgs = Math.min(this.earlyMsgs, storedMsgs);
-      this.early -= early;
-      this.earlyMsgs -= earlyMsgs;
-      // Arrivals taken for this channel's commits that no commit claimed are someone else's: backlog.
-      const strangers = this.publishing === 0 ? this.early : 0;
-      if (this.publishing === 0) this.early = this.earlyMsgs = 0;
+      const early = Math.min(arrivedEarly.events, stored);
+      const earlyMsgs = Math.min(arrivedEarly.msgs, storedMsgs);
+      // Arrived though the commit failed (stored in part before the failure): backlog all the same.
+      const strangers = arrivedEarly.events - early;
       // The backlog moved by what was stored less what was committed; the reservation is
       // given back in the same step, so no waiting commit gets room that is not there.
       this.backlog += stored - acked + strangers;
