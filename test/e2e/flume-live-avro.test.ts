@@ -5,13 +5,13 @@
  * their headers, an avro sink sends them to the other agent's avro source, whose file_roll sink
  * (header_and_text) shows what arrived.
  */
-import { afterAll, beforeAll, describe, expect } from "bun:test";
+import { beforeAll, describe, expect } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { type FlumePeer, startFlume } from "../support/flume.ts";
-import { deliveryReport, flumeClasspathBeforeAll, FlowsConf, freePorts, makeEvents, postAll, runFlumeMain, type SentEvent, waitForPorts, waitForRolled } from "../support/flume-live.ts";
-import { type AgentProcess, startAgentCli, tempDir } from "../support/helpers.ts";
+import { startFlume } from "../support/flume.ts";
+import { deliveryReport, flumeClasspathBeforeAll, FlowsConf, freePorts, makeEvents, postAll, runFlumeMain, type SentEvent, waitForPorts, waitForRolled, liveFlumeScope } from "../support/flume-live.ts";
+import { type AgentProcess, startAgentCli } from "../support/helpers.ts";
 import { needsJvm } from "../support/jvm.ts";
 import { needsOpenssl } from "../support/requires.ts";
 import { makePki, pkcs12Keystore } from "../support/tls.ts";
@@ -24,15 +24,8 @@ type Variant = (typeof VARIANTS)[number];
 const N = 500;
 const PASSWORD = "changeit";
 
-const tmp = tempDir("flume-live-avro-");
-const cleanups: (() => void)[] = [];
-let flume: FlumePeer | undefined;
-afterAll(async () => {
-  for (const c of cleanups.splice(0)) c();
-  // A clean stop is not what these tests check: Flume gets 2 s, then SIGKILL.
-  await flume?.stop(2000);
-  tmp.cleanup();
-}, 60_000);
+const scope = liveFlumeScope("flume-live-avro-");
+const { tmp, cleanups } = scope;
 
 interface Setup {
   /** http source ports: events posted to flume[v] go Flume -> ours, to ours[v] ours -> Flume. */
@@ -108,7 +101,7 @@ beforeAll(async () => {
   const confFile = path.join(tmp.dir, "ours.properties");
   writeFileSync(confFile, oursConf.toString());
   const ours = await startAgentCli(cleanups, ["run", "-f", confFile, "-n", "a1", "--no-reload-conf"], /agent a1 started/);
-  flume = await startFlume({ conf: flumeConf.toString(), dir: path.join(tmp.dir, "flume"), readyTimeoutMs: 120_000 });
+  scope.flume = await startFlume({ conf: flumeConf.toString(), dir: path.join(tmp.dir, "flume"), readyTimeoutMs: 120_000 });
   await waitForPorts([...Object.values(httpPort.flume), ...Object.values(flumeAvroIn)], "Flume's sources");
   setup = { httpPort, received, cliPort, cliOut, ours };
 }, 180_000);

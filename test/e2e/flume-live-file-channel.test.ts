@@ -3,24 +3,18 @@
  * to a closed port: its takes are rolled back again and again), SIGKILLed, migrated by
  * `flume channel migrate --from-flume`, then drained by our agent: every pending event once.
  */
-import { afterAll, describe, expect } from "bun:test";
+import { describe, expect } from "bun:test";
 import { writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { type FlumePeer, startFlume } from "../support/flume.ts";
-import { deliveryReport, flumeClasspathBeforeAll, FlowsConf, freePorts, makeEvents, postAll, rolledEvents, waitForPorts } from "../support/flume-live.ts";
-import { listenLocal, runCli, startAgentCli, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
+import { startFlume } from "../support/flume.ts";
+import { deliveryReport, flumeClasspathBeforeAll, FlowsConf, freePorts, makeEvents, postAll, rolledEvents, waitForPorts, liveFlumeScope } from "../support/flume-live.ts";
+import { listenLocal, runCli, startAgentCli, waitForMetrics, waitUntil } from "../support/helpers.ts";
 import { needsJvm } from "../support/jvm.ts";
 
 flumeClasspathBeforeAll();
-const tmp = tempDir("flume-live-file-channel-");
-const cleanups: (() => void)[] = [];
-let flume: FlumePeer | undefined;
-afterAll(async () => {
-  for (const c of cleanups.splice(0)) c();
-  await flume?.stop(2000);
-  tmp.cleanup();
-}, 60_000);
+const scope = liveFlumeScope("flume-live-file-channel-");
+const { tmp, cleanups } = scope;
 
 const checkpoints = (log: string) => (log.match(/Updated checkpoint for file/g) ?? []).length;
 
@@ -40,7 +34,7 @@ describe("a live Apache Flume 1.11.0 file channel, SIGKILLed, migrated and drain
         { type: "avro", hostname: "127.0.0.1", port: silentPort, "batch-size": 100, "connect-timeout": 1000, "request-timeout": 1000 },
         { type: "file", ...flumeDirs, checkpointInterval: 5000, transactionCapacity: 1000 },
       );
-      flume = await startFlume({ conf: conf.toString(), dir: path.join(tmp.dir, "flume"), readyTimeoutMs: 120_000 });
+      const flume = (scope.flume = await startFlume({ conf: conf.toString(), dir: path.join(tmp.dir, "flume"), readyTimeoutMs: 120_000 }));
       await waitForPorts([httpPort], "Flume's http source");
       const before = makeEvents("before-checkpoint", 600);
       const after = makeEvents("after-checkpoint", 400);

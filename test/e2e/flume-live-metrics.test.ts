@@ -4,26 +4,20 @@
  * counter names, and the same values for every counter the input decides. Each test feeds and
  * compares its own flows (`<flow>_r` -> `<flow>_c` -> `<flow>_k`).
  */
-import { afterAll, beforeAll, describe, expect } from "bun:test";
+import { beforeAll, describe, expect } from "bun:test";
 import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { createEvent } from "../../src/core/event.ts";
 import { AvroRpcClient } from "../../src/rpc/client.ts";
 import { ThriftRpcClient } from "../../src/rpc/thrift/client.ts";
 import { type FlumePeer, startFlume } from "../support/flume.ts";
-import { FlowsConf, flumeClasspathBeforeAll, freePorts, makeEvents, postEvents, waitForPorts } from "../support/flume-live.ts";
-import { type AgentProcess, type Metrics, sendLines, startAgentCli, tempDir, waitForMetrics } from "../support/helpers.ts";
+import { FlowsConf, flumeClasspathBeforeAll, freePorts, makeEvents, postEvents, waitForPorts, liveFlumeScope } from "../support/flume-live.ts";
+import { type AgentProcess, type Metrics, sendLines, startAgentCli, waitForMetrics } from "../support/helpers.ts";
 import { needsJvm } from "../support/jvm.ts";
 
 flumeClasspathBeforeAll();
-const tmp = tempDir("flume-live-metrics-");
-const cleanups: (() => void)[] = [];
-let flume: FlumePeer | undefined;
-afterAll(async () => {
-  for (const c of cleanups.splice(0)) c();
-  await flume?.stop(2000);
-  tmp.cleanup();
-}, 60_000);
+const scope = liveFlumeScope("flume-live-metrics-");
+const { tmp, cleanups } = scope;
 
 /**
  * Counters that differ between two runs of the same agent on the same input, so between Flume and
@@ -92,7 +86,7 @@ beforeAll(async () => {
   const portsOf = () => ({ nc: free.pop()!, ncfile: free.pop()!, avro: free.pop()!, thrift: free.pop()!, http: free.pop()! });
   const ports = { flume: portsOf(), ours: portsOf() };
   const metrics = { flume: free.pop()!, ours: free.pop()! };
-  flume = await startFlume({ conf: conf(ports.flume, logs), metricsPort: metrics.flume, dir: dirs.flume, readyTimeoutMs: 120_000 });
+  const flume = (scope.flume = await startFlume({ conf: conf(ports.flume, logs), metricsPort: metrics.flume, dir: dirs.flume, readyTimeoutMs: 120_000 }));
   const confFile = path.join(dirs.ours, "a1.properties");
   writeFileSync(confFile, conf(ports.ours, logs));
   const ours = await startAgentCli(cleanups, ["run", "-f", confFile, "-n", "a1", "--metrics-port", String(metrics.ours), "--metrics-bind", "127.0.0.1", "--no-reload-conf"], /agent a1 started/, { cwd: dirs.ours });

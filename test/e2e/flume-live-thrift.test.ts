@@ -4,12 +4,12 @@
  * an http source takes the test's events with their headers, a thrift sink sends them to the
  * other agent's thrift source, whose file_roll sink (header_and_text) shows what arrived.
  */
-import { afterAll, beforeAll, describe, expect } from "bun:test";
+import { beforeAll, describe, expect } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { type FlumePeer, startFlume } from "../support/flume.ts";
-import { deliveryReport, flumeClasspathBeforeAll, FlowsConf, freePorts, makeEvents, postAll, waitForPorts, waitForRolled } from "../support/flume-live.ts";
-import { startAgentCli, tempDir } from "../support/helpers.ts";
+import { startFlume } from "../support/flume.ts";
+import { deliveryReport, flumeClasspathBeforeAll, FlowsConf, freePorts, makeEvents, postAll, waitForPorts, waitForRolled, liveFlumeScope } from "../support/flume-live.ts";
+import { startAgentCli } from "../support/helpers.ts";
 import { needsJvm } from "../support/jvm.ts";
 
 flumeClasspathBeforeAll();
@@ -18,15 +18,8 @@ const PROTOCOLS = ["binary", "compact"] as const;
 type Protocol = (typeof PROTOCOLS)[number];
 const N = 500;
 
-const tmp = tempDir("flume-live-thrift-");
-const cleanups: (() => void)[] = [];
-let flume: FlumePeer | undefined;
-afterAll(async () => {
-  for (const c of cleanups.splice(0)) c();
-  // A clean stop is not what these tests check: Flume gets 2 s, then SIGKILL.
-  await flume?.stop(2000);
-  tmp.cleanup();
-}, 60_000);
+const scope = liveFlumeScope("flume-live-thrift-");
+const { tmp, cleanups } = scope;
 
 type Sides<T> = { flume: Record<Protocol, T>; ours: Record<Protocol, T> };
 /** http source ports (events posted to flume[p] go Flume -> ours) and the receiving file_roll directories (received.flume[p] is Flume's). */
@@ -56,7 +49,7 @@ beforeAll(async () => {
   const confFile = path.join(tmp.dir, "ours.properties");
   writeFileSync(confFile, confs.ours.toString());
   await startAgentCli(cleanups, ["run", "-f", confFile, "-n", "a1", "--no-reload-conf"], /agent a1 started/);
-  flume = await startFlume({ conf: confs.flume.toString(), dir: path.join(tmp.dir, "flume"), readyTimeoutMs: 120_000 });
+  scope.flume = await startFlume({ conf: confs.flume.toString(), dir: path.join(tmp.dir, "flume"), readyTimeoutMs: 120_000 });
   await waitForPorts([...Object.values(httpPort.flume), ...Object.values(thriftIn.flume)], "Flume's sources");
   setup = { httpPort, received };
 }, 180_000);

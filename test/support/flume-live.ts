@@ -8,10 +8,10 @@ import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { beforeAll } from "bun:test";
-import { flumeClasspath } from "./flume.ts";
+import { afterAll, beforeAll } from "bun:test";
+import { type FlumePeer, flumeClasspath } from "./flume.ts";
 import { needsJvm } from "./jvm.ts";
-import { canConnect, listenLocal, waitUntil } from "./helpers.ts";
+import { canConnect, listenLocal, tempDir, waitUntil } from "./helpers.ts";
 
 export interface SentEvent {
   headers: Record<string, string>;
@@ -176,4 +176,19 @@ export async function freePorts(n: number): Promise<number[]> {
   const ports = await Promise.all(servers.map((s) => listenLocal(s)));
   await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
   return ports;
+}
+
+/**
+ * What a live-Flume test file shares: a temp dir, cleanups, and the Flume peer it starts (set
+ * `scope.flume`); after the file, cleanups run, Flume gets 2 s to stop (a clean stop is not what
+ * these tests check), then the dir goes.
+ */
+export function liveFlumeScope(prefix: string): { tmp: ReturnType<typeof tempDir>; cleanups: (() => void)[]; flume?: FlumePeer } {
+  const scope: { tmp: ReturnType<typeof tempDir>; cleanups: (() => void)[]; flume?: FlumePeer } = { tmp: tempDir(prefix), cleanups: [] };
+  afterAll(async () => {
+    for (const c of scope.cleanups.splice(0)) c();
+    await scope.flume?.stop(2000);
+    scope.tmp.cleanup();
+  }, 60_000);
+  return scope;
 }
