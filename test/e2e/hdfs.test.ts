@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { spawn } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { agentsAfterEach, freePort, ROOT, startCli, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
+import { type AgentProcess, agentsAfterEach, freePort, ROOT, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
 import { definition, type HdfsSink } from "../../src/components/sinks/hdfs/index.ts";
 import { systemClock } from "../../src/core/clock.ts";
 import { createEvent } from "../../src/core/event.ts";
@@ -32,6 +32,52 @@ afterAll(async () => {
 
 const drained = (port: number, n: number, ms = 120_000) =>
   waitForMetrics(port, `EventDrainSuccessCount to reach ${n}`, (m) => Number(m["SINK.k1"]?.EventDrainSuccessCount ?? 0) >= n, ms, 100);
+
+/** Waits until each of the sinks k0.. (one per name) drained n events. */
+const allDrained = (port: number, names: string[], n: number) =>
+  waitForMetrics(port, `every sink to drain ${n}`, (m) => names.every((_, i) => m[`SINK.k${i}`]?.EventDrainSuccessCount === String(n)), 120_000, 100);
+
+/** Agent a1 running conf from a temp dir, /metrics on a free port; killed after the test if still running. */
+async function runAgent(conf: string, env?: Record<string, string>): Promise<{ agent: AgentProcess; metrics: number }> {
+  const tmp = tempDir();
+  cleanups.push(tmp.cleanup);
+  const metrics = await freePort();
+  return { agent: startAgent(tmp.dir, "a1", conf, metrics, env), metrics };
+}
+
+/** SIGTERM, then the agent must exit cleanly (code 0). */
+async function stop(agent: AgentProcess): Promise<void> {
+  agent.child.kill("SIGTERM");
+  expect(await agent.exited()).toBe(0);
+}
+
+/** Runs seq (events) -> memory -> hdfs with sinkLines until the sink drained every event, then stops the agent. */
+async function runSeqToHdfs(events: number, sinkLines: string): Promise<void> {
+  const { agent, metrics } = await runAgent(seqToHdfs(events, sinkLines));
+  await drained(metrics, events);
+  await stop(agent);
+}
+
+/** Starts http (on a free port, or the given one) -> memory -> hdfs with sinkLines; resolves once the agent started. */
+async function startHttpToHdfs(sinkLines: string, port?: number): Promise<{ agent: AgentProcess; metrics: number; port: number }> {
+  const p = port ?? (await freePort());
+  const { agent, metrics } = await runAgent(httpToHdfs(p, sinkLines));
+  await agent.waitFor(/agent a1 started/, 30_000);
+  return { agent, metrics, port: p };
+}
+
+/** Runs formatsConf(dir, total, names) until every sink drained, stops the agent, and reads the records back. */
+async function runFormats(dir: string, total: number, names: string[]): Promise<Record<string, string[]>> {
+  const { agent, metrics } = await runAgent(formatsConf(dir, total, names));
+  await allDrained(metrics, names, total);
+  await stop(agent);
+  return records(dir, names, total);
+}
+
+/** Sink lines that never roll a file (it is closed at stop). */
+const NEVER_ROLL = `a1.sinks.k1.hdfs.rollInterval = 0
+a1.sinks.k1.hdfs.rollCount = 0
+a1.sinks.k1.hdfs.rollSize = 0`;
 
 /** seq (count events, bodies 0..count-1) -> memory -> hdfs with the given sink lines. */
 function seqToHdfs(count: number, sink: string, source = ""): string {
@@ -175,26 +221,15 @@ describe("hdfs sink on a real HDFS (Hadoop's FsShell reads the files)", () => {
   needsJvm.test(
     "seq -> memory -> hdfs, DataStream over webhdfs://, rolled every 400 events: 3 closed files, in-use names gone after stop, -cat gives every line in order",
     async () => {
-      const tmp = tempDir();
-      cleanups.push(tmp.cleanup);
-      const metrics = await freePort();
-      const a = startAgent(
-        tmp.dir,
-        "a1",
-        seqToHdfs(
-          1000,
-          `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/stream
+      await runSeqToHdfs(
+        1000,
+        `a1.sinks.k1.hdfs.path = webhdfs://127.0.0.1:${hdfs.httpPort}/flume/stream
 a1.sinks.k1.hdfs.fileType = DataStream
 a1.sinks.k1.hdfs.rollCount = 400
 a1.sinks.k1.hdfs.rollSize = 0
 a1.sinks.k1.hdfs.rollInterval = 0
 a1.sinks.k1.hdfs.batchSize = 100`,
-        ),
-        metrics,
       );
-      await drained(metrics, 1000);
-      a.child.kill("SIGTERM");
-      expect(await a.exited()).toBe(0);
       const files = await hdfs.list("/flume/stream");
       expect(files).toHaveLength(3);
       for (const f of files) expect(f).toMatch(/^\/flume\/stream\/FlumeData\.\d+$/);
@@ -206,27 +241,14 @@ a1.sinks.k1.hdfs.batchSize = 100`,
   needsJvm.test(
     "concurrentBatches 4 over hdfs:// (Hadoop RPC): takes written at once into files of their own, every event exactly once, all files closed at stop",
     async () => {
-      const tmp = tempDir();
-      cleanups.push(tmp.cleanup);
-      const metrics = await freePort();
-      const a = startAgent(
-        tmp.dir,
-        "a1",
-        seqToHdfs(
-          3000,
-          `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}/flume/lanes
+      await runSeqToHdfs(
+        3000,
+        `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}/flume/lanes
 a1.sinks.k1.hdfs.fileType = DataStream
 a1.sinks.k1.hdfs.concurrentBatches = 4
-a1.sinks.k1.hdfs.rollCount = 0
-a1.sinks.k1.hdfs.rollSize = 0
-a1.sinks.k1.hdfs.rollInterval = 0
-a1.sinks.k1.hdfs.batchSize = 100`,
-        ),
-        metrics,
+a1.sinks.k1.hdfs.batchSize = 100
+${NEVER_ROLL}`,
       );
-      await drained(metrics, 3000);
-      a.child.kill("SIGTERM");
-      expect(await a.exited()).toBe(0);
       const files = await hdfs.list("/flume/lanes");
       expect(files.length).toBeGreaterThan(1);
       for (const f of files) expect(f).toMatch(/^\/flume\/lanes\/FlumeData\.\d+$/);
@@ -297,9 +319,7 @@ a1.sinks.k1.hdfs.batchSize = 100`,
           500,
           `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}/flume/deno
 a1.sinks.k1.hdfs.writeFormat = Text
-a1.sinks.k1.hdfs.rollCount = 0
-a1.sinks.k1.hdfs.rollSize = 0
-a1.sinks.k1.hdfs.rollInterval = 0`,
+${NEVER_ROLL}`,
         ),
       );
       const agent = spawn(DENO, ["run", "-A", path.join(ROOT, "src", "cli.ts"), "run", "-f", file, "-n", "a1", "--quiet", "--no-reload-conf", "--metrics-port", String(metrics), "--metrics-bind", "127.0.0.1"], { cwd: ROOT, stdio: "ignore" });
@@ -319,15 +339,7 @@ a1.sinks.k1.hdfs.rollInterval = 0`,
   needsJvm.test(
     "one seq source into an hdfs sink per file type and codec (SequenceFile Writable and Text, uncompressed, gzip, zlib, bzip2, snappy and lz4 blocks, bzip2, snappy and lz4 records; DataStream; CompressedStream gzip, zlib, bzip2, snappy, lz4): Hadoop's -text reads every file as the same 500 records",
     async () => {
-      const tmp = tempDir();
-      cleanups.push(tmp.cleanup);
-      const metrics = await freePort();
-      const conf = formatsConf("/flume/formats", 500);
-      const a = startAgent(tmp.dir, "a1", conf, metrics);
-      await waitForMetrics(metrics, "every sink to drain 500", (m) => NAMES.every((_, i) => m[`SINK.k${i}`]?.EventDrainSuccessCount === "500"), 120_000, 100);
-      a.child.kill("SIGTERM");
-      expect(await a.exited()).toBe(0);
-      const all = await records("/flume/formats", NAMES, 500);
+      const all = await runFormats("/flume/formats", 500, NAMES);
       for (const n of NAMES) expect({ n, values: all[n] }).toEqual({ n, values: Array.from({ length: 500 }, (_, i) => KINDS[n].value(i)) });
       // The SequenceFile keys are the write times (no timestamp header): LongWritable milliseconds.
       const seq = (await hdfs.text((await hdfs.list("/flume/formats/seqWritable"))[0])).split("\n")[0];
@@ -339,28 +351,16 @@ a1.sinks.k1.hdfs.rollInterval = 0`,
   needsJvm.test(
     "http source -> hdfs with %{app}/%Y-%m-%d/%H in UTC rounded to the hour: buckets by header and time; a header of ../../ stays inside /flume/esc",
     async () => {
-      const tmp = tempDir();
-      cleanups.push(tmp.cleanup);
-      const [metrics, port] = [await freePort(), await freePort()];
-      const a = startAgent(
-        tmp.dir,
-        "a1",
-        httpToHdfs(
-          port,
-          `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}/flume/esc/%{app}/%Y-%m-%d/%H
+      const { agent: a, metrics, port } = await startHttpToHdfs(
+        `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}/flume/esc/%{app}/%Y-%m-%d/%H
 a1.sinks.k1.hdfs.filePrefix = events-%{app}
 a1.sinks.k1.hdfs.fileType = DataStream
 a1.sinks.k1.hdfs.timeZone = UTC
 a1.sinks.k1.hdfs.round = true
 a1.sinks.k1.hdfs.roundValue = 1
 a1.sinks.k1.hdfs.roundUnit = hour
-a1.sinks.k1.hdfs.rollInterval = 0
-a1.sinks.k1.hdfs.rollCount = 0
-a1.sinks.k1.hdfs.rollSize = 0`,
-        ),
-        metrics,
+${NEVER_ROLL}`,
       );
-      await a.waitFor(/agent a1 started/, 30_000);
       const t1 = Date.UTC(2024, 2, 5, 7, 59, 59);
       const t2 = Date.UTC(2024, 2, 5, 8, 0, 1);
       const events = [
@@ -373,8 +373,7 @@ a1.sinks.k1.hdfs.rollSize = 0`,
       const r = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: JSON.stringify(events), headers: { "content-type": "application/json" } });
       expect(r.status).toBe(200);
       await drained(metrics, 4);
-      a.child.kill("SIGTERM");
-      expect(await a.exited()).toBe(0);
+      await stop(a);
       // Every file of this sink anywhere in HDFS (their names start with events-).
       const ours = (await hdfs.list("/")).filter((f) => f.split("/").pop()?.startsWith("events-"));
       const shape = ours.map((f) => f.replace(/\.\d+$/, ".N")).sort();
@@ -395,38 +394,27 @@ a1.sinks.k1.hdfs.rollSize = 0`,
   needsJvm.test(
     "SIGKILL with a file in use: the restarted sink renames it (its batches were committed, so it is complete), then writes a new file; nothing lost",
     async () => {
-      const tmp = tempDir();
-      cleanups.push(tmp.cleanup);
-      const [metrics, port] = [await freePort(), await freePort()];
-      const conf = httpToHdfs(
-        port,
-        `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}/flume/crash
+      const sinkLines = `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}/flume/crash
 a1.sinks.k1.hdfs.fileType = DataStream
-a1.sinks.k1.hdfs.rollInterval = 0
-a1.sinks.k1.hdfs.rollCount = 0
-a1.sinks.k1.hdfs.rollSize = 0`,
-      );
-      const post = (bodies: string[]) => postBodies(port, bodies);
-      const first = startAgent(tmp.dir, "a1", conf, metrics);
-      await first.waitFor(/agent a1 started/, 30_000);
+${NEVER_ROLL}`;
+      const first = await startHttpToHdfs(sinkLines);
+      const post = (bodies: string[]) => postBodies(first.port, bodies);
       await post(["one", "two"]);
-      await drained(metrics, 2);
+      await drained(first.metrics, 2);
       await post(["three"]);
-      await drained(metrics, 3);
-      first.child.kill("SIGKILL");
-      await first.exited();
+      await drained(first.metrics, 3);
+      first.agent.child.kill("SIGKILL");
+      await first.agent.exited();
       const left = await hdfs.list("/flume/crash");
       expect(left).toHaveLength(1);
       expect(left[0]).toMatch(/\/FlumeData\.\d+\.tmp$/);
-      const second = startAgent(tmp.dir, "a1", conf, metrics);
-      await second.waitFor(/agent a1 started/, 30_000);
+      const second = await startHttpToHdfs(sinkLines, first.port);
       const renamed = left[0].replace(/\.tmp$/, "");
       await waitUntil(async () => (await hdfs.list("/flume/crash")).includes(renamed), "the left in-use file to be renamed", 60_000, 500);
       expect((await hdfs.cat(renamed)).toString()).toBe("one\ntwo\nthree\n");
       await post(["four"]);
-      await drained(metrics, 1);
-      second.child.kill("SIGTERM");
-      expect(await second.exited()).toBe(0);
+      await drained(second.metrics, 1);
+      await stop(second.agent);
       const files = await hdfs.list("/flume/crash");
       expect(files).toHaveLength(2);
       expect(files.every((f) => !f.endsWith(".tmp"))).toBe(true);
@@ -438,26 +426,18 @@ a1.sinks.k1.hdfs.rollSize = 0`,
   needsJvm.test(
     "permission denied on a path on fs.defaultFS (HADOOP_CONF_DIR): one clear error naming the path and HDFS's AccessControlException, events stay in the channel, delivery resumes after chmod, none lost",
     async () => {
-      const tmp = tempDir();
-      cleanups.push(tmp.cleanup);
       await hdfs.fs(["-mkdir", "-p", "/flume/locked"]);
       await hdfs.fs(["-chmod", "700", "/flume/locked"]);
-      const metrics = await freePort();
-      const file = path.join(tmp.dir, "a1.conf");
-      writeFileSync(
-        file,
+      const { agent: a, metrics } = await runAgent(
         seqToHdfs(
           300,
           // A path as Flume's guide writes them: on fs.defaultFS of the Hadoop configuration.
           `a1.sinks.k1.hdfs.path = /flume/locked
 a1.sinks.k1.hdfs.fileType = DataStream
-a1.sinks.k1.hdfs.rollInterval = 0
-a1.sinks.k1.hdfs.rollCount = 0
-a1.sinks.k1.hdfs.rollSize = 0`,
+${NEVER_ROLL}`,
         ),
+        { HADOOP_USER_NAME: "flume", HADOOP_CONF_DIR: hdfs.confDir },
       );
-      const a = startCli(["run", "-f", file, "-n", "a1", "--metrics-port", String(metrics), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"], { env: { HADOOP_USER_NAME: "flume", HADOOP_CONF_DIR: hdfs.confDir } });
-      cleanups.push(() => a.child.kill("SIGKILL"));
       await a.waitFor(/CREATE .*Permission denied/, 60_000);
       const log = a.stdout + a.stderr;
       expect(log).toMatch(/failed to deliver 100 events to hdfs:\/\/127\.0\.0\.1:\d+\/flume\/locked: CREATE \/flume\/locked\/FlumeData\.\d+\.tmp: AccessControlException: Permission denied: user=flume, access=EXECUTE, inode="\/flume\/locked"/);
@@ -465,8 +445,7 @@ a1.sinks.k1.hdfs.rollSize = 0`,
       expect(m["SINK.k1"]?.EventDrainSuccessCount).toBe("0");
       await hdfs.fs(["-chmod", "777", "/flume/locked"]);
       await drained(metrics, 300);
-      a.child.kill("SIGTERM");
-      expect(await a.exited()).toBe(0);
+      await stop(a);
       const files = await hdfs.list("/flume/locked");
       expect(files).toHaveLength(1);
       expect((await hdfs.cat(files[0])).toString()).toBe(numbers(300));
@@ -477,8 +456,6 @@ a1.sinks.k1.hdfs.rollSize = 0`,
   needsJvm.test(
     "Apache Flume 1.11's HDFS sink and ours, same config and events, into the same HDFS: Hadoop's -text reads the same records from both, for every file type",
     async () => {
-      const tmp = tempDir();
-      cleanups.push(tmp.cleanup);
       const flumeMetrics = await freePort();
       // Flume's SequenceFile writer refuses GzipCodec without Hadoop's native library (ours writes it, see above);
       // RECORD compression is ours only.
@@ -504,13 +481,8 @@ a1.sinks.k1.hdfs.rollSize = 0`,
       } finally {
         await flume.stop(30_000);
       }
-      const metrics = await freePort();
-      const a = startAgent(tmp.dir, "a1", formatsConf("/flume/ours", 300, names), metrics);
-      await waitForMetrics(metrics, "every sink to drain 300", (m) => names.every((_, i) => m[`SINK.k${i}`]?.EventDrainSuccessCount === "300"), 120_000, 100);
-      a.child.kill("SIGTERM");
-      expect(await a.exited()).toBe(0);
+      const ours = await runFormats("/flume/ours", 300, names);
       const theirs = await records("/flume/real", names, 300);
-      const ours = await records("/flume/ours", names, 300);
       for (const n of names) expect({ n, ours: ours[n] }).toEqual({ n, ours: theirs[n] });
       expect(ours.dataStream).toEqual(Array.from({ length: 300 }, (_, i) => String(i)));
     },
@@ -520,26 +492,15 @@ a1.sinks.k1.hdfs.rollSize = 0`,
   needsJvm.test(
     "NameNode restarted mid-stream: failed batches name the path and the cause and stay in the channel, delivery resumes by itself, every event is in HDFS, the failed file renamed",
     async () => {
-      const tmp = tempDir();
-      cleanups.push(tmp.cleanup);
-      const [metrics, port] = [await freePort(), await freePort()];
-      const file = path.join(tmp.dir, "a1.conf");
-      writeFileSync(
-        file,
-        httpToHdfs(
-          port,
-          `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}/flume/nnrestart
+      const { agent: a, metrics, port } = await startHttpToHdfs(
+        `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}/flume/nnrestart
 a1.sinks.k1.hdfs.fileType = DataStream
 a1.sinks.k1.hdfs.rollInterval = 0
 a1.sinks.k1.hdfs.rollCount = 100
 a1.sinks.k1.hdfs.rollSize = 0
 a1.sinks.k1.hdfs.retryInterval = 1
 a1.sinks.k1.hdfs.callTimeout = 10000`,
-        ),
       );
-      const a = startCli(["run", "-f", file, "-n", "a1", "--metrics-port", String(metrics), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"]);
-      cleanups.push(() => a.child.kill("SIGKILL"));
-      await a.waitFor(/agent a1 started/, 30_000);
       const post = (from: number, n: number) => postBodies(port, numbered(from, n));
       await post(0, 100);
       await drained(metrics, 100);
@@ -554,8 +515,7 @@ a1.sinks.k1.hdfs.callTimeout = 10000`,
       await drained(metrics, 300, 180_000);
       // Every file rolled after its batch: none left in use, even one whose close met the restart.
       await waitUntil(async () => (await hdfs.list("/flume/nnrestart")).filter((f) => f.endsWith(".tmp")).length === 0, "every file to be renamed", 60_000, 1000);
-      a.child.kill("SIGTERM");
-      expect(await a.exited()).toBe(0);
+      await stop(a);
       const files = await hdfs.list("/flume/nnrestart");
       expect(files.length).toBeGreaterThan(1);
       expect(files.filter((f) => f.endsWith(".tmp"))).toEqual([]);
@@ -571,35 +531,25 @@ a1.sinks.k1.hdfs.callTimeout = 10000`,
   needsJvm.test(
     "space quota reached (dfsadmin -setSpaceQuota): one clear error naming the path and DSQuotaExceededException, events stay in the channel, delivery resumes after -clrSpaceQuota, none lost",
     async () => {
-      const tmp = tempDir();
-      cleanups.push(tmp.cleanup);
       await hdfs.mkdirOpen("/flume/quota");
       // Less than one block: a new block reserves its whole size against the quota.
       const set = await hdfs.admin(["-setSpaceQuota", "1m", "/flume/quota"]);
       expect(set.code).toBe(0);
-      const metrics = await freePort();
-      const file = path.join(tmp.dir, "a1.conf");
-      writeFileSync(
-        file,
+      const { agent: a, metrics } = await runAgent(
         seqToHdfs(
           300,
           `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}/flume/quota
 a1.sinks.k1.hdfs.fileType = DataStream
-a1.sinks.k1.hdfs.rollInterval = 0
-a1.sinks.k1.hdfs.rollCount = 0
-a1.sinks.k1.hdfs.rollSize = 0`,
+${NEVER_ROLL}`,
         ),
       );
-      const a = startCli(["run", "-f", file, "-n", "a1", "--metrics-port", String(metrics), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"]);
-      cleanups.push(() => a.child.kill("SIGKILL"));
       await a.waitFor(/DSQuotaExceededException/, 60_000);
       expect(a.stdout + a.stderr).toMatch(/failed to deliver 100 events to hdfs:\/\/127\.0\.0\.1:\d+\/flume\/quota: CREATE \/flume\/quota\/FlumeData\.\d+\.tmp: DSQuotaExceededException: The DiskSpace quota of \/flume\/quota is exceeded/);
       const m = await waitForMetrics(metrics, "the channel to hold every event", (x) => x["CHANNEL.c1"]?.ChannelSize === "300", 60_000, 100);
       expect(m["SINK.k1"]?.EventDrainSuccessCount).toBe("0");
       expect((await hdfs.admin(["-clrSpaceQuota", "/flume/quota"])).code).toBe(0);
       await drained(metrics, 300);
-      a.child.kill("SIGTERM");
-      expect(await a.exited()).toBe(0);
+      await stop(a);
       // The files whose block the quota refused were deleted: one file, closed, with every event.
       const files = await hdfs.list("/flume/quota");
       expect(files).toHaveLength(1);
@@ -621,24 +571,12 @@ describe("hdfs sink on two DataNodes, replication 2", () => {
     async () => {
       two = await startHdfs({ dataNodes: 2, replication: 2 });
       await two.mkdirOpen("/flume");
-      const tmp = tempDir();
-      cleanups.push(tmp.cleanup);
-      const [metrics, port] = [await freePort(), await freePort()];
-      const a = startAgent(
-        tmp.dir,
-        "a1",
-        httpToHdfs(
-          port,
-          `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${two.rpcPort}/flume/dnkill
+      const { agent: a, metrics, port } = await startHttpToHdfs(
+        `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${two.rpcPort}/flume/dnkill
 a1.sinks.k1.hdfs.fileType = DataStream
-a1.sinks.k1.hdfs.rollInterval = 0
-a1.sinks.k1.hdfs.rollCount = 0
-a1.sinks.k1.hdfs.rollSize = 0
-a1.sinks.k1.hdfs.retryInterval = 1`,
-        ),
-        metrics,
+a1.sinks.k1.hdfs.retryInterval = 1
+${NEVER_ROLL}`,
       );
-      await a.waitFor(/agent a1 started/, 30_000);
       const post = (from: number, n: number) => postBodies(port, numbered(from, n));
       await post(0, 100);
       await drained(metrics, 100);
@@ -647,8 +585,7 @@ a1.sinks.k1.hdfs.retryInterval = 1`,
       await drained(metrics, 200, 180_000);
       await post(200, 100);
       await drained(metrics, 300, 180_000);
-      a.child.kill("SIGTERM");
-      expect(await a.exited()).toBe(0);
+      await stop(a);
       const lines = (await catAll(two, await two.list("/flume/dnkill"))).split("\n").filter(Boolean);
       const unique = new Set(lines);
       expect(unique.size).toBe(300);

@@ -272,11 +272,11 @@ export function agentsAfterEach() {
     }
     for (const c of cleanups.splice(0)) c();
   });
-  /** Writes conf to dir/<name>.conf and runs agent name with /metrics on 127.0.0.1:metricsPort. */
-  function startAgent(dir: string, name: string, conf: string, metricsPort: number): AgentProcess {
+  /** Writes conf to dir/<name>.conf and runs agent name with /metrics on 127.0.0.1:metricsPort (env added to the process's). */
+  function startAgent(dir: string, name: string, conf: string, metricsPort: number, env?: Record<string, string>): AgentProcess {
     const file = path.join(dir, `${name}.conf`);
     writeFileSync(file, conf);
-    const a = startCli(["run", "-f", file, "-n", name, "--metrics-port", String(metricsPort), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"]);
+    const a = startCli(["run", "-f", file, "-n", name, "--metrics-port", String(metricsPort), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"], { env });
     running.push(a);
     return a;
   }
