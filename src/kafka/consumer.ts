@@ -336,30 +336,25 @@ export class KafkaPoller {
 
   /** What a killed process leaves: the connection dropped, nothing committed or left cleanly. */
   async crash(): Promise<void> {
-    const consumer = this.consumer;
-    this.stopFollowing();
-    this.streams = [];
-    this.consumer = null;
-    this.buffer = [];
-    this.head = 0;
-    this.heldBytes = 0;
+    const { consumer } = this.detach();
     await consumer?.close(true).catch(() => {});
   }
 
-  private stopFollowing(): void {
+  /** Stops following, drops what is buffered, and hands over the consumer and streams to close. */
+  private detach() {
+    const held = { consumer: this.consumer, streams: this.streams };
     if (this.patternTimer) clearInterval(this.patternTimer);
     this.patternTimer = null;
-  }
-
-  async close(): Promise<void> {
-    const streams = this.streams;
-    const consumer = this.consumer;
-    this.stopFollowing();
     this.streams = [];
     this.consumer = null;
     this.buffer = [];
     this.head = 0;
     this.heldBytes = 0;
+    return held;
+  }
+
+  async close(): Promise<void> {
+    const { consumer, streams } = this.detach();
     this.wake();
     await this.following;
     for (const stream of streams) {
