@@ -1,5 +1,5 @@
 import { readHeaders } from "../../core/event.ts";
-import { lineSerializers } from "./line-serializer.ts";
+import { APPEND_NEWLINE_PROPS, lineSerializers } from "./line-serializer.ts";
 import type { SerializerFactory } from "./serializer.ts";
 import { defineComponent } from "../component.ts";
 
@@ -22,7 +22,7 @@ export const definition = defineComponent({
   type: "header_and_text",
   aliases: ["HEADER_AND_TEXT", "org.apache.flume.serialization.HeaderAndBodyTextEventSerializer$Builder"],
   doc: "Writes each event's headers as {key=value, ...}, a space, the body and a newline.",
-  props: {appendNewline: { type: "boolean", default: true, doc: "Append a newline after each event" }},
+  props: APPEND_NEWLINE_PROPS,
   // `{headers} body`, header order being the event's insertion order (Flume's HeaderAndBodyTextEventSerializer).
   create: (config): SerializerFactory => lineSerializers("header_and_text", config.appendNewline, (event) => encoder.encode(`${javaMapString(readHeaders(event))} `)),
 });

@@ -3,6 +3,11 @@ import type { ByteOutput, EventSerializer, SerializerFactory } from "./serialize
 
 export const NEWLINE = new Uint8Array([10]);
 
+/** Flume's appendNewline, which both line serializers (text, header_and_text) read. */
+export const APPEND_NEWLINE_PROPS = {
+  appendNewline: { type: "boolean", default: true, doc: "Append a newline after each event" },
+} as const;
+
 /**
  * Writes each event as a line of text: an optional head made from the event, the body, then a
  * newline unless appendNewline is false. It keeps no state: no file header, nothing to flush,

@@ -1,4 +1,4 @@
-import { lineSerializers } from "./line-serializer.ts";
+import { APPEND_NEWLINE_PROPS, lineSerializers } from "./line-serializer.ts";
 import type { SerializerFactory } from "./serializer.ts";
 import { defineComponent } from "../component.ts";
 
@@ -8,7 +8,7 @@ export const definition = defineComponent({
   type: "text",
   aliases: ["TEXT", "org.apache.flume.serialization.BodyTextEventSerializer$Builder"],
   doc: "Writes each event's body, followed by a newline.",
-  props: {appendNewline: { type: "boolean", default: true, doc: "Append a newline after each event body" }},
+  props: APPEND_NEWLINE_PROPS,
   // The body as is (Flume's BodyTextEventSerializer).
   create: (config): SerializerFactory => lineSerializers("text", config.appendNewline),
 });
