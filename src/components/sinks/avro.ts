@@ -3,7 +3,7 @@ import { RpcHandshakeTimeoutError } from "../../rpc/errors.ts";
 import { CLIENT_TLS_PROPS, clientTls, tlsProblems } from "../../net/tls.ts";
 import type { CompressionType } from "../../rpc/transport.ts";
 import { defineComponent, type ComponentContext, plainLink, tlsFeature, deflateFeature } from "../component.ts";
-import { DEFAULT_RPC_TIMEOUT, type RpcEndpoint, RpcSink, type RpcSinkSettings, rpcSinkSettings, rpcTimeout } from "./rpc-sink.ts";
+import { DEFAULT_RPC_TIMEOUT, type RpcEndpoint, RpcSink, type RpcSinkSettings, rpcSinkSettings, rpcSinkTargetProps, rpcTimeout } from "./rpc-sink.ts";
 
 export interface AvroSinkOptions extends RpcSinkSettings {
   compression: CompressionType;
@@ -41,9 +41,7 @@ export const definition = defineComponent({
   aliases: ["org.apache.flume.sink.AvroSink"],
   doc: "Sends events to an Avro source (another agent's, Flume TS or Apache Flume) over Avro RPC.",
   props: {
-    hostname: { type: "string", required: true, doc: "Host name or IP address of the Avro source" },
-    port: { type: "int", required: true, min: 1, max: 65535, doc: "Port of the Avro source" },
-    "batch-size": { type: "int", roles: ["batchSize"], default: 100, min: 1, doc: "Events taken per transaction and sent per appendBatch" },
+    ...rpcSinkTargetProps("Avro"),
     "connect-timeout": { type: "int", default: DEFAULT_RPC_TIMEOUT, doc: "Milliseconds to connect (TCP and TLS), and again for the Avro handshake on the first call (values under 1000 mean the default, as in Flume)" },
     "request-timeout": { type: "int", default: DEFAULT_RPC_TIMEOUT, doc: "Milliseconds to wait for each later batch's answer (values under 1000 mean the default)" },
     "reset-connection-interval": { type: "int", default: 0, min: 0, doc: "Seconds after which the connection is re-established (0: never), so load balancers rebalance" },

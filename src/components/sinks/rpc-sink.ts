@@ -7,6 +7,7 @@ import type { Status } from "../../core/sink.ts";
 import type { Network } from "../../net/network.ts";
 import { type ClientTlsSettings, clientTls } from "../../net/tls.ts";
 import type { TakeLoop } from "../../pipeline/take-loop.ts";
+import type { OptionsOf, Props } from "../../config/schema.ts";
 import type { ComponentContext } from "../component.ts";
 import { BaseSink } from "./base.ts";
 
@@ -29,15 +30,18 @@ export interface RpcSinkSettings {
   tls: ConnectionOptions | null;
 }
 
-/** The properties both RPC sinks declare, as their schemas parse them. */
-export interface RpcSinkConfig extends ClientTlsSettings {
-  hostname: string;
-  port: number;
-  "batch-size": number;
-  "connect-timeout": number;
-  "request-timeout": number;
-  "reset-connection-interval": number;
+/** Where Flume's AbstractRpcSink sends, and how much per call: alike in both RPC sinks; peer names the source they send to. */
+export function rpcSinkTargetProps(peer: string) {
+  return {
+    hostname: { type: "string", required: true, doc: `Host name or IP address of the ${peer} source` },
+    port: { type: "int", required: true, min: 1, max: 65535, doc: `Port of the ${peer} source` },
+    "batch-size": { type: "int", roles: ["batchSize"], default: 100, min: 1, doc: "Events taken per transaction and sent per appendBatch" },
+  } as const satisfies Props;
 }
+
+/** The properties both RPC sinks declare, as their schemas parse them (the timeouts' docs differ, so each declares them). */
+export type RpcSinkConfig = OptionsOf<ReturnType<typeof rpcSinkTargetProps>> &
+  ClientTlsSettings & { "connect-timeout": number; "request-timeout": number; "reset-connection-interval": number };
 
 /** The settings of an RPC sink from its parsed properties (connect-timeout as given: the avro sink maps small values to the default). */
 export function rpcSinkSettings(config: RpcSinkConfig): RpcSinkSettings {

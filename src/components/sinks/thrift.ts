@@ -4,7 +4,7 @@ import { ThriftRpcClient } from "../../rpc/thrift/client.ts";
 import { KERBEROS_UNSUPPORTED, PROTOCOL_DOC, resolveProtocol } from "../../rpc/thrift/options.ts";
 import type { ThriftProtocolName } from "../../rpc/thrift/types.ts";
 import { type ComponentContext, defineComponent, plainLink, tlsFeature } from "../component.ts";
-import { DEFAULT_RPC_TIMEOUT, type RpcEndpoint, RpcSink, type RpcSinkSettings, rpcSinkSettings } from "./rpc-sink.ts";
+import { DEFAULT_RPC_TIMEOUT, type RpcEndpoint, RpcSink, type RpcSinkSettings, rpcSinkSettings, rpcSinkTargetProps } from "./rpc-sink.ts";
 
 export interface ThriftSinkOptions extends RpcSinkSettings {
   protocol: ThriftProtocolName;
@@ -38,9 +38,7 @@ export const definition = defineComponent({
   aliases: ["org.apache.flume.sink.ThriftSink"],
   doc: "Sends events to a thrift source (another agent's, Flume TS or Apache Flume, or any ThriftSourceProtocol server) over framed Thrift RPC, binary or compact protocol.",
   props: {
-    hostname: { type: "string", required: true, doc: "Host name or IP address of the thrift source" },
-    port: { type: "int", required: true, min: 1, max: 65535, doc: "Port of the thrift source" },
-    "batch-size": { type: "int", roles: ["batchSize"], default: 100, min: 1, doc: "Events taken per transaction and sent per appendBatch" },
+    ...rpcSinkTargetProps("thrift"),
     protocol: { type: "string", default: "compact", doc: `${PROTOCOL_DOC}; another value means compact, with a warning` },
     "connect-timeout": { type: "int", default: DEFAULT_RPC_TIMEOUT, min: 1, doc: "Milliseconds to connect (TCP and TLS). Flume 1.11's thrift client has no connect timeout; Flume TS applies this one" },
     "request-timeout": { type: "int", default: DEFAULT_RPC_TIMEOUT, doc: "Milliseconds to wait for each batch's answer (values under 1000 mean the default, as in Flume)" },
