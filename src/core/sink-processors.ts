@@ -57,6 +57,11 @@ export class DefaultSinkProcessor extends BaseSinkProcessor {
 /** Base penalty of a failed sink; doubles per consecutive failure (Flume's FAILURE_PENALTY). */
 export const FAILURE_PENALTY_MS = 1000;
 
+/** How long a sink sits out after `failures` consecutive failures: doubling from a second, at most maxMs (both of Flume's processors). */
+function penaltyMs(failures: number, maxMs: number): number {
+  return Math.min(maxMs, FAILURE_PENALTY_MS * 2 ** failures);
+}
+
 export interface FailoverOptions {
   /** sink name -> priority; higher goes first. */
   priorities?: Record<string, number>;
@@ -118,7 +123,7 @@ export class FailoverSinkProcessor extends BaseSinkProcessor {
   }
 
   private penalize(f: FailedSink): void {
-    f.refresh = this.clock.now() + Math.min(this.maxPenalty, FAILURE_PENALTY_MS * 2 ** f.failures);
+    f.refresh = this.clock.now() + penaltyMs(f.failures, this.maxPenalty);
     this.failed.push(f);
     this.failed.sort((a, b) => a.refresh - b.refresh);
   }
@@ -235,14 +240,14 @@ export class LoadBalancingSinkProcessor extends BaseSinkProcessor {
     if (!this.backoff) return;
     const s = this.states[index];
     const now = this.clock.now();
-    const lastBackoff = Math.min(this.maxTimeOut, 1000 * 2 ** s.sequentialFails);
+    const lastBackoff = penaltyMs(s.sequentialFails, this.maxTimeOut);
     if (lastBackoff + CONSIDER_SEQUENTIAL_RANGE_MS > now - s.lastFail) {
       if (s.sequentialFails < MAX_EXPONENT) s.sequentialFails++;
     } else {
       s.sequentialFails = 1;
     }
     s.lastFail = now;
-    s.restoreTime = now + Math.min(this.maxTimeOut, 1000 * 2 ** s.sequentialFails);
+    s.restoreTime = now + penaltyMs(s.sequentialFails, this.maxTimeOut);
   }
 
   async process(): Promise<Status> {
