@@ -1,6 +1,7 @@
 import { hostname, networkInterfaces } from "node:os";
 import { defineComponent } from "../component.ts";
 import { HeaderInterceptor, type Interceptor } from "../../core/interceptor.ts";
+import { preserveExistingProp } from "./preserve-existing.ts";
 
 /** This host's first non-internal IPv4 address (what Java's InetAddress.getLocalHost() usually gives). */
 export function localAddress(): string {
@@ -16,7 +17,7 @@ export const definition = defineComponent({
   aliases: ["org.apache.flume.interceptor.HostInterceptor$Builder"],
   doc: "Adds the agent's host name or IP address as a header.",
   props: {
-    preserveExisting: { type: "boolean", default: false, doc: "Keep a host header that is already set." },
+    preserveExisting: preserveExistingProp(false),
     useIP: { type: "boolean", default: true, doc: "Use the IP address (true) or the host name (false)." },
     hostHeader: { type: "string", default: "host", doc: "Name of the header to set." },
   },

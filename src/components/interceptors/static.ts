@@ -1,5 +1,6 @@
 import { defineComponent } from "../component.ts";
 import { HeaderInterceptor, type Interceptor } from "../../core/interceptor.ts";
+import { preserveExistingProp } from "./preserve-existing.ts";
 
 export const definition = defineComponent({
   kind: "interceptor",
@@ -7,7 +8,7 @@ export const definition = defineComponent({
   aliases: ["org.apache.flume.interceptor.StaticInterceptor$Builder"],
   doc: "Adds a fixed header with a fixed value to every event.",
   props: {
-    preserveExisting: { type: "boolean", default: true, doc: "Keep the header when it is already set." },
+    preserveExisting: preserveExistingProp(true),
     key: { type: "string", default: "key", doc: "Header name." },
     value: { type: "string", default: "value", doc: "Header value." },
   },

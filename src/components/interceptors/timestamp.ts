@@ -1,5 +1,6 @@
 import { defineComponent } from "../component.ts";
 import { HeaderInterceptor, type Interceptor } from "../../core/interceptor.ts";
+import { preserveExistingProp } from "./preserve-existing.ts";
 
 export const definition = defineComponent({
   kind: "interceptor",
@@ -7,7 +8,7 @@ export const definition = defineComponent({
   aliases: ["org.apache.flume.interceptor.TimestampInterceptor$Builder"],
   doc: "Adds the time the event was processed (epoch milliseconds) as a header.",
   props: {
-    preserveExisting: { type: "boolean", default: false, doc: "Keep a timestamp header that is already set." },
+    preserveExisting: preserveExistingProp(false),
     headerName: { type: "string", default: "timestamp", doc: "Name of the header to set." },
   },
   create(config, ctx): Interceptor {

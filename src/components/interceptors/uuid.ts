@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { defineComponent } from "../component.ts";
 import { HeaderInterceptor, type Interceptor } from "../../core/interceptor.ts";
+import { preserveExistingProp } from "./preserve-existing.ts";
 
 export const definition = defineComponent({
   kind: "interceptor",
@@ -9,7 +10,7 @@ export const definition = defineComponent({
   doc: "Sets a universally unique identifier header on every event.",
   props: {
     headerName: { type: "string", default: "id", doc: "Name of the header to set." },
-    preserveExisting: { type: "boolean", default: true, doc: "Keep the header when it is already set." },
+    preserveExisting: preserveExistingProp(true),
     prefix: { type: "string", default: "", doc: "Text put before each UUID." },
   },
   create(config): Interceptor {
