@@ -1,5 +1,5 @@
 // The README's "Adding a component", followed to the letter in a copy of src/: its component
-// file written where its first line says, its registry line added to the BUILT_IN list, and the
+// file written where its first line says, its registry line added to BUILT_IN_BY_KEY, and the
 // new sink then described, validated and run by that copy's CLI.
 import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
@@ -29,13 +29,13 @@ function copyWithComponent(): { dir: string; cli: string; type: string } {
   if (!file) throw new Error(`the README's component block does not start with its path: ${component.split("\n")[0]}`);
   mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
   writeFileSync(path.join(dir, file), component);
-  // Step 2: its line in the BUILT_IN list of the registry.
+  // Step 2: its line in the registry's BUILT_IN_BY_KEY.
   const registry = path.join(dir, "src", "components", "registry.ts");
-  const list = "const BUILT_IN: BuiltIn[] = [\n";
+  const list = "const BUILT_IN_BY_KEY = {\n";
   const text = readFileSync(registry, "utf8");
-  if (!text.includes(list)) throw new Error("src/components/registry.ts has no BUILT_IN list");
+  if (!text.includes(list)) throw new Error("src/components/registry.ts has no BUILT_IN_BY_KEY table");
   writeFileSync(registry, text.replace(list, `${list}  ${registration.trim()}\n`));
-  const type = /type: "([^"]+)"/.exec(component)?.[1] as string;
+  const type = /lazy\("\w+", "([^"]+)"/.exec(registration)?.[1] as string;
   return { dir, cli: path.join(dir, "src", "cli.ts"), type };
 }
 

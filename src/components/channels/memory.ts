@@ -1,11 +1,10 @@
 import { DEFAULT_BYTE_CAPACITY, MemoryChannel } from "../../core/memory-channel.ts";
 import { defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 
 /** Flume's memory channel; the queue itself lives in the core. */
 export const definition = defineComponent({
-  kind: "channel",
-  type: "memory",
-  aliases: ["org.apache.flume.channel.MemoryChannel"],
+  ...builtIn.memoryChannel,
   doc: "Events in an in-memory queue: fast, lost when the process dies.",
   props: {
     capacity: { type: "int", default: 100, min: 1, roles: ["capacity"], doc: "Maximum number of events stored in the channel" },

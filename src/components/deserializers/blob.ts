@@ -1,10 +1,9 @@
 import { defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { BlobDeserializer, type DeserializerFactory } from "../sources/spooldir/deserializers.ts";
 
 export const definition = defineComponent({
-  kind: "deserializer",
-  type: "BLOB",
-  aliases: ["org.apache.flume.sink.solr.morphline.BlobDeserializer$Builder"],
+  ...builtIn.blobDeserializer,
   doc: "The whole file as one event (in pieces of at most maxBlobLength bytes).",
   props: { maxBlobLength: { type: "int", default: 100000000, min: 1, doc: "Largest event in bytes; larger files become several events" } },
   create: (config): DeserializerFactory => ({

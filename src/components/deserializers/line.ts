@@ -1,10 +1,9 @@
 import { defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { type DeserializerFactory, isSupportedOutputCharset, LineCodec, LineDeserializer } from "../sources/spooldir/deserializers.ts";
 
 export const definition = defineComponent({
-  kind: "deserializer",
-  type: "LINE",
-  aliases: ["org.apache.flume.serialization.LineDeserializer$Builder"],
+  ...builtIn.lineDeserializer,
   doc: "One event per line of the file (a spooldir source's default).",
   props: {
     maxLineLength: { type: "int", default: 2048, min: 1, doc: "Longest event in bytes; longer lines continue in the next event" },

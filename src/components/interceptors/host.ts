@@ -1,5 +1,6 @@
 import { hostname, networkInterfaces } from "node:os";
 import { defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { HeaderInterceptor, type Interceptor } from "../../core/interceptor.ts";
 import { preserveExistingProp } from "./preserve-existing.ts";
 
@@ -12,9 +13,7 @@ export function localAddress(): string {
 }
 
 export const definition = defineComponent({
-  kind: "interceptor",
-  type: "host",
-  aliases: ["org.apache.flume.interceptor.HostInterceptor$Builder"],
+  ...builtIn.hostInterceptor,
   doc: "Adds the agent's host name or IP address as a header.",
   props: {
     preserveExisting: preserveExistingProp(false),

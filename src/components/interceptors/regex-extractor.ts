@@ -1,4 +1,5 @@
 import { defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import type { PropError } from "../../config/schema.ts";
 import { ConfigurationError } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
@@ -101,9 +102,7 @@ function buildSerializers(ids: readonly string[], settings: SerializerSettings):
 }
 
 export const definition = defineComponent({
-  kind: "interceptor",
-  type: "regex_extractor",
-  aliases: ["org.apache.flume.interceptor.RegexExtractorInterceptor$Builder"],
+  ...builtIn.regexExtractorInterceptor,
   doc: "Extracts regex groups from the body into headers, each group through a serializer (pass-through or date-to-millis).",
   props: {
     regex: { type: "string", required: true, doc: "Regular expression with groups, searched in the body." },

@@ -1,4 +1,5 @@
 import { defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import type { Event } from "../../core/event.ts";
 import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
 import { compileJavaRegex } from "../../java/regex.ts";
@@ -24,9 +25,7 @@ export class RegexFilteringInterceptor extends EventInterceptor {
 }
 
 export const definition = defineComponent({
-  kind: "interceptor",
-  type: "regex_filter",
-  aliases: ["org.apache.flume.interceptor.RegexFilteringInterceptor$Builder"],
+  ...builtIn.regexFilterInterceptor,
   doc: "Keeps or drops events by whether their body (as text) contains a match of a regex.",
   props: {
     regex: { type: "string", default: ".*", doc: "Regular expression searched in the body." },

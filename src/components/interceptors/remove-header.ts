@@ -1,4 +1,5 @@
 import { defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import type { Event } from "../../core/event.ts";
 import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
 import { compileJavaFullMatch, compileJavaRegex } from "../../java/regex.ts";
@@ -26,9 +27,7 @@ export class RemoveHeaderInterceptor extends EventInterceptor {
 }
 
 export const definition = defineComponent({
-  kind: "interceptor",
-  type: "remove_header",
-  aliases: ["org.apache.flume.interceptor.RemoveHeaderInterceptor$Builder"],
+  ...builtIn.removeHeaderInterceptor,
   doc: "Removes headers chosen by exact name, by a separated list of names, or by a regex on the name.",
   props: {
     withName: { type: "string", doc: "Name of one header to remove." },

@@ -1,4 +1,5 @@
 import { defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import type { Event } from "../../core/event.ts";
 import { ConfigurationError } from "../../core/errors.ts";
 import { EventInterceptor, type Interceptor } from "../../core/interceptor.ts";
@@ -53,9 +54,7 @@ export function charsetLabel(name: string): string | undefined {
 }
 
 export const definition = defineComponent({
-  kind: "interceptor",
-  type: "search_replace",
-  aliases: ["org.apache.flume.interceptor.SearchAndReplaceInterceptor$Builder"],
+  ...builtIn.searchReplaceInterceptor,
   doc: "Replaces every match of a regex in the body (Java replaceAll syntax: $1 refers to a group).",
   props: {
     searchPattern: { type: "string", required: true, doc: "Regular expression to search for." },

@@ -1,11 +1,10 @@
 import { defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { HeaderInterceptor, type Interceptor } from "../../core/interceptor.ts";
 import { preserveExistingProp } from "./preserve-existing.ts";
 
 export const definition = defineComponent({
-  kind: "interceptor",
-  type: "static",
-  aliases: ["org.apache.flume.interceptor.StaticInterceptor$Builder"],
+  ...builtIn.staticInterceptor,
   doc: "Adds a fixed header with a fixed value to every event.",
   props: {
     preserveExisting: preserveExistingProp(true),

@@ -1,11 +1,10 @@
 import { defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { HeaderInterceptor, type Interceptor } from "../../core/interceptor.ts";
 import { preserveExistingProp } from "./preserve-existing.ts";
 
 export const definition = defineComponent({
-  kind: "interceptor",
-  type: "timestamp",
-  aliases: ["org.apache.flume.interceptor.TimestampInterceptor$Builder"],
+  ...builtIn.timestampInterceptor,
   doc: "Adds the time the event was processed (epoch milliseconds) as a header.",
   props: {
     preserveExisting: preserveExistingProp(false),

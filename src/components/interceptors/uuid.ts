@@ -1,12 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { HeaderInterceptor, type Interceptor } from "../../core/interceptor.ts";
 import { preserveExistingProp } from "./preserve-existing.ts";
 
 export const definition = defineComponent({
-  kind: "interceptor",
-  type: "uuid",
-  aliases: ["org.apache.flume.sink.solr.morphline.UUIDInterceptor$Builder"],
+  ...builtIn.uuidInterceptor,
   doc: "Sets a universally unique identifier header on every event.",
   props: {
     headerName: { type: "string", default: "id", doc: "Name of the header to set." },

@@ -2,14 +2,13 @@ import type { Channel } from "../../core/channel.ts";
 import { DEFAULT_MULTIPLEXING_HEADER, MultiplexingChannelSelector } from "../../core/selectors.ts";
 import type { ChannelSelector } from "../../core/selectors.ts";
 import { defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { channelsOutsideSource } from "./source-channels.ts";
 
 const under = (prefix: string, group: Readonly<Record<string, readonly string[]>>) => Object.entries(group).map(([value, names]) => [prefix + value, names] as const);
 
 export const definition = defineComponent({
-  kind: "selector",
-  type: "multiplexing",
-  aliases: ["org.apache.flume.channel.MultiplexingChannelSelector"],
+  ...builtIn.multiplexingSelector,
   doc: "Routes each event by the value of one header.",
   props: {
     header: { type: "string", default: DEFAULT_MULTIPLEXING_HEADER, doc: "Header whose value picks the channels" },

@@ -4,6 +4,7 @@ import type { Logger } from "../../core/logger.ts";
 import { readHeaders, type Event } from "../../core/event.ts";
 import type { ByteOutput, EventSerializer, SerializerFactory } from "./serializer.ts";
 import { defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 
 /** Flume's event schema (FlumeEventAvroEventSerializer), written into every file's header. */
 export const FLUME_EVENT_SCHEMA = {
@@ -128,9 +129,7 @@ export function resolveCodec(name: string, logger?: Logger): AvroCodec {
 }
 
 export const definition = defineComponent({
-  kind: "serializer",
-  type: "avro_event",
-  aliases: ["AVRO_EVENT", "org.apache.flume.serialization.FlumeEventAvroEventSerializer$Builder"],
+  ...builtIn.avroEventSerializer,
   doc: "Writes Avro object container files of Flume events (record Event: headers map<string>, body bytes).",
   props: {
     syncIntervalBytes: { type: "int", default: 2048000, min: 1, doc: "Approximate block size in bytes before a sync marker is written" },

@@ -2,6 +2,7 @@ import { readHeaders } from "../../core/event.ts";
 import { APPEND_NEWLINE_PROPS, lineSerializers } from "./line-serializer.ts";
 import type { SerializerFactory } from "./serializer.ts";
 import { defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 
 const encoder = new TextEncoder();
 
@@ -18,9 +19,7 @@ export function javaMapString(headers: Record<string, string>): string {
 }
 
 export const definition = defineComponent({
-  kind: "serializer",
-  type: "header_and_text",
-  aliases: ["HEADER_AND_TEXT", "org.apache.flume.serialization.HeaderAndBodyTextEventSerializer$Builder"],
+  ...builtIn.headerAndTextSerializer,
   doc: "Writes each event's headers as {key=value, ...}, a space, the body and a newline.",
   props: APPEND_NEWLINE_PROPS,
   // `{headers} body`, header order being the event's insertion order (Flume's HeaderAndBodyTextEventSerializer).

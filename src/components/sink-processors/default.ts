@@ -3,11 +3,10 @@ import type { SinkProcessor } from "../../core/sink-processors.ts";
 import type { Sink } from "../../core/sink.ts";
 import { ConfigurationError } from "../../core/errors.ts";
 import { defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 
 export const definition = defineComponent({
-  kind: "sinkprocessor",
-  type: "default",
-  aliases: ["org.apache.flume.sink.DefaultSinkProcessor"],
+  ...builtIn.defaultSinkProcessor,
   doc: "A single sink, no failover or load balancing.",
   props: {},
   // Flume's DefaultSinkProcessor refuses more than one sink, and the group is dropped.

@@ -3,6 +3,7 @@ import type { SinkProcessor } from "../../core/sink-processors.ts";
 import type { Sink } from "../../core/sink.ts";
 import type { PropError } from "../../config/schema.ts";
 import { defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 
 /**
  * Each sink's priority as Flume's FailoverSinkProcessor assigns them: the configured one, else
@@ -16,9 +17,7 @@ function priorities(configured: Readonly<Record<string, number>>, sinks: readonl
 }
 
 export const definition = defineComponent({
-  kind: "sinkprocessor",
-  type: "failover",
-  aliases: ["org.apache.flume.sink.FailoverSinkProcessor"],
+  ...builtIn.failoverSinkProcessor,
   doc: "Sends to the live sink of highest priority; failed sinks sit out an exponential penalty.",
   props: { maxpenalty: { type: "int", default: 30000, min: 0, doc: "Maximum time in ms a failed sink sits out" } },
   groups: { priority: { prefix: "priority.", doc: "priority.<sink> = a whole number; higher goes first", value: { type: "int" } } },

@@ -2,11 +2,10 @@ import { LoadBalancingSinkProcessor } from "../../core/sink-processors.ts";
 import type { SinkProcessor, SinkSelectorPolicy } from "../../core/sink-processors.ts";
 import type { Sink } from "../../core/sink.ts";
 import { defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 
 export const definition = defineComponent({
-  kind: "sinkprocessor",
-  type: "load_balance",
-  aliases: ["org.apache.flume.sink.LoadBalancingSinkProcessor"],
+  ...builtIn.loadBalanceSinkProcessor,
   doc: "Spreads batches over the group's sinks; a failing sink is skipped (and backed off).",
   props: {
     selector: { type: "enum", values: ["round_robin", "random"], default: "round_robin", doc: "Order in which sinks are tried" },

@@ -3,6 +3,7 @@ import { RpcHandshakeTimeoutError } from "../../rpc/errors.ts";
 import { CLIENT_TLS_PROPS, clientTls, tlsProblems } from "../../net/tls.ts";
 import type { CompressionType } from "../../rpc/transport.ts";
 import { defineComponent, type ComponentContext, plainLink, tlsFeature, deflateFeature } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { DEFAULT_RPC_TIMEOUT, type RpcEndpoint, RpcSink, type RpcSinkSettings, rpcSinkSettings, rpcSinkTargetProps, rpcTimeout } from "./rpc-sink.ts";
 
 export interface AvroSinkOptions extends RpcSinkSettings {
@@ -36,9 +37,7 @@ export class AvroSink extends RpcSink<AvroRpcClient> {
 
 
 export const definition = defineComponent({
-  kind: "sink",
-  type: "avro",
-  aliases: ["org.apache.flume.sink.AvroSink"],
+  ...builtIn.avroSink,
   doc: "Sends events to an Avro source (another agent's, Flume TS or Apache Flume) over Avro RPC.",
   props: {
     ...rpcSinkTargetProps("Avro"),

@@ -8,6 +8,7 @@ import type { Event } from "../../core/event.ts";
 import type { Status } from "../../core/sink.ts";
 import type { TakeLoop } from "../../pipeline/take-loop.ts";
 import { createPart, defineComponent, type ComponentContext } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import type { Groups, OptionsOf, Props } from "../../config/schema.ts";
 import { ChunkOutput } from "../serializers/serializer.ts";
 import type { EventSerializer, SerializerFactory } from "../serializers/serializer.ts";
@@ -288,9 +289,7 @@ async function writeAll(file: FileHandle, bytes: Uint8Array): Promise<void> {
 }
 
 export const definition = defineComponent({
-  kind: "sink",
-  type: "file_roll",
-  aliases: ["org.apache.flume.sink.RollingFileSink"],
+  ...builtIn.fileRollSink,
   doc: "Writes events to files in a local directory, starting a new file every rollInterval seconds.",
   props,
   groups,

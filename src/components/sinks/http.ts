@@ -5,6 +5,7 @@ import { ConfigurationError, configurationProblems } from "../../core/errors.ts"
 import type { Event } from "../../core/event.ts";
 import type { BatchVerdict, TakeLoop } from "../../pipeline/take-loop.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { BaseSink } from "./base.ts";
 
 // undici is imported by path: Bun replaces the bare "undici" with a partial built-in whose
@@ -167,9 +168,7 @@ function resolve(config: HttpSinkOptions): { endpoint: URL; backoff: StatusPolic
 }
 
 export const definition = defineComponent({
-  kind: "sink",
-  type: "http",
-  aliases: ["org.apache.flume.sink.http.HttpSink"],
+  ...builtIn.httpSink,
   doc: "POSTs each event's body to an HTTP endpoint; the response status decides commit or rollback, backoff and metrics.",
   props,
   groups,

@@ -18,6 +18,7 @@ import { batchMessages, perEventMessages, publishBatch } from "../../nats/publis
 import { CONNECTION_PROPS, type ConnectionSettings, connectionSettings, MAX_MSGS_PROP, natsProblems, STREAM_PROPS, type StreamSettings, streamSettings } from "../../nats/settings.ts";
 import { ensureStream } from "../../nats/stream.ts";
 import { type ComponentContext, defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import type { TakeLoop } from "../../pipeline/take-loop.ts";
 import { BaseSink } from "./base.ts";
 
@@ -160,9 +161,7 @@ export class JetStreamSink extends BaseSink implements Sink {
 }
 
 export const definition = defineComponent({
-  kind: "sink",
-  type: "jetstream",
-  aliases: ["nats", "org.apache.flume.sink.jetstream.JetStreamSink"],
+  ...builtIn.jetstreamSink,
   doc: "Publishes events to a NATS JetStream stream; a batch's take commits only after the stream stored every event (Flume's Kafka sink, on JetStream).",
   props: {
     ...CONNECTION_PROPS,

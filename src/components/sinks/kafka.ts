@@ -15,6 +15,7 @@ import { KafkaPublisher, type KafkaRecord, recordSize } from "../../kafka/produc
 import { producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
 import type { TakeLoop } from "../../pipeline/take-loop.ts";
 import { type ComponentContext, defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { BaseSink } from "./base.ts";
 
 export interface KafkaSinkOptions {
@@ -188,9 +189,7 @@ const groups = {
 } as const;
 
 export const definition = defineComponent({
-  kind: "sink",
-  type: "org.apache.flume.sink.kafka.KafkaSink",
-  aliases: ["kafka"],
+  ...builtIn.kafkaSink,
   doc: "Sends events to a Kafka topic; a batch's take commits only after the broker acknowledged every record (Flume's KafkaSink).",
   props,
   groups,

@@ -2,6 +2,7 @@ import { readHeaders, type Event } from "../../core/event.ts";
 import { javaMapString } from "../serializers/header-and-text.ts";
 import type { TakeLoop } from "../../pipeline/take-loop.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { BaseSink } from "./base.ts";
 
 const HEX = "0123456789ABCDEF";
@@ -44,9 +45,7 @@ export class LoggerSink extends BaseSink {
 }
 
 export const definition = defineComponent({
-  kind: "sink",
-  type: "logger",
-  aliases: ["org.apache.flume.sink.LoggerSink"],
+  ...builtIn.loggerSink,
   doc: "Logs every event at INFO level; for testing and debugging.",
   props: {maxBytesToLog: { type: "int", default: 16, min: 0, doc: "Maximum number of body bytes to log" }},
   create(config, ctx) {

@@ -1,5 +1,6 @@
 import type { TakeLoop } from "../../pipeline/take-loop.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { BaseSink } from "./base.ts";
 
 /** Flume's null sink: takes events in batches and discards them. Like Flume's, it has no counters. */
@@ -24,9 +25,7 @@ export class NullSink extends BaseSink {
 }
 
 export const definition = defineComponent({
-  kind: "sink",
-  type: "null",
-  aliases: ["org.apache.flume.sink.NullSink"],
+  ...builtIn.nullSink,
   doc: "Discards every event it takes.",
   props: { batchSize: { type: "int", default: 100, min: 1, roles: ["batchSize"], doc: "Events per take transaction" } },
   create(config, ctx) {

@@ -4,6 +4,7 @@ import { ThriftRpcClient } from "../../rpc/thrift/client.ts";
 import { KERBEROS_UNSUPPORTED, PROTOCOL_DOC, resolveProtocol } from "../../rpc/thrift/options.ts";
 import type { ThriftProtocolName } from "../../rpc/thrift/types.ts";
 import { type ComponentContext, defineComponent, plainLink, tlsFeature } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { DEFAULT_RPC_TIMEOUT, type RpcEndpoint, RpcSink, type RpcSinkSettings, rpcSinkSettings, rpcSinkTargetProps } from "./rpc-sink.ts";
 
 export interface ThriftSinkOptions extends RpcSinkSettings {
@@ -33,9 +34,7 @@ export class ThriftSink extends RpcSink<ThriftRpcClient> {
 }
 
 export const definition = defineComponent({
-  kind: "sink",
-  type: "thrift",
-  aliases: ["org.apache.flume.sink.ThriftSink"],
+  ...builtIn.thriftSink,
   doc: "Sends events to a thrift source (another agent's, Flume TS or Apache Flume, or any ThriftSourceProtocol server) over framed Thrift RPC, binary or compact protocol.",
   props: {
     ...rpcSinkTargetProps("thrift"),

@@ -7,6 +7,7 @@ import { IpFilter, parseIpFilterRules } from "../../rpc/ip-filter.ts";
 import type { RpcStatus } from "../../rpc/protocol.ts";
 import { AvroRpcServer, type RpcRequestHandler } from "../../rpc/server.ts";
 import { defineComponent, type ComponentContext, plainLink, tlsFeature, deflateFeature } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { RpcSource, type RpcServerHooks } from "./rpc-source.ts";
 
 /** What the schema parses the properties into. */
@@ -76,9 +77,7 @@ const props = {
 
 
 export const definition = defineComponent({
-  kind: "source",
-  type: "avro",
-  aliases: ["org.apache.flume.source.AvroSource"],
+  ...builtIn.avroSource,
   doc: "Receives events from Avro RPC clients: other agents' avro sinks, flume-ng avro-client, the Flume client SDK.",
   props,
   validate(config) {

@@ -1,6 +1,7 @@
 import type { Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
 import { defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { BaseSource } from "./base.ts";
 
 /** The source of an EmbeddedAgent: the application hands it events directly. */
@@ -28,9 +29,7 @@ export class EmbeddedSource extends BaseSource implements EventDrivenSource {
 }
 
 export const definition = defineComponent({
-  kind: "source",
-  type: "embedded",
-  aliases: ["org.apache.flume.agent.embedded.EmbeddedSource"],
+  ...builtIn.embeddedSource,
   doc: "The source of an EmbeddedAgent; events come from the application's put/putAll calls.",
   props: {},
   create(_config, ctx) {

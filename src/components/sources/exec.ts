@@ -5,6 +5,7 @@ import { ConfigurationError } from "../../core/errors.ts";
 import { lineEvent, type Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { BaseSource } from "./base.ts";
 import { LineSplitter } from "../../io/line-splitter.ts";
 import { isSupportedInputCharset } from "./spooldir/deserializers.ts";
@@ -258,9 +259,7 @@ function validate(config: { command: string; charset: string }): { key: string; 
 }
 
 export const definition = defineComponent({
-  kind: "source",
-  type: "exec",
-  aliases: ["org.apache.flume.source.ExecSource"],
+  ...builtIn.execSource,
   doc: "Runs a command and makes an event of each line it writes to standard output.",
   props,
   create(config, ctx) {

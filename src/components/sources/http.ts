@@ -4,6 +4,7 @@ import { ChannelException } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
 import { createPart, defineComponent, type ComponentContext } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import type { Groups, OptionsOf, Props } from "../../config/schema.ts";
 import { BaseSource } from "./base.ts";
 import { HttpBadRequestError, type HttpSourceHandler } from "./http-handlers/handler.ts";
@@ -248,9 +249,7 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
 }
 
 export const definition = defineComponent({
-  kind: "source",
-  type: "http",
-  aliases: ["org.apache.flume.source.http.HTTPSource"],
+  ...builtIn.httpSource,
   doc: "Accepts events by HTTP POST; each request is one transaction. JSON handler (Flume's event array) or BLOB handler (body as one event).",
   props,
   groups,

@@ -29,6 +29,7 @@ import {
 } from "../../nats/settings.ts";
 import { ensureConsumer, ensureStream } from "../../nats/stream.ts";
 import { type ComponentContext, defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { BaseSource } from "./base.ts";
 
 export interface JetStreamSourceOptions {
@@ -136,9 +137,7 @@ export class JetStreamSource extends BaseSource implements PollableSource {
 }
 
 export const definition = defineComponent({
-  kind: "source",
-  type: "jetstream",
-  aliases: ["nats", "org.apache.flume.source.jetstream.JetStreamSource"],
+  ...builtIn.jetstreamSource,
   doc: "Pulls events from a NATS JetStream stream through a durable consumer shared by every agent naming it; acks only after the channels committed them (Flume's Kafka source, on JetStream).",
   props: {
     ...CONNECTION_PROPS,

@@ -18,6 +18,7 @@ import { KafkaPublisher } from "../../kafka/producer.ts";
 import { eventOfRecord } from "../../kafka/records.ts";
 import { connectionProps, consumerSettings, type ConsumerSettings, producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
 import { type ComponentContext, defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { BaseSource } from "./base.ts";
 
 export interface KafkaSourceOptions {
@@ -209,9 +210,7 @@ function topicsRegex(raw: string | undefined): RegExp | undefined {
 }
 
 export const definition = defineComponent({
-  kind: "source",
-  type: "org.apache.flume.source.kafka.KafkaSource",
-  aliases: ["kafka"],
+  ...builtIn.kafkaSource,
   doc: "Reads Kafka topics in a consumer group; commits offsets only after the channel transaction committed (Flume's KafkaSource).",
   props,
   groups,

@@ -1,4 +1,5 @@
 import { defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { ConfigurationError, configurationProblems } from "../../core/errors.ts";
 import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, EVENT_SIZE, KEEP_FIELDS, effectiveEventSize, SYSLOG_FEED, syslogPlain } from "./syslog/options.ts";
 import { parseKeepFields, type SyslogCharset, syslogCharset } from "./syslog/parse.ts";
@@ -26,9 +27,7 @@ function portCharsets(group: Readonly<Record<string, string>>): Record<string, S
 }
 
 export const definition = defineComponent({
-  kind: "source",
-  type: "multiport_syslogtcp",
-  aliases: ["org.apache.flume.source.MultiportSyslogTCPSource"],
+  ...builtIn.multiportSyslogtcpSource,
   doc: "Receives syslog over TCP on several ports at once; like syslogtcp, with per-port headers and batching.",
   props: {
     host: { type: "string", default: "0.0.0.0", doc: "Host name or IP address to bind to." },

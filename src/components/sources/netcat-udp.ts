@@ -1,5 +1,6 @@
 import type { Event } from "../../core/event.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { DatagramSource, DEFAULT_UDP_BACKLOG } from "./datagram.ts";
 import type { OptionsOf, Props } from "../../config/schema.ts";
 
@@ -43,9 +44,7 @@ export class NetcatUdpSource extends DatagramSource {
 }
 
 export const definition = defineComponent({
-  kind: "source",
-  type: "netcatudp",
-  aliases: ["org.apache.flume.source.NetcatUdpSource"],
+  ...builtIn.netcatudpSource,
   doc: "Listens on a UDP port; each line of each datagram becomes an event.",
   props,
   create: (config, ctx) => new NetcatUdpSource(ctx, config),

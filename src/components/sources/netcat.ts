@@ -7,6 +7,7 @@ import { PausingReadLoop } from "../../net/read-loop.ts";
 import { listenTcp, type TcpConnection, type TcpServer } from "../../net/tcp-server.ts";
 import type { SourceEmitter } from "../../pipeline/emitter.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { BaseSource } from "./base.ts";
 
 export interface NetcatOptions {
@@ -155,9 +156,7 @@ class NetcatConnection extends PausingReadLoop {
 }
 
 export const definition = defineComponent({
-  kind: "source",
-  type: "netcat",
-  aliases: ["org.apache.flume.source.NetcatSource", "netcattcp"],
+  ...builtIn.netcatSource,
   doc: "Listens on a TCP port; each line of text becomes an event.",
   props: {
     bind: { type: "string", required: true, doc: "Host name or IP address to bind to" },

@@ -3,6 +3,7 @@ import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
 import type { OptionsOf, Props } from "../../config/schema.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { BaseSource } from "./base.ts";
 
 const props = {
@@ -130,9 +131,7 @@ export class SeqSource extends BaseSource implements PollableSource {
 }
 
 export const definition = defineComponent({
-  kind: "source",
-  type: "seq",
-  aliases: ["org.apache.flume.source.SequenceGeneratorSource"],
+  ...builtIn.seqSource,
   doc: "Generates events whose bodies count up from 0; for testing.",
   props,
   create: (config, ctx) => new SeqSource(ctx, config),

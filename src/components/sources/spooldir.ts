@@ -4,6 +4,7 @@ import { ConfigurationError } from "../../core/errors.ts";
 import type { Event } from "../../core/event.ts";
 import type { EventDrivenSource } from "../../core/source.ts";
 import { createPart, defineComponent, type ComponentContext } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { compileJavaFullMatch } from "../../java/regex.ts";
 import { BaseSource } from "./base.ts";
 import type { Cut, DecodeErrorPolicy, DeserializerFactory } from "./spooldir/deserializers.ts";
@@ -208,9 +209,7 @@ export class SpoolDirectorySource extends BaseSource implements EventDrivenSourc
 }
 
 export const definition = defineComponent({
-  kind: "source",
-  type: "spooldir",
-  aliases: ["org.apache.flume.source.SpoolDirectorySource"],
+  ...builtIn.spooldirSource,
   doc: "Reads files dropped into a directory, then renames (or deletes) each once all its events are committed.",
   props: {
     spoolDir: { type: "path", required: true, doc: "Directory to read files from" },

@@ -2,6 +2,7 @@ import { bodyEvent, type Event } from "../../core/event.ts";
 import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { BaseSource } from "./base.ts";
 import type { OptionsOf, Props } from "../../config/schema.ts";
 
@@ -97,9 +98,7 @@ export class StressSource extends BaseSource implements PollableSource {
 }
 
 export const definition = defineComponent({
-  kind: "source",
-  type: "stress",
-  aliases: ["org.apache.flume.source.StressSource"],
+  ...builtIn.stressSource,
   doc: "Generates events of a fixed size for load tests.",
   props,
   create: (config, ctx) => new StressSource(ctx, config),

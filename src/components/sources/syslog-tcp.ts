@@ -1,4 +1,5 @@
 import { defineComponent } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, customFormat, customFormatErrors, EVENT_SIZE, effectiveEventSize, FORMAT_PROPS, KEEP_FIELDS, SYSLOG_FEED, syslogPlain } from "./syslog/options.ts";
 import { parseKeepFields } from "./syslog/parse.ts";
 import { SyslogTcpSource } from "./syslog/tcp-source.ts";
@@ -7,9 +8,7 @@ import { SERVER_TLS_PROPS, serverTls, tlsProblems } from "../../net/tls.ts";
 export { SyslogTcpSource };
 
 export const definition = defineComponent({
-  kind: "source",
-  type: "syslogtcp",
-  aliases: ["org.apache.flume.source.SyslogTcpSource"],
+  ...builtIn.syslogtcpSource,
   doc: "Receives syslog (RFC 3164 and RFC 5424) over TCP, newline or octet-count framed (RFC 6587); each message becomes an event with Facility, Severity, timestamp and host headers.",
   props: {
     host: { type: "string", doc: "Host name or IP address to bind to (default: all addresses)." },

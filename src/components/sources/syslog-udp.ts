@@ -1,5 +1,6 @@
 import type { Event } from "../../core/event.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { DatagramSource, DEFAULT_UDP_BACKLOG } from "./datagram.ts";
 import { reverseName } from "../../net/peer.ts";
 import { CLIENT_HOSTNAME_HEADER, CLIENT_IP_HEADER, customFormat, customFormatErrors, FORMAT_PROPS, KEEP_FIELDS } from "./syslog/options.ts";
@@ -79,9 +80,7 @@ export class SyslogUdpSource extends DatagramSource {
 }
 
 export const definition = defineComponent({
-  kind: "source",
-  type: "syslogudp",
-  aliases: ["org.apache.flume.source.SyslogUDPSource"],
+  ...builtIn.syslogudpSource,
   doc: "Receives syslog (RFC 3164 and RFC 5424) datagrams; each message becomes an event with Facility, Severity, timestamp and host headers.",
   props,
   create: (config, ctx) => new SyslogUdpSource(ctx, config),

@@ -9,6 +9,7 @@ import type { PollableSource } from "../../core/source.ts";
 import { LockFileError, LockHeldError, OwnerLock } from "../../io/owner-lock.ts";
 import { ioReason, unwritableDirectory } from "../../io/writable-dir.ts";
 import { defineComponent, type ComponentContext } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import type { SourceCounter } from "../../core/counters.ts";
 import { BaseSource } from "./base.ts";
 import { Discovery } from "./taildir/discovery.ts";
@@ -199,9 +200,7 @@ function positionFileOf(configured: string, ctx: Pick<ComponentContext, "storage
 }
 
 export const definition = defineComponent({
-  kind: "source",
-  type: "TAILDIR",
-  aliases: ["org.apache.flume.source.taildir.TaildirSource"],
+  ...builtIn.taildirSource,
   doc: "Tails files matching regular expressions and keeps their positions in a JSON position file.",
   props: {
     filegroups: { type: "list", required: true, doc: "Space-separated file group names" },

@@ -6,6 +6,7 @@ import { KERBEROS_UNSUPPORTED, PROTOCOL_DOC, protocolError, resolveProtocol } fr
 import { ThriftServer, type ThriftRequestHandler } from "../../rpc/thrift/server.ts";
 import { DEFAULT_MAX_FRAME_SIZE, type ThriftProtocolName, type ThriftStatus } from "../../rpc/thrift/types.ts";
 import { type ComponentContext, defineComponent, plainLink, tlsFeature } from "../component.ts";
+import { builtIn } from "../registry.ts";
 import { RpcSource, type RpcServerHooks } from "./rpc-source.ts";
 
 /** What the schema parses the properties into. */
@@ -66,9 +67,7 @@ const props = {
 
 
 export const definition = defineComponent({
-  kind: "source",
-  type: "thrift",
-  aliases: ["org.apache.flume.source.ThriftSource"],
+  ...builtIn.thriftSource,
   doc: "Receives events from Thrift clients of Flume's ThriftSourceProtocol: other agents' thrift sinks, Flume's ThriftRpcClient, code generated from flume.thrift. Framed transport; binary or compact protocol.",
   props,
   validate(config) {

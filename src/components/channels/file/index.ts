@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import type { OptionsOf } from "../../../config/schema.ts";
 import { defineComponent } from "../../component.ts";
+import { builtIn } from "../../registry.ts";
 import { directoryLockFile } from "../../../io/owner-lock.ts";
 import { FileChannel, type FileChannelOptions } from "./file-channel.ts";
 
@@ -47,9 +48,7 @@ export function parseDataDirs(value: string): string[] {
 }
 
 export const definition = defineComponent({
-  kind: "channel",
-  type: "file",
-  aliases: ["org.apache.flume.channel.file.FileChannel"],
+  ...builtIn.fileChannel,
   doc: "Durable channel: events are written to append-only data files and fsynced before a commit returns; survives kill -9.",
   props,
   groups: { encryption: { prefix: "encryption.", doc: "Flume's data file encryption: not supported (the channel refuses to start if set)" } },

@@ -2,6 +2,7 @@
 import type { Props } from "../../../config/schema.ts";
 import { CONNECTION_PROPS, CONSUMER_PROPS, connectionSettings, consumerSettings, DEFAULT_MAX_MSGS, natsProblems, STREAM_PROPS, streamSettings } from "../../../nats/settings.ts";
 import { defineComponent } from "../../component.ts";
+import { builtIn } from "../../registry.ts";
 import { JetStreamChannel } from "./jetstream-channel.ts";
 
 export { JetStreamChannel, JetStreamTransaction, type JetStreamChannelOptions } from "./jetstream-channel.ts";
@@ -31,9 +32,7 @@ const props = {
 } as const satisfies Props;
 
 export const definition = defineComponent({
-  kind: "channel",
-  type: "jetstream",
-  aliases: ["nats", "org.apache.flume.channel.jetstream.JetStreamChannel"],
+  ...builtIn.jetstreamChannel,
   doc: "Durable channel in a NATS JetStream stream, shared by every agent naming the same stream and consumer (Flume's Kafka channel, on JetStream); replicated on a cluster.",
   props,
   // A killed agent leaves its connection dropped: nothing acked or handed back; the server

@@ -3,6 +3,7 @@ import { silentLogger } from "../../../core/logger.ts";
 import { messageOf } from "../../../kafka/errors.ts";
 import { consumerSettings, producerSettings } from "../../../kafka/settings.ts";
 import { type ComponentContext, defineComponent } from "../../component.ts";
+import { builtIn } from "../../registry.ts";
 import { KafkaChannel } from "./kafka-channel.ts";
 
 export { KafkaChannel, KafkaTransaction, type KafkaChannelOptions } from "./kafka-channel.ts";
@@ -46,9 +47,7 @@ function settingsOf(o: Parsed, ctx: Pick<ComponentContext, "agentName" | "name" 
 }
 
 export const definition = defineComponent({
-  kind: "channel",
-  type: "org.apache.flume.channel.kafka.KafkaChannel",
-  aliases: ["kafka"],
+  ...builtIn.kafkaChannel,
   doc: "Durable channel in a Kafka topic, shared by every agent naming the same topic and consumer group (Flume's KafkaChannel); replicated by the cluster.",
   props,
   groups,

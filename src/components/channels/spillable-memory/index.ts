@@ -5,6 +5,7 @@
  */
 import { DEFAULT_BYTE_CAPACITY } from "../../../core/memory-channel.ts";
 import { defineComponent, type OptionsOfDefinition } from "../../component.ts";
+import { builtIn } from "../../registry.ts";
 import { definition as fileChannel, type FileChannel } from "../file/index.ts";
 import { SpillableMemoryChannel } from "./spillable-memory-channel.ts";
 
@@ -28,9 +29,7 @@ const OVERFLOW_PROPS = Object.fromEntries(
 const ENCRYPTION = fileChannel.schema.prefixes?.find((g) => g.name === "encryption") ?? { prefix: "encryption.", doc: "Flume's data file encryption: not supported" };
 
 export const definition = defineComponent({
-  kind: "channel",
-  type: "SPILLABLEMEMORY",
-  aliases: ["org.apache.flume.channel.SpillableMemoryChannel"],
+  ...builtIn.spillableMemoryChannel,
   doc: "Events in memory while it has room, beyond it in a file channel on disk; after a crash only the overflowed events are back.",
   props: {
     memoryCapacity: { type: "int", default: 10000, min: 0, roles: ["capacity"], doc: "Maximum number of events in the memory queue; 0 keeps every event on disk" },

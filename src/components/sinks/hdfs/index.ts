@@ -22,6 +22,7 @@ import { type HadoopConf, readHadoopConf } from "../../../io/hdfs/hadoop-conf.ts
 import { type DfsTarget, openDfsClient } from "../../../io/hdfs/open.ts";
 import type { TakeLoop } from "../../../pipeline/take-loop.ts";
 import { createPart, defineComponent, type ComponentContext } from "../../component.ts";
+import { builtIn } from "../../registry.ts";
 import { localAddress } from "../../interceptors/host.ts";
 import type { SerializerFactory } from "../../serializers/serializer.ts";
 import { BaseSink } from "../base.ts";
@@ -403,9 +404,7 @@ function options(config: Config): Omit<HdfsSinkOptions, "serializer"> {
 }
 
 export const definition = defineComponent({
-  kind: "sink",
-  type: "hdfs",
-  aliases: ["org.apache.flume.sink.hdfs.HDFSEventSink"],
+  ...builtIn.hdfsSink,
   doc: "Writes events into files on HDFS (Hadoop RPC for hdfs://, WebHDFS for webhdfs://) or a local directory, bucketed by escaped paths and rolled on count, size, time and idleness; SequenceFile, DataStream or CompressedStream.",
   props,
   groups,

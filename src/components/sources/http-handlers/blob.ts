@@ -1,5 +1,6 @@
 import type { Event } from "../../../core/event.ts";
 import { defineComponent } from "../../component.ts";
+import { builtIn } from "../../registry.ts";
 import { HttpBadRequestError, type HttpRequestData, type HttpSourceHandler } from "./handler.ts";
 
 /**
@@ -28,9 +29,7 @@ export class BlobHandler implements HttpSourceHandler {
 }
 
 export const definition = defineComponent({
-  kind: "httphandler",
-  type: "BLOB",
-  aliases: ["org.apache.flume.source.http.BLOBHandler", "org.apache.flume.sink.solr.morphline.BlobHandler"],
+  ...builtIn.blobHttpHandler,
   doc: "The whole request body is one event; the query parameters are its headers.",
   props: {
     mandatoryParameters: { type: "string", default: "", doc: "Comma-separated parameters every request must have (400 without)" },

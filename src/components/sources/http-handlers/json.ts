@@ -1,5 +1,6 @@
 import type { Event } from "../../../core/event.ts";
 import { defineComponent } from "../../component.ts";
+import { builtIn } from "../../registry.ts";
 import { contentTypeCharset, HttpBadRequestError, type HttpRequestData, type HttpSourceHandler } from "./handler.ts";
 
 type JsonCharset = "utf-8" | "utf-16" | "utf-32";
@@ -129,9 +130,7 @@ export class JsonHandler implements HttpSourceHandler {
 }
 
 export const definition = defineComponent({
-  kind: "httphandler",
-  type: "JSON",
-  aliases: ["org.apache.flume.source.http.JSONHandler"],
+  ...builtIn.jsonHttpHandler,
   doc: "The body is a JSON array of events ({\"headers\": {...}, \"body\": \"...\"}), in the request's charset.",
   props: {},
   create: (): HttpSourceHandler => new JsonHandler(),
