@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { readFileSync, writeFileSync } from "node:fs";
-import { CLI, ROOT, tempDir } from "../support/helpers.ts";
+import { CLI, ROOT, runCli, tempDir } from "../support/helpers.ts";
 
 const FORBID_KAFKA = path.join(ROOT, "test", "support", "forbid-kafka.ts");
 
@@ -66,3 +66,49 @@ test("flume simulate runs the two Kafka configs as one tier over the simulated t
     cleanup();
   }
 }, 120_000);
+
+test("flume validate warns at its line when a Kafka source or channel names a dead-letter topic while reading plain records (nothing could ever go there)", () => {
+  const { dir, cleanup } = tempDir("flume-kafka-dlq-conf-");
+  try {
+    const conf = path.join(dir, "dlq.conf");
+    const lines = [
+      "a1.sources = r1 r2",
+      "a1.channels = c1 c2",
+      "a1.sinks = k1 k2",
+      "a1.sources.r1.type = kafka",
+      "a1.sources.r1.kafka.bootstrap.servers = localhost:9092",
+      "a1.sources.r1.kafka.topics = plain",
+      "a1.sources.r1.batchSize = 100",
+      "a1.sources.r1.kafka.deadLetterTopic = plain-dlq",
+      "a1.sources.r1.channels = c1",
+      // The Avro format on: the dead-letter topic is used, no warning.
+      "a1.sources.r2.type = kafka",
+      "a1.sources.r2.kafka.bootstrap.servers = localhost:9092",
+      "a1.sources.r2.kafka.topics = avro",
+      "a1.sources.r2.batchSize = 100",
+      "a1.sources.r2.useFlumeEventFormat = true",
+      "a1.sources.r2.kafka.deadLetterTopic = avro-dlq",
+      "a1.sources.r2.channels = c2",
+      "a1.channels.c1.type = memory",
+      "a1.channels.c2.type = kafka",
+      "a1.channels.c2.kafka.bootstrap.servers = localhost:9092",
+      "a1.channels.c2.parseAsFlumeEvent = false",
+      "a1.channels.c2.kafka.deadLetterTopic = c2-dlq",
+      "a1.sinks.k1.type = null",
+      "a1.sinks.k1.channel = c1",
+      "a1.sinks.k2.type = null",
+      "a1.sinks.k2.channel = c2",
+    ];
+    writeFileSync(conf, `${lines.join("\n")}\n`);
+    const r = runCli(["validate", conf]);
+    expect(r.stdout.split("\n")).toEqual([
+      `${conf}:8: warning: source r1: kafka.deadLetterTopic: is set while useFlumeEventFormat is false: every record is then read as a plain body, none can fail to read, so nothing is ever sent to this topic (set useFlumeEventFormat = true if the topic holds Avro FlumeEvents, or remove kafka.deadLetterTopic)`,
+      `${conf}:21: warning: channel c2: kafka.deadLetterTopic: is set while parseAsFlumeEvent is false: every record is then read as a plain body, none can fail to read, so nothing is ever sent to this topic (set parseAsFlumeEvent = true if the topic holds Avro FlumeEvents, or remove kafka.deadLetterTopic)`,
+      `${conf}: agent a1 is valid (2 warnings)`,
+      "",
+    ]);
+    expect(r.code).toBe(0);
+  } finally {
+    cleanup();
+  }
+});

@@ -12,11 +12,12 @@ import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
 import { KafkaPoller, type KafkaMessage } from "../../kafka/consumer.ts";
 import { KAFKA_SOURCE_COUNTERS } from "../../kafka/counters.ts";
-import { DeadLetters } from "../../kafka/dead-letters.ts";
+import { DeadLetters, unusedDeadLetterTopic } from "../../kafka/dead-letters.ts";
 import { messageOf } from "../../kafka/errors.ts";
 import { KafkaPublisher } from "../../kafka/producer.ts";
 import { eventOfRecord } from "../../kafka/records.ts";
 import { connectionProps, consumerSettings, type ConsumerSettings, producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
+import type { PropError } from "../../config/schema.ts";
 import { type ComponentContext, defineComponent } from "../component.ts";
 import { BaseSource } from "./base.ts";
 
@@ -216,7 +217,7 @@ export const definition = defineComponent({
   props,
   groups,
   validate(o) {
-    const errors: { key: string; message: string }[] = [];
+    const errors: PropError[] = [];
     if (!o["kafka.topics"] && !o["kafka.topics.regex"]) errors.push({ key: "kafka.topics", message: "is required: give kafka.topics (comma-separated) or kafka.topics.regex" });
     try {
       topicsRegex(o["kafka.topics.regex"]);
@@ -229,6 +230,8 @@ export const definition = defineComponent({
     } catch (err) {
       errors.push({ key: "kafka.consumer", message: messageOf(err) });
     }
+    // Without the Avro format every record is a body: none can fail to read, none is dead-lettered.
+    if (o["kafka.deadLetterTopic"] && !o.useFlumeEventFormat) errors.push(unusedDeadLetterTopic("useFlumeEventFormat"));
     return errors;
   },
   brokerLink: {

@@ -1,5 +1,6 @@
 /** `type = org.apache.flume.channel.kafka.KafkaChannel` (alias kafka): schema and factory of the channel kept in a Kafka topic (see kafka-channel.ts). */
 import { silentLogger } from "../../../core/logger.ts";
+import { unusedDeadLetterTopic } from "../../../kafka/dead-letters.ts";
 import { messageOf } from "../../../kafka/errors.ts";
 import { consumerSettings, producerSettings } from "../../../kafka/settings.ts";
 import { type ComponentContext, defineComponent } from "../../component.ts";
@@ -62,10 +63,11 @@ export const definition = defineComponent({
   validate(o) {
     try {
       settingsOf(o, { agentName: "a1", name: "c", logger: silentLogger });
-      return [];
     } catch (err) {
       return [{ key: "kafka", message: messageOf(err) }];
     }
+    // Without the Avro format every record is a body: none can fail to read, none is dead-lettered.
+    return o["kafka.deadLetterTopic"] && !o.parseAsFlumeEvent ? [unusedDeadLetterTopic("parseAsFlumeEvent")] : [];
   },
   create(o, ctx) {
     const { producer, consumer } = settingsOf(o, ctx);
