@@ -112,3 +112,69 @@ test("flume validate warns at its line when a Kafka source or channel names a de
     cleanup();
   }
 });
+
+/** An agent whose channel is a Kafka channel (acks as given), fed by a simulated client. */
+function kafkaChannelConf(dir: string, acks?: string): string {
+  const conf = path.join(dir, `kafka-channel-${acks ?? "default"}.conf`);
+  const lines = [
+    "a1.sources = r1",
+    "a1.channels = c1",
+    "a1.sinks = k1",
+    "a1.sources.r1.type = seq",
+    "a1.sources.r1.batchSize = 100",
+    "a1.sources.r1.channels = c1",
+    "a1.channels.c1.type = org.apache.flume.channel.kafka.KafkaChannel",
+    "a1.channels.c1.kafka.bootstrap.servers = kafka1:9092",
+    "a1.channels.c1.kafka.topic = channel-events",
+    "a1.channels.c1.kafka.consumer.group.id = agents",
+    ...(acks ? [`a1.channels.c1.kafka.producer.acks = ${acks}`] : []),
+    "a1.sinks.k1.type = logger",
+    "a1.sinks.k1.channel = c1",
+  ];
+  writeFileSync(conf, `${lines.join("\n")}\n`);
+  return conf;
+}
+
+const causeCounts = (out: string) => Object.fromEntries([...out.matchAll(/^  (lost-ack|leader-failover|source-reread|crash-replay|partial-batch|client-retry|lost-answer|unexplained) +([\d,]+) /gm)].map((m) => [m[1], Number(m[2].replaceAll(",", ""))]));
+
+test("flume simulate keeps a Kafka channel in a topic of the simulated broker: lost acknowledgements, an election past the request timeout and a crash before an offset commit make duplicates, each explained by its cause; same seed, same bytes", () => {
+  const { dir, cleanup } = tempDir("flume-kafka-channel-sim-");
+  try {
+    const conf = kafkaChannelConf(dir);
+    const args = ["simulate", "-f", conf, "--events", "5000", "--sink-latency", "50ms", "--kafka-lose-ack", "0.1", "--kafka-failover", "channel-events:1@100ms+40s", "--crash", "a1@250ms+1s", "--seed", "1", "--no-progress"];
+    const r = cliWithoutKafka(args);
+    expect(r.out).toContain("channel c1 (org.apache.flume.channel.kafka.KafkaChannel, kept in topic channel-events of the simulated Kafka broker, group agents, idempotent producer; put commit = records acknowledged, take commit = offsets committed)");
+    expect(r.out).toContain("topic channel-events: on the simulated Kafka broker, 3 partitions, holding a Kafka channel's events");
+    expect(r.out).not.toContain("simulated by a file channel");
+    expect(r.out).toMatch(/topic channel-events: [\d,]+ records in 3 partitions \([\d/]+\), 1 leader failovers, [1-9]\d* acknowledgements lost; group agents: lag 0/);
+    const causes = causeCounts(r.out);
+    expect(Object.keys(causes).sort()).toEqual(["crash-replay", "leader-failover", "lost-ack"]);
+    const total = Number((/^at-least-once: HELD \(0 lost, ([\d,]+) duplicates\)$/m.exec(r.out) as RegExpExecArray)[1].replaceAll(",", ""));
+    expect(Object.values(causes).reduce((a, b) => a + b, 0)).toBe(total);
+    expect(r.out).toMatch(/^delivered unique +5,000$/m);
+    expect(r.code).toBe(0);
+    // The same seed prints the same bytes.
+    expect(cliWithoutKafka(args).out).toBe(r.out);
+  } finally {
+    cleanup();
+  }
+}, 120_000);
+
+test("flume simulate with kafka.producer.acks = 1: a leader failover after the leader answered and before its followers had the records loses them, reported as lost with the cause; acks = all loses none", () => {
+  const { dir, cleanup } = tempDir("flume-kafka-acks-sim-");
+  try {
+    const args = (conf: string) => ["simulate", "-f", conf, "--events", "3000", "--sink-latency", "100ms", "--kafka-failover", "channel-events@160ms+100ms", "--no-progress"];
+    const one = cliWithoutKafka(args(kafkaChannelConf(dir, "1")));
+    expect(one.out).toContain("channel c1 (org.apache.flume.channel.kafka.KafkaChannel, kept in topic channel-events of the simulated Kafka broker, group agents, acks 0 or 1;");
+    expect(one.out).toMatch(/^at-least-once: VIOLATED \(100 lost\)$/m);
+    expect(one.out).toContain("3 leader failovers, 0 acknowledgements lost, 100 acknowledged records LOST in leader failovers (acks 0 or 1: the leader answered before its followers had them; acks=all never loses them)");
+    expect(one.out).toMatch(/LOST in topic channel-events partition \d: its leader had acknowledged the record and failed over before a follower had it \(acks 0 or 1\)/);
+    expect(one.code).not.toBe(0);
+    const all = cliWithoutKafka(args(kafkaChannelConf(dir, "all")));
+    expect(all.out).toMatch(/^at-least-once: HELD \(0 lost, 0 duplicates\)$/m);
+    expect(all.out).not.toContain("LOST");
+    expect(all.code).toBe(0);
+  } finally {
+    cleanup();
+  }
+}, 120_000);

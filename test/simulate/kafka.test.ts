@@ -166,7 +166,7 @@ describe("Kafka components against the simulated broker", () => {
   }, 60_000);
 
   test("a failover of a topic or partition the run does not have is refused", async () => {
-    await expect(kafkaTier({ kafkaFailovers: parseFailovers("other@1s", "--kafka-failover") })).rejects.toThrow(new SimulationUsageError("--kafka-failover: no Kafka sink or source of the run uses topic other"));
+    await expect(kafkaTier({ kafkaFailovers: parseFailovers("other@1s", "--kafka-failover") })).rejects.toThrow(new SimulationUsageError("--kafka-failover: no Kafka sink, source or channel of the run uses topic other"));
     await expect(kafkaTier({ kafkaFailovers: parseFailovers("logs:3@1s", "--kafka-failover") })).rejects.toThrow("topic logs has partitions 0 to 2 (--kafka-partitions), not 3");
     expect(() => parseFailovers("logs", "--kafka-failover")).toThrow("expected TOPIC[:PARTITION]@TIME[+ELECTION]");
     expect(parseFailovers("logs:1@2s+500ms,a@1s", "--kafka-failover")).toEqual([

@@ -58,8 +58,15 @@ export const definition = defineComponent({
   durability: { crash: (channel: KafkaChannel) => channel.crash(), repeatedOnCrash: (channel) => channel.repeatable(), repeatedOnStop: (channel) => channel.repeatable() },
   // As Flume's: no capacity of its own, the topic's retention bounds it.
   unbounded: "the topic's retention bounds it",
-  // The topic lives on a broker: `flume simulate` and `flume replay` run a file channel in its place.
+  // `flume simulate` keeps it in a topic of its simulated broker (brokerLink.channel); `flume replay`, which has no broker, runs a file channel in its place.
   simulation: { standIn: "file" },
+  brokerLink: {
+    protocol: "kafka",
+    channel(o) {
+      const { producer } = settingsOf(o, { agentName: "a1", name: "c", logger: silentLogger });
+      return { topic: o["kafka.topic"], group: o["kafka.consumer.group.id"], idempotent: producer.idempotent, requestTimeoutMs: producer.requestTimeout, lossy: producer.acks !== -1 };
+    },
+  },
   validate(o) {
     try {
       settingsOf(o, { agentName: "a1", name: "c", logger: silentLogger });
