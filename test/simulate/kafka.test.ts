@@ -65,6 +65,18 @@ describe("Kafka components against the simulated broker", () => {
     expect(topicLine(idempotent)).toContain("topic logs: 5,000 records");
   }, 60_000);
 
+  test("acks=1: a failover after the old leader answered and before its followers had the records loses them (counted as lost, with the cause in the topic line and the history); acks=all loses none", async () => {
+    const failover = parseFailovers("logs@160ms+200ms", "--kafka-failover");
+    const one = await kafkaTier({ kafkaFailovers: failover }, "1");
+    expect(one.summary).toMatchObject({ accepted: 5000, deliveredUnique: 4900, lost: 100, duplicates: 0 });
+    expect(one.verdict.held).toBe(false);
+    expect(topicLine(one)).toContain("100 acknowledged records LOST in leader failovers (acks 0 or 1: the leader answered before its followers had them; acks=all never loses them)");
+    expect(one.firstLost?.history?.join("\n")).toMatch(/LOST in topic logs partition \d: its leader had acknowledged the record and failed over before a follower had it/);
+    const all = await kafkaTier({ kafkaFailovers: failover }, "all");
+    expect(all.summary).toMatchObject({ deliveredUnique: 5000, lost: 0 });
+    expect(topicLine(all)).not.toContain("LOST");
+  }, 60_000);
+
   test("an election longer than the producer's request timeout: the send fails, the sink rolls back, and what other partitions had written comes again", async () => {
     const r = await kafkaTier({ kafkaFailovers: parseFailovers("logs:1@300ms+40s", "--kafka-failover") }, "all");
     expect(r.verdict.held).toBe(true);
