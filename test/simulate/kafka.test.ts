@@ -187,3 +187,62 @@ describe("Kafka components against the simulated broker", () => {
     ]);
   }, 60_000);
 });
+
+describe("a Kafka channel on the simulated broker", () => {
+  /** One agent: a client -> a Kafka channel (acks 1) -> two sinks taking at once. */
+  async function kafkaChannelRun(over: Partial<SimulationOptions>): Promise<SimulationResult> {
+    const { dir, cleanup } = tempDir("flume-sim-kafka-channel-");
+    try {
+      const conf = path.join(dir, "kafka-channel.conf");
+      const lines = [
+        "a1.sources = r1",
+        "a1.channels = c1",
+        "a1.sinks = k1 k2",
+        "a1.sources.r1.type = seq",
+        "a1.sources.r1.batchSize = 100",
+        "a1.sources.r1.channels = c1",
+        "a1.channels.c1.type = kafka",
+        "a1.channels.c1.kafka.bootstrap.servers = kafka1:9092",
+        "a1.channels.c1.kafka.topic = ch",
+        "a1.channels.c1.kafka.producer.acks = 1",
+        "a1.sinks.k1.type = logger",
+        "a1.sinks.k1.channel = c1",
+        "a1.sinks.k1.batchSize = 70",
+        "a1.sinks.k2.type = logger",
+        "a1.sinks.k2.channel = c1",
+        "a1.sinks.k2.batchSize = 130",
+      ];
+      writeFileSync(conf, `${lines.join("\n")}\n`);
+      return await runSimulation({ ...DEFAULTS, events: 10_000, sinkLatency: 40, configFile: conf, workDir: dir, ...over });
+    } finally {
+      cleanup();
+    }
+  }
+
+  test("every duplicate has a cause and every lost event a failover that lost acknowledged records, whatever the faults (many seeds, two sinks taking at once)", async () => {
+    const seen = new Set<string>();
+    let lostSomewhere = false;
+    for (let seed = 1; seed <= 6; seed++) {
+      const r = await kafkaChannelRun({
+        seed,
+        failSink: { kind: "rate", rate: 0.1 },
+        kafkaLoseAck: 0.05,
+        kafkaFailovers: parseFailovers(`ch@${100 + seed * 50}ms+300ms,ch:1@${700 + seed * 20}ms+35s`, "--kafka-failover"),
+        crashes: parseCrashSpecs(`a1@${200 + seed * 37}ms+500ms,a1@${900 + seed * 61}ms`, "--crash"),
+      });
+      const counts = causeCount(r);
+      expect(counts.unexplained).toBeUndefined();
+      expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(r.summary.duplicates);
+      for (const c of Object.keys(counts)) seen.add(c);
+      const line = r.peers.find((l) => l.startsWith("topic ch:")) ?? "";
+      const brokerLost = Number(/([\d,]+) acknowledged records LOST/.exec(line)?.[1].replaceAll(",", "") ?? 0);
+      expect(r.summary.lost).toBe(brokerLost);
+      if (brokerLost > 0) lostSomewhere = true;
+      expect(r.summary.accepted).toBe(r.summary.deliveredUnique + r.summary.lost + r.summary.remaining);
+      expect(r.summary.remaining).toBe(0);
+      expect(line).toContain("group flume: lag 0");
+    }
+    expect([...seen].sort()).toEqual(["crash-replay", "leader-failover", "lost-ack", "partial-batch"]);
+    expect(lostSomewhere).toBe(true);
+  }, 120_000);
+});
