@@ -149,9 +149,13 @@ export class SimKafkaChannel implements Channel, GroupMember {
     const g = this.group;
     if (g.dropDead()) g.rebalances++;
     const now = this.epoch.now();
-    const parts = g.assigned(this, now);
+    const me = g.members.indexOf(this);
+    if (me < 0) return null;
+    // The partitions the group assigns this member (round robin), without a leader election running; no array per take.
+    const parts = g.topic.partitions;
     for (let n = 0; n < parts.length; n++) {
       const p = parts[(this.turn + n) % parts.length];
+      if (p.number % g.members.length !== me || now < p.electedAt) continue;
       const end = readableEnd(p, now);
       let o = g.position[p.number];
       while (o < end) {
