@@ -142,6 +142,11 @@ class Simulation {
     this.peaks = topo.channels.map(() => 0);
     this.fills = topo.channels.map(() => 0);
     this.peers = new SimPeers(o, this.clock);
+    if (hooks.traceFile) {
+      for (const a of topo.agents) for (const name of a.brokerChannels.keys()) {
+        topo.warnings.push(`${topo.tier ? `${a.name}: ` : ""}channel ${name} is kept in the simulated Kafka broker; flume replay runs it as a file channel, so what the broker did to its puts (lost acknowledgements, failovers, a crash during a put) makes the replay diverge from this trace`);
+      }
+    }
     this.makeClients();
     for (const a of this.agents) for (const info of sinkInfos(a)) this.sinks.set(`${a.name}/${info.result.name}`, info);
   }

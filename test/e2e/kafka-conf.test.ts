@@ -26,7 +26,7 @@ test("conf/kafka-edge.conf and conf/kafka-collector.conf are valid, and validati
   expect(d.out).toContain("channel org.apache.flume.channel.kafka.KafkaChannel");
 });
 
-test("flume simulate runs each Kafka config against the simulated broker (the channel as a file channel), no Kafka client loaded", () => {
+test("flume simulate runs each Kafka config (file channels) against the simulated broker, no Kafka client loaded", () => {
   const edge = cliWithoutKafka(["simulate", "-f", "conf/kafka-edge.conf", "--events", "3000", "--crash-at", "150ms", "--no-progress"]);
   expect(edge.out).toContain("sink k1 <- c1 (org.apache.flume.sink.kafka.KafkaSink writes topic logs of the simulated Kafka broker (idempotent producer), batches of 1000");
   expect(edge.out).toContain("topic logs: on the simulated Kafka broker, 3 partitions, read by no source of the run (what is written there is delivered)");
@@ -174,6 +174,21 @@ test("flume simulate with kafka.producer.acks = 1: a leader failover after the l
     expect(all.out).toMatch(/^at-least-once: HELD \(0 lost, 0 duplicates\)$/m);
     expect(all.out).not.toContain("LOST");
     expect(all.code).toBe(0);
+  } finally {
+    cleanup();
+  }
+}, 120_000);
+
+test("a traced simulation of a Kafka channel warns that flume replay runs it as a file channel; without broker faults the replay reaches the same ledger", () => {
+  const { dir, cleanup } = tempDir("flume-kafka-channel-trace-");
+  try {
+    const trace = path.join(dir, "trace.jsonl");
+    const r = cliWithoutKafka(["simulate", "-f", kafkaChannelConf(dir), "--events", "3000", "--trace", trace, "--no-progress"]);
+    expect(r.out).toContain("warning: channel c1 is kept in the simulated Kafka broker; flume replay runs it as a file channel, so what the broker did to its puts (lost acknowledgements, failovers, a crash during a put) makes the replay diverge from this trace");
+    expect(r.out).toContain("at-least-once: HELD (0 lost, 0 duplicates)");
+    const replay = cliWithoutKafka(["replay", trace]);
+    expect(replay.out).toContain("replay reached the same ledger");
+    expect(replay.code).toBe(0);
   } finally {
     cleanup();
   }
