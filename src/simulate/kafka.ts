@@ -1,6 +1,6 @@
 /**
  * The simulated Kafka broker and the parts that replace Kafka sinks and sources (found by their
- * definitions' brokerLink role). Topics have partitions, each an append-only log with a leader
+ * definitions' brokerLink role; Kafka channels: kafka-channel.ts). Topics have partitions, each an append-only log with a leader
  * that can fail over (--kafka-failover); a produce request is written, then acknowledged, and
  * the acknowledgement can be lost (--kafka-lose-ack). Consumer groups keep committed offsets in
  * the broker, so they survive a crash of the agent that reads, which then reads again from the
@@ -14,7 +14,12 @@
  *   the part to the new leader, which writes it again unless the producer is idempotent
  *   (acks=all) and deduplicates it (leader-failover);
  * - the acknowledgement of the batch is lost: the sink waits its request timeout, rolls back
- *   and sends the whole batch again (lost-ack).
+ *   and sends the whole batch again (lost-ack);
+ * - acks 0 or 1 (lossy): the leader answers before its followers have the part (they fetch it
+ *   one more half latency later); a failover in that window loses it: the records become holes
+ *   of the log, and the writer reports them lost (an acks=all write is replicated when answered).
+ * Readers read up to the high watermark: records not yet replicated, or held by a Kafka
+ * channel's put commit under way, wait.
  */
 import type { Clock } from "../core/clock.ts";
 import { SinkCounter } from "../core/counters.ts";
