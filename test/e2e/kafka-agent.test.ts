@@ -2,7 +2,8 @@
  * `flume run` agents with Kafka components, as real processes on a live Kafka broker: an agent
  * SIGKILLed while its source consumes re-reads at most the batch it had not committed, and an
  * agent started before its broker is not ready (naming the sink and the error) until the
- * broker comes, then delivers.
+ * broker comes, then delivers; a source whose dead-letter topic is missing is not ready (naming
+ * the topic) while the rest of the agent runs, and starts once the topic exists.
  */
 import { expect } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
@@ -234,7 +235,7 @@ a1.sinks.k2.channel = c2
     expect(ready!.notStarted.map((c) => c.name)).toEqual(["r1"]);
     expect(ready!.notStarted[0].error).toContain(`the dead-letter topic ${dlq} (kafka.deadLetterTopic) cannot be written`);
     // The rest of the agent runs.
-    await waitForMetrics(port, "the seq source's events drained", (m) => Number(m["SINK.k2"]?.EventDrainSuccessCount ?? 0) === 500, 120_000, 100);
+    await waitForMetrics(port, "the seq source's events taken by its sink", (m) => Number(m["CHANNEL.c2"]?.EventTakeSuccessCount ?? 0) === 500, 120_000, 100);
     await kafka.createTopic(dlq);
     await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/ready`)).status === 200, "the agent ready once the dead-letter topic exists", 120_000, 200);
     expect(await consoleConsume(kafka, dlq, 1)).toEqual(["not an Avro FlumeEvent"]);
