@@ -219,6 +219,19 @@ describe("a Kafka channel on the simulated broker", () => {
     }
   }
 
+  test("a Kafka channel whose topic a Kafka sink of the run writes too is refused, naming the channel and the topic", async () => {
+    const { dir, cleanup } = tempDir("flume-sim-kafka-channel-");
+    try {
+      const conf = path.join(dir, "shared.conf");
+      writeFileSync(conf, `${EDGE}\nedge.channels = c1 c2\nedge.channels.c2.type = kafka\nedge.channels.c2.kafka.bootstrap.servers = kafka1:9092\nedge.channels.c2.kafka.topic = logs\n`);
+      await expect(runSimulation({ ...DEFAULTS, events: 100, configFile: conf, workDir: dir })).rejects.toThrow(
+        new SimulationUsageError("edge: channel c2 keeps its events in topic logs, which a Kafka sink or source of the run uses too; the simulation gives each Kafka channel a topic of its own"),
+      );
+    } finally {
+      cleanup();
+    }
+  });
+
   test("every duplicate has a cause and every lost event a failover that lost acknowledged records, whatever the faults (many seeds, two sinks taking at once)", async () => {
     const seen = new Set<string>();
     let lostSomewhere = false;
