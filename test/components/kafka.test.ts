@@ -243,6 +243,43 @@ needsJvm.test(
 );
 
 needsJvm.test(
+  "the channel with a dead-letter topic that refuses the bad record fails the take's commit naming the topic and the reason, committing no offset; the next member of the group, with a topic that takes it, gets everything",
+  async () => {
+    const topic = await newTopic();
+    const refusing = `refusing-${topic}`;
+    await kafka.createTopic(refusing, { config: { "max.message.bytes": "64" } });
+    await consoleProduce(kafka, topic, [`garbage in the channel ${"x".repeat(200)}`]);
+    const group = `g-${topic}`;
+    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": group, "kafka.deadLetterTopic": refusing });
+    await c.start();
+    const put = c.getTransaction();
+    put.begin();
+    put.put(createEvent("after the garbage"));
+    await put.commit();
+    put.close();
+    // Twice: the take comes back after its failed commit, and fails again.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const [e] = await takeUntil(c, 1, false);
+      expect(bodyText(e)).toBe("after the garbage");
+      const tx = c.getTransaction();
+      tx.begin();
+      const again = tx.take();
+      expect(again && bodyText(again)).toBe("after the garbage");
+      await expect(tx.commit()).rejects.toThrow(new RegExp(`kafka channel kc: sending 1 record\\(s\\) that are no FlumeEvent to the dead-letter topic ${refusing} \\(kafka\\.deadLetterTopic\\) failed: .*too large.*; the take is not committed, its records are read again`, "i"));
+      await tx.rollback();
+      tx.close();
+    }
+    await c.stop();
+    const working = await newTopic();
+    const next = channel({ "kafka.topic": topic, "kafka.consumer.group.id": group, "kafka.deadLetterTopic": working }, "kc2");
+    await next.start();
+    expect((await takeUntil(next, 1)).map(bodyText)).toEqual(["after the garbage"]);
+    expect(await consoleConsume(kafka, working, 1)).toEqual([`garbage in the channel ${"x".repeat(200)}`]);
+  },
+  240_000,
+);
+
+needsJvm.test(
   "offsets are committed only after the channel committed: a refused batch is read again by the next member of the group",
   async () => {
     const topic = await newTopic();
