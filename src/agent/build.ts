@@ -33,6 +33,8 @@ export interface BuildContext {
   wrapChannel?: (channel: Channel, model: ChannelModel) => Channel;
   /** The channel as one source or sink sees it (the simulator's traces say who ran a transaction). */
   view?: (channel: Channel, user: string) => Channel;
+  /** Builds a channel instead of its definition (the simulator's Kafka channels on its broker). */
+  channel?: (model: ChannelModel, ctx: ComponentContext) => Channel;
   /** Builds a source instead of its definition (the simulator's clients). */
   source?: (model: SourceModel, ctx: ComponentContext) => AnySource;
   /** Builds a sink instead of its definition (the simulator's sinks). */
@@ -134,7 +136,8 @@ export function buildAgent(model: AgentModel, bc: BuildContext, reuse?: Reuse): 
         continue;
       }
     }
-    const instance = createComponent<Channel>(m.definition, m.options, ctxFor(name, m.named));
+    const ctx = ctxFor(name, m.named);
+    const instance = bc.channel ? bc.channel(m, ctx) : createComponent<Channel>(m.definition, m.options, ctx);
     const channel = bc.wrapChannel ? bc.wrapChannel(instance, m) : instance;
     built.channels.set(name, { name, model: m, channel, instance });
   }

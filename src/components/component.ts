@@ -136,8 +136,13 @@ export interface ComponentDefinition<T = unknown, O extends AnyOptions = AnyOpti
 /** See ComponentDefinition.brokerLink. */
 export interface BrokerLink<O> {
   readonly protocol: "kafka";
-  /** A sink: the topic it writes, how many events it sends per batch, and how its producer answers. */
-  produces?(options: O): { topic: string; batchSize: number; idempotent: boolean; requestTimeoutMs: number };
+  /** A sink: the topic it writes, how many events it sends per batch, and how its producer answers (lossy: acks 0 or 1). */
+  produces?(options: O): { topic: string; batchSize: number; idempotent: boolean; requestTimeoutMs: number; lossy: boolean };
+  /**
+   * A channel kept in a topic: a put commit writes the records with its producer, a take reads
+   * them in the consumer group, a take commit commits the group's offsets.
+   */
+  channel?(options: O): { topic: string; group: string; idempotent: boolean; requestTimeoutMs: number; lossy: boolean };
   /** A source: the topics it reads, in which consumer group, and its batches. */
   consumes?(options: O): { topics: readonly string[]; regex?: string; group: string; batchSize: number; batchDurationMs: number };
 }

@@ -5,6 +5,7 @@
  */
 import type { KafkaMessage } from "./consumer.ts";
 import type { KafkaBadRecordError } from "./errors.ts";
+import type { PropError } from "../config/schema.ts";
 import type { KafkaPublisher, KafkaRecord } from "./producer.ts";
 
 /** The headers a dead letter carries besides its own. */
@@ -48,4 +49,14 @@ export class DeadLetters {
   drop(): void {
     this.pending = [];
   }
+}
+
+/** The check of a source or channel that names a dead-letter topic with `format` (its Avro FlumeEvent switch) off. */
+export function unusedDeadLetterTopic(format: string): PropError {
+  return {
+    key: "kafka.deadLetterTopic",
+    severity: "warning",
+    message: `is set while ${format} is false: every record is then read as a plain body, none can fail to read, so nothing is ever sent to this topic`,
+    hint: `set ${format} = true if the topic holds Avro FlumeEvents, or remove kafka.deadLetterTopic`,
+  };
 }

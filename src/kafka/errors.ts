@@ -12,6 +12,9 @@ export class KafkaRecordTooLargeError extends FlumeError {}
 /** A record that useFlumeEventFormat / parseAsFlumeEvent could not read as an Avro FlumeEvent. */
 export class KafkaBadRecordError extends FlumeError {}
 
+/** The dead-letter topic (kafka.deadLetterTopic) cannot be written: missing, or refused by the broker. */
+export class KafkaDeadLetterError extends FlumeError {}
+
 export function messageOf(err: unknown): string {
   // The client nests one error per broker and retry: each distinct message once.
   if (err instanceof AggregateError && err.errors.length > 0) return `${err.message}: ${[...new Set(err.errors.map(messageOf))].join("; ")}`;

@@ -81,6 +81,7 @@ const METRICS: Record<string, Record<string, Metric>> = {
     KafkaEventGetTimer: KAFKA_GET,
     KafkaCommitTimer: KAFKA_COMMIT,
     KafkaEmptyCount: c("kafka_empty_polls", "Polls of Kafka that found no record"),
+    KafkaDeadLetterFailCount: c("kafka_dead_letter_failures", "Batches held because the dead-letter topic refused their bad records"),
   },
   SINK: {
     ConnectionCreatedCount: c("connections_created", "Connections opened to the destination"),

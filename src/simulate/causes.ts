@@ -34,7 +34,7 @@ export const CAUSE_TEXT: Record<Cause, string> = {
   "lost-answer": "the next agent committed a batch whose answer was lost (dropped, timed out or reset), so it was sent again",
   "crash-replay": "a crash replayed a durable channel's open take, whose events had already got through",
   "client-retry": "a client resent a batch the source had already committed",
-  "lost-ack": "the Kafka broker wrote a batch whose acknowledgement was lost, so the sink rolled back and sent it again",
+  "lost-ack": "the Kafka broker wrote a batch whose acknowledgement was lost, so the sink (or the Kafka channel's put) rolled back and sent it again",
   "leader-failover": "a partition leader failed over while a batch was written to it, and the batch was written again",
   "source-reread": "a Kafka source read again records it had committed into its channel before committing their offsets (crash or rebalance)",
   "hdfs-timeout": "an HDFS write landed but answered after the sink's callTimeout, so the batch was written again",
@@ -54,6 +54,8 @@ export class DuplicateCauses implements LedgerHooks {
   private readonly copy: Uint8Array[];
   /** Latest commit sequence number that put the event anywhere. */
   private putSeq: Uint32Array;
+  /** Cause of the latest duplicate delivery of an event. */
+  private lastDuplicate: Uint8Array;
   private size: number;
   /** Commits with puts so far. */
   seq = 0;
@@ -72,6 +74,7 @@ export class DuplicateCauses implements LedgerHooks {
     this.pending = new Uint8Array(this.size);
     this.last = new Uint8Array(this.size);
     this.putSeq = new Uint32Array(this.size);
+    this.lastDuplicate = new Uint8Array(this.size);
     this.copy = Array.from({ length: channels }, () => new Uint8Array(this.size));
     this.redelivery = Array.from({ length: channels }, () => new Uint8Array(this.size));
   }
@@ -83,6 +86,7 @@ export class DuplicateCauses implements LedgerHooks {
     this.pending = grown(this.pending, n);
     this.last = grown(this.last, n);
     this.putSeq = grown(this.putSeq, n);
+    this.lastDuplicate = grown(this.lastDuplicate, n);
     for (let k = 0; k < this.copy.length; k++) this.copy[k] = grown(this.copy[k], n);
     for (let k = 0; k < this.redelivery.length; k++) this.redelivery[k] = grown(this.redelivery[k], n);
     this.size = n;
@@ -127,6 +131,12 @@ export class DuplicateCauses implements LedgerHooks {
     this.onExtraCopy?.(ch, i, CAUSES[c - 1]);
   }
 
+  /** A duplicate delivery of event i is no more (the Kafka broker lost that copy): its cause counts one less. */
+  withdrawDuplicate(i: number): void {
+    const c = i < this.size ? this.lastDuplicate[i] : 0;
+    if (c > 0) this.counts[c]--;
+  }
+
   extraDelivery(ch: number, i: number, extraCopy: boolean): void {
     this.ensure(i);
     let c = extraCopy ? this.copy[ch][i] : 0;
@@ -135,6 +145,7 @@ export class DuplicateCauses implements LedgerHooks {
       this.redelivery[ch][i] = 0;
     }
     this.counts[c]++;
+    this.lastDuplicate[i] = c;
     const cause = c === UNEXPLAINED ? "unexplained" : CAUSES[c - 1];
     if (!this.examples.has(cause)) this.examples.set(cause, i);
     this.onDuplicate?.(ch, i, cause);

@@ -64,6 +64,18 @@ export interface SimWorld {
    * next put of a copy into a channel; else the next delivery from tx's channel) takes it.
    */
   resendTag(tx: TracedTransaction | null, ids: readonly number[], cause: Cause, hop: boolean): void;
+  /**
+   * Copies the broker lost after they counted (a leader failover with acks 0 or 1): a sink's
+   * write of channel ch's events (delivered or forwarded), or events committed into ch itself
+   * (a Kafka channel's put: held).
+   */
+  brokerLost(ch: number, ids: readonly number[], counted: "delivered" | "forwarded" | "held", where: string): void;
+  /**
+   * Copies of events that landed in channel ch without a commit counting them (a Kafka
+   * channel's put that failed after the broker wrote it, or a producer's retry that wrote them
+   * twice): the ledger counts them in, and the copy made because of `cause` takes the tag.
+   */
+  landed(ch: number, ids: readonly number[], cause: Cause, where: string): void;
   /** A line in the history of each watched event among ids. */
   say(ids: readonly number[], text: string): void;
 }

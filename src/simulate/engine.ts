@@ -142,6 +142,11 @@ class Simulation {
     this.peaks = topo.channels.map(() => 0);
     this.fills = topo.channels.map(() => 0);
     this.peers = new SimPeers(o, this.clock);
+    if (hooks.traceFile) {
+      for (const a of topo.agents) for (const name of a.brokerChannels.keys()) {
+        topo.warnings.push(`${topo.tier ? `${a.name}: ` : ""}channel ${name} is kept in the simulated Kafka broker; flume replay runs it as a file channel, so what the broker did to its puts (lost acknowledgements, failovers, a crash during a put) makes the replay diverge from this trace`);
+      }
+    }
     this.makeClients();
     for (const a of this.agents) for (const info of sinkInfos(a)) this.sinks.set(`${a.name}/${info.result.name}`, info);
   }
@@ -410,6 +415,7 @@ class Simulation {
         return new TracedChannel(target);
       },
       view: (channel, user) => new TracedChannel((channel as TracedChannel).target, user),
+      channel: (m, ctx): Channel => this.peers.channel(plan, m.name, epoch, w) ?? createComponent<Channel>(m.definition, m.options, ctx),
       source: (m, ctx): AnySource =>
         this.peers.source(plan, m.name, epoch, w) ??
         (plan.entrySources.has(m.name) && !streamed(m.name) ? new SimSource(m.name, this.clients.get(`${plan.name}/${m.name}`) as SimClient, epoch, w) : createComponent<AnySource>(m.definition, m.options, ctx)),
@@ -456,6 +462,14 @@ class Simulation {
       this.notes.eachWatched(tx.takes, (id) => this.notes.say(id, a.name, `CRASH with the take of ${tx.by ?? "?"} open: the file channel ${this.topo.channels[tx.target.index].name} gives it back`));
     }
     const crashed: CrashedChannel[] = [...(a.built as BuiltAgent).channels.values()].map((c) => ({ index: (a.plan.channels.find((p) => p.name === c.model.name) as ChannelPlan).index, definition: c.model.definition, instance: c.instance }));
+    // Committed takes a channel gives back after a crash (a Kafka channel's offsets behind a held record): back in it, and their next delivery is a copy.
+    for (const c of crashed) {
+      const back = c.definition.durability?.repeatedOnCrash?.(c.instance).map(simIdOf) ?? [];
+      if (back.length === 0) continue;
+      this.notes.eachWatchedId(back, (id) => this.notes.say(id, a.name, `CRASH: channel ${this.topo.channels[c.index].name} will give it back (its take committed, its offset was not)`));
+      for (const id of back) this.causes.gotThrough(id, "crash-replay");
+      this.ledger.committed(c.index, back, []);
+    }
     const crashNo = ++this.crashNo;
     const { dropped, partial } = await crashChannels(this.ledger, crashed, simIdOf, { crash: crashNo, told: (p) => this.notes.crashFates(a, p, this.ledger, spec.down) });
     this.recorder?.crash(a.channelIndexes, this.topo.tier ? a.name : undefined, partial);

@@ -35,6 +35,9 @@ export interface LedgerSummary {
   crashLost: number;
 }
 
+/** What Ledger.lostByCrash() files the events a Kafka leader failover lost under. */
+export const LOST_IN_BROKER = 0xffff;
+
 export const SUMMARY_KEYS = ["accepted", "deliveredUnique", "duplicates", "lost", "remaining", "rolledBack", "crashLost"] as const;
 
 /** Told when a copy beyond the first appears (the simulator finds each duplicate's cause here). */
@@ -52,8 +55,10 @@ class Counts {
   forwarded: Uint32Array;
   /** 1 once a committed take took the event out of the channel. */
   left: Uint8Array;
-  /** The crash (1, 2, ...) that last dropped the event from this channel. */
+  /** The crash (1, 2, ...) that last dropped the event from this channel (LOST_IN_BROKER: a Kafka leader failover). */
   droppedBy: Uint16Array;
+  /** 1 once the Kafka broker lost a copy that had left the channel. */
+  brokerLost: Uint8Array;
   rolledBack = 0;
   crashLost = 0;
   constructor(size: number) {
@@ -63,6 +68,7 @@ class Counts {
     this.forwarded = new Uint32Array(size);
     this.left = new Uint8Array(size);
     this.droppedBy = new Uint16Array(size);
+    this.brokerLost = new Uint8Array(size);
   }
   grow(size: number): void {
     this.puts = grown(this.puts, size);
@@ -71,6 +77,7 @@ class Counts {
     this.forwarded = grown(this.forwarded, size);
     this.left = grown(this.left, size);
     this.droppedBy = grown(this.droppedBy, size);
+    this.brokerLost = grown(this.brokerLost, size);
   }
 }
 
@@ -194,6 +201,35 @@ export class Ledger {
     }
   }
 
+  /**
+   * The Kafka broker lost copies of events of channel ch after they counted: as deliveries or
+   * forwards of its sink, or (held) as events committed into the channel itself.
+   */
+  lostInBroker(ch: number, ids: ArrayLike<number>, counted: "delivered" | "forwarded" | "held"): void {
+    const c = this.counts[ch];
+    for (let k = 0; k < ids.length; k++) {
+      const i = ids[k];
+      this.ensure(i);
+      if (counted === "held") {
+        if (c.inChannel[i] <= 0) continue;
+        c.inChannel[i]--;
+        this.heldTotal--;
+        this.heldIn[ch]--;
+      } else {
+        const n = counted === "delivered" ? c.delivered : c.forwarded;
+        if (n[i] === 0) continue;
+        n[i]--;
+        c.brokerLost[i] = 1;
+      }
+      c.droppedBy[i] = LOST_IN_BROKER;
+    }
+  }
+
+  /** Deliveries of event index i from channel ch. */
+  deliveredOf(ch: number, i: number): number {
+    return i < this.used ? this.counts[ch].delivered[i] : 0;
+  }
+
   rolledBack(ch: number): void {
     this.counts[ch].rolledBack++;
   }
@@ -253,7 +289,7 @@ export class Ledger {
   }
 
   private lostIn(c: Counts, i: number): boolean {
-    return c.puts[i] > 0 && c.delivered[i] === 0 && c.forwarded[i] === 0 && c.left[i] === 0 && c.inChannel[i] <= 0;
+    return c.puts[i] > 0 && c.delivered[i] === 0 && c.forwarded[i] === 0 && (c.left[i] === 0 || c.brokerLost[i] === 1) && c.inChannel[i] <= 0;
   }
 
   /** The first channel (among `channels`) that lost event index i, or -1. */

@@ -4,12 +4,14 @@
  * run, and what the build context builds for a component whose definition declares a
  * brokerLink or fileStore role (the plan lists them: topology.ts).
  */
+import type { Channel } from "../core/channel.ts";
 import type { AnySource } from "../core/source.ts";
 import type { Sink } from "../core/sink.ts";
 import type { VirtualClock } from "../core/virtual-clock.ts";
 import type { Epoch, SimClient, SimWorld } from "./components.ts";
 import { SimFileSystem, SimHdfsSink } from "./hdfs.ts";
 import { OutsideProducer, SimBroker, SimKafkaSink, SimKafkaSource } from "./kafka.ts";
+import { SimKafkaChannel } from "./kafka-channel.ts";
 import type { SimulationOptions } from "./options.ts";
 import { seededRandom } from "./rng.ts";
 import type { AgentPlan } from "./topology.ts";
@@ -44,6 +46,14 @@ export class SimPeers {
   source(plan: AgentPlan, name: string, epoch: Epoch, world: SimWorld): AnySource | undefined {
     const reads = plan.brokerSources.get(name);
     return reads ? new SimKafkaSource(name, reads, this.broker, this.o.sinkLatency, epoch, world) : undefined;
+  }
+
+  /** The channel that stands for a channel of the plan kept in a topic of the broker, or undefined. */
+  channel(plan: AgentPlan, name: string, epoch: Epoch, world: SimWorld): Channel | undefined {
+    const kept = plan.brokerChannels.get(name);
+    const c = plan.channels.find((x) => x.name === name);
+    if (!kept || !c) return undefined;
+    return new SimKafkaChannel(name, c.index, kept, c.transactionCapacity ?? Infinity, this.broker, this.o.sinkLatency, epoch, world);
   }
 
   /** The sink that stands for a sink of the plan writing to the broker or the file system, or undefined. */

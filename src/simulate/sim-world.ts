@@ -77,6 +77,17 @@ export function simWorld(sim: WorldHost, a: AgentState, shared: SharedRandoms): 
       if (hop) for (const id of ids) sim.causes.gotThrough(id, cause);
       else if (tx) for (const id of ids) sim.causes.delivered(tx.target.index, id, cause);
     },
+    brokerLost(ch, ids, counted, where) {
+      sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, `LOST in ${where}: its leader had acknowledged the record and failed over before a follower had it (acks 0 or 1)`));
+      sim.ledger.lostInBroker(ch, ids, counted);
+      for (const id of ids) if (counted === "delivered" && sim.ledger.deliveredOf(ch, id) > 0) sim.causes.withdrawDuplicate(id);
+    },
+    landed(ch, ids, cause, where) {
+      sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, `written to ${where}, in channel ${sim.ledger.channels[ch].name} without a commit counting it (${cause})`));
+      for (const id of ids) sim.causes.gotThrough(id, cause);
+      sim.causes.committedPuts(ids);
+      sim.ledger.committed(ch, ids, []);
+    },
     say(ids, text) {
       sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, text));
     },

@@ -80,11 +80,22 @@ export interface AgentPlan {
   /** RPC sinks sending to another agent (the real component), by sink name. */
   links: Map<string, LinkPlan>;
   /** Sinks writing to the simulated Kafka broker (brokerLink role); hop: a source of the run reads the topic. */
-  brokerSinks: Map<string, { topic: string; batchSize: number; idempotent: boolean; requestTimeoutMs: number; hop: boolean }>;
+  brokerSinks: Map<string, { topic: string; batchSize: number; idempotent: boolean; requestTimeoutMs: number; lossy: boolean; hop: boolean }>;
+  /** Channels kept in a topic of the simulated Kafka broker (brokerLink.channel), by channel name. */
+  brokerChannels: Map<string, BrokerChannelSpec>;
   /** Sources reading the simulated Kafka broker, with the topics they read. */
   brokerSources: Map<string, { topics: string[]; group: string; batchSize: number; batchDurationMs: number }>;
   /** Sinks writing rolled files into the simulated file system (fileStore role). */
   fileSinks: Map<string, FileSpec>;
+}
+
+/** A channel kept in a topic of the simulated broker: its topic, its group, and its producer. */
+export interface BrokerChannelSpec {
+  topic: string;
+  group: string;
+  idempotent: boolean;
+  requestTimeoutMs: number;
+  lossy: boolean;
 }
 
 export interface Topology {
@@ -210,7 +221,7 @@ function plainOnLink<M extends { name: string; definition: AnyDefinition; option
 }
 
 /** The topics every broker sink of the run writes, and the topics each broker source reads (a regex matches the written ones). */
-function brokerTopics(models: AgentModel[]): { written: Set<string>; reads: Map<string, string[]> } {
+function brokerTopics(models: AgentModel[]): { written: Set<string>; reads: Map<string, string[]>; channels: Set<string> } {
   const written = new Set<string>();
   for (const m of models) for (const k of m.sinks.values()) {
     const p = k.definition.brokerLink?.produces?.(k.options);
@@ -225,7 +236,16 @@ function brokerTopics(models: AgentModel[]): { written: Set<string>; reads: Map<
     if (topics.length === 0) throw new SimulationUsageError(`${m.agent}: source ${s.name} reads topics matching ${c.regex}, and no sink of the run writes one`);
     reads.set(`${m.agent}/${s.name}`, topics);
   }
-  return { written, reads };
+  // A channel's topic is its own: another channel, sink or source of the run on it would mix the ledger's copies.
+  const channelTopics = new Map<string, string>();
+  for (const m of models) for (const c of m.channels.values()) {
+    const t = c.definition.brokerLink?.channel?.(c.options)?.topic;
+    if (t === undefined) continue;
+    const other = channelTopics.get(t) ?? (written.has(t) || [...reads.values()].some((r) => r.includes(t)) ? "a Kafka sink or source of the run" : undefined);
+    if (other) throw new SimulationUsageError(`${m.agent}: channel ${c.name} keeps its events in topic ${t}, which ${other} uses too; the simulation gives each Kafka channel a topic of its own`);
+    channelTopics.set(t, `${m.agent}'s channel ${c.name}`);
+  }
+  return { written, reads, channels: new Set(channelTopics.keys()) };
 }
 
 export async function buildTopology(o: SimulationOptions): Promise<Topology> {
@@ -279,9 +299,16 @@ export async function buildTopology(o: SimulationOptions): Promise<Topology> {
       else if (agentLinks.has(k.name)) model.sinks.set(k.name, plainOnLink(k, "sink", agentName, warnings));
       else simulatedSinks.set(k.name, numberWithRole(k.definition, k.options, "batchSize") ?? DEMO_SINK_BATCH);
     }
-    // Channel types that need more than the process run as the stand-in their definition names.
+    // Channels kept in a broker's topic run on the simulated broker; other types that need more
+    // than the process run as the stand-in their definition names.
+    const brokerChannels: AgentPlan["brokerChannels"] = new Map();
     const standIns = new Map<string, string>();
     for (const [name, m] of model.channels) {
+      const kept = m.definition.brokerLink?.channel?.(m.options);
+      if (kept) {
+        brokerChannels.set(name, kept);
+        continue;
+      }
       const s = channelStandIn(name, m.definition, m.options, (t) => registry.lookupComponent("channel", t));
       if (!s) continue;
       standIns.set(name, m.type);
@@ -312,8 +339,8 @@ export async function buildTopology(o: SimulationOptions): Promise<Topology> {
       forwarders: [...model.sinks.values()].filter((k) => k.channel === m.name && agentLinks.has(k.name)).map((k) => k.name),
     }));
     channels.push(...plans);
-    agents.push({ name: agentName, model, channels: plans, entrySources, streams, simulatedSinks, links: agentLinks, brokerSinks, brokerSources, fileSinks });
-    description.push(...describeAgent(model, plans, { tier, file: o.configFile, entrySources, streams, simulatedSinks, agentLinks, linkedSources, outside, brokerSinks, brokerSources, fileSinks }));
+    agents.push({ name: agentName, model, channels: plans, entrySources, streams, simulatedSinks, links: agentLinks, brokerSinks, brokerChannels, brokerSources, fileSinks });
+    description.push(...describeAgent(model, plans, { tier, file: o.configFile, entrySources, streams, simulatedSinks, agentLinks, linkedSources, outside, brokerSinks, brokerChannels, brokerSources, fileSinks }));
     const read = new Set([...model.sinks.values()].map((s) => s.channel));
     for (const c of plans) if (!read.has(c.name)) warnings.push(`no sink reads channel ${c.label}: its events can only wait there`);
   }
@@ -321,8 +348,9 @@ export async function buildTopology(o: SimulationOptions): Promise<Topology> {
   const outsideTopics = [...readTopics].filter((t) => !topics.written.has(t)).sort();
   for (const t of outsideTopics) description.push(`topic ${t}: written by a simulated producer outside the run (no sink of the run writes it), ${o.kafkaPartitions} partitions`);
   for (const t of [...topics.written].sort()) description.push(`topic ${t}: on the simulated Kafka broker, ${o.kafkaPartitions} partitions${readTopics.has(t) ? ", read by sources of the run" : ", read by no source of the run (what is written there is delivered)"}`);
+  for (const t of [...topics.channels].sort()) description.push(`topic ${t}: on the simulated Kafka broker, ${o.kafkaPartitions} partitions, holding a Kafka channel's events`);
   for (const f of o.kafkaFailovers) {
-    if (!topics.written.has(f.topic) && !readTopics.has(f.topic)) throw new SimulationUsageError(`--kafka-failover: no Kafka sink or source of the run uses topic ${f.topic}`);
+    if (!topics.written.has(f.topic) && !readTopics.has(f.topic) && !topics.channels.has(f.topic)) throw new SimulationUsageError(`--kafka-failover: no Kafka sink, source or channel of the run uses topic ${f.topic}`);
     if (f.partition !== undefined && f.partition >= o.kafkaPartitions) throw new SimulationUsageError(`--kafka-failover: topic ${f.topic} has partitions 0 to ${o.kafkaPartitions - 1} (--kafka-partitions), not ${f.partition}`);
   }
   if (agents.every((a) => a.entrySources.size === 0) && outsideTopics.length === 0) throw new SimulationUsageError(`${file}: ${tier ? "no agent has a source that no other agent sends to" : "the agent has no source"} to simulate`);
@@ -346,6 +374,7 @@ function describeAgent(
     linkedSources: Map<string, string>;
     outside: Map<string, string>;
     brokerSinks: AgentPlan["brokerSinks"];
+    brokerChannels: AgentPlan["brokerChannels"];
     brokerSources: AgentPlan["brokerSources"];
     fileSinks: Map<string, FileSpec>;
   },
@@ -355,6 +384,11 @@ function describeAgent(
   const out: string[] = [];
   if (c.file) out.push(`agent ${model.agent} from ${c.file}`);
   for (const p of plans) {
+    const kept = c.brokerChannels.get(p.name);
+    if (kept) {
+      out.push(`${pre}channel ${p.name} (${p.type}, kept in topic ${kept.topic} of the simulated Kafka broker, group ${kept.group}${kept.idempotent ? ", idempotent producer" : kept.lossy ? ", acks 0 or 1" : ""}; put commit = records acknowledged, take commit = offsets committed)`);
+      continue;
+    }
     const where = p.standIn ? `${p.type}, simulated by a ${p.standIn} channel${p.durable ? " on a scratch directory" : ""}` : p.durable ? `${p.type} on a scratch directory` : p.type;
     out.push(`${pre}channel ${p.name} (${where}, capacity ${p.capacity.toLocaleString("en-US")}, transactionCapacity ${p.transactionCapacity ?? "unbounded"})`);
   }

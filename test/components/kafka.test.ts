@@ -162,6 +162,59 @@ needsJvm.test(
 );
 
 needsJvm.test(
+  "a dead-letter topic that refuses the bad records holds the batch: nothing skipped, nothing put, no offset committed, an error naming the topic and the reason, retried; with a topic that takes them everything goes on",
+  async () => {
+    const topic = await newTopic();
+    // The broker refuses every dead letter on this topic as too large.
+    const refusing = `refusing-${topic}`;
+    await kafka.createTopic(refusing, { config: { "max.message.bytes": "64" } });
+    const garbage = `not an Avro FlumeEvent: ${"x".repeat(200)}`;
+    await consoleProduce(kafka, topic, [garbage]);
+    const { sink: k, channel: sinkChannel } = sink({ "kafka.topic": topic, useFlumeEventFormat: "true" });
+    await k.start();
+    await put(sinkChannel, [createEvent("good one"), createEvent("good two")]);
+    expect(await k.process()).toBe("READY");
+    const group = `g-${topic}`;
+    const logger = new MemoryLogger();
+    const { source: r, channel } = source({ "kafka.topics": topic, useFlumeEventFormat: "true", "kafka.deadLetterTopic": refusing, "kafka.consumer.group.id": group }, undefined, logger);
+    await r.start();
+    const refusals = () => logger.lines.filter((l) => l.level === "error" && l.message.includes("dead-letter topic"));
+    const deadline = Date.now() + 60_000;
+    while (r.counter.values.KafkaDeadLetterFailCount < 3 && Date.now() < deadline) {
+      expect(await r.process()).toBe("BACKOFF");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(r.counter.values.KafkaDeadLetterFailCount).toBe(3);
+    expect(refusals().length).toBe(3);
+    expect(refusals()[0].message).toMatch(new RegExp(`cannot write 1 record\\(s\\) that are no FlumeEvent to the dead-letter topic ${refusing} \\(kafka\\.deadLetterTopic\\): .*(too large|TOO_LARGE).*; the batch of 3 records from topic ${topic} partition 0 offset 0 is held`, "i"));
+    // Held: not skipped (not counted as read and dropped), and the good records behind it wait.
+    expect(r.counter.values.EventReadFail).toBe(0);
+    expect(await takeEvents(channel)).toEqual([]);
+    await r.stop();
+    // The next member of the group, with a dead-letter topic that takes them, gets every record from offset 0.
+    const working = await newTopic();
+    const { source: next, channel: out } = source({ "kafka.topics": topic, useFlumeEventFormat: "true", "kafka.deadLetterTopic": working, "kafka.consumer.group.id": group }, undefined, new MemoryLogger(), "r2");
+    await next.start();
+    expect((await pollUntil(next, out, 2)).map(bodyText)).toEqual(["good one", "good two"]);
+    expect(next.counter.values.EventReadFail).toBe(1);
+    expect(next.counter.values.KafkaDeadLetterFailCount).toBe(0);
+    const letters = await consoleConsume(kafka, working, 1);
+    expect(letters).toEqual([garbage]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a dead-letter topic that does not exist (auto-create off) fails the source's start with an error naming the topic and the setting",
+  async () => {
+    const topic = await newTopic();
+    const { source: r } = source({ "kafka.topics": topic, useFlumeEventFormat: "true", "kafka.deadLetterTopic": "no-such-dead-letters" });
+    await expect(r.start()).rejects.toThrow(/kafka source r1: the dead-letter topic no-such-dead-letters \(kafka\.deadLetterTopic\) cannot be written: .*topic no-such-dead-letters does not exist/);
+  },
+  240_000,
+);
+
+needsJvm.test(
   "the channel with parseAsFlumeEvent skips records that are not FlumeEvents into its dead-letter topic and is not wedged by them",
   async () => {
     const topic = await newTopic();
@@ -185,6 +238,43 @@ needsJvm.test(
     await again.start();
     await waitUntil(() => again.connected, "second channel connected", 60_000);
     expect(await takeUntil(again, 1, true, 3000)).toEqual([]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "the channel with a dead-letter topic that refuses the bad record fails the take's commit naming the topic and the reason, committing no offset; the next member of the group, with a topic that takes it, gets everything",
+  async () => {
+    const topic = await newTopic();
+    const refusing = `refusing-${topic}`;
+    await kafka.createTopic(refusing, { config: { "max.message.bytes": "64" } });
+    await consoleProduce(kafka, topic, [`garbage in the channel ${"x".repeat(200)}`]);
+    const group = `g-${topic}`;
+    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": group, "kafka.deadLetterTopic": refusing });
+    await c.start();
+    const put = c.getTransaction();
+    put.begin();
+    put.put(createEvent("after the garbage"));
+    await put.commit();
+    put.close();
+    // Twice: the take comes back after its failed commit, and fails again.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const [e] = await takeUntil(c, 1, false);
+      expect(bodyText(e)).toBe("after the garbage");
+      const tx = c.getTransaction();
+      tx.begin();
+      const again = tx.take();
+      expect(again && bodyText(again)).toBe("after the garbage");
+      await expect(tx.commit()).rejects.toThrow(new RegExp(`kafka channel kc: sending 1 record\\(s\\) that are no FlumeEvent to the dead-letter topic ${refusing} \\(kafka\\.deadLetterTopic\\) failed: .*too large.*; the take is not committed, its records are read again`, "i"));
+      await tx.rollback();
+      tx.close();
+    }
+    await c.stop();
+    const working = await newTopic();
+    const next = channel({ "kafka.topic": topic, "kafka.consumer.group.id": group, "kafka.deadLetterTopic": working }, "kc2");
+    await next.start();
+    expect((await takeUntil(next, 1)).map(bodyText)).toEqual(["after the garbage"]);
+    expect(await consoleConsume(kafka, working, 1)).toEqual([`garbage in the channel ${"x".repeat(200)}`]);
   },
   240_000,
 );

@@ -2,7 +2,8 @@
  * `flume run` agents with Kafka components, as real processes on a live Kafka broker: an agent
  * SIGKILLed while its source consumes re-reads at most the batch it had not committed, and an
  * agent started before its broker is not ready (naming the sink and the error) until the
- * broker comes, then delivers.
+ * broker comes, then delivers; a source whose dead-letter topic is missing is not ready (naming
+ * the topic) while the rest of the agent runs, and starts once the topic exists.
  */
 import { expect } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
@@ -178,6 +179,67 @@ needsJvm.and(needsDeno).test(
   "under Deno the kafka sink sends with lz4",
   async () => {
     await deliversThrough([DENO, "run", "-A", CLI], "from-deno");
+  },
+  300_000,
+);
+
+needsJvm.test(
+  "a dead-letter topic that does not exist keeps the kafka source from starting: /ready names it and the topic, the rest of the agent runs, and once the topic exists the source reads, the bad record going there",
+  async () => {
+    const topic = "with-dead-letters";
+    const dlq = "dead-letters-later";
+    await kafka.createTopic(topic);
+    await consoleProduce(kafka, topic, ["not an Avro FlumeEvent"]);
+    const { dir, cleanup } = tempDir("flume-kafka-dlq-");
+    cleanups.push(cleanup);
+    const port = await freePort();
+    startAgent(
+      dir,
+      "a1",
+      `a1.sources = r1 r2
+a1.channels = c1 c2
+a1.sinks = k1 k2
+a1.sources.r1.type = kafka
+a1.sources.r1.channels = c1
+a1.sources.r1.kafka.bootstrap.servers = ${kafka.bootstrap}
+a1.sources.r1.kafka.topics = ${topic}
+a1.sources.r1.kafka.consumer.auto.offset.reset = earliest
+a1.sources.r1.useFlumeEventFormat = true
+a1.sources.r1.kafka.deadLetterTopic = ${dlq}
+a1.sources.r1.batchSize = 100
+a1.sources.r1.batchDurationMillis = 100
+a1.sources.r2.type = seq
+a1.sources.r2.totalEvents = 500
+a1.sources.r2.channels = c2
+a1.channels.c1.type = memory
+a1.channels.c2.type = memory
+a1.sinks.k1.type = null
+a1.sinks.k1.channel = c1
+a1.sinks.k2.type = null
+a1.sinks.k2.channel = c2
+`,
+      port,
+    );
+    let ready: { ready: boolean; notStarted: { kind: string; name: string; error?: string }[] } | null = null;
+    await waitUntil(
+      async () => {
+        const r = await fetch(`http://127.0.0.1:${port}/ready`).catch(() => null);
+        if (!r) return false;
+        ready = (await r.json()) as typeof ready;
+        return r.status === 503 && (ready?.notStarted.some((c) => c.name === "r1" && c.error !== undefined) ?? false);
+      },
+      "/ready naming the kafka source",
+      120_000,
+      200,
+    );
+    expect(ready!.notStarted.map((c) => c.name)).toEqual(["r1"]);
+    expect(ready!.notStarted[0].error).toContain(`the dead-letter topic ${dlq} (kafka.deadLetterTopic) cannot be written`);
+    // The rest of the agent runs.
+    await waitForMetrics(port, "the seq source's events taken by its sink", (m) => Number(m["CHANNEL.c2"]?.EventTakeSuccessCount ?? 0) === 500, 120_000, 100);
+    await kafka.createTopic(dlq);
+    await waitUntil(async () => (await fetch(`http://127.0.0.1:${port}/ready`)).status === 200, "the agent ready once the dead-letter topic exists", 120_000, 200);
+    expect(await consoleConsume(kafka, dlq, 1)).toEqual(["not an Avro FlumeEvent"]);
+    await waitForMetrics(port, "the bad record counted", (m) => Number(m["SOURCE.r1"]?.EventReadFail ?? 0) === 1, 60_000, 100);
   },
   300_000,
 );

@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { readFileSync, writeFileSync } from "node:fs";
-import { CLI, ROOT, tempDir } from "../support/helpers.ts";
+import { CLI, ROOT, runCli, tempDir } from "../support/helpers.ts";
 
 const FORBID_KAFKA = path.join(ROOT, "test", "support", "forbid-kafka.ts");
 
@@ -26,7 +26,7 @@ test("conf/kafka-edge.conf and conf/kafka-collector.conf are valid, and validati
   expect(d.out).toContain("channel org.apache.flume.channel.kafka.KafkaChannel");
 });
 
-test("flume simulate runs each Kafka config against the simulated broker (the channel as a file channel), no Kafka client loaded", () => {
+test("flume simulate runs each Kafka config (file channels) against the simulated broker, no Kafka client loaded", () => {
   const edge = cliWithoutKafka(["simulate", "-f", "conf/kafka-edge.conf", "--events", "3000", "--crash-at", "150ms", "--no-progress"]);
   expect(edge.out).toContain("sink k1 <- c1 (org.apache.flume.sink.kafka.KafkaSink writes topic logs of the simulated Kafka broker (idempotent producer), batches of 1000");
   expect(edge.out).toContain("topic logs: on the simulated Kafka broker, 3 partitions, read by no source of the run (what is written there is delivered)");
@@ -62,6 +62,133 @@ test("flume simulate runs the two Kafka configs as one tier over the simulated t
     expect(r.code).toBe(0);
     // The same seed prints the same bytes.
     expect(cliWithoutKafka(args).out).toBe(r.out);
+  } finally {
+    cleanup();
+  }
+}, 120_000);
+
+test("flume validate warns at its line when a Kafka source or channel names a dead-letter topic while reading plain records (nothing could ever go there)", () => {
+  const { dir, cleanup } = tempDir("flume-kafka-dlq-conf-");
+  try {
+    const conf = path.join(dir, "dlq.conf");
+    const lines = [
+      "a1.sources = r1 r2",
+      "a1.channels = c1 c2",
+      "a1.sinks = k1 k2",
+      "a1.sources.r1.type = kafka",
+      "a1.sources.r1.kafka.bootstrap.servers = localhost:9092",
+      "a1.sources.r1.kafka.topics = plain",
+      "a1.sources.r1.batchSize = 100",
+      "a1.sources.r1.kafka.deadLetterTopic = plain-dlq",
+      "a1.sources.r1.channels = c1",
+      // The Avro format on: the dead-letter topic is used, no warning.
+      "a1.sources.r2.type = kafka",
+      "a1.sources.r2.kafka.bootstrap.servers = localhost:9092",
+      "a1.sources.r2.kafka.topics = avro",
+      "a1.sources.r2.batchSize = 100",
+      "a1.sources.r2.useFlumeEventFormat = true",
+      "a1.sources.r2.kafka.deadLetterTopic = avro-dlq",
+      "a1.sources.r2.channels = c2",
+      "a1.channels.c1.type = memory",
+      "a1.channels.c2.type = kafka",
+      "a1.channels.c2.kafka.bootstrap.servers = localhost:9092",
+      "a1.channels.c2.parseAsFlumeEvent = false",
+      "a1.channels.c2.kafka.deadLetterTopic = c2-dlq",
+      "a1.sinks.k1.type = null",
+      "a1.sinks.k1.channel = c1",
+      "a1.sinks.k2.type = null",
+      "a1.sinks.k2.channel = c2",
+    ];
+    writeFileSync(conf, `${lines.join("\n")}\n`);
+    const r = runCli(["validate", conf]);
+    expect(r.stdout.split("\n")).toEqual([
+      `${conf}:8: warning: source r1: kafka.deadLetterTopic: is set while useFlumeEventFormat is false: every record is then read as a plain body, none can fail to read, so nothing is ever sent to this topic (set useFlumeEventFormat = true if the topic holds Avro FlumeEvents, or remove kafka.deadLetterTopic)`,
+      `${conf}:21: warning: channel c2: kafka.deadLetterTopic: is set while parseAsFlumeEvent is false: every record is then read as a plain body, none can fail to read, so nothing is ever sent to this topic (set parseAsFlumeEvent = true if the topic holds Avro FlumeEvents, or remove kafka.deadLetterTopic)`,
+      `${conf}: agent a1 is valid (2 warnings)`,
+      "",
+    ]);
+    expect(r.code).toBe(0);
+  } finally {
+    cleanup();
+  }
+});
+
+/** An agent whose channel is a Kafka channel (acks as given), fed by a simulated client. */
+function kafkaChannelConf(dir: string, acks?: string): string {
+  const conf = path.join(dir, `kafka-channel-${acks ?? "default"}.conf`);
+  const lines = [
+    "a1.sources = r1",
+    "a1.channels = c1",
+    "a1.sinks = k1",
+    "a1.sources.r1.type = seq",
+    "a1.sources.r1.batchSize = 100",
+    "a1.sources.r1.channels = c1",
+    "a1.channels.c1.type = org.apache.flume.channel.kafka.KafkaChannel",
+    "a1.channels.c1.kafka.bootstrap.servers = kafka1:9092",
+    "a1.channels.c1.kafka.topic = channel-events",
+    "a1.channels.c1.kafka.consumer.group.id = agents",
+    ...(acks ? [`a1.channels.c1.kafka.producer.acks = ${acks}`] : []),
+    "a1.sinks.k1.type = logger",
+    "a1.sinks.k1.channel = c1",
+  ];
+  writeFileSync(conf, `${lines.join("\n")}\n`);
+  return conf;
+}
+
+const causeCounts = (out: string) => Object.fromEntries([...out.matchAll(/^  (lost-ack|leader-failover|source-reread|crash-replay|partial-batch|client-retry|lost-answer|unexplained) +([\d,]+) /gm)].map((m) => [m[1], Number(m[2].replaceAll(",", ""))]));
+
+test("flume simulate keeps a Kafka channel in a topic of the simulated broker: lost acknowledgements, an election past the request timeout and a crash before an offset commit make duplicates, each explained by its cause; same seed, same bytes", () => {
+  const { dir, cleanup } = tempDir("flume-kafka-channel-sim-");
+  try {
+    const conf = kafkaChannelConf(dir);
+    const args = ["simulate", "-f", conf, "--events", "5000", "--sink-latency", "50ms", "--kafka-lose-ack", "0.1", "--kafka-failover", "channel-events:1@100ms+40s", "--crash", "a1@250ms+1s", "--seed", "1", "--no-progress"];
+    const r = cliWithoutKafka(args);
+    expect(r.out).toContain("channel c1 (org.apache.flume.channel.kafka.KafkaChannel, kept in topic channel-events of the simulated Kafka broker, group agents, idempotent producer; put commit = records acknowledged, take commit = offsets committed)");
+    expect(r.out).toContain("topic channel-events: on the simulated Kafka broker, 3 partitions, holding a Kafka channel's events");
+    expect(r.out).not.toContain("simulated by a file channel");
+    expect(r.out).toMatch(/topic channel-events: [\d,]+ records in 3 partitions \([\d/]+\), 1 leader failovers, [1-9]\d* acknowledgements lost; group agents: lag 0/);
+    const causes = causeCounts(r.out);
+    expect(Object.keys(causes).sort()).toEqual(["crash-replay", "leader-failover", "lost-ack"]);
+    const total = Number((/^at-least-once: HELD \(0 lost, ([\d,]+) duplicates\)$/m.exec(r.out) as RegExpExecArray)[1].replaceAll(",", ""));
+    expect(Object.values(causes).reduce((a, b) => a + b, 0)).toBe(total);
+    expect(r.out).toMatch(/^delivered unique +5,000$/m);
+    expect(r.code).toBe(0);
+    // The same seed prints the same bytes.
+    expect(cliWithoutKafka(args).out).toBe(r.out);
+  } finally {
+    cleanup();
+  }
+}, 120_000);
+
+test("flume simulate with kafka.producer.acks = 1: a leader failover after the leader answered and before its followers had the records loses them, reported as lost with the cause; acks = all loses none", () => {
+  const { dir, cleanup } = tempDir("flume-kafka-acks-sim-");
+  try {
+    const args = (conf: string) => ["simulate", "-f", conf, "--events", "3000", "--sink-latency", "100ms", "--kafka-failover", "channel-events@160ms+100ms", "--no-progress"];
+    const one = cliWithoutKafka(args(kafkaChannelConf(dir, "1")));
+    expect(one.out).toContain("channel c1 (org.apache.flume.channel.kafka.KafkaChannel, kept in topic channel-events of the simulated Kafka broker, group agents, acks 0 or 1;");
+    expect(one.out).toMatch(/^at-least-once: VIOLATED \(100 lost\)$/m);
+    expect(one.out).toContain("3 leader failovers, 0 acknowledgements lost, 100 acknowledged records LOST in leader failovers (acks 0 or 1: the leader answered before its followers had them; acks=all never loses them)");
+    expect(one.out).toMatch(/LOST in topic channel-events partition \d: its leader had acknowledged the record and failed over before a follower had it \(acks 0 or 1\)/);
+    expect(one.code).not.toBe(0);
+    const all = cliWithoutKafka(args(kafkaChannelConf(dir, "all")));
+    expect(all.out).toMatch(/^at-least-once: HELD \(0 lost, 0 duplicates\)$/m);
+    expect(all.out).not.toContain("LOST");
+    expect(all.code).toBe(0);
+  } finally {
+    cleanup();
+  }
+}, 120_000);
+
+test("a traced simulation of a Kafka channel warns that flume replay runs it as a file channel; without broker faults the replay reaches the same ledger", () => {
+  const { dir, cleanup } = tempDir("flume-kafka-channel-trace-");
+  try {
+    const trace = path.join(dir, "trace.jsonl");
+    const r = cliWithoutKafka(["simulate", "-f", kafkaChannelConf(dir), "--events", "3000", "--trace", trace, "--no-progress"]);
+    expect(r.out).toContain("warning: channel c1 is kept in the simulated Kafka broker; flume replay runs it as a file channel, so what the broker did to its puts (lost acknowledgements, failovers, a crash during a put) makes the replay diverge from this trace");
+    expect(r.out).toContain("at-least-once: HELD (0 lost, 0 duplicates)");
+    const replay = cliWithoutKafka(["replay", trace]);
+    expect(replay.out).toContain("replay reached the same ledger");
+    expect(replay.code).toBe(0);
   } finally {
     cleanup();
   }

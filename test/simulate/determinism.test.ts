@@ -63,14 +63,21 @@ describe("flume simulate with file channels on a loaded machine", () => {
     }
   }, 900_000);
 
-  test("Kafka and HDFS configs (file channels, the simulated broker and file system with their faults): the same seed prints byte-identical output, with every core busy", () => {
+  test("Kafka and HDFS configs (the simulated broker, with a Kafka channel too, and file system with their faults): the same seed prints byte-identical output, with every core busy", () => {
     const { dir, cleanup } = tempDir("flume-determinism-peers-");
     const busy = busyEveryCore();
     try {
       // conf/kafka-edge.conf and conf/kafka-collector.conf as one tier over the simulated topic.
       const tier = path.join(dir, "kafka-tier.conf");
       writeFileSync(tier, `${readFileSync(path.join(ROOT, "conf", "kafka-edge.conf"), "utf8").replace("kafka.producer.acks = all", "kafka.producer.acks = 1")}\n${readFileSync(path.join(ROOT, "conf", "kafka-collector.conf"), "utf8")}`);
+      // A Kafka channel kept in a topic of the simulated broker.
+      const channel = path.join(dir, "kafka-channel.conf");
+      writeFileSync(
+        channel,
+        ["a1.sources = r1", "a1.channels = c1", "a1.sinks = k1", "a1.sources.r1.type = seq", "a1.sources.r1.batchSize = 100", "a1.sources.r1.channels = c1", "a1.channels.c1.type = kafka", "a1.channels.c1.kafka.bootstrap.servers = kafka1:9092", "a1.channels.c1.kafka.topic = ch", "a1.sinks.k1.type = logger", "a1.sinks.k1.channel = c1", ""].join("\n"),
+      );
       const runs: [string, string[]][] = [
+        ["kafka channel", ["simulate", "-f", channel, "--events", String(EVENTS), "--seed", "5", "--sink-latency", "50ms", "--kafka-lose-ack", "0.1", "--kafka-failover", "ch:1@100ms+40s", "--crash", "a1@250ms+1s"]],
         ["kafka", ["simulate", "-f", tier, "--events", String(EVENTS), "--seed", "5", "--sink-latency", "100ms", "--kafka-lose-ack", "0.1", "--kafka-failover", "logs@150ms+200ms", "--crash", "collector@400ms+1s"]],
         ["hdfs", ["simulate", "-f", path.join(ROOT, "conf", "hdfs-collector.conf"), "--events", String(EVENTS), "--seed", "5", "--hdfs-timeout", "0.1", "--hdfs-fail-close", "0.5", "--namenode-down", "300ms-2s", "--fail-sink", "0.1", "--crash-at", "250ms"]],
       ];

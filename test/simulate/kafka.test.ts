@@ -65,6 +65,18 @@ describe("Kafka components against the simulated broker", () => {
     expect(topicLine(idempotent)).toContain("topic logs: 5,000 records");
   }, 60_000);
 
+  test("acks=1: a failover after the old leader answered and before its followers had the records loses them (counted as lost, with the cause in the topic line and the history); acks=all loses none", async () => {
+    const failover = parseFailovers("logs@160ms+200ms", "--kafka-failover");
+    const one = await kafkaTier({ kafkaFailovers: failover }, "1");
+    expect(one.summary).toMatchObject({ accepted: 5000, deliveredUnique: 4900, lost: 100, duplicates: 0 });
+    expect(one.verdict.held).toBe(false);
+    expect(topicLine(one)).toContain("100 acknowledged records LOST in leader failovers (acks 0 or 1: the leader answered before its followers had them; acks=all never loses them)");
+    expect(one.firstLost?.history?.join("\n")).toMatch(/LOST in topic logs partition \d: its leader had acknowledged the record and failed over before a follower had it/);
+    const all = await kafkaTier({ kafkaFailovers: failover }, "all");
+    expect(all.summary).toMatchObject({ deliveredUnique: 5000, lost: 0 });
+    expect(topicLine(all)).not.toContain("LOST");
+  }, 60_000);
+
   test("an election longer than the producer's request timeout: the send fails, the sink rolls back, and what other partitions had written comes again", async () => {
     const r = await kafkaTier({ kafkaFailovers: parseFailovers("logs:1@300ms+40s", "--kafka-failover") }, "all");
     expect(r.verdict.held).toBe(true);
@@ -166,7 +178,7 @@ describe("Kafka components against the simulated broker", () => {
   }, 60_000);
 
   test("a failover of a topic or partition the run does not have is refused", async () => {
-    await expect(kafkaTier({ kafkaFailovers: parseFailovers("other@1s", "--kafka-failover") })).rejects.toThrow(new SimulationUsageError("--kafka-failover: no Kafka sink or source of the run uses topic other"));
+    await expect(kafkaTier({ kafkaFailovers: parseFailovers("other@1s", "--kafka-failover") })).rejects.toThrow(new SimulationUsageError("--kafka-failover: no Kafka sink, source or channel of the run uses topic other"));
     await expect(kafkaTier({ kafkaFailovers: parseFailovers("logs:3@1s", "--kafka-failover") })).rejects.toThrow("topic logs has partitions 0 to 2 (--kafka-partitions), not 3");
     expect(() => parseFailovers("logs", "--kafka-failover")).toThrow("expected TOPIC[:PARTITION]@TIME[+ELECTION]");
     expect(parseFailovers("logs:1@2s+500ms,a@1s", "--kafka-failover")).toEqual([
@@ -174,4 +186,76 @@ describe("Kafka components against the simulated broker", () => {
       { topic: "logs", partition: 1, at: 2000, election: 500 },
     ]);
   }, 60_000);
+});
+
+describe("a Kafka channel on the simulated broker", () => {
+  /** One agent: a client -> a Kafka channel (acks 1) -> two sinks taking at once. */
+  async function kafkaChannelRun(over: Partial<SimulationOptions>): Promise<SimulationResult> {
+    const { dir, cleanup } = tempDir("flume-sim-kafka-channel-");
+    try {
+      const conf = path.join(dir, "kafka-channel.conf");
+      const lines = [
+        "a1.sources = r1",
+        "a1.channels = c1",
+        "a1.sinks = k1 k2",
+        "a1.sources.r1.type = seq",
+        "a1.sources.r1.batchSize = 100",
+        "a1.sources.r1.channels = c1",
+        "a1.channels.c1.type = kafka",
+        "a1.channels.c1.kafka.bootstrap.servers = kafka1:9092",
+        "a1.channels.c1.kafka.topic = ch",
+        "a1.channels.c1.kafka.producer.acks = 1",
+        "a1.sinks.k1.type = logger",
+        "a1.sinks.k1.channel = c1",
+        "a1.sinks.k1.batchSize = 70",
+        "a1.sinks.k2.type = logger",
+        "a1.sinks.k2.channel = c1",
+        "a1.sinks.k2.batchSize = 130",
+      ];
+      writeFileSync(conf, `${lines.join("\n")}\n`);
+      return await runSimulation({ ...DEFAULTS, events: 10_000, sinkLatency: 40, configFile: conf, workDir: dir, ...over });
+    } finally {
+      cleanup();
+    }
+  }
+
+  test("a Kafka channel whose topic a Kafka sink of the run writes too is refused, naming the channel and the topic", async () => {
+    const { dir, cleanup } = tempDir("flume-sim-kafka-channel-");
+    try {
+      const conf = path.join(dir, "shared.conf");
+      writeFileSync(conf, `${EDGE}\nedge.channels = c1 c2\nedge.channels.c2.type = kafka\nedge.channels.c2.kafka.bootstrap.servers = kafka1:9092\nedge.channels.c2.kafka.topic = logs\n`);
+      await expect(runSimulation({ ...DEFAULTS, events: 100, configFile: conf, workDir: dir })).rejects.toThrow(
+        new SimulationUsageError("edge: channel c2 keeps its events in topic logs, which a Kafka sink or source of the run uses too; the simulation gives each Kafka channel a topic of its own"),
+      );
+    } finally {
+      cleanup();
+    }
+  });
+
+  test("every duplicate has a cause and every lost event a failover that lost acknowledged records, whatever the faults (many seeds, two sinks taking at once)", async () => {
+    const seen = new Set<string>();
+    let lostSomewhere = false;
+    for (let seed = 1; seed <= 6; seed++) {
+      const r = await kafkaChannelRun({
+        seed,
+        failSink: { kind: "rate", rate: 0.1 },
+        kafkaLoseAck: 0.05,
+        kafkaFailovers: parseFailovers(`ch@${100 + seed * 50}ms+300ms,ch:1@${700 + seed * 20}ms+35s`, "--kafka-failover"),
+        crashes: parseCrashSpecs(`a1@${200 + seed * 37}ms+500ms,a1@${900 + seed * 61}ms`, "--crash"),
+      });
+      const counts = causeCount(r);
+      expect(counts.unexplained).toBeUndefined();
+      expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(r.summary.duplicates);
+      for (const c of Object.keys(counts)) seen.add(c);
+      const line = r.peers.find((l) => l.startsWith("topic ch:")) ?? "";
+      const brokerLost = Number(/([\d,]+) acknowledged records LOST/.exec(line)?.[1].replaceAll(",", "") ?? 0);
+      expect(r.summary.lost).toBe(brokerLost);
+      if (brokerLost > 0) lostSomewhere = true;
+      expect(r.summary.accepted).toBe(r.summary.deliveredUnique + r.summary.lost + r.summary.remaining);
+      expect(r.summary.remaining).toBe(0);
+      expect(line).toContain("group flume: lag 0");
+    }
+    expect([...seen].sort()).toEqual(["crash-replay", "leader-failover", "lost-ack", "partial-batch"]);
+    expect(lostSomewhere).toBe(true);
+  }, 120_000);
 });

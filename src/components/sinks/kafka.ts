@@ -205,7 +205,7 @@ export const definition = defineComponent({
     protocol: "kafka",
     produces(o) {
       const s = producerSettings({ bootstrap: o["kafka.bootstrap.servers"], bootstrapKey: "kafka.bootstrap.servers", props: o.producerProps, defaultAcks: o["kafka.producer.acks"], clientId: "flume", label: "", logger: silentLogger });
-      return { topic: o["kafka.topic"], batchSize: o.flumeBatchSize, idempotent: s.idempotent, requestTimeoutMs: s.requestTimeout };
+      return { topic: o["kafka.topic"], batchSize: o.flumeBatchSize, idempotent: s.idempotent, requestTimeoutMs: s.requestTimeout, lossy: s.acks !== -1 };
     },
   },
   create(o, ctx) {

@@ -12,11 +12,12 @@ import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
 import { KafkaPoller, type KafkaMessage } from "../../kafka/consumer.ts";
 import { KAFKA_SOURCE_COUNTERS } from "../../kafka/counters.ts";
-import { DeadLetters } from "../../kafka/dead-letters.ts";
-import { messageOf } from "../../kafka/errors.ts";
+import { DeadLetters, unusedDeadLetterTopic } from "../../kafka/dead-letters.ts";
+import { KafkaDeadLetterError, messageOf } from "../../kafka/errors.ts";
 import { KafkaPublisher } from "../../kafka/producer.ts";
-import { eventOfRecord } from "../../kafka/records.ts";
+import { eventOfRecord, where } from "../../kafka/records.ts";
 import { connectionProps, consumerSettings, type ConsumerSettings, producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
+import type { PropError } from "../../config/schema.ts";
 import { type ComponentContext, defineComponent } from "../component.ts";
 import { builtIn } from "../registry.ts";
 import { BaseSource } from "./base.ts";
@@ -70,7 +71,15 @@ export class KafkaSource extends BaseSource implements PollableSource {
     this.beginStart();
     // A broker that does not answer or a missing topic fails the start: the supervisor retries with backoff and /ready names the error.
     // The dead-letter topic must exist before a bad record needs it.
-    await this.deadLetters?.publisher.connect(this.deadLetters.topic);
+    const dlq = this.deadLetters;
+    if (dlq) {
+      try {
+        await dlq.publisher.connect(dlq.topic);
+      } catch (err) {
+        await dlq.publisher.close();
+        throw new KafkaDeadLetterError(`${this.label}: the dead-letter topic ${dlq.topic} (kafka.deadLetterTopic) cannot be written: ${messageOf(err)}; create it, or remove kafka.deadLetterTopic to only log and skip records that are no FlumeEvent`, { cause: err });
+      }
+    }
     await this.poller.connect();
     this.counter.values.OpenConnectionCount = 1;
     this.state = "START";
@@ -120,9 +129,10 @@ export class KafkaSource extends BaseSource implements PollableSource {
     for (const m of msgs) {
       const e = this.eventOf(m);
       if (e) events.push(e);
-      else this.counter.values.EventReadFail++;
     }
     if (!(await this.sendDeadLetters(msgs))) return "BACKOFF";
+    // Counted once the batch goes on: a batch held for its dead letters counts them only when they went.
+    this.counter.values.EventReadFail += msgs.length - events.length;
     if (events.length > 0) {
       const refused = await this.emitter.offer(events, `topics ${this.poller.topics.join(",")}`);
       if (refused) {
@@ -141,15 +151,21 @@ export class KafkaSource extends BaseSource implements PollableSource {
     return "READY";
   }
 
-  /** Sends the batch's bad records to the dead-letter topic before the batch goes on; false (the batch given back) when that failed. */
+  /**
+   * Sends the batch's bad records to the dead-letter topic before the batch goes on. When the
+   * topic refuses them the batch is held: given back, no offset committed, nothing put, and
+   * offered again after the runner's backoff (a bad record is never skipped unrecorded).
+   */
   private async sendDeadLetters(msgs: KafkaMessage[]): Promise<boolean> {
     const dlq = this.deadLetters;
     if (!dlq || dlq.size === 0) return true;
+    const bad = dlq.size;
     try {
       await dlq.flush();
       return true;
     } catch (err) {
-      this.logger.warn(`${this.label}: sending ${msgs.length} records' bad ones to the dead-letter topic ${dlq.topic} failed (${messageOf(err)}); the batch is read again`);
+      this.counter.values.KafkaDeadLetterFailCount++;
+      this.logger.error(`${this.label}: cannot write ${bad} record(s) that are no FlumeEvent to the dead-letter topic ${dlq.topic} (kafka.deadLetterTopic): ${messageOf(err)}; the batch of ${msgs.length} records from ${where(msgs[0])} is held (not put, offsets not committed) and read again after backoff`);
       this.poller.giveBack(msgs);
       return false;
     }
@@ -215,7 +231,7 @@ export const definition = defineComponent({
   props,
   groups,
   validate(o) {
-    const errors: { key: string; message: string }[] = [];
+    const errors: PropError[] = [];
     if (!o["kafka.topics"] && !o["kafka.topics.regex"]) errors.push({ key: "kafka.topics", message: "is required: give kafka.topics (comma-separated) or kafka.topics.regex" });
     try {
       topicsRegex(o["kafka.topics.regex"]);
@@ -228,6 +244,8 @@ export const definition = defineComponent({
     } catch (err) {
       errors.push({ key: "kafka.consumer", message: messageOf(err) });
     }
+    // Without the Avro format every record is a body: none can fail to read, none is dead-lettered.
+    if (o["kafka.deadLetterTopic"] && !o.useFlumeEventFormat) errors.push(unusedDeadLetterTopic("useFlumeEventFormat"));
     return errors;
   },
   brokerLink: {

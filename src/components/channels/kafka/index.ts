@@ -1,5 +1,6 @@
 /** `type = org.apache.flume.channel.kafka.KafkaChannel` (alias kafka): schema and factory of the channel kept in a Kafka topic (see kafka-channel.ts). */
 import { silentLogger } from "../../../core/logger.ts";
+import { unusedDeadLetterTopic } from "../../../kafka/dead-letters.ts";
 import { messageOf } from "../../../kafka/errors.ts";
 import { consumerSettings, producerSettings } from "../../../kafka/settings.ts";
 import { type ComponentContext, defineComponent } from "../../component.ts";
@@ -56,15 +57,23 @@ export const definition = defineComponent({
   durability: { crash: (channel: KafkaChannel) => channel.crash(), repeatedOnCrash: (channel) => channel.repeatable(), repeatedOnStop: (channel) => channel.repeatable() },
   // As Flume's: no capacity of its own, the topic's retention bounds it.
   unbounded: "the topic's retention bounds it",
-  // The topic lives on a broker: `flume simulate` and `flume replay` run a file channel in its place.
+  // `flume simulate` keeps it in a topic of its simulated broker (brokerLink.channel); `flume replay`, which has no broker, runs a file channel in its place.
   simulation: { standIn: "file" },
+  brokerLink: {
+    protocol: "kafka",
+    channel(o) {
+      const { producer } = settingsOf(o, { agentName: "a1", name: "c", logger: silentLogger });
+      return { topic: o["kafka.topic"], group: o["kafka.consumer.group.id"], idempotent: producer.idempotent, requestTimeoutMs: producer.requestTimeout, lossy: producer.acks !== -1 };
+    },
+  },
   validate(o) {
     try {
       settingsOf(o, { agentName: "a1", name: "c", logger: silentLogger });
-      return [];
     } catch (err) {
       return [{ key: "kafka", message: messageOf(err) }];
     }
+    // Without the Avro format every record is a body: none can fail to read, none is dead-lettered.
+    return o["kafka.deadLetterTopic"] && !o.parseAsFlumeEvent ? [unusedDeadLetterTopic("parseAsFlumeEvent")] : [];
   },
   create(o, ctx) {
     const { producer, consumer } = settingsOf(o, ctx);

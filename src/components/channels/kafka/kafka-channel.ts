@@ -228,10 +228,12 @@ export class KafkaChannel implements Channel {
   }
 
   private async commitTakes(tx: KafkaTransaction): Promise<void> {
+    // Counted before the flush, which lets go of them whether it succeeds or not.
+    const bad = tx.deadLetters?.size ?? 0;
     try {
       await tx.deadLetters?.flush();
     } catch (err) {
-      throw new ChannelException(`${this.label}: sending ${tx.deadLetters?.size ?? 0} records that are no FlumeEvent to the dead-letter topic ${this.options.deadLetterTopic} failed: ${messageOf(err)}`, { cause: err });
+      throw new ChannelException(`${this.label}: sending ${bad} record(s) that are no FlumeEvent to the dead-letter topic ${this.options.deadLetterTopic} (kafka.deadLetterTopic) failed: ${messageOf(err)}; the take is not committed, its records are read again`, { cause: err });
     }
     const upTo = this.offsets.committed(tx.takes, tx.taken);
     const started = Date.now();

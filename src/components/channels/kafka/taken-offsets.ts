@@ -21,12 +21,14 @@ interface PartitionState<R> {
 }
 
 export class TakenOffsets<R extends TakenRecord, E = unknown> {
-  private readonly partitions = new Map<string, PartitionState<R>>();
+  /** By topic, then partition (no key string built per record). */
+  private readonly partitions = new Map<string, Map<number, PartitionState<R>>>();
 
   private state(r: TakenRecord): PartitionState<R> {
-    const key = `${r.topic}\u0000${r.partition}`;
-    let s = this.partitions.get(key);
-    if (!s) this.partitions.set(key, (s = { held: new Set(), done: new Map() }));
+    let topic = this.partitions.get(r.topic);
+    if (!topic) this.partitions.set(r.topic, (topic = new Map()));
+    let s = topic.get(r.partition);
+    if (!s) topic.set(r.partition, (s = { held: new Set(), done: new Map() }));
     return s;
   }
 
@@ -66,7 +68,7 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
   /** The events of committed takes a crash or restart now would deliver again. */
   repeatable(): E[] {
     const out: E[] = [];
-    for (const s of this.partitions.values()) for (const d of s.done.values()) if (d.event !== null) out.push(d.event as E);
+    for (const topic of this.partitions.values()) for (const s of topic.values()) for (const d of s.done.values()) if (d.event !== null) out.push(d.event as E);
     return out;
   }
 

@@ -1,0 +1,115 @@
+import { describe, expect, test } from "bun:test";
+import { type Event, bodyText } from "../../src/core/event.ts";
+import { VirtualClock } from "../../src/core/virtual-clock.ts";
+import type { Cause } from "../../src/simulate/causes.ts";
+import { Epoch, type SimWorld } from "../../src/simulate/components.ts";
+import { SIM_ID_HEADER } from "../../src/simulate/event-ids.ts";
+import { SimKafkaChannel } from "../../src/simulate/kafka-channel.ts";
+import { SimBroker } from "../../src/simulate/kafka.ts";
+import { DEFAULTS } from "../../src/simulate/options.ts";
+import { seededRandom } from "../../src/simulate/rng.ts";
+
+const event = (id: number): Event => ({ headers: { [SIM_ID_HEADER]: String(id) }, body: new TextEncoder().encode(`event ${id}`) });
+
+/** A world that only records what the channel tells it. */
+function world() {
+  const landed: { ids: readonly number[]; cause: Cause }[] = [];
+  const w = {
+    sinkFail: DEFAULTS.failSink,
+    sinkRandom: Math.random,
+    partialRandom: Math.random,
+    sinkBatches: 0,
+    produced() {},
+    accepted() {},
+    putFailed() {},
+    delivered() {},
+    sinkFailed() {},
+    wrote() {},
+    resendTag() {},
+    brokerLost() {},
+    landed(_ch: number, ids: readonly number[], cause: Cause) {
+      landed.push({ ids, cause });
+    },
+    say() {},
+  } satisfies SimWorld;
+  return { w, landed };
+}
+
+describe("the Kafka channel on the simulated broker", () => {
+  const spec = { topic: "t", group: "g", idempotent: true, requestTimeoutMs: 30_000, lossy: false };
+
+  async function setup() {
+    const clock = new VirtualClock();
+    const broker = new SimBroker(clock, 1, 0, seededRandom(1, 11));
+    const { w, landed } = world();
+    const epoch = new Epoch(1, clock);
+    const channel = new SimKafkaChannel("c1", 0, spec, 100, broker, 10, epoch, w);
+    channel.start();
+    /** Runs an operation to its end, moving virtual time. */
+    const run = async <T>(p: Promise<T>): Promise<T> => {
+      let done = false;
+      const out = p.finally(() => (done = true));
+      while (!done && (await clock.step()));
+      return out;
+    };
+    return { clock, broker, channel, landed, run, w };
+  }
+
+  test("a put commits once the broker acknowledged it; takes committed above one still open come back after a crash, from the group's committed offset", async () => {
+    const { clock, broker, channel, run, w } = await setup();
+    const put = channel.getTransaction();
+    put.begin();
+    for (let i = 0; i < 4; i++) put.put(event(i));
+    await run(put.commit());
+    put.close();
+    // Two takes at once: the first holds 0 and 1, the second takes 2 and 3 and commits first.
+    const first = channel.getTransaction();
+    first.begin();
+    const a = [first.take(), first.take()];
+    const second = channel.getTransaction();
+    second.begin();
+    const b = [second.take(), second.take()];
+    expect([...a, ...b].map((e) => bodyText(e as Event))).toEqual(["event 0", "event 1", "event 2", "event 3"]);
+    await run(second.commit());
+    second.close();
+    expect(broker.group("t", "g").committed).toEqual([0]);
+    expect(channel.repeatable().map(bodyText)).toEqual(["event 2", "event 3"]);
+    // The agent dies with the first take open: a new channel of the group reads from offset 0.
+    channel.crash();
+    const again = new SimKafkaChannel("c1", 0, spec, 100, broker, 10, new Epoch(2, clock), w);
+    again.start();
+    const tx = again.getTransaction();
+    tx.begin();
+    const reread = [tx.take(), tx.take(), tx.take(), tx.take(), tx.take()];
+    expect(reread.map((e) => (e ? bodyText(e) : null))).toEqual(["event 0", "event 1", "event 2", "event 3", null]);
+    await run(tx.commit());
+    tx.close();
+    expect(broker.group("t", "g").committed).toEqual([4]);
+    expect(broker.drained).toBe(true);
+  });
+
+  test("a put whose acknowledgement is lost fails after the request timeout, and its records count as landed in the channel (lost-ack)", async () => {
+    const clock = new VirtualClock();
+    const broker = new SimBroker(clock, 2, 1, seededRandom(1, 11));
+    const { w, landed } = world();
+    const channel = new SimKafkaChannel("c1", 0, spec, 100, broker, 10, new Epoch(1, clock), w);
+    channel.start();
+    const put = channel.getTransaction();
+    put.begin();
+    put.put(event(7));
+    put.put(event(8));
+    const commit = put.commit();
+    let error: unknown;
+    commit.catch((err: unknown) => (error = err));
+    while (error === undefined && (await clock.step()));
+    expect(String(error)).toContain("no acknowledgement from topic t within request.timeout.ms 30000");
+    expect(clock.now()).toBeGreaterThanOrEqual(30_000);
+    expect(landed).toEqual([{ ids: [7, 8], cause: "lost-ack" }]);
+    // Readable all the same.
+    await put.rollback();
+    put.close();
+    const tx = channel.getTransaction();
+    tx.begin();
+    expect([tx.take(), tx.take()].map((e) => bodyText(e as Event)).sort()).toEqual(["event 7", "event 8"]);
+  });
+});
