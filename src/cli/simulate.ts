@@ -5,7 +5,8 @@
  * Exit 0 when at-least-once held, 1 when it was violated, 2 on usage errors.
  */
 import { writeFileSync } from "node:fs";
-import { type Progress, simulateWithHistory } from "../simulate/engine.ts";
+import type { Progress } from "../simulate/engine.ts";
+import { simulateWithHistory } from "../simulate/with-history.ts";
 import { htmlReport } from "../simulate/html.ts";
 import {
   DEFAULTS,

@@ -31,6 +31,19 @@ export function partialLosses(channels: readonly CrashedChannel[], idOf: (e: Eve
   return partial;
 }
 
+/**
+ * Committed takes a channel gives back after a crash (a Kafka channel whose group offset could
+ * not move past a record another take still held), by ledger index.
+ */
+export function givenBackOnCrash(channels: readonly CrashedChannel[], idOf: (e: Event) => number): Map<number, number[]> {
+  const back = new Map<number, number[]>();
+  for (const c of channels) {
+    const repeated = c.definition.durability?.repeatedOnCrash?.(c.instance);
+    if (repeated && repeated.length > 0) back.set(c.index, repeated.map(idOf));
+  }
+  return back;
+}
+
 /** What a crash did: the ledger's drops per channel, and the partial losses by ledger index. */
 export interface CrashOutcome {
   dropped: { channel: string; lost: number }[];

@@ -18,7 +18,7 @@ import type { AnySource } from "../core/source.ts";
 import type { Sink } from "../core/sink.ts";
 import { VirtualClock } from "../core/virtual-clock.ts";
 import { type Cause, CAUSE_TEXT, DuplicateCauses } from "./causes.ts";
-import { type CrashedChannel, crashChannels } from "./crash.ts";
+import { type CrashedChannel, crashChannels, givenBackOnCrash } from "./crash.ts";
 import { Epoch, SimClient, SimSink, SimSource, type SimWorld } from "./components.ts";
 import { Ledger } from "./ledger.ts";
 import { SimNetwork } from "./network.ts";
@@ -32,7 +32,7 @@ import { crashSchedule, linkFaults } from "./fault-schedule.ts";
 import { StreamClient } from "./stream-client.ts";
 import { SimPeers } from "./peers.ts";
 import type { CrashRecord, SimulationHooks, SimulationResult } from "./simulation-result.ts";
-import { type ChannelPlan, CLIENT, type LinkPlan, type Topology, buildTopology } from "./topology.ts";
+import { type ChannelPlan, CLIENT, type LinkPlan, type Topology, buildTopology, replayDivergences } from "./topology.ts";
 import { bothObservers, type ChannelObserver, channelInfo, FileTraceOutput, simIdOf, TraceRecorder, TracedChannel, type TracedTransaction, TraceTarget } from "./trace.ts";
 
 /** Flume's sink runner backoff (SinkRunner: 1000 ms steps, at most 5000 ms). */
@@ -142,11 +142,7 @@ class Simulation {
     this.peaks = topo.channels.map(() => 0);
     this.fills = topo.channels.map(() => 0);
     this.peers = new SimPeers(o, this.clock);
-    if (hooks.traceFile) {
-      for (const a of topo.agents) for (const name of a.brokerChannels.keys()) {
-        topo.warnings.push(`${topo.tier ? `${a.name}: ` : ""}channel ${name} is kept in the simulated Kafka broker; flume replay runs it as a file channel, so what the broker did to its puts (lost acknowledgements, failovers, a crash during a put) makes the replay diverge from this trace`);
-      }
-    }
+    if (hooks.traceFile) topo.warnings.push(...replayDivergences(topo));
     this.makeClients();
     for (const a of this.agents) for (const info of sinkInfos(a)) this.sinks.set(`${a.name}/${info.result.name}`, info);
   }
@@ -462,13 +458,11 @@ class Simulation {
       this.notes.eachWatched(tx.takes, (id) => this.notes.say(id, a.name, `CRASH with the take of ${tx.by ?? "?"} open: the file channel ${this.topo.channels[tx.target.index].name} gives it back`));
     }
     const crashed: CrashedChannel[] = [...(a.built as BuiltAgent).channels.values()].map((c) => ({ index: (a.plan.channels.find((p) => p.name === c.model.name) as ChannelPlan).index, definition: c.model.definition, instance: c.instance }));
-    // Committed takes a channel gives back after a crash (a Kafka channel's offsets behind a held record): back in it, and their next delivery is a copy.
-    for (const c of crashed) {
-      const back = c.definition.durability?.repeatedOnCrash?.(c.instance).map(simIdOf) ?? [];
-      if (back.length === 0) continue;
-      this.notes.eachWatchedId(back, (id) => this.notes.say(id, a.name, `CRASH: channel ${this.topo.channels[c.index].name} will give it back (its take committed, its offset was not)`));
+    // Back in the channel, and their next delivery is a copy.
+    for (const [index, back] of givenBackOnCrash(crashed, simIdOf)) {
+      this.notes.eachWatchedId(back, (id) => this.notes.say(id, a.name, `CRASH: channel ${this.topo.channels[index].name} will give it back (its take committed, its offset was not)`));
       for (const id of back) this.causes.gotThrough(id, "crash-replay");
-      this.ledger.committed(c.index, back, []);
+      this.ledger.committed(index, back, []);
     }
     const crashNo = ++this.crashNo;
     const { dropped, partial } = await crashChannels(this.ledger, crashed, simIdOf, { crash: crashNo, told: (p) => this.notes.crashFates(a, p, this.ledger, spec.down) });
@@ -588,22 +582,3 @@ class Simulation {
 }
 
 type Random = () => number;
-/**
- * Runs the simulation; then, when something is worth telling (the first lost event, the
- * first duplicate of each cause, the events asked for with --explain), runs it again with the
- * same seed watching those events, to tell their histories (a run is deterministic, so the
- * second run is the same run).
- */
-export async function simulateWithHistory(o: SimulationOptions, hooks: SimulationHooks = {}, explain: readonly number[] = []): Promise<SimulationResult> {
-  const result = await runSimulation(o, hooks);
-  const ids = new Set<number>(explain);
-  if (result.firstLost) ids.add(result.firstLost.id);
-  for (const d of result.duplicateCauses) if (d.example !== undefined) ids.add(d.example);
-  if (ids.size === 0) return result;
-  const again = await runSimulation(o, { watch: [...ids] });
-  if (result.firstLost) result.firstLost.history = again.firstLost?.history ?? [];
-  const causesOf = new Map<number, Cause[]>();
-  for (const d of result.duplicateCauses) if (d.example !== undefined && d.cause !== "unexplained") causesOf.set(d.example, [...(causesOf.get(d.example) ?? []), d.cause]);
-  result.histories = again.histories.map((h) => (causesOf.has(h.id) ? { ...h, causes: causesOf.get(h.id) } : h));
-  return result;
-}

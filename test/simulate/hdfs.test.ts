@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { simulateWithHistory, type SimulationResult } from "../../src/simulate/engine.ts";
+import type { SimulationResult } from "../../src/simulate/engine.ts";
+import { simulateWithHistory } from "../../src/simulate/with-history.ts";
 import { DEFAULTS, parseWindows, type SimulationOptions } from "../../src/simulate/options.ts";
 import { htmlReport } from "../../src/simulate/html.ts";
 import { jsonReport } from "../../src/simulate/report.ts";

@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { runSimulation, simulateWithHistory, type SimulationResult } from "../../src/simulate/engine.ts";
+import { runSimulation, type SimulationResult } from "../../src/simulate/engine.ts";
+import { simulateWithHistory } from "../../src/simulate/with-history.ts";
 import { replayTraces } from "../../src/simulate/replay.ts";
 import { DEFAULTS, parseCrashSpecs, parseFailovers, type SimulationOptions, SimulationUsageError } from "../../src/simulate/options.ts";
 import { jsonReport } from "../../src/simulate/report.ts";

@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { runSimulation, simulateWithHistory, type SimulationResult } from "../../src/simulate/engine.ts";
+import { runSimulation, type SimulationResult } from "../../src/simulate/engine.ts";
+import { simulateWithHistory } from "../../src/simulate/with-history.ts";
 import { DEFAULTS, parseCrashSpecs, parseFailSpec, parseLinkLatencies, parseLinkRates, parseLinkSelector, parsePartitions, type SimulationOptions, SimulationUsageError } from "../../src/simulate/options.ts";
 import { ROOT, tempDir } from "../support/helpers.ts";
 
