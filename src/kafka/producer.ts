@@ -5,6 +5,7 @@
 import type { Producer } from "@platformatic/kafka";
 import type { Logger } from "../core/logger.ts";
 import { loadKafka } from "./client.ts";
+import { useOwnRecordBatches } from "./produce-api.ts";
 import { isTooLarge, isUnknownTopic, KafkaRecordTooLargeError, KafkaTopicMissingError, messageOf } from "./errors.ts";
 import { clientOptions, describeBrokers, type ProducerSettings } from "./settings.ts";
 
@@ -47,9 +48,9 @@ export class KafkaPublisher {
   /** Creates the producer and checks that a broker answers (and that `topic` exists, when given). */
   async connect(topic?: string): Promise<void> {
     if (this.producer) return;
-    const { Producer } = await loadKafka();
+    const kafka = await loadKafka();
     const s = this.settings;
-    const producer = new Producer<Buffer, Buffer, Buffer, Buffer>({
+    const producer = new kafka.Producer<Buffer, Buffer, Buffer, Buffer>({
       ...clientOptions(s),
       acks: s.acks,
       idempotent: s.idempotent,
@@ -57,6 +58,7 @@ export class KafkaPublisher {
       // As the Java producer: the broker decides (auto.create.topics.enable).
       autocreateTopics: true,
     });
+    useOwnRecordBatches(kafka, producer);
     try {
       await producer.metadata({ topics: topic ? [topic] : [], autocreateTopics: true });
     } catch (err) {
