@@ -325,13 +325,16 @@ export class KafkaPoller {
 
   /** Commits the offsets after the given records (per partition, the last one's offset + 1). */
   async commit(msgs: readonly KafkaMessage[]): Promise<void> {
-    const last = new Map<string, KafkaMessage>();
+    const last = new Map<string, Map<number, KafkaMessage>>();
     for (const m of msgs) {
-      const k = `${m.topic}\u0000${m.partition}`;
-      const prev = last.get(k);
-      if (!prev || prev.offset < m.offset) last.set(k, m);
+      let partitions = last.get(m.topic);
+      if (!partitions) last.set(m.topic, (partitions = new Map()));
+      const prev = partitions.get(m.partition);
+      if (!prev || prev.offset < m.offset) partitions.set(m.partition, m);
     }
-    await Promise.all([...last.values()].map((m) => m.commit()));
+    const commits: Promise<void>[] = [];
+    for (const partitions of last.values()) for (const m of partitions.values()) commits.push(m.commit() as Promise<void>);
+    await Promise.all(commits);
   }
 
   /** What a killed process leaves: the connection dropped, nothing committed or left cleanly. */

@@ -20,6 +20,8 @@ import { connectionProps, consumerSettings, type ConsumerSettings, producerSetti
 import { type ComponentContext, defineComponent } from "../component.ts";
 import { BaseSource } from "./base.ts";
 
+const EMPTY = Buffer.alloc(0);
+
 export interface KafkaSourceOptions {
   consumer: ConsumerSettings;
   topics?: readonly string[];
@@ -46,6 +48,10 @@ export class KafkaSource extends BaseSource implements PollableSource {
   private readonly poller: KafkaPoller;
   private readonly label: string;
   private readonly deadLetters: DeadLetters | null;
+  /** The offset commit of the last batch, in flight while the next one is read. */
+  private committing: Promise<void> | null = null;
+  /** Whether any header.NAME maps a record header to an event header. */
+  private readonly mapsHeaders: boolean;
 
   constructor(
     ctx: ComponentContext,
@@ -56,6 +62,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
     this.label = label;
     this.backoffSleepIncrement = options.backoffSleepIncrement;
     this.maxBackoffSleep = options.maxBackoffSleep;
+    this.mapsHeaders = Object.keys(options.flumeHeaders).length > 0;
     this.poller = new KafkaPoller(label, options.consumer, { topics: options.topics, regex: options.topicsRegex }, ctx.logger, options.batchSize * 2);
     const dlq = options.deadLetters;
     this.deadLetters = dlq ? new DeadLetters(dlq.topic, new KafkaPublisher(`${label} dead letters`, dlq.producer, ctx.logger)) : null;
@@ -78,6 +85,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
 
   async stop(): Promise<void> {
     this.state = "STOP";
+    await this.committing;
     await this.poller.close();
     await this.deadLetters?.publisher.close();
     this.counter.values.OpenConnectionCount = 0;
@@ -85,21 +93,30 @@ export class KafkaSource extends BaseSource implements PollableSource {
     this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
   }
 
-  private eventOf(m: KafkaMessage): Event | null {
+  /** The event of a record with the headers Flume's source sets; `now` is the batch's timestamp header. */
+  private eventOf(m: KafkaMessage, now: string): Event | null {
     const o = this.options;
-    const e = eventOfRecord(m, o.useFlumeEventFormat, this.label, this.logger, this.deadLetters?.add);
-    if (!e) return null;
+    let e: Event | null;
+    if (o.useFlumeEventFormat) {
+      e = eventOfRecord(m, true, this.label, this.logger, this.deadLetters?.add);
+      if (!e) return null;
+    } else {
+      // A plain record: its headers made at once, in one shape for every record of the batch.
+      e = { headers: { timestamp: now }, body: m.value ?? EMPTY };
+    }
     const h = e.headers;
     // As Flume: headers the event already has (a FlumeEvent's) win.
-    if (h.timestamp === undefined) h.timestamp = String(Date.now());
+    if (h.timestamp === undefined) h.timestamp = now;
     if (o.timestampHeader !== undefined) h[o.timestampHeader] = String(m.timestamp);
     if (o.setTopicHeader && h[o.topicHeader] === undefined) h[o.topicHeader] = m.topic;
     if (h.partition === undefined) h.partition = String(m.partition);
     if (h.offset === undefined) h.offset = String(m.offset);
     if (m.key && m.key.length > 0) h.key = m.key.toString("utf8");
-    for (const [k, v] of m.headerEntries) {
-      const name = o.flumeHeaders[k.toString("utf8")];
-      if (name !== undefined) h[name] = v.toString("utf8");
+    if (this.mapsHeaders) {
+      for (const [k, v] of m.headerEntries) {
+        const name = o.flumeHeaders[k.toString("utf8")];
+        if (name !== undefined) h[name] = v.toString("utf8");
+      }
     }
     return e;
   }
@@ -116,11 +133,15 @@ export class KafkaSource extends BaseSource implements PollableSource {
     }
     this.counter.values.KafkaEventGetTimer += Date.now() - started;
     const events: Event[] = [];
+    const now = String(Date.now());
     for (const m of msgs) {
-      const e = this.eventOf(m);
+      const e = this.eventOf(m, now);
       if (e) events.push(e);
       else this.counter.values.EventReadFail++;
     }
+    // The previous batch's offsets land before this batch enters the channels: never more than
+    // one batch in the channels with its offsets uncommitted, as when each commit was awaited.
+    await this.committing;
     if (!(await this.sendDeadLetters(msgs))) return "BACKOFF";
     if (events.length > 0) {
       const refused = await this.emitter.offer(events, `topics ${this.poller.topics.join(",")}`);
@@ -129,15 +150,22 @@ export class KafkaSource extends BaseSource implements PollableSource {
         return "BACKOFF";
       }
     }
-    const committing = Date.now();
+    // Not awaited here: the broker's answer (most of a batch's time on one broker) overlaps the
+    // wait for, and the reading of, the next batch.
+    this.committing = this.commit(msgs);
+    return "READY";
+  }
+
+  /** Commits a batch's offsets once its channel transaction committed; a failure is logged (the batch may be read again). */
+  private async commit(msgs: readonly KafkaMessage[]): Promise<void> {
+    const started = Date.now();
     try {
       await this.poller.commit(msgs);
-      this.counter.values.KafkaCommitTimer += Date.now() - committing;
+      this.counter.values.KafkaCommitTimer += Date.now() - started;
     } catch (err) {
       // In the channels already; an offset commit that failed only means a re-read (at least once).
       this.logger.warn(`${this.label}: committing offsets failed (${messageOf(err)}); those ${msgs.length} events may be read again`);
     }
-    return "READY";
   }
 
   /** Sends the batch's bad records to the dead-letter topic before the batch goes on; false (the batch given back) when that failed. */
