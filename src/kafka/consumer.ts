@@ -307,12 +307,27 @@ export class KafkaPoller {
     const out = this.buffer.slice(this.head, end);
     this.head = end;
     this.heldBytes = this.head === this.buffer.length ? 0 : this.heldBytes - sizeOfAll(out);
+    this.compact();
+    this.resumeIfLow();
+    return out;
+  }
+
+  /** Takes the next buffered record (a channel's take), without the array of take(1). */
+  takeOne(): KafkaMessage | undefined {
+    if (this.head >= this.buffer.length) return undefined;
+    const m = this.buffer[this.head++];
+    this.heldBytes = this.head === this.buffer.length ? 0 : this.heldBytes - sizeOf(m);
+    this.compact();
+    this.resumeIfLow();
+    return m;
+  }
+
+  /** Drops the taken head of the buffer once it is most of it. */
+  private compact(): void {
     if (this.head > 4096 && this.head * 2 > this.buffer.length) {
       this.buffer = this.buffer.slice(this.head);
       this.head = 0;
     }
-    this.resumeIfLow();
-    return out;
   }
 
   /** Puts taken records back at the head of the buffer (their batch failed), in their order. */

@@ -10,7 +10,7 @@ import { silentLogger } from "../../core/logger.ts";
 import type { Sink } from "../../core/sink.ts";
 import { KafkaSinkCounter } from "../../kafka/counters.ts";
 import { isTooLarge, KafkaSettingError, messageOf } from "../../kafka/errors.ts";
-import { encodeFlumeEvent } from "../../kafka/flume-event.ts";
+import { encodeFlumeEvents } from "../../kafka/flume-event.ts";
 import { KafkaPublisher, type KafkaRecord, recordSize } from "../../kafka/producer.ts";
 import { producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
 import type { TakeLoop } from "../../pipeline/take-loop.ts";
@@ -91,10 +91,10 @@ export class KafkaSink extends BaseSink implements Sink {
     return o.topic.replace(SUBSTITUTION, (_, name: string) => headers[name] ?? "");
   }
 
-  private recordOf(e: Event): KafkaRecord {
+  private recordOf(e: Event, value: Buffer | undefined): KafkaRecord {
     const o = this.options;
     const headers = readHeaders(e);
-    const record: KafkaRecord = { topic: this.topicOf(headers), value: o.useFlumeEventFormat ? encodeFlumeEvent(e) : Buffer.from(e.body.buffer, e.body.byteOffset, e.body.length) };
+    const record: KafkaRecord = { topic: this.topicOf(headers), value: value ?? Buffer.from(e.body.buffer, e.body.byteOffset, e.body.length) };
     const key = headers.key;
     if (key !== undefined) record.key = Buffer.from(key);
     if (o.partitionIdHeader !== undefined && headers[o.partitionIdHeader] !== undefined) {
@@ -125,8 +125,9 @@ export class KafkaSink extends BaseSink implements Sink {
     const records = this.records;
     records.length = 0;
     let refused = 0;
+    const values = this.options.useFlumeEventFormat ? encodeFlumeEvents(events) : undefined;
     for (let i = 0; i < events.length; i++) {
-      const r = this.recordOf(events[i]);
+      const r = this.recordOf(events[i], values?.[i]);
       const tooLarge = this.publisher.checkSize(r);
       if (tooLarge) {
         // Never accepted however often it is retried: reported and left out, the rest goes.
