@@ -48,8 +48,6 @@ export class KafkaSource extends BaseSource implements PollableSource {
   private readonly poller: KafkaPoller;
   private readonly label: string;
   private readonly deadLetters: DeadLetters | null;
-  /** The offset commit of the last batch, in flight while the next one is read. */
-  private committing: Promise<void> | null = null;
   /** Whether any header.NAME maps a record header to an event header. */
   private readonly mapsHeaders: boolean;
 
@@ -85,7 +83,6 @@ export class KafkaSource extends BaseSource implements PollableSource {
 
   async stop(): Promise<void> {
     this.state = "STOP";
-    await this.committing;
     await this.poller.close();
     await this.deadLetters?.publisher.close();
     this.counter.values.OpenConnectionCount = 0;
@@ -139,9 +136,6 @@ export class KafkaSource extends BaseSource implements PollableSource {
       if (e) events.push(e);
       else this.counter.values.EventReadFail++;
     }
-    // The previous batch's offsets land before this batch enters the channels: never more than
-    // one batch in the channels with its offsets uncommitted, as when each commit was awaited.
-    await this.committing;
     if (!(await this.sendDeadLetters(msgs))) return "BACKOFF";
     if (events.length > 0) {
       const refused = await this.emitter.offer(events, `topics ${this.poller.topics.join(",")}`);
@@ -150,9 +144,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
         return "BACKOFF";
       }
     }
-    // Not awaited here: the broker's answer (most of a batch's time on one broker) overlaps the
-    // wait for, and the reading of, the next batch.
-    this.committing = this.commit(msgs);
+    await this.commit(msgs);
     return "READY";
   }
 
