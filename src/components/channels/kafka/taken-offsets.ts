@@ -22,11 +22,16 @@ interface PartitionState<R> {
 
 export class TakenOffsets<R extends TakenRecord, E = unknown> {
   private readonly partitions = new Map<string, PartitionState<R>>();
+  /** The partition of the last record looked up: consecutive records mostly share one, and its key string is not made again for each. */
+  private last: { topic: string; partition: number; state: PartitionState<R> } | null = null;
 
   private state(r: TakenRecord): PartitionState<R> {
+    const last = this.last;
+    if (last !== null && last.partition === r.partition && last.topic === r.topic) return last.state;
     const key = `${r.topic}\u0000${r.partition}`;
     let s = this.partitions.get(key);
     if (!s) this.partitions.set(key, (s = { held: new Set(), done: new Map() }));
+    this.last = { topic: r.topic, partition: r.partition, state: s };
     return s;
   }
 
@@ -73,5 +78,6 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
   /** A new consumer reads from the group's committed offsets: nothing is held any more. */
   clear(): void {
     this.partitions.clear();
+    this.last = null;
   }
 }
