@@ -11,7 +11,7 @@ import type { Sink } from "../../core/sink.ts";
 import { KafkaSinkCounter } from "../../kafka/counters.ts";
 import { isTooLarge, KafkaSettingError, messageOf } from "../../kafka/errors.ts";
 import { encodeFlumeEvents } from "../../kafka/flume-event.ts";
-import { KafkaPublisher, type KafkaRecord, recordSize } from "../../kafka/producer.ts";
+import { bodyValue, KafkaPublisher, type KafkaRecord, recordSize } from "../../kafka/producer.ts";
 import { producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
 import type { TakeLoop } from "../../pipeline/take-loop.ts";
 import { type ComponentContext, defineComponent } from "../component.ts";
@@ -94,7 +94,7 @@ export class KafkaSink extends BaseSink implements Sink {
   private recordOf(e: Event, value: Buffer | undefined): KafkaRecord {
     const o = this.options;
     const headers = readHeaders(e);
-    const record: KafkaRecord = { topic: this.topicOf(headers), value: value ?? Buffer.from(e.body.buffer, e.body.byteOffset, e.body.length) };
+    const record: KafkaRecord = { topic: this.topicOf(headers), value: value ?? bodyValue(e) };
     const key = headers.key;
     if (key !== undefined) record.key = Buffer.from(key);
     if (o.partitionIdHeader !== undefined && headers[o.partitionIdHeader] !== undefined) {

@@ -24,7 +24,7 @@ import { KafkaChannelCounter } from "../../../kafka/counters.ts";
 import { messageOf } from "../../../kafka/errors.ts";
 import { DeadLetters } from "../../../kafka/dead-letters.ts";
 import { encodeFlumeEvents } from "../../../kafka/flume-event.ts";
-import { KafkaPublisher, type KafkaRecord } from "../../../kafka/producer.ts";
+import { bodyValue, KafkaPublisher, type KafkaRecord } from "../../../kafka/producer.ts";
 import { eventOfRecord } from "../../../kafka/records.ts";
 import type { ConsumerSettings, ProducerSettings } from "../../../kafka/settings.ts";
 import { TakenOffsets } from "./taken-offsets.ts";
@@ -211,7 +211,7 @@ export class KafkaChannel implements Channel {
 
   private async send(tx: KafkaTransaction): Promise<void> {
     const puts = tx.puts;
-    const values = this.options.parseAsFlumeEvent ? encodeFlumeEvents(puts) : puts.map((e) => Buffer.from(e.body.buffer, e.body.byteOffset, e.body.length));
+    const values = this.options.parseAsFlumeEvent ? encodeFlumeEvents(puts) : puts.map(bodyValue);
     const records = puts.map((e, i) => this.recordOf(e, values[i]));
     for (const r of records) {
       const tooLarge = this.publisher.checkSize(r);
