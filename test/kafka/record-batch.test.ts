@@ -79,7 +79,7 @@ describe("RecordBatch v2", () => {
       const m = list[i];
       expect(r.offsetDelta).toBe(i);
       expect(first + BigInt(r.timestampDelta)).toBe(m.timestamp as bigint);
-      expect(r.key?.toString()).toBe(m.key?.toString());
+      expect(r.key?.toString()).toBe(m.key!.toString());
       expect(r.value?.toString()).toBe(m.value!.toString());
       expect(r.headers.map(([k, v]) => [k?.toString(), v?.toString()])).toEqual([...(m.headers ?? [])].map(([k, v]) => [k.toString(), v.toString()]));
     });
