@@ -307,12 +307,27 @@ export class KafkaPoller {
     const out = this.buffer.slice(this.head, end);
     this.head = end;
     this.heldBytes = this.head === this.buffer.length ? 0 : this.heldBytes - sizeOfAll(out);
+    this.compact();
+    this.resumeIfLow();
+    return out;
+  }
+
+  /** Takes the next buffered record (a channel's take), without the array of take(1). */
+  takeOne(): KafkaMessage | undefined {
+    if (this.head >= this.buffer.length) return undefined;
+    const m = this.buffer[this.head++];
+    this.heldBytes = this.head === this.buffer.length ? 0 : this.heldBytes - sizeOf(m);
+    this.compact();
+    this.resumeIfLow();
+    return m;
+  }
+
+  /** Drops the taken head of the buffer once it is most of it. */
+  private compact(): void {
     if (this.head > 4096 && this.head * 2 > this.buffer.length) {
       this.buffer = this.buffer.slice(this.head);
       this.head = 0;
     }
-    this.resumeIfLow();
-    return out;
   }
 
   /** Puts taken records back at the head of the buffer (their batch failed), in their order. */
@@ -325,13 +340,16 @@ export class KafkaPoller {
 
   /** Commits the offsets after the given records (per partition, the last one's offset + 1). */
   async commit(msgs: readonly KafkaMessage[]): Promise<void> {
-    const last = new Map<string, KafkaMessage>();
+    const last = new Map<string, Map<number, KafkaMessage>>();
     for (const m of msgs) {
-      const k = `${m.topic}\u0000${m.partition}`;
-      const prev = last.get(k);
-      if (!prev || prev.offset < m.offset) last.set(k, m);
+      let partitions = last.get(m.topic);
+      if (!partitions) last.set(m.topic, (partitions = new Map()));
+      const prev = partitions.get(m.partition);
+      if (!prev || prev.offset < m.offset) partitions.set(m.partition, m);
     }
-    await Promise.all([...last.values()].map((m) => m.commit()));
+    const commits: Promise<void>[] = [];
+    for (const partitions of last.values()) for (const m of partitions.values()) commits.push(m.commit() as Promise<void>);
+    await Promise.all(commits);
   }
 
   /** What a killed process leaves: the connection dropped, nothing committed or left cleanly. */

@@ -3,8 +3,10 @@
  * resolves once the broker acknowledged every record (acks as configured).
  */
 import type { Producer } from "@platformatic/kafka";
+import type { Event } from "../core/event.ts";
 import type { Logger } from "../core/logger.ts";
 import { loadKafka } from "./client.ts";
+import { useOwnRecordBatches } from "./produce-api.ts";
 import { isTooLarge, isUnknownTopic, KafkaRecordTooLargeError, KafkaTopicMissingError, messageOf } from "./errors.ts";
 import { clientOptions, describeBrokers, type ProducerSettings } from "./settings.ts";
 
@@ -15,6 +17,12 @@ export interface KafkaRecord {
   headers?: Map<Buffer, Buffer>;
   partition?: number;
   timestamp?: bigint;
+}
+
+/** An event's body as a record value: the body itself when it is a Buffer already, else a view of its bytes (never a copy). */
+export function bodyValue(e: Event): Buffer {
+  const b = e.body;
+  return Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.length);
 }
 
 /** Record overhead in a v2 batch besides key, value and headers (varints, attributes, deltas), bounded above. */
@@ -47,9 +55,9 @@ export class KafkaPublisher {
   /** Creates the producer and checks that a broker answers (and that `topic` exists, when given). */
   async connect(topic?: string): Promise<void> {
     if (this.producer) return;
-    const { Producer } = await loadKafka();
+    const kafka = await loadKafka();
     const s = this.settings;
-    const producer = new Producer<Buffer, Buffer, Buffer, Buffer>({
+    const producer = new kafka.Producer<Buffer, Buffer, Buffer, Buffer>({
       ...clientOptions(s),
       acks: s.acks,
       idempotent: s.idempotent,
@@ -57,6 +65,7 @@ export class KafkaPublisher {
       // As the Java producer: the broker decides (auto.create.topics.enable).
       autocreateTopics: true,
     });
+    useOwnRecordBatches(kafka, producer);
     try {
       await producer.metadata({ topics: topic ? [topic] : [], autocreateTopics: true });
     } catch (err) {

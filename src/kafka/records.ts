@@ -5,6 +5,8 @@ import type { KafkaMessage } from "./consumer.ts";
 import { KafkaBadRecordError, messageOf } from "./errors.ts";
 import { decodeFlumeEvent } from "./flume-event.ts";
 
+const EMPTY = Buffer.alloc(0);
+
 export function where(m: KafkaMessage): string {
   return `topic ${m.topic} partition ${m.partition} offset ${m.offset}`;
 }
@@ -18,11 +20,11 @@ export type BadRecordHandler = (m: KafkaMessage, error: KafkaBadRecordError) => 
  * handed to `bad` when given.
  */
 export function eventOfRecord(m: KafkaMessage, asFlumeEvent: boolean, label: string, logger: Logger, bad?: BadRecordHandler): Event | null {
-  const value = m.value ?? Buffer.alloc(0);
+  const value = m.value ?? EMPTY;
   if (!asFlumeEvent) return bodyEvent(value);
   try {
-    const e = decodeFlumeEvent(value);
-    return { headers: { ...e.headers }, body: e.body };
+    // A fresh event of its own (its headers object too): the caller may add headers.
+    return decodeFlumeEvent(value);
   } catch (err) {
     const error = new KafkaBadRecordError(`${label}: skipped a record that is not an Avro FlumeEvent at ${where(m)} (${value.length} bytes: ${messageOf(err)}); write it with useFlumeEventFormat = true / parseAsFlumeEvent = true, or read the topic with those off`, { cause: err });
     logger.error(error.message);

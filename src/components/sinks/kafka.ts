@@ -10,8 +10,8 @@ import { silentLogger } from "../../core/logger.ts";
 import type { Sink } from "../../core/sink.ts";
 import { KafkaSinkCounter } from "../../kafka/counters.ts";
 import { isTooLarge, KafkaSettingError, messageOf } from "../../kafka/errors.ts";
-import { encodeFlumeEvent } from "../../kafka/flume-event.ts";
-import { KafkaPublisher, type KafkaRecord, recordSize } from "../../kafka/producer.ts";
+import { encodeFlumeEvents } from "../../kafka/flume-event.ts";
+import { bodyValue, KafkaPublisher, type KafkaRecord, recordSize } from "../../kafka/producer.ts";
 import { producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
 import type { TakeLoop } from "../../pipeline/take-loop.ts";
 import { type ComponentContext, defineComponent } from "../component.ts";
@@ -92,10 +92,10 @@ export class KafkaSink extends BaseSink implements Sink {
     return o.topic.replace(SUBSTITUTION, (_, name: string) => headers[name] ?? "");
   }
 
-  private recordOf(e: Event): KafkaRecord {
+  private recordOf(e: Event, value: Buffer | undefined): KafkaRecord {
     const o = this.options;
     const headers = readHeaders(e);
-    const record: KafkaRecord = { topic: this.topicOf(headers), value: o.useFlumeEventFormat ? encodeFlumeEvent(e) : Buffer.from(e.body.buffer, e.body.byteOffset, e.body.length) };
+    const record: KafkaRecord = { topic: this.topicOf(headers), value: value ?? bodyValue(e) };
     const key = headers.key;
     if (key !== undefined) record.key = Buffer.from(key);
     if (o.partitionIdHeader !== undefined && headers[o.partitionIdHeader] !== undefined) {
@@ -126,8 +126,9 @@ export class KafkaSink extends BaseSink implements Sink {
     const records = this.records;
     records.length = 0;
     let refused = 0;
+    const values = this.options.useFlumeEventFormat ? encodeFlumeEvents(events) : undefined;
     for (let i = 0; i < events.length; i++) {
-      const r = this.recordOf(events[i]);
+      const r = this.recordOf(events[i], values?.[i]);
       const tooLarge = this.publisher.checkSize(r);
       if (tooLarge) {
         // Never accepted however often it is retried: reported and left out, the rest goes.

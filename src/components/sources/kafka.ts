@@ -22,6 +22,8 @@ import { type ComponentContext, defineComponent } from "../component.ts";
 import { builtIn } from "../registry.ts";
 import { BaseSource } from "./base.ts";
 
+const EMPTY = Buffer.alloc(0);
+
 export interface KafkaSourceOptions {
   consumer: ConsumerSettings;
   topics?: readonly string[];
@@ -48,6 +50,8 @@ export class KafkaSource extends BaseSource implements PollableSource {
   private readonly poller: KafkaPoller;
   private readonly label: string;
   private readonly deadLetters: DeadLetters | null;
+  /** Whether any header.NAME maps a record header to an event header. */
+  private readonly mapsHeaders: boolean;
 
   constructor(
     ctx: ComponentContext,
@@ -58,6 +62,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
     this.label = label;
     this.backoffSleepIncrement = options.backoffSleepIncrement;
     this.maxBackoffSleep = options.maxBackoffSleep;
+    this.mapsHeaders = Object.keys(options.flumeHeaders).length > 0;
     this.poller = new KafkaPoller(label, options.consumer, { topics: options.topics, regex: options.topicsRegex }, ctx.logger, options.batchSize * 2);
     const dlq = options.deadLetters;
     this.deadLetters = dlq ? new DeadLetters(dlq.topic, new KafkaPublisher(`${label} dead letters`, dlq.producer, ctx.logger)) : null;
@@ -95,21 +100,30 @@ export class KafkaSource extends BaseSource implements PollableSource {
     this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
   }
 
-  private eventOf(m: KafkaMessage): Event | null {
+  /** The event of a record with the headers Flume's source sets; `now` is the batch's timestamp header. */
+  private eventOf(m: KafkaMessage, now: string): Event | null {
     const o = this.options;
-    const e = eventOfRecord(m, o.useFlumeEventFormat, this.label, this.logger, this.deadLetters?.add);
-    if (!e) return null;
+    let e: Event | null;
+    if (o.useFlumeEventFormat) {
+      e = eventOfRecord(m, true, this.label, this.logger, this.deadLetters?.add);
+      if (!e) return null;
+    } else {
+      // A plain record: its headers made at once, in one shape for every record of the batch.
+      e = { headers: { timestamp: now }, body: m.value ?? EMPTY };
+    }
     const h = e.headers;
     // As Flume: headers the event already has (a FlumeEvent's) win.
-    if (h.timestamp === undefined) h.timestamp = String(Date.now());
+    if (h.timestamp === undefined) h.timestamp = now;
     if (o.timestampHeader !== undefined) h[o.timestampHeader] = String(m.timestamp);
     if (o.setTopicHeader && h[o.topicHeader] === undefined) h[o.topicHeader] = m.topic;
     if (h.partition === undefined) h.partition = String(m.partition);
     if (h.offset === undefined) h.offset = String(m.offset);
     if (m.key && m.key.length > 0) h.key = m.key.toString("utf8");
-    for (const [k, v] of m.headerEntries) {
-      const name = o.flumeHeaders[k.toString("utf8")];
-      if (name !== undefined) h[name] = v.toString("utf8");
+    if (this.mapsHeaders) {
+      for (const [k, v] of m.headerEntries) {
+        const name = o.flumeHeaders[k.toString("utf8")];
+        if (name !== undefined) h[name] = v.toString("utf8");
+      }
     }
     return e;
   }
@@ -126,8 +140,9 @@ export class KafkaSource extends BaseSource implements PollableSource {
     }
     this.counter.values.KafkaEventGetTimer += Date.now() - started;
     const events: Event[] = [];
+    const now = String(Date.now());
     for (const m of msgs) {
-      const e = this.eventOf(m);
+      const e = this.eventOf(m, now);
       if (e) events.push(e);
     }
     if (!(await this.sendDeadLetters(msgs))) return "BACKOFF";
@@ -140,15 +155,20 @@ export class KafkaSource extends BaseSource implements PollableSource {
         return "BACKOFF";
       }
     }
-    const committing = Date.now();
+    await this.commit(msgs);
+    return "READY";
+  }
+
+  /** Commits a batch's offsets once its channel transaction committed; a failure is logged (the batch may be read again). */
+  private async commit(msgs: readonly KafkaMessage[]): Promise<void> {
+    const started = Date.now();
     try {
       await this.poller.commit(msgs);
-      this.counter.values.KafkaCommitTimer += Date.now() - committing;
+      this.counter.values.KafkaCommitTimer += Date.now() - started;
     } catch (err) {
       // In the channels already; an offset commit that failed only means a re-read (at least once).
       this.logger.warn(`${this.label}: committing offsets failed (${messageOf(err)}); those ${msgs.length} events may be read again`);
     }
-    return "READY";
   }
 
   /**

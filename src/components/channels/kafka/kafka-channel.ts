@@ -23,8 +23,8 @@ import { type KafkaMessage, KafkaPoller } from "../../../kafka/consumer.ts";
 import { KafkaChannelCounter } from "../../../kafka/counters.ts";
 import { messageOf } from "../../../kafka/errors.ts";
 import { DeadLetters } from "../../../kafka/dead-letters.ts";
-import { encodeFlumeEvent } from "../../../kafka/flume-event.ts";
-import { KafkaPublisher, type KafkaRecord } from "../../../kafka/producer.ts";
+import { encodeFlumeEvents } from "../../../kafka/flume-event.ts";
+import { bodyValue, KafkaPublisher, type KafkaRecord } from "../../../kafka/producer.ts";
 import { eventOfRecord } from "../../../kafka/records.ts";
 import type { ConsumerSettings, ProducerSettings } from "../../../kafka/settings.ts";
 import { TakenOffsets } from "./taken-offsets.ts";
@@ -175,7 +175,7 @@ export class KafkaChannel implements Channel {
     }
     if (this.state === "START") this.poller.ensureConnected();
     for (;;) {
-      const [m] = this.poller.take(1);
+      const m = this.poller.takeOne();
       if (!m) return null;
       tx.takes.push(m);
       this.offsets.taken(m);
@@ -187,10 +187,10 @@ export class KafkaChannel implements Channel {
     }
   }
 
-  private recordOf(e: Event): KafkaRecord {
+  private recordOf(e: Event, value: Buffer): KafkaRecord {
     const o = this.options;
     const headers = readHeaders(e);
-    const record: KafkaRecord = { topic: o.topic, value: o.parseAsFlumeEvent ? encodeFlumeEvent(e) : Buffer.from(e.body.buffer, e.body.byteOffset, e.body.length) };
+    const record: KafkaRecord = { topic: o.topic, value };
     if (headers.key !== undefined) record.key = Buffer.from(headers.key);
     const p = o.partitionIdHeader !== undefined ? headers[o.partitionIdHeader] : undefined;
     if (p !== undefined && /^\d+$/.test(p)) record.partition = Number(p);
@@ -210,7 +210,9 @@ export class KafkaChannel implements Channel {
   }
 
   private async send(tx: KafkaTransaction): Promise<void> {
-    const records = tx.puts.map((e) => this.recordOf(e));
+    const puts = tx.puts;
+    const values = this.options.parseAsFlumeEvent ? encodeFlumeEvents(puts) : puts.map(bodyValue);
+    const records = puts.map((e, i) => this.recordOf(e, values[i]));
     for (const r of records) {
       const tooLarge = this.publisher.checkSize(r);
       if (tooLarge) throw new ChannelException(tooLarge.message);

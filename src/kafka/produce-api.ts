@@ -1,0 +1,85 @@
+/**
+ * Puts our record-batch encoder (record-batch.ts) under the library's Producer: the Producer
+ * asks its client for the Produce API (kGetApi) before every request; the API handed back here
+ * writes the request body with encodeProduceRequest and sends it on the same connection with
+ * the library's own response parser. Everything else stays the Producer's: metadata, the
+ * partitioner, the idempotent producer's id, epoch and sequences (it passes them in the
+ * options it gives the API), retries, leader changes. Compressed or transactional sends, and
+ * versions we do not write, go to the library's API unchanged.
+ *
+ * Library exports used (in its 1.x and 2.x alike): kGetApi (a public method of its clients),
+ * Writer.create/append, the produceV3..V11 namespaces' parseResponse, crc32c, and
+ * Connection.send(apiKey, apiVersion, createPayload, parser, requestTags, responseTags, cb).
+ */
+import type { KafkaModule } from "./client.ts";
+import { type BatchProducer, encodeProduceRequest, type ProduceMessage } from "./record-batch.ts";
+
+type Callback = (error: Error | null, payload?: unknown) => void;
+
+interface WriterLike {
+  context: Record<string, unknown>;
+  append(buffer: Buffer): WriterLike;
+}
+
+interface ConnectionLike {
+  send(apiKey: number, apiVersion: number, createPayload: () => WriterLike, parser: ResponseParser, requestTags: boolean, responseTags: boolean, callback: Callback): void;
+}
+
+type ResponseParser = (correlationId: number, apiKey: number, apiVersion: number, reader: never) => unknown;
+
+interface ProduceOptions extends BatchProducer {
+  compression?: string;
+  transactionalId?: string | null;
+}
+
+type ProduceApi = ((connection: ConnectionLike, acks: number, timeout: number, messages: ProduceMessage[], options: ProduceOptions, callback: Callback) => void) & { key: number; version: number; async?: unknown };
+
+type GetApi = (name: string, callback: (error: Error | null, api?: unknown) => void) => void;
+
+const FIRST = 3;
+const LAST = 11;
+
+/** Ours in place of the library's Produce API of the same version; the library's when we do not write that version. */
+function ownProduceApi(kafka: KafkaModule, api: ProduceApi): ProduceApi {
+  const version = api.version;
+  const mod = (kafka as unknown as Record<string, { parseResponse?: ResponseParser } | undefined>)[`produceV${version}`];
+  if (version < FIRST || version > LAST || typeof mod?.parseResponse !== "function") return api;
+  const parse = mod.parseResponse;
+  const flexible = version >= 9;
+  const crc = kafka.crc32c as (b: Buffer) => number;
+  const own = ((connection, acks, timeout, messages, options, callback) => {
+    if ((options.compression && options.compression !== "none") || options.transactionalId) {
+      api(connection, acks, timeout, messages, options, callback);
+      return;
+    }
+    const payload = () => {
+      const writer = kafka.Writer.create() as unknown as WriterLike;
+      for (const part of encodeProduceRequest(version, acks, timeout, messages, options, crc)) writer.append(part);
+      if (acks === 0) writer.context.noResponse = true;
+      return writer;
+    };
+    connection.send(api.key, version, payload, parse, flexible, flexible, callback);
+  }) as ProduceApi;
+  own.key = api.key;
+  own.version = version;
+  own.async = api.async;
+  return own;
+}
+
+/** Makes `client` (a Producer) write its Produce requests with our encoder. */
+export function useOwnRecordBatches(kafka: KafkaModule, client: object): void {
+  const slot = client as Record<symbol, GetApi>;
+  const getApi = slot[kafka.kGetApi].bind(client);
+  const made = new WeakMap<ProduceApi, ProduceApi>();
+  slot[kafka.kGetApi] = (name, callback) =>
+    getApi(name, (error, api) => {
+      if (error || name !== "Produce" || typeof api !== "function") {
+        callback(error, api);
+        return;
+      }
+      const library = api as ProduceApi;
+      let own = made.get(library);
+      if (!own) made.set(library, (own = ownProduceApi(kafka, library)));
+      callback(null, own);
+    });
+}
