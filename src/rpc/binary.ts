@@ -50,24 +50,29 @@ export class AvroReader extends FrameCursor {
     return b === 1;
   }
 
+  // bytes(), string() and key() read their length inline (not through a helper) for the same
+  // reason the cursor's readers check bounds inline: see frame-cursor.ts.
+
   /** A length-prefixed byte run, as a view into the underlying buffer (no copy). */
   bytes(): Buffer {
-    return this.viewOf(this.length("bytes"), "value");
+    const len = this.long();
+    if (len < 0) this.negative("bytes", len);
+    return this.viewOf(len, "value");
   }
 
   string(): string {
-    return this.utf8Of(this.length("string"));
+    const len = this.long();
+    if (len < 0) this.negative("string", len);
+    return this.utf8Of(len);
   }
 
   fixed(size: number): Buffer {
     return this.viewOf(size, "fixed");
   }
 
-  /** The length before a bytes or string value. */
-  private length(kind: "bytes" | "string"): number {
-    const len = this.long();
-    if (len < 0) throw new RpcProtocolError(`negative Avro ${kind} length ${len} at byte ${this.pos}`);
-    return len;
+  /** A bytes or string value's length was negative. */
+  private negative(kind: "bytes" | "string", len: number): never {
+    throw new RpcProtocolError(`negative Avro ${kind} length ${len} at byte ${this.pos}`);
   }
 
   /** Reads an array/map block header: item count (>= 0); skips the byte size of negative counts. */
@@ -89,7 +94,9 @@ export class AvroReader extends FrameCursor {
 
   /** A map key, interned (see interned-keys.ts). */
   key(): string {
-    return this.keyOf(this.length("string"));
+    const len = this.long();
+    if (len < 0) this.negative("string", len);
+    return this.keyOf(len);
   }
 
   /** map<string> as a plain object, or null for an empty map (no object made). */

@@ -25,30 +25,32 @@ export abstract class FrameCursor {
   /** Throws the protocol's error: `what` runs past the end of the message. */
   protected abstract truncated(what: string): never;
 
-  /** Moves past the next len bytes and returns where they start; kind names them in the error ("a 9-byte string"). */
-  protected span(len: number, kind: string): number {
-    const start = this.pos;
-    if (len > this.end - start) this.truncated(`a ${len}-byte ${kind}`);
-    this.pos = start + len;
-    return start;
-  }
+  // Each reader below checks its bounds itself rather than through a shared helper: one call
+  // level more on the header path (map -> key -> keyOf -> helper) is past what JSC inlines, and
+  // decoding Avro events with two headers took about a fifth longer that way.
 
   /** The next len bytes as a view of the message. */
   protected viewOf(len: number, kind: string): Buffer {
-    const start = this.span(len, kind);
+    const start = this.pos;
+    if (len > this.end - start) this.truncated(`a ${len}-byte ${kind}`);
+    this.pos = start + len;
     return this.buf.subarray(start, start + len);
   }
 
   /** The next len bytes as UTF-8 (invalid bytes become U+FFFD, as in Java). */
   protected utf8Of(len: number): string {
-    const start = this.span(len, "string");
+    const start = this.pos;
+    if (len > this.end - start) this.truncated(`a ${len}-byte string`);
+    this.pos = start + len;
     // utf8Slice skips toString's encoding dispatch (both Bun and Node have it).
     return (this.buf as Utf8Sliceable).utf8Slice(start, start + len);
   }
 
   /** The next len bytes as a string that recurs (a header name): interned, see interned-keys.ts. */
   protected keyOf(len: number): string {
-    const start = this.span(len, "string");
+    const start = this.pos;
+    if (len > this.end - start) this.truncated(`a ${len}-byte string`);
+    this.pos = start + len;
     return internedUtf8(this.buf, start, len);
   }
 }

@@ -94,6 +94,17 @@ describe("Avro codec", () => {
     expect(() => readEventArray(new AvroReader(lying))).toThrow(/declares/);
   });
 
+  test("a negative or overlong length in a header name, header value or body is refused with what and where", () => {
+    // One event: block count 1 (zig-zag 2), then its headers map and body.
+    const read = (bytes: number[]) => () => readEventArray(new AvroReader(Buffer.from(bytes)));
+    expect(read([0x02, 0x02, 0x01])).toThrow("negative Avro string length -1 at byte 3");
+    expect(read([0x02, 0x02, 0x02, 0x61, 0x01])).toThrow("negative Avro string length -1 at byte 5");
+    expect(read([0x02, 0x00, 0x01])).toThrow("negative Avro bytes length -1 at byte 3");
+    expect(read([0x02, 0x02, 0x12, 0x61, 0x62])).toThrow("truncated Avro payload: a 9-byte string runs past the end of the message (at byte 3 of 5)");
+    expect(read([0x02, 0x02, 0x02, 0x61, 0x12, 0x62])).toThrow("a 9-byte string runs past");
+    expect(read([0x02, 0x00, 0xc8, 0x01, 0x62])).toThrow("a 100-byte value runs past");
+  });
+
   test("frames split at any byte boundary come out whole; limits are enforced", () => {
     const frame = encodeFrame(7, [Buffer.from("head"), Buffer.alloc(0), Buffer.from("payload")]);
     for (let cut = 0; cut <= frame.length; cut++) {
