@@ -16,6 +16,28 @@ import { drain, openChannel } from "../support/file-channel.ts";
 import { consoleConsume, consoleProduce, freePortOn127, startKafka } from "../support/kafka.ts";
 import { kafkaForFile } from "../support/kafka-tests.ts";
 
+interface ReadyBody {
+  ready: boolean;
+  notStarted: { kind: string; name: string; error?: string }[];
+}
+
+/** Waits until /ready answers 503 naming the component with an error; returns that answer. */
+async function notReadyNaming(port: number, component: string, what: string): Promise<ReadyBody> {
+  const last: { body?: ReadyBody } = {};
+  await waitUntil(
+    async () => {
+      const r = await fetch(`http://127.0.0.1:${port}/ready`).catch(() => null);
+      if (!r) return false;
+      const body = (last.body = (await r.json()) as ReadyBody);
+      return r.status === 503 && body.notStarted.some((c) => c.name === component && c.error !== undefined);
+    },
+    what,
+    120_000,
+    200,
+  );
+  return last.body as ReadyBody;
+}
+
 const { cleanups, startAgent } = agentsAfterEach();
 const kafka = kafkaForFile({ autoCreateTopics: false });
 
@@ -103,19 +125,8 @@ a1.sinks.k1.kafka.producer.socket.connection.setup.timeout.ms = 1000
 `,
       port,
     );
-    let ready: { ready: boolean; notStarted: { kind: string; name: string; error?: string }[] } | null = null;
-    await waitUntil(
-      async () => {
-        const r = await fetch(`http://127.0.0.1:${port}/ready`).catch(() => null);
-        if (!r) return false;
-        ready = (await r.json()) as typeof ready;
-        return r.status === 503 && (ready?.notStarted.some((c) => c.name === "k1" && c.error !== undefined) ?? false);
-      },
-      "/ready naming the sink",
-      120_000,
-      200,
-    );
-    const k1 = ready!.notStarted.find((c) => c.name === "k1")!;
+    const ready = await notReadyNaming(port, "k1", "/ready naming the sink");
+    const k1 = ready.notStarted.find((c) => c.name === "k1")!;
     expect(k1.error).toContain(`127.0.0.1:${kafkaPort}`);
 
     const late = await startKafka({ ports: [kafkaPort] });
@@ -220,20 +231,9 @@ a1.sinks.k2.channel = c2
 `,
       port,
     );
-    let ready: { ready: boolean; notStarted: { kind: string; name: string; error?: string }[] } | null = null;
-    await waitUntil(
-      async () => {
-        const r = await fetch(`http://127.0.0.1:${port}/ready`).catch(() => null);
-        if (!r) return false;
-        ready = (await r.json()) as typeof ready;
-        return r.status === 503 && (ready?.notStarted.some((c) => c.name === "r1" && c.error !== undefined) ?? false);
-      },
-      "/ready naming the kafka source",
-      120_000,
-      200,
-    );
-    expect(ready!.notStarted.map((c) => c.name)).toEqual(["r1"]);
-    expect(ready!.notStarted[0].error).toContain(`the dead-letter topic ${dlq} (kafka.deadLetterTopic) cannot be written`);
+    const ready = await notReadyNaming(port, "r1", "/ready naming the kafka source");
+    expect(ready.notStarted.map((c) => c.name)).toEqual(["r1"]);
+    expect(ready.notStarted[0].error).toContain(`the dead-letter topic ${dlq} (kafka.deadLetterTopic) cannot be written`);
     // The rest of the agent runs.
     await waitForMetrics(port, "the seq source's events taken by its sink", (m) => Number(m["CHANNEL.c2"]?.EventTakeSuccessCount ?? 0) === 500, 120_000, 100);
     await kafka.createTopic(dlq);
