@@ -12,7 +12,7 @@
  * varint, attributes i8, timestampDelta varlong, offsetDelta varint, key (varint length, -1 for
  * none), value, headers (varint count, each key and value with varint lengths).
  */
-import { crc32c as jsCrc32c } from "../io/hdfs/native/crc32c.ts";
+import { crc32c as jsCrc32c } from "../io/crc32c.ts";
 // Kafka's varints are Avro's zig-zag longs.
 import { longSize as varintSize } from "../rpc/binary.ts";
 

@@ -14,7 +14,7 @@
  */
 import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { type Socket, connect } from "node:net";
-import { crc32c } from "./crc32c.ts";
+import { crc32c } from "../../crc32c.ts";
 import { type DatanodeInfo, type LocatedBlock, Msg, decode, delimited, encodeBlock, field, unzigzag } from "./proto.ts";
 
 const DATA_TRANSFER_VERSION = 28;

@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { type Server, type Socket, createServer } from "node:net";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
-import { crc32c } from "../../../../src/io/hdfs/native/crc32c.ts";
+import { crc32c } from "../../../../src/io/crc32c.ts";
 import { BlockPipeline, PipelineError, packet } from "../../../../src/io/hdfs/native/pipeline.ts";
 import { type Fields, type LocatedBlock, Msg, decode, decodeDatanode, delimited, field } from "../../../../src/io/hdfs/native/proto.ts";
 

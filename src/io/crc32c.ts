@@ -1,5 +1,6 @@
 /**
- * CRC32C (Castagnoli), the checksum HDFS keeps per 512-byte chunk (dfs.checksum.type CRC32C).
+ * CRC32C (Castagnoli): HDFS keeps one per 512-byte chunk (dfs.checksum.type CRC32C), Kafka one per
+ * record batch.
  * Slicing-by-8 over eight 256-entry tables: no runtime offers CRC32C natively (zlib's crc32 is
  * the other polynomial).
  */

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { crc32c } from "../../../../src/io/hdfs/native/crc32c.ts";
+import { crc32c } from "../../src/io/crc32c.ts";
 
 /** The bitwise definition (reflected polynomial 0x82F63B78), to check the sliced tables against. */
 function reference(bytes: Uint8Array): number {
