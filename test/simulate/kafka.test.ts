@@ -4,8 +4,8 @@ import path from "node:path";
 import { runSimulation, type SimulationResult } from "../../src/simulate/engine.ts";
 import { simulateWithHistory } from "../../src/simulate/with-history.ts";
 import { replayTraces } from "../../src/simulate/replay.ts";
-import { DEFAULTS, parseCrashSpecs, parseFailovers, type SimulationOptions, SimulationUsageError } from "../../src/simulate/options.ts";
-import { jsonReport } from "../../src/simulate/report.ts";
+import { DEFAULTS, parseCrashSpecs, parseFailovers, parseLinkLatencies, type SimulationOptions, SimulationUsageError } from "../../src/simulate/options.ts";
+import { jsonReport, textReport } from "../../src/simulate/report.ts";
 import { ROOT, tempDir } from "../support/helpers.ts";
 
 const EDGE = readFileSync(path.join(ROOT, "conf", "kafka-edge.conf"), "utf8");
@@ -28,7 +28,7 @@ async function kafkaTier(over: Partial<SimulationOptions>, acks = "all", explain
 
 /** The causes that explain at least one duplicate, with their counts. */
 const causeCount = (r: SimulationResult) => Object.fromEntries(r.duplicateCauses.filter((d) => d.count > 0).map((d) => [d.cause, d.count]));
-const topicLine = (r: SimulationResult) => r.peers.find((l) => l.startsWith("topic logs:")) ?? "";
+const topicLine = (r: SimulationResult, topic = "logs") => r.peers.find((l) => l.startsWith(`topic ${topic}:`)) ?? "";
 
 describe("Kafka components against the simulated broker", () => {
   test("an edge's kafka sink and a collector's kafka source over one topic: every event crosses, spread over the partitions, the group's offsets all committed", async () => {
@@ -190,21 +190,26 @@ describe("Kafka components against the simulated broker", () => {
 });
 
 describe("a Kafka channel on the simulated broker", () => {
+  /** Agent a1: a client -> a Kafka channel on topic ch -> sinks k1 and k2 taking at once (their lines and more follow). */
+  const channelAgent = (...more: string[]) => [
+    "a1.sources = r1",
+    "a1.channels = c1",
+    "a1.sinks = k1 k2",
+    "a1.sources.r1.type = seq",
+    "a1.sources.r1.batchSize = 100",
+    "a1.sources.r1.channels = c1",
+    "a1.channels.c1.type = kafka",
+    "a1.channels.c1.kafka.bootstrap.servers = kafka1:9092",
+    "a1.channels.c1.kafka.topic = ch",
+    ...more,
+  ];
+
   /** One agent: a client -> a Kafka channel (acks 1) -> two sinks taking at once. */
   async function kafkaChannelRun(over: Partial<SimulationOptions>): Promise<SimulationResult> {
     const { dir, cleanup } = tempDir("flume-sim-kafka-channel-");
     try {
       const conf = path.join(dir, "kafka-channel.conf");
-      const lines = [
-        "a1.sources = r1",
-        "a1.channels = c1",
-        "a1.sinks = k1 k2",
-        "a1.sources.r1.type = seq",
-        "a1.sources.r1.batchSize = 100",
-        "a1.sources.r1.channels = c1",
-        "a1.channels.c1.type = kafka",
-        "a1.channels.c1.kafka.bootstrap.servers = kafka1:9092",
-        "a1.channels.c1.kafka.topic = ch",
+      const lines = channelAgent(
         "a1.channels.c1.kafka.producer.acks = 1",
         "a1.sinks.k1.type = logger",
         "a1.sinks.k1.channel = c1",
@@ -212,13 +217,70 @@ describe("a Kafka channel on the simulated broker", () => {
         "a1.sinks.k2.type = logger",
         "a1.sinks.k2.channel = c1",
         "a1.sinks.k2.batchSize = 130",
-      ];
+      );
       writeFileSync(conf, `${lines.join("\n")}\n`);
       return await runSimulation({ ...DEFAULTS, events: 10_000, sinkLatency: 40, configFile: conf, workDir: dir, ...over });
     } finally {
       cleanup();
     }
   }
+
+  test("a crash while a slow take is open, after a faster sink's takes committed above it: the group offset waited behind the open take, so the restart reads those committed takes again; nothing lost, each copy a crash-replay duplicate the report counts and explains", async () => {
+    const { dir, cleanup } = tempDir("flume-sim-kafka-channel-");
+    try {
+      // Two sink runners on one Kafka channel: k1 forwards over a link of 100 ms each way (its take stays open), k2 delivers at once.
+      const conf = path.join(dir, "two-takers.conf");
+      const lines = channelAgent(
+        "a1.sinks.k1.type = avro",
+        "a1.sinks.k1.channel = c1",
+        "a1.sinks.k1.hostname = collector",
+        "a1.sinks.k1.port = 4141",
+        "a1.sinks.k2.type = logger",
+        "a1.sinks.k2.channel = c1",
+        "collector.sources = r1",
+        "collector.channels = c1",
+        "collector.sinks = k1",
+        "collector.sources.r1.type = avro",
+        "collector.sources.r1.bind = 0.0.0.0",
+        "collector.sources.r1.port = 4141",
+        "collector.sources.r1.channels = c1",
+        "collector.channels.c1.type = memory",
+        "collector.channels.c1.capacity = 10000",
+        "collector.sinks.k1.type = logger",
+        "collector.sinks.k1.channel = c1",
+      );
+      writeFileSync(conf, `${lines.join("\n")}\n`);
+      const o: SimulationOptions = { ...DEFAULTS, events: 3000, seed: 3, links: parseLinkLatencies("a1->collector=100ms", "--link-latency"), crashes: parseCrashSpecs("a1@261ms+300ms", "--crash"), configFile: conf, workDir: dir };
+      const r = await simulateWithHistory(o);
+      const text = textReport(o, r, false);
+      expect(r.summary).toMatchObject({ accepted: 3000, deliveredUnique: 3000, lost: 0, remaining: 0 });
+      expect(r.summary.duplicates).toBe(500);
+      expect(text).toContain("\nlost                                       0\n");
+      expect(text).toMatch(/\nduplicates +500\n/);
+      expect(text).toContain("a1 crash at 261ms (down 300ms)  no committed event lost");
+      // Every copy is a crash replay, and the topic's line counts the records the restarted channel read again.
+      expect(causeCount(r)).toEqual({ "crash-replay": 500 });
+      expect(text).toMatch(/\n {2}crash-replay +500 {2}a crash replayed a durable channel's take whose events had already got through \(a take still open, or a Kafka channel's committed take whose offset waited behind a record another take held\) \(e\.g\. event \d+\)\n/);
+      // Read again: the 500 of k2's committed takes above k1's open one, and the 200 of the takes open at the crash (k1's and k2's).
+      expect(topicLine(r, "ch")).toBe("topic ch: 3,000 records in 3 partitions (1001/1000/999), 0 leader failovers, 0 acknowledgements lost; group flume: lag 0, 700 records read again, 2 rebalances");
+      // The example's history says why it came again.
+      const example = r.histories.find((h) => h.causes?.includes("crash-replay"));
+      expect(example?.lines.join("\n")).toMatch(/CRASH: channel c1 will give it back \(its take committed, its offset was not\)[^]*that delivery is a duplicate: a crash replayed/);
+      expect(r.verdict.line).toBe("tier at-least-once: HELD (0 lost, 500 duplicates)");
+      // a1 counts k1's open take too: the collector had committed it, and k2 delivered it again after the restart.
+      expect(r.agents.map((a) => a.verdict.line)).toEqual(["agent a1: HELD (0 lost, 600 duplicates)", "agent collector: HELD (0 lost, 0 duplicates)"]);
+    } finally {
+      cleanup();
+    }
+  }, 60_000);
+
+  test("a crash while a put commit waits for the broker's answer: the records it wrote become readable all the same, and the restarted agent delivers every event", async () => {
+    for (const seed of [1, 4]) {
+      const r = await kafkaChannelRun({ seed, crashes: parseCrashSpecs("a1@237ms+500ms", "--crash") });
+      expect(r.summary).toMatchObject({ accepted: 10_000, deliveredUnique: 10_000, lost: 0, remaining: 0 });
+      expect(r.peers.find((l) => l.startsWith("topic ch:"))).toContain("group flume: lag 0");
+    }
+  }, 60_000);
 
   test("a Kafka channel whose topic a Kafka sink of the run writes too is refused, naming the channel and the topic", async () => {
     const { dir, cleanup } = tempDir("flume-sim-kafka-channel-");
