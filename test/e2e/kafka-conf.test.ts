@@ -26,6 +26,78 @@ test("conf/kafka-edge.conf and conf/kafka-collector.conf are valid, and validati
   expect(d.out).toContain("channel org.apache.flume.channel.kafka.KafkaChannel");
 });
 
+/** `flume describe` output by component ("sink CLASS"...): each property's type and default, read at the header's columns. */
+function describedProperties(out: string): Map<string, Map<string, { type: string; default: string }>> {
+  const sections = new Map<string, Map<string, { type: string; default: string }>>();
+  let props: Map<string, { type: string; default: string }> | null = null;
+  let cols: { type: number; default: number; description: number } | null = null;
+  for (const line of out.split("\n")) {
+    const head = /^(sink|source|channel) (\S+)$/.exec(line);
+    if (head) {
+      sections.set(`${head[1]} ${head[2]}`, (props = new Map()));
+      cols = null;
+    } else if (props && /^ {2}property +type +default +description$/.test(line)) {
+      cols = { type: line.indexOf("type"), default: line.indexOf("default"), description: line.indexOf("description") };
+    } else if (props && cols && /^ {2}\S/.test(line)) {
+      props.set(line.slice(2, cols.type).trim(), { type: line.slice(cols.type, cols.default).trim(), default: line.slice(cols.default, cols.description).trim() });
+    } else if (line === "") cols = null;
+  }
+  return sections;
+}
+
+test("flume describe kafka lists Flume's Kafka sink, source and channel with Flume's property names, their deprecated names and Flume's defaults", () => {
+  const d = cliWithoutKafka(["describe", "kafka"]);
+  expect(d.code).toBe(0);
+  const described = describedProperties(d.out);
+  expect([...described.keys()]).toEqual(["sink org.apache.flume.sink.kafka.KafkaSink", "source org.apache.flume.source.kafka.KafkaSource", "channel org.apache.flume.channel.kafka.KafkaChannel"]);
+  const defaults = (section: string) => Object.fromEntries([...(described.get(section) ?? [])].map(([k, v]) => [k, v.default]));
+  // Flume 1.11's user guide defaults.
+  expect(defaults("sink org.apache.flume.sink.kafka.KafkaSink")).toMatchObject({
+    "kafka.bootstrap.servers": "(required)",
+    "kafka.topic": "default-flume-topic",
+    flumeBatchSize: "100",
+    "kafka.producer.acks": "1",
+    useFlumeEventFormat: "false",
+    defaultPartitionId: "",
+    partitionIdHeader: "",
+    allowTopicOverride: "true",
+    topicHeader: "topic",
+  });
+  expect(defaults("source org.apache.flume.source.kafka.KafkaSource")).toMatchObject({
+    "kafka.bootstrap.servers": "(required)",
+    "kafka.consumer.group.id": "flume",
+    "kafka.topics": "",
+    "kafka.topics.regex": "",
+    batchSize: "1000",
+    batchDurationMillis: "1000",
+    backoffSleepIncrement: "50",
+    maxBackoffSleep: "1000",
+    useFlumeEventFormat: "false",
+    setTopicHeader: "true",
+    topicHeader: "topic",
+    migrateZookeeperOffsets: "true",
+  });
+  expect(defaults("channel org.apache.flume.channel.kafka.KafkaChannel")).toMatchObject({
+    "kafka.bootstrap.servers": "(required)",
+    "kafka.topic": "flume-channel",
+    "kafka.consumer.group.id": "flume",
+    parseAsFlumeEvent: "true",
+    "kafka.pollTimeout": "500",
+    defaultPartitionId: "",
+    partitionIdHeader: "",
+    migrateZookeeperOffsets: "true",
+  });
+  // Flume's deprecated names are accepted and named.
+  expect(d.out).toMatch(/^ {2}kafka\.topic +string +default-flume-topic .*\(also topic\)$/m);
+  expect(d.out).toMatch(/^ {2}flumeBatchSize +int +100 .*\(min 1; also batchSize\)$/m);
+  expect(d.out).toMatch(/^ {2}kafka\.producer\.acks +string +1 .*\(also requiredAcks\)$/m);
+  expect(d.out).toMatch(/^ {2}kafka\.consumer\.group\.id +string +flume .*\(also groupId\)$/m);
+  expect(d.out).toMatch(/^ {2}kafka\.bootstrap\.servers +string +\(required\) .*\(also brokerList\)$/m);
+  expect(d.out).toMatch(/^ {2}kafka\.pollTimeout +int +500 .*also pollTimeout\)$/m);
+  // Kafka's own settings pass through their prefixes.
+  for (const group of ["kafka.producer.*", "kafka.consumer.*", "header.*"]) expect(d.out).toContain(`    ${group}  `);
+});
+
 test("flume simulate runs each Kafka config (file channels) against the simulated broker, no Kafka client loaded", () => {
   const edge = cliWithoutKafka(["simulate", "-f", "conf/kafka-edge.conf", "--events", "3000", "--crash-at", "150ms", "--no-progress"]);
   expect(edge.out).toContain("sink k1 <- c1 (org.apache.flume.sink.kafka.KafkaSink writes topic logs of the simulated Kafka broker (idempotent producer), batches of 1000");
