@@ -463,6 +463,7 @@ class Simulation {
       this.notes.eachWatchedId(back, (id) => this.notes.say(id, a.name, `CRASH: channel ${this.topo.channels[index].name} will give it back (its take committed, its offset was not)`));
       for (const id of back) this.causes.gotThrough(id, "crash-replay");
       this.ledger.committed(index, back, []);
+      this.recorder?.landed(index, back, "crash-replay");
     }
     const crashNo = ++this.crashNo;
     const { dropped, partial } = await crashChannels(this.ledger, crashed, simIdOf, { crash: crashNo, told: (p) => this.notes.crashFates(a, p, this.ledger, spec.down) });

@@ -6,7 +6,8 @@ import { simulateWithHistory } from "../../src/simulate/with-history.ts";
 import { replayTraces } from "../../src/simulate/replay.ts";
 import { DEFAULTS, parseCrashSpecs, parseFailovers, parseLinkLatencies, type SimulationOptions, SimulationUsageError } from "../../src/simulate/options.ts";
 import { jsonReport, textReport } from "../../src/simulate/report.ts";
-import { ROOT, tempDir } from "../support/helpers.ts";
+import type { SimulationHooks } from "../../src/simulate/simulation-result.ts";
+import { ROOT, runCli, tempDir } from "../support/helpers.ts";
 
 const EDGE = readFileSync(path.join(ROOT, "conf", "kafka-edge.conf"), "utf8");
 const COLLECTOR = readFileSync(path.join(ROOT, "conf", "kafka-collector.conf"), "utf8");
@@ -155,13 +156,23 @@ describe("Kafka components against the simulated broker", () => {
     expect(report(b)).toBe(report(a));
   }, 60_000);
 
-  test("a Kafka tier's trace and an HDFS collector's trace replay to the ledgers the simulations recorded", async () => {
+  test("a Kafka tier's trace (acks all; acks 1 with a failover losing records after the edge's sink wrote them) and an HDFS collector's trace replay to the ledgers the simulations recorded, each agent's too", async () => {
     const { dir, cleanup } = tempDir("flume-sim-peers-trace-");
     try {
       const tier = path.join(dir, "kafka-tier.conf");
       writeFileSync(tier, `${EDGE}\n${COLLECTOR}`);
       const kafkaTrace = path.join(dir, "kafka.jsonl");
       const k = await runSimulation({ ...DEFAULTS, events: 3000, seed: 4, kafkaLoseAck: 0.2, crashes: parseCrashSpecs("collector@300ms+1s", "--crash"), configFile: tier, workDir: path.join(dir, "k") }, { traceFile: kafkaTrace });
+      // acks = 1 and a failover: the broker loses records the edge's sink had written (its hop to the collector).
+      const lossy = path.join(dir, "kafka-tier-acks1.conf");
+      writeFileSync(lossy, `${EDGE.replace("kafka.producer.acks = all", "kafka.producer.acks = 1")}\n${COLLECTOR}`);
+      const lossyTrace = path.join(dir, "kafka-acks1.jsonl");
+      const l = await runSimulation({ ...DEFAULTS, events: 3000, seed: 2, sinkLatency: 100, kafkaFailovers: parseFailovers("logs@160ms+200ms", "--kafka-failover"), configFile: lossy, workDir: path.join(dir, "l") }, { traceFile: lossyTrace });
+      expect(l.summary.lost).toBeGreaterThan(0);
+      const lr = await replayTraces([lossyTrace], { workDir: path.join(dir, "replay-acks1") });
+      expect(lr.mismatches).toEqual([]);
+      expect(lr.tier?.summary).toEqual(l.summary);
+      expect(lr.files[0].agents.map((a) => [a.name, a.summary])).toEqual(l.agents.map((a) => [a.name, a.summary]));
       const hdfsTrace = path.join(dir, "hdfs.jsonl");
       const h = await runSimulation({ ...DEFAULTS, events: 3000, seed: 4, hdfsTimeout: 0.2, crashAt: [200], configFile: path.join(ROOT, "conf", "hdfs-collector.conf"), workDir: path.join(dir, "h") }, { traceFile: hdfsTrace });
       for (const [trace, sim] of [
@@ -205,7 +216,7 @@ describe("a Kafka channel on the simulated broker", () => {
   ];
 
   /** One agent: a client -> a Kafka channel (acks 1) -> two sinks taking at once. */
-  async function kafkaChannelRun(over: Partial<SimulationOptions>): Promise<SimulationResult> {
+  async function kafkaChannelRun(over: Partial<SimulationOptions>, hooks: SimulationHooks = {}): Promise<SimulationResult> {
     const { dir, cleanup } = tempDir("flume-sim-kafka-channel-");
     try {
       const conf = path.join(dir, "kafka-channel.conf");
@@ -219,7 +230,7 @@ describe("a Kafka channel on the simulated broker", () => {
         "a1.sinks.k2.batchSize = 130",
       );
       writeFileSync(conf, `${lines.join("\n")}\n`);
-      return await runSimulation({ ...DEFAULTS, events: 10_000, sinkLatency: 40, configFile: conf, workDir: dir, ...over });
+      return await runSimulation({ ...DEFAULTS, events: 10_000, sinkLatency: 40, configFile: conf, workDir: dir, ...over }, hooks);
     } finally {
       cleanup();
     }
@@ -320,5 +331,37 @@ describe("a Kafka channel on the simulated broker", () => {
     }
     expect([...seen].sort()).toEqual(["crash-replay", "leader-failover", "lost-ack", "partial-batch"]);
     expect(lostSomewhere).toBe(true);
+  }, 120_000);
+  test("a trace of runs with broker faults (lost acknowledgements, failovers losing acknowledged records, crashes, two sinks taking at once) replays to the ledger each simulation reported", async () => {
+    const { dir, cleanup } = tempDir("flume-sim-kafka-channel-trace-");
+    try {
+      for (let seed = 1; seed <= 3; seed++) {
+        const trace = path.join(dir, `seed-${seed}.jsonl`);
+        const sim = await kafkaChannelRun(
+          {
+            seed,
+            failSink: { kind: "rate", rate: 0.1 },
+            kafkaLoseAck: 0.05,
+            kafkaFailovers: parseFailovers(`ch@${100 + seed * 50}ms+300ms,ch:1@${700 + seed * 20}ms+35s`, "--kafka-failover"),
+            crashes: parseCrashSpecs(`a1@${200 + seed * 37}ms+500ms,a1@${900 + seed * 61}ms`, "--crash"),
+          },
+          { traceFile: trace },
+        );
+        expect(sim.summary.duplicates).toBeGreaterThan(0);
+        const r = await replayTraces([trace], { workDir: path.join(dir, `replay-${seed}`) });
+        expect(r.mismatches).toEqual([]);
+        expect(r.summary).toEqual(sim.summary);
+        // What the broker did outside the transactions is in the trace, for the replay to apply.
+        const ops = new Set(readFileSync(trace, "utf8").split("\n").filter(Boolean).map((l) => (JSON.parse(l) as { op?: string }).op));
+        expect(ops.has("landed")).toBe(true);
+        if (sim.summary.lost > 0) expect(ops.has("brokerLost")).toBe(true);
+      }
+      // What a user runs: the same ledger, said so.
+      const text = runCli(["replay", path.join(dir, "seed-3.jsonl")]);
+      expect(text.stdout).toContain("replay reached the same ledger");
+      expect(text.code).toBe(0);
+    } finally {
+      cleanup();
+    }
   }, 120_000);
 });
