@@ -364,4 +364,54 @@ describe("a Kafka channel on the simulated broker", () => {
       cleanup();
     }
   }, 120_000);
+  test("a replayed Kafka channel still checks the takes: an event the channel never held, or one copy taken by two open takes, is a divergence naming the line; copies the broker wrote outside a commit can be taken", async () => {
+    const { dir, cleanup } = tempDir("flume-sim-kafka-channel-trace-");
+    try {
+      const header = { flumeTrace: 1, clock: "virtual", deliveries: "sink", channels: [{ name: "c1", type: "kafka", durable: true }] };
+      const put = [
+        { t: 0, op: "begin", tx: 1, ch: "c1", by: "r1" },
+        { t: 0, op: "put", tx: 1, ids: [1, 2] },
+        { t: 0, op: "commit", tx: 1 },
+        { t: 1, op: "committed", tx: 1 },
+        { t: 1, op: "close", tx: 1 },
+      ];
+      const write = (name: string, lines: object[]) => {
+        const file = path.join(dir, name);
+        writeFileSync(file, `${[header, ...put, ...lines].map((l) => JSON.stringify(l)).join("\n")}\n`);
+        return file;
+      };
+      const never = write("never.jsonl", [
+        { t: 2, op: "begin", tx: 2, ch: "c1", by: "k1" },
+        { t: 2, op: "take", tx: 2, ids: [3] },
+      ]);
+      await expect(replayTraces([never], { workDir: path.join(dir, "r1") })).rejects.toThrow(`${never}:8: replay diverged: transaction 2 took event 3 from c1, which holds no copy of it that another open take does not have`);
+      const twice = write("twice.jsonl", [
+        { t: 2, op: "begin", tx: 2, ch: "c1", by: "k1" },
+        { t: 2, op: "take", tx: 2, ids: [1] },
+        { t: 2, op: "begin", tx: 3, ch: "c1", by: "k2" },
+        { t: 2, op: "take", tx: 3, ids: [1] },
+      ]);
+      await expect(replayTraces([twice], { workDir: path.join(dir, "r2") })).rejects.toThrow(`${twice}:10: replay diverged: transaction 3 took event 1 from c1, which holds no copy of it that another open take does not have`);
+      // A put whose acknowledgement was lost: it failed, and the broker holds its copy all the same.
+      const landed = write("landed.jsonl", [
+        { t: 2, op: "begin", tx: 2, ch: "c1", by: "r1" },
+        { t: 2, op: "put", tx: 2, ids: [2] },
+        { t: 2, op: "commit", tx: 2 },
+        { t: 3, op: "landed", ch: "c1", ids: [2], cause: "lost-ack" },
+        { t: 3, op: "committed", tx: 2, error: "ChannelException: no acknowledgement" },
+        { t: 3, op: "rollback", tx: 2 },
+        { t: 3, op: "close", tx: 2 },
+        { t: 4, op: "begin", tx: 3, ch: "c1", by: "k1" },
+        { t: 4, op: "take", tx: 3, ids: [2, 1, 2] },
+        { t: 4, op: "deliver", tx: 3, by: "k1", ids: [2, 1, 2] },
+        { t: 4, op: "commit", tx: 3 },
+        { t: 5, op: "committed", tx: 3 },
+        { t: 5, op: "close", tx: 3 },
+      ]);
+      const r = await replayTraces([landed], { workDir: path.join(dir, "r3") });
+      expect(r.summary).toMatchObject({ accepted: 2, deliveredUnique: 2, duplicates: 1, lost: 0, remaining: 0, rolledBack: 1 });
+    } finally {
+      cleanup();
+    }
+  });
 });
