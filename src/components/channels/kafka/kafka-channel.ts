@@ -185,7 +185,8 @@ export class KafkaChannel implements Channel {
       if (!m) return null;
       tx.takes.push(m);
       this.offsets.taken(m);
-      const e = eventOfRecord(m, this.options.parseAsFlumeEvent, this.label, this.logger, (tx.onBad ??= this.badRecordHandler(tx)));
+      const parse = this.options.parseAsFlumeEvent;
+      const e = eventOfRecord(m, parse, this.label, this.logger, parse ? (tx.onBad ??= this.badRecordHandler(tx)) : undefined);
       tx.taken.push(e);
       // A record that is no event is logged and skipped; its offset is committed with the take.
       if (e) return e;
@@ -257,7 +258,10 @@ export class KafkaChannel implements Channel {
     }
     this.counter.values.KafkaCommitTimer += Date.now() - started;
     let events = 0;
-    tx.taken.forEach((e, i) => (e ? events++ : this.badSeen.forget(tx.takes[i])));
+    for (let i = 0; i < tx.taken.length; i++) {
+      if (tx.taken[i]) events++;
+      else this.badSeen.forget(tx.takes[i]);
+    }
     this.counter.inc("EventTakeSuccessCount", events);
     tx.takes = [];
     tx.taken = [];
