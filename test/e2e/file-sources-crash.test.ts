@@ -125,8 +125,11 @@ async function untilQuiet(output: string): Promise<void> {
   }
 }
 
-/** The TAILDIR -> delivered file runner (batches of 50), started; SIGKILLed after the test if still running. */
-async function startDeliverRunner(raw: Record<string, string>, output: string, durable: boolean, env: Record<string, string> = {}) {
+/**
+ * The TAILDIR -> delivered file runner (batches of 50), started; SIGKILLed after the test if
+ * still running. Its stderr is passed on (`quiet`: only kept, for the test to look at).
+ */
+async function startDeliverRunner(raw: Record<string, string>, output: string, durable: boolean, { env = {}, quiet = false }: { env?: Record<string, string>; quiet?: boolean } = {}) {
   const child = spawn(process.execPath, [TAILDIR_RUNNER, "deliver", JSON.stringify({ ...raw, batchSize: "50" }), output, durable ? "durable" : "memory"], {
     stdio: ["pipe", "pipe", "pipe"],
     env: { ...process.env, ...env },
@@ -139,7 +142,7 @@ async function startDeliverRunner(raw: Record<string, string>, output: string, d
   child.stdout.on("data", (d) => (out += d));
   child.stderr.on("data", (d) => {
     err += d;
-    if (process.env.DEBUG_TAILDIR) process.stderr.write(d);
+    if (!quiet) process.stderr.write(d);
   });
   const exited = new Promise<void>((r) => child.on("exit", () => r()));
   await until(() => {
@@ -213,12 +216,12 @@ describe("TAILDIR in a child process, SIGKILLed", () => {
     writeFileSync(output, "");
     const file = path.join(s.logs, "app.log");
     // The commit holding K-120 writes a third of its bytes, then its process is SIGKILLed.
-    const torn = await startDeliverRunner(s.raw, output, true, { FLUME_TEST_TEAR_AT: "K-120" });
+    const torn = await startDeliverRunner(s.raw, output, true, { env: { FLUME_TEST_TEAR_AT: "K-120" }, quiet: true });
     writeFileSync(file, numbered("K", 0, 300));
     await torn.exited;
     expect(torn.child.signalCode).toBe("SIGKILL");
     expect(readFileSync(output, "utf8")).not.toMatch(/\n#POS [^\n]*\n$/);
-    const r = await startDeliverRunner(s.raw, output, true);
+    const r = await startDeliverRunner(s.raw, output, true, { quiet: true });
     appendFileSync(file, numbered("K", 300, 310));
     await until(() => deliveredLines(output).includes("K-309"), "every line delivered", 15000);
     await untilQuiet(output);
