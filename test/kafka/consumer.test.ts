@@ -111,7 +111,7 @@ needsJvm.test(
     // A record bound far above the topic: only the byte bound can stop the fetching.
     const poller = new KafkaPoller("read-ahead consumer", settings, { topics: [topic] }, logger, 1_000_000);
     let most = 0;
-    poller.onRecord = () => (most = Math.max(most, poller.bufferedBytes));
+    poller.onRecords = () => (most = Math.max(most, poller.bufferedBytes));
     try {
       await poller.connect();
       // Nothing taken: fetching pauses once the bound is reached, with the topic not read to its end.

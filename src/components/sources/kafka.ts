@@ -119,8 +119,8 @@ export class KafkaSource extends BaseSource implements PollableSource {
     if (h.partition === undefined) h.partition = String(m.partition);
     if (h.offset === undefined) h.offset = String(m.offset);
     if (m.key && m.key.length > 0) h.key = m.key.toString("utf8");
-    if (this.mapsHeaders) {
-      for (const [k, v] of m.headerEntries) {
+    if (this.mapsHeaders && m.headers) {
+      for (const [k, v] of m.headers) {
         const name = o.flumeHeaders[k.toString("utf8")];
         if (name !== undefined) h[name] = v.toString("utf8");
       }

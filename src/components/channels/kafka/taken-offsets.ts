@@ -10,14 +10,14 @@
 export interface TakenRecord {
   readonly topic: string;
   readonly partition: number;
-  readonly offset: bigint;
+  readonly offset: number;
 }
 
 interface PartitionState<R> {
   /** Offsets taken and not committed: by open transactions, or rolled back to be taken again. */
-  held: Set<bigint>;
+  held: Set<number>;
   /** Records whose take committed, above the group's committed offset, with what they carried. */
-  done: Map<bigint, { record: R; event: unknown }>;
+  done: Map<number, { record: R; event: unknown }>;
 }
 
 export class TakenOffsets<R extends TakenRecord, E = unknown> {
@@ -54,7 +54,7 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
     });
     const out: R[] = [];
     for (const s of touched) {
-      let lowestHeld: bigint | null = null;
+      let lowestHeld: number | null = null;
       for (const o of s.held) if (lowestHeld === null || o < lowestHeld) lowestHeld = o;
       let upTo: R | null = null;
       for (const [o, d] of s.done) if ((lowestHeld === null || o < lowestHeld) && (upTo === null || o > upTo.offset)) upTo = d.record;
