@@ -269,7 +269,7 @@ export class KafkaPoller {
    * its rate), and what is held stays within a fetch past the bound.
    */
   private resumeIfLow(): void {
-    if (!this.full) this.fetcher?.pump();
+    if (!this.full) this.fetcher?.resume();
   }
 
   /**

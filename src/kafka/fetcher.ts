@@ -41,7 +41,7 @@ export interface FetchHooks {
 }
 
 const OFFSET_OUT_OF_RANGE = 1;
-const CORRUPT_RETRY_MS = 1000;
+const RETRY_MS = 1000;
 
 export class Fetcher {
   private positions = new Map<string, Position>();
@@ -49,6 +49,12 @@ export class Fetcher {
   private generation = 0;
   private readonly inFlight = new Set<number>();
   private planning = false;
+  /** pump() found the read-ahead full: resume() starts fetching again. */
+  private waitingForRoom = false;
+  /** Leaders of the assigned partitions at the last planning: while all have a fetch in flight, pump() has nothing to start. */
+  private leaders = Number.POSITIVE_INFINITY;
+  /** A partition had no leader in the metadata: the next planning asks the brokers again. */
+  private staleMetadata = false;
   private refreshing: Promise<void> | null = null;
   private stopped = false;
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
@@ -83,6 +89,7 @@ export class Fetcher {
    */
   restart(): Promise<void> {
     this.generation++;
+    this.leaders = Number.POSITIVE_INFINITY;
     const gen = this.generation;
     const run = this.loadPositions(gen).finally(() => {
       if (this.refreshing === run) this.refreshing = null;
@@ -128,10 +135,16 @@ export class Fetcher {
 
   /** Starts a fetch from every leader of assigned partitions that has none in flight, unless the read-ahead is full. */
   pump(): void {
-    if (this.stopped || this.planning || this.refreshing || this.hooks.full()) return;
+    if (this.stopped || this.planning || this.refreshing || this.inFlight.size >= this.leaders) return;
+    if (this.hooks.full()) {
+      this.waitingForRoom = true;
+      return;
+    }
     this.planning = true;
     const gen = this.generation;
-    this.consumer.metadata({ topics: this.topics() }, (err, metadata) => {
+    const forceUpdate = this.staleMetadata;
+    this.staleMetadata = false;
+    this.consumer.metadata({ topics: this.topics(), forceUpdate }, (err, metadata) => {
       this.planning = false;
       if (this.stopped || gen !== this.generation) return;
       if (err || !metadata) {
@@ -140,6 +153,7 @@ export class Fetcher {
       }
       const now = Date.now();
       const byLeader = new Map<number, Map<string, Position[]>>();
+      const leaders = new Set<number>();
       let held = false;
       for (const pos of this.positions.values()) {
         if (pos.heldUntil > now) {
@@ -147,22 +161,37 @@ export class Fetcher {
           continue;
         }
         const leader = metadata.topics.get(pos.topic)?.partitions[pos.partition]?.leader;
-        if (leader === undefined || leader < 0 || this.inFlight.has(leader)) continue;
+        if (leader === undefined || leader < 0) {
+          // Being elected: asked again after a while.
+          held = true;
+          this.staleMetadata = true;
+          continue;
+        }
+        leaders.add(leader);
+        if (this.inFlight.has(leader)) continue;
         let topics = byLeader.get(leader);
         if (!topics) byLeader.set(leader, (topics = new Map()));
         const list = topics.get(pos.topic);
         if (list) list.push(pos);
         else topics.set(pos.topic, [pos]);
       }
+      this.leaders = held ? Number.POSITIVE_INFINITY : leaders.size;
       for (const [leader, topics] of byLeader) this.fetchFrom(leader, topics, metadata.topics, gen);
       if (held && !this.retryTimer) {
         this.retryTimer = setTimeout(() => {
           this.retryTimer = null;
           this.pump();
-        }, CORRUPT_RETRY_MS);
+        }, RETRY_MS);
         this.retryTimer.unref?.();
       }
     });
+  }
+
+  /** Room in the read-ahead again: fetching goes on if it had stopped for it. */
+  resume(): void {
+    if (!this.waitingForRoom) return;
+    this.waitingForRoom = false;
+    this.pump();
   }
 
   private fetchFrom(leader: number, topics: Map<string, Position[]>, known: Map<string, { id: string }>, gen: number): void {
@@ -215,9 +244,9 @@ export class Fetcher {
           // What came before the bad batch goes on; the partition waits at the bad batch.
           for (let i = before; i < records.length; i++) bytes += records[i].value.length + (records[i].key?.length ?? 0);
           const at = records.length > before ? records[records.length - 1].offset + 1 : fetchOffset;
-          if (at !== pos.offset || pos.heldUntil === 0) this.logger.error(`${this.label}: ${messageOf(err)}; the partition is not read past it (retried every ${CORRUPT_RETRY_MS / 1000} s)`);
+          if (at !== pos.offset || pos.heldUntil === 0) this.logger.error(`${this.label}: ${messageOf(err)}; the partition is not read past it (retried every ${RETRY_MS / 1000} s)`);
           pos.offset = at;
-          pos.heldUntil = Date.now() + CORRUPT_RETRY_MS;
+          pos.heldUntil = Date.now() + RETRY_MS;
         }
       }
     }
