@@ -4,6 +4,8 @@
  *   bun scripts/bench/kafka-ab.ts <before-binary> <after-binary>
  * BENCH_EVENTS records (default 1,000,000) are written once with ProducerPerformance; each run
  * reads them with a fresh group. Prints rate, agent CPU (user+sys) per event and peak RSS.
+ * AB_MODES=source,channel picks the pipelines; AB_SOURCE_EXTRA_BEFORE / _AFTER add source
+ * properties to one side (e.g. kafka.consumer.fetch.max.bytes, to compare fetch sizes).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -92,7 +94,7 @@ try {
           writeFileSync(file, channel(kafka.bootstrap, `ch${n}`));
           r = await run(binary, file, "CHANNEL.c1", "EventTakeSuccessCount");
         } else {
-          writeFileSync(file, source(kafka.bootstrap, "perf", `g${n}`, process.env.AB_SOURCE_EXTRA ?? ""));
+          writeFileSync(file, source(kafka.bootstrap, "perf", `g${n}`, (process.env[`AB_SOURCE_EXTRA_${name.toUpperCase()}`] ?? "").replaceAll("\\n", "\n")));
           r = await run(binary, file, "SOURCE.r1", "EventAcceptedCount");
         }
         console.log(`${mode.padEnd(8)} ${name.padEnd(7)} ${fmt(r.rate).padStart(9)}/s  CPU ${(r.cpu / 1000).toFixed(2)} s (${((r.cpu * 1e6) / EVENTS / 1000).toFixed(2)} µs/event)  peak RSS ${r.rss.toFixed(0)} MB`);

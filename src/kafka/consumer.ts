@@ -53,6 +53,13 @@ function sizeOfAll(msgs: readonly KafkaMessage[]): number {
   return n;
 }
 
+function keepHighest(last: Map<string, Map<number, KafkaMessage>>, m: KafkaMessage): void {
+  let partitions = last.get(m.topic);
+  if (!partitions) last.set(m.topic, (partitions = new Map()));
+  const prev = partitions.get(m.partition);
+  if (!prev || prev.offset < m.offset) partitions.set(m.partition, m);
+}
+
 export class KafkaPoller {
   private kafka: KafkaModule | null = null;
   private consumer: KafkaConsumer | null = null;
@@ -337,16 +344,22 @@ export class KafkaPoller {
   commit(msgs: readonly KafkaMessage[]): Promise<void> {
     const consumer = this.consumer;
     if (!consumer) return Promise.reject(new Error(`${this.label}: the Kafka consumer is not connected; the offsets are not committed`));
-    const last = new Map<string, KafkaMessage>();
+    // The highest offset of each partition; records come in runs of one partition, looked up once a run.
+    const last = new Map<string, Map<number, KafkaMessage>>();
+    let run: KafkaMessage | null = null;
     for (const m of msgs) {
-      const key = `${m.topic}:${m.partition}`;
-      const prev = last.get(key);
-      if (!prev || prev.offset < m.offset) last.set(key, m);
+      if (run !== null && m.partition === run.partition && m.topic === run.topic) {
+        if (m.offset > run.offset) run = m;
+        continue;
+      }
+      if (run !== null) keepHighest(last, run);
+      run = m;
     }
-    const offsets = [...last.values()].map((m) => ({ topic: m.topic, partition: m.partition, offset: BigInt(m.offset + 1), leaderEpoch: m.leaderEpoch }));
-    const run = this.committing.then(() => consumer.commit({ offsets }));
-    this.committing = run.catch(() => {});
-    return run;
+    if (run !== null) keepHighest(last, run);
+    const offsets = [...last.values()].flatMap((partitions) => [...partitions.values()]).map((m) => ({ topic: m.topic, partition: m.partition, offset: BigInt(m.offset + 1), leaderEpoch: m.leaderEpoch }));
+    const done = this.committing.then(() => consumer.commit({ offsets }));
+    this.committing = done.catch(() => {});
+    return done;
   }
 
   /** What a killed process leaves: the connection dropped, nothing committed or left cleanly. */

@@ -45,22 +45,47 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
    * group's offset after (the highest committed record below every held one), when it moved.
    */
   committed(records: readonly R[], events: readonly (E | null)[]): R[] {
-    const touched = new Set<PartitionState<R>>();
-    records.forEach((r, i) => {
-      const s = this.state(r);
-      s.held.delete(r.offset);
-      s.done.set(r.offset, { record: r, event: events[i] });
-      touched.add(s);
-    });
+    // A transaction's records are mostly of one partition: its state is looked up once a run.
+    const touched: PartitionState<R>[] = [];
+    const stateOf: PartitionState<R>[] = new Array(records.length);
+    let last: PartitionState<R> | null = null;
+    let lastTopic = "";
+    let lastPartition = -1;
+    for (let i = 0; i < records.length; i++) {
+      const r = records[i];
+      if (last === null || r.partition !== lastPartition || r.topic !== lastTopic) {
+        last = this.state(r);
+        lastTopic = r.topic;
+        lastPartition = r.partition;
+        if (!touched.includes(last)) touched.push(last);
+      }
+      last.held.delete(r.offset);
+      stateOf[i] = last;
+    }
+    const lowest = new Map<PartitionState<R>, number>();
+    for (const s of touched) {
+      let lowestHeld = Number.POSITIVE_INFINITY;
+      for (const o of s.held) if (o < lowestHeld) lowestHeld = o;
+      lowest.set(s, lowestHeld);
+    }
+    // Below every held record: the offset may move past it (no need to keep it). Above one: kept, repeatable.
+    const upTo = new Map<PartitionState<R>, R>();
+    for (let i = 0; i < records.length; i++) {
+      const r = records[i];
+      const s = stateOf[i];
+      if (r.offset < lowest.get(s)!) {
+        const u = upTo.get(s);
+        if (u === undefined || r.offset > u.offset) upTo.set(s, r);
+      } else s.done.set(r.offset, { record: r, event: events[i] });
+    }
     const out: R[] = [];
     for (const s of touched) {
-      let lowestHeld: number | null = null;
-      for (const o of s.held) if (lowestHeld === null || o < lowestHeld) lowestHeld = o;
-      let upTo: R | null = null;
-      for (const [o, d] of s.done) if ((lowestHeld === null || o < lowestHeld) && (upTo === null || o > upTo.offset)) upTo = d.record;
-      if (upTo === null) continue;
-      for (const o of s.done.keys()) if (o <= upTo.offset) s.done.delete(o);
-      out.push(upTo);
+      const lowestHeld = lowest.get(s)!;
+      let u = upTo.get(s) ?? null;
+      for (const [o, d] of s.done) if (o < lowestHeld && (u === null || o > u.offset)) u = d.record;
+      if (u === null) continue;
+      for (const o of s.done.keys()) if (o <= u.offset) s.done.delete(o);
+      out.push(u);
     }
     return out;
   }
