@@ -8,7 +8,7 @@
 import { describe, expect, test } from "bun:test";
 import * as kafka from "@platformatic/kafka";
 import { DynamicBuffer } from "@platformatic/dynamic-buffer";
-import { fetchResponseParser, libraryCrc32c, libraryInflate } from "../../src/kafka/fetch-api.ts";
+import { fetchConnectionPool, fetchResponseParser, libraryCrc32c, libraryInflate } from "../../src/kafka/fetch-api.ts";
 import { parseFetchResponse } from "../../src/kafka/fetch-response.ts";
 import { encodeRecordBatch } from "../../src/kafka/record-batch.ts";
 import { type FetchedRecord, readRecordBatches } from "../../src/kafka/record-batch-reader.ts";
@@ -203,5 +203,25 @@ describe("Fetch response", () => {
     const recordsAt = body.indexOf(TOPICS[0].partitions[0].records!);
     expect(recordsAt).toBeGreaterThan(0);
     expect(() => parseFetchResponse(11, body.subarray(0, recordsAt + 5))).toThrow(/ends inside a partition's records/);
+  });
+});
+
+describe("the hooks into the client's consumer", () => {
+  test("fetches get a connection pool of their own, not the one of the group's requests (a long fetch would hold up heartbeats and commits)", async () => {
+    const consumer = new kafka.Consumer({ clientId: "hooks", bootstrapBrokers: ["127.0.0.1:1"], groupId: "g" });
+    try {
+      const pool = fetchConnectionPool(consumer);
+      expect(pool).not.toBeNull();
+      expect(pool).toBeInstanceOf(kafka.ConnectionPool);
+      // The client's own pool (its group's requests): one, and not the fetches' one.
+      const clients = Object.getOwnPropertySymbols(consumer)
+        .map((s) => (consumer as unknown as Record<symbol, unknown>)[s])
+        .filter((v) => v instanceof kafka.ConnectionPool);
+      expect(clients.length).toBe(1);
+      expect(clients[0]).not.toBe(pool);
+      await new Promise<void>((resolve) => pool!.close(() => resolve()));
+    } finally {
+      await consumer.close(true);
+    }
   });
 });
