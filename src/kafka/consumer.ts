@@ -132,6 +132,13 @@ export class KafkaPoller {
     });
     useOwnFetchReader(kafka, consumer);
     const fetcher = new Fetcher(kafka, consumer, s, this.label, this.logger, { arrived: (records, bytes) => this.arrived(records, bytes), full: () => this.full, failed: (err) => this.fetchFailed(fetcher, err) }, FETCH_BYTES, () => this.topics);
+    // Every join after the first (a rebalance; one during the start too): what was fetched may now be another member's.
+    let joined = false;
+    consumer.on("consumer:group:join", () => {
+      if (!joined || fetcher.stopped || (this.fetcher !== null && this.fetcher !== fetcher)) return;
+      this.dropBuffered();
+      fetcher.restart().catch((err) => this.fetchFailed(fetcher, err));
+    });
     // Bounded: the client may keep retrying a broker that came back in another state.
     let timer: ReturnType<typeof setTimeout> | undefined;
     const bound = s.requestTimeout + s.sessionTimeout;
@@ -141,6 +148,7 @@ export class KafkaPoller {
         for (const t of topics) consumer.topics.track(t);
         this.topics = topics;
         await consumer.joinGroup({});
+        joined = true;
         await fetcher.restart();
       };
       const timeout = new Promise<never>((_, reject) => {
@@ -156,11 +164,6 @@ export class KafkaPoller {
     } finally {
       clearTimeout(timer);
     }
-    consumer.on("consumer:group:join", () => {
-      if (this.fetcher !== fetcher) return;
-      this.dropBuffered();
-      fetcher.restart().catch((err) => this.fetchFailed(fetcher, err));
-    });
     if (this.subscription.regex) {
       this.patternTimer = setInterval(() => void this.followPattern(), s.metadataMaxAge);
       this.patternTimer.unref?.();

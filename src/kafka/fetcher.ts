@@ -56,7 +56,7 @@ export class Fetcher {
   /** A partition had no leader in the metadata: the next planning asks the brokers again. */
   private staleMetadata = false;
   private refreshing: Promise<void> | null = null;
-  private stopped = false;
+  private halted = false;
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
   private readonly pool: { close(cb: (error?: unknown) => void): void } | null;
   private readonly crc: Crc32c;
@@ -135,7 +135,7 @@ export class Fetcher {
 
   /** Starts a fetch from every leader of assigned partitions that has none in flight, unless the read-ahead is full. */
   pump(): void {
-    if (this.stopped || this.planning || this.refreshing || this.inFlight.size >= this.leaders) return;
+    if (this.halted || this.planning || this.refreshing || this.inFlight.size >= this.leaders) return;
     if (this.hooks.full()) {
       this.waitingForRoom = true;
       return;
@@ -146,7 +146,7 @@ export class Fetcher {
     this.staleMetadata = false;
     this.consumer.metadata({ topics: this.topics(), forceUpdate }, (err, metadata) => {
       this.planning = false;
-      if (this.stopped || gen !== this.generation) return;
+      if (this.halted || gen !== this.generation) return;
       if (err || !metadata) {
         this.hooks.failed(err);
         return;
@@ -187,6 +187,11 @@ export class Fetcher {
     });
   }
 
+  /** Whether stop() was called: nothing is fetched any more. */
+  get stopped(): boolean {
+    return this.halted;
+  }
+
   /** Room in the read-ahead again: fetching goes on if it had stopped for it. */
   resume(): void {
     if (!this.waitingForRoom) return;
@@ -209,7 +214,7 @@ export class Fetcher {
     const options = { node: leader, topics: request, maxWaitTime: s.maxWaitTime, minBytes: s.minBytes, maxBytes: this.fetchBytes, isolationLevel: s.isolationLevel, ...(this.pool ? { connectionPool: this.pool } : {}) };
     this.consumer.fetch(options as Parameters<KafkaConsumer["fetch"]>[0], (err, response) => {
       this.inFlight.delete(leader);
-      if (this.stopped) return;
+      if (this.halted) return;
       if (gen === this.generation) {
         if (err) {
           if (!this.outOfRange(err, names, asked)) {
@@ -278,7 +283,7 @@ export class Fetcher {
 
   /** Stops fetching: responses still in flight are dropped; closes the fetch connections. */
   async stop(): Promise<void> {
-    this.stopped = true;
+    this.halted = true;
     this.generation++;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;

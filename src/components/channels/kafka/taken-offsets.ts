@@ -24,11 +24,17 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
   /** By topic, then partition (no key string built per record). */
   private readonly partitions = new Map<string, Map<number, PartitionState<R>>>();
 
+  /** The partition of the last record looked up: records come in runs of one partition. */
+  private last: { topic: string; partition: number; state: PartitionState<R> } | null = null;
+
   private state(r: TakenRecord): PartitionState<R> {
+    const last = this.last;
+    if (last !== null && last.partition === r.partition && last.topic === r.topic) return last.state;
     let topic = this.partitions.get(r.topic);
     if (!topic) this.partitions.set(r.topic, (topic = new Map()));
     let s = topic.get(r.partition);
     if (!s) topic.set(r.partition, (s = { held: new Set(), done: new Map() }));
+    this.last = { topic: r.topic, partition: r.partition, state: s };
     return s;
   }
 
@@ -37,7 +43,7 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
     const s = this.state(r);
     s.held.add(r.offset);
     // Committed once already, if an offset commit failed and the take was rolled back: pending again.
-    s.done.delete(r.offset);
+    if (s.done.size > 0) s.done.delete(r.offset);
   }
 
   /**
@@ -45,22 +51,13 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
    * group's offset after (the highest committed record below every held one), when it moved.
    */
   committed(records: readonly R[], events: readonly (E | null)[]): R[] {
-    // A transaction's records are mostly of one partition: its state is looked up once a run.
     const touched: PartitionState<R>[] = [];
     const stateOf: PartitionState<R>[] = new Array(records.length);
-    let last: PartitionState<R> | null = null;
-    let lastTopic = "";
-    let lastPartition = -1;
     for (let i = 0; i < records.length; i++) {
-      const r = records[i];
-      if (last === null || r.partition !== lastPartition || r.topic !== lastTopic) {
-        last = this.state(r);
-        lastTopic = r.topic;
-        lastPartition = r.partition;
-        if (!touched.includes(last)) touched.push(last);
-      }
-      last.held.delete(r.offset);
-      stateOf[i] = last;
+      const s = this.state(records[i]);
+      if (touched[touched.length - 1] !== s && !touched.includes(s)) touched.push(s);
+      s.held.delete(records[i].offset);
+      stateOf[i] = s;
     }
     const lowest = new Map<PartitionState<R>, number>();
     for (const s of touched) {
@@ -100,5 +97,6 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
   /** A new consumer reads from the group's committed offsets: nothing is held any more. */
   clear(): void {
     this.partitions.clear();
+    this.last = null;
   }
 }
