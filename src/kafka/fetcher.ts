@@ -53,6 +53,8 @@ export class Fetcher {
   private waitingForRoom = false;
   /** Leaders of the assigned partitions at the last planning: while all have a fetch in flight, pump() has nothing to start. */
   private leaders = Number.POSITIVE_INFINITY;
+  /** Where the next planning starts in the partitions' order. */
+  private turn = 0;
   /** A partition had no leader in the metadata: the next planning asks the brokers again. */
   private staleMetadata = false;
   private refreshing: Promise<void> | null = null;
@@ -155,7 +157,12 @@ export class Fetcher {
       const byLeader = new Map<number, Map<string, Position[]>>();
       const leaders = new Set<number>();
       let held = false;
-      for (const pos of this.positions.values()) {
+      // Partitions in a turning order: a broker gives a whole batch of any size only to the first partition
+      // with data in a response, so the one that leads changes (as the Java consumer turns them).
+      const all = [...this.positions.values()];
+      const first = all.length > 0 ? this.turn++ % all.length : 0;
+      for (let i = 0; i < all.length; i++) {
+        const pos = all[(first + i) % all.length];
         if (pos.heldUntil > now) {
           held = true;
           continue;
