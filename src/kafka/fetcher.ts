@@ -251,6 +251,7 @@ export class Fetcher {
         try {
           const r = readRecordBatches(p.recordBytes, 0, p.recordBytes.length, { topic, partition: p.partitionIndex, fetchOffset, aborted: p.aborted, readCommitted }, records, this.crc, this.inflate);
           pos.offset = r.next;
+          pos.heldUntil = 0;
           bytes += r.bytes;
         } catch (err) {
           // What came before the bad batch goes on; the partition waits at the bad batch.
