@@ -4,18 +4,25 @@
  * once it is safe (the source: after the channel transaction committed; the channel: at its
  * take commit). A batch that failed goes back to the head of the buffer, in order. Offsets are
  * never committed automatically, so a crash re-reads at most what was taken and not committed.
- * After a rebalance the buffer is dropped: the client fetches again from the committed offsets.
+ * After a rebalance the buffer is dropped and fetching starts again from the committed offsets.
  * With a pattern (kafka.topics.regex) the topics are listed again every metadata.max.age.ms, as
- * the Java consumer's pattern subscription does, and new matching ones join with a stream of
- * their own (the group rebalances once to spread their partitions).
+ * the Java consumer's pattern subscription does, and new matching ones join the subscription
+ * (the group rebalances once to spread their partitions).
+ *
+ * The client library keeps the group, metadata, connections and offset commits; the fetching
+ * and the reading of record batches are ours (fetcher.ts, record-batch-reader.ts): its message
+ * stream made several objects, a copy and a commit closure per record.
  */
-import type { Consumer, Message, MessagesStream } from "@platformatic/kafka";
+import type { Consumer } from "@platformatic/kafka";
 import type { Logger } from "../core/logger.ts";
-import { loadKafka } from "./client.ts";
+import { type KafkaModule, loadKafka } from "./client.ts";
 import { isUnknownTopic, KafkaTopicMissingError, messageOf } from "./errors.ts";
+import { useOwnFetchReader } from "./fetch-api.ts";
+import { Fetcher } from "./fetcher.ts";
+import type { FetchedRecord } from "./record-batch-reader.ts";
 import { clientOptions, type ConsumerSettings, describeBrokers } from "./settings.ts";
 
-export type KafkaMessage = Message<Buffer, Buffer, Buffer, Buffer>;
+export type KafkaMessage = FetchedRecord;
 
 export interface Subscription {
   topics?: readonly string[];
@@ -23,22 +30,21 @@ export interface Subscription {
   regex?: RegExp;
 }
 
-type ConsumeOptions = Parameters<Consumer<Buffer, Buffer, Buffer, Buffer>["consume"]>[0];
+type KafkaConsumer = Consumer<Buffer, Buffer, Buffer, Buffer>;
 
 /**
  * Bytes of fetched records (keys and values) held ahead of what was taken, at most: a fetch asks
  * for half of it (fetch.max.bytes and max.partition.fetch.bytes lower that, never raise it), and
  * fetching pauses while half of it waits, so what is held stays below twice a fetch. The Java
- * client's 1 MB a partition brought ~9,000 records of 100 bytes at once, each one a few JS
- * objects (~600 bytes); 256 KB fetches took 15-25 MB off the source's peak RSS at the same
- * rate. A record batch larger than a fetch still comes whole (the broker sends the first one of
- * any size), so large records are read as before.
+ * client's 1 MB a partition brought ~9,000 records of 100 bytes at once; 256 KB fetches took
+ * 15-25 MB off the source's peak RSS at the same rate. A record batch larger than a fetch still
+ * comes whole (the broker sends the first one of any size), so large records are read as before.
  */
 export const READ_AHEAD_BYTES = 512 * 1024;
 const FETCH_BYTES = READ_AHEAD_BYTES / 2;
 
 function sizeOf(m: KafkaMessage): number {
-  return (m.value?.length ?? 0) + (m.key?.length ?? 0);
+  return m.value.length + (m.key?.length ?? 0);
 }
 
 function sizeOfAll(msgs: readonly KafkaMessage[]): number {
@@ -47,10 +53,17 @@ function sizeOfAll(msgs: readonly KafkaMessage[]): number {
   return n;
 }
 
+function keepHighest(last: Map<string, Map<number, KafkaMessage>>, m: KafkaMessage): void {
+  let partitions = last.get(m.topic);
+  if (!partitions) last.set(m.topic, (partitions = new Map()));
+  const prev = partitions.get(m.partition);
+  if (!prev || prev.offset < m.offset) partitions.set(m.partition, m);
+}
+
 export class KafkaPoller {
-  private consumer: Consumer<Buffer, Buffer, Buffer, Buffer> | null = null;
-  /** One stream per consume call: the topics found at connect, then each set of topics a pattern found later. */
-  private streams: MessagesStream<Buffer, Buffer, Buffer, Buffer>[] = [];
+  private kafka: KafkaModule | null = null;
+  private consumer: KafkaConsumer | null = null;
+  private fetcher: Fetcher | null = null;
   private patternTimer: ReturnType<typeof setInterval> | null = null;
   private following: Promise<void> | null = null;
   private buffer: KafkaMessage[] = [];
@@ -58,19 +71,20 @@ export class KafkaPoller {
   /** Bytes of the buffered records' keys and values. */
   private heldBytes = 0;
   private waiter: (() => void) | null = null;
-  private paused = false;
+  /** Offset commits, one at a time in the order asked: a later commit of a partition never lands before an earlier one. */
+  private committing: Promise<void> = Promise.resolve();
   /** The topics the consumer subscribed to. */
   topics: string[] = [];
   lastError: string | null = null;
-  /** Called for every record fetched (a channel counts what arrived for its ChannelSize). */
-  onRecord?: () => void;
+  /** Called with the count of records each fetch brought (a channel counts what arrived for its ChannelSize). */
+  onRecords?: (count: number) => void;
 
   constructor(
     readonly label: string,
     readonly settings: ConsumerSettings,
     private readonly subscription: Subscription,
     private readonly logger: Logger,
-    /** Records fetched ahead at most (the stream is paused above it). */
+    /** Records fetched ahead at most (fetching pauses above it). */
     private readonly maxBuffered: number,
     /** Called when records arrive into an empty buffer (a channel wakes its sink runners). */
     private readonly onArrival?: () => void,
@@ -81,7 +95,7 @@ export class KafkaPoller {
   }
 
   get connected(): boolean {
-    return this.streams.length > 0;
+    return this.fetcher !== null;
   }
 
   get buffered(): number {
@@ -93,12 +107,17 @@ export class KafkaPoller {
     return this.heldBytes;
   }
 
+  /** Whether fetching pauses: the buffer holds maxBuffered records or a fetch's bytes. */
+  private get full(): boolean {
+    return this.buffered >= this.maxBuffered || this.heldBytes >= FETCH_BYTES;
+  }
+
   /** Joins the group and starts fetching; fails with the reason when no broker answers or a topic is missing. */
   async connect(): Promise<void> {
-    if (this.streams.length > 0) return;
-    const { Consumer } = await loadKafka();
+    if (this.fetcher) return;
+    const kafka = (this.kafka ??= await loadKafka());
     const s = this.settings;
-    const consumer = new Consumer<Buffer, Buffer, Buffer, Buffer>({
+    const consumer = new kafka.Consumer<Buffer, Buffer, Buffer, Buffer>({
       ...clientOptions(s),
       groupId: s.groupId,
       autocommit: false,
@@ -111,61 +130,52 @@ export class KafkaPoller {
       maxBytesPerPartition: s.maxBytesPerPartition,
       isolationLevel: s.isolationLevel,
     });
+    useOwnFetchReader(kafka, consumer);
+    const fetcher = new Fetcher(kafka, consumer, s, this.label, this.logger, { arrived: (records, bytes) => this.arrived(records, bytes), full: () => this.full, failed: (err) => this.fetchFailed(fetcher, err) }, FETCH_BYTES, () => this.topics);
+    // Every join after the first (a rebalance; one during the start too): what was fetched may now be another member's.
+    let joined = false;
+    consumer.on("consumer:group:join", () => {
+      if (!joined || fetcher.stopped || (this.fetcher !== null && this.fetcher !== fetcher)) return;
+      this.dropBuffered();
+      fetcher.restart().catch((err) => this.fetchFailed(fetcher, err));
+    });
     // Bounded: the client may keep retrying a broker that came back in another state.
     let timer: ReturnType<typeof setTimeout> | undefined;
     const bound = s.requestTimeout + s.sessionTimeout;
     try {
       const join = async () => {
         const topics = await this.resolveTopics(consumer);
-        return { topics, stream: await consumer.consume(this.consumeOptions(topics)) };
+        for (const t of topics) consumer.topics.track(t);
+        this.topics = topics;
+        await consumer.joinGroup({});
+        joined = true;
+        await fetcher.restart();
       };
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`no answer from the brokers within ${bound} ms (request.timeout.ms + session.timeout.ms)`)), bound);
       });
-      const { topics, stream } = await Promise.race([join(), timeout]);
-      this.topics = topics;
+      await Promise.race([join(), timeout]);
       this.consumer = consumer;
-      this.listen(stream);
+      this.fetcher = fetcher;
     } catch (err) {
+      await fetcher.stop();
       await consumer.close(true).catch(() => {});
       throw this.explain(err);
     } finally {
       clearTimeout(timer);
     }
-    consumer.on("consumer:group:join", () => this.dropBuffered());
     if (this.subscription.regex) {
       this.patternTimer = setInterval(() => void this.followPattern(), s.metadataMaxAge);
       this.patternTimer.unref?.();
     }
   }
 
-  private consumeOptions(topics: string[]): ConsumeOptions {
-    const s = this.settings;
-    return {
-      topics,
-      mode: "committed",
-      fallbackMode: s.autoOffsetReset === "none" ? "fail" : s.autoOffsetReset,
-      autocommit: false,
-      highWaterMark: Math.max(16, Math.min(this.maxBuffered, 1024)),
-      maxBytes: Math.min(s.maxBytes, FETCH_BYTES),
-      maxBytesPerPartition: Math.min(s.maxBytesPerPartition, FETCH_BYTES),
-    };
-  }
-
-  private listen(stream: MessagesStream<Buffer, Buffer, Buffer, Buffer>): void {
-    this.streams.push(stream);
-    if (this.paused) stream.pause();
-    stream.on("data", (m: KafkaMessage) => this.arrived(m));
-    stream.on("error", (err: unknown) => {
-      this.lastError = messageOf(err);
-      this.logger.warn(`${this.label}: Kafka consumer at ${this.brokers}: ${this.lastError}`);
-    });
-    // A stream the client gave up on (brokers gone past its retries): drop the consumer, so the owner connects again.
-    stream.on("close", () => {
-      if (!this.streams.includes(stream)) return;
-      this.logger.warn(`${this.label}: the Kafka consumer stopped${this.lastError ? ` (${this.lastError})` : ""}; connecting again`);
-      void this.crash();
-    });
+  /** Fetching failed past the client's retries (brokers gone): the consumer is dropped, and the owner connects again. */
+  private fetchFailed(fetcher: Fetcher, err: unknown): void {
+    if (this.fetcher !== fetcher) return;
+    this.lastError = messageOf(err);
+    this.logger.warn(`${this.label}: the Kafka consumer at ${this.brokers} stopped (${this.lastError}); connecting again`);
+    void this.crash();
   }
 
   /** Lists the topics again and reads the new ones that match the pattern. One check at a time. */
@@ -181,13 +191,10 @@ export class KafkaPoller {
     if (!consumer || !this.subscription.regex) return;
     const fresh = (await this.matchingTopics()).filter((t) => !this.topics.includes(t));
     if (fresh.length === 0 || this.consumer !== consumer) return;
-    const stream = await consumer.consume(this.consumeOptions(fresh));
-    if (this.consumer !== consumer) {
-      await stream.close().catch(() => {});
-      return;
-    }
+    for (const t of fresh) consumer.topics.track(t);
     this.topics = [...this.topics, ...fresh];
-    this.listen(stream);
+    // The group rebalances to spread the new partitions; the join restarts the fetching.
+    await consumer.joinGroup({});
     this.logger.info(`${this.label}: reading ${fresh.length === 1 ? "topic" : "topics"} ${fresh.join(", ")} too (created since, matching kafka.topics.regex ${this.subscription.regex.source})`);
   }
 
@@ -205,11 +212,11 @@ export class KafkaPoller {
   private reconnecting: Promise<void> | null = null;
 
   /**
-   * Connects again in the background after the stream stopped (see connect); true while
+   * Connects again in the background after fetching stopped (see connect); true while
    * connected. Failures are logged once per attempt; the next call tries again.
    */
   ensureConnected(): boolean {
-    if (this.streams.length > 0) return true;
+    if (this.fetcher) return true;
     this.reconnecting ??= this.connect()
       .then(() => this.logger.info(`${this.label}: connected again to ${this.brokers}`))
       .catch((err) => {
@@ -220,7 +227,7 @@ export class KafkaPoller {
     return false;
   }
 
-  private async resolveTopics(consumer: Consumer<Buffer, Buffer, Buffer, Buffer>): Promise<string[]> {
+  private async resolveTopics(consumer: KafkaConsumer): Promise<string[]> {
     const { topics, regex } = this.subscription;
     if (topics && topics.length > 0) {
       const md = await consumer.metadata({ topics: [...topics], autocreateTopics: false });
@@ -239,16 +246,15 @@ export class KafkaPoller {
     return new Error(`${this.label}: Kafka at ${this.brokers}: ${messageOf(err)}`, { cause: err });
   }
 
-  private arrived(m: KafkaMessage): void {
+  private arrived(records: KafkaMessage[], bytes: number): void {
     const first = this.buffered === 0;
-    this.buffer.push(m);
-    this.heldBytes += sizeOf(m);
-    this.onRecord?.();
+    if (first) {
+      this.buffer = records;
+      this.head = 0;
+    } else for (const r of records) this.buffer.push(r);
+    this.heldBytes += bytes;
+    this.onRecords?.(records.length);
     if (first) this.onArrival?.();
-    if (!this.paused && (this.buffered >= this.maxBuffered || this.heldBytes >= FETCH_BYTES)) {
-      this.paused = true;
-      for (const stream of this.streams) stream.pause();
-    }
     if (this.waiter) this.wake();
   }
 
@@ -258,26 +264,22 @@ export class KafkaPoller {
     w?.();
   }
 
-  /** A rebalance: what was fetched and not taken may now belong to another member; the client fetches again from the committed offsets. */
+  /** A rebalance: what was fetched and not taken may now belong to another member; fetching starts again from the committed offsets. */
   private dropBuffered(): void {
     const n = this.buffered;
     this.buffer = [];
     this.head = 0;
     this.heldBytes = 0;
     if (n > 0) this.logger.info(`${this.label}: consumer group ${this.settings.groupId} rebalanced; ${n} fetched records left to be fetched again from the committed offsets`);
-    this.resumeIfLow();
   }
 
   /**
-   * Resumes fetching as soon as the buffer is under both bounds again: the next fetch is under
-   * way while the records left are taken (waiting for half the buffer to empty cost the source
-   * a tenth of its rate), and what is held stays within a fetch past the bound.
+   * Fetches again as soon as the buffer is under both bounds: the next fetch is under way while
+   * the records left are taken (waiting for half the buffer to empty cost the source a tenth of
+   * its rate), and what is held stays within a fetch past the bound.
    */
   private resumeIfLow(): void {
-    if (this.paused && this.buffered < this.maxBuffered && this.heldBytes < FETCH_BYTES) {
-      this.paused = false;
-      for (const stream of this.streams) stream.resume();
-    }
+    if (!this.full) this.fetcher?.resume();
   }
 
   /**
@@ -285,14 +287,14 @@ export class KafkaPoller {
    * READ_AHEAD_BYTES / n each: no more comes until some are taken), or `ms` passed.
    */
   waitFor(n: number, ms: number): Promise<void> {
-    if (this.buffered >= n || this.paused || ms <= 0) return Promise.resolve();
+    if (this.buffered >= n || this.full || ms <= 0) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.waiter = null;
         resolve();
       }, ms);
       const check = () => {
-        if (this.buffered >= n || this.paused) {
+        if (this.buffered >= n || this.full) {
           clearTimeout(timer);
           resolve();
         } else this.waiter = check;
@@ -324,7 +326,10 @@ export class KafkaPoller {
 
   /** Drops the taken head of the buffer once it is most of it. */
   private compact(): void {
-    if (this.head > 4096 && this.head * 2 > this.buffer.length) {
+    if (this.head === this.buffer.length) {
+      this.buffer = [];
+      this.head = 0;
+    } else if (this.head > 4096 && this.head * 2 > this.buffer.length) {
       this.buffer = this.buffer.slice(this.head);
       this.head = 0;
     }
@@ -339,32 +344,41 @@ export class KafkaPoller {
   }
 
   /** Commits the offsets after the given records (per partition, the last one's offset + 1). */
-  async commit(msgs: readonly KafkaMessage[]): Promise<void> {
+  commit(msgs: readonly KafkaMessage[]): Promise<void> {
+    const consumer = this.consumer;
+    if (!consumer) return Promise.reject(new Error(`${this.label}: the Kafka consumer is not connected; the offsets are not committed`));
+    // The highest offset of each partition; records come in runs of one partition, looked up once a run.
     const last = new Map<string, Map<number, KafkaMessage>>();
+    let run: KafkaMessage | null = null;
     for (const m of msgs) {
-      let partitions = last.get(m.topic);
-      if (!partitions) last.set(m.topic, (partitions = new Map()));
-      const prev = partitions.get(m.partition);
-      if (!prev || prev.offset < m.offset) partitions.set(m.partition, m);
+      if (run !== null && m.partition === run.partition && m.topic === run.topic) {
+        if (m.offset > run.offset) run = m;
+        continue;
+      }
+      if (run !== null) keepHighest(last, run);
+      run = m;
     }
-    const commits: Promise<void>[] = [];
-    for (const partitions of last.values()) for (const m of partitions.values()) commits.push(m.commit() as Promise<void>);
-    await Promise.all(commits);
+    if (run !== null) keepHighest(last, run);
+    const offsets = [...last.values()].flatMap((partitions) => [...partitions.values()]).map((m) => ({ topic: m.topic, partition: m.partition, offset: BigInt(m.offset + 1), leaderEpoch: m.leaderEpoch }));
+    const done = this.committing.then(() => consumer.commit({ offsets }));
+    this.committing = done.catch(() => {});
+    return done;
   }
 
   /** What a killed process leaves: the connection dropped, nothing committed or left cleanly. */
   async crash(): Promise<void> {
-    const { consumer } = this.detach();
+    const { consumer, fetcher } = this.detach();
+    await fetcher?.stop();
     await consumer?.close(true).catch(() => {});
   }
 
-  /** Stops following, drops what is buffered, and hands over the consumer and streams to close. */
+  /** Stops following, drops what is buffered, and hands over the consumer and fetcher to close. */
   private detach() {
-    const held = { consumer: this.consumer, streams: this.streams };
+    const held = { consumer: this.consumer, fetcher: this.fetcher };
     if (this.patternTimer) clearInterval(this.patternTimer);
     this.patternTimer = null;
-    this.streams = [];
     this.consumer = null;
+    this.fetcher = null;
     this.buffer = [];
     this.head = 0;
     this.heldBytes = 0;
@@ -372,16 +386,11 @@ export class KafkaPoller {
   }
 
   async close(): Promise<void> {
-    const { consumer, streams } = this.detach();
+    const { consumer, fetcher } = this.detach();
     this.wake();
     await this.following;
-    for (const stream of streams) {
-      try {
-        await stream.close();
-      } catch (err) {
-        this.logger.warn(`${this.label}: closing the Kafka consumer stream: ${messageOf(err)}`);
-      }
-    }
+    await fetcher?.stop();
+    await this.committing;
     await consumer?.close().catch((err) => this.logger.warn(`${this.label}: closing the Kafka consumer: ${messageOf(err)}`));
   }
 }

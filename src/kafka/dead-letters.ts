@@ -23,12 +23,12 @@ export class DeadLetters {
 
   /** Keeps a bad record to send with the next flush (a BadRecordHandler). */
   readonly add = (m: KafkaMessage, error: KafkaBadRecordError): void => {
-    const headers = new Map<Buffer, Buffer>(m.headerEntries);
+    const headers = new Map<Buffer, Buffer>(m.headers ?? []);
     headers.set(HEADER_KEYS.topic, Buffer.from(m.topic));
     headers.set(HEADER_KEYS.partition, Buffer.from(String(m.partition)));
     headers.set(HEADER_KEYS.offset, Buffer.from(String(m.offset)));
     headers.set(HEADER_KEYS.error, Buffer.from(error.message));
-    const record: KafkaRecord = { topic: this.topic, value: m.value ?? Buffer.alloc(0), headers };
+    const record: KafkaRecord = { topic: this.topic, value: m.value, headers };
     if (m.key && m.key.length > 0) record.key = m.key;
     this.pending.push(record);
   };

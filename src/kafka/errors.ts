@@ -12,6 +12,9 @@ export class KafkaRecordTooLargeError extends FlumeError {}
 /** A record that useFlumeEventFormat / parseAsFlumeEvent could not read as an Avro FlumeEvent. */
 export class KafkaBadRecordError extends FlumeError {}
 
+/** A fetched record batch that does not read: a CRC that does not check, a record running past its batch, an unknown format. */
+export class KafkaCorruptRecordError extends FlumeError {}
+
 /** The dead-letter topic (kafka.deadLetterTopic) cannot be written: missing, or refused by the broker. */
 export class KafkaDeadLetterError extends FlumeError {}
 

@@ -5,8 +5,6 @@ import type { KafkaMessage } from "./consumer.ts";
 import { KafkaBadRecordError, messageOf } from "./errors.ts";
 import { decodeFlumeEvent } from "./flume-event.ts";
 
-const EMPTY = Buffer.alloc(0);
-
 export function where(m: KafkaMessage): string {
   return `topic ${m.topic} partition ${m.partition} offset ${m.offset}`;
 }
@@ -20,7 +18,7 @@ export type BadRecordHandler = (m: KafkaMessage, error: KafkaBadRecordError) => 
  * handed to `bad` when given.
  */
 export function eventOfRecord(m: KafkaMessage, asFlumeEvent: boolean, label: string, logger: Logger, bad?: BadRecordHandler): Event | null {
-  const value = m.value ?? EMPTY;
+  const value = m.value;
   if (!asFlumeEvent) return bodyEvent(value);
   try {
     // A fresh event of its own (its headers object too): the caller may add headers.

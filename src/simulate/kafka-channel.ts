@@ -29,7 +29,7 @@ import type { BrokerChannelSpec } from "./topology.ts";
 interface SimRecord {
   readonly topic: string;
   readonly partition: number;
-  readonly offset: bigint;
+  readonly offset: number;
   readonly event: Event;
 }
 
@@ -167,7 +167,7 @@ export class SimKafkaChannel implements Channel, GroupMember {
         if (!e) continue;
         g.position[p.number] = o;
         this.turn = (this.turn + n + 1) % parts.length;
-        return { topic: g.topic.name, partition: p.number, offset: BigInt(o - 1), event: e };
+        return { topic: g.topic.name, partition: p.number, offset: o - 1, event: e };
       }
       g.position[p.number] = o;
     }
@@ -228,7 +228,7 @@ export class SimKafkaChannel implements Channel, GroupMember {
     await this.epoch.sleep(Math.max(1, Math.ceil(this.latency / 2)));
     const g = this.group;
     for (const r of this.offsets.committed(tx.takes, tx.takes.map((t) => t.event))) {
-      const next = Number(r.offset) + 1;
+      const next = r.offset + 1;
       if (next > g.committed[r.partition]) g.committed[r.partition] = next;
     }
     this.counter.inc("EventTakeSuccessCount", tx.takes.length);

@@ -1,7 +1,8 @@
 /**
  * The consumer wrapper (src/kafka/consumer.ts) against a live Apache Kafka broker: a pattern
  * subscription (kafka.topics.regex) follows topics created after the start, as the Java
- * consumer's pattern subscription does; what it fetches ahead stays within READ_AHEAD_BYTES.
+ * consumer's pattern subscription does; what it fetches ahead stays within READ_AHEAD_BYTES;
+ * read_committed skips aborted transactions (our batch reader, with the broker's aborted list).
  */
 import { afterAll, beforeAll, expect } from "bun:test";
 import { componentContext } from "../../src/components/component.ts";
@@ -111,7 +112,7 @@ needsJvm.test(
     // A record bound far above the topic: only the byte bound can stop the fetching.
     const poller = new KafkaPoller("read-ahead consumer", settings, { topics: [topic] }, logger, 1_000_000);
     let most = 0;
-    poller.onRecord = () => (most = Math.max(most, poller.bufferedBytes));
+    poller.onRecords = () => (most = Math.max(most, poller.bufferedBytes));
     try {
       await poller.connect();
       // Nothing taken: fetching pauses once the bound is reached, with the topic not read to its end.
@@ -135,6 +136,54 @@ needsJvm.test(
     } finally {
       await poller.close();
     }
+  },
+  300_000,
+);
+
+needsJvm.test(
+  "isolation.level = read_committed reads the records of committed transactions and skips aborted ones; read_uncommitted reads them all, never the transaction markers",
+  async () => {
+    const topic = `tx${Date.now()}`;
+    await kafka.createTopic(topic);
+    const { Producer } = await import("@platformatic/kafka");
+    const producer = new Producer({ clientId: "tx-test", bootstrapBrokers: [kafka.bootstrap], idempotent: true, transactionalId: `tx-${topic}`, autocreateTopics: false });
+    const send = async (values: string[], outcome: "commit" | "abort") => {
+      const tx = await producer.beginTransaction();
+      await tx.send({ messages: values.map((v) => ({ topic, value: Buffer.from(v) })) });
+      await (outcome === "commit" ? tx.commit() : tx.abort());
+    };
+    try {
+      await send(["c1", "c2"], "commit");
+      await send(["a1", "a2", "a3"], "abort");
+      await send(["c3"], "commit");
+      await send(["a4"], "abort");
+      await send(["c4"], "commit");
+    } finally {
+      await producer.close();
+    }
+    const logger = new MemoryLogger();
+    const read = async (isolation: string) => {
+      const settings = consumerSettings({ bootstrap: kafka.bootstrap, bootstrapKey: "kafka.bootstrap.servers", clientId: "tx-reader", label: "tx", logger, props: { "auto.offset.reset": "earliest", "isolation.level": isolation }, groupId: `g-${topic}-${isolation}`, defaultOffsetReset: "earliest" });
+      const poller = new KafkaPoller(`tx ${isolation}`, settings, { topics: [topic] }, logger, 1000);
+      const values: string[] = [];
+      try {
+        await poller.connect();
+        const want = isolation === "read_committed" ? 4 : 8;
+        const deadline = Date.now() + 60_000;
+        while (values.length < want && Date.now() < deadline) {
+          await poller.waitFor(want, 500);
+          for (const m of poller.take(100)) values.push(m.value.toString());
+        }
+        // Nothing more comes (a marker read as a record would).
+        await poller.waitFor(want + 1, 1500);
+        for (const m of poller.take(100)) values.push(m.value.toString());
+      } finally {
+        await poller.close();
+      }
+      return values;
+    };
+    expect(await read("read_committed")).toEqual(["c1", "c2", "c3", "c4"]);
+    expect(await read("read_uncommitted")).toEqual(["c1", "c2", "a1", "a2", "a3", "c3", "a4", "c4"]);
   },
   300_000,
 );

@@ -23,7 +23,12 @@ import { type ComponentContext, defineComponent } from "../component.ts";
 import { builtIn } from "../registry.ts";
 import { BaseSource } from "./base.ts";
 
-const EMPTY = Buffer.alloc(0);
+/** Partition numbers as header text, made once each. */
+const PARTITION_TEXT: string[] = [];
+
+function partitionText(p: number): string {
+  return (PARTITION_TEXT[p] ??= String(p));
+}
 
 export interface KafkaSourceOptions {
   consumer: ConsumerSettings;
@@ -56,6 +61,8 @@ export class KafkaSource extends BaseSource implements PollableSource {
   private readonly onBad = (m: KafkaMessage, error: KafkaBadRecordError): boolean => this.badSeen.report(m, error, this.deadLetters?.add);
   /** Whether any header.NAME maps a record header to an event header. */
   private readonly mapsHeaders: boolean;
+  /** Plain records with Flume's default headers (topic in "topic", no timestampHeader): the fast path of eventOf. */
+  private readonly plainShape: boolean;
 
   constructor(
     ctx: ComponentContext,
@@ -67,6 +74,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
     this.backoffSleepIncrement = options.backoffSleepIncrement;
     this.maxBackoffSleep = options.maxBackoffSleep;
     this.mapsHeaders = Object.keys(options.flumeHeaders).length > 0;
+    this.plainShape = !options.useFlumeEventFormat && options.setTopicHeader && options.topicHeader === "topic" && options.timestampHeader === undefined;
     this.poller = new KafkaPoller(label, options.consumer, { topics: options.topics, regex: options.topicsRegex }, ctx.logger, options.batchSize * 2);
     const dlq = options.deadLetters;
     this.deadLetters = dlq ? new DeadLetters(dlq.topic, new KafkaPublisher(`${label} dead letters`, dlq.producer, ctx.logger)) : null;
@@ -112,25 +120,33 @@ export class KafkaSource extends BaseSource implements PollableSource {
     if (o.useFlumeEventFormat) {
       e = eventOfRecord(m, true, this.label, this.logger, this.onBad);
       if (!e) return null;
+    } else if (this.plainShape) {
+      // A plain record with the default headers: made at once, in one shape for every record.
+      const headers: Record<string, string> = { timestamp: now, topic: m.topic, partition: partitionText(m.partition), offset: String(m.offset) };
+      if (m.key !== null && m.key.length > 0) headers.key = m.key.toString("utf8");
+      if (this.mapsHeaders && m.headers) this.mapHeaders(m, headers);
+      return { headers, body: m.value };
     } else {
-      // A plain record: its headers made at once, in one shape for every record of the batch.
-      e = { headers: { timestamp: now }, body: m.value ?? EMPTY };
+      e = { headers: { timestamp: now }, body: m.value };
     }
     const h = e.headers;
     // As Flume: headers the event already has (a FlumeEvent's) win.
     if (h.timestamp === undefined) h.timestamp = now;
     if (o.timestampHeader !== undefined) h[o.timestampHeader] = String(m.timestamp);
     if (o.setTopicHeader && h[o.topicHeader] === undefined) h[o.topicHeader] = m.topic;
-    if (h.partition === undefined) h.partition = String(m.partition);
+    if (h.partition === undefined) h.partition = partitionText(m.partition);
     if (h.offset === undefined) h.offset = String(m.offset);
     if (m.key && m.key.length > 0) h.key = m.key.toString("utf8");
-    if (this.mapsHeaders) {
-      for (const [k, v] of m.headerEntries) {
-        const name = o.flumeHeaders[k.toString("utf8")];
-        if (name !== undefined) h[name] = v.toString("utf8");
-      }
-    }
+    if (this.mapsHeaders && m.headers) this.mapHeaders(m, h);
     return e;
+  }
+
+  /** header.NAME: the record's header NAME as the event's header FLUME_NAME. */
+  private mapHeaders(m: KafkaMessage, h: Record<string, string>): void {
+    for (const [k, v] of m.headers!) {
+      const name = this.options.flumeHeaders[k.toString("utf8")];
+      if (name !== undefined) h[name] = v.toString("utf8");
+    }
   }
 
   async process(): Promise<Status> {

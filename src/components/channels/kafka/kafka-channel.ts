@@ -87,10 +87,11 @@ export class KafkaChannel implements Channel {
     this.poller = new KafkaPoller(this.label, options.consumer, { topics: [options.topic] }, this.logger, Math.max(1000, options.transactionCapacity * 2), () => {
       this.putListeners.notify();
     });
-    this.poller.onRecord = () => {
+    this.poller.onRecords = (n) => {
       // ChannelSize is set at each commit and rollback, and grows as committed records arrive.
-      this.counter.values.ChannelSize++;
-      if (this.inFlight > 0 || this.unfetched > 0) this.unfetched--;
+      this.counter.values.ChannelSize += n;
+      if (this.inFlight > 0) this.unfetched -= n;
+      else if (this.unfetched > 0) this.unfetched = Math.max(0, this.unfetched - n);
     };
   }
 

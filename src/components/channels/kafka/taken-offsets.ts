@@ -10,25 +10,31 @@
 export interface TakenRecord {
   readonly topic: string;
   readonly partition: number;
-  readonly offset: bigint;
+  readonly offset: number;
 }
 
 interface PartitionState<R> {
   /** Offsets taken and not committed: by open transactions, or rolled back to be taken again. */
-  held: Set<bigint>;
+  held: Set<number>;
   /** Records whose take committed, above the group's committed offset, with what they carried. */
-  done: Map<bigint, { record: R; event: unknown }>;
+  done: Map<number, { record: R; event: unknown }>;
 }
 
 export class TakenOffsets<R extends TakenRecord, E = unknown> {
   /** By topic, then partition (no key string built per record). */
   private readonly partitions = new Map<string, Map<number, PartitionState<R>>>();
 
+  /** The partition of the last record looked up: records come in runs of one partition. */
+  private last: { topic: string; partition: number; state: PartitionState<R> } | null = null;
+
   private state(r: TakenRecord): PartitionState<R> {
+    const last = this.last;
+    if (last !== null && last.partition === r.partition && last.topic === r.topic) return last.state;
     let topic = this.partitions.get(r.topic);
     if (!topic) this.partitions.set(r.topic, (topic = new Map()));
     let s = topic.get(r.partition);
     if (!s) topic.set(r.partition, (s = { held: new Set(), done: new Map() }));
+    this.last = { topic: r.topic, partition: r.partition, state: s };
     return s;
   }
 
@@ -37,7 +43,7 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
     const s = this.state(r);
     s.held.add(r.offset);
     // Committed once already, if an offset commit failed and the take was rolled back: pending again.
-    s.done.delete(r.offset);
+    if (s.done.size > 0) s.done.delete(r.offset);
   }
 
   /**
@@ -45,22 +51,38 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
    * group's offset after (the highest committed record below every held one), when it moved.
    */
   committed(records: readonly R[], events: readonly (E | null)[]): R[] {
-    const touched = new Set<PartitionState<R>>();
-    records.forEach((r, i) => {
-      const s = this.state(r);
-      s.held.delete(r.offset);
-      s.done.set(r.offset, { record: r, event: events[i] });
-      touched.add(s);
-    });
+    const touched: PartitionState<R>[] = [];
+    const stateOf: PartitionState<R>[] = new Array(records.length);
+    for (let i = 0; i < records.length; i++) {
+      const s = this.state(records[i]);
+      if (touched[touched.length - 1] !== s && !touched.includes(s)) touched.push(s);
+      s.held.delete(records[i].offset);
+      stateOf[i] = s;
+    }
+    const lowest = new Map<PartitionState<R>, number>();
+    for (const s of touched) {
+      let lowestHeld = Number.POSITIVE_INFINITY;
+      for (const o of s.held) if (o < lowestHeld) lowestHeld = o;
+      lowest.set(s, lowestHeld);
+    }
+    // Below every held record: the offset may move past it (no need to keep it). Above one: kept, repeatable.
+    const upTo = new Map<PartitionState<R>, R>();
+    for (let i = 0; i < records.length; i++) {
+      const r = records[i];
+      const s = stateOf[i];
+      if (r.offset < lowest.get(s)!) {
+        const u = upTo.get(s);
+        if (u === undefined || r.offset > u.offset) upTo.set(s, r);
+      } else s.done.set(r.offset, { record: r, event: events[i] });
+    }
     const out: R[] = [];
     for (const s of touched) {
-      let lowestHeld: bigint | null = null;
-      for (const o of s.held) if (lowestHeld === null || o < lowestHeld) lowestHeld = o;
-      let upTo: R | null = null;
-      for (const [o, d] of s.done) if ((lowestHeld === null || o < lowestHeld) && (upTo === null || o > upTo.offset)) upTo = d.record;
-      if (upTo === null) continue;
-      for (const o of s.done.keys()) if (o <= upTo.offset) s.done.delete(o);
-      out.push(upTo);
+      const lowestHeld = lowest.get(s)!;
+      let u = upTo.get(s) ?? null;
+      for (const [o, d] of s.done) if (o < lowestHeld && (u === null || o > u.offset)) u = d.record;
+      if (u === null) continue;
+      for (const o of s.done.keys()) if (o <= u.offset) s.done.delete(o);
+      out.push(u);
     }
     return out;
   }
@@ -75,5 +97,6 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
   /** A new consumer reads from the group's committed offsets: nothing is held any more. */
   clear(): void {
     this.partitions.clear();
+    this.last = null;
   }
 }

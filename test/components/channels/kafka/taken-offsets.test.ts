@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { TakenOffsets } from "../../../../src/components/channels/kafka/taken-offsets.ts";
 
-const rec = (offset: number, partition = 0) => ({ topic: "t", partition, offset: BigInt(offset) });
+const rec = (offset: number, partition = 0) => ({ topic: "t", partition, offset });
 
 describe("TakenOffsets: how far the Kafka channel commits its group's offset", () => {
   test("takes committed in order move the offset past the last one", () => {

@@ -1,0 +1,107 @@
+/**
+ * A/B of the Kafka source and channel between two agent binaries, on one broker, alternating
+ * runs (the machine is shared: rates swing, CPU per event less so):
+ *   bun scripts/bench/kafka-ab.ts <before-binary> <after-binary>
+ * BENCH_EVENTS records (default 1,000,000) are written once with ProducerPerformance; each run
+ * reads them with a fresh group. Prints rate, agent CPU (user+sys) per event and peak RSS.
+ * AB_MODES=source,channel picks the pipelines; AB_SOURCE_EXTRA_BEFORE / _AFTER add source
+ * properties to one side (e.g. kafka.consumer.fetch.max.bytes, to compare fetch sizes).
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { spawn } from "node:child_process";
+import { kafkaTool, startKafka } from "../../test/support/kafka.ts";
+import { cpuMs, fmt, freePort, peakRssMb } from "./_util.ts";
+
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const [before, after] = process.argv.slice(2);
+
+async function run(binary: string, conf: string, group: string, key: string): Promise<{ rate: number; rss: number; cpu: number }> {
+  const port = await freePort();
+  const child = spawn(binary, ["run", "-f", conf, "-n", "a1", "--quiet", "--no-reload-conf", "--metrics-port", String(port), "--metrics-bind", "127.0.0.1"], { stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr?.on("data", (d) => (stderr += d));
+  let first = 0, last = 0, cpu0 = 0, cpu1 = 0, peak = 0;
+  const deadline = Date.now() + 300_000;
+  try {
+    while (Date.now() < deadline && child.exitCode === null) {
+      let n = 0;
+      try {
+        const m = (await (await fetch(`http://127.0.0.1:${port}/metrics`)).json()) as Record<string, Record<string, string>>;
+        n = Number(m[group]?.[key] ?? 0);
+      } catch {}
+      peak = Math.max(peak, peakRssMb(child.pid!) || 0);
+      if (n > 0 && first === 0) {
+        first = performance.now();
+        cpu0 = cpuMs(child.pid!);
+      }
+      if (n >= EVENTS) {
+        last = performance.now();
+        cpu1 = cpuMs(child.pid!);
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    peak = Math.max(peak, peakRssMb(child.pid!) || 0);
+  } finally {
+    child.kill("SIGTERM");
+    await new Promise((r) => (child.exitCode !== null ? r(null) : child.on("exit", r)));
+  }
+  if (!last) throw new Error(`${group}.${key} did not reach ${EVENTS}\n${stderr.slice(-2000)}`);
+  return { rate: EVENTS / ((last - first) / 1000), rss: peak, cpu: cpu1 - cpu0 };
+}
+
+const MEMORY = "a1.channels.c1.type = memory\na1.channels.c1.capacity = 10000\na1.channels.c1.transactionCapacity = 1000\n";
+const NULL_SINK = "a1.sinks.k1.type = null\na1.sinks.k1.batchSize = 1000\na1.sinks.k1.channel = c1\n";
+const source = (bootstrap: string, topic: string, group: string, extra: string) => `a1.sources = r1\na1.channels = c1\na1.sinks = k1
+a1.sources.r1.type = org.apache.flume.source.kafka.KafkaSource
+a1.sources.r1.channels = c1
+a1.sources.r1.kafka.bootstrap.servers = ${bootstrap}
+a1.sources.r1.kafka.topics = ${topic}
+a1.sources.r1.kafka.consumer.group.id = ${group}
+a1.sources.r1.kafka.consumer.auto.offset.reset = earliest
+a1.sources.r1.batchSize = 1000
+a1.sources.r1.batchDurationMillis = 100
+${extra}${MEMORY}${NULL_SINK}`;
+const channel = (bootstrap: string, topic: string) => `a1.sources = r1\na1.channels = c1\na1.sinks = k1
+a1.sources.r1.type = org.apache.flume.source.StressSource
+a1.sources.r1.size = 100
+a1.sources.r1.maxTotalEvents = ${EVENTS}
+a1.sources.r1.batchSize = 1000
+a1.sources.r1.channels = c1
+a1.channels.c1.type = org.apache.flume.channel.kafka.KafkaChannel
+a1.channels.c1.kafka.bootstrap.servers = ${bootstrap}
+a1.channels.c1.kafka.topic = ${topic}
+a1.channels.c1.transactionCapacity = 1000
+${NULL_SINK}`;
+
+const dir = mkdtempSync(path.join(tmpdir(), "kafka-ab-"));
+const kafka = await startKafka();
+try {
+  await kafka.createTopic("perf");
+  await kafkaTool(kafka.classpath, "org.apache.kafka.tools.ProducerPerformance", ["--topic", "perf", "--num-records", String(EVENTS), "--record-size", "100", "--throughput", "-1", "--producer-props", `bootstrap.servers=${kafka.bootstrap}`, "acks=all", "linger.ms=5"], { timeoutMs: 300_000, jvmArgs: ["-Xmx512m"] });
+  const modes = (process.env.AB_MODES ?? "source,channel").split(",");
+  let n = 0;
+  for (let i = 0; i < RUNS; i++) {
+    for (const [name, binary] of [["before", before], ["after", after]] as const) {
+      for (const mode of modes) {
+        const file = path.join(dir, `${++n}.conf`);
+        let r;
+        if (mode === "channel") {
+          await kafka.createTopic(`ch${n}`);
+          writeFileSync(file, channel(kafka.bootstrap, `ch${n}`));
+          r = await run(binary, file, "CHANNEL.c1", "EventTakeSuccessCount");
+        } else {
+          writeFileSync(file, source(kafka.bootstrap, "perf", `g${n}`, (process.env[`AB_SOURCE_EXTRA_${name.toUpperCase()}`] ?? "").replaceAll("\\n", "\n")));
+          r = await run(binary, file, "SOURCE.r1", "EventAcceptedCount");
+        }
+        console.log(`${mode.padEnd(8)} ${name.padEnd(7)} ${fmt(r.rate).padStart(9)}/s  CPU ${(r.cpu / 1000).toFixed(2)} s (${((r.cpu * 1e6) / EVENTS / 1000).toFixed(2)} µs/event)  peak RSS ${r.rss.toFixed(0)} MB`);
+      }
+    }
+  }
+} finally {
+  await kafka.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
