@@ -8,7 +8,7 @@
  * versions we do not write, go to the library's API unchanged.
  *
  * Library exports used (in its 1.x and 2.x alike): kGetApi (a public method of its clients),
- * Writer.create/append, the produceV3..V11 namespaces' parseResponse, crc32c, and
+ * Writer.create/append, the produceV3..V11 namespaces' parseResponse, and
  * Connection.send(apiKey, apiVersion, createPayload, parser, requestTags, responseTags, cb).
  */
 import type { KafkaModule } from "./client.ts";
@@ -46,7 +46,6 @@ function ownProduceApi(kafka: KafkaModule, api: ProduceApi): ProduceApi {
   if (version < FIRST || version > LAST || typeof mod?.parseResponse !== "function") return api;
   const parse = mod.parseResponse;
   const flexible = version >= 9;
-  const crc = kafka.crc32c as (b: Buffer) => number;
   const own = ((connection, acks, timeout, messages, options, callback) => {
     if ((options.compression && options.compression !== "none") || options.transactionalId) {
       api(connection, acks, timeout, messages, options, callback);
@@ -54,7 +53,7 @@ function ownProduceApi(kafka: KafkaModule, api: ProduceApi): ProduceApi {
     }
     const payload = () => {
       const writer = kafka.Writer.create() as unknown as WriterLike;
-      for (const part of encodeProduceRequest(version, acks, timeout, messages, options, crc)) writer.append(part);
+      for (const part of encodeProduceRequest(version, acks, timeout, messages, options)) writer.append(part);
       if (acks === 0) writer.context.noResponse = true;
       return writer;
     };

@@ -33,7 +33,12 @@ export interface BatchProducer {
   sequences?: { getWithDefault(key: string, fallback: number): number };
 }
 
-/** CRC32C of a whole buffer: the library's (native where it can load it, 2.4x the JS one measured) or ours. */
+/**
+ * CRC32C of a whole buffer: ours (src/io/crc32c.ts) unless given. Measured on a 125 kB batch
+ * in the compiled binary: ours 1.4 GB/s, the client's WebAssembly one 1.4 GB/s (its native one,
+ * which only loads from the sources, 3.4 GB/s: 0.05 us an event); taking ours keeps the client's
+ * WebAssembly unloaded (src/kafka/wasm-codecs.ts).
+ */
 export type Crc32c = (bytes: Buffer) => number;
 
 const crcOurs: Crc32c = (b) => jsCrc32c(b, 0, b.length);
