@@ -39,6 +39,15 @@ type GetApi = (name: string, callback: (error: Error | null, api?: unknown) => v
 const FIRST = 3;
 const LAST = 11;
 
+/**
+ * The messages with every value a Buffer, as the library's own writer needs (a sink hands the
+ * events' bodies over as they are, any Uint8Array; ours writes from the bytes alone).
+ */
+function withBufferValues(messages: ProduceMessage[]): ProduceMessage[] {
+  if (messages.every((m) => m.value == null || Buffer.isBuffer(m.value))) return messages;
+  return messages.map((m) => (m.value == null || Buffer.isBuffer(m.value) ? m : { ...m, value: Buffer.from(m.value.buffer, m.value.byteOffset, m.value.byteLength) }));
+}
+
 /** Ours in place of the library's Produce API of the same version; the library's when we do not write that version. */
 function ownProduceApi(kafka: KafkaModule, api: ProduceApi): ProduceApi {
   const version = api.version;
@@ -48,7 +57,7 @@ function ownProduceApi(kafka: KafkaModule, api: ProduceApi): ProduceApi {
   const flexible = version >= 9;
   const own = ((connection, acks, timeout, messages, options, callback) => {
     if ((options.compression && options.compression !== "none") || options.transactionalId) {
-      api(connection, acks, timeout, messages, options, callback);
+      api(connection, acks, timeout, withBufferValues(messages), options, callback);
       return;
     }
     const payload = () => {

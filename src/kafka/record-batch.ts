@@ -21,7 +21,7 @@ export interface ProduceMessage {
   topic: string;
   partition?: number;
   key?: Buffer | null;
-  value?: Buffer | null;
+  value?: Uint8Array | null;
   headers?: Map<Buffer, Buffer> | null;
   timestamp?: bigint | number;
 }
@@ -66,11 +66,11 @@ function writeUvarint(buf: Buffer, pos: number, n: number): number {
   return pos;
 }
 
-function bytesSize(b: Buffer | null | undefined): number {
+function bytesSize(b: Uint8Array | null | undefined): number {
   return b ? varintSize(b.length) + b.length : 1;
 }
 
-function writeBytes(buf: Buffer, pos: number, b: Buffer | null | undefined): number {
+function writeBytes(buf: Buffer, pos: number, b: Uint8Array | null | undefined): number {
   if (!b) {
     buf[pos] = 1; // zigzag(-1)
     return pos + 1;
@@ -146,7 +146,8 @@ export function encodeRecordBatch(messages: readonly ProduceMessage[], producer:
 }
 
 /** Messages grouped by topic, then partition, each group in its order. */
-function groupByTopicPartition(messages: readonly ProduceMessage[]): Map<string, Map<number, ProduceMessage[]>> {
+function groupByTopicPartition(messages: readonly ProduceMessage[]): Map<string, Map<number, readonly ProduceMessage[]>> {
+  if (onePartition(messages)) return new Map([[messages[0].topic, new Map([[messages[0].partition ?? 0, messages]])]]);
   const topics = new Map<string, Map<number, ProduceMessage[]>>();
   for (const m of messages) {
     let partitions = topics.get(m.topic);
@@ -157,6 +158,17 @@ function groupByTopicPartition(messages: readonly ProduceMessage[]): Map<string,
     else partitions.set(p, [m]);
   }
   return topics;
+}
+
+/** Whether every message goes to the first one's topic-partition (a sink's usual batch): then they need no copy into groups. */
+function onePartition(messages: readonly ProduceMessage[]): boolean {
+  if (messages.length === 0) return false;
+  const { topic, partition = 0 } = messages[0];
+  for (let i = 1; i < messages.length; i++) {
+    const m = messages[i];
+    if (m.topic !== topic || (m.partition ?? 0) !== partition) return false;
+  }
+  return true;
 }
 
 /**
