@@ -18,5 +18,5 @@ export class KafkaChannelCounter extends ChannelCounter<(typeof KAFKA_CHANNEL_CO
   }
 }
 
-/** Added to the source's counters (SourceCounter's extra keys); KafkaDeadLetterFailCount is ours: batches held because the dead-letter topic refused their bad records. */
+/** Added to the source's counters (SourceCounter's extra keys); KafkaDeadLetterFailCount is ours: writes of bad records the dead-letter topic refused, each holding the batch for another try. */
 export const KAFKA_SOURCE_COUNTERS = ["KafkaEventGetTimer", "KafkaCommitTimer", "KafkaEmptyCount", "KafkaDeadLetterFailCount"] as const;

@@ -11,8 +11,8 @@ export function where(m: KafkaMessage): string {
   return `topic ${m.topic} partition ${m.partition} offset ${m.offset}`;
 }
 
-/** Why a record could not be read as an event: what a dead-letter topic records with it. */
-export type BadRecordHandler = (m: KafkaMessage, error: KafkaBadRecordError) => void;
+/** Why a record could not be read as an event: what a dead-letter topic records with it. False: reported before (read again), not logged again. */
+export type BadRecordHandler = (m: KafkaMessage, error: KafkaBadRecordError) => boolean | void;
 
 /**
  * The event a record carries: the value decoded as an Avro FlumeEvent (asFlumeEvent), or the
@@ -27,8 +27,7 @@ export function eventOfRecord(m: KafkaMessage, asFlumeEvent: boolean, label: str
     return decodeFlumeEvent(value);
   } catch (err) {
     const error = new KafkaBadRecordError(`${label}: skipped a record that is not an Avro FlumeEvent at ${where(m)} (${value.length} bytes: ${messageOf(err)}); write it with useFlumeEventFormat = true / parseAsFlumeEvent = true, or read the topic with those off`, { cause: err });
-    logger.error(error.message);
-    bad?.(m, error);
+    if (bad?.(m, error) !== false) logger.error(error.message);
     return null;
   }
 }

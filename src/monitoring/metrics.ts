@@ -81,7 +81,7 @@ const METRICS: Record<string, Record<string, Metric>> = {
     KafkaEventGetTimer: KAFKA_GET,
     KafkaCommitTimer: KAFKA_COMMIT,
     KafkaEmptyCount: c("kafka_empty_polls", "Polls of Kafka that found no record"),
-    KafkaDeadLetterFailCount: c("kafka_dead_letter_failures", "Batches held because the dead-letter topic refused their bad records"),
+    KafkaDeadLetterFailCount: c("kafka_dead_letter_failures", "Writes of bad records the dead-letter topic refused, each holding their batch for another try (one per retry)"),
   },
   SINK: {
     ConnectionCreatedCount: c("connections_created", "Connections opened to the destination"),

@@ -7,7 +7,8 @@
  * - lost-answer: the next agent committed a batch but its answer never arrived (lost on the
  *   link, a timeout, a reset), so the sender rolled back;
  * - crash-replay: an agent crashed with a take open on a durable channel whose events had
- *   already got through, and the channel gave them back;
+ *   already got through, and the channel gave them back (or a Kafka channel's committed take
+ *   whose group offset could not move past a record another open take held);
  * - client-retry: a client resent a batch the source had committed;
  * - lost-ack: the Kafka broker wrote a batch whose acknowledgement was lost, so the sink rolled
  *   back and sent it again;
@@ -32,7 +33,7 @@ export type Cause = (typeof CAUSES)[number];
 export const CAUSE_TEXT: Record<Cause, string> = {
   "partial-batch": "a batch partly got through, then rolled back and was sent again",
   "lost-answer": "the next agent committed a batch whose answer was lost (dropped, timed out or reset), so it was sent again",
-  "crash-replay": "a crash replayed a durable channel's open take, whose events had already got through",
+  "crash-replay": "a crash replayed a durable channel's take whose events had already got through (a take still open, or a Kafka channel's committed take whose offset waited behind a record another take held)",
   "client-retry": "a client resent a batch the source had already committed",
   "lost-ack": "the Kafka broker wrote a batch whose acknowledgement was lost, so the sink (or the Kafka channel's put) rolled back and sent it again",
   "leader-failover": "a partition leader failed over while a batch was written to it, and the batch was written again",

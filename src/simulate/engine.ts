@@ -32,7 +32,7 @@ import { crashSchedule, linkFaults } from "./fault-schedule.ts";
 import { StreamClient } from "./stream-client.ts";
 import { SimPeers } from "./peers.ts";
 import type { CrashRecord, SimulationHooks, SimulationResult } from "./simulation-result.ts";
-import { type ChannelPlan, CLIENT, type LinkPlan, type Topology, buildTopology, replayDivergences } from "./topology.ts";
+import { type ChannelPlan, CLIENT, type LinkPlan, type Topology, buildTopology } from "./topology.ts";
 import { bothObservers, type ChannelObserver, channelInfo, FileTraceOutput, simIdOf, TraceRecorder, TracedChannel, type TracedTransaction, TraceTarget } from "./trace.ts";
 
 /** Flume's sink runner backoff (SinkRunner: 1000 ms steps, at most 5000 ms). */
@@ -142,7 +142,6 @@ class Simulation {
     this.peaks = topo.channels.map(() => 0);
     this.fills = topo.channels.map(() => 0);
     this.peers = new SimPeers(o, this.clock);
-    if (hooks.traceFile) topo.warnings.push(...replayDivergences(topo));
     this.makeClients();
     for (const a of this.agents) for (const info of sinkInfos(a)) this.sinks.set(`${a.name}/${info.result.name}`, info);
   }
@@ -463,6 +462,7 @@ class Simulation {
       this.notes.eachWatchedId(back, (id) => this.notes.say(id, a.name, `CRASH: channel ${this.topo.channels[index].name} will give it back (its take committed, its offset was not)`));
       for (const id of back) this.causes.gotThrough(id, "crash-replay");
       this.ledger.committed(index, back, []);
+      this.recorder?.landed(index, back, "crash-replay");
     }
     const crashNo = ++this.crashNo;
     const { dropped, partial } = await crashChannels(this.ledger, crashed, simIdOf, { crash: crashNo, told: (p) => this.notes.crashFates(a, p, this.ledger, spec.down) });

@@ -23,7 +23,7 @@ import { TakenOffsets } from "../components/channels/kafka/taken-offsets.ts";
 import { KafkaChannelCounter } from "../kafka/counters.ts";
 import type { Epoch, SimWorld } from "./components.ts";
 import { simIdOf } from "./event-ids.ts";
-import { type ConsumerGroup, type GroupMember, type Partition, readableEnd, type SimBroker, SimProducer, type Unreplicated, type WriteReport } from "./kafka.ts";
+import { type ConsumerGroup, type GroupMember, type Partition, readableEnd, recordsBetween, type SimBroker, SimProducer, type Unreplicated, type WriteReport } from "./kafka.ts";
 import type { BrokerChannelSpec } from "./topology.ts";
 
 interface SimRecord {
@@ -79,12 +79,16 @@ export class SimKafkaChannel implements Channel, GroupMember {
     return this.state;
   }
 
-  /** Joins the group, reading every partition from its committed offset. */
+  /** Joins the group, reading every partition from its committed offset (what was read past it is read again). */
   start(): void {
     if (this.state === "START") return;
-    this.group.join(this);
-    this.group.rebalances++;
-    for (const p of this.group.topic.partitions) this.group.position[p.number] = this.group.committed[p.number];
+    const g = this.group;
+    g.join(this);
+    g.rebalances++;
+    for (const p of g.topic.partitions) {
+      if (g.position[p.number] > g.committed[p.number]) g.rereads += recordsBetween(p, g.committed[p.number], g.position[p.number]);
+      g.position[p.number] = g.committed[p.number];
+    }
     this.state = "START";
   }
 

@@ -45,7 +45,7 @@ export interface Unreplicated {
   to: number;
   /** When the leader answered (Infinity: not yet, see SimProducer.sendPart). */
   acked: number;
-  /** When the followers have them (Infinity: not known yet). */
+  /** When the followers have them: set when written (the answer's time, half a latency later with acks 0 or 1), earlier after a failover. */
   replicated: number;
   /** Unreadable until the writer lets them go (a Kafka channel's put commit). */
   held: boolean;
@@ -78,7 +78,7 @@ export function readableEnd(p: Partition, now: number): number {
 }
 
 /** Records of p between offsets from (inclusive) and to (exclusive), holes left out. */
-function recordsBetween(p: Partition, from: number, to: number): number {
+export function recordsBetween(p: Partition, from: number, to: number): number {
   let n = to - from;
   for (const h of p.holes) if (h >= from && h < to) n--;
   return n;
@@ -331,7 +331,9 @@ export class SimProducer {
         report.wrote(ids, p, wrote);
         written.push(...ids);
         if (this.spec.lossy || held) {
-          const u: Unreplicated = { from, to: p.log.length, acked: Infinity, replicated: Infinity, held: held !== undefined, lost: (gone) => report.lost(gone, p) };
+          // The followers fetch the part whether or not the producer lives to read the answer (a crash meanwhile must not leave the high watermark below it for good).
+          const replicated = epoch.now() + answer + (this.spec.lossy ? answer : 0);
+          const u: Unreplicated = { from, to: p.log.length, acked: Infinity, replicated, held: held !== undefined, lost: (gone) => report.lost(gone, p) };
           p.unreplicated.push(u);
           pending.push(u);
           held?.push(u);
@@ -342,10 +344,7 @@ export class SimProducer {
       if (p.leaderEpoch === leader) {
         // acks 0 or 1: the leader answered at once; its followers fetch the records one more half round trip later.
         const now = epoch.now();
-        for (const u of pending) {
-          u.acked = now;
-          if (u.replicated === Infinity) u.replicated = this.spec.lossy ? now + answer : now;
-        }
+        for (const u of pending) u.acked = now;
         return null;
       }
       // The leader that wrote the part failed over before it answered (its followers had fetched the records): the producer retries.

@@ -21,6 +21,7 @@ import type { AnyDefinition } from "../components/component.ts";
 import { lookupComponent } from "../components/registry.ts";
 import { type AnyOptions, keysWithRole, keyWithRole, type Role } from "../config/schema.ts";
 import { channelStandIn } from "./stand-in.ts";
+import { BrokerStore, type BrokerTransaction, ReplayedBrokerChannel } from "./replay-broker-channel.ts";
 import { seededRandom } from "./rng.ts";
 import { Epoch } from "./components.ts";
 import { crashChannels, scratchStorage } from "./crash.ts";
@@ -46,6 +47,8 @@ interface ReplayChannel {
   /** Sinks whose committed takes are hops of the replayed tier. */
   forwarders: Set<string>;
   deliveries: "sink" | "take";
+  /** A channel kept by a broker (replay-broker-channel.ts): what its topic holds, across crashes. */
+  store?: BrokerStore;
 }
 
 export type Mismatch = { key: string; expected: number; replayed: number };
@@ -159,7 +162,8 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
         if (left !== held) throw new TraceDivergence(tf.name, tf.lineNo, `replay diverged: channel ${channels[k].info.name} holds ${left} events at the end, the ledger says ${held}`);
       }
       // A simulated tier's trace counts as the tier; any other trace as its agent (forwards are deliveries).
-      const tierTrace = mine.some((k) => (channels[k].info.forwarders?.length ?? 0) > 0);
+      // (its channels name their agents; a Kafka sink's hop to a source of the run has no forwarders list).
+      const tierTrace = mine.some((k) => (channels[k].info.forwarders?.length ?? 0) > 0) || new Set(mine.map((k) => channels[k].info.agent).filter((a) => a !== undefined)).size > 1;
       const summary = tierTrace ? ledger.summaryOver(mine, "tier") : ledger.summaryOf(mine);
       const agents = Object.entries(tf.expectedAgents ?? {}).map(([name, expected]) => {
         const own = mine.filter((k) => channels[k].agent === name);
@@ -193,6 +197,11 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
       }
     }
     if (ownDir) rmSync(workDir, { recursive: true, force: true });
+  }
+
+  /** The event the replay puts for a traced id. */
+  function replayEvent(eid: EventId): Event {
+    return { headers: { [ID_HEADER]: JSON.stringify(eid) }, body: encoder.encode(String(eid)) };
   }
 
   function compare(expected: LedgerSummary | undefined, summary: LedgerSummary): Mismatch[] {
@@ -297,6 +306,27 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
       step?.(`${when}  CRASH${agent ? ` of ${agent}` : ""}: open transactions vanish${lost.filter((l) => l.lost > 0).map((l) => `; ${l.channel} loses ${l.lost} events`).join("")}`);
       return;
     }
+    if (op === "landed" || op === "brokerLost") {
+      const k = tf.channelIndex.get(String(rec.ch));
+      if (k === undefined) fail(`${op} in unknown channel ${JSON.stringify(rec.ch)}`);
+      const v = rec.ids;
+      if (!Array.isArray(v) || !v.every((x) => typeof x === "number" || typeof x === "string")) fail(`"${op}" needs "ids", an array of event ids`);
+      const list = v as EventId[];
+      const c = channels[k as number];
+      const broker = c.channel instanceof ReplayedBrokerChannel ? c.channel : null;
+      if (op === "landed") {
+        ledger.committed(k as number, list.map(key), []);
+        broker?.landed(list.map(replayEvent));
+        step?.(`${when}  ${"".padEnd(9)} ${c.name.padEnd(14)} +${list.length} copies no commit counted (${String(rec.cause)}) ${describeIds(list)}`);
+        return;
+      }
+      const counted = rec.counted;
+      if (counted !== "held" && counted !== "delivered" && counted !== "forwarded") fail(`"brokerLost" needs "counted": "held", "delivered" or "forwarded"`);
+      ledger.lostInBroker(k as number, list.map(key), counted as "held" | "delivered" | "forwarded");
+      if (counted === "held") broker?.lost(list.map((eid) => JSON.stringify(eid)));
+      step?.(`${when}  ${"".padEnd(9)} ${c.name.padEnd(14)} LOST ${list.length} acknowledged records in a failover (${String(counted)}) ${describeIds(list)}`);
+      return;
+    }
     if (op === "forward") {
       const k = tf.channelIndex.get(String(rec.ch));
       if (k === undefined) fail(`forward from unknown channel ${JSON.stringify(rec.ch)}`);
@@ -343,7 +373,7 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
         const list = ids();
         try {
           for (const eid of list) {
-            tx.put({ headers: { [ID_HEADER]: JSON.stringify(eid) }, body: encoder.encode(String(eid)) });
+            tx.put(replayEvent(eid));
             cur.puts.push(key(eid));
           }
         } catch (err) {
@@ -354,18 +384,25 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
       }
       case "take": {
         const list = ids();
+        const broker = rc.channel instanceof ReplayedBrokerChannel ? rc.channel : null;
         for (const want of list) {
           let e: Event | null;
+          // A broker-kept channel takes what the trace names (the broker chose it).
+          const takeNext = () => {
+            if (broker) broker.wanted = JSON.stringify(want);
+            return tx.take();
+          };
           try {
-            e = tx.take();
+            e = takeNext();
             // The event may come from a commit whose disk write is still running.
             if (e === null && [...tf.txs.values()].some((x) => x.pending && !x.pending.done)) {
               await settleIo();
-              e = tx.take();
+              e = takeNext();
             }
           } catch (err) {
             return stateError(err);
           }
+          if (e === null && broker) diverge(`transaction ${id} took event ${JSON.stringify(want)} from ${chName}, which holds no copy of it that another open take does not have`);
           if (e === null) diverge(`transaction ${id} took event ${JSON.stringify(want)} from ${chName}, but the replayed channel is empty`);
           const got = JSON.parse((e as Event).headers[ID_HEADER]) as EventId;
           if (got !== want) diverge(`transaction ${id} took event ${JSON.stringify(want)} from ${chName}, the replayed channel gave ${JSON.stringify(got)}`);
@@ -418,8 +455,10 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
         const pending = cur.pending;
         if (!pending) fail(`committed on transaction ${id} without a commit line before it`);
         const p = pending as { done: boolean; error: Error | null };
-        if (!p.done) await settleIo();
         const want = typeof rec.error === "string" ? rec.error : null;
+        // A broker-kept channel's commit ends as the trace says (the broker decided).
+        if (rc.channel instanceof ReplayedBrokerChannel) (tx as BrokerTransaction).settle?.(want);
+        if (!p.done) await settleIo();
         if (!p.done) diverge(`transaction ${id} ${want ? "failed to commit" : "committed"} on ${chName}, the replayed commit is still waiting (for space?)`);
         if (want && !p.error) diverge(`transaction ${id} failed to commit on ${chName} (${want}), the replayed commit succeeded`);
         if (!want && p.error) {
@@ -469,9 +508,11 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
    * with the traced options (or the traced limits, for traces that did not record options),
    * its storage in a scratch directory.
    */
-  function makeChannel(file: string, info: TraceChannelInfo, dir: string, epoch: Epoch, line: number): { channel: Channel; definition: AnyDefinition } {
+  function makeChannel(file: string, info: TraceChannelInfo, dir: string, epoch: Epoch, line: number, store?: BrokerStore): { channel: Channel; definition: AnyDefinition } {
     const definition = lookupComponent("channel", info.type);
     if (!definition) throw new TraceError(file, line, `channel ${info.name}: unknown channel type "${info.type}"`);
+    // Kept by a broker: the trace says what the broker did (replay-broker-channel.ts).
+    if (store) return { channel: new ReplayedBrokerChannel(info.name, store, (e) => e.headers[ID_HEADER]), definition };
     let options: AnyOptions;
     if (info.options && typeof info.options === "object") options = info.options;
     else {
@@ -503,12 +544,13 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
     if (info === null || typeof info !== "object" || typeof info.name !== "string") throw new TraceError(tf.name, line, "a channel needs a name");
     const dir = path.join(workDir, `ch${channels.length}`);
     const epoch = new Epoch(1, clock);
-    const { channel, definition } = makeChannel(tf.name, info, dir, epoch, line);
+    const store = lookupComponent("channel", info.type)?.brokerLink?.channel ? new BrokerStore() : undefined;
+    const { channel, definition } = makeChannel(tf.name, info, dir, epoch, line, store);
     await channel.start();
     const agent = typeof info.agent === "string" ? info.agent : typeof tf.header?.agent === "string" ? tf.header.agent : several ? path.basename(tf.name) : undefined;
     const name = several && info.agent === undefined && agent !== undefined ? `${agent}.${info.name}` : info.name;
     tf.channelIndex.set(info.name, channels.length);
-    const c: ReplayChannel = { info, name, agent, file: tf.index, channel, definition, epoch, dir, forwarders: new Set(info.forwarders ?? []), deliveries: tf.deliveries };
+    const c: ReplayChannel = { info, name, agent, file: tf.index, channel, definition, epoch, dir, forwarders: new Set(info.forwarders ?? []), deliveries: tf.deliveries, store };
     channels.push(c);
     ledger.addChannel({ name, durable: info.durable === true, agent });
     link(c);
@@ -518,7 +560,7 @@ export async function replayTraces(files: readonly string[], opts: ReplayOptions
   async function restart(k: number): Promise<void> {
     const c = channels[k];
     c.epoch = new Epoch(c.epoch.number + 1, clock);
-    c.channel = makeChannel(traces[c.file].name, c.info, c.dir as string, c.epoch, 0).channel;
+    c.channel = makeChannel(traces[c.file].name, c.info, c.dir as string, c.epoch, 0, c.store).channel;
     await c.channel.start();
   }
 }

@@ -68,6 +68,7 @@ export function simWorld(sim: WorldHost, a: AgentState, shared: SharedRandoms): 
       sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, `sink ${by} wrote it to ${where} (tx ${tx.id})`));
       if (!hop) return this.delivered(tx, by, ids);
       sim.ledger.forwarded(tx.target.index, ids);
+      sim.recorder?.forward(tx.target.index, ids);
       a.timeline.delivered(sim.clock.now(), ids.length);
       sim.open.get(tx)?.wrote.push(...ids);
       const sink = sim.sinks.get(`${a.name}/${by}`);
@@ -80,6 +81,7 @@ export function simWorld(sim: WorldHost, a: AgentState, shared: SharedRandoms): 
     brokerLost(ch, ids, counted, where) {
       sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, `LOST in ${where}: its leader had acknowledged the record and failed over before a follower had it (acks 0 or 1)`));
       sim.ledger.lostInBroker(ch, ids, counted);
+      sim.recorder?.brokerLost(ch, ids, counted);
       for (const id of ids) if (counted === "delivered" && sim.ledger.deliveredOf(ch, id) > 0) sim.causes.withdrawDuplicate(id);
     },
     landed(ch, ids, cause, where) {
@@ -87,6 +89,7 @@ export function simWorld(sim: WorldHost, a: AgentState, shared: SharedRandoms): 
       for (const id of ids) sim.causes.gotThrough(id, cause);
       sim.causes.committedPuts(ids);
       sim.ledger.committed(ch, ids, []);
+      sim.recorder?.landed(ch, ids, cause);
     },
     say(ids, text) {
       sim.notes.eachWatchedId(ids, (id) => sim.notes.say(id, a.name, text));

@@ -423,12 +423,3 @@ function describeAgent(
   for (const g of model.sinkGroups.values()) if (g.configured) out.push(`${pre}sinkgroup ${g.name}: ${g.processor.type} over ${g.sinks.join(" ")}`);
   return out;
 }
-
-/** What `flume replay` of this run's trace cannot reproduce: channels kept in the simulated Kafka broker. */
-export function replayDivergences(topo: Topology): string[] {
-  const out: string[] = [];
-  for (const a of topo.agents) for (const name of a.brokerChannels.keys()) {
-    out.push(`${topo.tier ? `${a.name}: ` : ""}channel ${name} is kept in the simulated Kafka broker; flume replay runs it as a file channel, so what the broker did to its puts (lost acknowledgements, failovers, a crash during a put) makes the replay diverge from this trace`);
-  }
-  return out;
-}

@@ -16,6 +16,10 @@
  * Operations are written when they are called, so a line comes before anything its effects cause.
  *   {"t":ms,"op":"forward","ch":"edge1.c1","ids":[...]}     the next agent of a tier committed these events of ch's forwarding take
  *   {"t":ms,"op":"crash"}  or  ...,"agent":"edge1"}          the process (of that agent) died; its open transactions vanish
+ *   {"t":ms,"op":"landed","ch":"c1","ids":[...],"cause":"lost-ack"}  a broker-kept channel (Kafka) holds copies no commit
+ *                                                           counted: a failed or retried put, a crash, committed takes a crash gives back
+ *   {"t":ms,"op":"brokerLost","ch":"c1","ids":[...],"counted":"held"|"delivered"|"forwarded"}  a failover lost these acknowledged
+ *                                                           records (acks 0 or 1): from the channel's topic, or after a sink wrote them
  *   {"op":"truncated","bytes":n}                            the size bound was reached
  *   {"op":"ledger",...LedgerSummary,"agents"?:{name: LedgerSummary}}  the recorder's ledger at the end (a tier's, and each agent's)
  * In a tier, channels are named "agent.channel" and carry "agent"; "forwarders" lists the sinks
@@ -474,6 +478,30 @@ export class TraceRecorder implements ChannelObserver {
     this.ledger.forwarded(
       ch,
       ids.map((id) => this.key(id)),
+    );
+  }
+
+  /** The broker holds copies in channel ch that no commit counted (a Kafka channel's topic; simulations). */
+  landed(ch: number, ids: readonly EventId[], cause: string): void {
+    this.flushRun();
+    this.emit(`{"t":${this.now()},"op":"landed","ch":${JSON.stringify(this.channelNames[ch])},"ids":${JSON.stringify(ids)},"cause":${JSON.stringify(cause)}}`);
+    if (this.truncated) return;
+    this.ledger.committed(
+      ch,
+      ids.map((id) => this.key(id)),
+      [],
+    );
+  }
+
+  /** A failover lost acknowledged records counted as held in channel ch, or as delivered or forwarded from it (simulations). */
+  brokerLost(ch: number, ids: readonly EventId[], counted: "delivered" | "forwarded" | "held"): void {
+    this.flushRun();
+    this.emit(`{"t":${this.now()},"op":"brokerLost","ch":${JSON.stringify(this.channelNames[ch])},"ids":${JSON.stringify(ids)},"counted":"${counted}"}`);
+    if (this.truncated) return;
+    this.ledger.lostInBroker(
+      ch,
+      ids.map((id) => this.key(id)),
+      counted,
     );
   }
 

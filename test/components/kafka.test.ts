@@ -184,7 +184,7 @@ needsJvm.test(
 );
 
 needsJvm.test(
-  "a dead-letter topic that refuses the bad records holds the batch: nothing skipped, nothing put, no offset committed, an error naming the topic and the reason, retried; with a topic that takes them everything goes on",
+  "a dead-letter topic that refuses the bad records holds the batch: nothing skipped, nothing put, no offset committed, an error naming the topic and the reason, retried; the bad record logged once however many retries; with a topic that takes them everything goes on",
   async () => {
     const topic = await newTopic();
     // The broker refuses every dead letter on this topic as too large.
@@ -208,7 +208,11 @@ needsJvm.test(
     }
     expect(r.counter.values.KafkaDeadLetterFailCount).toBe(3);
     expect(refusals().length).toBe(3);
-    expect(refusals()[0].message).toMatch(new RegExp(`cannot write 1 record\\(s\\) that are no FlumeEvent to the dead-letter topic ${refusing} \\(kafka\\.deadLetterTopic\\): .*(too large|TOO_LARGE).*; the batch of 3 records from topic ${topic} partition 0 offset 0 is held`, "i"));
+    for (const refusal of refusals()) expect(refusal.message).toMatch(new RegExp(`cannot write 1 record\\(s\\) that are no FlumeEvent to the dead-letter topic ${refusing} \\(kafka\\.deadLetterTopic\\): .*(too large|TOO_LARGE).*; the batch of 3 records from topic ${topic} partition 0 offset 0 is held`, "i"));
+    // The bad record itself is logged the first time it is read, not at each retry of its batch.
+    const skipped = logger.lines.filter((l) => l.message.includes("skipped a record that is not an Avro FlumeEvent"));
+    expect(skipped.map((l) => [l.level, l.message])).toEqual([["error", expect.stringContaining(`kafka source r1: skipped a record that is not an Avro FlumeEvent at topic ${topic} partition 0 offset 0`)]]);
+    expect(logger.lines.filter((l) => l.level === "error").length).toBe(4);
     // Held: not skipped (not counted as read and dropped), and the good records behind it wait.
     expect(r.counter.values.EventReadFail).toBe(0);
     expect(await takeEvents(channel)).toEqual([]);
@@ -272,7 +276,8 @@ needsJvm.test(
     await kafka.createTopic(refusing, { config: { "max.message.bytes": "64" } });
     await consoleProduce(kafka, topic, [`garbage in the channel ${"x".repeat(200)}`]);
     const group = `g-${topic}`;
-    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": group, "kafka.deadLetterTopic": refusing });
+    const logger = new MemoryLogger();
+    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": group, "kafka.deadLetterTopic": refusing }, "kc", logger);
     await c.start();
     const put = c.getTransaction();
     put.begin();
@@ -287,16 +292,50 @@ needsJvm.test(
       tx.begin();
       const again = tx.take();
       expect(again && bodyText(again)).toBe("after the garbage");
-      await expect(tx.commit()).rejects.toThrow(new RegExp(`kafka channel kc: sending 1 record\\(s\\) that are no FlumeEvent to the dead-letter topic ${refusing} \\(kafka\\.deadLetterTopic\\) failed: .*too large.*; the take is not committed, its records are read again`, "i"));
+      await expect(tx.commit()).rejects.toThrow(new RegExp(`kafka channel kc: sending 1 record\\(s\\) that are no FlumeEvent to the dead-letter topic ${refusing} \\(kafka\\.deadLetterTopic\\) failed: .*too large.*; the take of 2 records from topic ${topic} partition 0 offset 0 is not committed, its records are read again`, "i"));
       await tx.rollback();
       tx.close();
     }
+    // Read again by every take after a rollback, logged once.
+    const skipped = logger.lines.filter((l) => l.message.includes("skipped a record that is not an Avro FlumeEvent"));
+    expect(skipped.map((l) => l.message)).toEqual([expect.stringContaining(`kafka channel kc: skipped a record that is not an Avro FlumeEvent at topic ${topic} partition 0 offset 0`)]);
     await c.stop();
     const working = await newTopic();
     const next = channel({ "kafka.topic": topic, "kafka.consumer.group.id": group, "kafka.deadLetterTopic": working }, "kc2");
     await next.start();
     expect((await takeUntil(next, 1)).map(bodyText)).toEqual(["after the garbage"]);
     expect(await consoleConsume(kafka, working, 1)).toEqual([`garbage in the channel ${"x".repeat(200)}`]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a batch with a bad record that the channel refuses is read again: the bad record is logged, counted and dead-lettered once, however often its batch comes back",
+  async () => {
+    const topic = await newTopic();
+    const dlq = await newTopic();
+    await consoleProduce(kafka, topic, ["not an Avro FlumeEvent"]);
+    const { sink: k, channel: sinkChannel } = sink({ "kafka.topic": topic, useFlumeEventFormat: "true" });
+    await k.start();
+    await put(sinkChannel, [createEvent("good one"), createEvent("good two")]);
+    expect(await k.process()).toBe("READY");
+    // Room for two events, one taken already: the batch of two is refused until it is drained.
+    const small = new MemoryChannel("small", { capacity: 2, transactionCapacity: 2, keepAlive: 0 });
+    await put(small, [createEvent("already there")]);
+    const logger = new MemoryLogger();
+    const { source: r } = source({ "kafka.topics": topic, useFlumeEventFormat: "true", "kafka.deadLetterTopic": dlq, "kafka.consumer.group.id": `g-${topic}` }, small, logger);
+    await r.start();
+    await waitUntil(async () => (await r.process()) === "BACKOFF" && r.counter.values.ChannelWriteFail >= 3, "the batch refused three times", 60_000, 50);
+    expect(r.counter.values.EventReadFail).toBe(1);
+    expect((await takeEvents(small, [], 2)).map(bodyText)).toEqual(["already there"]);
+    await waitUntil(async () => (await r.process()) === "READY", "the batch put once there is room", 60_000, 50);
+    expect((await takeEvents(small, [], 2)).map(bodyText)).toEqual(["good one", "good two"]);
+    expect(r.counter.values.EventReadFail).toBe(1);
+    const skipped = logger.lines.filter((l) => l.message.includes("skipped a record that is not an Avro FlumeEvent"));
+    expect(skipped.map((l) => l.message)).toEqual([expect.stringContaining(`at topic ${topic} partition 0 offset 0`)]);
+    // The dead-letter topic holds the bad record once: the marker written after the batch went on comes next.
+    await consoleProduce(kafka, dlq, ["marker"]);
+    expect(await consoleConsume(kafka, dlq, 2)).toEqual(["not an Avro FlumeEvent", "marker"]);
   },
   240_000,
 );
@@ -329,8 +368,8 @@ needsJvm.test(
   240_000,
 );
 
-function channel(props: Record<string, string>, name = "kc"): KafkaChannel {
-  return kafkaChannel({ "kafka.bootstrap.servers": kafka.bootstrap, ...props }, { cleanups, name });
+function channel(props: Record<string, string>, name = "kc", logger?: MemoryLogger): KafkaChannel {
+  return kafkaChannel({ "kafka.bootstrap.servers": kafka.bootstrap, ...props }, { cleanups, name, logger });
 }
 
 async function takeUntil(c: KafkaChannel, want: number, commit = true, ms = 60_000): Promise<Event[]> {

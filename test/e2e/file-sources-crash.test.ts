@@ -36,6 +36,53 @@ function spoolSetup(extra: Record<string, string> = {}) {
   return { dir: t.dir, spool, raw: { spoolDir: spool, pollDelay: "20", batchSize: "10", ...extra } };
 }
 
+/**
+ * The delivered file's faults for a failure message: runs of repeated lines (where the first
+ * copy ended, what followed it, and the #POS line the repeat resumed from) and lines that are
+ * none of the K-0..K-(n-1) written.
+ */
+function deliveryFaults(output: string, n: number): string[] {
+  const rows = readFileSync(output, "utf8").split("\n");
+  const expected = new Set(numbered("K", 0, n).trim().split("\n"));
+  const firstRow = new Map<string, number>();
+  const faults: string[] = [];
+  const cut = (l: string | undefined) => (l === undefined ? "<end>" : l.length > 400 ? `${l.slice(0, 400)}...` : l);
+  let lastPos = -1;
+  let run: { from: number; to: number; orig: number; origEnd: number } | null = null;
+  const close = () => {
+    if (!run) return;
+    const after = rows.slice(run.origEnd + 1, run.origEnd + 3).map(cut);
+    faults.push(`rows ${run.from}-${run.to} (${rows[run.from]}..${rows[run.to]}) repeat rows ${run.orig}-${run.origEnd}, which were followed by ${JSON.stringify(after)}; the repeat follows ${lastPos >= 0 ? `row ${lastPos}: ${cut(rows[lastPos])}` : "no #POS"}`);
+    run = null;
+  };
+  rows.forEach((l, row) => {
+    if (l === "") return;
+    if (l.startsWith("#POS ")) {
+      close();
+      lastPos = row;
+      return;
+    }
+    if (!expected.has(l)) {
+      close();
+      faults.push(`row ${row}: ${JSON.stringify(l)} was never written (a torn line?)`);
+      return;
+    }
+    const orig = firstRow.get(l);
+    if (orig === undefined) {
+      close();
+      firstRow.set(l, row);
+      return;
+    }
+    if (run && run.to === row - 1 && run.origEnd === orig - 1) Object.assign(run, { to: row, origEnd: orig });
+    else {
+      close();
+      run = { from: row, to: row, orig, origEnd: orig };
+    }
+  });
+  close();
+  return faults;
+}
+
 const ls = (dir: string) => readdirSync(dir).filter((n) => !n.startsWith(".")).sort();
 
 /** The TAILDIR -> file channel runner on channel directory dir. */
@@ -61,24 +108,56 @@ function startFileChannelRunner(dir: string, raw: Record<string, string>) {
   return { child, exited, lastSize, until, output: () => out };
 }
 
+/** The lines of a delivered file (its #POS lines left out). */
+function deliveredLines(output: string): string[] {
+  try {
+    return readFileSync(output, "utf8").split("\n").filter((l) => l !== "" && !l.startsWith("#POS "));
+  } catch {
+    return [];
+  }
+}
+
+/** Waits until the delivered file stops growing (lines of rotated files may come after the last one written). */
+async function untilQuiet(output: string): Promise<void> {
+  for (let count = -1; count !== deliveredLines(output).length; ) {
+    count = deliveredLines(output).length;
+    await new Promise((res) => setTimeout(res, 300));
+  }
+}
+
+/**
+ * The TAILDIR -> delivered file runner (batches of 50), started; SIGKILLed after the test if
+ * still running. Its stderr is passed on (`quiet`: only kept, for the test to look at).
+ */
+async function startDeliverRunner(raw: Record<string, string>, output: string, durable: boolean, { env = {}, quiet = false }: { env?: Record<string, string>; quiet?: boolean } = {}) {
+  const child = spawn(process.execPath, [TAILDIR_RUNNER, "deliver", JSON.stringify({ ...raw, batchSize: "50" }), output, durable ? "durable" : "memory"], {
+    stdio: ["pipe", "pipe", "pipe"],
+    env: { ...process.env, ...env },
+  });
+  cleanups.push(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  });
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (d) => (out += d));
+  child.stderr.on("data", (d) => {
+    err += d;
+    if (!quiet) process.stderr.write(d);
+  });
+  const exited = new Promise<void>((r) => child.on("exit", () => r()));
+  await until(() => {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the runner exited before READY:\n${err}`);
+    return out.includes("READY");
+  }, "runner start");
+  return { child, exited, output: () => out, errors: () => err };
+}
+
 describe("TAILDIR in a child process, SIGKILLed", () => {
   for (const [first, durable] of [["rename", false], ["copytruncate", false], ["rename", true], ["copytruncate", true]] as const) test(`SIGKILL during writes and rotations (${first} first), then restart: ${durable ? "with a durable channel every line exactly once" : "lost only what the memory channel held, none repeated beyond a batch"}`, async () => {
     const s = taildirSetup();
     const output = path.join(s.dir, "delivered.txt");
     writeFileSync(output, "");
-    const children: ChildProcess[] = [];
-    cleanups.push(() => {
-      for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
-    });
-    const startRunner = async () => {
-      const child = spawn(process.execPath, [TAILDIR_RUNNER, "deliver", JSON.stringify({ ...s.raw, batchSize: "50" }), output, durable ? "durable" : "memory"], { stdio: ["pipe", "pipe", "inherit"] });
-      children.push(child);
-      let out = "";
-      child.stdout.on("data", (d) => (out += d));
-      await until(() => out.includes("READY"), "runner start");
-      const exited = new Promise<void>((r) => child.on("exit", () => r()));
-      return { child, exited, output: () => out };
-    };
+    const startRunner = () => startDeliverRunner(s.raw, output, durable);
     const file = path.join(s.logs, "app.log");
     let n = 0;
     const write = (k: number) => {
@@ -87,17 +166,13 @@ describe("TAILDIR in a child process, SIGKILLed", () => {
     };
     /** Lines a kill may take with it: read into the memory channel, not delivered yet. */
     const inFlight = new Set<string>();
-    const delivered = () => {
-      try {
-        return readFileSync(output, "utf8").split("\n").filter((l) => l !== "" && !l.startsWith("#POS "));
-      } catch {
-        return [];
-      }
-    };
+    const delivered = () => deliveredLines(output);
     for (let round = 0; round < 4; round++) {
       const r = await startRunner();
       write(500);
-      await until(() => delivered().length >= n - 300, "some lines delivered");
+      // All of them: lines a kill took from the memory channel are gone for good, so a count of what was written cannot be waited for.
+      const lastOfRound = `K-${n - 1}`;
+      await until(() => delivered().includes(lastOfRound), "this round's lines delivered");
       const from = n;
       write(700); // the kill lands while these are being read
       for (const l of numbered("K", from, n).trim().split("\n")) inFlight.add(l);
@@ -115,11 +190,7 @@ describe("TAILDIR in a child process, SIGKILLed", () => {
     write(10);
     const last = `K-${n - 1}`;
     await until(() => delivered().includes(last) && (!durable || new Set(delivered()).size >= n), "every line delivered", 15000);
-    // Lines of rotated files may come after the last one written: wait until nothing more comes.
-    for (let count = -1; count !== delivered().length; ) {
-      count = delivered().length;
-      await new Promise((res) => setTimeout(res, 300));
-    }
+    await untilQuiet(output);
     r.child.kill("SIGTERM");
     await r.exited;
     const lines = delivered();
@@ -128,12 +199,38 @@ describe("TAILDIR in a child process, SIGKILLed", () => {
     if (process.env.DEBUG_TAILDIR) console.log(`delivered ${lines.length} lines, ${lines.length - unique.size} repeated, ${missing.length} lost, of ${n}`);
     if (durable) {
       expect(missing).toEqual([]);
+      // On failure, which lines came twice or torn, and what the output file held around them.
+      expect(lines.length === n ? [] : deliveryFaults(output, n)).toEqual([]);
       expect(lines.length).toBe(n);
     } else {
       // Positions follow the commits: a crash loses the channel's content, and repeats at most the batch whose position it cut off.
       expect(missing.filter((l) => !inFlight.has(l))).toEqual([]);
       expect(lines.length - unique.size).toBeLessThanOrEqual(4 * 50);
     }
+    expect(r.output()).toContain("STOPPED");
+  }, 120_000);
+
+  test("SIGKILL in the middle of a durable channel's commit (part of its write landed), then restart: the torn commit is not delivered, every line exactly once", async () => {
+    const s = taildirSetup();
+    const output = path.join(s.dir, "delivered.txt");
+    writeFileSync(output, "");
+    const file = path.join(s.logs, "app.log");
+    // The commit holding K-120 writes a third of its bytes, then its process is SIGKILLed.
+    const torn = await startDeliverRunner(s.raw, output, true, { env: { FLUME_TEST_TEAR_AT: "K-120" }, quiet: true });
+    writeFileSync(file, numbered("K", 0, 300));
+    await torn.exited;
+    expect(torn.child.signalCode).toBe("SIGKILL");
+    expect(readFileSync(output, "utf8")).not.toMatch(/\n#POS [^\n]*\n$/);
+    const r = await startDeliverRunner(s.raw, output, true, { quiet: true });
+    appendFileSync(file, numbered("K", 300, 310));
+    await until(() => deliveredLines(output).includes("K-309"), "every line delivered", 15000);
+    await untilQuiet(output);
+    r.child.kill("SIGTERM");
+    await r.exited;
+    const lines = deliveredLines(output);
+    expect(lines.length === 310 ? [] : deliveryFaults(output, 310)).toEqual([]);
+    expect(lines).toEqual(numbered("K", 0, 310).trim().split("\n"));
+    expect(r.errors()).toContain("a commit torn by a crash");
     expect(r.output()).toContain("STOPPED");
   }, 120_000);
 });

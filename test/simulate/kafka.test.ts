@@ -4,9 +4,10 @@ import path from "node:path";
 import { runSimulation, type SimulationResult } from "../../src/simulate/engine.ts";
 import { simulateWithHistory } from "../../src/simulate/with-history.ts";
 import { replayTraces } from "../../src/simulate/replay.ts";
-import { DEFAULTS, parseCrashSpecs, parseFailovers, type SimulationOptions, SimulationUsageError } from "../../src/simulate/options.ts";
-import { jsonReport } from "../../src/simulate/report.ts";
-import { ROOT, tempDir } from "../support/helpers.ts";
+import { DEFAULTS, parseCrashSpecs, parseFailovers, parseLinkLatencies, type SimulationOptions, SimulationUsageError } from "../../src/simulate/options.ts";
+import { jsonReport, textReport } from "../../src/simulate/report.ts";
+import type { SimulationHooks } from "../../src/simulate/simulation-result.ts";
+import { ROOT, runCli, tempDir } from "../support/helpers.ts";
 
 const EDGE = readFileSync(path.join(ROOT, "conf", "kafka-edge.conf"), "utf8");
 const COLLECTOR = readFileSync(path.join(ROOT, "conf", "kafka-collector.conf"), "utf8");
@@ -28,7 +29,7 @@ async function kafkaTier(over: Partial<SimulationOptions>, acks = "all", explain
 
 /** The causes that explain at least one duplicate, with their counts. */
 const causeCount = (r: SimulationResult) => Object.fromEntries(r.duplicateCauses.filter((d) => d.count > 0).map((d) => [d.cause, d.count]));
-const topicLine = (r: SimulationResult) => r.peers.find((l) => l.startsWith("topic logs:")) ?? "";
+const topicLine = (r: SimulationResult, topic = "logs") => r.peers.find((l) => l.startsWith(`topic ${topic}:`)) ?? "";
 
 describe("Kafka components against the simulated broker", () => {
   test("an edge's kafka sink and a collector's kafka source over one topic: every event crosses, spread over the partitions, the group's offsets all committed", async () => {
@@ -155,13 +156,23 @@ describe("Kafka components against the simulated broker", () => {
     expect(report(b)).toBe(report(a));
   }, 60_000);
 
-  test("a Kafka tier's trace and an HDFS collector's trace replay to the ledgers the simulations recorded", async () => {
+  test("a Kafka tier's trace (acks all; acks 1 with a failover losing records after the edge's sink wrote them) and an HDFS collector's trace replay to the ledgers the simulations recorded, each agent's too", async () => {
     const { dir, cleanup } = tempDir("flume-sim-peers-trace-");
     try {
       const tier = path.join(dir, "kafka-tier.conf");
       writeFileSync(tier, `${EDGE}\n${COLLECTOR}`);
       const kafkaTrace = path.join(dir, "kafka.jsonl");
       const k = await runSimulation({ ...DEFAULTS, events: 3000, seed: 4, kafkaLoseAck: 0.2, crashes: parseCrashSpecs("collector@300ms+1s", "--crash"), configFile: tier, workDir: path.join(dir, "k") }, { traceFile: kafkaTrace });
+      // acks = 1 and a failover: the broker loses records the edge's sink had written (its hop to the collector).
+      const lossy = path.join(dir, "kafka-tier-acks1.conf");
+      writeFileSync(lossy, `${EDGE.replace("kafka.producer.acks = all", "kafka.producer.acks = 1")}\n${COLLECTOR}`);
+      const lossyTrace = path.join(dir, "kafka-acks1.jsonl");
+      const l = await runSimulation({ ...DEFAULTS, events: 3000, seed: 2, sinkLatency: 100, kafkaFailovers: parseFailovers("logs@160ms+200ms", "--kafka-failover"), configFile: lossy, workDir: path.join(dir, "l") }, { traceFile: lossyTrace });
+      expect(l.summary.lost).toBeGreaterThan(0);
+      const lr = await replayTraces([lossyTrace], { workDir: path.join(dir, "replay-acks1") });
+      expect(lr.mismatches).toEqual([]);
+      expect(lr.tier?.summary).toEqual(l.summary);
+      expect(lr.files[0].agents.map((a) => [a.name, a.summary])).toEqual(l.agents.map((a) => [a.name, a.summary]));
       const hdfsTrace = path.join(dir, "hdfs.jsonl");
       const h = await runSimulation({ ...DEFAULTS, events: 3000, seed: 4, hdfsTimeout: 0.2, crashAt: [200], configFile: path.join(ROOT, "conf", "hdfs-collector.conf"), workDir: path.join(dir, "h") }, { traceFile: hdfsTrace });
       for (const [trace, sim] of [
@@ -190,21 +201,26 @@ describe("Kafka components against the simulated broker", () => {
 });
 
 describe("a Kafka channel on the simulated broker", () => {
+  /** Agent a1: a client -> a Kafka channel on topic ch -> sinks k1 and k2 taking at once (their lines and more follow). */
+  const channelAgent = (...more: string[]) => [
+    "a1.sources = r1",
+    "a1.channels = c1",
+    "a1.sinks = k1 k2",
+    "a1.sources.r1.type = seq",
+    "a1.sources.r1.batchSize = 100",
+    "a1.sources.r1.channels = c1",
+    "a1.channels.c1.type = kafka",
+    "a1.channels.c1.kafka.bootstrap.servers = kafka1:9092",
+    "a1.channels.c1.kafka.topic = ch",
+    ...more,
+  ];
+
   /** One agent: a client -> a Kafka channel (acks 1) -> two sinks taking at once. */
-  async function kafkaChannelRun(over: Partial<SimulationOptions>): Promise<SimulationResult> {
+  async function kafkaChannelRun(over: Partial<SimulationOptions>, hooks: SimulationHooks = {}): Promise<SimulationResult> {
     const { dir, cleanup } = tempDir("flume-sim-kafka-channel-");
     try {
       const conf = path.join(dir, "kafka-channel.conf");
-      const lines = [
-        "a1.sources = r1",
-        "a1.channels = c1",
-        "a1.sinks = k1 k2",
-        "a1.sources.r1.type = seq",
-        "a1.sources.r1.batchSize = 100",
-        "a1.sources.r1.channels = c1",
-        "a1.channels.c1.type = kafka",
-        "a1.channels.c1.kafka.bootstrap.servers = kafka1:9092",
-        "a1.channels.c1.kafka.topic = ch",
+      const lines = channelAgent(
         "a1.channels.c1.kafka.producer.acks = 1",
         "a1.sinks.k1.type = logger",
         "a1.sinks.k1.channel = c1",
@@ -212,13 +228,70 @@ describe("a Kafka channel on the simulated broker", () => {
         "a1.sinks.k2.type = logger",
         "a1.sinks.k2.channel = c1",
         "a1.sinks.k2.batchSize = 130",
-      ];
+      );
       writeFileSync(conf, `${lines.join("\n")}\n`);
-      return await runSimulation({ ...DEFAULTS, events: 10_000, sinkLatency: 40, configFile: conf, workDir: dir, ...over });
+      return await runSimulation({ ...DEFAULTS, events: 10_000, sinkLatency: 40, configFile: conf, workDir: dir, ...over }, hooks);
     } finally {
       cleanup();
     }
   }
+
+  test("a crash while a slow take is open, after a faster sink's takes committed above it: the group offset waited behind the open take, so the restart reads those committed takes again; nothing lost, each copy a crash-replay duplicate the report counts and explains", async () => {
+    const { dir, cleanup } = tempDir("flume-sim-kafka-channel-");
+    try {
+      // Two sink runners on one Kafka channel: k1 forwards over a link of 100 ms each way (its take stays open), k2 delivers at once.
+      const conf = path.join(dir, "two-takers.conf");
+      const lines = channelAgent(
+        "a1.sinks.k1.type = avro",
+        "a1.sinks.k1.channel = c1",
+        "a1.sinks.k1.hostname = collector",
+        "a1.sinks.k1.port = 4141",
+        "a1.sinks.k2.type = logger",
+        "a1.sinks.k2.channel = c1",
+        "collector.sources = r1",
+        "collector.channels = c1",
+        "collector.sinks = k1",
+        "collector.sources.r1.type = avro",
+        "collector.sources.r1.bind = 0.0.0.0",
+        "collector.sources.r1.port = 4141",
+        "collector.sources.r1.channels = c1",
+        "collector.channels.c1.type = memory",
+        "collector.channels.c1.capacity = 10000",
+        "collector.sinks.k1.type = logger",
+        "collector.sinks.k1.channel = c1",
+      );
+      writeFileSync(conf, `${lines.join("\n")}\n`);
+      const o: SimulationOptions = { ...DEFAULTS, events: 3000, seed: 3, links: parseLinkLatencies("a1->collector=100ms", "--link-latency"), crashes: parseCrashSpecs("a1@261ms+300ms", "--crash"), configFile: conf, workDir: dir };
+      const r = await simulateWithHistory(o);
+      const text = textReport(o, r, false);
+      expect(r.summary).toMatchObject({ accepted: 3000, deliveredUnique: 3000, lost: 0, remaining: 0 });
+      expect(r.summary.duplicates).toBe(500);
+      expect(text).toContain("\nlost                                       0\n");
+      expect(text).toMatch(/\nduplicates +500\n/);
+      expect(text).toContain("a1 crash at 261ms (down 300ms)  no committed event lost");
+      // Every copy is a crash replay, and the topic's line counts the records the restarted channel read again.
+      expect(causeCount(r)).toEqual({ "crash-replay": 500 });
+      expect(text).toMatch(/\n {2}crash-replay +500 {2}a crash replayed a durable channel's take whose events had already got through \(a take still open, or a Kafka channel's committed take whose offset waited behind a record another take held\) \(e\.g\. event \d+\)\n/);
+      // Read again: the 500 of k2's committed takes above k1's open one, and the 200 of the takes open at the crash (k1's and k2's).
+      expect(topicLine(r, "ch")).toBe("topic ch: 3,000 records in 3 partitions (1001/1000/999), 0 leader failovers, 0 acknowledgements lost; group flume: lag 0, 700 records read again, 2 rebalances");
+      // The example's history says why it came again.
+      const example = r.histories.find((h) => h.causes?.includes("crash-replay"));
+      expect(example?.lines.join("\n")).toMatch(/CRASH: channel c1 will give it back \(its take committed, its offset was not\)[^]*that delivery is a duplicate: a crash replayed/);
+      expect(r.verdict.line).toBe("tier at-least-once: HELD (0 lost, 500 duplicates)");
+      // a1 counts k1's open take too: the collector had committed it, and k2 delivered it again after the restart.
+      expect(r.agents.map((a) => a.verdict.line)).toEqual(["agent a1: HELD (0 lost, 600 duplicates)", "agent collector: HELD (0 lost, 0 duplicates)"]);
+    } finally {
+      cleanup();
+    }
+  }, 60_000);
+
+  test("a crash while a put commit waits for the broker's answer: the records it wrote become readable all the same, and the restarted agent delivers every event", async () => {
+    for (const seed of [1, 4]) {
+      const r = await kafkaChannelRun({ seed, crashes: parseCrashSpecs("a1@237ms+500ms", "--crash") });
+      expect(r.summary).toMatchObject({ accepted: 10_000, deliveredUnique: 10_000, lost: 0, remaining: 0 });
+      expect(r.peers.find((l) => l.startsWith("topic ch:"))).toContain("group flume: lag 0");
+    }
+  }, 60_000);
 
   test("a Kafka channel whose topic a Kafka sink of the run writes too is refused, naming the channel and the topic", async () => {
     const { dir, cleanup } = tempDir("flume-sim-kafka-channel-");
@@ -259,4 +332,86 @@ describe("a Kafka channel on the simulated broker", () => {
     expect([...seen].sort()).toEqual(["crash-replay", "leader-failover", "lost-ack", "partial-batch"]);
     expect(lostSomewhere).toBe(true);
   }, 120_000);
+  test("a trace of runs with broker faults (lost acknowledgements, failovers losing acknowledged records, crashes, two sinks taking at once) replays to the ledger each simulation reported", async () => {
+    const { dir, cleanup } = tempDir("flume-sim-kafka-channel-trace-");
+    try {
+      for (let seed = 1; seed <= 3; seed++) {
+        const trace = path.join(dir, `seed-${seed}.jsonl`);
+        const sim = await kafkaChannelRun(
+          {
+            seed,
+            failSink: { kind: "rate", rate: 0.1 },
+            kafkaLoseAck: 0.05,
+            kafkaFailovers: parseFailovers(`ch@${100 + seed * 50}ms+300ms,ch:1@${700 + seed * 20}ms+35s`, "--kafka-failover"),
+            crashes: parseCrashSpecs(`a1@${200 + seed * 37}ms+500ms,a1@${900 + seed * 61}ms`, "--crash"),
+          },
+          { traceFile: trace },
+        );
+        expect(sim.summary.duplicates).toBeGreaterThan(0);
+        const r = await replayTraces([trace], { workDir: path.join(dir, `replay-${seed}`) });
+        expect(r.mismatches).toEqual([]);
+        expect(r.summary).toEqual(sim.summary);
+        // What the broker did outside the transactions is in the trace, for the replay to apply.
+        const ops = new Set(readFileSync(trace, "utf8").split("\n").filter(Boolean).map((l) => (JSON.parse(l) as { op?: string }).op));
+        expect(ops.has("landed")).toBe(true);
+        if (sim.summary.lost > 0) expect(ops.has("brokerLost")).toBe(true);
+      }
+      // What a user runs: the same ledger, said so.
+      const text = runCli(["replay", path.join(dir, "seed-3.jsonl")]);
+      expect(text.stdout).toContain("replay reached the same ledger");
+      expect(text.code).toBe(0);
+    } finally {
+      cleanup();
+    }
+  }, 120_000);
+  test("a replayed Kafka channel still checks the takes: an event the channel never held, or one copy taken by two open takes, is a divergence naming the line; copies the broker wrote outside a commit can be taken", async () => {
+    const { dir, cleanup } = tempDir("flume-sim-kafka-channel-trace-");
+    try {
+      const header = { flumeTrace: 1, clock: "virtual", deliveries: "sink", channels: [{ name: "c1", type: "kafka", durable: true }] };
+      const put = [
+        { t: 0, op: "begin", tx: 1, ch: "c1", by: "r1" },
+        { t: 0, op: "put", tx: 1, ids: [1, 2] },
+        { t: 0, op: "commit", tx: 1 },
+        { t: 1, op: "committed", tx: 1 },
+        { t: 1, op: "close", tx: 1 },
+      ];
+      const write = (name: string, lines: object[]) => {
+        const file = path.join(dir, name);
+        writeFileSync(file, `${[header, ...put, ...lines].map((l) => JSON.stringify(l)).join("\n")}\n`);
+        return file;
+      };
+      const never = write("never.jsonl", [
+        { t: 2, op: "begin", tx: 2, ch: "c1", by: "k1" },
+        { t: 2, op: "take", tx: 2, ids: [3] },
+      ]);
+      await expect(replayTraces([never], { workDir: path.join(dir, "r1") })).rejects.toThrow(`${never}:8: replay diverged: transaction 2 took event 3 from c1, which holds no copy of it that another open take does not have`);
+      const twice = write("twice.jsonl", [
+        { t: 2, op: "begin", tx: 2, ch: "c1", by: "k1" },
+        { t: 2, op: "take", tx: 2, ids: [1] },
+        { t: 2, op: "begin", tx: 3, ch: "c1", by: "k2" },
+        { t: 2, op: "take", tx: 3, ids: [1] },
+      ]);
+      await expect(replayTraces([twice], { workDir: path.join(dir, "r2") })).rejects.toThrow(`${twice}:10: replay diverged: transaction 3 took event 1 from c1, which holds no copy of it that another open take does not have`);
+      // A put whose acknowledgement was lost: it failed, and the broker holds its copy all the same.
+      const landed = write("landed.jsonl", [
+        { t: 2, op: "begin", tx: 2, ch: "c1", by: "r1" },
+        { t: 2, op: "put", tx: 2, ids: [2] },
+        { t: 2, op: "commit", tx: 2 },
+        { t: 3, op: "landed", ch: "c1", ids: [2], cause: "lost-ack" },
+        { t: 3, op: "committed", tx: 2, error: "ChannelException: no acknowledgement" },
+        { t: 3, op: "rollback", tx: 2 },
+        { t: 3, op: "close", tx: 2 },
+        { t: 4, op: "begin", tx: 3, ch: "c1", by: "k1" },
+        { t: 4, op: "take", tx: 3, ids: [2, 1, 2] },
+        { t: 4, op: "deliver", tx: 3, by: "k1", ids: [2, 1, 2] },
+        { t: 4, op: "commit", tx: 3 },
+        { t: 5, op: "committed", tx: 3 },
+        { t: 5, op: "close", tx: 3 },
+      ]);
+      const r = await replayTraces([landed], { workDir: path.join(dir, "r3") });
+      expect(r.summary).toMatchObject({ accepted: 2, deliveredUnique: 2, duplicates: 1, lost: 0, remaining: 0, rolledBack: 1 });
+    } finally {
+      cleanup();
+    }
+  });
 });

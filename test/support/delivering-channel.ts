@@ -1,15 +1,28 @@
-import { closeSync, fsyncSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, ftruncateSync, openSync, readFileSync, writeFileSync, writeSync } from "node:fs";
 import type { Channel } from "../../src/core/channel.ts";
 import { ChannelCounter } from "../../src/core/counters.ts";
 import type { Event } from "../../src/core/event.ts";
 import type { LifecycleState } from "../../src/core/lifecycle.ts";
 import { BasicTransaction } from "../../src/core/transaction.ts";
 
+const POS = Buffer.from("#POS ");
+const NL = 10;
+
 /**
  * A test channel whose commit is the delivery: the batch's lines, followed by a `#POS {...}`
  * line with the source positions, are appended to an output file in one write and fsync'ed.
  * With `durable`, sources read their position back from the last `#POS` line after a restart
  * (as from a file channel), so events and position are committed together. Takes return nothing.
+ *
+ * A SIGKILL during the write can leave part of it in the file (Linux stops a write between
+ * pages for a fatal signal): lines without the `#POS` line that commits them. As a file
+ * channel cuts a torn tail off its log, a durable one cuts everything after the last whole
+ * `#POS` line when it opens the file, so that those lines count as not delivered (the source
+ * reads them again from the committed position) instead of delivered twice. Every durable
+ * commit ends with a `#POS` line for that.
+ *
+ * FLUME_TEST_TEAR_AT=<line>: the first commit holding that line (per output file) writes a third
+ * of its bytes, then the process SIGKILLs itself: that torn write, made certain.
  */
 export class DeliveringChannel implements Channel {
   readonly counter = new ChannelCounter("delivered");
@@ -19,13 +32,19 @@ export class DeliveringChannel implements Channel {
 
   constructor(
     readonly name: string,
-    output: string,
+    readonly output: string,
     readonly durable: boolean,
   ) {
     this.fd = openSync(output, "a");
-    const text = readFileSync(output, "utf8");
-    const last = text.lastIndexOf("#POS ");
-    if (last >= 0) this.positions = JSON.parse(text.slice(last + 5, text.indexOf("\n", last)));
+    const bytes = readFileSync(output);
+    const last = lastWholePosLine(bytes);
+    if (last) this.positions = JSON.parse(bytes.toString("utf8", last.start + POS.length, last.end - 1));
+    const committed = last?.end ?? 0;
+    if (durable && committed < bytes.length) {
+      process.stderr.write(`delivering channel: cutting off the last ${bytes.length - committed} bytes of ${output}, a commit torn by a crash\n`);
+      ftruncateSync(this.fd, committed);
+      fsyncSync(this.fd);
+    }
   }
 
   getTransaction(): BasicTransaction {
@@ -39,13 +58,18 @@ export class DeliveringChannel implements Channel {
   /** @internal */
   deliver(events: Event[], positions: Map<string, string> | null): void {
     const parts: Uint8Array[] = [];
-    for (const e of events) parts.push(e.body, new Uint8Array([10]));
-    if (positions) {
-      for (const [k, v] of positions) this.positions[k] = v;
-      parts.push(Buffer.from(`#POS ${JSON.stringify(this.positions)}\n`));
-    }
+    for (const e of events) parts.push(e.body, new Uint8Array([NL]));
+    if (positions) for (const [k, v] of positions) this.positions[k] = v;
+    if (positions || (this.durable && parts.length > 0)) parts.push(Buffer.from(`#POS ${JSON.stringify(this.positions)}\n`));
     if (parts.length === 0) return;
-    writeSync(this.fd, Buffer.concat(parts));
+    const buf = Buffer.concat(parts);
+    const tearAt = process.env.FLUME_TEST_TEAR_AT;
+    if (tearAt && buf.includes(`${tearAt}\n`) && !existsSync(`${this.output}.torn`)) {
+      writeFileSync(`${this.output}.torn`, "");
+      writeSync(this.fd, buf.subarray(0, Math.floor(buf.length / 3)));
+      process.kill(process.pid, "SIGKILL");
+    }
+    for (let at = 0; at < buf.length; ) at += writeSync(this.fd, buf, at);
     fsyncSync(this.fd);
   }
 
@@ -59,6 +83,16 @@ export class DeliveringChannel implements Channel {
   getLifecycleState(): LifecycleState {
     return this.state;
   }
+}
+
+/** The last `#POS` line that starts a line and ends with its newline: [start, end) in bytes, end after the newline. */
+function lastWholePosLine(bytes: Buffer): { start: number; end: number } | null {
+  for (let at = bytes.lastIndexOf(POS); at >= 0; at = at > 0 ? bytes.lastIndexOf(POS, at - 1) : -1) {
+    if (at > 0 && bytes[at - 1] !== NL) continue;
+    const nl = bytes.indexOf(NL, at);
+    if (nl >= 0) return { start: at, end: nl + 1 };
+  }
+  return null;
 }
 
 class DeliveringTransaction extends BasicTransaction {

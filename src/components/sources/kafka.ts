@@ -12,8 +12,9 @@ import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
 import { KafkaPoller, type KafkaMessage } from "../../kafka/consumer.ts";
 import { KAFKA_SOURCE_COUNTERS } from "../../kafka/counters.ts";
+import { BadRecordsSeen } from "../../kafka/bad-records.ts";
 import { DeadLetters, unusedDeadLetterTopic } from "../../kafka/dead-letters.ts";
-import { KafkaDeadLetterError, messageOf } from "../../kafka/errors.ts";
+import { type KafkaBadRecordError, KafkaDeadLetterError, messageOf } from "../../kafka/errors.ts";
 import { KafkaPublisher } from "../../kafka/producer.ts";
 import { eventOfRecord, where } from "../../kafka/records.ts";
 import { connectionProps, consumerSettings, type ConsumerSettings, producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
@@ -50,6 +51,9 @@ export class KafkaSource extends BaseSource implements PollableSource {
   private readonly poller: KafkaPoller;
   private readonly label: string;
   private readonly deadLetters: DeadLetters | null;
+  /** Bad records of the batch being read again (held, or refused by the channel): logged, counted and dead-lettered once. */
+  private readonly badSeen = new BadRecordsSeen();
+  private readonly onBad = (m: KafkaMessage, error: KafkaBadRecordError): boolean => this.badSeen.report(m, error, this.deadLetters?.add);
   /** Whether any header.NAME maps a record header to an event header. */
   private readonly mapsHeaders: boolean;
 
@@ -86,6 +90,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
       }
     }
     await this.poller.connect();
+    this.badSeen.clear();
     this.counter.values.OpenConnectionCount = 1;
     this.state = "START";
     this.logger.info(`${this.label} started (brokers ${this.poller.brokers}, topics ${this.poller.topics.join(",")}, group ${this.options.consumer.groupId})`);
@@ -105,7 +110,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
     const o = this.options;
     let e: Event | null;
     if (o.useFlumeEventFormat) {
-      e = eventOfRecord(m, true, this.label, this.logger, this.deadLetters?.add);
+      e = eventOfRecord(m, true, this.label, this.logger, this.onBad);
       if (!e) return null;
     } else {
       // A plain record: its headers made at once, in one shape for every record of the batch.
@@ -146,8 +151,8 @@ export class KafkaSource extends BaseSource implements PollableSource {
       if (e) events.push(e);
     }
     if (!(await this.sendDeadLetters(msgs))) return "BACKOFF";
-    // Counted once the batch goes on: a batch held for its dead letters counts them only when they went.
-    this.counter.values.EventReadFail += msgs.length - events.length;
+    // Counted once the batch goes on: a batch held for its dead letters counts them only when they went, and a batch read again counts each once.
+    this.counter.values.EventReadFail += this.badSeen.settle();
     if (events.length > 0) {
       const refused = await this.emitter.offer(events, `topics ${this.poller.topics.join(",")}`);
       if (refused) {
@@ -161,6 +166,8 @@ export class KafkaSource extends BaseSource implements PollableSource {
 
   /** Commits a batch's offsets once its channel transaction committed; a failure is logged (the batch may be read again). */
   private async commit(msgs: readonly KafkaMessage[]): Promise<void> {
+    // Held batches are given back at the head and read first: this batch, gone on, held every bad record seen.
+    this.badSeen.clear();
     const started = Date.now();
     try {
       await this.poller.commit(msgs);

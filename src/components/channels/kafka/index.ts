@@ -57,7 +57,7 @@ export const definition = defineComponent({
   durability: { crash: (channel: KafkaChannel) => channel.crash(), repeatedOnCrash: (channel) => channel.repeatable(), repeatedOnStop: (channel) => channel.repeatable() },
   // As Flume's: no capacity of its own, the topic's retention bounds it.
   unbounded: "the topic's retention bounds it",
-  // `flume simulate` keeps it in a topic of its simulated broker (brokerLink.channel); `flume replay`, which has no broker, runs a file channel in its place.
+  // `flume simulate` keeps it in a topic of its simulated broker (brokerLink.channel); `flume replay`, which has no broker, takes what the trace says the broker did (src/simulate/replay-broker-channel.ts).
   simulation: { standIn: "file" },
   brokerLink: {
     protocol: "kafka",

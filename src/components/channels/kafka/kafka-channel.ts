@@ -22,10 +22,11 @@ import { ChannelTransaction } from "../../../core/transaction.ts";
 import { type KafkaMessage, KafkaPoller } from "../../../kafka/consumer.ts";
 import { KafkaChannelCounter } from "../../../kafka/counters.ts";
 import { messageOf } from "../../../kafka/errors.ts";
+import { BadRecordsSeen } from "../../../kafka/bad-records.ts";
 import { DeadLetters } from "../../../kafka/dead-letters.ts";
 import { encodeFlumeEvents } from "../../../kafka/flume-event.ts";
 import { bodyValue, KafkaPublisher, type KafkaRecord } from "../../../kafka/producer.ts";
-import { eventOfRecord } from "../../../kafka/records.ts";
+import { type BadRecordHandler, eventOfRecord, where } from "../../../kafka/records.ts";
 import type { ConsumerSettings, ProducerSettings } from "../../../kafka/settings.ts";
 import { TakenOffsets } from "./taken-offsets.ts";
 
@@ -49,6 +50,8 @@ export class KafkaTransaction extends ChannelTransaction {
   taken: (Event | null)[] = [];
   /** The takes that were no event, for the dead-letter topic at commit. */
   deadLetters: DeadLetters | null = null;
+  /** What the channel does with a take that is no event (made at the first take). */
+  onBad: BadRecordHandler | null = null;
 
   constructor(protected readonly ch: KafkaChannel) {
     super();
@@ -65,6 +68,8 @@ export class KafkaChannel implements Channel {
   private readonly poller: KafkaPoller;
   private readonly putListeners = new PutListeners();
   private readonly offsets = new TakenOffsets<KafkaMessage, Event>();
+  /** Takes that were no event, logged once however often a rolled-back take reads them again. */
+  private readonly badSeen = new BadRecordsSeen();
   /** Sends and offset commits in flight. */
   private inFlight = 0;
   /** Records this channel sent that its consumer has not fetched back yet (see ioBusy). */
@@ -151,6 +156,7 @@ export class KafkaChannel implements Channel {
     await (how === "crash" ? this.poller.crash() : this.poller.close());
     await this.publisher.close();
     this.offsets.clear();
+    this.badSeen.clear();
     this.inFlight = 0;
     this.unfetched = 0;
     this.counter.stop();
@@ -179,12 +185,18 @@ export class KafkaChannel implements Channel {
       if (!m) return null;
       tx.takes.push(m);
       this.offsets.taken(m);
-      const dlq = this.options.deadLetterTopic;
-      const e = eventOfRecord(m, this.options.parseAsFlumeEvent, this.label, this.logger, dlq ? (tx.deadLetters ??= new DeadLetters(dlq, this.publisher)).add : undefined);
+      const parse = this.options.parseAsFlumeEvent;
+      const e = eventOfRecord(m, parse, this.label, this.logger, parse ? (tx.onBad ??= this.badRecordHandler(tx)) : undefined);
       tx.taken.push(e);
       // A record that is no event is logged and skipped; its offset is committed with the take.
       if (e) return e;
     }
+  }
+
+  /** Logs a bad take once (a rolled-back take reads it again) and keeps it for the transaction's dead letters. */
+  private badRecordHandler(tx: KafkaTransaction): BadRecordHandler {
+    const dlq = this.options.deadLetterTopic;
+    return (m, error) => this.badSeen.report(m, error, dlq ? (tx.deadLetters ??= new DeadLetters(dlq, this.publisher)).add : undefined);
   }
 
   private recordOf(e: Event, value: Buffer): KafkaRecord {
@@ -235,7 +247,7 @@ export class KafkaChannel implements Channel {
     try {
       await tx.deadLetters?.flush();
     } catch (err) {
-      throw new ChannelException(`${this.label}: sending ${bad} record(s) that are no FlumeEvent to the dead-letter topic ${this.options.deadLetterTopic} (kafka.deadLetterTopic) failed: ${messageOf(err)}; the take is not committed, its records are read again`, { cause: err });
+      throw new ChannelException(`${this.label}: sending ${bad} record(s) that are no FlumeEvent to the dead-letter topic ${this.options.deadLetterTopic} (kafka.deadLetterTopic) failed: ${messageOf(err)}; the take of ${tx.takes.length} records from ${where(tx.takes[0])} is not committed, its records are read again`, { cause: err });
     }
     const upTo = this.offsets.committed(tx.takes, tx.taken);
     const started = Date.now();
@@ -246,11 +258,15 @@ export class KafkaChannel implements Channel {
     }
     this.counter.values.KafkaCommitTimer += Date.now() - started;
     let events = 0;
-    for (const e of tx.taken) if (e) events++;
+    for (let i = 0; i < tx.taken.length; i++) {
+      if (tx.taken[i]) events++;
+      else this.badSeen.forget(tx.takes[i]);
+    }
     this.counter.inc("EventTakeSuccessCount", events);
     tx.takes = [];
     tx.taken = [];
     tx.deadLetters = null;
+    tx.onBad = null;
   }
 
   rollback(tx: KafkaTransaction): void {
@@ -260,6 +276,7 @@ export class KafkaChannel implements Channel {
     tx.takes = [];
     tx.taken = [];
     tx.deadLetters = null;
+    tx.onBad = null;
     this.counter.set("ChannelSize", this.poller.buffered);
   }
 }
