@@ -8,7 +8,7 @@
  * versions we do not write, go to the library's API unchanged.
  *
  * Library exports used (in its 1.x and 2.x alike): kGetApi (a public method of its clients),
- * Writer.create/append, the produceV3..V11 namespaces' parseResponse, crc32c, and
+ * Writer.create/append, the produceV3..V11 namespaces' parseResponse, and
  * Connection.send(apiKey, apiVersion, createPayload, parser, requestTags, responseTags, cb).
  */
 import type { KafkaModule } from "./client.ts";
@@ -39,6 +39,15 @@ type GetApi = (name: string, callback: (error: Error | null, api?: unknown) => v
 const FIRST = 3;
 const LAST = 11;
 
+/**
+ * The messages with every value a Buffer, as the library's own writer needs (a sink hands the
+ * events' bodies over as they are, any Uint8Array; ours writes from the bytes alone).
+ */
+function withBufferValues(messages: ProduceMessage[]): ProduceMessage[] {
+  if (messages.every((m) => m.value == null || Buffer.isBuffer(m.value))) return messages;
+  return messages.map((m) => (m.value == null || Buffer.isBuffer(m.value) ? m : { ...m, value: Buffer.from(m.value.buffer, m.value.byteOffset, m.value.byteLength) }));
+}
+
 /** Ours in place of the library's Produce API of the same version; the library's when we do not write that version. */
 function ownProduceApi(kafka: KafkaModule, api: ProduceApi): ProduceApi {
   const version = api.version;
@@ -46,15 +55,14 @@ function ownProduceApi(kafka: KafkaModule, api: ProduceApi): ProduceApi {
   if (version < FIRST || version > LAST || typeof mod?.parseResponse !== "function") return api;
   const parse = mod.parseResponse;
   const flexible = version >= 9;
-  const crc = kafka.crc32c as (b: Buffer) => number;
   const own = ((connection, acks, timeout, messages, options, callback) => {
     if ((options.compression && options.compression !== "none") || options.transactionalId) {
-      api(connection, acks, timeout, messages, options, callback);
+      api(connection, acks, timeout, withBufferValues(messages), options, callback);
       return;
     }
     const payload = () => {
       const writer = kafka.Writer.create() as unknown as WriterLike;
-      for (const part of encodeProduceRequest(version, acks, timeout, messages, options, crc)) writer.append(part);
+      for (const part of encodeProduceRequest(version, acks, timeout, messages, options)) writer.append(part);
       if (acks === 0) writer.context.noResponse = true;
       return writer;
     };

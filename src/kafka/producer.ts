@@ -13,7 +13,8 @@ import { clientOptions, describeBrokers, type ProducerSettings } from "./setting
 export interface KafkaRecord {
   topic: string;
   key?: Buffer;
-  value: Buffer;
+  /** A Buffer or any view of bytes (an event's body as it is): the request is written from the bytes. */
+  value: Uint8Array;
   headers?: Map<Buffer, Buffer>;
   partition?: number;
   timestamp?: bigint;
@@ -36,7 +37,7 @@ export function recordSize(r: KafkaRecord): number {
 }
 
 export class KafkaPublisher {
-  private producer: Producer<Buffer, Buffer, Buffer, Buffer> | null = null;
+  private producer: Producer<Buffer, Uint8Array, Buffer, Buffer> | null = null;
 
   constructor(
     readonly label: string,
@@ -57,7 +58,7 @@ export class KafkaPublisher {
     if (this.producer) return;
     const kafka = await loadKafka();
     const s = this.settings;
-    const producer = new kafka.Producer<Buffer, Buffer, Buffer, Buffer>({
+    const producer = new kafka.Producer<Buffer, Uint8Array, Buffer, Buffer>({
       ...clientOptions(s),
       acks: s.acks,
       idempotent: s.idempotent,

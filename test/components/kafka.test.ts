@@ -106,6 +106,28 @@ needsJvm.test(
 );
 
 needsJvm.test(
+  "a batch after one with keys, headers, partitions and timestamps: its records carry none of them over",
+  async () => {
+    const topic = await newTopic(2);
+    const { sink: k, channel } = sink({ "kafka.topic": topic, "header.color": "colour", partitionIdHeader: "p", timestampHeader: "ts" });
+    await k.start();
+    await put(channel, [createEvent("first", { key: "k1", color: "red", p: "1", ts: "1000" }), createEvent("second", { key: "k2", color: "blue", p: "1", ts: "2000" })]);
+    expect(await k.process()).toBe("READY");
+    await put(channel, [createEvent("third"), createEvent("fourth", { color: "green" })]);
+    expect(await k.process()).toBe("READY");
+    const lines = await consoleConsume(kafka, topic, 4, { printKey: true, printHeaders: true, printPartition: true, printTimestamp: true });
+    const byBody = Object.fromEntries(lines.map((l) => [l.slice(l.lastIndexOf("\t") + 1), l]));
+    expect(byBody.first).toBe("CreateTime:1000\tPartition:1\tcolour:red\tk1\tfirst");
+    expect(byBody.second).toBe("CreateTime:2000\tPartition:1\tcolour:blue\tk2\tsecond");
+    // Sent now, to any partition, without a key; the second with its own header only.
+    expect(byBody.third).toMatch(/^CreateTime:\d{13}\tPartition:[01]\tNO_HEADERS\tnull\tthird$/);
+    expect(byBody.fourth).toMatch(/^CreateTime:\d{13}\tPartition:[01]\tcolour:green\tnull\tfourth$/);
+    expect(Number(byBody.third.slice(11, 24))).toBeGreaterThan(Date.now() - 600_000);
+  },
+  240_000,
+);
+
+needsJvm.test(
   "a topic %{header} in kafka.topic and the topic header choose the topic of each event",
   async () => {
     const a = await newTopic();

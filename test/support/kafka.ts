@@ -283,10 +283,12 @@ export async function consoleProduce(cluster: KafkaCluster, topic: string, lines
 }
 
 /** Kafka's console consumer from the beginning of `topic`, until `count` records were read; prints headers and keys when asked. */
-export async function consoleConsume(cluster: KafkaCluster, topic: string, count: number, opts: { printHeaders?: boolean; printKey?: boolean; timeoutMs?: number } = {}): Promise<string[]> {
+export async function consoleConsume(cluster: KafkaCluster, topic: string, count: number, opts: { printHeaders?: boolean; printKey?: boolean; printPartition?: boolean; printTimestamp?: boolean; timeoutMs?: number } = {}): Promise<string[]> {
   const props: string[] = [];
   if (opts.printHeaders) props.push("--formatter-property", "print.headers=true");
   if (opts.printKey) props.push("--formatter-property", "print.key=true");
+  if (opts.printPartition) props.push("--formatter-property", "print.partition=true");
+  if (opts.printTimestamp) props.push("--formatter-property", "print.timestamp=true");
   const r = await kafkaTool(
     cluster.classpath,
     "org.apache.kafka.tools.consumer.ConsoleConsumer",
