@@ -102,7 +102,8 @@ export function fetchConnectionPool(client: object): Pool | null {
 
 /** The library's CRC32C (native where it loads, else WebAssembly). */
 export function libraryCrc32c(kafka: KafkaModule): Crc32c {
-  return kafka.crc32c as unknown as Crc32c;
+  const crc = kafka.crc32c as unknown as (bytes: Buffer) => number;
+  return (bytes, from, to) => crc(bytes.subarray(from, to));
 }
 
 /** Inflates a compressed batch's records with the library's codecs (gzip, snappy, lz4, zstd). */

@@ -56,8 +56,8 @@ export interface PartitionRead {
 
 /** Inflates the records of a compressed batch (attributes & 7: 1 gzip, 2 snappy, 3 lz4, 4 zstd). */
 export type Inflate = (codec: number, compressed: Buffer) => Buffer;
-/** CRC32C of a whole buffer. */
-export type Crc32c = (bytes: Buffer) => number;
+/** CRC32C of bytes[from, to). */
+export type Crc32c = (bytes: Buffer, from: number, to: number) => number;
 
 export const BATCH_HEADER = 61;
 const CRC_FROM = 21;
@@ -112,7 +112,7 @@ export function readRecordBatches(buf: Buffer, from: number, to: number, p: Part
     if (magic !== 2) throw new KafkaCorruptRecordError(`a record batch of magic ${magic} at ${where()}: only magic 2 (Kafka 0.11 on) is read; the topic holds records of a message format older than Kafka 0.11`);
     if (batchLength < BATCH_HEADER - 12) throw new KafkaCorruptRecordError(`a record batch of ${batchLength} bytes at ${where()}: shorter than its header`);
     const expected = buf.readUInt32BE(pos + 17);
-    const actual = crc(buf.subarray(pos + CRC_FROM, end));
+    const actual = crc(buf, pos + CRC_FROM, end);
     if (actual !== expected) throw new KafkaCorruptRecordError(`a corrupt record batch at ${where()}: CRC32C ${actual} where the batch says ${expected}`);
     const attributes = buf.readInt16BE(pos + 21);
     const lastOffset = baseOffset + buf.readInt32BE(pos + 23);
