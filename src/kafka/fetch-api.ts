@@ -14,6 +14,7 @@
 import type { KafkaModule } from "./client.ts";
 import { FIRST_FETCH_VERSION, LAST_FETCH_VERSION, parseFetchResponse } from "./fetch-response.ts";
 import type { Crc32c, Inflate } from "./record-batch-reader.ts";
+import { noteResponseBody } from "./response-release.ts";
 
 type Callback = (error: Error | null, payload?: unknown) => void;
 
@@ -40,7 +41,9 @@ export function fetchResponseParser(kafka: KafkaModule, version: number): Respon
   const ResponseError = kafka.ResponseError as unknown as ResponseErrorClass;
   return (_correlationId, apiKey, apiVersion, reader) => {
     // One contiguous buffer (a copy only when the response spans socket reads): plain reads, and views for the records.
-    const { response, errors } = parseFetchResponse(version, reader.buffer.slice(reader.position, reader.length));
+    const body = reader.buffer.slice(reader.position, reader.length);
+    noteResponseBody(body);
+    const { response, errors } = parseFetchResponse(version, body);
     if (errors.length > 0) throw new ResponseError(apiKey, apiVersion, Object.fromEntries(errors.map(([path, code]) => [path, [code, null] as [number, null]])), response);
     return response;
   };

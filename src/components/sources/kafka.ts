@@ -17,6 +17,7 @@ import { DeadLetters, unusedDeadLetterTopic } from "../../kafka/dead-letters.ts"
 import { type KafkaBadRecordError, KafkaDeadLetterError, messageOf } from "../../kafka/errors.ts";
 import { KafkaPublisher } from "../../kafka/producer.ts";
 import { eventOfRecord, where } from "../../kafka/records.ts";
+import { CopiedValues, ResponseRelease } from "../../kafka/response-release.ts";
 import { connectionProps, consumerSettings, type ConsumerSettings, producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
 import type { PropError } from "../../config/schema.ts";
 import { type ComponentContext, defineComponent } from "../component.ts";
@@ -58,6 +59,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
   private readonly deadLetters: DeadLetters | null;
   /** Bad records of the batch being read again (held, or refused by the channel): logged, counted and dead-lettered once. */
   private readonly badSeen = new BadRecordsSeen();
+  private readonly responses = new ResponseRelease();
   private readonly onBad = (m: KafkaMessage, error: KafkaBadRecordError): boolean => this.badSeen.report(m, error, this.deadLetters?.add);
   /** Whether any header.NAME maps a record header to an event header. */
   private readonly mapsHeaders: boolean;
@@ -113,21 +115,24 @@ export class KafkaSource extends BaseSource implements PollableSource {
     this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
   }
 
-  /** The event of a record with the headers Flume's source sets; `now` is the batch's timestamp header. */
-  private eventOf(m: KafkaMessage, now: string): Event | null {
+  /** The event of a record with the headers Flume's source sets; `value`: a copy of the record's; `now`: the batch's timestamp header. */
+  private eventOf(m: KafkaMessage, value: Buffer, now: string): Event | null {
     const o = this.options;
     let e: Event | null;
     if (o.useFlumeEventFormat) {
       e = eventOfRecord(m, true, this.label, this.logger, this.onBad);
       if (!e) return null;
+      // Its body is a view of the record's value, in the fetch response: the same part of the copy instead.
+      const at = e.body.byteOffset - m.value.byteOffset;
+      if (e.body.buffer === m.value.buffer) e.body = value.subarray(at, at + e.body.length);
     } else if (this.plainShape) {
       // A plain record with the default headers: made at once, in one shape for every record.
       const headers: Record<string, string> = { timestamp: now, topic: m.topic, partition: partitionText(m.partition), offset: String(m.offset) };
       if (m.key !== null && m.key.length > 0) headers.key = m.key.toString("utf8");
       if (this.mapsHeaders && m.headers) this.mapHeaders(m, headers);
-      return { headers, body: m.value };
+      return { headers, body: value };
     } else {
-      e = { headers: { timestamp: now }, body: m.value };
+      e = { headers: { timestamp: now }, body: value };
     }
     const h = e.headers;
     // As Flume: headers the event already has (a FlumeEvent's) win.
@@ -162,8 +167,10 @@ export class KafkaSource extends BaseSource implements PollableSource {
     this.counter.values.KafkaEventGetTimer += Date.now() - started;
     const events: Event[] = [];
     const now = String(Date.now());
-    for (const m of msgs) {
-      const e = this.eventOf(m, now);
+    // Events of copies: no event holds a fetch response, which is freed once the batch is committed.
+    const copied = new CopiedValues(msgs);
+    for (let i = 0; i < msgs.length; i++) {
+      const e = this.eventOf(msgs[i], copied.values[i], now);
       if (e) events.push(e);
     }
     if (!(await this.sendDeadLetters(msgs))) return "BACKOFF";
@@ -177,6 +184,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
       }
     }
     await this.commit(msgs);
+    this.responses.committed(copied.sources);
     return "READY";
   }
 

@@ -1,0 +1,87 @@
+/**
+ * Frees a Fetch response's memory as soon as the Kafka source is done with it, instead of at the
+ * runtime's next garbage collection. A response is one 256 kB buffer whose records' keys and
+ * values are views of it (record-batch-reader.ts); the garbage collector frees such buffers
+ * only in its cycles, so dozens of used ones were resident at the source agent's peak.
+ *
+ * How: the source makes its events of copies of the records' values (CopiedValues), so no event
+ * holds a view of a response; once the batch's offsets are committed, every response before
+ * the one its last record came from is done (records are taken in arrival order, a batch
+ * given back is taken again first), and its buffer is detached (ArrayBuffer.transfer), which
+ * frees it at once. Only buffers that fetch-api.ts saw the response take alone are released:
+ * never a socket read shared with another response, a pooled buffer, nor an inflated batch.
+ */
+
+const owned = new WeakSet<ArrayBufferLike>();
+
+/** Bytes below which a response is left to the collector (small buffers may be pooled and shared). */
+const SMALLEST = 16 * 1024;
+/** The frame before a response body in its socket read: size, correlation id, header tags. */
+const MOST_HEADER = 16;
+
+/** Marks `body`'s buffer as releasable when the response body is all it holds (past its frame header). */
+export function noteResponseBody(body: Uint8Array): void {
+  const buffer = body.buffer;
+  if (body.length >= SMALLEST && body.byteOffset <= MOST_HEADER && body.byteOffset + body.length === buffer.byteLength) owned.add(buffer);
+}
+
+/**
+ * Copies of the values of a batch's records, out of their fetch responses: each run of records
+ * from one response is copied at once (its bytes between the first value and the last, the
+ * records' framing too: one copy a run, not one a record), and the copies are views of it.
+ */
+export class CopiedValues {
+  /** The copies, in the records' order. */
+  readonly values: Buffer[];
+  /** The buffers the values were in, in order (one a run). */
+  readonly sources: ArrayBufferLike[] = [];
+
+  constructor(records: readonly { value: Uint8Array }[]) {
+    const n = records.length;
+    const values = new Array<Buffer>(n);
+    let i = 0;
+    while (i < n) {
+      const first = records[i].value;
+      const buffer = first.buffer;
+      const from = first.byteOffset;
+      let to = from + first.length;
+      let j = i + 1;
+      for (; j < n; j++) {
+        const v = records[j].value;
+        if (v.buffer !== buffer || v.byteOffset < to) break;
+        to = v.byteOffset + v.length;
+      }
+      const copy = Buffer.allocUnsafe(to - from);
+      copy.set(new Uint8Array(buffer, from, to - from));
+      for (let k = i; k < j; k++) {
+        const v = records[k].value;
+        const at = v.byteOffset - from;
+        values[k] = copy.subarray(at, at + v.length);
+      }
+      this.sources.push(buffer);
+      i = j;
+    }
+    this.values = values;
+  }
+}
+
+type Detachable = ArrayBufferLike & { transfer?(length: number): ArrayBuffer };
+
+/** The responses a source's committed batches came from, oldest first; all but the newest are released. */
+export class ResponseRelease {
+  private readonly held: ArrayBufferLike[] = [];
+
+  /** A batch was committed whose events hold only copies of its records (CopiedValues.sources: the buffers they came from, in order). */
+  committed(sources: readonly ArrayBufferLike[]): void {
+    const held = this.held;
+    for (const buffer of sources) {
+      if (buffer !== held[held.length - 1] && owned.has(buffer)) held.push(buffer);
+    }
+    // The newest may hold records not taken yet.
+    while (held.length > 1) {
+      const buffer = held.shift() as Detachable;
+      owned.delete(buffer);
+      buffer.transfer?.(0);
+    }
+  }
+}
