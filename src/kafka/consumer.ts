@@ -44,7 +44,7 @@ export const READ_AHEAD_BYTES = 512 * 1024;
 const FETCH_BYTES = READ_AHEAD_BYTES / 2;
 
 function sizeOf(m: KafkaMessage): number {
-  return m.value.length + (m.key?.length ?? 0);
+  return m.valueLength + (m.key?.length ?? 0);
 }
 
 function sizeOfAll(msgs: readonly KafkaMessage[]): number {

@@ -257,7 +257,7 @@ export class Fetcher {
           bytes += r.bytes;
         } catch (err) {
           // What came before the bad batch goes on; the partition waits at the bad batch.
-          for (let i = before; i < records.length; i++) bytes += records[i].value.length + (records[i].key?.length ?? 0);
+          for (let i = before; i < records.length; i++) bytes += records[i].valueLength + (records[i].key?.length ?? 0);
           const at = records.length > before ? records[records.length - 1].offset + 1 : fetchOffset;
           if (at !== pos.offset || pos.heldUntil === 0) this.logger.error(`${this.label}: ${messageOf(err)}; the partition is not read past it (retried every ${RETRY_MS / 1000} s)`);
           pos.offset = at;

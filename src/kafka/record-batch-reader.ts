@@ -15,7 +15,11 @@
  */
 import { KafkaCorruptRecordError } from "./errors.ts";
 
-/** A fetched record: where it is, its timestamp, key (null when absent), value and headers (null when none). */
+/**
+ * A fetched record: where it is, its timestamp, key (null when absent), value and headers (null
+ * when none). The value is made a view only when asked (`value`): the Kafka source copies it
+ * from where it lies (`bytes`, `valueAt`, `valueLength`) without one.
+ */
 export class FetchedRecord {
   constructor(
     readonly topic: string,
@@ -23,12 +27,20 @@ export class FetchedRecord {
     readonly offset: number,
     readonly timestamp: number,
     readonly key: Buffer | null,
+    /** The buffer the value is in (the fetch response, or an inflated batch). */
+    readonly bytes: Buffer,
+    readonly valueAt: number,
     /** An absent (null) value reads as an empty one, as Flume reads it. */
-    readonly value: Buffer,
+    readonly valueLength: number,
     readonly headers: [Buffer, Buffer][] | null,
     /** The leader epoch the batch was written in: what the offset commit passes on. */
     readonly leaderEpoch: number,
   ) {}
+
+  /** The value: a view of `bytes`. */
+  get value(): Buffer {
+    return this.bytes.subarray(this.valueAt, this.valueAt + this.valueLength);
+  }
 }
 
 export interface AbortedTransaction {
@@ -182,9 +194,10 @@ function readRecords(b: Buffer, from: number, to: number, count: number, baseOff
     let key: Buffer | null = null;
     const keyLength = varint(b);
     if (keyLength >= 0) key = b.subarray(at, (at += keyLength));
-    let value: Buffer = EMPTY;
-    const valueLength = varint(b);
-    if (valueLength > 0) value = b.subarray(at, (at += valueLength));
+    let valueLength = varint(b);
+    const valueAt = at;
+    if (valueLength > 0) at += valueLength;
+    else valueLength = 0;
     const headerCount = varint(b);
     let headers: [Buffer, Buffer][] | null = null;
     if (headerCount > 0) {
@@ -200,8 +213,8 @@ function readRecords(b: Buffer, from: number, to: number, count: number, baseOff
     if (at !== end) throw new KafkaCorruptRecordError(`record ${i} of the batch at ${where()} (offset ${offset}) is ${length} bytes long but its fields take ${at - end + length}`);
     // A batch is sent whole: its records before the offset fetched were read already.
     if (offset < fetchOffset) continue;
-    bytes += value.length + (key === null ? 0 : key.length);
-    out.push(new FetchedRecord(topic, partition, offset, logAppend ? baseTimestamp : baseTimestamp + timestampDelta, key, value, headers, leaderEpoch));
+    bytes += valueLength + (key === null ? 0 : key.length);
+    out.push(new FetchedRecord(topic, partition, offset, logAppend ? baseTimestamp : baseTimestamp + timestampDelta, key, b, valueAt, valueLength, headers, leaderEpoch));
   }
   return bytes;
 }

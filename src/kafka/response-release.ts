@@ -36,29 +36,27 @@ export class CopiedValues {
   /** The buffers the values were in, in order (one a run). */
   readonly sources: ArrayBufferLike[] = [];
 
-  constructor(records: readonly { value: Uint8Array }[]) {
+  constructor(records: readonly { bytes: Buffer; valueAt: number; valueLength: number }[]) {
     const n = records.length;
     const values = new Array<Buffer>(n);
     let i = 0;
     while (i < n) {
-      const first = records[i].value;
-      const buffer = first.buffer;
-      const from = first.byteOffset;
-      let to = from + first.length;
+      const bytes = records[i].bytes;
+      const from = records[i].valueAt;
+      let to = from + records[i].valueLength;
       let j = i + 1;
       for (; j < n; j++) {
-        const v = records[j].value;
-        if (v.buffer !== buffer || v.byteOffset < to) break;
-        to = v.byteOffset + v.length;
+        const r = records[j];
+        if (r.bytes !== bytes || r.valueAt < to) break;
+        to = r.valueAt + r.valueLength;
       }
       const copy = Buffer.allocUnsafe(to - from);
-      copy.set(new Uint8Array(buffer, from, to - from));
+      bytes.copy(copy, 0, from, to);
       for (let k = i; k < j; k++) {
-        const v = records[k].value;
-        const at = v.byteOffset - from;
-        values[k] = copy.subarray(at, at + v.length);
+        const at = records[k].valueAt - from;
+        values[k] = copy.subarray(at, at + records[k].valueLength);
       }
-      this.sources.push(buffer);
+      this.sources.push(bytes.buffer);
       i = j;
     }
     this.values = values;

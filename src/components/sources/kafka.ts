@@ -123,8 +123,10 @@ export class KafkaSource extends BaseSource implements PollableSource {
       e = eventOfRecord(m, true, this.label, this.logger, this.onBad);
       if (!e) return null;
       // Its body is a view of the record's value, in the fetch response: the same part of the copy instead.
-      const at = e.body.byteOffset - m.value.byteOffset;
-      if (e.body.buffer === m.value.buffer) e.body = value.subarray(at, at + e.body.length);
+      if (e.body.buffer === m.bytes.buffer) {
+        const at = e.body.byteOffset - m.bytes.byteOffset - m.valueAt;
+        e.body = value.subarray(at, at + e.body.length);
+      }
     } else if (this.plainShape) {
       // A plain record with the default headers: made at once, in one shape for every record.
       const headers: Record<string, string> = { timestamp: now, topic: m.topic, partition: partitionText(m.partition), offset: String(m.offset) };
