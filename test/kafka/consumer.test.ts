@@ -102,8 +102,9 @@ needsJvm.test(
     // 4,000 records of 1,000 bytes: 4 MB, eight times the bound.
     const total = 4000;
     try {
-      for (let i = 0; i < total; i += 500) {
-        await publisher.send(Array.from({ length: 500 }, (_, j) => ({ topic, value: Buffer.from(String(i + j).padStart(1000, "x")) })));
+      // Batches of 200 kB, below a fetch: a batch larger than a fetch comes whole and may pass the bound.
+      for (let i = 0; i < total; i += 200) {
+        await publisher.send(Array.from({ length: 200 }, (_, j) => ({ topic, value: Buffer.from(String(i + j).padStart(1000, "x")) })));
       }
     } finally {
       await publisher.close();
