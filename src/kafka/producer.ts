@@ -6,6 +6,7 @@ import type { Producer } from "@platformatic/kafka";
 import type { Event } from "../core/event.ts";
 import type { Logger } from "../core/logger.ts";
 import { loadKafka } from "./client.ts";
+import { LeanSender } from "./lean-send.ts";
 import { useOwnRecordBatches } from "./produce-api.ts";
 import { isTooLarge, isUnknownTopic, KafkaRecordTooLargeError, KafkaTopicMissingError, messageOf } from "./errors.ts";
 import { clientOptions, describeBrokers, type ProducerSettings } from "./settings.ts";
@@ -38,6 +39,8 @@ export function recordSize(r: KafkaRecord): number {
 
 export class KafkaPublisher {
   private producer: Producer<Buffer, Uint8Array, Buffer, Buffer> | null = null;
+  /** Sends what our record-batch encoder writes (uncompressed); null: the library's Producer.send. */
+  private lean: LeanSender | null = null;
 
   constructor(
     readonly label: string,
@@ -74,13 +77,15 @@ export class KafkaPublisher {
       throw this.explain(err, topic ? [topic] : []);
     }
     this.producer = producer;
+    if (s.compression === "none") this.lean = new LeanSender(kafka, producer, s.acks, s.idempotent);
   }
 
-  /** Sends records; resolves once every one was acknowledged. */
+  /** Sends records (setting each one's partition on the lean path); resolves once every one was acknowledged. */
   async send(records: KafkaRecord[]): Promise<void> {
     if (!this.producer) await this.connect();
     try {
-      await this.producer!.send({ messages: records });
+      if (this.lean) await this.lean.send(records);
+      else await this.producer!.send({ messages: records });
     } catch (err) {
       throw this.explain(err, [...new Set(records.map((r) => r.topic))]);
     }
@@ -109,6 +114,7 @@ export class KafkaPublisher {
   async close(): Promise<void> {
     const p = this.producer;
     this.producer = null;
+    this.lean = null;
     if (p) await p.close().catch((err) => this.logger.warn(`${this.label}: closing the Kafka producer: ${messageOf(err)}`));
   }
 }
