@@ -83,13 +83,14 @@ export class LeanSender {
     if (records.length === 0) return;
     const topics = topicsOf(records);
     const metadata = await promised<ClusterMetadata>((cb) => this.internals.metadata({ topics, autocreateTopics: true }, cb));
-    const byLeader = this.assign(records, metadata);
+    const counts = new Map<string, number[]>();
+    const byLeader = this.assign(records, metadata, counts);
     if (this.idempotent && !this.info) {
       const info = (await this.producer.initIdempotentProducer({})) as ProducerInfo;
       this.info = { producerId: info.producerId, producerEpoch: info.producerEpoch };
       this.sequences.clear();
     }
-    const options = this.info ? { producerId: this.info.producerId, producerEpoch: this.info.producerEpoch, sequences: this.nextSequences(records, metadata) } : {};
+    const options = this.info ? { producerId: this.info.producerId, producerEpoch: this.info.producerEpoch, sequences: this.nextSequences(counts) } : {};
     try {
       if (byLeader instanceof Map) await Promise.all([...byLeader.values()].map((list) => this.sendTo(list, topics, options)));
       else await this.sendTo(records, topics, options);
@@ -101,11 +102,15 @@ export class LeanSender {
     }
   }
 
-  /** Sets each record's partition; the records grouped by leader when they have more than one (else null: all to one). */
-  private assign(records: LeanRecord[], metadata: ClusterMetadata): Map<number, LeanRecord[]> | null {
+  /**
+   * Sets each record's partition and counts the records of each partition (for the sequences);
+   * the records grouped by leader when they have more than one (else null: all to one).
+   */
+  private assign(records: LeanRecord[], metadata: ClusterMetadata, counts: Map<string, number[]>): Map<number, LeanRecord[]> | null {
     const sticky = this.sticky++;
     let topic = "";
     let meta: TopicMetadata | undefined;
+    let count: number[] = [];
     let firstLeader = -1;
     let byLeader: Map<number, LeanRecord[]> | null = null;
     for (let i = 0; i < records.length; i++) {
@@ -114,17 +119,18 @@ export class LeanSender {
         topic = r.topic;
         meta = metadata.topics.get(topic);
         if (!meta) throw new Error(`no metadata for topic ${topic}`);
+        let c = counts.get(topic);
+        if (!c) counts.set(topic, (c = new Array<number>(meta.partitionsCount).fill(0)));
+        count = c;
       }
-      const count = meta.partitionsCount;
       let p = r.partition;
       if (p === undefined) p = r.key ? this.kafka.defaultPartitioner(r as never, r.key) : sticky;
-      p %= count;
+      p %= meta.partitionsCount;
       r.partition = p;
+      count[p]++;
       const leader = meta.partitions[p].leader;
       if (i === 0) firstLeader = leader;
-      else if (leader !== firstLeader && !byLeader) {
-        byLeader = new Map([[firstLeader, records.slice(0, i)]]);
-      }
+      else if (leader !== firstLeader && !byLeader) byLeader = new Map([[firstLeader, records.slice(0, i)]]);
       if (byLeader) {
         const list = byLeader.get(leader);
         if (list) list.push(r);
@@ -134,14 +140,8 @@ export class LeanSender {
     return byLeader;
   }
 
-  /** Each partition's first sequence in this send, the next ones moved past its records. */
-  private nextSequences(records: LeanRecord[], metadata: ClusterMetadata): { getWithDefault(key: string, fallback: number): number } {
-    const counts = new Map<string, number[]>();
-    for (const r of records) {
-      let c = counts.get(r.topic);
-      if (!c) counts.set(r.topic, (c = new Array<number>(metadata.topics.get(r.topic)!.partitionsCount).fill(0)));
-      c[r.partition!]++;
-    }
+  /** Each partition's first sequence in this send (the records of each counted in `counts`); the next ones moved past them. */
+  private nextSequences(counts: Map<string, number[]>): { getWithDefault(key: string, fallback: number): number } {
     const first = new Map<string, number>();
     for (const [topic, c] of counts) {
       let next = this.sequences.get(topic);

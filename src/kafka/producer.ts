@@ -3,7 +3,6 @@
  * resolves once the broker acknowledged every record (acks as configured).
  */
 import type { Producer } from "@platformatic/kafka";
-import type { Event } from "../core/event.ts";
 import type { Logger } from "../core/logger.ts";
 import { loadKafka } from "./client.ts";
 import { LeanSender } from "./lean-send.ts";
@@ -19,12 +18,6 @@ export interface KafkaRecord {
   headers?: Map<Buffer, Buffer>;
   partition?: number;
   timestamp?: bigint;
-}
-
-/** An event's body as a record value: the body itself when it is a Buffer already, else a view of its bytes (never a copy). */
-export function bodyValue(e: Event): Buffer {
-  const b = e.body;
-  return Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.length);
 }
 
 /** Record overhead in a v2 batch besides key, value and headers (varints, attributes, deltas), bounded above. */

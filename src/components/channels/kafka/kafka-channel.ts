@@ -25,7 +25,7 @@ import { messageOf } from "../../../kafka/errors.ts";
 import { BadRecordsSeen } from "../../../kafka/bad-records.ts";
 import { DeadLetters } from "../../../kafka/dead-letters.ts";
 import { encodeFlumeEvents } from "../../../kafka/flume-event.ts";
-import { bodyValue, KafkaPublisher, type KafkaRecord } from "../../../kafka/producer.ts";
+import { KafkaPublisher, type KafkaRecord } from "../../../kafka/producer.ts";
 import { type BadRecordHandler, eventOfRecord, where } from "../../../kafka/records.ts";
 import type { ConsumerSettings, ProducerSettings } from "../../../kafka/settings.ts";
 import { TakenOffsets } from "./taken-offsets.ts";
@@ -200,15 +200,17 @@ export class KafkaChannel implements Channel {
     return (m, error) => this.badSeen.report(m, error, dlq ? (tx.deadLetters ??= new DeadLetters(dlq, this.publisher)).add : undefined);
   }
 
-  private recordOf(e: Event, value: Buffer): KafkaRecord {
+  /** The record of a put: the `key` header as its key (as Flume's channel), partitionIdHeader's number, else defaultPartitionId, else the producer's choice. */
+  private recordOf(e: Event, value: Uint8Array): KafkaRecord {
     const o = this.options;
     const headers = readHeaders(e);
-    const record: KafkaRecord = { topic: o.topic, value };
-    if (headers.key !== undefined) record.key = Buffer.from(headers.key);
-    const p = o.partitionIdHeader !== undefined ? headers[o.partitionIdHeader] : undefined;
-    if (p !== undefined && /^\d+$/.test(p)) record.partition = Number(p);
-    else if (o.defaultPartitionId !== undefined) record.partition = o.defaultPartitionId;
-    return record;
+    const key = headers.key;
+    let partition = o.defaultPartitionId;
+    if (o.partitionIdHeader !== undefined) {
+      const p = headers[o.partitionIdHeader];
+      if (p !== undefined && /^\d+$/.test(p)) partition = Number(p);
+    }
+    return { topic: o.topic, value, key: key === undefined ? undefined : Buffer.from(key), partition };
   }
 
   async commit(tx: KafkaTransaction): Promise<void> {
@@ -224,8 +226,10 @@ export class KafkaChannel implements Channel {
 
   private async send(tx: KafkaTransaction): Promise<void> {
     const puts = tx.puts;
-    const values = this.options.parseAsFlumeEvent ? encodeFlumeEvents(puts) : puts.map(bodyValue);
-    const records = puts.map((e, i) => this.recordOf(e, values[i]));
+    // The bodies as they are (the request is written from their bytes), or all the puts' FlumeEvents in one buffer.
+    const values = this.options.parseAsFlumeEvent ? encodeFlumeEvents(puts) : null;
+    const records = new Array<KafkaRecord>(puts.length);
+    for (let i = 0; i < puts.length; i++) records[i] = this.recordOf(puts[i], values ? values[i] : puts[i].body);
     for (const r of records) {
       const tooLarge = this.publisher.checkSize(r);
       if (tooLarge) throw new ChannelException(tooLarge.message);
