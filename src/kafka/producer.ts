@@ -3,6 +3,7 @@
  * resolves once the broker acknowledged every record (acks as configured).
  */
 import type { Producer } from "@platformatic/kafka";
+import type { Event } from "../core/event.ts";
 import type { Logger } from "../core/logger.ts";
 import { loadKafka } from "./client.ts";
 import { LeanSender } from "./lean-send.ts";
@@ -18,6 +19,9 @@ export interface KafkaRecord {
   headers?: Map<Buffer, Buffer>;
   partition?: number;
   timestamp?: bigint;
+  /** In place of value: this event as an AvroFlumeEvent, of eventSize bytes (flumeEventSize), written straight into the request. */
+  flumeEvent?: Event;
+  eventSize?: number;
 }
 
 /** Record overhead in a v2 batch besides key, value and headers (varints, attributes, deltas), bounded above. */
@@ -25,7 +29,7 @@ const RECORD_OVERHEAD = 21;
 const BATCH_OVERHEAD = 61;
 
 export function recordSize(r: KafkaRecord): number {
-  let n = RECORD_OVERHEAD + r.value.length + (r.key?.length ?? 0);
+  let n = RECORD_OVERHEAD + (r.flumeEvent ? r.eventSize! : r.value.length) + (r.key?.length ?? 0);
   if (r.headers) for (const [k, v] of r.headers) n += k.length + v.length + 10;
   return n;
 }

@@ -24,7 +24,7 @@ import { KafkaChannelCounter } from "../../../kafka/counters.ts";
 import { messageOf } from "../../../kafka/errors.ts";
 import { BadRecordsSeen } from "../../../kafka/bad-records.ts";
 import { DeadLetters } from "../../../kafka/dead-letters.ts";
-import { encodeFlumeEvents } from "../../../kafka/flume-event.ts";
+import { flumeEventSize } from "../../../kafka/flume-event.ts";
 import { KafkaPublisher, type KafkaRecord } from "../../../kafka/producer.ts";
 import { type BadRecordHandler, eventOfRecord, where } from "../../../kafka/records.ts";
 import type { ConsumerSettings, ProducerSettings } from "../../../kafka/settings.ts";
@@ -201,7 +201,7 @@ export class KafkaChannel implements Channel {
   }
 
   /** The record of a put: the `key` header as its key (as Flume's channel), partitionIdHeader's number, else defaultPartitionId, else the producer's choice. */
-  private recordOf(e: Event, value: Uint8Array): KafkaRecord {
+  private recordOf(e: Event): KafkaRecord {
     const o = this.options;
     const headers = readHeaders(e);
     const key = headers.key;
@@ -210,7 +210,12 @@ export class KafkaChannel implements Channel {
       const p = headers[o.partitionIdHeader];
       if (p !== undefined && /^\d+$/.test(p)) partition = Number(p);
     }
-    return { topic: o.topic, value, key: key === undefined ? undefined : Buffer.from(key), partition };
+    const record: KafkaRecord = { topic: o.topic, value: e.body, key: key === undefined ? undefined : Buffer.from(key), partition, flumeEvent: undefined, eventSize: undefined };
+    if (o.parseAsFlumeEvent) {
+      record.flumeEvent = e;
+      record.eventSize = flumeEventSize(e);
+    }
+    return record;
   }
 
   async commit(tx: KafkaTransaction): Promise<void> {
@@ -226,10 +231,9 @@ export class KafkaChannel implements Channel {
 
   private async send(tx: KafkaTransaction): Promise<void> {
     const puts = tx.puts;
-    // The bodies as they are (the request is written from their bytes), or all the puts' FlumeEvents in one buffer.
-    const values = this.options.parseAsFlumeEvent ? encodeFlumeEvents(puts) : null;
+    // The bodies as they are, or the events written as FlumeEvents straight into the request.
     const records = new Array<KafkaRecord>(puts.length);
-    for (let i = 0; i < puts.length; i++) records[i] = this.recordOf(puts[i], values ? values[i] : puts[i].body);
+    for (let i = 0; i < puts.length; i++) records[i] = this.recordOf(puts[i]);
     for (const r of records) {
       const tooLarge = this.publisher.checkSize(r);
       if (tooLarge) throw new ChannelException(tooLarge.message);
