@@ -6,11 +6,14 @@
  * reads them with a fresh group. Prints rate, agent CPU (user+sys) per event and peak RSS.
  * AB_MODES=source,channel picks the pipelines; AB_SOURCE_EXTRA_BEFORE / _AFTER add source
  * properties to one side (e.g. kafka.consumer.fetch.max.bytes, to compare fetch sizes).
+ * AB_FLUME=1 adds a Flume 1.11 agent (the same configuration) to each run, measured alike.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { spawn } from "node:child_process";
+import { startFlume } from "../../test/support/flume.ts";
+import { FLUME_KAFKA } from "../../test/support/jvm-artifacts.ts";
 import { kafkaTool, startKafka } from "../../test/support/kafka.ts";
 import { cpuMs, fmt, freePort, peakRssMb } from "./_util.ts";
 
@@ -18,38 +21,65 @@ const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const [before, after] = process.argv.slice(2);
 
-async function run(binary: string, conf: string, group: string, key: string): Promise<{ rate: number; rss: number; cpu: number }> {
+/** An agent's process, its /metrics, and how to stop it. */
+interface Agent {
+  pid: number;
+  metrics(): Promise<Record<string, Record<string, string>>>;
+  running(): boolean;
+  stop(): Promise<void>;
+  log(): string;
+}
+
+async function ourAgent(binary: string, conf: string): Promise<Agent> {
   const port = await freePort();
   const child = spawn(binary, ["run", "-f", conf, "-n", "a1", "--quiet", "--no-reload-conf", "--metrics-port", String(port), "--metrics-bind", "127.0.0.1"], { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr?.on("data", (d) => (stderr += d));
+  return {
+    pid: child.pid!,
+    metrics: async () => (await (await fetch(`http://127.0.0.1:${port}/metrics`)).json()) as Record<string, Record<string, string>>,
+    running: () => child.exitCode === null,
+    stop: async () => {
+      child.kill("SIGTERM");
+      await new Promise((r) => (child.exitCode !== null ? r(null) : child.on("exit", r)));
+    },
+    log: () => stderr.slice(-2000),
+  };
+}
+
+async function flumeAgent(conf: string): Promise<Agent> {
+  const port = await freePort();
+  const flume = await startFlume({ conf: readFileSync(conf, "utf8"), metricsPort: port, extraSets: [FLUME_KAFKA], jvmArgs: ["-Xmx512m", "-XX:+UseParallelGC"] });
+  return { pid: flume.pid, metrics: () => flume.metrics(), running: () => true, stop: () => flume.stop(), log: () => flume.tail(30) };
+}
+
+async function run(binary: string, conf: string, group: string, key: string): Promise<{ rate: number; rss: number; cpu: number }> {
+  const agent = binary === "flume" ? await flumeAgent(conf) : await ourAgent(binary, conf);
   let first = 0, last = 0, cpu0 = 0, cpu1 = 0, peak = 0;
   const deadline = Date.now() + 300_000;
   try {
-    while (Date.now() < deadline && child.exitCode === null) {
+    while (Date.now() < deadline && agent.running()) {
       let n = 0;
       try {
-        const m = (await (await fetch(`http://127.0.0.1:${port}/metrics`)).json()) as Record<string, Record<string, string>>;
-        n = Number(m[group]?.[key] ?? 0);
+        n = Number((await agent.metrics())[group]?.[key] ?? 0);
       } catch {}
-      peak = Math.max(peak, peakRssMb(child.pid!) || 0);
+      peak = Math.max(peak, peakRssMb(agent.pid) || 0);
       if (n > 0 && first === 0) {
         first = performance.now();
-        cpu0 = cpuMs(child.pid!);
+        cpu0 = cpuMs(agent.pid);
       }
       if (n >= EVENTS) {
         last = performance.now();
-        cpu1 = cpuMs(child.pid!);
+        cpu1 = cpuMs(agent.pid);
         break;
       }
       await new Promise((r) => setTimeout(r, 20));
     }
-    peak = Math.max(peak, peakRssMb(child.pid!) || 0);
+    peak = Math.max(peak, peakRssMb(agent.pid) || 0);
   } finally {
-    child.kill("SIGTERM");
-    await new Promise((r) => (child.exitCode !== null ? r(null) : child.on("exit", r)));
+    await agent.stop();
   }
-  if (!last) throw new Error(`${group}.${key} did not reach ${EVENTS}\n${stderr.slice(-2000)}`);
+  if (!last) throw new Error(`${group}.${key} did not reach ${EVENTS}\n${agent.log()}`);
   return { rate: EVENTS / ((last - first) / 1000), rss: peak, cpu: cpu1 - cpu0 };
 }
 
@@ -85,7 +115,9 @@ try {
   const modes = (process.env.AB_MODES ?? "source,channel").split(",");
   let n = 0;
   for (let i = 0; i < RUNS; i++) {
-    for (const [name, binary] of [["before", before], ["after", after]] as const) {
+    const sides: [string, string][] = [["before", before], ["after", after]];
+    if (process.env.AB_FLUME) sides.push(["flume", "flume"]);
+    for (const [name, binary] of sides) {
       for (const mode of modes) {
         const file = path.join(dir, `${++n}.conf`);
         let r;

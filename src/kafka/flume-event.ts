@@ -1,33 +1,76 @@
 /**
  * Flume's Kafka wire format for useFlumeEventFormat / parseAsFlumeEvent: one AvroFlumeEvent
  * record {headers: map<string>, body: bytes} per Kafka record value, in Avro's plain binary
- * encoding (no container, no schema), as Flume's SpecificDatumWriter writes it.
+ * encoding (no container, no schema), as Flume's SpecificDatumWriter writes it: the headers as
+ * one map block (count, entries, 0), then the body.
  */
-import type { Event } from "../core/event.ts";
-import { AvroReader, AvroWriter } from "../rpc/binary.ts";
-import { eventArraySize, eventSize, readEvent, writeEvent } from "../rpc/messages.ts";
+import { type Event, readHeaders } from "../core/event.ts";
+import { AvroReader, longSize } from "../rpc/binary.ts";
+import { readEvent } from "../rpc/messages.ts";
 
-export function encodeFlumeEvent(e: Event): Buffer {
-  const w = new AvroWriter(eventSize(e));
-  writeEvent(w, e);
-  return w.buf.subarray(0, w.pos);
+/** A string's UTF-8 length: its length when it is ASCII (header names and values mostly are). */
+function utf8Length(s: string): number {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return Buffer.byteLength(s, "utf8");
+  return s.length;
 }
 
-/**
- * Each event as an AvroFlumeEvent, all written into one buffer (one allocation a batch, not
- * one an event); the values are views of it, in the events' order.
- */
-export function encodeFlumeEvents(events: readonly Event[]): Buffer[] {
-  const w = new AvroWriter(eventArraySize(events));
-  const ends = new Array<number>(events.length);
-  for (let i = 0; i < events.length; i++) {
-    writeEvent(w, events[i]);
-    ends[i] = w.pos;
+/** A non-negative Avro long (zig-zag varint). */
+function writeCount(buf: Buffer, pos: number, n: number): number {
+  let z = n * 2;
+  while (z >= 128) {
+    buf[pos++] = (z % 128) | 0x80;
+    z = Math.floor(z / 128);
   }
-  // Views taken once everything is written: the writer grows (and moves) if a size fell short.
-  const values = new Array<Buffer>(events.length);
-  for (let i = 0, start = 0; i < events.length; start = ends[i++]) values[i] = w.buf.subarray(start, ends[i]);
-  return values;
+  buf[pos++] = z;
+  return pos;
+}
+
+function writeString(buf: Buffer, pos: number, s: string): number {
+  const n = utf8Length(s);
+  pos = writeCount(buf, pos, n);
+  if (n === s.length) for (let i = 0; i < n; i++) buf[pos + i] = s.charCodeAt(i);
+  else buf.write(s, pos, n, "utf8");
+  return pos + n;
+}
+
+/** The exact size of e as an AvroFlumeEvent. */
+export function flumeEventSize(e: Event): number {
+  const headers = readHeaders(e);
+  let size = 1; // the map's closing 0
+  let count = 0;
+  for (const k in headers) {
+    const kl = utf8Length(k);
+    const vl = utf8Length(headers[k]);
+    size += longSize(kl) + kl + longSize(vl) + vl;
+    count++;
+  }
+  if (count > 0) size += longSize(count);
+  return size + longSize(e.body.length) + e.body.length;
+}
+
+/** Writes e as an AvroFlumeEvent at `pos` of `buf`, which has room for flumeEventSize(e) bytes there; returns where it ends. */
+export function writeFlumeEvent(buf: Buffer, pos: number, e: Event): number {
+  const headers = readHeaders(e);
+  let count = 0;
+  for (const _ in headers) count++;
+  if (count > 0) {
+    pos = writeCount(buf, pos, count);
+    for (const k in headers) {
+      pos = writeString(buf, pos, k);
+      pos = writeString(buf, pos, headers[k]);
+    }
+  }
+  buf[pos++] = 0;
+  const body = e.body;
+  pos = writeCount(buf, pos, body.length);
+  buf.set(body, pos);
+  return pos + body.length;
+}
+
+export function encodeFlumeEvent(e: Event): Buffer {
+  const buf = Buffer.allocUnsafe(flumeEventSize(e));
+  writeFlumeEvent(buf, 0, e);
+  return buf;
 }
 
 /** Reads a record value as an AvroFlumeEvent; throws when it is not one (or has bytes left over). */

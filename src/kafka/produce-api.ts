@@ -12,6 +12,7 @@
  * Connection.send(apiKey, apiVersion, createPayload, parser, requestTags, responseTags, cb).
  */
 import type { KafkaModule } from "./client.ts";
+import { encodeFlumeEvent } from "./flume-event.ts";
 import { type BatchProducer, encodeProduceRequest, type ProduceMessage } from "./record-batch.ts";
 
 type Callback = (error: Error | null, payload?: unknown) => void;
@@ -41,11 +42,18 @@ const LAST = 11;
 
 /**
  * The messages with every value a Buffer, as the library's own writer needs (a sink hands the
- * events' bodies over as they are, any Uint8Array; ours writes from the bytes alone).
+ * events' bodies over as they are, any Uint8Array, or the events to write as FlumeEvents;
+ * ours writes from the bytes or the events).
  */
 function withBufferValues(messages: ProduceMessage[]): ProduceMessage[] {
-  if (messages.every((m) => m.value == null || Buffer.isBuffer(m.value))) return messages;
-  return messages.map((m) => (m.value == null || Buffer.isBuffer(m.value) ? m : { ...m, value: Buffer.from(m.value.buffer, m.value.byteOffset, m.value.byteLength) }));
+  const ready = (m: ProduceMessage) => !m.flumeEvent && (m.value == null || Buffer.isBuffer(m.value));
+  if (messages.every(ready)) return messages;
+  return messages.map((m) => {
+    if (ready(m)) return m;
+    if (m.flumeEvent) return { ...m, value: encodeFlumeEvent(m.flumeEvent), flumeEvent: undefined };
+    const v = m.value!;
+    return { ...m, value: Buffer.from(v.buffer, v.byteOffset, v.byteLength) };
+  });
 }
 
 /** Ours in place of the library's Produce API of the same version; the library's when we do not write that version. */

@@ -6,6 +6,7 @@ import type { Producer } from "@platformatic/kafka";
 import type { Event } from "../core/event.ts";
 import type { Logger } from "../core/logger.ts";
 import { loadKafka } from "./client.ts";
+import { LeanSender } from "./lean-send.ts";
 import { useOwnRecordBatches } from "./produce-api.ts";
 import { isTooLarge, isUnknownTopic, KafkaRecordTooLargeError, KafkaTopicMissingError, messageOf } from "./errors.ts";
 import { clientOptions, describeBrokers, type ProducerSettings } from "./settings.ts";
@@ -18,12 +19,9 @@ export interface KafkaRecord {
   headers?: Map<Buffer, Buffer>;
   partition?: number;
   timestamp?: bigint;
-}
-
-/** An event's body as a record value: the body itself when it is a Buffer already, else a view of its bytes (never a copy). */
-export function bodyValue(e: Event): Buffer {
-  const b = e.body;
-  return Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.length);
+  /** In place of value: this event as an AvroFlumeEvent, of eventSize bytes (flumeEventSize), written straight into the request. */
+  flumeEvent?: Event;
+  eventSize?: number;
 }
 
 /** Record overhead in a v2 batch besides key, value and headers (varints, attributes, deltas), bounded above. */
@@ -31,13 +29,15 @@ const RECORD_OVERHEAD = 21;
 const BATCH_OVERHEAD = 61;
 
 export function recordSize(r: KafkaRecord): number {
-  let n = RECORD_OVERHEAD + r.value.length + (r.key?.length ?? 0);
+  let n = RECORD_OVERHEAD + (r.flumeEvent ? r.eventSize! : r.value.length) + (r.key?.length ?? 0);
   if (r.headers) for (const [k, v] of r.headers) n += k.length + v.length + 10;
   return n;
 }
 
 export class KafkaPublisher {
   private producer: Producer<Buffer, Uint8Array, Buffer, Buffer> | null = null;
+  /** Sends what our record-batch encoder writes (uncompressed); null: the library's Producer.send. */
+  private lean: LeanSender | null = null;
 
   constructor(
     readonly label: string,
@@ -74,13 +74,15 @@ export class KafkaPublisher {
       throw this.explain(err, topic ? [topic] : []);
     }
     this.producer = producer;
+    if (s.compression === "none") this.lean = new LeanSender(kafka, producer, s.acks, s.idempotent);
   }
 
-  /** Sends records; resolves once every one was acknowledged. */
+  /** Sends records (setting each one's partition on the lean path); resolves once every one was acknowledged. */
   async send(records: KafkaRecord[]): Promise<void> {
     if (!this.producer) await this.connect();
     try {
-      await this.producer!.send({ messages: records });
+      if (this.lean) await this.lean.send(records);
+      else await this.producer!.send({ messages: records });
     } catch (err) {
       throw this.explain(err, [...new Set(records.map((r) => r.topic))]);
     }
@@ -109,6 +111,7 @@ export class KafkaPublisher {
   async close(): Promise<void> {
     const p = this.producer;
     this.producer = null;
+    this.lean = null;
     if (p) await p.close().catch((err) => this.logger.warn(`${this.label}: closing the Kafka producer: ${messageOf(err)}`));
   }
 }

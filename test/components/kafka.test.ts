@@ -433,6 +433,49 @@ needsJvm.test(
 );
 
 needsJvm.test(
+  "the channel's puts go to the partition of partitionIdHeader, else defaultPartitionId, with the key header as the record key, each partition's records in put order",
+  async () => {
+    const topic = await newTopic(3);
+    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}`, parseAsFlumeEvent: "false", partitionIdHeader: "p", defaultPartitionId: "2" });
+    await c.start();
+    await put(c, [
+      createEvent("a0", { p: "0", key: "ka" }),
+      createEvent("a1"),
+      createEvent("a2", { p: "1" }),
+      createEvent("a3", { key: "kb" }),
+      createEvent("a4", { p: "0" }),
+      createEvent("a5", { p: "not a number" }),
+    ]);
+    await put(c, [createEvent("b0", { p: "1" }), createEvent("b1")]);
+    expect(c.counter.values.EventPutSuccessCount).toBe(8);
+    const lines = await consoleConsume(kafka, topic, 8, { printPartition: true, printKey: true });
+    const inPartition = (n: number) => lines.filter((l) => l.startsWith(`Partition:${n}\t`)).map((l) => l.split("\t").slice(1).join(" "));
+    expect(inPartition(0)).toEqual(["ka a0", "null a4"]);
+    expect(inPartition(1)).toEqual(["null a2", "null b0"]);
+    // A header that is no number leaves the record on defaultPartitionId.
+    expect(inPartition(2)).toEqual(["null a1", "kb a3", "null a5", "null b1"]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "the channel's puts without partition settings (idempotent producer, acks all): every put's events are taken back in their order, none lost or repeated",
+  async () => {
+    const topic = await newTopic(3);
+    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}` });
+    await c.start();
+    const puts = Array.from({ length: 6 }, (_, p) => Array.from({ length: 150 }, (_, i) => createEvent(`p${p}-${i}`, { put: String(p), i: String(i) })));
+    for (const events of puts) await put(c, events);
+    const taken = await takeUntil(c, 900);
+    expect(taken.length).toBe(900);
+    for (let p = 0; p < puts.length; p++) {
+      expect(taken.filter((e) => e.headers.put === String(p)).map(bodyText)).toEqual(puts[p].map(bodyText));
+    }
+  },
+  240_000,
+);
+
+needsJvm.test(
   "a record larger than kafka.producer.max.request.size is logged naming the setting; the rest of the batch is sent",
   async () => {
     const topic = await newTopic();

@@ -6,6 +6,8 @@
  */
 import { describe, expect, test } from "bun:test";
 import * as kafka from "@platformatic/kafka";
+import { createEvent } from "../../src/core/event.ts";
+import { encodeFlumeEvent, flumeEventSize } from "../../src/kafka/flume-event.ts";
 import { encodeProduceRequest, encodeRecordBatch, type ProduceMessage } from "../../src/kafka/record-batch.ts";
 
 const b = (s: string) => Buffer.from(s, "utf8");
@@ -100,6 +102,15 @@ describe("RecordBatch v2", () => {
     // After the 61-byte header, each record: length, attributes, timestamp delta, offset delta, then the key's zig-zag length.
     expect([...batch.subarray(61, 66)]).toEqual([14, 0, 0, 0, 1]);
     expect([...batch.subarray(69, 74)]).toEqual([14, 0, 0, 2, 0]);
+  });
+
+  test("events written as FlumeEvents straight into the batch: the same bytes as a batch of their encoded values", () => {
+    const events = [createEvent("a", { h: "1", key: "k" }), createEvent(""), createEvent("body ü", { "ünï": "cödé ☃".repeat(40) }), createEvent("z".repeat(300))];
+    const direct = encodeRecordBatch(events.map((e) => ({ topic: "t", value: e.body, flumeEvent: e, eventSize: flumeEventSize(e) })), {}, -1, 5);
+    const copied = encodeRecordBatch(events.map((e) => ({ topic: "t", value: encodeFlumeEvent(e) })), {}, -1, 5);
+    expect(direct.toString("hex")).toBe(copied.toString("hex"));
+    const read = kafka.readRecordsBatch(kafka.Reader.from(direct));
+    expect(read.records.map((r) => r.value?.toString("hex"))).toEqual(events.map((e) => encodeFlumeEvent(e).toString("hex")));
   });
 
   test("the library's CRC32C (native) and ours give the same checksum", () => {

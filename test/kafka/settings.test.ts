@@ -6,7 +6,9 @@ import path from "node:path";
 import { createEvent } from "../../src/core/event.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { KafkaSettingError } from "../../src/kafka/errors.ts";
-import { decodeFlumeEvent, encodeFlumeEvent, encodeFlumeEvents } from "../../src/kafka/flume-event.ts";
+import { decodeFlumeEvent, encodeFlumeEvent, flumeEventSize } from "../../src/kafka/flume-event.ts";
+import { AvroWriter } from "../../src/rpc/binary.ts";
+import { writeEvent } from "../../src/rpc/messages.ts";
 import { consumerSettings, producerSettings } from "../../src/kafka/settings.ts";
 import { ROOT, runCli } from "../support/helpers.ts";
 
@@ -48,11 +50,16 @@ test("an Avro FlumeEvent round-trips, and bytes that are not one are refused", (
   expect(() => decodeFlumeEvent(Buffer.from("this is plain text, not an event"))).toThrow();
 });
 
-test("a batch of FlumeEvents written into one buffer: each value is the event's own encoding, non-ASCII headers included", () => {
+test("a FlumeEvent is sized exactly and written as the Avro RPC writes an event, non-ASCII headers included", () => {
   const events = [createEvent("a", { h: "1" }), createEvent(""), createEvent("body ü", { "ünï": "cödé ☃".repeat(40), key: "k" }), createEvent("z".repeat(300))];
-  const values = encodeFlumeEvents(events);
-  expect(values.map((v) => v.toString("hex"))).toEqual(events.map((e) => encodeFlumeEvent(e).toString("hex")));
-  expect(values.map((v) => Buffer.from(decodeFlumeEvent(v).body).toString())).toEqual(["a", "", "body ü", "z".repeat(300)]);
+  const avro = (e: (typeof events)[number]) => {
+    const w = new AvroWriter(16);
+    writeEvent(w, e);
+    return w.buf.subarray(0, w.pos).toString("hex");
+  };
+  expect(events.map((e) => encodeFlumeEvent(e).toString("hex"))).toEqual(events.map(avro));
+  expect(events.map(flumeEventSize)).toEqual(events.map((e) => encodeFlumeEvent(e).length));
+  expect(events.map((e) => Buffer.from(decodeFlumeEvent(encodeFlumeEvent(e)).body).toString())).toEqual(["a", "", "body ü", "z".repeat(300)]);
 });
 
 test("`flume describe kafka` lists the sink, source and channel with Flume's properties", () => {

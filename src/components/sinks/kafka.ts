@@ -10,7 +10,7 @@ import { silentLogger } from "../../core/logger.ts";
 import type { Sink } from "../../core/sink.ts";
 import { KafkaSinkCounter } from "../../kafka/counters.ts";
 import { isTooLarge, KafkaSettingError, messageOf } from "../../kafka/errors.ts";
-import { encodeFlumeEvents } from "../../kafka/flume-event.ts";
+import { flumeEventSize } from "../../kafka/flume-event.ts";
 import { KafkaPublisher, type KafkaRecord, recordSize } from "../../kafka/producer.ts";
 import { producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
 import type { TakeLoop } from "../../pipeline/take-loop.ts";
@@ -99,14 +99,19 @@ export class KafkaSink extends BaseSink implements Sink {
    * batch (the client takes what it sends from them before send resolves), every field set
    * each time, so a batch of 1,000 events makes no record objects.
    */
-  private recordOf(i: number, e: Event, value: Uint8Array | undefined): KafkaRecord {
+  private recordOf(i: number, e: Event): KafkaRecord {
     const o = this.options;
     const headers = readHeaders(e);
     let record = this.pool[i];
-    if (record === undefined) this.pool[i] = record = { topic: "", value: EMPTY, key: undefined, headers: undefined, partition: undefined, timestamp: undefined };
+    if (record === undefined) this.pool[i] = record = { topic: "", value: EMPTY, key: undefined, headers: undefined, partition: undefined, timestamp: undefined, flumeEvent: undefined, eventSize: undefined };
     record.topic = this.topicOf(headers);
-    // The body as it is: no Buffer view per event (the request is written from its bytes).
-    record.value = value ?? e.body;
+    // The body as it is: no Buffer view per event (the request is written from its bytes); or
+    // the event, written as a FlumeEvent straight into the request.
+    record.value = e.body;
+    if (o.useFlumeEventFormat) {
+      record.flumeEvent = e;
+      record.eventSize = flumeEventSize(e);
+    }
     const key = headers.key;
     record.key = key === undefined ? undefined : Buffer.from(key);
     record.partition = undefined;
@@ -140,9 +145,8 @@ export class KafkaSink extends BaseSink implements Sink {
     const records = this.records;
     records.length = 0;
     let refused = 0;
-    const values = this.options.useFlumeEventFormat ? encodeFlumeEvents(events) : undefined;
     for (let i = 0; i < events.length; i++) {
-      const r = this.recordOf(i, events[i], values?.[i]);
+      const r = this.recordOf(i, events[i]);
       const tooLarge = this.publisher.checkSize(r);
       if (tooLarge) {
         // Never accepted however often it is retried: reported and left out, the rest goes.

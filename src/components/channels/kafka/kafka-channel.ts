@@ -24,8 +24,8 @@ import { KafkaChannelCounter } from "../../../kafka/counters.ts";
 import { messageOf } from "../../../kafka/errors.ts";
 import { BadRecordsSeen } from "../../../kafka/bad-records.ts";
 import { DeadLetters } from "../../../kafka/dead-letters.ts";
-import { encodeFlumeEvents } from "../../../kafka/flume-event.ts";
-import { bodyValue, KafkaPublisher, type KafkaRecord } from "../../../kafka/producer.ts";
+import { flumeEventSize } from "../../../kafka/flume-event.ts";
+import { KafkaPublisher, type KafkaRecord } from "../../../kafka/producer.ts";
 import { type BadRecordHandler, eventOfRecord, where } from "../../../kafka/records.ts";
 import type { ConsumerSettings, ProducerSettings } from "../../../kafka/settings.ts";
 import { TakenOffsets } from "./taken-offsets.ts";
@@ -200,14 +200,21 @@ export class KafkaChannel implements Channel {
     return (m, error) => this.badSeen.report(m, error, dlq ? (tx.deadLetters ??= new DeadLetters(dlq, this.publisher)).add : undefined);
   }
 
-  private recordOf(e: Event, value: Buffer): KafkaRecord {
+  /** The record of a put: the `key` header as its key (as Flume's channel), partitionIdHeader's number, else defaultPartitionId, else the producer's choice. */
+  private recordOf(e: Event): KafkaRecord {
     const o = this.options;
     const headers = readHeaders(e);
-    const record: KafkaRecord = { topic: o.topic, value };
-    if (headers.key !== undefined) record.key = Buffer.from(headers.key);
-    const p = o.partitionIdHeader !== undefined ? headers[o.partitionIdHeader] : undefined;
-    if (p !== undefined && /^\d+$/.test(p)) record.partition = Number(p);
-    else if (o.defaultPartitionId !== undefined) record.partition = o.defaultPartitionId;
+    const key = headers.key;
+    let partition = o.defaultPartitionId;
+    if (o.partitionIdHeader !== undefined) {
+      const p = headers[o.partitionIdHeader];
+      if (p !== undefined && /^\d+$/.test(p)) partition = Number(p);
+    }
+    const record: KafkaRecord = { topic: o.topic, value: e.body, key: key === undefined ? undefined : Buffer.from(key), partition, flumeEvent: undefined, eventSize: undefined };
+    if (o.parseAsFlumeEvent) {
+      record.flumeEvent = e;
+      record.eventSize = flumeEventSize(e);
+    }
     return record;
   }
 
@@ -224,8 +231,9 @@ export class KafkaChannel implements Channel {
 
   private async send(tx: KafkaTransaction): Promise<void> {
     const puts = tx.puts;
-    const values = this.options.parseAsFlumeEvent ? encodeFlumeEvents(puts) : puts.map(bodyValue);
-    const records = puts.map((e, i) => this.recordOf(e, values[i]));
+    // The bodies as they are, or the events written as FlumeEvents straight into the request.
+    const records = new Array<KafkaRecord>(puts.length);
+    for (let i = 0; i < puts.length; i++) records[i] = this.recordOf(puts[i]);
     for (const r of records) {
       const tooLarge = this.publisher.checkSize(r);
       if (tooLarge) throw new ChannelException(tooLarge.message);
