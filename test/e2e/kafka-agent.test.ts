@@ -7,7 +7,7 @@
  */
 import { expect } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { agentsAfterEach, CLI, freePort, ROOT, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
 import { precondition } from "../support/requires.ts";
@@ -194,6 +194,57 @@ needsJvm.and(needsDeno).test(
   "under Deno the kafka sink sends with lz4",
   async () => {
     await deliversThrough([DENO, "run", "-A", CLI], "from-deno");
+  },
+  300_000,
+);
+
+needsJvm.and(needsDeno).test(
+  "under Deno the kafka source reads every record once and in order, over many fetch responses (each freed once its batches are committed)",
+  async () => {
+    const topic = "to-deno";
+    await kafka.createTopic(topic);
+    const total = 20_000; // ~2 MB: a few dozen fetch responses of up to 240 KB
+    const lines = Array.from({ length: total }, (_, i) => `r${i}-${"x".repeat(90)}`);
+    await consoleProduce(kafka, topic, lines);
+    const { dir, cleanup } = tempDir("flume-kafka-deno-source-");
+    cleanups.push(cleanup);
+    const out = path.join(dir, "out");
+    mkdirSync(out);
+    const conf = path.join(dir, "a1.conf");
+    writeFileSync(
+      conf,
+      `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = kafka
+a1.sources.r1.channels = c1
+a1.sources.r1.kafka.bootstrap.servers = ${kafka.bootstrap}
+a1.sources.r1.kafka.topics = ${topic}
+a1.sources.r1.kafka.consumer.auto.offset.reset = earliest
+a1.sources.r1.batchSize = 1000
+a1.sources.r1.batchDurationMillis = 100
+a1.channels.c1.type = memory
+a1.channels.c1.capacity = 10000
+a1.channels.c1.transactionCapacity = 1000
+a1.sinks.k1.type = file_roll
+a1.sinks.k1.channel = c1
+a1.sinks.k1.sink.directory = ${out}
+a1.sinks.k1.sink.rollInterval = 0
+a1.sinks.k1.sink.batchSize = 1000
+`,
+    );
+    const port = await freePort();
+    const child = spawn(DENO, ["run", "-A", CLI, "run", "-f", conf, "-n", "a1", "--metrics-port", String(port), "--metrics-bind", "127.0.0.1", "--quiet", "--no-reload-conf"], { stdio: "ignore" });
+    cleanups.push(() => void child.kill("SIGKILL"));
+    await waitForMetrics(port, "every record written by the file_roll sink", (m) => Number(m["SINK.k1"]?.EventDrainSuccessCount ?? 0) >= total, 120_000, 50);
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    await exited;
+    const written = readdirSync(out)
+      .sort()
+      .flatMap((f) => readFileSync(path.join(out, f), "utf8").split("\n").filter((l) => l.length > 0));
+    expect(written.length).toBe(total);
+    expect(written).toEqual(lines);
   },
   300_000,
 );
