@@ -80,6 +80,12 @@ export class ResponseRelease {
   }
 }
 
+/** Frees a buffer at once when it is all of its memory and not a small (maybe pooled) one; a no-op otherwise. */
+export function freeIfWhole(bytes: Buffer): void {
+  const buffer = bytes.buffer;
+  if (bytes.length >= SMALLEST && bytes.byteOffset === 0 && bytes.length === buffer.byteLength) (buffer as Detachable).transfer?.(0);
+}
+
 function detach(buffer: ArrayBufferLike): void {
   owned.delete(buffer);
   (buffer as Detachable).transfer?.(0);

@@ -9,7 +9,7 @@ import { crc32c } from "../../src/io/crc32c.ts";
 import { encodeRecordBatch } from "../../src/kafka/record-batch.ts";
 import { type FetchedRecord, readRecordBatches } from "../../src/kafka/record-batch-reader.ts";
 import { decodeFlumeEvent, encodeFlumeEvent } from "../../src/kafka/flume-event.ts";
-import { CopiedValues, noteResponseBody, ResponseRelease, TakenResponses, ValueCopies } from "../../src/kafka/response-release.ts";
+import { CopiedValues, freeIfWhole, noteResponseBody, ResponseRelease, TakenResponses, ValueCopies } from "../../src/kafka/response-release.ts";
 
 /** A Fetch response as a socket read brings it: a 9-byte frame header, then the body (here: one partition's record batch). */
 function response(values: (string | Buffer)[], base = 0): { body: Buffer; records: FetchedRecord[] } {
@@ -140,5 +140,19 @@ describe("fetch responses released once no open take and no buffered record need
     expect(z.buffer).toBe(w.buffer);
     expect(z.buffer).not.toBe(big.body.buffer);
     expect(w.toString()).toBe("w".repeat(100));
+  });
+});
+
+describe("a sent record batch freed once its request was answered", () => {
+  test("only a buffer that is all of its memory and not small is freed", () => {
+    const whole = Buffer.allocUnsafe(100_000);
+    const part = Buffer.alloc(100_000).subarray(0, 50_000);
+    const small = Buffer.alloc(1_000);
+    freeIfWhole(whole);
+    freeIfWhole(part);
+    freeIfWhole(small);
+    expect(whole.length).toBe(0);
+    expect(part.length).toBe(50_000);
+    expect(small.length).toBe(1_000);
   });
 });
