@@ -14,6 +14,7 @@
 import type { KafkaModule } from "./client.ts";
 import { encodeFlumeEvent } from "./flume-event.ts";
 import { type BatchProducer, encodeProduceRequest, type ProduceMessage } from "./record-batch.ts";
+import { freeIfWhole } from "./response-release.ts";
 
 type Callback = (error: Error | null, payload?: unknown) => void;
 
@@ -68,13 +69,20 @@ function ownProduceApi(kafka: KafkaModule, api: ProduceApi): ProduceApi {
       api(connection, acks, timeout, withBufferValues(messages), options, callback);
       return;
     }
+    let parts: Buffer[] = [];
     const payload = () => {
       const writer = kafka.Writer.create() as unknown as WriterLike;
-      for (const part of encodeProduceRequest(version, acks, timeout, messages, options)) writer.append(part);
+      parts = encodeProduceRequest(version, acks, timeout, messages, options);
+      for (const part of parts) writer.append(part);
       if (acks === 0) writer.context.noResponse = true;
       return writer;
     };
-    connection.send(api.key, version, payload, parse, flexible, flexible, callback);
+    // The connection copies the parts into the request it writes; once it is answered (or failed), the record batches are freed at once, not at the next collection.
+    const done: Callback = (error, payload) => {
+      for (const part of parts) freeIfWhole(part);
+      callback(error, payload);
+    };
+    connection.send(api.key, version, payload, parse, flexible, flexible, done);
   }) as ProduceApi;
   own.key = api.key;
   own.version = version;

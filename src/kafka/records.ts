@@ -17,8 +17,7 @@ export type BadRecordHandler = (m: KafkaMessage, error: KafkaBadRecordError) => 
  * value as the body. Null for a record that is not a FlumeEvent, logged with where it is and
  * handed to `bad` when given.
  */
-export function eventOfRecord(m: KafkaMessage, asFlumeEvent: boolean, label: string, logger: Logger, bad?: BadRecordHandler): Event | null {
-  const value = m.value;
+export function eventOfRecord(m: KafkaMessage, asFlumeEvent: boolean, label: string, logger: Logger, bad?: BadRecordHandler, value: Buffer = m.value): Event | null {
   if (!asFlumeEvent) return bodyEvent(value);
   try {
     // A fresh event of its own (its headers object too): the caller may add headers.

@@ -76,10 +76,96 @@ export class ResponseRelease {
       if (buffer !== held[held.length - 1] && owned.has(buffer)) held.push(buffer);
     }
     // The newest may hold records not taken yet.
-    while (held.length > 1) {
-      const buffer = held.shift() as Detachable;
-      owned.delete(buffer);
-      buffer.transfer?.(0);
+    while (held.length > 1) detach(held.shift()!);
+  }
+}
+
+/** Frees a buffer at once when it is all of its memory and not a small (maybe pooled) one; a no-op otherwise. */
+export function freeIfWhole(bytes: Buffer): void {
+  const buffer = bytes.buffer;
+  if (bytes.length >= SMALLEST && bytes.byteOffset === 0 && bytes.length === buffer.byteLength) (buffer as Detachable).transfer?.(0);
+}
+
+function detach(buffer: ArrayBufferLike): void {
+  owned.delete(buffer);
+  (buffer as Detachable).transfer?.(0);
+}
+
+/** Bytes of the slabs ValueCopies copies values into; a value over a quarter of it gets a buffer of its own. */
+const SLAB = 64 * 1024;
+
+/** Copies of record values taken one at a time (the Kafka channel's takes), packed into shared slabs: no allocation a value. */
+export class ValueCopies {
+  private slab = Buffer.allocUnsafe(0);
+  private at = 0;
+
+  copy(r: { bytes: Buffer; valueAt: number; valueLength: number }): Buffer {
+    const n = r.valueLength;
+    if (n > SLAB / 4) return Buffer.from(r.bytes.subarray(r.valueAt, r.valueAt + n));
+    if (this.at + n > this.slab.length) {
+      this.slab = Buffer.allocUnsafe(SLAB);
+      this.at = 0;
     }
+    const at = this.at;
+    r.bytes.copy(this.slab, at, r.valueAt, r.valueAt + n);
+    this.at = at + n;
+    return this.slab.subarray(at, at + n);
+  }
+}
+
+/**
+ * The responses of records taken by transactions that are open at once and commit in any order
+ * (the Kafka channel's sink runners). Each releasable response counts its records taken and not
+ * committed (a rolled-back take stays counted: it waits in the consumer's buffer to be taken
+ * again); once none is left and a newer response was taken from (records are taken in arrival
+ * order, so every record of an older one was), it is released.
+ */
+export class TakenResponses {
+  private readonly open = new Map<ArrayBufferLike, number>();
+  /** The response the last record taken the first time came from: it may hold records not taken yet. */
+  private newest: ArrayBufferLike | null = null;
+  private newestOwned = false;
+
+  /** A record taken for the first time (not again after a rollback); its event holds a copy of its value. */
+  taken(bytes: Buffer): void {
+    const buffer = bytes.buffer;
+    if (buffer !== this.newest) {
+      this.newest = buffer;
+      this.newestOwned = owned.has(buffer);
+    }
+    if (this.newestOwned) this.open.set(buffer, (this.open.get(buffer) ?? 0) + 1);
+  }
+
+  /** The offsets of these taken records were committed: responses none of whose records is left are released. */
+  committed(records: readonly { bytes: Buffer }[]): void {
+    let buffer: ArrayBufferLike | null = null;
+    let n = 0;
+    for (const r of records) {
+      if (r.bytes.buffer !== buffer) {
+        this.settle(buffer, n);
+        buffer = r.bytes.buffer;
+        n = 0;
+      }
+      n++;
+    }
+    this.settle(buffer, n);
+    for (const [b, left] of this.open) {
+      if (left <= 0 && b !== this.newest) {
+        this.open.delete(b);
+        detach(b);
+      }
+    }
+  }
+
+  private settle(buffer: ArrayBufferLike | null, n: number): void {
+    const left = buffer === null ? undefined : this.open.get(buffer);
+    if (left !== undefined) this.open.set(buffer!, left - n);
+  }
+
+  /** A new consumer fetches again: the records taken are gone, their responses left to the collector. */
+  clear(): void {
+    this.open.clear();
+    this.newest = null;
+    this.newestOwned = false;
   }
 }

@@ -8,10 +8,11 @@ import { describe, expect, test } from "bun:test";
 import { crc32c } from "../../src/io/crc32c.ts";
 import { encodeRecordBatch } from "../../src/kafka/record-batch.ts";
 import { type FetchedRecord, readRecordBatches } from "../../src/kafka/record-batch-reader.ts";
-import { CopiedValues, noteResponseBody, ResponseRelease } from "../../src/kafka/response-release.ts";
+import { decodeFlumeEvent, encodeFlumeEvent } from "../../src/kafka/flume-event.ts";
+import { CopiedValues, freeIfWhole, noteResponseBody, ResponseRelease, TakenResponses, ValueCopies } from "../../src/kafka/response-release.ts";
 
 /** A Fetch response as a socket read brings it: a 9-byte frame header, then the body (here: one partition's record batch). */
-function response(values: string[], base = 0): { body: Buffer; records: FetchedRecord[] } {
+function response(values: (string | Buffer)[], base = 0): { body: Buffer; records: FetchedRecord[] } {
   const batch = encodeRecordBatch(values.map((v, i) => ({ topic: "t", value: Buffer.from(v), timestamp: 1_700_000_000_000 + i })));
   batch.writeBigInt64BE(BigInt(base), 0);
   const read = Buffer.alloc(9 + batch.length);
@@ -69,5 +70,89 @@ describe("fetch responses released once their batches are committed", () => {
     release.committed([Buffer.alloc(30_000).buffer]);
     expect(shared.length).toBe(40_000);
     expect(small.length).toBe(2_000);
+  });
+});
+
+/** A FlumeEvent of about 1 kB a record, as the Kafka channel writes them (parseAsFlumeEvent). */
+const flumeValues = (n: number, tag: string) => Array.from({ length: n }, (_, i) => encodeFlumeEvent({ headers: { n: `${tag}${i}` }, body: Buffer.from(`${tag}${i}:`.padEnd(1000, "x")) }));
+
+/** A take as the Kafka channel makes it: the event decoded from a copy of the value, the response counted the first time. */
+function take(responses: TakenResponses, copies: ValueCopies, m: FetchedRecord, first = true): { n: string; body: string; buffer: ArrayBufferLike } {
+  if (first) responses.taken(m.bytes);
+  const e = decodeFlumeEvent(copies.copy(m));
+  return { n: (e.headers as Record<string, string>).n, body: e.body.toString(), buffer: e.body.buffer };
+}
+
+describe("fetch responses released once no open take and no buffered record needs them (the Kafka channel)", () => {
+  test("a take's event body is a copy, whole after its response was released", () => {
+    const a = response(flumeValues(20, "a"));
+    const b = response(flumeValues(20, "b"), 20);
+    const responses = new TakenResponses();
+    const copies = new ValueCopies();
+    const events = a.records.map((m) => take(responses, copies, m));
+    const next = take(responses, copies, b.records[0]);
+    expect(events.some((e) => e.buffer === a.body.buffer)).toBe(false);
+    responses.committed([...a.records, b.records[0]]);
+    expect(a.body.length).toBe(0);
+    expect(events.map((e) => e.body)).toEqual(flumeValues(20, "a").map((v) => decodeFlumeEvent(v).body.toString()));
+    expect(events[19].n).toBe("a19");
+    // b has records not taken yet: kept.
+    expect(b.body.length).toBeGreaterThan(20_000);
+    expect(next.n).toBe("b0");
+    expect(decodeFlumeEvent(b.records[19].value).body.toString().startsWith("b19:")).toBe(true);
+  });
+
+  test("concurrent takes: a response is kept while another open take holds its records, and a rolled-back take's records wait in it", () => {
+    const a = response(flumeValues(20, "a"));
+    const b = response(flumeValues(20, "b"), 20);
+    const c = response(flumeValues(20, "c"), 40);
+    const responses = new TakenResponses();
+    const copies = new ValueCopies();
+    // Runner 1 takes a0..a9, runner 2 takes a10..b4; runner 2 commits first.
+    const one = a.records.slice(0, 10);
+    const two = [...a.records.slice(10), ...b.records.slice(0, 5)];
+    one.forEach((m) => take(responses, copies, m));
+    two.forEach((m) => take(responses, copies, m));
+    responses.committed(two);
+    expect(a.body.length).toBeGreaterThan(20_000);
+    // Runner 1 rolls back; its records are taken again (not counted again) by runner 3, with the rest of b and c0.
+    const three = [...one, ...b.records.slice(5), c.records[0]];
+    const again = three.map((m, i) => take(responses, copies, m, i >= one.length));
+    expect(again.slice(0, 10).map((e) => e.n)).toEqual(one.map((_, i) => `a${i}`));
+    // Another commit while runner 3 is open frees nothing it holds.
+    responses.committed([]);
+    expect(a.body.length).toBeGreaterThan(20_000);
+    expect(b.body.length).toBeGreaterThan(20_000);
+    responses.committed(three);
+    expect(a.body.length).toBe(0);
+    expect(b.body.length).toBe(0);
+    expect(c.body.length).toBeGreaterThan(20_000);
+    expect(again.map((e) => e.n)).toEqual([...one.map((_, i) => `a${i}`), ...Array.from({ length: 15 }, (_, i) => `b${i + 5}`), "c0"]);
+    expect(again[25].body.startsWith("c0:")).toBe(true);
+  });
+
+  test("copies of values over a quarter of a slab get buffers of their own, the rest share slabs", () => {
+    const big = response(["y".repeat(20_000), "z".repeat(100), "w".repeat(100)]);
+    const copies = new ValueCopies();
+    const [y, z, w] = big.records.map((m) => copies.copy(m));
+    expect(y.toString()).toBe("y".repeat(20_000));
+    expect(y.buffer).not.toBe(z.buffer);
+    expect(z.buffer).toBe(w.buffer);
+    expect(z.buffer).not.toBe(big.body.buffer);
+    expect(w.toString()).toBe("w".repeat(100));
+  });
+});
+
+describe("a sent record batch freed once its request was answered", () => {
+  test("only a buffer that is all of its memory and not small is freed", () => {
+    const whole = Buffer.allocUnsafe(100_000);
+    const part = Buffer.alloc(100_000).subarray(0, 50_000);
+    const small = Buffer.alloc(1_000);
+    freeIfWhole(whole);
+    freeIfWhole(part);
+    freeIfWhole(small);
+    expect(whole.length).toBe(0);
+    expect(part.length).toBe(50_000);
+    expect(small.length).toBe(1_000);
   });
 });

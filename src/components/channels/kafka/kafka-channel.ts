@@ -27,6 +27,7 @@ import { DeadLetters } from "../../../kafka/dead-letters.ts";
 import { flumeEventSize } from "../../../kafka/flume-event.ts";
 import { KafkaPublisher, type KafkaRecord } from "../../../kafka/producer.ts";
 import { type BadRecordHandler, eventOfRecord, where } from "../../../kafka/records.ts";
+import { TakenResponses, ValueCopies } from "../../../kafka/response-release.ts";
 import type { ConsumerSettings, ProducerSettings } from "../../../kafka/settings.ts";
 import { TakenOffsets } from "./taken-offsets.ts";
 
@@ -68,6 +69,9 @@ export class KafkaChannel implements Channel {
   private readonly poller: KafkaPoller;
   private readonly putListeners = new PutListeners();
   private readonly offsets = new TakenOffsets<KafkaMessage, Event>();
+  /** Takes' events hold copies of the values; a fetch response is freed once no take or buffered record needs it. */
+  private readonly responses = new TakenResponses();
+  private readonly copies = new ValueCopies();
   /** Takes that were no event, logged once however often a rolled-back take reads them again. */
   private readonly badSeen = new BadRecordsSeen();
   /** Sends and offset commits in flight. */
@@ -157,6 +161,7 @@ export class KafkaChannel implements Channel {
     await (how === "crash" ? this.poller.crash() : this.poller.close());
     await this.publisher.close();
     this.offsets.clear();
+    this.responses.clear();
     this.badSeen.clear();
     this.inFlight = 0;
     this.unfetched = 0;
@@ -185,9 +190,9 @@ export class KafkaChannel implements Channel {
       const m = this.poller.takeOne();
       if (!m) return null;
       tx.takes.push(m);
-      this.offsets.taken(m);
+      if (this.offsets.taken(m)) this.responses.taken(m.bytes);
       const parse = this.options.parseAsFlumeEvent;
-      const e = eventOfRecord(m, parse, this.label, this.logger, parse ? (tx.onBad ??= this.badRecordHandler(tx)) : undefined);
+      const e = eventOfRecord(m, parse, this.label, this.logger, parse ? (tx.onBad ??= this.badRecordHandler(tx)) : undefined, this.copies.copy(m));
       tx.taken.push(e);
       // A record that is no event is logged and skipped; its offset is committed with the take.
       if (e) return e;
@@ -266,6 +271,7 @@ export class KafkaChannel implements Channel {
       throw new ChannelException(`${this.label}: committing the offsets of ${tx.takes.length} taken records failed: ${messageOf(err)}`, { cause: err });
     }
     this.counter.values.KafkaCommitTimer += Date.now() - started;
+    this.responses.committed(tx.takes);
     let events = 0;
     for (let i = 0; i < tx.taken.length; i++) {
       if (tx.taken[i]) events++;

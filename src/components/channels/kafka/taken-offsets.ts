@@ -38,12 +38,14 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
     return s;
   }
 
-  /** A record handed to a transaction. */
-  taken(r: R): void {
+  /** A record handed to a transaction; false when it was taken before (rolled back, or its offset commit failed). */
+  taken(r: R): boolean {
     const s = this.state(r);
+    const held = s.held.size;
     s.held.add(r.offset);
     // Committed once already, if an offset commit failed and the take was rolled back: pending again.
-    if (s.done.size > 0) s.done.delete(r.offset);
+    const again = s.done.size > 0 && s.done.delete(r.offset);
+    return s.held.size > held && !again;
   }
 
   /**
