@@ -11,12 +11,11 @@
  * crc32c, compressionsAlgorithmsByBitmask, and Connection.send(apiKey, apiVersion,
  * createPayload, parser, requestTags, responseTags, cb).
  */
+import { asLibraryApi, type Callback, type LibraryApi, replaceApi } from "./api-hook.ts";
 import type { KafkaModule } from "./client.ts";
 import { FIRST_FETCH_VERSION, LAST_FETCH_VERSION, parseFetchResponse } from "./fetch-response.ts";
 import type { Crc32c, Inflate } from "./record-batch-reader.ts";
 import { noteResponseBody } from "./response-release.ts";
-
-type Callback = (error: Error | null, payload?: unknown) => void;
 
 interface ReaderLike {
   position: number;
@@ -30,9 +29,7 @@ interface ConnectionLike {
   send(apiKey: number, apiVersion: number, createPayload: () => unknown, parser: ResponseParser, requestTags: boolean, responseTags: boolean, callback: Callback): void;
 }
 
-type FetchApi = ((connection: ConnectionLike, ...args: unknown[]) => void) & { key: number; version: number; async?: unknown };
-
-type GetApi = (name: string, callback: (error: Error | null, api?: unknown) => void) => void;
+type FetchApi = ((connection: ConnectionLike, ...args: unknown[]) => void) & LibraryApi;
 
 type ResponseErrorClass = new (apiKey: number, apiVersion: number, errors: Record<string, [number, null]>, response: unknown) => Error;
 
@@ -62,28 +59,12 @@ function ownFetchApi(kafka: KafkaModule, api: FetchApi): FetchApi {
     const flexible = version >= 12;
     connection.send(api.key, version, () => createRequest(...args), fetchResponseParser(kafka, version), flexible, flexible, callback);
   }) as FetchApi;
-  own.key = api.key;
-  own.version = version;
-  own.async = api.async;
-  return own;
+  return asLibraryApi(own, api);
 }
 
 /** Makes `client` (a Consumer) read its Fetch responses with ours. */
 export function useOwnFetchReader(kafka: KafkaModule, client: object): void {
-  const slot = client as Record<symbol, GetApi>;
-  const getApi = slot[kafka.kGetApi].bind(client);
-  const made = new WeakMap<FetchApi, FetchApi>();
-  slot[kafka.kGetApi] = (name, callback) =>
-    getApi(name, (error, api) => {
-      if (error || name !== "Fetch" || typeof api !== "function") {
-        callback(error, api);
-        return;
-      }
-      const library = api as FetchApi;
-      let own = made.get(library);
-      if (!own) made.set(library, (own = ownFetchApi(kafka, library)));
-      callback(null, own);
-    });
+  replaceApi<FetchApi>(kafka, client, "Fetch", (library) => ownFetchApi(kafka, library));
 }
 
 interface Pool {

@@ -5,7 +5,7 @@
  * one map block (count, entries, 0), then the body.
  */
 import { type Event, readHeaders } from "../core/event.ts";
-import { AvroReader, longSize } from "../rpc/binary.ts";
+import { AvroReader, longSize, writeLongAt } from "../rpc/binary.ts";
 import { readEvent } from "../rpc/messages.ts";
 
 /** A string's UTF-8 length: its length when it is ASCII (header names and values mostly are). */
@@ -15,19 +15,9 @@ function utf8Length(s: string): number {
 }
 
 /** A non-negative Avro long (zig-zag varint). */
-function writeCount(buf: Buffer, pos: number, n: number): number {
-  let z = n * 2;
-  while (z >= 128) {
-    buf[pos++] = (z % 128) | 0x80;
-    z = Math.floor(z / 128);
-  }
-  buf[pos++] = z;
-  return pos;
-}
-
 function writeString(buf: Buffer, pos: number, s: string): number {
   const n = utf8Length(s);
-  pos = writeCount(buf, pos, n);
+  pos = writeLongAt(buf, pos, n);
   if (n === s.length) for (let i = 0; i < n; i++) buf[pos + i] = s.charCodeAt(i);
   else buf.write(s, pos, n, "utf8");
   return pos + n;
@@ -54,7 +44,7 @@ export function writeFlumeEvent(buf: Buffer, pos: number, e: Event): number {
   let count = 0;
   for (const _ in headers) count++;
   if (count > 0) {
-    pos = writeCount(buf, pos, count);
+    pos = writeLongAt(buf, pos, count);
     for (const k in headers) {
       pos = writeString(buf, pos, k);
       pos = writeString(buf, pos, headers[k]);
@@ -62,7 +52,7 @@ export function writeFlumeEvent(buf: Buffer, pos: number, e: Event): number {
   }
   buf[pos++] = 0;
   const body = e.body;
-  pos = writeCount(buf, pos, body.length);
+  pos = writeLongAt(buf, pos, body.length);
   buf.set(body, pos);
   return pos + body.length;
 }

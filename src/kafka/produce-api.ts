@@ -11,12 +11,11 @@
  * Writer.create/append, the produceV3..V11 namespaces' parseResponse, and
  * Connection.send(apiKey, apiVersion, createPayload, parser, requestTags, responseTags, cb).
  */
+import { asLibraryApi, type Callback, type LibraryApi, replaceApi } from "./api-hook.ts";
 import type { KafkaModule } from "./client.ts";
 import { encodeFlumeEvent } from "./flume-event.ts";
 import { type BatchProducer, encodeProduceRequest, type ProduceMessage } from "./record-batch.ts";
 import { freeIfWhole } from "./response-release.ts";
-
-type Callback = (error: Error | null, payload?: unknown) => void;
 
 interface WriterLike {
   context: Record<string, unknown>;
@@ -34,9 +33,7 @@ interface ProduceOptions extends BatchProducer {
   transactionalId?: string | null;
 }
 
-type ProduceApi = ((connection: ConnectionLike, acks: number, timeout: number, messages: ProduceMessage[], options: ProduceOptions, callback: Callback) => void) & { key: number; version: number; async?: unknown };
-
-type GetApi = (name: string, callback: (error: Error | null, api?: unknown) => void) => void;
+type ProduceApi = ((connection: ConnectionLike, acks: number, timeout: number, messages: ProduceMessage[], options: ProduceOptions, callback: Callback) => void) & LibraryApi;
 
 const FIRST = 3;
 const LAST = 11;
@@ -84,26 +81,10 @@ function ownProduceApi(kafka: KafkaModule, api: ProduceApi): ProduceApi {
     };
     connection.send(api.key, version, payload, parse, flexible, flexible, done);
   }) as ProduceApi;
-  own.key = api.key;
-  own.version = version;
-  own.async = api.async;
-  return own;
+  return asLibraryApi(own, api);
 }
 
 /** Makes `client` (a Producer) write its Produce requests with our encoder. */
 export function useOwnRecordBatches(kafka: KafkaModule, client: object): void {
-  const slot = client as Record<symbol, GetApi>;
-  const getApi = slot[kafka.kGetApi].bind(client);
-  const made = new WeakMap<ProduceApi, ProduceApi>();
-  slot[kafka.kGetApi] = (name, callback) =>
-    getApi(name, (error, api) => {
-      if (error || name !== "Produce" || typeof api !== "function") {
-        callback(error, api);
-        return;
-      }
-      const library = api as ProduceApi;
-      let own = made.get(library);
-      if (!own) made.set(library, (own = ownProduceApi(kafka, library)));
-      callback(null, own);
-    });
+  replaceApi<ProduceApi>(kafka, client, "Produce", (library) => ownProduceApi(kafka, library));
 }

@@ -16,7 +16,7 @@ import type { Event } from "../core/event.ts";
 import { crc32c as jsCrc32c } from "../io/crc32c.ts";
 import { writeFlumeEvent } from "./flume-event.ts";
 // Kafka's varints are Avro's zig-zag longs.
-import { longSize as varintSize } from "../rpc/binary.ts";
+import { longSize as varintSize, writeLongAt as writeVarint } from "../rpc/binary.ts";
 
 /** A record as the library's Producer hands it to the Produce API (after its serializers and partitioner). */
 export interface ProduceMessage {
@@ -54,16 +54,6 @@ const crcOurs: Crc32c = (b) => jsCrc32c(b, 0, b.length);
 const BATCH_HEADER = 61;
 /** From baseOffset to the CRC: what the CRC does not cover. */
 const CRC_FROM = 21;
-
-function writeVarint(buf: Buffer, pos: number, n: number): number {
-  let z = n >= 0 ? n * 2 : -n * 2 - 1;
-  while (z >= 128) {
-    buf[pos++] = (z % 128) | 0x80;
-    z = Math.floor(z / 128);
-  }
-  buf[pos++] = z;
-  return pos;
-}
 
 function writeUvarint(buf: Buffer, pos: number, n: number): number {
   while (n >= 128) {

@@ -134,6 +134,17 @@ export function longSize(n: number): number {
   return size;
 }
 
+/** Writes `n` as a zigzag varint (Avro's long, Kafka's varint) at `pos` of a buffer sized with longSize; returns the position after it. */
+export function writeLongAt(buf: Buffer, pos: number, n: number): number {
+  let z = n >= 0 ? n * 2 : -n * 2 - 1;
+  while (z >= 128) {
+    buf[pos++] = (z % 128) | 0x80;
+    z = Math.floor(z / 128);
+  }
+  buf[pos++] = z;
+  return pos;
+}
+
 /** Writes into a buffer sized by the caller; grows only if the estimate was short. */
 export class AvroWriter {
   buf: Buffer;
