@@ -56,7 +56,8 @@ a1.sinks.k1.kafka.producer.acks = all
 `;
 }
 
-function sourceConf(bootstrap: string, topic: string, group: string): string {
+/** `extra`: more source properties (scripts/bench/_kafka-ab.ts compares settings with it). */
+export function sourceConf(bootstrap: string, topic: string, group: string, extra = ""): string {
   return `a1.sources = r1
 a1.channels = c1
 a1.sinks = k1
@@ -68,10 +69,10 @@ a1.sources.r1.kafka.consumer.group.id = ${group}
 a1.sources.r1.kafka.consumer.auto.offset.reset = earliest
 a1.sources.r1.batchSize = 1000
 a1.sources.r1.batchDurationMillis = 100
-${MEMORY}${NULL_SINK}`;
+${extra}${MEMORY}${NULL_SINK}`;
 }
 
-function channelConf(bootstrap: string, topic: string): string {
+export function channelConf(bootstrap: string, topic: string): string {
   return `${stressSource()}a1.channels.c1.type = org.apache.flume.channel.kafka.KafkaChannel
 a1.channels.c1.kafka.bootstrap.servers = ${bootstrap}
 a1.channels.c1.kafka.topic = ${topic}

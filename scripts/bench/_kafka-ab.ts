@@ -1,7 +1,7 @@
 /**
  * A/B of the Kafka source and channel between two agent binaries, on one broker, alternating
  * runs (the machine is shared: rates swing, CPU per event less so):
- *   bun scripts/bench/kafka-ab.ts <before-binary> <after-binary>
+ *   bun scripts/bench/_kafka-ab.ts <before-binary> <after-binary>
  * BENCH_EVENTS records (default 1,000,000) are written once with ProducerPerformance; each run
  * reads them with a fresh group. Prints rate, agent CPU (user+sys) per event and peak RSS.
  * AB_MODES=source,channel picks the pipelines; AB_SOURCE_EXTRA_BEFORE / _AFTER add source
@@ -16,6 +16,7 @@ import { startFlume } from "../../test/support/flume.ts";
 import { FLUME_KAFKA } from "../../test/support/jvm-artifacts.ts";
 import { kafkaTool, startKafka } from "../../test/support/kafka.ts";
 import { cpuMs, fmt, freePort, peakRssMb } from "./_util.ts";
+import { channelConf, sourceConf } from "./kafka.ts";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -83,30 +84,6 @@ async function run(binary: string, conf: string, group: string, key: string): Pr
   return { rate: EVENTS / ((last - first) / 1000), rss: peak, cpu: cpu1 - cpu0 };
 }
 
-const MEMORY = "a1.channels.c1.type = memory\na1.channels.c1.capacity = 10000\na1.channels.c1.transactionCapacity = 1000\n";
-const NULL_SINK = "a1.sinks.k1.type = null\na1.sinks.k1.batchSize = 1000\na1.sinks.k1.channel = c1\n";
-const source = (bootstrap: string, topic: string, group: string, extra: string) => `a1.sources = r1\na1.channels = c1\na1.sinks = k1
-a1.sources.r1.type = org.apache.flume.source.kafka.KafkaSource
-a1.sources.r1.channels = c1
-a1.sources.r1.kafka.bootstrap.servers = ${bootstrap}
-a1.sources.r1.kafka.topics = ${topic}
-a1.sources.r1.kafka.consumer.group.id = ${group}
-a1.sources.r1.kafka.consumer.auto.offset.reset = earliest
-a1.sources.r1.batchSize = 1000
-a1.sources.r1.batchDurationMillis = 100
-${extra}${MEMORY}${NULL_SINK}`;
-const channel = (bootstrap: string, topic: string) => `a1.sources = r1\na1.channels = c1\na1.sinks = k1
-a1.sources.r1.type = org.apache.flume.source.StressSource
-a1.sources.r1.size = 100
-a1.sources.r1.maxTotalEvents = ${EVENTS}
-a1.sources.r1.batchSize = 1000
-a1.sources.r1.channels = c1
-a1.channels.c1.type = org.apache.flume.channel.kafka.KafkaChannel
-a1.channels.c1.kafka.bootstrap.servers = ${bootstrap}
-a1.channels.c1.kafka.topic = ${topic}
-a1.channels.c1.transactionCapacity = 1000
-${NULL_SINK}`;
-
 const dir = mkdtempSync(path.join(tmpdir(), "kafka-ab-"));
 const kafka = await startKafka();
 try {
@@ -123,10 +100,10 @@ try {
         let r;
         if (mode === "channel") {
           await kafka.createTopic(`ch${n}`);
-          writeFileSync(file, channel(kafka.bootstrap, `ch${n}`));
+          writeFileSync(file, channelConf(kafka.bootstrap, `ch${n}`));
           r = await run(binary, file, "CHANNEL.c1", "EventTakeSuccessCount");
         } else {
-          writeFileSync(file, source(kafka.bootstrap, "perf", `g${n}`, (process.env[`AB_SOURCE_EXTRA_${name.toUpperCase()}`] ?? "").replaceAll("\\n", "\n")));
+          writeFileSync(file, sourceConf(kafka.bootstrap, "perf", `g${n}`, (process.env[`AB_SOURCE_EXTRA_${name.toUpperCase()}`] ?? "").replaceAll("\\n", "\n")));
           r = await run(binary, file, "SOURCE.r1", "EventAcceptedCount");
         }
         console.log(`${mode.padEnd(8)} ${name.padEnd(7)} ${fmt(r.rate).padStart(9)}/s  CPU ${(r.cpu / 1000).toFixed(2)} s (${((r.cpu * 1e6) / EVENTS / 1000).toFixed(2)} µs/event)  peak RSS ${r.rss.toFixed(0)} MB`);
