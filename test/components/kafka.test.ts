@@ -6,13 +6,14 @@
 import { expect } from "bun:test";
 import type { KafkaChannel } from "../../src/components/channels/kafka/index.ts";
 import type { KafkaSource } from "../../src/components/sources/kafka.ts";
+import type { KafkaPoller } from "../../src/kafka/consumer.ts";
 import { bodyText, createEvent, type Event } from "../../src/core/event.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { waitUntil } from "../support/helpers.ts";
 import { needsJvm } from "../support/jvm.ts";
 import { consoleConsume, consoleProduce } from "../support/kafka.ts";
-import { cleanupsAfterEach, kafkaChannel, kafkaForFile, kafkaSink, kafkaSource, putEvents as put, takeEvents } from "../support/kafka-tests.ts";
+import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFile, kafkaSink, kafkaSource, putEvents as put, takeEvents } from "../support/kafka-tests.ts";
 
 const kafka = kafkaForFile({ autoCreateTopics: false });
 const cleanups = cleanupsAfterEach();
@@ -368,6 +369,70 @@ needsJvm.test(
   240_000,
 );
 
+/** The source's consumer, reached into: its takes counted, its offset commits held at the broker's door until released or dropped. */
+function holdCommits(r: KafkaSource) {
+  const poller = (r as unknown as { poller: KafkaPoller }).poller;
+  const consumer = (poller as unknown as { consumer: { commit(o: unknown): Promise<void> } }).consumer;
+  const commit = consumer.commit.bind(consumer);
+  const held: { send(): void; drop(err: Error): void }[] = [];
+  const take = poller.take.bind(poller);
+  const spy = {
+    takes: 0,
+    get waiting() {
+      return held.length;
+    },
+    /** Sends the held commits to the broker. */
+    release: () => held.splice(0).forEach((h) => h.send()),
+    /** The held commits fail unsent, as when the process dies. */
+    drop: () => held.splice(0).forEach((h) => h.drop(new Error("connection lost"))),
+  };
+  poller.take = (max: number) => {
+    spy.takes++;
+    return take(max);
+  };
+  consumer.commit = (o: unknown) => new Promise<void>((resolve, reject) => held.push({ send: () => void commit(o).then(resolve, reject), drop: reject }));
+  return { poller, spy };
+}
+
+needsJvm.test(
+  "a batch's offsets are committed while the next batch is read, and the next batch goes to the channel only once that commit ended: a crash re-reads at most one batch, and skips none",
+  async () => {
+    const topic = await newTopic();
+    const all = Array.from({ length: 30 }, (_, i) => `m${i}`);
+    await consoleProduce(kafka, topic, all);
+    const props = { "kafka.topics": topic, "kafka.consumer.group.id": `g-${topic}`, batchSize: "10", "kafka.consumer.session.timeout.ms": "6000", "kafka.consumer.heartbeat.interval.ms": "1000" };
+    const logger = new MemoryLogger();
+    const a = source(props, undefined, logger);
+    await a.source.start();
+    const { poller, spy } = holdCommits(a.source);
+    // Two batches fetched: each process() below takes a whole one.
+    await waitUntil(() => poller.buffered >= 20, "the records fetched", 60_000, 10);
+    expect(await a.source.process()).toBe("READY");
+    expect((await takeEvents(a.channel)).map(bodyText)).toEqual(all.slice(0, 10));
+    expect(spy.waiting).toBe(1);
+    // The next batch is taken and made into events while the first batch's commit is out...
+    const second = a.source.process();
+    await waitUntil(() => spy.takes >= 2, "the second batch taken while the first commit is held", 60_000, 10);
+    // ...and waits for it before the channel: never two batches in the channel with uncommitted offsets.
+    expect(a.channel.counter.values.ChannelSize).toBe(0);
+    spy.release();
+    expect(await second).toBe("READY");
+    expect((await takeEvents(a.channel)).map(bodyText)).toEqual(all.slice(10, 20));
+    // The second batch is in the channel, its commit out: the process dies now.
+    expect(spy.waiting).toBe(1);
+    spy.drop();
+    await poller.crash();
+    await waitUntil(() => logger.lines.some((l) => l.level === "warn" && l.message.endsWith("committing offsets failed (connection lost); those 10 events may be read again")), "the failed commit logged", 10_000, 10);
+
+    // The next member of the group reads the second batch again (its commit never landed), nothing of the first, and the rest.
+    const b = source(props, undefined, undefined, "r2");
+    await b.source.start();
+    const got = await pollUntil(b.source, b.channel, 20);
+    expect(got.map(bodyText)).toEqual(all.slice(10));
+  },
+  240_000,
+);
+
 function channel(props: Record<string, string>, name = "kc", logger?: MemoryLogger): KafkaChannel {
   return kafkaChannel({ "kafka.bootstrap.servers": kafka.bootstrap, ...props }, { cleanups, name, logger });
 }
@@ -568,9 +633,12 @@ needsJvm.test(
   async () => {
     const topic = await newTopic();
     await consoleProduce(kafka, topic, ["before"]);
-    const { source: r, channel, logger } = source({ "kafka.topics": topic, "kafka.consumer.group.id": `g-${topic}`, "kafka.consumer.session.timeout.ms": "6000", "kafka.consumer.request.timeout.ms": "5000" });
+    const group = `g-${topic}`;
+    const { source: r, channel, logger } = source({ "kafka.topics": topic, "kafka.consumer.group.id": group, "kafka.consumer.session.timeout.ms": "6000", "kafka.consumer.request.timeout.ms": "5000" });
     await r.start();
     expect((await pollUntil(r, channel, 1)).map(bodyText)).toEqual(["before"]);
+    // Its offset commit goes while the source reads on: landed before the broker dies.
+    await waitUntil(async () => (await committedOffset(kafka.bootstrap, group, topic)) === 1, "the offset after before committed", 60_000, 50);
     const node = kafka.nodes[0];
     await node.peer.kill("SIGKILL");
     // Polled while the broker is down: nothing, and no crash.

@@ -145,3 +145,16 @@ export async function takeEvents(channel: Channel, into: Event[] = [], max = 100
   tx.close();
   return into;
 }
+
+/** The offset a consumer group committed for a topic's partition, as the brokers have it (-1: none). */
+export async function committedOffset(bootstrap: string, group: string, topic: string, partition = 0): Promise<number> {
+  const { Admin } = await import("@platformatic/kafka");
+  const admin = new Admin({ clientId: "committed-offset", bootstrapBrokers: bootstrap.split(",") });
+  try {
+    const [answer] = await admin.listConsumerGroupOffsets({ groups: [group] });
+    const p = answer?.topics.find((t) => t.name === topic)?.partitions.find((x) => x.partitionIndex === partition);
+    return p ? Number(p.committedOffset) : -1;
+  } finally {
+    await admin.close();
+  }
+}

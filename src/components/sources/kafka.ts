@@ -60,6 +60,8 @@ export class KafkaSource extends BaseSource implements PollableSource {
   /** Bad records of the batch being read again (held, or refused by the channel): logged, counted and dead-lettered once. */
   private readonly badSeen = new BadRecordsSeen();
   private readonly responses = new ResponseRelease();
+  /** The offset commit of the last batch put, while it goes (it never fails: a failure is logged). */
+  private committing: Promise<void> | null = null;
   private readonly onBad = (m: KafkaMessage, error: KafkaBadRecordError): boolean => this.badSeen.report(m, error, this.deadLetters?.add);
   /** Whether any header.NAME maps a record header to an event header. */
   private readonly mapsHeaders: boolean;
@@ -178,6 +180,10 @@ export class KafkaSource extends BaseSource implements PollableSource {
     if (!(await this.sendDeadLetters(msgs))) return "BACKOFF";
     // Counted once the batch goes on: a batch held for its dead letters counts them only when they went, and a batch read again counts each once.
     this.counter.values.EventReadFail += this.badSeen.settle();
+    // The previous batch's offsets are committed (or their commit failed) before this batch goes to
+    // the channels: at any time one batch at most is in the channels with its offsets not committed,
+    // so a crash re-reads at most one batch, as Flume's source.
+    if (this.committing) await this.committing;
     if (events.length > 0) {
       const refused = await this.emitter.offer(events, `topics ${this.poller.topics.join(",")}`);
       if (refused) {
@@ -185,23 +191,35 @@ export class KafkaSource extends BaseSource implements PollableSource {
         return "BACKOFF";
       }
     }
-    await this.commit(msgs);
+    this.commit(msgs);
+    // The events hold copies: the responses are done with once the batch is in the channels (a batch in the channels is never given back).
     this.responses.committed(copied.sources);
     return "READY";
   }
 
-  /** Commits a batch's offsets once its channel transaction committed; a failure is logged (the batch may be read again). */
-  private async commit(msgs: readonly KafkaMessage[]): Promise<void> {
+  /**
+   * Commits a batch's offsets once its channel transaction committed, while the next batch is
+   * fetched and made into events (the commit's round trip was a fifth of the source's time);
+   * the next batch goes to the channels only once it ended. A failure is logged (the batch may
+   * be read again: the next batch's commit covers its offsets).
+   */
+  private commit(msgs: readonly KafkaMessage[]): void {
     // Held batches are given back at the head and read first: this batch, gone on, held every bad record seen.
     this.badSeen.clear();
     const started = Date.now();
-    try {
-      await this.poller.commit(msgs);
-      this.counter.values.KafkaCommitTimer += Date.now() - started;
-    } catch (err) {
-      // In the channels already; an offset commit that failed only means a re-read (at least once).
-      this.logger.warn(`${this.label}: committing offsets failed (${messageOf(err)}); those ${msgs.length} events may be read again`);
-    }
+    const done = this.poller.commit(msgs).then(
+      () => {
+        this.counter.values.KafkaCommitTimer += Date.now() - started;
+      },
+      (err: unknown) => {
+        // In the channels already; an offset commit that failed only means a re-read (at least once).
+        this.logger.warn(`${this.label}: committing offsets failed (${messageOf(err)}); those ${msgs.length} events may be read again`);
+      },
+    );
+    this.committing = done;
+    void done.then(() => {
+      if (this.committing === done) this.committing = null;
+    });
   }
 
   /**
