@@ -348,20 +348,27 @@ export class KafkaPoller {
 
   /** Commits the offsets after the given records (per partition, the last one's offset + 1). */
   commit(msgs: readonly KafkaMessage[]): Promise<void> {
+    return this.commitAll([msgs]);
+  }
+
+  /** Commits the offsets after the records of the given batches, in one request (per partition, the highest offset + 1). */
+  commitAll(batches: readonly (readonly KafkaMessage[])[]): Promise<void> {
     const consumer = this.consumer;
     if (!consumer) return Promise.reject(new Error(`${this.label}: the Kafka consumer is not connected; the offsets are not committed`));
     // The highest offset of each partition; records come in runs of one partition, looked up once a run.
     const last = new Map<string, Map<number, KafkaMessage>>();
-    let run: KafkaMessage | null = null;
-    for (const m of msgs) {
-      if (run !== null && m.partition === run.partition && m.topic === run.topic) {
-        if (m.offset > run.offset) run = m;
-        continue;
+    for (const msgs of batches) {
+      let run: KafkaMessage | null = null;
+      for (const m of msgs) {
+        if (run !== null && m.partition === run.partition && m.topic === run.topic) {
+          if (m.offset > run.offset) run = m;
+          continue;
+        }
+        if (run !== null) keepHighest(last, run);
+        run = m;
       }
       if (run !== null) keepHighest(last, run);
-      run = m;
     }
-    if (run !== null) keepHighest(last, run);
     const offsets = [...last.values()].flatMap((partitions) => [...partitions.values()]).map((m) => ({ topic: m.topic, partition: m.partition, offset: BigInt(m.offset + 1), leaderEpoch: m.leaderEpoch }));
     const done = this.committing.then(() => consumer.commit({ offsets }));
     this.committing = done.catch(() => {});
