@@ -439,6 +439,38 @@ needsJvm.test(
   240_000,
 );
 
+needsJvm.test(
+  "uncommittedBatches = 1 keeps Flume's bound: a batch goes to the channel only once the commit before it ended, so a crash re-reads one batch at most",
+  async () => {
+    const topic = await newTopic();
+    const all = Array.from({ length: 30 }, (_, i) => `u${i}`);
+    await consoleProduce(kafka, topic, all);
+    const props = { "kafka.topics": topic, "kafka.consumer.group.id": `g-${topic}`, batchSize: "10", uncommittedBatches: "1", "kafka.consumer.session.timeout.ms": "6000", "kafka.consumer.heartbeat.interval.ms": "1000" };
+    const a = source(props);
+    await a.source.start();
+    const { poller, spy } = holdCommits(a.source);
+    await waitUntil(() => poller.buffered >= 20, "the records fetched", 60_000, 10);
+    expect(await a.source.process()).toBe("READY");
+    expect((await takeEvents(a.channel)).map(bodyText)).toEqual(all.slice(0, 10));
+    // The second batch is read while the first commit is held, and waits for it before the channel.
+    const second = a.source.process();
+    await waitUntil(() => spy.takes > 1, "the second batch taken", 60_000, 10);
+    expect(a.channel.counter.values.ChannelSize).toBe(0);
+    spy.release();
+    expect(await second).toBe("READY");
+    expect(spy.asked).toEqual([[10], [20]]);
+    expect((await takeEvents(a.channel)).map(bodyText)).toEqual(all.slice(10, 20));
+    // The process dies with the second batch's commit held: the next member re-reads that batch only.
+    spy.drop();
+    await poller.crash();
+    const b = source(props, undefined, undefined, "r2");
+    await b.source.start();
+    const got = await pollUntil(b.source, b.channel, 20);
+    expect(got.map(bodyText)).toEqual(all.slice(10));
+  },
+  240_000,
+);
+
 function channel(props: Record<string, string>, name = "kc", logger?: MemoryLogger): KafkaChannel {
   return kafkaChannel({ "kafka.bootstrap.servers": kafka.bootstrap, ...props }, { cleanups, name, logger });
 }

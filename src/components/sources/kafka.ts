@@ -3,7 +3,7 @@
  * kafka.consumer.group.id reads kafka.topics (or every topic matching kafka.topics.regex), hands
  * up to batchSize events (waiting at most batchDurationMillis) to the channels as one batch, and
  * commits the batch's offsets only after the channel transaction committed, while it reads on
- * (see commitLater): a crash re-reads the batches not committed (MOST_UNCOMMITTED at most),
+ * (see commitLater): a crash re-reads the batches not committed (uncommittedBatches at most),
  * never skips one. A refused batch goes back to be offered again.
  */
 import type { SourceCounter } from "../../core/counters.ts";
@@ -26,9 +26,9 @@ import { builtIn } from "../registry.ts";
 import { BaseSource } from "./base.ts";
 
 /**
- * Batches in the channels whose offsets are not committed yet, at most: the next batch waits
- * for a commit to end. A crash re-reads at most these (Flume's source: one, as it waits for
- * each commit); more would let the source run further ahead of a slow broker.
+ * uncommittedBatches' default: batches in the channels whose offsets are not committed yet, at
+ * most; the next batch waits for a commit to end. A crash re-reads at most these (Flume's
+ * source: one, as it waits for each commit). 4 let commits overlap reads under load.
  */
 export const MOST_UNCOMMITTED = 4;
 
@@ -55,6 +55,8 @@ export interface KafkaSourceOptions {
   flumeHeaders: Readonly<Record<string, string>>;
   /** kafka.deadLetterTopic: where records that are no FlumeEvent go, and the producer that sends them there. */
   deadLetters?: { topic: string; producer: ProducerSettings };
+  /** Most batches in the channels with their offsets not committed (a crash re-reads at most these). */
+  uncommittedBatches: number;
 }
 
 export class KafkaSource extends BaseSource implements PollableSource {
@@ -194,8 +196,8 @@ export class KafkaSource extends BaseSource implements PollableSource {
     if (!(await this.sendDeadLetters(msgs))) return "BACKOFF";
     // Counted once the batch goes on: a batch held for its dead letters counts them only when they went, and a batch read again counts each once.
     this.counter.values.EventReadFail += this.badSeen.settle();
-    // At most MOST_UNCOMMITTED batches are in the channels with their offsets not committed (a crash re-reads at most these).
-    while (this.uncommitted >= MOST_UNCOMMITTED) await this.committing;
+    // At most uncommittedBatches batches are in the channels with their offsets not committed (a crash re-reads at most these).
+    while (this.uncommitted >= this.options.uncommittedBatches) await this.committing;
     if (events.length > 0) {
       const refused = await this.emitter.offer(events, `topics ${this.poller.topics.join(",")}`);
       if (refused) {
@@ -288,6 +290,7 @@ const props = {
   topicHeader: { type: "string", default: "topic", doc: "Header the topic goes to, with setTopicHeader" },
   timestampHeader: { type: "string", doc: "Header the record's Kafka timestamp goes to" },
   "kafka.deadLetterTopic": { type: "string", doc: "Ours, not Flume's: with useFlumeEventFormat, records that are no Avro FlumeEvent are sent to this topic (as they were, with headers flume.dlq.topic, flume.dlq.partition, flume.dlq.offset and flume.dlq.error) besides being logged, counted (EventReadFail) and skipped; the topic must exist" },
+  uncommittedBatches: { type: "int", default: MOST_UNCOMMITTED, min: 1, doc: "Ours, not Flume's: batches in the channels whose offsets may still be committing while the source reads on; a crash re-reads at most these. 1 is Flume 1.11's bound (one batch re-read)" },
   migrateZookeeperOffsets: { type: "boolean", default: true, doc: "Flume's ZooKeeper offset migration: no longer applies (Kafka keeps the offsets); accepted and ignored" },
 } as const;
 
@@ -377,6 +380,7 @@ export const definition = defineComponent({
       timestampHeader: o.timestampHeader || undefined,
       flumeHeaders: o.flumeHeaders,
       deadLetters: o["kafka.deadLetterTopic"] ? { topic: o["kafka.deadLetterTopic"], producer: deadLetterProducer(o, ctx, label, ctx.logger) } : undefined,
+      uncommittedBatches: o.uncommittedBatches,
     });
   },
 });
