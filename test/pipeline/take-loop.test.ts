@@ -169,3 +169,103 @@ describe("sink take loop", () => {
     expect(counter.ChannelReadFail).toBe(1);
   });
 });
+
+/** A promise settled from outside: a delivery the test acknowledges or fails when it wants. */
+function deferred(): { promise: Promise<void>; resolve(): void; reject(err: Error): void } {
+  let resolve!: () => void;
+  let reject!: (err: Error) => void;
+  const promise = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
+  return { promise, resolve, reject };
+}
+
+describe("sink take loop with batches in flight", () => {
+  function pipelined(inFlight: number) {
+    const deliveries: { bodies: string[]; ack: ReturnType<typeof deferred> }[] = [];
+    const failedWith: unknown[] = [];
+    const made = loop({
+      inFlight,
+      deliver: (events) => {
+        const ack = deferred();
+        deliveries.push({ bodies: bodies(events), ack });
+        return ack.promise;
+      },
+      failed: (err) => void failedWith.push(err),
+    });
+    return { ...made, deliveries, failedWith };
+  }
+
+  test("up to inFlight batches are taken before the first is acknowledged; each take commits when its own batch is", async () => {
+    const channel = await channelWith(9);
+    const { loop: l, counter, deliveries } = pipelined(2);
+    expect(await l.process(channel)).toBe("READY");
+    expect(await l.process(channel)).toBe("READY");
+    expect(l.inFlight).toBe(2);
+    expect(deliveries.map((d) => d.bodies)).toEqual([["e0", "e1", "e2"], ["e3", "e4", "e5"]]);
+    // A third call waits for a free place: the second batch is acknowledged first.
+    let third = false;
+    const next = l.process(channel).then((s) => ((third = true), s));
+    await Bun.sleep(5);
+    expect(third).toBe(false);
+    deliveries[1].ack.resolve();
+    expect(await next).toBe("READY");
+    expect(counter.EventDrainSuccessCount).toBe(3);
+    expect(deliveries[2].bodies).toEqual(["e6", "e7", "e8"]);
+    // The first take is still open: its events are not in the channel, and not drained.
+    expect(channel.size).toBe(0);
+    deliveries[0].ack.resolve();
+    deliveries[2].ack.resolve();
+    await l.settle();
+    expect(l.inFlight).toBe(0);
+    expect(l.maxUnsettled).toBe(2);
+    expect(counter).toMatchObject({ EventDrainAttemptCount: 9, EventDrainSuccessCount: 9, BatchCompleteCount: 3, EventWriteFail: 0 });
+    expect(await l.process(channel)).toBe("BACKOFF");
+    expect(channel.counter.values.EventTakeSuccessCount).toBe(9);
+  });
+
+  test("a batch in flight that fails is rolled back, and thrown by the next call once every batch in flight is settled", async () => {
+    const channel = await channelWith(6);
+    const { loop: l, counter, deliveries, failedWith } = pipelined(2);
+    await l.process(channel);
+    await l.process(channel);
+    const refused = new Error("OUT_OF_ORDER_SEQUENCE_NUMBER");
+    deliveries[0].ack.reject(new Error("connection closed"));
+    deliveries[1].ack.reject(refused);
+    const err = await l.process(channel).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EventDeliveryException);
+    expect((err as Error).message).toBe("sink k1: failed to deliver 3 events: connection closed; rolled back into channel c1 (and 1 more batch in flight, rolled back too)");
+    expect(failedWith).toHaveLength(2);
+    expect(counter).toMatchObject({ EventWriteFail: 2, EventDrainSuccessCount: 0 });
+    expect(l.inFlight).toBe(0);
+    // Nothing lost: both batches are back (the later one's rollback put it at the head).
+    expect(channel.size).toBe(6);
+    expect((await remaining(channel)).sort()).toEqual(["e0", "e1", "e2", "e3", "e4", "e5"]);
+    // The failure is thrown once.
+    expect(await l.process(channel)).toBe("BACKOFF");
+  });
+
+  test("settle() (a sink's stop) waits for every batch in flight: committed if acknowledged, else rolled back and logged", async () => {
+    const channel = await channelWith(6);
+    const { loop: l, counter, deliveries, logger } = pipelined(3);
+    await l.process(channel);
+    await l.process(channel);
+    let settled = false;
+    const stopping = l.settle().then(() => (settled = true));
+    await Bun.sleep(5);
+    expect(settled).toBe(false);
+    deliveries[0].ack.resolve();
+    deliveries[1].ack.reject(new Error("broker gone"));
+    await stopping;
+    expect(counter).toMatchObject({ EventDrainSuccessCount: 3, EventWriteFail: 1 });
+    expect(await remaining(channel)).toEqual(["e3", "e4", "e5"]);
+    expect(logger.lines.filter((line) => line.level === "warn").map((line) => line.message)).toEqual(["sink k1: failed to deliver 3 events: broker gone; rolled back into channel c1"]);
+  });
+
+  test("a batch that fails before it is handed to deliver fails its own call, as with one batch at a time", async () => {
+    const channel = await channelWith(5, 2);
+    const { loop: l, counter } = pipelined(2);
+    const err = await l.process(channel).catch((e: unknown) => e);
+    expect((err as Error).cause).toBeInstanceOf(ChannelException);
+    expect(counter.ChannelReadFail).toBe(1);
+    expect(channel.size).toBe(5);
+  });
+});
