@@ -1,4 +1,11 @@
 import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { definition as fileChannel } from "../../src/components/channels/file/index.ts";
+import { definition as spillableChannel } from "../../src/components/channels/spillable-memory/index.ts";
+import { componentContext } from "../../src/components/component.ts";
+import type { Channel } from "../../src/core/channel.ts";
 import { SinkCounter } from "../../src/core/counters.ts";
 import { ChannelException, EventDeliveryException } from "../../src/core/errors.ts";
 import { createEvent, type Event } from "../../src/core/event.ts";
@@ -268,4 +275,57 @@ describe("sink take loop with batches in flight", () => {
     expect(counter.ChannelReadFail).toBe(1);
     expect(channel.size).toBe(5);
   });
+});
+
+describe("batches in flight on the durable channels", () => {
+  // Each take is its own transaction: the file and spillable channels take several at once (as Flume's, for several sinks).
+  for (const [type, props] of [
+    ["file", { capacity: "1000", transactionCapacity: "3" }],
+    ["spillablememory", { memoryCapacity: "4", overflowCapacity: "1000", transactionCapacity: "3" }],
+  ] as const) {
+    test(`${type} channel: two takes in flight, the later acknowledged first, the earlier failed: nothing lost`, async () => {
+      const def = type === "file" ? fileChannel : spillableChannel;
+      const dir = mkdtempSync(path.join(os.tmpdir(), `flume-take-loop-${type}-`));
+      const { options, errors } = def.parse({ checkpointDir: path.join(dir, "checkpoint"), dataDirs: path.join(dir, "data"), ...props });
+      expect(errors).toEqual([]);
+      const channel = def.create(options as never, componentContext("c1", { agentName: "a1" })) as Channel;
+      await channel.start();
+      try {
+        for (let i = 0; i < 6; i += 3) {
+          const tx = channel.getTransaction();
+          tx.begin();
+          for (let j = i; j < i + 3; j++) tx.put(createEvent(`e${j}`));
+          await tx.commit();
+          tx.close();
+        }
+        const acks: ReturnType<typeof deferred>[] = [];
+        const seen: string[][] = [];
+        const { loop: l, counter } = loop({
+          inFlight: 2,
+          deliver: (events) => {
+            seen.push(bodies(events));
+            const ack = deferred();
+            acks.push(ack);
+            return ack.promise;
+          },
+        });
+        expect(await l.process(channel)).toBe("READY");
+        expect(await l.process(channel)).toBe("READY");
+        acks[1].resolve();
+        acks[0].reject(new Error("refused"));
+        await expect(l.process(channel)).rejects.toThrow("sink k1: failed to deliver 3 events: refused; rolled back into channel c1");
+        expect(counter.EventDrainSuccessCount).toBe(3);
+        // The failed batch is back and is taken again.
+        expect(await l.process(channel)).toBe("READY");
+        acks[2].resolve();
+        await l.settle();
+        expect(seen).toEqual([["e0", "e1", "e2"], ["e3", "e4", "e5"], ["e0", "e1", "e2"]]);
+        expect(counter.EventDrainSuccessCount).toBe(6);
+        expect(await l.process(channel)).toBe("BACKOFF");
+      } finally {
+        await channel.stop();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  }
 });

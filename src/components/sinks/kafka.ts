@@ -34,8 +34,10 @@ export interface KafkaSinkOptions {
 
 /**
  * Batches in flight when kafka.producer.max.in.flight.requests.per.connection is not set.
- * Measured (100-byte events, batches of 1,000, acks=all, one broker): 2 overlaps the broker's
- * acknowledgement of one batch with the taking and encoding of the next.
+ * Measured (stress -> memory -> this sink, 100-byte events, batches of 1,000, acks=all, one
+ * local broker, alternated runs): 2 overlaps the broker's acknowledgement of one batch with the
+ * taking and encoding of the next, about 1.4x the rate of 1 at the same CPU per event; 3 gained
+ * nothing over 2.
  */
 export const DEFAULT_BATCHES_IN_FLIGHT = 2;
 
