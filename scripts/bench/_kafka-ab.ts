@@ -1,11 +1,14 @@
 /**
- * A/B of the Kafka source and channel between two agent binaries, on one broker, alternating
+ * A/B of the Kafka source, channel and sink between agent binaries, on one broker, alternating
  * runs (the machine is shared: rates swing, CPU per event less so):
  *   bun scripts/bench/_kafka-ab.ts <before-binary> <after-binary>
+ *   bun scripts/bench/_kafka-ab.ts n1=<binary> n2=<binary> ...   (named sides, any number)
  * BENCH_EVENTS records (default 1,000,000) are written once with ProducerPerformance; each run
  * reads them with a fresh group. Prints rate, agent CPU (user+sys) per event and peak RSS.
- * AB_MODES=source,channel picks the pipelines; AB_SOURCE_EXTRA_BEFORE / _AFTER add source
- * properties to one side (e.g. kafka.consumer.fetch.max.bytes, to compare fetch sizes).
+ * AB_MODES=source,channel,sink picks the pipelines (sink: stress -> memory -> Kafka sink, as
+ * the benchmark); AB_SOURCE_EXTRA_<SIDE> / AB_SINK_EXTRA_<SIDE> add source / sink properties
+ * to one side (e.g. kafka.consumer.fetch.max.bytes; a sink's
+ * a1.sinks.k1.kafka.producer.max.in.flight.requests.per.connection = 1).
  * AB_FLUME=1 adds a Flume 1.11 agent (the same configuration) to each run, measured alike.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -16,11 +19,17 @@ import { startFlume } from "../../test/support/flume.ts";
 import { FLUME_KAFKA } from "../../test/support/jvm-artifacts.ts";
 import { kafkaTool, startKafka } from "../../test/support/kafka.ts";
 import { cpuMs, fmt, freePort, peakRssMb } from "./_util.ts";
-import { channelConf, sourceConf } from "./kafka.ts";
+import { channelConf, sinkConf, sourceConf } from "./kafka.ts";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
-const [before, after] = process.argv.slice(2);
+const args = process.argv.slice(2);
+/** [name, binary]: before and after for two bare paths, else name=binary. */
+const sides: [string, string][] = args.map((a, i) => {
+  const eq = a.indexOf("=");
+  return eq > 0 ? [a.slice(0, eq), a.slice(eq + 1)] : [args.length === 2 ? ["before", "after"][i] : `side${i + 1}`, a];
+});
+const extra = (kind: string, side: string) => (process.env[`AB_${kind}_EXTRA_${side.toUpperCase()}`] ?? "").replaceAll("\\n", "\n");
 
 /** An agent's process, its /metrics, and how to stop it. */
 interface Agent {
@@ -87,23 +96,26 @@ async function run(binary: string, conf: string, group: string, key: string): Pr
 const dir = mkdtempSync(path.join(tmpdir(), "kafka-ab-"));
 const kafka = await startKafka();
 try {
-  await kafka.createTopic("perf");
-  await kafkaTool(kafka.classpath, "org.apache.kafka.tools.ProducerPerformance", ["--topic", "perf", "--num-records", String(EVENTS), "--record-size", "100", "--throughput", "-1", "--producer-props", `bootstrap.servers=${kafka.bootstrap}`, "acks=all", "linger.ms=5"], { timeoutMs: 300_000, jvmArgs: ["-Xmx512m"] });
   const modes = (process.env.AB_MODES ?? "source,channel").split(",");
+  // The source reads these records; the channel and the sink write their own.
+  if (modes.includes("source")) await kafka.createTopic("perf");
+  if (modes.includes("source")) await kafkaTool(kafka.classpath, "org.apache.kafka.tools.ProducerPerformance", ["--topic", "perf", "--num-records", String(EVENTS), "--record-size", "100", "--throughput", "-1", "--producer-props", `bootstrap.servers=${kafka.bootstrap}`, "acks=all", "linger.ms=5"], { timeoutMs: 300_000, jvmArgs: ["-Xmx512m"] });
   let n = 0;
   for (let i = 0; i < RUNS; i++) {
-    const sides: [string, string][] = [["before", before], ["after", after]];
-    if (process.env.AB_FLUME) sides.push(["flume", "flume"]);
-    for (const [name, binary] of sides) {
+    for (const [name, binary] of process.env.AB_FLUME ? [...sides, ["flume", "flume"]] : sides) {
       for (const mode of modes) {
         const file = path.join(dir, `${++n}.conf`);
         let r;
-        if (mode === "channel") {
+        if (mode === "sink") {
+          await kafka.createTopic(`sink${n}`);
+          writeFileSync(file, sinkConf(kafka.bootstrap, `sink${n}`, extra("SINK", name)));
+          r = await run(binary, file, "SINK.k1", "EventDrainSuccessCount");
+        } else if (mode === "channel") {
           await kafka.createTopic(`ch${n}`);
           writeFileSync(file, channelConf(kafka.bootstrap, `ch${n}`));
           r = await run(binary, file, "CHANNEL.c1", "EventTakeSuccessCount");
         } else {
-          writeFileSync(file, sourceConf(kafka.bootstrap, "perf", `g${n}`, (process.env[`AB_SOURCE_EXTRA_${name.toUpperCase()}`] ?? "").replaceAll("\\n", "\n")));
+          writeFileSync(file, sourceConf(kafka.bootstrap, "perf", `g${n}`, extra("SOURCE", name)));
           r = await run(binary, file, "SOURCE.r1", "EventAcceptedCount");
         }
         console.log(`${mode.padEnd(8)} ${name.padEnd(7)} ${fmt(r.rate).padStart(9)}/s  CPU ${(r.cpu / 1000).toFixed(2)} s (${((r.cpu * 1e6) / EVENTS / 1000).toFixed(2)} µs/event)  peak RSS ${r.rss.toFixed(0)} MB`);

@@ -46,14 +46,15 @@ a1.sources.r1.channels = c1
 const MEMORY = "a1.channels.c1.type = memory\na1.channels.c1.capacity = 10000\na1.channels.c1.transactionCapacity = 1000\n";
 const NULL_SINK = "a1.sinks.k1.type = null\na1.sinks.k1.batchSize = 1000\na1.sinks.k1.channel = c1\n";
 
-function sinkConf(bootstrap: string, topic: string): string {
+/** `extra`: more sink properties (scripts/bench/_kafka-ab.ts compares settings with it). */
+export function sinkConf(bootstrap: string, topic: string, extra = ""): string {
   return `${stressSource()}${MEMORY}a1.sinks.k1.type = org.apache.flume.sink.kafka.KafkaSink
 a1.sinks.k1.channel = c1
 a1.sinks.k1.kafka.bootstrap.servers = ${bootstrap}
 a1.sinks.k1.kafka.topic = ${topic}
 a1.sinks.k1.flumeBatchSize = 1000
 a1.sinks.k1.kafka.producer.acks = all
-`;
+${extra}`;
 }
 
 /** `extra`: more source properties (scripts/bench/_kafka-ab.ts compares settings with it). */

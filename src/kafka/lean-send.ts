@@ -64,6 +64,7 @@ export type LeanRecord = ProduceMessage & { topic: string; key?: Buffer | null }
 export class LeanSender {
   private readonly internals: Internals;
   private info: ProducerInfo | null = null;
+  private initializing: Promise<ProducerInfo> | null = null;
   /** The idempotent producer's next sequence, per topic, per partition. */
   private readonly sequences = new Map<string, number[]>();
   /** The sticky partition of each topic's records that have neither partition nor key. */
@@ -85,21 +86,40 @@ export class LeanSender {
     const metadata = await promised<ClusterMetadata>((cb) => this.internals.metadata({ topics, autocreateTopics: true }, cb));
     const counts = new Map<string, number[]>();
     const byLeader = this.assign(records, metadata, counts);
-    if (this.idempotent && !this.info) {
-      const info = (await this.producer.initIdempotentProducer({})) as ProducerInfo;
-      this.info = { producerId: info.producerId, producerEpoch: info.producerEpoch };
-      this.sequences.clear();
-    }
-    const options = this.info ? { producerId: this.info.producerId, producerEpoch: this.info.producerEpoch, sequences: this.nextSequences(counts) } : {};
+    const info = this.idempotent ? (this.info ?? (await this.producerInfo())) : null;
+    // From here to the Produce requests' writes nothing waits (metadata, connection and API
+    // are known): sends in flight at once write their requests in the order of their
+    // sequences, as the broker needs them on a connection.
+    const options = info ? { producerId: info.producerId, producerEpoch: info.producerEpoch, sequences: this.nextSequences(counts) } : {};
     try {
       if (byLeader instanceof Map) await Promise.all([...byLeader.values()].map((list) => this.sendTo(list, topics, options)));
       else await this.sendTo(records, topics, options);
     } catch (err) {
-      // As the library: after a failure the broker's sequences are unknown; the next send starts a new producer id.
-      this.info = null;
-      this.sequences.clear();
+      // As the library: after a failure the broker's sequences are unknown; the next send
+      // starts a new producer id. Sends in flight with the same id fail too (the broker
+      // refuses the sequences after the missing ones); a failure under an older id, after a
+      // new one was taken, leaves the new one alone.
+      if (this.info === info) {
+        this.info = null;
+        this.sequences.clear();
+      }
       throw err;
     }
+  }
+
+  /** A new producer id (one request for the sends waiting for it at once), its sequences from 0. */
+  private producerInfo(): Promise<ProducerInfo> {
+    this.initializing ??= (async () => {
+      try {
+        const got = (await this.producer.initIdempotentProducer({})) as ProducerInfo;
+        this.info = { producerId: got.producerId, producerEpoch: got.producerEpoch };
+        this.sequences.clear();
+        return this.info;
+      } finally {
+        this.initializing = null;
+      }
+    })();
+    return this.initializing;
   }
 
   /**

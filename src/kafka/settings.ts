@@ -38,6 +38,8 @@ export interface ProducerSettings extends ConnectionSettings {
   compression: "none" | "gzip" | "snappy" | "lz4" | "zstd";
   /** Largest record (value + key + headers) the producer sends: max.request.size. */
   maxRequestSize: number;
+  /** max.in.flight.requests.per.connection when set: the Kafka sink's batches in flight. */
+  maxInFlight?: number;
 }
 
 export interface ConsumerSettings extends ConnectionSettings {
@@ -67,7 +69,6 @@ const NO_EFFECT = new Set([
   "max.block.ms",
   "metadata.max.age.ms",
   "delivery.timeout.ms",
-  "max.in.flight.requests.per.connection",
   "send.buffer.bytes",
   "receive.buffer.bytes",
   "reconnect.backoff.ms",
@@ -104,7 +105,7 @@ const SECURITY_KEYS = new Set([
 ]);
 
 const COMMON_KEYS = new Set(["client.id", "request.timeout.ms", "retries", "retry.backoff.ms", "socket.connection.setup.timeout.ms", ...SECURITY_KEYS]);
-const PRODUCER_KEYS = new Set([...COMMON_KEYS, "acks", "enable.idempotence", "compression.type", "max.request.size"]);
+const PRODUCER_KEYS = new Set([...COMMON_KEYS, "acks", "enable.idempotence", "compression.type", "max.request.size", "max.in.flight.requests.per.connection"]);
 const CONSUMER_KEYS = new Set([
   ...COMMON_KEYS,
   "group.id",
@@ -239,10 +240,16 @@ export function producerSettings(i: ProducerInput): ProducerSettings {
   if (!["none", "gzip", "snappy", "lz4", "zstd"].includes(compression)) throw new KafkaSettingError(`${prefix}compression.type: expected none, gzip, snappy, lz4 or zstd, got "${i.props["compression.type"]}"`);
   const idempotence = (i.props["enable.idempotence"] ?? (acks === -1 ? "true" : "false")).trim().toLowerCase() === "true";
   if (idempotence && acks !== -1) throw new KafkaSettingError(`${prefix}enable.idempotence = true needs ${prefix}acks = all`);
+  const inFlightKey = "max.in.flight.requests.per.connection";
+  const maxInFlight = i.props[inFlightKey] === undefined ? undefined : intOf(i.props, inFlightKey, prefix, 1);
+  if (maxInFlight === 0) throw new KafkaSettingError(`${prefix}${inFlightKey}: expected 1 or more, got 0`);
+  // As the Java producer: the broker keeps the sequences of the last 5 batches per partition.
+  if (idempotence && maxInFlight !== undefined && maxInFlight > 5) throw new KafkaSettingError(`${prefix}${inFlightKey} = ${maxInFlight}: an idempotent producer (acks = all) keeps at most 5 requests in flight; set 1 to 5, or enable.idempotence = false`);
   return {
     ...connectionSettings(i, prefix),
     acks,
     idempotent: idempotence,
+    ...(maxInFlight === undefined ? {} : { maxInFlight }),
     compression: compression as ProducerSettings["compression"],
     maxRequestSize: intOf(i.props, "max.request.size", prefix, 1_048_576),
   };

@@ -4,39 +4,21 @@
  */
 import { expect } from "bun:test";
 import path from "node:path";
-import { bodyText } from "../../src/core/event.ts";
-import { MemoryChannel } from "../../src/core/memory-channel.ts";
+import { DEFAULT_BATCHES_IN_FLIGHT } from "../../src/components/sinks/kafka.ts";
 import { agentsAfterEach, freePort, tempDir, waitForMetrics } from "../support/helpers.ts";
 import { needsJvm } from "../support/jvm.ts";
-import { kafkaForFile, kafkaSource, takeEvents } from "../support/kafka-tests.ts";
+import { kafkaForFile, readTopic } from "../support/kafka-tests.ts";
 
 const { cleanups, startAgent } = agentsAfterEach();
 const cluster = kafkaForFile({ size: 3, autoCreateTopics: false });
 
 /** Every body in the topic, read by our source until nothing new came for quietMs. */
-async function readAll(topic: string, quietMs = 8000): Promise<string[]> {
-  const { source: r, channel } = kafkaSource(
-    { "kafka.bootstrap.servers": cluster.bootstrap, "kafka.topics": topic, "kafka.consumer.group.id": `check-${Date.now()}`, "kafka.consumer.auto.offset.reset": "earliest", batchDurationMillis: "200" },
-    { cleanups: [], name: "check", channel: new MemoryChannel("check", { capacity: 100_000, transactionCapacity: 10_000 }) },
-  );
-  await r.start();
-  const out: string[] = [];
-  let last = Date.now();
-  try {
-    while (Date.now() - last < quietMs) {
-      await r.process();
-      const batch = await takeEvents(channel);
-      out.push(...batch.map(bodyText));
-      if (batch.length > 0) last = Date.now();
-    }
-  } finally {
-    await r.stop();
-  }
-  return out;
+function readAll(topic: string, quietMs = 8000): Promise<string[]> {
+  return readTopic(cluster.bootstrap, topic, quietMs);
 }
 
 needsJvm.test(
-  "the partition leader SIGKILLed mid-stream: no acknowledged event lost, duplicates at most one batch",
+  "the partition leader SIGKILLed mid-stream: no acknowledged event lost, duplicates at most the batches in flight",
   async () => {
     const topic = "leader-killed";
     await cluster.createTopic(topic, { partitions: 1, replicationFactor: 3, config: { "min.insync.replicas": "2" } });
@@ -81,7 +63,8 @@ a1.sinks.k1.kafka.producer.request.timeout.ms = 5000
     const unique = new Set(bodies);
     expect(acknowledged).toBe(total);
     expect(unique.size).toBe(total);
-    expect(bodies.length - unique.size).toBeLessThanOrEqual(batch);
+    // The sink's batches in flight (the default) may have been written without an answer.
+    expect(bodies.length - unique.size).toBeLessThanOrEqual(DEFAULT_BATCHES_IN_FLIGHT * batch);
   },
   300_000,
 );

@@ -12,7 +12,7 @@ import type { Channel } from "../../src/core/channel.ts";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import type { ComponentDefinition } from "../../src/components/component.ts";
 import type { AnyOptions } from "../../src/config/schema.ts";
-import type { Event } from "../../src/core/event.ts";
+import { bodyText, type Event } from "../../src/core/event.ts";
 import { type Logger, MemoryLogger } from "../../src/core/logger.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
@@ -157,4 +157,26 @@ export async function committedOffset(bootstrap: string, group: string, topic: s
   } finally {
     await admin.close();
   }
+}
+
+/** Every body in a topic, in offset order, read by our source (a new group) until nothing new came for quietMs. */
+export async function readTopic(bootstrap: string, topic: string, quietMs = 8000): Promise<string[]> {
+  const { source: r, channel } = kafkaSource(
+    { "kafka.bootstrap.servers": bootstrap, "kafka.topics": topic, "kafka.consumer.group.id": `check-${topic}-${Date.now()}`, "kafka.consumer.auto.offset.reset": "earliest", batchDurationMillis: "200" },
+    { cleanups: [], name: "check", channel: new MemoryChannel("check", { capacity: 200_000, transactionCapacity: 10_000 }) },
+  );
+  await r.start();
+  const out: string[] = [];
+  let last = Date.now();
+  try {
+    while (Date.now() - last < quietMs) {
+      if ((await r.process()) === "BACKOFF") await new Promise((resolve) => setTimeout(resolve, 20));
+      const batch = await takeEvents(channel);
+      for (const e of batch) out.push(bodyText(e));
+      if (batch.length > 0) last = Date.now();
+    }
+  } finally {
+    await r.stop();
+  }
+  return out;
 }
