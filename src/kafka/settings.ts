@@ -69,6 +69,7 @@ const NO_EFFECT = new Set([
   "max.block.ms",
   "metadata.max.age.ms",
   "delivery.timeout.ms",
+  "max.in.flight.requests.per.connection",
   "send.buffer.bytes",
   "receive.buffer.bytes",
   "reconnect.backoff.ms",
@@ -105,7 +106,10 @@ const SECURITY_KEYS = new Set([
 ]);
 
 const COMMON_KEYS = new Set(["client.id", "request.timeout.ms", "retries", "retry.backoff.ms", "socket.connection.setup.timeout.ms", ...SECURITY_KEYS]);
-const PRODUCER_KEYS = new Set([...COMMON_KEYS, "acks", "enable.idempotence", "compression.type", "max.request.size", "max.in.flight.requests.per.connection"]);
+const PRODUCER_KEYS = new Set([...COMMON_KEYS, "acks", "enable.idempotence", "compression.type", "max.request.size"]);
+const IN_FLIGHT_KEY = "max.in.flight.requests.per.connection";
+/** A producer that keeps several batches in flight (the Kafka sink) also reads max.in.flight.requests.per.connection. */
+const PRODUCER_KEYS_IN_FLIGHT = new Set([...PRODUCER_KEYS, IN_FLIGHT_KEY]);
 const CONSUMER_KEYS = new Set([
   ...COMMON_KEYS,
   "group.id",
@@ -230,18 +234,20 @@ interface ClientInput {
 export interface ProducerInput extends ClientInput {
   /** The acks to use when kafka.producer.acks is not set. */
   defaultAcks: string;
+  /** Whether the component keeps several batches in flight (max.in.flight.requests.per.connection has an effect); otherwise that setting is reported as having none. */
+  batchesInFlight?: boolean;
 }
 
 export function producerSettings(i: ProducerInput): ProducerSettings {
   const prefix = "kafka.producer.";
-  reportUnused(i.props, PRODUCER_KEYS, prefix, i.label, i.logger);
+  reportUnused(i.props, i.batchesInFlight ? PRODUCER_KEYS_IN_FLIGHT : PRODUCER_KEYS, prefix, i.label, i.logger);
   const acks = acksOf(i.props.acks ?? i.defaultAcks, `${prefix}acks`);
   const compression = (i.props["compression.type"] ?? "none").trim().toLowerCase();
   if (!["none", "gzip", "snappy", "lz4", "zstd"].includes(compression)) throw new KafkaSettingError(`${prefix}compression.type: expected none, gzip, snappy, lz4 or zstd, got "${i.props["compression.type"]}"`);
   const idempotence = (i.props["enable.idempotence"] ?? (acks === -1 ? "true" : "false")).trim().toLowerCase() === "true";
   if (idempotence && acks !== -1) throw new KafkaSettingError(`${prefix}enable.idempotence = true needs ${prefix}acks = all`);
-  const inFlightKey = "max.in.flight.requests.per.connection";
-  const maxInFlight = i.props[inFlightKey] === undefined ? undefined : intOf(i.props, inFlightKey, prefix, 1);
+  const inFlightKey = IN_FLIGHT_KEY;
+  const maxInFlight = !i.batchesInFlight || i.props[inFlightKey] === undefined ? undefined : intOf(i.props, inFlightKey, prefix, 1);
   if (maxInFlight === 0) throw new KafkaSettingError(`${prefix}${inFlightKey}: expected 1 or more, got 0`);
   // As the Java producer: the broker keeps the sequences of the last 5 batches per partition.
   if (idempotence && maxInFlight !== undefined && maxInFlight > 5) throw new KafkaSettingError(`${prefix}${inFlightKey} = ${maxInFlight}: an idempotent producer (acks = all) keeps at most 5 requests in flight; set 1 to 5, or enable.idempotence = false`);

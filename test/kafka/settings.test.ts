@@ -27,6 +27,18 @@ test("Java producer settings map to the client's; the rest are reported, known o
   expect(producerSettings({ ...base, logger, defaultAcks: "1", props: {} })).toMatchObject({ acks: 1, idempotent: false });
 });
 
+test("max.in.flight.requests.per.connection sets the batches in flight of a producer that keeps several (the sink), is reported as having no effect elsewhere (the channel), and stays within 5 when idempotent", () => {
+  const key = "max.in.flight.requests.per.connection";
+  const sinkLog = new MemoryLogger();
+  expect(producerSettings({ ...base, logger: sinkLog, defaultAcks: "all", batchesInFlight: true, props: { [key]: "3" } }).maxInFlight).toBe(3);
+  expect(sinkLog.lines).toEqual([]);
+  const channelLog = new MemoryLogger();
+  expect(producerSettings({ ...base, label: "kafka channel c1", logger: channelLog, defaultAcks: "all", props: { [key]: "3" } }).maxInFlight).toBeUndefined();
+  expect(channelLog.lines).toEqual([{ level: "info", message: `kafka channel c1: kafka.producer.${key} has no effect with this agent's Kafka client; ignored` }]);
+  expect(() => producerSettings({ ...base, logger: sinkLog, defaultAcks: "all", batchesInFlight: true, props: { [key]: "6" } })).toThrow(`kafka.producer.${key} = 6: an idempotent producer (acks = all) keeps at most 5 requests in flight`);
+  expect(producerSettings({ ...base, logger: sinkLog, defaultAcks: "1", batchesInFlight: true, props: { [key]: "6" } }).maxInFlight).toBe(6);
+});
+
 test("SASL and TLS settings: PLAIN/SCRAM credentials from sasl.jaas.config, PEM stores; a JKS store is refused naming the setting", () => {
   const logger = new MemoryLogger();
   const jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="s3cret";';

@@ -6,7 +6,7 @@
  * runner backs off before it is taken again.
  */
 import { type Event, readHeaders } from "../../core/event.ts";
-import { silentLogger } from "../../core/logger.ts";
+import { type Logger, silentLogger } from "../../core/logger.ts";
 import type { Sink } from "../../core/sink.ts";
 import { KafkaSinkCounter } from "../../kafka/counters.ts";
 import { isTooLarge, KafkaSettingError, messageOf } from "../../kafka/errors.ts";
@@ -249,6 +249,11 @@ const groups = {
   kafkaHeaders: { prefix: "header.", doc: "header.NAME = KAFKA_NAME: the event's header NAME is sent as the record header KAFKA_NAME" },
 } as const;
 
+/** The sink's producer settings: several batches in flight, so max.in.flight.requests.per.connection counts. */
+function sinkProducer(o: { "kafka.bootstrap.servers": string; "kafka.producer.acks": string; producerProps: Readonly<Record<string, string>> }, clientId: string, label: string, logger: Logger): ProducerSettings {
+  return producerSettings({ bootstrap: o["kafka.bootstrap.servers"], bootstrapKey: "kafka.bootstrap.servers", props: o.producerProps, defaultAcks: o["kafka.producer.acks"], clientId, label, logger, batchesInFlight: true });
+}
+
 export const definition = defineComponent({
   ...builtIn.kafkaSink,
   doc: "Sends events to a Kafka topic; a batch's take commits only after the broker acknowledged every record (Flume's KafkaSink).",
@@ -256,7 +261,7 @@ export const definition = defineComponent({
   groups,
   validate(o) {
     try {
-      producerSettings({ bootstrap: o["kafka.bootstrap.servers"], bootstrapKey: "kafka.bootstrap.servers", props: o.producerProps, defaultAcks: o["kafka.producer.acks"], clientId: "flume", label: "", logger: silentLogger });
+      sinkProducer(o, "flume", "", silentLogger);
       return [];
     } catch (err) {
       return [{ key: "kafka.producer", message: (err as Error).message }];
@@ -265,14 +270,14 @@ export const definition = defineComponent({
   brokerLink: {
     protocol: "kafka",
     produces(o) {
-      const s = producerSettings({ bootstrap: o["kafka.bootstrap.servers"], bootstrapKey: "kafka.bootstrap.servers", props: o.producerProps, defaultAcks: o["kafka.producer.acks"], clientId: "flume", label: "", logger: silentLogger });
+      const s = sinkProducer(o, "flume", "", silentLogger);
       return { topic: o["kafka.topic"], batchSize: o.flumeBatchSize, idempotent: s.idempotent, requestTimeoutMs: s.requestTimeout, lossy: s.acks !== -1 };
     },
   },
   create(o, ctx) {
     const label = `kafka sink ${ctx.name}`;
     return new KafkaSink(ctx, {
-      producer: producerSettings({ bootstrap: o["kafka.bootstrap.servers"], bootstrapKey: "kafka.bootstrap.servers", props: o.producerProps, defaultAcks: o["kafka.producer.acks"], clientId: `flume-${ctx.agentName}-${ctx.name}`, label, logger: ctx.logger }),
+      producer: sinkProducer(o, `flume-${ctx.agentName}-${ctx.name}`, label, ctx.logger),
       topic: o["kafka.topic"],
       batchSize: o.flumeBatchSize,
       useFlumeEventFormat: o.useFlumeEventFormat,
