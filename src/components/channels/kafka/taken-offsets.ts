@@ -53,37 +53,44 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
    * group's offset after (the highest committed record below every held one), when it moved.
    */
   committed(records: readonly R[], events: readonly (E | null)[]): R[] {
+    // The partitions touched, and each record's index among them (no lookup a record: runs of one partition).
     const touched: PartitionState<R>[] = [];
-    const stateOf: PartitionState<R>[] = new Array(records.length);
+    const which = new Array<number>(records.length);
+    let current: PartitionState<R> | null = null;
+    let k = -1;
     for (let i = 0; i < records.length; i++) {
       const s = this.state(records[i]);
-      if (touched[touched.length - 1] !== s && !touched.includes(s)) touched.push(s);
+      if (s !== current) {
+        current = s;
+        k = touched.indexOf(s);
+        if (k < 0) k = touched.push(s) - 1;
+      }
       s.held.delete(records[i].offset);
-      stateOf[i] = s;
+      which[i] = k;
     }
-    const lowest = new Map<PartitionState<R>, number>();
-    for (const s of touched) {
+    const lowest = touched.map((s) => {
       let lowestHeld = Number.POSITIVE_INFINITY;
       for (const o of s.held) if (o < lowestHeld) lowestHeld = o;
-      lowest.set(s, lowestHeld);
-    }
+      return lowestHeld;
+    });
     // Below every held record: the offset may move past it (no need to keep it). Above one: kept, repeatable.
-    const upTo = new Map<PartitionState<R>, R>();
+    const upTo = new Array<R | null>(touched.length).fill(null);
     for (let i = 0; i < records.length; i++) {
       const r = records[i];
-      const s = stateOf[i];
-      if (r.offset < lowest.get(s)!) {
-        const u = upTo.get(s);
-        if (u === undefined || r.offset > u.offset) upTo.set(s, r);
-      } else s.done.set(r.offset, { record: r, event: events[i] });
+      const j = which[i];
+      if (r.offset < lowest[j]) {
+        const u = upTo[j];
+        if (u === null || r.offset > u.offset) upTo[j] = r;
+      } else touched[j].done.set(r.offset, { record: r, event: events[i] });
     }
     const out: R[] = [];
-    for (const s of touched) {
-      const lowestHeld = lowest.get(s)!;
-      let u = upTo.get(s) ?? null;
-      for (const [o, d] of s.done) if (o < lowestHeld && (u === null || o > u.offset)) u = d.record;
+    for (let j = 0; j < touched.length; j++) {
+      const s = touched[j];
+      const lowestHeld = lowest[j];
+      let u = upTo[j];
+      if (s.done.size > 0) for (const [o, d] of s.done) if (o < lowestHeld && (u === null || o > u.offset)) u = d.record;
       if (u === null) continue;
-      for (const o of s.done.keys()) if (o <= u.offset) s.done.delete(o);
+      if (s.done.size > 0) for (const o of s.done.keys()) if (o <= u.offset) s.done.delete(o);
       out.push(u);
     }
     return out;
