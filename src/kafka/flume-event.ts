@@ -4,7 +4,7 @@
  * encoding (no container, no schema), as Flume's SpecificDatumWriter writes it: the headers as
  * one map block (count, entries, 0), then the body.
  */
-import { type Event, readHeaders } from "../core/event.ts";
+import { bodyEvent, type Event, readHeaders } from "../core/event.ts";
 import { AvroReader, longSize, writeLongAt } from "../rpc/binary.ts";
 import { readEvent } from "../rpc/messages.ts";
 
@@ -65,7 +65,25 @@ export function encodeFlumeEvent(e: Event): Buffer {
 
 /** Reads a record value as an AvroFlumeEvent; throws when it is not one (or has bytes left over). */
 export function decodeFlumeEvent(value: Buffer): Event {
-  const r = new AvroReader(value);
+  return decodeFlumeEventAt(value, 0, value.length);
+}
+
+/**
+ * Reads the AvroFlumeEvent in bytes `from` to `to` of buf (its body a view of buf); throws when
+ * they are not one. An event without headers (an empty map, the body's length in one or two
+ * bytes, the body: the Kafka channel's usual record) is read without a reader.
+ */
+export function decodeFlumeEventAt(buf: Buffer, from: number, to: number): Event {
+  if (to - from >= 2 && buf[from] === 0) {
+    const b = buf[from + 1];
+    let z = b;
+    let pos = from + 2;
+    if (b >= 0x80 && pos < to && buf[pos] < 0x80) z = (b & 0x7f) | (buf[pos++] << 7);
+    // A zigzag varint of at most two bytes, not negative: the body runs to the end.
+    if (z < 0x4000 && (z & 1) === 0 && pos + (z >>> 1) === to) return bodyEvent(buf.subarray(pos, to));
+  }
+  // Positions in errors count from the value's start.
+  const r = new AvroReader(from === 0 && to === buf.length ? buf : buf.subarray(from, to));
   const e = readEvent(r);
   if (r.remaining() !== 0) throw new Error(`${r.remaining()} bytes left after the event`);
   return e;

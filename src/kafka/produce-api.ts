@@ -9,13 +9,15 @@
  *
  * Library exports used (in its 1.x and 2.x alike): kGetApi (a public method of its clients),
  * Writer.create/append, the produceV3..V11 namespaces' parseResponse, and
- * Connection.send(apiKey, apiVersion, createPayload, parser, requestTags, responseTags, cb).
+ * Connection.send(apiKey, apiVersion, createPayload, parser, requestTags, responseTags, cb) and
+ * Connection.socket (whose writes sent-requests.ts watches during our sends).
  */
 import { asLibraryApi, type Callback, type LibraryApi, replaceApi } from "./api-hook.ts";
 import type { KafkaModule } from "./client.ts";
 import { encodeFlumeEvent } from "./flume-event.ts";
 import { type BatchProducer, encodeProduceRequest, type ProduceMessage } from "./record-batch.ts";
 import { freeIfWhole } from "./response-release.ts";
+import { sendNoted, type SocketLike } from "./sent-requests.ts";
 
 interface WriterLike {
   context: Record<string, unknown>;
@@ -23,6 +25,8 @@ interface WriterLike {
 }
 
 interface ConnectionLike {
+  /** The connection's socket (a public getter of the library's Connection). */
+  readonly socket?: SocketLike;
   send(apiKey: number, apiVersion: number, createPayload: () => WriterLike, parser: ResponseParser, requestTags: boolean, responseTags: boolean, callback: Callback): void;
 }
 
@@ -74,12 +78,15 @@ function ownProduceApi(kafka: KafkaModule, api: ProduceApi): ProduceApi {
       if (acks === 0) writer.context.noResponse = true;
       return writer;
     };
-    // The connection copies the parts into the request it writes; once it is answered (or failed), the record batches are freed at once, not at the next collection.
+    // The connection copies the parts into the request it writes; once it is answered (or failed), the record batches are freed at once, not at the next collection,
+    // and so is its copy once the broker answered (sent-requests.ts).
+    let sent: (() => void) | null = null;
     const done: Callback = (error, payload) => {
       for (const part of parts) freeIfWhole(part);
+      if (error === null && acks !== 0) sent?.();
       callback(error, payload);
     };
-    connection.send(api.key, version, payload, parse, flexible, flexible, done);
+    sent = sendNoted(connection.socket, () => parts, () => connection.send(api.key, version, payload, parse, flexible, flexible, done));
   }) as ProduceApi;
   return asLibraryApi(own, api);
 }

@@ -3,7 +3,7 @@ import { bodyEvent, type Event } from "../core/event.ts";
 import type { Logger } from "../core/logger.ts";
 import type { KafkaMessage } from "./consumer.ts";
 import { KafkaBadRecordError, messageOf } from "./errors.ts";
-import { decodeFlumeEvent } from "./flume-event.ts";
+import { decodeFlumeEventAt } from "./flume-event.ts";
 
 export function where(m: KafkaMessage): string {
   return `topic ${m.topic} partition ${m.partition} offset ${m.offset}`;
@@ -15,15 +15,15 @@ export type BadRecordHandler = (m: KafkaMessage, error: KafkaBadRecordError) => 
 /**
  * The event a record carries: the value decoded as an Avro FlumeEvent (asFlumeEvent), or the
  * value as the body. Null for a record that is not a FlumeEvent, logged with where it is and
- * handed to `bad` when given.
+ * handed to `bad` when given. The value is `value`, or its `length` bytes from `at` when given.
  */
-export function eventOfRecord(m: KafkaMessage, asFlumeEvent: boolean, label: string, logger: Logger, bad?: BadRecordHandler, value: Buffer = m.value): Event | null {
-  if (!asFlumeEvent) return bodyEvent(value);
+export function eventOfRecord(m: KafkaMessage, asFlumeEvent: boolean, label: string, logger: Logger, bad?: BadRecordHandler, value: Buffer = m.value, at = 0, length = value.length - at): Event | null {
+  if (!asFlumeEvent) return bodyEvent(at === 0 && length === value.length ? value : value.subarray(at, at + length));
   try {
     // A fresh event of its own (its headers object too): the caller may add headers.
-    return decodeFlumeEvent(value);
+    return decodeFlumeEventAt(value, at, at + length);
   } catch (err) {
-    const error = new KafkaBadRecordError(`${label}: skipped a record that is not an Avro FlumeEvent at ${where(m)} (${value.length} bytes: ${messageOf(err)}); write it with useFlumeEventFormat = true / parseAsFlumeEvent = true, or read the topic with those off`, { cause: err });
+    const error = new KafkaBadRecordError(`${label}: skipped a record that is not an Avro FlumeEvent at ${where(m)} (${length} bytes: ${messageOf(err)}); write it with useFlumeEventFormat = true / parseAsFlumeEvent = true, or read the topic with those off`, { cause: err });
     if (bad?.(m, error) !== false) logger.error(error.message);
     return null;
   }

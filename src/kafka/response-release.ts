@@ -91,25 +91,58 @@ function detach(buffer: ArrayBufferLike): void {
   (buffer as Detachable).transfer?.(0);
 }
 
-/** Bytes of the slabs ValueCopies copies values into; a value over a quarter of it gets a buffer of its own. */
+/** Bytes ValueCopies copies at once; a value over a quarter of it gets a buffer of its own. */
 const SLAB = 64 * 1024;
 
-/** Copies of record values taken one at a time (the Kafka channel's takes), packed into shared slabs: no allocation a value. */
+/**
+ * Copies of record values taken one at a time (the Kafka channel's takes): a value's bytes are
+ * copied with the ones after it in its response, up to a slab (the run of records a take goes
+ * on with), so the next values are found in that copy: one copy call a slab, not one a value.
+ */
 export class ValueCopies {
-  private slab = Buffer.allocUnsafe(0);
-  private at = 0;
+  /** The copy the last placed value is in (place()), at `at`. */
+  window = Buffer.allocUnsafe(0);
+  at = 0;
+  /** The response bytes `window` copies, from `from` to `to`. */
+  private source: Buffer | null = null;
+  private from = 0;
+  private to = 0;
 
-  copy(r: { bytes: Buffer; valueAt: number; valueLength: number }): Buffer {
+  /** Puts r's value in a copy out of its response: window, at `at`, r.valueLength bytes. */
+  place(r: { bytes: Buffer; valueAt: number; valueLength: number }): void {
     const n = r.valueLength;
-    if (n > SLAB / 4) return Buffer.from(r.bytes.subarray(r.valueAt, r.valueAt + n));
-    if (this.at + n > this.slab.length) {
-      this.slab = Buffer.allocUnsafe(SLAB);
-      this.at = 0;
+    const start = r.valueAt;
+    if (r.bytes === this.source && start >= this.from && start + n <= this.to) {
+      this.at = start - this.from;
+      return;
     }
-    const at = this.at;
-    r.bytes.copy(this.slab, at, r.valueAt, r.valueAt + n);
-    this.at = at + n;
-    return this.slab.subarray(at, at + n);
+    if (n > SLAB / 4) {
+      this.window = Buffer.from(r.bytes.subarray(start, start + n));
+      this.source = null;
+      this.at = 0;
+      return;
+    }
+    // Responses are not written to: a copy of the bytes after the value serves the values that follow it.
+    const end = Math.min(r.bytes.length, start + SLAB);
+    const copy = Buffer.allocUnsafe(end - start);
+    r.bytes.copy(copy, 0, start, end);
+    this.window = copy;
+    this.source = r.bytes;
+    this.from = start;
+    this.to = end;
+    this.at = 0;
+  }
+
+  /** A copy of r's value (a view of the slab it was copied in). */
+  copy(r: { bytes: Buffer; valueAt: number; valueLength: number }): Buffer {
+    this.place(r);
+    return this.window.subarray(this.at, this.at + r.valueLength);
+  }
+
+  /** A new consumer fetches again: what was copied is not looked up any more. */
+  clear(): void {
+    this.source = null;
+    this.window = Buffer.allocUnsafe(0);
   }
 }
 

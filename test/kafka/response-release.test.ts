@@ -143,6 +143,49 @@ describe("fetch responses released once no open take and no buffered record need
   });
 });
 
+describe("values of a run of records copied at once (the Kafka channel's takes)", () => {
+  test("the values that follow in the response are found in the copy made for the first; another response or a value before it gets a new copy", () => {
+    const a = response(flumeValues(20, "a"));
+    const b = response(flumeValues(20, "b"), 20);
+    const copies = new ValueCopies();
+    const placed = (m: FetchedRecord) => {
+      copies.place(m);
+      return { window: copies.window, value: copies.window.subarray(copies.at, copies.at + m.valueLength) };
+    };
+    const first = placed(a.records[0]);
+    const run = a.records.slice(1).map(placed);
+    expect(run.every((p) => p.window === first.window)).toBe(true);
+    expect([first, ...run].map((p) => p.value.toString("hex"))).toEqual(a.records.map((m) => m.value.toString("hex")));
+    const other = placed(b.records[3]);
+    expect(other.window).not.toBe(first.window);
+    expect(other.value.toString("hex")).toBe(b.records[3].value.toString("hex"));
+    // Taken again after a rollback: before the copy's start, so copied anew.
+    const again = placed(b.records[1]);
+    expect(again.window).not.toBe(other.window);
+    expect(again.value.toString("hex")).toBe(b.records[1].value.toString("hex"));
+    // The copies outlive their responses.
+    const responses = new TakenResponses();
+    for (const m of [...a.records, b.records[0]]) responses.taken(m.bytes);
+    responses.committed([...a.records, b.records[0]]);
+    expect(a.body.length).toBe(0);
+    expect(decodeFlumeEvent(run[18].value).body.toString().startsWith("a19:")).toBe(true);
+  });
+
+  test("a copy goes no further than its response's bytes, and no further than a slab", () => {
+    const small = response(flumeValues(3, "s"));
+    const copies = new ValueCopies();
+    copies.place(small.records[0]);
+    expect(copies.window.length).toBe(small.body.length - small.records[0].valueAt);
+    const large = response(values(200, "l"));
+    copies.place(large.records[0]);
+    expect(copies.window.length).toBe(64 * 1024);
+    const past = large.records.find((m) => m.valueAt + m.valueLength > large.records[0].valueAt + 64 * 1024)!;
+    copies.place(past);
+    expect(copies.at).toBe(0);
+    expect(copies.window.subarray(0, past.valueLength).toString()).toBe(past.value.toString());
+  });
+});
+
 describe("a sent record batch freed once its request was answered", () => {
   test("only a buffer that is all of its memory and not small is freed", () => {
     const whole = Buffer.allocUnsafe(100_000);

@@ -162,6 +162,7 @@ export class KafkaChannel implements Channel {
     await this.publisher.close();
     this.offsets.clear();
     this.responses.clear();
+    this.copies.clear();
     this.badSeen.clear();
     this.inFlight = 0;
     this.unfetched = 0;
@@ -192,7 +193,9 @@ export class KafkaChannel implements Channel {
       tx.takes.push(m);
       if (this.offsets.taken(m)) this.responses.taken(m.bytes);
       const parse = this.options.parseAsFlumeEvent;
-      const e = eventOfRecord(m, parse, this.label, this.logger, parse ? (tx.onBad ??= this.badRecordHandler(tx)) : undefined, this.copies.copy(m));
+      const copies = this.copies;
+      copies.place(m);
+      const e = eventOfRecord(m, parse, this.label, this.logger, parse ? (tx.onBad ??= this.badRecordHandler(tx)) : undefined, copies.window, copies.at, m.valueLength);
       tx.taken.push(e);
       // A record that is no event is logged and skipped; its offset is committed with the take.
       if (e) return e;

@@ -14,10 +14,66 @@ export interface TakenRecord {
 }
 
 interface PartitionState<R> {
-  /** Offsets taken and not committed: by open transactions, or rolled back to be taken again. */
-  held: Set<number>;
+  /**
+   * Offsets taken and not committed (by open transactions, or rolled back to be taken again),
+   * ascending from `head` on: takes come in offset order, so a take is mostly a push and a
+   * commit moves `head` past its run (no hash set, nothing a record).
+   */
+  held: number[];
+  head: number;
   /** Records whose take committed, above the group's committed offset, with what they carried. */
   done: Map<number, { record: R; event: unknown }>;
+}
+
+/** The first index from `from` on whose offset is not below o. */
+function lowerBound(held: readonly number[], from: number, o: number): number {
+  let lo = from;
+  let hi = held.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (held[mid] < o) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Holds o; false when it was held already (a rolled-back take taken again). */
+function hold(s: PartitionState<unknown>, o: number): boolean {
+  const held = s.held;
+  const n = held.length;
+  if (n === s.head || o > held[n - 1]) {
+    held.push(o);
+    return true;
+  }
+  const i = lowerBound(held, s.head, o);
+  if (i < n && held[i] === o) return false;
+  held.splice(i, 0, o);
+  return true;
+}
+
+/** Lets go of the offsets of a committed transaction's takes of one partition (each held). */
+function release(s: PartitionState<unknown>, offsets: readonly number[]): void {
+  const held = s.held;
+  const k = offsets.length;
+  const i = lowerBound(held, s.head, offsets[0]);
+  let run = i + k <= held.length;
+  for (let t = 0; run && t < k; t++) run = held[i + t] === offsets[t];
+  if (run && i === s.head) s.head += k;
+  else if (run) held.splice(i, k);
+  else {
+    // Not one run in order (takes of several transactions interleaved): filtered once.
+    const drop = new Set(offsets);
+    s.held = held.slice(s.head).filter((o) => !drop.has(o));
+    s.head = 0;
+    return;
+  }
+  if (s.head === held.length) {
+    held.length = 0;
+    s.head = 0;
+  } else if (s.head > 1024 && s.head * 2 > held.length) {
+    s.held = held.slice(s.head);
+    s.head = 0;
+  }
 }
 
 export class TakenOffsets<R extends TakenRecord, E = unknown> {
@@ -33,7 +89,7 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
     let topic = this.partitions.get(r.topic);
     if (!topic) this.partitions.set(r.topic, (topic = new Map()));
     let s = topic.get(r.partition);
-    if (!s) topic.set(r.partition, (s = { held: new Set(), done: new Map() }));
+    if (!s) topic.set(r.partition, (s = { held: [], head: 0, done: new Map() }));
     this.last = { topic: r.topic, partition: r.partition, state: s };
     return s;
   }
@@ -41,11 +97,10 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
   /** A record handed to a transaction; false when it was taken before (rolled back, or its offset commit failed). */
   taken(r: R): boolean {
     const s = this.state(r);
-    const held = s.held.size;
-    s.held.add(r.offset);
+    const held = hold(s, r.offset);
     // Committed once already, if an offset commit failed and the take was rolled back: pending again.
     const again = s.done.size > 0 && s.done.delete(r.offset);
-    return s.held.size > held && !again;
+    return held && !again;
   }
 
   /**
@@ -53,37 +108,45 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
    * group's offset after (the highest committed record below every held one), when it moved.
    */
   committed(records: readonly R[], events: readonly (E | null)[]): R[] {
+    // The partitions touched, and each record's index among them (no lookup a record: runs of one partition).
     const touched: PartitionState<R>[] = [];
-    const stateOf: PartitionState<R>[] = new Array(records.length);
+    const offsets: number[][] = [];
+    const which = new Array<number>(records.length);
+    let current: PartitionState<R> | null = null;
+    let k = -1;
     for (let i = 0; i < records.length; i++) {
       const s = this.state(records[i]);
-      if (touched[touched.length - 1] !== s && !touched.includes(s)) touched.push(s);
-      s.held.delete(records[i].offset);
-      stateOf[i] = s;
+      if (s !== current) {
+        current = s;
+        k = touched.indexOf(s);
+        if (k < 0) {
+          k = touched.push(s) - 1;
+          offsets.push([]);
+        }
+      }
+      offsets[k].push(records[i].offset);
+      which[i] = k;
     }
-    const lowest = new Map<PartitionState<R>, number>();
-    for (const s of touched) {
-      let lowestHeld = Number.POSITIVE_INFINITY;
-      for (const o of s.held) if (o < lowestHeld) lowestHeld = o;
-      lowest.set(s, lowestHeld);
-    }
+    for (let j = 0; j < touched.length; j++) release(touched[j], offsets[j]);
+    const lowest = touched.map((s) => (s.head < s.held.length ? s.held[s.head] : Number.POSITIVE_INFINITY));
     // Below every held record: the offset may move past it (no need to keep it). Above one: kept, repeatable.
-    const upTo = new Map<PartitionState<R>, R>();
+    const upTo = new Array<R | null>(touched.length).fill(null);
     for (let i = 0; i < records.length; i++) {
       const r = records[i];
-      const s = stateOf[i];
-      if (r.offset < lowest.get(s)!) {
-        const u = upTo.get(s);
-        if (u === undefined || r.offset > u.offset) upTo.set(s, r);
-      } else s.done.set(r.offset, { record: r, event: events[i] });
+      const j = which[i];
+      if (r.offset < lowest[j]) {
+        const u = upTo[j];
+        if (u === null || r.offset > u.offset) upTo[j] = r;
+      } else touched[j].done.set(r.offset, { record: r, event: events[i] });
     }
     const out: R[] = [];
-    for (const s of touched) {
-      const lowestHeld = lowest.get(s)!;
-      let u = upTo.get(s) ?? null;
-      for (const [o, d] of s.done) if (o < lowestHeld && (u === null || o > u.offset)) u = d.record;
+    for (let j = 0; j < touched.length; j++) {
+      const s = touched[j];
+      const lowestHeld = lowest[j];
+      let u = upTo[j];
+      if (s.done.size > 0) for (const [o, d] of s.done) if (o < lowestHeld && (u === null || o > u.offset)) u = d.record;
       if (u === null) continue;
-      for (const o of s.done.keys()) if (o <= u.offset) s.done.delete(o);
+      if (s.done.size > 0) for (const o of s.done.keys()) if (o <= u.offset) s.done.delete(o);
       out.push(u);
     }
     return out;

@@ -37,3 +37,88 @@ describe("TakenOffsets: how far the Kafka channel commits its group's offset", (
     expect(t.repeatable()).toEqual([]);
   });
 });
+
+/** The rule stated plainly (a set of held offsets a partition), to check the channel's bookkeeping against. */
+class Reference {
+  private held = new Map<number, Set<number>>();
+  private done = new Map<number, Map<number, ReturnType<typeof rec>>>();
+  private of<T>(m: Map<number, T>, p: number, make: () => T): T {
+    let v = m.get(p);
+    if (!v) m.set(p, (v = make()));
+    return v;
+  }
+  taken(r: ReturnType<typeof rec>): boolean {
+    const held = this.of(this.held, r.partition, () => new Set<number>());
+    const done = this.of(this.done, r.partition, () => new Map());
+    const fresh = !held.has(r.offset);
+    held.add(r.offset);
+    return fresh && !done.delete(r.offset);
+  }
+  committed(records: ReturnType<typeof rec>[]): string[] {
+    const out: string[] = [];
+    const partitions = [...new Set(records.map((r) => r.partition))];
+    for (const r of records) this.held.get(r.partition)!.delete(r.offset);
+    for (const p of partitions) {
+      const held = this.held.get(p)!;
+      const done = this.of(this.done, p, () => new Map());
+      for (const r of records) if (r.partition === p) done.set(r.offset, r);
+      const lowest = Math.min(...held);
+      const below = [...done.keys()].filter((o) => o < lowest);
+      if (below.length === 0) continue;
+      const upTo = Math.max(...below);
+      for (const o of below) done.delete(o);
+      out.push(`${p}:${upTo}`);
+    }
+    return out.sort();
+  }
+}
+
+test("random takes, rollbacks and commits of several transactions in any order: the same offsets as a set of held offsets gives", () => {
+  let seed = 7;
+  const random = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed % n;
+  };
+  for (let round = 0; round < 20; round++) {
+    const t = new TakenOffsets<ReturnType<typeof rec>, string>();
+    const ref = new Reference();
+    // The consumer's buffer: records of two partitions in arrival order; rolled-back takes go back to its head.
+    let buffer = Array.from({ length: 6000 }, (_, i) => rec(Math.floor(i / 2), i % 2));
+    const open: ReturnType<typeof rec>[][] = [[], [], []];
+    for (let step = 0; step < 1500 && (buffer.length > 0 || open.some((x) => x.length > 0)); step++) {
+      const tx = random(open.length);
+      const op = random(10);
+      if (op < 6 && buffer.length > 0) {
+        const n = 1 + random(40);
+        for (const r of buffer.splice(0, n)) {
+          expect(t.taken(r)).toBe(ref.taken(r));
+          open[tx].push(r);
+        }
+      } else if (op < 8 && open[tx].length > 0) {
+        const got = t.committed(open[tx], open[tx].map((r) => `${r.partition}:${r.offset}`)).map((r) => `${r.partition}:${r.offset}`).sort();
+        expect(got).toEqual(ref.committed(open[tx]));
+        open[tx] = [];
+      } else if (op < 9 && open[tx].length > 0) {
+        // Rolled back; or its offset commit failed (committed here, then rolled back): taken again later.
+        if (random(2) === 0) expect(t.committed(open[tx], open[tx].map(() => null)).map((r) => `${r.partition}:${r.offset}`).sort()).toEqual(ref.committed(open[tx]));
+        buffer = [...open[tx], ...buffer];
+        open[tx] = [];
+      }
+    }
+  }
+});
+
+test("a long run of batches committed in order while the next one is open: each commit moves the offset to its last record", () => {
+  const t = new TakenOffsets<ReturnType<typeof rec>, string>();
+  const batch = (n: number) => Array.from({ length: 1000 }, (_, i) => rec(n * 1000 + i));
+  let open = batch(0);
+  for (const r of open) expect(t.taken(r)).toBe(true);
+  for (let n = 1; n < 10; n++) {
+    const next = batch(n);
+    for (const r of next) expect(t.taken(r)).toBe(true);
+    expect(t.committed(open, open.map(() => "e"))).toEqual([open[999]]);
+    open = next;
+  }
+  expect(t.committed(open, open.map(() => "e"))).toEqual([open[999]]);
+  expect(t.repeatable()).toEqual([]);
+});
