@@ -6,7 +6,7 @@
  * BENCH_EVENTS records (default 1,000,000) are written once with ProducerPerformance; each run
  * reads them with a fresh group. Prints rate, agent CPU (user+sys) per event and peak RSS.
  * AB_MODES=source,channel,sink picks the pipelines (sink: stress -> memory -> Kafka sink, as
- * the benchmark); AB_SOURCE_EXTRA_<SIDE> / AB_SINK_EXTRA_<SIDE> add source / sink properties
+ * the benchmark); AB_SOURCE_EXTRA_<SIDE> / AB_SINK_EXTRA_<SIDE> / AB_CHANNEL_EXTRA_<SIDE> add source / sink / channel properties
  * to one side (e.g. kafka.consumer.fetch.max.bytes; a sink's
  * a1.sinks.k1.kafka.producer.max.in.flight.requests.per.connection = 1).
  * AB_FLUME=1 adds a Flume 1.11 agent (the same configuration) to each run, measured alike.
@@ -112,7 +112,7 @@ try {
           r = await run(binary, file, "SINK.k1", "EventDrainSuccessCount");
         } else if (mode === "channel") {
           await kafka.createTopic(`ch${n}`);
-          writeFileSync(file, channelConf(kafka.bootstrap, `ch${n}`));
+          writeFileSync(file, channelConf(kafka.bootstrap, `ch${n}`, extra("CHANNEL", name)));
           r = await run(binary, file, "CHANNEL.c1", "EventTakeSuccessCount");
         } else {
           writeFileSync(file, sourceConf(kafka.bootstrap, "perf", `g${n}`, extra("SOURCE", name)));

@@ -73,12 +73,13 @@ a1.sources.r1.batchDurationMillis = 100
 ${extra}${MEMORY}${NULL_SINK}`;
 }
 
-export function channelConf(bootstrap: string, topic: string): string {
+/** `extra`: more channel properties (scripts/bench/_kafka-ab.ts compares settings with it). */
+export function channelConf(bootstrap: string, topic: string, extra = ""): string {
   return `${stressSource()}a1.channels.c1.type = org.apache.flume.channel.kafka.KafkaChannel
 a1.channels.c1.kafka.bootstrap.servers = ${bootstrap}
 a1.channels.c1.kafka.topic = ${topic}
 a1.channels.c1.transactionCapacity = 1000
-${NULL_SINK}`;
+${extra}${NULL_SINK}`;
 }
 
 /** Times a Flume 1.11 agent from its /metrics as timeAgent does ours. */
