@@ -4,7 +4,7 @@
  * encoding (no container, no schema), as Flume's SpecificDatumWriter writes it: the headers as
  * one map block (count, entries, 0), then the body.
  */
-import { bodyEvent, type Event, readHeaders } from "../core/event.ts";
+import { bodyLength, copyBody, type Event, lineEvent, readHeaders } from "../core/event.ts";
 import { AvroReader, longSize, writeLongAt } from "../rpc/binary.ts";
 import { readEvent } from "../rpc/messages.ts";
 
@@ -35,7 +35,9 @@ export function flumeEventSize(e: Event): number {
     count++;
   }
   if (count > 0) size += longSize(count);
-  return size + longSize(e.body.length) + e.body.length;
+  // A line's length and bytes are read from its range: no view of it is made.
+  const n = bodyLength(e);
+  return size + longSize(n) + n;
 }
 
 /** Writes e as an AvroFlumeEvent at `pos` of `buf`, which has room for flumeEventSize(e) bytes there; returns where it ends. */
@@ -51,10 +53,10 @@ export function writeFlumeEvent(buf: Buffer, pos: number, e: Event): number {
     }
   }
   buf[pos++] = 0;
-  const body = e.body;
-  pos = writeLongAt(buf, pos, body.length);
-  buf.set(body, pos);
-  return pos + body.length;
+  const n = bodyLength(e);
+  pos = writeLongAt(buf, pos, n);
+  copyBody(e, buf, pos);
+  return pos + n;
 }
 
 export function encodeFlumeEvent(e: Event): Buffer {
@@ -69,7 +71,7 @@ export function decodeFlumeEvent(value: Buffer): Event {
 }
 
 /**
- * Reads the AvroFlumeEvent in bytes `from` to `to` of buf (its body a view of buf); throws when
+ * Reads the AvroFlumeEvent in bytes `from` to `to` of buf (its body a view of buf, made when first read); throws when
  * they are not one. An event without headers (an empty map, the body's length in one or two
  * bytes, the body: the Kafka channel's usual record) is read without a reader.
  */
@@ -80,7 +82,9 @@ export function decodeFlumeEventAt(buf: Buffer, from: number, to: number): Event
     let pos = from + 2;
     if (b >= 0x80 && pos < to && buf[pos] < 0x80) z = (b & 0x7f) | (buf[pos++] << 7);
     // A zigzag varint of at most two bytes, not negative: the body runs to the end.
-    if (z < 0x4000 && (z & 1) === 0 && pos + (z >>> 1) === to) return bodyEvent(buf.subarray(pos, to));
+    // The body kept as its range of buf: the view is made when something reads it (a null sink
+    // never does, a memory or file channel copies the range), not one a take.
+    if (z < 0x4000 && (z & 1) === 0 && pos + (z >>> 1) === to) return lineEvent(buf, pos, to);
   }
   // Positions in errors count from the value's start.
   const r = new AvroReader(from === 0 && to === buf.length ? buf : buf.subarray(from, to));

@@ -4,8 +4,8 @@
  * the Avro reader; the result, and the refusal of bytes that are no event, must be the reader's.
  */
 import { describe, expect, test } from "bun:test";
-import { readHeaders } from "../../src/core/event.ts";
-import { decodeFlumeEvent, decodeFlumeEventAt, encodeFlumeEvent } from "../../src/kafka/flume-event.ts";
+import { bodyLength, createEvent, lineEvent, readHeaders } from "../../src/core/event.ts";
+import { decodeFlumeEvent, decodeFlumeEventAt, encodeFlumeEvent, flumeEventSize } from "../../src/kafka/flume-event.ts";
 import { AvroReader } from "../../src/rpc/binary.ts";
 import { readEvent } from "../../src/rpc/messages.ts";
 
@@ -49,6 +49,27 @@ describe("decodeFlumeEventAt", () => {
     const e = decodeFlumeEventAt(buf, 2, buf.length);
     expect(Buffer.from(e.body).toString()).toBe("hello");
     expect(e.body.buffer).toBe(buf.buffer);
+  });
+
+  test("an event read without headers keeps its body as a range: its length, and the event written again, are the same bytes", () => {
+    for (const size of [0, 5, 100, 200]) {
+      const bytes = encodeFlumeEvent({ headers: {}, body: Buffer.alloc(size, 3) });
+      const buf = Buffer.concat([Buffer.from([1, 2]), bytes, Buffer.from([4])]);
+      const e = decodeFlumeEventAt(buf, 2, 2 + bytes.length);
+      expect(bodyLength(e)).toBe(size);
+      expect(flumeEventSize(e)).toBe(bytes.length);
+      expect(encodeFlumeEvent(e)).toEqual(bytes);
+      // Headers set on it after the read (an interceptor) are written too.
+      e.headers.k = "v";
+      expect(decodeFlumeEvent(encodeFlumeEvent(e))).toMatchObject({ headers: { k: "v" } });
+      expect(Buffer.from(decodeFlumeEvent(encodeFlumeEvent(e)).body)).toEqual(Buffer.alloc(size, 3));
+    }
+  });
+
+  test("a line kept as a range of its read (TAILDIR, exec) is written as the event with that body", () => {
+    const read = Buffer.from("first\nsecond line\n");
+    const line = lineEvent(read, 6, 17);
+    expect(encodeFlumeEvent(line)).toEqual(encodeFlumeEvent(createEvent("second line")));
   });
 
   test("bytes that are no event are refused with the Avro reader's reason", () => {

@@ -31,6 +31,8 @@ import { TakenResponses, ValueCopies } from "../../../kafka/response-release.ts"
 import type { ConsumerSettings, ProducerSettings } from "../../../kafka/settings.ts";
 import { TakenOffsets } from "./taken-offsets.ts";
 
+const EMPTY = new Uint8Array(0);
+
 export interface KafkaChannelOptions {
   topic: string;
   producer: ProducerSettings;
@@ -76,6 +78,8 @@ export class KafkaChannel implements Channel {
   private readonly badSeen = new BadRecordsSeen();
   /** Sends and offset commits in flight. */
   private inFlight = 0;
+  /** The records of sends settled, reused by the next ones (one slot a send in flight). */
+  private readonly slots: { records: KafkaRecord[]; pool: KafkaRecord[] }[] = [];
   /** Records this channel sent that its consumer has not fetched back yet (see ioBusy). */
   private unfetched = 0;
 
@@ -208,8 +212,12 @@ export class KafkaChannel implements Channel {
     return (m, error) => this.badSeen.report(m, error, dlq ? (tx.deadLetters ??= new DeadLetters(dlq, this.publisher)).add : undefined);
   }
 
-  /** The record of a put: the `key` header as its key (as Flume's channel), partitionIdHeader's number, else defaultPartitionId, else the producer's choice. */
-  private recordOf(e: Event): KafkaRecord {
+  /**
+   * Fills in the record of a put: the `key` header as its key (as Flume's channel),
+   * partitionIdHeader's number, else defaultPartitionId, else the producer's choice. Every
+   * field is set each time: the records are reused from send to send (sendSlot).
+   */
+  private fill(record: KafkaRecord, e: Event): KafkaRecord {
     const o = this.options;
     const headers = readHeaders(e);
     const key = headers.key;
@@ -218,10 +226,18 @@ export class KafkaChannel implements Channel {
       const p = headers[o.partitionIdHeader];
       if (p !== undefined && /^\d+$/.test(p)) partition = Number(p);
     }
-    const record: KafkaRecord = { topic: o.topic, value: e.body, key: key === undefined ? undefined : Buffer.from(key), partition, flumeEvent: undefined, eventSize: undefined };
+    record.topic = o.topic;
+    record.key = key === undefined ? undefined : Buffer.from(key);
+    record.partition = partition;
     if (o.parseAsFlumeEvent) {
+      // Written as a FlumeEvent straight into the request: the body is read from the event.
+      record.value = EMPTY;
       record.flumeEvent = e;
       record.eventSize = flumeEventSize(e);
+    } else {
+      record.value = e.body;
+      record.flumeEvent = undefined;
+      record.eventSize = undefined;
     }
     return record;
   }
@@ -240,20 +256,34 @@ export class KafkaChannel implements Channel {
   private async send(tx: KafkaTransaction): Promise<void> {
     const puts = tx.puts;
     // The bodies as they are, or the events written as FlumeEvents straight into the request.
-    const records = new Array<KafkaRecord>(puts.length);
-    for (let i = 0; i < puts.length; i++) records[i] = this.recordOf(puts[i]);
-    for (const r of records) {
-      const tooLarge = this.publisher.checkSize(r);
-      if (tooLarge) throw new ChannelException(tooLarge.message);
-    }
-    const started = Date.now();
+    const slot = this.slots.pop() ?? { records: [], pool: [] };
+    const { records, pool } = slot;
     try {
-      await this.publisher.send(records);
-    } catch (err) {
-      throw new ChannelException(`${this.label}: ${messageOf(err)}`, { cause: err });
+      for (let i = 0; i < puts.length; i++) {
+        const r = this.fill((pool[i] ??= { topic: "", value: EMPTY }), puts[i]);
+        const tooLarge = this.publisher.checkSize(r);
+        if (tooLarge) throw new ChannelException(tooLarge.message);
+        records.push(r);
+      }
+      const started = Date.now();
+      try {
+        await this.publisher.send(records);
+      } catch (err) {
+        throw new ChannelException(`${this.label}: ${messageOf(err)}`, { cause: err });
+      }
+      this.counter.values.KafkaEventSendTimer += Date.now() - started;
+    } finally {
+      // The client took what it sends from the records before send settled; they no longer hold the events.
+      for (let i = 0; i < records.length; i++) {
+        const r = records[i];
+        r.value = EMPTY;
+        r.flumeEvent = undefined;
+        r.key = undefined;
+      }
+      records.length = 0;
+      this.slots.push(slot);
     }
-    this.counter.values.KafkaEventSendTimer += Date.now() - started;
-    this.unfetched += records.length;
+    this.unfetched += puts.length;
     this.counter.inc("EventPutSuccessCount", tx.puts.length);
     tx.puts = [];
   }
