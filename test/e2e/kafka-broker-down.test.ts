@@ -7,7 +7,7 @@
 import { expect } from "bun:test";
 import path from "node:path";
 import { DEFAULT_BATCHES_IN_FLIGHT } from "../../src/components/sinks/kafka.ts";
-import { agentsAfterEach, freePort, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
+import { type AgentProcess, agentsAfterEach, freePort, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
 import { needsJvm } from "../support/jvm.ts";
 import { kafkaForFile, readTopic } from "../support/kafka-tests.ts";
 
@@ -50,6 +50,33 @@ async function readiness(port: number): Promise<Ready | null> {
   }
 }
 
+const total = 200_000;
+const batch = 500;
+
+/** An agent sending `total` events to `topic` (seq -> file channel -> kafka sink), its broker SIGKILLed once some were acknowledged. */
+async function runThenKillBroker(topic: string, deliveryTimeoutMs: number) {
+  await kafka.createTopic(topic, { partitions: 1 });
+  const { dir, cleanup } = tempDir("flume-kafka-down-");
+  cleanups.push(cleanup);
+  const port = await freePort();
+  const agent = startAgent(dir, "a1", conf(dir, topic, total, batch, deliveryTimeoutMs), port);
+  await waitForMetrics(port, "some batches acknowledged", (m) => Number(m["SINK.k1"]?.EventDrainSuccessCount ?? 0) >= 2000, 120_000, 20);
+  const [broker] = kafka.nodes;
+  await broker.peer.kill("SIGKILL");
+  await broker.peer.exited;
+  return { dir, port, agent, broker };
+}
+
+/** SIGTERM: the agent exits by itself (code 0), in bounded time. */
+async function expectStopped(agent: AgentProcess): Promise<void> {
+  agent.child.kill("SIGTERM");
+  let code: number | null | undefined;
+  void agent.exited().then((c) => (code = c));
+  await waitUntil(() => code !== undefined, "the agent exiting after SIGTERM", 90_000, 50);
+  expect(agent.child.signalCode).toBeNull();
+  expect(code).toBe(0);
+}
+
 /** Starts the agent again on the same file channel (its source adds nothing) with the broker back; resolves once the channel is empty. */
 async function drainAgain(start: ReturnType<typeof agentsAfterEach>["startAgent"], dir: string, topic: string, batch: number, port: number): Promise<void> {
   const again = start(dir, "a1", conf(dir, topic, 0, batch, 6000), port);
@@ -69,28 +96,13 @@ needsJvm.test(
   "SIGTERM while the broker is down and the sink's sends wait for it (delivery.timeout.ms 10 minutes): the agent exits within request.timeout.ms of its drain, the batches in flight back in the file channel; a restart delivers every event",
   async () => {
     const topic = "broker-down-stop";
-    await kafka.createTopic(topic, { partitions: 1 });
-    const total = 200_000;
-    const batch = 500;
-    const { dir, cleanup } = tempDir("flume-kafka-down-");
-    cleanups.push(cleanup);
-    const port = await freePort();
-    const agent = startAgent(dir, "a1", conf(dir, topic, total, batch, 600_000), port);
-    await waitForMetrics(port, "some batches acknowledged", (m) => Number(m["SINK.k1"]?.EventDrainSuccessCount ?? 0) >= 2000, 120_000, 20);
-    const [broker] = kafka.nodes;
-    await broker.peer.kill("SIGKILL");
-    await broker.peer.exited;
+    const { dir, port, agent, broker } = await runThenKillBroker(topic, 600_000);
     // Taken, sent, neither acknowledged nor failed: the sends wait for the broker.
     const m = await waitForMetrics(port, "batches in flight", (x) => Number(x["SINK.k1"]?.EventDrainAttemptCount ?? 0) - Number(x["SINK.k1"]?.EventDrainSuccessCount ?? 0) >= batch, 60_000, 100);
     expect(Number(m["SINK.k1"].RollbackCount)).toBe(0);
 
-    agent.child.kill("SIGTERM");
-    let code: number | null | undefined;
-    void agent.exited().then((c) => (code = c));
     // Far below delivery.timeout.ms: the drain (5 s) and request.timeout.ms (3 s) bound the stop.
-    await waitUntil(() => code !== undefined, "the agent exiting after SIGTERM", 90_000, 50);
-    expect(agent.child.signalCode).toBeNull();
-    expect(code).toBe(0);
+    await expectStopped(agent);
     expect(agent.stdout + agent.stderr).toContain("rolled back into the channel");
 
     await broker.restart();
@@ -105,17 +117,7 @@ needsJvm.test(
   "the broker SIGKILLed under a running agent: /ready names the sink, SIGTERM stops the agent in bounded time, a restart with the broker back delivers every event",
   async () => {
     const topic = "broker-down-ready";
-    await kafka.createTopic(topic, { partitions: 1 });
-    const total = 200_000;
-    const batch = 500;
-    const { dir, cleanup } = tempDir("flume-kafka-down-");
-    cleanups.push(cleanup);
-    const port = await freePort();
-    const agent = startAgent(dir, "a1", conf(dir, topic, total, batch, 6000), port);
-    await waitForMetrics(port, "some batches acknowledged", (m) => Number(m["SINK.k1"]?.EventDrainSuccessCount ?? 0) >= 2000, 120_000, 20);
-    const [broker] = kafka.nodes;
-    await broker.peer.kill("SIGKILL");
-    await broker.peer.exited;
+    const { dir, port, agent, broker } = await runThenKillBroker(topic, 6000);
 
     // The sink's sends fail after delivery.timeout.ms: /ready says which sink and why.
     let ready: Ready | null = null;
@@ -137,12 +139,7 @@ needsJvm.test(
     expect(Number(m["SINK.k1"].EventWriteFail)).toBe(Number(m["SINK.k1"].RollbackCount));
 
     // Stopped while the broker is still down: the batches in flight go back into the file channel.
-    agent.child.kill("SIGTERM");
-    let code: number | null | undefined;
-    void agent.exited().then((c) => (code = c));
-    await waitUntil(() => code !== undefined, "the agent exiting after SIGTERM", 90_000, 50);
-    expect(agent.child.signalCode).toBeNull();
-    expect(code).toBe(0);
+    await expectStopped(agent);
 
     await broker.restart();
     await drainAgain(startAgent, dir, topic, batch, port);
