@@ -340,6 +340,32 @@ describe("sink runner stop", () => {
     await clock.advance(10000);
     await stopping;
   });
+
+  test("a process() waiting on deliveries in flight is interrupted by the stop: the stop ends without it ending by itself, the sink stopped after", async () => {
+    const clock = new VirtualClock();
+    const channel = new MemoryChannel("c1", {}, clock);
+    const order: string[] = [];
+    // Holds process() until interrupted, as a sink whose batches wait for a broker that is gone.
+    const sink = new (class extends HeldSink {
+      interrupt(): void {
+        order.push("interrupt");
+        this.letGo();
+      }
+      override stop(): void {
+        order.push("stop");
+        super.stop();
+      }
+    })();
+    sink.setChannel(channel);
+    const runner = new SinkRunner("k1", new DefaultSinkProcessor(sink), clock);
+    await runner.start();
+    sink.hold = true;
+    await clock.advance(1000);
+    expect(sink.inProcess).toBe(true);
+    await runner.stop();
+    expect(order).toEqual(["interrupt", "stop"]);
+    expect(runner.getLifecycleState()).toBe("STOP");
+  });
 });
 
 /** An interceptor holding a resource between initialize() and close() (a file, a timer). */
