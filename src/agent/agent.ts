@@ -192,6 +192,14 @@ export class Agent implements MetricsProvider {
     for (const c of this.built.channels.values()) check("channel", c.name, c.channel);
     for (const r of this.built.runners.values()) check("sink runner", r.name, r.runner);
     for (const s of this.built.sources.values()) check("source", s.name, s.runner);
+    // A sink that runs but whose deliveries fail (its broker gone) is not ready either.
+    for (const r of this.built.runners.values()) {
+      if (r.runner.getLifecycleState() !== "START") continue;
+      for (const s of r.sinks) {
+        const error = s.deliveryError?.();
+        if (error) notStarted.push({ kind: "sink", name: s.name, state: "FAILING", error });
+      }
+    }
     return { ready: this.running && notStarted.length === 0, notStarted };
   }
 

@@ -171,7 +171,10 @@ export class SinkRunner implements LifecycleAware {
   async stop(): Promise<void> {
     for (const off of this.unsubscribe) off();
     this.unsubscribe = [];
-    await this.loop.stop();
+    const stopped = this.loop.stop();
+    // After the loop stopped calling it: a process() under way may wait on deliveries in flight.
+    for (const s of this.processor.sinks) s.interrupt?.();
+    await stopped;
     await this.processor.stop();
     this.state = "STOP";
   }

@@ -14,4 +14,11 @@ export interface Sink extends LifecycleAware {
   setChannel(channel: Channel): void;
   getChannel(): Channel;
   process(): Promise<Status>;
+  /**
+   * The runner stops: called as its loop ends, before stop(). A sink whose process() may wait
+   * on deliveries (batches in flight) makes them end in bounded time (rolled back if need be).
+   */
+  interrupt?(): void;
+  /** While the sink's deliveries fail: why (for /ready); null once one succeeds again. */
+  deliveryError?(): string | null;
 }

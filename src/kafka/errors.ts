@@ -37,3 +37,9 @@ export function isUnknownTopic(err: unknown): boolean {
 export function isTooLarge(err: unknown): boolean {
   return err instanceof KafkaRecordTooLargeError || /too large|RECORD_LIST_TOO_LARGE|MESSAGE_TOO_LARGE|larger than the max message size/i.test(messageOf(err));
 }
+
+/** A send the brokers did not acknowledge within delivery.timeout.ms (a broker down or unreachable). */
+export class KafkaDeliveryTimeoutError extends FlumeError {}
+
+/** A send given up because its component stops (its batch goes back to the channel). */
+export class KafkaSendAbortedError extends FlumeError {}

@@ -107,6 +107,12 @@ export class LeanSender {
     }
   }
 
+  /** After a send given up (not failed by the client): the next send takes a new producer id, its sequences from 0. */
+  forget(): void {
+    this.info = null;
+    this.sequences.clear();
+  }
+
   /** A new producer id (one request for the sends waiting for it at once), its sequences from 0. */
   private producerInfo(): Promise<ProducerInfo> {
     this.initializing ??= (async () => {

@@ -8,7 +8,7 @@ import type { Logger } from "../core/logger.ts";
 import { loadKafka } from "./client.ts";
 import { LeanSender } from "./lean-send.ts";
 import { useOwnRecordBatches } from "./produce-api.ts";
-import { isTooLarge, isUnknownTopic, KafkaRecordTooLargeError, KafkaTopicMissingError, messageOf } from "./errors.ts";
+import { isTooLarge, isUnknownTopic, KafkaDeliveryTimeoutError, KafkaRecordTooLargeError, KafkaSendAbortedError, KafkaTopicMissingError, messageOf } from "./errors.ts";
 import { clientOptions, describeBrokers, type ProducerSettings } from "./settings.ts";
 
 export interface KafkaRecord {
@@ -34,15 +34,32 @@ export function recordSize(r: KafkaRecord): number {
   return n;
 }
 
+/** Whether a send failed because no broker could be reached or answered (tried again until delivery.timeout.ms). */
+function isUnreachable(err: unknown): boolean {
+  return /ECONNREFUSED|ECONNRESET|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|EPIPE|Connection closed|Cannot connect to any broker|Connection to .* failed|timed out|NOT_LEADER|LEADER_NOT_AVAILABLE/i.test(messageOf(err));
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function topicsOf(records: readonly KafkaRecord[]): string[] {
+  return [...new Set(records.map((r) => r.topic))];
+}
+
 export class KafkaPublisher {
   private producer: Producer<Buffer, Uint8Array, Buffer, Buffer> | null = null;
   /** Sends what our record-batch encoder writes (uncompressed); null: the library's Producer.send. */
   private lean: LeanSender | null = null;
+  /** Fails each send under way (abort). */
+  private readonly pending = new Set<(err: Error) => void>();
 
   constructor(
     readonly label: string,
     readonly settings: ProducerSettings,
     private readonly logger: Logger,
+    /** Whether an unreachable broker is tried again until delivery.timeout.ms (a sink, whose failed batch waits in its channel); else the client's retries decide. */
+    private readonly retryUntilDeliveryTimeout = false,
   ) {}
 
   get brokers(): string {
@@ -77,15 +94,64 @@ export class KafkaPublisher {
     if (s.compression === "none") this.lean = new LeanSender(kafka, producer, s.acks, s.idempotent);
   }
 
-  /** Sends records (setting each one's partition on the lean path); resolves once every one was acknowledged. */
+  /**
+   * Sends records (setting each one's partition on the lean path); resolves once every one was
+   * acknowledged. A send fails (KafkaDeliveryTimeoutError) once delivery.timeout.ms has passed
+   * since it began, also when the client itself never answers. With retryUntilDeliveryTimeout,
+   * as the Java producer (retries unbounded by default): a broker that cannot be reached is
+   * tried again every retry.backoff.ms until then; with kafka.producer.retries set, the
+   * client's retries bound it instead. abort() fails the sends under way at once. What the
+   * client still does for a send given up is ignored: a late success only means the records
+   * are sent again (at least once).
+   */
   async send(records: KafkaRecord[]): Promise<void> {
     if (!this.producer) await this.connect();
+    const s = this.settings;
+    const deadline = Date.now() + s.deliveryTimeout;
+    let last: unknown;
+    let fail!: (err: Error) => void;
+    const givenUp = new Promise<never>((_, reject) => (fail = reject));
+    givenUp.catch(() => {});
+    this.pending.add(fail);
+    const timer = setTimeout(() => fail(this.timedOut(records, last)), s.deliveryTimeout);
+    let lean = this.lean;
     try {
-      if (this.lean) await this.lean.send(records);
-      else await this.producer!.send({ messages: records });
+      for (;;) {
+        lean = this.lean;
+        const sending = lean ? lean.send(records) : this.producer!.send({ messages: records });
+        try {
+          await Promise.race([sending, givenUp]);
+          return;
+        } catch (err) {
+          if (err instanceof KafkaDeliveryTimeoutError || err instanceof KafkaSendAbortedError) throw err;
+          if (!this.retryUntilDeliveryTimeout || !s.retriesUntilDeadline || !isUnreachable(err)) throw this.explain(err, topicsOf(records));
+          if (Date.now() + s.retryDelay >= deadline) throw this.timedOut(records, err);
+          last = err;
+          await Promise.race([delay(s.retryDelay), givenUp]);
+        }
+      }
     } catch (err) {
-      throw this.explain(err, [...new Set(records.map((r) => r.topic))]);
+      // Given up with the client's send under way: the broker's sequences for this producer id are unknown, the next send takes a new one.
+      if (err instanceof KafkaDeliveryTimeoutError || err instanceof KafkaSendAbortedError) lean?.forget();
+      throw err;
+    } finally {
+      clearTimeout(timer);
+      this.pending.delete(fail);
     }
+  }
+
+  /** Fails every send under way with `why` (a component that stops: its batches go back to the channel). */
+  abort(why: string): void {
+    for (const fail of [...this.pending]) fail(new KafkaSendAbortedError(`${this.label}: ${why}`));
+  }
+
+  private timedOut(records: readonly KafkaRecord[], last: unknown): KafkaDeliveryTimeoutError {
+    const s = this.settings;
+    const unset = s.deliveryTimeoutSet ? "" : " (not set: 120000, or request.timeout.ms + linger.ms when more)";
+    return new KafkaDeliveryTimeoutError(
+      `${this.label}: Kafka at ${this.brokers} did not acknowledge ${records.length} record${records.length === 1 ? "" : "s"} for topic ${topicsOf(records).join(", ")} within kafka.producer.delivery.timeout.ms${unset} = ${s.deliveryTimeout} ms: the broker is down or unreachable${last === undefined ? "" : ` (${messageOf(last)})`}; raise kafka.producer.delivery.timeout.ms to wait longer for it`,
+      last === undefined ? undefined : { cause: last },
+    );
   }
 
   /** Refuses a record over max.request.size before sending (the broker would refuse the whole request). */

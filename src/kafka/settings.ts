@@ -40,6 +40,29 @@ export interface ProducerSettings extends ConnectionSettings {
   maxRequestSize: number;
   /** max.in.flight.requests.per.connection when set: the Kafka sink's batches in flight. */
   maxInFlight?: number;
+  /** delivery.timeout.ms: a send not acknowledged within it fails (deliveryTimeoutOf). */
+  deliveryTimeout: number;
+  /** Whether delivery.timeout.ms was set (else it is derived from request.timeout.ms), for messages. */
+  deliveryTimeoutSet: boolean;
+  /** retries not set: as the Java producer, a broker out of reach is tried again until deliveryTimeout. */
+  retriesUntilDeadline: boolean;
+}
+
+/** The Java producer's delivery.timeout.ms default. */
+const DELIVERY_TIMEOUT_DEFAULT = 120_000;
+
+/**
+ * As the Java producer: a send fails once delivery.timeout.ms passed without an
+ * acknowledgement, retries included. Set, it must be at least linger.ms + request.timeout.ms
+ * (the Java producer refuses less); not set, it is 120000 or linger.ms + request.timeout.ms
+ * when that is more.
+ */
+function deliveryTimeoutOf(props: Readonly<Record<string, string>>, prefix: string, requestTimeout: number): number {
+  const floor = intOf(props, "linger.ms", prefix, 0) + requestTimeout;
+  if (props["delivery.timeout.ms"] === undefined) return Math.max(DELIVERY_TIMEOUT_DEFAULT, floor);
+  const n = intOf(props, "delivery.timeout.ms", prefix, DELIVERY_TIMEOUT_DEFAULT);
+  if (n < floor) throw new KafkaSettingError(`${prefix}delivery.timeout.ms (${n}) must be at least ${prefix}linger.ms + ${prefix}request.timeout.ms (${floor}), as for the Java producer`);
+  return n;
 }
 
 export interface ConsumerSettings extends ConnectionSettings {
@@ -68,7 +91,6 @@ const NO_EFFECT = new Set([
   "buffer.memory",
   "max.block.ms",
   "metadata.max.age.ms",
-  "delivery.timeout.ms",
   "max.in.flight.requests.per.connection",
   "send.buffer.bytes",
   "receive.buffer.bytes",
@@ -106,7 +128,7 @@ const SECURITY_KEYS = new Set([
 ]);
 
 const COMMON_KEYS = new Set(["client.id", "request.timeout.ms", "retries", "retry.backoff.ms", "socket.connection.setup.timeout.ms", ...SECURITY_KEYS]);
-const PRODUCER_KEYS = new Set([...COMMON_KEYS, "acks", "enable.idempotence", "compression.type", "max.request.size"]);
+const PRODUCER_KEYS = new Set([...COMMON_KEYS, "acks", "enable.idempotence", "compression.type", "max.request.size", "delivery.timeout.ms"]);
 const IN_FLIGHT_KEY = "max.in.flight.requests.per.connection";
 /** A producer that keeps several batches in flight (the Kafka sink) also reads max.in.flight.requests.per.connection. */
 const PRODUCER_KEYS_IN_FLIGHT = new Set([...PRODUCER_KEYS, IN_FLIGHT_KEY]);
@@ -251,8 +273,12 @@ export function producerSettings(i: ProducerInput): ProducerSettings {
   if (maxInFlight === 0) throw new KafkaSettingError(`${prefix}${inFlightKey}: expected 1 or more, got 0`);
   // As the Java producer: the broker keeps the sequences of the last 5 batches per partition.
   if (idempotence && maxInFlight !== undefined && maxInFlight > 5) throw new KafkaSettingError(`${prefix}${inFlightKey} = ${maxInFlight}: an idempotent producer (acks = all) keeps at most 5 requests in flight; set 1 to 5, or enable.idempotence = false`);
+  const connection = connectionSettings(i, prefix);
   return {
-    ...connectionSettings(i, prefix),
+    ...connection,
+    deliveryTimeout: deliveryTimeoutOf(i.props, prefix, connection.requestTimeout),
+    deliveryTimeoutSet: i.props["delivery.timeout.ms"] !== undefined,
+    retriesUntilDeadline: i.props.retries === undefined,
     acks,
     idempotent: idempotence,
     ...(maxInFlight === undefined ? {} : { maxInFlight }),

@@ -186,3 +186,54 @@ needsJvm.test(
   },
   300_000,
 );
+
+needsJvm.test(
+  "the broker killed with batches in flight and the sink running: each send fails after delivery.timeout.ms, is rolled back and counted, /ready's error is set; after the broker's restart the same sink delivers everything",
+  async () => {
+    const topic = await newTopic();
+    const total = 30_000;
+    const batch = 1000;
+    const inFlight = 2;
+    const props = {
+      "kafka.topic": topic,
+      flumeBatchSize: String(batch),
+      "kafka.producer.max.in.flight.requests.per.connection": String(inFlight),
+      "kafka.producer.request.timeout.ms": "2000",
+      "kafka.producer.delivery.timeout.ms": "4000",
+    };
+    const { sink: k, channel } = sink(props, total);
+    await k.start();
+    await put(channel, bodies(total).map((b) => createEvent(b)));
+    const runner = runSink(k);
+    await waitUntil(() => drained(k) >= 3 * batch, "some batches acknowledged", 120_000);
+    const [broker] = kafka.nodes;
+    await broker.peer.kill("SIGKILL");
+    await broker.peer.exited;
+    // No stop: the sends themselves fail, the runner sees the failure.
+    await waitUntil(() => runner.failures.length > 0, "a batch failed after delivery.timeout.ms", 90_000);
+    // Tried again while the broker was gone, then given up: one failure per delivery.timeout.ms, not per retry.
+    expect(runner.failures.every((e) => e.message.includes("within kafka.producer.delivery.timeout.ms = 4000 ms"))).toBe(true);
+    const failure = runner.failures[0];
+    expect(failure.message).toContain(`did not acknowledge`);
+    expect(failure.message).toContain(`for topic ${topic}`);
+    expect(failure.message).toContain(kafka.bootstrap);
+    expect(failure.message).toContain("rolled back into channel");
+    expect(k.deliveryError()).toContain("kafka.producer.delivery.timeout.ms = 4000 ms");
+    expect(k.counter.values.RollbackCount).toBeGreaterThanOrEqual(1);
+    expect(k.counter.values.EventWriteFail).toBe(k.counter.values.RollbackCount);
+    // Whatever is not acknowledged is in the channel (taken batches in flight excepted).
+    expect(channel.counter.values.ChannelSize + k.inFlight * batch).toBeGreaterThanOrEqual(total - drained(k));
+
+    await broker.restart();
+    // The same sink, never restarted: its runner takes the rolled-back batches again.
+    await waitUntil(() => drained(k) === total, "every event acknowledged after the restart", 180_000);
+    await runner.stop();
+    expect(k.deliveryError()).toBeNull();
+    expect(channel.counter.values.ChannelSize).toBe(0);
+    const got = await readAll(topic);
+    expect(new Set(got).size).toBe(total);
+    // At least once: only the failed batches may be there twice.
+    expect(got.length - total).toBeLessThanOrEqual(k.counter.values.RollbackCount * batch);
+  },
+  300_000,
+);

@@ -319,18 +319,23 @@ class HeldSink implements Sink {
   }
 }
 
+/** A started runner of the sink, inside a process() the sink holds. */
+async function runnerInHeldProcess(sink: HeldSink): Promise<{ clock: VirtualClock; runner: SinkRunner }> {
+  const clock = new VirtualClock();
+  sink.setChannel(new MemoryChannel("c1", {}, clock));
+  const runner = new SinkRunner("k1", new DefaultSinkProcessor(sink), clock);
+  await runner.start();
+  sink.hold = true;
+  // The first process() (BACKOFF) leads to a 1 s sleep; end it so the runner enters a held process().
+  await clock.advance(1000);
+  expect(sink.inProcess).toBe(true);
+  return { clock, runner };
+}
+
 describe("sink runner stop", () => {
   test("a stop that arrives while process() runs does not wait out the BACKOFF sleep that follows", async () => {
-    const clock = new VirtualClock();
-    const channel = new MemoryChannel("c1", {}, clock);
     const sink = new HeldSink();
-    sink.setChannel(channel);
-    const runner = new SinkRunner("k1", new DefaultSinkProcessor(sink), clock);
-    await runner.start();
-    sink.hold = true;
-    // The first process() (BACKOFF) leads to a 1 s sleep; end it so the runner enters a held process().
-    await clock.advance(1000);
-    expect(sink.inProcess).toBe(true);
+    const { clock, runner } = await runnerInHeldProcess(sink);
     let stopped = false;
     const stopping = runner.stop().then(() => (stopped = true));
     sink.letGo();
@@ -339,6 +344,25 @@ describe("sink runner stop", () => {
     expect(stopped).toBe(true);
     await clock.advance(10000);
     await stopping;
+  });
+
+  test("a process() waiting on deliveries in flight is interrupted by the stop: the stop ends without it ending by itself, the sink stopped after", async () => {
+    const order: string[] = [];
+    // Holds process() until interrupted, as a sink whose batches wait for a broker that is gone.
+    const sink = new (class extends HeldSink {
+      interrupt(): void {
+        order.push("interrupt");
+        this.letGo();
+      }
+      override stop(): void {
+        order.push("stop");
+        super.stop();
+      }
+    })();
+    const { runner } = await runnerInHeldProcess(sink);
+    await runner.stop();
+    expect(order).toEqual(["interrupt", "stop"]);
+    expect(runner.getLifecycleState()).toBe("STOP");
   });
 });
 

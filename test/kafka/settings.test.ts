@@ -39,6 +39,18 @@ test("max.in.flight.requests.per.connection sets the batches in flight of a prod
   expect(producerSettings({ ...base, logger: sinkLog, defaultAcks: "1", batchesInFlight: true, props: { [key]: "6" } }).maxInFlight).toBe(6);
 });
 
+test("delivery.timeout.ms bounds a send as the Java producer's: 120000 by default, at least linger.ms + request.timeout.ms, refused below that when set", () => {
+  const logger = new MemoryLogger();
+  const settings = (props: Record<string, string>) => producerSettings({ ...base, logger, defaultAcks: "all", batchesInFlight: true, props });
+  expect(settings({})).toMatchObject({ deliveryTimeout: 120_000, deliveryTimeoutSet: false, retriesUntilDeadline: true });
+  expect(settings({ "delivery.timeout.ms": "6000", "request.timeout.ms": "3000", retries: "2" })).toMatchObject({ deliveryTimeout: 6000, deliveryTimeoutSet: true, retriesUntilDeadline: false });
+  // Not set: raised to cover one request and the linger, as the Java producer does.
+  expect(settings({ "request.timeout.ms": "150000", "linger.ms": "100" }).deliveryTimeout).toBe(150_100);
+  expect(() => settings({ "delivery.timeout.ms": "5000", "request.timeout.ms": "4000", "linger.ms": "2000" })).toThrow("kafka.producer.delivery.timeout.ms (5000) must be at least kafka.producer.linger.ms + kafka.producer.request.timeout.ms (6000)");
+  // It has an effect now: never reported as ignored.
+  expect(logger.lines.filter((l) => l.message.includes("delivery.timeout.ms"))).toEqual([]);
+});
+
 test("SASL and TLS settings: PLAIN/SCRAM credentials from sasl.jaas.config, PEM stores; a JKS store is refused naming the setting", () => {
   const logger = new MemoryLogger();
   const jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="s3cret";';

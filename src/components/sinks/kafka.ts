@@ -57,6 +57,10 @@ export class KafkaSink extends BaseSink implements Sink {
   private readonly slots: RecordSlot[] = [];
   /** Set by stop: a batch taken after it is not sent (rolled back). */
   private stopping = false;
+  /** Batches in flight settled (or rolled back) before the connection goes: once per stop. */
+  private draining: Promise<void> | null = null;
+  /** Why the last batch failed, until one is acknowledged again (for /ready). */
+  private failing: string | null = null;
   private readonly topicHasSubstitution: boolean;
   private readonly headerNames: [string, Buffer][];
 
@@ -66,7 +70,7 @@ export class KafkaSink extends BaseSink implements Sink {
   ) {
     super(ctx);
     this.counter = new KafkaSinkCounter(ctx.name, ctx.clock);
-    this.publisher = new KafkaPublisher(`kafka sink ${ctx.name}`, options.producer, ctx.logger);
+    this.publisher = new KafkaPublisher(`kafka sink ${ctx.name}`, options.producer, ctx.logger, true);
     this.topicHasSubstitution = options.topic.includes("%{");
     this.headerNames = Object.entries(options.kafkaHeaders).map(([flume, kafka]) => [flume, Buffer.from(kafka)]);
     this.takeLoop = this.newTakeLoop({
@@ -77,7 +81,10 @@ export class KafkaSink extends BaseSink implements Sink {
       underflow: "READY",
       target: () => `Kafka at ${this.publisher.brokers}`,
       deliver: (events) => this.send(events),
-      failed: () => void this.counter.values.RollbackCount++,
+      failed: (err) => {
+        this.counter.values.RollbackCount++;
+        this.failing = messageOf(err);
+      },
       // Each batch's take commits once the broker acknowledged it (Flume's guarantee per batch).
       inFlight: options.producer.maxInFlight ?? DEFAULT_BATCHES_IN_FLIGHT,
     });
@@ -99,6 +106,8 @@ export class KafkaSink extends BaseSink implements Sink {
 
   override async start(): Promise<void> {
     this.stopping = false;
+    this.draining = null;
+    this.failing = null;
     // A broker that does not answer fails the start: the supervisor retries with backoff and /ready names the error.
     await this.publisher.connect(this.topicHasSubstitution ? undefined : this.options.topic);
     this.counter.values.ConnectionCreatedCount++;
@@ -106,16 +115,36 @@ export class KafkaSink extends BaseSink implements Sink {
     this.logger.info(`${this.label} started (brokers ${this.publisher.brokers}, topic ${this.options.topic}, acks ${this.options.producer.acks === -1 ? "all" : this.options.producer.acks})`);
   }
 
+  deliveryError(): string | null {
+    return this.failing;
+  }
+
+  /** The runner stops: batches in flight end within request.timeout.ms (acknowledged, or rolled back). */
+  interrupt(): void {
+    void this.drain();
+  }
+
   override async stop(): Promise<void> {
-    this.stopping = true;
-    // Every batch in flight committed or rolled back before the connection goes. A broker that
-    // answers none within request.timeout.ms: closing the producer fails them (rolled back).
-    const settled = await this.takeLoop.settle(this.options.producer.requestTimeout);
+    await this.drain();
     await this.publisher.close();
-    if (!settled) await this.takeLoop.settle();
     this.counter.values.ConnectionClosedCount++;
     super.stop();
     this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
+  }
+
+  /**
+   * Every batch in flight committed or rolled back before the connection goes: those the broker
+   * does not acknowledge within request.timeout.ms are given up, rolled back into the channel
+   * (taken again after a restart; a file channel keeps them).
+   */
+  private drain(): Promise<void> {
+    this.stopping = true;
+    return (this.draining ??= (async () => {
+      const timeout = this.options.producer.requestTimeout;
+      if (await this.takeLoop.settle(timeout)) return;
+      this.publisher.abort(`stopping: ${this.takeLoop.inFlight} batch(es) not acknowledged by Kafka at ${this.publisher.brokers} within kafka.producer.request.timeout.ms (${timeout} ms) rolled back into the channel`);
+      await this.takeLoop.settle();
+    })());
   }
 
   private topicOf(headers: Readonly<Record<string, string>>): string {
@@ -180,6 +209,7 @@ export class KafkaSink extends BaseSink implements Sink {
     const slot = this.slots.pop() ?? { records: [], pool: [] };
     try {
       await this.sendWith(slot, events);
+      this.failing = null;
     } finally {
       slot.records.length = 0;
       this.slots.push(slot);
