@@ -219,15 +219,21 @@ export class KafkaPoller {
    * connected. Failures are logged once per attempt; the next call tries again.
    */
   ensureConnected(): boolean {
+    // The channel calls this on every take: the arrows of the slow path live in reconnect(), or
+    // JavaScriptCore would make a scope object for them on each call, connected or not.
     if (this.fetcher) return true;
-    this.reconnecting ??= this.connect()
+    this.reconnecting ??= this.reconnect();
+    return false;
+  }
+
+  private reconnect(): Promise<void> {
+    return this.connect()
       .then(() => this.logger.info(`${this.label}: connected again to ${this.brokers}`))
       .catch((err) => {
         this.lastError = messageOf(err);
         this.logger.warn(`${this.label}: ${this.lastError}`);
       })
       .finally(() => (this.reconnecting = null));
-    return false;
   }
 
   private async resolveTopics(consumer: KafkaConsumer): Promise<string[]> {
