@@ -5,36 +5,16 @@
  * again once the broker is back delivers every event.
  */
 import { expect } from "bun:test";
-import path from "node:path";
 import { DEFAULT_BATCHES_IN_FLIGHT } from "../../src/components/sinks/kafka.ts";
 import { type AgentProcess, agentsAfterEach, freePort, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
 import { needsJvm } from "../support/jvm.ts";
-import { kafkaForFile, readTopic } from "../support/kafka-tests.ts";
+import { kafkaForFile, readTopic, seqFileKafkaConf } from "../support/kafka-tests.ts";
 
 const { cleanups, startAgent } = agentsAfterEach();
 const kafka = kafkaForFile({ autoCreateTopics: false });
 
 function conf(dir: string, topic: string, totalEvents: number, batch: number, deliveryTimeoutMs: number): string {
-  return `a1.sources = r1
-a1.channels = c1
-a1.sinks = k1
-a1.sources.r1.type = seq
-a1.sources.r1.totalEvents = ${totalEvents}
-a1.sources.r1.batchSize = 500
-a1.sources.r1.channels = c1
-a1.channels.c1.type = file
-a1.channels.c1.checkpointDir = ${path.join(dir, "checkpoint")}
-a1.channels.c1.dataDirs = ${path.join(dir, "data")}
-a1.channels.c1.transactionCapacity = 1000
-a1.sinks.k1.type = kafka
-a1.sinks.k1.channel = c1
-a1.sinks.k1.kafka.bootstrap.servers = ${kafka.bootstrap}
-a1.sinks.k1.kafka.topic = ${topic}
-a1.sinks.k1.flumeBatchSize = ${batch}
-a1.sinks.k1.kafka.producer.acks = all
-a1.sinks.k1.kafka.producer.request.timeout.ms = 3000
-a1.sinks.k1.kafka.producer.delivery.timeout.ms = ${deliveryTimeoutMs}
-`;
+  return seqFileKafkaConf({ dir, bootstrap: kafka.bootstrap, topic, total: totalEvents, batch, producer: { "request.timeout.ms": 3000, "delivery.timeout.ms": deliveryTimeoutMs } });
 }
 
 interface Ready {

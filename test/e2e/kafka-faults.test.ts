@@ -3,11 +3,10 @@
  * processes: the partition leader SIGKILLed while an agent's kafka sink (acks=all) sends.
  */
 import { expect } from "bun:test";
-import path from "node:path";
 import { DEFAULT_BATCHES_IN_FLIGHT } from "../../src/components/sinks/kafka.ts";
 import { agentsAfterEach, freePort, tempDir, waitForMetrics } from "../support/helpers.ts";
 import { needsJvm } from "../support/jvm.ts";
-import { kafkaForFile, readTopic } from "../support/kafka-tests.ts";
+import { kafkaForFile, readTopic, seqFileKafkaConf } from "../support/kafka-tests.ts";
 
 const { cleanups, startAgent } = agentsAfterEach();
 const cluster = kafkaForFile({ size: 3, autoCreateTopics: false });
@@ -32,25 +31,7 @@ needsJvm.test(
     startAgent(
       dir,
       "a1",
-      `a1.sources = r1
-a1.channels = c1
-a1.sinks = k1
-a1.sources.r1.type = seq
-a1.sources.r1.totalEvents = ${total}
-a1.sources.r1.batchSize = 500
-a1.sources.r1.channels = c1
-a1.channels.c1.type = file
-a1.channels.c1.checkpointDir = ${path.join(dir, "checkpoint")}
-a1.channels.c1.dataDirs = ${path.join(dir, "data")}
-a1.channels.c1.transactionCapacity = 1000
-a1.sinks.k1.type = kafka
-a1.sinks.k1.channel = c1
-a1.sinks.k1.kafka.bootstrap.servers = ${cluster.bootstrap}
-a1.sinks.k1.kafka.topic = ${topic}
-a1.sinks.k1.flumeBatchSize = ${batch}
-a1.sinks.k1.kafka.producer.acks = all
-a1.sinks.k1.kafka.producer.request.timeout.ms = 5000
-`,
+      seqFileKafkaConf({ dir, bootstrap: cluster.bootstrap, topic, total, batch, producer: { "request.timeout.ms": 5000 } }),
       port,
     );
     const before = await waitForMetrics(port, "some batches acknowledged", (m) => Number(m["SINK.k1"]?.EventDrainSuccessCount ?? 0) >= 3000, 120_000, 20);

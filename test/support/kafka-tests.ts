@@ -1,3 +1,4 @@
+import path from "node:path";
 /**
  * What the Kafka test files share: one broker (or cluster) per file, cleanups awaited after each
  * test, and the Kafka sink, source and channel built from their definitions, wired to started
@@ -179,4 +180,27 @@ export async function readTopic(bootstrap: string, topic: string, quietMs = 8000
     await r.stop();
   }
   return out;
+}
+
+/** seq -> file channel (in dir) -> kafka sink (acks=all): the agent the sink's fault e2e tests kill brokers under; `producer` adds kafka.producer.* settings. */
+export function seqFileKafkaConf(o: { dir: string; bootstrap: string; topic: string; total: number; batch: number; producer: Readonly<Record<string, string | number>> }): string {
+  const producer = Object.entries(o.producer).map(([k, v]) => `a1.sinks.k1.kafka.producer.${k} = ${v}\n`).join("");
+  return `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = seq
+a1.sources.r1.totalEvents = ${o.total}
+a1.sources.r1.batchSize = 500
+a1.sources.r1.channels = c1
+a1.channels.c1.type = file
+a1.channels.c1.checkpointDir = ${path.join(o.dir, "checkpoint")}
+a1.channels.c1.dataDirs = ${path.join(o.dir, "data")}
+a1.channels.c1.transactionCapacity = 1000
+a1.sinks.k1.type = kafka
+a1.sinks.k1.channel = c1
+a1.sinks.k1.kafka.bootstrap.servers = ${o.bootstrap}
+a1.sinks.k1.kafka.topic = ${o.topic}
+a1.sinks.k1.flumeBatchSize = ${o.batch}
+a1.sinks.k1.kafka.producer.acks = all
+${producer}`;
 }
