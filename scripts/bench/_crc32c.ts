@@ -1,29 +1,29 @@
 // npx bun scripts/bench/_crc32c.ts [runtime ...]: CRC32C throughput (MB/s, best of 12 rounds) at
 // 64 B, 512 B (an HDFS chunk), 16 KB and 110 KB (a Kafka record batch as the source fetches it),
-// of src/io/crc32c.ts, its JS path (slicing-by-8, what it was before) and the WebAssembly ones of
-// packages: the Kafka client's (@platformatic/wasm-utils) and hash-wasm's when it is installed
-// (not a dependency: `npm install --no-save hash-wasm` to compare).
+// of src/io/crc32c.ts, the slicing-by-8 it was before (test/support/crc32c-slicing-by-8.ts) and
+// the WebAssembly ones of packages: the Kafka client's (@platformatic/wasm-utils) and hash-wasm's
+// when it is installed (not a dependency: `npm install --no-save hash-wasm` to compare).
 // Runtimes: bun, bun-agent (BUN_JSC_useFTLJIT=false, as the compiled agent runs), node (this file
-// bundled for it), deno; all four when none is named. Each candidate runs in a process of its own:
-// JSC compiled the same module slower when several WebAssembly instances had been made before it.
+// bundled for it), deno; all four when none is named. Each candidate runs in a process of its own
+// (JSC compiled a WebAssembly module slower when several instances had been made before it).
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import path from "node:path";
-import { crc32c, crc32cJs, crc32cUsesWasm } from "../../src/io/crc32c.ts";
+import { crc32c } from "../../src/io/crc32c.ts";
+import { crc32cSlicingBy8 } from "../../test/support/crc32c-slicing-by-8.ts";
 
 type Crc = (bytes: Uint8Array, from: number, to: number) => number;
 
 const SIZES = [64, 512, 16384, 110_000];
-const CANDIDATES = ["src/io/crc32c.ts", "its JS path (slicing-by-8)", "Kafka client's wasm", "hash-wasm"];
+const CANDIDATES = ["src/io/crc32c.ts", "slicing-by-8 (before)", "Kafka client's wasm", "hash-wasm"];
 
 /** A candidate's function, or null when its package is not installed. */
 async function candidate(name: string): Promise<Crc | null> {
   switch (name) {
     case "src/io/crc32c.ts":
-      if (!crc32cUsesWasm()) throw new Error("src/io/crc32c.ts could not load its WebAssembly");
       return crc32c;
-    case "its JS path (slicing-by-8)":
-      return crc32cJs;
+    case "slicing-by-8 (before)":
+      return crc32cSlicingBy8;
     case "Kafka client's wasm": {
       // The package itself, not the tsconfig `paths` stand-in (src/kafka/wasm-codecs.ts) Bun would pick.
       const spec = "@platformatic/wasm-utils/bundled";
@@ -45,12 +45,12 @@ async function candidate(name: string): Promise<Crc | null> {
   throw new Error(`unknown candidate ${name}`);
 }
 
-/** MB/s at each of SIZES, after a warm-up (the JITs' top tiers), checked against the JS path first. */
+/** MB/s at each of SIZES, after a warm-up (the JITs' top tiers), checked against slicing-by-8 first. */
 function measure(fn: Crc): number[] {
   const data = new Uint8Array(120_000);
   for (let i = 0; i < data.length; i++) data[i] = Math.imul(i, 0x9e3779b1) >>> 24;
   for (const size of SIZES) {
-    if (fn(data, 3, 3 + size) !== crc32cJs(data, 3, 3 + size)) throw new Error(`wrong CRC on ${size} bytes`);
+    if (fn(data, 3, 3 + size) !== crc32cSlicingBy8(data, 3, 3 + size)) throw new Error(`wrong CRC on ${size} bytes`);
   }
   let sink = 0;
   for (let t0 = performance.now(), k = 0; performance.now() - t0 < 300; k++) sink ^= fn(data, k & 7, (k & 7) + 16384);

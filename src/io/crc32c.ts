@@ -1,128 +1,53 @@
 /**
  * CRC32C (Castagnoli): HDFS keeps one per 512-byte chunk (dfs.checksum.type CRC32C), Kafka one per
- * record batch. No runtime offers it natively (zlib's crc32 is the other polynomial), and no
- * maintained package is faster (scripts/bench/_crc32c.ts: hash-wasm's, the Kafka client's
- * WebAssembly one, slicing-by-8 like ours, run at 2.1 and 1.4 GB/s).
+ * record batch. No runtime offers it natively (zlib's crc32 is the other polynomial).
  *
- * From 64 bytes on, WebAssembly (src/io/crc32c.wat: four slicing-by-8 chains side by side, the
- * input copied into its memory): under Bun with the agent's JIT options 3.3 GB/s against 1.75 for
- * slicing-by-8 in JS, 2.5 against 1.5 on 512 bytes; under Node 2.3 against 0.8. Below 64 bytes the
- * copy and the call cost more than they save, and slicing-by-8 in JS does it (as it does
- * everything where WebAssembly cannot load).
+ * Slicing-by-16 in JS over one flat table (scripts/bench/_crc32c.ts; MB/s at 512 B and 110 KB,
+ * Bun with the agent's BUN_JSC_useFTLJIT=false): 1.8 and 2.15 GB/s, where slicing-by-8 over
+ * eight arrays made 1.45 and 1.75, the Kafka client's WebAssembly 1.7 and 1.4, hash-wasm's 1.1
+ * and 2.1. WebAssembly of our own (four slicing-by-8 chains side by side) made 2.5 and 3.3, but
+ * compiling any WebAssembly pages the engine's wasm compilers in: +5-7 MB of the Kafka agents'
+ * peak RSS, for 7% of the source's CPU an event.
  */
-import { CRC32C_WASM } from "./crc32c-wasm.ts";
-
 const POLY = 0x82f63b78;
 
-/** Tk[b]: the CRC state of byte b followed by k zero bytes (T0 is the bytewise table). */
-const TABLES = (() => {
-  const t: Int32Array[] = [new Int32Array(256)];
-  for (let i = 0; i < 256; i++) {
-    let c = i;
+/**
+ * The sixteen 256-entry tables end to end: entry 256 * k + b is the CRC state of byte b followed
+ * by k zero bytes (k = 0: the bytewise table). One array, so one bounds check per lookup and a
+ * constant offset, faster under JSC's DFG than sixteen arrays.
+ */
+const T = (() => {
+  const t = new Int32Array(16 * 256);
+  for (let b = 0; b < 256; b++) {
+    let c = b;
     for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ POLY : c >>> 1;
-    t[0][i] = c;
+    t[b] = c;
   }
-  for (let s = 1; s < 8; s++) {
-    t.push(new Int32Array(256));
-    for (let i = 0; i < 256; i++) t[s][i] = (t[s - 1][i] >>> 8) ^ t[0][t[s - 1][i] & 0xff];
-  }
+  for (let i = 256; i < t.length; i++) t[i] = (t[i - 256] >>> 8) ^ t[t[i - 256] & 0xff];
   return t;
 })();
 
-/** The eight tables, each its own array (plain indexes, no offset arithmetic). */
-const [T0, T1, T2, T3, T4, T5, T6, T7] = TABLES;
-
 /**
- * The CRC32C of bytes[from, to), slicing-by-8 in JS. Eight bytes a step, read as two
- * little-endian words through a DataView: a third faster than byte by byte.
+ * The CRC32C of bytes[from, to). Sixteen bytes a step, read as four little-endian words through a
+ * DataView (a third faster than byte by byte); the first word's bytes, xored with the state, look
+ * up the tables of 15..12 zeros after them, the last word's those of 3..0.
  */
-export function crc32cJs(bytes: Uint8Array, from = 0, to = bytes.length): number {
+export function crc32c(bytes: Uint8Array, from = 0, to = bytes.length): number {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let c = -1;
   let i = from;
-  while (to - i >= 8) {
+  while (to - i >= 16) {
     const a = c ^ view.getInt32(i, true);
     const b = view.getInt32(i + 4, true);
-    c = T7[a & 0xff] ^ T6[(a >>> 8) & 0xff] ^ T5[(a >>> 16) & 0xff] ^ T4[a >>> 24] ^ T3[b & 0xff] ^ T2[(b >>> 8) & 0xff] ^ T1[(b >>> 16) & 0xff] ^ T0[b >>> 24];
-    i += 8;
+    const d = view.getInt32(i + 8, true);
+    const e = view.getInt32(i + 12, true);
+    c =
+      T[3840 + (a & 0xff)] ^ T[3584 + ((a >>> 8) & 0xff)] ^ T[3328 + ((a >>> 16) & 0xff)] ^ T[3072 + (a >>> 24)] ^
+      T[2816 + (b & 0xff)] ^ T[2560 + ((b >>> 8) & 0xff)] ^ T[2304 + ((b >>> 16) & 0xff)] ^ T[2048 + (b >>> 24)] ^
+      T[1792 + (d & 0xff)] ^ T[1536 + ((d >>> 8) & 0xff)] ^ T[1280 + ((d >>> 16) & 0xff)] ^ T[1024 + (d >>> 24)] ^
+      T[768 + (e & 0xff)] ^ T[512 + ((e >>> 8) & 0xff)] ^ T[256 + ((e >>> 16) & 0xff)] ^ T[e >>> 24];
+    i += 16;
   }
-  while (i < to) c = T0[(c ^ bytes[i++]) & 0xff] ^ (c >>> 8);
+  while (i < to) c = T[(c ^ bytes[i++]) & 0xff] ^ (c >>> 8);
   return ~c >>> 0;
-}
-
-/** Inputs this long and longer go to WebAssembly. */
-const WASM_FROM = 64;
-/** Where the module reads its input, and how much a call takes (src/io/crc32c.wat's layout). */
-const INPUT_AT = 16384;
-const CHUNK = 65536;
-/** The bytes the module's four chains each take of a 512-byte block. */
-const QUARTER = 128;
-
-interface Crc32cWasm {
-  /** The module's memory, bytes. */
-  memory: Uint8Array;
-  /** The CRC state after `length` bytes at INPUT_AT, going on from `state` (neither inverted). */
-  update(state: number, length: number): number;
-}
-
-/**
- * S0..S3 (256 entries each, one after the other): a CRC state moved over `zeros` zero bytes, by
- * each of its four bytes. Moving is linear in the state: each of its 32 bits moved alone, then
- * every table entry is the xor of the moved bits of its byte.
- */
-function shiftTables(zeros: number): Int32Array {
-  const bits = new Int32Array(32);
-  for (let bit = 0; bit < 32; bit++) {
-    let c = 1 << bit;
-    for (let i = 0; i < zeros; i++) c = T0[c & 0xff] ^ (c >>> 8);
-    bits[bit] = c;
-  }
-  const out = new Int32Array(1024);
-  for (let k = 0; k < 4; k++) {
-    for (let b = 0; b < 256; b++) {
-      let v = 0;
-      for (let j = 0; j < 8; j++) if (b & (1 << j)) v ^= bits[k * 8 + j];
-      out[k * 256 + b] = v;
-    }
-  }
-  return out;
-}
-
-/** The module, instantiated and its tables filled; null where WebAssembly is not available. */
-function loadWasm(): Crc32cWasm | null {
-  try {
-    const code = Uint8Array.from(atob(CRC32C_WASM), (ch) => ch.charCodeAt(0));
-    const { exports } = new WebAssembly.Instance(new WebAssembly.Module(code));
-    const memory = (exports.memory as WebAssembly.Memory).buffer;
-    const words = new Int32Array(memory, 0, 3 * 1024);
-    TABLES.forEach((t, k) => words.set(t, k * 256));
-    words.set(shiftTables(QUARTER), 2048);
-    return { memory: new Uint8Array(memory), update: exports.update as Crc32cWasm["update"] };
-  } catch {
-    return null;
-  }
-}
-
-/** Loaded on the first input long enough: agents that never check a CRC never compile it. */
-let wasm: Crc32cWasm | null | undefined;
-
-/** Whether the WebAssembly path is in use (loading it if not yet): for the tests and the benchmark. */
-export function crc32cUsesWasm(): boolean {
-  wasm ??= loadWasm();
-  return wasm !== null;
-}
-
-/** The CRC32C of bytes[from, to). */
-export function crc32c(bytes: Uint8Array, from = 0, to = bytes.length): number {
-  if (to - from < WASM_FROM) return crc32cJs(bytes, from, to);
-  const w = (wasm ??= loadWasm());
-  if (w === null) return crc32cJs(bytes, from, to);
-  let state = -1;
-  while (from < to) {
-    const chunk = bytes.subarray(from, Math.min(to, from + CHUNK));
-    w.memory.set(chunk, INPUT_AT);
-    state = w.update(state, chunk.length);
-    from += CHUNK;
-  }
-  return ~state >>> 0;
 }
