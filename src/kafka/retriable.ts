@@ -29,6 +29,11 @@ const TRANSIENT_SOCKET_CODES = new Set([
   // A name lookup that fails for now, or a broker's advertised name gone while it restarts (a pod).
   "EAI_AGAIN",
   "ENOTFOUND",
+  // A request written to a connection that had just gone.
+  "ERR_SOCKET_CLOSED",
+  "ERR_STREAM_DESTROYED",
+  "ERR_STREAM_WRITE_AFTER_END",
+  "ERR_STREAM_PREMATURE_CLOSE",
 ]);
 
 const CLIENT_CODE_PREFIX = "PLT_KFK_";

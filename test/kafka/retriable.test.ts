@@ -82,7 +82,7 @@ describe("the client's network errors", () => {
   });
 
   test("a socket's transient errors are tried again; any other socket error (a TLS certificate refused) is not", () => {
-    for (const code of ["ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "ENOTFOUND"]) {
+    for (const code of ["ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "ENOTFOUND", "ERR_STREAM_DESTROYED"]) {
       const cause = Object.assign(new Error(`connect ${code}`), { code, syscall: "connect" });
       expect(isRetriable(new NetworkError("Connection error", { cause }))).toBe(true);
     }
