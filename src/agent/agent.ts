@@ -11,7 +11,7 @@ import { silentLogger } from "../core/logger.ts";
 import { LifecycleSupervisor } from "../core/supervisor.ts";
 import type { AgentModel, ChannelModel } from "../config/model.ts";
 import type { LabeledGroup, MetricsProvider } from "../monitoring/metrics.ts";
-import type { ComponentInfo } from "../monitoring/http-server.ts";
+import type { ComponentInfo, Readiness } from "../monitoring/http-server.ts";
 import { type BuildContext, type BuiltAgent, type BuiltChannel, buildAgent } from "./build.ts";
 
 export interface AgentOptions {
@@ -178,11 +178,13 @@ export class Agent implements MetricsProvider {
   }
 
   /**
-   * Whether every configured component runs, for /ready: the ones that do not, with their
-   * lifecycle state and the error their last start attempt failed with.
+   * Whether every configured component runs and delivers, for /ready: the ones that did not
+   * start, with their lifecycle state and the error their last start attempt failed with; the
+   * started sinks whose deliveries fail, with the last error and since when.
    */
-  readiness(): { ready: boolean; notStarted: { kind: string; name: string; state: string; error?: string }[] } {
-    const notStarted: { kind: string; name: string; state: string; error?: string }[] = [];
+  readiness(): Readiness {
+    const notStarted: Readiness["notStarted"] = [];
+    const failing: Readiness["failing"] = [];
     const check = (kind: string, name: string, c: LifecycleAware) => {
       const state = c.getLifecycleState();
       if (state === "START") return;
@@ -196,11 +198,11 @@ export class Agent implements MetricsProvider {
     for (const r of this.built.runners.values()) {
       if (r.runner.getLifecycleState() !== "START") continue;
       for (const s of r.sinks) {
-        const error = s.deliveryError?.();
-        if (error) notStarted.push({ kind: "sink", name: s.name, state: "FAILING", error });
+        const f = s.deliveryFailure?.();
+        if (f) failing.push({ kind: "sink", name: s.name, state: "FAILING", error: f.error, since: new Date(f.since).toISOString() });
       }
     }
-    return { ready: this.running && notStarted.length === 0, notStarted };
+    return { ready: this.running && notStarted.length === 0 && failing.length === 0, notStarted, failing };
   }
 
   /** Every configured component, from the running configuration (for /components). */

@@ -17,7 +17,7 @@ import type { AgentModel } from "../config/model.ts";
 import type { ParseOptions } from "../config/flume-config.ts";
 import { formatProblem, type Problem } from "../config/problems.ts";
 import type { LoadResult } from "../config/validate.ts";
-import type { MetricsServer } from "../monitoring/http-server.ts";
+import type { MetricsServer, Readiness } from "../monitoring/http-server.ts";
 import type { liveTracer } from "../simulate/trace.ts";
 import { Agent } from "./agent.ts";
 import { IdleMemoryRelease } from "./idle-release.ts";
@@ -268,9 +268,14 @@ export class AgentService extends EventEmitter<AgentServiceEvents> {
     throw new ServiceStartError(message, EXIT.notStarted, cause);
   }
 
-  /** Says when the last component has started; with fail-fast gives up when one does not in time. */
+  /**
+   * Says when the last component has started; with fail-fast gives up when one does not in
+   * time. Only starting counts: a started sink whose sends fail (its broker down) makes /ready
+   * answer 503 under `failing`, but neither holds back "ready" nor ends the process (its
+   * batches wait in the channel until the broker is back).
+   */
   private watchReadiness(): void {
-    if (this.agent.readiness().ready) {
+    if (this.agent.readiness().notStarted.length === 0) {
       this.emit("ready");
       return;
     }
@@ -278,9 +283,10 @@ export class AgentService extends EventEmitter<AgentServiceEvents> {
     const failFastSec = this.o.failFastSec;
     this.readyTimer = setInterval(() => {
       const r = this.agent.readiness();
-      if (r.ready) {
+      if (r.notStarted.length === 0) {
         this.clearReadyTimer();
-        this.log.success(`agent ${this.name}: every component has started`);
+        if (r.failing.length === 0) this.log.success(`agent ${this.name}: every component has started`);
+        else this.log.warn(`agent ${this.name}: every component has started; ${failingText(r)}`);
         this.emit("ready");
       } else if (failFastSec !== undefined && Date.now() - startedAt >= failFastSec * 1000 && !this.stopping) {
         this.clearReadyTimer();
@@ -436,11 +442,17 @@ function reportStart(agent: Agent, name: string, log: { success(m: string): void
   const c = agent.components;
   const list = `sources [${[...c.sources.keys()].join(", ")}], channels [${[...c.channels.keys()].join(", ")}], sinks [${[...c.runners.values()].flatMap((r) => r.sinks.map((s) => s.name)).join(", ")}]`;
   const r = agent.readiness();
-  if (r.ready) {
-    log.success(`agent ${name} started: ${list}`);
+  if (r.notStarted.length === 0) {
+    if (r.failing.length === 0) log.success(`agent ${name} started: ${list}`);
+    else log.warn(`agent ${name} started: ${list}; ${failingText(r)}`);
     return;
   }
   const total = c.sources.size + c.channels.size + c.runners.size;
-  const why = r.notStarted.map((x) => `${x.kind} ${x.name} not started: ${x.error ?? x.state}`).join("; ");
+  const why = [...r.notStarted.map((x) => `${x.kind} ${x.name} not started: ${x.error ?? x.state}`), ...(r.failing.length > 0 ? [failingText(r)] : [])].join("; ");
   log.warn(`agent ${name} started ${total - r.notStarted.length} of ${total} components; ${why}, retrying every ${agent.retryIntervalMs / 1000} s`);
+}
+
+/** The started sinks whose sends fail, for a log line: "sink k1 failing since ...: error". */
+function failingText(r: Readiness): string {
+  return r.failing.map((x) => `${x.kind} ${x.name} failing since ${x.since}: ${x.error}`).join("; ");
 }

@@ -16,6 +16,8 @@ interface Sample {
   at: number;
   metrics: Metrics;
   notStarted: { kind: string; name: string; error?: string }[];
+  /** Started sinks whose deliveries fail (from /ready; empty from an agent without the list). */
+  failing: { kind: string; name: string; error: string; since: string }[];
   /** Every configured component (from /components; empty from an agent without it). */
   components: ComponentInfo[];
 }
@@ -113,6 +115,11 @@ export function renderTop(url: string, rows: TopRow[], sample: Sample, error: st
     lines.push("not started:");
     for (const c of sample.notStarted) lines.push(`  ${c.kind} ${c.name}${c.error ? `: ${c.error}` : ""}`);
   }
+  if (sample.failing.length > 0) {
+    lines.push("");
+    lines.push("failing:");
+    for (const c of sample.failing) lines.push(`  ${c.kind} ${c.name} since ${c.since}: ${c.error}`);
+  }
   return `${lines.join("\n")}\n`;
 }
 
@@ -152,16 +159,18 @@ async function fetchSample(url: string, timeoutMs: number): Promise<Sample> {
   const metrics = await get("/metrics");
   if (metrics.status !== 200) throw new AgentUnreachableError(`GET ${url}/metrics answered ${metrics.status}`);
   let notStarted: Sample["notStarted"] = [];
+  let failing: Sample["failing"] = [];
   let components: ComponentInfo[] = [];
   try {
     const ready = await get("/ready");
     notStarted = (ready.body as { notStarted?: Sample["notStarted"] }).notStarted ?? [];
+    failing = (ready.body as { failing?: Sample["failing"] }).failing ?? [];
     const listed = await get("/components");
     if (listed.status === 200) components = (listed.body as { components?: ComponentInfo[] }).components ?? [];
   } catch {
     // An older agent without /ready or /components: the counters are still worth showing.
   }
-  return { at: Date.now(), metrics: metrics.body as Metrics, notStarted, components };
+  return { at: Date.now(), metrics: metrics.body as Metrics, notStarted, failing, components };
 }
 
 export interface TopOptions {

@@ -5,6 +5,13 @@ import type { LifecycleAware } from "./lifecycle.ts";
 /** What one process() call achieved: READY to call again at once, BACKOFF to wait. */
 export type Status = "READY" | "BACKOFF";
 
+/** A started sink whose deliveries fail: the last failure, and when the first of them happened. */
+export interface DeliveryFailure {
+  error: string;
+  /** Epoch milliseconds of the first failure since the last success. */
+  since: number;
+}
+
 /**
  * A sink takes events from its channel in a transaction and delivers them. process() throws
  * EventDeliveryException after rolling back when delivery failed.
@@ -19,6 +26,6 @@ export interface Sink extends LifecycleAware {
    * on deliveries (batches in flight) makes them end in bounded time (rolled back if need be).
    */
   interrupt?(): void;
-  /** While the sink's deliveries fail: why (for /ready); null once one succeeds again. */
-  deliveryError?(): string | null;
+  /** While the sink's deliveries fail: why, and since when (epoch ms; for /ready); null once one succeeds again. */
+  deliveryFailure?(): DeliveryFailure | null;
 }

@@ -28,14 +28,37 @@ export function messageOf(err: unknown): string {
   return String(err);
 }
 
-/** Whether a client error says a topic or partition is unknown to the cluster. */
-export function isUnknownTopic(err: unknown): boolean {
-  return /UNKNOWN_TOPIC_OR_PARTITION|unknown topic|does not host this topic|UNKNOWN_TOPIC_ID/i.test(messageOf(err));
+/** Whether `err` or an error it wraps (cause, AggregateError / the client's MultipleErrors) passes `test`. */
+export function someError(err: unknown, test: (e: Error) => boolean, seen = new Set<unknown>()): boolean {
+  if (!(err instanceof Error) || seen.has(err)) return false;
+  seen.add(err);
+  if (test(err)) return true;
+  if (err instanceof AggregateError && err.errors.some((e) => someError(e, test, seen))) return true;
+  return someError((err as { cause?: unknown }).cause, test, seen);
 }
 
-/** Whether an error says a record or batch is larger than the producer or the broker allows. */
+/** Whether the error is the client's ProtocolError for one of Kafka's error codes `ids` (its apiId, e.g. MESSAGE_TOO_LARGE). */
+function isProtocolError(e: Error, ids: readonly string[]): boolean {
+  const apiId = (e as { apiId?: unknown }).apiId;
+  return typeof apiId === "string" && ids.includes(apiId);
+}
+
+const UNKNOWN_TOPIC = ["UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_ID"] as const;
+const TOO_LARGE = ["MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE"] as const;
+
+/**
+ * Whether a client error says a topic or partition is unknown to the cluster: a broker's
+ * UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID, or the client's UserError for a topic its
+ * metadata request did not find (the client makes that one of the broker's error and keeps
+ * nothing else of it: its text is all that tells).
+ */
+export function isUnknownTopic(err: unknown): boolean {
+  return someError(err, (e) => isProtocolError(e, UNKNOWN_TOPIC) || ((e as { code?: unknown }).code === "PLT_KFK_USER" && e.message.startsWith("Unknown topic ")));
+}
+
+/** Whether an error says a record or batch is larger than the producer (ours) or the broker (MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE) allows. */
 export function isTooLarge(err: unknown): boolean {
-  return err instanceof KafkaRecordTooLargeError || /too large|RECORD_LIST_TOO_LARGE|MESSAGE_TOO_LARGE|larger than the max message size/i.test(messageOf(err));
+  return someError(err, (e) => e instanceof KafkaRecordTooLargeError || isProtocolError(e, TOO_LARGE));
 }
 
 /** A send the brokers did not acknowledge within delivery.timeout.ms (a broker down or unreachable). */

@@ -9,6 +9,7 @@ import { loadKafka } from "./client.ts";
 import { LeanSender } from "./lean-send.ts";
 import { useOwnRecordBatches } from "./produce-api.ts";
 import { isTooLarge, isUnknownTopic, KafkaDeliveryTimeoutError, KafkaRecordTooLargeError, KafkaSendAbortedError, KafkaTopicMissingError, messageOf } from "./errors.ts";
+import { isRetriable } from "./retriable.ts";
 import { clientOptions, describeBrokers, type ProducerSettings } from "./settings.ts";
 
 export interface KafkaRecord {
@@ -34,11 +35,6 @@ export function recordSize(r: KafkaRecord): number {
   return n;
 }
 
-/** Whether a send failed because no broker could be reached or answered (tried again until delivery.timeout.ms). */
-function isUnreachable(err: unknown): boolean {
-  return /ECONNREFUSED|ECONNRESET|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|EPIPE|Connection closed|Cannot connect to any broker|Connection to .* failed|timed out|NOT_LEADER|LEADER_NOT_AVAILABLE/i.test(messageOf(err));
-}
-
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -58,7 +54,7 @@ export class KafkaPublisher {
     readonly label: string,
     readonly settings: ProducerSettings,
     private readonly logger: Logger,
-    /** Whether an unreachable broker is tried again until delivery.timeout.ms (a sink, whose failed batch waits in its channel); else the client's retries decide. */
+    /** Whether a retriable failure (retriable.ts: a broker out of reach, a leader moving) is tried again until delivery.timeout.ms (a sink, whose failed batch waits in its channel); else the client's retries decide. */
     private readonly retryUntilDeliveryTimeout = false,
   ) {}
 
@@ -124,7 +120,7 @@ export class KafkaPublisher {
           return;
         } catch (err) {
           if (err instanceof KafkaDeliveryTimeoutError || err instanceof KafkaSendAbortedError) throw err;
-          if (!this.retryUntilDeliveryTimeout || !s.retriesUntilDeadline || !isUnreachable(err)) throw this.explain(err, topicsOf(records));
+          if (!this.retryUntilDeliveryTimeout || !s.retriesUntilDeadline || !isRetriable(err)) throw this.explain(err, topicsOf(records));
           if (Date.now() + s.retryDelay >= deadline) throw this.timedOut(records, err);
           last = err;
           await Promise.race([delay(s.retryDelay), givenUp]);

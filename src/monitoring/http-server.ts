@@ -6,10 +6,15 @@ import type { MetricsProvider } from "./metrics.ts";
 const INDEX = '<html><body><a href="./metrics">Metrics</a> <a href="./prometheus">Prometheus</a> <a href="./health">Health</a> <a href="./ready">Ready</a> <a href="./components">Components</a></body></html>\n';
 const PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
-/** What /ready reports: every configured component that is not running, with its last error. */
+/**
+ * What /ready reports: every configured component that did not start, with its last error; and
+ * every started sink whose deliveries fail (state FAILING), with the last error and since when
+ * (ISO 8601). Ready only when both are empty.
+ */
 export interface Readiness {
   ready: boolean;
   notStarted: { kind: string; name: string; state: string; error?: string }[];
+  failing: { kind: string; name: string; state: "FAILING"; error: string; since: string }[];
 }
 
 /** A configured component as /components lists it (whether or not it has Flume counters). */
@@ -30,7 +35,8 @@ export interface HealthProvider extends MetricsProvider {
  * Flume's counter JSON, or Prometheus text when the scraper asks for it (Accept
  * text/plain;version=0.0.4 or application/openmetrics-text), GET /prometheus always the
  * Prometheus text, GET /health 200 while the process answers, GET /ready 200 once every
- * configured component has started (503 with the ones that have not, and why), GET
+ * configured component has started and no sink's deliveries fail (503 with the ones that have
+ * not started, the sinks failing, and why), GET
  * /components every configured component (kind, name, type: a logger sink has no counters, yet
  * is there), GET / a page linking them; anything else 404.
  */
@@ -134,8 +140,8 @@ export class MetricsServer {
     if (path === "/metrics") return { status: 200, type: json, body: JSON.stringify(metricsJson(this.provider)) };
     if (path === "/health") return { status: 200, type: json, body: JSON.stringify({ status: "ok", agent: this.provider.name }) + "\n" };
     if (path === "/ready") {
-      const r = this.provider.readiness?.() ?? { ready: true, notStarted: [] };
-      return { status: r.ready ? 200 : 503, type: json, body: JSON.stringify({ ready: r.ready, agent: this.provider.name, notStarted: r.notStarted }) + "\n" };
+      const r = this.provider.readiness?.() ?? { ready: true, notStarted: [], failing: [] };
+      return { status: r.ready ? 200 : 503, type: json, body: JSON.stringify({ ready: r.ready, agent: this.provider.name, notStarted: r.notStarted, failing: r.failing }) + "\n" };
     }
     if (path === "/components") {
       return { status: 200, type: json, body: JSON.stringify({ agent: this.provider.name, components: this.provider.componentList?.() ?? [] }) + "\n" };

@@ -2,12 +2,53 @@ import { describe, expect, test } from "bun:test";
 import net from "node:net";
 import path from "node:path";
 import { readFileSync, writeFileSync } from "node:fs";
+import type { Channel } from "../../src/core/channel.ts";
+import { EventDeliveryException } from "../../src/core/errors.ts";
+import type { LifecycleState } from "../../src/core/lifecycle.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
+import type { DeliveryFailure, Sink, Status } from "../../src/core/sink.ts";
+import { type ComponentContext, defineComponent } from "../../src/components/component.ts";
+import * as registry from "../../src/components/registry.ts";
 import { AgentService, ConfigRejectedError, EXIT, type ReloadOutcome, ServiceStartError, startAgentService } from "../../src/agent/service.ts";
 import { parseAgentConfig } from "../support/agent.ts";
 import { asyncCleanupsAfterEach, canConnect, fetchMetrics, freePort, listenLocal, netcatConf, sendLines, tempDirFor, waitUntil, waitUntilListening } from "../support/helpers.ts";
 
 const cleanups = asyncCleanupsAfterEach();
+
+/** A sink that starts, then fails every batch (as one whose far end is down): what /ready lists under `failing`. */
+class RefusingSink implements Sink {
+  readonly name: string;
+  private state: LifecycleState = "IDLE";
+  private channel: Channel | null = null;
+  private since: number | null = null;
+
+  constructor(ctx: ComponentContext) {
+    this.name = ctx.name;
+  }
+  setChannel(channel: Channel): void {
+    this.channel = channel;
+  }
+  getChannel(): Channel {
+    return this.channel!;
+  }
+  getLifecycleState(): LifecycleState {
+    return this.state;
+  }
+  start(): void {
+    this.state = "START";
+  }
+  stop(): void {
+    this.state = "STOP";
+  }
+  async process(): Promise<Status> {
+    this.since ??= Date.now();
+    throw new EventDeliveryException(`sink ${this.name}: the far end refuses every batch`);
+  }
+  deliveryFailure(): DeliveryFailure | null {
+    return this.since === null ? null : { error: `sink ${this.name}: the far end refuses every batch`, since: this.since };
+  }
+}
+registry.registerComponent(defineComponent({ kind: "sink", type: "refusing", doc: "Test sink: starts, then fails every batch.", props: {}, create: (_, ctx) => new RefusingSink(ctx) }));
 
 /** A service started from a config text, stopped at once after the test if still running. */
 async function started(text: string, o: Parameters<typeof startAgentService>[1] = {}): Promise<AgentService> {
@@ -157,6 +198,49 @@ describe("agent service, in-process", () => {
     expect(await service.exited).toBe(EXIT.notStarted);
     expect(reasons).toEqual(["--fail-fast"]);
   });
+
+  test("fail-fast counts only components that did not start: a started sink failing its batches is listed under /ready's failing, the service is ready once the rest started, and is not ended", async () => {
+    const blocker = net.createServer();
+    const taken = await listenLocal(blocker);
+    let blocked = true;
+    cleanups.push(() => (blocked ? new Promise<void>((r) => blocker.close(() => r())) : undefined));
+    const metricsPort = await freePort();
+    const log = new MemoryLogger();
+    const failFastSec = 8;
+    const t0 = Date.now();
+    const events: string[] = [];
+    const service = new AgentService(parseAgentConfig(netcatConf(taken, { sink: "refusing" })), { logger: log, drainTimeoutMs: 200, failFastSec, metrics: { port: metricsPort, bind: "127.0.0.1" } });
+    for (const e of ["ready", "stopping"] as const) service.on(e, () => events.push(e));
+    cleanups.push(() => service.stopNow());
+    await service.start();
+    type Ready = { ready: boolean; notStarted: { kind: string; name: string; state: string }[]; failing: { kind: string; name: string; state: string; error: string; since: string }[] };
+    const ready = async (): Promise<{ status: number; body: Ready }> => {
+      const r = await fetch(`http://127.0.0.1:${metricsPort}/ready`);
+      return { status: r.status, body: (await r.json()) as Ready };
+    };
+    // r1 cannot listen, k1 started and fails its batches: each in its own list.
+    await waitUntil(async () => (await ready()).body.failing.length > 0, "/ready listing the failing sink", 10_000, 50);
+    const both = await ready();
+    expect(both.status).toBe(503);
+    expect(both.body.notStarted.map((c) => `${c.kind} ${c.name}`)).toEqual(["source r1"]);
+    expect(both.body.failing).toEqual([{ kind: "sink", name: "k1", state: "FAILING", error: "sink k1: the far end refuses every batch", since: expect.any(String) }]);
+    expect(Date.parse(both.body.failing[0].since)).toBeGreaterThanOrEqual(t0);
+    expect(events).toEqual([]);
+
+    // r1 starts on the supervisor's next retry: every component started, the sink still failing.
+    await new Promise<void>((r) => blocker.close(() => r()));
+    blocked = false;
+    await waitUntil(() => events.includes("ready"), "the service ready once every component started", 15_000, 50);
+    expect(log.lines.some((l) => /^agent a1: every component has started; sink k1 failing since \S+: sink k1: the far end refuses every batch$/.test(l.message))).toBe(true);
+    const after = await ready();
+    expect(after.status).toBe(503);
+    expect(after.body.notStarted).toEqual([]);
+    expect(after.body.failing.map((c) => c.name)).toEqual(["k1"]);
+    // Past the fail-fast deadline: the service runs on.
+    await waitUntil(() => Date.now() - t0 > (failFastSec + 1) * 1000, "past the fail-fast deadline", (failFastSec + 5) * 1000, 100);
+    expect(events).toEqual(["ready"]);
+    expect(log.lines.some((l) => l.message.includes("--fail-fast"))).toBe(false);
+  }, 30_000);
 
   test("a metrics server that cannot listen: the start rejects and the agent's source is closed again, exit 1", async () => {
     const blocker = net.createServer();

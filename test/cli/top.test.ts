@@ -3,6 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
+import { renderTop } from "../../src/cli/top.ts";
 import { CLI, cleanupsAfterEach, freePort, runCli, sleep, startAgentCli, tempDir, waitUntil } from "../support/helpers.ts";
 import { commandRuns, precondition } from "../support/requires.ts";
 
@@ -68,6 +69,20 @@ describe("flume top", () => {
     // The seq source keeps going, so its total grows between refreshes.
     const total = (b: string) => Number(/^source +r1 +\S+ +\S+ +[\d,]+ +([\d,]+)/m.exec(b)?.[1].replace(/,/g, "") ?? -1);
     expect(total(blocks[2])).toBeGreaterThan(total(blocks[0]));
+  });
+
+  test("a started sink whose sends fail is listed under failing, with since when and why, apart from what did not start", () => {
+    const sample = {
+      at: Date.parse("2026-01-02T03:04:05.000Z"),
+      metrics: {},
+      notStarted: [{ kind: "source", name: "r1", error: "listen EADDRINUSE" }],
+      failing: [{ kind: "sink", name: "k1", error: "Kafka at 127.0.0.1:9092 did not acknowledge 500 records", since: "2026-01-02T03:00:00.000Z" }],
+      components: [],
+    };
+    const text = renderTop("http://127.0.0.1:41414", [], sample, null);
+    expect(text).toContain("\nnot started:\n  source r1: listen EADDRINUSE\n");
+    expect(text).toContain("\nfailing:\n  sink k1 since 2026-01-02T03:00:00.000Z: Kafka at 127.0.0.1:9092 did not acknowledge 500 records\n");
+    expect(renderTop("http://127.0.0.1:41414", [], { ...sample, failing: [] }, null)).not.toContain("failing:");
   });
 
   test("an agent that cannot be reached: it says so in its own words, with how to start an agent it can read, and exits 1", async () => {

@@ -207,6 +207,7 @@ needsJvm.test(
     const runner = runSink(k);
     await waitUntil(() => drained(k) >= 3 * batch, "some batches acknowledged", 120_000);
     const [broker] = kafka.nodes;
+    const killedAt = Date.now();
     await broker.peer.kill("SIGKILL");
     await broker.peer.exited;
     // No stop: the sends themselves fail, the runner sees the failure.
@@ -218,7 +219,10 @@ needsJvm.test(
     expect(failure.message).toContain(`for topic ${topic}`);
     expect(failure.message).toContain(kafka.bootstrap);
     expect(failure.message).toContain("rolled back into channel");
-    expect(k.deliveryError()).toContain("kafka.producer.delivery.timeout.ms = 4000 ms");
+    expect(k.deliveryFailure()?.error).toContain("kafka.producer.delivery.timeout.ms = 4000 ms");
+    // Since the first failure after the kill, kept by the failures after it.
+    expect(k.deliveryFailure()!.since).toBeGreaterThanOrEqual(killedAt);
+    expect(k.deliveryFailure()!.since).toBeLessThanOrEqual(Date.now());
     expect(k.counter.values.RollbackCount).toBeGreaterThanOrEqual(1);
     expect(k.counter.values.EventWriteFail).toBe(k.counter.values.RollbackCount);
     // Whatever is not acknowledged is in the channel (taken batches in flight excepted).
@@ -228,7 +232,7 @@ needsJvm.test(
     // The same sink, never restarted: its runner takes the rolled-back batches again.
     await waitUntil(() => drained(k) === total, "every event acknowledged after the restart", 180_000);
     await runner.stop();
-    expect(k.deliveryError()).toBeNull();
+    expect(k.deliveryFailure()).toBeNull();
     expect(channel.counter.values.ChannelSize).toBe(0);
     const got = await readAll(topic);
     expect(new Set(got).size).toBe(total);

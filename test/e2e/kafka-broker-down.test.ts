@@ -1,6 +1,6 @@
 /**
  * An agent (`flume run`, a real process) whose only Kafka broker is SIGKILLed while its kafka
- * sink sends from a file channel: /ready names the failing sink, SIGTERM stops the agent in
+ * sink sends from a file channel: /ready lists the sink under `failing`, SIGTERM stops the agent in
  * bounded time with the unacknowledged batches back in the file channel, and an agent started
  * again once the broker is back delivers every event.
  */
@@ -20,6 +20,7 @@ function conf(dir: string, topic: string, totalEvents: number, batch: number, de
 interface Ready {
   ready: boolean;
   notStarted: { kind: string; name: string; state: string; error?: string }[];
+  failing: { kind: string; name: string; state: string; error: string; since: string }[];
 }
 
 async function readiness(port: number): Promise<Ready | null> {
@@ -42,9 +43,11 @@ async function runThenKillBroker(topic: string, deliveryTimeoutMs: number) {
   const agent = startAgent(dir, "a1", conf(dir, topic, total, batch, deliveryTimeoutMs), port);
   await waitForMetrics(port, "some batches acknowledged", (m) => Number(m["SINK.k1"]?.EventDrainSuccessCount ?? 0) >= 2000, 120_000, 20);
   const [broker] = kafka.nodes;
+  // Whole milliseconds, as /ready's since.
+  const killedAt = Date.now();
   await broker.peer.kill("SIGKILL");
   await broker.peer.exited;
-  return { dir, port, agent, broker };
+  return { dir, port, agent, broker, killedAt };
 }
 
 /** SIGTERM: the agent exits by itself (code 0), in bounded time. */
@@ -94,24 +97,29 @@ needsJvm.test(
 );
 
 needsJvm.test(
-  "the broker SIGKILLed under a running agent: /ready names the sink, SIGTERM stops the agent in bounded time, a restart with the broker back delivers every event",
+  "the broker SIGKILLed under a running agent: /ready lists the sink as failing, SIGTERM stops the agent in bounded time, a restart with the broker back delivers every event",
   async () => {
     const topic = "broker-down-ready";
-    const { dir, port, agent, broker } = await runThenKillBroker(topic, 6000);
+    const { dir, port, agent, broker, killedAt } = await runThenKillBroker(topic, 6000);
 
-    // The sink's sends fail after delivery.timeout.ms: /ready says which sink and why.
+    // The sink's sends fail after delivery.timeout.ms: /ready says which sink, why and since when.
     let ready: Ready | null = null;
     await waitUntil(
       async () => {
         ready = await readiness(port);
-        return ready?.notStarted.some((c) => c.kind === "sink" && c.name === "k1") ?? false;
+        return ready?.failing.some((c) => c.kind === "sink" && c.name === "k1") ?? false;
       },
       "/ready naming the failing sink",
       120_000,
       200,
     );
-    const failing = ready!.notStarted.find((c) => c.kind === "sink")!;
+    const failing = ready!.failing.find((c) => c.kind === "sink")!;
     expect(ready!.ready).toBe(false);
+    // Started, failing its sends: not listed as not started.
+    expect(ready!.notStarted).toEqual([]);
+    expect(failing.state).toBe("FAILING");
+    expect(Date.parse(failing.since)).toBeGreaterThanOrEqual(killedAt);
+    expect(Date.parse(failing.since)).toBeLessThanOrEqual(Date.now());
     expect(failing.error).toContain("kafka.producer.delivery.timeout.ms = 6000 ms");
     expect(failing.error).toContain(kafka.bootstrap);
     const m = await waitForMetrics(port, "a batch rolled back", (x) => Number(x["SINK.k1"]?.RollbackCount ?? 0) >= 1, 60_000, 100);

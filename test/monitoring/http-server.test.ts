@@ -333,13 +333,16 @@ a1.sinks.k1.channel = c1
     });
     const notReady = await fetch(`http://127.0.0.1:${mport}/ready`);
     expect(notReady.status).toBe(503);
-    const body = (await notReady.json()) as { ready: boolean; notStarted: { kind: string; name: string; error?: string }[] };
+    const body = (await notReady.json()) as { ready: boolean; notStarted: { kind: string; name: string; error?: string }[]; failing: unknown[] };
     expect(body.ready).toBe(false);
     expect(body.notStarted.map((c) => `${c.kind} ${c.name}`)).toEqual(["source r1"]);
     expect(body.notStarted[0].error).toMatch(/EADDRINUSE|in use/i);
+    // A source that did not start is no sink failing its sends.
+    expect(body.failing).toEqual([]);
     // Free the port: the supervisor's retry starts the source, and the agent becomes ready.
     await new Promise<void>((resolve) => busy.close(() => resolve()));
     await waitUntil(async () => (await fetch(`http://127.0.0.1:${mport}/ready`)).status === 200, "/ready to answer 200", 10_000, 100);
+    expect(await (await fetch(`http://127.0.0.1:${mport}/ready`)).json()).toEqual({ ready: true, agent: "a1", notStarted: [], failing: [] });
     agent.child.kill("SIGTERM");
     expect(await agent.exited()).toBe(0);
   });

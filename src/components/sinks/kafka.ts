@@ -7,7 +7,7 @@
  */
 import { type Event, readHeaders } from "../../core/event.ts";
 import { type Logger, silentLogger } from "../../core/logger.ts";
-import type { Sink } from "../../core/sink.ts";
+import type { DeliveryFailure, Sink } from "../../core/sink.ts";
 import { KafkaSinkCounter } from "../../kafka/counters.ts";
 import { isTooLarge, KafkaSettingError, messageOf } from "../../kafka/errors.ts";
 import { flumeEventSize } from "../../kafka/flume-event.ts";
@@ -59,8 +59,8 @@ export class KafkaSink extends BaseSink implements Sink {
   private stopping = false;
   /** Batches in flight settled (or rolled back) before the connection goes: once per stop. */
   private draining: Promise<void> | null = null;
-  /** Why the last batch failed, until one is acknowledged again (for /ready). */
-  private failing: string | null = null;
+  /** Why the last batch failed and since when, until one is acknowledged again (for /ready). */
+  private failing: DeliveryFailure | null = null;
   private readonly topicHasSubstitution: boolean;
   private readonly headerNames: [string, Buffer][];
 
@@ -83,7 +83,7 @@ export class KafkaSink extends BaseSink implements Sink {
       deliver: (events) => this.send(events),
       failed: (err) => {
         this.counter.values.RollbackCount++;
-        this.failing = messageOf(err);
+        this.failing = { error: messageOf(err), since: this.failing?.since ?? this.clock.now() };
       },
       // Each batch's take commits once the broker acknowledged it (Flume's guarantee per batch).
       inFlight: options.producer.maxInFlight ?? DEFAULT_BATCHES_IN_FLIGHT,
@@ -115,7 +115,7 @@ export class KafkaSink extends BaseSink implements Sink {
     this.logger.info(`${this.label} started (brokers ${this.publisher.brokers}, topic ${this.options.topic}, acks ${this.options.producer.acks === -1 ? "all" : this.options.producer.acks})`);
   }
 
-  deliveryError(): string | null {
+  deliveryFailure(): DeliveryFailure | null {
     return this.failing;
   }
 
