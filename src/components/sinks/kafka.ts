@@ -5,6 +5,7 @@
  * only after the broker acknowledged every record; otherwise the batch is rolled back and the
  * runner backs off before it is taken again.
  */
+import type { PropError } from "../../config/schema.ts";
 import { type Event, readHeaders } from "../../core/event.ts";
 import { type Logger, silentLogger } from "../../core/logger.ts";
 import type { DeliveryFailure, Sink } from "../../core/sink.ts";
@@ -48,6 +49,10 @@ interface RecordSlot {
 }
 
 const SUBSTITUTION = /%\{([^}]+)\}/g;
+/** Kafka's legal topic names. */
+const TOPIC_NAME = /^[a-zA-Z0-9._-]{1,249}$/;
+const PARTITION_NUMBER = /^\+?\d{1,10}$/;
+const MAX_INT = 2 ** 31 - 1;
 const EMPTY = new Uint8Array(0);
 
 export class KafkaSink extends BaseSink implements Sink {
@@ -71,7 +76,8 @@ export class KafkaSink extends BaseSink implements Sink {
     super(ctx);
     this.counter = new KafkaSinkCounter(ctx.name, ctx.clock);
     this.publisher = new KafkaPublisher(`kafka sink ${ctx.name}`, options.producer, ctx.logger, true);
-    this.topicHasSubstitution = options.topic.includes("%{");
+    // As Flume 1.11: without allowTopicOverride, kafka.topic is the topic as written (no %{header}).
+    this.topicHasSubstitution = options.allowTopicOverride && options.topic.includes("%{");
     this.headerNames = Object.entries(options.kafkaHeaders).map(([flume, kafka]) => [flume, Buffer.from(kafka)]);
     this.takeLoop = this.newTakeLoop({
       label: this.publisher.label,
@@ -108,6 +114,12 @@ export class KafkaSink extends BaseSink implements Sink {
     this.stopping = false;
     this.draining = null;
     this.failing = null;
+    const topic = this.options.topic;
+    // Refused by Kafka anyway: said here with the setting's name (Flume's producer fails each batch on it).
+    if (!this.topicHasSubstitution && !TOPIC_NAME.test(topic)) {
+      const why = topic.includes("%{") ? "; with allowTopicOverride = false, %{header} is not replaced (as Flume 1.11)" : "";
+      throw new KafkaSettingError(`${this.label}: kafka.topic = "${topic}" is not a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -)${why}`);
+    }
     // A broker that does not answer fails the start: the supervisor retries with backoff and /ready names the error.
     await this.publisher.connect(this.topicHasSubstitution ? undefined : this.options.topic);
     this.counter.values.ConnectionCreatedCount++;
@@ -149,10 +161,9 @@ export class KafkaSink extends BaseSink implements Sink {
 
   private topicOf(headers: Readonly<Record<string, string>>): string {
     const o = this.options;
-    if (o.allowTopicOverride) {
-      const t = headers[o.topicHeader];
-      if (t) return t;
-    }
+    if (!o.allowTopicOverride) return o.topic;
+    const t = headers[o.topicHeader];
+    if (t) return t;
     if (!this.topicHasSubstitution) return o.topic;
     return o.topic.replace(SUBSTITUTION, (_, name: string) => headers[name] ?? "");
   }
@@ -179,8 +190,10 @@ export class KafkaSink extends BaseSink implements Sink {
     record.key = key === undefined ? undefined : Buffer.from(key);
     record.partition = undefined;
     if (o.partitionIdHeader !== undefined && headers[o.partitionIdHeader] !== undefined) {
-      const p = Number(headers[o.partitionIdHeader]);
-      if (!Number.isInteger(p) || p < 0) throw new KafkaSettingError(`${this.label}: header ${o.partitionIdHeader} = "${headers[o.partitionIdHeader]}" is not a partition number`);
+      const text = headers[o.partitionIdHeader];
+      // Decimal digits only, as Flume's Integer.parseInt ("", " 1", "1.0", "0x1" fail the batch there too).
+      const p = PARTITION_NUMBER.test(text) ? Number(text) : NaN;
+      if (!(p >= 0 && p <= MAX_INT)) throw new KafkaSettingError(`${this.label}: header ${o.partitionIdHeader} = "${text}" is not a partition number`);
       record.partition = p;
     } else if (o.defaultPartitionId !== undefined) {
       record.partition = o.defaultPartitionId;
@@ -269,7 +282,7 @@ const props = {
   useFlumeEventFormat: { type: "boolean", default: false, doc: "Write the whole event (headers and body) as an Avro FlumeEvent, for a Flume Kafka source or channel with useFlumeEventFormat / parseAsFlumeEvent" },
   defaultPartitionId: { type: "int", min: 0, doc: "Partition every event goes to, unless partitionIdHeader says otherwise; default: the key's hash, or spread" },
   partitionIdHeader: { type: "string", doc: "Header whose value is the partition number of the event" },
-  allowTopicOverride: { type: "boolean", default: true, doc: "Let the topicHeader header choose the topic of an event" },
+  allowTopicOverride: { type: "boolean", default: true, doc: "Let the topicHeader header, else %{header} in kafka.topic, choose the topic of an event; false: kafka.topic as written" },
   topicHeader: { type: "string", default: "topic", doc: "Header naming the topic, with allowTopicOverride" },
   timestampHeader: { type: "string", doc: "Header whose value (epoch milliseconds) becomes the record's timestamp" },
 } as const;
@@ -290,12 +303,16 @@ export const definition = defineComponent({
   props,
   groups,
   validate(o) {
+    const problems: PropError[] = [];
+    if (!o.allowTopicOverride && o["kafka.topic"].includes("%{")) {
+      problems.push({ key: "kafka.topic", severity: "warning", message: "is sent to as written: with allowTopicOverride = false, %{header} is not replaced (as Flume 1.11)", hint: "set allowTopicOverride = true to choose the topic from the event's headers" });
+    }
     try {
       sinkProducer(o, "flume", "", silentLogger);
-      return [];
     } catch (err) {
-      return [{ key: "kafka.producer", message: (err as Error).message }];
+      problems.push({ key: "kafka.producer", message: (err as Error).message });
     }
+    return problems;
   },
   brokerLink: {
     protocol: "kafka",
