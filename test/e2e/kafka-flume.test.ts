@@ -34,6 +34,31 @@ function rolled(dir: string): string[] {
     .filter((l) => l !== "");
 }
 
+/**
+ * The headers a Flume source's interceptors (below) give each event: several static ones, text
+ * beyond ASCII, a timestamp and a topic of its own, and an empty value (from a regex extractor:
+ * Flume gives a static interceptor's empty value its default); plus flumeTime, the time its
+ * timestamp interceptor set.
+ */
+const STATIC_HEADERS = { origin: "flume-1.11", colour: "blue", text: "café ✓", timestamp: "1234567890123", topic: "set-by-flume" };
+const FLUME_HEADERS = { ...STATIC_HEADERS, empty: "" };
+
+/** Interceptors of source `r` giving FLUME_HEADERS; non-ASCII text as \u escapes, which Java's properties reading decodes whatever the JVM's charset. */
+function interceptors(r: string): string {
+  const statics = Object.entries(STATIC_HEADERS);
+  const ascii = (v: string) => v.replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  const i = `a1.sources.${r}.interceptors`;
+  return [
+    `${i} = ${statics.map((_, n) => `s${n}`).join(" ")} ts re`,
+    ...statics.flatMap(([k, v], n) => [`${i}.s${n}.type = static`, `${i}.s${n}.key = ${k}`, `${i}.s${n}.value = ${ascii(v)}`]),
+    `${i}.ts.type = timestamp`,
+    `${i}.ts.headerName = flumeTime`,
+    `${i}.re.type = regex_extractor`,
+    `${i}.re.regex = ^()`,
+    `${i}.re.serializers = e`,
+    `${i}.re.serializers.e.name = empty`,
+  ].join("\n");
+}
 
 needsJvm.test(
   "Flume's KafkaSink with useFlumeEventFormat into our KafkaSource keeps every header",
@@ -46,16 +71,14 @@ a1.sinks = k1
 a1.sources.r1.type = seq
 a1.sources.r1.totalEvents = 20
 a1.sources.r1.channels = c1
-a1.sources.r1.interceptors = i1
-a1.sources.r1.interceptors.i1.type = static
-a1.sources.r1.interceptors.i1.key = origin
-a1.sources.r1.interceptors.i1.value = flume-1.11
+${interceptors("r1")}
 a1.channels.c1.type = memory
 a1.sinks.k1.type = org.apache.flume.sink.kafka.KafkaSink
 a1.sinks.k1.channel = c1
 a1.sinks.k1.kafka.bootstrap.servers = ${kafka.bootstrap}
 a1.sinks.k1.kafka.topic = ${topic}
 a1.sinks.k1.useFlumeEventFormat = true
+a1.sinks.k1.allowTopicOverride = false
 a1.sinks.k1.kafka.producer.acks = all
 `);
     const { source: r, channel } = kafkaSource({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topics": topic, useFlumeEventFormat: "true", batchDurationMillis: "100", "kafka.consumer.auto.offset.reset": "earliest" }, { cleanups });
@@ -72,7 +95,13 @@ a1.sinks.k1.kafka.producer.acks = all
       0,
     );
     expect(got.map(bodyText)).toEqual(Array.from({ length: 20 }, (_, i) => String(i)));
-    for (const e of got) expect(e.headers.origin).toBe("flume-1.11");
+    // Flume's headers as its interceptors set them, its timestamp and topic winning over the
+    // record's (as Flume's own Kafka source keeps them); partition and offset, which the events
+    // lack, added from the record.
+    got.forEach((e, i) => {
+      expect({ ...e.headers }).toEqual({ ...FLUME_HEADERS, flumeTime: expect.stringMatching(/^\d{13}$/), partition: "0", offset: String(i) });
+      expect(Math.abs(Number(e.headers.flumeTime) - Date.now())).toBeLessThan(600_000);
+    });
   },
   300_000,
 );
@@ -133,10 +162,7 @@ a1.channels = c1
 a1.sources.r1.type = seq
 a1.sources.r1.totalEvents = 10
 a1.sources.r1.channels = c1
-a1.sources.r1.interceptors = i1
-a1.sources.r1.interceptors.i1.type = static
-a1.sources.r1.interceptors.i1.key = writer
-a1.sources.r1.interceptors.i1.value = flume
+${interceptors("r1")}
 a1.channels.c1.type = org.apache.flume.channel.kafka.KafkaChannel
 a1.channels.c1.kafka.bootstrap.servers = ${kafka.bootstrap}
 a1.channels.c1.kafka.topic = ${topic}
@@ -155,7 +181,8 @@ a1.channels.c1.kafka.consumer.group.id = flume-writer
       100,
     );
     expect(got.map(bodyText)).toEqual(Array.from({ length: 10 }, (_, i) => String(i)));
-    for (const e of got) expect(e.headers.writer).toBe("flume");
+    // Exactly Flume's headers: a channel adds none.
+    for (const e of got) expect({ ...e.headers }).toEqual({ ...FLUME_HEADERS, flumeTime: expect.stringMatching(/^\d{13}$/) });
     await writer.stop();
 
     // The reverse: ours puts, a Flume agent with the same channel topic drains it to files.

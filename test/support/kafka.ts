@@ -43,6 +43,8 @@ export interface KafkaNode {
   readonly controllerPort: number;
   /** The SASL_SSL listener's port (with KafkaOptions.saslSsl). */
   readonly securePort: number;
+  /** The SSL listener's port, TLS without SASL (with KafkaOptions.ssl). */
+  readonly sslPort: number;
   readonly dir: string;
   peer: JvmPeer;
   /** Starts it again after a kill (same storage, same ports). */
@@ -73,6 +75,8 @@ export interface KafkaOptions {
    * alice, password alice-secret) and SCRAM-SHA-512 (user bob, password bob-secret).
    */
   saslSsl?: { keystore: string; password: string };
+  /** An SSL listener (TLS, no SASL) besides PLAINTEXT, with the PKCS12 keystore given (the same as saslSsl's when both are given). */
+  ssl?: { keystore: string; password: string };
 }
 
 export const SASL_USERS = { plain: { username: "alice", password: "alice-secret" }, scram: { username: "bob", password: "bob-secret" } };
@@ -115,15 +119,15 @@ export async function startKafkaCluster(size: number, opts: KafkaOptions = {}): 
   const root = mkdtempSync(path.join(tmpdir(), "flume-kafka-"));
   writeFileSync(path.join(root, "log4j2.xml"), LOG4J2);
   const id = clusterId();
-  const ports: { port: number; controllerPort: number; securePort: number }[] = [];
-  for (let i = 0; i < size; i++) ports.push({ port: opts.ports?.[i] ?? (await freePortOn127()), controllerPort: await freePortOn127(), securePort: await freePortOn127() });
+  const ports: { port: number; controllerPort: number; securePort: number; sslPort: number }[] = [];
+  for (let i = 0; i < size; i++) ports.push({ port: opts.ports?.[i] ?? (await freePortOn127()), controllerPort: await freePortOn127(), securePort: await freePortOn127(), sslPort: await freePortOn127() });
   const voters = ports.map((p, i) => `${i + 1}@127.0.0.1:${p.controllerPort}`).join(",");
   const rf = Math.min(size, 3);
   const nodes: KafkaNode[] = [];
   const logOpt = `-Dlog4j2.configurationFile=${path.join(root, "log4j2.xml")}`;
   try {
     await Promise.all(
-      ports.map(async ({ port, controllerPort, securePort }, i) => {
+      ports.map(async ({ port, controllerPort, securePort, sslPort }, i) => {
         const nodeId = i + 1;
         const dir = path.join(root, `node${nodeId}`);
         mkdirSync(dir, { recursive: true });
@@ -134,23 +138,24 @@ export async function startKafkaCluster(size: number, opts: KafkaOptions = {}): 
               "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
               "listener.name.sasl_ssl.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_${SASL_USERS.plain.username}="${SASL_USERS.plain.password}";`,
               "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required;",
-              "ssl.keystore.type": "PKCS12",
-              "ssl.keystore.location": secure.keystore,
-              "ssl.keystore.password": secure.password,
             }
           : {};
+        const tls = opts.ssl ?? secure;
+        const keystoreProps: Record<string, string> = tls ? { "ssl.keystore.type": "PKCS12", "ssl.keystore.location": tls.keystore, "ssl.keystore.password": tls.password } : {};
+        const extraListeners = `${secure ? `,SASL_SSL://127.0.0.1:${securePort}` : ""}${opts.ssl ? `,SSL://127.0.0.1:${sslPort}` : ""}`;
         writeFileSync(
           conf,
           propertiesText({
             "process.roles": "broker,controller",
             "node.id": nodeId,
             "controller.quorum.voters": voters,
-            listeners: `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}${secure ? `,SASL_SSL://127.0.0.1:${securePort}` : ""}`,
-            "advertised.listeners": `PLAINTEXT://127.0.0.1:${port}${secure ? `,SASL_SSL://127.0.0.1:${securePort}` : ""}`,
+            listeners: `PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controllerPort}${extraListeners}`,
+            "advertised.listeners": `PLAINTEXT://127.0.0.1:${port}${extraListeners}`,
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL",
             ...secureProps,
+            ...keystoreProps,
             "log.dirs": path.join(dir, "data"),
             "num.partitions": 1,
             "default.replication.factor": rf,
@@ -192,6 +197,7 @@ export async function startKafkaCluster(size: number, opts: KafkaOptions = {}): 
           port,
           controllerPort,
           securePort,
+          sslPort,
           dir,
           peer: await start(),
           async restart() {
