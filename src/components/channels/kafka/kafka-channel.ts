@@ -33,6 +33,20 @@ import { TakenOffsets } from "./taken-offsets.ts";
 
 const EMPTY = new Uint8Array(0);
 
+/**
+ * Bytes a fetch of the channel asks for at most (its whole response), below the consumer's
+ * read-ahead: a take reads one record at a time, so half a fetch less in memory costs no rate.
+ * Measured (stress -> kafka channel -> null, 1,000,000 100-byte events, alternated runs on one
+ * broker): peak RSS 1-3 MB lower than with the consumer's 240 kB fetches, the same CPU an event.
+ * A record batch larger than this is still fetched whole (the broker returns at least one).
+ */
+export const CHANNEL_FETCH_BYTES = 128 * 1024;
+
+/** The consumer settings with fetches of at most CHANNEL_FETCH_BYTES (less when fetch.max.bytes / max.partition.fetch.bytes say so). */
+export function channelFetches(s: ConsumerSettings): ConsumerSettings {
+  return { ...s, maxBytes: Math.min(s.maxBytes, CHANNEL_FETCH_BYTES), maxBytesPerPartition: Math.min(s.maxBytesPerPartition, CHANNEL_FETCH_BYTES) };
+}
+
 export interface KafkaChannelOptions {
   topic: string;
   producer: ProducerSettings;
@@ -92,7 +106,7 @@ export class KafkaChannel implements Channel {
     this.label = `kafka channel ${name}`;
     this.counter = new KafkaChannelCounter(name);
     this.publisher = new KafkaPublisher(this.label, options.producer, this.logger);
-    this.poller = new KafkaPoller(this.label, options.consumer, { topics: [options.topic] }, this.logger, Math.max(1000, options.transactionCapacity * 2), () => {
+    this.poller = new KafkaPoller(this.label, channelFetches(options.consumer), { topics: [options.topic] }, this.logger, Math.max(1000, options.transactionCapacity * 2), () => {
       this.putListeners.notify();
     });
     this.poller.onRecords = (n) => {
