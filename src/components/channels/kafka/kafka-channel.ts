@@ -70,6 +70,26 @@ export interface KafkaChannelOptions {
   deadLetterTopic?: string;
 }
 
+/**
+ * Emptied lists of finished transactions, handed to the next ones: a transaction's lists grow
+ * to a batch each time otherwise (garbage the collector counts in each cycle). A list is given
+ * back once, when its transaction no longer uses it (the transaction gets a new empty one).
+ */
+class SpareLists<T> {
+  private readonly lists: T[][] = [];
+
+  take(): T[] {
+    return this.lists.pop() ?? [];
+  }
+
+  give(list: T[]): void {
+    if (list.length === 0) return;
+    list.length = 0;
+    // One a transaction open at once (sink runners); more are left to the collector.
+    if (this.lists.length < 8) this.lists.push(list);
+  }
+}
+
 export class KafkaTransaction extends ChannelTransaction {
   puts: Event[] = [];
   takes: KafkaMessage[] = [];
@@ -106,6 +126,9 @@ export class KafkaChannel implements Channel {
   private readonly slots: { records: KafkaRecord[]; pool: KafkaRecord[] }[] = [];
   /** Records this channel sent that its consumer has not fetched back yet (see ioBusy). */
   private unfetched = 0;
+  private readonly sparePuts = new SpareLists<Event>();
+  private readonly spareTakes = new SpareLists<KafkaMessage>();
+  private readonly spareTaken = new SpareLists<Event | null>();
 
   constructor(
     readonly name: string,
@@ -132,7 +155,28 @@ export class KafkaChannel implements Channel {
   }
 
   getTransaction(): KafkaTransaction {
-    return new KafkaTransaction(this);
+    const tx = new KafkaTransaction(this);
+    tx.puts = this.sparePuts.take();
+    tx.takes = this.spareTakes.take();
+    tx.taken = this.spareTaken.take();
+    return tx;
+  }
+
+  /** A transaction's takes are done with: once committed, its lists go to the next transactions (not after a rollback: the consumer was handed the takes). */
+  private endTakes(tx: KafkaTransaction, committed: boolean): void {
+    if (committed) {
+      this.spareTakes.give(tx.takes);
+      this.spareTaken.give(tx.taken);
+    }
+    tx.takes = [];
+    tx.taken = [];
+    tx.deadLetters = null;
+    tx.onBad = null;
+  }
+
+  private endPuts(tx: KafkaTransaction): void {
+    this.sparePuts.give(tx.puts);
+    tx.puts = [];
   }
 
   getTransactionCapacity(): number {
@@ -309,7 +353,7 @@ export class KafkaChannel implements Channel {
     }
     this.unfetched += puts.length;
     this.counter.inc("EventPutSuccessCount", tx.puts.length);
-    tx.puts = [];
+    this.endPuts(tx);
   }
 
   private async commitTakes(tx: KafkaTransaction): Promise<void> {
@@ -335,20 +379,14 @@ export class KafkaChannel implements Channel {
       else this.badSeen.forget(tx.takes[i]);
     }
     this.counter.inc("EventTakeSuccessCount", events);
-    tx.takes = [];
-    tx.taken = [];
-    tx.deadLetters = null;
-    tx.onBad = null;
+    this.endTakes(tx, true);
   }
 
   rollback(tx: KafkaTransaction): void {
     this.counter.values.RollbackCount++;
-    tx.puts = [];
+    this.endPuts(tx);
     this.poller.giveBack(tx.takes);
-    tx.takes = [];
-    tx.taken = [];
-    tx.deadLetters = null;
-    tx.onBad = null;
+    this.endTakes(tx, false);
     this.counter.set("ChannelSize", this.poller.buffered);
   }
 }
