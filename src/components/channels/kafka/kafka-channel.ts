@@ -83,7 +83,6 @@ class SpareLists<T> {
   }
 
   give(list: T[]): void {
-    if (list.length === 0) return;
     list.length = 0;
     // One a transaction open at once (sink runners); more are left to the collector.
     if (this.lists.length < 8) this.lists.push(list);
@@ -315,6 +314,9 @@ export class KafkaChannel implements Channel {
     try {
       if (tx.puts.length > 0) await this.send(tx);
       if (tx.takes.length > 0) await this.commitTakes(tx);
+      // Every list back, used or not (a put's transaction has take lists too).
+      this.endPuts(tx);
+      this.endTakes(tx, true);
     } finally {
       this.inFlight--;
       this.counter.set("ChannelSize", this.poller.buffered);
@@ -353,7 +355,6 @@ export class KafkaChannel implements Channel {
     }
     this.unfetched += puts.length;
     this.counter.inc("EventPutSuccessCount", tx.puts.length);
-    this.endPuts(tx);
   }
 
   private async commitTakes(tx: KafkaTransaction): Promise<void> {
@@ -379,7 +380,6 @@ export class KafkaChannel implements Channel {
       else this.badSeen.forget(tx.takes[i]);
     }
     this.counter.inc("EventTakeSuccessCount", events);
-    this.endTakes(tx, true);
   }
 
   rollback(tx: KafkaTransaction): void {
