@@ -16,7 +16,7 @@ import type { Event } from "../core/event.ts";
 import { crc32c as jsCrc32c } from "../io/crc32c.ts";
 import { writeFlumeEvent } from "./flume-event.ts";
 // Kafka's varints are Avro's zig-zag longs.
-import { longSize as varintSize, writeLongAt as writeVarint } from "../rpc/binary.ts";
+import { longSize, writeLongAt } from "../rpc/binary.ts";
 
 /** A record as the library's Producer hands it to the Produce API (after its serializers and partitioner). */
 export interface ProduceMessage {
@@ -61,6 +61,28 @@ function writeUvarint(buf: Buffer, pos: number, n: number): number {
     n = Math.floor(n / 128);
   }
   buf[pos++] = n;
+  return pos;
+}
+
+/** Below 2^30 in magnitude, a zig-zag varint fits in 31 bits: sized and written with 32-bit integer operations. */
+const SMALL = 0x40000000;
+
+/** Bytes a zig-zag varint of n takes (Kafka's varint). */
+function varintSize(n: number): number {
+  if (n < -SMALL || n >= SMALL) return longSize(n);
+  const z = (n << 1) ^ (n >> 31);
+  return z < 0x80 ? 1 : z < 0x4000 ? 2 : z < 0x200000 ? 3 : z < 0x10000000 ? 4 : 5;
+}
+
+/** Writes n as a zig-zag varint at pos; returns the position after it. */
+function writeVarint(buf: Buffer, pos: number, n: number): number {
+  if (n < -SMALL || n >= SMALL) return writeLongAt(buf, pos, n);
+  let z = (n << 1) ^ (n >> 31);
+  while (z >= 0x80) {
+    buf[pos++] = (z & 0x7f) | 0x80;
+    z >>>= 7;
+  }
+  buf[pos++] = z;
   return pos;
 }
 

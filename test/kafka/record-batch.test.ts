@@ -97,6 +97,17 @@ describe("RecordBatch v2", () => {
     expect(read.records[0].value?.toString()).toBe("x");
   });
 
+  test("varints at and past 2^30 in magnitude (timestamp deltas of 12 days and more) read back", () => {
+    const base = 1_700_000_000_000;
+    const deltas = [0, 1, -1, 63, -64, 64, 8191, -8192, 2 ** 30 - 1, -(2 ** 30), 2 ** 30, -(2 ** 30) - 1, 2 ** 31, -(2 ** 31) - 7, 2 ** 40 + 3, -(2 ** 40)];
+    const list = deltas.map((d, i) => ({ topic: "t", value: b(`v${i}`), timestamp: BigInt(base + d) }));
+    const batch = encodeRecordBatch(list);
+    const read = kafka.readRecordsBatch(kafka.Reader.from(batch));
+    expect(read.crc).toBe(kafka.crc32c(batch.subarray(21)));
+    expect(read.records.map((r) => Number(read.firstTimestamp + BigInt(r.timestampDelta)) - base)).toEqual(deltas);
+    expect(read.records.map((r) => r.value?.toString())).toEqual(deltas.map((_, i) => `v${i}`));
+  });
+
   test("an absent key is written as Kafka's null (length -1), an empty one as length 0", () => {
     const batch = encodeRecordBatch([{ topic: "t", value: b("v") }, { topic: "t", key: Buffer.alloc(0), value: b("v") }], {}, -1, 5);
     // After the 61-byte header, each record: length, attributes, timestamp delta, offset delta, then the key's zig-zag length.

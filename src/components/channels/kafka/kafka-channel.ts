@@ -33,6 +33,30 @@ import { TakenOffsets } from "./taken-offsets.ts";
 
 const EMPTY = new Uint8Array(0);
 
+/**
+ * Bytes a fetch of the channel asks for at most (its whole response), below the consumer's
+ * read-ahead: a take reads one record at a time, so half a fetch less in memory costs no rate.
+ * Measured (stress -> kafka channel -> null, 1,000,000 100-byte events, alternated runs on one
+ * broker): peak RSS 1-3 MB lower than with the consumer's 240 kB fetches, the same CPU an event.
+ * A record batch larger than this is still fetched whole (the broker returns at least one).
+ */
+export const CHANNEL_FETCH_BYTES = 128 * 1024;
+
+/**
+ * Records the channel's consumer fetches ahead of the takes: one transaction's worth (at least
+ * 1000). Each one held is a record object and its share of a response, live (and so kept past
+ * the young collections) until taken. Measured (as CHANNEL_FETCH_BYTES): peak RSS 2-3 MB lower
+ * than with two transactions' worth, at the same rate and CPU an event.
+ */
+export function readAhead(transactionCapacity: number): number {
+  return Math.max(1000, transactionCapacity);
+}
+
+/** The consumer settings with fetches of at most CHANNEL_FETCH_BYTES (less when fetch.max.bytes / max.partition.fetch.bytes say so). */
+export function channelFetches(s: ConsumerSettings): ConsumerSettings {
+  return { ...s, maxBytes: Math.min(s.maxBytes, CHANNEL_FETCH_BYTES), maxBytesPerPartition: Math.min(s.maxBytesPerPartition, CHANNEL_FETCH_BYTES) };
+}
+
 export interface KafkaChannelOptions {
   topic: string;
   producer: ProducerSettings;
@@ -44,6 +68,25 @@ export interface KafkaChannelOptions {
   transactionCapacity: number;
   /** kafka.deadLetterTopic: where taken records that are no FlumeEvent go. */
   deadLetterTopic?: string;
+}
+
+/**
+ * Emptied lists of finished transactions, handed to the next ones: a transaction's lists grow
+ * to a batch each time otherwise (garbage the collector counts in each cycle). A list is given
+ * back once, when its transaction no longer uses it (the transaction gets a new empty one).
+ */
+class SpareLists<T> {
+  private readonly lists: T[][] = [];
+
+  take(): T[] {
+    return this.lists.pop() ?? [];
+  }
+
+  give(list: T[]): void {
+    list.length = 0;
+    // One a transaction open at once (sink runners); more are left to the collector.
+    if (this.lists.length < 8) this.lists.push(list);
+  }
 }
 
 export class KafkaTransaction extends ChannelTransaction {
@@ -82,6 +125,9 @@ export class KafkaChannel implements Channel {
   private readonly slots: { records: KafkaRecord[]; pool: KafkaRecord[] }[] = [];
   /** Records this channel sent that its consumer has not fetched back yet (see ioBusy). */
   private unfetched = 0;
+  private readonly sparePuts = new SpareLists<Event>();
+  private readonly spareTakes = new SpareLists<KafkaMessage>();
+  private readonly spareTaken = new SpareLists<Event | null>();
 
   constructor(
     readonly name: string,
@@ -92,7 +138,7 @@ export class KafkaChannel implements Channel {
     this.label = `kafka channel ${name}`;
     this.counter = new KafkaChannelCounter(name);
     this.publisher = new KafkaPublisher(this.label, options.producer, this.logger);
-    this.poller = new KafkaPoller(this.label, options.consumer, { topics: [options.topic] }, this.logger, Math.max(1000, options.transactionCapacity * 2), () => {
+    this.poller = new KafkaPoller(this.label, channelFetches(options.consumer), { topics: [options.topic] }, this.logger, readAhead(options.transactionCapacity), () => {
       this.putListeners.notify();
     });
     this.poller.onRecords = (n) => {
@@ -108,7 +154,28 @@ export class KafkaChannel implements Channel {
   }
 
   getTransaction(): KafkaTransaction {
-    return new KafkaTransaction(this);
+    const tx = new KafkaTransaction(this);
+    tx.puts = this.sparePuts.take();
+    tx.takes = this.spareTakes.take();
+    tx.taken = this.spareTaken.take();
+    return tx;
+  }
+
+  /** A transaction's takes are done with: once committed, its lists go to the next transactions (not after a rollback: the consumer was handed the takes). */
+  private endTakes(tx: KafkaTransaction, committed: boolean): void {
+    if (committed) {
+      this.spareTakes.give(tx.takes);
+      this.spareTaken.give(tx.taken);
+    }
+    tx.takes = [];
+    tx.taken = [];
+    tx.deadLetters = null;
+    tx.onBad = null;
+  }
+
+  private endPuts(tx: KafkaTransaction): void {
+    this.sparePuts.give(tx.puts);
+    tx.puts = [];
   }
 
   getTransactionCapacity(): number {
@@ -247,6 +314,9 @@ export class KafkaChannel implements Channel {
     try {
       if (tx.puts.length > 0) await this.send(tx);
       if (tx.takes.length > 0) await this.commitTakes(tx);
+      // Every list back, used or not (a put's transaction has take lists too).
+      this.endPuts(tx);
+      this.endTakes(tx, true);
     } finally {
       this.inFlight--;
       this.counter.set("ChannelSize", this.poller.buffered);
@@ -285,7 +355,6 @@ export class KafkaChannel implements Channel {
     }
     this.unfetched += puts.length;
     this.counter.inc("EventPutSuccessCount", tx.puts.length);
-    tx.puts = [];
   }
 
   private async commitTakes(tx: KafkaTransaction): Promise<void> {
@@ -311,20 +380,13 @@ export class KafkaChannel implements Channel {
       else this.badSeen.forget(tx.takes[i]);
     }
     this.counter.inc("EventTakeSuccessCount", events);
-    tx.takes = [];
-    tx.taken = [];
-    tx.deadLetters = null;
-    tx.onBad = null;
   }
 
   rollback(tx: KafkaTransaction): void {
     this.counter.values.RollbackCount++;
-    tx.puts = [];
+    this.endPuts(tx);
     this.poller.giveBack(tx.takes);
-    tx.takes = [];
-    tx.taken = [];
-    tx.deadLetters = null;
-    tx.onBad = null;
+    this.endTakes(tx, false);
     this.counter.set("ChannelSize", this.poller.buffered);
   }
 }

@@ -83,6 +83,10 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
   /** The partition of the last record looked up: records come in runs of one partition. */
   private last: { topic: string; partition: number; state: PartitionState<R> } | null = null;
 
+  /** committed()'s working lists, kept from commit to commit (a commit's are a batch long). */
+  private which = new Int32Array(0);
+  private readonly offsets: number[][] = [];
+
   private state(r: TakenRecord): PartitionState<R> {
     const last = this.last;
     if (last !== null && last.partition === r.partition && last.topic === r.topic) return last.state;
@@ -110,8 +114,9 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
   committed(records: readonly R[], events: readonly (E | null)[]): R[] {
     // The partitions touched, and each record's index among them (no lookup a record: runs of one partition).
     const touched: PartitionState<R>[] = [];
-    const offsets: number[][] = [];
-    const which = new Array<number>(records.length);
+    const offsets = this.offsets;
+    if (this.which.length < records.length) this.which = new Int32Array(Math.max(records.length, this.which.length * 2));
+    const which = this.which;
     let current: PartitionState<R> | null = null;
     let k = -1;
     for (let i = 0; i < records.length; i++) {
@@ -121,7 +126,8 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
         k = touched.indexOf(s);
         if (k < 0) {
           k = touched.push(s) - 1;
-          offsets.push([]);
+          if (offsets.length <= k) offsets.push([]);
+          else offsets[k].length = 0;
         }
       }
       offsets[k].push(records[i].offset);
