@@ -10,7 +10,8 @@ export class KafkaSinkCounter extends CounterGroup<SinkCounterKey | (typeof KAFK
   }
 }
 
-export const KAFKA_CHANNEL_COUNTERS = ["KafkaEventGetTimer", "KafkaEventSendTimer", "KafkaCommitTimer", "RollbackCount"] as const;
+/** EventReadFail is ours on the channel (Flume's KafkaChannel only logs them): records that are no FlumeEvent, skipped by a committed take. */
+export const KAFKA_CHANNEL_COUNTERS = ["KafkaEventGetTimer", "KafkaEventSendTimer", "KafkaCommitTimer", "RollbackCount", "EventReadFail"] as const;
 
 export class KafkaChannelCounter extends ChannelCounter<(typeof KAFKA_CHANNEL_COUNTERS)[number]> {
   constructor(name: string, clock?: Clock) {

@@ -62,6 +62,7 @@ const METRICS: Record<string, Record<string, Metric>> = {
     Open: g("open", "1 while the channel is open for transactions"),
     Closed: g("closed", "1 while the channel is closed"),
     Unhealthy: g("unhealthy", "1 when the channel failed to start"),
+    EventReadFail: c("event_read_failures", "Records the channel could not read as events, skipped (Kafka channel with parseAsFlumeEvent)"),
     KafkaEventGetTimer: KAFKA_GET,
     KafkaEventSendTimer: KAFKA_SEND,
     KafkaCommitTimer: KAFKA_COMMIT,

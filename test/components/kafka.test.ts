@@ -260,6 +260,8 @@ needsJvm.test(
     expect(taken[0].headers.n).toBe("1");
     const letters = await consoleConsume(kafka, dlq, 1, { printHeaders: true });
     expect(letters).toEqual([expect.stringMatching(new RegExp(`^flume\\.dlq\\.topic:${topic},flume\\.dlq\\.partition:0,flume\\.dlq\\.offset:0,flume\\.dlq\\.error:.*not an Avro FlumeEvent.*\tgarbage in the channel$`))]);
+    // Counted once its take committed.
+    expect(c.counter.values.EventReadFail).toBe(1);
     // Taken and committed once: a second member of the group finds nothing left.
     await c.stop();
     const again = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}` }, "kc2");
@@ -301,11 +303,14 @@ needsJvm.test(
     // Read again by every take after a rollback, logged once.
     const skipped = logger.lines.filter((l) => l.message.includes("skipped a record that is not an Avro FlumeEvent"));
     expect(skipped.map((l) => l.message)).toEqual([expect.stringContaining(`kafka channel kc: skipped a record that is not an Avro FlumeEvent at topic ${topic} partition 0 offset 0`)]);
+    // Not counted while its take is not committed.
+    expect(c.counter.values.EventReadFail).toBe(0);
     await c.stop();
     const working = await newTopic();
     const next = channel({ "kafka.topic": topic, "kafka.consumer.group.id": group, "kafka.deadLetterTopic": working }, "kc2");
     await next.start();
     expect((await takeUntil(next, 1)).map(bodyText)).toEqual(["after the garbage"]);
+    expect(next.counter.values.EventReadFail).toBe(1);
     expect(await consoleConsume(kafka, working, 1)).toEqual([`garbage in the channel ${"x".repeat(200)}`]);
   },
   240_000,

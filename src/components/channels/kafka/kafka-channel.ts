@@ -380,6 +380,8 @@ export class KafkaChannel implements Channel {
       else this.badSeen.forget(tx.takes[i]);
     }
     this.counter.inc("EventTakeSuccessCount", events);
+    // The records that were no FlumeEvent, skipped now that their offsets are committed: each counted once, however often its take was rolled back.
+    if (events < tx.taken.length) this.counter.inc("EventReadFail", tx.taken.length - events);
   }
 
   rollback(tx: KafkaTransaction): void {
