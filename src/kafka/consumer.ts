@@ -262,10 +262,12 @@ export class KafkaPoller {
 
   private arrived(records: KafkaMessage[], bytes: number): void {
     const first = this.buffered === 0;
-    if (first) {
-      this.buffer = records;
-      this.head = 0;
-    } else for (const r of records) this.buffer.push(r);
+    if (first) this.buffer = records;
+    else {
+      // One native copy of what is left and what came (a push a record was ~4 times as long), the taken head dropped with it.
+      this.buffer = (this.head > 0 ? this.buffer.slice(this.head) : this.buffer).concat(records);
+    }
+    this.head = 0;
     this.heldBytes += bytes;
     this.onRecords?.(records.length);
     if (first) this.onArrival?.();

@@ -136,18 +136,22 @@ export class KafkaSource extends BaseSource implements PollableSource {
     const events: Event[] = [];
     const { buffers, starts } = copied;
     const shape = this.headerShape;
+    const flumeEvents = this.options.useFlumeEventFormat;
+    // Headers from the run, offset and key alone (no timestampHeader, no header.NAME): made when read.
+    const lazy = shape.timestampHeader === null && shape.mapped === null;
     let run: SourceRun | null = null;
     for (let i = 0; i < msgs.length; i++) {
       const m = msgs[i];
       if (run === null || m.partition !== run.partition || m.topic !== run.topic) run = { shape, now, topic: m.topic, partition: m.partition };
       const at = starts[i];
-      if (this.options.useFlumeEventFormat) {
+      if (flumeEvents) {
         const e = this.flumeEventOf(m, run, buffers[i], at);
         if (e) events.push(e);
         continue;
       }
-      const e = new SourceRecordEvent(buffers[i], at, at + m.valueLength, run, m.offset, keyText(m));
-      if (SourceRecordEvent.needsRecord(shape, m)) e.headers = setSourceHeaders({}, run, m.offset, keyText(m), m.timestamp, m.headers);
+      const key = m.key === null ? null : keyText(m);
+      const e = new SourceRecordEvent(buffers[i], at, at + m.valueLength, run, m.offset, key);
+      if (!lazy && SourceRecordEvent.needsRecord(shape, m)) e.headers = setSourceHeaders({}, run, m.offset, key, m.timestamp, m.headers);
       events.push(e);
     }
     return events;
