@@ -234,3 +234,51 @@ needsJvm.test(
   },
   300_000,
 );
+
+needsJvm.test(
+  "fetches after the first go straight on the leader's fetch connection; when that connection is lost the fetch goes the library's way on a new one and every record still comes once, in order",
+  async () => {
+    const topic = `df${Date.now()}`;
+    await kafka.createTopic(topic);
+    await consoleProduce(kafka, topic, Array.from({ length: 20 }, (_, i) => `f${i}`));
+    const logger = new MemoryLogger();
+    const common = { bootstrap: kafka.bootstrap, bootstrapKey: "kafka.bootstrap.servers", clientId: "direct-fetches", label: "direct-fetches", logger };
+    const settings = consumerSettings({ ...common, props: { "auto.offset.reset": "earliest", "fetch.max.wait.ms": "200" }, groupId: `g-${topic}`, defaultOffsetReset: "earliest" });
+    const poller = new KafkaPoller("direct fetches", settings, { topics: [topic] }, logger, 1000);
+    const values: string[] = [];
+    const readUntil = async (n: number) => {
+      const deadline = Date.now() + 60_000;
+      while (values.length < n && Date.now() < deadline) {
+        await poller.waitFor(n - values.length, 200);
+        for (const m of poller.take(100)) values.push(m.value.toString());
+      }
+    };
+    try {
+      await poller.connect();
+      const inner = poller as unknown as { consumer: { fetch(o: unknown, cb: unknown): void }; fetcher: { pool: { getEstablishedConnection(b: unknown): { close(cb: () => void): void } | undefined } } };
+      let libraryFetches = 0;
+      const fetch = inner.consumer.fetch.bind(inner.consumer);
+      inner.consumer.fetch = (o, cb) => {
+        libraryFetches++;
+        fetch(o, cb);
+      };
+      await readUntil(20);
+      // Fetches kept going (long polls of 200 ms) without the library's way.
+      const before = libraryFetches;
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(libraryFetches).toBe(before);
+      // The fetch connection is lost under a fetch in flight: it goes again the library's way.
+      const broker = { host: "127.0.0.1", port: Number(kafka.bootstrap.split(":").at(-1)) };
+      const connection = inner.fetcher.pool.getEstablishedConnection(broker);
+      expect(connection).toBeDefined();
+      await new Promise<void>((resolve) => connection!.close(() => resolve()));
+      await consoleProduce(kafka, topic, Array.from({ length: 20 }, (_, i) => `f${20 + i}`));
+      await readUntil(40);
+      expect(values).toEqual(Array.from({ length: 40 }, (_, i) => `f${i}`));
+      expect(libraryFetches).toBeGreaterThan(before);
+    } finally {
+      await poller.close();
+    }
+  },
+  300_000,
+);
