@@ -41,6 +41,21 @@ export interface FetchHooks {
   failed(err: unknown): void;
 }
 
+/** The fetch connections (fetch-api.ts): one per broker, the library's. */
+interface FetchPool {
+  close(cb: (error?: unknown) => void): void;
+  getEstablishedConnection?(broker: unknown): unknown;
+}
+
+type FetchRequestTopics = { topicId: string; partitions: { partition: number; fetchOffset: bigint; partitionMaxBytes: number; currentLeaderEpoch: number; lastFetchedEpoch: number }[] }[];
+
+/** The Fetch API: (connection, maxWaitMs, minBytes, maxBytes, isolationLevel, sessionId, sessionEpoch, topics, forgotten, rackId, callback). */
+type DirectFetchApi = ((connection: unknown, maxWaitMs: number, minBytes: number, maxBytes: number, isolationLevel: number, sessionId: number, sessionEpoch: number, topics: FetchRequestTopics, forgotten: never[], rackId: string, cb: (err: Error | null, response?: unknown) => void) => void) & { version: number };
+
+/** A session epoch of -1 with session id 0: a full fetch that opens no fetch session (KIP-227). */
+const SESSIONLESS = -1;
+const FIRST_TOPIC_ID_VERSION = 13;
+
 const OFFSET_OUT_OF_RANGE = 1;
 const RETRY_MS = 1000;
 
@@ -61,7 +76,9 @@ export class Fetcher {
   private refreshing: Promise<void> | null = null;
   private halted = false;
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
-  private readonly pool: { close(cb: (error?: unknown) => void): void } | null;
+  private readonly pool: FetchPool | null;
+  /** Our Fetch API as the library hands it out (fetch-api.ts), once a fetch went the library's way: v13 on (topic ids both ways). */
+  private directApi: DirectFetchApi | null = null;
   private readonly crc: Crc32c;
   private readonly inflate: Inflate;
   /** Fetch size in bytes (a half of the read-ahead, below fetch.max.bytes and max.partition.fetch.bytes). */
@@ -185,7 +202,7 @@ export class Fetcher {
         else topics.set(pos.topic, [pos]);
       }
       this.leaders = held ? Number.POSITIVE_INFINITY : leaders.size;
-      for (const [leader, topics] of byLeader) this.fetchFrom(leader, topics, metadata.topics, gen);
+      for (const [leader, topics] of byLeader) this.fetchFrom(leader, topics, metadata, gen);
       if (held && !this.retryTimer) {
         this.retryTimer = setTimeout(() => {
           this.retryTimer = null;
@@ -208,8 +225,16 @@ export class Fetcher {
     this.pump();
   }
 
-  private fetchFrom(leader: number, topics: Map<string, Position[]>, known: Map<string, { id: string }>, gen: number): void {
-    const request: { topicId: string; partitions: { partition: number; fetchOffset: bigint; partitionMaxBytes: number; currentLeaderEpoch: number; lastFetchedEpoch: number }[] }[] = [];
+  /**
+   * Fetches the positions of `topics` from their leader. Once a fetch went the library's way
+   * (metadata, retries, leader changes, fetch sessions), the next ones go straight on the
+   * leader's fetch connection with our Fetch API, a full fetch each (no fetch session: the
+   * library's layers cost ~as much CPU as reading the records of a small response); one that
+   * fails goes again the library's way, whose errors are then handled as before.
+   */
+  private fetchFrom(leader: number, topics: Map<string, Position[]>, metadata: { topics: Map<string, { id: string }>; brokers: Map<number, unknown> }, gen: number): void {
+    const known = metadata.topics;
+    const request: FetchRequestTopics = [];
     const names = new Map<string, string>();
     const asked = new Map<string, number>();
     for (const [topic, list] of topics) {
@@ -221,7 +246,7 @@ export class Fetcher {
     this.inFlight.add(leader);
     const s = this.settings;
     const options = { node: leader, topics: request, maxWaitTime: s.maxWaitTime, minBytes: s.minBytes, maxBytes: this.fetchBytes, isolationLevel: s.isolationLevel, ...(this.pool ? { connectionPool: this.pool } : {}) };
-    this.consumer.fetch(options as Parameters<KafkaConsumer["fetch"]>[0], (err, response) => {
+    const done = (err: unknown, response: unknown, direct: boolean) => {
       this.inFlight.delete(leader);
       if (this.halted) return;
       if (gen === this.generation) {
@@ -230,9 +255,39 @@ export class Fetcher {
             this.hooks.failed(err);
             return;
           }
-        } else this.read(response as unknown as FetchResponse, names, asked);
+        } else {
+          this.read(response as FetchResponse, names, asked);
+          if (!direct && this.directApi === null) this.learnFetchApi();
+        }
       }
       this.pump();
+    };
+    const viaLibrary = () => this.consumer.fetch(options as Parameters<KafkaConsumer["fetch"]>[0], (err, response) => done(err, response, false));
+    const api = this.directApi;
+    const broker = api ? metadata.brokers.get(leader) : undefined;
+    const connection = broker !== undefined ? this.pool?.getEstablishedConnection?.(broker) : undefined;
+    // Only a connection the library has up (not one connecting, authenticating or closed: the library's way waits for it or opens another).
+    if (!api || (connection as { status?: string } | undefined)?.status !== "connected") {
+      viaLibrary();
+      return;
+    }
+    try {
+      api(connection, s.maxWaitTime, s.minBytes, this.fetchBytes, s.isolationLevel, 0, SESSIONLESS, request, [], "", (err, response) => {
+        if (err && !this.halted && gen === this.generation) viaLibrary();
+        else done(err, response, true);
+      });
+    } catch {
+      viaLibrary();
+    }
+  }
+
+  /** Asks the library once for the Fetch API it uses (ours, fetch-api.ts): fetches go straight with it from then on. */
+  private learnFetchApi(): void {
+    const getApi = (this.consumer as unknown as Record<symbol, ((name: string, cb: (err: Error | null, api?: unknown) => void) => void) | undefined>)[this.kafka.kGetApi];
+    if (typeof getApi !== "function" || !this.pool?.getEstablishedConnection) return;
+    getApi.call(this.consumer, "Fetch", (err, api) => {
+      const fetchApi = api as DirectFetchApi | undefined;
+      if (!err && typeof fetchApi === "function" && fetchApi.version >= FIRST_TOPIC_ID_VERSION) this.directApi = fetchApi;
     });
   }
 

@@ -15,31 +15,65 @@
  */
 import { KafkaCorruptRecordError } from "./errors.ts";
 
-/**
- * A fetched record: where it is, its timestamp, key (null when absent), value and headers (null
- * when none). The value is made a view only when asked (`value`): the Kafka source copies it
- * from where it lies (`bytes`, `valueAt`, `valueLength`) without one.
- */
-export class FetchedRecord {
+/** What the records of one record batch share: where they are from and the buffer their values are in. */
+export class BatchOrigin {
   constructor(
     readonly topic: string,
     readonly partition: number,
+    /** The leader epoch the batch was written in: what the offset commit passes on. */
+    readonly leaderEpoch: number,
+    /** The buffer the values are in (the fetch response, or an inflated batch). */
+    readonly bytes: Buffer,
+    /** The batch's first offset (in errors). */
+    readonly baseOffset: number,
+  ) {}
+
+  /** Where the batch is, for errors. */
+  where(): string {
+    return `topic ${this.topic} partition ${this.partition} offset ${this.baseOffset}`;
+  }
+}
+
+/**
+ * A fetched record: where it is, its timestamp, key (null when absent), value and headers (null
+ * when none). The value is made a view only when asked (`value`): the Kafka source copies it
+ * from where it lies (`bytes`, `valueAt`, `valueLength`) without one. What the records of a batch
+ * share is in one object (`origin`): 7 fields a record instead of 11 (the reader allocated one
+ * such record per record read: its size was most of its cost).
+ */
+export class FetchedRecord {
+  constructor(
+    readonly origin: BatchOrigin,
     readonly offset: number,
     readonly timestamp: number,
     readonly key: Buffer | null,
-    /** The buffer the value is in (the fetch response, or an inflated batch). */
-    readonly bytes: Buffer,
     readonly valueAt: number,
     /** An absent (null) value reads as an empty one, as Flume reads it. */
     readonly valueLength: number,
     readonly headers: [Buffer, Buffer][] | null,
-    /** The leader epoch the batch was written in: what the offset commit passes on. */
-    readonly leaderEpoch: number,
   ) {}
+
+  get topic(): string {
+    return this.origin.topic;
+  }
+
+  get partition(): number {
+    return this.origin.partition;
+  }
+
+  /** The buffer the value is in (the fetch response, or an inflated batch). */
+  get bytes(): Buffer {
+    return this.origin.bytes;
+  }
+
+  /** The leader epoch the batch was written in: what the offset commit passes on. */
+  get leaderEpoch(): number {
+    return this.origin.leaderEpoch;
+  }
 
   /** The value: a view of `bytes`. */
   get value(): Buffer {
-    return this.bytes.subarray(this.valueAt, this.valueAt + this.valueLength);
+    return this.origin.bytes.subarray(this.valueAt, this.valueAt + this.valueLength);
   }
 }
 
@@ -82,18 +116,32 @@ const EMPTY: Buffer = Buffer.alloc(0);
 /** Read position in the buffer being decoded (one decode at a time: no tuple per varint). */
 let at = 0;
 
-/** A zig-zag varint (or varlong up to 2^53). */
+/** A zig-zag varint (or varlong up to 2^53). Up to 4 bytes (28 bits) in integer arithmetic: the lengths, deltas and sizes of records. */
 function varint(b: Uint8Array): number {
   let byte = b[at++];
   if (byte < 0x80) return (byte >>> 1) ^ -(byte & 1);
   let z = byte & 0x7f;
-  let scale = 128;
+  byte = b[at++];
+  z |= (byte & 0x7f) << 7;
+  if (byte < 0x80) return (z >>> 1) ^ -(z & 1);
+  byte = b[at++];
+  z |= (byte & 0x7f) << 14;
+  if (byte < 0x80) return (z >>> 1) ^ -(z & 1);
+  byte = b[at++];
+  z |= (byte & 0x7f) << 21;
+  if (byte < 0x80) return (z >>> 1) ^ -(z & 1);
+  let scale = 2 ** 28;
   do {
     byte = b[at++];
     z += (byte & 0x7f) * scale;
     scale *= 128;
   } while (byte >= 0x80 && scale < 2 ** 63);
   return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
+}
+
+/** Where a batch is, for errors (a function, not a closure a batch). */
+function whereIs(p: PartitionFetch, baseOffset: number): string {
+  return `topic ${p.topic} partition ${p.partition} offset ${baseOffset}`;
 }
 
 function int64(b: Buffer, pos: number): number {
@@ -119,13 +167,12 @@ export function readRecordBatches(buf: Buffer, from: number, to: number, p: Part
     // The last batch cut short: read with the next fetch.
     if (end > to || to - pos < BATCH_HEADER) break;
     const baseOffset = int64(buf, pos);
-    const where = () => `topic ${p.topic} partition ${p.partition} offset ${baseOffset}`;
     const magic = buf[pos + 16];
-    if (magic !== 2) throw new KafkaCorruptRecordError(`a record batch of magic ${magic} at ${where()}: only magic 2 (Kafka 0.11 on) is read; the topic holds records of a message format older than Kafka 0.11`);
-    if (batchLength < BATCH_HEADER - 12) throw new KafkaCorruptRecordError(`a record batch of ${batchLength} bytes at ${where()}: shorter than its header`);
+    if (magic !== 2) throw new KafkaCorruptRecordError(`a record batch of magic ${magic} at ${whereIs(p, baseOffset)}: only magic 2 (Kafka 0.11 on) is read; the topic holds records of a message format older than Kafka 0.11`);
+    if (batchLength < BATCH_HEADER - 12) throw new KafkaCorruptRecordError(`a record batch of ${batchLength} bytes at ${whereIs(p, baseOffset)}: shorter than its header`);
     const expected = buf.readUInt32BE(pos + 17);
     const actual = crc(buf, pos + CRC_FROM, end);
-    if (actual !== expected) throw new KafkaCorruptRecordError(`a corrupt record batch at ${where()}: CRC32C ${actual} where the batch says ${expected}`);
+    if (actual !== expected) throw new KafkaCorruptRecordError(`a corrupt record batch at ${whereIs(p, baseOffset)}: CRC32C ${actual} where the batch says ${expected}`);
     const attributes = buf.readInt16BE(pos + 21);
     const lastOffset = baseOffset + buf.readInt32BE(pos + 23);
     const producerId = int64(buf, pos + 43);
@@ -155,7 +202,7 @@ export function readRecordBatches(buf: Buffer, from: number, to: number, p: Part
       try {
         records = inflate(codec, buf.subarray(recordsAt, end));
       } catch (err) {
-        throw new KafkaCorruptRecordError(`a compressed record batch (codec ${codec}) at ${where()} could not be inflated: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+        throw new KafkaCorruptRecordError(`a compressed record batch (codec ${codec}) at ${whereIs(p, baseOffset)} could not be inflated: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
       }
       rFrom = 0;
       rTo = records.length;
@@ -163,8 +210,8 @@ export function readRecordBatches(buf: Buffer, from: number, to: number, p: Part
     const logAppend = (attributes & LOG_APPEND_TIME) !== 0;
     // LogAppendTime: the broker's time, in maxTimestamp, is every record's.
     const baseTimestamp = int64(buf, start + (logAppend ? 35 : 27));
-    const leaderEpoch = buf.readInt32BE(start + 12);
-    bytes += readRecords(records, rFrom, rTo, count, baseOffset, baseTimestamp, logAppend, leaderEpoch, p, out, where);
+    const origin = new BatchOrigin(p.topic, p.partition, buf.readInt32BE(start + 12), records, baseOffset);
+    bytes += readRecords(origin, rFrom, rTo, count, baseTimestamp, logAppend, p.fetchOffset, out);
   }
   return { next, bytes };
 }
@@ -180,14 +227,15 @@ function isAbortMarker(buf: Buffer, from: number, end: number): boolean {
   return keyLength >= 4 && at + 4 <= end && buf.readInt16BE(at + 2) === 0;
 }
 
-function readRecords(b: Buffer, from: number, to: number, count: number, baseOffset: number, baseTimestamp: number, logAppend: boolean, leaderEpoch: number, p: PartitionFetch, out: FetchedRecord[], where: () => string): number {
-  const { topic, partition, fetchOffset } = p;
+function readRecords(origin: BatchOrigin, from: number, to: number, count: number, baseTimestamp: number, logAppend: boolean, fetchOffset: number, out: FetchedRecord[]): number {
+  const b = origin.bytes;
+  const baseOffset = origin.baseOffset;
   let bytes = 0;
   at = from;
   for (let i = 0; i < count; i++) {
     const length = varint(b);
     const end = at + length;
-    if (length < 0 || end > to) throw new KafkaCorruptRecordError(`record ${i} of the batch at ${where()} runs past its batch (${length} bytes)`);
+    if (length < 0 || end > to) throw new KafkaCorruptRecordError(`record ${i} of the batch at ${origin.where()} runs past its batch (${length} bytes)`);
     at++; // attributes: unused
     const timestampDelta = varint(b);
     const offset = baseOffset + varint(b);
@@ -210,11 +258,11 @@ function readRecords(b: Buffer, from: number, to: number, count: number, baseOff
         headers[h] = [k, v];
       }
     }
-    if (at !== end) throw new KafkaCorruptRecordError(`record ${i} of the batch at ${where()} (offset ${offset}) is ${length} bytes long but its fields take ${at - end + length}`);
+    if (at !== end) throw new KafkaCorruptRecordError(`record ${i} of the batch at ${origin.where()} (offset ${offset}) is ${length} bytes long but its fields take ${at - end + length}`);
     // A batch is sent whole: its records before the offset fetched were read already.
     if (offset < fetchOffset) continue;
     bytes += valueLength + (key === null ? 0 : key.length);
-    out.push(new FetchedRecord(topic, partition, offset, logAppend ? baseTimestamp : baseTimestamp + timestampDelta, key, b, valueAt, valueLength, headers, leaderEpoch));
+    out.push(new FetchedRecord(origin, offset, logAppend ? baseTimestamp : baseTimestamp + timestampDelta, key, valueAt, valueLength, headers));
   }
   return bytes;
 }

@@ -1,5 +1,5 @@
 /** Kafka records to Flume events, as Flume's Kafka source and channel read them. */
-import { bodyEvent, type Event } from "../core/event.ts";
+import { bodyEvent, type Event, RangeEventWithHeaders } from "../core/event.ts";
 import type { Logger } from "../core/logger.ts";
 import type { KafkaMessage } from "./consumer.ts";
 import { KafkaBadRecordError, messageOf } from "./errors.ts";
@@ -26,5 +26,90 @@ export function eventOfRecord(m: KafkaMessage, asFlumeEvent: boolean, label: str
     const error = new KafkaBadRecordError(`${label}: skipped a record that is not an Avro FlumeEvent at ${where(m)} (${length} bytes: ${messageOf(err)}); write it with useFlumeEventFormat = true / parseAsFlumeEvent = true, or read the topic with those off`, { cause: err });
     if (bad?.(m, error) !== false) logger.error(error.message);
     return null;
+  }
+}
+
+/** The headers the Kafka source sets besides the batch's timestamp (Flume's KafkaSource options). */
+export interface SourceHeaderShape {
+  /** setTopicHeader's topicHeader; null without setTopicHeader. */
+  readonly topicHeader: string | null;
+  /** timestampHeader: where the record's Kafka timestamp goes, if anywhere. */
+  readonly timestampHeader: string | null;
+  /** header.NAME = FLUME_NAME mappings; null when there are none. */
+  readonly mapped: Readonly<Record<string, string>> | null;
+}
+
+/** What every event of a run of records from one partition in one source batch has in its headers. */
+export interface SourceRun {
+  readonly shape: SourceHeaderShape;
+  /** The batch's time (the timestamp header), as text. */
+  readonly now: string;
+  readonly topic: string;
+  readonly partition: number;
+}
+
+/** Partition numbers as header text, made once each. */
+const PARTITION_TEXT: string[] = [];
+
+function partitionText(p: number): string {
+  return (PARTITION_TEXT[p] ??= String(p));
+}
+
+/**
+ * Sets the headers Flume's Kafka source sets on h, as it does: headers h has already (a
+ * FlumeEvent's) win, but key and mapped headers. `timestamp` and `recordHeaders` are needed only
+ * with timestampHeader and header.NAME mappings (SourceRecordEvent.needsRecord).
+ */
+export function setSourceHeaders(h: Record<string, string>, run: SourceRun, offset: number, key: string | null, timestamp?: number, recordHeaders?: [Buffer, Buffer][] | null): Record<string, string> {
+  const shape = run.shape;
+  if (h.timestamp === undefined) h.timestamp = run.now;
+  if (shape.timestampHeader !== null && timestamp !== undefined) h[shape.timestampHeader] = String(timestamp);
+  if (shape.topicHeader !== null && h[shape.topicHeader] === undefined) h[shape.topicHeader] = run.topic;
+  if (h.partition === undefined) h.partition = partitionText(run.partition);
+  if (h.offset === undefined) h.offset = String(offset);
+  if (key !== null) h.key = key;
+  const mapped = shape.mapped;
+  if (mapped !== null && recordHeaders) {
+    for (const [k, v] of recordHeaders) {
+      const name = mapped[k.toString("utf8")];
+      if (name !== undefined) h[name] = v.toString("utf8");
+    }
+  }
+  return h;
+}
+
+/** A record's key as the key header: null when absent or empty (Flume sets none then). */
+export function keyText(m: KafkaMessage): string | null {
+  return m.key !== null && m.key.length > 0 ? m.key.toString("utf8") : null;
+}
+
+/**
+ * The Kafka source's event of a plain record (not a FlumeEvent): its body a range of the
+ * batch's copy of the values (a view made when first read), its headers made when first read
+ * (a memory channel and a null sink never read them; a file channel or a sink that writes
+ * headers does, through readHeaders). One object a record instead of five (a headers object,
+ * an offset string, a body view, the event). What the headers are made of is held here: the
+ * key as text (the response it views is freed once the batch is committed); records whose
+ * headers need more of the record (needsRecord) get theirs at once.
+ */
+export class SourceRecordEvent extends RangeEventWithHeaders {
+  constructor(
+    bytes: Uint8Array,
+    start: number,
+    end: number,
+    private readonly run: SourceRun,
+    private readonly offset: number,
+    private readonly key: string | null,
+  ) {
+    super(bytes, start, end);
+  }
+
+  /** Whether m's headers need more than the run, offset and key (its timestamp or its own headers): made at once then. */
+  static needsRecord(shape: SourceHeaderShape, m: KafkaMessage): boolean {
+    return shape.timestampHeader !== null || (shape.mapped !== null && m.headers !== null);
+  }
+
+  protected makeHeaders(): Record<string, string> {
+    return setSourceHeaders({}, this.run, this.offset, this.key);
   }
 }

@@ -28,17 +28,22 @@ export function noteResponseBody(body: Uint8Array): void {
 /**
  * Copies of the values of a batch's records, out of their fetch responses: each run of records
  * from one response is copied at once (its bytes between the first value and the last, the
- * records' framing too: one copy a run, not one a record), and the copies are views of it.
+ * records' framing too: one copy a run, not one a record). Record i's value is
+ * buffers[i][starts[i] ... starts[i] + its valueLength): no view is made of it (an event
+ * keeps the range, see SourceRecordEvent) unless value(i) asks.
  */
 export class CopiedValues {
-  /** The copies, in the records' order. */
-  readonly values: Buffer[];
+  /** The copy each record's value is in (one a run, shared by its records). */
+  readonly buffers: Buffer[];
+  /** Where each record's value starts in its copy. */
+  readonly starts: Int32Array;
   /** The buffers the values were in, in order (one a run). */
   readonly sources: ArrayBufferLike[] = [];
 
-  constructor(records: readonly { bytes: Buffer; valueAt: number; valueLength: number }[]) {
+  constructor(private readonly records: readonly { bytes: Buffer; valueAt: number; valueLength: number }[]) {
     const n = records.length;
-    const values = new Array<Buffer>(n);
+    const buffers = new Array<Buffer>(n);
+    const starts = new Int32Array(n);
     let i = 0;
     while (i < n) {
       const bytes = records[i].bytes;
@@ -53,13 +58,19 @@ export class CopiedValues {
       const copy = Buffer.allocUnsafe(to - from);
       bytes.copy(copy, 0, from, to);
       for (let k = i; k < j; k++) {
-        const at = records[k].valueAt - from;
-        values[k] = copy.subarray(at, at + records[k].valueLength);
+        buffers[k] = copy;
+        starts[k] = records[k].valueAt - from;
       }
       this.sources.push(bytes.buffer);
       i = j;
     }
-    this.values = values;
+    this.buffers = buffers;
+    this.starts = starts;
+  }
+
+  /** Record i's copied value, as a view. */
+  value(i: number): Buffer {
+    return this.buffers[i].subarray(this.starts[i], this.starts[i] + this.records[i].valueLength);
   }
 }
 

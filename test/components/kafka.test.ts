@@ -378,8 +378,9 @@ needsJvm.test(
 /** The source's consumer, reached into: its takes counted, its offset commits held at the broker's door until released or dropped. */
 function holdCommits(r: KafkaSource) {
   const poller = (r as unknown as { poller: KafkaPoller }).poller;
-  const consumer = (poller as unknown as { consumer: { commit(o: { offsets: { offset: bigint }[] }): Promise<void> } }).consumer;
-  const commit = consumer.commit.bind(consumer);
+  // What sends the poller's offset commits (the library's way or straight to the coordinator: commit-api.ts).
+  const commits = (poller as unknown as { commits: { commit(offsets: { offset: bigint }[]): Promise<void> } }).commits;
+  const commit = commits.commit.bind(commits);
   const held: { send(): void; drop(err: Error): void }[] = [];
   const take = poller.take.bind(poller);
   const spy = {
@@ -398,9 +399,9 @@ function holdCommits(r: KafkaSource) {
     spy.takes++;
     return take(max);
   };
-  consumer.commit = (o) => {
-    spy.asked.push(o.offsets.map((x) => Number(x.offset)));
-    return new Promise<void>((resolve, reject) => held.push({ send: () => void commit(o).then(resolve, reject), drop: reject }));
+  commits.commit = (offsets) => {
+    spy.asked.push(offsets.map((x) => Number(x.offset)));
+    return new Promise<void>((resolve, reject) => held.push({ send: () => void commit(offsets).then(resolve, reject), drop: reject }));
   };
   return { poller, spy };
 }

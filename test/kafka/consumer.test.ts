@@ -188,3 +188,97 @@ needsJvm.test(
   },
   300_000,
 );
+
+needsJvm.test(
+  "offset commits after the first go straight to the coordinator's connection; when that fails (connection closed) the commit goes the library's way and lands, and the next goes straight again",
+  async () => {
+    const topic = `dc${Date.now()}`;
+    await kafka.createTopic(topic);
+    await consoleProduce(kafka, topic, Array.from({ length: 30 }, (_, i) => `d${i}`));
+    const logger = new MemoryLogger();
+    const common = { bootstrap: kafka.bootstrap, bootstrapKey: "kafka.bootstrap.servers", clientId: "direct-commits", label: "direct-commits", logger };
+    const settings = consumerSettings({ ...common, props: { "auto.offset.reset": "earliest" }, groupId: `g-${topic}`, defaultOffsetReset: "earliest" });
+    const poller = new KafkaPoller("direct commits", settings, { topics: [topic] }, logger, 1000);
+    const inner = poller as unknown as { consumer: { commit(o: unknown): Promise<void>; listCommittedOffsets(o: unknown): Promise<Map<string, bigint[]>> }; commits: { connection: { close(cb: () => void): void } | null } };
+    const committed = async () => (await inner.consumer.listCommittedOffsets({ topics: [{ topic, partitions: [0] }] })).get(topic)?.[0];
+    try {
+      await poller.connect();
+      let libraryCommits = 0;
+      const commit = inner.consumer.commit.bind(inner.consumer);
+      inner.consumer.commit = (o) => {
+        libraryCommits++;
+        return commit(o);
+      };
+      const batch = async () => {
+        await waitUntil(() => poller.buffered >= 10, "ten records fetched", 60_000, 10);
+        return poller.take(10);
+      };
+      await poller.commit(await batch());
+      expect(libraryCommits).toBe(1);
+      await poller.commit(await batch());
+      expect(libraryCommits).toBe(1);
+      expect(await committed()).toBe(20n);
+      // The kept connection is lost: this commit goes the library's way (a new connection) and lands.
+      await new Promise<void>((resolve) => inner.commits.connection!.close(() => resolve()));
+      const last = await batch();
+      await poller.commit(last);
+      expect(libraryCommits).toBe(2);
+      expect(await committed()).toBe(30n);
+      expect(last.map((m) => m.value.toString())).toEqual(Array.from({ length: 10 }, (_, i) => `d${20 + i}`));
+      // And the one after goes straight again.
+      await poller.commit(last);
+      expect(libraryCommits).toBe(2);
+    } finally {
+      await poller.close();
+    }
+  },
+  300_000,
+);
+
+needsJvm.test(
+  "fetches after the first go straight on the leader's fetch connection; when that connection is lost the fetch goes the library's way on a new one and every record still comes once, in order",
+  async () => {
+    const topic = `df${Date.now()}`;
+    await kafka.createTopic(topic);
+    await consoleProduce(kafka, topic, Array.from({ length: 20 }, (_, i) => `f${i}`));
+    const logger = new MemoryLogger();
+    const common = { bootstrap: kafka.bootstrap, bootstrapKey: "kafka.bootstrap.servers", clientId: "direct-fetches", label: "direct-fetches", logger };
+    const settings = consumerSettings({ ...common, props: { "auto.offset.reset": "earliest", "fetch.max.wait.ms": "200" }, groupId: `g-${topic}`, defaultOffsetReset: "earliest" });
+    const poller = new KafkaPoller("direct fetches", settings, { topics: [topic] }, logger, 1000);
+    const values: string[] = [];
+    const readUntil = async (n: number) => {
+      const deadline = Date.now() + 60_000;
+      while (values.length < n && Date.now() < deadline) {
+        await poller.waitFor(n - values.length, 200);
+        for (const m of poller.take(100)) values.push(m.value.toString());
+      }
+    };
+    try {
+      await poller.connect();
+      const inner = poller as unknown as { consumer: { fetch(o: unknown, cb: unknown): void }; fetcher: { pool: { getEstablishedConnection(b: unknown): { close(cb: () => void): void } | undefined } } };
+      let libraryFetches = 0;
+      const fetch = inner.consumer.fetch.bind(inner.consumer);
+      inner.consumer.fetch = (o, cb) => {
+        libraryFetches++;
+        fetch(o, cb);
+      };
+      await readUntil(20);
+      // Fetches kept going (long polls of 200 ms) without the library's way.
+      const before = libraryFetches;
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(libraryFetches).toBe(before);
+      // The fetch connection is lost under a fetch in flight: it goes again the library's way.
+      const broker = { host: "127.0.0.1", port: Number(kafka.bootstrap.split(":").at(-1)) };
+      const connection = inner.fetcher.pool.getEstablishedConnection(broker);
+      expect(connection).toBeDefined();
+      await new Promise<void>((resolve) => connection!.close(() => resolve()));
+      await consoleProduce(kafka, topic, Array.from({ length: 20 }, (_, i) => `f${20 + i}`));
+      await readUntil(40);
+      expect(values).toEqual(Array.from({ length: 40 }, (_, i) => `f${i}`));
+      expect(libraryFetches).toBeGreaterThan(before);
+    } finally {
+      await poller.close();
+    }
+  },
+  300_000,
+);

@@ -75,6 +75,18 @@ describe("RecordBatch v2 reader", () => {
     expect(r.bytes).toBe(["k1first", "no key", "", "k4", "v4", "v5"].join("").length);
   });
 
+  test("varints of every width: timestamp deltas across each byte boundary, negative ones too, and values of 1 to 3 length bytes", () => {
+    const base = 1_700_000_000_000;
+    const deltas = [0, 63, 64, -64, -65, 8191, 8192, -8193, 2 ** 20 - 1, 2 ** 20, 2 ** 27 - 1, 2 ** 27, -(2 ** 27) - 1, 2 ** 34 + 5, -(2 ** 40)];
+    const sizes = [0, 63, 64, 8191, 8192, 70_000];
+    const msgs = deltas.map((d, i) => ({ topic: "t", value: Buffer.alloc(sizes[i % sizes.length], 97 + (i % 26)), timestamp: base + d }));
+    const r = read(atOffset(encodeRecordBatch(msgs), 1000), { fetchOffset: 1000 });
+    expect(r.out.map((m) => m.timestamp - base)).toEqual(deltas);
+    expect(r.out.map((m) => m.valueLength)).toEqual(deltas.map((_, i) => sizes[i % sizes.length]));
+    expect(r.out.map((m) => m.offset)).toEqual(deltas.map((_, i) => 1000 + i));
+    expect(r.out.every((m, i) => m.value.equals(msgs[i].value))).toBe(true);
+  });
+
   test("the library's batches, uncompressed and in each codec it writes", () => {
     for (const compression of ["none", "gzip", "snappy", "lz4", ...(kafka.compressionsAlgorithms.zstd.available ? ["zstd"] : [])]) {
       const messages = Array.from({ length: 50 }, (_, i) => ({ key: i % 2 ? b(`key${i}`) : undefined, value: b(`value ${i} `.repeat(20)), headers: new Map(i % 3 ? [] : [[b("n"), b(String(i))]]), timestamp: 1_700_000_000_000n + BigInt(i), topic: "t" }));

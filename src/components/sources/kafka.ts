@@ -17,7 +17,7 @@ import { BadRecordsSeen } from "../../kafka/bad-records.ts";
 import { DeadLetters, unusedDeadLetterTopic } from "../../kafka/dead-letters.ts";
 import { type KafkaBadRecordError, KafkaDeadLetterError, messageOf } from "../../kafka/errors.ts";
 import { KafkaPublisher } from "../../kafka/producer.ts";
-import { eventOfRecord, where } from "../../kafka/records.ts";
+import { eventOfRecord, keyText, setSourceHeaders, type SourceHeaderShape, SourceRecordEvent, type SourceRun, where } from "../../kafka/records.ts";
 import { CopiedValues, ResponseRelease } from "../../kafka/response-release.ts";
 import { connectionProps, consumerSettings, type ConsumerSettings, producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
 import type { PropError } from "../../config/schema.ts";
@@ -31,13 +31,6 @@ import { BaseSource } from "./base.ts";
  * source: one, as it waits for each commit). 4 let commits overlap reads under load.
  */
 export const MOST_UNCOMMITTED = 4;
-
-/** Partition numbers as header text, made once each. */
-const PARTITION_TEXT: string[] = [];
-
-function partitionText(p: number): string {
-  return (PARTITION_TEXT[p] ??= String(p));
-}
 
 export interface KafkaSourceOptions {
   consumer: ConsumerSettings;
@@ -77,10 +70,8 @@ export class KafkaSource extends BaseSource implements PollableSource {
   /** Batches put whose offset commit has not ended (going or waiting). */
   private uncommitted = 0;
   private readonly onBad = (m: KafkaMessage, error: KafkaBadRecordError): boolean => this.badSeen.report(m, error, this.deadLetters?.add);
-  /** Whether any header.NAME maps a record header to an event header. */
-  private readonly mapsHeaders: boolean;
-  /** Plain records with Flume's default headers (topic in "topic", no timestampHeader): the fast path of eventOf. */
-  private readonly plainShape: boolean;
+  /** The headers set on every event besides the timestamp. */
+  private readonly headerShape: SourceHeaderShape;
 
   constructor(
     ctx: ComponentContext,
@@ -91,8 +82,11 @@ export class KafkaSource extends BaseSource implements PollableSource {
     this.label = label;
     this.backoffSleepIncrement = options.backoffSleepIncrement;
     this.maxBackoffSleep = options.maxBackoffSleep;
-    this.mapsHeaders = Object.keys(options.flumeHeaders).length > 0;
-    this.plainShape = !options.useFlumeEventFormat && options.setTopicHeader && options.topicHeader === "topic" && options.timestampHeader === undefined;
+    this.headerShape = {
+      topicHeader: options.setTopicHeader ? options.topicHeader : null,
+      timestampHeader: options.timestampHeader ?? null,
+      mapped: Object.keys(options.flumeHeaders).length > 0 ? options.flumeHeaders : null,
+    };
     this.poller = new KafkaPoller(label, options.consumer, { topics: options.topics, regex: options.topicsRegex }, ctx.logger, options.batchSize * 2);
     const dlq = options.deadLetters;
     this.deadLetters = dlq ? new DeadLetters(dlq.topic, new KafkaPublisher(`${label} dead letters`, dlq.producer, ctx.logger)) : null;
@@ -133,45 +127,47 @@ export class KafkaSource extends BaseSource implements PollableSource {
     this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
   }
 
-  /** The event of a record with the headers Flume's source sets; `value`: a copy of the record's; `now`: the batch's timestamp header. */
-  private eventOf(m: KafkaMessage, value: Buffer, now: string): Event | null {
-    const o = this.options;
-    let e: Event | null;
-    if (o.useFlumeEventFormat) {
-      e = eventOfRecord(m, true, this.label, this.logger, this.onBad);
-      if (!e) return null;
-      // Its body is a view of the record's value, in the fetch response: the same part of the copy instead.
-      if (e.body.buffer === m.bytes.buffer) {
-        const at = e.body.byteOffset - m.bytes.byteOffset - m.valueAt;
-        e.body = value.subarray(at, at + e.body.length);
+  /**
+   * The events of a batch, with the headers Flume's source sets (`now`: the timestamp header),
+   * their bodies in copies of the values: no event holds a fetch response, which is freed once
+   * the batch is committed.
+   */
+  private eventsOf(msgs: readonly KafkaMessage[], copied: CopiedValues, now: string): Event[] {
+    const events: Event[] = [];
+    const { buffers, starts } = copied;
+    const shape = this.headerShape;
+    const flumeEvents = this.options.useFlumeEventFormat;
+    // Headers from the run, offset and key alone (no timestampHeader, no header.NAME): made when read.
+    const lazy = shape.timestampHeader === null && shape.mapped === null;
+    let run: SourceRun | null = null;
+    for (let i = 0; i < msgs.length; i++) {
+      const m = msgs[i];
+      if (run === null || m.partition !== run.partition || m.topic !== run.topic) run = { shape, now, topic: m.topic, partition: m.partition };
+      const at = starts[i];
+      if (flumeEvents) {
+        const e = this.flumeEventOf(m, run, buffers[i], at);
+        if (e) events.push(e);
+        continue;
       }
-    } else if (this.plainShape) {
-      // A plain record with the default headers: made at once, in one shape for every record.
-      const headers: Record<string, string> = { timestamp: now, topic: m.topic, partition: partitionText(m.partition), offset: String(m.offset) };
-      if (m.key !== null && m.key.length > 0) headers.key = m.key.toString("utf8");
-      if (this.mapsHeaders && m.headers) this.mapHeaders(m, headers);
-      return { headers, body: value };
-    } else {
-      e = { headers: { timestamp: now }, body: value };
+      const key = m.key === null ? null : keyText(m);
+      const e = new SourceRecordEvent(buffers[i], at, at + m.valueLength, run, m.offset, key);
+      if (!lazy && SourceRecordEvent.needsRecord(shape, m)) e.headers = setSourceHeaders({}, run, m.offset, key, m.timestamp, m.headers);
+      events.push(e);
     }
-    const h = e.headers;
-    // As Flume: headers the event already has (a FlumeEvent's) win.
-    if (h.timestamp === undefined) h.timestamp = now;
-    if (o.timestampHeader !== undefined) h[o.timestampHeader] = String(m.timestamp);
-    if (o.setTopicHeader && h[o.topicHeader] === undefined) h[o.topicHeader] = m.topic;
-    if (h.partition === undefined) h.partition = partitionText(m.partition);
-    if (h.offset === undefined) h.offset = String(m.offset);
-    if (m.key && m.key.length > 0) h.key = m.key.toString("utf8");
-    if (this.mapsHeaders && m.headers) this.mapHeaders(m, h);
-    return e;
+    return events;
   }
 
-  /** header.NAME: the record's header NAME as the event's header FLUME_NAME. */
-  private mapHeaders(m: KafkaMessage, h: Record<string, string>): void {
-    for (const [k, v] of m.headers!) {
-      const name = this.options.flumeHeaders[k.toString("utf8")];
-      if (name !== undefined) h[name] = v.toString("utf8");
+  /** A record's value read as a FlumeEvent (null for one that is not), with the source's headers where it has none. `copy[at...]`: the value's copy. */
+  private flumeEventOf(m: KafkaMessage, run: SourceRun, copy: Buffer, at: number): Event | null {
+    const e = eventOfRecord(m, true, this.label, this.logger, this.onBad);
+    if (!e) return null;
+    // Its body is a view of the record's value, in the fetch response: the same part of the copy instead.
+    if (e.body.buffer === m.bytes.buffer) {
+      const from = at + e.body.byteOffset - m.bytes.byteOffset - m.valueAt;
+      e.body = copy.subarray(from, from + e.body.length);
     }
+    setSourceHeaders(e.headers, run, m.offset, keyText(m), m.timestamp, m.headers);
+    return e;
   }
 
   async process(): Promise<Status> {
@@ -185,14 +181,8 @@ export class KafkaSource extends BaseSource implements PollableSource {
       return "BACKOFF";
     }
     this.counter.values.KafkaEventGetTimer += Date.now() - started;
-    const events: Event[] = [];
-    const now = String(Date.now());
-    // Events of copies: no event holds a fetch response, which is freed once the batch is committed.
     const copied = new CopiedValues(msgs);
-    for (let i = 0; i < msgs.length; i++) {
-      const e = this.eventOf(msgs[i], copied.values[i], now);
-      if (e) events.push(e);
-    }
+    const events = this.eventsOf(msgs, copied, String(Date.now()));
     if (!(await this.sendDeadLetters(msgs))) return "BACKOFF";
     // Counted once the batch goes on: a batch held for its dead letters counts them only when they went, and a batch read again counts each once.
     this.counter.values.EventReadFail += this.badSeen.settle();
