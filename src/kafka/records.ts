@@ -29,21 +29,19 @@ export function eventOfRecord(m: KafkaMessage, asFlumeEvent: boolean, label: str
   }
 }
 
-/** The headers the Kafka source sets besides the batch's timestamp (Flume's KafkaSource options). */
+/** The headers the Kafka source sets besides Flume's fixed ones (Flume's KafkaSource options). */
 export interface SourceHeaderShape {
   /** setTopicHeader's topicHeader; null without setTopicHeader. */
   readonly topicHeader: string | null;
   /** timestampHeader: where the record's Kafka timestamp goes, if anywhere. */
   readonly timestampHeader: string | null;
-  /** header.NAME = FLUME_NAME mappings; null when there are none. */
+  /** header.NAME = KAFKA_HEADER mappings (event header NAME <- record header KAFKA_HEADER); null when there are none. */
   readonly mapped: Readonly<Record<string, string>> | null;
 }
 
 /** What every event of a run of records from one partition in one source batch has in its headers. */
 export interface SourceRun {
   readonly shape: SourceHeaderShape;
-  /** The batch's time (the timestamp header), as text. */
-  readonly now: string;
   readonly topic: string;
   readonly partition: number;
 }
@@ -56,31 +54,32 @@ function partitionText(p: number): string {
 }
 
 /**
- * Sets the headers Flume's Kafka source sets on h, as it does: headers h has already (a
- * FlumeEvent's) win, but key and mapped headers. `timestamp` and `recordHeaders` are needed only
- * with timestampHeader and header.NAME mappings (SourceRecordEvent.needsRecord).
+ * Sets the headers Flume 1.11's Kafka source sets on h, as it does: timestamp (the record's
+ * Kafka timestamp), topic, partition and offset only where h has none (a FlumeEvent's own win);
+ * the key and the mapped record headers always. `recordHeaders` is needed only with header.NAME
+ * mappings (SourceRecordEvent.needsRecord).
  */
-export function setSourceHeaders(h: Record<string, string>, run: SourceRun, offset: number, key: string | null, timestamp?: number, recordHeaders?: [Buffer, Buffer][] | null): Record<string, string> {
+export function setSourceHeaders(h: Record<string, string>, run: SourceRun, offset: number, key: string | null, timestamp: number, recordHeaders?: [Buffer, Buffer][] | null): Record<string, string> {
   const shape = run.shape;
-  if (h.timestamp === undefined) h.timestamp = run.now;
-  if (shape.timestampHeader !== null && timestamp !== undefined) h[shape.timestampHeader] = String(timestamp);
+  if (h.timestamp === undefined) h.timestamp = String(timestamp);
+  if (shape.timestampHeader !== null) h[shape.timestampHeader] = String(timestamp);
+  const mapped = shape.mapped;
+  if (mapped !== null && recordHeaders) {
+    for (const name in mapped) {
+      const kafkaName = mapped[name];
+      for (const [k, v] of recordHeaders) if (k.toString("utf8") === kafkaName) h[name] = v.toString("utf8");
+    }
+  }
   if (shape.topicHeader !== null && h[shape.topicHeader] === undefined) h[shape.topicHeader] = run.topic;
   if (h.partition === undefined) h.partition = partitionText(run.partition);
   if (h.offset === undefined) h.offset = String(offset);
   if (key !== null) h.key = key;
-  const mapped = shape.mapped;
-  if (mapped !== null && recordHeaders) {
-    for (const [k, v] of recordHeaders) {
-      const name = mapped[k.toString("utf8")];
-      if (name !== undefined) h[name] = v.toString("utf8");
-    }
-  }
   return h;
 }
 
-/** A record's key as the key header: null when absent or empty (Flume sets none then). */
+/** A record's key as the key header: null when the record has none (an empty key is an empty header, as Flume's). */
 export function keyText(m: KafkaMessage): string | null {
-  return m.key !== null && m.key.length > 0 ? m.key.toString("utf8") : null;
+  return m.key !== null ? m.key.toString("utf8") : null;
 }
 
 /**
@@ -100,16 +99,17 @@ export class SourceRecordEvent extends RangeEventWithHeaders {
     private readonly run: SourceRun,
     private readonly offset: number,
     private readonly key: string | null,
+    private readonly timestamp: number,
   ) {
     super(bytes, start, end);
   }
 
-  /** Whether m's headers need more than the run, offset and key (its timestamp or its own headers): made at once then. */
+  /** Whether m's headers need more than the run, offset, key and timestamp (its own headers): made at once then. */
   static needsRecord(shape: SourceHeaderShape, m: KafkaMessage): boolean {
-    return shape.timestampHeader !== null || (shape.mapped !== null && m.headers !== null);
+    return shape.mapped !== null && m.headers !== null;
   }
 
   protected makeHeaders(): Record<string, string> {
-    return setSourceHeaders({}, this.run, this.offset, this.key);
+    return setSourceHeaders({}, this.run, this.offset, this.key, this.timestamp);
   }
 }

@@ -59,7 +59,7 @@ needsJvm.test(
     expect(Object.keys(k.counter.snapshot())).toEqual(expect.arrayContaining(["KafkaEventSendTimer", "RollbackCount", "EventDrainSuccessCount"]));
     expect(channel.counter.values.ChannelSize).toBe(0);
 
-    const { source: r, channel: out } = source({ "kafka.topics": topic, useFlumeEventFormat: "true", "header.x-trace": "traceCopy", "kafka.consumer.group.id": `g-${topic}` });
+    const { source: r, channel: out } = source({ "kafka.topics": topic, useFlumeEventFormat: "true", "header.traceCopy": "x-trace", "kafka.consumer.group.id": `g-${topic}` });
     await r.start();
     const got = await pollUntil(r, out, 50);
     expect(got.map(bodyText)).toEqual(sent.map(bodyText));

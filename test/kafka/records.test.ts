@@ -32,12 +32,12 @@ function records(messages: { value: string; key?: string; headers?: Record<strin
 }
 
 /** The events the source makes of `msgs` (plain records), as KafkaSource.eventsOf does. */
-function events(msgs: FetchedRecord[], shape = PLAIN, now = "1700000009999"): SourceRecordEvent[] {
+function events(msgs: FetchedRecord[], shape = PLAIN): SourceRecordEvent[] {
   const copied = new CopiedValues(msgs);
-  const run: SourceRun = { shape, now, topic: "t", partition: 3 };
+  const run: SourceRun = { shape, topic: "t", partition: 3 };
   return msgs.map((m, i) => {
     const at = copied.starts[i];
-    const e = new SourceRecordEvent(copied.buffers[i], at, at + m.valueLength, run, m.offset, keyText(m));
+    const e = new SourceRecordEvent(copied.buffers[i], at, at + m.valueLength, run, m.offset, keyText(m), m.timestamp);
     if (SourceRecordEvent.needsRecord(shape, m)) e.headers = setSourceHeaders({}, run, m.offset, keyText(m), m.timestamp, m.headers);
     return e;
   });
@@ -56,17 +56,17 @@ describe("the Kafka source's events", () => {
     expect(b.body.buffer).not.toBe(msgs[1].bytes.buffer);
   });
 
-  test("readHeaders gives Flume's headers (timestamp of the batch, topic, partition, offset, key when the record has one)", () => {
+  test("readHeaders gives Flume's headers (the record's Kafka timestamp, topic, partition, offset, key when the record has one)", () => {
     const [a, b] = events(records([{ value: "x", key: "k1" }, { value: "y" }]));
-    expect(readHeaders(a)).toEqual({ timestamp: "1700000009999", topic: "t", partition: "3", offset: "40", key: "k1" });
-    expect(b.headers).toEqual({ timestamp: "1700000009999", topic: "t", partition: "3", offset: "41" });
+    expect(readHeaders(a)).toEqual({ timestamp: "1700000000000", topic: "t", partition: "3", offset: "40", key: "k1" });
+    expect(b.headers).toEqual({ timestamp: "1700000000001", topic: "t", partition: "3", offset: "41" });
     expect(Object.keys(readHeaders(a))).toEqual(["timestamp", "topic", "partition", "offset", "key"]);
   });
 
   test("headers are made once: what is set on them stays, and replacing them replaces them", () => {
     const [a, b] = events(records([{ value: "x" }, { value: "y" }]));
     a.headers.extra = "1";
-    expect(readHeaders(a)).toEqual({ timestamp: "1700000009999", topic: "t", partition: "3", offset: "40", extra: "1" });
+    expect(readHeaders(a)).toEqual({ timestamp: "1700000000000", topic: "t", partition: "3", offset: "40", extra: "1" });
     b.headers = { only: "this" };
     expect(readHeaders(b)).toEqual({ only: "this" });
     expect(JSON.parse(JSON.stringify(b))).toEqual({ headers: { only: "this" }, body: expect.anything() });
@@ -79,23 +79,25 @@ describe("the Kafka source's events", () => {
     expect(e.headers.key).toBe("clé");
   });
 
-  test("an empty key sets no key header, as Flume's source", () => {
-    const [e] = events(records([{ value: "x", key: "" }]));
-    expect(readHeaders(e).key).toBeUndefined();
+  test("an empty key is an empty key header and a record without a key has none, as Flume's source", () => {
+    const [e, f] = events(records([{ value: "x", key: "" }, { value: "y" }]));
+    expect(readHeaders(e).key).toBe("");
+    expect("key" in readHeaders(f)).toBe(false);
   });
 
   test("topicHeader, setTopicHeader = false, timestampHeader and header.NAME mappings", () => {
     const msgs = records([{ value: "x", headers: { trace: "t-1", other: "o" }, timestamp: 1_600_000_000_123 }, { value: "y" }]);
-    const [a, b] = events(msgs, { topicHeader: "kafkaTopic", timestampHeader: "kts", mapped: { trace: "traceId" } });
-    expect(readHeaders(a)).toEqual({ timestamp: "1700000009999", kts: "1600000000123", kafkaTopic: "t", partition: "3", offset: "40", traceId: "t-1" });
-    expect(readHeaders(b)).toEqual({ timestamp: "1700000009999", kts: String(msgs[1].timestamp), kafkaTopic: "t", partition: "3", offset: "41" });
-    const [c] = events(msgs, { topicHeader: null, timestampHeader: null, mapped: { other: "o2" } });
-    expect(readHeaders(c)).toEqual({ timestamp: "1700000009999", partition: "3", offset: "40", o2: "o" });
+    // header.NAME = KAFKA_HEADER: the event header NAME gets the record header KAFKA_HEADER.
+    const [a, b] = events(msgs, { topicHeader: "kafkaTopic", timestampHeader: "kts", mapped: { traceId: "trace" } });
+    expect(readHeaders(a)).toEqual({ timestamp: "1600000000123", kts: "1600000000123", kafkaTopic: "t", partition: "3", offset: "40", traceId: "t-1" });
+    expect(readHeaders(b)).toEqual({ timestamp: "1700000000001", kts: "1700000000001", kafkaTopic: "t", partition: "3", offset: "41" });
+    const [c] = events(msgs, { topicHeader: null, timestampHeader: null, mapped: { o2: "other" } });
+    expect(readHeaders(c)).toEqual({ timestamp: "1600000000123", partition: "3", offset: "40", o2: "o" });
   });
 
   test("setSourceHeaders keeps the headers a FlumeEvent already has (timestamp, topic, partition, offset), as Flume's source", () => {
-    const run: SourceRun = { shape: PLAIN, now: "5", topic: "t", partition: 3 };
-    const h = setSourceHeaders({ timestamp: "1", topic: "mine", offset: "9", a: "b" }, run, 40, null);
+    const run: SourceRun = { shape: PLAIN, topic: "t", partition: 3 };
+    const h = setSourceHeaders({ timestamp: "1", topic: "mine", offset: "9", a: "b" }, run, 40, null, 5);
     expect(h).toEqual({ timestamp: "1", topic: "mine", offset: "9", a: "b", partition: "3" });
   });
 });

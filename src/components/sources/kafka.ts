@@ -44,7 +44,7 @@ export interface KafkaSourceOptions {
   setTopicHeader: boolean;
   topicHeader: string;
   timestampHeader?: string;
-  /** Kafka header -> Flume header (header.NAME = flumeName). */
+  /** Flume header <- Kafka header (header.NAME = kafkaName, as Flume's source and sink read it). */
   flumeHeaders: Readonly<Record<string, string>>;
   /** kafka.deadLetterTopic: where records that are no FlumeEvent go, and the producer that sends them there. */
   deadLetters?: { topic: string; producer: ProducerSettings };
@@ -128,21 +128,21 @@ export class KafkaSource extends BaseSource implements PollableSource {
   }
 
   /**
-   * The events of a batch, with the headers Flume's source sets (`now`: the timestamp header),
+   * The events of a batch, with the headers Flume's source sets,
    * their bodies in copies of the values: no event holds a fetch response, which is freed once
    * the batch is committed.
    */
-  private eventsOf(msgs: readonly KafkaMessage[], copied: CopiedValues, now: string): Event[] {
+  private eventsOf(msgs: readonly KafkaMessage[], copied: CopiedValues): Event[] {
     const events: Event[] = [];
     const { buffers, starts } = copied;
     const shape = this.headerShape;
     const flumeEvents = this.options.useFlumeEventFormat;
-    // Headers from the run, offset and key alone (no timestampHeader, no header.NAME): made when read.
-    const lazy = shape.timestampHeader === null && shape.mapped === null;
+    // Headers from the run, offset, key and timestamp alone (no header.NAME): made when read.
+    const lazy = shape.mapped === null;
     let run: SourceRun | null = null;
     for (let i = 0; i < msgs.length; i++) {
       const m = msgs[i];
-      if (run === null || m.partition !== run.partition || m.topic !== run.topic) run = { shape, now, topic: m.topic, partition: m.partition };
+      if (run === null || m.partition !== run.partition || m.topic !== run.topic) run = { shape, topic: m.topic, partition: m.partition };
       const at = starts[i];
       if (flumeEvents) {
         const e = this.flumeEventOf(m, run, buffers[i], at);
@@ -150,7 +150,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
         continue;
       }
       const key = m.key === null ? null : keyText(m);
-      const e = new SourceRecordEvent(buffers[i], at, at + m.valueLength, run, m.offset, key);
+      const e = new SourceRecordEvent(buffers[i], at, at + m.valueLength, run, m.offset, key, m.timestamp);
       if (!lazy && SourceRecordEvent.needsRecord(shape, m)) e.headers = setSourceHeaders({}, run, m.offset, key, m.timestamp, m.headers);
       events.push(e);
     }
@@ -182,7 +182,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
     }
     this.counter.values.KafkaEventGetTimer += Date.now() - started;
     const copied = new CopiedValues(msgs);
-    const events = this.eventsOf(msgs, copied, String(Date.now()));
+    const events = this.eventsOf(msgs, copied);
     if (!(await this.sendDeadLetters(msgs))) return "BACKOFF";
     // Counted once the batch goes on: a batch held for its dead letters counts them only when they went, and a batch read again counts each once.
     this.counter.values.EventReadFail += this.badSeen.settle();
@@ -278,7 +278,7 @@ const props = {
   useFlumeEventFormat: { type: "boolean", default: false, doc: "Read each record as an Avro FlumeEvent (headers and body), as a Flume Kafka sink with useFlumeEventFormat writes it" },
   setTopicHeader: { type: "boolean", default: true, doc: "Put the record's topic in the topicHeader header" },
   topicHeader: { type: "string", default: "topic", doc: "Header the topic goes to, with setTopicHeader" },
-  timestampHeader: { type: "string", doc: "Header the record's Kafka timestamp goes to" },
+  timestampHeader: { type: "string", doc: "Ours, not Flume 1.11's source: a header the record's Kafka timestamp also goes to (the timestamp header has it already, unless a FlumeEvent brings its own)" },
   "kafka.deadLetterTopic": { type: "string", doc: "Ours, not Flume's: with useFlumeEventFormat, records that are no Avro FlumeEvent are sent to this topic (as they were, with headers flume.dlq.topic, flume.dlq.partition, flume.dlq.offset and flume.dlq.error) besides being logged, counted (EventReadFail) and skipped; the topic must exist" },
   uncommittedBatches: { type: "int", default: MOST_UNCOMMITTED, min: 1, doc: "Ours, not Flume's: batches in the channels whose offsets may still be committing while the source reads on; a crash re-reads at most these. 1 is Flume 1.11's bound (one batch re-read)" },
   migrateZookeeperOffsets: { type: "boolean", default: true, doc: "Flume's ZooKeeper offset migration: no longer applies (Kafka keeps the offsets); accepted and ignored" },
@@ -286,7 +286,7 @@ const props = {
 
 const groups = {
   consumerProps: { prefix: "kafka.consumer.", doc: "Kafka consumer settings (auto.offset.reset, session.timeout.ms, heartbeat.interval.ms, fetch.*, max.partition.fetch.bytes, isolation.level, client.id, security.protocol, sasl.*, ssl.*); others are reported at start" },
-  flumeHeaders: { prefix: "header.", doc: "header.NAME = FLUME_NAME: the record header NAME becomes the event header FLUME_NAME" },
+  flumeHeaders: { prefix: "header.", doc: "header.NAME = KAFKA_HEADER: the record header KAFKA_HEADER becomes the event header NAME (as the sink's header.NAME, read the other way)" },
 } as const;
 
 function settings(o: { "kafka.bootstrap.servers": string; "kafka.consumer.group.id": string; consumerProps: Readonly<Record<string, string>> }, ctx: Pick<ComponentContext, "agentName" | "name" | "logger">, label: string): ConsumerSettings {
