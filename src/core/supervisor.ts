@@ -28,6 +28,8 @@ interface Supervised {
   /** The check in progress (a start or stop), which unsupervise waits for. */
   inflight: Promise<void> | null;
   timer: TimerHandle | null;
+  /** Failed starts in a row, for the backoff (0 once a start succeeds). */
+  failedStarts: number;
   /** Resolves when the component first reaches its desired state or gives up. */
   settled: Promise<void>;
   settle: () => void;
@@ -35,8 +37,10 @@ interface Supervised {
 
 /**
  * Keeps components in their desired state (Flume's LifecycleSupervisor): a monitor checks
- * each one every `monitorInterval` ms and starts or stops it; a failed start is retried on
- * the next check under the "always" policy.
+ * each one every `monitorInterval` ms and starts or stops it. A failed start is retried under
+ * the "always" policy with a backoff: `firstRetryMs` after the first failure, doubling after
+ * each one, capped at `monitorInterval` (Flume retries on its monitor interval, so the worst
+ * case stays its 3 s while a peer that comes back soon is used soon).
  */
 export class LifecycleSupervisor {
   private readonly supervised = new Map<LifecycleAware, Supervised>();
@@ -45,7 +49,14 @@ export class LifecycleSupervisor {
     private readonly clock: Clock = systemClock,
     private readonly logger: Logger = silentLogger,
     readonly monitorInterval = 3000,
+    readonly firstRetryMs = 250,
   ) {}
+
+  /** The wait before the next try after `failedStarts` failed starts in a row. */
+  retryDelay(failedStarts: number): number {
+    if (failedStarts <= 0) return this.monitorInterval;
+    return Math.min(this.monitorInterval, this.firstRetryMs * 2 ** Math.min(failedStarts - 1, 30));
+  }
 
   /** Starts supervising; the first check runs at once. Resolves after that first check. */
   supervise(component: LifecycleAware, policy: RestartPolicy = "always", desired: "START" | "STOP" = "START"): Promise<void> {
@@ -59,6 +70,7 @@ export class LifecycleSupervisor {
       busy: false,
       inflight: null,
       timer: null,
+      failedStarts: 0,
       settled,
       settle,
     };
@@ -90,6 +102,7 @@ export class LifecycleSupervisor {
     if (!entry) throw new Error(`${component.name} is not supervised`);
     entry.status.desired = desired;
     entry.status.error = false;
+    entry.failedStarts = 0;
     void this.check(entry);
   }
 
@@ -106,13 +119,13 @@ export class LifecycleSupervisor {
     for (const c of [...this.supervised.keys()].reverse()) await this.unsupervise(c);
   }
 
-  private schedule(entry: Supervised): void {
+  private schedule(entry: Supervised, ms: number): void {
     if (!this.supervised.has(entry.component)) return;
     if (entry.timer) this.clock.clearTimeout(entry.timer);
     entry.timer = this.clock.setTimeout(() => {
       entry.timer = null;
       void this.check(entry);
-    }, this.monitorInterval);
+    }, ms);
   }
 
   private check(entry: Supervised): Promise<void> {
@@ -132,6 +145,7 @@ export class LifecycleSupervisor {
           status.error = true;
         } else {
           await component.start();
+          entry.failedStarts = 0;
           status.lastError = null;
           status.cause = null;
         }
@@ -140,12 +154,15 @@ export class LifecycleSupervisor {
       }
     } catch (err) {
       status.failures++;
+      const starting = status.desired === "START";
+      if (starting) entry.failedStarts++;
       status.lastError = (err as Error).message;
       status.cause = err;
       const retry = entry.policy === "always" && isRetryable(err);
       if (!retry) status.error = true;
-      // The same text each time, so the log folds the repeats (status() keeps the failure count).
-      const line = `Unable to ${status.desired === "START" ? "start" : "stop"} ${component.name}, ${retry ? `retrying every ${this.monitorInterval} ms` : "giving up"}: ${status.lastError}`;
+      // Once the backoff reached its cap, the same text each time, so the log folds the repeats (status() keeps the failure count).
+      const next = starting ? this.retryDelay(entry.failedStarts) : this.monitorInterval;
+      const line = `Unable to ${starting ? "start" : "stop"} ${component.name}, ${retry ? `retrying in ${next} ms` : "giving up"}: ${status.lastError}`;
       // An error that says retrying cannot help is for the owner to report, once, from status()
       // (the agent fails its start with it, a reload lists it): logged here too, it would be printed twice.
       if (isRetryable(err)) this.logger.error(line);
@@ -154,7 +171,8 @@ export class LifecycleSupervisor {
       entry.busy = false;
       entry.inflight = null;
       entry.settle();
-      this.schedule(entry);
+      const retrying = status.desired === "START" && !status.error;
+      this.schedule(entry, retrying ? this.retryDelay(entry.failedStarts) : this.monitorInterval);
     }
   }
 }

@@ -68,26 +68,47 @@ describe("lifecycle supervisor", () => {
     await supervisor.stop();
   });
 
-  test("a failed start is retried on each monitor interval under the always policy, counting failures", async () => {
+  test("a failed start is retried with a backoff under the always policy: 250 ms first, doubling, capped at the monitor interval, counting failures", async () => {
     const { clock, logger, supervisor } = setup();
     const c = new Counting("flaky", clock);
-    c.failStarts = 2;
+    c.failStarts = 6;
     await supervisor.supervise(c, "always");
     expect(supervisor.status(c)).toMatchObject({ failures: 1, lastError: "flaky cannot start", error: false });
-    await clock.advance(2999);
+    await clock.advance(249);
     expect(c.starts).toEqual([0]);
     await clock.advance(1);
-    expect(c.starts).toEqual([0, 3000]);
-    expect(supervisor.status(c)?.failures).toBe(2);
-    await clock.advance(3000);
-    expect(c.starts).toEqual([0, 3000, 6000]);
+    expect(c.starts).toEqual([0, 250]);
+    await clock.advance(20_000);
+    // Waits of 250, 500, 1000, 2000, then the monitor interval (3000) until a start succeeds.
+    expect(c.starts).toEqual([0, 250, 750, 1750, 3750, 6750, 9750]);
     expect(c.getLifecycleState()).toBe("START");
-    expect(supervisor.status(c)).toMatchObject({ failures: 2, lastError: null, error: false });
-    await clock.advance(30_000);
-    expect(c.starts.length).toBe(3);
-    expect(logger.lines.filter((l) => l.level === "error").length).toBe(2);
-    expect(logger.lines[0].message).toContain("retrying every 3000 ms");
+    expect(supervisor.status(c)).toMatchObject({ failures: 6, lastError: null, error: false });
+    // Each log line says when the next try is.
+    expect(logger.lines.filter((l) => l.level === "error").map((l) => l.message)).toEqual(
+      [250, 500, 1000, 2000, 3000, 3000].map((ms) => `Unable to start flaky, retrying in ${ms} ms: flaky cannot start`),
+    );
     await supervisor.stop();
+  });
+
+  test("the backoff starts over after a successful start: a component that crashes is checked on the monitor interval, then retried from 250 ms", async () => {
+    const { clock, supervisor } = setup();
+    const c = new Counting("c", clock);
+    c.failStarts = 3;
+    await supervisor.supervise(c);
+    await clock.advance(2000);
+    expect(c.starts).toEqual([0, 250, 750, 1750]);
+    c.state = "ERROR"; // it crashed on its own
+    c.failStarts = 2;
+    await clock.advance(10_000);
+    // The monitor check 3000 ms after the start finds it down; then 250, 500 again.
+    expect(c.starts).toEqual([0, 250, 750, 1750, 4750, 5000, 5500]);
+    expect(c.getLifecycleState()).toBe("START");
+    await supervisor.stop();
+  });
+
+  test("a larger first retry or monitor interval given to the supervisor shape the backoff the same way", () => {
+    const s = new LifecycleSupervisor(new VirtualClock(0), new MemoryLogger(), 10_000, 1000);
+    expect([1, 2, 3, 4, 5, 6, 100].map((n) => s.retryDelay(n))).toEqual([1000, 2000, 4000, 8000, 10_000, 10_000, 10_000]);
   });
 
   test("a component that fails after starting is restarted at the next monitor check", async () => {
@@ -266,12 +287,12 @@ describe("supervisor and errors marked retryable = false", () => {
     expect(logger.lines).toEqual([{ level: "debug", message: "Unable to start c1, giving up: directory holds another format" }]);
   });
 
-  test("any other error is retried every monitor interval", async () => {
+  test("any other error is retried, backing off up to the monitor interval", async () => {
     const { clock, supervisor } = setup();
     const c = failing(() => new ChannelException("port in use"));
     await supervisor.supervise(c, "always");
     await clock.advance(10_000);
-    expect(c.starts).toBe(4);
+    expect(c.starts).toBe(7); // at 0, 250, 750, 1750, 3750, 6750, 9750
     expect(supervisor.isComponentInErrorState(c)).toBe(false);
     expect([isRetryable(new Error("x")), isRetryable(new FinalError("y")), isRetryable("text")]).toEqual([true, false, true]);
   });

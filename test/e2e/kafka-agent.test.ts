@@ -42,7 +42,7 @@ async function notReadyNaming(port: number, component: string, what: string): Pr
 const { cleanups, startAgent } = agentsAfterEach();
 const kafka = kafkaForFile({ autoCreateTopics: false });
 
-function sourceConf(topic: string, dir: string): string {
+function sourceConf(topic: string, dir: string, uncommittedBatches?: number): string {
   return `a1.sources = r1
 a1.channels = c1
 a1.sources.r1.type = org.apache.flume.source.kafka.KafkaSource
@@ -56,51 +56,74 @@ a1.sources.r1.kafka.consumer.session.timeout.ms = 6000
 a1.sources.r1.kafka.consumer.heartbeat.interval.ms = 1000
 a1.sources.r1.batchSize = 50
 a1.sources.r1.batchDurationMillis = 100
-a1.channels.c1.type = file
+${uncommittedBatches === undefined ? "" : `a1.sources.r1.uncommittedBatches = ${uncommittedBatches}\n`}a1.channels.c1.type = file
 a1.channels.c1.checkpointDir = ${path.join(dir, "checkpoint")}
 a1.channels.c1.dataDirs = ${path.join(dir, "data")}
 a1.channels.c1.transactionCapacity = 1000
 `;
 }
 
+/** Takes every event out of the file channel in dir (the agent using it stopped). */
+async function drainDir(dir: string): Promise<string[]> {
+  const { ch } = await openChannel(dir, { transactionCapacity: 1000 });
+  const bodies = await drain(ch);
+  await ch.stop();
+  return bodies;
+}
+
+/**
+ * Fills a one-partition topic, SIGKILLs an agent reading it into a file channel once it put
+ * some batches, takes out what it put, restarts it on the same group and takes the rest:
+ * every record arrives, and the records put twice are at most `bound` batches of 50.
+ */
+async function killedMidConsume(topic: string, uncommittedBatches: number | undefined, bound: number): Promise<void> {
+  await kafka.createTopic(topic);
+  const total = 10_000;
+  await consoleProduce(
+    kafka,
+    topic,
+    Array.from({ length: total }, (_, i) => `e${i}`),
+  );
+  const { dir, cleanup } = tempDir("flume-kafka-kill-");
+  cleanups.push(cleanup);
+  mkdirSync(path.join(dir, "data"), { recursive: true });
+  const port = await freePort();
+  const first = startAgent(dir, "a1", sourceConf(topic, dir, uncommittedBatches), port);
+  await waitForMetrics(port, "some batches committed to the file channel", (m) => Number(m["SOURCE.r1"]?.EventAcceptedCount ?? 0) >= 500, 120_000, 5);
+  first.child.kill("SIGKILL");
+  await first.exited();
+  // What the killed agent put: the kill landed mid-stream.
+  const before = await drainDir(dir);
+  expect(before.length).toBeGreaterThan(0);
+  expect(before.length).toBeLessThan(total);
+
+  const port2 = await freePort();
+  const second = startAgent(dir, "a1", sourceConf(topic, dir, uncommittedBatches), port2);
+  // The restart puts the rest plus the re-read: read on until the source finds the topic drained twice.
+  const full = await waitForMetrics(port2, "the rest read", (m) => before.length + Number(m["CHANNEL.c1"]?.ChannelSize ?? 0) >= total, 120_000, 50);
+  const empty = Number(full["SOURCE.r1"]?.KafkaEmptyCount ?? 0);
+  await waitForMetrics(port2, "the topic drained", (m) => Number(m["SOURCE.r1"]?.KafkaEmptyCount ?? 0) >= empty + 2, 120_000, 50);
+  second.child.kill("SIGTERM");
+  await second.exited();
+
+  const bodies = [...before, ...(await drainDir(dir))];
+  const unique = new Set(bodies);
+  const reRead = bodies.length - unique.size;
+  console.log(`uncommittedBatches ${uncommittedBatches ?? `${MOST_UNCOMMITTED} (default)`}: killed after ${before.length} of ${total}, re-read: ${reRead} (bound ${bound * 50})`);
+  // Nothing skipped; repeated: at most the batches (of 50) put whose offsets were not committed.
+  expect(unique.size).toBe(total);
+  expect(reRead).toBeLessThanOrEqual(bound * 50);
+}
+
 needsJvm.test(
-  "an agent SIGKILLed while its source consumes re-reads at most the batches it had not committed, and skips none",
-  async () => {
-    const topic = "killed-mid-consume";
-    await kafka.createTopic(topic);
-    const total = 5_000;
-    await consoleProduce(
-      kafka,
-      topic,
-      Array.from({ length: total }, (_, i) => `e${i}`),
-    );
-    const { dir, cleanup } = tempDir("flume-kafka-kill-");
-    cleanups.push(cleanup);
-    mkdirSync(path.join(dir, "data"), { recursive: true });
-    const port = await freePort();
-    const first = startAgent(dir, "a1", sourceConf(topic, dir), port);
-    await waitForMetrics(port, "some batches committed to the file channel", (m) => Number(m["SOURCE.r1"]?.EventAcceptedCount ?? 0) >= 500, 120_000, 5);
-    first.child.kill("SIGKILL");
-    await first.exited();
+  "an agent SIGKILLed mid-stream while its source consumes with uncommittedBatches = 1 (Flume's bound) re-reads at most one batch, and skips none",
+  () => killedMidConsume("killed-mid-consume-1", 1, 1),
+  300_000,
+);
 
-    const port2 = await freePort();
-    const second = startAgent(dir, "a1", sourceConf(topic, dir), port2);
-    // ChannelSize counts the re-read batch too, so it reaches `total` up to a batch before the
-    // end of the (one-partition) topic: read on until the source finds the topic drained twice.
-    const full = await waitForMetrics(port2, "the rest read", (m) => Number(m["CHANNEL.c1"]?.ChannelSize ?? 0) >= total, 120_000, 50);
-    const empty = Number(full["SOURCE.r1"]?.KafkaEmptyCount ?? 0);
-    await waitForMetrics(port2, "the topic drained", (m) => Number(m["SOURCE.r1"]?.KafkaEmptyCount ?? 0) >= empty + 2, 120_000, 50);
-    second.child.kill("SIGTERM");
-    await second.exited();
-
-    const { ch } = await openChannel(dir, { transactionCapacity: 1000 });
-    const bodies = await drain(ch);
-    await ch.stop();
-    const unique = new Set(bodies);
-    // Nothing skipped; repeated: at most the batches (of 50) put whose offsets were not committed.
-    expect(unique.size).toBe(total);
-    expect(bodies.length - unique.size).toBeLessThanOrEqual(MOST_UNCOMMITTED * 50);
-  },
+needsJvm.test(
+  "an agent SIGKILLed mid-stream while its source consumes with the default uncommittedBatches re-reads at most that many batches, and skips none",
+  () => killedMidConsume("killed-mid-consume", undefined, MOST_UNCOMMITTED),
   300_000,
 );
 
