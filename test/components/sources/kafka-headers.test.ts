@@ -6,7 +6,7 @@
  * event's headers are read the ways the pipeline reads them (readHeaders, JSON, a file channel
  * written to disk and opened again), not only through `headers`.
  */
-import { expect, test } from "bun:test";
+import { expect } from "bun:test";
 import { componentContext } from "../../../src/components/component.ts";
 import { definition as sourceDefinition, type KafkaSource } from "../../../src/components/sources/kafka.ts";
 import { ChannelProcessor } from "../../../src/core/channel-processor.ts";
