@@ -449,7 +449,7 @@ function reportStart(agent: Agent, name: string, log: { success(m: string): void
   }
   const total = c.sources.size + c.channels.size + c.runners.size;
   const why = [...r.notStarted.map((x) => `${x.kind} ${x.name} not started: ${x.error ?? x.state}`), ...(r.failing.length > 0 ? [failingText(r)] : [])].join("; ");
-  log.warn(`agent ${name} started ${total - r.notStarted.length} of ${total} components; ${why}, retrying every ${agent.retryIntervalMs / 1000} s`);
+  log.warn(`agent ${name} started ${total - r.notStarted.length} of ${total} components; ${why}, retrying (backing off up to every ${agent.retryIntervalMs / 1000} s)`);
 }
 
 /** The started sinks whose sends fail, for a log line: "sink k1 failing since ...: error". */

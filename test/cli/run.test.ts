@@ -288,7 +288,7 @@ a1.sinks.k1.channel = c1
     const agent = await startAgentCli(cleanups, ["run", "-f", conf, "--quiet", "--no-reload-conf", "--drain-timeout", "200"]);
     const out = agent.stdout + agent.stderr;
     const line = out.split("\n").find((l) => l.includes("agent a1 started"))!;
-    expect(line).toMatch(/agent a1 started 3 of 4 components; source r2 not started: .*EADDRINUSE.*, retrying every 3 s$/);
+    expect(line).toMatch(/agent a1 started 3 of 4 components; source r2 not started: .*EADDRINUSE.*, retrying \(backing off up to every 3 s\)$/);
     expect(out).not.toMatch(/agent a1 started: /);
     // Once the port is free the supervisor's retry starts r2, and the log says everything runs.
     await new Promise<void>((resolve) => blocker.close(() => resolve()));
