@@ -59,6 +59,10 @@ const TOPIC_NAME_RULE = "1 to 249 of a-z A-Z 0-9 . _ -, not . or ..";
 const TOPIC_ESCAPES: EscapeOptions = { round: false, roundValue: 1, roundUnit: "second", useLocalTimeStamp: false };
 const NO_HOSTS: HostNames = { localhost: "", ip: "", fqdn: "" };
 
+const PARTITION_NUMBER = /^\+?\d{1,10}$/;
+const MAX_INT = 2 ** 31 - 1;
+const EMPTY = new Uint8Array(0);
+
 /**
  * kafka.topic compiled once, as a template of Flume's escapes; null when the topic is sent to as
  * written: no escape in it, or allowTopicOverride = false (as Flume 1.11).
@@ -68,9 +72,6 @@ function topicTemplate(topic: string, allowTopicOverride: boolean): EscapeTempla
   const t = new EscapeTemplate(topic, "kafka.topic");
   return t.isLiteral ? null : t;
 }
-const PARTITION_NUMBER = /^\+?\d{1,10}$/;
-const MAX_INT = 2 ** 31 - 1;
-const EMPTY = new Uint8Array(0);
 
 export class KafkaSink extends BaseSink implements Sink {
   override readonly counter: KafkaSinkCounter;
@@ -187,7 +188,11 @@ export class KafkaSink extends BaseSink implements Sink {
     if (!o.allowTopicOverride) return o.topic;
     const t = headers[o.topicHeader];
     // Unlike Flume, an empty header names no topic: kafka.topic is used (Flume sends to "", which the broker refuses, batch after batch).
-    if (t) return t;
+    if (t) {
+      // The broker's refusal names neither the topic nor the header.
+      if (!isTopicName(t)) throw new KafkaSettingError(`${this.label}: header ${o.topicHeader} = "${t}" is not a Kafka topic name (${TOPIC_NAME_RULE}); the batch is rolled back and taken again: fix the event's header, or set allowTopicOverride = false`);
+      return t;
+    }
     const template = this.topicTemplate;
     if (template === null) return o.topic;
     let topic: string;
