@@ -1,6 +1,7 @@
 /**
- * The Kafka sink's topic and partition choices and Flume's deprecated names, against a live
- * Apache Kafka broker (test/support/kafka.ts) that creates no topic on use.
+ * The Kafka sink's topic (Flume's escapes in kafka.topic, beside Flume 1.11's own KafkaSink) and
+ * partition choices and Flume's deprecated names, against a live Apache Kafka broker
+ * (test/support/kafka.ts) that creates no topic on use.
  */
 import { writeFileSync } from "node:fs";
 import { hostname } from "node:os";
@@ -11,11 +12,18 @@ import { definition, type KafkaSink } from "../../../src/components/sinks/kafka.
 import { bodyText, createEvent, type Event } from "../../../src/core/event.ts";
 import { MemoryLogger } from "../../../src/core/logger.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
+import { startFlume } from "../../support/flume.ts";
 import { startCli, tempDirFor, waitUntil } from "../../support/helpers.ts";
-import { needsJvm } from "../../support/jvm.ts";
+import { FLUME_KAFKA } from "../../support/jvm-artifacts.ts";
+import { needsJvm, resolveClasspath } from "../../support/jvm.ts";
 import { cleanupsAfterEach, kafkaForFile, kafkaSink, kafkaSource, memoryChannel, putEvents, takeEvents } from "../../support/kafka-tests.ts";
 
-const kafka = kafkaForFile({ autoCreateTopics: false });
+const kafka = kafkaForFile({
+  autoCreateTopics: false,
+  async before() {
+    await resolveClasspath(FLUME_KAFKA);
+  },
+});
 const cleanups = cleanupsAfterEach();
 let topicNo = 0;
 
@@ -36,8 +44,8 @@ async function sendAll(k: KafkaSink, channel: MemoryChannel, events: Event[]): P
   await waitUntil(() => k.counter.values.EventDrainSuccessCount >= events.length, "the batch acknowledged", 60_000);
 }
 
-/** The events of a topic as our source reads them (headers topic, partition, offset), until nothing new came for quietMs. */
-async function readEvents(topic: string, quietMs = 3000): Promise<Event[]> {
+/** The events of a topic as our source reads them (headers topic, partition, offset), until at least `atLeast` came and then nothing new for quietMs. */
+async function readEvents(topic: string, quietMs = 3000, atLeast = 0): Promise<Event[]> {
   const { source: r, channel } = kafkaSource(
     { "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topics": topic, "kafka.consumer.group.id": `check-${topic}-${Date.now()}`, "kafka.consumer.auto.offset.reset": "earliest", batchDurationMillis: "100" },
     { cleanups, name: "check", channel: new MemoryChannel("check", { capacity: 10_000, transactionCapacity: 1000 }) },
@@ -45,7 +53,8 @@ async function readEvents(topic: string, quietMs = 3000): Promise<Event[]> {
   await r.start();
   const out: Event[] = [];
   let last = Date.now();
-  while (Date.now() - last < quietMs) {
+  const deadline = Date.now() + 120_000;
+  while ((out.length < atLeast && Date.now() < deadline) || Date.now() - last < quietMs) {
     if ((await r.process()) === "BACKOFF") await Bun.sleep(20);
     const got = await takeEvents(channel);
     out.push(...got);
@@ -131,6 +140,47 @@ needsJvm.test(
     expect(bodiesOf(await readEvents(named))).toEqual(bodiesOf(toNamed));
   },
   240_000,
+);
+
+needsJvm.test(
+  "Flume 1.11's KafkaSink and ours, given kafka.topic = ...-%{app}-%Y-%m-%d-%[localhost] and the same headers, send to the same topic",
+  async () => {
+    const base = `par${++topicNo}-${Date.now()}`;
+    const ts = Date.UTC(2024, 2, 5, 12);
+    const topic = `${base}-billing-${localDate(ts)}-${hostname()}`;
+    await kafka.createTopic(topic, { partitions: 1 });
+    const template = `${base}-%{app}-%Y-%m-%d-%[localhost]`;
+    const flume = await startFlume({
+      conf: `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = seq
+a1.sources.r1.totalEvents = 3
+a1.sources.r1.channels = c1
+a1.sources.r1.interceptors = app ts
+a1.sources.r1.interceptors.app.type = static
+a1.sources.r1.interceptors.app.key = app
+a1.sources.r1.interceptors.app.value = billing
+a1.sources.r1.interceptors.ts.type = static
+a1.sources.r1.interceptors.ts.key = timestamp
+a1.sources.r1.interceptors.ts.value = ${ts}
+a1.channels.c1.type = memory
+a1.sinks.k1.type = org.apache.flume.sink.kafka.KafkaSink
+a1.sinks.k1.channel = c1
+a1.sinks.k1.kafka.bootstrap.servers = ${kafka.bootstrap}
+a1.sinks.k1.kafka.topic = ${template}
+`,
+      extraSets: [FLUME_KAFKA],
+      readyTimeoutMs: 120_000,
+    });
+    cleanups.push(() => flume.stop());
+    const { sink: k, channel } = sink({ "kafka.topic": template });
+    await k.start();
+    const ours = [0, 1, 2].map((i) => createEvent(`ours ${i}`, { app: "billing", timestamp: String(ts) }));
+    await sendAll(k, channel, ours);
+    expect(bodiesOf(await readEvents(topic, 3000, 6))).toEqual(["0", "1", "2", "ours 0", "ours 1", "ours 2"]);
+  },
+  300_000,
 );
 
 needsJvm.test(
