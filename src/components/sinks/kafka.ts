@@ -6,6 +6,7 @@
  * runner backs off before it is taken again.
  */
 import type { PropError } from "../../config/schema.ts";
+import { configurationProblems } from "../../core/errors.ts";
 import { type Event, readHeaders } from "../../core/event.ts";
 import { type Logger, silentLogger } from "../../core/logger.ts";
 import type { DeliveryFailure, Sink } from "../../core/sink.ts";
@@ -14,8 +15,10 @@ import { isTooLarge, KafkaSettingError, messageOf } from "../../kafka/errors.ts"
 import { flumeEventSize } from "../../kafka/flume-event.ts";
 import { KafkaPublisher, type KafkaRecord, recordSize } from "../../kafka/producer.ts";
 import { producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
+import { containsEscape, type EscapeOptions, EscapeTemplate, Escaper, type HostNames, lookupHostNames, MissingTimestampError } from "../../pipeline/bucket-path.ts";
 import type { TakeLoop } from "../../pipeline/take-loop.ts";
 import { type ComponentContext, defineComponent } from "../component.ts";
+import { localAddress } from "../interceptors/host.ts";
 import { builtIn } from "../registry.ts";
 import { BaseSink } from "./base.ts";
 
@@ -48,12 +51,27 @@ interface RecordSlot {
   readonly pool: KafkaRecord[];
 }
 
-const SUBSTITUTION = /%\{([^}]+)\}/g;
 /** Kafka's legal topic names. */
 const TOPIC_NAME = /^[a-zA-Z0-9._-]{1,249}$/;
+const isTopicName = (t: string) => TOPIC_NAME.test(t) && t !== "." && t !== "..";
+const TOPIC_NAME_RULE = "1 to 249 of a-z A-Z 0-9 . _ -, not . or ..";
+/** As Flume's KafkaSink escapes kafka.topic (BucketPath.escapeString(topic, headers)): the agent's time zone, no rounding, the event's timestamp header. */
+const TOPIC_ESCAPES: EscapeOptions = { round: false, roundValue: 1, roundUnit: "second", useLocalTimeStamp: false };
+const NO_HOSTS: HostNames = { localhost: "", ip: "", fqdn: "" };
+
 const PARTITION_NUMBER = /^\+?\d{1,10}$/;
 const MAX_INT = 2 ** 31 - 1;
 const EMPTY = new Uint8Array(0);
+
+/**
+ * kafka.topic compiled once, as a template of Flume's escapes; null when the topic is sent to as
+ * written: no escape in it, or allowTopicOverride = false (as Flume 1.11).
+ */
+function topicTemplate(topic: string, allowTopicOverride: boolean): EscapeTemplate | null {
+  if (!allowTopicOverride) return null;
+  const t = new EscapeTemplate(topic, "kafka.topic");
+  return t.isLiteral ? null : t;
+}
 
 export class KafkaSink extends BaseSink implements Sink {
   override readonly counter: KafkaSinkCounter;
@@ -66,7 +84,10 @@ export class KafkaSink extends BaseSink implements Sink {
   private draining: Promise<void> | null = null;
   /** Why the last batch failed and since when, until one is acknowledged again (for /ready). */
   private failing: DeliveryFailure | null = null;
-  private readonly topicHasSubstitution: boolean;
+  /** kafka.topic with escapes, compiled at configure time; null: the topic as written (no per-event work). */
+  private readonly topicTemplate: EscapeTemplate | null;
+  /** Escapes topicTemplate for each event; made at start (with this host's names when the template has %[...]). */
+  private escaper: Escaper | null = null;
   private readonly headerNames: [string, Buffer][];
 
   constructor(
@@ -76,8 +97,7 @@ export class KafkaSink extends BaseSink implements Sink {
     super(ctx);
     this.counter = new KafkaSinkCounter(ctx.name, ctx.clock);
     this.publisher = new KafkaPublisher(`kafka sink ${ctx.name}`, options.producer, ctx.logger, true);
-    // As Flume 1.11: without allowTopicOverride, kafka.topic is the topic as written (no %{header}).
-    this.topicHasSubstitution = options.allowTopicOverride && options.topic.includes("%{");
+    this.topicTemplate = topicTemplate(options.topic, options.allowTopicOverride);
     this.headerNames = Object.entries(options.kafkaHeaders).map(([flume, kafka]) => [flume, Buffer.from(kafka)]);
     this.takeLoop = this.newTakeLoop({
       label: this.publisher.label,
@@ -115,13 +135,17 @@ export class KafkaSink extends BaseSink implements Sink {
     this.draining = null;
     this.failing = null;
     const topic = this.options.topic;
+    const template = this.topicTemplate;
     // Refused by Kafka anyway: said here with the setting's name (Flume's producer fails each batch on it).
-    if (!this.topicHasSubstitution && !TOPIC_NAME.test(topic)) {
-      const why = topic.includes("%{") ? "; with allowTopicOverride = false, %{header} is not replaced (as Flume 1.11)" : "";
-      throw new KafkaSettingError(`${this.label}: kafka.topic = "${topic}" is not a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -)${why}`);
+    if (template === null && !isTopicName(topic)) {
+      const why = containsEscape(topic) ? "; with allowTopicOverride = false, %{header} is not replaced, nor any other escape (as Flume 1.11)" : "";
+      throw new KafkaSettingError(`${this.label}: kafka.topic = "${topic}" is not a Kafka topic name (${TOPIC_NAME_RULE})${why}`);
+    }
+    if (template !== null && this.escaper === null) {
+      this.escaper = new Escaper(TOPIC_ESCAPES, template.needsHosts ? await lookupHostNames(localAddress) : NO_HOSTS, () => this.clock.now());
     }
     // A broker that does not answer fails the start: the supervisor retries with backoff and /ready names the error.
-    await this.publisher.connect(this.topicHasSubstitution ? undefined : this.options.topic);
+    await this.publisher.connect(template === null ? topic : undefined);
     this.counter.values.ConnectionCreatedCount++;
     super.start();
     this.logger.info(`${this.label} started (brokers ${this.publisher.brokers}, topic ${this.options.topic}, acks ${this.options.producer.acks === -1 ? "all" : this.options.producer.acks})`);
@@ -163,9 +187,28 @@ export class KafkaSink extends BaseSink implements Sink {
     const o = this.options;
     if (!o.allowTopicOverride) return o.topic;
     const t = headers[o.topicHeader];
-    if (t) return t;
-    if (!this.topicHasSubstitution) return o.topic;
-    return o.topic.replace(SUBSTITUTION, (_, name: string) => headers[name] ?? "");
+    // Unlike Flume, an empty header names no topic: kafka.topic is used (Flume sends to "", which the broker refuses, batch after batch).
+    if (t) {
+      // The broker's refusal names neither the topic nor the header.
+      if (!isTopicName(t)) throw new KafkaSettingError(`${this.label}: header ${o.topicHeader} = "${t}" is not a Kafka topic name (${TOPIC_NAME_RULE}); the batch is rolled back and taken again: fix the event's header, or set allowTopicOverride = false`);
+      return t;
+    }
+    const template = this.topicTemplate;
+    if (template === null) return o.topic;
+    let topic: string;
+    try {
+      topic = (this.escaper as Escaper).escape(template, headers);
+    } catch (err) {
+      // The batch rolls back and is taken again, as Flume's; the error names the sink.
+      if (err instanceof MissingTimestampError) throw new MissingTimestampError(`${this.label}: ${err.message}`, { cause: err });
+      throw err;
+    }
+    if (!isTopicName(topic)) {
+      throw new KafkaSettingError(
+        `${this.label}: kafka.topic = "${template.template}" gives the topic "${topic}" for an event, which is not a Kafka topic name (${TOPIC_NAME_RULE}); the batch is rolled back and taken again: fix the event's headers or kafka.topic`,
+      );
+    }
+    return topic;
   }
 
   /**
@@ -276,13 +319,13 @@ export class KafkaSink extends BaseSink implements Sink {
 
 const props = {
   "kafka.bootstrap.servers": { type: "string", required: true, aliases: ["brokerList"], deprecated: ["brokerList"], doc: "Kafka brokers, host1:9092,host2:9092 (brokerList: deprecated name)" },
-  "kafka.topic": { type: "string", default: "default-flume-topic", aliases: ["topic"], deprecated: ["topic"], doc: "Topic to write to; %{header} is replaced by the event's header (topic: deprecated name)" },
+  "kafka.topic": { type: "string", default: "default-flume-topic", aliases: ["topic"], deprecated: ["topic"], doc: "Topic to write to, with Flume's escapes: %{header}, the date escapes (%Y %m %d %H ...; from the event's timestamp header, in the agent's time zone), %[localhost] %[IP] %[FQDN] (topic: deprecated name)" },
   flumeBatchSize: { type: "int", default: 100, min: 1, aliases: ["batchSize"], deprecated: ["batchSize"], roles: ["batchSize"], doc: "Events taken per transaction and sent as one batch (batchSize: deprecated name)" },
   "kafka.producer.acks": { type: "string", default: "1", aliases: ["requiredAcks"], deprecated: ["requiredAcks"], doc: "Acknowledgements a record needs: 0, 1 or all / -1 (requiredAcks: deprecated name). all makes the producer idempotent" },
   useFlumeEventFormat: { type: "boolean", default: false, doc: "Write the whole event (headers and body) as an Avro FlumeEvent, for a Flume Kafka source or channel with useFlumeEventFormat / parseAsFlumeEvent" },
   defaultPartitionId: { type: "int", min: 0, doc: "Partition every event goes to, unless partitionIdHeader says otherwise; default: the key's hash, or spread" },
   partitionIdHeader: { type: "string", doc: "Header whose value is the partition number of the event" },
-  allowTopicOverride: { type: "boolean", default: true, doc: "Let the topicHeader header, else %{header} in kafka.topic, choose the topic of an event; false: kafka.topic as written" },
+  allowTopicOverride: { type: "boolean", default: true, doc: "Let the topicHeader header, else the escapes in kafka.topic, choose the topic of an event; false: kafka.topic as written" },
   topicHeader: { type: "string", default: "topic", doc: "Header naming the topic, with allowTopicOverride" },
   timestampHeader: { type: "string", doc: "Header whose value (epoch milliseconds) becomes the record's timestamp" },
 } as const;
@@ -304,9 +347,10 @@ export const definition = defineComponent({
   groups,
   validate(o) {
     const problems: PropError[] = [];
-    if (!o.allowTopicOverride && o["kafka.topic"].includes("%{")) {
-      problems.push({ key: "kafka.topic", severity: "warning", message: "is sent to as written: with allowTopicOverride = false, %{header} is not replaced (as Flume 1.11)", hint: "set allowTopicOverride = true to choose the topic from the event's headers" });
+    if (!o.allowTopicOverride && containsEscape(o["kafka.topic"])) {
+      problems.push({ key: "kafka.topic", severity: "warning", message: "is sent to as written: with allowTopicOverride = false, %{header} is not replaced, nor any other escape (as Flume 1.11)", hint: "set allowTopicOverride = true to choose the topic from the event's headers" });
     }
+    problems.push(...configurationProblems(() => topicTemplate(o["kafka.topic"], o.allowTopicOverride)));
     try {
       sinkProducer(o, "flume", "", silentLogger);
     } catch (err) {

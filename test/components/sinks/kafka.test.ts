@@ -1,8 +1,10 @@
 /**
- * The Kafka sink's topic and partition choices and Flume's deprecated names, against a live
- * Apache Kafka broker (test/support/kafka.ts) that creates no topic on use.
+ * The Kafka sink's topic (Flume's escapes in kafka.topic, beside Flume 1.11's own KafkaSink) and
+ * partition choices and Flume's deprecated names, against a live Apache Kafka broker
+ * (test/support/kafka.ts) that creates no topic on use.
  */
 import { writeFileSync } from "node:fs";
+import { hostname } from "node:os";
 import path from "node:path";
 import { expect, test } from "bun:test";
 import { componentContext } from "../../../src/components/component.ts";
@@ -10,11 +12,18 @@ import { definition, type KafkaSink } from "../../../src/components/sinks/kafka.
 import { bodyText, createEvent, type Event } from "../../../src/core/event.ts";
 import { MemoryLogger } from "../../../src/core/logger.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
+import { startFlume } from "../../support/flume.ts";
 import { startCli, tempDirFor, waitUntil } from "../../support/helpers.ts";
-import { needsJvm } from "../../support/jvm.ts";
+import { FLUME_KAFKA } from "../../support/jvm-artifacts.ts";
+import { needsJvm, resolveClasspath } from "../../support/jvm.ts";
 import { cleanupsAfterEach, kafkaForFile, kafkaSink, kafkaSource, memoryChannel, putEvents, takeEvents } from "../../support/kafka-tests.ts";
 
-const kafka = kafkaForFile({ autoCreateTopics: false });
+const kafka = kafkaForFile({
+  autoCreateTopics: false,
+  async before() {
+    await resolveClasspath(FLUME_KAFKA);
+  },
+});
 const cleanups = cleanupsAfterEach();
 let topicNo = 0;
 
@@ -35,8 +44,8 @@ async function sendAll(k: KafkaSink, channel: MemoryChannel, events: Event[]): P
   await waitUntil(() => k.counter.values.EventDrainSuccessCount >= events.length, "the batch acknowledged", 60_000);
 }
 
-/** The events of a topic as our source reads them (headers topic, partition, offset), until nothing new came for quietMs. */
-async function readEvents(topic: string, quietMs = 3000): Promise<Event[]> {
+/** The events of a topic as our source reads them (headers topic, partition, offset), until at least `atLeast` came and then nothing new for quietMs. */
+async function readEvents(topic: string, quietMs = 3000, atLeast = 0): Promise<Event[]> {
   const { source: r, channel } = kafkaSource(
     { "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topics": topic, "kafka.consumer.group.id": `check-${topic}-${Date.now()}`, "kafka.consumer.auto.offset.reset": "earliest", batchDurationMillis: "100" },
     { cleanups, name: "check", channel: new MemoryChannel("check", { capacity: 10_000, transactionCapacity: 1000 }) },
@@ -44,7 +53,8 @@ async function readEvents(topic: string, quietMs = 3000): Promise<Event[]> {
   await r.start();
   const out: Event[] = [];
   let last = Date.now();
-  while (Date.now() - last < quietMs) {
+  const deadline = Date.now() + 120_000;
+  while ((out.length < atLeast && Date.now() < deadline) || Date.now() - last < quietMs) {
     if ((await r.process()) === "BACKOFF") await Bun.sleep(20);
     const got = await takeEvents(channel);
     out.push(...got);
@@ -98,6 +108,148 @@ test("allowTopicOverride = false with %{header} in kafka.topic: validation warns
   expect(err).toBeInstanceOf(Error);
   expect(err.message).toContain(`kafka.topic = "%{dest}" is not a Kafka topic name`);
   expect(err.message).toContain("with allowTopicOverride = false, %{header} is not replaced");
+});
+
+/** The date as %Y-%m-%d writes it for an epoch-ms time: in the agent's (this process's) time zone, as Flume's JVM default. */
+const localDate = (ms: number) => {
+  const d = new Date(ms);
+  return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, "0")}-${String(d.getDate()).padStart(2, "0")}`;
+};
+
+needsJvm.test(
+  "kafka.topic takes Flume's escapes: %{app}, %Y-%m-%d from the timestamp header (agent's time zone) and %[localhost]; a topic header still wins, an empty one does not (ours: kafka.topic)",
+  async () => {
+    const base = `esc${++topicNo}-${Date.now()}`;
+    const [day1, day2] = [Date.UTC(2024, 2, 5, 12), Date.UTC(2024, 2, 6, 12)];
+    const host = hostname();
+    const topicFor = (app: string, ts: number) => `${base}-${app}-${localDate(ts)}-${host}`;
+    const [t1, t2, t3, named] = [topicFor("billing", day1), topicFor("billing", day2), topicFor("", day1), `${base}-named`];
+    for (const t of [t1, t2, t3, named]) await kafka.createTopic(t, { partitions: 1 });
+    const { sink: k, channel } = sink({ "kafka.topic": `${base}-%{app}-%Y-%m-%d-%[localhost]` });
+    await k.start();
+    const to1 = [createEvent("billing day 1", { app: "billing", timestamp: String(day1) }), createEvent("billing day 1, empty topic header", { app: "billing", timestamp: String(day1 + 1000), topic: "" })];
+    const to2 = [createEvent("billing day 2", { app: "billing", timestamp: String(day2) })];
+    // A missing header is empty, as Flume's.
+    const to3 = [createEvent("no app", { timestamp: String(day1) })];
+    // The topic header is taken as it is, no timestamp needed.
+    const toNamed = [createEvent("named", { topic: named })];
+    await sendAll(k, channel, [...to1, ...to2, ...to3, ...toNamed]);
+    expect(bodiesOf(await readEvents(t1))).toEqual(bodiesOf(to1));
+    expect(bodiesOf(await readEvents(t2))).toEqual(bodiesOf(to2));
+    expect(bodiesOf(await readEvents(t3))).toEqual(bodiesOf(to3));
+    expect(bodiesOf(await readEvents(named))).toEqual(bodiesOf(toNamed));
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "Flume 1.11's KafkaSink and ours, given kafka.topic = ...-%{app}-%Y-%m-%d-%[localhost] and the same headers, send to the same topic",
+  async () => {
+    const base = `par${++topicNo}-${Date.now()}`;
+    const ts = Date.UTC(2024, 2, 5, 12);
+    const topic = `${base}-billing-${localDate(ts)}-${hostname()}`;
+    await kafka.createTopic(topic, { partitions: 1 });
+    const template = `${base}-%{app}-%Y-%m-%d-%[localhost]`;
+    const flume = await startFlume({
+      conf: `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = seq
+a1.sources.r1.totalEvents = 3
+a1.sources.r1.channels = c1
+a1.sources.r1.interceptors = app ts
+a1.sources.r1.interceptors.app.type = static
+a1.sources.r1.interceptors.app.key = app
+a1.sources.r1.interceptors.app.value = billing
+a1.sources.r1.interceptors.ts.type = static
+a1.sources.r1.interceptors.ts.key = timestamp
+a1.sources.r1.interceptors.ts.value = ${ts}
+a1.channels.c1.type = memory
+a1.sinks.k1.type = org.apache.flume.sink.kafka.KafkaSink
+a1.sinks.k1.channel = c1
+a1.sinks.k1.kafka.bootstrap.servers = ${kafka.bootstrap}
+a1.sinks.k1.kafka.topic = ${template}
+`,
+      extraSets: [FLUME_KAFKA],
+      readyTimeoutMs: 120_000,
+    });
+    cleanups.push(() => flume.stop());
+    const { sink: k, channel } = sink({ "kafka.topic": template });
+    await k.start();
+    const ours = [0, 1, 2].map((i) => createEvent(`ours ${i}`, { app: "billing", timestamp: String(ts) }));
+    await sendAll(k, channel, ours);
+    expect(bodiesOf(await readEvents(topic, 3000, 6))).toEqual(["0", "1", "2", "ours 0", "ours 1", "ours 2"]);
+  },
+  300_000,
+);
+
+needsJvm.test(
+  "a date escape in kafka.topic and an event without a timestamp header: the batch is rolled back, nothing sent, the error says what to add; once kafka.topic is fixed every event is delivered once",
+  async () => {
+    const base = `nots${++topicNo}-${Date.now()}`;
+    const ts = Date.UTC(2024, 2, 5, 12);
+    const [dated, fixed] = [`${base}-${localDate(ts)}`, `${base}-all`];
+    for (const t of [dated, fixed]) await kafka.createTopic(t, { partitions: 1 });
+    const { sink: k, channel } = sink({ "kafka.topic": `${base}-%Y-%m-%d` });
+    await k.start();
+    const events = [createEvent("stamped", { timestamp: String(ts) }), createEvent("unstamped"), createEvent("stamped too", { timestamp: String(ts) })];
+    await putEvents(channel, events);
+    const err = await failureOf(k);
+    expect(err.message).toContain(`kafka sink k1: kafka.topic "${base}-%Y-%m-%d" needs the event's time, but the event has no timestamp header: add a timestamp interceptor to the source`);
+    expect(k.counter.values).toMatchObject({ RollbackCount: 1, EventDrainSuccessCount: 0 });
+    expect(channel.counter.values.ChannelSize).toBe(3);
+    await k.stop();
+    // The fix: a kafka.topic without date escapes, on the same channel.
+    const { sink: k2 } = sink({ "kafka.topic": fixed });
+    k2.setChannel(channel);
+    await k2.start();
+    expect(await k2.process()).toBe("READY");
+    await waitUntil(() => k2.counter.values.EventDrainSuccessCount === 3, "the batch acknowledged", 60_000);
+    expect(bodiesOf(await readEvents(fixed))).toEqual(bodiesOf(events));
+    expect(await readEvents(dated, 1500)).toEqual([]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a header that makes kafka.topic no Kafka topic name fails the batch naming the computed topic and kafka.topic, a topic header Kafka refuses naming the header: rolled back, nothing sent",
+  async () => {
+    const base = `badname${++topicNo}-${Date.now()}`;
+    await kafka.createTopic(`${base}-ok`, { partitions: 1 });
+    for (const bad of ["two words", "a/b", "x".repeat(250)]) {
+      const { sink: k, channel } = sink({ "kafka.topic": `${base}-%{app}` });
+      await k.start();
+      await putEvents(channel, [createEvent("good", { app: "ok" }), createEvent("bad", { app: bad })]);
+      const err = await failureOf(k);
+      expect(err.message).toContain(`kafka sink k1: kafka.topic = "${base}-%{app}" gives the topic "${base}-${bad}" for an event, which is not a Kafka topic name`);
+      expect(k.counter.values).toMatchObject({ RollbackCount: 1, EventDrainSuccessCount: 0 });
+      expect(channel.counter.values.ChannelSize).toBe(2);
+      await k.stop();
+    }
+    // A topic header Kafka refuses: named with its header (the broker's refusal names neither).
+    const { sink: k, channel } = sink({ "kafka.topic": `${base}-ok` });
+    await k.start();
+    await putEvents(channel, [createEvent("good"), createEvent("bad", { topic: "two words" })]);
+    const err = await failureOf(k);
+    expect(err.message).toContain(`kafka sink k1: header topic = "two words" is not a Kafka topic name`);
+    expect(channel.counter.values.ChannelSize).toBe(2);
+    expect(await readEvents(`${base}-ok`, 1500)).toEqual([]);
+  },
+  240_000,
+);
+
+test("kafka.topic is compiled at configure time: an unknown %[...] is a problem at kafka.topic (with allowTopicOverride = false, a date escape is only warned about)", () => {
+  const problemsOf = (props: Record<string, string>) => {
+    const { options, errors } = definition.parse({ "kafka.bootstrap.servers": "127.0.0.1:9", ...props });
+    expect(errors).toEqual([]);
+    return { problems: definition.validate?.(options) ?? [], create: () => definition.create(options, componentContext("k1", { logger: new MemoryLogger() })) };
+  };
+  const bad = problemsOf({ "kafka.topic": "logs-%[hostname]" });
+  expect(bad.problems).toEqual([{ key: "kafka.topic", message: "the static escape %[hostname] matches none of localhost, IP, FQDN" }]);
+  expect(bad.create).toThrow("kafka.topic: the static escape %[hostname] matches none of localhost, IP, FQDN");
+  const asWritten = problemsOf({ "kafka.topic": "logs-%Y", allowTopicOverride: "false" });
+  expect(asWritten.problems).toEqual([expect.objectContaining({ key: "kafka.topic", severity: "warning", message: expect.stringContaining("nor any other escape") })]);
+  expect(problemsOf({ "kafka.topic": "logs-%Y-%{app}-%[IP]" }).problems).toEqual([]);
 });
 
 needsJvm.test(

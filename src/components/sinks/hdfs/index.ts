@@ -12,7 +12,6 @@
  * directory does the same there.
  */
 import { userInfo, hostname } from "node:os";
-import { promises as dns } from "node:dns";
 import type { OptionsOf } from "../../../config/schema.ts";
 import { SinkCounter } from "../../../core/counters.ts";
 import { ConfigurationError } from "../../../core/errors.ts";
@@ -20,6 +19,7 @@ import type { Status } from "../../../core/sink.ts";
 import type { DfsClient } from "../../../io/hdfs/file-system.ts";
 import { type HadoopConf, readHadoopConf } from "../../../io/hdfs/hadoop-conf.ts";
 import { type DfsTarget, openDfsClient } from "../../../io/hdfs/open.ts";
+import { EscapeTemplate, Escaper, type EscapeOptions, lookupHostNames, type RoundUnit } from "../../../pipeline/bucket-path.ts";
 import type { TakeLoop } from "../../../pipeline/take-loop.ts";
 import { createPart, defineComponent, type ComponentContext } from "../../component.ts";
 import { builtIn } from "../../registry.ts";
@@ -28,7 +28,6 @@ import type { SerializerFactory } from "../../serializers/serializer.ts";
 import { BaseSink } from "../base.ts";
 import { type BucketOptions, WRITER_MARK } from "./bucket-writer.ts";
 import { stripSlash, WriterLane } from "./lane.ts";
-import { EscapeTemplate, Escaper, type EscapeOptions, type HostNames, type RoundUnit } from "./escape.ts";
 import { type Codec, type CompressionType, type FileType, findCodec } from "./formats.ts";
 
 export interface HdfsSinkOptions {
@@ -125,7 +124,7 @@ export class HdfsSink extends BaseSink {
   override async start(): Promise<void> {
     const o = this.options;
     const fs = openDfsClient(o.target, { user: o.user, proxyUser: o.proxyUser, timeoutMs: o.callTimeout });
-    const hosts = await hostNames();
+    const hosts = await lookupHostNames(localAddress);
     this.shared = {
       name: this.name,
       options: o,
@@ -246,20 +245,6 @@ export class HdfsSink extends BaseSink {
   }
 }
 
-async function hostNames(): Promise<HostNames> {
-  const localhost = hostname();
-  let ip = localAddress();
-  let fqdn = localhost;
-  try {
-    ip = (await dns.lookup(localhost)).address;
-    const names = await dns.reverse(ip);
-    if (names[0]) fqdn = names[0];
-  } catch {
-    // no resolver: the host name and the first interface's address
-  }
-  return { localhost, ip, fqdn };
-}
-
 const props = {
   "hdfs.path": { type: "string", required: true, doc: "Directory URI, with escapes: hdfs://namenode:8020/flume/%Y%m%d, webhdfs://namenode:9870/..., file:///..., or a path on fs.defaultFS of $HADOOP_CONF_DIR/core-site.xml" },
   "hdfs.filePrefix": { type: "string", default: "FlumeData", doc: "Name prefix of the files (escapes allowed)" },
@@ -371,7 +356,7 @@ function options(config: Config): Omit<HdfsSinkOptions, "serializer"> {
     throw new ConfigurationError("hdfs.roundValue", `must be at most ${roundUnit === "hour" ? 24 : 60} for roundUnit ${roundUnit}`);
   }
   const timeZone = config["hdfs.timeZone"] === "" ? undefined : config["hdfs.timeZone"];
-  const escape: EscapeOptions = { timeZone, round, roundUnit, roundValue, useLocalTimeStamp: config["hdfs.useLocalTimeStamp"] };
+  const escape: EscapeOptions = { timeZone, round, roundUnit, roundValue, useLocalTimeStamp: config["hdfs.useLocalTimeStamp"], timeZoneKey: "hdfs.timeZone", useLocalTimeStampKey: "hdfs.useLocalTimeStamp" };
   // Compile the templates now: a bad escape is a configuration error.
   new EscapeTemplate(path, "hdfs.path");
   new EscapeTemplate(config["hdfs.filePrefix"], "hdfs.filePrefix");

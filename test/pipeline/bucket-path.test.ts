@@ -1,18 +1,18 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { ConfigurationError } from "../../../../src/core/errors.ts";
-import { EscapeTemplate, Escaper, MissingTimestampError, sanitizeHeaderValue, ZonedCalendar } from "../../../../src/components/sinks/hdfs/escape.ts";
+import { ConfigurationError } from "../../src/core/errors.ts";
+import { EscapeTemplate, Escaper, lookupHostNames, MissingTimestampError, sanitizeHeaderValue, ZonedCalendar } from "../../src/pipeline/bucket-path.ts";
 
 const hosts = { localhost: "web-1", ip: "10.0.0.7", fqdn: "web-1.example.com" };
 const esc = (over: Partial<ConstructorParameters<typeof Escaper>[0]> = {}, now = () => 0) =>
-  new Escaper({ timeZone: "UTC", round: false, roundValue: 1, roundUnit: "second", useLocalTimeStamp: false, ...over }, hosts, now);
+  new Escaper({ timeZone: "UTC", round: false, roundValue: 1, roundUnit: "second", useLocalTimeStamp: false, useLocalTimeStampKey: "hdfs.useLocalTimeStamp", ...over }, hosts, now);
 const path = (t: string) => new EscapeTemplate(t, "hdfs.path");
 
 // 2024-03-05 07:08:09.123 UTC, a Tuesday, day 65 of a leap year.
 const TS = Date.UTC(2024, 2, 5, 7, 8, 9, 123);
 const h = { timestamp: String(TS) };
 
-describe("hdfs.path escapes (Flume's BucketPath)", () => {
+describe("Flume's escapes (BucketPath), as hdfs.path and kafka.topic take them", () => {
   test("every date shorthand, written as Java's SimpleDateFormat writes it", () => {
     const e = esc();
     const cases: Record<string, string> = {
@@ -34,6 +34,31 @@ describe("hdfs.path escapes (Flume's BucketPath)", () => {
     const e = esc();
     expect(e.escape(path("/logs/%{app}/%[localhost]-%[IP]-%[FQDN]/%{nope}x"), { app: "billing" })).toBe("/logs/billing/web-1-10.0.0.7-web-1.example.com/x");
     expect(() => path("/x/%[host]")).toThrow(ConfigurationError);
+    expect(() => new EscapeTemplate("logs-%[host]", "kafka.topic")).toThrow(/kafka\.topic: the static escape %\[host\] matches none of localhost, IP, FQDN/);
+  });
+
+  test("escape writes header values as they are (Flume's escapeString); only directory and name encode them", () => {
+    const t = path("logs.%{app}");
+    expect(esc().escape(t, { app: "a/b:c%d" })).toBe("logs.a/b:c%d");
+    expect(esc().directory(t, { app: "a/b:c%d" })).toBe("logs.a%2Fb%3Ac%25d");
+  });
+
+  test("a template says what it needs: the event's time, this host's names, nothing (literal)", () => {
+    const kinds = (t: string) => {
+      const c = new EscapeTemplate(t, "kafka.topic");
+      return { isLiteral: c.isLiteral, needsTime: c.needsTime, needsHosts: c.needsHosts };
+    };
+    expect(kinds("events")).toEqual({ isLiteral: true, needsTime: false, needsHosts: false });
+    expect(kinds("events-%{app}")).toEqual({ isLiteral: false, needsTime: false, needsHosts: false });
+    expect(kinds("events-%Y")).toEqual({ isLiteral: false, needsTime: true, needsHosts: false });
+    expect(kinds("events-%[IP]")).toEqual({ isLiteral: false, needsTime: false, needsHosts: true });
+  });
+
+  test("this host's names: the host name, an address, a DNS name (or the host name)", async () => {
+    const names = await lookupHostNames(() => "192.0.2.1");
+    expect(names.localhost).toBe((await import("node:os")).hostname());
+    expect(names.ip).toMatch(/^[\d.]+$|:/);
+    expect(names.fqdn.length).toBeGreaterThan(0);
   });
 
   test("rounding down to 10 minutes, 2 hours, 15 seconds: the date fields and %s move, %t keeps the header", () => {
@@ -51,13 +76,18 @@ describe("hdfs.path escapes (Flume's BucketPath)", () => {
   test("an event without a usable timestamp is refused with what to do (the batch rolls back, as in Flume)", () => {
     expect(() => esc().escape(path("/logs/%Y"), {})).toThrow(MissingTimestampError);
     expect(() => esc().escape(path("/logs/%Y"), {})).toThrow(/timestamp interceptor .* hdfs\.useLocalTimeStamp = true/);
+    // A sink without useLocalTimeStamp (the Kafka sink) offers only the interceptor.
+    const topic = new EscapeTemplate("logs-%Y", "kafka.topic");
+    expect(() => esc({ useLocalTimeStampKey: undefined }).escape(topic, {})).toThrow('kafka.topic "logs-%Y" needs the event\'s time, but the event has no timestamp header: add a timestamp interceptor to the source');
+    expect(() => esc({ useLocalTimeStampKey: undefined }).escape(topic, {})).not.toThrow(/useLocalTimeStamp/);
     expect(() => esc().escape(path("/logs/%Y"), { timestamp: "yesterday" })).toThrow(/"yesterday" is not a number/);
     // A path without date escapes needs no timestamp.
     expect(esc().escape(path("/logs/%{app}"), { app: "x" })).toBe("/logs/x");
   });
 
-  test("an unknown time zone is a configuration error naming hdfs.timeZone", () => {
-    expect(() => new ZonedCalendar("Mars/Olympus")).toThrow(/hdfs\.timeZone: unknown time zone "Mars\/Olympus"/);
+  test("an unknown time zone is a configuration error naming the sink's setting", () => {
+    expect(() => new ZonedCalendar("Mars/Olympus", "hdfs.timeZone")).toThrow(/hdfs\.timeZone: unknown time zone "Mars\/Olympus"/);
+    expect(() => esc({ timeZone: "Mars/Olympus", timeZoneKey: "hdfs.timeZone" })).toThrow(/hdfs\.timeZone: unknown time zone/);
   });
 });
 

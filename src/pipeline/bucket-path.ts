@@ -1,14 +1,18 @@
 /**
- * Flume's escape sequences in hdfs.path, hdfs.filePrefix and hdfs.fileSuffix (BucketPath):
- * %{header}, the date shorthands %a %A %b %B %c %d %e %D %H %I %j %k %l %m %n %M %p %s %S %t
- * %y %Y %z %% (from the `timestamp` header, or the clock with useLocalTimeStamp, rounded down
- * when round is on), and %[localhost] %[IP] %[FQDN].
+ * Flume's escape sequences (BucketPath), one implementation for every sink that takes them:
+ * the HDFS sink's hdfs.path, hdfs.filePrefix and hdfs.fileSuffix, the Kafka sink's kafka.topic.
+ * %{header} (empty when the event lacks it), the date shorthands %a %A %b %B %c %d %e %D %H %I
+ * %j %k %l %m %n %M %p %s %S %t %y %Y %z %% (from the `timestamp` header, or the clock with
+ * useLocalTimeStamp, rounded down when round is on), and %[localhost] %[IP] %[FQDN].
  *
- * Unlike Flume, a header value can never leave the directory the path's literal part names:
- * '/', '\', ':', '%' and control characters in it are percent-encoded, and a path segment that
- * comes out as "." or ".." is encoded too.
+ * `escape` writes header values as they are (Flume's escapeString). `directory` and `name`, for
+ * file paths, go further than Flume: a header value can never leave the directory the path's
+ * literal part names: '/', '\', ':', '%' and control characters in it are percent-encoded, and a
+ * path segment that comes out as "." or ".." is encoded too.
  */
-import { ConfigurationError, EventDeliveryException } from "../../../core/errors.ts";
+import { promises as dns } from "node:dns";
+import { hostname } from "node:os";
+import { ConfigurationError, EventDeliveryException } from "../core/errors.ts";
 
 export type RoundUnit = "second" | "minute" | "hour";
 
@@ -19,6 +23,10 @@ export interface EscapeOptions {
   roundValue: number;
   roundUnit: RoundUnit;
   useLocalTimeStamp: boolean;
+  /** The setting naming the time zone, in the error for an unknown one (default "timeZone"). */
+  timeZoneKey?: string;
+  /** The setting that makes the clock the event's time, offered when an event has no timestamp; none when the sink has no such setting. */
+  useLocalTimeStampKey?: string;
 }
 
 /** The host names %[localhost], %[IP] and %[FQDN] stand for (looked up once, at start). */
@@ -28,17 +36,42 @@ export interface HostNames {
   fqdn: string;
 }
 
+/**
+ * This host's names as Java's InetAddress.getLocalHost() gives them: the host name, its address
+ * and its name in DNS; without a resolver, the host name and `interfaceAddress()`.
+ */
+export async function lookupHostNames(interfaceAddress: () => string): Promise<HostNames> {
+  const localhost = hostname();
+  let ip = interfaceAddress();
+  let fqdn = localhost;
+  try {
+    ip = (await dns.lookup(localhost)).address;
+    const names = await dns.reverse(ip);
+    if (names[0]) fqdn = names[0];
+  } catch {
+    // no resolver: the host name and the interface's address
+  }
+  return { localhost, ip, fqdn };
+}
+
 type Part = { literal: string } | { header: string } | { date: string } | { host: keyof HostNames };
 
 /** Thrown when an event lacks the timestamp a time escape needs; the batch is rolled back, as in Flume. */
 export class MissingTimestampError extends EventDeliveryException {}
 
 const TAG = /%(\w|%)|%\{([\w.-]+)\}|%\[(\w+)\]/g;
+const HAS_TAG = new RegExp(TAG.source);
+
+/** Whether the text holds an escape (valid or not): what a setting taken as written would keep as it is. */
+export function containsEscape(text: string): boolean {
+  return HAS_TAG.test(text);
+}
 
 /** A template compiled once at configure time. */
 export class EscapeTemplate {
   readonly parts: readonly Part[];
   readonly needsTime: boolean;
+  readonly needsHosts: boolean;
   readonly isLiteral: boolean;
 
   constructor(
@@ -64,6 +97,7 @@ export class EscapeTemplate {
     if (last < template.length) parts.push({ literal: template.slice(last) });
     this.parts = parts;
     this.needsTime = parts.some((p) => "date" in p);
+    this.needsHosts = parts.some((p) => "host" in p);
     this.isLiteral = last === 0;
   }
 
@@ -109,11 +143,14 @@ export class ZonedCalendar {
   private lastSecond = Number.NaN;
   private last: Fields | null = null;
 
-  constructor(readonly timeZone?: string) {
+  constructor(
+    readonly timeZone?: string,
+    key = "timeZone",
+  ) {
     try {
       this.format = new Intl.DateTimeFormat("en-US", { timeZone, hourCycle: "h23", year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "numeric", second: "numeric" });
     } catch {
-      throw new ConfigurationError("hdfs.timeZone", `unknown time zone "${timeZone}" (expected an ID such as UTC or America/Los_Angeles)`);
+      throw new ConfigurationError(key, `unknown time zone "${timeZone}" (expected an ID such as UTC or America/Los_Angeles)`);
     }
   }
 
@@ -218,7 +255,7 @@ export class Escaper {
     private readonly hosts: HostNames,
     private readonly now: () => number,
   ) {
-    this.calendar = new ZonedCalendar(options.timeZone);
+    this.calendar = new ZonedCalendar(options.timeZone, options.timeZoneKey);
   }
 
   /** The event's time for the date escapes: [rounded time, the raw value %t writes]. */
@@ -231,8 +268,9 @@ export class Escaper {
     } else {
       const h = headers.timestamp;
       if (h === undefined) {
+        const local = this.options.useLocalTimeStampKey;
         throw new MissingTimestampError(
-          `${template.key} "${template.template}" needs the event's time, but the event has no timestamp header: add a timestamp interceptor to the source or set hdfs.useLocalTimeStamp = true`,
+          `${template.key} "${template.template}" needs the event's time, but the event has no timestamp header: add a timestamp interceptor to the source${local ? ` or set ${local} = true` : ""}`,
         );
       }
       ts = Number(h);
@@ -245,15 +283,21 @@ export class Escaper {
     return [ts, raw];
   }
 
-  /** The template with the event's values; header values sanitized (see sanitizeHeaderValue). */
+  /** The template with the event's values, header values as they are (Flume's BucketPath.escapeString). */
   escape(template: EscapeTemplate, headers: Readonly<Record<string, string>>, time?: [number, string]): string {
+    return this.render(template, headers, time, false);
+  }
+
+  private render(template: EscapeTemplate, headers: Readonly<Record<string, string>>, time: [number, string] | undefined, pathSafe: boolean): string {
     if (template.isLiteral) return template.template;
     const t = template.needsTime ? (time ?? this.timeOf(headers, template)) : undefined;
     let out = "";
     for (const p of template.parts) {
       if ("literal" in p) out += p.literal;
-      else if ("header" in p) out += sanitizeHeaderValue(headers[p.header] ?? "");
-      else if ("host" in p) out += this.hosts[p.host];
+      else if ("header" in p) {
+        const v = headers[p.header] ?? "";
+        out += pathSafe ? sanitizeHeaderValue(v) : v;
+      } else if ("host" in p) out += this.hosts[p.host];
       else out += this.calendar.shorthand(p.date, (t as [number, string])[0], (t as [number, string])[1]);
     }
     return out;
@@ -261,10 +305,10 @@ export class Escaper {
 
   /**
    * The directory for an event: the escaped path with every segment after the template's
-   * literal prefix kept inside it ("." and ".." segments are encoded).
+   * literal prefix kept inside it (header values sanitized, "." and ".." segments encoded).
    */
   directory(template: EscapeTemplate, headers: Readonly<Record<string, string>>, time?: [number, string]): string {
-    const escaped = this.escape(template, headers, time);
+    const escaped = this.render(template, headers, time, true);
     if (template.isLiteral) return escaped;
     const fixed = template.fixedPrefix;
     const cut = fixed.lastIndexOf("/") + 1;
@@ -279,7 +323,7 @@ export class Escaper {
 
   /** A file name part (prefix or suffix): never "." or "..", never a separator. */
   name(template: EscapeTemplate, headers: Readonly<Record<string, string>>, time?: [number, string]): string {
-    const escaped = this.escape(template, headers, time);
+    const escaped = this.render(template, headers, time, true);
     if (template.isLiteral) return escaped;
     return escaped === "." ? "%2E" : escaped === ".." ? "%2E%2E" : escaped;
   }
