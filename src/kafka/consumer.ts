@@ -19,6 +19,7 @@ import { type KafkaModule, loadKafka } from "./client.ts";
 import { isUnknownTopic, KafkaTopicMissingError, messageOf } from "./errors.ts";
 import { useOwnFetchReader } from "./fetch-api.ts";
 import { Fetcher } from "./fetcher.ts";
+import { rangeAssigner } from "./group-assigner.ts";
 import type { FetchedRecord } from "./record-batch-reader.ts";
 import { clientOptions, type ConsumerSettings, describeBrokers } from "./settings.ts";
 
@@ -123,6 +124,7 @@ export class KafkaPoller {
     const consumer = new kafka.Consumer<Buffer, Buffer, Buffer, Buffer>({
       ...clientOptions(s),
       groupId: s.groupId,
+      partitionAssigner: rangeAssigner,
       autocommit: false,
       sessionTimeout: s.sessionTimeout,
       heartbeatInterval: s.heartbeatInterval,
