@@ -19,7 +19,7 @@ import { type KafkaModule, loadKafka } from "./client.ts";
 import { isUnknownTopic, KafkaTopicMissingError, messageOf } from "./errors.ts";
 import { useOwnFetchReader } from "./fetch-api.ts";
 import { Fetcher } from "./fetcher.ts";
-import { rangeAssigner } from "./group-assigner.ts";
+import { GROUP_PROTOCOLS, rangeAssigner } from "./group-assigner.ts";
 import type { FetchedRecord } from "./record-batch-reader.ts";
 import { clientOptions, type ConsumerSettings, describeBrokers } from "./settings.ts";
 
@@ -125,6 +125,7 @@ export class KafkaPoller {
       ...clientOptions(s),
       groupId: s.groupId,
       partitionAssigner: rangeAssigner,
+      protocols: GROUP_PROTOCOLS,
       autocommit: false,
       sessionTimeout: s.sessionTimeout,
       heartbeatInterval: s.heartbeatInterval,

@@ -8,8 +8,19 @@
  * the members subscribed to it, sorted by member id, take consecutive ranges of its partitions,
  * the first (partitions % members) one more. A partition goes to exactly one member, and only to
  * a member subscribed to its topic; a topic the metadata does not know is skipped.
+ *
+ * The members also offer the protocol by Java's name, "range", first: the broker picks a protocol
+ * every member offers, so Flume's own (Java) consumers can share a group with ours; "roundrobin"
+ * (the client's default name, what our earlier members offered) stays second, so those still
+ * join too. Whichever name the broker picks, one of ours leading assigns with rangeAssigner.
  */
 import type { GroupPartitionsAssigner, GroupPartitionsAssignments } from "@platformatic/kafka";
+
+/** The assignment protocols our members offer, the preferred first (the client's `protocols` option). */
+export const GROUP_PROTOCOLS = [
+  { name: "range", version: 1 },
+  { name: "roundrobin", version: 1 },
+];
 
 /** Member id -> the topics it subscribed to (what the members' JoinGroup metadata carries). */
 export type Subscriptions = ReadonlyMap<string, { readonly topics?: readonly string[] }>;

@@ -2,16 +2,21 @@
  * The group leader's partition assignment (src/kafka/group-assigner.ts): Kafka's RangeAssignor,
  * each partition to exactly one member subscribed to its topic. First on member and topic mixes,
  * then against a live broker: Kafka sources and channels on different topics in one group (Flume's
- * default group "flume") each get their own topic's records, and two sources on one topic share it.
+ * default group "flume") each get their own topic's records, two sources on one topic share it,
+ * and Flume's own (Java) Kafka source shares a group with ours, either leading it.
  */
 import { describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
 import type { KafkaChannel } from "../../src/components/channels/kafka/index.ts";
 import type { KafkaSource } from "../../src/components/sources/kafka.ts";
 import { bodyText, createEvent, type Event } from "../../src/core/event.ts";
 import type { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { type PartitionCounts, rangeAssigner, rangeAssignment, type Subscriptions } from "../../src/kafka/group-assigner.ts";
-import { waitUntil } from "../support/helpers.ts";
-import { needsJvm } from "../support/jvm.ts";
+import { startFlume } from "../support/flume.ts";
+import { tempDirFor, waitUntil } from "../support/helpers.ts";
+import { FLUME_KAFKA } from "../support/jvm-artifacts.ts";
+import { needsJvm, resolveClasspath } from "../support/jvm.ts";
 import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFile, kafkaSink, kafkaSource, putEvents, takeEvents } from "../support/kafka-tests.ts";
 
 function members(spec: Record<string, string[] | undefined>): Subscriptions {
@@ -126,7 +131,12 @@ describe("range assignment", () => {
 });
 
 // Against a live broker: the components as an agent builds them.
-const kafka = kafkaForFile({ autoCreateTopics: false });
+const kafka = kafkaForFile({
+  autoCreateTopics: false,
+  async before() {
+    await resolveClasspath(FLUME_KAFKA);
+  },
+});
 const cleanups = cleanupsAfterEach();
 let topicNo = 0;
 
@@ -248,4 +258,63 @@ needsJvm.test(
     expect([...partitions[0], ...partitions[1]].sort()).toEqual(["0", "1", "2", "3"]);
   },
   240_000,
+);
+
+needsJvm.test(
+  "Flume's own Kafka source and ours in one group on different topics: each gets its records, ours leading the group and then Flume's",
+  async () => {
+    const flumeTopic = await newTopic();
+    const ourTopic = await newTopic();
+    const laterTopic = await newTopic();
+    const group = `mixed-${flumeTopic}`;
+    await produce([{ body: "for flume 1", topic: flumeTopic }]);
+    await produce([{ body: "for ours 1", topic: ourTopic }]);
+    // Ours first: it leads the group and assigns Flume's member its topic.
+    const first = source("r1", { "kafka.topics": ourTopic, "kafka.consumer.group.id": group });
+    await first.source.start();
+    const out = tempDirFor(cleanups, "flume-group-out-");
+    const flume = await startFlume({
+      readyTimeoutMs: 120_000,
+      extraSets: [FLUME_KAFKA],
+      conf: `a1.sources = r1
+a1.channels = c1
+a1.sinks = k1
+a1.sources.r1.type = org.apache.flume.source.kafka.KafkaSource
+a1.sources.r1.channels = c1
+a1.sources.r1.kafka.bootstrap.servers = ${kafka.bootstrap}
+a1.sources.r1.kafka.topics = ${flumeTopic}
+a1.sources.r1.kafka.consumer.group.id = ${group}
+a1.sources.r1.kafka.consumer.auto.offset.reset = earliest
+a1.sources.r1.batchDurationMillis = 200
+a1.sources.r1.batchSize = 100
+a1.channels.c1.type = memory
+a1.sinks.k1.type = file_roll
+a1.sinks.k1.channel = c1
+a1.sinks.k1.sink.directory = ${out}
+a1.sinks.k1.sink.rollInterval = 0
+`,
+    });
+    cleanups.push(() => flume.stop());
+    const rolled = () => readdirSync(out).flatMap((f) => readFileSync(path.join(out, f), "utf8").split("\n")).filter((l) => l !== "");
+    const flumeGot = async (lines: string[], what: string) => {
+      await waitUntil(() => rolled().length >= lines.length, what, 120_000, 200).catch((err) => {
+        throw new Error(`${(err as Error).message}; Flume's log:\n${flume.tail(40)}`);
+      });
+      expect(rolled()).toEqual(lines);
+    };
+    await flumeGot(["for flume 1"], "Flume's source to get its record");
+    const [got] = await pollAll([first], [1]);
+    expect(got.map(bodyText)).toEqual(["for ours 1"]);
+
+    // Ours leaves: Flume's member leads now, and assigns our next member its topic.
+    await first.source.stop();
+    const next = source("r2", { "kafka.topics": laterTopic, "kafka.consumer.group.id": group });
+    await next.source.start();
+    await produce([{ body: "for ours 2", topic: laterTopic }]);
+    await produce([{ body: "for flume 2", topic: flumeTopic }]);
+    const [later] = await pollAll([next], [1]);
+    expect(later.map(bodyText)).toEqual(["for ours 2"]);
+    await flumeGot(["for flume 1", "for flume 2"], "Flume's source to get its second record");
+  },
+  300_000,
 );
