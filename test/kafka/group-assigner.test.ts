@@ -6,7 +6,7 @@
  * and Flume's own (Java) Kafka source shares a group with ours, either leading it.
  */
 import { describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { KafkaChannel } from "../../src/components/channels/kafka/index.ts";
 import type { KafkaSource } from "../../src/components/sources/kafka.ts";
@@ -295,9 +295,9 @@ a1.sinks.k1.sink.rollInterval = 0
 `,
     });
     cleanups.push(() => flume.stop());
-    const rolled = () => readdirSync(out).flatMap((f) => readFileSync(path.join(out, f), "utf8").split("\n")).filter((l) => l !== "");
+    const rolled = () => (existsSync(out) ? readdirSync(out) : []).flatMap((f) => readFileSync(path.join(out, f), "utf8").split("\n")).filter((l) => l !== "");
     const flumeGot = async (lines: string[], what: string) => {
-      await waitUntil(() => rolled().length >= lines.length, what, 120_000, 200).catch((err) => {
+      await waitUntil(() => rolled().length >= lines.length, what, 60_000, 200).catch((err) => {
         throw new Error(`${(err as Error).message}; Flume's log:\n${flume.tail(40)}`);
       });
       expect(rolled()).toEqual(lines);
