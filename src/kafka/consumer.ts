@@ -20,6 +20,7 @@ import { isUnknownTopic, KafkaTopicMissingError, messageOf } from "./errors.ts";
 import { DirectCommits } from "./commit-api.ts";
 import { useOwnFetchReader } from "./fetch-api.ts";
 import { Fetcher } from "./fetcher.ts";
+import { GROUP_PROTOCOLS, rangeAssigner } from "./group-assigner.ts";
 import type { FetchedRecord } from "./record-batch-reader.ts";
 import { clientOptions, type ConsumerSettings, describeBrokers } from "./settings.ts";
 
@@ -126,6 +127,8 @@ export class KafkaPoller {
     const consumer = new kafka.Consumer<Buffer, Buffer, Buffer, Buffer>({
       ...clientOptions(s),
       groupId: s.groupId,
+      partitionAssigner: rangeAssigner,
+      protocols: GROUP_PROTOCOLS,
       autocommit: false,
       sessionTimeout: s.sessionTimeout,
       heartbeatInterval: s.heartbeatInterval,
