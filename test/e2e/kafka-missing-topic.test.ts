@@ -27,7 +27,8 @@ needsJvm.test(
     const agent = startAgent(
       dir,
       "a1",
-      `a1.sources = r1 r2
+      `# The source and the channel share Flume's default group (flume) on different topics.
+a1.sources = r1 r2
 a1.channels = c1 c2
 a1.sinks = k1 k2
 a1.sources.r1.type = kafka
@@ -35,7 +36,6 @@ a1.sources.r1.channels = c1
 a1.sources.r1.kafka.bootstrap.servers = ${kafka.bootstrap}
 a1.sources.r1.kafka.topics = missing-in
 a1.sources.r1.kafka.consumer.auto.offset.reset = earliest
-a1.sources.r1.kafka.consumer.group.id = from-missing-in
 a1.sources.r1.batchDurationMillis = 100
 a1.channels.c1.type = memory
 a1.channels.c1.capacity = 10000
@@ -53,7 +53,6 @@ a1.channels.c2.type = org.apache.flume.channel.kafka.KafkaChannel
 a1.channels.c2.kafka.bootstrap.servers = ${kafka.bootstrap}
 a1.channels.c2.kafka.topic = missing-channel
 a1.channels.c2.kafka.consumer.auto.offset.reset = earliest
-a1.channels.c2.kafka.consumer.group.id = through-missing-channel
 a1.sinks.k2.type = null
 a1.sinks.k2.channel = c2
 `,
