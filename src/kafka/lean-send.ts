@@ -4,8 +4,9 @@
  * header Maps, a copy of the message, a partitioner call and a `topic:partition` string for the
  * idempotent producer's sequences (measured: most of the Kafka channel's put CPU). Here the
  * records go to the Produce API as they are, grouped only by leader; partitions and sequences
- * are kept per partition, not per record. Metadata, connections, retries and the producer id
- * stay the library's (the symbols it exports for its own clients).
+ * are kept per partition, not per record. Metadata, connections, the client's quick retries
+ * and the producer id request stay the library's (the symbols it exports for its own clients);
+ * a batch's later retries (producer.ts) go through LeanBatch, under the same id and sequences.
  *
  * A record without partition and key goes with every other such record of the send to one
  * partition, the next one at the next send (the Java producer's sticky partitioning): a
@@ -14,6 +15,7 @@
 import type { Producer } from "@platformatic/kafka";
 import type { KafkaModule } from "./client.ts";
 import type { ProduceMessage } from "./record-batch.ts";
+import { FlumeError } from "../core/errors.ts";
 import { isRetriable } from "./retriable.ts";
 
 type Callback<T> = (error: Error | null, value?: T) => void;
@@ -82,6 +84,9 @@ export interface LeanBatch {
   sent: Sent | null;
 }
 
+/** A batch sent under a producer id that was dropped since (another batch's failure): not sent again under a new id, where the broker could not recognise it. */
+export class KafkaProducerIdDroppedError extends FlumeError {}
+
 /** Kafka's OUT_OF_ORDER_SEQUENCE_NUMBER: the batch's first sequence is not the one after the partition's last written one. */
 const OUT_OF_ORDER_SEQUENCE_NUMBER = 45;
 const SEQUENCE_MODULUS = 2147483648;
@@ -112,15 +117,19 @@ export class LeanSender {
 
   /**
    * Sends the batch's records (each one's partition is set by the first attempt); resolves once
-   * the broker acknowledged every one. Sent before and still under the current producer id: the
-   * same sequences again; else (first attempt, or the id dropped since) new ones.
+   * the broker acknowledged every one. Sent before: the same producer id and sequences again
+   * (KafkaProducerIdDroppedError when that id was dropped since).
    */
   async send(batch: LeanBatch): Promise<void> {
     const records = batch.records;
     if (records.length === 0) return;
-    const again = batch.sent !== null && batch.sent.info === this.info;
+    const again = batch.sent !== null;
     const topics = again ? batch.sent!.topics : topicsOf(records);
     const metadata = await promised<ClusterMetadata>((cb) => this.internals.metadata({ topics, autocreateTopics: true, forceUpdate: again }, cb));
+    if (again && batch.sent!.info !== this.info) {
+      // Written or not, unknown: given up (its events go back to the channel), never silently re-sent as new records.
+      throw new KafkaProducerIdDroppedError(`the producer id under which ${records.length} record(s) were sent unacknowledged was dropped after another batch failed: not sent again under a new one`);
+    }
     const counts = new Map<string, number[]>();
     // Again: the partitions are those of the first attempt, the grouping by leader today's.
     const byLeader = this.assign(records, metadata, counts);
