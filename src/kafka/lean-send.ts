@@ -4,8 +4,9 @@
  * header Maps, a copy of the message, a partitioner call and a `topic:partition` string for the
  * idempotent producer's sequences (measured: most of the Kafka channel's put CPU). Here the
  * records go to the Produce API as they are, grouped only by leader; partitions and sequences
- * are kept per partition, not per record. Metadata, connections, retries and the producer id
- * stay the library's (the symbols it exports for its own clients).
+ * are kept per partition, not per record. Metadata, connections, the client's quick retries
+ * and the producer id request stay the library's (the symbols it exports for its own clients);
+ * a batch's later retries (producer.ts) go through LeanBatch, under the same id and sequences.
  *
  * A record without partition and key goes with every other such record of the send to one
  * partition, the next one at the next send (the Java producer's sticky partitioning): a
@@ -14,6 +15,8 @@
 import type { Producer } from "@platformatic/kafka";
 import type { KafkaModule } from "./client.ts";
 import type { ProduceMessage } from "./record-batch.ts";
+import { FlumeError } from "../core/errors.ts";
+import { isRetriable } from "./retriable.ts";
 
 type Callback<T> = (error: Error | null, value?: T) => void;
 
@@ -61,12 +64,41 @@ function promised<T>(start: (cb: Callback<T>) => void): Promise<T> {
 /** What a record needs here: a topic; partition and key, when set, choose its partition (partition set by send). */
 export type LeanRecord = ProduceMessage & { topic: string; key?: Buffer | null };
 
+/** What the broker was sent for a batch: its producer id and each partition's first sequence, sent again as they are by a retry. */
+interface Sent {
+  info: ProducerInfo | null;
+  topics: string[];
+  /** `topic:partition` -> the first sequence of the batch's records of that partition. */
+  firsts: Map<string, number>;
+  options: object;
+}
+
+/**
+ * One batch of records through its attempts (LeanSender.batch, send as often as retried, end
+ * once): its partitions and sequences are set by the first attempt, and a retry sends the same
+ * under the same producer id, so that the broker answers a batch it already wrote (its answer
+ * lost) with success instead of writing it twice (as the Java idempotent producer).
+ */
+export interface LeanBatch {
+  readonly records: LeanRecord[];
+  sent: Sent | null;
+}
+
+/** A batch sent under a producer id that was dropped since (another batch's failure): not sent again under a new id, where the broker could not recognise it. */
+export class KafkaProducerIdDroppedError extends FlumeError {}
+
+/** Kafka's OUT_OF_ORDER_SEQUENCE_NUMBER: the batch's first sequence is not the one after the partition's last written one. */
+const OUT_OF_ORDER_SEQUENCE_NUMBER = 45;
+const SEQUENCE_MODULUS = 2147483648;
+
 export class LeanSender {
   private readonly internals: Internals;
   private info: ProducerInfo | null = null;
   private initializing: Promise<ProducerInfo> | null = null;
   /** The idempotent producer's next sequence, per topic, per partition. */
   private readonly sequences = new Map<string, number[]>();
+  /** The batches sent under the current producer id and not ended yet (acknowledged or given up). */
+  private readonly unresolved = new Set<LeanBatch>();
   /** The sticky partition of each topic's records that have neither partition nor key. */
   private sticky = 0;
 
@@ -79,38 +111,95 @@ export class LeanSender {
     this.internals = internalsOf(kafka, producer);
   }
 
-  /** Sends the records (each one's partition is set); resolves once the broker acknowledged every one. */
-  async send(records: LeanRecord[]): Promise<void> {
+  batch(records: LeanRecord[]): LeanBatch {
+    return { records, sent: null };
+  }
+
+  /**
+   * Sends the batch's records (each one's partition is set by the first attempt); resolves once
+   * the broker acknowledged every one. Sent before: the same producer id and sequences again
+   * (KafkaProducerIdDroppedError when that id was dropped since).
+   */
+  async send(batch: LeanBatch): Promise<void> {
+    const records = batch.records;
     if (records.length === 0) return;
-    const topics = topicsOf(records);
-    const metadata = await promised<ClusterMetadata>((cb) => this.internals.metadata({ topics, autocreateTopics: true }, cb));
+    const again = batch.sent !== null;
+    const topics = again ? batch.sent!.topics : topicsOf(records);
+    const metadata = await promised<ClusterMetadata>((cb) => this.internals.metadata({ topics, autocreateTopics: true, forceUpdate: again }, cb));
+    if (again && batch.sent!.info !== this.info) {
+      // Written or not, unknown: given up (its events go back to the channel), never silently re-sent as new records.
+      throw new KafkaProducerIdDroppedError(`the producer id under which ${records.length} record(s) were sent unacknowledged was dropped after another batch failed: not sent again under a new one`);
+    }
     const counts = new Map<string, number[]>();
+    // Again: the partitions are those of the first attempt, the grouping by leader today's.
     const byLeader = this.assign(records, metadata, counts);
-    const info = this.idempotent ? (this.info ?? (await this.producerInfo())) : null;
-    // From here to the Produce requests' writes nothing waits (metadata, connection and API
-    // are known): sends in flight at once write their requests in the order of their
-    // sequences, as the broker needs them on a connection.
-    const options = info ? { producerId: info.producerId, producerEpoch: info.producerEpoch, sequences: this.nextSequences(counts) } : {};
+    let sent: Sent;
+    if (again) sent = batch.sent!;
+    else {
+      const info = this.idempotent ? (this.info ?? (await this.producerInfo())) : null;
+      // From here to the Produce requests' writes nothing waits (metadata, connection and API
+      // are known): sends in flight at once write their requests in the order of their
+      // sequences, as the broker needs them on a connection.
+      const firsts = info ? this.nextSequences(counts) : new Map<string, number>();
+      const options = info ? { producerId: info.producerId, producerEpoch: info.producerEpoch, sequences: { getWithDefault: (key: string, fallback: number) => firsts.get(key) ?? fallback } } : {};
+      sent = batch.sent = { info, topics, firsts, options };
+      if (info) this.unresolved.add(batch);
+    }
     try {
-      if (byLeader instanceof Map) await Promise.all([...byLeader.values()].map((list) => this.sendTo(list, topics, options)));
-      else await this.sendTo(records, topics, options);
+      if (byLeader instanceof Map) await Promise.all([...byLeader.values()].map((list) => this.sendTo(list, topics, sent.options)));
+      else await this.sendTo(records, topics, sent.options);
     } catch (err) {
-      // As the library: after a failure the broker's sequences are unknown; the next send
-      // starts a new producer id. Sends in flight with the same id fail too (the broker
-      // refuses the sequences after the missing ones); a failure under an older id, after a
-      // new one was taken, leaves the new one alone.
-      if (this.info === info) {
-        this.info = null;
-        this.sequences.clear();
-      }
+      // A failure that a retry under the same id cannot mend drops the id at once: sends in
+      // flight under it then fail rather than retry (the broker refuses the sequences after
+      // the missing ones).
+      if (!this.canRetry(batch, err)) this.drop(sent.info);
       throw err;
     }
   }
 
-  /** After a send given up (not failed by the client): the next send takes a new producer id, its sequences from 0. */
-  forget(): void {
+  /**
+   * Whether the batch may be sent again as it is (same producer id and sequences) after it
+   * failed with `err`: as the Java idempotent producer, a retriable error (retriable.ts), or an
+   * OUT_OF_ORDER_SEQUENCE_NUMBER while an earlier batch of the same partition is still
+   * unresolved (written ahead of that one's retry: once it is in, this one's sequences are the
+   * next). Not: any other error (the broker's sequences for this id are unknown: UNKNOWN_PRODUCER_ID,
+   * INVALID_PRODUCER_EPOCH, a gap), or the id dropped since.
+   */
+  canRetry(batch: LeanBatch, err: unknown): boolean {
+    const sent = batch.sent;
+    if (!sent) return isRetriable(err);
+    if (this.idempotent && sent.info !== this.info) return false;
+    if (hasErrorCode(err, OUT_OF_ORDER_SEQUENCE_NUMBER, new Set())) return this.behindUnresolved(batch);
+    return isRetriable(err);
+  }
+
+  /** The batch's last attempt done: acknowledged, or given up (its fate unknown: the next send takes a new producer id, its sequences from 0). */
+  end(batch: LeanBatch, delivered: boolean): void {
+    this.unresolved.delete(batch);
+    if (!delivered && batch.sent) this.drop(batch.sent.info);
+  }
+
+  /** Drops the producer id `info` if still the current one (a failure under an older id, after a new one was taken, leaves the new one alone). */
+  private drop(info: ProducerInfo | null): void {
+    if (!info || this.info !== info) return;
     this.info = null;
     this.sequences.clear();
+    this.unresolved.clear();
+  }
+
+  /** Whether another unresolved batch under the same id has records of one of this batch's partitions with earlier sequences. */
+  private behindUnresolved(batch: LeanBatch): boolean {
+    const sent = batch.sent!;
+    for (const other of this.unresolved) {
+      if (other === batch || other.sent!.info !== sent.info) continue;
+      for (const [key, first] of sent.firsts) {
+        const theirs = other.sent!.firsts.get(key);
+        if (theirs === undefined) continue;
+        const ahead = (first - theirs + SEQUENCE_MODULUS) % SEQUENCE_MODULUS;
+        if (ahead > 0 && ahead < SEQUENCE_MODULUS / 2) return true;
+      }
+    }
+    return false;
   }
 
   /** A new producer id (one request for the sends waiting for it at once), its sequences from 0. */
@@ -120,6 +209,7 @@ export class LeanSender {
         const got = (await this.producer.initIdempotentProducer({})) as ProducerInfo;
         this.info = { producerId: got.producerId, producerEpoch: got.producerEpoch };
         this.sequences.clear();
+        this.unresolved.clear();
         return this.info;
       } finally {
         this.initializing = null;
@@ -167,7 +257,7 @@ export class LeanSender {
   }
 
   /** Each partition's first sequence in this send (the records of each counted in `counts`); the next ones moved past them. */
-  private nextSequences(counts: Map<string, number[]>): { getWithDefault(key: string, fallback: number): number } {
+  private nextSequences(counts: Map<string, number[]>): Map<string, number> {
     const first = new Map<string, number>();
     for (const [topic, c] of counts) {
       let next = this.sequences.get(topic);
@@ -180,10 +270,10 @@ export class LeanSender {
         if (c[p] === 0) continue;
         first.set(`${topic}:${p}`, next[p]);
         // Kafka's sequences wrap at 2^31 - 1.
-        next[p] = (next[p] + c[p]) % 2147483648;
+        next[p] = (next[p] + c[p]) % SEQUENCE_MODULUS;
       }
     }
-    return { getWithDefault: (key, fallback) => first.get(key) ?? fallback };
+    return first;
   }
 
   /** One Produce request to the leader of the records' partitions, retried (same sequences) as the library retries. */
@@ -219,4 +309,14 @@ function topicsOf(records: readonly LeanRecord[]): string[] {
   let more: Set<string> | null = null;
   for (const r of records) if (r.topic !== first) (more ??= new Set([first])).add(r.topic);
   return more ? [...more] : [first];
+}
+
+/** Whether `err` or an error it wraps (a ResponseError's per-partition errors, MultipleErrors' attempts) carries Kafka's error code `code`. */
+function hasErrorCode(err: unknown, code: number, seen: Set<unknown>): boolean {
+  if (typeof err !== "object" || err === null || seen.has(err)) return false;
+  seen.add(err);
+  const e = err as { apiCode?: unknown; errors?: unknown; cause?: unknown };
+  if (e.apiCode === code) return true;
+  if (Array.isArray(e.errors) && e.errors.some((inner) => hasErrorCode(inner, code, seen))) return true;
+  return e.cause !== undefined && hasErrorCode(e.cause, code, seen);
 }

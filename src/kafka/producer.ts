@@ -94,11 +94,12 @@ export class KafkaPublisher {
    * Sends records (setting each one's partition on the lean path); resolves once every one was
    * acknowledged. A send fails (KafkaDeliveryTimeoutError) once delivery.timeout.ms has passed
    * since it began, also when the client itself never answers. With retryUntilDeliveryTimeout,
-   * as the Java producer (retries unbounded by default): a broker that cannot be reached is
-   * tried again every retry.backoff.ms until then; with kafka.producer.retries set, the
-   * client's retries bound it instead. abort() fails the sends under way at once. What the
-   * client still does for a send given up is ignored: a late success only means the records
-   * are sent again (at least once).
+   * as the Java producer (retries unbounded by default): a retriable failure is tried again
+   * every retry.backoff.ms until then, the same records under the same producer id and
+   * sequences (lean-send.ts: a batch written whose answer was lost is not written again); with
+   * kafka.producer.retries set, the client's retries bound it instead. abort() fails the sends
+   * under way at once. What the client still does for a send given up is ignored: a late
+   * success only means the records are sent again (at least once).
    */
   async send(records: KafkaRecord[]): Promise<void> {
     if (!this.producer) await this.connect();
@@ -110,27 +111,29 @@ export class KafkaPublisher {
     givenUp.catch(() => {});
     this.pending.add(fail);
     const timer = setTimeout(() => fail(this.timedOut(records, last)), s.deliveryTimeout);
-    let lean = this.lean;
+    const lean = this.lean;
+    const batch = lean?.batch(records);
+    let delivered = false;
     try {
       for (;;) {
-        lean = this.lean;
-        const sending = lean ? lean.send(records) : this.producer!.send({ messages: records });
+        const sending = lean ? lean.send(batch!) : this.producer!.send({ messages: records });
         try {
           await Promise.race([sending, givenUp]);
+          delivered = true;
           return;
         } catch (err) {
           if (err instanceof KafkaDeliveryTimeoutError || err instanceof KafkaSendAbortedError) throw err;
-          if (!this.retryUntilDeliveryTimeout || !s.retriesUntilDeadline || !isRetriable(err)) throw this.explain(err, topicsOf(records));
+          const retriable = lean ? lean.canRetry(batch!, err) : isRetriable(err);
+          if (!this.retryUntilDeliveryTimeout || !s.retriesUntilDeadline || !retriable) throw this.explain(err, topicsOf(records));
           if (Date.now() + s.retryDelay >= deadline) throw this.timedOut(records, err);
           last = err;
           await Promise.race([delay(s.retryDelay), givenUp]);
         }
       }
-    } catch (err) {
-      // Given up with the client's send under way: the broker's sequences for this producer id are unknown, the next send takes a new one.
-      if (err instanceof KafkaDeliveryTimeoutError || err instanceof KafkaSendAbortedError) lean?.forget();
-      throw err;
     } finally {
+      // Given up (failed, timed out or aborted, maybe with a request under way): the broker's
+      // sequences for this producer id are unknown, the next send takes a new one.
+      lean?.end(batch!, delivered);
       clearTimeout(timer);
       this.pending.delete(fail);
     }

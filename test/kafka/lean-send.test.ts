@@ -1,0 +1,129 @@
+/**
+ * LeanSender's retry decisions, against a stand-in for the client's internals that answers each
+ * Produce request as the test says (a lost connection, the broker's OUT_OF_ORDER_SEQUENCE_NUMBER,
+ * success) and records what each request carried: a retry goes under the same producer id and
+ * sequences; the id is dropped only when the broker's sequences are unknown. The broker's side
+ * (a duplicate answered without a second copy) is tested against a live broker in
+ * test/components/kafka-sink-lost-answer.test.ts.
+ */
+import { beforeAll, expect, test } from "bun:test";
+import type { Producer } from "@platformatic/kafka";
+import { type KafkaModule, loadKafka } from "../../src/kafka/client.ts";
+import { KafkaProducerIdDroppedError, type LeanBatch, type LeanRecord, LeanSender } from "../../src/kafka/lean-send.ts";
+
+let kafka: KafkaModule;
+beforeAll(async () => {
+  kafka = await loadKafka();
+});
+
+type Answer = "lost" | "out-of-order" | "ok";
+interface Request {
+  producerId: bigint;
+  firstSequence: number;
+  records: number;
+}
+
+type Callback = (error: Error | null, value?: unknown) => void;
+type Options = { producerId?: bigint; sequences?: { getWithDefault(key: string, fallback: number): number } };
+
+/** A sender over a stand-in client: each Produce request takes the next answer; what each carried is kept. */
+function sender(answers: Answer[]): { lean: LeanSender; requests: Request[] } {
+  const requests: Request[] = [];
+  let ids = 0n;
+  const metadata = { brokers: new Map([[1, {}]]), topics: new Map([["t", { partitionsCount: 1, partitions: [{ leader: 1 }] }]]) };
+  const produce = (_c: unknown, _acks: number, _t: number, records: LeanRecord[], options: Options, cb: Callback) => {
+    requests.push({ producerId: options.producerId!, firstSequence: options.sequences!.getWithDefault("t:0", -1), records: records.length });
+    const answer = answers.shift() ?? "ok";
+    const error = answer === "lost" ? new kafka.NetworkError("Connection closed") : answer === "out-of-order" ? new kafka.ResponseError(0, 9, { "/topics/0/partitions/0": [45, null] }, {}) : null;
+    setTimeout(() => cb(error, error ? undefined : {}), 1);
+  };
+  const fake = {
+    [kafka.kMetadata]: (_o: unknown, cb: Callback) => cb(null, metadata),
+    [kafka.kGetConnection]: (_b: unknown, cb: Callback) => cb(null, {}),
+    [kafka.kGetApi]: (_n: string, cb: Callback) => cb(null, produce),
+    // No quick retries of the client's own: each failure reaches the sender.
+    [kafka.kPerformWithRetry]: (_id: string, op: (cb: Callback) => void, cb: Callback) => op(cb),
+    [kafka.kOptions]: { timeout: 1000 },
+    initIdempotentProducer: async () => ({ producerId: ++ids, producerEpoch: 0 }),
+  };
+  return { lean: new LeanSender(kafka, fake as unknown as Producer<Buffer, Uint8Array, Buffer, Buffer>, -1, true), requests };
+}
+
+const records = (n: number): LeanRecord[] => Array.from({ length: n }, (_, i) => ({ topic: "t", value: Buffer.from(`e${i}`) }));
+
+async function failure(p: Promise<void>): Promise<unknown> {
+  return p.then(
+    () => null,
+    (e: unknown) => e,
+  );
+}
+
+test("a batch whose answer was lost is sent again under the same producer id and sequences; the next batch's sequences follow it", async () => {
+  const { lean, requests } = sender(["lost"]);
+  const a = lean.batch(records(3));
+  const err = await failure(lean.send(a));
+  expect(lean.canRetry(a, err)).toBe(true);
+  await lean.send(a);
+  lean.end(a, true);
+  const b = lean.batch(records(2));
+  await lean.send(b);
+  lean.end(b, true);
+  expect(requests).toEqual([
+    { producerId: 1n, firstSequence: 0, records: 3 },
+    { producerId: 1n, firstSequence: 0, records: 3 },
+    { producerId: 1n, firstSequence: 3, records: 2 },
+  ]);
+});
+
+test("a batch refused OUT_OF_ORDER while an earlier one is being retried is retried behind it, under the same id", async () => {
+  const { lean, requests } = sender(["lost", "out-of-order"]);
+  const a = lean.batch(records(3));
+  const b = lean.batch(records(2));
+  const [errA, errB] = await Promise.all([failure(lean.send(a)), failure(lean.send(b))]);
+  expect(lean.canRetry(a, errA)).toBe(true);
+  // b reached the broker before a's retry: its sequences are the next once a is in.
+  expect(lean.canRetry(b, errB)).toBe(true);
+  await lean.send(a);
+  lean.end(a, true);
+  await lean.send(b);
+  lean.end(b, true);
+  expect(requests.map((r) => [r.producerId, r.firstSequence])).toEqual([
+    [1n, 0],
+    [1n, 3],
+    [1n, 0],
+    [1n, 3],
+  ]);
+});
+
+test("OUT_OF_ORDER with no earlier batch unresolved (a gap: the broker's sequences are unknown) drops the id: the next batch goes under a new one from 0", async () => {
+  const { lean, requests } = sender(["out-of-order"]);
+  const a = lean.batch(records(3));
+  const err = await failure(lean.send(a));
+  expect(lean.canRetry(a, err)).toBe(false);
+  lean.end(a, false);
+  const b = lean.batch(records(2));
+  await lean.send(b);
+  expect(requests.map((r) => [r.producerId, r.firstSequence])).toEqual([
+    [1n, 0],
+    [2n, 0],
+  ]);
+});
+
+test("a batch given up drops the id; another batch in flight under it is then not retried, nor sent again under the new id", async () => {
+  const { lean, requests } = sender(["lost", "lost"]);
+  const a = lean.batch(records(3));
+  const b = lean.batch(records(2));
+  const [, errB] = await Promise.all([failure(lean.send(a)), failure(lean.send(b))]);
+  // a given up (its delivery timeout passed): whether the broker wrote it is unknown.
+  lean.end(a, false);
+  expect(lean.canRetry(b, errB)).toBe(false);
+  expect(await failure(lean.send(b))).toBeInstanceOf(KafkaProducerIdDroppedError);
+  lean.end(b, false);
+  const c: LeanBatch = lean.batch(records(1));
+  await lean.send(c);
+  expect(requests.map((r) => [r.producerId, r.firstSequence])).toEqual([
+    [1n, 0],
+    [1n, 3],
+    [2n, 0],
+  ]);
+});
