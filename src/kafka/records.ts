@@ -65,9 +65,10 @@ export function setSourceHeaders(h: Record<string, string>, run: SourceRun, offs
   if (shape.timestampHeader !== null) h[shape.timestampHeader] = String(timestamp);
   const mapped = shape.mapped;
   if (mapped !== null && recordHeaders) {
-    for (const name in mapped) {
-      const kafkaName = mapped[name];
-      for (const [k, v] of recordHeaders) if (k.toString("utf8") === kafkaName) h[name] = v.toString("utf8");
+    // Each record header's name decoded once, whatever the number of mappings.
+    for (const [k, v] of recordHeaders) {
+      const kafkaName = k.toString("utf8");
+      for (const name in mapped) if (mapped[name] === kafkaName) h[name] = v.toString("utf8");
     }
   }
   if (shape.topicHeader !== null && h[shape.topicHeader] === undefined) h[shape.topicHeader] = run.topic;

@@ -86,6 +86,8 @@ export class KafkaSink extends BaseSink implements Sink {
   private failing: DeliveryFailure | null = null;
   /** kafka.topic with escapes, compiled at configure time; null: the topic as written (no per-event work). */
   private readonly topicTemplate: EscapeTemplate | null;
+  /** The last computed or header topic found to be a valid Kafka topic name. */
+  private validTopic = "";
   /** Escapes topicTemplate for each event; made at start (with this host's names when the template has %[...]). */
   private escaper: Escaper | null = null;
   private readonly headerNames: [string, Buffer][];
@@ -183,6 +185,14 @@ export class KafkaSink extends BaseSink implements Sink {
     })());
   }
 
+  /** Whether t is a topic Kafka accepts; the last one found valid is remembered (a batch's events mostly share one), so most events skip the pattern. */
+  private isValidTopic(t: string): boolean {
+    if (t === this.validTopic) return true;
+    if (!isTopicName(t)) return false;
+    this.validTopic = t;
+    return true;
+  }
+
   private topicOf(headers: Readonly<Record<string, string>>): string {
     const o = this.options;
     if (!o.allowTopicOverride) return o.topic;
@@ -190,7 +200,7 @@ export class KafkaSink extends BaseSink implements Sink {
     // Unlike Flume, an empty header names no topic: kafka.topic is used (Flume sends to "", which the broker refuses, batch after batch).
     if (t) {
       // The broker's refusal names neither the topic nor the header.
-      if (!isTopicName(t)) throw new KafkaSettingError(`${this.label}: header ${o.topicHeader} = "${t}" is not a Kafka topic name (${TOPIC_NAME_RULE}); the batch is rolled back and taken again: fix the event's header, or set allowTopicOverride = false`);
+      if (!this.isValidTopic(t)) throw new KafkaSettingError(`${this.label}: header ${o.topicHeader} = "${t}" is not a Kafka topic name (${TOPIC_NAME_RULE}); the batch is rolled back and taken again: fix the event's header, or set allowTopicOverride = false`);
       return t;
     }
     const template = this.topicTemplate;
@@ -203,7 +213,7 @@ export class KafkaSink extends BaseSink implements Sink {
       if (err instanceof MissingTimestampError) throw new MissingTimestampError(`${this.label}: ${err.message}`, { cause: err });
       throw err;
     }
-    if (!isTopicName(topic)) {
+    if (!this.isValidTopic(topic)) {
       throw new KafkaSettingError(
         `${this.label}: kafka.topic = "${template.template}" gives the topic "${topic}" for an event, which is not a Kafka topic name (${TOPIC_NAME_RULE}); the batch is rolled back and taken again: fix the event's headers or kafka.topic`,
       );
