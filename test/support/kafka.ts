@@ -119,8 +119,18 @@ export async function startKafkaCluster(size: number, opts: KafkaOptions = {}): 
   const root = mkdtempSync(path.join(tmpdir(), "flume-kafka-"));
   writeFileSync(path.join(root, "log4j2.xml"), LOG4J2);
   const id = clusterId();
+  // The kernel may hand a just-closed ephemeral port out again: each listener gets one no other has.
+  const taken = new Set<number>(opts.ports ?? []);
+  const another = async () => {
+    for (;;) {
+      const port = await freePortOn127();
+      if (taken.has(port)) continue;
+      taken.add(port);
+      return port;
+    }
+  };
   const ports: { port: number; controllerPort: number; securePort: number; sslPort: number }[] = [];
-  for (let i = 0; i < size; i++) ports.push({ port: opts.ports?.[i] ?? (await freePortOn127()), controllerPort: await freePortOn127(), securePort: await freePortOn127(), sslPort: await freePortOn127() });
+  for (let i = 0; i < size; i++) ports.push({ port: opts.ports?.[i] ?? (await another()), controllerPort: await another(), securePort: await another(), sslPort: await another() });
   const voters = ports.map((p, i) => `${i + 1}@127.0.0.1:${p.controllerPort}`).join(",");
   const rf = Math.min(size, 3);
   const nodes: KafkaNode[] = [];
