@@ -17,7 +17,7 @@ import path from "node:path";
 import { spawn } from "node:child_process";
 import { startFlume } from "../../test/support/flume.ts";
 import { FLUME_KAFKA } from "../../test/support/jvm-artifacts.ts";
-import { kafkaTool, startKafka } from "../../test/support/kafka.ts";
+import { KAFKA_SERVER_START_JVM, kafkaTool, startKafka } from "../../test/support/kafka.ts";
 import { cpuMs, fmt, freePort, peakRssMb } from "./_util.ts";
 import { channelConf, sinkConf, sourceConf } from "./kafka.ts";
 
@@ -94,7 +94,7 @@ async function run(binary: string, conf: string, group: string, key: string): Pr
 }
 
 const dir = mkdtempSync(path.join(tmpdir(), "kafka-ab-"));
-const kafka = await startKafka();
+const kafka = await startKafka({ brokerJvm: KAFKA_SERVER_START_JVM });
 try {
   const modes = (process.env.AB_MODES ?? "source,channel").split(",");
   // The source reads these records; the channel and the sink write their own.

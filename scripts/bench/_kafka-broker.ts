@@ -3,9 +3,9 @@
  * bootstrap address and creating the topics named on the command line: for profiling an agent
  * (`bun --cpu-prof src/cli.ts run ...`) against the same broker as the benchmark.
  */
-import { startKafka } from "../../test/support/kafka.ts";
+import { KAFKA_SERVER_START_JVM, startKafka } from "../../test/support/kafka.ts";
 
-const kafka = await startKafka();
+const kafka = await startKafka({ brokerJvm: KAFKA_SERVER_START_JVM });
 for (const t of process.argv.slice(2)) await kafka.createTopic(t);
 console.log(`bootstrap ${kafka.bootstrap}`);
 const stop = async () => {

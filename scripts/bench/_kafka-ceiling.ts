@@ -19,7 +19,7 @@ import path from "node:path";
 import { silentLogger } from "../../src/core/logger.ts";
 import { KafkaPoller, type KafkaMessage } from "../../src/kafka/consumer.ts";
 import { consumerSettings } from "../../src/kafka/settings.ts";
-import { kafkaTool, startKafka } from "../../test/support/kafka.ts";
+import { KAFKA_SERVER_START_JVM, kafkaTool, startKafka } from "../../test/support/kafka.ts";
 import { cpuMs, fmt, freePort, peakRssMb } from "./_util.ts";
 import { sourceConf } from "./kafka.ts";
 
@@ -164,7 +164,7 @@ if (process.argv[2] === "--reader") {
   const binary = process.env.CEILING_AGENT ?? "dist/flume";
   const runs = Number(process.env.BENCH_RUNS ?? 2);
   const dir = mkdtempSync(path.join(tmpdir(), "kafka-ceiling-"));
-  const kafka = await startKafka();
+  const kafka = await startKafka({ brokerJvm: KAFKA_SERVER_START_JVM });
   const broker = kafka.nodes[0].peer.pid;
   const brokerLog = () => readFileSync(kafka.nodes[0].peer.logFile, "utf8");
   try {

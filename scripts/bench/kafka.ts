@@ -3,7 +3,7 @@
  * (`flume run`, the built binary when present), side by side in one run with Apache Flume
  * 1.11's KafkaSink / KafkaSource / KafkaChannel and with Kafka's own ProducerPerformance and
  * ConsumerPerformance (the ceiling on this machine), all on one local broker (KRaft, started
- * here from Maven Central's jars):
+ * here from Maven Central's jars with the JVM options of Kafka's kafka-server-start.sh):
  *   stress (100-byte events) -> memory -> kafka sink (batch 1000, acks=all)
  *   kafka source (batch 1000) -> memory -> null
  *   stress -> kafka channel -> null
@@ -16,7 +16,7 @@ import path from "node:path";
 import { startFlume } from "../../test/support/flume.ts";
 import { FLUME_KAFKA } from "../../test/support/jvm-artifacts.ts";
 import { javaVersion } from "../../test/support/jvm.ts";
-import { type KafkaCluster, kafkaTool, startKafka } from "../../test/support/kafka.ts";
+import { KAFKA_SERVER_START_JVM, type KafkaCluster, kafkaTool, startKafka } from "../../test/support/kafka.ts";
 import { fmt, freePort, peakRssMb, timeAgent } from "./_util.ts";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
@@ -176,7 +176,7 @@ export async function run(): Promise<void> {
   }
   const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 2));
   const dir = mkdtempSync(path.join(tmpdir(), "flume-bench-kafka-"));
-  const kafka = await startKafka();
+  const kafka = await startKafka({ brokerJvm: KAFKA_SERVER_START_JVM });
   let n = 0;
   const ours = async (conf: string, group: string, key: string) => {
     const file = path.join(dir, `${++n}.conf`);
