@@ -79,6 +79,40 @@ async function failureOf(k: KafkaSink): Promise<Error> {
 }
 
 needsJvm.test(
+  "with useFlumeEventFormat and a kafka.producer.compression.type (gzip, snappy, lz4, zstd) each event is still written as a FlumeEvent: a source with useFlumeEventFormat gets its body and headers",
+  async () => {
+    for (const codec of ["gzip", "snappy", "lz4", "zstd"]) {
+      const topic = await newTopic();
+      const { sink: k, channel } = sink({ "kafka.topic": topic, useFlumeEventFormat: "true", "kafka.producer.compression.type": codec });
+      await k.start();
+      const events = Array.from({ length: 20 }, (_, i) => createEvent(`${codec} ${i}`, { host: `web-${i % 3}`, seq: String(i) }));
+      await sendAll(k, channel, events);
+      const { source: r, channel: out } = kafkaSource(
+        { "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topics": topic, "kafka.consumer.group.id": `check-${topic}`, "kafka.consumer.auto.offset.reset": "earliest", useFlumeEventFormat: "true", batchDurationMillis: "100" },
+        { cleanups, name: `r-${codec}` },
+      );
+      await r.start();
+      const got: Event[] = [];
+      await waitUntil(
+        async () => {
+          if ((await r.process()) === "BACKOFF") await Bun.sleep(20);
+          got.push(...(await takeEvents(out)));
+          return got.length >= events.length;
+        },
+        `the ${codec} batch read back`,
+        60_000,
+      );
+      expect(got.map(bodyText)).toEqual(events.map(bodyText));
+      expect(got.map((e) => [e.headers.host, e.headers.seq])).toEqual(events.map((e) => [e.headers.host, e.headers.seq]));
+      expect(r.counter.values.EventReadFail).toBe(0);
+      await r.stop();
+      await k.stop();
+    }
+  },
+  240_000,
+);
+
+needsJvm.test(
   "allowTopicOverride = false: every event goes to kafka.topic, whatever its topic header or the header named by topicHeader",
   async () => {
     const [fixed, other] = [await newTopic(), await newTopic()];
