@@ -26,14 +26,12 @@ const kafka = kafkaForFile({
 });
 afterAll(() => proxy?.close());
 const cleanups = cleanupsAfterEach();
-let topicNo = 0;
 
 const BATCH = 100;
 const bodies = (n: number, from = 0) => Array.from({ length: n }, (_, i) => `event-${String(from + i).padStart(6, "0")}`);
 
 async function sinkOnNewTopic(inFlight: number, total: number): Promise<{ sink: KafkaSink; topic: string }> {
-  const topic = `lost-answer${++topicNo}-${Date.now()}`;
-  await kafka.createTopic(topic, { partitions: 1 });
+  const topic = await kafka.newTopic();
   const { sink } = kafkaSink(
     {
       "kafka.bootstrap.servers": `127.0.0.1:${proxy!.port}`,

@@ -17,14 +17,6 @@ import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFile, kafkaSi
 
 const kafka = kafkaForFile({ autoCreateTopics: false });
 const cleanups = cleanupsAfterEach();
-let topicNo = 0;
-
-async function newTopic(partitions = 1): Promise<string> {
-  const topic = `t${++topicNo}-${Date.now()}`;
-  await kafka.createTopic(topic, { partitions });
-  return topic;
-}
-
 function sink(props: Record<string, string>, logger = new MemoryLogger()) {
   return kafkaSink({ "kafka.bootstrap.servers": kafka.bootstrap, ...props }, { cleanups, logger });
 }
@@ -47,7 +39,7 @@ async function pollUntil(r: KafkaSource, channel: MemoryChannel, want: number, g
 needsJvm.test(
   "sink to broker to source with useFlumeEventFormat keeps every header, the key and the mapped Kafka headers",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     const { sink: k, channel } = sink({ "kafka.topic": topic, useFlumeEventFormat: "true", "header.trace": "x-trace", "kafka.producer.acks": "all" });
     await k.start();
     const sent = Array.from({ length: 50 }, (_, i) => createEvent(`event ${i}`, { seq: String(i), key: `k${i % 3}`, trace: `tr${i}` }));
@@ -81,7 +73,7 @@ needsJvm.test(
 needsJvm.test(
   "plain records from Kafka's console producer are read by the source, keys as the key header",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     await consoleProduce(kafka, topic, ["a\tline one", "b\tline two", "c\tline three"], { keys: true });
     const { source: r, channel } = source({ "kafka.topics": topic, "kafka.consumer.group.id": `g-${topic}` });
     await r.start();
@@ -96,7 +88,7 @@ needsJvm.test(
 needsJvm.test(
   "records of the sink are read by Kafka's console consumer with their key and headers",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     const { sink: k, channel } = sink({ "kafka.topic": topic, "header.color": "colour" });
     await k.start();
     await put(channel, [createEvent("first", { key: "k1", color: "red" }), createEvent("second", { key: "k2" })]);
@@ -110,7 +102,7 @@ needsJvm.test(
 needsJvm.test(
   "a batch after one with keys, headers, partitions and timestamps: its records carry none of them over",
   async () => {
-    const topic = await newTopic(2);
+    const topic = await kafka.newTopic({ partitions: 2 });
     const { sink: k, channel } = sink({ "kafka.topic": topic, "header.color": "colour", partitionIdHeader: "p", timestampHeader: "ts" });
     await k.start();
     await put(channel, [createEvent("first", { key: "k1", color: "red", p: "1", ts: "1000" }), createEvent("second", { key: "k2", color: "blue", p: "1", ts: "2000" })]);
@@ -132,8 +124,8 @@ needsJvm.test(
 needsJvm.test(
   "a topic %{header} in kafka.topic and the topic header choose the topic of each event",
   async () => {
-    const a = await newTopic();
-    const b = await newTopic();
+    const a = await kafka.newTopic();
+    const b = await kafka.newTopic();
     const { sink: k, channel } = sink({ "kafka.topic": "%{dest}" });
     await k.start();
     await put(channel, [createEvent("to a", { dest: a }), createEvent("to b", { topic: b })]);
@@ -158,8 +150,8 @@ needsJvm.test(
 needsJvm.test(
   "records that are not Avro FlumeEvents are logged with topic, partition and offset, counted, skipped and sent to the dead-letter topic; the good ones after them arrive",
   async () => {
-    const topic = await newTopic();
-    const dlq = await newTopic();
+    const topic = await kafka.newTopic();
+    const dlq = await kafka.newTopic();
     const garbage = ["this is not avro at all, just text that runs on", '{"json": "neither"}', "x"];
     await consoleProduce(kafka, topic, garbage);
     const { sink: k, channel: sinkChannel } = sink({ "kafka.topic": topic, useFlumeEventFormat: "true" });
@@ -188,7 +180,7 @@ needsJvm.test(
 needsJvm.test(
   "a dead-letter topic that refuses the bad records holds the batch: nothing skipped, nothing put, no offset committed, an error naming the topic and the reason, retried; the bad record logged once however many retries; with a topic that takes them everything goes on",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     // The broker refuses every dead letter on this topic as too large.
     const refusing = `refusing-${topic}`;
     await kafka.createTopic(refusing, { config: { "max.message.bytes": "64" } });
@@ -220,7 +212,7 @@ needsJvm.test(
     expect(await takeEvents(channel)).toEqual([]);
     await r.stop();
     // The next member of the group, with a dead-letter topic that takes them, gets every record from offset 0.
-    const working = await newTopic();
+    const working = await kafka.newTopic();
     const { source: next, channel: out } = source({ "kafka.topics": topic, useFlumeEventFormat: "true", "kafka.deadLetterTopic": working, "kafka.consumer.group.id": group }, undefined, new MemoryLogger(), "r2");
     await next.start();
     expect((await pollUntil(next, out, 2)).map(bodyText)).toEqual(["good one", "good two"]);
@@ -235,7 +227,7 @@ needsJvm.test(
 needsJvm.test(
   "a dead-letter topic that does not exist (auto-create off) fails the source's start with an error naming the topic and the setting",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     const { source: r } = source({ "kafka.topics": topic, useFlumeEventFormat: "true", "kafka.deadLetterTopic": "no-such-dead-letters" });
     await expect(r.start()).rejects.toThrow(/kafka source r1: the dead-letter topic no-such-dead-letters \(kafka\.deadLetterTopic\) cannot be written: .*topic no-such-dead-letters does not exist/);
   },
@@ -245,8 +237,8 @@ needsJvm.test(
 needsJvm.test(
   "the channel with parseAsFlumeEvent skips records that are not FlumeEvents into its dead-letter topic and is not wedged by them",
   async () => {
-    const topic = await newTopic();
-    const dlq = await newTopic();
+    const topic = await kafka.newTopic();
+    const dlq = await kafka.newTopic();
     await consoleProduce(kafka, topic, ["garbage in the channel"]);
     const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}`, "kafka.deadLetterTopic": dlq });
     await c.start();
@@ -275,7 +267,7 @@ needsJvm.test(
 needsJvm.test(
   "the channel with a dead-letter topic that refuses the bad record fails the take's commit naming the topic and the reason, committing no offset; the next member of the group, with a topic that takes it, gets everything",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     const refusing = `refusing-${topic}`;
     await kafka.createTopic(refusing, { config: { "max.message.bytes": "64" } });
     await consoleProduce(kafka, topic, [`garbage in the channel ${"x".repeat(200)}`]);
@@ -306,7 +298,7 @@ needsJvm.test(
     // Not counted while its take is not committed.
     expect(c.counter.values.EventReadFail).toBe(0);
     await c.stop();
-    const working = await newTopic();
+    const working = await kafka.newTopic();
     const next = channel({ "kafka.topic": topic, "kafka.consumer.group.id": group, "kafka.deadLetterTopic": working }, "kc2");
     await next.start();
     expect((await takeUntil(next, 1)).map(bodyText)).toEqual(["after the garbage"]);
@@ -319,8 +311,8 @@ needsJvm.test(
 needsJvm.test(
   "a batch with a bad record that the channel refuses is read again: the bad record is logged, counted and dead-lettered once, however often its batch comes back",
   async () => {
-    const topic = await newTopic();
-    const dlq = await newTopic();
+    const topic = await kafka.newTopic();
+    const dlq = await kafka.newTopic();
     await consoleProduce(kafka, topic, ["not an Avro FlumeEvent"]);
     const { sink: k, channel: sinkChannel } = sink({ "kafka.topic": topic, useFlumeEventFormat: "true" });
     await k.start();
@@ -350,7 +342,7 @@ needsJvm.test(
 needsJvm.test(
   "offsets are committed only after the channel committed: a refused batch is read again by the next member of the group",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     await consoleProduce(kafka, topic, ["one", "two", "three"]);
     const group = `g-${topic}`;
     // A channel that holds two events refuses the batch of three: nothing may be committed.
@@ -409,7 +401,7 @@ function holdCommits(r: KafkaSource) {
 needsJvm.test(
   "offsets are committed while the next batches are read and put, one commit at a time covering the batches put meanwhile, at most four batches uncommitted: a crash re-reads at most those, and skips none",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     const all = Array.from({ length: 60 }, (_, i) => `m${i}`);
     await consoleProduce(kafka, topic, all);
     const props = { "kafka.topics": topic, "kafka.consumer.group.id": `g-${topic}`, batchSize: "10", "kafka.consumer.session.timeout.ms": "6000", "kafka.consumer.heartbeat.interval.ms": "1000" };
@@ -449,7 +441,7 @@ needsJvm.test(
 needsJvm.test(
   "uncommittedBatches = 1 keeps Flume's bound: a batch goes to the channel only once the commit before it ended, so a crash re-reads one batch at most",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     const all = Array.from({ length: 30 }, (_, i) => `u${i}`);
     await consoleProduce(kafka, topic, all);
     const props = { "kafka.topics": topic, "kafka.consumer.group.id": `g-${topic}`, batchSize: "10", uncommittedBatches: "1", "kafka.consumer.session.timeout.ms": "6000", "kafka.consumer.heartbeat.interval.ms": "1000" };
@@ -509,7 +501,7 @@ async function takeUntil(c: KafkaChannel, want: number, commit = true, ms = 60_0
 needsJvm.test(
   "the channel: puts are visible once committed, a rolled-back take comes back in order, a crash re-reads what was not committed",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     const props = { "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}` };
     const c = channel(props);
     await c.start();
@@ -545,7 +537,7 @@ needsJvm.test(
 needsJvm.test(
   "the channel's puts go to the partition of partitionIdHeader, else defaultPartitionId, with the key header as the record key, each partition's records in put order",
   async () => {
-    const topic = await newTopic(3);
+    const topic = await kafka.newTopic({ partitions: 3 });
     const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}`, parseAsFlumeEvent: "false", partitionIdHeader: "p", defaultPartitionId: "2" });
     await c.start();
     await put(c, [
@@ -571,7 +563,7 @@ needsJvm.test(
 needsJvm.test(
   "the channel's puts without partition settings (idempotent producer, acks all): every put's events are taken back in their order, none lost or repeated",
   async () => {
-    const topic = await newTopic(3);
+    const topic = await kafka.newTopic({ partitions: 3 });
     const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}` });
     await c.start();
     const puts = Array.from({ length: 6 }, (_, p) => Array.from({ length: 150 }, (_, i) => createEvent(`p${p}-${i}`, { put: String(p), i: String(i) })));
@@ -588,7 +580,7 @@ needsJvm.test(
 needsJvm.test(
   "a record larger than kafka.producer.max.request.size is logged naming the setting; the rest of the batch is sent",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     const { sink: k, channel, logger } = sink({ "kafka.topic": topic, "kafka.producer.max.request.size": "1000" });
     await k.start();
     await put(channel, [createEvent("small one"), createEvent("x".repeat(2000)), createEvent("small two")]);
@@ -603,8 +595,7 @@ needsJvm.test(
 needsJvm.test(
   "a record larger than the topic's max.message.bytes is refused by the broker, logged naming the setting, and the rest of the batch is sent",
   async () => {
-    const topic = `t${++topicNo}-${Date.now()}`;
-    await kafka.createTopic(topic, { config: { "max.message.bytes": "1000" } });
+    const topic = await kafka.newTopic({ config: { "max.message.bytes": "1000" } });
     const { sink: k, channel, logger } = sink({ "kafka.topic": topic });
     await k.start();
     await put(channel, [createEvent("small one"), createEvent("x".repeat(2000)), createEvent("small two")]);
@@ -620,7 +611,7 @@ needsJvm.test(
 needsJvm.test(
   "the channel refuses a put with a record over kafka.producer.max.request.size naming the setting, and takes the next put",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}`, "kafka.producer.max.request.size": "1000" });
     await c.start();
     const big = c.getTransaction();
@@ -639,7 +630,7 @@ needsJvm.test(
 needsJvm.test(
   "a second member joining the group and the first leaving lose nothing and repeat at most the batches not committed",
   async () => {
-    const topic = await newTopic(4);
+    const topic = await kafka.newTopic({ partitions: 4 });
     const total = 3000;
     await consoleProduce(kafka, topic, Array.from({ length: total }, (_, i) => `m${i}`));
     const group = `g-${topic}`;
@@ -677,7 +668,7 @@ needsJvm.test(
 needsJvm.test(
   "a source whose broker was SIGKILLed and restarted reads what is written after the restart",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     await consoleProduce(kafka, topic, ["before"]);
     const group = `g-${topic}`;
     const { source: r, channel, logger } = source({ "kafka.topics": topic, "kafka.consumer.group.id": group, "kafka.consumer.session.timeout.ms": "6000", "kafka.consumer.request.timeout.ms": "5000" });

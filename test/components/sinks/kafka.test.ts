@@ -16,6 +16,7 @@ import { startFlume } from "../../support/flume.ts";
 import { startCli, tempDirFor, waitUntil } from "../../support/helpers.ts";
 import { FLUME_KAFKA } from "../../support/jvm-artifacts.ts";
 import { needsJvm, resolveClasspath } from "../../support/jvm.ts";
+import { uniqueName } from "../../support/kafka.ts";
 import { cleanupsAfterEach, kafkaForFile, kafkaSink, kafkaSource, memoryChannel, putEvents, takeEvents } from "../../support/kafka-tests.ts";
 
 const kafka = kafkaForFile({
@@ -25,14 +26,6 @@ const kafka = kafkaForFile({
   },
 });
 const cleanups = cleanupsAfterEach();
-let topicNo = 0;
-
-async function newTopic(partitions = 1): Promise<string> {
-  const topic = `sink${++topicNo}-${Date.now()}`;
-  await kafka.createTopic(topic, { partitions });
-  return topic;
-}
-
 function sink(props: Record<string, string>) {
   return kafkaSink({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.producer.acks": "all", ...props }, { cleanups });
 }
@@ -82,7 +75,7 @@ needsJvm.test(
   "with useFlumeEventFormat and a kafka.producer.compression.type (gzip, snappy, lz4, zstd) each event is still written as a FlumeEvent: a source with useFlumeEventFormat gets its body and headers",
   async () => {
     for (const codec of ["gzip", "snappy", "lz4", "zstd"]) {
-      const topic = await newTopic();
+      const topic = await kafka.newTopic();
       const { sink: k, channel } = sink({ "kafka.topic": topic, useFlumeEventFormat: "true", "kafka.producer.compression.type": codec });
       await k.start();
       const events = Array.from({ length: 20 }, (_, i) => createEvent(`${codec} ${i}`, { host: `web-${i % 3}`, seq: String(i) }));
@@ -115,7 +108,7 @@ needsJvm.test(
 needsJvm.test(
   "allowTopicOverride = false: every event goes to kafka.topic, whatever its topic header or the header named by topicHeader",
   async () => {
-    const [fixed, other] = [await newTopic(), await newTopic()];
+    const [fixed, other] = [await kafka.newTopic(), await kafka.newTopic()];
     const { sink: k, channel } = sink({ "kafka.topic": fixed, allowTopicOverride: "false", topicHeader: "dest" });
     await k.start();
     const events = [createEvent("plain"), createEvent("topic header", { topic: other }), createEvent("dest header", { dest: other })];
@@ -153,7 +146,7 @@ const localDate = (ms: number) => {
 needsJvm.test(
   "kafka.topic takes Flume's escapes: %{app}, %Y-%m-%d from the timestamp header (agent's time zone) and %[localhost]; a topic header still wins, an empty one does not (ours: kafka.topic)",
   async () => {
-    const base = `esc${++topicNo}-${Date.now()}`;
+    const base = uniqueName("esc");
     const [day1, day2] = [Date.UTC(2024, 2, 5, 12), Date.UTC(2024, 2, 6, 12)];
     const host = hostname();
     const topicFor = (app: string, ts: number) => `${base}-${app}-${localDate(ts)}-${host}`;
@@ -179,7 +172,7 @@ needsJvm.test(
 needsJvm.test(
   "Flume 1.11's KafkaSink and ours, given kafka.topic = ...-%{app}-%Y-%m-%d-%[localhost] and the same headers, send to the same topic",
   async () => {
-    const base = `par${++topicNo}-${Date.now()}`;
+    const base = uniqueName("par");
     const ts = Date.UTC(2024, 2, 5, 12);
     const topic = `${base}-billing-${localDate(ts)}-${hostname()}`;
     await kafka.createTopic(topic, { partitions: 1 });
@@ -220,7 +213,7 @@ a1.sinks.k1.kafka.topic = ${template}
 needsJvm.test(
   "a date escape in kafka.topic and an event without a timestamp header: the batch is rolled back, nothing sent, the error says what to add; once kafka.topic is fixed every event is delivered once",
   async () => {
-    const base = `nots${++topicNo}-${Date.now()}`;
+    const base = uniqueName("nots");
     const ts = Date.UTC(2024, 2, 5, 12);
     const [dated, fixed] = [`${base}-${localDate(ts)}`, `${base}-all`];
     for (const t of [dated, fixed]) await kafka.createTopic(t, { partitions: 1 });
@@ -248,7 +241,7 @@ needsJvm.test(
 needsJvm.test(
   "a header that makes kafka.topic no Kafka topic name fails the batch naming the computed topic and kafka.topic, a topic header Kafka refuses naming the header: rolled back, nothing sent",
   async () => {
-    const base = `badname${++topicNo}-${Date.now()}`;
+    const base = uniqueName("badname");
     await kafka.createTopic(`${base}-ok`, { partitions: 1 });
     for (const bad of ["two words", "a/b", "x".repeat(250)]) {
       const { sink: k, channel } = sink({ "kafka.topic": `${base}-%{app}` });
@@ -289,7 +282,7 @@ test("kafka.topic is compiled at configure time: an unknown %[...] is a problem 
 needsJvm.test(
   "a custom topicHeader chooses the topic; the default header name `topic` is then an ordinary header",
   async () => {
-    const [main, chosen, ignored] = [await newTopic(), await newTopic(), await newTopic()];
+    const [main, chosen, ignored] = [await kafka.newTopic(), await kafka.newTopic(), await kafka.newTopic()];
     const { sink: k, channel } = sink({ "kafka.topic": main, topicHeader: "dest" });
     await k.start();
     const toChosen = [createEvent("by dest 1", { dest: chosen }), createEvent("by dest 2", { dest: chosen, topic: ignored })];
@@ -305,7 +298,7 @@ needsJvm.test(
 needsJvm.test(
   "defaultPartitionId sends every record to that partition, whatever its key; partitionIdHeader overrides it per event",
   async () => {
-    const topic = await newTopic(3);
+    const topic = await kafka.newTopic({ partitions: 3 });
     const { sink: k, channel } = sink({ "kafka.topic": topic, defaultPartitionId: "2", partitionIdHeader: "p" });
     await k.start();
     const keyed = Array.from({ length: 30 }, (_, i) => createEvent(`keyed ${i}`, { key: `key-${i}` }));
@@ -325,7 +318,7 @@ needsJvm.test(
 needsJvm.test(
   "a partitionIdHeader value that is not a partition number fails the batch naming the header and its value, as Flume's sink: rolled back, nothing sent",
   async () => {
-    const topic = await newTopic(2);
+    const topic = await kafka.newTopic({ partitions: 2 });
     for (const bad of ["abc", "", " 1", "1.0", "-1"]) {
       const { sink: k, channel } = sink({ "kafka.topic": topic, partitionIdHeader: "p", defaultPartitionId: "1" });
       await k.start();
@@ -344,7 +337,7 @@ needsJvm.test(
 needsJvm.test(
   "an agent configured only with Flume's deprecated names (brokerList, topic, batchSize, requiredAcks) delivers, each name warned about with its new one",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     const dir = tempDirFor(cleanups, "flume-kafka-deprecated-");
     const file = path.join(dir, "a1.conf");
     writeFileSync(

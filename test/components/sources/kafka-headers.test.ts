@@ -20,14 +20,6 @@ import { cleanupsAfterEach, kafkaForFile, kafkaSink, kafkaSource, putEvents, tak
 
 const kafka = kafkaForFile({ autoCreateTopics: false });
 const cleanups = cleanupsAfterEach();
-let topicNo = 0;
-
-async function newTopic(): Promise<string> {
-  const topic = `h${++topicNo}-${Date.now()}`;
-  await kafka.createTopic(topic);
-  return topic;
-}
-
 /** Writes the events to `topic` with our sink (its other settings in `props`), acknowledged by the broker. */
 async function produce(topic: string, events: Event[], props: Record<string, string> = {}): Promise<void> {
   const { sink, channel } = kafkaSink({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topic": topic, "kafka.producer.acks": "all", ...props }, { cleanups, name: `k-${topic}` });
@@ -87,7 +79,7 @@ const MILLIS = /^\d{13}$/;
 needsJvm.test(
   "plain records: timestamp, topic, partition, offset and the key as headers and nothing more, alike in headers, readHeaders and JSON",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     await produce(topic, [createEvent("one", { key: "k1" }), createEvent("two"), createEvent("three", { key: "k3", other: "not sent" })]);
     const got = await read(topic, 3);
     expect(got.map(bodyText)).toEqual(["one", "two", "three"]);
@@ -104,7 +96,7 @@ needsJvm.test(
 needsJvm.test(
   "timestampHeader holds the record's Kafka timestamp; setTopicHeader = false sets no topic header; a topicHeader puts the topic there instead of in topic",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     // The sink's timestampHeader makes the records' Kafka timestamps 1000, 2000.
     await produce(topic, [createEvent("a", { ts: "1000" }), createEvent("b", { ts: "2000" })], { timestampHeader: "ts" });
 
@@ -126,7 +118,7 @@ needsJvm.test(
 needsJvm.test(
   "header.NAME brings a record header into the event; record headers not named stay out",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     // The sink sends the event headers trace and color as the record headers trace and color.
     await produce(topic, [createEvent("x", { trace: "t-1", color: "red" }), createEvent("y", { color: "blue" })], { "header.trace": "trace", "header.color": "color" });
     // The same name on both sides of header.NAME, so the mapping reads alike either way round.
@@ -140,7 +132,7 @@ needsJvm.test(
 needsJvm.test(
   "header.NAME = KAFKA_HEADER puts the record header KAFKA_HEADER in the event header NAME, as Flume 1.11's source (and as the sink's header.NAME, the other way)",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     // The sink sends the event header trace as the record header x-trace.
     await produce(topic, [createEvent("x", { trace: "t-1", color: "red" })], { "header.trace": "x-trace", "header.color": "color" });
     const [h] = headersOf(await read(topic, 1, { "header.traceId": "x-trace" }));
@@ -152,7 +144,7 @@ needsJvm.test(
 needsJvm.test(
   "without a timestamp header in the event, timestamp is the record's Kafka timestamp, as Flume 1.11's source",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     // The sink's timestampHeader sets the records' Kafka timestamps.
     await produce(topic, [createEvent("a", { ts: "1000" }), createEvent("b", { ts: "1234567890123" })], { timestampHeader: "ts" });
     expect(headersOf(await read(topic, 2)).map((h) => h.timestamp)).toEqual(["1000", "1234567890123"]);
@@ -163,7 +155,7 @@ needsJvm.test(
 needsJvm.test(
   "useFlumeEventFormat: a FlumeEvent's own timestamp, topic, partition and offset headers win over the record's (as Flume's source); its key is the record's key; every other header kept as sent",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     const own = { timestamp: "5", topic: "elsewhere", partition: "7", offset: "99", from: "its own", key: "own-key", text: "café ✓", empty: "" };
     // allowTopicOverride off: the event's topic header is data, not where it goes.
     await produce(topic, [createEvent("with own headers", own), createEvent("with none", { only: "this" })], { useFlumeEventFormat: "true", allowTopicOverride: "false" });
@@ -183,8 +175,8 @@ needsJvm.test(
 needsJvm.test(
   "the headers the source sets are written to a file channel: the channel opened again gives every event its headers",
   async () => {
-    const plain = await newTopic();
-    const avro = await newTopic();
+    const plain = await kafka.newTopic();
+    const avro = await kafka.newTopic();
     await produce(plain, [createEvent("plain one", { key: "p1", trace: "t1", ts: "3000" }), createEvent("plain two", { ts: "4000" })], { "header.trace": "trace", timestampHeader: "ts" });
     await produce(avro, [createEvent("avro one", { a: "1", text: "café ✓" }), createEvent("avro two", { offset: "42" })], { useFlumeEventFormat: "true" });
 
