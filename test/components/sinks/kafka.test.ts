@@ -1,7 +1,11 @@
 /**
- * The Kafka sink's topic (Flume's escapes in kafka.topic, beside Flume 1.11's own KafkaSink) and
- * partition choices and Flume's deprecated names, against a live Apache Kafka broker
- * (test/support/kafka.ts) that creates no topic on use.
+ * The Kafka sink (src/components/sinks/kafka.ts) against a live Apache Kafka broker
+ * (test/support/kafka.ts) that creates no topic on use: its topic (Flume's escapes in
+ * kafka.topic, beside Flume 1.11's own KafkaSink) and partition choices, Flume's deprecated
+ * names, FlumeEvents under every compression, what Kafka's console consumer reads of its records
+ * (keys, headers, partitions, timestamps), and records over max.request.size or the topic's
+ * max.message.bytes. Batches in flight and lost answers: kafka-in-flight.test.ts and
+ * kafka-lost-answer.test.ts beside this file.
  */
 import { writeFileSync } from "node:fs";
 import { hostname } from "node:os";
@@ -16,7 +20,7 @@ import { startFlume } from "../../support/flume.ts";
 import { startCli, tempDirFor, waitUntil } from "../../support/helpers.ts";
 import { FLUME_KAFKA } from "../../support/jvm-artifacts.ts";
 import { needsJvm, resolveClasspath } from "../../support/jvm.ts";
-import { uniqueName } from "../../support/kafka.ts";
+import { consoleConsume, uniqueName } from "../../support/kafka.ts";
 import { cleanupsAfterEach, kafkaForFile, kafkaSink, kafkaSource, memoryChannel, putEvents, takeEvents } from "../../support/kafka-tests.ts";
 
 const kafka = kafkaForFile({
@@ -373,6 +377,88 @@ a1.sinks.k1.requiredAcks = -1
     expect(out()).toContain(`topic ${topic}, acks all`);
     const got = await readEvents(topic);
     expect(got.map(bodyText).sort((a, b) => Number(a) - Number(b))).toEqual(Array.from({ length: 25 }, (_, i) => String(i)));
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "records of the sink are read by Kafka's console consumer with their key and headers",
+  async () => {
+    const topic = await kafka.newTopic();
+    const { sink: k, channel } = sink({ "kafka.topic": topic, "header.color": "colour" });
+    await k.start();
+    await putEvents(channel, [createEvent("first", { key: "k1", color: "red" }), createEvent("second", { key: "k2" })]);
+    expect(await k.process()).toBe("READY");
+    const lines = await consoleConsume(kafka, topic, 2, { printKey: true, printHeaders: true });
+    expect(lines).toEqual(["colour:red\tk1\tfirst", "NO_HEADERS\tk2\tsecond"]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a batch after one with keys, headers, partitions and timestamps: its records carry none of them over",
+  async () => {
+    const topic = await kafka.newTopic({ partitions: 2 });
+    const { sink: k, channel } = sink({ "kafka.topic": topic, "header.color": "colour", partitionIdHeader: "p", timestampHeader: "ts" });
+    await k.start();
+    await putEvents(channel, [createEvent("first", { key: "k1", color: "red", p: "1", ts: "1000" }), createEvent("second", { key: "k2", color: "blue", p: "1", ts: "2000" })]);
+    expect(await k.process()).toBe("READY");
+    await putEvents(channel, [createEvent("third"), createEvent("fourth", { color: "green" })]);
+    expect(await k.process()).toBe("READY");
+    const lines = await consoleConsume(kafka, topic, 4, { printKey: true, printHeaders: true, printPartition: true, printTimestamp: true });
+    const byBody = Object.fromEntries(lines.map((l) => [l.slice(l.lastIndexOf("\t") + 1), l]));
+    expect(byBody.first).toBe("CreateTime:1000\tPartition:1\tcolour:red\tk1\tfirst");
+    expect(byBody.second).toBe("CreateTime:2000\tPartition:1\tcolour:blue\tk2\tsecond");
+    // Sent now, to any partition, without a key; the second with its own header only.
+    expect(byBody.third).toMatch(/^CreateTime:\d{13}\tPartition:[01]\tNO_HEADERS\tnull\tthird$/);
+    expect(byBody.fourth).toMatch(/^CreateTime:\d{13}\tPartition:[01]\tcolour:green\tnull\tfourth$/);
+    expect(Number(byBody.third.slice(11, 24))).toBeGreaterThan(Date.now() - 600_000);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a topic %{header} in kafka.topic and the topic header choose the topic of each event",
+  async () => {
+    const a = await kafka.newTopic();
+    const b = await kafka.newTopic();
+    const { sink: k, channel } = sink({ "kafka.topic": "%{dest}" });
+    await k.start();
+    await putEvents(channel, [createEvent("to a", { dest: a }), createEvent("to b", { topic: b })]);
+    expect(await k.process()).toBe("READY");
+    expect(await consoleConsume(kafka, a, 1)).toEqual(["to a"]);
+    expect(await consoleConsume(kafka, b, 1)).toEqual(["to b"]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a record larger than kafka.producer.max.request.size is logged naming the setting; the rest of the batch is sent",
+  async () => {
+    const topic = await kafka.newTopic();
+    const { sink: k, channel, logger } = sink({ "kafka.topic": topic, "kafka.producer.max.request.size": "1000" });
+    await k.start();
+    await putEvents(channel, [createEvent("small one"), createEvent("x".repeat(2000)), createEvent("small two")]);
+    expect(await k.process()).toBe("READY");
+    expect(await consoleConsume(kafka, topic, 2)).toEqual(["small one", "small two"]);
+    expect(k.counter.values.EventWriteFail).toBe(1);
+    expect(logger.lines.filter((l) => l.level === "error").map((l) => l.message)).toEqual([expect.stringContaining("larger than kafka.producer.max.request.size (1000); raise it")]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a record larger than the topic's max.message.bytes is refused by the broker, logged naming the setting, and the rest of the batch is sent",
+  async () => {
+    const topic = await kafka.newTopic({ config: { "max.message.bytes": "1000" } });
+    const { sink: k, channel, logger } = sink({ "kafka.topic": topic });
+    await k.start();
+    await putEvents(channel, [createEvent("small one"), createEvent("x".repeat(2000)), createEvent("small two")]);
+    expect(await k.process()).toBe("READY");
+    expect(await consoleConsume(kafka, topic, 2)).toEqual(["small one", "small two"]);
+    expect(k.counter.values.EventWriteFail).toBe(1);
+    expect(channel.counter.values.ChannelSize).toBe(0);
+    expect(logger.lines.filter((l) => l.level === "error").map((l) => l.message)).toEqual([expect.stringContaining("as too large; raise the topic's max.message.bytes")]);
   },
   240_000,
 );

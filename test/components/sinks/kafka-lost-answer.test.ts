@@ -6,13 +6,13 @@
  * answers it without writing it again. Each event is in the topic exactly once, in order.
  */
 import { afterAll, expect } from "bun:test";
-import type { KafkaSink } from "../../src/components/sinks/kafka.ts";
-import { createEvent } from "../../src/core/event.ts";
-import { waitUntil } from "../support/helpers.ts";
-import { needsJvm } from "../support/jvm.ts";
-import { freePortOn127 } from "../support/kafka.ts";
-import { type KafkaProxy, startKafkaProxy } from "../support/kafka-proxy.ts";
-import { cleanupsAfterEach, kafkaForFile, kafkaSink, memoryChannel, putEvents, readTopic } from "../support/kafka-tests.ts";
+import type { KafkaSink } from "../../../src/components/sinks/kafka.ts";
+import { createEvent } from "../../../src/core/event.ts";
+import { waitUntil } from "../../support/helpers.ts";
+import { needsJvm } from "../../support/jvm.ts";
+import { freePortOn127 } from "../../support/kafka.ts";
+import { type KafkaProxy, startKafkaProxy } from "../../support/kafka-proxy.ts";
+import { cleanupsAfterEach, kafkaForFile, kafkaSink, memoryChannel, putEvents, readTopic } from "../../support/kafka-tests.ts";
 
 let proxy: KafkaProxy | null = null;
 const kafka = kafkaForFile({

@@ -4,13 +4,13 @@
  * failed one (and those sent after it) rolls back, and nothing acknowledged is lost.
  */
 import { expect } from "bun:test";
-import type { KafkaSink } from "../../src/components/sinks/kafka.ts";
-import { bodyText, createEvent, type Event } from "../../src/core/event.ts";
-import type { Channel } from "../../src/core/channel.ts";
-import { MemoryLogger } from "../../src/core/logger.ts";
-import { waitUntil } from "../support/helpers.ts";
-import { needsJvm } from "../support/jvm.ts";
-import { cleanupsAfterEach, kafkaForFile, kafkaSink, memoryChannel, putEvents, readTopic } from "../support/kafka-tests.ts";
+import type { KafkaSink } from "../../../src/components/sinks/kafka.ts";
+import { bodyText, createEvent, type Event } from "../../../src/core/event.ts";
+import type { Channel } from "../../../src/core/channel.ts";
+import { MemoryLogger } from "../../../src/core/logger.ts";
+import { waitUntil } from "../../support/helpers.ts";
+import { needsJvm } from "../../support/jvm.ts";
+import { cleanupsAfterEach, kafkaForFile, kafkaSink, memoryChannel, putEvents, readTopic } from "../../support/kafka-tests.ts";
 
 const kafka = kafkaForFile({ autoCreateTopics: false });
 const cleanups = cleanupsAfterEach();
