@@ -239,3 +239,19 @@ needsJvm.test(
   },
   240_000,
 );
+
+needsJvm.test(
+  "the channel with a kafka.producer.compression.type (lz4) still writes FlumeEvents: a take gets each event's body and headers",
+  async () => {
+    const topic = await kafka.newTopic();
+    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}`, "kafka.producer.compression.type": "lz4" });
+    await c.start();
+    const events = Array.from({ length: 20 }, (_, i) => createEvent(`lz4 ${i}`, { host: `web-${i % 3}`, seq: String(i) }));
+    await put(c, events);
+    const taken = await takeUntil(c, events.length);
+    expect(taken.map(bodyText)).toEqual(events.map(bodyText));
+    expect(taken.map((e) => [e.headers.host, e.headers.seq])).toEqual(events.map((e) => [e.headers.host, e.headers.seq]));
+    expect(c.counter.values.EventReadFail).toBe(0);
+  },
+  240_000,
+);
