@@ -7,6 +7,7 @@ import type { Event } from "../core/event.ts";
 import type { Logger } from "../core/logger.ts";
 import { loadKafka } from "./client.ts";
 import { LeanSender } from "./lean-send.ts";
+import { encodeFlumeEvent } from "./flume-event.ts";
 import { useOwnRecordBatches } from "./produce-api.ts";
 import { isTooLarge, isUnknownTopic, KafkaDeliveryTimeoutError, KafkaRecordTooLargeError, KafkaSendAbortedError, KafkaTopicMissingError, messageOf } from "./errors.ts";
 import { isRetriable } from "./retriable.ts";
@@ -33,6 +34,15 @@ export function recordSize(r: KafkaRecord): number {
   let n = RECORD_OVERHEAD + (r.flumeEvent ? r.eventSize! : r.value.length) + (r.key?.length ?? 0);
   if (r.headers) for (const [k, v] of r.headers) n += k.length + v.length + 10;
   return n;
+}
+
+/**
+ * The records as the library's Producer.send takes them: it keeps only topic, key, value,
+ * headers, partition and timestamp of each, so a record to be written as a FlumeEvent carries
+ * the event's Avro bytes as its value (else the body alone would be sent).
+ */
+function libraryMessages(records: readonly KafkaRecord[]): KafkaRecord[] {
+  return records.map((r) => (r.flumeEvent ? { ...r, value: encodeFlumeEvent(r.flumeEvent), flumeEvent: undefined, eventSize: undefined } : r));
 }
 
 function delay(ms: number): Promise<void> {
@@ -113,10 +123,11 @@ export class KafkaPublisher {
     const timer = setTimeout(() => fail(this.timedOut(records, last)), s.deliveryTimeout);
     const lean = this.lean;
     const batch = lean?.batch(records);
+    const messages = lean ? null : libraryMessages(records);
     let delivered = false;
     try {
       for (;;) {
-        const sending = lean ? lean.send(batch!) : this.producer!.send({ messages: records });
+        const sending = lean ? lean.send(batch!) : this.producer!.send({ messages: messages! });
         try {
           await Promise.race([sending, givenUp]);
           delivered = true;

@@ -17,6 +17,7 @@ import { startFlume } from "../support/flume.ts";
 import { tempDirFor, waitUntil } from "../support/helpers.ts";
 import { FLUME_KAFKA } from "../support/jvm-artifacts.ts";
 import { needsJvm, resolveClasspath } from "../support/jvm.ts";
+import { uniqueName } from "../support/kafka.ts";
 import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFile, kafkaSink, kafkaSource, putEvents, takeEvents } from "../support/kafka-tests.ts";
 
 function members(spec: Record<string, string[] | undefined>): Subscriptions {
@@ -138,17 +139,9 @@ const kafka = kafkaForFile({
   },
 });
 const cleanups = cleanupsAfterEach();
-let topicNo = 0;
-
-async function newTopic(partitions = 1): Promise<string> {
-  const topic = `grp${++topicNo}-${Date.now()}`;
-  await kafka.createTopic(topic, { partitions });
-  return topic;
-}
-
 /** Writes events through our Kafka sink, each to its topic (the topic header) and partition (partitionIdHeader) when given. */
 async function produce(events: { body: string; topic: string; partition?: number }[]): Promise<void> {
-  const { sink, channel } = kafkaSink({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topic": events[0].topic, partitionIdHeader: "p", "kafka.producer.acks": "all" }, { cleanups, name: `k${topicNo}` });
+  const { sink, channel } = kafkaSink({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topic": events[0].topic, partitionIdHeader: "p", "kafka.producer.acks": "all" }, { cleanups, name: uniqueName("k") });
   await sink.start();
   await putEvents(channel, events.map((e) => createEvent(e.body, { topic: e.topic, ...(e.partition === undefined ? {} : { p: String(e.partition) }) })));
   // A batch of flumeBatchSize (100) at a time.
@@ -193,8 +186,8 @@ async function takeFrom(c: KafkaChannel, want: number, ms = 60_000): Promise<Eve
 needsJvm.test(
   "a Kafka source on one topic and a Kafka channel on another, both in the default group flume, each get their records",
   async () => {
-    const sourceTopic = await newTopic();
-    const channelTopic = await newTopic();
+    const sourceTopic = await kafka.newTopic();
+    const channelTopic = await kafka.newTopic();
     await produce([{ body: "for the source", topic: sourceTopic }]);
     // Neither sets kafka.consumer.group.id: both are in Flume's default group.
     const r = source("r1", { "kafka.topics": sourceTopic });
@@ -217,8 +210,8 @@ needsJvm.test(
 needsJvm.test(
   "two sources on different topics in one group each get their own topic's records, and only those",
   async () => {
-    const a = await newTopic(2);
-    const b = await newTopic(3);
+    const a = await kafka.newTopic({ partitions: 2 });
+    const b = await kafka.newTopic({ partitions: 3 });
     const group = `g-${a}`;
     const ra = source("ra", { "kafka.topics": a, "kafka.consumer.group.id": group });
     await ra.source.start();
@@ -240,7 +233,7 @@ needsJvm.test(
 needsJvm.test(
   "two sources on one 4-partition topic in one group share it, two partitions each, nothing lost or read twice",
   async () => {
-    const topic = await newTopic(4);
+    const topic = await kafka.newTopic({ partitions: 4 });
     const group = `g-${topic}`;
     const r1 = source("r1", { "kafka.topics": topic, "kafka.consumer.group.id": group });
     await r1.source.start();
@@ -263,9 +256,9 @@ needsJvm.test(
 needsJvm.test(
   "Flume's own Kafka source and ours in one group on different topics: each gets its records, ours leading the group and then Flume's",
   async () => {
-    const flumeTopic = await newTopic();
-    const ourTopic = await newTopic();
-    const laterTopic = await newTopic();
+    const flumeTopic = await kafka.newTopic();
+    const ourTopic = await kafka.newTopic();
+    const laterTopic = await kafka.newTopic();
     const group = `mixed-${flumeTopic}`;
     await produce([{ body: "for flume 1", topic: flumeTopic }]);
     await produce([{ body: "for ours 1", topic: ourTopic }]);

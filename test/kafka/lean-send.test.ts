@@ -4,7 +4,7 @@
  * success) and records what each request carried: a retry goes under the same producer id and
  * sequences; the id is dropped only when the broker's sequences are unknown. The broker's side
  * (a duplicate answered without a second copy) is tested against a live broker in
- * test/components/kafka-sink-lost-answer.test.ts.
+ * test/components/sinks/kafka-lost-answer.test.ts.
  */
 import { beforeAll, expect, test } from "bun:test";
 import type { Producer } from "@platformatic/kafka";

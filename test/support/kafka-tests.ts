@@ -59,6 +59,7 @@ export function kafkaForFile(opts: FileKafkaOptions = {}): KafkaCluster {
       return started().classpath;
     },
     createTopic: (topic, o) => started().createTopic(topic, o),
+    newTopic: (o) => started().newTopic(o),
     leaderOf: (topic, partition) => started().leaderOf(topic, partition),
     stop: () => started().stop(),
   };

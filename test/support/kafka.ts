@@ -62,10 +62,28 @@ export interface KafkaCluster {
   readonly bootstrap: string;
   readonly classpath: string;
   /** Creates a topic with Kafka's admin tool (waits for it). */
-  createTopic(topic: string, opts?: { partitions?: number; replicationFactor?: number; config?: Record<string, string> }): Promise<void>;
+  createTopic(topic: string, opts?: TopicOptions): Promise<void>;
+  /** Creates a topic with a name no other test of the process uses (uniqueName(prefix), prefix "t" by default); returns the name. */
+  newTopic(opts?: TopicOptions & { prefix?: string }): Promise<string>;
   /** The node leading a partition of a topic. */
   leaderOf(topic: string, partition?: number): Promise<KafkaNode>;
   stop(): Promise<void>;
+}
+
+export interface TopicOptions {
+  /** 1 by default. */
+  partitions?: number;
+  /** The cluster's size up to 3 by default. */
+  replicationFactor?: number;
+  /** Topic settings (max.message.bytes...). */
+  config?: Record<string, string>;
+}
+
+let nameNo = 0;
+
+/** `<prefix><n>-<now>`: a topic, group or component name no other call in this process returns, nor an earlier run on the same broker. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}${++nameNo}-${Date.now()}`;
 }
 
 export interface KafkaOptions {
@@ -239,6 +257,11 @@ export async function startKafkaCluster(size: number, opts: KafkaOptions = {}): 
       for (const [k, v] of Object.entries(o.config ?? {})) args.push("--config", `${k}=${v}`);
       const r = await kafkaTool(classpath, "org.apache.kafka.tools.TopicCommand", args, { timeoutMs: 120_000 });
       if (r.code !== 0) throw new Error(`creating topic ${topic} failed (exit ${r.code}):\n${r.output.slice(-4000)}`);
+    },
+    async newTopic(o = {}) {
+      const topic = uniqueName(o.prefix ?? "t");
+      await this.createTopic(topic, o);
+      return topic;
     },
     async leaderOf(topic, partition = 0) {
       const r = await kafkaTool(classpath, "org.apache.kafka.tools.TopicCommand", ["--bootstrap-server", bootstrap, "--describe", "--topic", topic], { timeoutMs: 120_000 });

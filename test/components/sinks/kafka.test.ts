@@ -1,7 +1,11 @@
 /**
- * The Kafka sink's topic (Flume's escapes in kafka.topic, beside Flume 1.11's own KafkaSink) and
- * partition choices and Flume's deprecated names, against a live Apache Kafka broker
- * (test/support/kafka.ts) that creates no topic on use.
+ * The Kafka sink (src/components/sinks/kafka.ts) against a live Apache Kafka broker
+ * (test/support/kafka.ts) that creates no topic on use: its topic (Flume's escapes in
+ * kafka.topic, beside Flume 1.11's own KafkaSink) and partition choices, Flume's deprecated
+ * names, FlumeEvents under every compression, what Kafka's console consumer reads of its records
+ * (keys, headers, partitions, timestamps), and records over max.request.size or the topic's
+ * max.message.bytes. Batches in flight and lost answers: kafka-in-flight.test.ts and
+ * kafka-lost-answer.test.ts beside this file.
  */
 import { writeFileSync } from "node:fs";
 import { hostname } from "node:os";
@@ -16,6 +20,7 @@ import { startFlume } from "../../support/flume.ts";
 import { startCli, tempDirFor, waitUntil } from "../../support/helpers.ts";
 import { FLUME_KAFKA } from "../../support/jvm-artifacts.ts";
 import { needsJvm, resolveClasspath } from "../../support/jvm.ts";
+import { consoleConsume, uniqueName } from "../../support/kafka.ts";
 import { cleanupsAfterEach, kafkaForFile, kafkaSink, kafkaSource, memoryChannel, putEvents, takeEvents } from "../../support/kafka-tests.ts";
 
 const kafka = kafkaForFile({
@@ -25,14 +30,6 @@ const kafka = kafkaForFile({
   },
 });
 const cleanups = cleanupsAfterEach();
-let topicNo = 0;
-
-async function newTopic(partitions = 1): Promise<string> {
-  const topic = `sink${++topicNo}-${Date.now()}`;
-  await kafka.createTopic(topic, { partitions });
-  return topic;
-}
-
 function sink(props: Record<string, string>) {
   return kafkaSink({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.producer.acks": "all", ...props }, { cleanups });
 }
@@ -79,9 +76,43 @@ async function failureOf(k: KafkaSink): Promise<Error> {
 }
 
 needsJvm.test(
+  "with useFlumeEventFormat and a kafka.producer.compression.type (gzip, snappy, lz4, zstd) each event is still written as a FlumeEvent: a source with useFlumeEventFormat gets its body and headers",
+  async () => {
+    for (const codec of ["gzip", "snappy", "lz4", "zstd"]) {
+      const topic = await kafka.newTopic();
+      const { sink: k, channel } = sink({ "kafka.topic": topic, useFlumeEventFormat: "true", "kafka.producer.compression.type": codec });
+      await k.start();
+      const events = Array.from({ length: 20 }, (_, i) => createEvent(`${codec} ${i}`, { host: `web-${i % 3}`, seq: String(i) }));
+      await sendAll(k, channel, events);
+      const { source: r, channel: out } = kafkaSource(
+        { "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topics": topic, "kafka.consumer.group.id": `check-${topic}`, "kafka.consumer.auto.offset.reset": "earliest", useFlumeEventFormat: "true", batchDurationMillis: "100" },
+        { cleanups, name: `r-${codec}` },
+      );
+      await r.start();
+      const got: Event[] = [];
+      await waitUntil(
+        async () => {
+          if ((await r.process()) === "BACKOFF") await Bun.sleep(20);
+          got.push(...(await takeEvents(out)));
+          return got.length >= events.length;
+        },
+        `the ${codec} batch read back`,
+        60_000,
+      );
+      expect(got.map(bodyText)).toEqual(events.map(bodyText));
+      expect(got.map((e) => [e.headers.host, e.headers.seq])).toEqual(events.map((e) => [e.headers.host, e.headers.seq]));
+      expect(r.counter.values.EventReadFail).toBe(0);
+      await r.stop();
+      await k.stop();
+    }
+  },
+  240_000,
+);
+
+needsJvm.test(
   "allowTopicOverride = false: every event goes to kafka.topic, whatever its topic header or the header named by topicHeader",
   async () => {
-    const [fixed, other] = [await newTopic(), await newTopic()];
+    const [fixed, other] = [await kafka.newTopic(), await kafka.newTopic()];
     const { sink: k, channel } = sink({ "kafka.topic": fixed, allowTopicOverride: "false", topicHeader: "dest" });
     await k.start();
     const events = [createEvent("plain"), createEvent("topic header", { topic: other }), createEvent("dest header", { dest: other })];
@@ -119,7 +150,7 @@ const localDate = (ms: number) => {
 needsJvm.test(
   "kafka.topic takes Flume's escapes: %{app}, %Y-%m-%d from the timestamp header (agent's time zone) and %[localhost]; a topic header still wins, an empty one does not (ours: kafka.topic)",
   async () => {
-    const base = `esc${++topicNo}-${Date.now()}`;
+    const base = uniqueName("esc");
     const [day1, day2] = [Date.UTC(2024, 2, 5, 12), Date.UTC(2024, 2, 6, 12)];
     const host = hostname();
     const topicFor = (app: string, ts: number) => `${base}-${app}-${localDate(ts)}-${host}`;
@@ -145,7 +176,7 @@ needsJvm.test(
 needsJvm.test(
   "Flume 1.11's KafkaSink and ours, given kafka.topic = ...-%{app}-%Y-%m-%d-%[localhost] and the same headers, send to the same topic",
   async () => {
-    const base = `par${++topicNo}-${Date.now()}`;
+    const base = uniqueName("par");
     const ts = Date.UTC(2024, 2, 5, 12);
     const topic = `${base}-billing-${localDate(ts)}-${hostname()}`;
     await kafka.createTopic(topic, { partitions: 1 });
@@ -186,7 +217,7 @@ a1.sinks.k1.kafka.topic = ${template}
 needsJvm.test(
   "a date escape in kafka.topic and an event without a timestamp header: the batch is rolled back, nothing sent, the error says what to add; once kafka.topic is fixed every event is delivered once",
   async () => {
-    const base = `nots${++topicNo}-${Date.now()}`;
+    const base = uniqueName("nots");
     const ts = Date.UTC(2024, 2, 5, 12);
     const [dated, fixed] = [`${base}-${localDate(ts)}`, `${base}-all`];
     for (const t of [dated, fixed]) await kafka.createTopic(t, { partitions: 1 });
@@ -214,7 +245,7 @@ needsJvm.test(
 needsJvm.test(
   "a header that makes kafka.topic no Kafka topic name fails the batch naming the computed topic and kafka.topic, a topic header Kafka refuses naming the header: rolled back, nothing sent",
   async () => {
-    const base = `badname${++topicNo}-${Date.now()}`;
+    const base = uniqueName("badname");
     await kafka.createTopic(`${base}-ok`, { partitions: 1 });
     for (const bad of ["two words", "a/b", "x".repeat(250)]) {
       const { sink: k, channel } = sink({ "kafka.topic": `${base}-%{app}` });
@@ -255,7 +286,7 @@ test("kafka.topic is compiled at configure time: an unknown %[...] is a problem 
 needsJvm.test(
   "a custom topicHeader chooses the topic; the default header name `topic` is then an ordinary header",
   async () => {
-    const [main, chosen, ignored] = [await newTopic(), await newTopic(), await newTopic()];
+    const [main, chosen, ignored] = [await kafka.newTopic(), await kafka.newTopic(), await kafka.newTopic()];
     const { sink: k, channel } = sink({ "kafka.topic": main, topicHeader: "dest" });
     await k.start();
     const toChosen = [createEvent("by dest 1", { dest: chosen }), createEvent("by dest 2", { dest: chosen, topic: ignored })];
@@ -271,7 +302,7 @@ needsJvm.test(
 needsJvm.test(
   "defaultPartitionId sends every record to that partition, whatever its key; partitionIdHeader overrides it per event",
   async () => {
-    const topic = await newTopic(3);
+    const topic = await kafka.newTopic({ partitions: 3 });
     const { sink: k, channel } = sink({ "kafka.topic": topic, defaultPartitionId: "2", partitionIdHeader: "p" });
     await k.start();
     const keyed = Array.from({ length: 30 }, (_, i) => createEvent(`keyed ${i}`, { key: `key-${i}` }));
@@ -291,7 +322,7 @@ needsJvm.test(
 needsJvm.test(
   "a partitionIdHeader value that is not a partition number fails the batch naming the header and its value, as Flume's sink: rolled back, nothing sent",
   async () => {
-    const topic = await newTopic(2);
+    const topic = await kafka.newTopic({ partitions: 2 });
     for (const bad of ["abc", "", " 1", "1.0", "-1"]) {
       const { sink: k, channel } = sink({ "kafka.topic": topic, partitionIdHeader: "p", defaultPartitionId: "1" });
       await k.start();
@@ -310,7 +341,7 @@ needsJvm.test(
 needsJvm.test(
   "an agent configured only with Flume's deprecated names (brokerList, topic, batchSize, requiredAcks) delivers, each name warned about with its new one",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     const dir = tempDirFor(cleanups, "flume-kafka-deprecated-");
     const file = path.join(dir, "a1.conf");
     writeFileSync(
@@ -346,6 +377,88 @@ a1.sinks.k1.requiredAcks = -1
     expect(out()).toContain(`topic ${topic}, acks all`);
     const got = await readEvents(topic);
     expect(got.map(bodyText).sort((a, b) => Number(a) - Number(b))).toEqual(Array.from({ length: 25 }, (_, i) => String(i)));
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "records of the sink are read by Kafka's console consumer with their key and headers",
+  async () => {
+    const topic = await kafka.newTopic();
+    const { sink: k, channel } = sink({ "kafka.topic": topic, "header.color": "colour" });
+    await k.start();
+    await putEvents(channel, [createEvent("first", { key: "k1", color: "red" }), createEvent("second", { key: "k2" })]);
+    expect(await k.process()).toBe("READY");
+    const lines = await consoleConsume(kafka, topic, 2, { printKey: true, printHeaders: true });
+    expect(lines).toEqual(["colour:red\tk1\tfirst", "NO_HEADERS\tk2\tsecond"]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a batch after one with keys, headers, partitions and timestamps: its records carry none of them over",
+  async () => {
+    const topic = await kafka.newTopic({ partitions: 2 });
+    const { sink: k, channel } = sink({ "kafka.topic": topic, "header.color": "colour", partitionIdHeader: "p", timestampHeader: "ts" });
+    await k.start();
+    await putEvents(channel, [createEvent("first", { key: "k1", color: "red", p: "1", ts: "1000" }), createEvent("second", { key: "k2", color: "blue", p: "1", ts: "2000" })]);
+    expect(await k.process()).toBe("READY");
+    await putEvents(channel, [createEvent("third"), createEvent("fourth", { color: "green" })]);
+    expect(await k.process()).toBe("READY");
+    const lines = await consoleConsume(kafka, topic, 4, { printKey: true, printHeaders: true, printPartition: true, printTimestamp: true });
+    const byBody = Object.fromEntries(lines.map((l) => [l.slice(l.lastIndexOf("\t") + 1), l]));
+    expect(byBody.first).toBe("CreateTime:1000\tPartition:1\tcolour:red\tk1\tfirst");
+    expect(byBody.second).toBe("CreateTime:2000\tPartition:1\tcolour:blue\tk2\tsecond");
+    // Sent now, to any partition, without a key; the second with its own header only.
+    expect(byBody.third).toMatch(/^CreateTime:\d{13}\tPartition:[01]\tNO_HEADERS\tnull\tthird$/);
+    expect(byBody.fourth).toMatch(/^CreateTime:\d{13}\tPartition:[01]\tcolour:green\tnull\tfourth$/);
+    expect(Number(byBody.third.slice(11, 24))).toBeGreaterThan(Date.now() - 600_000);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a topic %{header} in kafka.topic and the topic header choose the topic of each event",
+  async () => {
+    const a = await kafka.newTopic();
+    const b = await kafka.newTopic();
+    const { sink: k, channel } = sink({ "kafka.topic": "%{dest}" });
+    await k.start();
+    await putEvents(channel, [createEvent("to a", { dest: a }), createEvent("to b", { topic: b })]);
+    expect(await k.process()).toBe("READY");
+    expect(await consoleConsume(kafka, a, 1)).toEqual(["to a"]);
+    expect(await consoleConsume(kafka, b, 1)).toEqual(["to b"]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a record larger than kafka.producer.max.request.size is logged naming the setting; the rest of the batch is sent",
+  async () => {
+    const topic = await kafka.newTopic();
+    const { sink: k, channel, logger } = sink({ "kafka.topic": topic, "kafka.producer.max.request.size": "1000" });
+    await k.start();
+    await putEvents(channel, [createEvent("small one"), createEvent("x".repeat(2000)), createEvent("small two")]);
+    expect(await k.process()).toBe("READY");
+    expect(await consoleConsume(kafka, topic, 2)).toEqual(["small one", "small two"]);
+    expect(k.counter.values.EventWriteFail).toBe(1);
+    expect(logger.lines.filter((l) => l.level === "error").map((l) => l.message)).toEqual([expect.stringContaining("larger than kafka.producer.max.request.size (1000); raise it")]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a record larger than the topic's max.message.bytes is refused by the broker, logged naming the setting, and the rest of the batch is sent",
+  async () => {
+    const topic = await kafka.newTopic({ config: { "max.message.bytes": "1000" } });
+    const { sink: k, channel, logger } = sink({ "kafka.topic": topic });
+    await k.start();
+    await putEvents(channel, [createEvent("small one"), createEvent("x".repeat(2000)), createEvent("small two")]);
+    expect(await k.process()).toBe("READY");
+    expect(await consoleConsume(kafka, topic, 2)).toEqual(["small one", "small two"]);
+    expect(k.counter.values.EventWriteFail).toBe(1);
+    expect(channel.counter.values.ChannelSize).toBe(0);
+    expect(logger.lines.filter((l) => l.level === "error").map((l) => l.message)).toEqual([expect.stringContaining("as too large; raise the topic's max.message.bytes")]);
   },
   240_000,
 );

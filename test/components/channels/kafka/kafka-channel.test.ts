@@ -1,13 +1,25 @@
 /**
- * How much the Kafka channel's consumer holds ahead of the takes (src/components/channels/kafka/
- * kafka-channel.ts): fetches of at most 128 kB, lower when the consumer settings say so, and one
- * transaction's worth of records. Its put and take semantics are the conformance suite's
- * (test/components/channels/conformance.test.ts) and the Flume wire tests' (test/e2e/kafka-flume.test.ts).
+ * The Kafka channel (src/components/channels/kafka/kafka-channel.ts). How much its consumer holds
+ * ahead of the takes: fetches of at most 128 kB, lower when the consumer settings say so, and
+ * one transaction's worth of records. Then against a live Apache Kafka broker that creates no
+ * topic on use: puts visible once committed, rollbacks and crashes, partitions and keys, records
+ * over max.request.size, records that are not FlumeEvents and the dead-letter topic. Its put and
+ * take semantics are also the conformance suite's (test/components/channels/conformance.test.ts)
+ * and the Flume wire tests' (test/e2e/kafka-flume.test.ts).
  */
 import { expect, test } from "bun:test";
 import { CHANNEL_FETCH_BYTES, channelFetches, readAhead } from "../../../../src/components/channels/kafka/kafka-channel.ts";
+import type { KafkaChannel } from "../../../../src/components/channels/kafka/index.ts";
+import { bodyText, createEvent, type Event } from "../../../../src/core/event.ts";
 import { MemoryLogger } from "../../../../src/core/logger.ts";
 import { consumerSettings } from "../../../../src/kafka/settings.ts";
+import { waitUntil } from "../../../support/helpers.ts";
+import { needsJvm } from "../../../support/jvm.ts";
+import { consoleConsume, consoleProduce } from "../../../support/kafka.ts";
+import { cleanupsAfterEach, kafkaChannel, kafkaForFile, putEvents as put } from "../../../support/kafka-tests.ts";
+
+const kafka = kafkaForFile({ autoCreateTopics: false });
+const cleanups = cleanupsAfterEach();
 
 const base = { bootstrap: "b1:9092", bootstrapKey: "kafka.bootstrap.servers", clientId: "flume", label: "kafka channel c1", groupId: "flume", defaultOffsetReset: "earliest" as const };
 
@@ -27,3 +39,219 @@ test("the channel fetches one transaction's worth of records ahead, at least 100
   expect(readAhead(1000)).toBe(1000);
   expect(readAhead(5000)).toBe(5000);
 });
+
+function channel(props: Record<string, string>, name = "kc", logger?: MemoryLogger): KafkaChannel {
+  return kafkaChannel({ "kafka.bootstrap.servers": kafka.bootstrap, ...props }, { cleanups, name, logger });
+}
+
+async function takeUntil(c: KafkaChannel, want: number, commit = true, ms = 60_000): Promise<Event[]> {
+  const deadline = Date.now() + ms;
+  await waitUntil(() => c.connected, "channel connected", ms);
+  for (;;) {
+    const tx = c.getTransaction();
+    tx.begin();
+    const out: Event[] = [];
+    for (let i = 0; i < want; i++) {
+      const e = tx.take();
+      if (!e) break;
+      out.push(e);
+    }
+    if (out.length === want || Date.now() > deadline) {
+      if (commit) await tx.commit();
+      else await tx.rollback();
+      tx.close();
+      return out;
+    }
+    await tx.rollback();
+    tx.close();
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+needsJvm.test(
+  "the channel with parseAsFlumeEvent skips records that are not FlumeEvents into its dead-letter topic and is not wedged by them",
+  async () => {
+    const topic = await kafka.newTopic();
+    const dlq = await kafka.newTopic();
+    await consoleProduce(kafka, topic, ["garbage in the channel"]);
+    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}`, "kafka.deadLetterTopic": dlq });
+    await c.start();
+    const tx = c.getTransaction();
+    tx.begin();
+    tx.put(createEvent("after the garbage", { n: "1" }));
+    await tx.commit();
+    tx.close();
+    const taken = await takeUntil(c, 1);
+    expect(taken.map(bodyText)).toEqual(["after the garbage"]);
+    expect(taken[0].headers.n).toBe("1");
+    const letters = await consoleConsume(kafka, dlq, 1, { printHeaders: true });
+    expect(letters).toEqual([expect.stringMatching(new RegExp(`^flume\\.dlq\\.topic:${topic},flume\\.dlq\\.partition:0,flume\\.dlq\\.offset:0,flume\\.dlq\\.error:.*not an Avro FlumeEvent.*\tgarbage in the channel$`))]);
+    // Counted once its take committed.
+    expect(c.counter.values.EventReadFail).toBe(1);
+    // Taken and committed once: a second member of the group finds nothing left.
+    await c.stop();
+    const again = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}` }, "kc2");
+    await again.start();
+    await waitUntil(() => again.connected, "second channel connected", 60_000);
+    expect(await takeUntil(again, 1, true, 3000)).toEqual([]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "the channel with a dead-letter topic that refuses the bad record fails the take's commit naming the topic and the reason, committing no offset; the next member of the group, with a topic that takes it, gets everything",
+  async () => {
+    const topic = await kafka.newTopic();
+    const refusing = `refusing-${topic}`;
+    await kafka.createTopic(refusing, { config: { "max.message.bytes": "64" } });
+    await consoleProduce(kafka, topic, [`garbage in the channel ${"x".repeat(200)}`]);
+    const group = `g-${topic}`;
+    const logger = new MemoryLogger();
+    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": group, "kafka.deadLetterTopic": refusing }, "kc", logger);
+    await c.start();
+    const put = c.getTransaction();
+    put.begin();
+    put.put(createEvent("after the garbage"));
+    await put.commit();
+    put.close();
+    // Twice: the take comes back after its failed commit, and fails again.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const [e] = await takeUntil(c, 1, false);
+      expect(bodyText(e)).toBe("after the garbage");
+      const tx = c.getTransaction();
+      tx.begin();
+      const again = tx.take();
+      expect(again && bodyText(again)).toBe("after the garbage");
+      await expect(tx.commit()).rejects.toThrow(new RegExp(`kafka channel kc: sending 1 record\\(s\\) that are no FlumeEvent to the dead-letter topic ${refusing} \\(kafka\\.deadLetterTopic\\) failed: .*too large.*; the take of 2 records from topic ${topic} partition 0 offset 0 is not committed, its records are read again`, "i"));
+      await tx.rollback();
+      tx.close();
+    }
+    // Read again by every take after a rollback, logged once.
+    const skipped = logger.lines.filter((l) => l.message.includes("skipped a record that is not an Avro FlumeEvent"));
+    expect(skipped.map((l) => l.message)).toEqual([expect.stringContaining(`kafka channel kc: skipped a record that is not an Avro FlumeEvent at topic ${topic} partition 0 offset 0`)]);
+    // Not counted while its take is not committed.
+    expect(c.counter.values.EventReadFail).toBe(0);
+    await c.stop();
+    const working = await kafka.newTopic();
+    const next = channel({ "kafka.topic": topic, "kafka.consumer.group.id": group, "kafka.deadLetterTopic": working }, "kc2");
+    await next.start();
+    expect((await takeUntil(next, 1)).map(bodyText)).toEqual(["after the garbage"]);
+    expect(next.counter.values.EventReadFail).toBe(1);
+    expect(await consoleConsume(kafka, working, 1)).toEqual([`garbage in the channel ${"x".repeat(200)}`]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "the channel: puts are visible once committed, a rolled-back take comes back in order, a crash re-reads what was not committed",
+  async () => {
+    const topic = await kafka.newTopic();
+    const props = { "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}` };
+    const c = channel(props);
+    await c.start();
+    const tx = c.getTransaction();
+    tx.begin();
+    for (let i = 0; i < 5; i++) tx.put(createEvent(`e${i}`, { n: String(i) }));
+    await tx.commit();
+    tx.close();
+    expect(c.counter.values.EventPutSuccessCount).toBe(5);
+
+    const rolledBack = await takeUntil(c, 2, false);
+    expect(rolledBack.map(bodyText)).toEqual(["e0", "e1"]);
+    // Flume's KafkaChannelCounter names.
+    expect(c.counter.values.RollbackCount).toBeGreaterThan(0);
+    expect(Object.keys(c.counter.snapshot())).toEqual(expect.arrayContaining(["KafkaEventGetTimer", "KafkaEventSendTimer", "KafkaCommitTimer", "RollbackCount", "ChannelSize"]));
+    const taken = await takeUntil(c, 2);
+    expect(taken.map(bodyText)).toEqual(["e0", "e1"]);
+    expect(taken.map((e) => e.headers.n)).toEqual(["0", "1"]);
+    // Taken and not committed when the process dies: read again after the restart.
+    const open = c.getTransaction();
+    open.begin();
+    expect(bodyText(open.take()!)).toBe("e2");
+    await c.crash();
+
+    const again = channel(props, "kc2");
+    await again.start();
+    const rest = await takeUntil(again, 3);
+    expect(rest.map(bodyText)).toEqual(["e2", "e3", "e4"]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "the channel's puts go to the partition of partitionIdHeader, else defaultPartitionId, with the key header as the record key, each partition's records in put order",
+  async () => {
+    const topic = await kafka.newTopic({ partitions: 3 });
+    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}`, parseAsFlumeEvent: "false", partitionIdHeader: "p", defaultPartitionId: "2" });
+    await c.start();
+    await put(c, [
+      createEvent("a0", { p: "0", key: "ka" }),
+      createEvent("a1"),
+      createEvent("a2", { p: "1" }),
+      createEvent("a3", { key: "kb" }),
+      createEvent("a4", { p: "0" }),
+      createEvent("a5", { p: "not a number" }),
+    ]);
+    await put(c, [createEvent("b0", { p: "1" }), createEvent("b1")]);
+    expect(c.counter.values.EventPutSuccessCount).toBe(8);
+    const lines = await consoleConsume(kafka, topic, 8, { printPartition: true, printKey: true });
+    const inPartition = (n: number) => lines.filter((l) => l.startsWith(`Partition:${n}\t`)).map((l) => l.split("\t").slice(1).join(" "));
+    expect(inPartition(0)).toEqual(["ka a0", "null a4"]);
+    expect(inPartition(1)).toEqual(["null a2", "null b0"]);
+    // A header that is no number leaves the record on defaultPartitionId.
+    expect(inPartition(2)).toEqual(["null a1", "kb a3", "null a5", "null b1"]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "the channel's puts without partition settings (idempotent producer, acks all): every put's events are taken back in their order, none lost or repeated",
+  async () => {
+    const topic = await kafka.newTopic({ partitions: 3 });
+    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}` });
+    await c.start();
+    const puts = Array.from({ length: 6 }, (_, p) => Array.from({ length: 150 }, (_, i) => createEvent(`p${p}-${i}`, { put: String(p), i: String(i) })));
+    for (const events of puts) await put(c, events);
+    const taken = await takeUntil(c, 900);
+    expect(taken.length).toBe(900);
+    for (let p = 0; p < puts.length; p++) {
+      expect(taken.filter((e) => e.headers.put === String(p)).map(bodyText)).toEqual(puts[p].map(bodyText));
+    }
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "the channel refuses a put with a record over kafka.producer.max.request.size naming the setting, and takes the next put",
+  async () => {
+    const topic = await kafka.newTopic();
+    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}`, "kafka.producer.max.request.size": "1000" });
+    await c.start();
+    const big = c.getTransaction();
+    big.begin();
+    big.put(createEvent("small"));
+    big.put(createEvent("x".repeat(2000)));
+    await expect(big.commit()).rejects.toThrow(/larger than kafka.producer.max.request.size \(1000\); raise it/);
+    await big.rollback();
+    big.close();
+    await put(c, [createEvent("next")]);
+    expect((await takeUntil(c, 1)).map(bodyText)).toEqual(["next"]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "the channel with a kafka.producer.compression.type (lz4) still writes FlumeEvents: a take gets each event's body and headers",
+  async () => {
+    const topic = await kafka.newTopic();
+    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}`, "kafka.producer.compression.type": "lz4" });
+    await c.start();
+    const events = Array.from({ length: 20 }, (_, i) => createEvent(`lz4 ${i}`, { host: `web-${i % 3}`, seq: String(i) }));
+    await put(c, events);
+    const taken = await takeUntil(c, events.length);
+    expect(taken.map(bodyText)).toEqual(events.map(bodyText));
+    expect(taken.map((e) => [e.headers.host, e.headers.seq])).toEqual(events.map((e) => [e.headers.host, e.headers.seq]));
+    expect(c.counter.values.EventReadFail).toBe(0);
+  },
+  240_000,
+);

@@ -6,13 +6,13 @@
  * answers it without writing it again. Each event is in the topic exactly once, in order.
  */
 import { afterAll, expect } from "bun:test";
-import type { KafkaSink } from "../../src/components/sinks/kafka.ts";
-import { createEvent } from "../../src/core/event.ts";
-import { waitUntil } from "../support/helpers.ts";
-import { needsJvm } from "../support/jvm.ts";
-import { freePortOn127 } from "../support/kafka.ts";
-import { type KafkaProxy, startKafkaProxy } from "../support/kafka-proxy.ts";
-import { cleanupsAfterEach, kafkaForFile, kafkaSink, memoryChannel, putEvents, readTopic } from "../support/kafka-tests.ts";
+import type { KafkaSink } from "../../../src/components/sinks/kafka.ts";
+import { createEvent } from "../../../src/core/event.ts";
+import { waitUntil } from "../../support/helpers.ts";
+import { needsJvm } from "../../support/jvm.ts";
+import { freePortOn127 } from "../../support/kafka.ts";
+import { type KafkaProxy, startKafkaProxy } from "../../support/kafka-proxy.ts";
+import { cleanupsAfterEach, kafkaForFile, kafkaSink, memoryChannel, putEvents, readTopic } from "../../support/kafka-tests.ts";
 
 let proxy: KafkaProxy | null = null;
 const kafka = kafkaForFile({
@@ -26,14 +26,12 @@ const kafka = kafkaForFile({
 });
 afterAll(() => proxy?.close());
 const cleanups = cleanupsAfterEach();
-let topicNo = 0;
 
 const BATCH = 100;
 const bodies = (n: number, from = 0) => Array.from({ length: n }, (_, i) => `event-${String(from + i).padStart(6, "0")}`);
 
 async function sinkOnNewTopic(inFlight: number, total: number): Promise<{ sink: KafkaSink; topic: string }> {
-  const topic = `lost-answer${++topicNo}-${Date.now()}`;
-  await kafka.createTopic(topic, { partitions: 1 });
+  const topic = await kafka.newTopic();
   const { sink } = kafkaSink(
     {
       "kafka.bootstrap.servers": `127.0.0.1:${proxy!.port}`,

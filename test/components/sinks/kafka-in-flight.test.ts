@@ -4,24 +4,16 @@
  * failed one (and those sent after it) rolls back, and nothing acknowledged is lost.
  */
 import { expect } from "bun:test";
-import type { KafkaSink } from "../../src/components/sinks/kafka.ts";
-import { bodyText, createEvent, type Event } from "../../src/core/event.ts";
-import type { Channel } from "../../src/core/channel.ts";
-import { MemoryLogger } from "../../src/core/logger.ts";
-import { waitUntil } from "../support/helpers.ts";
-import { needsJvm } from "../support/jvm.ts";
-import { cleanupsAfterEach, kafkaForFile, kafkaSink, memoryChannel, putEvents, readTopic } from "../support/kafka-tests.ts";
+import type { KafkaSink } from "../../../src/components/sinks/kafka.ts";
+import { bodyText, createEvent, type Event } from "../../../src/core/event.ts";
+import type { Channel } from "../../../src/core/channel.ts";
+import { MemoryLogger } from "../../../src/core/logger.ts";
+import { waitUntil } from "../../support/helpers.ts";
+import { needsJvm } from "../../support/jvm.ts";
+import { cleanupsAfterEach, kafkaForFile, kafkaSink, memoryChannel, putEvents, readTopic } from "../../support/kafka-tests.ts";
 
 const kafka = kafkaForFile({ autoCreateTopics: false });
 const cleanups = cleanupsAfterEach();
-let topicNo = 0;
-
-async function newTopic(config: Record<string, string> = {}): Promise<string> {
-  const topic = `inflight${++topicNo}-${Date.now()}`;
-  await kafka.createTopic(topic, { partitions: 1, config });
-  return topic;
-}
-
 function sink(props: Record<string, string>, capacity: number) {
   const logger = new MemoryLogger();
   const built = kafkaSink({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.producer.acks": "all", ...props }, { cleanups, logger });
@@ -69,7 +61,7 @@ const drained = (k: KafkaSink) => k.counter.values.EventDrainSuccessCount;
 needsJvm.test(
   "three batches in flight: every event delivered once, in order; each take committed once acknowledged",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     const total = 20_000;
     const { sink: k, channel } = sink({ "kafka.topic": topic, flumeBatchSize: "1000", "kafka.producer.max.in.flight.requests.per.connection": "3" }, total);
     await k.start();
@@ -91,7 +83,7 @@ needsJvm.test(
   "a batch the broker refuses with the next one in flight: the next fails with OUT_OF_ORDER_SEQUENCE_NUMBER, rolls back and is sent again under a new producer id; each event once",
   async () => {
     // Two 1,000-byte records fit alone, not together: the broker refuses their batch.
-    const topic = await newTopic({ "max.message.bytes": "1500" });
+    const topic = await kafka.newTopic({ config: { "max.message.bytes": "1500" } });
     const { sink: k, channel, logger } = sink({ "kafka.topic": topic, flumeBatchSize: "10", "kafka.producer.max.in.flight.requests.per.connection": "2" }, 100);
     await k.start();
     // A first batch acknowledged: the broker knows the producer id and its last sequence.
@@ -130,7 +122,7 @@ needsJvm.test(
 needsJvm.test(
   "the broker killed with batches in flight: stop rolls back each unacknowledged one, nothing acknowledged is lost; after its restart everything is delivered",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     const total = 60_000;
     const batch = 1000;
     const inFlight = 3;
@@ -190,7 +182,7 @@ needsJvm.test(
 needsJvm.test(
   "the broker killed with batches in flight and the sink running: each send fails after delivery.timeout.ms, is rolled back and counted, /ready's error is set; after the broker's restart the same sink delivers everything",
   async () => {
-    const topic = await newTopic();
+    const topic = await kafka.newTopic();
     const total = 30_000;
     const batch = 1000;
     const inFlight = 2;
