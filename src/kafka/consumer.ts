@@ -65,6 +65,29 @@ function keepHighest(last: Map<string, Map<number, KafkaMessage>>, m: KafkaMessa
   if (!prev || prev.offset < m.offset) partitions.set(m.partition, m);
 }
 
+/**
+ * The record of each partition with its highest offset in the given batches: what committing
+ * them commits (its offset + 1, its leader epoch). For a batch put, what is kept of it until its
+ * commit: its records are then garbage as soon as it is put, not once committed.
+ */
+export function highestOfEachPartition(batches: readonly (readonly KafkaMessage[])[]): KafkaMessage[] {
+  // Records come in runs of one partition, looked up once a run.
+  const last = new Map<string, Map<number, KafkaMessage>>();
+  for (const msgs of batches) {
+    let run: KafkaMessage | null = null;
+    for (const m of msgs) {
+      if (run !== null && m.partition === run.partition && m.topic === run.topic) {
+        if (m.offset > run.offset) run = m;
+        continue;
+      }
+      if (run !== null) keepHighest(last, run);
+      run = m;
+    }
+    if (run !== null) keepHighest(last, run);
+  }
+  return [...last.values()].flatMap((partitions) => [...partitions.values()]);
+}
+
 export class KafkaPoller {
   private kafka: KafkaModule | null = null;
   private consumer: KafkaConsumer | null = null;
@@ -371,21 +394,7 @@ export class KafkaPoller {
   commitAll(batches: readonly (readonly KafkaMessage[])[]): Promise<void> {
     const commits = this.commits;
     if (!this.consumer || !commits) return Promise.reject(new Error(`${this.label}: the Kafka consumer is not connected; the offsets are not committed`));
-    // The highest offset of each partition; records come in runs of one partition, looked up once a run.
-    const last = new Map<string, Map<number, KafkaMessage>>();
-    for (const msgs of batches) {
-      let run: KafkaMessage | null = null;
-      for (const m of msgs) {
-        if (run !== null && m.partition === run.partition && m.topic === run.topic) {
-          if (m.offset > run.offset) run = m;
-          continue;
-        }
-        if (run !== null) keepHighest(last, run);
-        run = m;
-      }
-      if (run !== null) keepHighest(last, run);
-    }
-    const offsets = [...last.values()].flatMap((partitions) => [...partitions.values()]).map((m) => ({ topic: m.topic, partition: m.partition, offset: BigInt(m.offset + 1), leaderEpoch: m.leaderEpoch }));
+    const offsets = highestOfEachPartition(batches).map((m) => ({ topic: m.topic, partition: m.partition, offset: BigInt(m.offset + 1), leaderEpoch: m.leaderEpoch }));
     const done = this.committing.then(() => commits.commit(offsets));
     this.committing = done.catch(() => {});
     return done;

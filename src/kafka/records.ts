@@ -1,5 +1,5 @@
 /** Kafka records to Flume events, as Flume's Kafka source and channel read them. */
-import { bodyEvent, type Event, RangeEventWithHeaders } from "../core/event.ts";
+import { bodyEvent, type Event, flatRangeEvent, type RangeEventWithHeaders } from "../core/event.ts";
 import type { Logger } from "../core/logger.ts";
 import type { KafkaMessage } from "./consumer.ts";
 import { KafkaBadRecordError, messageOf } from "./errors.ts";
@@ -90,20 +90,20 @@ export function keyText(m: KafkaMessage): string | null {
  * headers does, through readHeaders). One object a record instead of five (a headers object,
  * an offset string, a body view, the event). What the headers are made of is held here: the
  * key as text (the response it views is freed once the batch is committed); records whose
- * headers need more of the record (needsRecord) get theirs at once.
+ * headers need more of the record (needsRecord) get theirs at once. A RangeEventWithHeaders of
+ * one constructor (flatRangeEvent).
  */
-export class SourceRecordEvent extends RangeEventWithHeaders {
+export interface SourceRecordEvent extends RangeEventWithHeaders {}
+export class SourceRecordEvent {
   constructor(
-    bytes: Uint8Array,
-    start: number,
-    end: number,
+    protected bytes: Uint8Array,
+    protected start: number,
+    protected end: number,
     private readonly run: SourceRun,
     private readonly offset: number,
     private readonly key: string | null,
     private readonly timestamp: number,
-  ) {
-    super(bytes, start, end);
-  }
+  ) {}
 
   /** Whether m's headers need more than the run, offset, key and timestamp (its own headers): made at once then. */
   static needsRecord(shape: SourceHeaderShape, m: KafkaMessage): boolean {
@@ -114,3 +114,4 @@ export class SourceRecordEvent extends RangeEventWithHeaders {
     return setSourceHeaders({}, this.run, this.offset, this.key, this.timestamp);
   }
 }
+flatRangeEvent(SourceRecordEvent);

@@ -1,7 +1,7 @@
 // Events and the typed errors of the core.
 import { describe, expect, test } from "bun:test";
 import { ChannelException, ChannelFullException, ConfigurationError, EventDeliveryException, FlumeError, TransactionStateError } from "../../src/core/errors.ts";
-import { bodyEvent, bodyLength, bodyText, compactBodies, copyBody, createEvent, lineEvent, readHeaders, type Event } from "../../src/core/event.ts";
+import { bodyEvent, bodyLength, bodyText, compactBodies, copyBody, createEvent, type Event, flatRangeEvent, lineEvent, type RangeEventWithHeaders, readHeaders } from "../../src/core/event.ts";
 
 describe("Event", () => {
   test("a string body is encoded as UTF-8; headers are plain strings", () => {
@@ -88,6 +88,52 @@ describe("lineEvent (a line that is a range of a read, as TAILDIR makes)", () =>
     expect(readHeaders(e)).toBe(readHeaders(bodyEvent(new Uint8Array(1))));
     expect(JSON.stringify(e)).toBe(JSON.stringify(createEvent("first")));
     expect(bodyLength(createEvent("abc"))).toBe(3);
+  });
+});
+
+/** A range event with headers of one constructor, as the Kafka source's (flatRangeEvent). */
+interface NumberedLine extends RangeEventWithHeaders {}
+class NumberedLine {
+  made = 0;
+  constructor(
+    protected bytes: Uint8Array,
+    protected start: number,
+    protected end: number,
+    private readonly n: number,
+  ) {}
+
+  protected makeHeaders(): Record<string, string> {
+    this.made++;
+    return { n: String(this.n) };
+  }
+}
+flatRangeEvent(NumberedLine);
+
+describe("flatRangeEvent (a range event whose headers are made when first read, of one constructor)", () => {
+  const read = new TextEncoder().encode("first\nsecond\n");
+
+  test("its body is the range; bodyLength and copyBody read it; body can be replaced", () => {
+    const e = new NumberedLine(read, 6, 12, 7);
+    expect(bodyLength(e)).toBe(6);
+    const out = new Uint8Array(8).fill(46);
+    copyBody(e, out, 1);
+    expect(new TextDecoder().decode(out)).toBe(".second.");
+    expect(bodyText(e)).toBe("second");
+    expect(e.body.buffer).toBe(read.buffer);
+    e.body = new Uint8Array([1, 2]);
+    expect(bodyLength(e)).toBe(2);
+  });
+
+  test("readHeaders and headers make the headers once, from what the event holds; set headers replace them; JSON as a plain event", () => {
+    const e = new NumberedLine(read, 0, 5, 7);
+    expect(e.made).toBe(0);
+    expect(readHeaders(e)).toEqual({ n: "7" });
+    e.headers.k = "v";
+    expect(readHeaders(e)).toEqual({ n: "7", k: "v" });
+    expect(e.made).toBe(1);
+    expect(JSON.stringify(e)).toBe(JSON.stringify(createEvent("first", { n: "7", k: "v" })));
+    e.headers = { only: "this" };
+    expect(readHeaders(e)).toEqual({ only: "this" });
   });
 });
 

@@ -4,7 +4,7 @@
  * consumer's pattern subscription does; what it fetches ahead stays within READ_AHEAD_BYTES;
  * read_committed skips aborted transactions (our batch reader, with the broker's aborted list).
  */
-import { afterAll, beforeAll, expect } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { componentContext } from "../../src/components/component.ts";
 import { definition as sourceDefinition } from "../../src/components/sources/kafka.ts";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
@@ -12,7 +12,8 @@ import { bodyText, type Event } from "../../src/core/event.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
-import { KafkaPoller, READ_AHEAD_BYTES } from "../../src/kafka/consumer.ts";
+import { highestOfEachPartition, KafkaPoller, READ_AHEAD_BYTES } from "../../src/kafka/consumer.ts";
+import { BatchOrigin, FetchedRecord } from "../../src/kafka/record-batch-reader.ts";
 import { KafkaPublisher } from "../../src/kafka/producer.ts";
 import { consumerSettings, producerSettings } from "../../src/kafka/settings.ts";
 import { waitUntil } from "../support/helpers.ts";
@@ -27,6 +28,26 @@ beforeAll(async () => {
 afterAll(async () => {
   await kafka?.stop();
 }, 60_000);
+
+describe("highestOfEachPartition (what the source keeps of a batch put until its offsets are committed)", () => {
+  const origin = (topic: string, partition: number, epoch = 0) => new BatchOrigin(topic, partition, epoch, Buffer.alloc(0), 0);
+  const record = (o: BatchOrigin, offset: number) => new FetchedRecord(o, offset, 0, null, 0, 0, null);
+
+  test("each partition's record with the highest offset, across runs and batches, with its leader epoch; none for no records", () => {
+    const a0 = origin("a", 0);
+    const a1 = origin("a", 1);
+    const b0 = origin("b", 0, 7);
+    const first = [record(a0, 10), record(a0, 11), record(a1, 3), record(b0, 5), record(a0, 12), record(a1, 2)];
+    const second = [record(a1, 9), record(b0, 4)];
+    const points = highestOfEachPartition([first, second]);
+    expect(points.map((m) => `${m.topic}-${m.partition}@${m.offset}`).sort()).toEqual(["a-0@12", "a-1@9", "b-0@5"]);
+    expect(points.find((m) => m.topic === "b")!.leaderEpoch).toBe(7);
+    // What is kept of each batch commits what the batches would.
+    const kept = [highestOfEachPartition([first]), highestOfEachPartition([second])];
+    expect(highestOfEachPartition(kept)).toEqual(points);
+    expect(highestOfEachPartition([[], []])).toEqual([]);
+  });
+});
 
 function drain(channel: MemoryChannel): Event[] {
   const tx = channel.getTransaction();

@@ -11,7 +11,7 @@ import type { Event } from "../../core/event.ts";
 import { type Logger, silentLogger } from "../../core/logger.ts";
 import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
-import { KafkaPoller, type KafkaMessage } from "../../kafka/consumer.ts";
+import { highestOfEachPartition, KafkaPoller, type KafkaMessage } from "../../kafka/consumer.ts";
 import { KAFKA_SOURCE_COUNTERS } from "../../kafka/counters.ts";
 import { BadRecordsSeen } from "../../kafka/bad-records.ts";
 import { DeadLetters, unusedDeadLetterTopic } from "../../kafka/dead-letters.ts";
@@ -74,8 +74,10 @@ export class KafkaSource extends BaseSource implements PollableSource {
   private readonly responses = new ResponseRelease();
   /** The offset commit going, if one is (it never fails: a failure is logged). */
   private committing: Promise<void> | null = null;
-  /** Batches put whose offsets are waiting for the commit going to end, committed together next. */
+  /** Batches put whose offsets are waiting for the commit going to end, committed together next: each one's records with the highest offset of their partition (highestOfEachPartition). */
   private waiting: (readonly KafkaMessage[])[] = [];
+  /** Events of the waiting batches. */
+  private waitingEvents = 0;
   /** Batches put whose offset commit has not ended (going or waiting). */
   private uncommitted = 0;
   /** Commits the waiting batches COMMIT_WAIT_MS after the last commit ended, when fewer than COMMIT_BATCHES wait. */
@@ -225,7 +227,8 @@ export class KafkaSource extends BaseSource implements PollableSource {
     // Held batches are given back at the head and read first: this batch, gone on, held every bad record seen.
     this.badSeen.clear();
     this.uncommitted++;
-    this.waiting.push(msgs);
+    this.waiting.push(highestOfEachPartition([msgs]));
+    this.waitingEvents += msgs.length;
     this.commitSoon();
   }
 
@@ -243,7 +246,9 @@ export class KafkaSource extends BaseSource implements PollableSource {
       this.commitTimer = null;
     }
     const batches = this.waiting;
+    const events = this.waitingEvents;
     this.waiting = [];
+    this.waitingEvents = 0;
     if (batches.length === 0) return Promise.resolve();
     const started = Date.now();
     const done = this.poller
@@ -254,7 +259,6 @@ export class KafkaSource extends BaseSource implements PollableSource {
         },
         (err: unknown) => {
           // In the channels already; an offset commit that failed only means a re-read (at least once).
-          const events = batches.reduce((n, b) => n + b.length, 0);
           this.logger.warn(`${this.label}: committing offsets failed (${messageOf(err)}); those ${events} events may be read again`);
         },
       )
