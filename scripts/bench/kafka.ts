@@ -7,6 +7,7 @@
  *   stress (100-byte events) -> memory -> kafka sink (batch 1000, acks=all)
  *   kafka source (batch 1000) -> memory -> null
  *   stress -> kafka channel -> null
+ * BENCH_ROUNDS sets the rounds (default 2: the last is the figure, see run()).
  * BENCH_EVENTS sets the event count (default 1,000,000: at 200,000 the JVM peers are still warming up, which flatters us). Targets: at least 3x Flume, at least
  * half of Kafka's own tools' records/s, agent RSS at most 80 MB.
  */
