@@ -105,11 +105,11 @@ async function timeFlume(conf: string, group: string, key: string): Promise<{ ra
   }
 }
 
-async function producerPerformance(kafka: KafkaCluster, topic: string, records = EVENTS): Promise<number> {
+async function producerPerformance(kafka: KafkaCluster, topic: string): Promise<number> {
   const r = await kafkaTool(
     kafka.classpath,
     "org.apache.kafka.tools.ProducerPerformance",
-    ["--topic", topic, "--num-records", String(records), "--record-size", "100", "--throughput", "-1", "--producer-props", `bootstrap.servers=${kafka.bootstrap}`, "acks=all", "linger.ms=5"],
+    ["--topic", topic, "--num-records", String(EVENTS), "--record-size", "100", "--throughput", "-1", "--producer-props", `bootstrap.servers=${kafka.bootstrap}`, "acks=all", "linger.ms=5"],
     { timeoutMs: 300_000, jvmArgs: ["-Xmx512m"] },
   );
   const m = r.stdout.match(/records sent, ([\d.]+) records\/sec/g);
@@ -117,11 +117,11 @@ async function producerPerformance(kafka: KafkaCluster, topic: string, records =
   return Number(m[m.length - 1].match(/([\d.]+) records\/sec/)![1]);
 }
 
-async function consumerPerformance(kafka: KafkaCluster, topic: string, records = EVENTS): Promise<number> {
+async function consumerPerformance(kafka: KafkaCluster, topic: string): Promise<number> {
   const r = await kafkaTool(
     kafka.classpath,
     "org.apache.kafka.tools.ConsumerPerformance",
-    ["--bootstrap-server", kafka.bootstrap, "--topic", topic, "--messages", String(records), "--group", `perf-${Date.now()}`, "--timeout", "60000"],
+    ["--bootstrap-server", kafka.bootstrap, "--topic", topic, "--messages", String(EVENTS), "--group", `perf-${Date.now()}`, "--timeout", "60000"],
     { timeoutMs: 300_000, jvmArgs: ["-Xmx512m"] },
   );
   // Header: start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, ...

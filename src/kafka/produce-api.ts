@@ -14,7 +14,6 @@
  */
 import { asLibraryApi, type Callback, type LibraryApi, replaceApi } from "./api-hook.ts";
 import type { KafkaModule } from "./client.ts";
-import { encodeFlumeEvent } from "./flume-event.ts";
 import { type BatchProducer, encodeProduceRequest, type ProduceMessage } from "./record-batch.ts";
 import { freeIfWhole } from "./response-release.ts";
 import { sendNoted, type SocketLike } from "./sent-requests.ts";
@@ -44,15 +43,15 @@ const LAST = 11;
 
 /**
  * The messages with every value a Buffer, as the library's own writer needs (a sink hands the
- * events' bodies over as they are, any Uint8Array, or the events to write as FlumeEvents;
- * ours writes from the bytes or the events).
+ * events' bodies over as they are, any Uint8Array; ours writes from the bytes). FlumeEvents
+ * reach this path already encoded (producer.ts libraryMessages: the library's Producer.send
+ * keeps no other field of a record).
  */
 function withBufferValues(messages: ProduceMessage[]): ProduceMessage[] {
-  const ready = (m: ProduceMessage) => !m.flumeEvent && (m.value == null || Buffer.isBuffer(m.value));
+  const ready = (m: ProduceMessage) => m.value == null || Buffer.isBuffer(m.value);
   if (messages.every(ready)) return messages;
   return messages.map((m) => {
     if (ready(m)) return m;
-    if (m.flumeEvent) return { ...m, value: encodeFlumeEvent(m.flumeEvent), flumeEvent: undefined };
     const v = m.value!;
     return { ...m, value: Buffer.from(v.buffer, v.byteOffset, v.byteLength) };
   });
