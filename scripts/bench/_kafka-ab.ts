@@ -4,7 +4,8 @@
  *   bun scripts/bench/_kafka-ab.ts <before-binary> <after-binary>
  *   bun scripts/bench/_kafka-ab.ts n1=<binary> n2=<binary> ...   (named sides, any number)
  * BENCH_EVENTS records (default 1,000,000) are written once with ProducerPerformance; each run
- * reads them with a fresh group. Prints rate, agent CPU (user+sys) per event and peak RSS.
+ * reads them with a fresh group. Prints rate, agent CPU (user+sys) per event, peak RSS and the
+ * broker's CPU per event over the run (and its JIT compiler threads' share).
  * AB_MODES=source,channel,sink picks the pipelines (sink: stress -> memory -> Kafka sink, as
  * the benchmark); AB_SOURCE_EXTRA_<SIDE> / AB_SINK_EXTRA_<SIDE> / AB_CHANNEL_EXTRA_<SIDE> add source / sink / channel properties
  * to one side (e.g. kafka.consumer.fetch.max.bytes; a sink's
@@ -18,7 +19,7 @@ import { spawn } from "node:child_process";
 import { startFlume } from "../../test/support/flume.ts";
 import { FLUME_KAFKA } from "../../test/support/jvm-artifacts.ts";
 import { KAFKA_SERVER_START_JVM, kafkaTool, startKafka } from "../../test/support/kafka.ts";
-import { cpuMs, fmt, freePort, peakRssMb } from "./_util.ts";
+import { cpuMs, fmt, freePort, jitCpuMs, peakRssMb } from "./_util.ts";
 import { channelConf, sinkConf, sourceConf } from "./kafka.ts";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
@@ -63,9 +64,9 @@ async function flumeAgent(conf: string): Promise<Agent> {
   return { pid: flume.pid, metrics: () => flume.metrics(), running: () => true, stop: () => flume.stop(), log: () => flume.tail(30) };
 }
 
-async function run(binary: string, conf: string, group: string, key: string): Promise<{ rate: number; rss: number; cpu: number }> {
+async function run(binary: string, conf: string, group: string, key: string): Promise<{ rate: number; rss: number; cpu: number; brokerCpu: number; brokerJit: number }> {
   const agent = binary === "flume" ? await flumeAgent(conf) : await ourAgent(binary, conf);
-  let first = 0, last = 0, cpu0 = 0, cpu1 = 0, peak = 0;
+  let first = 0, last = 0, cpu0 = 0, cpu1 = 0, peak = 0, broker0 = 0, broker1 = 0, jit0 = 0, jit1 = 0;
   const deadline = Date.now() + 300_000;
   try {
     while (Date.now() < deadline && agent.running()) {
@@ -77,10 +78,14 @@ async function run(binary: string, conf: string, group: string, key: string): Pr
       if (n > 0 && first === 0) {
         first = performance.now();
         cpu0 = cpuMs(agent.pid);
+        broker0 = cpuMs(brokerPid);
+        jit0 = jitCpuMs(brokerPid);
       }
       if (n >= EVENTS) {
         last = performance.now();
         cpu1 = cpuMs(agent.pid);
+        broker1 = cpuMs(brokerPid);
+        jit1 = jitCpuMs(brokerPid);
         break;
       }
       await new Promise((r) => setTimeout(r, 20));
@@ -90,11 +95,13 @@ async function run(binary: string, conf: string, group: string, key: string): Pr
     await agent.stop();
   }
   if (!last) throw new Error(`${group}.${key} did not reach ${EVENTS}\n${agent.log()}`);
-  return { rate: EVENTS / ((last - first) / 1000), rss: peak, cpu: cpu1 - cpu0 };
+  return { rate: EVENTS / ((last - first) / 1000), rss: peak, cpu: cpu1 - cpu0, brokerCpu: broker1 - broker0, brokerJit: jit1 - jit0 };
 }
 
 const dir = mkdtempSync(path.join(tmpdir(), "kafka-ab-"));
 const kafka = await startKafka({ brokerJvm: KAFKA_SERVER_START_JVM });
+/** The broker's CPU over a run: half of the machine's work in the channel's pipeline. */
+const brokerPid = kafka.nodes[0].peer.pid;
 try {
   const modes = (process.env.AB_MODES ?? "source,channel").split(",");
   // The source reads these records; the channel and the sink write their own.
@@ -118,7 +125,7 @@ try {
           writeFileSync(file, sourceConf(kafka.bootstrap, "perf", `g${n}`, extra("SOURCE", name)));
           r = await run(binary, file, "SOURCE.r1", "EventAcceptedCount");
         }
-        console.log(`${mode.padEnd(8)} ${name.padEnd(7)} ${fmt(r.rate).padStart(9)}/s  CPU ${(r.cpu / 1000).toFixed(2)} s (${((r.cpu * 1e6) / EVENTS / 1000).toFixed(2)} µs/event)  peak RSS ${r.rss.toFixed(0)} MB`);
+        console.log(`${mode.padEnd(8)} ${name.padEnd(7)} ${fmt(r.rate).padStart(9)}/s  CPU ${(r.cpu / 1000).toFixed(2)} s (${((r.cpu * 1e6) / EVENTS / 1000).toFixed(2)} µs/event)  peak RSS ${r.rss.toFixed(0)} MB  broker CPU ${((r.brokerCpu * 1e6) / EVENTS / 1000).toFixed(2)} µs/event (JIT compiling ${(r.brokerJit / 1000).toFixed(2)} s)`);
       }
     }
   }

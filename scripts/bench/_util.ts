@@ -1,5 +1,5 @@
 import { createEvent, type Event } from "../../src/core/event.ts";
-import { readFileSync, readlinkSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { residentParts } from "../../src/agent/process-memory.ts";
 import net from "node:net";
 
@@ -29,11 +29,28 @@ export function residentPartsText(pid: number): string {
   }
 }
 
-/** CPU time (user + system) of a process in ms, from /proc/<pid>/stat (clock ticks of 10 ms). */
-export function cpuMs(pid: number): number {
-  const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+/** CPU time (user + system) of a process (or one of its threads) in ms, from /proc's stat (clock ticks of 10 ms). */
+export function cpuMs(pid: number, tid?: number | string): number {
+  const text = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, "utf8");
   const f = text.slice(text.lastIndexOf(")") + 2).split(" ");
   return (Number(f[11]) + Number(f[12])) * 10;
+}
+
+/**
+ * CPU milliseconds a JVM's JIT compiler threads (C1, C2) have used: while a broker still compiles
+ * its hot paths, it takes CPU from the agents measured beside it on the same cores.
+ */
+export function jitCpuMs(pid: number): number {
+  let ms = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      if (!/^C[12] Compiler/.test(readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8"))) continue;
+      ms += cpuMs(pid, tid);
+    } catch {
+      // The thread ended since the listing.
+    }
+  }
+  return ms;
 }
 
 /** A figure a benchmark prints, with the issue's target for it when there is one. */
