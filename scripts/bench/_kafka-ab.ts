@@ -10,7 +10,7 @@
  * the benchmark); AB_SOURCE_EXTRA_<SIDE> / AB_SINK_EXTRA_<SIDE> / AB_CHANNEL_EXTRA_<SIDE> add source / sink / channel properties
  * to one side (e.g. kafka.consumer.fetch.max.bytes; a sink's
  * a1.sinks.k1.kafka.producer.max.in.flight.requests.per.connection = 1).
- * AB_FLUME=1 adds a Flume 1.11 agent (the same configuration) to each run, measured alike.
+ * AB_BROKER_PROPS=k=v,... sets broker properties. AB_FLUME=1 adds a Flume 1.11 agent (the same configuration) to each run, measured alike.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -99,7 +99,9 @@ async function run(binary: string, conf: string, group: string, key: string): Pr
 }
 
 const dir = mkdtempSync(path.join(tmpdir(), "kafka-ab-"));
-const kafka = await startKafka({ brokerJvm: KAFKA_SERVER_START_JVM });
+/** AB_BROKER_PROPS="k=v,k=v": broker properties over the harness's (e.g. num.io.threads=8). */
+const brokerProps = Object.fromEntries((process.env.AB_BROKER_PROPS ?? "").split(",").filter(Boolean).map((kv) => kv.split("=", 2) as [string, string]));
+const kafka = await startKafka({ brokerJvm: KAFKA_SERVER_START_JVM, properties: brokerProps });
 /** The broker's CPU over a run: half of the machine's work in the channel's pipeline. */
 const brokerPid = kafka.nodes[0].peer.pid;
 try {

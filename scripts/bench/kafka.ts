@@ -18,15 +18,24 @@ import { startFlume } from "../../test/support/flume.ts";
 import { FLUME_KAFKA } from "../../test/support/jvm-artifacts.ts";
 import { javaVersion } from "../../test/support/jvm.ts";
 import { KAFKA_SERVER_START_JVM, type KafkaCluster, kafkaTool, startKafka } from "../../test/support/kafka.ts";
-import { fmt, freePort, peakRssMb, timeAgent } from "./_util.ts";
+import { cpuMs, fmt, freePort, jitCpuMs, peakRssMb, timeAgent } from "./_util.ts";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 
 interface Row {
   name: string;
+  kind: "sink" | "source" | "channel";
   ours?: { rate: number; rss: number };
   flume?: { rate: number; rss: number };
   kafka?: number;
+  /** The broker's CPU over each agent's run (its start to its last event), µs an event. */
+  brokerOurs?: number;
+  brokerFlume?: number;
+}
+
+/** CPU ms the broker's JIT compiler threads used so far: how far from warm it still was. */
+function brokerJitMs(kafka: KafkaCluster): number {
+  return jitCpuMs(kafka.nodes[0].peer.pid);
 }
 
 function stressSource(): string {
@@ -136,23 +145,29 @@ async function consumerPerformance(kafka: KafkaCluster, topic: string): Promise<
 async function round(kafka: KafkaCluster, r: number, flumeFirst: boolean, ours: (conf: string, group: string, key: string) => Promise<{ rate: number; rss: number }>): Promise<Row[]> {
   const t = (name: string) => `${name}-${r}`;
   for (const name of ["s-ours", "s-flume", "s-perf", "ch-ours", "ch-flume"]) await kafka.createTopic(t(name));
+  const perEvent = async <T>(run: () => Promise<T>, put: (us: number) => void) => {
+    const before = cpuMs(kafka.nodes[0].peer.pid);
+    const r = await run();
+    put(((cpuMs(kafka.nodes[0].peer.pid) - before) * 1000) / EVENTS);
+    return r;
+  };
   const both = async (row: Row, conf: (side: "ours" | "flume") => string, group: string, key: string) => {
-    const runOurs = async () => (row.ours = await ours(conf("ours"), group, key));
-    const runFlume = async () => (row.flume = await timeFlume(conf("flume"), group, key));
+    const runOurs = () => perEvent(async () => (row.ours = await ours(conf("ours"), group, key)), (us) => (row.brokerOurs = us));
+    const runFlume = () => perEvent(async () => (row.flume = await timeFlume(conf("flume"), group, key)), (us) => (row.brokerFlume = us));
     if (flumeFirst) await runFlume().then(runOurs);
     else await runOurs().then(runFlume);
     return row;
   };
-  const sink = await both({ name: "-> memory -> kafka sink (acks=all)" }, (side) => sinkConf(kafka.bootstrap, t(`s-${side}`)), "SINK.k1", "EventDrainSuccessCount");
+  const sink = await both({ name: "-> memory -> kafka sink (acks=all)", kind: "sink" }, (side) => sinkConf(kafka.bootstrap, t(`s-${side}`)), "SINK.k1", "EventDrainSuccessCount");
   sink.kafka = await producerPerformance(kafka, t("s-perf"));
   // The sources read what ProducerPerformance wrote.
-  const source = await both({ name: "kafka source -> memory -> null" }, (side) => sourceConf(kafka.bootstrap, t("s-perf"), `bench-${side}-${r}`), "SOURCE.r1", "EventAcceptedCount");
+  const source = await both({ name: "kafka source -> memory -> null", kind: "source" }, (side) => sourceConf(kafka.bootstrap, t("s-perf"), `bench-${side}-${r}`), "SOURCE.r1", "EventAcceptedCount");
   source.kafka = await consumerPerformance(kafka, t("s-perf"));
-  const channel = await both({ name: "stress -> kafka channel -> null" }, (side) => channelConf(kafka.bootstrap, t(`ch-${side}`)), "CHANNEL.c1", "EventTakeSuccessCount");
+  const channel = await both({ name: "stress -> kafka channel -> null", kind: "channel" }, (side) => channelConf(kafka.bootstrap, t(`ch-${side}`)), "CHANNEL.c1", "EventTakeSuccessCount");
   return [sink, source, channel];
 }
 
-function printRows(title: string, rows: Row[]): void {
+function printRows(title: string, rows: Row[], jitSeconds: number): void {
   console.log(`\n${title}`);
   console.log("pipeline                               | Flume TS            | Flume 1.11          | ours/Flume | Kafka's tool | ours/tool");
   for (const r of rows) {
@@ -161,6 +176,8 @@ function printRows(title: string, rows: Row[]): void {
     const vsTool = r.ours && r.kafka ? `${(r.ours.rate / r.kafka).toFixed(2)}x` : "-";
     console.log(`${r.name.padEnd(38)} | ${cell(r.ours).padEnd(19)} | ${cell(r.flume).padEnd(19)} | ${vsFlume.padEnd(10)} | ${r.kafka ? `${fmt(r.kafka)}/s` : "-"} | ${vsTool}`);
   }
+  const us = (x?: number) => (x === undefined ? "-" : `${x.toFixed(2)} µs`);
+  console.log(`the broker's CPU an event (ours | Flume's): ${rows.map((r) => `${r.kind} ${us(r.brokerOurs)} | ${us(r.brokerFlume)}`).join(", ")}; its JIT compiler threads ran ${jitSeconds.toFixed(1)} s in the round`);
 }
 
 /**
@@ -189,8 +206,13 @@ export async function run(): Promise<void> {
   // The last round runs Flume's agents first, the one before ours first, and so on.
   const flumeFirst = (r: number) => rounds > 1 && (rounds - r) % 2 === 0;
   const results: Row[][] = [];
+  const jit: number[] = [];
   try {
-    for (let r = 1; r <= rounds; r++) results.push(await round(kafka, r, flumeFirst(r), ours));
+    for (let r = 1; r <= rounds; r++) {
+      const before = brokerJitMs(kafka);
+      results.push(await round(kafka, r, flumeFirst(r), ours));
+      jit.push((brokerJitMs(kafka) - before) / 1000);
+    }
   } finally {
     await kafka.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -200,6 +222,6 @@ export async function run(): Promise<void> {
     const r = i + 1;
     const order = flumeFirst(r) ? "Flume 1.11 first" : "Flume TS first";
     const which = r < rounds ? `warm-up round ${r} of ${rounds}, not the figure` : `round ${r} of ${rounds}, the figure`;
-    printRows(`${which} (${order}): ${what}`, rows);
+    printRows(`${which} (${order}): ${what}`, rows, jit[i]);
   });
 }
