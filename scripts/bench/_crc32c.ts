@@ -1,7 +1,8 @@
 // npx bun scripts/bench/_crc32c.ts [runtime ...]: CRC32C throughput (MB/s, best of 12 rounds) at
 // 64 B, 512 B (an HDFS chunk), 16 KB and 110 KB (a Kafka record batch as the source fetches it),
-// of src/io/crc32c.ts, the slicing-by-8 it was before (test/support/crc32c-slicing-by-8.ts) and
-// the WebAssembly ones of packages: the Kafka client's (@platformatic/wasm-utils) and hash-wasm's
+// of src/io/crc32c.ts's tables and of the CPU instruction it takes under Bun on x86-64
+// (src/io/crc32c-sse42.ts), the slicing-by-8 it was before (test/support/crc32c-slicing-by-8.ts),
+// and the WebAssembly ones of packages: the Kafka client's (@platformatic/wasm-utils) and hash-wasm's
 // when it is installed (not a dependency: `npm install --no-save hash-wasm` to compare).
 // Runtimes: bun, bun-agent (BUN_JSC_useFTLJIT=false, as the compiled agent runs), node (this file
 // bundled for it), deno; all four when none is named. Each candidate runs in a process of its own
@@ -9,19 +10,23 @@
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import path from "node:path";
-import { crc32c } from "../../src/io/crc32c.ts";
+import { crc32cTables } from "../../src/io/crc32c.ts";
+import { loadSse42Crc32c } from "../../src/io/crc32c-sse42.ts";
 import { crc32cSlicingBy8 } from "../../test/support/crc32c-slicing-by-8.ts";
 
 type Crc = (bytes: Uint8Array, from: number, to: number) => number;
 
 const SIZES = [64, 512, 16384, 110_000];
-const CANDIDATES = ["src/io/crc32c.ts", "slicing-by-8 (before)", "Kafka client's wasm", "hash-wasm"];
+const CANDIDATES = ["src/io/crc32c.ts (tables)", "CPU instruction (SSE 4.2)", "slicing-by-8 (before)", "Kafka client's wasm", "hash-wasm"];
 
 /** A candidate's function, or null when its package is not installed. */
 async function candidate(name: string): Promise<Crc | null> {
   switch (name) {
-    case "src/io/crc32c.ts":
-      return crc32c;
+    case "src/io/crc32c.ts (tables)":
+      return crc32cTables;
+    case "CPU instruction (SSE 4.2)":
+      // Bun on x86-64 Linux only: null (shown as not installed) elsewhere.
+      return loadSse42Crc32c();
     case "slicing-by-8 (before)":
       return crc32cSlicingBy8;
     case "Kafka client's wasm": {

@@ -3,7 +3,9 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { crc32c } from "../../src/io/crc32c.ts";
+import { crc32c, crc32cTables, useHardwareCrc32c } from "../../src/io/crc32c.ts";
+import { hasSse42, loadSse42Crc32c } from "../../src/io/crc32c-sse42.ts";
+import { precondition } from "../support/requires.ts";
 import { crc32cSlicingBy8 } from "../support/crc32c-slicing-by-8.ts";
 import { ROOT } from "../support/helpers.ts";
 
@@ -100,4 +102,20 @@ test("under Node and Deno crc32c gives the same values", () => {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+const sse42 = precondition(() => typeof Bun !== "undefined" && hasSse42(), "needs Bun on x86-64 Linux with SSE 4.2");
+
+sse42.test("crc32c with the CPU's instruction equals the tables on every length up to 1,100 bytes at odd offsets and on a record batch's 128 KB, and crc32c takes it", async () => {
+  const native = await loadSse42Crc32c();
+  expect(native).not.toBeNull();
+  const bytes = randomBytes(140_000, 11);
+  for (let length = 0; length <= 1100; length++) {
+    const from = (length * 13) % 89;
+    expect({ length, from, crc: native!(bytes, from, from + length) }).toEqual({ length, from, crc: crc32cTables(bytes, from, from + length) });
+  }
+  expect(native!(bytes, 5, 131_077)).toBe(crc32cTables(bytes, 5, 131_077));
+  expect(await useHardwareCrc32c()).toBe(true);
+  expect(crc32c(new TextEncoder().encode("123456789"))).toBe(0xe3069283);
+  expect(crc32c(bytes, 7, 120_007)).toBe(reference(bytes.subarray(7, 120_007)));
 });

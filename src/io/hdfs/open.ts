@@ -2,6 +2,7 @@
  * Where an hdfs sink writes, and the client for it: Hadoop's native protocols for hdfs://
  * (src/io/hdfs/native/), WebHDFS for webhdfs:// and swebhdfs://, the local disk for file://.
  */
+import { useHardwareCrc32c } from "../crc32c.ts";
 import type { DfsClient } from "./file-system.ts";
 import { LocalClient } from "./local.ts";
 import { NativeHdfsClient } from "./native/client.ts";
@@ -26,6 +27,8 @@ export function openDfsClient(target: DfsTarget, o: DfsClientOptions): DfsClient
     case "webhdfs":
       return new WebHdfsClient({ nameNode: target.nameNode, ...o });
     case "hdfs":
+      // A checksum every 512 bytes written: with the CPU's instruction once it is loaded (the tables until then give the same).
+      void useHardwareCrc32c();
       return new NativeHdfsClient({ host: target.host, port: target.port, replication: target.replication, blockSize: target.blockSize, ...o });
   }
 }
