@@ -145,10 +145,11 @@ async function consumerPerformance(kafka: KafkaCluster, topic: string): Promise<
 async function round(kafka: KafkaCluster, r: number, flumeFirst: boolean, ours: (conf: string, group: string, key: string) => Promise<{ rate: number; rss: number }>): Promise<Row[]> {
   const t = (name: string) => `${name}-${r}`;
   for (const name of ["s-ours", "s-flume", "s-perf", "ch-ours", "ch-flume"]) await kafka.createTopic(t(name));
+  const broker = kafka.nodes[0].peer.pid;
   const perEvent = async <T>(run: () => Promise<T>, put: (us: number) => void) => {
-    const before = cpuMs(kafka.nodes[0].peer.pid);
+    const before = cpuMs(broker);
     const r = await run();
-    put(((cpuMs(kafka.nodes[0].peer.pid) - before) * 1000) / EVENTS);
+    put(((cpuMs(broker) - before) * 1000) / EVENTS);
     return r;
   };
   const both = async (row: Row, conf: (side: "ours" | "flume") => string, group: string, key: string) => {

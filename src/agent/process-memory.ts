@@ -1,4 +1,5 @@
 import { readFileSync, readlinkSync } from "node:fs";
+import { loadLibc } from "../io/libc.ts";
 
 /**
  * How a release takes the binary's resident code pages off the agent:
@@ -29,26 +30,15 @@ interface BunRuntime {
   shrink?(): void;
 }
 
-let madvise: Madvise | null | undefined;
-
 /** Whether this runtime can give memory back (Bun); under Deno and Node a release would do nothing. */
 export function canReleaseMemory(): boolean {
   return typeof (globalThis as { Bun?: BunRuntime }).Bun?.shrink === "function";
 }
 
-/** libc's madvise through bun:ffi; null where there is none (not Linux with glibc, not Bun). */
+/** libc's madvise through bun:ffi; null where there is none (not Linux with glibc, not Bun): the runtime's own release still runs. */
 async function loadMadvise(): Promise<Madvise | null> {
-  if (madvise !== undefined) return madvise;
-  madvise = null;
-  if (process.platform !== "linux" || typeof Bun === "undefined") return null;
-  try {
-    const ffi = await import("bun:ffi");
-    const libc = ffi.dlopen("libc.so.6", { madvise: { args: [ffi.FFIType.u64, ffi.FFIType.u64, ffi.FFIType.i32], returns: ffi.FFIType.i32 } });
-    madvise = (address, length, advice) => libc.symbols.madvise(address, length, advice) as number;
-  } catch {
-    // musl or no FFI: the runtime's own release still runs.
-  }
-  return madvise;
+  const libc = await loadLibc();
+  return libc && libc.madvise;
 }
 
 /**

@@ -9,8 +9,8 @@
  * `gcc -O2 -msse4.2 -fPIC -fno-asynchronous-unwind-tables -fno-stack-protector -c`, then
  * `objdump -d`: 135 bytes that touch only registers and the bytes given (no relocation, no
  * call). They are copied into a page mapped writable, which is then made executable and no
- * longer writable (mprotect), and called through bun:ffi's CFunction. The page costs 4 KB;
- * bun:ffi is loaded anyway by the agent's memory release (src/agent/process-memory.ts).
+ * longer writable (mprotect), and called through bun:ffi's CFunction. The page costs 4 KB; libc's
+ * binding (libc.ts) is the one the agent's memory release loads anyway (src/agent/process-memory.ts).
  *
  *   #include <stdint.h>
  *   #include <string.h>
@@ -26,6 +26,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { Crc32c } from "./crc32c.ts";
+import { loadLibc } from "./libc.ts";
 
 /** The machine code of flume_crc32c above. */
 const CODE = new Uint8Array([
@@ -62,17 +63,15 @@ export function hasSse42(): boolean {
 export async function loadSse42Crc32c(): Promise<Crc32c | null> {
   if (typeof Bun === "undefined" || !hasSse42()) return null;
   try {
-    const ffi = await import("bun:ffi");
-    const { FFIType: T } = ffi;
-    const libc = ffi.dlopen("libc.so.6", {
-      mmap: { args: [T.ptr, T.u64, T.i32, T.i32, T.i32, T.i64], returns: T.ptr },
-      mprotect: { args: [T.ptr, T.u64, T.i32], returns: T.i32 },
-    });
-    const page = libc.symbols.mmap(null, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    const libc = await loadLibc();
+    if (!libc) return null;
+    const { ffi } = libc;
+    const page = libc.mmap(null, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (page === null || Number(page) === MAP_FAILED) return null;
     new Uint8Array(ffi.toArrayBuffer(page, 0, PAGE)).set(CODE);
     // Executable, and no longer writable: a system that allows no executable mappings (SELinux execmem) refuses here.
-    if (libc.symbols.mprotect(page, PAGE, PROT_READ | PROT_EXEC) !== 0) return null;
+    if (libc.mprotect(page, PAGE, PROT_READ | PROT_EXEC) !== 0) return null;
+    const { FFIType: T } = ffi;
     const native = ffi.CFunction({ ptr: page, args: [T.ptr, T.u32, T.u32], returns: T.u32 }) as unknown as (bytes: Uint8Array, from: number, to: number) => number;
     // An empty range: no bytes to point at (an empty view may have no address).
     return (bytes, from, to) => (to > from ? native(bytes, from, to) >>> 0 : 0);
