@@ -7,7 +7,8 @@
  *   stress (100-byte events) -> memory -> kafka sink (batch 1000, acks=all)
  *   kafka source (batch 1000) -> memory -> null
  *   stress -> kafka channel -> null
- * BENCH_ROUNDS sets the rounds (default 2: the last is the figure, see run()).
+ * BENCH_ROUNDS sets the rounds (default 2: the last is the figure, see run()); BENCH_REPEATS the
+ * runs a side of each pipeline in that round (default 3, alternated; the figure is each side's median).
  * BENCH_EVENTS sets the event count (default 1,000,000: at 200,000 the JVM peers are still warming up, which flatters us). Targets: at least 3x Flume, at least
  * half of Kafka's own tools' records/s, agent RSS at most 80 MB.
  */
@@ -18,20 +19,34 @@ import { startFlume } from "../../test/support/flume.ts";
 import { FLUME_KAFKA } from "../../test/support/jvm-artifacts.ts";
 import { javaVersion } from "../../test/support/jvm.ts";
 import { KAFKA_SERVER_START_JVM, type KafkaCluster, kafkaTool, startKafka } from "../../test/support/kafka.ts";
-import { cpuMs, fmt, freePort, jitCpuMs, peakRssMb, timeAgent } from "./_util.ts";
+import { cpuMs, fmt, freePort, jitCpuMs, median, peakRssMb, spread, timeAgent } from "./_util.ts";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
+
+/** One agent's runs of a pipeline: each run's rate and peak RSS, and the broker's CPU an event behind it. */
+interface Runs {
+  rates: number[];
+  rss: number[];
+  broker: number[];
+}
 
 interface Row {
   name: string;
   kind: "sink" | "source" | "channel";
-  ours?: { rate: number; rss: number };
-  flume?: { rate: number; rss: number };
+  ours: Runs;
+  flume: Runs;
   kafka?: number;
-  /** The broker's CPU over each agent's run (its start to its last event), µs an event. */
-  brokerOurs?: number;
-  brokerFlume?: number;
 }
+
+/**
+ * Runs of each pipeline a side in the figure round (BENCH_REPEATS, default 3), alternating
+ * with the other side's: the figure is each side's median. One run of ours lasts a second or
+ * two, and one on this 2-core machine swung by a fifth from the last (the broker's threads and
+ * ours share the cores), so a single pair of runs made the ratio swing by as much.
+ */
+const REPEATS = Math.max(1, Number(process.env.BENCH_REPEATS ?? 3));
+
+const noRuns = (): Runs => ({ rates: [], rss: [], broker: [] });
 
 /** CPU ms the broker's JIT compiler threads used so far: how far from warm it still was. */
 function brokerJitMs(kafka: KafkaCluster): number {
@@ -141,44 +156,57 @@ async function consumerPerformance(kafka: KafkaCluster, topic: string): Promise<
   return Number(lines[header + 1].split(",")[cols.indexOf("nMsg.sec")].trim());
 }
 
-/** Each pipeline once through ours and once through Flume 1.11 (`flumeFirst`: Flume's before ours), and Kafka's tools. */
-async function round(kafka: KafkaCluster, r: number, flumeFirst: boolean, ours: (conf: string, group: string, key: string) => Promise<{ rate: number; rss: number }>): Promise<Row[]> {
+/**
+ * Each pipeline `repeats` times through ours and through Flume 1.11, alternating (`flumeFirst`:
+ * Flume's run before ours each time), and once through Kafka's tools.
+ */
+async function round(kafka: KafkaCluster, r: number, flumeFirst: boolean, repeats: number, ours: (conf: string, group: string, key: string) => Promise<{ rate: number; rss: number }>): Promise<Row[]> {
   const t = (name: string) => `${name}-${r}`;
-  for (const name of ["s-ours", "s-flume", "s-perf", "ch-ours", "ch-flume"]) await kafka.createTopic(t(name));
+  await kafka.createTopic(t("s-perf"));
+  for (let k = 0; k < repeats; k++) for (const side of ["ours", "flume"]) for (const name of ["s", "ch"]) await kafka.createTopic(t(`${name}-${side}-${k}`));
   const broker = kafka.nodes[0].peer.pid;
-  const perEvent = async <T>(run: () => Promise<T>, put: (us: number) => void) => {
+  const once = async (runs: Runs, run: () => Promise<{ rate: number; rss: number }>) => {
     const before = cpuMs(broker);
-    const r = await run();
-    put(((cpuMs(broker) - before) * 1000) / EVENTS);
-    return r;
+    const x = await run();
+    runs.broker.push(((cpuMs(broker) - before) * 1000) / EVENTS);
+    runs.rates.push(x.rate);
+    runs.rss.push(x.rss);
   };
-  const both = async (row: Row, conf: (side: "ours" | "flume") => string, group: string, key: string) => {
-    const runOurs = () => perEvent(async () => (row.ours = await ours(conf("ours"), group, key)), (us) => (row.brokerOurs = us));
-    const runFlume = () => perEvent(async () => (row.flume = await timeFlume(conf("flume"), group, key)), (us) => (row.brokerFlume = us));
-    if (flumeFirst) await runFlume().then(runOurs);
-    else await runOurs().then(runFlume);
+  const both = async (row: Row, conf: (side: "ours" | "flume", k: number) => string, group: string, key: string) => {
+    for (let k = 0; k < repeats; k++) {
+      const runOurs = () => once(row.ours, () => ours(conf("ours", k), group, key));
+      const runFlume = () => once(row.flume, () => timeFlume(conf("flume", k), group, key));
+      if (flumeFirst) await runFlume().then(runOurs);
+      else await runOurs().then(runFlume);
+    }
     return row;
   };
-  const sink = await both({ name: "-> memory -> kafka sink (acks=all)", kind: "sink" }, (side) => sinkConf(kafka.bootstrap, t(`s-${side}`)), "SINK.k1", "EventDrainSuccessCount");
+  const sink = await both({ name: "-> memory -> kafka sink (acks=all)", kind: "sink", ours: noRuns(), flume: noRuns() }, (side, k) => sinkConf(kafka.bootstrap, t(`s-${side}-${k}`)), "SINK.k1", "EventDrainSuccessCount");
   sink.kafka = await producerPerformance(kafka, t("s-perf"));
-  // The sources read what ProducerPerformance wrote.
-  const source = await both({ name: "kafka source -> memory -> null", kind: "source" }, (side) => sourceConf(kafka.bootstrap, t("s-perf"), `bench-${side}-${r}`), "SOURCE.r1", "EventAcceptedCount");
+  // The sources read what ProducerPerformance wrote, each run with a group of its own.
+  const source = await both({ name: "kafka source -> memory -> null", kind: "source", ours: noRuns(), flume: noRuns() }, (side, k) => sourceConf(kafka.bootstrap, t("s-perf"), `bench-${side}-${r}-${k}`), "SOURCE.r1", "EventAcceptedCount");
   source.kafka = await consumerPerformance(kafka, t("s-perf"));
-  const channel = await both({ name: "stress -> kafka channel -> null", kind: "channel" }, (side) => channelConf(kafka.bootstrap, t(`ch-${side}`)), "CHANNEL.c1", "EventTakeSuccessCount");
+  const channel = await both({ name: "stress -> kafka channel -> null", kind: "channel", ours: noRuns(), flume: noRuns() }, (side, k) => channelConf(kafka.bootstrap, t(`ch-${side}-${k}`)), "CHANNEL.c1", "EventTakeSuccessCount");
   return [sink, source, channel];
 }
 
 function printRows(title: string, rows: Row[], jitSeconds: number): void {
   console.log(`\n${title}`);
   console.log("pipeline                               | Flume TS            | Flume 1.11          | ours/Flume | Kafka's tool | ours/tool");
+  // A side's figure: its median rate, and the highest peak RSS of its runs.
+  const cell = (x: Runs) => `${fmt(median(x.rates))}/s ${Math.max(...x.rss).toFixed(0)} MB`;
   for (const r of rows) {
-    const cell = (x?: { rate: number; rss: number }) => (x ? `${fmt(x.rate)}/s ${x.rss.toFixed(0)} MB` : "-");
-    const vsFlume = r.ours && r.flume ? `${(r.ours.rate / r.flume.rate).toFixed(2)}x` : "-";
-    const vsTool = r.ours && r.kafka ? `${(r.ours.rate / r.kafka).toFixed(2)}x` : "-";
-    console.log(`${r.name.padEnd(38)} | ${cell(r.ours).padEnd(19)} | ${cell(r.flume).padEnd(19)} | ${vsFlume.padEnd(10)} | ${r.kafka ? `${fmt(r.kafka)}/s` : "-"} | ${vsTool}`);
+    const ours = median(r.ours.rates);
+    const vsTool = r.kafka ? `${(ours / r.kafka).toFixed(2)}x` : "-";
+    console.log(`${r.name.padEnd(38)} | ${cell(r.ours).padEnd(19)} | ${cell(r.flume).padEnd(19)} | ${`${(ours / median(r.flume.rates)).toFixed(2)}x`.padEnd(10)} | ${r.kafka ? `${fmt(r.kafka)}/s` : "-"} | ${vsTool}`);
   }
-  const us = (x?: number) => (x === undefined ? "-" : `${x.toFixed(2)} µs`);
-  console.log(`the broker's CPU an event (ours | Flume's): ${rows.map((r) => `${r.kind} ${us(r.brokerOurs)} | ${us(r.brokerFlume)}`).join(", ")}; its JIT compiler threads ran ${jitSeconds.toFixed(1)} s in the round`);
+  const runs = rows[0].ours.rates.length;
+  if (runs > 1) {
+    const k = (n: number) => `${Math.round(n / 1000)}k`;
+    console.log(`medians of ${runs} alternated runs a side; each run (ours | Flume's): ${rows.map((r) => `${r.kind} ${spread(r.ours.rates, k)} | ${spread(r.flume.rates, k)}`).join("; ")}`);
+  }
+  const us = (x: Runs) => `${median(x.broker).toFixed(2)} µs`;
+  console.log(`the broker's CPU an event (ours | Flume's${runs > 1 ? ", medians" : ""}): ${rows.map((r) => `${r.kind} ${us(r.ours)} | ${us(r.flume)}`).join(", ")}; its JIT compiler threads ran ${jitSeconds.toFixed(1)} s in the round`);
 }
 
 /**
@@ -211,7 +239,7 @@ export async function run(): Promise<void> {
   try {
     for (let r = 1; r <= rounds; r++) {
       const before = brokerJitMs(kafka);
-      results.push(await round(kafka, r, flumeFirst(r), ours));
+      results.push(await round(kafka, r, flumeFirst(r), r === rounds ? REPEATS : 1, ours));
       jit.push((brokerJitMs(kafka) - before) / 1000);
     }
   } finally {
