@@ -46,8 +46,6 @@ interface Row {
  */
 const REPEATS = Math.max(1, Number(process.env.BENCH_REPEATS ?? 3));
 
-const noRuns = (): Runs => ({ rates: [], rss: [], broker: [] });
-
 /** CPU ms the broker's JIT compiler threads used so far: how far from warm it still was. */
 function brokerJitMs(kafka: KafkaCluster): number {
   return jitCpuMs(kafka.nodes[0].peer.pid);
@@ -172,7 +170,8 @@ async function round(kafka: KafkaCluster, r: number, flumeFirst: boolean, repeat
     runs.rates.push(x.rate);
     runs.rss.push(x.rss);
   };
-  const both = async (row: Row, conf: (side: "ours" | "flume", k: number) => string, group: string, key: string) => {
+  const both = async (name: string, kind: Row["kind"], conf: (side: "ours" | "flume", k: number) => string, group: string, key: string) => {
+    const row: Row = { name, kind, ours: { rates: [], rss: [], broker: [] }, flume: { rates: [], rss: [], broker: [] } };
     for (let k = 0; k < repeats; k++) {
       const runOurs = () => once(row.ours, () => ours(conf("ours", k), group, key));
       const runFlume = () => once(row.flume, () => timeFlume(conf("flume", k), group, key));
@@ -181,12 +180,12 @@ async function round(kafka: KafkaCluster, r: number, flumeFirst: boolean, repeat
     }
     return row;
   };
-  const sink = await both({ name: "-> memory -> kafka sink (acks=all)", kind: "sink", ours: noRuns(), flume: noRuns() }, (side, k) => sinkConf(kafka.bootstrap, t(`s-${side}-${k}`)), "SINK.k1", "EventDrainSuccessCount");
+  const sink = await both("-> memory -> kafka sink (acks=all)", "sink", (side, k) => sinkConf(kafka.bootstrap, t(`s-${side}-${k}`)), "SINK.k1", "EventDrainSuccessCount");
   sink.kafka = await producerPerformance(kafka, t("s-perf"));
   // The sources read what ProducerPerformance wrote, each run with a group of its own.
-  const source = await both({ name: "kafka source -> memory -> null", kind: "source", ours: noRuns(), flume: noRuns() }, (side, k) => sourceConf(kafka.bootstrap, t("s-perf"), `bench-${side}-${r}-${k}`), "SOURCE.r1", "EventAcceptedCount");
+  const source = await both("kafka source -> memory -> null", "source", (side, k) => sourceConf(kafka.bootstrap, t("s-perf"), `bench-${side}-${r}-${k}`), "SOURCE.r1", "EventAcceptedCount");
   source.kafka = await consumerPerformance(kafka, t("s-perf"));
-  const channel = await both({ name: "stress -> kafka channel -> null", kind: "channel", ours: noRuns(), flume: noRuns() }, (side, k) => channelConf(kafka.bootstrap, t(`ch-${side}-${k}`)), "CHANNEL.c1", "EventTakeSuccessCount");
+  const channel = await both("stress -> kafka channel -> null", "channel", (side, k) => channelConf(kafka.bootstrap, t(`ch-${side}-${k}`)), "CHANNEL.c1", "EventTakeSuccessCount");
   return [sink, source, channel];
 }
 
