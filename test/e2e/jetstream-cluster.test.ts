@@ -68,11 +68,21 @@ describe("JetStream scale-out (nats-server and flume run child processes)", () =
   for (const framing of ["batch", "event"]) needsNatsServer.test(`framing ${framing}: 3-node cluster, stream of 3 replicas: the stream leader is SIGKILLed mid-stream and restarted; every event the client got OK for is delivered, duplicates bounded`, async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
+    // Where the test was, printed if it did not finish (a timeout runs only the cleanups).
+    const started = performance.now();
+    const steps: string[] = [];
+    const step = (what: string) => steps.push(`${((performance.now() - started) / 1000).toFixed(1)} s: ${what}`);
+    let finished = false;
+    cleanups.push(() => {
+      if (!finished) console.log(`framing ${framing} did not finish; its steps:\n${steps.join("\n")}\nthe agent's log (end):\n${agent?.stderr.slice(-20000)}`);
+    });
+    let agent: ReturnType<typeof startAgent> | undefined;
     const cluster = await startCluster(3);
+    step("cluster started");
     cleanups.push(() => void cluster.stop());
     const [avroPort, metrics] = [await freePort(), await freePort()];
     const out = path.join(tmp.dir, "out");
-    const agent = startAgent(
+    agent = startAgent(
       tmp.dir,
       "a1",
       `a1.sources = r1
@@ -84,6 +94,7 @@ ${collectorConf("a1", cluster.servers, "R3", out, `a1.channels.c1.replicas = 3\n
       metrics,
     );
     await agent.waitFor(/jetstream channel c1: connected to NATS/, 15000);
+    step("agent connected");
     const client = { c: await AvroRpcClient.connect({ host: "127.0.0.1", port: avroPort, requestTimeout: 30000 }) };
     cleanups.push(() => client.c.close());
 
@@ -95,19 +106,27 @@ ${collectorConf("a1", cluster.servers, "R3", out, `a1.channels.c1.replicas = 3\n
     for (let b = 0; b < batches; b++) {
       const batch = Array.from({ length: batchSize }, (_, i) => createEvent(`e-${b * batchSize + i}`));
       if (b === batches / 3) {
+        step("looking up the stream leader");
         const c = await natsClient(cluster.servers);
         const leader = (await c.jsm.streams.info("R3")).cluster?.leader;
         await c.close();
         killed = cluster.nodes.find((n) => n.name === leader) ?? cluster.nodes[0];
+        step(`killing ${killed.name} (stream leader ${leader})`);
         await killed.kill("SIGKILL");
+        step("killed");
       }
-      if (b === batches / 2 && killed) await killed.restart();
+      if (b === batches / 2 && killed) {
+        step(`restarting ${killed.name}`);
+        await killed.restart();
+        step("restarted");
+      }
       for (let attempt = 0; ; attempt++) {
         try {
           await client.c.appendBatch(batch);
           acknowledged += batch.length;
           break;
         } catch (err) {
+          step(`batch ${b} attempt ${attempt}: ${(err as Error).message}`);
           // FAILED or a broken connection: as Flume's client, send the same batch again.
           expect(`${attempt}: ${(err as Error).message}`).not.toStartWith("20:");
           resentEvents += batch.length;
@@ -117,7 +136,17 @@ ${collectorConf("a1", cluster.servers, "R3", out, `a1.channels.c1.replicas = 3\n
       }
     }
     expect(acknowledged).toBe(batches * batchSize);
-    await waitUntil(() => tally(sinkLines(out)).distinct >= acknowledged, "every acknowledged event in the sink's file", 20000, 100);
+    step("every batch acknowledged");
+    try {
+      await waitUntil(() => tally(sinkLines(out)).distinct >= acknowledged, "every acknowledged event in the sink's file", 20000, 100);
+    } catch (err) {
+      const have = new Set(sinkLines(out));
+      const missing = expected(acknowledged).filter((e) => !have.has(e));
+      const m = await fetchMetrics(metrics).catch(() => ({}) as Record<string, Record<string, string>>);
+      step(`${missing.length} missing (${missing.slice(0, 5).join(", ")}...); channel ${JSON.stringify(m["CHANNEL.c1"])}; sink ${JSON.stringify(m["SINK.k1"])}`);
+      throw err;
+    }
+    step("every event in the sink's file");
     // Redeliveries of takes whose acks were lost arrive within ack-wait: let them land before counting.
     await sleep(2100);
     const lines = sinkLines(out);
@@ -131,7 +160,8 @@ ${collectorConf("a1", cluster.servers, "R3", out, `a1.channels.c1.replicas = 3\n
     expect(duplicates).toBeLessThanOrEqual(resentEvents + 100 + 50);
     // The commits in flight while the leader was gone were retried with their message ids.
     expect(Number(channel["channel.jetstream.publish.retry.count"])).toBeGreaterThan(0);
-  }, 60000);
+    finished = true;
+  }, 120_000);
 
   needsNatsServer.test("two agents on one jetstream channel are competing consumers: each event is delivered once across both", async () => {
     const tmp = tempDir();
