@@ -152,9 +152,10 @@ export async function startCluster(size = 3): Promise<NatsSetup> {
  * them soon after it starts and then at growing intervals, so one whose first ones went out
  * before the meta leader was elected is left out ("no suitable peers for placement") until its
  * next ones. Seen once in about thirty runs of the 3-node tests on a loaded machine: the agent
- * then could not create its stream for over 30 s.
+ * then could not create its stream for over 30 s. The bound (waitBound(20 s): 60 s) leaves the
+ * 3-node tests (120 s) time to fail with this error rather than their own timeout.
  */
-export async function waitForPlacement(servers: string, replicas: number, ms = 60_000): Promise<void> {
+export async function waitForPlacement(servers: string, replicas: number, ms = 20_000): Promise<void> {
   const { connect } = await import("@nats-io/transport-node");
   const { jetstreamManager, StorageType } = await import("@nats-io/jetstream");
   const nc = await connect({ servers: servers.split(","), timeout: 2000 });
