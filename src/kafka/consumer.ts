@@ -270,9 +270,11 @@ export class KafkaPoller {
   private async resolveTopics(consumer: KafkaConsumer): Promise<string[]> {
     const { topics, regex } = this.subscription;
     if (topics && topics.length > 0) {
-      const md = await consumer.metadata({ topics: [...topics], autocreateTopics: false });
+      // As the Java consumer: brokers that create topics on use create the missing ones, unless allow.auto.create.topics = false.
+      const create = this.settings.allowAutoCreateTopics;
+      const md = await consumer.metadata({ topics: [...topics], autocreateTopics: create });
       const missing = topics.filter((t) => !md.topics.has(t));
-      if (missing.length > 0) throw new KafkaTopicMissingError(`${this.label}: topic ${missing.join(", ")} does not exist on ${this.brokers}: create it (kafka-topics.sh --create --topic ${missing[0]}) or let the brokers create topics on use`);
+      if (missing.length > 0) throw this.topicMissing(missing);
       return [...topics];
     }
     const matched = await this.matchingTopics();
@@ -280,9 +282,15 @@ export class KafkaPoller {
     return matched;
   }
 
+  private topicMissing(topics: readonly string[], cause?: unknown): KafkaTopicMissingError {
+    const how = this.settings.allowAutoCreateTopics ? "or let the brokers create topics on use (auto.create.topics.enable)" : "or set kafka.consumer.allow.auto.create.topics = true on brokers that create topics on use";
+    const why = cause === undefined ? "" : ` (${messageOf(cause)})`;
+    return new KafkaTopicMissingError(`${this.label}: topic ${topics.join(", ")} does not exist on ${this.brokers}${why}: create it (kafka-topics.sh --create --topic ${topics[0]}) ${how}`, cause === undefined ? undefined : { cause });
+  }
+
   private explain(err: unknown): Error {
     if (err instanceof KafkaTopicMissingError) return err;
-    if (isUnknownTopic(err)) return new KafkaTopicMissingError(`${this.label}: topic ${(this.subscription.topics ?? []).join(", ")} does not exist on ${this.brokers} (${messageOf(err)})`, { cause: err });
+    if (isUnknownTopic(err)) return this.topicMissing(this.subscription.topics ?? [], err);
     return new Error(`${this.label}: Kafka at ${this.brokers}: ${messageOf(err)}`, { cause: err });
   }
 
@@ -326,19 +334,21 @@ export class KafkaPoller {
 
   /**
    * Resolves once `n` records are buffered, the read-ahead is full (records larger than
-   * READ_AHEAD_BYTES / n each: no more comes until some are taken), or `ms` passed.
+   * READ_AHEAD_BYTES / n each: no more comes until some are taken): true; or once `ms` passed
+   * without: false.
    */
-  waitFor(n: number, ms: number): Promise<void> {
-    if (this.buffered >= n || this.full || ms <= 0) return Promise.resolve();
+  waitFor(n: number, ms: number): Promise<boolean> {
+    if (this.buffered >= n || this.full) return Promise.resolve(true);
+    if (ms <= 0) return Promise.resolve(false);
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.waiter = null;
-        resolve();
+        resolve(false);
       }, ms);
       const check = () => {
         if (this.buffered >= n || this.full) {
           clearTimeout(timer);
-          resolve();
+          resolve(true);
         } else this.waiter = check;
       };
       this.waiter = check;

@@ -78,6 +78,8 @@ export interface ConsumerSettings extends ConnectionSettings {
   isolationLevel: number;
   /** metadata.max.age.ms: how often kafka.topics.regex is matched again against the topics. */
   metadataMaxAge: number;
+  /** allow.auto.create.topics (the Java consumer's default true): a topic named in kafka.topics is created when the brokers create topics on use. */
+  allowAutoCreateTopics: boolean;
 }
 
 /** Java client settings that have no effect on this client (its own batching and memory model). */
@@ -110,6 +112,9 @@ const NO_EFFECT = new Set([
   "sasl.kerberos.service.name",
 ]);
 
+/** Flume's switch for the Java client's empty ssl.endpoint.identification.algorithm, which a Flume properties file cannot hold (KafkaSSLUtil). */
+const FLUME_NO_HOST_CHECK = "ssl.disableTLSHostnameVerification";
+
 const SECURITY_KEYS = new Set([
   "security.protocol",
   "sasl.mechanism",
@@ -125,6 +130,7 @@ const SECURITY_KEYS = new Set([
   "ssl.keystore.key",
   "ssl.key.password",
   "ssl.endpoint.identification.algorithm",
+  FLUME_NO_HOST_CHECK,
 ]);
 
 const COMMON_KEYS = new Set(["client.id", "request.timeout.ms", "retries", "retry.backoff.ms", "socket.connection.setup.timeout.ms", ...SECURITY_KEYS]);
@@ -145,6 +151,7 @@ const CONSUMER_KEYS = new Set([
   "max.partition.fetch.bytes",
   "isolation.level",
   "metadata.max.age.ms",
+  "allow.auto.create.topics",
 ]);
 
 /** The settings of `props` that say how to reach the brokers (security, client id, timeouts, retries), for a second client on the same connection. */
@@ -171,6 +178,14 @@ function intOf(props: Readonly<Record<string, string>>, key: string, prefix: str
   return n;
 }
 
+function booleanOf(props: Readonly<Record<string, string>>, key: string, prefix: string, fallback: boolean): boolean {
+  const raw = props[key];
+  if (raw === undefined) return fallback;
+  const v = raw.trim().toLowerCase();
+  if (v !== "true" && v !== "false") throw new KafkaSettingError(`${prefix}${key}: expected true or false, got "${raw}"`);
+  return v === "true";
+}
+
 function jaasOption(jaas: string, name: string): string | undefined {
   return jaas.match(new RegExp(`\\b${name}\\s*=\\s*"([^"]*)"`))?.[1];
 }
@@ -195,11 +210,13 @@ function connectionSettings(i: ClientInput, prefix: string): ConnectionSettings 
     connectTimeout: intOf(props, "socket.connection.setup.timeout.ms", prefix, 10_000),
     requestTimeout: intOf(props, "request.timeout.ms", prefix, 30_000),
     retries: intOf(props, "retries", prefix, 3),
-    retryDelay: intOf(props, "retry.backoff.ms", prefix, 250),
+    // The Java client's default (Kafka 2.7.2, the client Flume 1.11 ships).
+    retryDelay: intOf(props, "retry.backoff.ms", prefix, 100),
   };
   if (protocol === "SSL" || protocol === "SASL_SSL") {
     const keystore = pemFile(props, prefix, "keystore");
-    const verifyHost = (props["ssl.endpoint.identification.algorithm"] ?? "https").trim() !== "";
+    const noHostCheck = (props[FLUME_NO_HOST_CHECK] ?? "").trim().toLowerCase() === "true";
+    const verifyHost = !noHostCheck && (props["ssl.endpoint.identification.algorithm"] ?? "https").trim() !== "";
     settings.tls = {
       ca: pemFile(props, prefix, "truststore") ?? props["ssl.truststore.certificates"],
       cert: keystore ?? props["ssl.keystore.certificate.chain"],
@@ -302,7 +319,8 @@ export function consumerSettings(i: ConsumerInput): ConsumerSettings {
   if (reset !== "earliest" && reset !== "latest" && reset !== "none") throw new KafkaSettingError(`${prefix}auto.offset.reset: expected earliest, latest or none, got "${i.props["auto.offset.reset"]}"`);
   const isolation = (i.props["isolation.level"] ?? "read_uncommitted").trim().toLowerCase();
   if (isolation !== "read_uncommitted" && isolation !== "read_committed") throw new KafkaSettingError(`${prefix}isolation.level: expected read_uncommitted or read_committed, got "${i.props["isolation.level"]}"`);
-  const sessionTimeout = intOf(i.props, "session.timeout.ms", prefix, 45_000);
+  // Kafka 2.7.2's default (the client Flume 1.11 ships; 3.0 raised it to 45 s): a dead member's partitions move after 10 s.
+  const sessionTimeout = intOf(i.props, "session.timeout.ms", prefix, 10_000);
   const heartbeatInterval = intOf(i.props, "heartbeat.interval.ms", prefix, 3000);
   // As the Java client (and the broker would end a session that beats less often than it lasts).
   if (heartbeatInterval >= sessionTimeout) throw new KafkaSettingError(`${prefix}heartbeat.interval.ms (${heartbeatInterval}) must be lower than ${prefix}session.timeout.ms (${sessionTimeout})`);
@@ -320,6 +338,7 @@ export function consumerSettings(i: ConsumerInput): ConsumerSettings {
     isolationLevel: isolation === "read_committed" ? 1 : 0,
     // The Java client's default: a topic created later that matches kafka.topics.regex is read within 5 minutes.
     metadataMaxAge: Math.max(100, intOf(i.props, "metadata.max.age.ms", prefix, 300_000)),
+    allowAutoCreateTopics: booleanOf(i.props, "allow.auto.create.topics", prefix, true),
   };
 }
 

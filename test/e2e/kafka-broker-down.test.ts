@@ -50,6 +50,11 @@ async function runThenKillBroker(topic: string, deliveryTimeoutMs: number) {
   return { dir, port, agent, broker, killedAt };
 }
 
+/** Waits until the seq source has put every event into the file channel (on a busy machine it may still be putting when the broker dies). */
+async function allAccepted(port: number): Promise<void> {
+  await waitForMetrics(port, `all ${total} events in the file channel`, (m) => Number(m["SOURCE.r1"]?.EventAcceptedCount ?? 0) === total, 120_000, 50);
+}
+
 /** SIGTERM: the agent exits by itself (code 0), in bounded time. */
 async function expectStopped(agent: AgentProcess): Promise<void> {
   agent.child.kill("SIGTERM");
@@ -83,6 +88,7 @@ needsJvm.test(
     // Taken, sent, neither acknowledged nor failed: the sends wait for the broker.
     const m = await waitForMetrics(port, "batches in flight", (x) => Number(x["SINK.k1"]?.EventDrainAttemptCount ?? 0) - Number(x["SINK.k1"]?.EventDrainSuccessCount ?? 0) >= batch, 60_000, 100);
     expect(Number(m["SINK.k1"].RollbackCount)).toBe(0);
+    await allAccepted(port);
 
     // Far below delivery.timeout.ms: the drain (5 s) and request.timeout.ms (3 s) bound the stop.
     await expectStopped(agent);
@@ -127,6 +133,7 @@ needsJvm.test(
     expect(Number(m["SINK.k1"].EventWriteFail)).toBe(Number(m["SINK.k1"].RollbackCount));
 
     // Stopped while the broker is still down: the batches in flight go back into the file channel.
+    await allAccepted(port);
     await expectStopped(agent);
 
     await broker.restart();

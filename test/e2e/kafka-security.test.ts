@@ -182,3 +182,39 @@ needsOpenssl.test(
   },
   120_000,
 );
+
+needsOpenssl.test(
+  "ssl.disableTLSHostnameVerification = true (Flume's switch) reaches a broker whose trusted certificate names another host; without it the start fails on the name",
+  async () => {
+    const pair = selfSignedCert(dirs.dir, "other-name", "subjectAltName=DNS:broker.elsewhere.invalid");
+    // A TLS peer standing in for the broker: it counts the requests that came over a finished handshake.
+    let requests = 0;
+    const server = tls.createServer({ key: readFileSync(pair.key), cert: readFileSync(pair.cert), minVersion: "TLSv1.2" }, (s) => {
+      s.on("data", () => {
+        requests++;
+        s.destroy();
+      });
+      s.on("error", () => {});
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const port = (server.address() as { port: number }).port;
+    const start = async (name: string, extra: Record<string, string>) => {
+      const props = { "kafka.bootstrap.servers": `127.0.0.1:${port}`, "kafka.topic": "any", ...tlsOnly("kafka.producer."), "kafka.producer.ssl.truststore.location": pair.cert, "kafka.producer.retries": "0", ...extra };
+      const { sink } = kafkaSink(props, { cleanups, name });
+      return sink.start().then(() => null, (e: Error) => e);
+    };
+
+    const checked = await start("k1", {});
+    expect(checked?.message).toContain(`127.0.0.1:${port}`);
+    expect(checked?.message).toMatch(/altnames|does not match|host ?name/i);
+    expect(requests).toBe(0);
+
+    const unchecked = await start("k2", { "kafka.producer.ssl.disableTLSHostnameVerification": "true" });
+    // The handshake passed and the client sent its first request; the stand-in answers none, so the start still fails.
+    expect(unchecked).toBeInstanceOf(Error);
+    expect(unchecked?.message).not.toMatch(/altnames|does not match/i);
+    await waitUntil(() => requests > 0, "a Kafka request over the TLS connection", 10_000);
+  },
+  120_000,
+);

@@ -63,6 +63,25 @@ test("SASL and TLS settings: PLAIN/SCRAM credentials from sasl.jaas.config, PEM 
   expect(() => producerSettings({ ...base, logger, defaultAcks: "1", props: { "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "GSSAPI" } })).toThrow(/sasl.mechanism GSSAPI is not supported/);
 });
 
+test("Flume's ssl.disableTLSHostnameVerification = true turns the broker's host name check off (the Java client's empty ssl.endpoint.identification.algorithm), and is no unknown setting", () => {
+  const logger = new MemoryLogger();
+  const tls = { "security.protocol": "SSL", "ssl.truststore.certificates": "PEM" };
+  const check = (props: Record<string, string>) => consumerSettings({ ...base, logger, groupId: "g", defaultOffsetReset: "latest", props: { ...tls, ...props } }).tls?.checkServerIdentity;
+  expect(check({})).toBeUndefined();
+  expect(check({ "ssl.disableTLSHostnameVerification": "false" })).toBeUndefined();
+  expect(check({ "ssl.disableTLSHostnameVerification": "TRUE" })).toBeFunction();
+  expect(check({ "ssl.endpoint.identification.algorithm": "" })).toBeFunction();
+  expect(producerSettings({ ...base, logger, defaultAcks: "1", props: { ...tls, "ssl.disableTLSHostnameVerification": "true" } }).tls?.checkServerIdentity).toBeFunction();
+  expect(logger.lines).toEqual([]);
+});
+
+test("client defaults are those of Kafka 2.7.2, the Java client Flume 1.11 ships: session.timeout.ms 10000, retry.backoff.ms 100", () => {
+  const logger = new MemoryLogger();
+  const c = consumerSettings({ ...base, logger, groupId: "g", defaultOffsetReset: "latest", props: {} });
+  expect({ session: c.sessionTimeout, heartbeat: c.heartbeatInterval, retry: c.retryDelay }).toEqual({ session: 10_000, heartbeat: 3000, retry: 100 });
+  expect(producerSettings({ ...base, logger, defaultAcks: "1", props: {} }).retryDelay).toBe(100);
+});
+
 test("an Avro FlumeEvent round-trips, and bytes that are not one are refused", () => {
   const e = createEvent("body ü", { a: "1", key: "k" });
   const bytes = encodeFlumeEvent(e);

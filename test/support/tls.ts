@@ -17,11 +17,11 @@ function openssl(...args: (string | string[])[]): void {
 
 const SERVER_NAMES = "subjectAltName=IP:127.0.0.1,DNS:localhost";
 
-/** A self-signed certificate and key for 127.0.0.1/localhost, made with openssl in dir. */
-export function selfSignedCert(dir: string, name = "server"): KeyPair {
+/** A self-signed certificate and key for 127.0.0.1/localhost (or `names`, an openssl subjectAltName line), made with openssl in dir. */
+export function selfSignedCert(dir: string, name = "server", names = SERVER_NAMES): KeyPair {
   const cert = path.join(dir, `${name}.crt.pem`);
   const key = path.join(dir, `${name}.key.pem`);
-  openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost");
+  openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost", "-addext", names);
   return { cert, key };
 }
 

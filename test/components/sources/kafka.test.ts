@@ -345,6 +345,34 @@ needsJvm.test(
 );
 
 needsJvm.test(
+  "KafkaEmptyCount counts, as Flume 1.11's source, every batch whose time ran out on a poll that found nothing, a partly filled one included",
+  async () => {
+    const topic = await kafka.newTopic();
+    await produce(topic, [createEvent("a"), createEvent("b"), createEvent("c")]);
+    const { source: r, channel } = source({ "kafka.topics": topic, "kafka.consumer.group.id": `g-${topic}`, batchSize: "10" });
+    await r.start();
+    const got: Event[] = [];
+    let calls = 0;
+    await waitUntil(
+      async () => {
+        calls++;
+        await r.process();
+        await takeEvents(channel, got);
+        return got.length >= 3;
+      },
+      "the three records read",
+      60_000,
+      0,
+    );
+    // Never 10 records to fill a batch: each call ended on an empty poll, the ones that read records too.
+    expect(r.counter.values.KafkaEmptyCount).toBe(calls);
+    expect(await r.process()).toBe("BACKOFF");
+    expect(r.counter.values.KafkaEmptyCount).toBe(calls + 1);
+  },
+  240_000,
+);
+
+needsJvm.test(
   "a topic that does not exist, with auto-create off, fails the start with an error naming the topic",
   async () => {
     const { sink: k } = sink({ "kafka.topic": "no-such-topic-here" });
