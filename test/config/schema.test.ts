@@ -82,3 +82,30 @@ describe("groups of records", () => {
     expect(options.routes.a.weight).toBe(1);
   });
 });
+
+describe("emptyIsDefault", () => {
+  const topics = defineComponent({
+    kind: "sink",
+    type: "empty-example",
+    doc: "A topic that falls back to its default when empty, as Flume's Kafka sink's kafka.topic.",
+    props: {
+      "kafka.topic": { type: "string", default: "default-flume-topic", emptyIsDefault: true, aliases: ["topic"], doc: "Topic" },
+      prefix: { type: "string", default: "p-", doc: "Kept as written, empty included" },
+    },
+    create: () => null,
+  });
+
+  test("a blank value of such a property is its default (or the alias's value); other strings keep an empty value", () => {
+    expect(topics.parse({ "kafka.topic": "", prefix: "" }).options).toEqual({ "kafka.topic": "default-flume-topic", prefix: "" });
+    expect(topics.parse({ "kafka.topic": "  " }).options["kafka.topic"]).toBe("default-flume-topic");
+    expect(topics.parse({ "kafka.topic": "", topic: "old" }).options["kafka.topic"]).toBe("old");
+    expect(topics.parse({ "kafka.topic": "logs" }).options["kafka.topic"]).toBe("logs");
+  });
+
+  test("the Kafka source's empty kafka.consumer.group.id is Flume's default group flume", async () => {
+    const { definition } = await import("../../src/components/sources/kafka.ts");
+    const { options, errors } = definition.parse({ "kafka.bootstrap.servers": "b:9092", "kafka.topics": "t", "kafka.consumer.group.id": "" });
+    expect(errors).toEqual([]);
+    expect(options["kafka.consumer.group.id"]).toBe("flume");
+  });
+});
