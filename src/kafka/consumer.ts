@@ -108,6 +108,12 @@ export class KafkaPoller {
   lastError: string | null = null;
   /** Called with the count of records each fetch brought (a channel counts what arrived for its ChannelSize). */
   onRecords?: (count: number) => void;
+  /**
+   * Called with the buffered records dropped at a rebalance or when the consumer is dropped
+   * (brokers lost, closed): fetching starts again from the committed offsets. A channel holds
+   * the records of rolled-back takes waiting here (taken-offsets.ts): it lets go of them.
+   */
+  onDropped?: (records: readonly KafkaMessage[]) => void;
 
   constructor(
     readonly label: string,
@@ -308,11 +314,19 @@ export class KafkaPoller {
 
   /** A rebalance: what was fetched and not taken may now belong to another member; fetching starts again from the committed offsets. */
   private dropBuffered(): void {
-    const n = this.buffered;
+    const n = this.dropAll();
+    if (n > 0) this.logger.info(`${this.label}: consumer group ${this.settings.groupId} rebalanced; ${n} fetched records left to be fetched again from the committed offsets`);
+  }
+
+  /** Empties the buffer, handing what it held to onDropped; returns how many records it held. */
+  private dropAll(): number {
+    const { buffer, head } = this;
     this.buffer = [];
     this.head = 0;
     this.heldBytes = 0;
-    if (n > 0) this.logger.info(`${this.label}: consumer group ${this.settings.groupId} rebalanced; ${n} fetched records left to be fetched again from the committed offsets`);
+    const n = buffer.length - head;
+    if (n > 0 && this.onDropped) this.onDropped(head > 0 ? buffer.slice(head) : buffer);
+    return n;
   }
 
   /**
@@ -415,9 +429,7 @@ export class KafkaPoller {
     this.consumer = null;
     this.commits = null;
     this.fetcher = null;
-    this.buffer = [];
-    this.head = 0;
-    this.heldBytes = 0;
+    this.dropAll();
     return held;
   }
 

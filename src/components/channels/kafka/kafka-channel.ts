@@ -147,6 +147,19 @@ export class KafkaChannel implements Channel {
       if (this.inFlight > 0) this.unfetched -= n;
       else if (this.unfetched > 0) this.unfetched = Math.max(0, this.unfetched - n);
     };
+    this.poller.onDropped = (records) => this.dropped(records);
+  }
+
+  /**
+   * The consumer dropped its buffer (a rebalance, or it was lost and connects again) and reads
+   * again from the group's committed offsets: rolled-back takes waiting there are not taken
+   * again from it. Their holds and responses go, or a partition that comes back after another
+   * member committed past them would never commit an offset again.
+   */
+  private dropped(records: readonly KafkaMessage[]): void {
+    const held = this.offsets.dropped(records);
+    if (held.length > 0) this.responses.dropped(held);
+    this.counter.set("ChannelSize", this.poller.buffered);
   }
 
   getLifecycleState(): LifecycleState {

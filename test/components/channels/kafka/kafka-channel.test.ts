@@ -16,7 +16,7 @@ import { consumerSettings } from "../../../../src/kafka/settings.ts";
 import { waitUntil } from "../../../support/helpers.ts";
 import { needsJvm } from "../../../support/jvm.ts";
 import { consoleConsume, consoleProduce } from "../../../support/kafka.ts";
-import { cleanupsAfterEach, kafkaChannel, kafkaForFile, putEvents as put } from "../../../support/kafka-tests.ts";
+import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFile, putEvents as put } from "../../../support/kafka-tests.ts";
 
 const kafka = kafkaForFile({ autoCreateTopics: false });
 const cleanups = cleanupsAfterEach();
@@ -252,6 +252,39 @@ needsJvm.test(
     expect(taken.map(bodyText)).toEqual(events.map(bodyText));
     expect(taken.map((e) => [e.headers.host, e.headers.seq])).toEqual(events.map((e) => [e.headers.host, e.headers.seq]));
     expect(c.counter.values.EventReadFail).toBe(0);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "takes rolled back before a rebalance do not stop the group's offset: a partition that moved to another member, which committed it, and came back commits every take again",
+  async () => {
+    const topic = await kafka.newTopic({ partitions: 2 });
+    const group = `g-${topic}`;
+    // Sessions short enough for the rebalances to be quick; partitionIdHeader to put into each partition.
+    const props = { "kafka.topic": topic, "kafka.consumer.group.id": group, partitionIdHeader: "p", "kafka.consumer.session.timeout.ms": "6000", "kafka.consumer.heartbeat.interval.ms": "500" };
+    const c1 = channel(props, "kc1");
+    await c1.start();
+    await put(c1, [createEvent("p0-0", { p: "0" }), createEvent("p0-1", { p: "0" }), createEvent("p1-0", { p: "1" }), createEvent("p1-1", { p: "1" })]);
+    // Taken and rolled back: held by c1, waiting in its consumer's buffer.
+    expect((await takeUntil(c1, 4, false)).map(bodyText).sort()).toEqual(["p0-0", "p0-1", "p1-0", "p1-1"]);
+    // A second member joins: each gets one partition; c2 takes and commits what its partition holds.
+    const c2 = channel(props, "kc2");
+    await c2.start();
+    const moved = await takeUntil(c2, 2);
+    const p = moved[0].headers.p;
+    expect(moved.map(bodyText)).toEqual([`p${p}-0`, `p${p}-1`]);
+    expect(await committedOffset(kafka.bootstrap, group, topic, Number(p))).toBe(2);
+    // c2 leaves: the partition comes back to c1, from the offset c2 committed.
+    await c2.stop();
+    await put(c1, [createEvent(`p${p}-2`, { p }), createEvent(`p${p}-3`, { p })]);
+    const other = p === "0" ? "1" : "0";
+    const taken = await takeUntil(c1, 4);
+    expect(taken.map(bodyText).sort()).toEqual([`p${other}-0`, `p${other}-1`, `p${p}-2`, `p${p}-3`].sort());
+    // Both partitions' offsets moved past every take, and nothing is left for a restart to deliver again.
+    expect(await committedOffset(kafka.bootstrap, group, topic, Number(p))).toBe(4);
+    expect(await committedOffset(kafka.bootstrap, group, topic, Number(other))).toBe(2);
+    expect(c1.repeatable()).toEqual([]);
   },
   240_000,
 );
