@@ -94,6 +94,8 @@ export class KafkaTransaction extends ChannelTransaction {
   takes: KafkaMessage[] = [];
   /** The event of each take (null for a record that was no event, skipped). */
   taken: (Event | null)[] = [];
+  /** Events handed out: what transactionCapacity bounds (skipped records ride along, whatever their number). */
+  events = 0;
   /** The takes that were no event, for the dead-letter topic at commit. */
   deadLetters: DeadLetters | null = null;
   /** What the channel does with a take that is no event (made at the first take). */
@@ -182,6 +184,7 @@ export class KafkaChannel implements Channel {
     }
     tx.takes = [];
     tx.taken = [];
+    tx.events = 0;
     tx.deadLetters = null;
     tx.onBad = null;
   }
@@ -267,7 +270,8 @@ export class KafkaChannel implements Channel {
 
   take(tx: KafkaTransaction): Event | null {
     this.counter.values.EventTakeAttemptCount++;
-    if (tx.takes.length >= this.options.transactionCapacity) {
+    // The events handed out, not the records read: with skipped records counted, a sink whose batch is the capacity would fail on them at every try.
+    if (tx.events >= this.options.transactionCapacity) {
       throw new ChannelException(`Take list for ${this.label} transaction full, capacity ${this.options.transactionCapacity}`);
     }
     if (this.state === "START") this.poller.ensureConnected();
@@ -282,7 +286,10 @@ export class KafkaChannel implements Channel {
       const e = eventOfRecord(m, parse, this.label, this.logger, parse ? (tx.onBad ??= this.badRecordHandler(tx)) : undefined, copies.window, copies.at, m.valueLength);
       tx.taken.push(e);
       // A record that is no event is logged and skipped; its offset is committed with the take.
-      if (e) return e;
+      if (e) {
+        tx.events++;
+        return e;
+      }
     }
   }
 
@@ -387,14 +394,13 @@ export class KafkaChannel implements Channel {
     }
     this.counter.values.KafkaCommitTimer += Date.now() - started;
     this.responses.committed(tx.takes);
-    let events = 0;
-    for (let i = 0; i < tx.taken.length; i++) {
-      if (tx.taken[i]) events++;
-      else this.badSeen.forget(tx.takes[i]);
-    }
+    const events = tx.events;
     this.counter.inc("EventTakeSuccessCount", events);
     // The records that were no FlumeEvent, skipped now that their offsets are committed: each counted once, however often its take was rolled back.
-    if (events < tx.taken.length) this.counter.inc("EventReadFail", tx.taken.length - events);
+    if (events < tx.taken.length) {
+      for (let i = 0; i < tx.taken.length; i++) if (!tx.taken[i]) this.badSeen.forget(tx.takes[i]);
+      this.counter.inc("EventReadFail", tx.taken.length - events);
+    }
   }
 
   rollback(tx: KafkaTransaction): void {

@@ -9,6 +9,8 @@
  */
 import { expect, test } from "bun:test";
 import { CHANNEL_FETCH_BYTES, channelFetches, readAhead } from "../../../../src/components/channels/kafka/kafka-channel.ts";
+import { componentContext } from "../../../../src/components/component.ts";
+import { NullSink } from "../../../../src/components/sinks/null.ts";
 import type { KafkaChannel } from "../../../../src/components/channels/kafka/index.ts";
 import { bodyText, createEvent, type Event } from "../../../../src/core/event.ts";
 import { MemoryLogger } from "../../../../src/core/logger.ts";
@@ -94,6 +96,31 @@ needsJvm.test(
     await again.start();
     await waitUntil(() => again.connected, "second channel connected", 60_000);
     expect(await takeUntil(again, 1, true, 3000)).toEqual([]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "records that are no FlumeEvent do not count against transactionCapacity: a sink whose batch is the capacity takes every event after them, and the group's offset passes them",
+  async () => {
+    const topic = await kafka.newTopic();
+    const group = `g-${topic}`;
+    await consoleProduce(kafka, topic, ["garbage 0", "garbage 1", "garbage 2"]);
+    const logger = new MemoryLogger();
+    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": group, transactionCapacity: "5" }, "kc", logger);
+    await c.start();
+    await put(c, Array.from({ length: 5 }, (_, i) => createEvent(`good ${i}`)));
+    await waitUntil(() => c.counter.values.ChannelSize >= 8, "the 8 records fetched", 60_000);
+    const sink = new NullSink(componentContext("k1", { logger }), 5);
+    sink.setChannel(c);
+    expect(await sink.process()).toBe("READY");
+    expect(sink.eventCount).toBe(5);
+    expect(c.counter.values.EventTakeSuccessCount).toBe(5);
+    expect(await committedOffset(kafka.bootstrap, group, topic)).toBe(8);
+    // Logged and counted as before: once each.
+    expect(c.counter.values.EventReadFail).toBe(3);
+    const skipped = logger.lines.filter((l) => l.message.includes("skipped a record that is not an Avro FlumeEvent")).map((l) => l.message.replace(/.* offset (\d+) .*/, "$1"));
+    expect(skipped).toEqual(["0", "1", "2"]);
   },
   240_000,
 );
