@@ -5,10 +5,12 @@
  * Put: events are kept in the transaction; commit sends them as records and returns once the
  * broker acknowledged every one (acks = all by default, as Flume), so they become visible to
  * takers only at commit. Take: records come from a consumer in the group, fetched ahead so
- * that take() is synchronous; commit commits their offsets; rollback puts them back at the head
- * of the fetched records in their order. The group's offset of a partition moves only past
- * records whose take committed (taken-offsets.ts). A killed agent commits nothing: a restart (or
- * another member of the group) reads again from the last committed offsets.
+ * that take() is synchronous; a record's key, if it has one, is its event's `key` header (as
+ * Flume's, in both parseAsFlumeEvent modes); commit commits their offsets; rollback puts them
+ * back at the head of the fetched records in their order. The group's offset of a partition
+ * moves only past records whose take committed (taken-offsets.ts). A killed agent commits
+ * nothing: a restart (or another member of the group) reads again from the last committed
+ * offsets.
  *
  * The channel has no capacity of its own, as Flume's: the topic's retention bounds it.
  */
@@ -26,7 +28,7 @@ import { BadRecordsSeen } from "../../../kafka/bad-records.ts";
 import { DeadLetters } from "../../../kafka/dead-letters.ts";
 import { flumeEventSize } from "../../../kafka/flume-event.ts";
 import { KafkaPublisher, type KafkaRecord } from "../../../kafka/producer.ts";
-import { type BadRecordHandler, eventOfRecord, where } from "../../../kafka/records.ts";
+import { type BadRecordHandler, eventOfRecord, setKeyHeader, where } from "../../../kafka/records.ts";
 import { TakenResponses, ValueCopies } from "../../../kafka/response-release.ts";
 import type { ConsumerSettings, ProducerSettings } from "../../../kafka/settings.ts";
 import { TakenOffsets } from "./taken-offsets.ts";
@@ -287,6 +289,7 @@ export class KafkaChannel implements Channel {
       tx.taken.push(e);
       // A record that is no event is logged and skipped; its offset is committed with the take.
       if (e) {
+        setKeyHeader(e, m);
         tx.events++;
         return e;
       }

@@ -12,9 +12,11 @@ import { CHANNEL_FETCH_BYTES, channelFetches, readAhead } from "../../../../src/
 import { componentContext } from "../../../../src/components/component.ts";
 import { NullSink } from "../../../../src/components/sinks/null.ts";
 import type { KafkaChannel } from "../../../../src/components/channels/kafka/index.ts";
-import { bodyText, createEvent, type Event } from "../../../../src/core/event.ts";
+import { bodyText, createEvent, type Event, readHeaders } from "../../../../src/core/event.ts";
 import { MemoryLogger } from "../../../../src/core/logger.ts";
-import { consumerSettings } from "../../../../src/kafka/settings.ts";
+import { encodeFlumeEvent } from "../../../../src/kafka/flume-event.ts";
+import { KafkaPublisher } from "../../../../src/kafka/producer.ts";
+import { consumerSettings, producerSettings } from "../../../../src/kafka/settings.ts";
 import { waitUntil } from "../../../support/helpers.ts";
 import { needsJvm } from "../../../support/jvm.ts";
 import { consoleConsume, consoleProduce } from "../../../support/kafka.ts";
@@ -312,6 +314,45 @@ needsJvm.test(
     expect(await committedOffset(kafka.bootstrap, group, topic, Number(p))).toBe(4);
     expect(await committedOffset(kafka.bootstrap, group, topic, Number(other))).toBe(2);
     expect(c1.repeatable()).toEqual([]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a taken event has its record's key as the key header, as Flume's channel: over a FlumeEvent's own, on a plain body alone; a record without a key gives none",
+  async () => {
+    const flumeTopic = await kafka.newTopic();
+    const plainTopic = await kafka.newTopic();
+    const logger = new MemoryLogger();
+    const publisher = new KafkaPublisher("keys", producerSettings({ bootstrap: kafka.bootstrap, bootstrapKey: "kafka.bootstrap.servers", clientId: "keys", label: "keys", logger, props: {}, defaultAcks: "all" }), logger);
+    try {
+      await publisher.send([
+        { topic: flumeTopic, key: Buffer.from("k1"), value: encodeFlumeEvent(createEvent("keyed", { n: "1" })) },
+        { topic: flumeTopic, key: Buffer.from("k2"), value: encodeFlumeEvent(createEvent("own key", { key: "own", n: "2" })) },
+        { topic: flumeTopic, value: encodeFlumeEvent(createEvent("no key", { n: "3" })) },
+        { topic: plainTopic, key: Buffer.from("k4"), value: Buffer.from("plain keyed") },
+        { topic: plainTopic, key: Buffer.alloc(0), value: Buffer.from("plain empty key") },
+        { topic: plainTopic, value: Buffer.from("plain no key") },
+      ]);
+    } finally {
+      await publisher.close();
+    }
+    const flume = channel({ "kafka.topic": flumeTopic, "kafka.consumer.group.id": `g-${flumeTopic}` }, "kc1");
+    await flume.start();
+    const events = await takeUntil(flume, 3);
+    expect(events.map((e) => [bodyText(e), { ...readHeaders(e) }])).toEqual([
+      ["keyed", { n: "1", key: "k1" }],
+      ["own key", { n: "2", key: "k2" }],
+      ["no key", { n: "3" }],
+    ]);
+    const plain = channel({ "kafka.topic": plainTopic, "kafka.consumer.group.id": `g-${plainTopic}`, parseAsFlumeEvent: "false" }, "kc2");
+    await plain.start();
+    const bodies = await takeUntil(plain, 3);
+    expect(bodies.map((e) => [bodyText(e), { ...readHeaders(e) }])).toEqual([
+      ["plain keyed", { key: "k4" }],
+      ["plain empty key", { key: "" }],
+      ["plain no key", {}],
+    ]);
   },
   240_000,
 );
