@@ -145,9 +145,14 @@ export class KafkaChannel implements Channel {
     this.poller = new KafkaPoller(this.label, channelFetches(options.consumer), { topics: [options.topic] }, this.logger, readAhead(options.transactionCapacity), () => {
       this.putListeners.notify();
     });
-    this.poller.onRecords = (n) => {
+    this.poller.onRecords = (n, ms) => {
       // ChannelSize is set at each commit and rollback, and grows as committed records arrive.
       this.counter.values.ChannelSize += n;
+      // Flume's take times its consumer's poll (and each record's decoding, under a millisecond:
+      // its per-record sum of whole milliseconds counts only the polls). Our fetches are those
+      // polls, run ahead of the takes: each one that brought records counts, from its request to
+      // its records read, one clock read a fetch and none a take.
+      this.counter.values.KafkaEventGetTimer += ms;
       if (this.inFlight > 0) this.unfetched -= n;
       else if (this.unfetched > 0) this.unfetched = Math.max(0, this.unfetched - n);
     };
@@ -407,7 +412,8 @@ export class KafkaChannel implements Channel {
   }
 
   rollback(tx: KafkaTransaction): void {
-    this.counter.values.RollbackCount++;
+    // As Flume's: the events of a rolled-back take; a put's rollback counts none.
+    this.counter.values.RollbackCount += tx.events;
     this.endPuts(tx);
     this.poller.giveBack(tx.takes);
     this.endTakes(tx, false);

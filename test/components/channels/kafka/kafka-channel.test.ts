@@ -356,3 +356,34 @@ needsJvm.test(
   },
   240_000,
 );
+
+needsJvm.test(
+  "the channel's counters as Flume's: RollbackCount adds the events of each rolled-back take and nothing for a put's; KafkaEventGetTimer adds how long each fetch that brought records took",
+  async () => {
+    const topic = await kafka.newTopic();
+    // Fetches never reach fetch.min.bytes: the broker answers each at kafka.pollTimeout (its fetch.max.wait.ms).
+    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}`, "kafka.pollTimeout": "300", "kafka.consumer.fetch.min.bytes": "1000000" });
+    await c.start();
+    const putBack = c.getTransaction();
+    putBack.begin();
+    putBack.put(createEvent("never sent"));
+    await putBack.rollback();
+    putBack.close();
+    expect(c.counter.values.RollbackCount).toBe(0);
+    // No record fetched yet: nothing timed.
+    expect(c.counter.values.KafkaEventGetTimer).toBe(0);
+    await put(c, [createEvent("e0"), createEvent("e1"), createEvent("e2")]);
+    await waitUntil(() => c.counter.values.ChannelSize >= 3, "the 3 records fetched", 60_000);
+    expect(c.counter.values.KafkaEventGetTimer).toBeGreaterThanOrEqual(300);
+    const tx = c.getTransaction();
+    tx.begin();
+    expect([tx.take(), tx.take()].map((e) => e && bodyText(e))).toEqual(["e0", "e1"]);
+    await tx.rollback();
+    tx.close();
+    expect(c.counter.values.RollbackCount).toBe(2);
+    expect((await takeUntil(c, 3)).map(bodyText)).toEqual(["e0", "e1", "e2"]);
+    expect(c.counter.values.RollbackCount).toBe(2);
+    expect(c.counter.values.EventTakeSuccessCount).toBe(3);
+  },
+  240_000,
+);
