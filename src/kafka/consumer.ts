@@ -106,8 +106,14 @@ export class KafkaPoller {
   /** The topics the consumer subscribed to. */
   topics: string[] = [];
   lastError: string | null = null;
-  /** Called with the count of records each fetch brought (a channel counts what arrived for its ChannelSize). */
-  onRecords?: (count: number) => void;
+  /** Called with the count of records each fetch brought and the milliseconds from its request to them read (a channel counts what arrived for its ChannelSize, and times its fetches). */
+  onRecords?: (count: number, ms: number) => void;
+  /**
+   * Called with the buffered records dropped at a rebalance or when the consumer is dropped
+   * (brokers lost, closed): fetching starts again from the committed offsets. A channel holds
+   * the records of rolled-back takes waiting here (taken-offsets.ts): it lets go of them.
+   */
+  onDropped?: (records: readonly KafkaMessage[]) => void;
 
   constructor(
     readonly label: string,
@@ -164,7 +170,7 @@ export class KafkaPoller {
     });
     useOwnFetchReader(kafka, consumer);
     const commits = new DirectCommits(kafka, consumer);
-    const fetcher = new Fetcher(kafka, consumer, s, this.label, this.logger, { arrived: (records, bytes) => this.arrived(records, bytes), full: () => this.full, failed: (err) => this.fetchFailed(fetcher, err) }, FETCH_BYTES, () => this.topics);
+    const fetcher = new Fetcher(kafka, consumer, s, this.label, this.logger, { arrived: (records, bytes, ms) => this.arrived(records, bytes, ms), full: () => this.full, failed: (err) => this.fetchFailed(fetcher, err) }, FETCH_BYTES, () => this.topics);
     // Every join after the first (a rebalance; one during the start too): what was fetched may now be another member's.
     let joined = false;
     consumer.on("consumer:group:join", () => {
@@ -294,7 +300,7 @@ export class KafkaPoller {
     return new Error(`${this.label}: Kafka at ${this.brokers}: ${messageOf(err)}`, { cause: err });
   }
 
-  private arrived(records: KafkaMessage[], bytes: number): void {
+  private arrived(records: KafkaMessage[], bytes: number, ms: number): void {
     const first = this.buffered === 0;
     if (first) this.buffer = records;
     else {
@@ -303,7 +309,7 @@ export class KafkaPoller {
     }
     this.head = 0;
     this.heldBytes += bytes;
-    this.onRecords?.(records.length);
+    this.onRecords?.(records.length, ms);
     if (first) this.onArrival?.();
     if (this.waiter) this.wake();
   }
@@ -316,11 +322,19 @@ export class KafkaPoller {
 
   /** A rebalance: what was fetched and not taken may now belong to another member; fetching starts again from the committed offsets. */
   private dropBuffered(): void {
-    const n = this.buffered;
+    const n = this.dropAll();
+    if (n > 0) this.logger.info(`${this.label}: consumer group ${this.settings.groupId} rebalanced; ${n} fetched records left to be fetched again from the committed offsets`);
+  }
+
+  /** Empties the buffer, handing what it held to onDropped; returns how many records it held. */
+  private dropAll(): number {
+    const { buffer, head } = this;
     this.buffer = [];
     this.head = 0;
     this.heldBytes = 0;
-    if (n > 0) this.logger.info(`${this.label}: consumer group ${this.settings.groupId} rebalanced; ${n} fetched records left to be fetched again from the committed offsets`);
+    const n = buffer.length - head;
+    if (n > 0 && this.onDropped) this.onDropped(head > 0 ? buffer.slice(head) : buffer);
+    return n;
   }
 
   /**
@@ -425,9 +439,7 @@ export class KafkaPoller {
     this.consumer = null;
     this.commits = null;
     this.fetcher = null;
-    this.buffer = [];
-    this.head = 0;
-    this.heldBytes = 0;
+    this.dropAll();
     return held;
   }
 

@@ -33,8 +33,8 @@ interface Position {
 }
 
 export interface FetchHooks {
-  /** Records read from a response, in offset order per partition, with the bytes of their keys and values. */
-  arrived(records: FetchedRecord[], bytes: number): void;
+  /** Records read from a response, in offset order per partition, with the bytes of their keys and values, and the milliseconds from the fetch's request to them read. */
+  arrived(records: FetchedRecord[], bytes: number, ms: number): void;
   /** Whether the read-ahead is full: no fetch starts then (resume() starts them again). */
   full(): boolean;
   /** A fetch failed past the library's retries (the brokers are gone): the consumer is dropped and connected again. */
@@ -244,6 +244,8 @@ export class Fetcher {
       for (const p of list) asked.set(`${topic}:${p.partition}`, p.offset);
     }
     this.inFlight.add(leader);
+    // One clock read a fetch, none a record: how long fetches that brought records took (the Kafka channel's KafkaEventGetTimer).
+    const started = Date.now();
     const s = this.settings;
     const options = { node: leader, topics: request, maxWaitTime: s.maxWaitTime, minBytes: s.minBytes, maxBytes: this.fetchBytes, isolationLevel: s.isolationLevel, ...(this.pool ? { connectionPool: this.pool } : {}) };
     const done = (err: unknown, response: unknown, direct: boolean) => {
@@ -256,7 +258,7 @@ export class Fetcher {
             return;
           }
         } else {
-          this.read(response as FetchResponse, names, asked);
+          this.read(response as FetchResponse, names, asked, started);
           if (!direct && this.directApi === null) this.learnFetchApi();
         }
       }
@@ -292,7 +294,7 @@ export class Fetcher {
   }
 
   /** Reads a response's records (partitions asked at the position they still have: not one a rebalance or an earlier response moved). */
-  private read(response: FetchResponse, names: Map<string, string>, asked: Map<string, number>): void {
+  private read(response: FetchResponse, names: Map<string, string>, asked: Map<string, number>, started: number): void {
     const records: FetchedRecord[] = [];
     let bytes = 0;
     const readCommitted = this.settings.isolationLevel === 1;
@@ -320,7 +322,7 @@ export class Fetcher {
         }
       }
     }
-    if (records.length > 0) this.hooks.arrived(records, bytes);
+    if (records.length > 0) this.hooks.arrived(records, bytes, Date.now() - started);
   }
 
   /** OFFSET_OUT_OF_RANGE: moves the partitions to the log's start or end (auto.offset.reset); false for any other error, or with none. */

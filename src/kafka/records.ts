@@ -84,6 +84,15 @@ export function keyText(m: KafkaMessage): string | null {
 }
 
 /**
+ * Flume 1.11's KafkaChannel take: the record's key, when it has one, as the event's `key`
+ * header, over a FlumeEvent's own. Only a keyed record's event gets a headers object made.
+ */
+export function setKeyHeader(e: Event, m: KafkaMessage): void {
+  const key = keyText(m);
+  if (key !== null) e.headers.key = key;
+}
+
+/**
  * The Kafka source's event of a plain record (not a FlumeEvent): its body a range of the
  * batch's copy of the values (a view made when first read), its headers made when first read
  * (a memory channel and a null sink never read them; a file channel or a sink that writes

@@ -161,8 +161,8 @@ export class ValueCopies {
  * The responses of records taken by transactions that are open at once and commit in any order
  * (the Kafka channel's sink runners). Each releasable response counts its records taken and not
  * committed (a rolled-back take stays counted: it waits in the consumer's buffer to be taken
- * again); once none is left and a newer response was taken from (records are taken in arrival
- * order, so every record of an older one was), it is released.
+ * again, unless the consumer drops it); once none is left and a newer response was taken from
+ * (records are taken in arrival order, so every record of an older one was), it is released.
  */
 export class TakenResponses {
   private readonly open = new Map<ArrayBufferLike, number>();
@@ -199,6 +199,11 @@ export class TakenResponses {
         detach(b);
       }
     }
+  }
+
+  /** Records taken before (rolled back) that the consumer dropped from its buffer: done with as if committed (fetched again, they come in new responses). */
+  dropped(records: readonly { bytes: Buffer }[]): void {
+    this.committed(records);
   }
 
   private settle(buffer: ArrayBufferLike | null, n: number): void {

@@ -66,7 +66,8 @@ const METRICS: Record<string, Record<string, Metric>> = {
     KafkaEventGetTimer: KAFKA_GET,
     KafkaEventSendTimer: KAFKA_SEND,
     KafkaCommitTimer: KAFKA_COMMIT,
-    RollbackCount: ROLLBACKS,
+    // Flume's KafkaChannel counts events here, the sink transactions.
+    RollbackCount: c("rollbacks", "Events of take transactions rolled back (Kafka channel)"),
   },
   SOURCE: {
     EventReceivedCount: c("events_received", "Events the source received"),

@@ -236,7 +236,8 @@ export class SimKafkaChannel implements Channel, GroupMember {
   }
 
   rollback(tx: SimKafkaTransaction): void {
-    this.counter.values.RollbackCount++;
+    // As the real channel (Flume's): the events of a rolled-back take, none for a put.
+    this.counter.values.RollbackCount += tx.takes.length;
     tx.puts = [];
     if (tx.takes.length > 0) this.givenBack = [...tx.takes, ...this.givenBack];
     tx.takes = [];

@@ -303,3 +303,47 @@ needsJvm.test(
   },
   300_000,
 );
+
+needsJvm.test(
+  "the records a consumer drops unread, when another member joins its group or when it is dropped (its brokers lost), go to onDropped in their order",
+  async () => {
+    const topic = `dr${Date.now()}`;
+    await kafka.createTopic(topic);
+    const values = Array.from({ length: 10 }, (_, i) => `d${i}`);
+    await consoleProduce(kafka, topic, values);
+    const logger = new MemoryLogger();
+    const settings = (group: string) => consumerSettings({ bootstrap: kafka.bootstrap, bootstrapKey: "kafka.bootstrap.servers", clientId: "dropped", label: "dropped", logger, props: { "heartbeat.interval.ms": "500" }, groupId: group, defaultOffsetReset: "earliest" });
+    const poller = (name: string, group: string) => {
+      const p = new KafkaPoller(name, settings(group), { topics: [topic] }, logger, 1000);
+      const dropped: string[][] = [];
+      p.onDropped = (records) => dropped.push(records.map((m) => m.value.toString()));
+      return { p, dropped };
+    };
+    // Dropped as fetchFailed drops it when the brokers are gone: crash().
+    const lost = poller("lost", `g-${topic}-lost`);
+    try {
+      await lost.p.connect();
+      await waitUntil(() => lost.p.buffered === 10, "ten records fetched", 60_000);
+      expect(lost.p.take(2).map((m) => m.value.toString())).toEqual(values.slice(0, 2));
+    } finally {
+      await lost.p.crash();
+    }
+    expect(lost.dropped).toEqual([values.slice(2)]);
+    // A rebalance: the first member drops what it had not taken.
+    const a = poller("a", `g-${topic}`);
+    const b = poller("b", `g-${topic}`);
+    try {
+      await a.p.connect();
+      await waitUntil(() => a.p.buffered === 10, "ten records fetched", 60_000);
+      expect(a.p.take(3).map((m) => m.value.toString())).toEqual(values.slice(0, 3));
+      await b.p.connect();
+      await waitUntil(() => a.dropped.length > 0, "the first member's buffer dropped", 60_000);
+      expect(a.dropped).toEqual([values.slice(3)]);
+      expect(logger.lines.map((l) => l.message)).toContainEqual("a: consumer group g-" + topic + " rebalanced; 7 fetched records left to be fetched again from the committed offsets");
+    } finally {
+      await b.p.close();
+      await a.p.close();
+    }
+  },
+  300_000,
+);

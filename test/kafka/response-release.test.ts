@@ -133,6 +133,22 @@ describe("fetch responses released once no open take and no buffered record need
     expect(again[25].body.startsWith("c0:")).toBe(true);
   });
 
+  test("a rolled-back take's records dropped by the consumer (a rebalance) no longer keep their response", () => {
+    const a = response(flumeValues(20, "a"));
+    const b = response(flumeValues(20, "b"), 20);
+    const responses = new TakenResponses();
+    const copies = new ValueCopies();
+    // A take of a0..a9 rolled back: its records wait in the consumer's buffer, a10..a19 after them; a later take from b commits.
+    a.records.slice(0, 10).forEach((m) => take(responses, copies, m));
+    take(responses, copies, b.records[0]);
+    responses.committed([b.records[0]]);
+    expect(a.body.length).toBeGreaterThan(20_000);
+    // The rebalance drops the buffer; only the taken ones were counted.
+    responses.dropped(a.records.slice(0, 10));
+    expect(a.body.length).toBe(0);
+    expect(b.body.length).toBeGreaterThan(20_000);
+  });
+
   test("copies of values over a quarter of a slab get buffers of their own, the rest share slabs", () => {
     const big = response(["y".repeat(20_000), "z".repeat(100), "w".repeat(100)]);
     const copies = new ValueCopies();

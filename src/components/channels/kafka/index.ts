@@ -3,6 +3,7 @@ import { silentLogger } from "../../../core/logger.ts";
 import { unusedDeadLetterTopic } from "../../../kafka/dead-letters.ts";
 import { messageOf } from "../../../kafka/errors.ts";
 import { consumerSettings, producerSettings } from "../../../kafka/settings.ts";
+import type { PropError } from "../../../config/schema.ts";
 import { type ComponentContext, defineComponent } from "../../component.ts";
 import { builtIn } from "../../registry.ts";
 import { KafkaChannel } from "./kafka-channel.ts";
@@ -20,6 +21,7 @@ const props = {
   "kafka.deadLetterTopic": { type: "string", doc: "Ours, not Flume's: with parseAsFlumeEvent, taken records that are no Avro FlumeEvent are sent to this topic at the take's commit (as they were, with headers flume.dlq.topic, flume.dlq.partition, flume.dlq.offset and flume.dlq.error) besides being logged and skipped" },
   transactionCapacity: { type: "int", default: 1000, min: 1, roles: ["transactionCapacity"], doc: "Most events one transaction may take" },
   migrateZookeeperOffsets: { type: "boolean", default: true, doc: "Flume's ZooKeeper offset migration: no longer applies (Kafka keeps the offsets); accepted and ignored" },
+  readSmallestOffset: { type: "boolean", doc: "Deprecated name: true is kafka.consumer.auto.offset.reset = earliest, false latest; kafka.consumer.auto.offset.reset wins when set" },
 } as const;
 
 const groups = {
@@ -31,6 +33,7 @@ type Parsed = {
   "kafka.bootstrap.servers": string;
   "kafka.consumer.group.id": string;
   "kafka.pollTimeout": number;
+  readSmallestOffset: boolean | undefined;
   producerProps: Readonly<Record<string, string>>;
   consumerProps: Readonly<Record<string, string>>;
 };
@@ -43,8 +46,17 @@ function settingsOf(o: Parsed, ctx: Pick<ComponentContext, "agentName" | "name" 
   return {
     // Flume's channel defaults: acks all, and a new group reads the topic from the beginning.
     producer: producerSettings({ ...common, props: o.producerProps, defaultAcks: "all" }),
-    consumer: consumerSettings({ ...common, props: consumerProps, groupId: o["kafka.consumer.group.id"], defaultOffsetReset: "earliest" }),
+    consumer: consumerSettings({ ...common, props: consumerProps, groupId: o["kafka.consumer.group.id"], defaultOffsetReset: o.readSmallestOffset === false ? "latest" : "earliest" }),
   };
+}
+
+/** Flume's KafkaChannel.translateOldProps: readSmallestOffset is read as auto.offset.reset, with a warning, unless that is set. */
+function oldOffsetReset(o: Parsed): PropError[] {
+  if (o.readSmallestOffset === undefined) return [];
+  const reset = `kafka.consumer.auto.offset.reset = ${o.readSmallestOffset ? "earliest" : "latest"}`;
+  const problem = { key: "readSmallestOffset", severity: "warning", code: "deprecated-property" } as const;
+  if (o.consumerProps["auto.offset.reset"] !== undefined) return [{ ...problem, message: "is deprecated, and ignored: kafka.consumer.auto.offset.reset is set", hint: "remove readSmallestOffset" }];
+  return [{ ...problem, message: `is deprecated; Flume reads it as ${reset}`, hint: `write ${reset} instead` }];
 }
 
 export const definition = defineComponent({
@@ -73,7 +85,7 @@ export const definition = defineComponent({
       return [{ key: "kafka", message: messageOf(err) }];
     }
     // Without the Avro format every record is a body: none can fail to read, none is dead-lettered.
-    return o["kafka.deadLetterTopic"] && !o.parseAsFlumeEvent ? [unusedDeadLetterTopic("parseAsFlumeEvent")] : [];
+    return [...oldOffsetReset(o), ...(o["kafka.deadLetterTopic"] && !o.parseAsFlumeEvent ? [unusedDeadLetterTopic("parseAsFlumeEvent")] : [])];
   },
   create(o, ctx) {
     const { producer, consumer } = settingsOf(o, ctx);

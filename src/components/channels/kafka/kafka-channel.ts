@@ -5,10 +5,12 @@
  * Put: events are kept in the transaction; commit sends them as records and returns once the
  * broker acknowledged every one (acks = all by default, as Flume), so they become visible to
  * takers only at commit. Take: records come from a consumer in the group, fetched ahead so
- * that take() is synchronous; commit commits their offsets; rollback puts them back at the head
- * of the fetched records in their order. The group's offset of a partition moves only past
- * records whose take committed (taken-offsets.ts). A killed agent commits nothing: a restart (or
- * another member of the group) reads again from the last committed offsets.
+ * that take() is synchronous; a record's key, if it has one, is its event's `key` header (as
+ * Flume's, in both parseAsFlumeEvent modes); commit commits their offsets; rollback puts them
+ * back at the head of the fetched records in their order. The group's offset of a partition
+ * moves only past records whose take committed (taken-offsets.ts). A killed agent commits
+ * nothing: a restart (or another member of the group) reads again from the last committed
+ * offsets.
  *
  * The channel has no capacity of its own, as Flume's: the topic's retention bounds it.
  */
@@ -26,7 +28,7 @@ import { BadRecordsSeen } from "../../../kafka/bad-records.ts";
 import { DeadLetters } from "../../../kafka/dead-letters.ts";
 import { flumeEventSize } from "../../../kafka/flume-event.ts";
 import { KafkaPublisher, type KafkaRecord } from "../../../kafka/producer.ts";
-import { type BadRecordHandler, eventOfRecord, where } from "../../../kafka/records.ts";
+import { type BadRecordHandler, eventOfRecord, setKeyHeader, where } from "../../../kafka/records.ts";
 import { TakenResponses, ValueCopies } from "../../../kafka/response-release.ts";
 import type { ConsumerSettings, ProducerSettings } from "../../../kafka/settings.ts";
 import { TakenOffsets } from "./taken-offsets.ts";
@@ -94,6 +96,8 @@ export class KafkaTransaction extends ChannelTransaction {
   takes: KafkaMessage[] = [];
   /** The event of each take (null for a record that was no event, skipped). */
   taken: (Event | null)[] = [];
+  /** Events handed out: what transactionCapacity bounds (skipped records ride along, whatever their number). */
+  events = 0;
   /** The takes that were no event, for the dead-letter topic at commit. */
   deadLetters: DeadLetters | null = null;
   /** What the channel does with a take that is no event (made at the first take). */
@@ -141,12 +145,30 @@ export class KafkaChannel implements Channel {
     this.poller = new KafkaPoller(this.label, channelFetches(options.consumer), { topics: [options.topic] }, this.logger, readAhead(options.transactionCapacity), () => {
       this.putListeners.notify();
     });
-    this.poller.onRecords = (n) => {
+    this.poller.onRecords = (n, ms) => {
       // ChannelSize is set at each commit and rollback, and grows as committed records arrive.
       this.counter.values.ChannelSize += n;
+      // Flume's take times its consumer's poll (and each record's decoding, under a millisecond:
+      // its per-record sum of whole milliseconds counts only the polls). Our fetches are those
+      // polls, run ahead of the takes: each one that brought records counts, from its request to
+      // its records read, one clock read a fetch and none a take.
+      this.counter.values.KafkaEventGetTimer += ms;
       if (this.inFlight > 0) this.unfetched -= n;
       else if (this.unfetched > 0) this.unfetched = Math.max(0, this.unfetched - n);
     };
+    this.poller.onDropped = (records) => this.dropped(records);
+  }
+
+  /**
+   * The consumer dropped its buffer (a rebalance, or it was lost and connects again) and reads
+   * again from the group's committed offsets: rolled-back takes waiting there are not taken
+   * again from it. Their holds and responses go, or a partition that comes back after another
+   * member committed past them would never commit an offset again.
+   */
+  private dropped(records: readonly KafkaMessage[]): void {
+    const held = this.offsets.dropped(records);
+    if (held.length > 0) this.responses.dropped(held);
+    this.counter.set("ChannelSize", this.poller.buffered);
   }
 
   getLifecycleState(): LifecycleState {
@@ -169,6 +191,7 @@ export class KafkaChannel implements Channel {
     }
     tx.takes = [];
     tx.taken = [];
+    tx.events = 0;
     tx.deadLetters = null;
     tx.onBad = null;
   }
@@ -254,7 +277,8 @@ export class KafkaChannel implements Channel {
 
   take(tx: KafkaTransaction): Event | null {
     this.counter.values.EventTakeAttemptCount++;
-    if (tx.takes.length >= this.options.transactionCapacity) {
+    // The events handed out, not the records read: with skipped records counted, a sink whose batch is the capacity would fail on them at every try.
+    if (tx.events >= this.options.transactionCapacity) {
       throw new ChannelException(`Take list for ${this.label} transaction full, capacity ${this.options.transactionCapacity}`);
     }
     if (this.state === "START") this.poller.ensureConnected();
@@ -269,7 +293,11 @@ export class KafkaChannel implements Channel {
       const e = eventOfRecord(m, parse, this.label, this.logger, parse ? (tx.onBad ??= this.badRecordHandler(tx)) : undefined, copies.window, copies.at, m.valueLength);
       tx.taken.push(e);
       // A record that is no event is logged and skipped; its offset is committed with the take.
-      if (e) return e;
+      if (e) {
+        setKeyHeader(e, m);
+        tx.events++;
+        return e;
+      }
     }
   }
 
@@ -374,18 +402,18 @@ export class KafkaChannel implements Channel {
     }
     this.counter.values.KafkaCommitTimer += Date.now() - started;
     this.responses.committed(tx.takes);
-    let events = 0;
-    for (let i = 0; i < tx.taken.length; i++) {
-      if (tx.taken[i]) events++;
-      else this.badSeen.forget(tx.takes[i]);
-    }
+    const events = tx.events;
     this.counter.inc("EventTakeSuccessCount", events);
     // The records that were no FlumeEvent, skipped now that their offsets are committed: each counted once, however often its take was rolled back.
-    if (events < tx.taken.length) this.counter.inc("EventReadFail", tx.taken.length - events);
+    if (events < tx.taken.length) {
+      for (let i = 0; i < tx.taken.length; i++) if (!tx.taken[i]) this.badSeen.forget(tx.takes[i]);
+      this.counter.inc("EventReadFail", tx.taken.length - events);
+    }
   }
 
   rollback(tx: KafkaTransaction): void {
-    this.counter.values.RollbackCount++;
+    // As Flume's: the events of a rolled-back take; a put's rollback counts none.
+    this.counter.values.RollbackCount += tx.events;
     this.endPuts(tx);
     this.poller.giveBack(tx.takes);
     this.endTakes(tx, false);

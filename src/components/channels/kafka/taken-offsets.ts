@@ -158,6 +158,26 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
     return out;
   }
 
+  /**
+   * Records the consumer dropped unread from its buffer (a rebalance, the consumer lost): it
+   * fetches again from the group's committed offsets, so the rolled-back takes among them no
+   * longer wait here to be taken again. Their holds go (a hold left would keep every later
+   * take of the partition from committing); returns the records that were held.
+   */
+  dropped(records: readonly R[]): R[] {
+    const out: R[] = [];
+    for (let i = 0; i < records.length; i++) {
+      const r = records[i];
+      const s = this.state(r);
+      const held = s.held;
+      const at = lowerBound(held, s.head, r.offset);
+      if (at === held.length || held[at] !== r.offset) continue;
+      held.splice(at, 1);
+      out.push(r);
+    }
+    return out;
+  }
+
   /** The events of committed takes a crash or restart now would deliver again. */
   repeatable(): E[] {
     const out: E[] = [];

@@ -9,14 +9,18 @@
  */
 import { expect, test } from "bun:test";
 import { CHANNEL_FETCH_BYTES, channelFetches, readAhead } from "../../../../src/components/channels/kafka/kafka-channel.ts";
+import { componentContext } from "../../../../src/components/component.ts";
+import { NullSink } from "../../../../src/components/sinks/null.ts";
 import type { KafkaChannel } from "../../../../src/components/channels/kafka/index.ts";
-import { bodyText, createEvent, type Event } from "../../../../src/core/event.ts";
+import { bodyText, createEvent, type Event, readHeaders } from "../../../../src/core/event.ts";
 import { MemoryLogger } from "../../../../src/core/logger.ts";
-import { consumerSettings } from "../../../../src/kafka/settings.ts";
+import { encodeFlumeEvent } from "../../../../src/kafka/flume-event.ts";
+import { KafkaPublisher } from "../../../../src/kafka/producer.ts";
+import { consumerSettings, producerSettings } from "../../../../src/kafka/settings.ts";
 import { waitUntil } from "../../../support/helpers.ts";
 import { needsJvm } from "../../../support/jvm.ts";
 import { consoleConsume, consoleProduce } from "../../../support/kafka.ts";
-import { cleanupsAfterEach, kafkaChannel, kafkaForFile, putEvents as put } from "../../../support/kafka-tests.ts";
+import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFile, putEvents as put } from "../../../support/kafka-tests.ts";
 
 const kafka = kafkaForFile({ autoCreateTopics: false });
 const cleanups = cleanupsAfterEach();
@@ -94,6 +98,31 @@ needsJvm.test(
     await again.start();
     await waitUntil(() => again.connected, "second channel connected", 60_000);
     expect(await takeUntil(again, 1, true, 3000)).toEqual([]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "records that are no FlumeEvent do not count against transactionCapacity: a sink whose batch is the capacity takes every event after them, and the group's offset passes them",
+  async () => {
+    const topic = await kafka.newTopic();
+    const group = `g-${topic}`;
+    await consoleProduce(kafka, topic, ["garbage 0", "garbage 1", "garbage 2"]);
+    const logger = new MemoryLogger();
+    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": group, transactionCapacity: "5" }, "kc", logger);
+    await c.start();
+    await put(c, Array.from({ length: 5 }, (_, i) => createEvent(`good ${i}`)));
+    await waitUntil(() => c.counter.values.ChannelSize >= 8, "the 8 records fetched", 60_000);
+    const sink = new NullSink(componentContext("k1", { logger }), 5);
+    sink.setChannel(c);
+    expect(await sink.process()).toBe("READY");
+    expect(sink.eventCount).toBe(5);
+    expect(c.counter.values.EventTakeSuccessCount).toBe(5);
+    expect(await committedOffset(kafka.bootstrap, group, topic)).toBe(8);
+    // Logged and counted as before: once each.
+    expect(c.counter.values.EventReadFail).toBe(3);
+    const skipped = logger.lines.filter((l) => l.message.includes("skipped a record that is not an Avro FlumeEvent")).map((l) => l.message.replace(/.* offset (\d+) .*/, "$1"));
+    expect(skipped).toEqual(["0", "1", "2"]);
   },
   240_000,
 );
@@ -252,6 +281,109 @@ needsJvm.test(
     expect(taken.map(bodyText)).toEqual(events.map(bodyText));
     expect(taken.map((e) => [e.headers.host, e.headers.seq])).toEqual(events.map((e) => [e.headers.host, e.headers.seq]));
     expect(c.counter.values.EventReadFail).toBe(0);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "takes rolled back before a rebalance do not stop the group's offset: a partition that moved to another member, which committed it, and came back commits every take again",
+  async () => {
+    const topic = await kafka.newTopic({ partitions: 2 });
+    const group = `g-${topic}`;
+    // Sessions short enough for the rebalances to be quick; partitionIdHeader to put into each partition.
+    const props = { "kafka.topic": topic, "kafka.consumer.group.id": group, partitionIdHeader: "p", "kafka.consumer.session.timeout.ms": "6000", "kafka.consumer.heartbeat.interval.ms": "500" };
+    const c1 = channel(props, "kc1");
+    await c1.start();
+    await put(c1, [createEvent("p0-0", { p: "0" }), createEvent("p0-1", { p: "0" }), createEvent("p1-0", { p: "1" }), createEvent("p1-1", { p: "1" })]);
+    // Taken and rolled back: held by c1, waiting in its consumer's buffer.
+    expect((await takeUntil(c1, 4, false)).map(bodyText).sort()).toEqual(["p0-0", "p0-1", "p1-0", "p1-1"]);
+    // A second member joins: each gets one partition; c2 takes and commits what its partition holds.
+    const c2 = channel(props, "kc2");
+    await c2.start();
+    const moved = await takeUntil(c2, 2);
+    const p = moved[0].headers.p;
+    expect(moved.map(bodyText)).toEqual([`p${p}-0`, `p${p}-1`]);
+    expect(await committedOffset(kafka.bootstrap, group, topic, Number(p))).toBe(2);
+    // c2 leaves: the partition comes back to c1, from the offset c2 committed.
+    await c2.stop();
+    await put(c1, [createEvent(`p${p}-2`, { p }), createEvent(`p${p}-3`, { p })]);
+    const other = p === "0" ? "1" : "0";
+    const taken = await takeUntil(c1, 4);
+    expect(taken.map(bodyText).sort()).toEqual([`p${other}-0`, `p${other}-1`, `p${p}-2`, `p${p}-3`].sort());
+    // Both partitions' offsets moved past every take, and nothing is left for a restart to deliver again.
+    expect(await committedOffset(kafka.bootstrap, group, topic, Number(p))).toBe(4);
+    expect(await committedOffset(kafka.bootstrap, group, topic, Number(other))).toBe(2);
+    expect(c1.repeatable()).toEqual([]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a taken event has its record's key as the key header, as Flume's channel: over a FlumeEvent's own, on a plain body alone; a record without a key gives none",
+  async () => {
+    const flumeTopic = await kafka.newTopic();
+    const plainTopic = await kafka.newTopic();
+    const logger = new MemoryLogger();
+    const publisher = new KafkaPublisher("keys", producerSettings({ bootstrap: kafka.bootstrap, bootstrapKey: "kafka.bootstrap.servers", clientId: "keys", label: "keys", logger, props: {}, defaultAcks: "all" }), logger);
+    try {
+      await publisher.send([
+        { topic: flumeTopic, key: Buffer.from("k1"), value: encodeFlumeEvent(createEvent("keyed", { n: "1" })) },
+        { topic: flumeTopic, key: Buffer.from("k2"), value: encodeFlumeEvent(createEvent("own key", { key: "own", n: "2" })) },
+        { topic: flumeTopic, value: encodeFlumeEvent(createEvent("no key", { n: "3" })) },
+        { topic: plainTopic, key: Buffer.from("k4"), value: Buffer.from("plain keyed") },
+        { topic: plainTopic, key: Buffer.alloc(0), value: Buffer.from("plain empty key") },
+        { topic: plainTopic, value: Buffer.from("plain no key") },
+      ]);
+    } finally {
+      await publisher.close();
+    }
+    const flume = channel({ "kafka.topic": flumeTopic, "kafka.consumer.group.id": `g-${flumeTopic}` }, "kc1");
+    await flume.start();
+    const events = await takeUntil(flume, 3);
+    expect(events.map((e) => [bodyText(e), { ...readHeaders(e) }])).toEqual([
+      ["keyed", { n: "1", key: "k1" }],
+      ["own key", { n: "2", key: "k2" }],
+      ["no key", { n: "3" }],
+    ]);
+    const plain = channel({ "kafka.topic": plainTopic, "kafka.consumer.group.id": `g-${plainTopic}`, parseAsFlumeEvent: "false" }, "kc2");
+    await plain.start();
+    const bodies = await takeUntil(plain, 3);
+    expect(bodies.map((e) => [bodyText(e), { ...readHeaders(e) }])).toEqual([
+      ["plain keyed", { key: "k4" }],
+      ["plain empty key", { key: "" }],
+      ["plain no key", {}],
+    ]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "the channel's counters as Flume's: RollbackCount adds the events of each rolled-back take and nothing for a put's; KafkaEventGetTimer adds how long each fetch that brought records took",
+  async () => {
+    const topic = await kafka.newTopic();
+    // Fetches never reach fetch.min.bytes: the broker answers each at kafka.pollTimeout (its fetch.max.wait.ms).
+    const c = channel({ "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}`, "kafka.pollTimeout": "300", "kafka.consumer.fetch.min.bytes": "1000000" });
+    await c.start();
+    const putBack = c.getTransaction();
+    putBack.begin();
+    putBack.put(createEvent("never sent"));
+    await putBack.rollback();
+    putBack.close();
+    expect(c.counter.values.RollbackCount).toBe(0);
+    // No record fetched yet: nothing timed.
+    expect(c.counter.values.KafkaEventGetTimer).toBe(0);
+    await put(c, [createEvent("e0"), createEvent("e1"), createEvent("e2")]);
+    await waitUntil(() => c.counter.values.ChannelSize >= 3, "the 3 records fetched", 60_000);
+    expect(c.counter.values.KafkaEventGetTimer).toBeGreaterThanOrEqual(300);
+    const tx = c.getTransaction();
+    tx.begin();
+    expect([tx.take(), tx.take()].map((e) => e && bodyText(e))).toEqual(["e0", "e1"]);
+    await tx.rollback();
+    tx.close();
+    expect(c.counter.values.RollbackCount).toBe(2);
+    expect((await takeUntil(c, 3)).map(bodyText)).toEqual(["e0", "e1", "e2"]);
+    expect(c.counter.values.RollbackCount).toBe(2);
+    expect(c.counter.values.EventTakeSuccessCount).toBe(3);
   },
   240_000,
 );

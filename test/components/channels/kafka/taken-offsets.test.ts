@@ -36,6 +36,21 @@ describe("TakenOffsets: how far the Kafka channel commits its group's offset", (
     t.clear();
     expect(t.repeatable()).toEqual([]);
   });
+
+  test("rolled-back takes the consumer dropped (a rebalance) are held no more: the partition, back from another member that committed past them, commits its takes again", () => {
+    const t = new TakenOffsets<ReturnType<typeof rec>, string>();
+    const [a, b, open] = [rec(0), rec(1), rec(0, 1)];
+    for (const r of [a, b, open]) t.taken(r);
+    // a and b rolled back, waiting in the buffer with a record never taken; the rebalance drops them.
+    expect(t.dropped([a, b, rec(2)])).toEqual([a, b]);
+    // Another member committed partition 0 up to offset 5; it comes back from there.
+    const [c, d] = [rec(5), rec(6)];
+    for (const r of [c, d]) expect(t.taken(r)).toBe(true);
+    expect(t.committed([c, d], ["c", "d"])).toEqual([d]);
+    expect(t.repeatable()).toEqual([]);
+    // A take still open in partition 1 was not in the buffer: still held, committed as before.
+    expect(t.committed([open], ["open"])).toEqual([open]);
+  });
 });
 
 /** The rule stated plainly (a set of held offsets a partition), to check the channel's bookkeeping against. */
