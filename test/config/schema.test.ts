@@ -108,4 +108,11 @@ describe("emptyIsDefault", () => {
     expect(errors).toEqual([]);
     expect(options["kafka.consumer.group.id"]).toBe("flume");
   });
+
+  test("the Kafka channel's empty kafka.topic and kafka.consumer.group.id are Flume's defaults flume-channel and flume", async () => {
+    const { definition } = await import("../../src/components/channels/kafka/index.ts");
+    const { options, errors } = definition.parse({ "kafka.bootstrap.servers": "b:9092", "kafka.topic": "", "kafka.consumer.group.id": " " });
+    expect(errors).toEqual([]);
+    expect([options["kafka.topic"], options["kafka.consumer.group.id"]]).toEqual(["flume-channel", "flume"]);
+  });
 });
