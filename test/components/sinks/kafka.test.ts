@@ -12,7 +12,7 @@ import { hostname } from "node:os";
 import path from "node:path";
 import { expect, test } from "bun:test";
 import { componentContext } from "../../../src/components/component.ts";
-import { definition, type KafkaSink } from "../../../src/components/sinks/kafka.ts";
+import { definition } from "../../../src/components/sinks/kafka.ts";
 import { bodyText, createEvent, type Event } from "../../../src/core/event.ts";
 import { MemoryLogger } from "../../../src/core/logger.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
@@ -21,7 +21,7 @@ import { startCli, tempDirFor, waitUntil } from "../../support/helpers.ts";
 import { FLUME_KAFKA } from "../../support/jvm-artifacts.ts";
 import { needsJvm, resolveClasspath } from "../../support/jvm.ts";
 import { consoleConsume, uniqueName } from "../../support/kafka.ts";
-import { cleanupsAfterEach, kafkaForFile, kafkaSink, kafkaSource, memoryChannel, putEvents, takeEvents } from "../../support/kafka-tests.ts";
+import { cleanupsAfterEach, failureOf, kafkaForFile, kafkaSink, kafkaSource, memoryChannel, putEvents, sendAll, takeEvents } from "../../support/kafka-tests.ts";
 
 const kafka = kafkaForFile({
   autoCreateTopics: false,
@@ -32,13 +32,6 @@ const kafka = kafkaForFile({
 const cleanups = cleanupsAfterEach();
 function sink(props: Record<string, string>) {
   return kafkaSink({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.producer.acks": "all", ...props }, { cleanups });
-}
-
-/** Sends the events in one batch and waits for the broker's acknowledgement. */
-async function sendAll(k: KafkaSink, channel: MemoryChannel, events: Event[]): Promise<void> {
-  await putEvents(channel, events);
-  expect(await k.process()).toBe("READY");
-  await waitUntil(() => k.counter.values.EventDrainSuccessCount >= events.length, "the batch acknowledged", 60_000);
 }
 
 /** The events of a topic as our source reads them (headers topic, partition, offset), until at least `atLeast` came and then nothing new for quietMs. */
@@ -61,19 +54,6 @@ async function readEvents(topic: string, quietMs = 3000, atLeast = 0): Promise<E
 }
 
 const bodiesOf = (events: Event[]) => events.map(bodyText).sort();
-
-/** process() as the runner calls it until one fails (a batch's failure shows at the call after its send). */
-async function failureOf(k: KafkaSink): Promise<Error> {
-  for (let i = 0; i < 20; i++) {
-    try {
-      await k.process();
-    } catch (err) {
-      return err as Error;
-    }
-    await Bun.sleep(100);
-  }
-  throw new Error("no batch failed");
-}
 
 needsJvm.test(
   "with useFlumeEventFormat and a kafka.producer.compression.type (gzip, snappy, lz4, zstd) each event is still written as a FlumeEvent: a source with useFlumeEventFormat gets its body and headers",
