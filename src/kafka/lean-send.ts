@@ -10,7 +10,8 @@
  *
  * A record without partition and key goes with every other such record of the send to one
  * partition, the next one at the next send (the Java producer's sticky partitioning): a
- * channel's or sink's batch then is one record batch, in its order.
+ * channel's or sink's batch then is one record batch, in its order. A keyed one goes where the
+ * Java producer sends it (javaPartitioner).
  */
 import type { Producer } from "@platformatic/kafka";
 import type { KafkaModule } from "./client.ts";
@@ -63,6 +64,25 @@ function promised<T>(start: (cb: Callback<T>) => void): Promise<T> {
 
 /** What a record needs here: a topic; partition and key, when set, choose its partition (partition set by send). */
 export type LeanRecord = ProduceMessage & { topic: string; key?: Buffer | null };
+
+type LibraryPartitioner = (message: unknown, key: Buffer | undefined) => number;
+
+/**
+ * The partition of a keyed record, before the modulo by the partition count: the Java
+ * producer's (Utils.toPositive(Utils.murmur2(key)), toPositive being `& 0x7fffffff`; the
+ * client's compatibilityPartitioner). Not the client's defaultPartitioner, which takes the hash
+ * unsigned (`>>> 0`): another partition whenever the hash is negative and the count no power
+ * of two. A record without key: round robin (the client's default for those). For the
+ * client's Producer (its compressed sends), as its `partitioner` option.
+ */
+export function javaPartitioner(kafka: KafkaModule): LibraryPartitioner {
+  let next = 0;
+  return (message, key) => {
+    if (key) return kafka.compatibilityPartitioner(message as never, key);
+    next = (next + 1) & 0x7fffffff;
+    return next;
+  };
+}
 
 /** What the broker was sent for a batch: its producer id and each partition's first sequence, sent again as they are by a retry. */
 interface Sent {
@@ -240,7 +260,7 @@ export class LeanSender {
         count = c;
       }
       let p = r.partition;
-      if (p === undefined) p = r.key ? this.kafka.defaultPartitioner(r as never, r.key) : sticky;
+      if (p === undefined) p = r.key ? this.kafka.compatibilityPartitioner(r as never, r.key) : sticky;
       p %= meta.partitionsCount;
       r.partition = p;
       count[p]++;

@@ -6,7 +6,7 @@ import type { Producer } from "@platformatic/kafka";
 import type { Event } from "../core/event.ts";
 import type { Logger } from "../core/logger.ts";
 import { loadKafka } from "./client.ts";
-import { LeanSender } from "./lean-send.ts";
+import { javaPartitioner, LeanSender } from "./lean-send.ts";
 import { encodeFlumeEvent } from "./flume-event.ts";
 import { useOwnRecordBatches } from "./produce-api.ts";
 import { isTooLarge, isUnknownTopic, KafkaDeliveryTimeoutError, KafkaRecordTooLargeError, KafkaSendAbortedError, KafkaTopicMissingError, messageOf } from "./errors.ts";
@@ -86,6 +86,8 @@ export class KafkaPublisher {
       acks: s.acks,
       idempotent: s.idempotent,
       compression: s.compression,
+      // Keyed records to the Java producer's partitions (the compressed sends; LeanSender's are its own).
+      partitioner: javaPartitioner(kafka),
       // As the Java producer: the broker decides (auto.create.topics.enable).
       autocreateTopics: true,
     });
