@@ -6,10 +6,10 @@ import type { Producer } from "@platformatic/kafka";
 import type { Event } from "../core/event.ts";
 import type { Logger } from "../core/logger.ts";
 import { loadKafka } from "./client.ts";
-import { javaPartitioner, LeanSender } from "./lean-send.ts";
+import { javaPartitioner, LeanSender, withChosenPartitions } from "./lean-send.ts";
 import { encodeFlumeEvent } from "./flume-event.ts";
 import { useOwnRecordBatches } from "./produce-api.ts";
-import { isTooLarge, isUnknownTopic, KafkaDeliveryTimeoutError, KafkaRecordTooLargeError, KafkaSendAbortedError, KafkaTopicMissingError, messageOf } from "./errors.ts";
+import { isTooLarge, isUnknownTopic, KafkaDeliveryTimeoutError, KafkaPartitionMissingError, KafkaRecordTooLargeError, KafkaSendAbortedError, KafkaTopicMissingError, messageOf } from "./errors.ts";
 import { isRetriable } from "./retriable.ts";
 import { clientOptions, describeBrokers, type ProducerSettings } from "./settings.ts";
 
@@ -20,6 +20,8 @@ export interface KafkaRecord {
   value: Uint8Array;
   headers?: Map<Buffer, Buffer>;
   partition?: number;
+  /** What chose partition (a setting, a header), named when the topic has no such partition; absent: "partitionIdHeader or defaultPartitionId". */
+  partitionFrom?: string;
   timestamp?: bigint;
   /** In place of value: this event as an AvroFlumeEvent, of eventSize bytes (flumeEventSize), written straight into the request. */
   flumeEvent?: Event;
@@ -129,7 +131,7 @@ export class KafkaPublisher {
     let delivered = false;
     try {
       for (;;) {
-        const sending = lean ? lean.send(batch!) : this.producer!.send({ messages: messages! });
+        const sending = lean ? lean.send(batch!) : this.sendByLibrary(records, messages!);
         try {
           await Promise.race([sending, givenUp]);
           delivered = true;
@@ -150,6 +152,19 @@ export class KafkaPublisher {
       clearTimeout(timer);
       this.pending.delete(fail);
     }
+  }
+
+  /**
+   * The client's Producer.send (compressed sends), after the records' chosen partitions were
+   * checked: the client would send one its topic does not have to another (the modulo of the
+   * partition count).
+   */
+  private async sendByLibrary(records: readonly KafkaRecord[], messages: KafkaRecord[]): Promise<void> {
+    const producer = this.producer!;
+    const topics = topicsOf(records);
+    const metadataOf = (forceUpdate: boolean) => producer.metadata({ topics, autocreateTopics: true, forceUpdate });
+    await withChosenPartitions(records, await metadataOf(false), () => metadataOf(true));
+    await producer.send({ messages });
   }
 
   /** Fails every send under way with `why` (a component that stops: its batches go back to the channel). */
@@ -176,6 +191,7 @@ export class KafkaPublisher {
   }
 
   private explain(err: unknown, topics: string[]): Error {
+    if (err instanceof KafkaPartitionMissingError) return err.labelled(this.label);
     const why = messageOf(err);
     if (isUnknownTopic(err) && topics.length > 0) {
       return new KafkaTopicMissingError(`${this.label}: topic ${topics.join(", ")} does not exist on ${this.brokers} and the brokers do not create topics on use (auto.create.topics.enable=false): create it, e.g. kafka-topics.sh --create --topic ${topics[0]} (${why})`, { cause: err });

@@ -9,6 +9,7 @@
 import { beforeAll, expect, test } from "bun:test";
 import type { Producer } from "@platformatic/kafka";
 import { type KafkaModule, loadKafka } from "../../src/kafka/client.ts";
+import { KafkaPartitionMissingError } from "../../src/kafka/errors.ts";
 import { javaPartitioner, KafkaProducerIdDroppedError, type LeanBatch, type LeanRecord, LeanSender } from "../../src/kafka/lean-send.ts";
 
 let kafka: KafkaModule;
@@ -177,4 +178,34 @@ test("the partitioner given to the client's Producer (its compressed sends) puts
   expect(JAVA_KEYS.map(([key]) => [key, partitioner(undefined, Buffer.from(key)) % 6])).toEqual(JAVA_KEYS.map(([key, , partition]) => [key, partition]));
   const unkeyed = Array.from({ length: 6 }, () => partitioner(undefined, undefined) % 6);
   expect(new Set(unkeyed).size).toBe(6);
+});
+
+test("an explicit partition the topic does not have fails the send naming partition, topic, partition count and what chose it, after one fresh look at the metadata; nothing is sent", async () => {
+  const { lean, requests, refreshes } = sender([], { partitions: 6 });
+  const batch = lean.batch([
+    { topic: "t", partition: 1, value: Buffer.from("fine") },
+    { topic: "t", partition: 7, partitionFrom: "header p (partitionIdHeader)", value: Buffer.from("beyond") },
+  ]);
+  const err = await failure(lean.send(batch));
+  expect(err).toBeInstanceOf(KafkaPartitionMissingError);
+  expect(err).toMatchObject({ topic: "t", partition: 7, partitionsCount: 6, chosenBy: "header p (partitionIdHeader)" });
+  expect((err as Error).message).toContain("partition 7 of topic t does not exist: the topic has 6 partitions (0 to 5); header p (partitionIdHeader) chose it");
+  expect(lean.canRetry(batch, err)).toBe(false);
+  lean.end(batch, false);
+  expect(requests).toEqual([]);
+  expect(refreshes()).toBe(1);
+});
+
+test("an explicit partition beyond the cached partition count of a topic that grew since is sent there once the metadata was asked for anew", async () => {
+  const { lean, requests, refreshes } = sender([], { partitions: 2, grownTo: 4 });
+  const batch = lean.batch([
+    { topic: "t", partition: 3, value: Buffer.from("new partition") },
+    { topic: "t", key: Buffer.from("foobar"), value: Buffer.from("keyed") },
+  ]);
+  await lean.send(batch);
+  lean.end(batch, true);
+  expect(refreshes()).toBe(1);
+  // The key hashed over the topic's partitions as it has them now (toPositive(-790332482) % 4).
+  expect(batch.records.map((r) => r.partition)).toEqual([3, 2]);
+  expect(requests.reduce((n, r) => n + r.records, 0)).toBe(2);
 });

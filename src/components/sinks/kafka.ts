@@ -91,6 +91,9 @@ export class KafkaSink extends BaseSink implements Sink {
   /** Escapes topicTemplate for each event; made at start (with this host's names when the template has %[...]). */
   private escaper: Escaper | null = null;
   private readonly headerNames: [string, Buffer][];
+  /** What chose a record's partition, named when its topic has no such partition. */
+  private readonly byHeader: string;
+  private readonly byDefault: string;
 
   constructor(
     ctx: ComponentContext,
@@ -101,6 +104,8 @@ export class KafkaSink extends BaseSink implements Sink {
     this.publisher = new KafkaPublisher(`kafka sink ${ctx.name}`, options.producer, ctx.logger, true);
     this.topicTemplate = topicTemplate(options.topic, options.allowTopicOverride);
     this.headerNames = Object.entries(options.kafkaHeaders).map(([flume, kafka]) => [flume, Buffer.from(kafka)]);
+    this.byHeader = `the event's header ${options.partitionIdHeader} (partitionIdHeader)`;
+    this.byDefault = `defaultPartitionId = ${options.defaultPartitionId}`;
     this.takeLoop = this.newTakeLoop({
       label: this.publisher.label,
       counter: this.counter,
@@ -230,7 +235,7 @@ export class KafkaSink extends BaseSink implements Sink {
     const o = this.options;
     const headers = readHeaders(e);
     let record = pool[i];
-    if (record === undefined) pool[i] = record = { topic: "", value: EMPTY, key: undefined, headers: undefined, partition: undefined, timestamp: undefined, flumeEvent: undefined, eventSize: undefined };
+    if (record === undefined) pool[i] = record = { topic: "", value: EMPTY, key: undefined, headers: undefined, partition: undefined, partitionFrom: undefined, timestamp: undefined, flumeEvent: undefined, eventSize: undefined };
     record.topic = this.topicOf(headers);
     // The body as it is: no Buffer view per event (the request is written from its bytes); or
     // the event, written as a FlumeEvent straight into the request.
@@ -242,14 +247,17 @@ export class KafkaSink extends BaseSink implements Sink {
     const key = headers.key;
     record.key = key === undefined ? undefined : Buffer.from(key);
     record.partition = undefined;
+    record.partitionFrom = undefined;
     if (o.partitionIdHeader !== undefined && headers[o.partitionIdHeader] !== undefined) {
       const text = headers[o.partitionIdHeader];
       // Decimal digits only, as Flume's Integer.parseInt ("", " 1", "1.0", "0x1" fail the batch there too).
       const p = PARTITION_NUMBER.test(text) ? Number(text) : NaN;
       if (!(p >= 0 && p <= MAX_INT)) throw new KafkaSettingError(`${this.label}: header ${o.partitionIdHeader} = "${text}" is not a partition number`);
       record.partition = p;
+      record.partitionFrom = this.byHeader;
     } else if (o.defaultPartitionId !== undefined) {
       record.partition = o.defaultPartitionId;
+      record.partitionFrom = this.byDefault;
     }
     record.timestamp = undefined;
     if (o.timestampHeader !== undefined) {

@@ -1,17 +1,22 @@
 /**
  * Which partition the Kafka producer path (src/kafka/lean-send.ts, src/kafka/producer.ts) sends
- * a keyed record to, against a live Apache Kafka broker: the partition Flume 1.11's KafkaSink
- * (the Java producer's DefaultPartitioner) sends it to, compressed or not, read back with
- * Kafka's console consumer.
+ * a record to, against a live Apache Kafka broker: a keyed record to the partition Flume 1.11's
+ * KafkaSink (the Java producer's DefaultPartitioner) sends it to, compressed or not; a partition
+ * chosen by partitionIdHeader or defaultPartitionId that the topic does not have fails the sink's
+ * batch and the Kafka channel's put, as in Flume, instead of going to another partition; one
+ * the topic gained since the producer last looked is written to. Partitions and offsets are read
+ * back with Kafka's own tools.
  */
 import { expect } from "bun:test";
-import { murmur2 } from "@platformatic/kafka";
+import { Admin, murmur2 } from "@platformatic/kafka";
+import { ChannelException } from "../../../src/core/errors.ts";
 import { createEvent } from "../../../src/core/event.ts";
 import { startFlume } from "../../support/flume.ts";
+import { waitUntil } from "../../support/helpers.ts";
 import { FLUME_KAFKA } from "../../support/jvm-artifacts.ts";
 import { needsJvm, resolveClasspath } from "../../support/jvm.ts";
-import { consoleConsume } from "../../support/kafka.ts";
-import { cleanupsAfterEach, kafkaForFile, kafkaSink, sendAll } from "../../support/kafka-tests.ts";
+import { consoleConsume, kafkaTool } from "../../support/kafka.ts";
+import { cleanupsAfterEach, failureOf, kafkaChannel, kafkaForFile, kafkaSink, putEvents, sendAll } from "../../support/kafka-tests.ts";
 
 const kafka = kafkaForFile({
   autoCreateTopics: false,
@@ -23,6 +28,18 @@ const cleanups = cleanupsAfterEach();
 
 function sink(props: Record<string, string>) {
   return kafkaSink({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.producer.acks": "all", flumeBatchSize: "1000", ...props }, { cleanups });
+}
+
+/** Each partition's end offset (how many records it holds), by Kafka's GetOffsetShell. */
+async function endOffsets(topic: string): Promise<number[]> {
+  const r = await kafkaTool(kafka.classpath, "org.apache.kafka.tools.GetOffsetShell", ["--bootstrap-server", kafka.bootstrap, "--topic", topic]);
+  if (r.code !== 0) throw new Error(`GetOffsetShell failed (exit ${r.code}):\n${r.output.slice(-4000)}`);
+  const out: number[] = [];
+  for (const line of r.stdout.split("\n")) {
+    const m = line.match(/^(.+):(\d+):(\d+)$/);
+    if (m && m[1] === topic) out[Number(m[2])] = Number(m[3]);
+  }
+  return out;
 }
 
 /** key -> partition of the first `count` records of a topic, as Kafka's console consumer reads them. */
@@ -98,4 +115,78 @@ a1.sinks.k1.kafka.topic = ${java}
     }
   },
   300_000,
+);
+
+needsJvm.test(
+  "a partition the topic does not have, chosen by defaultPartitionId or the partitionIdHeader header, fails the sink's batch naming partition, topic, partition count and the setting: rolled back, nothing written (also with gzip)",
+  async () => {
+    for (const compression of ["none", "gzip"]) {
+      const topic = await kafka.newTopic({ partitions: 3 });
+      const byDefault = sink({ "kafka.topic": topic, defaultPartitionId: "5", partitionIdHeader: "p", "kafka.producer.compression.type": compression });
+      await byDefault.sink.start();
+      await putEvents(byDefault.channel, [createEvent("to 1", { p: "1" }), createEvent("to the default")]);
+      const err = await failureOf(byDefault.sink);
+      expect(err.message).toContain(`kafka sink k1: partition 5 of topic ${topic} does not exist: the topic has 3 partitions (0 to 2); defaultPartitionId = 5 chose it`);
+      expect(err.message).toContain(`kafka-topics.sh --alter --topic ${topic} --partitions 6`);
+      expect(byDefault.sink.counter.values).toMatchObject({ RollbackCount: 1, EventDrainSuccessCount: 0 });
+      expect(byDefault.channel.counter.values.ChannelSize).toBe(2);
+      await byDefault.sink.stop();
+
+      const byHeader = sink({ "kafka.topic": topic, partitionIdHeader: "p", "kafka.producer.compression.type": compression });
+      await byHeader.sink.start();
+      await putEvents(byHeader.channel, [createEvent("to 0", { p: "0" }), createEvent("to 3", { p: "3" })]);
+      const err2 = await failureOf(byHeader.sink);
+      expect(err2.message).toContain(`kafka sink k1: partition 3 of topic ${topic} does not exist: the topic has 3 partitions (0 to 2); the event's header p (partitionIdHeader) chose it`);
+      expect(byHeader.channel.counter.values.ChannelSize).toBe(2);
+      await byHeader.sink.stop();
+      expect(await endOffsets(topic)).toEqual([0, 0, 0]);
+    }
+  },
+  300_000,
+);
+
+needsJvm.test(
+  "a partition the topic gained after the sink last looked at it is written to, not refused nor wrapped around",
+  async () => {
+    const topic = await kafka.newTopic({ partitions: 2 });
+    const { sink: k, channel } = sink({ "kafka.topic": topic, partitionIdHeader: "p" });
+    await k.start();
+    await sendAll(k, channel, [createEvent("to 1", { p: "1" })]);
+    // Grown at once, with the client's admin (Kafka's CLI would take longer than the producer's metadata stays cached).
+    const admin = new Admin({ clientId: "grow", bootstrapBrokers: kafka.bootstrap.split(",") });
+    cleanups.push(() => admin.close());
+    await admin.createPartitions({ topics: [{ name: topic, count: 4 }] });
+    await waitUntil(async () => (await admin.metadata({ topics: [topic], forceUpdate: true })).topics.get(topic)?.partitionsCount === 4, "the broker to know 4 partitions", 30_000, 50);
+    await sendAll(k, channel, [createEvent("to 3", { p: "3" })]);
+    expect(await endOffsets(topic)).toEqual([0, 1, 0, 1]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "the Kafka channel's put of an event to a partition the topic does not have (defaultPartitionId) fails at commit with a ChannelException naming it; nothing is written, nothing can be taken",
+  async () => {
+    const topic = await kafka.newTopic({ partitions: 3 });
+    const c = kafkaChannel({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.topic": topic, "kafka.consumer.group.id": `g-${topic}`, defaultPartitionId: "5" }, { cleanups });
+    await c.start();
+    const tx = c.getTransaction();
+    tx.begin();
+    tx.put(createEvent("a"));
+    tx.put(createEvent("b"));
+    const err = await tx.commit().then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ChannelException);
+    expect((err as Error).message).toContain(`partition 5 of topic ${topic} does not exist: the topic has 3 partitions (0 to 2); partitionIdHeader or defaultPartitionId chose it`);
+    await tx.rollback();
+    tx.close();
+    expect(await endOffsets(topic)).toEqual([0, 0, 0]);
+    const take = c.getTransaction();
+    take.begin();
+    expect(take.take()).toBeNull();
+    await take.commit();
+    take.close();
+  },
+  240_000,
 );
