@@ -22,7 +22,8 @@ export interface KafkaRecord {
   partition?: number;
   /** What chose partition (a setting, a header), named when the topic has no such partition; absent: "partitionIdHeader or defaultPartitionId". */
   partitionFrom?: string;
-  timestamp?: bigint;
+  /** Epoch milliseconds, a safe integer (the record batch is written from numbers); absent: the time of the send. */
+  timestamp?: number;
   /** In place of value: this event as an AvroFlumeEvent, of eventSize bytes (flumeEventSize), written straight into the request. */
   flumeEvent?: Event;
   eventSize?: number;
@@ -38,13 +39,21 @@ export function recordSize(r: KafkaRecord): number {
   return n;
 }
 
+/** A record as the library's Producer.send takes it: its timestamp a bigint. */
+type LibraryMessage = Omit<KafkaRecord, "timestamp"> & { timestamp?: bigint };
+
 /**
  * The records as the library's Producer.send takes them: it keeps only topic, key, value,
  * headers, partition and timestamp of each, so a record to be written as a FlumeEvent carries
- * the event's Avro bytes as its value (else the body alone would be sent).
+ * the event's Avro bytes as its value (else the body alone would be sent). A record with
+ * neither FlumeEvent nor timestamp is passed as it is.
  */
-function libraryMessages(records: readonly KafkaRecord[]): KafkaRecord[] {
-  return records.map((r) => (r.flumeEvent ? { ...r, value: encodeFlumeEvent(r.flumeEvent), flumeEvent: undefined, eventSize: undefined } : r));
+function libraryMessages(records: readonly KafkaRecord[]): LibraryMessage[] {
+  return records.map((r) => {
+    if (!r.flumeEvent && r.timestamp === undefined) return r as LibraryMessage;
+    const value = r.flumeEvent ? encodeFlumeEvent(r.flumeEvent) : r.value;
+    return { ...r, value, flumeEvent: undefined, eventSize: undefined, timestamp: r.timestamp === undefined ? undefined : BigInt(r.timestamp) };
+  });
 }
 
 function delay(ms: number): Promise<void> {
@@ -159,7 +168,7 @@ export class KafkaPublisher {
    * checked: the client would send one its topic does not have to another (the modulo of the
    * partition count).
    */
-  private async sendByLibrary(records: readonly KafkaRecord[], messages: KafkaRecord[]): Promise<void> {
+  private async sendByLibrary(records: readonly KafkaRecord[], messages: LibraryMessage[]): Promise<void> {
     const producer = this.producer!;
     const topics = topicsOf(records);
     const metadataOf = (forceUpdate: boolean) => producer.metadata({ topics, autocreateTopics: true, forceUpdate });

@@ -12,7 +12,7 @@ import { hostname } from "node:os";
 import path from "node:path";
 import { expect, test } from "bun:test";
 import { componentContext } from "../../../src/components/component.ts";
-import { definition } from "../../../src/components/sinks/kafka.ts";
+import { definition, headerTimestamp } from "../../../src/components/sinks/kafka.ts";
 import { bodyText, createEvent, type Event } from "../../../src/core/event.ts";
 import { MemoryLogger } from "../../../src/core/logger.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
@@ -393,6 +393,38 @@ needsJvm.test(
     expect(byBody.third).toMatch(/^CreateTime:\d{13}\tPartition:[01]\tNO_HEADERS\tnull\tthird$/);
     expect(byBody.fourth).toMatch(/^CreateTime:\d{13}\tPartition:[01]\tcolour:green\tnull\tfourth$/);
     expect(Number(byBody.third.slice(11, 24))).toBeGreaterThan(Date.now() - 600_000);
+  },
+  240_000,
+);
+
+test("a timestampHeader value is read as Java's Long.parseLong reads it, up to 2^53 - 1 (the largest a record's timestamp is written from exactly); anything else is none (-1)", () => {
+  expect(["0", "1700000000123", "+1700000000123", "007", "9007199254740991"].map(headerTimestamp)).toEqual([0, 1700000000123, 1700000000123, 7, 9007199254740991]);
+  expect(["9007199254740992", "9223372036854775808", "99999999999999999999", "-1", "", "+", "abc", "1.5", " 1", "1e3", "0x10"].map(headerTimestamp)).toEqual(Array(11).fill(-1));
+});
+
+needsJvm.test(
+  "a timestampHeader value that is no timestamp (past 2^63, not a number, negative) is warned about naming the header and the value, and its event sent stamped now, as Flume's sink; a valid one is the record's timestamp",
+  async () => {
+    const topic = await kafka.newTopic();
+    const { sink: k, channel, logger } = sink({ "kafka.topic": topic, timestampHeader: "ts" });
+    await k.start();
+    const before = Date.now();
+    await putEvents(channel, [createEvent("huge", { ts: "99999999999999999999" }), createEvent("words", { ts: "abc" }), createEvent("negative", { ts: "-1" }), createEvent("valid", { ts: "1700000000123" })]);
+    expect(await k.process()).toBe("READY");
+    const lines = await consoleConsume(kafka, topic, 4, { printTimestamp: true, timeoutMs: 20_000 });
+    const stamps = Object.fromEntries(lines.map((l) => [l.slice(l.indexOf("\t") + 1), Number(l.slice("CreateTime:".length, l.indexOf("\t")))]));
+    expect(stamps.valid).toBe(1700000000123);
+    for (const body of ["huge", "words", "negative"]) {
+      expect(stamps[body]).toBeGreaterThanOrEqual(before);
+      expect(stamps[body]).toBeLessThanOrEqual(Date.now());
+    }
+    await k.stop();
+    // The first at once, the others summed up in one line (at the latest at stop) with the last of them.
+    const warnings = logger.lines.filter((l) => l.level === "warn").map((l) => l.message);
+    expect(warnings).toEqual([
+      'kafka sink k1: header ts = "99999999999999999999" (timestampHeader) is no timestamp in milliseconds from 0 to 9007199254740991: the event is sent stamped with the current time',
+      'kafka sink k1: header ts = "-1" (timestampHeader) is no timestamp in milliseconds from 0 to 9007199254740991: the event is sent stamped with the current time (2 more like this in the last 10 s, not logged one by one)',
+    ]);
   },
   240_000,
 );
