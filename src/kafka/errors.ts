@@ -66,3 +66,32 @@ export class KafkaDeliveryTimeoutError extends FlumeError {}
 
 /** A send given up because its component stops (its batch goes back to the channel). */
 export class KafkaSendAbortedError extends FlumeError {}
+
+/** What chose a record's partition, when the record does not say (KafkaRecord.partitionFrom). */
+export const PARTITION_SETTINGS = "partitionIdHeader or defaultPartitionId";
+
+/**
+ * A record for a partition its topic does not have, chosen by partitionIdHeader or
+ * defaultPartitionId: failed, as the Java producer fails it (Flume's sink rolls its batch back,
+ * its channel's put fails), never sent to another partition.
+ */
+export class KafkaPartitionMissingError extends FlumeError {
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+    readonly partitionsCount: number,
+    /** The setting or header that chose the partition. */
+    readonly chosenBy: string,
+    /** The component, named first in the message. */
+    label = "",
+  ) {
+    const count = `${partitionsCount} partition${partitionsCount === 1 ? "" : "s"} (0 to ${partitionsCount - 1})`;
+    super(
+      `${label ? `${label}: ` : ""}partition ${partition} of topic ${topic} does not exist: the topic has ${count}; ${chosenBy} chose it. Choose a partition the topic has, or add partitions to the topic (kafka-topics.sh --alter --topic ${topic} --partitions ${partition + 1})`,
+    );
+  }
+
+  labelled(label: string): KafkaPartitionMissingError {
+    return new KafkaPartitionMissingError(this.topic, this.partition, this.partitionsCount, this.chosenBy, label);
+  }
+}

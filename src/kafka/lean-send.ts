@@ -10,12 +10,16 @@
  *
  * A record without partition and key goes with every other such record of the send to one
  * partition, the next one at the next send (the Java producer's sticky partitioning): a
- * channel's or sink's batch then is one record batch, in its order.
+ * channel's or sink's batch then is one record batch, in its order. A keyed one goes where the
+ * Java producer sends it (javaPartitioner); one whose partition was chosen (partitionIdHeader,
+ * defaultPartitionId) goes there, or fails the send when its topic has no such partition
+ * (withChosenPartitions).
  */
 import type { Producer } from "@platformatic/kafka";
 import type { KafkaModule } from "./client.ts";
 import type { ProduceMessage } from "./record-batch.ts";
 import { FlumeError } from "../core/errors.ts";
+import { KafkaPartitionMissingError, PARTITION_SETTINGS } from "./errors.ts";
 import { isRetriable } from "./retriable.ts";
 
 type Callback<T> = (error: Error | null, value?: T) => void;
@@ -61,8 +65,68 @@ function promised<T>(start: (cb: Callback<T>) => void): Promise<T> {
   return new Promise((resolve, reject) => start((error, value) => (error ? reject(error) : resolve(value as T))));
 }
 
-/** What a record needs here: a topic; partition and key, when set, choose its partition (partition set by send). */
-export type LeanRecord = ProduceMessage & { topic: string; key?: Buffer | null };
+/**
+ * What a record needs here: a topic; partition and key, when set, choose its partition
+ * (partition set by send); partitionFrom names what chose the partition, for the error when
+ * the topic has no such partition.
+ */
+export type LeanRecord = ProduceMessage & { topic: string; key?: Buffer | null; partitionFrom?: string };
+
+/** The partition counts of topics, as the client's metadata has them. */
+interface PartitionCounts {
+  topics: Map<string, { partitionsCount: number }>;
+}
+
+/** The first record whose chosen partition its topic does not have in `metadata`, as an error; null: none. */
+function missingPartition(records: readonly LeanRecord[], metadata: PartitionCounts): KafkaPartitionMissingError | null {
+  let topic: string | null = null;
+  let count = 0;
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i];
+    const p = r.partition;
+    if (p === undefined) continue;
+    if (r.topic !== topic) {
+      topic = r.topic;
+      // A topic the metadata lacks is refused later, as unknown.
+      count = metadata.topics.get(topic)?.partitionsCount ?? Number.POSITIVE_INFINITY;
+    }
+    if (p >= count) return new KafkaPartitionMissingError(topic, p, count, r.partitionFrom ?? PARTITION_SETTINGS);
+  }
+  return null;
+}
+
+/**
+ * `metadata` when every record's chosen partition is one its topic has there; else the metadata
+ * asked for anew once (the topic may have grown since it was cached, as the Java producer waits
+ * for metadata that has the partition), and KafkaPartitionMissingError if the partition is
+ * still missing: the Java producer fails such a record, it is not sent to another partition.
+ */
+export async function withChosenPartitions<M extends PartitionCounts>(records: readonly LeanRecord[], metadata: M, refresh: () => Promise<M>): Promise<M> {
+  if (missingPartition(records, metadata) === null) return metadata;
+  const fresh = await refresh();
+  const missing = missingPartition(records, fresh);
+  if (missing) throw missing;
+  return fresh;
+}
+
+type LibraryPartitioner = (message: unknown, key: Buffer | undefined) => number;
+
+/**
+ * The partition of a keyed record, before the modulo by the partition count: the Java
+ * producer's (Utils.toPositive(Utils.murmur2(key)), toPositive being `& 0x7fffffff`; the
+ * client's compatibilityPartitioner). Not the client's defaultPartitioner, which takes the hash
+ * unsigned (`>>> 0`): another partition whenever the hash is negative and the count no power
+ * of two. A record without key: round robin (the client's default for those). For the
+ * client's Producer (its compressed sends), as its `partitioner` option.
+ */
+export function javaPartitioner(kafka: KafkaModule): LibraryPartitioner {
+  let next = 0;
+  return (message, key) => {
+    if (key) return kafka.compatibilityPartitioner(message as never, key);
+    next = (next + 1) & 0x7fffffff;
+    return next;
+  };
+}
 
 /** What the broker was sent for a batch: its producer id and each partition's first sequence, sent again as they are by a retry. */
 interface Sent {
@@ -125,7 +189,10 @@ export class LeanSender {
     if (records.length === 0) return;
     const again = batch.sent !== null;
     const topics = again ? batch.sent!.topics : topicsOf(records);
-    const metadata = await promised<ClusterMetadata>((cb) => this.internals.metadata({ topics, autocreateTopics: true, forceUpdate: again }, cb));
+    const metadataOf = (forceUpdate: boolean) => promised<ClusterMetadata>((cb) => this.internals.metadata({ topics, autocreateTopics: true, forceUpdate }, cb));
+    let metadata = await metadataOf(again);
+    // Again: its partitions were checked and set by the first attempt.
+    if (!again) metadata = await withChosenPartitions(records, metadata, () => metadataOf(true));
     if (again && batch.sent!.info !== this.info) {
       // Written or not, unknown: given up (its events go back to the channel), never silently re-sent as new records.
       throw new KafkaProducerIdDroppedError(`the producer id under which ${records.length} record(s) were sent unacknowledged was dropped after another batch failed: not sent again under a new one`);
@@ -240,8 +307,8 @@ export class LeanSender {
         count = c;
       }
       let p = r.partition;
-      if (p === undefined) p = r.key ? this.kafka.defaultPartitioner(r as never, r.key) : sticky;
-      p %= meta.partitionsCount;
+      // A chosen partition is one the topic has (withChosenPartitions): only a hash or the sticky one wraps around.
+      if (p === undefined) p = (r.key ? this.kafka.compatibilityPartitioner(r as never, r.key) : sticky) % meta.partitionsCount;
       r.partition = p;
       count[p]++;
       const leader = meta.partitions[p].leader;

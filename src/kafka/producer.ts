@@ -6,10 +6,10 @@ import type { Producer } from "@platformatic/kafka";
 import type { Event } from "../core/event.ts";
 import type { Logger } from "../core/logger.ts";
 import { loadKafka } from "./client.ts";
-import { LeanSender } from "./lean-send.ts";
+import { javaPartitioner, LeanSender, withChosenPartitions } from "./lean-send.ts";
 import { encodeFlumeEvent } from "./flume-event.ts";
 import { useOwnRecordBatches } from "./produce-api.ts";
-import { isTooLarge, isUnknownTopic, KafkaDeliveryTimeoutError, KafkaRecordTooLargeError, KafkaSendAbortedError, KafkaTopicMissingError, messageOf } from "./errors.ts";
+import { isTooLarge, isUnknownTopic, KafkaDeliveryTimeoutError, KafkaPartitionMissingError, KafkaRecordTooLargeError, KafkaSendAbortedError, KafkaTopicMissingError, messageOf } from "./errors.ts";
 import { isRetriable } from "./retriable.ts";
 import { clientOptions, describeBrokers, type ProducerSettings } from "./settings.ts";
 
@@ -20,7 +20,10 @@ export interface KafkaRecord {
   value: Uint8Array;
   headers?: Map<Buffer, Buffer>;
   partition?: number;
-  timestamp?: bigint;
+  /** What chose partition (a setting, a header), named when the topic has no such partition; absent: "partitionIdHeader or defaultPartitionId". */
+  partitionFrom?: string;
+  /** Epoch milliseconds, a safe integer (the record batch is written from numbers); absent: the time of the send. */
+  timestamp?: number;
   /** In place of value: this event as an AvroFlumeEvent, of eventSize bytes (flumeEventSize), written straight into the request. */
   flumeEvent?: Event;
   eventSize?: number;
@@ -36,13 +39,21 @@ export function recordSize(r: KafkaRecord): number {
   return n;
 }
 
+/** A record as the library's Producer.send takes it: its timestamp a bigint. */
+type LibraryMessage = Omit<KafkaRecord, "timestamp"> & { timestamp?: bigint };
+
 /**
  * The records as the library's Producer.send takes them: it keeps only topic, key, value,
  * headers, partition and timestamp of each, so a record to be written as a FlumeEvent carries
- * the event's Avro bytes as its value (else the body alone would be sent).
+ * the event's Avro bytes as its value (else the body alone would be sent). A record with
+ * neither FlumeEvent nor timestamp is passed as it is.
  */
-function libraryMessages(records: readonly KafkaRecord[]): KafkaRecord[] {
-  return records.map((r) => (r.flumeEvent ? { ...r, value: encodeFlumeEvent(r.flumeEvent), flumeEvent: undefined, eventSize: undefined } : r));
+function libraryMessages(records: readonly KafkaRecord[]): LibraryMessage[] {
+  return records.map((r) => {
+    if (!r.flumeEvent && r.timestamp === undefined) return r as LibraryMessage;
+    const value = r.flumeEvent ? encodeFlumeEvent(r.flumeEvent) : r.value;
+    return { ...r, value, flumeEvent: undefined, eventSize: undefined, timestamp: r.timestamp === undefined ? undefined : BigInt(r.timestamp) };
+  });
 }
 
 function delay(ms: number): Promise<void> {
@@ -86,6 +97,8 @@ export class KafkaPublisher {
       acks: s.acks,
       idempotent: s.idempotent,
       compression: s.compression,
+      // Keyed records to the Java producer's partitions (the compressed sends; LeanSender's are its own).
+      partitioner: javaPartitioner(kafka),
       // As the Java producer: the broker decides (auto.create.topics.enable).
       autocreateTopics: true,
     });
@@ -127,7 +140,7 @@ export class KafkaPublisher {
     let delivered = false;
     try {
       for (;;) {
-        const sending = lean ? lean.send(batch!) : this.producer!.send({ messages: messages! });
+        const sending = lean ? lean.send(batch!) : this.sendByLibrary(records, messages!);
         try {
           await Promise.race([sending, givenUp]);
           delivered = true;
@@ -148,6 +161,19 @@ export class KafkaPublisher {
       clearTimeout(timer);
       this.pending.delete(fail);
     }
+  }
+
+  /**
+   * The client's Producer.send (compressed sends), after the records' chosen partitions were
+   * checked: the client would send one its topic does not have to another (the modulo of the
+   * partition count).
+   */
+  private async sendByLibrary(records: readonly KafkaRecord[], messages: LibraryMessage[]): Promise<void> {
+    const producer = this.producer!;
+    const topics = topicsOf(records);
+    const metadataOf = (forceUpdate: boolean) => producer.metadata({ topics, autocreateTopics: true, forceUpdate });
+    await withChosenPartitions(records, await metadataOf(false), () => metadataOf(true));
+    await producer.send({ messages });
   }
 
   /** Fails every send under way with `why` (a component that stops: its batches go back to the channel). */
@@ -174,6 +200,7 @@ export class KafkaPublisher {
   }
 
   private explain(err: unknown, topics: string[]): Error {
+    if (err instanceof KafkaPartitionMissingError) return err.labelled(this.label);
     const why = messageOf(err);
     if (isUnknownTopic(err) && topics.length > 0) {
       return new KafkaTopicMissingError(`${this.label}: topic ${topics.join(", ")} does not exist on ${this.brokers} and the brokers do not create topics on use (auto.create.topics.enable=false): create it, e.g. kafka-topics.sh --create --topic ${topics[0]} (${why})`, { cause: err });

@@ -9,7 +9,8 @@
 import { beforeAll, expect, test } from "bun:test";
 import type { Producer } from "@platformatic/kafka";
 import { type KafkaModule, loadKafka } from "../../src/kafka/client.ts";
-import { KafkaProducerIdDroppedError, type LeanBatch, type LeanRecord, LeanSender } from "../../src/kafka/lean-send.ts";
+import { KafkaPartitionMissingError } from "../../src/kafka/errors.ts";
+import { javaPartitioner, KafkaProducerIdDroppedError, type LeanBatch, type LeanRecord, LeanSender } from "../../src/kafka/lean-send.ts";
 
 let kafka: KafkaModule;
 beforeAll(async () => {
@@ -26,19 +27,37 @@ interface Request {
 type Callback = (error: Error | null, value?: unknown) => void;
 type Options = { producerId?: bigint; sequences?: { getWithDefault(key: string, fallback: number): number } };
 
+interface Topic {
+  /** Partitions of topic t: 1 by default. */
+  partitions?: number;
+  /** Its partitions once the metadata is asked for anew (forceUpdate): a topic that grew since the cached metadata. */
+  grownTo?: number;
+}
+
+function topicMetadata(partitions: number) {
+  return { brokers: new Map([[1, {}]]), topics: new Map([["t", { partitionsCount: partitions, partitions: Array.from({ length: partitions }, () => ({ leader: 1 })) }]]) };
+}
+
 /** A sender over a stand-in client: each Produce request takes the next answer; what each carried is kept. */
-function sender(answers: Answer[]): { lean: LeanSender; requests: Request[] } {
+function sender(answers: Answer[], topic: Topic = {}): { lean: LeanSender; requests: Request[]; refreshes: () => number } {
   const requests: Request[] = [];
   let ids = 0n;
-  const metadata = { brokers: new Map([[1, {}]]), topics: new Map([["t", { partitionsCount: 1, partitions: [{ leader: 1 }] }]]) };
+  let metadata = topicMetadata(topic.partitions ?? 1);
+  let refreshes = 0;
   const produce = (_c: unknown, _acks: number, _t: number, records: LeanRecord[], options: Options, cb: Callback) => {
-    requests.push({ producerId: options.producerId!, firstSequence: options.sequences!.getWithDefault("t:0", -1), records: records.length });
+    requests.push({ producerId: options.producerId!, firstSequence: options.sequences!.getWithDefault(`t:${records[0].partition}`, -1), records: records.length });
     const answer = answers.shift() ?? "ok";
     const error = answer === "lost" ? new kafka.NetworkError("Connection closed") : answer === "out-of-order" ? new kafka.ResponseError(0, 9, { "/topics/0/partitions/0": [45, null] }, {}) : null;
     setTimeout(() => cb(error, error ? undefined : {}), 1);
   };
   const fake = {
-    [kafka.kMetadata]: (_o: unknown, cb: Callback) => cb(null, metadata),
+    [kafka.kMetadata]: (o: { forceUpdate?: boolean }, cb: Callback) => {
+      if (o.forceUpdate) {
+        refreshes++;
+        if (topic.grownTo !== undefined) metadata = topicMetadata(topic.grownTo);
+      }
+      cb(null, metadata);
+    },
     [kafka.kGetConnection]: (_b: unknown, cb: Callback) => cb(null, {}),
     [kafka.kGetApi]: (_n: string, cb: Callback) => cb(null, produce),
     // No quick retries of the client's own: each failure reaches the sender.
@@ -46,7 +65,7 @@ function sender(answers: Answer[]): { lean: LeanSender; requests: Request[] } {
     [kafka.kOptions]: { timeout: 1000 },
     initIdempotentProducer: async () => ({ producerId: ++ids, producerEpoch: 0 }),
   };
-  return { lean: new LeanSender(kafka, fake as unknown as Producer<Buffer, Uint8Array, Buffer, Buffer>, -1, true), requests };
+  return { lean: new LeanSender(kafka, fake as unknown as Producer<Buffer, Uint8Array, Buffer, Buffer>, -1, true), requests, refreshes: () => refreshes };
 }
 
 const records = (n: number): LeanRecord[] => Array.from({ length: n }, (_, i) => ({ topic: "t", value: Buffer.from(`e${i}`) }));
@@ -126,4 +145,67 @@ test("a batch given up drops the id; another batch in flight under it is then no
     [1n, 3],
     [2n, 0],
   ]);
+});
+
+/**
+ * Kafka's UtilsTest.testMurmur2 vectors (Utils.murmur2, a signed 32-bit int) and the partition
+ * of 6 that the Java producer's DefaultPartitioner (Flume 1.11's Kafka 2.7.2 client) gives:
+ * Utils.toPositive(murmur2(key)) % 6, toPositive being `n & 0x7fffffff`.
+ */
+const JAVA_KEYS: [string, number, number][] = [
+  ["21", -973932308, 0],
+  ["foobar", -790332482, 0],
+  ["a-little-bit-long-string", -985981536, 2],
+  ["a-little-bit-longer-string", -1486304829, 5],
+  ["lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971, 5],
+  ["abc", 479470107, 3],
+];
+
+test("the client's murmur2 gives Kafka's own test vectors (Utils.murmur2)", () => {
+  for (const [key, hash] of JAVA_KEYS) expect([key, kafka.murmur2(Buffer.from(key))]).toEqual([key, hash]);
+});
+
+test("a keyed record goes to the partition the Java producer gives it: toPositive(murmur2(key)) % partitions, also for a negative hash and a partition count that is no power of two", async () => {
+  const { lean } = sender([], { partitions: 6 });
+  const batch = lean.batch(JAVA_KEYS.map(([key]) => ({ topic: "t", key: Buffer.from(key), value: Buffer.from(key) })));
+  await lean.send(batch);
+  lean.end(batch, true);
+  expect(batch.records.map((r) => [r.key!.toString(), r.partition])).toEqual(JAVA_KEYS.map(([key, , partition]) => [key, partition]));
+});
+
+test("the partitioner given to the client's Producer (its compressed sends) puts a keyed record where the Java producer does, records without key round robin", () => {
+  const partitioner = javaPartitioner(kafka);
+  expect(JAVA_KEYS.map(([key]) => [key, partitioner(undefined, Buffer.from(key)) % 6])).toEqual(JAVA_KEYS.map(([key, , partition]) => [key, partition]));
+  const unkeyed = Array.from({ length: 6 }, () => partitioner(undefined, undefined) % 6);
+  expect(new Set(unkeyed).size).toBe(6);
+});
+
+test("an explicit partition the topic does not have fails the send naming partition, topic, partition count and what chose it, after one fresh look at the metadata; nothing is sent", async () => {
+  const { lean, requests, refreshes } = sender([], { partitions: 6 });
+  const batch = lean.batch([
+    { topic: "t", partition: 1, value: Buffer.from("fine") },
+    { topic: "t", partition: 7, partitionFrom: "header p (partitionIdHeader)", value: Buffer.from("beyond") },
+  ]);
+  const err = await failure(lean.send(batch));
+  expect(err).toBeInstanceOf(KafkaPartitionMissingError);
+  expect(err).toMatchObject({ topic: "t", partition: 7, partitionsCount: 6, chosenBy: "header p (partitionIdHeader)" });
+  expect((err as Error).message).toContain("partition 7 of topic t does not exist: the topic has 6 partitions (0 to 5); header p (partitionIdHeader) chose it");
+  expect(lean.canRetry(batch, err)).toBe(false);
+  lean.end(batch, false);
+  expect(requests).toEqual([]);
+  expect(refreshes()).toBe(1);
+});
+
+test("an explicit partition beyond the cached partition count of a topic that grew since is sent there once the metadata was asked for anew", async () => {
+  const { lean, requests, refreshes } = sender([], { partitions: 2, grownTo: 4 });
+  const batch = lean.batch([
+    { topic: "t", partition: 3, value: Buffer.from("new partition") },
+    { topic: "t", key: Buffer.from("foobar"), value: Buffer.from("keyed") },
+  ]);
+  await lean.send(batch);
+  lean.end(batch, true);
+  expect(refreshes()).toBe(1);
+  // The key hashed over the topic's partitions as it has them now (toPositive(-790332482) % 4).
+  expect(batch.records.map((r) => r.partition)).toEqual([3, 2]);
+  expect(requests.reduce((n, r) => n + r.records, 0)).toBe(2);
 });

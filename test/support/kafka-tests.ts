@@ -4,7 +4,7 @@ import path from "node:path";
  * test, and the Kafka sink, source and channel built from their definitions, wired to started
  * memory channels, stopped after the test.
  */
-import { afterAll, afterEach, beforeAll } from "bun:test";
+import { afterAll, afterEach, beforeAll, expect } from "bun:test";
 import { componentContext } from "../../src/components/component.ts";
 import { definition as channelDefinition, type KafkaChannel } from "../../src/components/channels/kafka/index.ts";
 import { definition as sinkDefinition, type KafkaSink } from "../../src/components/sinks/kafka.ts";
@@ -17,6 +17,7 @@ import { bodyText, type Event } from "../../src/core/event.ts";
 import { type Logger, MemoryLogger } from "../../src/core/logger.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
+import { waitUntil } from "./helpers.ts";
 import { needsJvm } from "./jvm.ts";
 import { type KafkaCluster, type KafkaOptions, startKafkaCluster } from "./kafka.ts";
 import type { Precondition } from "./requires.ts";
@@ -102,6 +103,27 @@ export function kafkaSink(props: Record<string, string>, o: Built): { sink: Kafk
   sink.setChannel(channel);
   o.cleanups.push(() => sink.stop());
   return { sink, channel, logger };
+}
+
+/** Puts the events into the sink's channel, sends them as one batch and waits for the broker's acknowledgement. */
+export async function sendAll(k: KafkaSink, channel: Channel, events: Event[]): Promise<void> {
+  const before = k.counter.values.EventDrainSuccessCount;
+  await putEvents(channel, events);
+  expect(await k.process()).toBe("READY");
+  await waitUntil(() => k.counter.values.EventDrainSuccessCount >= before + events.length, "the batch acknowledged", 60_000);
+}
+
+/** process() as the runner calls it until one fails (a batch's failure shows at the call after its send). */
+export async function failureOf(k: KafkaSink): Promise<Error> {
+  for (let i = 0; i < 20; i++) {
+    try {
+      await k.process();
+    } catch (err) {
+      return err as Error;
+    }
+    await Bun.sleep(100);
+  }
+  throw new Error("no batch failed");
 }
 
 /** A Kafka source (not started) writing into `channel` (a started memory channel by default). */

@@ -16,6 +16,7 @@ import { flumeEventSize } from "../../kafka/flume-event.ts";
 import { KafkaPublisher, type KafkaRecord, recordSize } from "../../kafka/producer.ts";
 import { producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
 import { containsEscape, type EscapeOptions, EscapeTemplate, Escaper, type HostNames, lookupHostNames, MissingTimestampError } from "../../pipeline/bucket-path.ts";
+import { WarningThrottle } from "../../pipeline/warning-throttle.ts";
 import type { TakeLoop } from "../../pipeline/take-loop.ts";
 import { type ComponentContext, defineComponent } from "../component.ts";
 import { localAddress } from "../interceptors/host.ts";
@@ -63,6 +64,29 @@ const PARTITION_NUMBER = /^\+?\d{1,10}$/;
 const MAX_INT = 2 ** 31 - 1;
 const EMPTY = new Uint8Array(0);
 
+/** The largest timestamp taken from timestampHeader: the record batch is written from numbers, which lose milliseconds beyond it. */
+const MAX_TIMESTAMP = Number.MAX_SAFE_INTEGER;
+
+/**
+ * timestampHeader's value as epoch milliseconds, read as Java's Long.parseLong reads it
+ * (decimal digits after an optional +); -1 when it is none, or above MAX_TIMESTAMP. Parsed by
+ * hand: no string or BigInt made per event.
+ */
+export function headerTimestamp(text: string): number {
+  const n = text.length;
+  let i = n > 0 && text.charCodeAt(0) === 43 ? 1 : 0;
+  if (i === n) return -1;
+  let v = 0;
+  for (; i < n; i++) {
+    const d = text.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return -1;
+    v = v * 10 + d;
+    // Rounded or not, past 2^53 it stays above MAX_TIMESTAMP.
+    if (v > MAX_TIMESTAMP) return -1;
+  }
+  return v;
+}
+
 /**
  * kafka.topic compiled once, as a template of Flume's escapes; null when the topic is sent to as
  * written: no escape in it, or allowTopicOverride = false (as Flume 1.11).
@@ -91,6 +115,11 @@ export class KafkaSink extends BaseSink implements Sink {
   /** Escapes topicTemplate for each event; made at start (with this host's names when the template has %[...]). */
   private escaper: Escaper | null = null;
   private readonly headerNames: [string, Buffer][];
+  /** What chose a record's partition, named when its topic has no such partition. */
+  private readonly byHeader: string;
+  private readonly byDefault: string;
+  /** Invalid timestampHeader values: one line at once, then one per interval, not one per event. */
+  private readonly timestampWarnings: WarningThrottle;
 
   constructor(
     ctx: ComponentContext,
@@ -101,6 +130,9 @@ export class KafkaSink extends BaseSink implements Sink {
     this.publisher = new KafkaPublisher(`kafka sink ${ctx.name}`, options.producer, ctx.logger, true);
     this.topicTemplate = topicTemplate(options.topic, options.allowTopicOverride);
     this.headerNames = Object.entries(options.kafkaHeaders).map(([flume, kafka]) => [flume, Buffer.from(kafka)]);
+    this.byHeader = `the event's header ${options.partitionIdHeader} (partitionIdHeader)`;
+    this.byDefault = `defaultPartitionId = ${options.defaultPartitionId}`;
+    this.timestampWarnings = new WarningThrottle(this.clock, (m) => this.logger.warn(m));
     this.takeLoop = this.newTakeLoop({
       label: this.publisher.label,
       counter: this.counter,
@@ -164,6 +196,7 @@ export class KafkaSink extends BaseSink implements Sink {
 
   override async stop(): Promise<void> {
     await this.drain();
+    this.timestampWarnings.stop();
     await this.publisher.close();
     this.counter.values.ConnectionClosedCount++;
     super.stop();
@@ -230,7 +263,7 @@ export class KafkaSink extends BaseSink implements Sink {
     const o = this.options;
     const headers = readHeaders(e);
     let record = pool[i];
-    if (record === undefined) pool[i] = record = { topic: "", value: EMPTY, key: undefined, headers: undefined, partition: undefined, timestamp: undefined, flumeEvent: undefined, eventSize: undefined };
+    if (record === undefined) pool[i] = record = { topic: "", value: EMPTY, key: undefined, headers: undefined, partition: undefined, partitionFrom: undefined, timestamp: undefined, flumeEvent: undefined, eventSize: undefined };
     record.topic = this.topicOf(headers);
     // The body as it is: no Buffer view per event (the request is written from its bytes); or
     // the event, written as a FlumeEvent straight into the request.
@@ -242,19 +275,32 @@ export class KafkaSink extends BaseSink implements Sink {
     const key = headers.key;
     record.key = key === undefined ? undefined : Buffer.from(key);
     record.partition = undefined;
+    record.partitionFrom = undefined;
     if (o.partitionIdHeader !== undefined && headers[o.partitionIdHeader] !== undefined) {
       const text = headers[o.partitionIdHeader];
       // Decimal digits only, as Flume's Integer.parseInt ("", " 1", "1.0", "0x1" fail the batch there too).
       const p = PARTITION_NUMBER.test(text) ? Number(text) : NaN;
       if (!(p >= 0 && p <= MAX_INT)) throw new KafkaSettingError(`${this.label}: header ${o.partitionIdHeader} = "${text}" is not a partition number`);
       record.partition = p;
+      record.partitionFrom = this.byHeader;
     } else if (o.defaultPartitionId !== undefined) {
       record.partition = o.defaultPartitionId;
+      record.partitionFrom = this.byDefault;
     }
     record.timestamp = undefined;
     if (o.timestampHeader !== undefined) {
-      const ts = headers[o.timestampHeader];
-      if (ts !== undefined && /^\d+$/.test(ts)) record.timestamp = BigInt(ts);
+      const text = headers[o.timestampHeader];
+      if (text !== undefined) {
+        const ts = headerTimestamp(text);
+        if (ts >= 0) record.timestamp = ts;
+        else {
+          // As Flume's sink (Long.parseLong failing): warned, sent stamped now. Flume's producer
+          // refuses a negative one, failing the batch again and again: sent stamped now too.
+          this.timestampWarnings.warn(
+            `${this.label}: header ${o.timestampHeader} = "${text}" (timestampHeader) is no timestamp in milliseconds from 0 to ${MAX_TIMESTAMP}: the event is sent stamped with the current time`,
+          );
+        }
+      }
     }
     record.headers = undefined;
     if (this.headerNames.length > 0) {

@@ -12,7 +12,7 @@ import { hostname } from "node:os";
 import path from "node:path";
 import { expect, test } from "bun:test";
 import { componentContext } from "../../../src/components/component.ts";
-import { definition, type KafkaSink } from "../../../src/components/sinks/kafka.ts";
+import { definition, headerTimestamp } from "../../../src/components/sinks/kafka.ts";
 import { bodyText, createEvent, type Event } from "../../../src/core/event.ts";
 import { MemoryLogger } from "../../../src/core/logger.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
@@ -21,7 +21,7 @@ import { startCli, tempDirFor, waitUntil } from "../../support/helpers.ts";
 import { FLUME_KAFKA } from "../../support/jvm-artifacts.ts";
 import { needsJvm, resolveClasspath } from "../../support/jvm.ts";
 import { consoleConsume, uniqueName } from "../../support/kafka.ts";
-import { cleanupsAfterEach, kafkaForFile, kafkaSink, kafkaSource, memoryChannel, putEvents, takeEvents } from "../../support/kafka-tests.ts";
+import { cleanupsAfterEach, failureOf, kafkaForFile, kafkaSink, kafkaSource, memoryChannel, putEvents, sendAll, takeEvents } from "../../support/kafka-tests.ts";
 
 const kafka = kafkaForFile({
   autoCreateTopics: false,
@@ -32,13 +32,6 @@ const kafka = kafkaForFile({
 const cleanups = cleanupsAfterEach();
 function sink(props: Record<string, string>) {
   return kafkaSink({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.producer.acks": "all", ...props }, { cleanups });
-}
-
-/** Sends the events in one batch and waits for the broker's acknowledgement. */
-async function sendAll(k: KafkaSink, channel: MemoryChannel, events: Event[]): Promise<void> {
-  await putEvents(channel, events);
-  expect(await k.process()).toBe("READY");
-  await waitUntil(() => k.counter.values.EventDrainSuccessCount >= events.length, "the batch acknowledged", 60_000);
 }
 
 /** The events of a topic as our source reads them (headers topic, partition, offset), until at least `atLeast` came and then nothing new for quietMs. */
@@ -61,19 +54,6 @@ async function readEvents(topic: string, quietMs = 3000, atLeast = 0): Promise<E
 }
 
 const bodiesOf = (events: Event[]) => events.map(bodyText).sort();
-
-/** process() as the runner calls it until one fails (a batch's failure shows at the call after its send). */
-async function failureOf(k: KafkaSink): Promise<Error> {
-  for (let i = 0; i < 20; i++) {
-    try {
-      await k.process();
-    } catch (err) {
-      return err as Error;
-    }
-    await Bun.sleep(100);
-  }
-  throw new Error("no batch failed");
-}
 
 needsJvm.test(
   "with useFlumeEventFormat and a kafka.producer.compression.type (gzip, snappy, lz4, zstd) each event is still written as a FlumeEvent: a source with useFlumeEventFormat gets its body and headers",
@@ -413,6 +393,38 @@ needsJvm.test(
     expect(byBody.third).toMatch(/^CreateTime:\d{13}\tPartition:[01]\tNO_HEADERS\tnull\tthird$/);
     expect(byBody.fourth).toMatch(/^CreateTime:\d{13}\tPartition:[01]\tcolour:green\tnull\tfourth$/);
     expect(Number(byBody.third.slice(11, 24))).toBeGreaterThan(Date.now() - 600_000);
+  },
+  240_000,
+);
+
+test("a timestampHeader value is read as Java's Long.parseLong reads it, up to 2^53 - 1 (the largest a record's timestamp is written from exactly); anything else is none (-1)", () => {
+  expect(["0", "1700000000123", "+1700000000123", "007", "9007199254740991"].map(headerTimestamp)).toEqual([0, 1700000000123, 1700000000123, 7, 9007199254740991]);
+  expect(["9007199254740992", "9223372036854775808", "99999999999999999999", "-1", "", "+", "abc", "1.5", " 1", "1e3", "0x10"].map(headerTimestamp)).toEqual(Array(11).fill(-1));
+});
+
+needsJvm.test(
+  "a timestampHeader value that is no timestamp (past 2^63, not a number, negative) is warned about naming the header and the value, and its event sent stamped now, as Flume's sink; a valid one is the record's timestamp",
+  async () => {
+    const topic = await kafka.newTopic();
+    const { sink: k, channel, logger } = sink({ "kafka.topic": topic, timestampHeader: "ts" });
+    await k.start();
+    const before = Date.now();
+    await putEvents(channel, [createEvent("huge", { ts: "99999999999999999999" }), createEvent("words", { ts: "abc" }), createEvent("negative", { ts: "-1" }), createEvent("valid", { ts: "1700000000123" })]);
+    expect(await k.process()).toBe("READY");
+    const lines = await consoleConsume(kafka, topic, 4, { printTimestamp: true, timeoutMs: 20_000 });
+    const stamps = Object.fromEntries(lines.map((l) => [l.slice(l.indexOf("\t") + 1), Number(l.slice("CreateTime:".length, l.indexOf("\t")))]));
+    expect(stamps.valid).toBe(1700000000123);
+    for (const body of ["huge", "words", "negative"]) {
+      expect(stamps[body]).toBeGreaterThanOrEqual(before);
+      expect(stamps[body]).toBeLessThanOrEqual(Date.now());
+    }
+    await k.stop();
+    // The first at once, the others summed up in one line (at the latest at stop) with the last of them.
+    const warnings = logger.lines.filter((l) => l.level === "warn").map((l) => l.message);
+    expect(warnings).toEqual([
+      'kafka sink k1: header ts = "99999999999999999999" (timestampHeader) is no timestamp in milliseconds from 0 to 9007199254740991: the event is sent stamped with the current time',
+      'kafka sink k1: header ts = "-1" (timestampHeader) is no timestamp in milliseconds from 0 to 9007199254740991: the event is sent stamped with the current time (2 more like this in the last 10 s, not logged one by one)',
+    ]);
   },
   240_000,
 );
