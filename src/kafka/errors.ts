@@ -70,6 +70,11 @@ export class KafkaSendAbortedError extends FlumeError {}
 /** What chose a record's partition, when the record does not say (KafkaRecord.partitionFrom). */
 export const PARTITION_SETTINGS = "partitionIdHeader or defaultPartitionId";
 
+/** What a sink's or channel's partitionIdHeader and defaultPartitionId say when they chose a partition (KafkaRecord.partitionFrom), made once at start. */
+export function partitionChoosers(o: { partitionIdHeader?: string; defaultPartitionId?: number }): { byHeader: string; byDefault: string } {
+  return { byHeader: `the event's header ${o.partitionIdHeader} (partitionIdHeader)`, byDefault: `defaultPartitionId = ${o.defaultPartitionId}` };
+}
+
 /**
  * A record for a partition its topic does not have, chosen by partitionIdHeader or
  * defaultPartitionId: failed, as the Java producer fails it (Flume's sink rolls its batch back,

@@ -20,6 +20,7 @@ import type { KafkaModule } from "./client.ts";
 import type { ProduceMessage } from "./record-batch.ts";
 import { FlumeError } from "../core/errors.ts";
 import { KafkaPartitionMissingError, PARTITION_SETTINGS } from "./errors.ts";
+import { javaKeyHash } from "./murmur2.ts";
 import { isRetriable } from "./retriable.ts";
 
 type Callback<T> = (error: Error | null, value?: T) => void;
@@ -113,16 +114,15 @@ type LibraryPartitioner = (message: unknown, key: Buffer | undefined) => number;
 
 /**
  * The partition of a keyed record, before the modulo by the partition count: the Java
- * producer's (Utils.toPositive(Utils.murmur2(key)), toPositive being `& 0x7fffffff`; the
- * client's compatibilityPartitioner). Not the client's defaultPartitioner, which takes the hash
+ * producer's (javaKeyHash). Not the client's defaultPartitioner, which takes the hash
  * unsigned (`>>> 0`): another partition whenever the hash is negative and the count no power
  * of two. A record without key: round robin (the client's default for those). For the
  * client's Producer (its compressed sends), as its `partitioner` option.
  */
-export function javaPartitioner(kafka: KafkaModule): LibraryPartitioner {
+export function javaPartitioner(): LibraryPartitioner {
   let next = 0;
-  return (message, key) => {
-    if (key) return kafka.compatibilityPartitioner(message as never, key);
+  return (_message, key) => {
+    if (key) return javaKeyHash(key);
     next = (next + 1) & 0x7fffffff;
     return next;
   };
@@ -167,7 +167,7 @@ export class LeanSender {
   private sticky = 0;
 
   constructor(
-    private readonly kafka: KafkaModule,
+    kafka: KafkaModule,
     private readonly producer: Producer<Buffer, Uint8Array, Buffer, Buffer>,
     private readonly acks: number,
     private readonly idempotent: boolean,
@@ -308,7 +308,7 @@ export class LeanSender {
       }
       let p = r.partition;
       // A chosen partition is one the topic has (withChosenPartitions): only a hash or the sticky one wraps around.
-      if (p === undefined) p = (r.key ? this.kafka.compatibilityPartitioner(r as never, r.key) : sticky) % meta.partitionsCount;
+      if (p === undefined) p = (r.key ? javaKeyHash(r.key) : sticky) % meta.partitionsCount;
       r.partition = p;
       count[p]++;
       const leader = meta.partitions[p].leader;

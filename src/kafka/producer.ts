@@ -98,7 +98,7 @@ export class KafkaPublisher {
       idempotent: s.idempotent,
       compression: s.compression,
       // Keyed records to the Java producer's partitions (the compressed sends; LeanSender's are its own).
-      partitioner: javaPartitioner(kafka),
+      partitioner: javaPartitioner(),
       // As the Java producer: the broker decides (auto.create.topics.enable).
       autocreateTopics: true,
     });

@@ -109,6 +109,13 @@ describe("emptyIsDefault", () => {
     expect(options["kafka.consumer.group.id"]).toBe("flume");
   });
 
+  test("the Kafka sink's empty kafka.topic is Flume's default-flume-topic", async () => {
+    const { definition } = await import("../../src/components/sinks/kafka.ts");
+    const { options, errors } = definition.parse({ "kafka.bootstrap.servers": "b:9092", "kafka.topic": "" });
+    expect(errors).toEqual([]);
+    expect(options["kafka.topic"]).toBe("default-flume-topic");
+  });
+
   test("the Kafka channel's empty kafka.topic and kafka.consumer.group.id are Flume's defaults flume-channel and flume", async () => {
     const { definition } = await import("../../src/components/channels/kafka/index.ts");
     const { options, errors } = definition.parse({ "kafka.bootstrap.servers": "b:9092", "kafka.topic": "", "kafka.consumer.group.id": " " });

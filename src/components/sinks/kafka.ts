@@ -11,7 +11,7 @@ import { type Event, readHeaders } from "../../core/event.ts";
 import { type Logger, silentLogger } from "../../core/logger.ts";
 import type { DeliveryFailure, Sink } from "../../core/sink.ts";
 import { KafkaSinkCounter } from "../../kafka/counters.ts";
-import { isTooLarge, KafkaSettingError, messageOf } from "../../kafka/errors.ts";
+import { isTooLarge, KafkaSettingError, messageOf, partitionChoosers } from "../../kafka/errors.ts";
 import { flumeEventSize } from "../../kafka/flume-event.ts";
 import { KafkaPublisher, type KafkaRecord, recordSize } from "../../kafka/producer.ts";
 import { producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
@@ -130,8 +130,7 @@ export class KafkaSink extends BaseSink implements Sink {
     this.publisher = new KafkaPublisher(`kafka sink ${ctx.name}`, options.producer, ctx.logger, true);
     this.topicTemplate = topicTemplate(options.topic, options.allowTopicOverride);
     this.headerNames = Object.entries(options.kafkaHeaders).map(([flume, kafka]) => [flume, Buffer.from(kafka)]);
-    this.byHeader = `the event's header ${options.partitionIdHeader} (partitionIdHeader)`;
-    this.byDefault = `defaultPartitionId = ${options.defaultPartitionId}`;
+    ({ byHeader: this.byHeader, byDefault: this.byDefault } = partitionChoosers(options));
     this.timestampWarnings = new WarningThrottle(this.clock, (m) => this.logger.warn(m));
     this.takeLoop = this.newTakeLoop({
       label: this.publisher.label,
@@ -375,7 +374,7 @@ export class KafkaSink extends BaseSink implements Sink {
 
 const props = {
   "kafka.bootstrap.servers": { type: "string", required: true, aliases: ["brokerList"], deprecated: ["brokerList"], doc: "Kafka brokers, host1:9092,host2:9092 (brokerList: deprecated name)" },
-  "kafka.topic": { type: "string", default: "default-flume-topic", aliases: ["topic"], deprecated: ["topic"], doc: "Topic to write to, with Flume's escapes: %{header}, the date escapes (%Y %m %d %H ...; from the event's timestamp header, in the agent's time zone), %[localhost] %[IP] %[FQDN] (topic: deprecated name)" },
+  "kafka.topic": { type: "string", default: "default-flume-topic", emptyIsDefault: true, aliases: ["topic"], deprecated: ["topic"], doc: "Topic to write to, with Flume's escapes: %{header}, the date escapes (%Y %m %d %H ...; from the event's timestamp header, in the agent's time zone), %[localhost] %[IP] %[FQDN] (topic: deprecated name)" },
   flumeBatchSize: { type: "int", default: 100, min: 1, aliases: ["batchSize"], deprecated: ["batchSize"], roles: ["batchSize"], doc: "Events taken per transaction and sent as one batch (batchSize: deprecated name)" },
   "kafka.producer.acks": { type: "string", default: "1", aliases: ["requiredAcks"], deprecated: ["requiredAcks"], doc: "Acknowledgements a record needs: 0, 1 or all / -1 (requiredAcks: deprecated name). all makes the producer idempotent" },
   useFlumeEventFormat: { type: "boolean", default: false, doc: "Write the whole event (headers and body) as an Avro FlumeEvent, for a Flume Kafka source or channel with useFlumeEventFormat / parseAsFlumeEvent" },

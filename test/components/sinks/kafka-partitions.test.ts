@@ -178,7 +178,7 @@ needsJvm.test(
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(ChannelException);
-    expect((err as Error).message).toContain(`partition 5 of topic ${topic} does not exist: the topic has 3 partitions (0 to 2); partitionIdHeader or defaultPartitionId chose it`);
+    expect((err as Error).message).toContain(`partition 5 of topic ${topic} does not exist: the topic has 3 partitions (0 to 2); defaultPartitionId = 5 chose it`);
     await tx.rollback();
     tx.close();
     expect(await endOffsets(topic)).toEqual([0, 0, 0]);

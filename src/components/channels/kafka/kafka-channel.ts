@@ -23,7 +23,7 @@ import { PutListeners } from "../../../core/put-listeners.ts";
 import { ChannelTransaction } from "../../../core/transaction.ts";
 import { type KafkaMessage, KafkaPoller } from "../../../kafka/consumer.ts";
 import { KafkaChannelCounter } from "../../../kafka/counters.ts";
-import { messageOf } from "../../../kafka/errors.ts";
+import { messageOf, partitionChoosers } from "../../../kafka/errors.ts";
 import { BadRecordsSeen } from "../../../kafka/bad-records.ts";
 import { DeadLetters } from "../../../kafka/dead-letters.ts";
 import { flumeEventSize } from "../../../kafka/flume-event.ts";
@@ -116,6 +116,8 @@ export class KafkaChannel implements Channel {
   private readonly logger: Logger;
   private readonly publisher: KafkaPublisher;
   private readonly poller: KafkaPoller;
+  /** What partitionIdHeader and defaultPartitionId say in the error for a partition the topic does not have. */
+  private readonly choosers: { byHeader: string; byDefault: string };
   private readonly putListeners = new PutListeners();
   private readonly offsets = new TakenOffsets<KafkaMessage, Event>();
   /** Takes' events hold copies of the values; a fetch response is freed once no take or buffered record needs it. */
@@ -141,6 +143,7 @@ export class KafkaChannel implements Channel {
     this.logger = deps.logger ?? silentLogger;
     this.label = `kafka channel ${name}`;
     this.counter = new KafkaChannelCounter(name);
+    this.choosers = partitionChoosers(options);
     this.publisher = new KafkaPublisher(this.label, options.producer, this.logger);
     this.poller = new KafkaPoller(this.label, channelFetches(options.consumer), { topics: [options.topic] }, this.logger, readAhead(options.transactionCapacity), () => {
       this.putListeners.notify();
@@ -317,13 +320,18 @@ export class KafkaChannel implements Channel {
     const headers = readHeaders(e);
     const key = headers.key;
     let partition = o.defaultPartitionId;
+    let chosenBy = this.choosers.byDefault;
     if (o.partitionIdHeader !== undefined) {
       const p = headers[o.partitionIdHeader];
-      if (p !== undefined && /^\d+$/.test(p)) partition = Number(p);
+      if (p !== undefined && /^\d+$/.test(p)) {
+        partition = Number(p);
+        chosenBy = this.choosers.byHeader;
+      }
     }
     record.topic = o.topic;
     record.key = key === undefined ? undefined : Buffer.from(key);
     record.partition = partition;
+    record.partitionFrom = partition === undefined ? undefined : chosenBy;
     if (o.parseAsFlumeEvent) {
       // Written as a FlumeEvent straight into the request: the body is read from the event.
       record.value = EMPTY;
