@@ -115,15 +115,17 @@ export async function sendAll(k: KafkaSink, channel: Channel, events: Event[]): 
 
 /** process() as the runner calls it until one fails (a batch's failure shows at the call after its send). */
 export async function failureOf(k: KafkaSink): Promise<Error> {
-  for (let i = 0; i < 20; i++) {
-    try {
-      await k.process();
-    } catch (err) {
-      return err as Error;
-    }
-    await Bun.sleep(100);
-  }
-  throw new Error("no batch failed");
+  let failure: Error | null = null;
+  await waitUntil(
+    async () => {
+      await k.process().catch((err: Error) => (failure = err));
+      return failure !== null;
+    },
+    "a batch failing",
+    10_000,
+    100,
+  );
+  return failure!;
 }
 
 /** A Kafka source (not started) writing into `channel` (a started memory channel by default). */
