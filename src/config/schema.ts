@@ -46,8 +46,6 @@ interface PropBase {
 export interface StringProp extends PropBase {
   type: "string" | "path";
   default?: string;
-  /** An empty (or blank) value is the default, as where Flume falls back on `isEmpty()` (a Kafka sink's `kafka.topic =`). */
-  emptyIsDefault?: boolean;
 }
 export interface NumberProp extends PropBase {
   type: "int" | "number";
@@ -284,8 +282,7 @@ export function parseOptions(schema: ComponentSchema, raw: Readonly<Record<strin
 /** Reads the properties of `specs` from raw keys `<at><key>` into `into`, defaults filled in. */
 function readProps(specs: readonly PropSpec[], raw: Readonly<Record<string, string>>, at: string, into: Record<string, AnyOptions[string]>, errors: PropError[]): void {
   for (const spec of specs) {
-    const blankIsUnset = "emptyIsDefault" in spec && spec.emptyIsDefault === true;
-    const present = [spec.key, ...(spec.aliases ?? [])].find((n) => raw[at + n] !== undefined && !(blankIsUnset && raw[at + n].trim() === ""));
+    const present = [spec.key, ...(spec.aliases ?? [])].find((n) => raw[at + n] !== undefined);
     if (present === undefined) {
       if (spec.required) errors.push({ key: at + spec.key, message: `is required: ${spec.doc}` });
       into[spec.key] = spec.default;

@@ -374,7 +374,7 @@ export class KafkaSink extends BaseSink implements Sink {
 
 const props = {
   "kafka.bootstrap.servers": { type: "string", required: true, aliases: ["brokerList"], deprecated: ["brokerList"], doc: "Kafka brokers, host1:9092,host2:9092 (brokerList: deprecated name)" },
-  "kafka.topic": { type: "string", default: "default-flume-topic", emptyIsDefault: true, aliases: ["topic"], deprecated: ["topic"], doc: "Topic to write to, with Flume's escapes: %{header}, the date escapes (%Y %m %d %H ...; from the event's timestamp header, in the agent's time zone), %[localhost] %[IP] %[FQDN] (topic: deprecated name)" },
+  "kafka.topic": { type: "string", default: "default-flume-topic", aliases: ["topic"], deprecated: ["topic"], doc: "Topic to write to, with Flume's escapes: %{header}, the date escapes (%Y %m %d %H ...; from the event's timestamp header, in the agent's time zone), %[localhost] %[IP] %[FQDN] (topic: deprecated name)" },
   flumeBatchSize: { type: "int", default: 100, min: 1, aliases: ["batchSize"], deprecated: ["batchSize"], roles: ["batchSize"], doc: "Events taken per transaction and sent as one batch (batchSize: deprecated name)" },
   "kafka.producer.acks": { type: "string", default: "1", aliases: ["requiredAcks"], deprecated: ["requiredAcks"], doc: "Acknowledgements a record needs: 0, 1 or all / -1 (requiredAcks: deprecated name). all makes the producer idempotent" },
   useFlumeEventFormat: { type: "boolean", default: false, doc: "Write the whole event (headers and body) as an Avro FlumeEvent, for a Flume Kafka source or channel with useFlumeEventFormat / parseAsFlumeEvent" },

@@ -302,7 +302,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
 
 const props = {
   "kafka.bootstrap.servers": { type: "string", required: true, doc: "Kafka brokers, host1:9092,host2:9092" },
-  "kafka.consumer.group.id": { type: "string", default: "flume", emptyIsDefault: true, aliases: ["groupId"], deprecated: ["groupId"], doc: "Consumer group; agents with the same group share the partitions (groupId: deprecated name)" },
+  "kafka.consumer.group.id": { type: "string", default: "flume", aliases: ["groupId"], deprecated: ["groupId"], doc: "Consumer group; agents with the same group share the partitions (groupId: deprecated name)" },
   "kafka.topics": { type: "string", aliases: ["topic"], deprecated: ["topic"], doc: "Comma-separated topics to read (topic: deprecated name)" },
   "kafka.topics.regex": { type: "string", doc: "Read every topic whose name matches this regular expression, and topics created later that match (checked every kafka.consumer.metadata.max.age.ms); overrides kafka.topics" },
   batchSize: { type: "int", default: 1000, min: 1, roles: ["batchSize"], doc: "Most events written to the channels in one batch" },

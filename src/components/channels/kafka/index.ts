@@ -12,8 +12,8 @@ export { KafkaChannel, KafkaTransaction, type KafkaChannelOptions } from "./kafk
 
 const props = {
   "kafka.bootstrap.servers": { type: "string", required: true, aliases: ["brokerList"], deprecated: ["brokerList"], doc: "Kafka brokers, host1:9092,host2:9092 (brokerList: deprecated name)" },
-  "kafka.topic": { type: "string", default: "flume-channel", emptyIsDefault: true, aliases: ["topic"], deprecated: ["topic"], doc: "Topic holding the channel's events (topic: deprecated name)" },
-  "kafka.consumer.group.id": { type: "string", default: "flume", emptyIsDefault: true, aliases: ["groupId"], deprecated: ["groupId"], doc: "Consumer group; agents with the same topic and group share one channel (groupId: deprecated name)" },
+  "kafka.topic": { type: "string", default: "flume-channel", aliases: ["topic"], deprecated: ["topic"], doc: "Topic holding the channel's events (topic: deprecated name)" },
+  "kafka.consumer.group.id": { type: "string", default: "flume", aliases: ["groupId"], deprecated: ["groupId"], doc: "Consumer group; agents with the same topic and group share one channel (groupId: deprecated name)" },
   parseAsFlumeEvent: { type: "boolean", default: true, doc: "Records are Avro FlumeEvents (headers and body); false: the value is the body, for topics other producers write" },
   "kafka.pollTimeout": { type: "int", default: 500, min: 0, aliases: ["pollTimeout"], doc: "Milliseconds the consumer waits on the broker for records (its fetch.max.wait.ms unless that is set)" },
   defaultPartitionId: { type: "int", min: 0, doc: "Partition every event goes to, unless partitionIdHeader says otherwise" },
