@@ -7,11 +7,11 @@ import { expect } from "bun:test";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { bodyText, createEvent, type Event } from "../../src/core/event.ts";
-import { type FlumePeer, startFlume } from "../support/flume.ts";
+import type { FlumePeer } from "../support/flume.ts";
 import { freePort, type Metrics, startAgentCli, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
 import { FLUME_KAFKA } from "../support/jvm-artifacts.ts";
 import { needsJvm, resolveClasspath } from "../support/jvm.ts";
-import { cleanupsAfterEach, kafkaChannel, kafkaForFile, kafkaSink, kafkaSource, putEvents, takeEvents } from "../support/kafka-tests.ts";
+import { cleanupsAfterEach, kafkaChannel, kafkaForFile, kafkaSink, kafkaSource, putEvents, startFlumeWithKafka, takeEvents } from "../support/kafka-tests.ts";
 
 const kafka = kafkaForFile({
   autoCreateTopics: false,
@@ -21,10 +21,8 @@ const kafka = kafkaForFile({
 });
 const cleanups = cleanupsAfterEach();
 
-async function flume(conf: string): Promise<FlumePeer> {
-  const peer = await startFlume({ conf, extraSets: [FLUME_KAFKA], readyTimeoutMs: 120_000 });
-  cleanups.push(() => peer.stop());
-  return peer;
+function flume(conf: string): Promise<FlumePeer> {
+  return startFlumeWithKafka(cleanups, conf);
 }
 
 /** The lines Flume's file_roll sink wrote into `dir` (header_and_text: "{k=v, ...} body"). */
@@ -256,8 +254,7 @@ needsJvm.test(
     const events = 200;
     for (const side of ["flume", "ours"]) for (const t of [`metrics-${side}`, `metrics-channel-${side}`]) await kafka.createTopic(t);
     const [flumePort, oursPort] = [await freePort(), await freePort()];
-    const peer = await startFlume({ conf: metricsConf("flume", events), extraSets: [FLUME_KAFKA], metricsPort: flumePort, readyTimeoutMs: 120_000 });
-    cleanups.push(() => peer.stop());
+    const peer = await startFlumeWithKafka(cleanups, metricsConf("flume", events), { metricsPort: flumePort });
     const dir = tempDir("flume-kafka-metrics-");
     cleanups.push(dir.cleanup);
     const confFile = path.join(dir.dir, "a1.conf");

@@ -13,12 +13,11 @@ import type { KafkaSource } from "../../src/components/sources/kafka.ts";
 import { bodyText, createEvent, type Event } from "../../src/core/event.ts";
 import type { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { type PartitionCounts, rangeAssigner, rangeAssignment, type Subscriptions } from "../../src/kafka/group-assigner.ts";
-import { startFlume } from "../support/flume.ts";
 import { tempDirFor, waitUntil } from "../support/helpers.ts";
 import { FLUME_KAFKA } from "../support/jvm-artifacts.ts";
 import { needsJvm, resolveClasspath } from "../support/jvm.ts";
 import { uniqueName } from "../support/kafka.ts";
-import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFile, kafkaSink, kafkaSource, putEvents, takeEvents } from "../support/kafka-tests.ts";
+import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFile, kafkaSink, kafkaSource, putEvents, startFlumeWithKafka, takeEvents } from "../support/kafka-tests.ts";
 
 function members(spec: Record<string, string[] | undefined>): Subscriptions {
   return new Map(Object.entries(spec).map(([id, topics]) => [id, { topics }]));
@@ -266,10 +265,7 @@ needsJvm.test(
     const first = source("r1", { "kafka.topics": ourTopic, "kafka.consumer.group.id": group });
     await first.source.start();
     const out = tempDirFor(cleanups, "flume-group-out-");
-    const flume = await startFlume({
-      readyTimeoutMs: 120_000,
-      extraSets: [FLUME_KAFKA],
-      conf: `a1.sources = r1
+    const flume = await startFlumeWithKafka(cleanups, `a1.sources = r1
 a1.channels = c1
 a1.sinks = k1
 a1.sources.r1.type = org.apache.flume.source.kafka.KafkaSource
@@ -285,9 +281,7 @@ a1.sinks.k1.type = file_roll
 a1.sinks.k1.channel = c1
 a1.sinks.k1.sink.directory = ${out}
 a1.sinks.k1.sink.rollInterval = 0
-`,
-    });
-    cleanups.push(() => flume.stop());
+`);
     const rolled = () => (existsSync(out) ? readdirSync(out) : []).flatMap((f) => readFileSync(path.join(out, f), "utf8").split("\n")).filter((l) => l !== "");
     const flumeGot = async (lines: string[], what: string) => {
       await waitUntil(() => rolled().length >= lines.length, what, 60_000, 200).catch((err) => {

@@ -11,6 +11,7 @@ import type { Producer } from "@platformatic/kafka";
 import { type KafkaModule, loadKafka } from "../../src/kafka/client.ts";
 import { KafkaPartitionMissingError } from "../../src/kafka/errors.ts";
 import { murmur2 } from "../../src/kafka/murmur2.ts";
+import { JAVA_KEYS } from "../support/kafka-keys.ts";
 import { javaPartitioner, KafkaProducerIdDroppedError, type LeanBatch, type LeanRecord, LeanSender } from "../../src/kafka/lean-send.ts";
 
 let kafka: KafkaModule;
@@ -147,20 +148,6 @@ test("a batch given up drops the id; another batch in flight under it is then no
     [2n, 0],
   ]);
 });
-
-/**
- * Kafka's UtilsTest.testMurmur2 vectors (Utils.murmur2, a signed 32-bit int) and the partition
- * of 6 that the Java producer's DefaultPartitioner (Flume 1.11's Kafka 2.7.2 client) gives:
- * Utils.toPositive(murmur2(key)) % 6, toPositive being `n & 0x7fffffff`.
- */
-const JAVA_KEYS: [string, number, number][] = [
-  ["21", -973932308, 0],
-  ["foobar", -790332482, 0],
-  ["a-little-bit-long-string", -985981536, 2],
-  ["a-little-bit-longer-string", -1486304829, 5],
-  ["lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971, 5],
-  ["abc", 479470107, 3],
-];
 
 test("our murmur2 gives Kafka's own test vectors (Utils.murmur2), as the client's does, for keys of every length modulo 4", () => {
   for (const [key, hash] of JAVA_KEYS) expect([key, murmur2(Buffer.from(key))]).toEqual([key, hash]);

@@ -17,7 +17,9 @@ import { bodyText, type Event } from "../../src/core/event.ts";
 import { type Logger, MemoryLogger } from "../../src/core/logger.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
+import { type FlumeOptions, type FlumePeer, startFlume } from "./flume.ts";
 import { waitUntil } from "./helpers.ts";
+import { FLUME_KAFKA } from "./jvm-artifacts.ts";
 import { needsJvm } from "./jvm.ts";
 import { type KafkaCluster, type KafkaOptions, startKafkaCluster } from "./kafka.ts";
 import type { Precondition } from "./requires.ts";
@@ -228,4 +230,11 @@ a1.sinks.k1.kafka.topic = ${o.topic}
 a1.sinks.k1.flumeBatchSize = ${o.batch}
 a1.sinks.k1.kafka.producer.acks = all
 ${producer}`;
+}
+
+/** Apache Flume 1.11 with its Kafka components, running `conf` (agent a1) until the test ends; `more`: other options of startFlume. */
+export async function startFlumeWithKafka(cleanups: (() => unknown)[], conf: string, more: Omit<FlumeOptions, "conf"> = {}): Promise<FlumePeer> {
+  const peer = await startFlume({ readyTimeoutMs: 120_000, ...more, conf, extraSets: [FLUME_KAFKA, ...(more.extraSets ?? [])] });
+  cleanups.push(() => peer.stop());
+  return peer;
 }

@@ -16,12 +16,11 @@ import { definition, headerTimestamp } from "../../../src/components/sinks/kafka
 import { bodyText, createEvent, type Event } from "../../../src/core/event.ts";
 import { MemoryLogger } from "../../../src/core/logger.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
-import { startFlume } from "../../support/flume.ts";
 import { startCli, tempDirFor, waitUntil } from "../../support/helpers.ts";
 import { FLUME_KAFKA } from "../../support/jvm-artifacts.ts";
 import { needsJvm, resolveClasspath } from "../../support/jvm.ts";
 import { consoleConsume, uniqueName } from "../../support/kafka.ts";
-import { cleanupsAfterEach, failureOf, kafkaForFile, kafkaSink, kafkaSource, memoryChannel, putEvents, sendAll, takeEvents } from "../../support/kafka-tests.ts";
+import { cleanupsAfterEach, failureOf, kafkaForFile, kafkaSink, kafkaSource, memoryChannel, putEvents, sendAll, startFlumeWithKafka, takeEvents } from "../../support/kafka-tests.ts";
 
 const kafka = kafkaForFile({
   autoCreateTopics: false,
@@ -161,8 +160,7 @@ needsJvm.test(
     const topic = `${base}-billing-${localDate(ts)}-${hostname()}`;
     await kafka.createTopic(topic, { partitions: 1 });
     const template = `${base}-%{app}-%Y-%m-%d-%[localhost]`;
-    const flume = await startFlume({
-      conf: `a1.sources = r1
+    await startFlumeWithKafka(cleanups, `a1.sources = r1
 a1.channels = c1
 a1.sinks = k1
 a1.sources.r1.type = seq
@@ -180,11 +178,7 @@ a1.sinks.k1.type = org.apache.flume.sink.kafka.KafkaSink
 a1.sinks.k1.channel = c1
 a1.sinks.k1.kafka.bootstrap.servers = ${kafka.bootstrap}
 a1.sinks.k1.kafka.topic = ${template}
-`,
-      extraSets: [FLUME_KAFKA],
-      readyTimeoutMs: 120_000,
-    });
-    cleanups.push(() => flume.stop());
+`);
     const { sink: k, channel } = sink({ "kafka.topic": template });
     await k.start();
     const ours = [0, 1, 2].map((i) => createEvent(`ours ${i}`, { app: "billing", timestamp: String(ts) }));
