@@ -3,16 +3,23 @@
  * and `flume run` agents as child processes. Events are counted where a user would: what an
  * upstream client was told OK for, and the lines the agents' file_roll sinks wrote.
  */
-import { describe, expect } from "bun:test";
+import { beforeAll, describe, expect } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { createEvent } from "../../src/core/event.ts";
 import { AvroRpcClient } from "../../src/rpc/client.ts";
+import { buildGoPeer, NATS_SERVER_CLUSTER, needsGoPeer } from "../support/go-peers.ts";
 import { agentsAfterEach, fetchMetrics, freePort, sleep, tempDir, waitUntil } from "../support/helpers.ts";
 import { natsClient, type NatsSetup, startCluster, startNats } from "../support/nats.ts";
 import { needsNatsServer } from "../support/requires.ts";
 
 const { cleanups, startAgent } = agentsAfterEach();
+const needsCluster = needsGoPeer(NATS_SERVER_CLUSTER);
+
+// The cluster's nats-server is built once (`.ci/run` has done it before the suite).
+beforeAll(async () => {
+  if (needsCluster.holds) await buildGoPeer(NATS_SERVER_CLUSTER);
+}, 600_000);
 
 /** Every line the file_roll sink wrote below dir. */
 function sinkLines(dir: string): string[] {
@@ -65,7 +72,7 @@ function expected(n: number): string[] {
 }
 
 describe("JetStream scale-out (nats-server and flume run child processes)", () => {
-  for (const framing of ["batch", "event"]) needsNatsServer.test(`framing ${framing}: 3-node cluster, stream of 3 replicas: the stream leader is SIGKILLed mid-stream and restarted; every event the client got OK for is delivered, duplicates bounded`, async () => {
+  for (const framing of ["batch", "event"]) needsCluster.test(`framing ${framing}: 3-node cluster, stream of 3 replicas: the stream leader is SIGKILLed mid-stream and restarted; every event the client got OK for is delivered, duplicates bounded`, async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
     // Where the test was, printed if it did not finish (a timeout runs only the cleanups).

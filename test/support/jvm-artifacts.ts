@@ -1,6 +1,6 @@
 /**
  * The Maven artifact sets of every JVM peer the tests and benchmarks start, in one place so
- * that `.ci/run` (through scripts/jvm-peers.ts) resolves them all before the suite.
+ * that `.ci/run` (through scripts/test-peers.ts) resolves them all before the suite.
  */
 import type { MavenSet } from "./jvm.ts";
 
@@ -67,5 +67,5 @@ export const FLUME_KAFKA: MavenSet = {
   exclusions: ["org.slf4j:slf4j-log4j12", "log4j:log4j", "org.apache.logging.log4j:log4j-slf4j-impl"],
 };
 
-/** Every set, for scripts/jvm-peers.ts. */
+/** Every set, for scripts/test-peers.ts. */
 export const JVM_SETS: MavenSet[] = [FLUME, HADOOP, KAFKA, FLUME_KAFKA];

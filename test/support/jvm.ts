@@ -4,7 +4,7 @@
  * - `resolveClasspath(set)` resolves a set of Maven artifacts with their runtime dependencies
  *   (mvn on a generated pom) into the local Maven repository (~/.m2, outside the repository) and
  *   keeps the classpath in ~/.cache/flume-ts/jvm/, so a second run asks no registry. `.ci/run`
- *   fills both before the suite (scripts/jvm-peers.ts), so downloads do not count against a
+ *   fills both before the suite (scripts/test-peers.ts), so downloads do not count against a
  *   test's timeout.
  * - `startJvm(spec)` starts `java -cp <classpath> <main>` in a temp dir, waits until it is ready
  *   (a port accepting, a log line, an HTTP answer), and stops it with SIGTERM, then SIGKILL. Its
@@ -17,9 +17,10 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync, createWriteStream, type WriteStream } from "node:fs";
 import net from "node:net";
-import { homedir, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { commandRuns, precondition } from "./requires.ts";
+import { lastLines, peerCacheDir, runCommand } from "./build-steps.ts";
 
 /** A set of Maven artifacts that one kind of peer needs on its classpath. */
 export interface MavenSet {
@@ -38,8 +39,7 @@ export const needsJvm = precondition(
 
 /** Where classpaths are kept between runs; outside the repository. */
 export function jvmCacheDir(): string {
-  const base = process.env.FLUME_TS_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(homedir(), ".cache"), "flume-ts");
-  return path.join(base, "jvm");
+  return peerCacheDir("jvm");
 }
 
 function setKey(set: MavenSet): string {
@@ -95,9 +95,9 @@ export async function resolveClasspath(set: MavenSet, opts: { timeoutMs?: number
     writeFileSync(path.join(work, "pom.xml"), pomFor(set));
     const out = path.join(work, "classpath.txt");
     opts.log?.(`resolving ${set.name}: ${set.artifacts.join(" ")} (mvn)`);
-    const { code, output } = await run("mvn", ["-B", "-q", "dependency:build-classpath", "-Dmdep.includeScope=runtime", `-Dmdep.outputFile=${out}`], work, opts.timeoutMs ?? 15 * 60_000);
+    const { code, output } = await runCommand("mvn", ["-B", "-q", "dependency:build-classpath", "-Dmdep.includeScope=runtime", `-Dmdep.outputFile=${out}`], { cwd: work, timeoutMs: opts.timeoutMs ?? 15 * 60_000 });
     if (code !== 0 || !existsSync(out)) {
-      throw new MavenResolveError(`mvn could not resolve ${set.name} (${set.artifacts.join(", ")}), exit ${code}:\n${tail(output, 40)}`);
+      throw new MavenResolveError(`mvn could not resolve ${set.name} (${set.artifacts.join(", ")}), exit ${code}:\n${lastLines(output, 40)}`);
     }
     const tmp = `${file}.${process.pid}.tmp`;
     writeFileSync(tmp, readFileSync(out, "utf8").trim());
@@ -108,31 +108,6 @@ export async function resolveClasspath(set: MavenSet, opts: { timeoutMs?: number
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
-}
-
-function run(cmd: string, args: string[], cwd: string, timeoutMs: number): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
-    let output = "";
-    child.stdout.on("data", (d) => (output = (output + d).slice(-200_000)));
-    child.stderr.on("data", (d) => (output = (output + d).slice(-200_000)));
-    const timer = setTimeout(() => {
-      output += `\n(killed after ${timeoutMs} ms)`;
-      child.kill("SIGKILL");
-    }, timeoutMs);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, output });
-    });
-    child.on("error", (e) => {
-      clearTimeout(timer);
-      resolve({ code: -1, output: `${output}\n${e.message}` });
-    });
-  });
-}
-
-function tail(text: string, lines: number): string {
-  return text.split("\n").slice(-lines).join("\n");
 }
 
 /** What "ready" means for a peer; every given condition must hold. */
@@ -225,7 +200,7 @@ export async function startJvm(spec: JvmSpec): Promise<JvmPeer> {
     });
   });
   const isRunning = () => child.exitCode === null && child.signalCode === null;
-  const tailOf = (lines = 60) => tail(log, lines);
+  const tailOf = (lines = 60) => lastLines(log, lines);
 
   const waitFor = async (what: string, cond: () => boolean | Promise<boolean>, timeoutMs: number) => {
     const started = Date.now();

@@ -1,16 +1,18 @@
 /**
  * Real nats-server processes for the JetStream tests: JetStream on, store in a temp dir,
- * loopback ports chosen free. A single server or a 3-node cluster; nodes can be SIGKILLed
- * and restarted on the same ports and store.
+ * loopback ports chosen free. A single server (Debian's) or a 3-node cluster (a newer server
+ * built from the Go module proxy, see go-peers.ts); nodes can be SIGKILLed and restarted on the
+ * same ports and store.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { freePort, sleep, waitBound } from "./helpers.ts";
+import { goPeerPath, NATS_SERVER_CLUSTER } from "./go-peers.ts";
 import { natsServerPath } from "./requires.ts";
 
-/** The nats-server binary; tests that start one declare it with needsNatsServer (requires.ts). */
+/** The nats-server binary of single servers; tests that start one declare it with needsNatsServer (requires.ts). */
 export const NATS_SERVER = natsServerPath();
 
 export interface NatsNode {
@@ -27,6 +29,8 @@ export interface NatsNode {
 }
 
 interface NodeSpec {
+  /** The nats-server binary. */
+  bin: string | null;
   name: string;
   port: number;
   storeDir: string;
@@ -48,9 +52,9 @@ function launch(spec: NodeSpec): NatsNode {
   let child: ChildProcess | null = null;
   let log = "";
   const start = async () => {
-    if (!NATS_SERVER) throw new Error("nats-server is not installed (apt-get install nats-server)");
+    if (!spec.bin) throw new Error("nats-server is not installed (apt-get install nats-server)");
     log = "";
-    const c = spawn(NATS_SERVER, args(spec), { stdio: ["ignore", "pipe", "pipe"] });
+    const c = spawn(spec.bin, args(spec), { stdio: ["ignore", "pipe", "pipe"] });
     child = c;
     c.stdout?.on("data", (d) => (log += d));
     c.stderr?.on("data", (d) => (log += d));
@@ -102,7 +106,7 @@ function tempStore(): string {
  */
 export async function startNats(opts: { port?: number; dir?: string; extra?: string[] } = {}): Promise<NatsSetup & { node: NatsNode }> {
   const dir = opts.dir ?? tempStore();
-  const node = launch({ name: "n1", port: opts.port ?? (await freePort()), storeDir: path.join(dir, "n1"), extra: opts.extra });
+  const node = launch({ bin: NATS_SERVER, name: "n1", port: opts.port ?? (await freePort()), storeDir: path.join(dir, "n1"), extra: opts.extra });
   await (node as NatsNode & { boot: () => Promise<void> }).boot();
   return {
     node,
@@ -117,7 +121,9 @@ export async function startNats(opts: { port?: number; dir?: string; extra?: str
 
 /**
  * A 3-node JetStream cluster on loopback; resolves once a stream of `size` replicas can be
- * placed on it (waitForPlacement), not only once JetStream has a meta leader.
+ * placed on it (waitForPlacement), not only once JetStream has a meta leader. Its servers are
+ * NATS_SERVER_CLUSTER (go-peers.ts; built by buildGoPeer before), not Debian's 2.9.10, whose
+ * replicated consumers can get stuck after a leader change.
  */
 export async function startCluster(size = 3): Promise<NatsSetup> {
   const dir = tempStore();
@@ -130,7 +136,7 @@ export async function startCluster(size = 3): Promise<NatsSetup> {
   const nodes = clientPorts.map((port, i) => {
     const storeDir = path.join(dir, `n${i + 1}`);
     mkdirSync(storeDir, { recursive: true });
-    return launch({ name: `n${i + 1}`, port, storeDir, cluster: { name: "flume", port: routePorts[i], routes: routePorts.filter((_, j) => j !== i) } });
+    return launch({ bin: goPeerPath(NATS_SERVER_CLUSTER), name: `n${i + 1}`, port, storeDir, cluster: { name: "flume", port: routePorts[i], routes: routePorts.filter((_, j) => j !== i) } });
   });
   await Promise.all(nodes.map((n) => (n as NatsNode & { boot: () => Promise<void> }).boot()));
   const setup: NatsSetup = {
