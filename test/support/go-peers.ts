@@ -74,7 +74,7 @@ export async function buildGoPeer(peer: GoPeer, opts: { timeoutMs?: number; log?
   try {
     opts.log?.(`building ${peer.name} ${peer.version}: go install ${peer.pkg}@${peer.version}`);
     // GOTOOLCHAIN=local: the Go on this machine builds it; no other toolchain is downloaded.
-    const env = { ...process.env, GOBIN: work, CGO_ENABLED: "0", GOTOOLCHAIN: "local", GOFLAGS: "-mod=mod" };
+    const env = { ...process.env, GOBIN: work, CGO_ENABLED: "0", GOTOOLCHAIN: "local" };
     const { code, output } = await runCommand(go, ["install", `${peer.pkg}@${peer.version}`], { env, timeoutMs: opts.timeoutMs ?? 10 * 60_000 });
     const built = path.join(work, peer.name);
     if (code !== 0 || !existsSync(built)) throw new GoBuildError(`go install ${peer.pkg}@${peer.version} failed (exit ${code}):\n${lastLines(output, 40)}`);
