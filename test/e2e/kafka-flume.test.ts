@@ -9,16 +9,10 @@ import path from "node:path";
 import { bodyText, createEvent, type Event } from "../../src/core/event.ts";
 import type { FlumePeer } from "../support/flume.ts";
 import { freePort, type Metrics, startAgentCli, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
-import { FLUME_KAFKA } from "../support/jvm-artifacts.ts";
-import { needsJvm, resolveClasspath } from "../support/jvm.ts";
+import { needsJvm } from "../support/jvm.ts";
 import { cleanupsAfterEach, kafkaChannel, kafkaForFile, kafkaSink, kafkaSource, putEvents, startFlumeWithKafka, takeEvents } from "../support/kafka-tests.ts";
 
-const kafka = kafkaForFile({
-  autoCreateTopics: false,
-  async before() {
-    await resolveClasspath(FLUME_KAFKA);
-  },
-});
+const kafka = kafkaForFile({ autoCreateTopics: false, withFlumeKafka: true });
 const cleanups = cleanupsAfterEach();
 
 function flume(conf: string): Promise<FlumePeer> {

@@ -14,8 +14,7 @@ import { bodyText, createEvent, type Event } from "../../src/core/event.ts";
 import type { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { type PartitionCounts, rangeAssigner, rangeAssignment, type Subscriptions } from "../../src/kafka/group-assigner.ts";
 import { tempDirFor, waitUntil } from "../support/helpers.ts";
-import { FLUME_KAFKA } from "../support/jvm-artifacts.ts";
-import { needsJvm, resolveClasspath } from "../support/jvm.ts";
+import { needsJvm } from "../support/jvm.ts";
 import { uniqueName } from "../support/kafka.ts";
 import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFile, kafkaSink, kafkaSource, putEvents, startFlumeWithKafka, takeEvents } from "../support/kafka-tests.ts";
 
@@ -131,12 +130,7 @@ describe("range assignment", () => {
 });
 
 // Against a live broker: the components as an agent builds them.
-const kafka = kafkaForFile({
-  autoCreateTopics: false,
-  async before() {
-    await resolveClasspath(FLUME_KAFKA);
-  },
-});
+const kafka = kafkaForFile({ autoCreateTopics: false, withFlumeKafka: true });
 const cleanups = cleanupsAfterEach();
 /** Writes events through our Kafka sink, each to its topic (the topic header) and partition (partitionIdHeader) when given. */
 async function produce(events: { body: string; topic: string; partition?: number }[]): Promise<void> {

@@ -20,7 +20,7 @@ import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import { type FlumeOptions, type FlumePeer, startFlume } from "./flume.ts";
 import { waitUntil } from "./helpers.ts";
 import { FLUME_KAFKA } from "./jvm-artifacts.ts";
-import { needsJvm } from "./jvm.ts";
+import { needsJvm, resolveClasspath } from "./jvm.ts";
 import { type KafkaCluster, type KafkaOptions, startKafkaCluster } from "./kafka.ts";
 import type { Precondition } from "./requires.ts";
 
@@ -29,6 +29,8 @@ export interface FileKafkaOptions extends KafkaOptions {
   size?: number;
   /** The precondition of the file's tests (needsJvm by default): no broker where it does not hold. */
   needs?: Precondition;
+  /** Resolves Flume 1.11 with its Kafka jars (startFlumeWithKafka) in beforeAll too, so no test waits for mvn. */
+  withFlumeKafka?: boolean;
   /** Runs in beforeAll before the broker starts (resolving another classpath, making certificates); may give more options. */
   before?(): Promise<KafkaOptions | void> | KafkaOptions | void;
 }
@@ -45,6 +47,7 @@ export function kafkaForFile(opts: FileKafkaOptions = {}): KafkaCluster {
   };
   beforeAll(async () => {
     if (!(opts.needs ?? needsJvm).holds) return;
+    if (opts.withFlumeKafka) await resolveClasspath(FLUME_KAFKA);
     const more = await opts.before?.();
     cluster = await startKafkaCluster(opts.size ?? 1, { ...opts, ...more });
   }, 300_000);

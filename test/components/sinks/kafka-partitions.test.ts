@@ -12,18 +12,12 @@ import { Admin, murmur2 } from "@platformatic/kafka";
 import { ChannelException } from "../../../src/core/errors.ts";
 import { createEvent } from "../../../src/core/event.ts";
 import { waitUntil } from "../../support/helpers.ts";
-import { FLUME_KAFKA } from "../../support/jvm-artifacts.ts";
-import { needsJvm, resolveClasspath } from "../../support/jvm.ts";
+import { needsJvm } from "../../support/jvm.ts";
 import { consoleConsume, kafkaTool } from "../../support/kafka.ts";
 import { JAVA_KEYS } from "../../support/kafka-keys.ts";
 import { cleanupsAfterEach, failureOf, kafkaChannel, kafkaForFile, kafkaSink, putEvents, sendAll, startFlumeWithKafka } from "../../support/kafka-tests.ts";
 
-const kafka = kafkaForFile({
-  autoCreateTopics: false,
-  async before() {
-    await resolveClasspath(FLUME_KAFKA);
-  },
-});
+const kafka = kafkaForFile({ autoCreateTopics: false, withFlumeKafka: true });
 const cleanups = cleanupsAfterEach();
 
 function sink(props: Record<string, string>) {

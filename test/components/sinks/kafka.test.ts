@@ -17,17 +17,11 @@ import { bodyText, createEvent, type Event } from "../../../src/core/event.ts";
 import { MemoryLogger } from "../../../src/core/logger.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { startCli, tempDirFor, waitUntil } from "../../support/helpers.ts";
-import { FLUME_KAFKA } from "../../support/jvm-artifacts.ts";
-import { needsJvm, resolveClasspath } from "../../support/jvm.ts";
+import { needsJvm } from "../../support/jvm.ts";
 import { consoleConsume, uniqueName } from "../../support/kafka.ts";
 import { cleanupsAfterEach, failureOf, kafkaForFile, kafkaSink, kafkaSource, memoryChannel, putEvents, sendAll, startFlumeWithKafka, takeEvents } from "../../support/kafka-tests.ts";
 
-const kafka = kafkaForFile({
-  autoCreateTopics: false,
-  async before() {
-    await resolveClasspath(FLUME_KAFKA);
-  },
-});
+const kafka = kafkaForFile({ autoCreateTopics: false, withFlumeKafka: true });
 const cleanups = cleanupsAfterEach();
 function sink(props: Record<string, string>) {
   return kafkaSink({ "kafka.bootstrap.servers": kafka.bootstrap, "kafka.producer.acks": "all", ...props }, { cleanups });
