@@ -105,6 +105,12 @@ export class KafkaPoller {
   private committing: Promise<void> = Promise.resolve();
   /** The topics the consumer subscribed to. */
   topics: string[] = [];
+  /**
+   * Counts the times fetching started again from the group's committed offsets (a rebalance,
+   * the consumer lost): a record taken in an older generation is fetched again, by this member
+   * or the partition's new owner, so it is not given back.
+   */
+  generation = 0;
   lastError: string | null = null;
   /** Called with the count of records each fetch brought and the milliseconds from its request to them read (a channel counts what arrived for its ChannelSize, and times its fetches). */
   onRecords?: (count: number, ms: number) => void;
@@ -328,6 +334,7 @@ export class KafkaPoller {
 
   /** Empties the buffer, handing what it held to onDropped; returns how many records it held. */
   private dropAll(): number {
+    this.generation++;
     const { buffer, head } = this;
     this.buffer = [];
     this.head = 0;

@@ -102,6 +102,9 @@ export class KafkaTransaction extends ChannelTransaction {
   deadLetters: DeadLetters | null = null;
   /** What the channel does with a take that is no event (made at the first take). */
   onBad: BadRecordHandler | null = null;
+  /** The consumer's generation at the latest take, and the first take made in it. */
+  generation = -1;
+  generationFrom = 0;
 
   constructor(protected readonly ch: KafkaChannel) {
     super();
@@ -197,6 +200,8 @@ export class KafkaChannel implements Channel {
     tx.events = 0;
     tx.deadLetters = null;
     tx.onBad = null;
+    tx.generation = -1;
+    tx.generationFrom = 0;
   }
 
   private endPuts(tx: KafkaTransaction): void {
@@ -288,6 +293,10 @@ export class KafkaChannel implements Channel {
     for (;;) {
       const m = this.poller.takeOne();
       if (!m) return null;
+      if (tx.generation !== this.poller.generation) {
+        tx.generation = this.poller.generation;
+        tx.generationFrom = tx.takes.length;
+      }
       tx.takes.push(m);
       if (this.offsets.taken(m)) this.responses.taken(m.bytes);
       const parse = this.options.parseAsFlumeEvent;
@@ -423,7 +432,13 @@ export class KafkaChannel implements Channel {
     // As Flume's: the events of a rolled-back take; a put's rollback counts none.
     this.counter.values.RollbackCount += tx.events;
     this.endPuts(tx);
-    this.poller.giveBack(tx.takes);
+    // Takes from before the consumer last started again from the committed offsets are fetched
+    // again (here, or by the partition's new owner after a rebalance): given back, they would
+    // come twice, and their offsets be committed by a member that no longer owns them.
+    const takes = tx.takes;
+    const from = tx.generation === this.poller.generation ? tx.generationFrom : takes.length;
+    if (from > 0) this.dropped(from === takes.length ? takes : takes.slice(0, from));
+    this.poller.giveBack(from === 0 ? takes : takes.slice(from));
     this.endTakes(tx, false);
     this.counter.set("ChannelSize", this.poller.buffered);
   }

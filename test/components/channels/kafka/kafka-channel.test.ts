@@ -319,6 +319,44 @@ needsJvm.test(
 );
 
 needsJvm.test(
+  "a take open while the group rebalances and rolled back after it is not given back: each record is delivered by the partition's owner, once, from the committed offsets",
+  async () => {
+    const topic = await kafka.newTopic({ partitions: 2 });
+    const group = `g-${topic}`;
+    const props = { "kafka.topic": topic, "kafka.consumer.group.id": group, partitionIdHeader: "p", "kafka.consumer.session.timeout.ms": "6000", "kafka.consumer.heartbeat.interval.ms": "500" };
+    const c1 = channel(props, "kc1");
+    await c1.start();
+    await put(c1, [createEvent("p0-0", { p: "0" }), createEvent("p0-1", { p: "0" }), createEvent("p1-0", { p: "1" }), createEvent("p1-1", { p: "1" })]);
+    // A take of all four, left open across the rebalance.
+    await waitUntil(() => c1.connected, "channel connected", 60_000);
+    const open = c1.getTransaction();
+    open.begin();
+    const held: Event[] = [];
+    await waitUntil(() => {
+      for (let e = open.take(); e; e = open.take()) held.push(e);
+      return held.length === 4;
+    }, "the four records taken", 60_000, 50);
+    // A second member joins: each gets one partition and reads it from the committed offset (0).
+    const c2 = channel(props, "kc2");
+    await c2.start();
+    const moved = await takeUntil(c2, 2);
+    const p = moved[0].headers.p;
+    const other = p === "0" ? "1" : "0";
+    expect(moved.map(bodyText)).toEqual([`p${p}-0`, `p${p}-1`]);
+    // c1 fetches its own partition again and takes it in another transaction.
+    expect((await takeUntil(c1, 2)).map(bodyText)).toEqual([`p${other}-0`, `p${other}-1`]);
+    // The open take rolls back now: its records were fetched again by their owners, so none comes back to c1.
+    await open.rollback();
+    open.close();
+    expect(await takeUntil(c1, 1, true, 3000)).toEqual([]);
+    expect(await committedOffset(kafka.bootstrap, group, topic, Number(p))).toBe(2);
+    expect(await committedOffset(kafka.bootstrap, group, topic, Number(other))).toBe(2);
+    expect(c1.repeatable()).toEqual([]);
+  },
+  240_000,
+);
+
+needsJvm.test(
   "a taken event has its record's key as the key header, as Flume's channel: over a FlumeEvent's own, on a plain body alone; a record without a key gives none",
   async () => {
     const flumeTopic = await kafka.newTopic();
