@@ -72,6 +72,21 @@ async function takeUntil(c: KafkaChannel, want: number, commit = true, ms = 60_0
   }
 }
 
+/**
+ * For the rebalance tests: a topic of two partitions, its group's props (sessions short enough
+ * for quick rebalances; partitionIdHeader "p" puts into each partition), and a started member
+ * kc1 that put p0-0, p0-1, p1-0 and p1-1.
+ */
+async function twoPartitionsPut() {
+  const topic = await kafka.newTopic({ partitions: 2 });
+  const group = `g-${topic}`;
+  const props = { "kafka.topic": topic, "kafka.consumer.group.id": group, partitionIdHeader: "p", "kafka.consumer.session.timeout.ms": "6000", "kafka.consumer.heartbeat.interval.ms": "500" };
+  const c1 = channel(props, "kc1");
+  await c1.start();
+  await put(c1, [createEvent("p0-0", { p: "0" }), createEvent("p0-1", { p: "0" }), createEvent("p1-0", { p: "1" }), createEvent("p1-1", { p: "1" })]);
+  return { topic, group, props, c1 };
+}
+
 needsJvm.test(
   "the channel with parseAsFlumeEvent skips records that are not FlumeEvents into its dead-letter topic and is not wedged by them",
   async () => {
@@ -288,13 +303,7 @@ needsJvm.test(
 needsJvm.test(
   "takes rolled back before a rebalance do not stop the group's offset: a partition that moved to another member, which committed it, and came back commits every take again",
   async () => {
-    const topic = await kafka.newTopic({ partitions: 2 });
-    const group = `g-${topic}`;
-    // Sessions short enough for the rebalances to be quick; partitionIdHeader to put into each partition.
-    const props = { "kafka.topic": topic, "kafka.consumer.group.id": group, partitionIdHeader: "p", "kafka.consumer.session.timeout.ms": "6000", "kafka.consumer.heartbeat.interval.ms": "500" };
-    const c1 = channel(props, "kc1");
-    await c1.start();
-    await put(c1, [createEvent("p0-0", { p: "0" }), createEvent("p0-1", { p: "0" }), createEvent("p1-0", { p: "1" }), createEvent("p1-1", { p: "1" })]);
+    const { topic, group, props, c1 } = await twoPartitionsPut();
     // Taken and rolled back: held by c1, waiting in its consumer's buffer.
     expect((await takeUntil(c1, 4, false)).map(bodyText).sort()).toEqual(["p0-0", "p0-1", "p1-0", "p1-1"]);
     // A second member joins: each gets one partition; c2 takes and commits what its partition holds.
@@ -321,12 +330,7 @@ needsJvm.test(
 needsJvm.test(
   "a take open while the group rebalances and rolled back after it is not given back: each record is delivered by the partition's owner, once, from the committed offsets",
   async () => {
-    const topic = await kafka.newTopic({ partitions: 2 });
-    const group = `g-${topic}`;
-    const props = { "kafka.topic": topic, "kafka.consumer.group.id": group, partitionIdHeader: "p", "kafka.consumer.session.timeout.ms": "6000", "kafka.consumer.heartbeat.interval.ms": "500" };
-    const c1 = channel(props, "kc1");
-    await c1.start();
-    await put(c1, [createEvent("p0-0", { p: "0" }), createEvent("p0-1", { p: "0" }), createEvent("p1-0", { p: "1" }), createEvent("p1-1", { p: "1" })]);
+    const { topic, group, props, c1 } = await twoPartitionsPut();
     // A take of all four, left open across the rebalance.
     await waitUntil(() => c1.connected, "channel connected", 60_000);
     const open = c1.getTransaction();
