@@ -115,9 +115,8 @@ export class KafkaSink extends BaseSink implements Sink {
   /** Escapes topicTemplate for each event; made at start (with this host's names when the template has %[...]). */
   private escaper: Escaper | null = null;
   private readonly headerNames: [string, Buffer][];
-  /** What chose a record's partition, named when its topic has no such partition. */
-  private readonly byHeader: string;
-  private readonly byDefault: string;
+  /** What partitionIdHeader and defaultPartitionId say in the error for a partition the topic does not have. */
+  private readonly choosers: { byHeader: string; byDefault: string };
   /** Invalid timestampHeader values: one line at once, then one per interval, not one per event. */
   private readonly timestampWarnings: WarningThrottle;
 
@@ -130,7 +129,7 @@ export class KafkaSink extends BaseSink implements Sink {
     this.publisher = new KafkaPublisher(`kafka sink ${ctx.name}`, options.producer, ctx.logger, true);
     this.topicTemplate = topicTemplate(options.topic, options.allowTopicOverride);
     this.headerNames = Object.entries(options.kafkaHeaders).map(([flume, kafka]) => [flume, Buffer.from(kafka)]);
-    ({ byHeader: this.byHeader, byDefault: this.byDefault } = partitionChoosers(options));
+    this.choosers = partitionChoosers(options);
     this.timestampWarnings = new WarningThrottle(this.clock, (m) => this.logger.warn(m));
     this.takeLoop = this.newTakeLoop({
       label: this.publisher.label,
@@ -281,10 +280,10 @@ export class KafkaSink extends BaseSink implements Sink {
       const p = PARTITION_NUMBER.test(text) ? Number(text) : NaN;
       if (!(p >= 0 && p <= MAX_INT)) throw new KafkaSettingError(`${this.label}: header ${o.partitionIdHeader} = "${text}" is not a partition number`);
       record.partition = p;
-      record.partitionFrom = this.byHeader;
+      record.partitionFrom = this.choosers.byHeader;
     } else if (o.defaultPartitionId !== undefined) {
       record.partition = o.defaultPartitionId;
-      record.partitionFrom = this.byDefault;
+      record.partitionFrom = this.choosers.byDefault;
     }
     record.timestamp = undefined;
     if (o.timestampHeader !== undefined) {
