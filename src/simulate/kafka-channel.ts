@@ -39,6 +39,9 @@ export class SimKafkaTransaction extends ChannelTransaction {
   /** Copies of this put a failover lost before the commit returned (told once the commit counted them). */
   lostEarly: number[] = [];
   committing = false;
+  /** The group's rewinds at the latest take, and the first take made since. */
+  rewinds = -1;
+  rewindsFrom = 0;
 
   constructor(protected readonly ch: SimKafkaChannel) {
     super();
@@ -52,8 +55,9 @@ export class SimKafkaChannel implements Channel, GroupMember {
   private readonly group: ConsumerGroup;
   private readonly producer: SimProducer;
   private readonly offsets = new TakenOffsets<SimRecord, Event>();
-  /** Rolled-back takes, taken again first, in their order. */
+  /** Rolled-back takes, taken again first, in their order, read before the group's `rewinds`th rewind. */
   private givenBack: SimRecord[] = [];
+  private givenBackRewinds = 0;
   private readonly putListeners = new PutListeners();
   private turn = 0;
   /** Put commits under way: what they wrote so far, unreadable until they end. */
@@ -89,6 +93,7 @@ export class SimKafkaChannel implements Channel, GroupMember {
       if (g.position[p.number] > g.committed[p.number]) g.rereads += recordsBetween(p, g.committed[p.number], g.position[p.number]);
       g.position[p.number] = g.committed[p.number];
     }
+    g.rewinds++;
     this.state = "START";
   }
 
@@ -141,8 +146,14 @@ export class SimKafkaChannel implements Channel, GroupMember {
     this.counter.values.EventTakeAttemptCount++;
     if (this.state !== "START") return null;
     if (tx.takes.length >= this.transactionCapacity) throw new ChannelException(`Take list for channel ${this.name} transaction full, capacity ${this.transactionCapacity}`);
+    const g = this.group;
+    this.dropStaleGivenBack();
     const r = this.givenBack.length > 0 ? (this.givenBack.shift() as SimRecord) : this.read();
     if (!r) return null;
+    if (tx.rewinds !== g.rewinds) {
+      tx.rewinds = g.rewinds;
+      tx.rewindsFrom = tx.takes.length;
+    }
     tx.takes.push(r);
     this.offsets.taken(r);
     return r.event;
@@ -239,7 +250,26 @@ export class SimKafkaChannel implements Channel, GroupMember {
     // As the real channel (Flume's): the events of a rolled-back take, none for a put.
     this.counter.values.RollbackCount += tx.takes.length;
     tx.puts = [];
-    if (tx.takes.length > 0) this.givenBack = [...tx.takes, ...this.givenBack];
+    // As the real channel: takes read before the group last went back to its committed offsets
+    // are read again from there (by this member or the partition's owner now), not given back;
+    // their holds go too.
+    const takes = tx.takes;
+    const from = tx.rewinds === this.group.rewinds ? tx.rewindsFrom : takes.length;
+    if (from > 0) this.offsets.dropped(takes.slice(0, from));
+    if (from < takes.length) {
+      this.dropStaleGivenBack();
+      this.givenBack = [...takes.slice(from), ...this.givenBack];
+      this.givenBackRewinds = this.group.rewinds;
+    }
     tx.takes = [];
+  }
+
+  /**
+   * Rolled-back takes waiting here since before the group went back to its committed offsets
+   * are read again from there: they go, and so do their holds, which would keep the offsets of
+   * their partitions from ever moving past them.
+   */
+  private dropStaleGivenBack(): void {
+    if (this.givenBack.length > 0 && this.givenBackRewinds !== this.group.rewinds) this.offsets.dropped(this.givenBack.splice(0));
   }
 }

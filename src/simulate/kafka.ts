@@ -99,6 +99,8 @@ export class ConsumerGroup {
   /** Re-read records (their offsets were not committed) and rebalances so far. */
   rereads = 0;
   rebalances = 0;
+  /** Times every position went back to the committed offsets: what members read before is read again. */
+  rewinds = 0;
   constructor(
     readonly name: string,
     readonly topic: SimTopic,
@@ -457,6 +459,7 @@ export class SimKafkaSource extends BaseSource implements EventDrivenSource, Gro
       g.position[p.number] = from;
       g.putHigh[p.number] = from;
     }
+    g.rewinds++;
   }
 
   /** The partitions of g this member reads (round robin over the live members). */

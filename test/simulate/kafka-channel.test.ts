@@ -55,13 +55,28 @@ describe("the Kafka channel on the simulated broker", () => {
     return { clock, broker, channel, landed, run, w };
   }
 
-  test("a put commits once the broker acknowledged it; takes committed above one still open come back after a crash, from the group's committed offset", async () => {
-    const { clock, broker, channel, run, w } = await setup();
+  /** Takes five times in one transaction and commits it: the bodies taken, null for none. */
+  async function takeFiveAndCommit(channel: SimKafkaChannel, run: <T>(p: Promise<T>) => Promise<T>): Promise<(string | null)[]> {
+    const tx = channel.getTransaction();
+    tx.begin();
+    const taken = [tx.take(), tx.take(), tx.take(), tx.take(), tx.take()];
+    await run(tx.commit());
+    tx.close();
+    return taken.map((e) => (e ? bodyText(e) : null));
+  }
+
+  /** Events 0 to 3 put in one committed transaction. */
+  async function putFour(channel: SimKafkaChannel, run: <T>(p: Promise<T>) => Promise<T>): Promise<void> {
     const put = channel.getTransaction();
     put.begin();
     for (let i = 0; i < 4; i++) put.put(event(i));
     await run(put.commit());
     put.close();
+  }
+
+  test("a put commits once the broker acknowledged it; takes committed above one still open come back after a crash, from the group's committed offset", async () => {
+    const { clock, broker, channel, run, w } = await setup();
+    await putFour(channel, run);
     // Two takes at once: the first holds 0 and 1, the second takes 2 and 3 and commits first.
     const first = channel.getTransaction();
     first.begin();
@@ -78,14 +93,41 @@ describe("the Kafka channel on the simulated broker", () => {
     channel.crash();
     const again = new SimKafkaChannel("c1", 0, spec, 100, broker, 10, new Epoch(2, clock), w);
     again.start();
-    const tx = again.getTransaction();
-    tx.begin();
-    const reread = [tx.take(), tx.take(), tx.take(), tx.take(), tx.take()];
-    expect(reread.map((e) => (e ? bodyText(e) : null))).toEqual(["event 0", "event 1", "event 2", "event 3", null]);
-    await run(tx.commit());
-    tx.close();
+    expect(await takeFiveAndCommit(again, run)).toEqual(["event 0", "event 1", "event 2", "event 3", null]);
     expect(broker.group("t", "g").committed).toEqual([4]);
     expect(broker.drained).toBe(true);
+  });
+
+  test("a take open while another member joins and rolled back after it is not given back: the partition's owner reads each record once, from the committed offset", async () => {
+    const { clock, broker, channel, run, w } = await setup();
+    await putFour(channel, run);
+    const open = channel.getTransaction();
+    open.begin();
+    expect([open.take(), open.take(), open.take(), open.take()].map((e) => bodyText(e as Event))).toEqual(["event 0", "event 1", "event 2", "event 3"]);
+    // c2 joins: the group reads again from its committed offset 0; the one partition stays c1's (members in name order).
+    const c2 = new SimKafkaChannel("c2", 1, spec, 100, broker, 10, new Epoch(1, clock), w);
+    c2.start();
+    await open.rollback();
+    open.close();
+    expect(await takeFiveAndCommit(channel, run)).toEqual(["event 0", "event 1", "event 2", "event 3", null]);
+    expect(broker.group("t", "g").committed).toEqual([4]);
+    expect(channel.repeatable()).toEqual([]);
+    const other = c2.getTransaction();
+    other.begin();
+    expect(other.take()).toBeNull();
+  });
+
+  test("a take rolled back before another member joins is not taken again from this member's list: the partition's owner reads it once, from the committed offset", async () => {
+    const { clock, broker, channel, run, w } = await setup();
+    await putFour(channel, run);
+    const early = channel.getTransaction();
+    early.begin();
+    expect([early.take(), early.take()].map((e) => bodyText(e as Event))).toEqual(["event 0", "event 1"]);
+    await early.rollback();
+    early.close();
+    new SimKafkaChannel("c2", 1, spec, 100, broker, 10, new Epoch(1, clock), w).start();
+    expect(await takeFiveAndCommit(channel, run)).toEqual(["event 0", "event 1", "event 2", "event 3", null]);
+    expect(broker.group("t", "g").committed).toEqual([4]);
   });
 
   test("a put whose acknowledgement is lost fails after the request timeout, and its records count as landed in the channel (lost-ack)", async () => {
