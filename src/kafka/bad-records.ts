@@ -40,6 +40,12 @@ export class BadRecordsSeen {
     if (this.seen.size > 0) this.seen.delete(`${m.topic}/${m.partition}/${m.offset}`);
   }
 
+  /** Records dropped unread (a rebalance): whoever owns their partitions now reads them again, and reports them anew. */
+  forgetAll(records: readonly KafkaMessage[]): void {
+    if (this.seen.size === 0) return;
+    for (let i = 0; i < records.length; i++) this.forget(records[i]);
+  }
+
   /** Everything read is committed, or a new consumer starts from the committed offsets. */
   clear(): void {
     this.seen.clear();

@@ -169,11 +169,13 @@ export class KafkaChannel implements Channel {
    * The consumer dropped its buffer (a rebalance, or it was lost and connects again) and reads
    * again from the group's committed offsets: rolled-back takes waiting there are not taken
    * again from it. Their holds and responses go, or a partition that comes back after another
-   * member committed past them would never commit an offset again.
+   * member committed past them would never commit an offset again; so do the bad records
+   * among them remembered (the owner now reports them).
    */
   private dropped(records: readonly KafkaMessage[]): void {
     const held = this.offsets.dropped(records);
     if (held.length > 0) this.responses.dropped(held);
+    this.badSeen.forgetAll(records);
     this.counter.set("ChannelSize", this.poller.buffered);
   }
 
