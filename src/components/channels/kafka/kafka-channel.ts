@@ -162,7 +162,10 @@ export class KafkaChannel implements Channel {
       if (this.inFlight > 0) this.unfetched -= n;
       else if (this.unfetched > 0) this.unfetched = Math.max(0, this.unfetched - n);
     };
-    this.poller.onDropped = (records) => this.dropped(records);
+    this.poller.onDropped = (records) => {
+      this.dropped(records);
+      this.counter.set("ChannelSize", this.poller.buffered);
+    };
   }
 
   /**
@@ -176,7 +179,6 @@ export class KafkaChannel implements Channel {
     const held = this.offsets.dropped(records);
     if (held.length > 0) this.responses.dropped(held);
     this.badSeen.forgetAll(records);
-    this.counter.set("ChannelSize", this.poller.buffered);
   }
 
   getLifecycleState(): LifecycleState {
