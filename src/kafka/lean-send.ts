@@ -110,22 +110,19 @@ export async function withChosenPartitions<M extends PartitionCounts>(records: r
   return fresh;
 }
 
-type LibraryPartitioner = (message: unknown, key: Buffer | undefined) => number;
+export type LibraryPartitioner = (message: unknown, key: Buffer | undefined) => number;
 
 /**
- * The partition of a keyed record, before the modulo by the partition count: the Java
- * producer's (javaKeyHash). Not the client's defaultPartitioner, which takes the hash
- * unsigned (`>>> 0`): another partition whenever the hash is negative and the count no power
- * of two. A record without key: round robin (the client's default for those). For the
- * client's Producer (its compressed sends), as its `partitioner` option.
+ * The partition of a record for the client's Producer (its compressed sends), as its `partitioner`
+ * option, before the modulo by the partition count. A keyed record: the Java producer's
+ * (javaKeyHash), not the client's defaultPartitioner, which takes the hash unsigned (`>>> 0`):
+ * another partition whenever the hash is negative and the count no power of two. A record
+ * without key: `sticky`, one number a send (kept by its retries), so the unkeyed records of a
+ * send go to one partition and the next send's to the next, as on the lean path and close to
+ * the Java producer's sticky partitioning (one compressed batch instead of one a partition).
  */
-export function javaPartitioner(): LibraryPartitioner {
-  let next = 0;
-  return (_message, key) => {
-    if (key) return javaKeyHash(key);
-    next = (next + 1) & 0x7fffffff;
-    return next;
-  };
+export function javaPartitioner(sticky: number): LibraryPartitioner {
+  return (_message, key) => (key ? javaKeyHash(key) : sticky);
 }
 
 /** What the broker was sent for a batch: its producer id and each partition's first sequence, sent again as they are by a retry. */

@@ -6,7 +6,7 @@ import type { Producer } from "@platformatic/kafka";
 import type { Event } from "../core/event.ts";
 import type { Logger } from "../core/logger.ts";
 import { loadKafka } from "./client.ts";
-import { javaPartitioner, LeanSender, withChosenPartitions } from "./lean-send.ts";
+import { javaPartitioner, LeanSender, type LibraryPartitioner, withChosenPartitions } from "./lean-send.ts";
 import { encodeFlumeEvent } from "./flume-event.ts";
 import { useOwnRecordBatches } from "./produce-api.ts";
 import { isTooLarge, isUnknownTopic, KafkaDeliveryTimeoutError, KafkaPartitionMissingError, KafkaRecordTooLargeError, KafkaSendAbortedError, KafkaTopicMissingError, messageOf } from "./errors.ts";
@@ -70,6 +70,8 @@ export class KafkaPublisher {
   private lean: LeanSender | null = null;
   /** Fails each send under way (abort). */
   private readonly pending = new Set<(err: Error) => void>();
+  /** The compressed sends so far: each one's unkeyed records go to one partition (javaPartitioner). */
+  private librarySends = 0;
 
   constructor(
     readonly label: string,
@@ -97,8 +99,6 @@ export class KafkaPublisher {
       acks: s.acks,
       idempotent: s.idempotent,
       compression: s.compression,
-      // Keyed records to the Java producer's partitions (the compressed sends; LeanSender's are its own).
-      partitioner: javaPartitioner(),
       // As the Java producer: the broker decides (auto.create.topics.enable).
       autocreateTopics: true,
     });
@@ -137,10 +137,11 @@ export class KafkaPublisher {
     const lean = this.lean;
     const batch = lean?.batch(records);
     const messages = lean ? null : libraryMessages(records);
+    const partitioner = lean ? null : javaPartitioner(this.librarySends++ & 0x7fffffff);
     let delivered = false;
     try {
       for (;;) {
-        const sending = lean ? lean.send(batch!) : this.sendByLibrary(records, messages!);
+        const sending = lean ? lean.send(batch!) : this.sendByLibrary(records, messages!, partitioner!);
         try {
           await Promise.race([sending, givenUp]);
           delivered = true;
@@ -168,12 +169,12 @@ export class KafkaPublisher {
    * checked: the client would send one its topic does not have to another (the modulo of the
    * partition count).
    */
-  private async sendByLibrary(records: readonly KafkaRecord[], messages: LibraryMessage[]): Promise<void> {
+  private async sendByLibrary(records: readonly KafkaRecord[], messages: LibraryMessage[], partitioner: LibraryPartitioner): Promise<void> {
     const producer = this.producer!;
     const topics = topicsOf(records);
     const metadataOf = (forceUpdate: boolean) => producer.metadata({ topics, autocreateTopics: true, forceUpdate });
     await withChosenPartitions(records, await metadataOf(false), () => metadataOf(true));
-    await producer.send({ messages });
+    await producer.send({ messages, partitioner });
   }
 
   /** Fails every send under way with `why` (a component that stops: its batches go back to the channel). */

@@ -1,11 +1,11 @@
 /**
  * Which partition the Kafka producer path (src/kafka/lean-send.ts, src/kafka/producer.ts) sends
  * a record to, against a live Apache Kafka broker: a keyed record to the partition Flume 1.11's
- * KafkaSink (the Java producer's DefaultPartitioner) sends it to, compressed or not; a partition
- * chosen by partitionIdHeader or defaultPartitionId that the topic does not have fails the sink's
- * batch and the Kafka channel's put, as in Flume, instead of going to another partition; one
- * the topic gained since the producer last looked is written to. Partitions and offsets are read
- * back with Kafka's own tools.
+ * KafkaSink (the Java producer's DefaultPartitioner) sends it to, compressed or not; the records
+ * without key of one batch to one partition; a partition chosen by partitionIdHeader or
+ * defaultPartitionId that the topic does not have fails the sink's batch and the Kafka channel's
+ * put, as in Flume, instead of going to another partition; one the topic gained since the
+ * producer last looked is written to. Partitions and offsets are read back with Kafka's own tools.
  */
 import { expect } from "bun:test";
 import { Admin, murmur2 } from "@platformatic/kafka";
@@ -91,6 +91,26 @@ a1.sinks.k1.kafka.topic = ${java}
       const ours = await partitionsByKey(topic, keys.length + JAVA_KEYS.length);
       expect(keys.map((key) => [key, ours.get(key)])).toEqual(keys.map((key) => [key, javaPartitions.get(key)]));
       expect(JAVA_KEYS.map(([key]) => [key, ours.get(key)])).toEqual(JAVA_KEYS.map(([key, , partition]) => [key, partition]));
+    }
+  },
+  300_000,
+);
+
+needsJvm.test(
+  "events without key: a batch goes to one partition and the next batch to another, uncompressed and with gzip (one record batch a send, as the Java producer's sticky partitioning)",
+  async () => {
+    for (const compression of ["none", "gzip"]) {
+      const topic = await kafka.newTopic({ partitions: 3 });
+      const { sink: k, channel } = sink({ "kafka.topic": topic, "kafka.producer.compression.type": compression });
+      await k.start();
+      const batch = (n: number) => Array.from({ length: 50 }, (_, i) => createEvent(`batch ${n} event ${i}`));
+      await sendAll(k, channel, batch(1));
+      const first = await endOffsets(topic);
+      expect([compression, [...first].sort()]).toEqual([compression, [0, 0, 50]]);
+      await sendAll(k, channel, batch(2));
+      const second = await endOffsets(topic);
+      expect([compression, [...second].sort()]).toEqual([compression, [0, 50, 50]]);
+      await k.stop();
     }
   },
   300_000,
