@@ -55,8 +55,9 @@ export class SimKafkaChannel implements Channel, GroupMember {
   private readonly group: ConsumerGroup;
   private readonly producer: SimProducer;
   private readonly offsets = new TakenOffsets<SimRecord, Event>();
-  /** Rolled-back takes, taken again first, in their order, read before the group's `rewinds`th rewind. */
+  /** Rolled-back takes, taken again first, in their order. */
   private givenBack: SimRecord[] = [];
+  /** The group's rewinds when they were given back: after another one, they are read again from the committed offsets instead. */
   private givenBackRewinds = 0;
   private readonly putListeners = new PutListeners();
   private turn = 0;
