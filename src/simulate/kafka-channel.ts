@@ -239,10 +239,12 @@ export class SimKafkaChannel implements Channel, GroupMember {
     // The offset commit's round trip to the broker: a crash meanwhile leaves the offsets where they were.
     await this.epoch.sleep(Math.max(1, Math.ceil(this.latency / 2)));
     const g = this.group;
-    for (const r of this.offsets.committed(tx.takes, tx.takes.map((t) => t.event))) {
+    const upTo = this.offsets.committed(tx.takes, tx.takes.map((t) => t.event));
+    for (const r of upTo) {
       const next = r.offset + 1;
       if (next > g.committed[r.partition]) g.committed[r.partition] = next;
     }
+    this.offsets.settled(upTo);
     this.counter.inc("EventTakeSuccessCount", tx.takes.length);
     tx.takes = [];
   }

@@ -416,12 +416,17 @@ export class KafkaChannel implements Channel {
     }
     const upTo = this.offsets.committed(tx.takes, tx.taken);
     const started = Date.now();
+    const generation = this.poller.generation;
     try {
       if (upTo.length > 0) await this.poller.commit(upTo);
     } catch (err) {
+      // Held again for the rollback that follows; fetched again since (a rebalance, a stop), they are done with.
+      if (this.poller.generation === generation) this.offsets.failed(tx.takes);
+      else this.responses.dropped(tx.takes);
       throw new ChannelException(`${this.label}: committing the offsets of ${tx.takes.length} taken records failed: ${messageOf(err)}`, { cause: err });
     }
     this.counter.values.KafkaCommitTimer += Date.now() - started;
+    this.offsets.settled(upTo);
     this.responses.committed(tx.takes);
     const events = tx.events;
     this.counter.inc("EventTakeSuccessCount", events);

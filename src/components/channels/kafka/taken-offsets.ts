@@ -110,6 +110,7 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
   /**
    * The takes of a transaction committed: returns, per partition, the record to commit the
    * group's offset after (the highest committed record below every held one), when it moved.
+   * Then `settled` once that offset commit succeeded, or `failed` when it did not.
    */
   committed(records: readonly R[], events: readonly (E | null)[]): R[] {
     // The partitions touched, and each record's index among them (no lookup a record: runs of one partition).
@@ -152,10 +153,34 @@ export class TakenOffsets<R extends TakenRecord, E = unknown> {
       let u = upTo[j];
       if (s.done.size > 0) for (const [o, d] of s.done) if (o < lowestHeld && (u === null || o > u.offset)) u = d.record;
       if (u === null) continue;
-      if (s.done.size > 0) for (const o of s.done.keys()) if (o <= u.offset) s.done.delete(o);
       out.push(u);
     }
     return out;
+  }
+
+  /** The group's offsets were committed after these records: the committed takes up to them are no longer repeatable. */
+  settled(upTo: readonly R[]): void {
+    for (let i = 0; i < upTo.length; i++) {
+      const u = upTo[i];
+      const s = this.state(u);
+      if (s.done.size > 0) for (const o of s.done.keys()) if (o <= u.offset) s.done.delete(o);
+    }
+  }
+
+  /**
+   * The offset commit of a transaction's takes failed (committed() had let go of them): they
+   * are held again, as before it, until the rollback that follows gives them back or a
+   * rebalance drops them. Else another take could commit past them meanwhile, and taking them
+   * again would count as a first take (the fetch responses they hold counted twice, never
+   * released).
+   */
+  failed(records: readonly R[]): void {
+    for (let i = 0; i < records.length; i++) {
+      const r = records[i];
+      const s = this.state(r);
+      hold(s, r.offset);
+      if (s.done.size > 0) s.done.delete(r.offset);
+    }
   }
 
   /**

@@ -2,6 +2,14 @@ import { describe, expect, test } from "bun:test";
 import { TakenOffsets } from "../../../../src/components/channels/kafka/taken-offsets.ts";
 
 const rec = (offset: number, partition = 0) => ({ topic: "t", partition, offset });
+type Rec = ReturnType<typeof rec>;
+
+/** A take's commit whose offset commit succeeds, as the channel makes it: what the offsets move past. */
+function commit<E>(t: TakenOffsets<Rec, E>, records: Rec[], events: (E | null)[]): Rec[] {
+  const upTo = t.committed(records, events);
+  t.settled(upTo);
+  return upTo;
+}
 
 describe("TakenOffsets: how far the Kafka channel commits its group's offset", () => {
   test("takes committed in order move the offset past the last one", () => {
@@ -9,7 +17,7 @@ describe("TakenOffsets: how far the Kafka channel commits its group's offset", (
     const [a, b] = [rec(0), rec(1)];
     t.taken(a);
     t.taken(b);
-    expect(t.committed([a, b], ["a", "b"])).toEqual([b]);
+    expect(commit(t, [a, b], ["a", "b"])).toEqual([b]);
     expect(t.repeatable()).toEqual([]);
   });
 
@@ -17,11 +25,11 @@ describe("TakenOffsets: how far the Kafka channel commits its group's offset", (
     const t = new TakenOffsets<ReturnType<typeof rec>, string>();
     const [a, b, c] = [rec(5), rec(6), rec(7)];
     for (const r of [a, b, c]) t.taken(r);
-    expect(t.committed([b], ["b"])).toEqual([]);
+    expect(commit(t, [b], ["b"])).toEqual([]);
     expect(t.repeatable()).toEqual(["b"]);
-    expect(t.committed([a], ["a"])).toEqual([b]);
+    expect(commit(t, [a], ["a"])).toEqual([b]);
     expect(t.repeatable()).toEqual([]);
-    expect(t.committed([c], ["c"])).toEqual([c]);
+    expect(commit(t, [c], ["c"])).toEqual([c]);
   });
 
   test("a rolled-back take stays held (it is taken again later); partitions move on their own; skipped records are no events", () => {
@@ -29,11 +37,30 @@ describe("TakenOffsets: how far the Kafka channel commits its group's offset", (
     const [a, b, x] = [rec(0), rec(1), rec(0, 1)];
     for (const r of [a, b, x]) t.taken(r);
     // a rolled back (not committed), b and x committed: partition 1 moves, partition 0 waits for a.
-    expect(t.committed([b, x], ["b", null])).toEqual([x]);
+    expect(commit(t, [b, x], ["b", null])).toEqual([x]);
     expect(t.repeatable()).toEqual(["b"]);
     t.taken(a);
-    expect(t.committed([a], ["a"])).toEqual([b]);
+    expect(commit(t, [a], ["a"])).toEqual([b]);
     t.clear();
+    expect(t.repeatable()).toEqual([]);
+  });
+
+  test("a take whose offset commit failed is held again: no other take commits past it, taking it again is no first take, and what the commit would have covered stays repeatable", () => {
+    const t = new TakenOffsets<Rec, string>();
+    const [a, b, c, d] = [rec(0), rec(1), rec(2), rec(3)];
+    for (const r of [a, b, c]) t.taken(r);
+    expect(commit(t, [c], ["c"])).toEqual([]);
+    // a and b commit, up to c; the broker refuses the offset commit.
+    expect(t.committed([a, b], ["a", "b"])).toEqual([c]);
+    t.failed([a, b]);
+    expect(t.repeatable()).toEqual(["c"]);
+    // Before the rollback gives a and b back, another take commits: the offset stays below a.
+    t.taken(d);
+    expect(commit(t, [d], ["d"])).toEqual([]);
+    expect(t.repeatable().sort()).toEqual(["c", "d"]);
+    // Taken again (its fetch response is not counted twice), and committed this time.
+    expect([t.taken(a), t.taken(b)]).toEqual([false, false]);
+    expect(commit(t, [a, b], ["a", "b"])).toEqual([d]);
     expect(t.repeatable()).toEqual([]);
   });
 
@@ -46,10 +73,10 @@ describe("TakenOffsets: how far the Kafka channel commits its group's offset", (
     // Another member committed partition 0 up to offset 5; it comes back from there.
     const [c, d] = [rec(5), rec(6)];
     for (const r of [c, d]) expect(t.taken(r)).toBe(true);
-    expect(t.committed([c, d], ["c", "d"])).toEqual([d]);
+    expect(commit(t, [c, d], ["c", "d"])).toEqual([d]);
     expect(t.repeatable()).toEqual([]);
     // A take still open in partition 1 was not in the buffer: still held, committed as before.
-    expect(t.committed([open], ["open"])).toEqual([open]);
+    expect(commit(t, [open], ["open"])).toEqual([open]);
   });
 });
 
@@ -69,7 +96,8 @@ class Reference {
     held.add(r.offset);
     return fresh && !done.delete(r.offset);
   }
-  committed(records: ReturnType<typeof rec>[]): string[] {
+  /** The offsets to commit after a take; once `succeeded`, every committed take below them is no longer kept; if not, the take's records are held again. */
+  committed(records: ReturnType<typeof rec>[], succeeded: boolean): string[] {
     const out: string[] = [];
     const partitions = [...new Set(records.map((r) => r.partition))];
     for (const r of records) this.held.get(r.partition)!.delete(r.offset);
@@ -81,8 +109,14 @@ class Reference {
       const below = [...done.keys()].filter((o) => o < lowest);
       if (below.length === 0) continue;
       const upTo = Math.max(...below);
-      for (const o of below) done.delete(o);
+      if (succeeded) for (const o of below) done.delete(o);
       out.push(`${p}:${upTo}`);
+    }
+    if (!succeeded) {
+      for (const r of records) {
+        this.held.get(r.partition)!.add(r.offset);
+        this.done.get(r.partition)!.delete(r.offset);
+      }
     }
     return out.sort();
   }
@@ -110,12 +144,15 @@ test("random takes, rollbacks and commits of several transactions in any order: 
           open[tx].push(r);
         }
       } else if (op < 8 && open[tx].length > 0) {
-        const got = t.committed(open[tx], open[tx].map((r) => `${r.partition}:${r.offset}`)).map((r) => `${r.partition}:${r.offset}`).sort();
-        expect(got).toEqual(ref.committed(open[tx]));
+        const got = commit(t, open[tx], open[tx].map((r) => `${r.partition}:${r.offset}`)).map((r) => `${r.partition}:${r.offset}`).sort();
+        expect(got).toEqual(ref.committed(open[tx], true));
         open[tx] = [];
       } else if (op < 9 && open[tx].length > 0) {
-        // Rolled back; or its offset commit failed (committed here, then rolled back): taken again later.
-        if (random(2) === 0) expect(t.committed(open[tx], open[tx].map(() => null)).map((r) => `${r.partition}:${r.offset}`).sort()).toEqual(ref.committed(open[tx]));
+        // Rolled back; or its offset commit failed (held again, then rolled back): taken again later, not as a first take.
+        if (random(2) === 0) {
+          expect(t.committed(open[tx], open[tx].map(() => null)).map((r) => `${r.partition}:${r.offset}`).sort()).toEqual(ref.committed(open[tx], false));
+          t.failed(open[tx]);
+        }
         buffer = [...open[tx], ...buffer];
         open[tx] = [];
       }
@@ -131,9 +168,9 @@ test("a long run of batches committed in order while the next one is open: each 
   for (let n = 1; n < 10; n++) {
     const next = batch(n);
     for (const r of next) expect(t.taken(r)).toBe(true);
-    expect(t.committed(open, open.map(() => "e"))).toEqual([open[999]]);
+    expect(commit(t, open, open.map(() => "e"))).toEqual([open[999]]);
     open = next;
   }
-  expect(t.committed(open, open.map(() => "e"))).toEqual([open[999]]);
+  expect(commit(t, open, open.map(() => "e"))).toEqual([open[999]]);
   expect(t.repeatable()).toEqual([]);
 });
