@@ -1,34 +1,52 @@
 /**
  * A TCP proxy on 127.0.0.1 between Kafka clients and one broker (which advertises the proxy's
- * port, so every connection goes through it) that can lose the answers of Produce requests
- * the broker has already written: `loseProduceAnswers(n)` holds the next n Produce responses
- * of a connection and then closes it (and the broker's side) without forwarding them; the
- * proxy then refuses connections for a while, long enough for the client's own quick
- * retries to fail and the sender's retry to take over.
+ * port, so every connection goes through it) that makes two network faults:
+ * - `loseProduceAnswers(n)` loses the answers of Produce requests the broker has already
+ *   written: it holds the next n Produce responses of a connection and then closes it (and the
+ *   broker's side) without forwarding them; the proxy then refuses connections for a while,
+ *   long enough for the client's own quick retries to fail and the sender's retry to take over.
+ * - `loseOffsetCommits()` loses every OffsetCommit request on its way to the broker until
+ *   `restore()`: the connection it came on is closed, the broker never sees it. New connections
+ *   are accepted and other requests go through (metadata, heartbeats, a consumer's fetches on
+ *   their own connection), so only the commits fail.
  */
 import net from "node:net";
 
-interface Outage {
-  /** Produce answers still to hold on a connection before it is cut. */
-  hold: number;
-  refuseMs: number;
-  refuseAtLeast: number;
+type Outage =
+  | {
+      kind: "produce answers";
+      /** Produce answers to hold on a connection before it is cut. */
+      hold: number;
+      refuseMs: number;
+      refuseAtLeast: number;
+    }
+  | { kind: "offset commits" };
+
+/** How long connections are refused after the fault: at least `refuseMs` and `refuseAtLeast` attempts (at most 15 s). */
+interface Refusal {
+  refuseMs?: number;
+  refuseAtLeast?: number;
 }
 
 export interface KafkaProxy {
   readonly port: number;
-  /** Produce answers lost in the last outage (written by the broker, never forwarded). */
+  /** Produce answers (written by the broker, never forwarded) or OffsetCommit requests (never sent) lost in the last outage. */
   readonly lost: number;
   /** Connections refused in the last outage. */
   readonly refused: number;
   /** The next `n` Produce answers of one connection are held, then the connection is cut; connections are refused for at least `refuseMs` and `refuseAtLeast` attempts (at most 15 s). */
-  loseProduceAnswers(n: number, o?: { refuseMs?: number; refuseAtLeast?: number }): void;
-  /** Whether the last outage is over (connections accepted again). */
+  loseProduceAnswers(n: number, o?: Refusal): void;
+  /** Every OffsetCommit request until restore() is not forwarded: its connection is cut. */
+  loseOffsetCommits(): void;
+  /** Ends the fault in effect. */
+  restore(): void;
+  /** Whether the last fault is over. */
   readonly up: boolean;
   close(): Promise<void>;
 }
 
 const PRODUCE = 0;
+const OFFSET_COMMIT = 8;
 
 /** Complete frames (4-byte size, then the frame) taken off the front of `buf`; the rest left. */
 function frames(state: { buf: Buffer }, chunk: Buffer): Buffer[] {
@@ -50,7 +68,19 @@ export async function startKafkaProxy(port: number, brokerPort: number): Promise
   let lost = 0;
   let refused = 0;
   const sockets = new Set<net.Socket>();
-  const downLongEnough = () => outage !== null && refused >= outage.refuseAtLeast && Date.now() - downSince >= outage.refuseMs;
+  const downLongEnough = () => outage?.kind === "produce answers" && refused >= outage.refuseAtLeast && Date.now() - downSince >= outage.refuseMs;
+
+  const goDown = () => {
+    down = true;
+    downSince = Date.now();
+    const ended = outage;
+    // Up again at the latest after 15 s, also when the client stops trying.
+    setTimeout(() => {
+      if (outage !== ended) return;
+      down = false;
+      outage = null;
+    }, 15_000).unref();
+  };
 
   const server = net.createServer((client) => {
     if (down) {
@@ -78,29 +108,29 @@ export async function startKafkaProxy(port: number, brokerPort: number): Promise
     const responses = { buf: Buffer.alloc(0) };
     let held = 0;
     client.on("data", (chunk: Buffer) => {
-      for (const f of frames(requests, chunk)) if (f.readInt16BE(4) === PRODUCE) produceIds.add(f.readInt32BE(8));
-      broker.write(chunk);
+      for (const f of frames(requests, chunk)) {
+        const api = f.readInt16BE(4);
+        if (api === OFFSET_COMMIT && outage?.kind === "offset commits") {
+          lost++;
+          cut();
+          return;
+        }
+        if (api === PRODUCE) produceIds.add(f.readInt32BE(8));
+        broker.write(f);
+      }
     });
     broker.on("data", (chunk: Buffer) => {
       for (const f of frames(responses, chunk)) {
         const id = f.readInt32BE(4);
         const produce = produceIds.delete(id);
         // Once one answer is held, the ones after it wait behind it (the connection's order).
-        if (outage && (produce || held > 0)) {
+        if (outage?.kind === "produce answers" && (produce || held > 0)) {
           if (produce) {
             held++;
             lost++;
           }
           if (held === outage.hold) {
-            down = true;
-            downSince = Date.now();
-            const ended = outage;
-            // Up again at the latest after 15 s, also when the client stops trying.
-            setTimeout(() => {
-              if (outage !== ended) return;
-              down = false;
-              outage = null;
-            }, 15_000).unref();
+            goDown();
             cut();
             return;
           }
@@ -128,7 +158,16 @@ export async function startKafkaProxy(port: number, brokerPort: number): Promise
     loseProduceAnswers(n, o = {}) {
       refused = 0;
       lost = 0;
-      outage = { hold: n, refuseMs: o.refuseMs ?? 1500, refuseAtLeast: o.refuseAtLeast ?? 8 };
+      outage = { kind: "produce answers", hold: n, refuseMs: o.refuseMs ?? 1500, refuseAtLeast: o.refuseAtLeast ?? 8 };
+    },
+    loseOffsetCommits() {
+      refused = 0;
+      lost = 0;
+      outage = { kind: "offset commits" };
+    },
+    restore() {
+      down = false;
+      outage = null;
     },
     close: () =>
       new Promise<void>((resolve) => {

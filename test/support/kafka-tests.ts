@@ -21,7 +21,8 @@ import { type FlumeOptions, type FlumePeer, startFlume } from "./flume.ts";
 import { waitUntil } from "./helpers.ts";
 import { FLUME_KAFKA } from "./jvm-artifacts.ts";
 import { needsJvm, resolveClasspath } from "./jvm.ts";
-import { type KafkaCluster, type KafkaOptions, startKafkaCluster } from "./kafka.ts";
+import { freePortOn127, type KafkaCluster, type KafkaOptions, startKafkaCluster } from "./kafka.ts";
+import { type KafkaProxy, startKafkaProxy } from "./kafka-proxy.ts";
 import type { Precondition } from "./requires.ts";
 
 export interface FileKafkaOptions extends KafkaOptions {
@@ -68,6 +69,30 @@ export function kafkaForFile(opts: FileKafkaOptions = {}): KafkaCluster {
     newTopic: (o) => started().newTopic(o),
     leaderOf: (topic, partition) => started().leaderOf(topic, partition),
     stop: () => started().stop(),
+  };
+}
+
+/**
+ * The file's broker behind a proxy (kafka-proxy.ts) that makes network faults: the broker
+ * advertises the proxy, so every client connection goes through it.
+ */
+export function kafkaForFileBehindProxy(opts: FileKafkaOptions = {}): { kafka: KafkaCluster; proxy: () => KafkaProxy } {
+  let proxy: KafkaProxy | null = null;
+  const kafka = kafkaForFile({
+    ...opts,
+    before: async () => {
+      const [brokerPort, proxyPort] = [await freePortOn127(), await freePortOn127()];
+      proxy = await startKafkaProxy(proxyPort, brokerPort);
+      return { ports: [brokerPort], properties: { "advertised.listeners": `PLAINTEXT://127.0.0.1:${proxyPort}` } };
+    },
+  });
+  afterAll(() => proxy?.close());
+  return {
+    kafka,
+    proxy: () => {
+      if (!proxy) throw new Error("the file's Kafka proxy did not start (see beforeAll)");
+      return proxy;
+    },
   };
 }
 

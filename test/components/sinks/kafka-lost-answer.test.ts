@@ -5,26 +5,14 @@
  * records under the same producer id and sequences, and the broker, which knows that batch,
  * answers it without writing it again. Each event is in the topic exactly once, in order.
  */
-import { afterAll, expect } from "bun:test";
+import { expect } from "bun:test";
 import type { KafkaSink } from "../../../src/components/sinks/kafka.ts";
 import { createEvent } from "../../../src/core/event.ts";
 import { waitUntil } from "../../support/helpers.ts";
 import { needsJvm } from "../../support/jvm.ts";
-import { freePortOn127 } from "../../support/kafka.ts";
-import { type KafkaProxy, startKafkaProxy } from "../../support/kafka-proxy.ts";
-import { cleanupsAfterEach, kafkaForFile, kafkaSink, memoryChannel, putEvents, readTopic } from "../../support/kafka-tests.ts";
+import { cleanupsAfterEach, kafkaForFileBehindProxy, kafkaSink, memoryChannel, putEvents, readTopic } from "../../support/kafka-tests.ts";
 
-let proxy: KafkaProxy | null = null;
-const kafka = kafkaForFile({
-  autoCreateTopics: false,
-  // The broker advertises the proxy: the sink's every connection goes through it.
-  before: async () => {
-    const [brokerPort, proxyPort] = [await freePortOn127(), await freePortOn127()];
-    proxy = await startKafkaProxy(proxyPort, brokerPort);
-    return { ports: [brokerPort], properties: { "advertised.listeners": `PLAINTEXT://127.0.0.1:${proxyPort}` } };
-  },
-});
-afterAll(() => proxy?.close());
+const { kafka, proxy } = kafkaForFileBehindProxy({ autoCreateTopics: false });
 const cleanups = cleanupsAfterEach();
 
 const BATCH = 100;
@@ -34,7 +22,7 @@ async function sinkOnNewTopic(inFlight: number, total: number): Promise<{ sink: 
   const topic = await kafka.newTopic();
   const { sink } = kafkaSink(
     {
-      "kafka.bootstrap.servers": `127.0.0.1:${proxy!.port}`,
+      "kafka.bootstrap.servers": `127.0.0.1:${proxy().port}`,
       "kafka.topic": topic,
       "kafka.producer.acks": "all",
       flumeBatchSize: String(BATCH),
@@ -74,9 +62,9 @@ async function drain(k: KafkaSink, total: number): Promise<Error[]> {
 /** After the outage: every event once, in order; no batch failed (so none went back to the channel to be sent again). */
 async function expectExactlyOnce(k: KafkaSink, topic: string, total: number, failures: Error[], lost: number): Promise<void> {
   expect(failures).toEqual([]);
-  expect(proxy!.lost).toBe(lost);
+  expect(proxy().lost).toBe(lost);
   // The client's own retries were spent against the refused connections: the sink's retry delivered the batch.
-  expect(proxy!.refused).toBeGreaterThanOrEqual(8);
+  expect(proxy().refused).toBeGreaterThanOrEqual(8);
   expect(k.counter.values).toMatchObject({ EventDrainSuccessCount: total, RollbackCount: 0, EventWriteFail: 0 });
   await k.stop();
   expect(await readTopic(kafka.bootstrap, topic, 3000)).toEqual(bodies(total));
@@ -89,7 +77,7 @@ needsJvm.test(
     const { sink: k, topic } = await sinkOnNewTopic(1, total);
     expect(await k.process()).toBe("READY");
     await waitUntil(() => k.counter.values.EventDrainSuccessCount === BATCH, "a first batch acknowledged", 60_000);
-    proxy!.loseProduceAnswers(1);
+    proxy().loseProduceAnswers(1);
     const failures = await drain(k, total);
     await expectExactlyOnce(k, topic, total, failures, 1);
   },
@@ -103,7 +91,7 @@ needsJvm.test(
     const { sink: k, topic } = await sinkOnNewTopic(2, total);
     expect(await k.process()).toBe("READY");
     await waitUntil(() => k.counter.values.EventDrainSuccessCount === BATCH, "a first batch acknowledged", 60_000);
-    proxy!.loseProduceAnswers(1);
+    proxy().loseProduceAnswers(1);
     // Both taken before either is answered (the client writes the second once the first is
     // answered: one request at a time on a connection for an idempotent producer).
     expect(await k.process()).toBe("READY");
