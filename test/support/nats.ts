@@ -31,6 +31,8 @@ export interface NatsNode {
 interface NodeSpec {
   /** The nats-server binary. */
   bin: string | null;
+  /** Where the binary comes from, for the error when it does not run. */
+  from: string;
   name: string;
   port: number;
   storeDir: string;
@@ -52,14 +54,17 @@ function launch(spec: NodeSpec): NatsNode {
   let child: ChildProcess | null = null;
   let log = "";
   const start = async () => {
-    if (!spec.bin) throw new Error("nats-server is not installed (apt-get install nats-server)");
+    if (!spec.bin) throw new Error(`nats-server is not installed (${spec.from})`);
     log = "";
     const c = spawn(spec.bin, args(spec), { stdio: ["ignore", "pipe", "pipe"] });
     child = c;
+    let failed: Error | null = null;
+    c.once("error", (err) => (failed = err));
     c.stdout?.on("data", (d) => (log += d));
     c.stderr?.on("data", (d) => (log += d));
     const started = Date.now();
     while (!/Server is ready/.test(log)) {
+      if (failed) throw new Error(`nats-server ${spec.name}: could not run ${spec.bin} (${spec.from}): ${(failed as Error).message}`);
       if (c.exitCode !== null) throw new Error(`nats-server ${spec.name} exited (${c.exitCode}):\n${log}`);
       if (Date.now() - started > waitBound(10000)) throw new Error(`nats-server ${spec.name} did not get ready:\n${log}`);
       await sleep(10);
@@ -106,7 +111,7 @@ function tempStore(): string {
  */
 export async function startNats(opts: { port?: number; dir?: string; extra?: string[] } = {}): Promise<NatsSetup & { node: NatsNode }> {
   const dir = opts.dir ?? tempStore();
-  const node = launch({ bin: NATS_SERVER, name: "n1", port: opts.port ?? (await freePort()), storeDir: path.join(dir, "n1"), extra: opts.extra });
+  const node = launch({ bin: NATS_SERVER, from: "apt-get install nats-server", name: "n1", port: opts.port ?? (await freePort()), storeDir: path.join(dir, "n1"), extra: opts.extra });
   await (node as NatsNode & { boot: () => Promise<void> }).boot();
   return {
     node,
@@ -136,7 +141,7 @@ export async function startCluster(size = 3): Promise<NatsSetup> {
   const nodes = clientPorts.map((port, i) => {
     const storeDir = path.join(dir, `n${i + 1}`);
     mkdirSync(storeDir, { recursive: true });
-    return launch({ bin: goPeerPath(NATS_SERVER_CLUSTER), name: `n${i + 1}`, port, storeDir, cluster: { name: "flume", port: routePorts[i], routes: routePorts.filter((_, j) => j !== i) } });
+    return launch({ bin: goPeerPath(NATS_SERVER_CLUSTER), from: "built from the Go module proxy by buildGoPeer(NATS_SERVER_CLUSTER), go-peers.ts", name: `n${i + 1}`, port, storeDir, cluster: { name: "flume", port: routePorts[i], routes: routePorts.filter((_, j) => j !== i) } });
   });
   await Promise.all(nodes.map((n) => (n as NatsNode & { boot: () => Promise<void> }).boot()));
   const setup: NatsSetup = {
