@@ -70,18 +70,6 @@ export async function startKafkaProxy(port: number, brokerPort: number): Promise
   const sockets = new Set<net.Socket>();
   const downLongEnough = () => outage?.kind === "produce answers" && refused >= outage.refuseAtLeast && Date.now() - downSince >= outage.refuseMs;
 
-  const goDown = () => {
-    down = true;
-    downSince = Date.now();
-    const ended = outage;
-    // Up again at the latest after 15 s, also when the client stops trying.
-    setTimeout(() => {
-      if (outage !== ended) return;
-      down = false;
-      outage = null;
-    }, 15_000).unref();
-  };
-
   const server = net.createServer((client) => {
     if (down) {
       refused++;
@@ -130,7 +118,15 @@ export async function startKafkaProxy(port: number, brokerPort: number): Promise
             lost++;
           }
           if (held === outage.hold) {
-            goDown();
+            down = true;
+            downSince = Date.now();
+            const ended = outage;
+            // Up again at the latest after 15 s, also when the client stops trying.
+            setTimeout(() => {
+              if (outage !== ended) return;
+              down = false;
+              outage = null;
+            }, 15_000).unref();
             cut();
             return;
           }
