@@ -3,6 +3,9 @@ import { FlumeError } from "../core/errors.ts";
 /** No NATS server answered, or the connection broke and did not come back within the timeout. */
 export class NatsUnavailableError extends FlumeError {}
 
+/** Acknowledgements that were never sent (no connection): the server delivers their messages again after ack-wait. */
+export class AcksNotSentError extends FlumeError {}
+
 /** The stream refused a publish because it reached max-msgs or max-bytes (discard new). */
 export class StreamFullError extends FlumeError {}
 

@@ -15,7 +15,7 @@ import { type Clock, systemClock, type TimerHandle } from "../core/clock.ts";
 import { Deque } from "../core/deque.ts";
 import type { Logger } from "../core/logger.ts";
 import type { NatsLink } from "./connection.ts";
-import { messageOf } from "./errors.ts";
+import { AcksNotSentError, messageOf } from "./errors.ts";
 
 export interface PullerOptions {
   stream: string;
@@ -135,7 +135,7 @@ export class Puller {
   async ack(msgs: readonly JsMsg[], timeout: number): Promise<void> {
     const last = msgs.length - 1;
     if (last < 0) return;
-    if (!this.link.nc) throw new Error(`${this.label}: not connected to NATS; the acknowledgements will not reach the server`);
+    if (!this.link.nc) throw new AcksNotSentError(`${this.label}: not connected to NATS; the acknowledgements will not reach the server`);
     for (let i = 0; i < last; i++) {
       this.forget(msgs[i]);
       msgs[i].ack();

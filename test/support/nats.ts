@@ -22,6 +22,8 @@ export interface NatsNode {
   storeDir: string;
   readonly log: string;
   readonly running: boolean;
+  /** The running process's id (to stop and continue it: SIGSTOP, SIGCONT). */
+  readonly pid: number | undefined;
   /** SIGKILL (default) or SIGTERM; resolves when the process is gone. */
   kill(signal?: NodeJS.Signals): Promise<void>;
   /** Starts again on the same ports and store; resolves when it accepts clients. */
@@ -80,6 +82,9 @@ function launch(spec: NodeSpec): NatsNode {
     },
     get running() {
       return child !== null && child.exitCode === null && child.signalCode === null;
+    },
+    get pid() {
+      return child?.pid;
     },
     async kill(signal: NodeJS.Signals = "SIGKILL") {
       const c = child;

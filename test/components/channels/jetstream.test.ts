@@ -67,6 +67,46 @@ afterAll(async () => {
   await server?.stop();
 });
 
+needsNatsServer.test("a take commit whose acks the server confirms only after commit-timeout commits (the server applied them: failing it would let the sink drop events that never come again); it is counted and logged", async () => {
+  const own = await startNats();
+  const pid = own.node.pid!;
+  try {
+    const logger = new MemoryLogger();
+    const stream = nextStream();
+    const ch = await started(channel({ servers: own.servers, stream, "commit-timeout": "1000" }, logger));
+    await putAll(ch, events(10));
+    const tx = ch.getTransaction();
+    tx.begin();
+    const taken: Event[] = [];
+    await waitUntil(() => {
+      for (let e = tx.take(); e !== null; e = tx.take()) taken.push(e);
+      return taken.length === 10;
+    }, "the 10 events taken", 5000);
+    // The server reads the acks only when it runs again, after commit-timeout.
+    process.kill(pid, "SIGSTOP");
+    try {
+      await tx.commit();
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+    tx.close();
+    expect(ch.counter.values["channel.jetstream.commit.unconfirmed.count"]).toBe(1);
+    expect(ch.counter.values.EventTakeSuccessCount).toBe(10);
+    expect(logger.lines.map((l) => l.message)).toContainEqual(expect.stringContaining("did not confirm the acknowledgements of a take of 10 event(s) within 1000 ms (commit-timeout)"));
+    // The server applied the acks: the stream is empty, nothing comes again (ack-wait is 2 s).
+    const c = await natsClient(own.servers);
+    try {
+      await waitUntil(async () => (await c.jsm.streams.info(stream)).state.messages === 0, "the acked messages gone from the stream", 5000, 50);
+    } finally {
+      await c.close();
+    }
+    expect(await takeN(ch, 1, 3000)).toEqual([]);
+  } finally {
+    process.kill(pid, "SIGCONT");
+    await own.stop();
+  }
+});
+
 test("type jetstream resolves to the channel, declared durable, with bounded defaults", () => {
   expect(lookupComponent("channel", "jetstream")).toBe(definition);
   const defaults = Object.fromEntries(definition.schema.props.map((p) => [p.key, p.default]));

@@ -8,6 +8,8 @@ export const JETSTREAM_CHANNEL_COUNTERS = [
   "channel.rollback.count",
   "channel.jetstream.publish.retry.count",
   "channel.jetstream.publish.duplicate.count",
+  /** Take commits whose acks the server did not confirm within commit-timeout (committed all the same). */
+  "channel.jetstream.commit.unconfirmed.count",
 ] as const;
 export type JetStreamChannelCounterKey = (typeof JETSTREAM_CHANNEL_COUNTERS)[number];
 

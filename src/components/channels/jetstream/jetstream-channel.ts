@@ -38,7 +38,7 @@ import { PutListeners } from "../../../core/put-listeners.ts";
 import { Permits } from "../../../core/permits.ts";
 import { ChannelTransaction } from "../../../core/transaction.ts";
 import { type NatsClients, NatsLink } from "../../../nats/connection.ts";
-import { messageOf, StreamFullError } from "../../../nats/errors.ts";
+import { AcksNotSentError, messageOf, StreamFullError } from "../../../nats/errors.ts";
 import { FrameScratch } from "../../../nats/batch-frame.ts";
 import { EventCursor, eventsIn, Takes } from "../../../nats/event-cursor.ts";
 import { batchMessages, perEventMessages, publishBatch } from "../../../nats/publish.ts";
@@ -485,8 +485,12 @@ export class JetStreamChannel implements Channel {
     try {
       if (done.length > 0) await this.puller.ack(done, this.options.commitTimeout);
     } catch (err) {
-      // The acks may still reach the server; if not, the events are delivered again (at least once).
-      throw new ChannelException(`${this.label}: take commit not confirmed: ${messageOf(err)}`, { cause: err });
+      if (err instanceof AcksNotSentError) throw new ChannelException(`${this.label}: take commit failed: ${err.message}`, { cause: err });
+      // Sent and not confirmed (a leader change, a server too busy to answer): the server may
+      // have applied them. Failing the take would let the sink drop a batch that would then
+      // never come again; committed, it comes again only if the acks were lost (after ack-wait).
+      c["channel.jetstream.commit.unconfirmed.count"]++;
+      this.logger.warn(`${this.label}: the NATS server did not confirm the acknowledgements of a take of ${n} event(s) within ${this.options.commitTimeout} ms (commit-timeout): ${messageOf(err)}; the take is committed, and its events are delivered again after ack-wait if the acknowledgements were lost`);
     } finally {
       c["channel.jetstream.commit.time"] += this.clock.now() - started;
     }
