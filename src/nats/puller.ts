@@ -135,7 +135,11 @@ export class Puller {
   async ack(msgs: readonly JsMsg[], timeout: number): Promise<void> {
     const last = msgs.length - 1;
     if (last < 0) return;
-    if (!this.link.nc) throw new AcksNotSentError(`${this.label}: not connected to NATS; the acknowledgements will not reach the server`);
+    if (!this.link.nc) {
+      // Let go of, so the server's delivery of them again after ack-wait is taken (not dropped as a copy of one held here).
+      this.release(msgs);
+      throw new AcksNotSentError(`${this.label}: not connected to NATS; the acknowledgements will not reach the server`);
+    }
     for (let i = 0; i < last; i++) {
       this.forget(msgs[i]);
       msgs[i].ack();

@@ -67,6 +67,19 @@ afterAll(async () => {
   await server?.stop();
 });
 
+/** Puts 10 events and takes them in a transaction left open. */
+async function tenTakenOpen(ch: JetStreamChannel) {
+  await putAll(ch, events(10));
+  const tx = ch.getTransaction();
+  tx.begin();
+  const taken: Event[] = [];
+  await waitUntil(() => {
+    for (let e = tx.take(); e !== null; e = tx.take()) taken.push(e);
+    return taken.length === 10;
+  }, "the 10 events taken", 5000);
+  return { tx, taken };
+}
+
 needsNatsServer.test("a take commit whose acks the server confirms only after commit-timeout commits (the server applied them: failing it would let the sink drop events that never come again); it is counted and logged", async () => {
   const own = await startNats();
   const pid = own.node.pid!;
@@ -74,14 +87,7 @@ needsNatsServer.test("a take commit whose acks the server confirms only after co
     const logger = new MemoryLogger();
     const stream = nextStream();
     const ch = await started(channel({ servers: own.servers, stream, "commit-timeout": "1000" }, logger));
-    await putAll(ch, events(10));
-    const tx = ch.getTransaction();
-    tx.begin();
-    const taken: Event[] = [];
-    await waitUntil(() => {
-      for (let e = tx.take(); e !== null; e = tx.take()) taken.push(e);
-      return taken.length === 10;
-    }, "the 10 events taken", 5000);
+    const { tx } = await tenTakenOpen(ch);
     // The server reads the acks only when it runs again, after commit-timeout.
     process.kill(pid, "SIGSTOP");
     try {
@@ -102,7 +108,32 @@ needsNatsServer.test("a take commit whose acks the server confirms only after co
     }
     expect(await takeN(ch, 1, 3000)).toEqual([]);
   } finally {
-    process.kill(pid, "SIGCONT");
+    await own.stop();
+  }
+});
+
+needsNatsServer.test("a take commit made while the connection is closed fails (its acks are never sent) and its events come again after ack-wait", async () => {
+  const own = await startNats();
+  const pid = own.node.pid!;
+  try {
+    const stream = nextStream();
+    const ch = await started(channel({ servers: own.servers, stream, "reconnect-wait": "100" }));
+    const { tx, taken } = await tenTakenOpen(ch);
+    // The connection closes and no new one opens while the server is stopped.
+    process.kill(pid, "SIGSTOP");
+    try {
+      await (ch as unknown as { link: { nc: { close(): Promise<void> } } }).link.nc.close();
+      await waitUntil(() => !ch.connected, "the channel disconnected", 5000);
+      await expect(tx.commit()).rejects.toThrow("take commit failed: jetstream channel c1: not connected to NATS; the acknowledgements will not reach the server");
+      await tx.rollback();
+      tx.close();
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+    await waitUntil(() => ch.connected, "the channel connected again", 10000);
+    // Delivered again by the server after ack-wait (2 s), and taken.
+    expect((await takeN(ch, 10, 15000)).map(bodyText)).toEqual(taken.map(bodyText));
+  } finally {
     await own.stop();
   }
 });
