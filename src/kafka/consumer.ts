@@ -176,13 +176,15 @@ export class KafkaPoller {
     });
     useOwnFetchReader(kafka, consumer);
     const commits = new DirectCommits(kafka, consumer);
-    const fetcher = new Fetcher(kafka, consumer, s, this.label, this.logger, { arrived: (records, bytes, ms) => this.arrived(records, bytes, ms), full: () => this.full, failed: (err) => this.fetchFailed(fetcher, err) }, FETCH_BYTES, () => this.topics);
+    const fetcher = new Fetcher(kafka, consumer, s, this.label, this.logger, { arrived: (records, bytes, ms) => this.arrived(records, bytes, ms), full: () => this.full, failed: (err) => this.lost(fetcher, messageOf(err)) }, FETCH_BYTES, () => this.topics);
+    // The client reports a rejoin that failed as an 'error' event, which with no listener would stop the agent.
+    consumer.on("error", (err: unknown) => this.lost(fetcher, `rejoining consumer group ${s.groupId} failed: ${messageOf(err)}`));
     // Every join after the first (a rebalance; one during the start too): what was fetched may now be another member's.
     let joined = false;
     consumer.on("consumer:group:join", () => {
       if (!joined || fetcher.stopped || (this.fetcher !== null && this.fetcher !== fetcher)) return;
       this.dropBuffered();
-      fetcher.restart().catch((err) => this.fetchFailed(fetcher, err));
+      fetcher.restart().catch((err) => this.lost(fetcher, messageOf(err)));
     });
     // Bounded: the client may keep retrying a broker that came back in another state.
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -216,11 +218,15 @@ export class KafkaPoller {
     }
   }
 
-  /** Fetching failed past the client's retries (brokers gone): the consumer is dropped, and the owner connects again. */
-  private fetchFailed(fetcher: Fetcher, err: unknown): void {
+  /**
+   * The consumer cannot go on: fetching failed past the client's retries (brokers gone), or a
+   * rejoin after a rebalance failed (the member is out of the group, no heartbeat scheduled).
+   * It is dropped, and the owner connects again.
+   */
+  private lost(fetcher: Fetcher, why: string): void {
     if (this.fetcher !== fetcher) return;
-    this.lastError = messageOf(err);
-    this.logger.warn(`${this.label}: the Kafka consumer at ${this.brokers} stopped (${this.lastError}); connecting again`);
+    this.lastError = why;
+    this.logger.warn(`${this.label}: the Kafka consumer at ${this.brokers} stopped (${why}); connecting again`);
     void this.crash();
   }
 

@@ -319,7 +319,7 @@ needsJvm.test(
       p.onDropped = (records) => dropped.push(records.map((m) => m.value.toString()));
       return { p, dropped };
     };
-    // Dropped as fetchFailed drops it when the brokers are gone: crash().
+    // Dropped as lost() drops it when the brokers are gone: crash().
     const lost = poller("lost", `g-${topic}-lost`);
     try {
       await lost.p.connect();

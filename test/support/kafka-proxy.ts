@@ -6,9 +6,12 @@
  *   broker's side) without forwarding them; the proxy then refuses connections for a while,
  *   long enough for the client's own quick retries to fail and the sender's retry to take over.
  * - `loseOffsetCommits()` loses every OffsetCommit request on its way to the broker until
- *   `restore()`: the connection it came on is closed, the broker never sees it. New connections
- *   are accepted and other requests go through (metadata, heartbeats, a consumer's fetches on
+ *   `restore()`: the broker never sees it, and the connection it came on is closed (`cut`, an
+ *   error at once) or left open (`unanswered`, the request times out). New connections are
+ *   accepted and other requests go through (metadata, joins, heartbeats, a consumer's fetches on
  *   their own connection), so only the commits fail.
+ * - `loseJoins(clientId)` does the same (`cut`) to the JoinGroup requests of one client id:
+ *   that client's consumers cannot join or rejoin a group; other clients' joins go through.
  */
 import net from "node:net";
 
@@ -20,7 +23,10 @@ type Outage =
       refuseMs: number;
       refuseAtLeast: number;
     }
-  | { kind: "offset commits" };
+  | { kind: "requests"; api: number; clientId?: string; how: RequestLoss };
+
+/** What the client sees of a lost request: its connection closed, or no answer. */
+export type RequestLoss = "cut" | "unanswered";
 
 /** How long connections are refused after the fault: at least `refuseMs` and `refuseAtLeast` attempts (at most 15 s). */
 interface Refusal {
@@ -30,14 +36,16 @@ interface Refusal {
 
 export interface KafkaProxy {
   readonly port: number;
-  /** Produce answers (written by the broker, never forwarded) or OffsetCommit requests (never sent) lost in the last outage. */
+  /** Produce answers (written by the broker, never forwarded) or requests (never sent) lost in the last outage. */
   readonly lost: number;
   /** Connections refused in the last outage. */
   readonly refused: number;
   /** The next `n` Produce answers of one connection are held, then the connection is cut; connections are refused for at least `refuseMs` and `refuseAtLeast` attempts (at most 15 s). */
   loseProduceAnswers(n: number, o?: Refusal): void;
-  /** Every OffsetCommit request until restore() is not forwarded: its connection is cut. */
-  loseOffsetCommits(): void;
+  /** Every OffsetCommit request until restore() is not forwarded: its connection is cut (the default) or left without an answer. */
+  loseOffsetCommits(how?: RequestLoss): void;
+  /** Every JoinGroup request of client `clientId` until restore() is not forwarded: its connection is cut. */
+  loseJoins(clientId: string): void;
   /** Ends the fault in effect. */
   restore(): void;
   /** Whether the last fault is over. */
@@ -47,6 +55,13 @@ export interface KafkaProxy {
 
 const PRODUCE = 0;
 const OFFSET_COMMIT = 8;
+const JOIN_GROUP = 11;
+
+/** The client id in a request's header (v1 and v2 alike: a 2-byte length, then the id). */
+function clientIdOf(frame: Buffer): string {
+  const n = frame.readInt16BE(12);
+  return n < 0 ? "" : frame.toString("utf8", 14, 14 + n);
+}
 
 /** Complete frames (4-byte size, then the frame) taken off the front of `buf`; the rest left. */
 function frames(state: { buf: Buffer }, chunk: Buffer): Buffer[] {
@@ -98,8 +113,9 @@ export async function startKafkaProxy(port: number, brokerPort: number): Promise
     client.on("data", (chunk: Buffer) => {
       for (const f of frames(requests, chunk)) {
         const api = f.readInt16BE(4);
-        if (api === OFFSET_COMMIT && outage?.kind === "offset commits") {
+        if (outage?.kind === "requests" && api === outage.api && (outage.clientId === undefined || clientIdOf(f) === outage.clientId)) {
           lost++;
+          if (outage.how === "unanswered") continue;
           cut();
           return;
         }
@@ -156,10 +172,15 @@ export async function startKafkaProxy(port: number, brokerPort: number): Promise
       lost = 0;
       outage = { kind: "produce answers", hold: n, refuseMs: o.refuseMs ?? 1500, refuseAtLeast: o.refuseAtLeast ?? 8 };
     },
-    loseOffsetCommits() {
+    loseOffsetCommits(how = "cut") {
       refused = 0;
       lost = 0;
-      outage = { kind: "offset commits" };
+      outage = { kind: "requests", api: OFFSET_COMMIT, how };
+    },
+    loseJoins(clientId) {
+      refused = 0;
+      lost = 0;
+      outage = { kind: "requests", api: JOIN_GROUP, clientId, how: "cut" };
     },
     restore() {
       down = false;
