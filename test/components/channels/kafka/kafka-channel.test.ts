@@ -361,6 +361,34 @@ needsJvm.test(
 );
 
 needsJvm.test(
+  "a record that is no FlumeEvent is logged once however often its take rolls back, and once more by the member reading it after a rebalance (what was seen before is forgotten with the dropped records)",
+  async () => {
+    const topic = await kafka.newTopic();
+    const group = `g-${topic}`;
+    await consoleProduce(kafka, topic, ["garbage"]);
+    const props = { "kafka.topic": topic, "kafka.consumer.group.id": group, "kafka.consumer.session.timeout.ms": "6000", "kafka.consumer.heartbeat.interval.ms": "500" };
+    const logger = new MemoryLogger();
+    const c1 = channel(props, "kc1", logger);
+    await c1.start();
+    await put(c1, [createEvent("good")]);
+    const skips = () => logger.lines.filter((l) => l.message.includes(`kafka channel kc1: skipped a record that is not an Avro FlumeEvent at topic ${topic} partition 0 offset 0 `)).length;
+    for (let i = 0; i < 3; i++) expect((await takeUntil(c1, 1, false)).map(bodyText)).toEqual(["good"]);
+    expect(skips()).toBe(1);
+    // A second member joins and leaves without taking: c1's consumer drops its buffer at each rebalance and fetches again.
+    const c2 = channel(props, "kc2");
+    await c2.start();
+    await waitUntil(() => logger.lines.some((l) => l.message.startsWith(`kafka channel kc1: consumer group ${group} rebalanced`)), "c1 rebalanced", 60_000);
+    await c2.stop();
+    expect((await takeUntil(c1, 1)).map(bodyText)).toEqual(["good"]);
+    expect(skips()).toBe(2);
+    // Counted once, when its offset was committed with the take.
+    expect(c1.counter.values.EventReadFail).toBe(1);
+    expect(await committedOffset(kafka.bootstrap, group, topic)).toBe(2);
+  },
+  240_000,
+);
+
+needsJvm.test(
   "a taken event has its record's key as the key header, as Flume's channel: over a FlumeEvent's own, on a plain body alone; a record without a key gives none",
   async () => {
     const flumeTopic = await kafka.newTopic();
