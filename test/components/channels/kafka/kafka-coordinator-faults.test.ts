@@ -8,7 +8,7 @@
  * - the same while the group rebalances: the records are fetched again by their partition's
  *   owner, so the take's rollback does not give them back, and their fetch response is freed;
  * - a rejoin after a rebalance: the consumer is dropped and connects again (the client reports
- *   the failed rejoin as an 'error' event, which stopped the process before it was listened to).
+ *   the failed rejoin as an 'error' event, which ends the process when nothing listens to it).
  */
 import { expect } from "bun:test";
 import type { KafkaChannel, KafkaTransaction } from "../../../../src/components/channels/kafka/kafka-channel.ts";
