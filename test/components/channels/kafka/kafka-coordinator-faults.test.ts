@@ -38,12 +38,17 @@ function takeOpen(c: KafkaChannel, n: number): { tx: KafkaTransaction; events: E
   return { tx, events };
 }
 
+/** A Kafka channel whose clients reach the broker through the proxy. */
+function behindProxy(props: Record<string, string>, name: string, logger?: MemoryLogger): KafkaChannel {
+  return kafkaChannel({ "kafka.bootstrap.servers": `127.0.0.1:${proxy().port}`, ...props }, { cleanups, name, logger });
+}
+
 /**
  * Starts channel kc (through the proxy) and puts `puts` transactions of BATCH events, each one
  * fetched back before the next: one fetch response each.
  */
 async function startWithPuts(props: Record<string, string>, logger: MemoryLogger, puts: number): Promise<KafkaChannel> {
-  const c = kafkaChannel({ "kafka.bootstrap.servers": `127.0.0.1:${proxy().port}`, ...props }, { cleanups, name: "kc", logger });
+  const c = behindProxy(props, "kc", logger);
   await c.start();
   await waitUntil(() => c.connected, "channel connected", 60_000);
   for (let i = 0; i < puts; i++) {
@@ -145,7 +150,7 @@ needsJvm.test(
       () => null,
       (err: unknown) => err,
     );
-    const c2 = kafkaChannel({ "kafka.bootstrap.servers": `127.0.0.1:${proxy().port}`, ...props }, { cleanups, name: "kc2" });
+    const c2 = behindProxy(props, "kc2");
     await c2.start();
     // The second put's records, fetched and not taken, were dropped by the rebalance.
     await waitUntil(() => logger.lines.some((l) => /kafka channel kc: consumer group .* rebalanced; 100 fetched records/.test(l.message)), "kc rebalanced", 60_000);
@@ -185,7 +190,7 @@ needsJvm.test(
 
     // kc2 joins: kc's heartbeat is told to rejoin, and its JoinGroup requests are lost.
     proxy().loseJoins("kc-consumer");
-    const c2 = kafkaChannel({ "kafka.bootstrap.servers": `127.0.0.1:${proxy().port}`, ...props }, { cleanups, name: "kc2" });
+    const c2 = behindProxy(props, "kc2");
     await c2.start();
     await waitUntil(
       () => logger.lines.some((l) => l.message.includes(`kafka channel kc: the Kafka consumer at 127.0.0.1:${proxy().port} stopped (rejoining consumer group ${group} failed:`)),
