@@ -178,7 +178,15 @@ export class KafkaPoller {
     const commits = new DirectCommits(kafka, consumer);
     const fetcher = new Fetcher(kafka, consumer, s, this.label, this.logger, { arrived: (records, bytes, ms) => this.arrived(records, bytes, ms), full: () => this.full, failed: (err) => this.lost(fetcher, messageOf(err)) }, FETCH_BYTES, () => this.topics);
     // The client reports a rejoin that failed as an 'error' event, which with no listener would stop the agent.
-    consumer.on("error", (err: unknown) => this.lost(fetcher, `rejoining consumer group ${s.groupId} failed: ${messageOf(err)}`));
+    // One before the start ended (a rebalance while the positions were read) fails the start: the
+    // member is out of the group, and the partitions it was given may be another member's now.
+    let starting = true;
+    let failedRejoin: string | null = null;
+    consumer.on("error", (err: unknown) => {
+      const why = `rejoining consumer group ${s.groupId} failed: ${messageOf(err)}`;
+      if (starting) failedRejoin ??= why;
+      else this.lost(fetcher, why);
+    });
     // Every join after the first (a rebalance; one during the start too): what was fetched may now be another member's.
     let joined = false;
     consumer.on("consumer:group:join", () => {
@@ -202,6 +210,7 @@ export class KafkaPoller {
         timer = setTimeout(() => reject(new Error(`no answer from the brokers within ${bound} ms (request.timeout.ms + session.timeout.ms)`)), bound);
       });
       await Promise.race([join(), timeout]);
+      if (failedRejoin !== null) throw new Error(failedRejoin);
       this.consumer = consumer;
       this.commits = commits;
       this.fetcher = fetcher;
@@ -210,6 +219,7 @@ export class KafkaPoller {
       await consumer.close(true).catch(() => {});
       throw this.explain(err);
     } finally {
+      starting = false;
       clearTimeout(timer);
     }
     if (this.subscription.regex) {

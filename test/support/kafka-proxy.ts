@@ -12,6 +12,10 @@
  *   their own connection), so only the commits fail.
  * - `loseJoins(clientId)` does the same (`cut`) to the JoinGroup requests of one client id:
  *   that client's consumers cannot join or rejoin a group; other clients' joins go through.
+ *   `refuseJoins(clientId)` answers them itself with GROUP_AUTHORIZATION_FAILED instead, and
+ *   leaves the connection open (the client gives up at once, its other requests go on).
+ * - `holdAnswers(api, clientId)` holds the broker's answers to one client's requests of one
+ *   API until `releaseAnswers()` forwards them (with any other fault in effect beside it).
  */
 import net from "node:net";
 
@@ -25,8 +29,8 @@ type Outage =
     }
   | { kind: "requests"; api: number; clientId?: string; how: RequestLoss };
 
-/** What the client sees of a lost request: its connection closed, or no answer. */
-export type RequestLoss = "cut" | "unanswered";
+/** What the client sees of a lost request: its connection closed, no answer, or an error answer (JoinGroup v7-v9 only). */
+export type RequestLoss = "cut" | "unanswered" | "refused";
 
 /** How long connections are refused after the fault: at least `refuseMs` and `refuseAtLeast` attempts (at most 15 s). */
 interface Refusal {
@@ -46,6 +50,14 @@ export interface KafkaProxy {
   loseOffsetCommits(how?: RequestLoss): void;
   /** Every JoinGroup request of client `clientId` until restore() is not forwarded: its connection is cut. */
   loseJoins(clientId: string): void;
+  /** Every JoinGroup request of client `clientId` until restore() is answered by the proxy with GROUP_AUTHORIZATION_FAILED. */
+  refuseJoins(clientId: string): void;
+  /** The answers to client `clientId`'s requests of `api` are held until releaseAnswers(). */
+  holdAnswers(api: number, clientId: string): void;
+  /** Forwards the held answers, in order, and holds no more. */
+  releaseAnswers(): void;
+  /** Answers held now. */
+  readonly held: number;
   /** Ends the fault in effect. */
   restore(): void;
   /** Whether the last fault is over. */
@@ -55,7 +67,33 @@ export interface KafkaProxy {
 
 const PRODUCE = 0;
 const OFFSET_COMMIT = 8;
+export const OFFSET_FETCH = 9;
 const JOIN_GROUP = 11;
+const GROUP_AUTHORIZATION_FAILED = 30;
+
+/**
+ * A JoinGroup answer (v7-v9, flexible) with `errorCode` for the request in `frame`, as a broker
+ * sends one: generation -1, no protocol, leader and member id empty, no members. Null for
+ * other versions.
+ */
+function joinGroupError(frame: Buffer, errorCode: number): Buffer | null {
+  const version = frame.readInt16BE(6);
+  if (version < 7 || version > 9) return null;
+  const body = [
+    ...int32(frame.readInt32BE(8)), 0, // correlation id, no tagged fields (response header v1)
+    ...int32(0), (errorCode >> 8) & 0xff, errorCode & 0xff, ...int32(-1), // throttle, error, generation
+    0, 0, 1, // protocol type and name null, leader ""
+    ...(version >= 9 ? [0] : []), // skip_assignment false
+    1, 1, 0, // member id "", no members, no tagged fields
+  ];
+  return Buffer.from([...int32(body.length), ...body]);
+}
+
+function int32(n: number): number[] {
+  const b = Buffer.alloc(4);
+  b.writeInt32BE(n);
+  return [...b];
+}
 
 /** The client id in a request's header (v1 and v2 alike: a 2-byte length, then the id). */
 function clientIdOf(frame: Buffer): string {
@@ -82,6 +120,9 @@ export async function startKafkaProxy(port: number, brokerPort: number): Promise
   let down = false;
   let lost = 0;
   let refused = 0;
+  let hold: { api: number; clientId: string } | null = null;
+  /** Held answers, with the connection each goes back on. */
+  const heldAnswers: { client: net.Socket; frame: Buffer }[] = [];
   const sockets = new Set<net.Socket>();
   const downLongEnough = () => outage?.kind === "produce answers" && refused >= outage.refuseAtLeast && Date.now() - downSince >= outage.refuseMs;
 
@@ -107,6 +148,7 @@ export async function startKafkaProxy(port: number, brokerPort: number): Promise
     client.on("error", cut).on("close", cut);
     broker.on("error", cut).on("close", cut);
     const produceIds = new Set<number>();
+    const heldIds = new Set<number>();
     const requests = { buf: Buffer.alloc(0) };
     const responses = { buf: Buffer.alloc(0) };
     let held = 0;
@@ -116,16 +158,26 @@ export async function startKafkaProxy(port: number, brokerPort: number): Promise
         if (outage?.kind === "requests" && api === outage.api && (outage.clientId === undefined || clientIdOf(f) === outage.clientId)) {
           lost++;
           if (outage.how === "unanswered") continue;
+          const answer = outage.how === "refused" && api === JOIN_GROUP ? joinGroupError(f, GROUP_AUTHORIZATION_FAILED) : null;
+          if (answer) {
+            client.write(answer);
+            continue;
+          }
           cut();
           return;
         }
         if (api === PRODUCE) produceIds.add(f.readInt32BE(8));
+        if (hold && api === hold.api && clientIdOf(f) === hold.clientId) heldIds.add(f.readInt32BE(8));
         broker.write(f);
       }
     });
     broker.on("data", (chunk: Buffer) => {
       for (const f of frames(responses, chunk)) {
         const id = f.readInt32BE(4);
+        if (heldIds.delete(id) && hold) {
+          heldAnswers.push({ client, frame: f });
+          continue;
+        }
         const produce = produceIds.delete(id);
         // Once one answer is held, the ones after it wait behind it (the connection's order).
         if (outage?.kind === "produce answers" && (produce || held > 0)) {
@@ -181,6 +233,21 @@ export async function startKafkaProxy(port: number, brokerPort: number): Promise
       refused = 0;
       lost = 0;
       outage = { kind: "requests", api: JOIN_GROUP, clientId, how: "cut" };
+    },
+    refuseJoins(clientId) {
+      refused = 0;
+      lost = 0;
+      outage = { kind: "requests", api: JOIN_GROUP, clientId, how: "refused" };
+    },
+    holdAnswers(api, clientId) {
+      hold = { api, clientId };
+    },
+    releaseAnswers() {
+      hold = null;
+      for (const { client, frame } of heldAnswers.splice(0)) if (!client.destroyed) client.write(frame);
+    },
+    get held() {
+      return heldAnswers.length;
     },
     restore() {
       down = false;

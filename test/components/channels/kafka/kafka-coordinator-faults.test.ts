@@ -8,7 +8,9 @@
  * - the same while the group rebalances: the records are fetched again by their partition's
  *   owner, so the take's rollback does not give them back, and their fetch response is freed;
  * - a rejoin after a rebalance: the consumer is dropped and connects again (the client reports
- *   the failed rejoin as an 'error' event, which ends the process when nothing listens to it).
+ *   the failed rejoin as an 'error' event, which ends the process when nothing listens to it);
+ *   one that fails while the consumer starts fails the start (the partitions it was given may
+ *   be another member's by then).
  */
 import { expect } from "bun:test";
 import type { KafkaChannel, KafkaTransaction } from "../../../../src/components/channels/kafka/kafka-channel.ts";
@@ -17,6 +19,7 @@ import { MemoryLogger } from "../../../../src/core/logger.ts";
 import { waitUntil } from "../../../support/helpers.ts";
 import { needsJvm } from "../../../support/jvm.ts";
 import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFileBehindProxy, putEvents } from "../../../support/kafka-tests.ts";
+import { OFFSET_FETCH } from "../../../support/kafka-proxy.ts";
 
 const { kafka, proxy } = kafkaForFileBehindProxy({ autoCreateTopics: false });
 const cleanups = cleanupsAfterEach();
@@ -205,6 +208,46 @@ needsJvm.test(
     expect(taken.map(bodyText)).toEqual(bodies(BATCH, 0).slice(BATCH / 2));
     expect(await committedOffset(kafka.bootstrap, group, topic)).toBe(BATCH);
     expect(logger.lines.some((l) => l.message.startsWith("kafka channel kc: connected again"))).toBe(true);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a consumer whose rejoin fails while it starts (a second member joined as it read its committed offsets): the start fails naming the group, instead of reading a partition the group gave to the other member; the next start joins and the channel delivers every record once",
+  async () => {
+    const topic = await kafka.newTopic();
+    const group = `g-${topic}`;
+    const props = { "kafka.topic": topic, "kafka.consumer.group.id": group, ...QUICK_REBALANCES };
+    // Written by a channel of another group.
+    const writer = behindProxy({ "kafka.topic": topic, "kafka.consumer.group.id": `${group}-writer` }, "writer");
+    await writer.start();
+    await putEvents(writer, bodies(BATCH, 0).map((b) => createEvent(b)));
+
+    // kc joins alone and is given the partition; the answer to its committed offsets waits.
+    proxy().holdAnswers(OFFSET_FETCH, "kc-consumer");
+    const kc = behindProxy({ ...props, "kafka.consumer.client.id": "kc-consumer" }, "kc");
+    const started = kc.start().then(
+      () => null,
+      (err: unknown) => err,
+    );
+    await waitUntil(() => proxy().held > 0, "kc's committed offsets asked for", 60_000);
+    // kc2 joins: kc's heartbeat is told to rejoin, and its JoinGroup is refused. The group goes on
+    // without kc once its rebalance timeout passed: kc2's start ends with the partition.
+    proxy().refuseJoins("kc-consumer");
+    const kc2 = behindProxy(props, "kc2");
+    await kc2.start();
+    expect(proxy().lost).toBeGreaterThan(0);
+    proxy().releaseAnswers();
+    const failed = await started;
+    expect(String(failed)).toContain(`kafka channel kc: Kafka at 127.0.0.1:${proxy().port}: rejoining consumer group ${group} failed:`);
+    expect(kc.connected).toBe(false);
+
+    proxy().restore();
+    await kc2.stop();
+    await kc.start();
+    const { events: taken } = await takeCommitted(kc, BATCH);
+    expect(taken.map(bodyText)).toEqual(bodies(BATCH, 0));
+    expect(await committedOffset(kafka.bootstrap, group, topic)).toBe(BATCH);
   },
   240_000,
 );
