@@ -1,6 +1,6 @@
 /**
  * A TCP proxy on 127.0.0.1 between Kafka clients and one broker (which advertises the proxy's
- * port, so every connection goes through it) that makes two network faults:
+ * port, so every connection goes through it) that makes network faults:
  * - `loseProduceAnswers(n)` loses the answers of Produce requests the broker has already
  *   written: it holds the next n Produce responses of a connection and then closes it (and the
  *   broker's side) without forwarding them; the proxy then refuses connections for a while,
@@ -27,10 +27,11 @@ type Outage =
       refuseMs: number;
       refuseAtLeast: number;
     }
-  | { kind: "requests"; api: number; clientId?: string; how: RequestLoss };
+  /** `refused`: an error answer from the proxy (JoinGroup v7-v9; other versions are cut). */
+  | { kind: "requests"; api: number; clientId?: string; how: RequestLoss | "refused" };
 
-/** What the client sees of a lost request: its connection closed, no answer, or an error answer (JoinGroup v7-v9 only). */
-export type RequestLoss = "cut" | "unanswered" | "refused";
+/** What the client sees of a lost request: its connection closed, or no answer. */
+export type RequestLoss = "cut" | "unanswered";
 
 /** How long connections are refused after the fault: at least `refuseMs` and `refuseAtLeast` attempts (at most 15 s). */
 interface Refusal {
@@ -58,7 +59,7 @@ export interface KafkaProxy {
   releaseAnswers(): void;
   /** Answers held now. */
   readonly held: number;
-  /** Ends the fault in effect. */
+  /** Ends the fault in effect, and forwards any held answers. */
   restore(): void;
   /** Whether the last fault is over. */
   readonly up: boolean;
@@ -123,6 +124,10 @@ export async function startKafkaProxy(port: number, brokerPort: number): Promise
   let hold: { api: number; clientId: string } | null = null;
   /** Held answers, with the connection each goes back on. */
   const heldAnswers: { client: net.Socket; frame: Buffer }[] = [];
+  const releaseAnswers = () => {
+    hold = null;
+    for (const { client, frame } of heldAnswers.splice(0)) if (!client.destroyed) client.write(frame);
+  };
   const sockets = new Set<net.Socket>();
   const downLongEnough = () => outage?.kind === "produce answers" && refused >= outage.refuseAtLeast && Date.now() - downSince >= outage.refuseMs;
 
@@ -242,16 +247,14 @@ export async function startKafkaProxy(port: number, brokerPort: number): Promise
     holdAnswers(api, clientId) {
       hold = { api, clientId };
     },
-    releaseAnswers() {
-      hold = null;
-      for (const { client, frame } of heldAnswers.splice(0)) if (!client.destroyed) client.write(frame);
-    },
+    releaseAnswers,
     get held() {
       return heldAnswers.length;
     },
     restore() {
       down = false;
       outage = null;
+      releaseAnswers();
     },
     close: () =>
       new Promise<void>((resolve) => {
