@@ -115,9 +115,10 @@ export class KafkaPoller {
   /** Called with the count of records each fetch brought and the milliseconds from its request to them read (a channel counts what arrived for its ChannelSize, and times its fetches). */
   onRecords?: (count: number, ms: number) => void;
   /**
-   * Called with the buffered records dropped at a rebalance or when the consumer is dropped
-   * (brokers lost, closed): fetching starts again from the committed offsets. A channel holds
-   * the records of rolled-back takes waiting here (taken-offsets.ts): it lets go of them.
+   * Called at each new generation (a rebalance, the consumer dropped: brokers lost, closed),
+   * with the buffered records dropped (maybe none): fetching starts again from the committed
+   * offsets. A channel holds the records of rolled-back takes waiting here (taken-offsets.ts):
+   * it lets go of them, and of what it kept of the generation that ended.
    */
   onDropped?: (records: readonly KafkaMessage[]) => void;
 
@@ -356,7 +357,7 @@ export class KafkaPoller {
     this.head = 0;
     this.heldBytes = 0;
     const n = buffer.length - head;
-    if (n > 0 && this.onDropped) this.onDropped(head > 0 ? buffer.slice(head) : buffer);
+    this.onDropped?.(head > 0 ? buffer.slice(head) : buffer);
     return n;
   }
 
@@ -442,7 +443,11 @@ export class KafkaPoller {
     const commits = this.commits;
     if (!this.consumer || !commits) return Promise.reject(new Error(`${this.label}: the Kafka consumer is not connected; the offsets are not committed`));
     const offsets = highestOfEachPartition(batches).map((m) => ({ topic: m.topic, partition: m.partition, offset: BigInt(m.offset + 1), leaderEpoch: m.leaderEpoch }));
-    const done = this.committing.then(() => commits.commit(offsets));
+    const generation = this.generation;
+    // Started again from the committed offsets while this waited for the commit before it: the
+    // records are read again from there, and a partition may be another member's now (an offset
+    // committed for it could move its owner's back). Nothing is committed.
+    const done = this.committing.then(() => (this.generation === generation ? commits.commit(offsets) : undefined));
     this.committing = done.catch(() => {});
     return done;
   }

@@ -167,7 +167,12 @@ export class Fetcher {
     this.staleMetadata = false;
     this.consumer.metadata({ topics: this.topics(), forceUpdate }, (err, metadata) => {
       this.planning = false;
-      if (this.halted || gen !== this.generation) return;
+      if (this.halted) return;
+      // A restart came meanwhile, and its own pump found this one planning: the fetching goes on from here.
+      if (gen !== this.generation) {
+        this.pump();
+        return;
+      }
       if (err || !metadata) {
         this.hooks.failed(err);
         return;

@@ -59,6 +59,8 @@ export class SimKafkaChannel implements Channel, GroupMember {
   private givenBack: SimRecord[] = [];
   /** The group's rewinds when they were given back: after another one, they are read again from the committed offsets instead. */
   private givenBackRewinds = 0;
+  /** The group's rewinds `offsets` knows of. */
+  private offsetsRewinds = 0;
   private readonly putListeners = new PutListeners();
   private turn = 0;
   /** Put commits under way: what they wrote so far, unreadable until they end. */
@@ -156,8 +158,20 @@ export class SimKafkaChannel implements Channel, GroupMember {
       tx.rewindsFrom = tx.takes.length;
     }
     tx.takes.push(r);
-    this.offsets.taken(r);
+    this.offsetsNow().taken(r);
     return r.event;
+  }
+
+  /**
+   * As the real channel: once the group went back to its committed offsets, what the offsets
+   * kept from before goes (holds, and takes committed above them, which are read again).
+   */
+  private offsetsNow(): TakenOffsets<SimRecord, Event> {
+    if (this.offsetsRewinds !== this.group.rewinds) {
+      this.offsets.clear();
+      this.offsetsRewinds = this.group.rewinds;
+    }
+    return this.offsets;
   }
 
   /** The next record of the partitions the group assigns this channel, round robin. */
@@ -239,12 +253,16 @@ export class SimKafkaChannel implements Channel, GroupMember {
     // The offset commit's round trip to the broker: a crash meanwhile leaves the offsets where they were.
     await this.epoch.sleep(Math.max(1, Math.ceil(this.latency / 2)));
     const g = this.group;
-    const upTo = this.offsets.committed(tx.takes, tx.takes.map((t) => t.event));
+    // As the real channel: takes read before the group last went back to its committed offsets move no offset.
+    const from = tx.rewinds === g.rewinds ? tx.rewindsFrom : tx.takes.length;
+    const current = tx.takes.slice(from);
+    const offsets = this.offsetsNow();
+    const upTo = current.length > 0 ? offsets.committed(current, current.map((t) => t.event)) : [];
     for (const r of upTo) {
       const next = r.offset + 1;
       if (next > g.committed[r.partition]) g.committed[r.partition] = next;
     }
-    this.offsets.settled(upTo);
+    offsets.settled(upTo);
     this.counter.inc("EventTakeSuccessCount", tx.takes.length);
     tx.takes = [];
   }
@@ -254,11 +272,9 @@ export class SimKafkaChannel implements Channel, GroupMember {
     this.counter.values.RollbackCount += tx.takes.length;
     tx.puts = [];
     // As the real channel: takes read before the group last went back to its committed offsets
-    // are read again from there (by this member or the partition's owner now), not given back;
-    // their holds go too.
+    // are read again from there (by this member or the partition's owner now), not given back.
     const takes = tx.takes;
     const from = tx.rewinds === this.group.rewinds ? tx.rewindsFrom : takes.length;
-    if (from > 0) this.offsets.dropped(takes.slice(0, from));
     if (from < takes.length) {
       this.dropStaleGivenBack();
       this.givenBack = [...takes.slice(from), ...this.givenBack];
@@ -267,12 +283,8 @@ export class SimKafkaChannel implements Channel, GroupMember {
     tx.takes = [];
   }
 
-  /**
-   * Rolled-back takes waiting here since before the group went back to its committed offsets
-   * are read again from there: they go, and so do their holds, which would keep the offsets of
-   * their partitions from ever moving past them.
-   */
+  /** Rolled-back takes waiting here since before the group went back to its committed offsets are read again from there: they go (their holds went with the rewind, offsetsNow). */
   private dropStaleGivenBack(): void {
-    if (this.givenBack.length > 0 && this.givenBackRewinds !== this.group.rewinds) this.offsets.dropped(this.givenBack.splice(0));
+    if (this.givenBack.length > 0 && this.givenBackRewinds !== this.group.rewinds) this.givenBack = [];
   }
 }

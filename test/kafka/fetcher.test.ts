@@ -34,8 +34,19 @@ class StandInConsumer {
     this.resets.push(o.timestamp);
     return new Map([["t", [2n, 3n]]]);
   }
+  /** While set, metadata is answered only by answerMetadata() (a lookup that went to the network). */
+  metadataWaits: (() => void)[] | null = null;
+
   metadata(_o: unknown, cb: (err: Error | null, md: unknown) => void) {
-    cb(null, { topics: new Map([["t", { id: "id-t", partitions: [{ leader: 1 }, { leader: 1 }] }]]) });
+    const answer = () => cb(null, { topics: new Map([["t", { id: "id-t", partitions: [{ leader: 1 }, { leader: 1 }] }]]) });
+    if (this.metadataWaits) this.metadataWaits.push(answer);
+    else answer();
+  }
+
+  answerMetadata() {
+    const waits = this.metadataWaits ?? [];
+    this.metadataWaits = null;
+    for (const answer of waits) answer();
   }
   fetch(options: Asked["options"], cb: Asked["answer"]) {
     this.asked.push({ options, answer: cb });
@@ -162,6 +173,26 @@ describe("the fetch loop", () => {
       [0, 9],
       [1, 3],
     ]);
+    await fetcher.stop();
+  });
+
+  test("a rebalance while a fetch's metadata is being looked up: the fetching goes on from the new committed offsets once it answers", async () => {
+    const { consumer, got, fetcher, offsets } = setUp();
+    await fetcher.restart();
+    consumer.metadataWaits = [];
+    consumer.asked[0].answer(null, response(partition(0, batch(["a"], 5))));
+    // The next fetch waits for its metadata; a rebalance restarts the fetching meanwhile.
+    expect([consumer.asked.length, consumer.metadataWaits.length]).toEqual([1, 1]);
+    consumer.committed = new Map([["t", [9n, 3n]]]);
+    await fetcher.restart();
+    expect(consumer.asked.length).toBe(1);
+    consumer.answerMetadata();
+    expect(consumer.asked.length).toBe(2);
+    expect(offsets(consumer.asked[1])).toEqual([
+      [0, 9],
+      [1, 3],
+    ]);
+    expect(got.map((m) => m.offset)).toEqual([5]);
     await fetcher.stop();
   });
 

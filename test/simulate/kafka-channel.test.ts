@@ -117,6 +117,34 @@ describe("the Kafka channel on the simulated broker", () => {
     expect(other.take()).toBeNull();
   });
 
+  test("after another member joins, a take moves the group's offset only past what it took: takes committed above an open one before it come again, and a crash delivers every record not committed since", async () => {
+    const { clock, broker, channel, run, w } = await setup();
+    await putFour(channel, run);
+    const open = channel.getTransaction();
+    open.begin();
+    expect([open.take(), open.take()].map((e) => bodyText(e as Event))).toEqual(["event 0", "event 1"]);
+    const above = channel.getTransaction();
+    above.begin();
+    expect([above.take(), above.take()].map((e) => bodyText(e as Event))).toEqual(["event 2", "event 3"]);
+    await run(above.commit());
+    above.close();
+    expect(broker.group("t", "g").committed).toEqual([0]);
+    // c2 joins: the group reads again from offset 0, the partition stays c1's.
+    new SimKafkaChannel("c2", 1, spec, 100, broker, 10, new Epoch(1, clock), w).start();
+    await open.rollback();
+    open.close();
+    const one = channel.getTransaction();
+    one.begin();
+    expect(bodyText(one.take() as Event)).toBe("event 0");
+    await run(one.commit());
+    one.close();
+    expect(broker.group("t", "g").committed).toEqual([1]);
+    channel.crash();
+    const again = new SimKafkaChannel("c1", 0, spec, 100, broker, 10, new Epoch(2, clock), w);
+    again.start();
+    expect(await takeFiveAndCommit(again, run)).toEqual(["event 1", "event 2", "event 3", null, null]);
+  });
+
   test("a take rolled back before another member joins is not taken again from this member's list: the partition's owner reads it once, from the committed offset", async () => {
     const { clock, broker, channel, run, w } = await setup();
     await putFour(channel, run);

@@ -66,8 +66,8 @@ export interface KafkaProxy {
   close(): Promise<void>;
 }
 
-const PRODUCE = 0;
-const OFFSET_COMMIT = 8;
+export const PRODUCE = 0;
+export const OFFSET_COMMIT = 8;
 export const OFFSET_FETCH = 9;
 const JOIN_GROUP = 11;
 const GROUP_AUTHORIZATION_FAILED = 30;

@@ -10,6 +10,7 @@ import { definition as channelDefinition, type KafkaChannel } from "../../src/co
 import { definition as sinkDefinition, type KafkaSink } from "../../src/components/sinks/kafka.ts";
 import { definition as sourceDefinition, type KafkaSource } from "../../src/components/sources/kafka.ts";
 import type { Channel } from "../../src/core/channel.ts";
+import type { Transaction } from "../../src/core/transaction.ts";
 import { ChannelProcessor } from "../../src/core/channel-processor.ts";
 import type { ComponentDefinition } from "../../src/components/component.ts";
 import type { AnyOptions } from "../../src/config/schema.ts";
@@ -159,7 +160,7 @@ export async function failureOf(k: KafkaSink): Promise<Error> {
 }
 
 /** A Kafka source (not started) writing into `channel` (a started memory channel by default). */
-export function kafkaSource(props: Record<string, string>, o: Built & { channel?: MemoryChannel }): { source: KafkaSource; channel: MemoryChannel; logger: MemoryLogger } {
+export function kafkaSource<C extends Channel = MemoryChannel>(props: Record<string, string>, o: Built & { channel?: C }): { source: KafkaSource; channel: C | MemoryChannel; logger: MemoryLogger } {
   const logger = (o.logger as MemoryLogger | undefined) ?? new MemoryLogger();
   const source = sourceDefinition.create(parsed(sourceDefinition, props), componentContext(o.name ?? "r1", { logger }));
   // A channel given is started here; one made here is started already.
@@ -200,6 +201,37 @@ export async function takeEvents(channel: Channel, into: Event[] = [], max = 100
   await tx.commit();
   tx.close();
   return into;
+}
+
+/**
+ * Bodies of 400 bytes, numbered from `from`: a put of 100 is one fetch response of 40 kB, one
+ * the Kafka channel frees itself once its takes committed (response-release.ts: over 16 kB).
+ */
+export function largeBodies(n: number, from: number): string[] {
+  return Array.from({ length: n }, (_, i) => `event-${String(from + i).padStart(4, "0")}-${"x".repeat(389)}`);
+}
+
+/** Begins a take and takes up to n events in it, left open (the test commits or rolls it back). */
+export function takeOpen<T extends Transaction>(channel: { getTransaction(): T }, n: number): { tx: T; events: Event[] } {
+  const tx = channel.getTransaction();
+  tx.begin();
+  const events: Event[] = [];
+  for (let i = 0; i < n; i++) {
+    const e = tx.take();
+    if (!e) break;
+    events.push(e);
+  }
+  return { tx, events };
+}
+
+/** As takeOpen, taking on in the same transaction until n events were taken (as the consumer fetches them). */
+export async function takeOpenAll<T extends Transaction>(channel: { getTransaction(): T }, n: number, ms = 60_000): Promise<{ tx: T; events: Event[] }> {
+  const open = takeOpen(channel, n);
+  await waitUntil(() => {
+    for (let e = open.events.length < n ? open.tx.take() : null; e; e = open.events.length < n ? open.tx.take() : null) open.events.push(e);
+    return open.events.length === n;
+  }, `${n} events taken in one transaction`, ms, 50);
+  return open;
 }
 
 /** The offset a consumer group committed for a topic's partition, as the brokers have it (-1: none). */

@@ -78,6 +78,8 @@ export class KafkaSource extends BaseSource implements PollableSource {
   private waiting: (readonly KafkaMessage[])[] = [];
   /** Events of the waiting batches. */
   private waitingEvents = 0;
+  /** The consumer's generation the waiting batches were read in. */
+  private waitingGeneration = 0;
   /** Batches put whose offset commit has not ended (going or waiting). */
   private uncommitted = 0;
   /** Commits the waiting batches COMMIT_WAIT_MS after the last commit ended, when fewer than COMMIT_BATCHES wait. */
@@ -191,12 +193,13 @@ export class KafkaSource extends BaseSource implements PollableSource {
     const started = Date.now();
     // As Flume's: a batch whose time ran out before it filled ended on a poll that found nothing.
     if (!(await this.poller.waitFor(batchSize, batchDurationMillis))) this.counter.values.KafkaEmptyCount++;
+    const generation = this.poller.generation;
     const msgs = this.poller.take(batchSize);
     if (msgs.length === 0) return "BACKOFF";
     this.counter.values.KafkaEventGetTimer += Date.now() - started;
     const copied = new CopiedValues(msgs);
     const events = this.eventsOf(msgs, copied);
-    if (!(await this.sendDeadLetters(msgs))) return "BACKOFF";
+    if (!(await this.sendDeadLetters(msgs, generation))) return "BACKOFF";
     // Counted once the batch goes on: a batch held for its dead letters counts them only when they went, and a batch read again counts each once.
     this.counter.values.EventReadFail += this.badSeen.settle();
     // At most uncommittedBatches batches are in the channels with their offsets not committed (a crash re-reads at most these).
@@ -204,11 +207,11 @@ export class KafkaSource extends BaseSource implements PollableSource {
     if (events.length > 0) {
       const refused = await this.emitter.offer(events, `topics ${this.poller.topics.join(",")}`);
       if (refused) {
-        this.poller.giveBack(msgs);
+        this.giveBack(msgs, generation);
         return "BACKOFF";
       }
     }
-    this.commitLater(msgs);
+    this.commitLater(msgs, generation);
     // The events hold copies: the responses are done with once the batch is in the channels (a batch in the channels is never given back).
     this.responses.committed(copied.sources);
     return "READY";
@@ -221,9 +224,15 @@ export class KafkaSource extends BaseSource implements PollableSource {
    * of the broker's: one a batch was a fifth of the source's CPU). A failure is logged (those
    * batches may be read again; the next commit covers their offsets).
    */
-  private commitLater(msgs: readonly KafkaMessage[]): void {
+  private commitLater(msgs: readonly KafkaMessage[], generation: number): void {
     // Held batches are given back at the head and read first: this batch, gone on, held every bad record seen.
     this.badSeen.clear();
+    // Read before the consumer started again from the group's committed offsets (a rebalance while
+    // the batch was put): read again from there, by this member or by the partition's new owner;
+    // an offset committed for them now could move that owner's back.
+    if (generation !== this.poller.generation) return;
+    this.dropStaleWaiting();
+    this.waitingGeneration = generation;
     this.uncommitted++;
     this.waiting.push(highestOfEachPartition([msgs]));
     this.waitingEvents += msgs.length;
@@ -243,6 +252,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
       clearTimeout(this.commitTimer);
       this.commitTimer = null;
     }
+    this.dropStaleWaiting();
     const batches = this.waiting;
     const events = this.waitingEvents;
     this.waiting = [];
@@ -270,6 +280,23 @@ export class KafkaSource extends BaseSource implements PollableSource {
     return done;
   }
 
+  /** Waiting batches read before the consumer last started again from the committed offsets commit nothing (see commitLater). */
+  private dropStaleWaiting(): void {
+    if (this.waiting.length === 0 || this.waitingGeneration === this.poller.generation) return;
+    this.uncommitted -= this.waiting.length;
+    this.waiting = [];
+    this.waitingEvents = 0;
+  }
+
+  /**
+   * A batch not put goes back to be read first, unless the consumer started again from the
+   * group's committed offsets since it was read (a rebalance): its records come again from
+   * there, by this member or by the partition's new owner, so given back they would come twice.
+   */
+  private giveBack(msgs: KafkaMessage[], generation: number): void {
+    if (this.poller.generation === generation) this.poller.giveBack(msgs);
+  }
+
   /** Waits until the offsets of every batch put are committed (or their commit failed). */
   private async commitsEnded(): Promise<void> {
     for (;;) {
@@ -284,7 +311,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
    * topic refuses them the batch is held: given back, no offset committed, nothing put, and
    * offered again after the runner's backoff (a bad record is never skipped unrecorded).
    */
-  private async sendDeadLetters(msgs: KafkaMessage[]): Promise<boolean> {
+  private async sendDeadLetters(msgs: KafkaMessage[], generation: number): Promise<boolean> {
     const dlq = this.deadLetters;
     if (!dlq || dlq.size === 0) return true;
     const bad = dlq.size;
@@ -294,7 +321,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
     } catch (err) {
       this.counter.values.KafkaDeadLetterFailCount++;
       this.logger.error(`${this.label}: cannot write ${bad} record(s) that are no FlumeEvent to the dead-letter topic ${dlq.topic} (kafka.deadLetterTopic): ${messageOf(err)}; the batch of ${msgs.length} records from ${where(msgs[0])} is held (not put, offsets not committed) and read again after backoff`);
-      this.poller.giveBack(msgs);
+      this.giveBack(msgs, generation);
       return false;
     }
   }

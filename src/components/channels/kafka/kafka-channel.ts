@@ -130,6 +130,12 @@ export class KafkaChannel implements Channel {
   private readonly badSeen = new BadRecordsSeen();
   /** Sends and offset commits in flight. */
   private inFlight = 0;
+  /**
+   * The take whose offsets are committing, if one is: the next take's offsets are worked out once
+   * it settled. Worked out beside it, they could pass its records, which a failed commit holds
+   * again until their rollback.
+   */
+  private takeCommitting: Promise<void> | null = null;
   /** The records of sends settled, reused by the next ones (one slot a send in flight). */
   private readonly slots: { records: KafkaRecord[]; pool: KafkaRecord[] }[] = [];
   /** Records this channel sent that its consumer has not fetched back yet (see ioBusy). */
@@ -163,22 +169,34 @@ export class KafkaChannel implements Channel {
       else if (this.unfetched > 0) this.unfetched = Math.max(0, this.unfetched - n);
     };
     this.poller.onDropped = (records) => {
-      this.dropped(records);
+      this.newGeneration(records);
       this.counter.set("ChannelSize", this.poller.buffered);
     };
   }
 
   /**
-   * The consumer dropped its buffer (a rebalance, or it was lost and connects again) and reads
-   * again from the group's committed offsets: rolled-back takes waiting there are not taken
-   * again from it. Their holds and responses go, or a partition that comes back after another
-   * member committed past them would never commit an offset again; so do the bad records
-   * among them remembered (the owner now reports them).
+   * The consumer starts again from the group's committed offsets (a rebalance, or it was lost
+   * and connects again) and drops its buffer: every record past those offsets is fetched again,
+   * by this member or by the partition's new owner. Rolled-back takes waiting in the buffer are
+   * not taken again from it: their responses go, and so do the bad records among them remembered
+   * (the owner now reports them). What the offsets kept of the generation that ended goes too:
+   * its holds, and the takes committed above them, which come again; kept, they would let a take
+   * of the new generation commit the group's offset past records no take committed since.
+   * Takes still open from before commit no offset (takesFrom).
    */
-  private dropped(records: readonly KafkaMessage[]): void {
-    const held = this.offsets.dropped(records);
+  private newGeneration(dropped: readonly KafkaMessage[]): void {
+    const held = this.offsets.dropped(dropped);
     if (held.length > 0) this.responses.dropped(held);
-    this.badSeen.forgetAll(records);
+    this.badSeen.forgetAll(dropped);
+    this.offsets.clear();
+  }
+
+  /**
+   * Where tx's takes of the consumer's current generation start (the takes' length when it has
+   * none): the takes before were fetched in a generation that ended, and come again.
+   */
+  private takesFrom(tx: KafkaTransaction): number {
+    return tx.generation === this.poller.generation ? tx.generationFrom : tx.takes.length;
   }
 
   getLifecycleState(): LifecycleState {
@@ -414,15 +432,31 @@ export class KafkaChannel implements Channel {
     } catch (err) {
       throw new ChannelException(`${this.label}: sending ${bad} record(s) that are no FlumeEvent to the dead-letter topic ${this.options.deadLetterTopic} (kafka.deadLetterTopic) failed: ${messageOf(err)}; the take of ${tx.takes.length} records from ${where(tx.takes[0])} is not committed, its records are read again`, { cause: err });
     }
-    const upTo = this.offsets.committed(tx.takes, tx.taken);
+    while (this.takeCommitting) await this.takeCommitting;
+    let settle = () => {};
+    this.takeCommitting = new Promise<void>((resolve) => (settle = resolve));
+    try {
+      await this.commitOffsets(tx);
+    } finally {
+      this.takeCommitting = null;
+      settle();
+    }
+  }
+
+  private async commitOffsets(tx: KafkaTransaction): Promise<void> {
+    // Takes of a generation that ended move no offset: their records come again from the group's
+    // offsets, and the partition may be another member's now (an offset committed for it could
+    // move its owner's back).
+    const from = this.takesFrom(tx);
+    const current = from === 0 ? tx.takes : tx.takes.slice(from);
+    const upTo = current.length > 0 ? this.offsets.committed(current, from === 0 ? tx.taken : tx.taken.slice(from)) : [];
     const started = Date.now();
     const generation = this.poller.generation;
     try {
       if (upTo.length > 0) await this.poller.commit(upTo);
     } catch (err) {
-      // Held again for the rollback that follows; fetched again since (a rebalance, a stop), they are done with.
-      if (this.poller.generation === generation) this.offsets.failed(tx.takes);
-      else this.responses.dropped(tx.takes);
+      // Held again for the rollback that follows; if a generation ended meanwhile, the rollback lets go of them.
+      if (this.poller.generation === generation) this.offsets.failed(current);
       throw new ChannelException(`${this.label}: committing the offsets of ${tx.takes.length} taken records failed: ${messageOf(err)}`, { cause: err });
     }
     this.counter.values.KafkaCommitTimer += Date.now() - started;
@@ -445,8 +479,12 @@ export class KafkaChannel implements Channel {
     // again (here, or by the partition's new owner after a rebalance): given back, they would
     // come twice, and their offsets be committed by a member that no longer owns them.
     const takes = tx.takes;
-    const from = tx.generation === this.poller.generation ? tx.generationFrom : takes.length;
-    if (from > 0) this.dropped(from === takes.length ? takes : takes.slice(0, from));
+    const from = this.takesFrom(tx);
+    if (from > 0) {
+      const before = from === takes.length ? takes : takes.slice(0, from);
+      this.responses.dropped(before);
+      this.badSeen.forgetAll(before);
+    }
     this.poller.giveBack(from === 0 ? takes : takes.slice(from));
     this.endTakes(tx, false);
     this.counter.set("ChannelSize", this.poller.buffered);

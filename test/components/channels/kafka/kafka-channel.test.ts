@@ -20,7 +20,7 @@ import { consumerSettings, producerSettings } from "../../../../src/kafka/settin
 import { waitUntil } from "../../../support/helpers.ts";
 import { needsJvm } from "../../../support/jvm.ts";
 import { consoleConsume, consoleProduce } from "../../../support/kafka.ts";
-import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFile, putEvents as put } from "../../../support/kafka-tests.ts";
+import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFile, largeBodies, putEvents as put, takeOpenAll } from "../../../support/kafka-tests.ts";
 
 const kafka = kafkaForFile({ autoCreateTopics: false });
 const cleanups = cleanupsAfterEach();
@@ -355,6 +355,86 @@ needsJvm.test(
     expect(await takeUntil(c1, 1, true, 3000)).toEqual([]);
     expect(await committedOffset(kafka.bootstrap, group, topic, Number(p))).toBe(2);
     expect(await committedOffset(kafka.bootstrap, group, topic, Number(other))).toBe(2);
+    expect(c1.repeatable()).toEqual([]);
+  },
+  240_000,
+);
+
+/** Takes `n` events in one transaction, waiting for them, and commits it: their bodies. */
+async function takeAndCommit(c: KafkaChannel, n: number): Promise<string[]> {
+  const { tx, events } = await takeOpenAll(c, n);
+  await tx.commit();
+  tx.close();
+  return events.map(bodyText);
+}
+
+/** Rolls an open take back. */
+async function rollBack(open: { tx: { rollback(): Promise<void>; close(): void } }): Promise<void> {
+  await open.tx.rollback();
+  open.tx.close();
+}
+
+/**
+ * For the tests of takes across a rebalance that kc1 keeps its partition through: kc1 on a topic
+ * of one partition, 200 events of 400 bytes put (one fetch response, which the channel frees
+ * itself once no take needs it), taken in two transactions: the first left open, the second
+ * committed above it (the group's offset stays at none: the open take holds it).
+ */
+async function twoTakesAcrossARebalance() {
+  const topic = await kafka.newTopic();
+  const group = `g-${topic}`;
+  const props = { "kafka.topic": topic, "kafka.consumer.group.id": group, "kafka.consumer.session.timeout.ms": "6000", "kafka.consumer.heartbeat.interval.ms": "500" };
+  const c1 = channel(props, "kc1");
+  await c1.start();
+  await waitUntil(() => c1.connected, "channel connected", 60_000);
+  await put(c1, largeBodies(200, 0).map((b) => createEvent(b)));
+  const open = await takeOpenAll(c1, 100);
+  expect(open.events.map(bodyText)).toEqual(largeBodies(100, 0));
+  expect(await takeAndCommit(c1, 100)).toEqual(largeBodies(100, 100));
+  expect(await committedOffset(kafka.bootstrap, group, topic)).toBe(-1);
+  expect(c1.counter.values.ChannelSize).toBe(0);
+  // A member of the group for another topic joins: the group rebalances, kc1 keeps its partition
+  // and fetches it again from the committed offset (ChannelSize counts the 200 records come again).
+  const c2 = channel({ ...props, "kafka.topic": await kafka.newTopic() }, "kc2");
+  await c2.start();
+  await waitUntil(() => c1.counter.values.ChannelSize === 200, "kc1 fetched its partition again after the rebalance", 60_000);
+  return { topic, group, props, c1, open };
+}
+
+needsJvm.test(
+  "after a rebalance, a take moves the group's offset only past what it took: takes committed above an open one before it come again, and a restart delivers every record not committed since",
+  async () => {
+    const { topic, group, props, c1, open } = await twoTakesAcrossARebalance();
+    await rollBack(open);
+    expect(await takeAndCommit(c1, 50)).toEqual(largeBodies(50, 0));
+    expect(await committedOffset(kafka.bootstrap, group, topic)).toBe(50);
+    // The records past the offset are the group's still: a member reading after kc1 stopped gets them all.
+    await c1.stop();
+    const c3 = channel(props, "kc3");
+    await c3.start();
+    expect((await takeUntil(c3, 150)).map(bodyText)).toEqual(largeBodies(150, 50));
+    expect(await committedOffset(kafka.bootstrap, group, topic)).toBe(200);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "after a rebalance, records taken again while a take from before it is open are held by the new take alone: the old take's rollback lets no commit pass them, and their response stays readable until they are taken",
+  async () => {
+    const { topic, group, c1, open } = await twoTakesAcrossARebalance();
+    // The same records, fetched again, taken while the take from before the rebalance is open.
+    const again = await takeOpenAll(c1, 100);
+    expect(again.events.map(bodyText)).toEqual(largeBodies(100, 0));
+    await rollBack(open);
+    expect(await takeAndCommit(c1, 100)).toEqual(largeBodies(100, 100));
+    expect(await committedOffset(kafka.bootstrap, group, topic)).toBe(-1);
+    // A later response taken from and committed: the one the open take's records are in is not freed under them.
+    await put(c1, largeBodies(100, 200).map((b) => createEvent(b)));
+    expect(await takeAndCommit(c1, 100)).toEqual(largeBodies(100, 200));
+    expect(await committedOffset(kafka.bootstrap, group, topic)).toBe(-1);
+    await rollBack(again);
+    expect(await takeAndCommit(c1, 100)).toEqual(largeBodies(100, 0));
+    expect(await committedOffset(kafka.bootstrap, group, topic)).toBe(300);
     expect(c1.repeatable()).toEqual([]);
   },
   240_000,

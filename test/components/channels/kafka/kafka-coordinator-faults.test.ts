@@ -3,8 +3,8 @@
  * between the clients and a live broker drops them; everything else goes through):
  * - a take's offset commit, until the client's own retries are spent, while the consumer goes
  *   on: the take's records are held again until its rollback, another take's commit does not
- *   pass them, they come back in order, and the fetch response they came in is freed once
- *   they are committed;
+ *   pass them (nor one committing beside it), they come back in order, and the fetch response
+ *   they came in is freed once they are committed;
  * - the same while the group rebalances: the records are fetched again by their partition's
  *   owner, so the take's rollback does not give them back, and their fetch response is freed;
  * - a rejoin after a rebalance: the consumer is dropped and connects again (the client reports
@@ -13,33 +13,18 @@
  *   be another member's by then).
  */
 import { expect } from "bun:test";
-import type { KafkaChannel, KafkaTransaction } from "../../../../src/components/channels/kafka/kafka-channel.ts";
+import type { KafkaChannel } from "../../../../src/components/channels/kafka/kafka-channel.ts";
 import { bodyText, createEvent, type Event } from "../../../../src/core/event.ts";
 import { MemoryLogger } from "../../../../src/core/logger.ts";
 import { waitUntil } from "../../../support/helpers.ts";
 import { needsJvm } from "../../../support/jvm.ts";
-import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFileBehindProxy, putEvents } from "../../../support/kafka-tests.ts";
+import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFileBehindProxy, largeBodies, putEvents, takeOpen } from "../../../support/kafka-tests.ts";
 import { OFFSET_FETCH } from "../../../support/kafka-proxy.ts";
 
 const { kafka, proxy } = kafkaForFileBehindProxy({ autoCreateTopics: false });
 const cleanups = cleanupsAfterEach();
 
 const BATCH = 100;
-/** 400-byte bodies: a put of 100 is one fetch response of 40 kB, one the channel frees itself (over 16 kB). */
-const bodies = (n: number, from: number) => Array.from({ length: n }, (_, i) => `event-${String(from + i).padStart(4, "0")}-${"x".repeat(389)}`);
-
-/** Takes `n` events in a new transaction, left open. */
-function takeOpen(c: KafkaChannel, n: number): { tx: KafkaTransaction; events: Event[] } {
-  const tx = c.getTransaction();
-  tx.begin();
-  const events: Event[] = [];
-  for (let i = 0; i < n; i++) {
-    const e = tx.take();
-    if (!e) break;
-    events.push(e);
-  }
-  return { tx, events };
-}
 
 /** A Kafka channel whose clients reach the broker through the proxy. */
 function behindProxy(props: Record<string, string>, name: string, logger?: MemoryLogger): KafkaChannel {
@@ -55,7 +40,7 @@ async function startWithPuts(props: Record<string, string>, logger: MemoryLogger
   await c.start();
   await waitUntil(() => c.connected, "channel connected", 60_000);
   for (let i = 0; i < puts; i++) {
-    await putEvents(c, bodies(BATCH, i * BATCH).map((b) => createEvent(b)));
+    await putEvents(c, largeBodies(BATCH, i * BATCH).map((b) => createEvent(b)));
     await waitUntil(() => c.counter.values.ChannelSize >= (i + 1) * BATCH, `put ${i + 1} fetched`, 60_000);
   }
   return c;
@@ -93,6 +78,17 @@ async function takeCommitted(c: KafkaChannel, n: number): Promise<{ events: Even
   return { events: out, rolledBack };
 }
 
+/** Rolls back `first`, the take of the first put, and takes it again in a take that commits past both puts: its records come first. */
+async function firstTakenAgain(c: KafkaChannel, first: ReturnType<typeof takeOpen>, group: string, topic: string): Promise<void> {
+  await first.tx.rollback();
+  first.tx.close();
+  const again = takeOpen(c, 2 * BATCH);
+  expect(again.events.map(bodyText)).toEqual(largeBodies(BATCH, 0));
+  await again.tx.commit();
+  again.tx.close();
+  expect(await committedOffset(kafka.bootstrap, group, topic)).toBe(2 * BATCH);
+}
+
 needsJvm.test(
   "a take whose offset commit was lost on the way to the broker: its commit fails, another take's commit does not pass its records, they come back in order after its rollback, and their fetch response is freed once they are committed",
   async () => {
@@ -102,7 +98,7 @@ needsJvm.test(
     const c = await startWithPuts({ "kafka.topic": topic, "kafka.consumer.group.id": group }, logger, 2);
 
     const first = takeOpen(c, BATCH);
-    expect(first.events.map(bodyText)).toEqual(bodies(BATCH, 0));
+    expect(first.events.map(bodyText)).toEqual(largeBodies(BATCH, 0));
     const response = first.tx.takes[0].bytes.buffer;
     expect(response.byteLength).toBeGreaterThan(16 * 1024);
     // Lost until the client's retries are spent.
@@ -113,23 +109,45 @@ needsJvm.test(
 
     // The second take commits while the first one's records wait for their rollback: the group's offset stays before them.
     const second = takeOpen(c, BATCH);
-    expect(second.events.map(bodyText)).toEqual(bodies(BATCH, BATCH));
+    expect(second.events.map(bodyText)).toEqual(largeBodies(BATCH, BATCH));
     await second.tx.commit();
     second.tx.close();
     expect(await committedOffset(kafka.bootstrap, group, topic)).toBe(-1);
 
-    await first.tx.rollback();
-    first.tx.close();
-    const again = takeOpen(c, 2 * BATCH);
-    expect(again.events.map(bodyText)).toEqual(bodies(BATCH, 0));
-    await again.tx.commit();
-    again.tx.close();
-    expect(await committedOffset(kafka.bootstrap, group, topic)).toBe(2 * BATCH);
+    await firstTakenAgain(c, first, group, topic);
     // Taken again, not a second first take: the response is freed (detached) with its records' commit.
     expect(response.byteLength).toBe(0);
     expect(c.counter.values).toMatchObject({ EventTakeSuccessCount: 2 * BATCH, RollbackCount: BATCH, ChannelSize: 0 });
     // The consumer went on: no rebalance, no reconnection.
     expect(logger.lines.map((l) => l.message).filter((m) => /rebalanced|connecting again/.test(m))).toEqual([]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "two takes committing at once (two sinks), the first one's offset commit lost: the second works out its offset once the first failed, and does not pass the records the first holds again; they come back after its rollback",
+  async () => {
+    const topic = await kafka.newTopic();
+    const group = `g-${topic}`;
+    const c = await startWithPuts({ "kafka.topic": topic, "kafka.consumer.group.id": group }, new MemoryLogger(), 2);
+    const first = takeOpen(c, BATCH);
+    const second = takeOpen(c, BATCH);
+    expect([first.events.map(bodyText), second.events.map(bodyText)]).toEqual([largeBodies(BATCH, 0), largeBodies(BATCH, BATCH)]);
+    proxy().loseOffsetCommits();
+    const outcome = (p: Promise<void>) => p.then(() => null, (err: unknown) => err);
+    const firstCommit = outcome(first.tx.commit());
+    const secondCommit = outcome(second.tx.commit());
+    const failed = await firstCommit;
+    proxy().restore();
+    expect(String(failed)).toContain(`kafka channel kc: committing the offsets of ${BATCH} taken records failed`);
+    // The second take committed, its records above the first one's: the group's offset stays before both.
+    expect(await secondCommit).toBeNull();
+    second.tx.close();
+    expect(await committedOffset(kafka.bootstrap, group, topic)).toBe(-1);
+    expect(c.repeatable().map(bodyText)).toEqual(largeBodies(BATCH, BATCH));
+
+    await firstTakenAgain(c, first, group, topic);
+    expect(c.repeatable()).toEqual([]);
   },
   240_000,
 );
@@ -145,7 +163,7 @@ needsJvm.test(
     const c = await startWithPuts(props, logger, 2);
 
     const first = takeOpen(c, BATCH);
-    expect(first.events.map(bodyText)).toEqual(bodies(BATCH, 0));
+    expect(first.events.map(bodyText)).toEqual(largeBodies(BATCH, 0));
     const response = first.tx.takes[0].bytes.buffer;
     expect(response.byteLength).toBeGreaterThan(16 * 1024);
     proxy().loseOffsetCommits("unanswered");
@@ -169,7 +187,7 @@ needsJvm.test(
     expect(await committedOffset(kafka.bootstrap, group, topic)).toBe(-1);
     const { events: taken, rolledBack } = await takeCommitted(c, 2 * BATCH);
     // Once each, in order: the rolled-back take gave none back beside the records fetched again.
-    expect(taken.map(bodyText)).toEqual(bodies(2 * BATCH, 0));
+    expect(taken.map(bodyText)).toEqual(largeBodies(2 * BATCH, 0));
     expect(await committedOffset(kafka.bootstrap, group, topic)).toBe(2 * BATCH);
     // The first take's response was let go of when its records were dropped (they came again in new ones), and freed once a newer one was taken from.
     expect(response.byteLength).toBe(0);
@@ -205,7 +223,7 @@ needsJvm.test(
     // kc2 leaves without taking: kc connects again (on its next take) and reads on from the group's offset.
     await c2.stop();
     const { events: taken } = await takeCommitted(c, BATCH / 2);
-    expect(taken.map(bodyText)).toEqual(bodies(BATCH, 0).slice(BATCH / 2));
+    expect(taken.map(bodyText)).toEqual(largeBodies(BATCH, 0).slice(BATCH / 2));
     expect(await committedOffset(kafka.bootstrap, group, topic)).toBe(BATCH);
     expect(logger.lines.some((l) => l.message.startsWith("kafka channel kc: connected again"))).toBe(true);
   },
@@ -221,7 +239,7 @@ needsJvm.test(
     // Written by a channel of another group.
     const writer = behindProxy({ "kafka.topic": topic, "kafka.consumer.group.id": `${group}-writer` }, "writer");
     await writer.start();
-    await putEvents(writer, bodies(BATCH, 0).map((b) => createEvent(b)));
+    await putEvents(writer, largeBodies(BATCH, 0).map((b) => createEvent(b)));
 
     // kc joins alone and is given the partition; the answer to its committed offsets waits.
     proxy().holdAnswers(OFFSET_FETCH, "kc-consumer");
@@ -246,7 +264,7 @@ needsJvm.test(
     await kc2.stop();
     await kc.start();
     const { events: taken } = await takeCommitted(kc, BATCH);
-    expect(taken.map(bodyText)).toEqual(bodies(BATCH, 0));
+    expect(taken.map(bodyText)).toEqual(largeBodies(BATCH, 0));
     expect(await committedOffset(kafka.bootstrap, group, topic)).toBe(BATCH);
   },
   240_000,
