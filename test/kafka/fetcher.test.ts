@@ -4,7 +4,8 @@
  * from the group's committed offsets else auto.offset.reset, one fetch in flight per leader, the
  * position moving past what was read, a corrupt batch holding its partition (logged once, with
  * where), OFFSET_OUT_OF_RANGE moving a position by auto.offset.reset, answers to fetches from
- * before a rebalance dropped, and no fetch while the read-ahead is full.
+ * before a rebalance dropped, a rebalance while a fetch's metadata is looked up, and no fetch
+ * while the read-ahead is full.
  */
 import { describe, expect, test } from "bun:test";
 import * as kafka from "@platformatic/kafka";
