@@ -120,7 +120,7 @@ export class SimKafkaChannel implements Channel, GroupMember {
 
   /** The events of committed takes a crash now would deliver again (their offsets wait behind a held record). */
   repeatable(): Event[] {
-    return this.offsets.repeatable();
+    return this.offsetsNow().repeatable();
   }
 
   ioBusy(): boolean {
@@ -172,6 +172,11 @@ export class SimKafkaChannel implements Channel, GroupMember {
       this.offsetsRewinds = this.group.rewinds;
     }
     return this.offsets;
+  }
+
+  /** Where tx's takes since the group last went back to its committed offsets start (the takes' length when it has none). */
+  private takesFrom(tx: SimKafkaTransaction): number {
+    return tx.rewinds === this.group.rewinds ? tx.rewindsFrom : tx.takes.length;
   }
 
   /** The next record of the partitions the group assigns this channel, round robin. */
@@ -254,8 +259,7 @@ export class SimKafkaChannel implements Channel, GroupMember {
     await this.epoch.sleep(Math.max(1, Math.ceil(this.latency / 2)));
     const g = this.group;
     // As the real channel: takes read before the group last went back to its committed offsets move no offset.
-    const from = tx.rewinds === g.rewinds ? tx.rewindsFrom : tx.takes.length;
-    const current = tx.takes.slice(from);
+    const current = tx.takes.slice(this.takesFrom(tx));
     const offsets = this.offsetsNow();
     const upTo = current.length > 0 ? offsets.committed(current, current.map((t) => t.event)) : [];
     for (const r of upTo) {
@@ -274,7 +278,7 @@ export class SimKafkaChannel implements Channel, GroupMember {
     // As the real channel: takes read before the group last went back to its committed offsets
     // are read again from there (by this member or the partition's owner now), not given back.
     const takes = tx.takes;
-    const from = tx.rewinds === this.group.rewinds ? tx.rewindsFrom : takes.length;
+    const from = this.takesFrom(tx);
     if (from < takes.length) {
       this.dropStaleGivenBack();
       this.givenBack = [...takes.slice(from), ...this.givenBack];

@@ -228,10 +228,25 @@ export function takeOpen<T extends Transaction>(channel: { getTransaction(): T }
 export async function takeOpenAll<T extends Transaction>(channel: { getTransaction(): T }, n: number, ms = 60_000): Promise<{ tx: T; events: Event[] }> {
   const open = takeOpen(channel, n);
   await waitUntil(() => {
-    for (let e = open.events.length < n ? open.tx.take() : null; e; e = open.events.length < n ? open.tx.take() : null) open.events.push(e);
+    while (open.events.length < n) {
+      const e = open.tx.take();
+      if (!e) break;
+      open.events.push(e);
+    }
     return open.events.length === n;
   }, `${n} events taken in one transaction`, ms, 50);
   return open;
+}
+
+/** Runs the source's process() until `want` events are in its channel (or the bound passes). */
+export async function pollChannel(r: KafkaSource, channel: Channel, want: number, got: Event[] = [], ms = 60_000): Promise<Event[]> {
+  const deadline = Date.now() + ms;
+  while (got.length < want && Date.now() < deadline) {
+    // As the source runner: a BACKOFF waits (and lets the client's I/O run).
+    if ((await r.process()) === "BACKOFF") await new Promise((resolve) => setTimeout(resolve, 50));
+    got.push(...(await takeEvents(channel)));
+  }
+  return got;
 }
 
 /** The offset a consumer group committed for a topic's partition, as the brokers have it (-1: none). */

@@ -10,12 +10,10 @@
  */
 import { expect } from "bun:test";
 import { createEvent, type Event, bodyText, readHeaders } from "../../../src/core/event.ts";
-import type { KafkaSource } from "../../../src/components/sources/kafka.ts";
-import type { Channel } from "../../../src/core/channel.ts";
 import { waitUntil } from "../../support/helpers.ts";
 import { needsJvm } from "../../support/jvm.ts";
 import { OFFSET_COMMIT, PRODUCE } from "../../support/kafka-proxy.ts";
-import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFileBehindProxy, kafkaSource, memoryChannel, putEvents, takeEvents } from "../../support/kafka-tests.ts";
+import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFileBehindProxy, kafkaSource, memoryChannel, pollChannel, putEvents, takeEvents } from "../../support/kafka-tests.ts";
 
 const { kafka, proxy } = kafkaForFileBehindProxy({ autoCreateTopics: false });
 const cleanups = cleanupsAfterEach();
@@ -31,20 +29,6 @@ async function twoPartitionsWritten(bootstrap: string) {
   await putEvents(writer, ["0", "1"].flatMap((p) => [createEvent(`p${p}-0`, { p }), createEvent(`p${p}-1`, { p })]));
   const props = { "kafka.bootstrap.servers": bootstrap, "kafka.topics": topic, "kafka.consumer.group.id": group, "kafka.consumer.auto.offset.reset": "earliest", ...QUICK_REBALANCES };
   return { topic, group, writer, props };
-}
-
-/** Runs the source until its channel gave `want` events (taken into `into`). */
-async function pollInto(r: KafkaSource, channel: Channel, into: Event[], want: number): Promise<void> {
-  await waitUntil(
-    async () => {
-      if ((await r.process()) === "BACKOFF") await new Promise((resolve) => setTimeout(resolve, 50));
-      await takeEvents(channel, into);
-      return into.length >= want;
-    },
-    `${want} events from ${r.name}`,
-    120_000,
-    0,
-  );
 }
 
 needsJvm.test(
@@ -68,12 +52,12 @@ needsJvm.test(
     // and, with two more records written there, commits past them.
     const r2 = kafkaSource(props, { cleanups, name: "r2" });
     await r2.source.start();
-    const got: Event[] = [];
-    await pollInto(r2.source, r2.channel, got, 2);
+    const got = await pollChannel(r2.source, r2.channel, 2);
+    expect(got.length).toBe(2);
     const moved = readHeaders(got[0]).partition;
     const kept = moved === "0" ? "1" : "0";
     await putEvents(writer, [createEvent(`p${moved}-2`, { p: moved }), createEvent(`p${moved}-3`, { p: moved })]);
-    await pollInto(r2.source, r2.channel, got, 4);
+    await pollChannel(r2.source, r2.channel, 4, got);
     expect(got.map(bodyText)).toEqual([0, 1, 2, 3].map((i) => `p${moved}-${i}`));
     await waitUntil(async () => (await committedOffset(kafka.bootstrap, group, topic, Number(moved))) === 4, `r2's offset commit of partition ${moved}`, 60_000);
 
@@ -123,8 +107,8 @@ needsJvm.test(
 
     // One more record a partition; r2 shows which partition moved.
     await putEvents(writer, [createEvent("p0-2", { p: "0" }), createEvent("p1-2", { p: "1" })]);
-    const got2: Event[] = [];
-    await pollInto(r2.source, r2.channel, got2, 1);
+    const got2 = await pollChannel(r2.source, r2.channel, 1);
+    expect(got2.length).toBe(1);
     const moved = readHeaders(got2[0]).partition;
     const kept = moved === "0" ? "1" : "0";
     // r1 delivers its partition from the committed offset on, up to the new record: each once, none of the other partition.

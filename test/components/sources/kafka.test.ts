@@ -26,7 +26,7 @@ import { openChannel, takeSome } from "../../support/file-channel.ts";
 import { tempDir, waitUntil } from "../../support/helpers.ts";
 import { needsJvm } from "../../support/jvm.ts";
 import { consoleConsume, consoleProduce } from "../../support/kafka.ts";
-import { cleanupsAfterEach, committedOffset, kafkaForFile, kafkaSink, kafkaSource, putEvents, takeEvents } from "../../support/kafka-tests.ts";
+import { cleanupsAfterEach, committedOffset, kafkaForFile, kafkaSink, kafkaSource, pollChannel, putEvents, takeEvents } from "../../support/kafka-tests.ts";
 
 const kafka = kafkaForFile({ autoCreateTopics: false });
 const cleanups = cleanupsAfterEach();
@@ -251,18 +251,6 @@ function sink(props: Record<string, string>, logger = new MemoryLogger()) {
 function source(props: Record<string, string>, channel?: MemoryChannel, logger = new MemoryLogger(), name = "r1") {
   return kafkaSource({ "kafka.bootstrap.servers": kafka.bootstrap, batchDurationMillis: "100", "kafka.consumer.auto.offset.reset": "earliest", ...props }, { cleanups, channel, logger, name });
 }
-
-/** Runs the source's process() until `want` events are in its channel (or the bound passes). */
-async function pollChannel(r: KafkaSource, channel: MemoryChannel, want: number, got: Event[] = [], ms = 60_000): Promise<Event[]> {
-  const deadline = Date.now() + ms;
-  while (got.length < want && Date.now() < deadline) {
-    // As the source runner: a BACKOFF waits (and lets the client's I/O run).
-    if ((await r.process()) === "BACKOFF") await new Promise((resolve) => setTimeout(resolve, 50));
-    got.push(...(await takeEvents(channel)));
-  }
-  return got;
-}
-
 
 /** The source's consumer, reached into: its takes counted, its offset commits held at the broker's door until released or dropped. */
 function holdCommits(r: KafkaSource) {

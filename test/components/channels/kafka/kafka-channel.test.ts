@@ -20,7 +20,7 @@ import { consumerSettings, producerSettings } from "../../../../src/kafka/settin
 import { waitUntil } from "../../../support/helpers.ts";
 import { needsJvm } from "../../../support/jvm.ts";
 import { consoleConsume, consoleProduce } from "../../../support/kafka.ts";
-import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFile, largeBodies, putEvents as put, takeOpenAll } from "../../../support/kafka-tests.ts";
+import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFile, largeBodies, putEvents as put, takeOpen, takeOpenAll } from "../../../support/kafka-tests.ts";
 
 const kafka = kafkaForFile({ autoCreateTopics: false });
 const cleanups = cleanupsAfterEach();
@@ -52,14 +52,7 @@ async function takeUntil(c: KafkaChannel, want: number, commit = true, ms = 60_0
   const deadline = Date.now() + ms;
   await waitUntil(() => c.connected, "channel connected", ms);
   for (;;) {
-    const tx = c.getTransaction();
-    tx.begin();
-    const out: Event[] = [];
-    for (let i = 0; i < want; i++) {
-      const e = tx.take();
-      if (!e) break;
-      out.push(e);
-    }
+    const { tx, events: out } = takeOpen(c, want);
     if (out.length === want || Date.now() > deadline) {
       if (commit) await tx.commit();
       else await tx.rollback();
