@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createPrivateKey } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -38,6 +39,20 @@ function configError(build: () => unknown): ConfigurationError {
     throw err;
   }
   throw new Error("expected a ConfigurationError");
+}
+
+/** How wrong passwords fail to open an encrypted key, until one fails otherwise than the most do (at most 20,000). */
+function passwordsFailing(key: string): { password: string; code: string | undefined }[] {
+  const seen: { password: string; code: string | undefined }[] = [];
+  for (let i = 0; i < 20000 && !seen.some((s) => s.code !== "ERR_OSSL_BAD_DECRYPT"); i++) {
+    const password = `wrong-${i}`;
+    try {
+      createPrivateKey({ key, passphrase: password });
+    } catch (err) {
+      seen.push({ password, code: (err as NodeJS.ErrnoException).code });
+    }
+  }
+  return seen;
 }
 
 interface Outcome {
@@ -136,14 +151,22 @@ describe("key stores: read by their content", () => {
     expect(err.detail).toContain(pki().client.key);
   });
 
-  needsOpenssl.test("an encrypted PEM key is opened with keystore-password; a wrong one is named", async () => {
+  needsOpenssl.test("an encrypted PEM key is opened with keystore-password; a wrong or missing one is named, also the rare wrong one that decrypts to bytes that are no key", async () => {
     const enc = file("server-encrypted.key.pem");
     const r = Bun.spawnSync(["openssl", "pkey", "-in", pki().server.key, "-aes256", "-passout", "pass:kpw", "-out", enc]);
     expect(r.exitCode).toBe(0);
     const s = server({ keystore: pki().server.cert, "keystore-key": enc, "keystore-password": "kpw" });
     expect(await connect(s.options, trusting())).toMatchObject({ served: true });
+    const wrong = `cannot decrypt the private key in ${enc}: wrong or missing keystore-password`;
     const err = configError(() => server({ keystore: pki().server.cert, "keystore-key": enc, "keystore-password": "nope" }));
-    expect(err).toMatchObject({ key: "keystore-key", detail: `cannot decrypt the private key in ${enc}: wrong or missing keystore-password` });
+    expect(err).toMatchObject({ key: "keystore-key", detail: wrong });
+    expect(configError(() => server({ keystore: pki().server.cert, "keystore-key": enc }))).toMatchObject({ key: "keystore-key", detail: wrong });
+    // About one wrong password in 270 passes the cipher's padding check and fails as a DER
+    // decoding error instead; such a password is named the same way.
+    const decodeFails = passwordsFailing(readFileSync(enc, "latin1")).find((f) => f.code !== "ERR_OSSL_BAD_DECRYPT");
+    expect(decodeFails).toBeDefined();
+    const rare = configError(() => server({ keystore: pki().server.cert, "keystore-key": enc, "keystore-password": decodeFails?.password ?? "" }));
+    expect(rare).toMatchObject({ key: "keystore-key", detail: wrong });
   });
 
   test("a file that is neither PEM, PKCS12 nor a Java key store is named as such", () => {
