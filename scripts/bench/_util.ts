@@ -1,7 +1,7 @@
 import { createEvent, type Event } from "../../src/core/event.ts";
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { residentParts } from "../../src/agent/process-memory.ts";
-import net from "node:net";
+import { freePort } from "../../test/support/ports.ts";
 
 /** Peak resident set size of a process in MB (VmHWM), from /proc. */
 export function peakRssMb(pid: number | "self" = "self"): number {
@@ -117,14 +117,8 @@ export function fmt(n: number): string {
 export async function timeAgent(conf: string, agent: string, group: string, key: string, total: number, timeoutMs = 180_000): Promise<{ rate: number; rss: number }> {
   const { spawn } = await import("node:child_process");
   const { existsSync } = await import("node:fs");
-  const net = await import("node:net");
   const path = await import("node:path");
-  const port = await new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const p = (s.address() as import("node:net").AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
+  const port = await freePort();
   const binary = path.resolve(import.meta.dir, "../../dist/flume");
   const cmd = existsSync(binary) && !process.env.BENCH_FROM_SOURCE ? [binary] : [process.execPath, path.resolve(import.meta.dir, "../../src/cli.ts")];
   const child = spawn(cmd[0], [...cmd.slice(1), "run", "-f", conf, "-n", agent, "--quiet", "--no-reload-conf", "--metrics-port", String(port), "--metrics-bind", "127.0.0.1"], { stdio: ["ignore", "ignore", "pipe"] });
@@ -160,17 +154,7 @@ export async function timeAgent(conf: string, agent: string, group: string, key:
   return { rate: total / ((last - first) / 1000), rss: peak };
 }
 
-/** A TCP port on 127.0.0.1 that was free a moment ago. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 /** The batch the RPC benchmarks send: `size` events of `bodySize` bytes, with two headers each when asked. */
 export function rpcBenchBatch(size: number, bodySize: number, headers: boolean): Event[] {

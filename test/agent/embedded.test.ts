@@ -1,18 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, existsSync } from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import { ChannelException, ConfigurationError, createEvent, EmbeddedAgent } from "../../src/index.ts";
-import { tempDir, waitUntil } from "../support/helpers.ts";
-
-function closedPort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+import { freePort, tempDir, waitUntil } from "../support/helpers.ts";
 
 describe("EmbeddedAgent", () => {
   test("put and putAll reach the sink through the configured channel", async () => {
@@ -39,7 +29,7 @@ describe("EmbeddedAgent", () => {
   test("a full channel makes putAll throw ChannelException; what was accepted stays", async () => {
     // The sink cannot deliver (nothing listens on its port), so taken events are rolled back
     // and keep their slots; with keep-alive 0 the second batch finds no room.
-    const port = await closedPort();
+    const port = await freePort();
     const agent = new EmbeddedAgent("app", { drainTimeout: 100 });
     agent.configure({
       "channel.type": "memory",

@@ -1,12 +1,11 @@
 import { describe, expect, test, afterAll } from "bun:test";
 import { spawn } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { bodyText, type Event } from "../../src/core/event.ts";
 import { streamLines } from "../../src/cli/avro-client.ts";
-import { CLI, ROOT, asyncCleanupsAfterEach, listenLocal, tempDir, FIXTURES, runCli } from "../support/helpers.ts";
+import { CLI, ROOT, asyncCleanupsAfterEach, freePort, tempDir, FIXTURES, runCli } from "../support/helpers.ts";
 import { drain, memoryChannel, startSource, texts } from "../support/rpc.ts";
 
 const AVRO_RPC = path.join(FIXTURES, "avro-rpc");
@@ -74,9 +73,7 @@ describe("flume avro-client", () => {
   });
 
   test("exits non-zero when nothing listens, naming the address", async () => {
-    const probe = net.createServer();
-    const port = await listenLocal(probe);
-    await new Promise<void>((r) => probe.close(() => r()));
+    const port = await freePort();
     const r = await avroClient(["-H", "127.0.0.1", "-p", String(port)], "x\n");
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`cannot connect to Avro source at 127.0.0.1:${port}`);

@@ -28,12 +28,7 @@ describe("the CLI under Deno", () => {
   needsDeno.test("run: netcat -> memory -> logger answers and logs a line", async () => {
     const { dir, cleanup } = tempDir();
     try {
-      const port: number = await new Promise((resolve) => {
-        const s = net.createServer().listen(0, "127.0.0.1", () => {
-          const p = (s.address() as net.AddressInfo).port;
-          s.close(() => resolve(p));
-        });
-      });
+      const port = await freePort();
       const conf = path.join(dir, "d.conf");
       writeFileSync(
         conf,

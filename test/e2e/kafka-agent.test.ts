@@ -14,7 +14,7 @@ import { agentsAfterEach, CLI, freePort, ROOT, tempDir, waitForMetrics, waitUnti
 import { precondition } from "../support/requires.ts";
 import { needsJvm } from "../support/jvm.ts";
 import { drain, openChannel } from "../support/file-channel.ts";
-import { consoleConsume, consoleProduce, freePortOn127, startKafka } from "../support/kafka.ts";
+import { consoleConsume, consoleProduce, startKafka } from "../support/kafka.ts";
 import { kafkaForFile } from "../support/kafka-tests.ts";
 
 interface ReadyBody {
@@ -130,7 +130,7 @@ needsJvm.test(
 needsJvm.test(
   "an agent whose broker is not there yet is not ready, naming the sink and the error, and delivers once the broker comes",
   async () => {
-    const kafkaPort = await freePortOn127();
+    const kafkaPort = await freePort();
     const { dir, cleanup } = tempDir("flume-kafka-late-");
     cleanups.push(cleanup);
     const port = await freePort();

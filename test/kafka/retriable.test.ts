@@ -11,20 +11,13 @@ import { isTooLarge, isUnknownTopic, KafkaDeliveryTimeoutError, KafkaRecordTooLa
 import { isRetriable } from "../../src/kafka/retriable.ts";
 import { needsJvm } from "../support/jvm.ts";
 import { kafkaForFile } from "../support/kafka-tests.ts";
+import { freePort } from "../support/ports.ts";
 
 const PRODUCE = 0;
 
 /** A socket's error as Node makes it, from a real connect. */
 async function socketError(port: number): Promise<NodeJS.ErrnoException> {
   return new Promise((resolve) => net.connect(port, "127.0.0.1").once("error", resolve));
-}
-
-async function closedPort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => s.close(() => resolve()));
-  return port;
 }
 
 /** A Produce response with one partition's error, as the client reads it. */
@@ -69,7 +62,7 @@ describe("a broker's error codes, as Kafka's protocol marks them retriable", () 
 
 describe("the client's network errors", () => {
   test("a broker that refuses connections (its socket's ECONNREFUSED under the client's NetworkError, one per broker) is tried again", async () => {
-    const refused = await socketError(await closedPort());
+    const refused = await socketError(await freePort());
     expect(refused.code).toBe("ECONNREFUSED");
     const err = new MultipleErrors("Cannot connect to any broker.", [new NetworkError("Connection to 127.0.0.1:1 failed.", { cause: refused }), new NetworkError("Connection to 127.0.0.1:2 failed.", { cause: refused })]);
     expect(isRetriable(err)).toBe(true);
@@ -157,7 +150,7 @@ describe("errors the client raises itself, without a broker", () => {
   }
 
   test("no broker listening: tried again, also after the client's own retries", async () => {
-    const port = await closedPort();
+    const port = await freePort();
     expect(isRetriable(await metadataError(`127.0.0.1:${port}`))).toBe(true);
     expect(isRetriable(await metadataError(`127.0.0.1:${port}`, { retries: 2 }))).toBe(true);
   });

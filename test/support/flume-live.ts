@@ -6,12 +6,12 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll } from "bun:test";
 import { type FlumePeer, flumeClasspath } from "./flume.ts";
 import { needsJvm } from "./jvm.ts";
-import { canConnect, listenLocal, tempDir, waitUntil } from "./helpers.ts";
+import { canConnect, tempDir, waitUntil } from "./helpers.ts";
+export { freePorts } from "./ports.ts";
 
 export interface SentEvent {
   headers: Record<string, string>;
@@ -167,16 +167,6 @@ export async function runFlumeMain(mainClass: string, args: string[], timeoutMs 
   });
 }
 
-/**
- * n distinct TCP ports of 127.0.0.1 that were free a moment ago: all are held open together, so
- * (unlike n calls of freePort, which may hand out a port twice) no two are the same.
- */
-export async function freePorts(n: number): Promise<number[]> {
-  const servers = Array.from({ length: n }, () => net.createServer());
-  const ports = await Promise.all(servers.map((s) => listenLocal(s)));
-  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
-  return ports;
-}
 
 /**
  * What a live-Flume test file shares: a temp dir, cleanups, and the Flume peer it starts (set

@@ -129,17 +129,7 @@ export async function waitWhileProgressing(done: () => boolean, progress: () => 
   }
 }
 
-/** A TCP port on 127.0.0.1 that was free a moment ago (for configs that need a fixed port). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+export { freePort, freePorts } from "./ports.ts";
 
 /** Listens on an ephemeral port of 127.0.0.1; resolves with the port. */
 export function listenLocal(server: net.Server): Promise<number> {

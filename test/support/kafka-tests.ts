@@ -22,7 +22,8 @@ import { type FlumeOptions, type FlumePeer, startFlume } from "./flume.ts";
 import { waitUntil } from "./helpers.ts";
 import { FLUME_KAFKA } from "./jvm-artifacts.ts";
 import { needsJvm, resolveClasspath } from "./jvm.ts";
-import { freePortOn127, type KafkaCluster, type KafkaOptions, startKafkaCluster } from "./kafka.ts";
+import { type KafkaCluster, type KafkaOptions, startKafkaCluster } from "./kafka.ts";
+import { freePort } from "./ports.ts";
 import { type KafkaProxy, startKafkaProxy } from "./kafka-proxy.ts";
 import type { Precondition } from "./requires.ts";
 
@@ -82,7 +83,7 @@ export function kafkaForFileBehindProxy(opts: FileKafkaOptions = {}): { kafka: K
   const kafka = kafkaForFile({
     ...opts,
     before: async () => {
-      const [brokerPort, proxyPort] = [await freePortOn127(), await freePortOn127()];
+      const [brokerPort, proxyPort] = [await freePort(), await freePort()];
       proxy = await startKafkaProxy(proxyPort, brokerPort);
       return { ports: [brokerPort], properties: { "advertised.listeners": `PLAINTEXT://127.0.0.1:${proxyPort}` } };
     },

@@ -13,10 +13,10 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { KAFKA, KAFKA_VERSION } from "./jvm-artifacts.ts";
+import { freePort } from "./ports.ts";
 import { type JvmPeer, resolveClasspath, startJvm } from "./jvm.ts";
 
 export { KAFKA_VERSION };
@@ -106,17 +106,6 @@ export interface KafkaOptions {
 
 export const SASL_USERS = { plain: { username: "alice", password: "alice-secret" }, scram: { username: "bob", password: "bob-secret" } };
 
-export function freePortOn127(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const addr = s.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 export function kafkaClasspath(): Promise<string> {
   return resolveClasspath(KAFKA);
@@ -144,18 +133,8 @@ export async function startKafkaCluster(size: number, opts: KafkaOptions = {}): 
   const root = mkdtempSync(path.join(tmpdir(), "flume-kafka-"));
   writeFileSync(path.join(root, "log4j2.xml"), LOG4J2);
   const id = clusterId();
-  // The kernel may hand a just-closed ephemeral port out again: each listener gets one no other has.
-  const taken = new Set<number>(opts.ports ?? []);
-  const another = async () => {
-    for (;;) {
-      const port = await freePortOn127();
-      if (taken.has(port)) continue;
-      taken.add(port);
-      return port;
-    }
-  };
   const ports: { port: number; controllerPort: number; securePort: number; sslPort: number }[] = [];
-  for (let i = 0; i < size; i++) ports.push({ port: opts.ports?.[i] ?? (await another()), controllerPort: await another(), securePort: await another(), sslPort: await another() });
+  for (let i = 0; i < size; i++) ports.push({ port: opts.ports?.[i] ?? (await freePort()), controllerPort: await freePort(), securePort: await freePort(), sslPort: await freePort() });
   const voters = ports.map((p, i) => `${i + 1}@127.0.0.1:${p.controllerPort}`).join(",");
   const rf = Math.min(size, 3);
   const nodes: KafkaNode[] = [];

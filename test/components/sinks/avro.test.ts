@@ -13,7 +13,7 @@ import { MemoryLogger } from "../../../src/core/logger.ts";
 import type { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { AvroRpcServer } from "../../../src/rpc/server.ts";
 import type { RpcStatus } from "../../../src/rpc/protocol.ts";
-import { asyncCleanupsAfterEach, listenLocal, tempDir } from "../../support/helpers.ts";
+import { asyncCleanupsAfterEach, freePort, listenLocal, tempDir } from "../../support/helpers.ts";
 import { drain, makeSink, memoryChannel, startSource, texts } from "../../support/rpc.ts";
 import { makePki, pkcs12Keystore, selfSignedCert } from "../../support/tls.ts";
 import { needsOpenssl } from "../../support/requires.ts";
@@ -91,9 +91,7 @@ describe("avro sink", () => {
   });
 
   test("unreachable downstream: process() throws, nothing is lost, delivery resumes once the source is up", async () => {
-    const probe = net.createServer();
-    const port = await listenLocal(probe);
-    await new Promise<void>((r) => probe.close(() => r()));
+    const port = await freePort();
     const { sink: k, channel, logger } = await sink({ port: String(port) });
     expect(logger.lines.some((l) => /unable to create Rpc client/.test(l.message))).toBe(true);
     await fill(channel, 3);

@@ -4,7 +4,7 @@ import { EventDeliveryException } from "../../../src/core/errors.ts";
 import { createEvent } from "../../../src/core/event.ts";
 import { VirtualClock } from "../../../src/core/virtual-clock.ts";
 import { type Network, tcpNetwork } from "../../../src/net/network.ts";
-import { asyncCleanupsAfterEach, listenLocal, tempDir, waitBound } from "../../support/helpers.ts";
+import { asyncCleanupsAfterEach, freePort, listenLocal, tempDir, waitBound } from "../../support/helpers.ts";
 import { needsOpenssl, needsThrift } from "../../support/requires.ts";
 import { drain, memoryChannel, texts } from "../../support/rpc.ts";
 import { generatedPython, makeThriftSink, pythonServer, startThriftSource, warnings } from "../../support/thrift/harness.ts";
@@ -174,9 +174,7 @@ describe("thrift sink: timeouts, unreachable peers, connection reset", () => {
   });
 
   test("unreachable downstream: ConnectionFailedCount counts the attempts, nothing is lost", async () => {
-    const probe = net.createServer();
-    const port = await listenLocal(probe);
-    await new Promise<void>((r) => probe.close(() => r()));
+    const port = await freePort();
     const { sink: k, channel, logger } = await sink({ port: String(port) });
     expect(warnings(logger).some((m) => /unable to create Rpc client using hostname 127\.0\.0\.1, port \d+/.test(m))).toBe(true);
     await fill(channel, 3);
