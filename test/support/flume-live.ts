@@ -167,7 +167,6 @@ export async function runFlumeMain(mainClass: string, args: string[], timeoutMs 
   });
 }
 
-
 /**
  * What a live-Flume test file shares: a temp dir, cleanups, and the Flume peer it starts (set
  * `scope.flume`); after the file, cleanups run, Flume gets 2 s to stop (a clean stop is not what

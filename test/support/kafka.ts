@@ -106,7 +106,6 @@ export interface KafkaOptions {
 
 export const SASL_USERS = { plain: { username: "alice", password: "alice-secret" }, scram: { username: "bob", password: "bob-secret" } };
 
-
 export function kafkaClasspath(): Promise<string> {
   return resolveClasspath(KAFKA);
 }
