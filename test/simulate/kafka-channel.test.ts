@@ -8,6 +8,7 @@ import { SimKafkaChannel } from "../../src/simulate/kafka-channel.ts";
 import { SimBroker } from "../../src/simulate/kafka.ts";
 import { DEFAULTS } from "../../src/simulate/options.ts";
 import { seededRandom } from "../../src/simulate/rng.ts";
+import { takeOpen } from "../support/core.ts";
 
 const event = (id: number): Event => ({ headers: { [SIM_ID_HEADER]: String(id) }, body: new TextEncoder().encode(`event ${id}`) });
 
@@ -52,7 +53,13 @@ describe("the Kafka channel on the simulated broker", () => {
       while (!done && (await clock.step()));
       return out;
     };
-    return { clock, broker, channel, landed, run, w };
+    /** Another member of the group, started (c2 joins with epoch 1; c1 comes back after a crash with epoch 2). */
+    const member = (name: string, index: number, epoch: number): SimKafkaChannel => {
+      const m = new SimKafkaChannel(name, index, spec, 100, broker, 10, new Epoch(epoch, clock), w);
+      m.start();
+      return m;
+    };
+    return { clock, broker, channel, landed, run, w, member };
   }
 
   /** Takes five times in one transaction and commits it: the bodies taken, null for none. */
@@ -75,38 +82,31 @@ describe("the Kafka channel on the simulated broker", () => {
   }
 
   test("a put commits once the broker acknowledged it; takes committed above one still open come back after a crash, from the group's committed offset", async () => {
-    const { clock, broker, channel, run, w } = await setup();
+    const { broker, channel, run, member } = await setup();
     await putFour(channel, run);
     // Two takes at once: the first holds 0 and 1, the second takes 2 and 3 and commits first.
-    const first = channel.getTransaction();
-    first.begin();
-    const a = [first.take(), first.take()];
-    const second = channel.getTransaction();
-    second.begin();
-    const b = [second.take(), second.take()];
-    expect([...a, ...b].map((e) => bodyText(e as Event))).toEqual(["event 0", "event 1", "event 2", "event 3"]);
+    const first = takeOpen(channel, 2).events;
+    const { tx: second, events: b } = takeOpen(channel, 2);
+    expect([...first, ...b].map(bodyText)).toEqual(["event 0", "event 1", "event 2", "event 3"]);
     await run(second.commit());
     second.close();
     expect(broker.group("t", "g").committed).toEqual([0]);
     expect(channel.repeatable().map(bodyText)).toEqual(["event 2", "event 3"]);
     // The agent dies with the first take open: a new channel of the group reads from offset 0.
     channel.crash();
-    const again = new SimKafkaChannel("c1", 0, spec, 100, broker, 10, new Epoch(2, clock), w);
-    again.start();
+    const again = member("c1", 0, 2);
     expect(await takeFiveAndCommit(again, run)).toEqual(["event 0", "event 1", "event 2", "event 3", null]);
     expect(broker.group("t", "g").committed).toEqual([4]);
     expect(broker.drained).toBe(true);
   });
 
   test("a take open while another member joins and rolled back after it is not given back: the partition's owner reads each record once, from the committed offset", async () => {
-    const { clock, broker, channel, run, w } = await setup();
+    const { broker, channel, run, member } = await setup();
     await putFour(channel, run);
-    const open = channel.getTransaction();
-    open.begin();
-    expect([open.take(), open.take(), open.take(), open.take()].map((e) => bodyText(e as Event))).toEqual(["event 0", "event 1", "event 2", "event 3"]);
+    const { tx: open, events: openTaken } = takeOpen(channel, 4);
+    expect(openTaken.map(bodyText)).toEqual(["event 0", "event 1", "event 2", "event 3"]);
     // c2 joins: the group reads again from its committed offset 0; the one partition stays c1's (members in name order).
-    const c2 = new SimKafkaChannel("c2", 1, spec, 100, broker, 10, new Epoch(1, clock), w);
-    c2.start();
+    const c2 = member("c2", 1, 1);
     await open.rollback();
     open.close();
     expect(await takeFiveAndCommit(channel, run)).toEqual(["event 0", "event 1", "event 2", "event 3", null]);
@@ -118,19 +118,17 @@ describe("the Kafka channel on the simulated broker", () => {
   });
 
   test("after another member joins, a take moves the group's offset only past what it took: takes committed above an open one before it come again, and a crash delivers every record not committed since", async () => {
-    const { clock, broker, channel, run, w } = await setup();
+    const { broker, channel, run, member } = await setup();
     await putFour(channel, run);
-    const open = channel.getTransaction();
-    open.begin();
-    expect([open.take(), open.take()].map((e) => bodyText(e as Event))).toEqual(["event 0", "event 1"]);
-    const above = channel.getTransaction();
-    above.begin();
-    expect([above.take(), above.take()].map((e) => bodyText(e as Event))).toEqual(["event 2", "event 3"]);
+    const { tx: open, events: openTaken } = takeOpen(channel, 2);
+    expect(openTaken.map(bodyText)).toEqual(["event 0", "event 1"]);
+    const { tx: above, events: aboveTaken } = takeOpen(channel, 2);
+    expect(aboveTaken.map(bodyText)).toEqual(["event 2", "event 3"]);
     await run(above.commit());
     above.close();
     expect(broker.group("t", "g").committed).toEqual([0]);
     // c2 joins: the group reads again from offset 0, the partition stays c1's.
-    new SimKafkaChannel("c2", 1, spec, 100, broker, 10, new Epoch(1, clock), w).start();
+    member("c2", 1, 1);
     await open.rollback();
     open.close();
     const one = channel.getTransaction();
@@ -140,20 +138,18 @@ describe("the Kafka channel on the simulated broker", () => {
     one.close();
     expect(broker.group("t", "g").committed).toEqual([1]);
     channel.crash();
-    const again = new SimKafkaChannel("c1", 0, spec, 100, broker, 10, new Epoch(2, clock), w);
-    again.start();
+    const again = member("c1", 0, 2);
     expect(await takeFiveAndCommit(again, run)).toEqual(["event 1", "event 2", "event 3", null, null]);
   });
 
   test("a take rolled back before another member joins is not taken again from this member's list: the partition's owner reads it once, from the committed offset", async () => {
-    const { clock, broker, channel, run, w } = await setup();
+    const { broker, channel, run, member } = await setup();
     await putFour(channel, run);
-    const early = channel.getTransaction();
-    early.begin();
-    expect([early.take(), early.take()].map((e) => bodyText(e as Event))).toEqual(["event 0", "event 1"]);
+    const { tx: early, events: earlyTaken } = takeOpen(channel, 2);
+    expect(earlyTaken.map(bodyText)).toEqual(["event 0", "event 1"]);
     await early.rollback();
     early.close();
-    new SimKafkaChannel("c2", 1, spec, 100, broker, 10, new Epoch(1, clock), w).start();
+    member("c2", 1, 1);
     expect(await takeFiveAndCommit(channel, run)).toEqual(["event 0", "event 1", "event 2", "event 3", null]);
     expect(broker.group("t", "g").committed).toEqual([4]);
   });

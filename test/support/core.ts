@@ -5,6 +5,7 @@ import { EventDeliveryException } from "../../src/core/errors.ts";
 import { bodyText, createEvent, type Event } from "../../src/core/event.ts";
 import type { LifecycleState } from "../../src/core/lifecycle.ts";
 import type { Sink, Status } from "../../src/core/sink.ts";
+import type { Transaction } from "../../src/core/transaction.ts";
 
 export function events(n: number, prefix = "event", from = 0): Event[] {
   return Array.from({ length: n }, (_, i) => createEvent(`${prefix} ${from + i}`));
@@ -25,19 +26,29 @@ export async function putAll(channel: Channel, batch: Event[]): Promise<void> {
   }
 }
 
-/** Takes up to max events in one transaction, commits, and returns their bodies. */
-export async function takeAll(channel: Channel, max = Number.MAX_SAFE_INTEGER): Promise<string[]> {
+/** Takes in an open transaction until `events` holds n or the channel has none now; returns events. */
+export function takeInto(tx: Transaction, events: Event[], n: number): Event[] {
+  while (events.length < n) {
+    const e = tx.take();
+    if (!e) break;
+    events.push(e);
+  }
+  return events;
+}
+
+/** Begins a take and takes up to n events in it, left open (the caller commits or rolls it back). */
+export function takeOpen<T extends Transaction>(channel: { getTransaction(): T }, n: number): { tx: T; events: Event[] } {
   const tx = channel.getTransaction();
   tx.begin();
-  const out: string[] = [];
-  for (let i = 0; i < max; i++) {
-    const e = tx.take();
-    if (e === null) break;
-    out.push(bodyText(e));
-  }
+  return { tx, events: takeInto(tx, [], n) };
+}
+
+/** Takes up to max events in one transaction, commits, and returns their bodies. */
+export async function takeAll(channel: Channel, max = Number.MAX_SAFE_INTEGER): Promise<string[]> {
+  const { tx, events } = takeOpen(channel, max);
   await tx.commit();
   tx.close();
-  return out;
+  return events.map(bodyText);
 }
 
 /** Empties a channel in transactions of at most `batch` events (keep it within transactionCapacity). */

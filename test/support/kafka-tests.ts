@@ -19,6 +19,7 @@ import { type Logger, MemoryLogger } from "../../src/core/logger.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import { type FlumeOptions, type FlumePeer, startFlume } from "./flume.ts";
+import { takeInto, takeOpen } from "./core.ts";
 import { waitUntil } from "./helpers.ts";
 import { FLUME_KAFKA } from "./jvm-artifacts.ts";
 import { needsJvm, resolveClasspath } from "./jvm.ts";
@@ -212,30 +213,10 @@ export function largeBodies(n: number, from: number): string[] {
   return Array.from({ length: n }, (_, i) => `event-${String(from + i).padStart(4, "0")}-${"x".repeat(389)}`);
 }
 
-/** Begins a take and takes up to n events in it, left open (the test commits or rolls it back). */
-export function takeOpen<T extends Transaction>(channel: { getTransaction(): T }, n: number): { tx: T; events: Event[] } {
-  const tx = channel.getTransaction();
-  tx.begin();
-  const events: Event[] = [];
-  for (let i = 0; i < n; i++) {
-    const e = tx.take();
-    if (!e) break;
-    events.push(e);
-  }
-  return { tx, events };
-}
-
 /** As takeOpen, taking on in the same transaction until n events were taken (as the consumer fetches them). */
 export async function takeOpenAll<T extends Transaction>(channel: { getTransaction(): T }, n: number, ms = 60_000): Promise<{ tx: T; events: Event[] }> {
   const open = takeOpen(channel, n);
-  await waitUntil(() => {
-    while (open.events.length < n) {
-      const e = open.tx.take();
-      if (!e) break;
-      open.events.push(e);
-    }
-    return open.events.length === n;
-  }, `${n} events taken in one transaction`, ms, 50);
+  await waitUntil(() => takeInto(open.tx, open.events, n).length === n, `${n} events taken in one transaction`, ms, 50);
   return open;
 }
 

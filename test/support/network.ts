@@ -9,6 +9,7 @@ import { MemoryLogger } from "../../src/core/logger.ts";
 import { MemoryChannel, type MemoryChannelOptions } from "../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import type { Source } from "../../src/core/source.ts";
+import { takeOpen } from "./core.ts";
 import { waitBound, waitUntil } from "./helpers.ts";
 
 export interface Rig<T> {
@@ -38,14 +39,7 @@ export async function takeAll(channel: MemoryChannel): Promise<Event[]> {
   const out: Event[] = [];
   const max = channel.getTransactionCapacity();
   for (;;) {
-    const tx = channel.getTransaction();
-    tx.begin();
-    const batch: Event[] = [];
-    for (let i = 0; i < max; i++) {
-      const e = tx.take();
-      if (!e) break;
-      batch.push(e);
-    }
+    const { tx, events: batch } = takeOpen(channel, max);
     await tx.commit();
     tx.close();
     out.push(...batch);

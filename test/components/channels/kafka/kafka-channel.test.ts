@@ -20,7 +20,8 @@ import { consumerSettings, producerSettings } from "../../../../src/kafka/settin
 import { waitUntil } from "../../../support/helpers.ts";
 import { needsJvm } from "../../../support/jvm.ts";
 import { consoleConsume, consoleProduce } from "../../../support/kafka.ts";
-import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFile, largeBodies, putEvents as put, takeOpen, takeOpenAll } from "../../../support/kafka-tests.ts";
+import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFile, largeBodies, putEvents as put, takeOpenAll } from "../../../support/kafka-tests.ts";
+import { takeOpen } from "../../../support/core.ts";
 
 const kafka = kafkaForFile({ autoCreateTopics: false });
 const cleanups = cleanupsAfterEach();

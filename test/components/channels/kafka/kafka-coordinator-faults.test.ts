@@ -18,7 +18,8 @@ import { bodyText, createEvent, type Event } from "../../../../src/core/event.ts
 import { MemoryLogger } from "../../../../src/core/logger.ts";
 import { waitUntil } from "../../../support/helpers.ts";
 import { needsJvm } from "../../../support/jvm.ts";
-import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFileBehindProxy, largeBodies, putEvents, takeOpen } from "../../../support/kafka-tests.ts";
+import { cleanupsAfterEach, committedOffset, kafkaChannel, kafkaForFileBehindProxy, largeBodies, putEvents } from "../../../support/kafka-tests.ts";
+import { takeOpen } from "../../../support/core.ts";
 import { OFFSET_FETCH } from "../../../support/kafka-proxy.ts";
 
 const { kafka, proxy } = kafkaForFileBehindProxy({ autoCreateTopics: false });

@@ -12,6 +12,7 @@ import { ChannelFullException } from "../../../../src/core/errors.ts";
 import { bodyText, createEvent } from "../../../../src/core/event.ts";
 import { MemoryLogger } from "../../../../src/core/logger.ts";
 import { VirtualClock } from "../../../../src/core/virtual-clock.ts";
+import { takeOpen } from "../../../support/core.ts";
 import { cleanupsAfterEach, runCli, tempDir } from "../../../support/helpers.ts";
 
 const cleanups = cleanupsAfterEach();
@@ -63,18 +64,11 @@ async function put(ch: SpillableMemoryChannel, bodies: string[]): Promise<void> 
 
 /** Takes up to n events in one transaction and commits (or rolls back) it. */
 async function take(ch: SpillableMemoryChannel, n: number, commit = true): Promise<string[]> {
-  const tx = ch.getTransaction();
-  tx.begin();
-  const out: string[] = [];
-  for (let i = 0; i < n; i++) {
-    const e = tx.take();
-    if (!e) break;
-    out.push(bodyText(e));
-  }
+  const { tx, events } = takeOpen(ch, n);
   if (commit) await tx.commit();
   else await tx.rollback();
   tx.close();
-  return out;
+  return events.map(bodyText);
 }
 
 const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => String(from + i));
