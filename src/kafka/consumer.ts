@@ -111,6 +111,8 @@ export class KafkaPoller {
    * or the partition's new owner, so it is not given back.
    */
   generation = 0;
+  /** The consumer group's generation (Kafka's) the records of this generation are fetched in: their offsets are committed only in it. */
+  private groupGeneration = -1;
   lastError: string | null = null;
   /** Called with the count of records each fetch brought and the milliseconds from its request to them read (a channel counts what arrived for its ChannelSize, and times its fetches). */
   onRecords?: (count: number, ms: number) => void;
@@ -193,6 +195,7 @@ export class KafkaPoller {
     consumer.on("consumer:group:join", () => {
       if (!joined || fetcher.stopped || (this.fetcher !== null && this.fetcher !== fetcher)) return;
       this.dropBuffered();
+      this.groupGeneration = consumer.generationId;
       fetcher.restart().catch((err) => this.lost(fetcher, messageOf(err)));
     });
     // Bounded: the client may keep retrying a broker that came back in another state.
@@ -204,6 +207,7 @@ export class KafkaPoller {
         for (const t of topics) consumer.topics.track(t);
         this.topics = topics;
         await consumer.joinGroup({});
+        this.groupGeneration = consumer.generationId;
         joined = true;
         await fetcher.restart();
       };
@@ -444,10 +448,12 @@ export class KafkaPoller {
     if (!this.consumer || !commits) return Promise.reject(new Error(`${this.label}: the Kafka consumer is not connected; the offsets are not committed`));
     const offsets = highestOfEachPartition(batches).map((m) => ({ topic: m.topic, partition: m.partition, offset: BigInt(m.offset + 1), leaderEpoch: m.leaderEpoch }));
     const generation = this.generation;
+    const groupGeneration = this.groupGeneration;
     // Started again from the committed offsets while this waited for the commit before it: the
     // records are read again from there, and a partition may be another member's now (an offset
-    // committed for it could move its owner's back). Nothing is committed.
-    const done = this.committing.then(() => (this.generation === generation ? commits.commit(offsets) : undefined));
+    // committed for it could move its owner's back). Nothing is committed. The group may also have
+    // moved on before this member heard of it: the commit then lands in no later generation (commit-api.ts).
+    const done = this.committing.then(() => (this.generation === generation ? commits.commit(offsets, groupGeneration) : undefined));
     this.committing = done.catch(() => {});
     return done;
   }

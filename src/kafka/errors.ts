@@ -9,6 +9,9 @@ export class KafkaTopicMissingError extends FlumeError {}
 /** A record larger than the producer allows (kafka.producer.max.request.size). */
 export class KafkaRecordTooLargeError extends FlumeError {}
 
+/** An offset commit refused because the consumer group moved to a new generation (a rebalance) after its records were fetched. */
+export class KafkaCommitFencedError extends FlumeError {}
+
 /** A record that useFlumeEventFormat / parseAsFlumeEvent could not read as an Avro FlumeEvent. */
 export class KafkaBadRecordError extends FlumeError {}
 

@@ -13,6 +13,7 @@ import { MemoryLogger } from "../../src/core/logger.ts";
 import { MemoryChannel } from "../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../src/core/selectors.ts";
 import { highestOfEachPartition, KafkaPoller, READ_AHEAD_BYTES } from "../../src/kafka/consumer.ts";
+import { KafkaCommitFencedError } from "../../src/kafka/errors.ts";
 import { BatchOrigin, FetchedRecord } from "../../src/kafka/record-batch-reader.ts";
 import { KafkaPublisher } from "../../src/kafka/producer.ts";
 import { consumerSettings, producerSettings } from "../../src/kafka/settings.ts";
@@ -251,6 +252,68 @@ needsJvm.test(
       expect(libraryCommits).toBe(2);
     } finally {
       await poller.close();
+    }
+  },
+  300_000,
+);
+
+needsJvm.test(
+  "an offset commit for records fetched before a rebalance the member has not yet heard of is refused, sent straight or the library's way, and the group's offset stays where it was",
+  async () => {
+    const topic = `fc${Date.now()}`;
+    await kafka.createTopic(topic);
+    const values = Array.from({ length: 30 }, (_, i) => `c${i}`);
+    await consoleProduce(kafka, topic, values);
+    const logger = new MemoryLogger();
+    const settings = (name: string) => consumerSettings({ bootstrap: kafka.bootstrap, bootstrapKey: "kafka.bootstrap.servers", clientId: name, label: name, logger, props: { "heartbeat.interval.ms": "500" }, groupId: `g-${topic}`, defaultOffsetReset: "earliest" });
+    const a = new KafkaPoller("a", settings("a"), { topics: [topic] }, logger, 1000);
+    const b = new KafkaPoller("b", settings("b"), { topics: [topic] }, logger, 1000);
+    type Inner = { consumer: { generationId: number; emit(name: string, ...args: unknown[]): boolean; listCommittedOffsets(o: unknown): Promise<Map<string, bigint[]>> }; commits: { connection: { close(cb: () => void): void } | null } };
+    const inner = a as unknown as Inner;
+    const committed = async () => (await inner.consumer.listCommittedOffsets({ topics: [{ topic, partitions: [0] }] })).get(topic)?.[0];
+    const take = async (p: KafkaPoller, n: number) => {
+      await waitUntil(() => p.buffered >= n, `${n} records fetched`, 60_000, 10);
+      return p.take(n);
+    };
+    try {
+      await a.connect();
+      await a.commit(await take(a, 10));
+      expect(await committed()).toBe(10n);
+      const before = await take(a, 10);
+      // The member's client rejoins, but the member hears of it late: its join event is held.
+      const held: (() => void)[] = [];
+      const emit = inner.consumer.emit.bind(inner.consumer);
+      inner.consumer.emit = (name, ...args) => {
+        if (name !== "consumer:group:join") return emit(name, ...args);
+        held.push(() => emit(name, ...args));
+        return true;
+      };
+      const generation = inner.consumer.generationId;
+      await b.connect();
+      await waitUntil(() => inner.consumer.generationId !== generation && held.length > 0, "the first member's client in the new generation", 60_000);
+      // Sent straight on the kept connection (refused by the coordinator, then not sent again the library's way).
+      expect(inner.commits.connection).not.toBeNull();
+      const straight = await a.commit(before).then(() => null, (err: unknown) => err);
+      expect(straight).toBeInstanceOf(KafkaCommitFencedError);
+      expect((straight as Error).message).toContain(`consumer group g-${topic} moved to generation ${inner.consumer.generationId} (a rebalance) after the records were fetched in generation ${generation}`);
+      expect(await committed()).toBe(10n);
+      // The library's way from the start (no kept connection).
+      await new Promise<void>((resolve) => inner.commits.connection!.close(() => resolve()));
+      const library = await a.commit(before).then(() => null, (err: unknown) => err);
+      expect(library).toBeInstanceOf(KafkaCommitFencedError);
+      expect(await committed()).toBe(10n);
+      // Heard of: the partition's owner reads again from the group's offset, and commits there.
+      for (const release of held.splice(0)) release();
+      inner.consumer.emit = emit;
+      await waitUntil(() => a.buffered + b.buffered >= 20, "the records after the committed offset fetched again", 60_000, 10);
+      const owner = a.buffered >= 20 ? a : b;
+      const again = owner.take(20);
+      expect(again.map((m) => m.value.toString())).toEqual(values.slice(10));
+      await owner.commit(again);
+      expect(await committed()).toBe(30n);
+    } finally {
+      await b.close();
+      await a.close();
     }
   },
   300_000,

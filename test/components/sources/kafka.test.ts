@@ -256,7 +256,7 @@ function source(props: Record<string, string>, channel?: MemoryChannel, logger =
 function holdCommits(r: KafkaSource) {
   const poller = (r as unknown as { poller: KafkaPoller }).poller;
   // What sends the poller's offset commits (the library's way or straight to the coordinator: commit-api.ts).
-  const commits = (poller as unknown as { commits: { commit(offsets: { offset: bigint }[]): Promise<void> } }).commits;
+  const commits = (poller as unknown as { commits: { commit(offsets: { offset: bigint }[], generationId: number): Promise<void> } }).commits;
   const commit = commits.commit.bind(commits);
   const held: { send(): void; drop(err: Error): void }[] = [];
   const take = poller.take.bind(poller);
@@ -276,9 +276,9 @@ function holdCommits(r: KafkaSource) {
     spy.takes++;
     return take(max);
   };
-  commits.commit = (offsets) => {
+  commits.commit = (offsets, generationId) => {
     spy.asked.push(offsets.map((x) => Number(x.offset)));
-    return new Promise<void>((resolve, reject) => held.push({ send: () => void commit(offsets).then(resolve, reject), drop: reject }));
+    return new Promise<void>((resolve, reject) => held.push({ send: () => void commit(offsets, generationId).then(resolve, reject), drop: reject }));
   };
   return { poller, spy };
 }

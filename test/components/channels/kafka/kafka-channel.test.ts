@@ -15,6 +15,7 @@ import type { KafkaChannel } from "../../../../src/components/channels/kafka/ind
 import { bodyText, createEvent, type Event, readHeaders } from "../../../../src/core/event.ts";
 import { MemoryLogger } from "../../../../src/core/logger.ts";
 import { encodeFlumeEvent } from "../../../../src/kafka/flume-event.ts";
+import type { KafkaPoller } from "../../../../src/kafka/consumer.ts";
 import { KafkaPublisher } from "../../../../src/kafka/producer.ts";
 import { consumerSettings, producerSettings } from "../../../../src/kafka/settings.ts";
 import { waitUntil } from "../../../support/helpers.ts";
@@ -449,10 +450,14 @@ needsJvm.test(
     for (let i = 0; i < 3; i++) expect((await takeUntil(c1, 1, false)).map(bodyText)).toEqual(["good"]);
     expect(skips()).toBe(1);
     // A second member joins and leaves without taking: c1's consumer drops its buffer at each rebalance and fetches again.
+    const generation = () => (c1 as unknown as { poller: KafkaPoller }).poller.generation;
+    const before = generation();
     const c2 = channel(props, "kc2");
     await c2.start();
     await waitUntil(() => logger.lines.some((l) => l.message.startsWith(`kafka channel kc1: consumer group ${group} rebalanced`)), "c1 rebalanced", 60_000);
     await c2.stop();
+    // Taken before c1 heard of the second rebalance, the take's offset commit would be refused (a take of the generation that ended).
+    await waitUntil(() => generation() >= before + 2, "c1 rebalanced again", 60_000);
     expect((await takeUntil(c1, 1)).map(bodyText)).toEqual(["good"]);
     expect(skips()).toBe(2);
     // Counted once, when its offset was committed with the take.
