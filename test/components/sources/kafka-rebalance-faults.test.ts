@@ -10,6 +10,7 @@
  */
 import { expect } from "bun:test";
 import { createEvent, type Event, bodyText, readHeaders } from "../../../src/core/event.ts";
+import type { KafkaPoller } from "../../../src/kafka/consumer.ts";
 import { waitUntil } from "../../support/helpers.ts";
 import { needsJvm } from "../../support/jvm.ts";
 import { OFFSET_COMMIT, PRODUCE } from "../../support/kafka-proxy.ts";
@@ -91,16 +92,26 @@ needsJvm.test(
     const full = memoryChannel("r1-out", 2, 2);
     const r1 = kafkaSource({ ...props, "kafka.consumer.client.id": "r1-consumer", batchSize: "2", batchDurationMillis: "2000", uncommittedBatches: "1" }, { cleanups, name: "r1", channel: full });
     await r1.source.start();
+    const poller = (r1.source as unknown as { poller: KafkaPoller }).poller;
+    let takes = 0;
+    const take = poller.take.bind(poller);
+    poller.take = (max: number) => {
+      takes++;
+      return take(max);
+    };
     // The first batch is put; the answer to its offset commit is held (the broker has it).
     proxy().holdAnswers(OFFSET_COMMIT, "r1-consumer");
     expect(await r1.source.process()).toBe("READY");
     await waitUntil(() => proxy().held > 0, "r1's first offset commit", 60_000);
     // The second batch is read and waits for that commit, while r2 joins: each gets one partition.
     const second = r1.source.process();
+    await waitUntil(() => takes === 2, "r1's second batch read", 60_000, 10);
+    const readIn = poller.generation;
     const r2 = kafkaSource(props, { cleanups, name: "r2" });
     await r2.source.start();
+    await waitUntil(() => poller.generation > readIn, "r1 rebalanced", 60_000, 10);
     proxy().releaseAnswers();
-    // The channel is full: the second batch is refused.
+    // The channel is full: the second batch, read before the rebalance, is refused.
     expect(await second).toBe("BACKOFF");
     const first = await takeEvents(full, [], 2);
     expect(first.length).toBe(2);
