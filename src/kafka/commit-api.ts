@@ -10,12 +10,12 @@
  * moved, generation changed, connection lost) drops them and the commit goes the library's
  * way, so the errors seen are the library's as before.
  *
- * A commit names the group generation its records were fetched in, and lands only in it, as the
- * Java consumer's CommitFailedException has it: sent straight, it carries that generation, which
- * the coordinator refuses once the group moved on; sent the library's way, a request under
- * another generation (the library rejoins after a rebalance and sends it again) is not sent.
- * Offsets worked out before a rebalance could otherwise land after it, and move the partition's
- * new owner back (duplicates).
+ * A commit names the group generation its records were fetched in, and lands only in it: sent
+ * straight, it carries that generation, which the coordinator refuses once the group moved on;
+ * sent the library's way, a request under another generation (the library rejoins after a
+ * rebalance and sends it again) is not sent. Offsets worked out before a rebalance could
+ * otherwise land after it, and move the partition's new owner back (duplicates). The Java
+ * consumer refuses a commit only while its group rebalances (CommitFailedException).
  *
  * Only under the classic group protocol (the consumer protocol's member epoch is the
  * library's private state).
