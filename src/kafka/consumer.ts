@@ -194,8 +194,8 @@ export class KafkaPoller {
     let joined = false;
     consumer.on("consumer:group:join", () => {
       if (!joined || fetcher.stopped || (this.fetcher !== null && this.fetcher !== fetcher)) return;
-      this.dropBuffered();
       this.groupGeneration = consumer.generationId;
+      this.dropBuffered();
       fetcher.restart().catch((err) => this.lost(fetcher, messageOf(err)));
     });
     // Bounded: the client may keep retrying a broker that came back in another state.
