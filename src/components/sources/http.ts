@@ -12,6 +12,9 @@ import { peerName } from "../../net/peer.ts";
 import { SERVER_TLS_PROPS, type ServerTls, serverTls, createTlsServer, tlsProblems } from "../../net/tls.ts";
 
 
+/** How long stop() lets requests in flight finish before it closes their connections. */
+const FORCED_CLOSE_MS = 5000;
+
 const props = {
   port: { type: "int", required: true, min: 0, max: 65535, doc: "Port to listen on." },
   bind: { type: "string", default: "0.0.0.0", doc: "Host name or IP address to listen on." },
@@ -137,9 +140,10 @@ export class HttpSource extends BaseSource implements EventDrivenSource {
       const closed = this.tlsListener ? this.closeTls(server) : new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const timer = this.clock.setTimeout(() => {
+        this.logger.warn(`http source ${this.name}: requests still in flight ${FORCED_CLOSE_MS} ms after stop; closing their connections`);
         server.closeAllConnections();
         for (const s of this.secured) s.destroy();
-      }, 5000);
+      }, FORCED_CLOSE_MS);
       await closed;
       this.clock.clearTimeout(timer);
     }
