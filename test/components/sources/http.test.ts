@@ -303,4 +303,20 @@ describe("http source stopping with a request in flight", () => {
     expect(res.headers.get("connection")).toBe("close");
     expect([...drained, ...(await takeAll(r.channel)).map(text)]).toEqual(["a", "b", "c", "d"]);
   });
+
+  test("a client that never sends the rest of its body holds stop() only until the forced close after 5 s, which the log names", async () => {
+    const r = rig(httpSource, { bind: "127.0.0.1", port: "0" });
+    await r.source.start();
+    const client = net.connect(r.source.port, "127.0.0.1");
+    const closed = new Promise<void>((resolve) => client.on("close", () => resolve()));
+    // Expect: 100-continue: the server's "100 Continue" says the request reached the source.
+    const continued = new Promise<void>((resolve) => client.once("data", () => resolve()));
+    client.write('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n\r\n');
+    await continued;
+    client.write('[{"body":"never ends');
+    await r.source.stop();
+    await closed;
+    expect(r.logger.lines.filter((l) => l.level === "warn" && l.message.includes("still in flight 5000 ms after stop"))).toHaveLength(1);
+    expect((await takeAll(r.channel)).map(text)).toEqual([]);
+  });
 });
