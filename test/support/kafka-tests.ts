@@ -162,7 +162,9 @@ export async function failureOf(k: KafkaSink): Promise<Error> {
 }
 
 /** A Kafka source (not started) writing into `channel` (a started memory channel by default). */
-export function kafkaSource<C extends Channel = MemoryChannel>(props: Record<string, string>, o: Built & { channel?: C }): { source: KafkaSource; channel: C | MemoryChannel; logger: MemoryLogger } {
+export function kafkaSource(props: Record<string, string>, o: Built & { channel?: MemoryChannel }): { source: KafkaSource; channel: MemoryChannel; logger: MemoryLogger };
+export function kafkaSource<C extends Channel>(props: Record<string, string>, o: Built & { channel: C }): { source: KafkaSource; channel: C; logger: MemoryLogger };
+export function kafkaSource(props: Record<string, string>, o: Built & { channel?: Channel }): { source: KafkaSource; channel: Channel; logger: MemoryLogger } {
   const logger = (o.logger as MemoryLogger | undefined) ?? new MemoryLogger();
   const source = sourceDefinition.create(parsed(sourceDefinition, props), componentContext(o.name ?? "r1", { logger }));
   // A channel given is started here; one made here is started already.
