@@ -11,7 +11,6 @@ import { HttpBadRequestError, type HttpSourceHandler } from "./http-handlers/han
 import { peerName } from "../../net/peer.ts";
 import { SERVER_TLS_PROPS, type ServerTls, serverTls, createTlsServer, tlsProblems } from "../../net/tls.ts";
 
-
 /** How long stop() lets requests in flight finish before it closes their connections. */
 const FORCED_CLOSE_MS = 5000;
 
