@@ -25,8 +25,12 @@ export function messageOf(err: unknown): string {
   // The client nests one error per broker and retry: each distinct message once.
   if (err instanceof AggregateError && err.errors.length > 0) return `${err.message}: ${[...new Set(err.errors.map(messageOf))].join("; ")}`;
   if (err instanceof Error) {
+    const own = err.message || err.name;
     const cause = (err as { cause?: unknown }).cause;
-    return cause && cause !== err ? `${err.message || err.name} (${messageOf(cause)})` : err.message || err.name;
+    if (!cause || cause === err) return own;
+    // Ours often say their cause in their message already: said once.
+    const inner = messageOf(cause);
+    return own.includes(inner) ? own : `${own} (${inner})`;
   }
   return String(err);
 }

@@ -155,6 +155,8 @@ const SEQUENCE_MODULUS = 2147483648;
 export class LeanSender {
   private readonly internals: Internals;
   private info: ProducerInfo | null = null;
+  /** Why each producer id given up was dropped (the failure of the batch that dropped it), for the batches sent under it. */
+  private readonly dropReasons = new WeakMap<ProducerInfo, unknown>();
   private initializing: Promise<ProducerInfo> | null = null;
   /** The idempotent producer's next sequence, per topic, per partition. */
   private readonly sequences = new Map<string, number[]>();
@@ -185,15 +187,14 @@ export class LeanSender {
     const records = batch.records;
     if (records.length === 0) return;
     const again = batch.sent !== null;
+    // Written or not, unknown: given up (its events go back to the channel), never silently re-sent as new records.
+    const dropped = this.droppedUnder(batch);
+    if (dropped) throw dropped;
     const topics = again ? batch.sent!.topics : topicsOf(records);
     const metadataOf = (forceUpdate: boolean) => promised<ClusterMetadata>((cb) => this.internals.metadata({ topics, autocreateTopics: true, forceUpdate }, cb));
     let metadata = await metadataOf(again);
     // Again: its partitions were checked and set by the first attempt.
     if (!again) metadata = await withChosenPartitions(records, metadata, () => metadataOf(true));
-    if (again && batch.sent!.info !== this.info) {
-      // Written or not, unknown: given up (its events go back to the channel), never silently re-sent as new records.
-      throw new KafkaProducerIdDroppedError(`the producer id under which ${records.length} record(s) were sent unacknowledged was dropped after another batch failed: not sent again under a new one`);
-    }
     const counts = new Map<string, number[]>();
     // Again: the partitions are those of the first attempt, the grouping by leader today's.
     const byLeader = this.assign(records, metadata, counts);
@@ -216,7 +217,7 @@ export class LeanSender {
       // A failure that a retry under the same id cannot mend drops the id at once: sends in
       // flight under it then fail rather than retry (the broker refuses the sequences after
       // the missing ones).
-      if (!this.canRetry(batch, err)) this.drop(sent.info);
+      if (!this.canRetry(batch, err)) this.drop(sent.info, err);
       throw err;
     }
   }
@@ -237,15 +238,32 @@ export class LeanSender {
     return isRetriable(err);
   }
 
-  /** The batch's last attempt done: acknowledged, or given up (its fate unknown: the next send takes a new producer id, its sequences from 0). */
-  end(batch: LeanBatch, delivered: boolean): void {
+  /** The batch's last attempt done: acknowledged, or given up with `why` (its fate unknown: the next send takes a new producer id, its sequences from 0). */
+  end(batch: LeanBatch, delivered: boolean, why?: unknown): void {
     this.unresolved.delete(batch);
-    if (!delivered && batch.sent) this.drop(batch.sent.info);
+    if (!delivered && batch.sent) this.drop(batch.sent.info, why);
+  }
+
+  /**
+   * Why the batch cannot be sent again, when it was sent under a producer id dropped since:
+   * the failure of the batch that dropped it (a broker down makes every batch in flight fail
+   * the same way; this names it, not the retry's own error), else null.
+   */
+  droppedUnder(batch: LeanBatch): KafkaProducerIdDroppedError | null {
+    const info = batch.sent?.info;
+    if (!this.idempotent || !info || info === this.info) return null;
+    const why = this.dropReasons.get(info);
+    const because = why === undefined ? "" : ` (${why instanceof Error ? why.message : String(why)})`;
+    return new KafkaProducerIdDroppedError(
+      `${batch.records.length} record(s) sent unacknowledged are not sent again: their producer id was dropped after another batch sent under it failed${because}; they go back to the channel`,
+      why === undefined ? undefined : { cause: why },
+    );
   }
 
   /** Drops the producer id `info` if still the current one (a failure under an older id, after a new one was taken, leaves the new one alone). */
-  private drop(info: ProducerInfo | null): void {
+  private drop(info: ProducerInfo | null, why: unknown): void {
     if (!info || this.info !== info) return;
+    if (why !== undefined) this.dropReasons.set(info, why);
     this.info = null;
     this.sequences.clear();
     this.unresolved.clear();

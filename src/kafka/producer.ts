@@ -139,6 +139,7 @@ export class KafkaPublisher {
     const messages = lean ? null : libraryMessages(records);
     const partitioner = lean ? null : javaPartitioner(this.librarySends++ & 0x7fffffff);
     let delivered = false;
+    let failure: unknown;
     try {
       for (;;) {
         const sending = lean ? lean.send(batch!) : this.sendByLibrary(records, messages!, partitioner!);
@@ -149,16 +150,19 @@ export class KafkaPublisher {
         } catch (err) {
           if (err instanceof KafkaDeliveryTimeoutError || err instanceof KafkaSendAbortedError) throw err;
           const retriable = lean ? lean.canRetry(batch!, err) : isRetriable(err);
-          if (!this.retryUntilDeliveryTimeout || !s.retriesUntilDeadline || !retriable) throw this.explain(err, topicsOf(records));
+          if (!this.retryUntilDeliveryTimeout || !s.retriesUntilDeadline || !retriable) throw this.explain(lean?.droppedUnder(batch!) ?? err, topicsOf(records));
           if (Date.now() + s.retryDelay >= deadline) throw this.timedOut(records, err);
           last = err;
           await Promise.race([delay(s.retryDelay), givenUp]);
         }
       }
+    } catch (err) {
+      failure = err;
+      throw err;
     } finally {
       // Given up (failed, timed out or aborted, maybe with a request under way): the broker's
       // sequences for this producer id are unknown, the next send takes a new one.
-      lean?.end(batch!, delivered);
+      lean?.end(batch!, delivered, failure);
       clearTimeout(timer);
       this.pending.delete(fail);
     }

@@ -130,15 +130,21 @@ test("OUT_OF_ORDER with no earlier batch unresolved (a gap: the broker's sequenc
   ]);
 });
 
-test("a batch given up drops the id; another batch in flight under it is then not retried, nor sent again under the new id", async () => {
+test("a batch given up drops the id; another batch in flight under it is then not retried, nor sent again under the new id, and its error names the first one's", async () => {
   const { lean, requests } = sender(["lost", "lost"]);
   const a = lean.batch(records(3));
   const b = lean.batch(records(2));
   const [, errB] = await Promise.all([failure(lean.send(a)), failure(lean.send(b))]);
+  expect(lean.droppedUnder(b)).toBeNull();
   // a given up (its delivery timeout passed): whether the broker wrote it is unknown.
-  lean.end(a, false);
+  const timedOut = new Error("3 records not acknowledged within kafka.producer.delivery.timeout.ms = 6000 ms");
+  lean.end(a, false, timedOut);
   expect(lean.canRetry(b, errB)).toBe(false);
-  expect(await failure(lean.send(b))).toBeInstanceOf(KafkaProducerIdDroppedError);
+  const dropped = (await failure(lean.send(b))) as KafkaProducerIdDroppedError;
+  expect(dropped).toBeInstanceOf(KafkaProducerIdDroppedError);
+  expect(dropped.message).toContain("2 record(s) sent unacknowledged are not sent again");
+  expect(dropped.message).toContain("(3 records not acknowledged within kafka.producer.delivery.timeout.ms = 6000 ms)");
+  expect(dropped.cause).toBe(timedOut);
   lean.end(b, false);
   const c: LeanBatch = lean.batch(records(1));
   await lean.send(c);
