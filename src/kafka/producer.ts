@@ -6,7 +6,7 @@ import type { Producer } from "@platformatic/kafka";
 import type { Event } from "../core/event.ts";
 import type { Logger } from "../core/logger.ts";
 import { loadKafka } from "./client.ts";
-import { javaPartitioner, LeanSender, type LibraryPartitioner, withChosenPartitions } from "./lean-send.ts";
+import { javaPartitioner, KafkaProducerIdDroppedError, LeanSender, type LibraryPartitioner, withChosenPartitions } from "./lean-send.ts";
 import { encodeFlumeEvent } from "./flume-event.ts";
 import { useOwnRecordBatches } from "./produce-api.ts";
 import { isTooLarge, isUnknownTopic, KafkaDeliveryTimeoutError, KafkaPartitionMissingError, KafkaRecordTooLargeError, KafkaSendAbortedError, KafkaTopicMissingError, messageOf } from "./errors.ts";
@@ -150,7 +150,11 @@ export class KafkaPublisher {
         } catch (err) {
           if (err instanceof KafkaDeliveryTimeoutError || err instanceof KafkaSendAbortedError) throw err;
           const retriable = lean ? lean.canRetry(batch!, err) : isRetriable(err);
-          if (!this.retryUntilDeliveryTimeout || !s.retriesUntilDeadline || !retriable) throw this.explain(lean?.droppedUnder(batch!) ?? err, topicsOf(records));
+          if (!this.retryUntilDeliveryTimeout || !s.retriesUntilDeadline || !retriable) {
+            // Worth a retry but for its producer id, dropped by another batch's failure: that failure is the reason.
+            const dropped = lean && isRetriable(err) ? lean.droppedUnder(batch!) : null;
+            throw this.explain(dropped ?? err, topicsOf(records));
+          }
           if (Date.now() + s.retryDelay >= deadline) throw this.timedOut(records, err);
           last = err;
           await Promise.race([delay(s.retryDelay), givenUp]);
@@ -206,6 +210,8 @@ export class KafkaPublisher {
 
   private explain(err: unknown, topics: string[]): Error {
     if (err instanceof KafkaPartitionMissingError) return err.labelled(this.label);
+    // Its cause is another batch's failure (too large, a topic missing): not this batch's.
+    if (err instanceof KafkaProducerIdDroppedError) return new Error(`${this.label}: Kafka at ${this.brokers}: ${err.message}`, { cause: err });
     const why = messageOf(err);
     if (isUnknownTopic(err) && topics.length > 0) {
       return new KafkaTopicMissingError(`${this.label}: topic ${topics.join(", ")} does not exist on ${this.brokers} and the brokers do not create topics on use (auto.create.topics.enable=false): create it, e.g. kafka-topics.sh --create --topic ${topics[0]} (${why})`, { cause: err });
