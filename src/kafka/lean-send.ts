@@ -254,10 +254,8 @@ export class LeanSender {
     if (!this.idempotent || !info || info === this.info) return null;
     const why = this.dropReasons.get(info);
     const because = why === undefined ? "" : ` (${why instanceof Error ? why.message : String(why)})`;
-    return new KafkaProducerIdDroppedError(
-      `${batch.records.length} record(s) sent unacknowledged are not sent again: their producer id was dropped after another batch sent under it failed${because}; they go back to the channel`,
-      why === undefined ? undefined : { cause: why },
-    );
+    // Named, not its cause: what that failure was (too large, a topic missing) is not this batch's.
+    return new KafkaProducerIdDroppedError(`${batch.records.length} record(s) sent unacknowledged are not sent again: their producer id was dropped after another batch sent under it failed${because}; they go back to the channel`);
   }
 
   /** Drops the producer id `info` if still the current one (a failure under an older id, after a new one was taken, leaves the new one alone). */

@@ -210,7 +210,7 @@ export class KafkaPublisher {
 
   private explain(err: unknown, topics: string[]): Error {
     if (err instanceof KafkaPartitionMissingError) return err.labelled(this.label);
-    // Its cause is another batch's failure (too large, a topic missing): not this batch's.
+    // It names another batch's failure (too large, a topic missing): not this batch's kind.
     if (err instanceof KafkaProducerIdDroppedError) return new Error(`${this.label}: Kafka at ${this.brokers}: ${err.message}`, { cause: err });
     const why = messageOf(err);
     if (isUnknownTopic(err) && topics.length > 0) {
