@@ -267,7 +267,9 @@ class Validator {
     const { options, errors } = def.parse(rawValues(props));
     // A key not written (a record's missing field) is reported at its record's first line.
     const recordLine = (key: string) => (isUnderPrefix(schema, key) ? Object.entries(props).find(([k]) => k.startsWith(key.slice(0, key.lastIndexOf(".") + 1)))?.[1].line : undefined);
-    const lineOf = (key: string) => props[key]?.line ?? recordLine(key) ?? fallbackLine;
+    // A property written under one of its aliases (brokerList) is reported at that line.
+    const writtenLine = (key: string) => [key, ...(findProp(schema, key)?.aliases ?? [])].map((k) => props[k]).find((l) => l !== undefined)?.line;
+    const lineOf = (key: string) => writtenLine(key) ?? recordLine(key) ?? fallbackLine;
     for (const e of errors) {
       // A value still holding ${...} was reported as an unresolved variable already.
       if (hasVariables(props[e.key]?.value ?? "")) continue;

@@ -39,14 +39,19 @@ export class ConfigurationError extends FlumeError {
   }
 }
 
-/** The ConfigurationError that `build` throws, as a problem at its key (none when it builds); other errors propagate. For a component's validate. */
-export function configurationProblems(build: () => unknown): { key: string; message: string }[] {
+/**
+ * The ConfigurationError that `build` throws, as a problem at its key (none when it builds).
+ * Another error is a problem at `otherKey` when one is given, else it propagates. For a
+ * component's validate.
+ */
+export function configurationProblems(build: () => unknown, otherKey?: string): { key: string; message: string }[] {
   try {
     build();
     return [];
   } catch (err) {
     if (err instanceof ConfigurationError) return [{ key: err.key, message: err.detail }];
-    throw err;
+    if (otherKey === undefined) throw err;
+    return [{ key: otherKey, message: err instanceof Error ? err.message : String(err) }];
   }
 }
 

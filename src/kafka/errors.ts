@@ -1,6 +1,6 @@
 import { FlumeError } from "../core/errors.ts";
 
-/** A Kafka setting the component cannot use as given (a bad value, an unsupported protocol). */
+/** A topic or partition the Kafka sink cannot send to: kafka.topic not a topic name, or one a header chose. (A bad setting is a ConfigurationError.) */
 export class KafkaSettingError extends FlumeError {}
 
 /** The topic does not exist and the broker does not create topics on use. */

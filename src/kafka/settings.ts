@@ -6,7 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { Logger } from "../core/logger.ts";
-import { KafkaSettingError } from "./errors.ts";
+import { ConfigurationError } from "../core/errors.ts";
 
 export interface Broker {
   host: string;
@@ -61,7 +61,7 @@ function deliveryTimeoutOf(props: Readonly<Record<string, string>>, prefix: stri
   const floor = intOf(props, "linger.ms", prefix, 0) + requestTimeout;
   if (props["delivery.timeout.ms"] === undefined) return Math.max(DELIVERY_TIMEOUT_DEFAULT, floor);
   const n = intOf(props, "delivery.timeout.ms", prefix, DELIVERY_TIMEOUT_DEFAULT);
-  if (n < floor) throw new KafkaSettingError(`${prefix}delivery.timeout.ms (${n}) must be at least ${prefix}linger.ms + ${prefix}request.timeout.ms (${floor}), as for the Java producer`);
+  if (n < floor) throw new ConfigurationError(`${prefix}delivery.timeout.ms`, `is ${n}, below ${prefix}linger.ms + ${prefix}request.timeout.ms (${floor}); the Java producer refuses that too`);
   return n;
 }
 
@@ -163,10 +163,10 @@ export function parseBrokers(list: string, key: string): Broker[] {
   const brokers: Broker[] = [];
   for (const item of list.split(",").map((s) => s.trim()).filter(Boolean)) {
     const m = item.match(/^(?:[A-Za-z_]+:\/\/)?(\[[^\]]+\]|[^:]+):(\d+)$/);
-    if (!m) throw new KafkaSettingError(`${key}: "${item}" is not host:port`);
+    if (!m) throw new ConfigurationError(key, `"${item}" is not host:port`);
     brokers.push({ host: m[1].replace(/^\[|\]$/g, ""), port: Number(m[2]) });
   }
-  if (brokers.length === 0) throw new KafkaSettingError(`${key} is empty: give the brokers as host1:9092,host2:9092`);
+  if (brokers.length === 0) throw new ConfigurationError(key, "is empty: give the brokers as host1:9092,host2:9092");
   return brokers;
 }
 
@@ -174,7 +174,7 @@ function intOf(props: Readonly<Record<string, string>>, key: string, prefix: str
   const raw = props[key];
   if (raw === undefined) return fallback;
   const n = Number(raw.trim());
-  if (!Number.isInteger(n) || n < 0) throw new KafkaSettingError(`${prefix}${key}: expected a whole number, got "${raw}"`);
+  if (!Number.isInteger(n) || n < 0) throw new ConfigurationError(prefix + key, `expected a whole number, got "${raw}"`);
   return n;
 }
 
@@ -182,7 +182,7 @@ function booleanOf(props: Readonly<Record<string, string>>, key: string, prefix:
   const raw = props[key];
   if (raw === undefined) return fallback;
   const v = raw.trim().toLowerCase();
-  if (v !== "true" && v !== "false") throw new KafkaSettingError(`${prefix}${key}: expected true or false, got "${raw}"`);
+  if (v !== "true" && v !== "false") throw new ConfigurationError(prefix + key, `expected true or false, got "${raw}"`);
   return v === "true";
 }
 
@@ -193,16 +193,25 @@ function jaasOption(jaas: string, name: string): string | undefined {
 function pemFile(props: Readonly<Record<string, string>>, prefix: string, which: "truststore" | "keystore"): string | undefined {
   const location = props[`ssl.${which}.location`];
   if (location === undefined) return undefined;
-  const type = (props[`ssl.${which}.type`] ?? "JKS").toUpperCase();
-  if (type !== "PEM") throw new KafkaSettingError(`${prefix}ssl.${which}.type ${type} is not supported: convert the ${which} to PEM and set ${prefix}ssl.${which}.type = PEM`);
-  return readFileSync(location, "utf8");
+  const typeKey = `ssl.${which}.type`;
+  const type = (props[typeKey] ?? "JKS").toUpperCase();
+  if (type !== "PEM") {
+    // At the type when it is written, else at the location (the type is JKS by default).
+    const at = props[typeKey] === undefined ? `ssl.${which}.location` : typeKey;
+    throw new ConfigurationError(prefix + at, `the ${which} is of type ${type}, which is not supported: convert it to PEM and set ${prefix}${typeKey} = PEM`);
+  }
+  try {
+    return readFileSync(location, "utf8");
+  } catch (err) {
+    throw new ConfigurationError(`${prefix}ssl.${which}.location`, `cannot be read: ${(err as Error).message}`);
+  }
 }
 
 function connectionSettings(i: ClientInput, prefix: string): ConnectionSettings {
   const props = i.props;
   const protocol = (props["security.protocol"] ?? "PLAINTEXT").toUpperCase();
   if (!["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"].includes(protocol)) {
-    throw new KafkaSettingError(`${prefix}security.protocol: expected PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, got "${props["security.protocol"]}"`);
+    throw new ConfigurationError(`${prefix}security.protocol`, `expected PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, got "${props["security.protocol"]}"`);
   }
   const settings: ConnectionSettings = {
     bootstrapBrokers: parseBrokers(i.bootstrap, i.bootstrapKey),
@@ -228,13 +237,17 @@ function connectionSettings(i: ClientInput, prefix: string): ConnectionSettings 
   if (protocol.startsWith("SASL_")) {
     const mechanism = (props["sasl.mechanism"] ?? "GSSAPI").toUpperCase();
     if (mechanism !== "PLAIN" && mechanism !== "SCRAM-SHA-256" && mechanism !== "SCRAM-SHA-512") {
-      throw new KafkaSettingError(`${prefix}sasl.mechanism ${mechanism} is not supported: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512`);
+      // GSSAPI is the default: without sasl.mechanism written, the protocol is what asked for it.
+      if (props["sasl.mechanism"] === undefined) throw new ConfigurationError(`${prefix}security.protocol`, `${protocol} needs ${prefix}sasl.mechanism = PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (its default, GSSAPI, is not supported)`);
+      throw new ConfigurationError(`${prefix}sasl.mechanism`, `${mechanism} is not supported: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512`);
     }
     const jaas = props["sasl.jaas.config"] ?? "";
     const username = jaasOption(jaas, "username");
     const password = jaasOption(jaas, "password");
     if (username === undefined || password === undefined) {
-      throw new KafkaSettingError(`${prefix}sasl.jaas.config must give username="..." and password="..." (as for the Java client's PlainLoginModule or ScramLoginModule)`);
+      const needs = 'username="..." and password="..." (as for the Java client\'s PlainLoginModule or ScramLoginModule)';
+      if (props["sasl.jaas.config"] === undefined) throw new ConfigurationError(`${prefix}sasl.mechanism`, `${mechanism} needs ${prefix}sasl.jaas.config with ${needs}`);
+      throw new ConfigurationError(`${prefix}sasl.jaas.config`, `must give ${needs}`);
     }
     settings.sasl = { mechanism, username, password };
   }
@@ -254,7 +267,7 @@ function acksOf(raw: string, key: string): number {
   const v = raw.trim().toLowerCase();
   if (v === "all" || v === "-1") return -1;
   if (v === "0" || v === "1") return Number(v);
-  throw new KafkaSettingError(`${key}: expected all, -1, 0 or 1, got "${raw}"`);
+  throw new ConfigurationError(key, `expected all, -1, 0 or 1, got "${raw}"`);
 }
 
 /** What a producer's and a consumer's settings are read from. */
@@ -282,14 +295,14 @@ export function producerSettings(i: ProducerInput): ProducerSettings {
   reportUnused(i.props, i.batchesInFlight ? PRODUCER_KEYS_IN_FLIGHT : PRODUCER_KEYS, prefix, i.label, i.logger);
   const acks = acksOf(i.props.acks ?? i.defaultAcks, `${prefix}acks`);
   const compression = (i.props["compression.type"] ?? "none").trim().toLowerCase();
-  if (!["none", "gzip", "snappy", "lz4", "zstd"].includes(compression)) throw new KafkaSettingError(`${prefix}compression.type: expected none, gzip, snappy, lz4 or zstd, got "${i.props["compression.type"]}"`);
+  if (!["none", "gzip", "snappy", "lz4", "zstd"].includes(compression)) throw new ConfigurationError(`${prefix}compression.type`, `expected none, gzip, snappy, lz4 or zstd, got "${i.props["compression.type"]}"`);
   const idempotence = (i.props["enable.idempotence"] ?? (acks === -1 ? "true" : "false")).trim().toLowerCase() === "true";
-  if (idempotence && acks !== -1) throw new KafkaSettingError(`${prefix}enable.idempotence = true needs ${prefix}acks = all`);
+  if (idempotence && acks !== -1) throw new ConfigurationError(`${prefix}enable.idempotence`, `true needs ${prefix}acks = all`);
   const inFlightKey = IN_FLIGHT_KEY;
   const maxInFlight = !i.batchesInFlight || i.props[inFlightKey] === undefined ? undefined : intOf(i.props, inFlightKey, prefix, 1);
-  if (maxInFlight === 0) throw new KafkaSettingError(`${prefix}${inFlightKey}: expected 1 or more, got 0`);
+  if (maxInFlight === 0) throw new ConfigurationError(prefix + inFlightKey, "expected 1 or more, got 0");
   // As the Java producer: the broker keeps the sequences of the last 5 batches per partition.
-  if (idempotence && maxInFlight !== undefined && maxInFlight > 5) throw new KafkaSettingError(`${prefix}${inFlightKey} = ${maxInFlight}: an idempotent producer (acks = all) keeps at most 5 requests in flight; set 1 to 5, or enable.idempotence = false`);
+  if (idempotence && maxInFlight !== undefined && maxInFlight > 5) throw new ConfigurationError(prefix + inFlightKey, `is ${maxInFlight}: an idempotent producer (acks = all) keeps at most 5 requests in flight; set 1 to 5, or enable.idempotence = false`);
   const connection = connectionSettings(i, prefix);
   return {
     ...connection,
@@ -316,14 +329,18 @@ export function consumerSettings(i: ConsumerInput): ConsumerSettings {
     i.logger.warn(`${i.label}: ${prefix}enable.auto.commit = true is ignored: offsets are committed only after the events are committed to the channel`);
   }
   const reset = (i.props["auto.offset.reset"] ?? i.defaultOffsetReset).trim().toLowerCase();
-  if (reset !== "earliest" && reset !== "latest" && reset !== "none") throw new KafkaSettingError(`${prefix}auto.offset.reset: expected earliest, latest or none, got "${i.props["auto.offset.reset"]}"`);
+  if (reset !== "earliest" && reset !== "latest" && reset !== "none") throw new ConfigurationError(`${prefix}auto.offset.reset`, `expected earliest, latest or none, got "${i.props["auto.offset.reset"]}"`);
   const isolation = (i.props["isolation.level"] ?? "read_uncommitted").trim().toLowerCase();
-  if (isolation !== "read_uncommitted" && isolation !== "read_committed") throw new KafkaSettingError(`${prefix}isolation.level: expected read_uncommitted or read_committed, got "${i.props["isolation.level"]}"`);
+  if (isolation !== "read_uncommitted" && isolation !== "read_committed") throw new ConfigurationError(`${prefix}isolation.level`, `expected read_uncommitted or read_committed, got "${i.props["isolation.level"]}"`);
   // Kafka 2.7.2's default (the client Flume 1.11 ships; 3.0 raised it to 45 s): a dead member's partitions move after 10 s.
   const sessionTimeout = intOf(i.props, "session.timeout.ms", prefix, 10_000);
   const heartbeatInterval = intOf(i.props, "heartbeat.interval.ms", prefix, 3000);
   // As the Java client (and the broker would end a session that beats less often than it lasts).
-  if (heartbeatInterval >= sessionTimeout) throw new KafkaSettingError(`${prefix}heartbeat.interval.ms (${heartbeatInterval}) must be lower than ${prefix}session.timeout.ms (${sessionTimeout})`);
+  if (heartbeatInterval >= sessionTimeout) {
+    // At the one written (the other has its default).
+    if (i.props["heartbeat.interval.ms"] === undefined) throw new ConfigurationError(`${prefix}session.timeout.ms`, `is ${sessionTimeout}, not above ${prefix}heartbeat.interval.ms (${heartbeatInterval} by default)`);
+    throw new ConfigurationError(`${prefix}heartbeat.interval.ms`, `is ${heartbeatInterval}, not below ${prefix}session.timeout.ms (${sessionTimeout})`);
+  }
   return {
     ...connectionSettings(i, prefix),
     groupId: i.groupId,

@@ -185,6 +185,57 @@ test("flume validate warns at its line when a Kafka source or channel names a de
   }
 });
 
+test("flume validate reports a bad kafka.producer.* or kafka.consumer.* setting, or brokers given by a deprecated name, at the line that wrote it", () => {
+  const { dir, cleanup } = tempDir("flume-kafka-setting-lines-");
+  try {
+    const conf = path.join(dir, "settings.conf");
+    const lines = [
+      "a1.sources = r1 r2",
+      "a1.channels = c1",
+      "a1.sinks = k1 k2",
+      "a1.sources.r1.type = kafka",
+      "a1.sources.r1.kafka.bootstrap.servers = localhost:9092",
+      "a1.sources.r1.kafka.topics = t",
+      "a1.sources.r1.channels = c1",
+      "a1.sources.r1.kafka.consumer.session.timeout.ms = abc",
+      // heartbeat.interval.ms keeps its default (3000): the session written is what is too short.
+      "a1.sources.r2.type = kafka",
+      "a1.sources.r2.kafka.bootstrap.servers = localhost:9092",
+      "a1.sources.r2.kafka.topics = t",
+      "a1.sources.r2.channels = c1",
+      "a1.sources.r2.kafka.consumer.session.timeout.ms = 2000",
+      "a1.channels.c1.type = kafka",
+      "a1.channels.c1.brokerList = localhost:9092,nohost",
+      "a1.sinks.k1.type = kafka",
+      "a1.sinks.k1.channel = c1",
+      "a1.sinks.k1.kafka.bootstrap.servers = localhost:9092",
+      "a1.sinks.k1.kafka.producer.security.protocol = SSL",
+      "a1.sinks.k1.kafka.producer.ssl.truststore.type = PEM",
+      `a1.sinks.k1.kafka.producer.ssl.truststore.location = ${dir}/missing-ca.pem`,
+      // sasl.mechanism not written: its default, GSSAPI, is what the protocol asks for.
+      "a1.sinks.k2.type = kafka",
+      "a1.sinks.k2.channel = c1",
+      "a1.sinks.k2.kafka.bootstrap.servers = localhost:9092",
+      "a1.sinks.k2.kafka.producer.security.protocol = SASL_PLAINTEXT",
+    ];
+    writeFileSync(conf, `${lines.join("\n")}\n`);
+    const r = runCli(["validate", conf]);
+    const out = r.stdout.split("\n").filter((l) => l !== "");
+    expect(out).toEqual([
+      `${conf}:8: error: source r1: kafka.consumer.session.timeout.ms: expected a whole number, got "abc"`,
+      `${conf}:13: error: source r2: kafka.consumer.session.timeout.ms: is 2000, not above kafka.consumer.heartbeat.interval.ms (3000 by default)`,
+      `${conf}:15: error: channel c1: kafka.bootstrap.servers: "nohost" is not host:port`,
+      `${conf}:15: warning: channel c1: brokerList: is deprecated; Flume reads it as kafka.bootstrap.servers (write kafka.bootstrap.servers instead)`,
+      `${conf}:21: error: sink k1: kafka.producer.ssl.truststore.location: cannot be read: ENOENT: no such file or directory, open '${dir}/missing-ca.pem'`,
+      `${conf}:25: error: sink k2: kafka.producer.security.protocol: SASL_PLAINTEXT needs kafka.producer.sasl.mechanism = PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (its default, GSSAPI, is not supported)`,
+      `${conf}: agent a1 is invalid: 5 errors, 1 warning`,
+    ]);
+    expect(r.code).toBe(1);
+  } finally {
+    cleanup();
+  }
+});
+
 /** An agent whose channel is a Kafka channel (acks as given), fed by a simulated client. */
 function kafkaChannelConf(dir: string, acks?: string): string {
   const conf = path.join(dir, `kafka-channel-${acks ?? "default"}.conf`);

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { createEvent } from "../../src/core/event.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
-import { KafkaSettingError } from "../../src/kafka/errors.ts";
+import { ConfigurationError } from "../../src/core/errors.ts";
 import { decodeFlumeEvent, encodeFlumeEvent, flumeEventSize } from "../../src/kafka/flume-event.ts";
 import { AvroWriter } from "../../src/rpc/binary.ts";
 import { writeEvent } from "../../src/rpc/messages.ts";
@@ -35,7 +35,7 @@ test("max.in.flight.requests.per.connection sets the batches in flight of a prod
   const channelLog = new MemoryLogger();
   expect(producerSettings({ ...base, label: "kafka channel c1", logger: channelLog, defaultAcks: "all", props: { [key]: "3" } }).maxInFlight).toBeUndefined();
   expect(channelLog.lines).toEqual([{ level: "info", message: `kafka channel c1: kafka.producer.${key} has no effect with this agent's Kafka client; ignored` }]);
-  expect(() => producerSettings({ ...base, logger: sinkLog, defaultAcks: "all", batchesInFlight: true, props: { [key]: "6" } })).toThrow(`kafka.producer.${key} = 6: an idempotent producer (acks = all) keeps at most 5 requests in flight`);
+  expect(() => producerSettings({ ...base, logger: sinkLog, defaultAcks: "all", batchesInFlight: true, props: { [key]: "6" } })).toThrow(new ConfigurationError(`kafka.producer.${key}`, "is 6: an idempotent producer (acks = all) keeps at most 5 requests in flight; set 1 to 5, or enable.idempotence = false"));
   expect(producerSettings({ ...base, logger: sinkLog, defaultAcks: "1", batchesInFlight: true, props: { [key]: "6" } }).maxInFlight).toBe(6);
 });
 
@@ -46,7 +46,7 @@ test("delivery.timeout.ms bounds a send as the Java producer's: 120000 by defaul
   expect(settings({ "delivery.timeout.ms": "6000", "request.timeout.ms": "3000", retries: "2" })).toMatchObject({ deliveryTimeout: 6000, deliveryTimeoutSet: true, retriesUntilDeadline: false });
   // Not set: raised to cover one request and the linger, as the Java producer does.
   expect(settings({ "request.timeout.ms": "150000", "linger.ms": "100" }).deliveryTimeout).toBe(150_100);
-  expect(() => settings({ "delivery.timeout.ms": "5000", "request.timeout.ms": "4000", "linger.ms": "2000" })).toThrow("kafka.producer.delivery.timeout.ms (5000) must be at least kafka.producer.linger.ms + kafka.producer.request.timeout.ms (6000)");
+  expect(() => settings({ "delivery.timeout.ms": "5000", "request.timeout.ms": "4000", "linger.ms": "2000" })).toThrow(new ConfigurationError("kafka.producer.delivery.timeout.ms", "is 5000, below kafka.producer.linger.ms + kafka.producer.request.timeout.ms (6000); the Java producer refuses that too"));
   // It has an effect now: never reported as ignored.
   expect(logger.lines.filter((l) => l.message.includes("delivery.timeout.ms"))).toEqual([]);
 });
@@ -58,9 +58,18 @@ test("SASL and TLS settings: PLAIN/SCRAM credentials from sasl.jaas.config, PEM 
   expect(s.sasl).toEqual({ mechanism: "SCRAM-SHA-512", username: "alice", password: "s3cret" });
   expect(s.tls?.ca).toBe("PEM");
   expect(() => consumerSettings({ ...base, logger, groupId: "g", defaultOffsetReset: "latest", props: { "security.protocol": "SSL", "ssl.truststore.location": "/x.jks" } })).toThrow(
-    new KafkaSettingError("kafka.consumer.ssl.truststore.type JKS is not supported: convert the truststore to PEM and set kafka.consumer.ssl.truststore.type = PEM"),
+    new ConfigurationError("kafka.consumer.ssl.truststore.location", "the truststore is of type JKS, which is not supported: convert it to PEM and set kafka.consumer.ssl.truststore.type = PEM"),
   );
-  expect(() => producerSettings({ ...base, logger, defaultAcks: "1", props: { "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "GSSAPI" } })).toThrow(/sasl.mechanism GSSAPI is not supported/);
+  expect(() => producerSettings({ ...base, logger, defaultAcks: "1", props: { "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "GSSAPI" } })).toThrow(
+    new ConfigurationError("kafka.producer.sasl.mechanism", "GSSAPI is not supported: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"),
+  );
+  // Each problem is at the setting written, for `flume validate` to give its line: the store's type when written, else its location.
+  expect(() => consumerSettings({ ...base, logger, groupId: "g", defaultOffsetReset: "latest", props: { "security.protocol": "SSL", "ssl.keystore.type": "PKCS12", "ssl.keystore.location": "/x.p12" } })).toThrow(
+    new ConfigurationError("kafka.consumer.ssl.keystore.type", "the keystore is of type PKCS12, which is not supported: convert it to PEM and set kafka.consumer.ssl.keystore.type = PEM"),
+  );
+  expect(() => producerSettings({ ...base, logger, defaultAcks: "1", props: { "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN" } })).toThrow(
+    new ConfigurationError("kafka.producer.sasl.mechanism", 'PLAIN needs kafka.producer.sasl.jaas.config with username="..." and password="..." (as for the Java client\'s PlainLoginModule or ScramLoginModule)'),
+  );
 });
 
 test("Flume's ssl.disableTLSHostnameVerification = true turns the broker's host name check off (the Java client's empty ssl.endpoint.identification.algorithm), and is no unknown setting", () => {
@@ -147,8 +156,9 @@ test("consumer settings: heartbeat.interval.ms must be lower than session.timeou
   const logger = new MemoryLogger();
   const consumer = (props: Record<string, string>) => consumerSettings({ ...base, logger, groupId: "g", defaultOffsetReset: "latest", props });
   expect(() => consumer({ "session.timeout.ms": "6000", "heartbeat.interval.ms": "6000" })).toThrow(
-    new KafkaSettingError("kafka.consumer.heartbeat.interval.ms (6000) must be lower than kafka.consumer.session.timeout.ms (6000)"),
+    new ConfigurationError("kafka.consumer.heartbeat.interval.ms", "is 6000, not below kafka.consumer.session.timeout.ms (6000)"),
   );
+  expect(() => consumer({ "session.timeout.ms": "3000" })).toThrow(new ConfigurationError("kafka.consumer.session.timeout.ms", "is 3000, not above kafka.consumer.heartbeat.interval.ms (3000 by default)"));
   expect(consumer({}).metadataMaxAge).toBe(300_000);
   expect(consumer({ "metadata.max.age.ms": "1000" }).metadataMaxAge).toBe(1000);
   expect(logger.lines).toEqual([]);

@@ -405,11 +405,7 @@ export const definition = defineComponent({
       problems.push({ key: "kafka.topic", severity: "warning", message: "is sent to as written: with allowTopicOverride = false, %{header} is not replaced, nor any other escape (as Flume 1.11)", hint: "set allowTopicOverride = true to choose the topic from the event's headers" });
     }
     problems.push(...configurationProblems(() => topicTemplate(o["kafka.topic"], o.allowTopicOverride)));
-    try {
-      sinkProducer(o, "flume", "", silentLogger);
-    } catch (err) {
-      problems.push({ key: "kafka.producer", message: (err as Error).message });
-    }
+    problems.push(...configurationProblems(() => sinkProducer(o, "flume", "", silentLogger), "kafka.bootstrap.servers"));
     return problems;
   },
   brokerLink: {

@@ -21,6 +21,7 @@ import { eventOfRecord, keyText, setSourceHeaders, type SourceHeaderShape, Sourc
 import { CopiedValues, ResponseRelease } from "../../kafka/response-release.ts";
 import { connectionProps, consumerSettings, type ConsumerSettings, producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
 import type { PropError } from "../../config/schema.ts";
+import { configurationProblems } from "../../core/errors.ts";
 import { type ComponentContext, defineComponent } from "../component.ts";
 import { builtIn } from "../registry.ts";
 import { BaseSource } from "./base.ts";
@@ -394,12 +395,12 @@ export const definition = defineComponent({
     } catch (err) {
       errors.push({ key: "kafka.topics.regex", message: `is not a valid regular expression: ${messageOf(err)}` });
     }
-    try {
-      settings(o, { agentName: "a1", name: "r", logger: silentLogger }, "");
-      if (o["kafka.deadLetterTopic"]) deadLetterProducer(o, { agentName: "a1", name: "r" }, "", silentLogger);
-    } catch (err) {
-      errors.push({ key: "kafka.consumer", message: messageOf(err) });
-    }
+    errors.push(
+      ...configurationProblems(() => {
+        settings(o, { agentName: "a1", name: "r", logger: silentLogger }, "");
+        if (o["kafka.deadLetterTopic"]) deadLetterProducer(o, { agentName: "a1", name: "r" }, "", silentLogger);
+      }, "kafka.bootstrap.servers"),
+    );
     // Without the Avro format every record is a body: none can fail to read, none is dead-lettered.
     if (o["kafka.deadLetterTopic"] && !o.useFlumeEventFormat) errors.push(unusedDeadLetterTopic("useFlumeEventFormat"));
     return errors;

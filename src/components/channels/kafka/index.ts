@@ -1,7 +1,7 @@
 /** `type = org.apache.flume.channel.kafka.KafkaChannel` (alias kafka): schema and factory of the channel kept in a Kafka topic (see kafka-channel.ts). */
+import { configurationProblems } from "../../../core/errors.ts";
 import { silentLogger } from "../../../core/logger.ts";
 import { unusedDeadLetterTopic } from "../../../kafka/dead-letters.ts";
-import { messageOf } from "../../../kafka/errors.ts";
 import { consumerSettings, producerSettings } from "../../../kafka/settings.ts";
 import type { PropError } from "../../../config/schema.ts";
 import { type ComponentContext, defineComponent } from "../../component.ts";
@@ -79,11 +79,8 @@ export const definition = defineComponent({
     },
   },
   validate(o) {
-    try {
-      settingsOf(o, { agentName: "a1", name: "c", logger: silentLogger });
-    } catch (err) {
-      return [{ key: "kafka", message: messageOf(err) }];
-    }
+    const settings = configurationProblems(() => settingsOf(o, { agentName: "a1", name: "c", logger: silentLogger }), "kafka.bootstrap.servers");
+    if (settings.length > 0) return settings;
     // Without the Avro format every record is a body: none can fail to read, none is dead-lettered.
     return [...oldOffsetReset(o), ...(o["kafka.deadLetterTopic"] && !o.parseAsFlumeEvent ? [unusedDeadLetterTopic("parseAsFlumeEvent")] : [])];
   },

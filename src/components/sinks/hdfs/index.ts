@@ -14,7 +14,7 @@
 import { userInfo, hostname } from "node:os";
 import type { OptionsOf } from "../../../config/schema.ts";
 import { SinkCounter } from "../../../core/counters.ts";
-import { ConfigurationError } from "../../../core/errors.ts";
+import { ConfigurationError, configurationProblems } from "../../../core/errors.ts";
 import type { Status } from "../../../core/sink.ts";
 import type { DfsClient } from "../../../io/hdfs/file-system.ts";
 import { type HadoopConf, readHadoopConf } from "../../../io/hdfs/hadoop-conf.ts";
@@ -412,13 +412,5 @@ export const definition = defineComponent({
       retryIntervalMs: c["hdfs.retryInterval"] * 1000,
     }),
   },
-  validate(config) {
-    try {
-      options(config);
-      return [];
-    } catch (err) {
-      if (err instanceof ConfigurationError) return [{ key: err.key, message: err.detail }];
-      throw err;
-    }
-  },
+  validate: (config) => configurationProblems(() => options(config)),
 });
