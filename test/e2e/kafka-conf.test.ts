@@ -185,7 +185,7 @@ test("flume validate warns at its line when a Kafka source or channel names a de
   }
 });
 
-test("flume validate reports a bad kafka.producer.* or kafka.consumer.* setting, or brokers given by a deprecated name, at the line that wrote it", () => {
+test("flume validate reports a bad kafka.producer.* or kafka.consumer.* setting, brokers given by a deprecated name, or a topic name Kafka refuses, at the line that wrote it", () => {
   const { dir, cleanup } = tempDir("flume-kafka-setting-lines-");
   try {
     const conf = path.join(dir, "settings.conf");
@@ -201,11 +201,12 @@ test("flume validate reports a bad kafka.producer.* or kafka.consumer.* setting,
       // heartbeat.interval.ms keeps its default (3000): the session written is what is too short.
       "a1.sources.r2.type = kafka",
       "a1.sources.r2.kafka.bootstrap.servers = localhost:9092",
-      "a1.sources.r2.kafka.topics = t",
+      "a1.sources.r2.kafka.topics = t,logs today",
       "a1.sources.r2.channels = c1",
       "a1.sources.r2.kafka.consumer.session.timeout.ms = 2000",
       "a1.channels.c1.type = kafka",
       "a1.channels.c1.brokerList = localhost:9092,nohost",
+      "a1.channels.c1.kafka.topic = ..",
       "a1.sinks.k1.type = kafka",
       "a1.sinks.k1.channel = c1",
       "a1.sinks.k1.kafka.bootstrap.servers = localhost:9092",
@@ -217,18 +218,24 @@ test("flume validate reports a bad kafka.producer.* or kafka.consumer.* setting,
       "a1.sinks.k2.channel = c1",
       "a1.sinks.k2.kafka.bootstrap.servers = localhost:9092",
       "a1.sinks.k2.kafka.producer.security.protocol = SASL_PLAINTEXT",
+      "a1.sinks.k2.kafka.topic = %{dest}",
+      "a1.sinks.k2.allowTopicOverride = false",
     ];
     writeFileSync(conf, `${lines.join("\n")}\n`);
     const r = runCli(["validate", conf]);
     const out = r.stdout.split("\n").filter((l) => l !== "");
+    const RULE = "1 to 249 of a-z A-Z 0-9 . _ -, not . or ..";
     expect(out).toEqual([
       `${conf}:8: error: source r1: kafka.consumer.session.timeout.ms: expected a whole number, got "abc"`,
+      `${conf}:11: error: source r2: kafka.topics: "logs today" is not a Kafka topic name (${RULE})`,
       `${conf}:13: error: source r2: kafka.consumer.session.timeout.ms: is 2000, not above kafka.consumer.heartbeat.interval.ms (3000 by default)`,
       `${conf}:15: error: channel c1: kafka.bootstrap.servers: "nohost" is not host:port`,
       `${conf}:15: warning: channel c1: brokerList: is deprecated; Flume reads it as kafka.bootstrap.servers (write kafka.bootstrap.servers instead)`,
-      `${conf}:21: error: sink k1: kafka.producer.ssl.truststore.location: cannot be read: ENOENT: no such file or directory, open '${dir}/missing-ca.pem'`,
-      `${conf}:25: error: sink k2: kafka.producer.security.protocol: SASL_PLAINTEXT needs kafka.producer.sasl.mechanism = PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (its default, GSSAPI, is not supported)`,
-      `${conf}: agent a1 is invalid: 5 errors, 1 warning`,
+      `${conf}:16: error: channel c1: kafka.topic: ".." is not a Kafka topic name (${RULE})`,
+      `${conf}:22: error: sink k1: kafka.producer.ssl.truststore.location: cannot be read: ENOENT: no such file or directory, open '${dir}/missing-ca.pem'`,
+      `${conf}:26: error: sink k2: kafka.producer.security.protocol: SASL_PLAINTEXT needs kafka.producer.sasl.mechanism = PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (its default, GSSAPI, is not supported)`,
+      `${conf}:27: error: sink k2: kafka.topic: "%{dest}" is not a Kafka topic name (${RULE}); with allowTopicOverride = false, %{header} is not replaced, nor any other escape (as Flume 1.11) (set allowTopicOverride = true to choose the topic from the event's headers)`,
+      `${conf}: agent a1 is invalid: 8 errors, 1 warning`,
     ]);
     expect(r.code).toBe(1);
   } finally {

@@ -15,6 +15,7 @@ import { isTooLarge, KafkaSettingError, messageOf, partitionChoosers } from "../
 import { flumeEventSize } from "../../kafka/flume-event.ts";
 import { KafkaPublisher, type KafkaRecord, recordSize } from "../../kafka/producer.ts";
 import { producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
+import { isTopicName, TOPIC_NAME_RULE, topicNameProblems } from "../../kafka/topic-name.ts";
 import { containsEscape, type EscapeOptions, EscapeTemplate, Escaper, type HostNames, lookupHostNames, MissingTimestampError } from "../../pipeline/bucket-path.ts";
 import { WarningThrottle } from "../../pipeline/warning-throttle.ts";
 import type { TakeLoop } from "../../pipeline/take-loop.ts";
@@ -52,10 +53,6 @@ interface RecordSlot {
   readonly pool: KafkaRecord[];
 }
 
-/** Kafka's legal topic names. */
-const TOPIC_NAME = /^[a-zA-Z0-9._-]{1,249}$/;
-const isTopicName = (t: string) => TOPIC_NAME.test(t) && t !== "." && t !== "..";
-const TOPIC_NAME_RULE = "1 to 249 of a-z A-Z 0-9 . _ -, not . or ..";
 /** As Flume's KafkaSink escapes kafka.topic (BucketPath.escapeString(topic, headers)): the agent's time zone, no rounding, the event's timestamp header. */
 const TOPIC_ESCAPES: EscapeOptions = { round: false, roundValue: 1, roundUnit: "second", useLocalTimeStamp: false };
 const NO_HOSTS: HostNames = { localhost: "", ip: "", fqdn: "" };
@@ -95,6 +92,11 @@ function topicTemplate(topic: string, allowTopicOverride: boolean): EscapeTempla
   if (!allowTopicOverride) return null;
   const t = new EscapeTemplate(topic, "kafka.topic");
   return t.isLiteral ? null : t;
+}
+
+/** Why a kafka.topic sent to as written holds an escape, if it does. */
+function literalTopicWhy(topic: string): string {
+  return containsEscape(topic) ? "; with allowTopicOverride = false, %{header} is not replaced, nor any other escape (as Flume 1.11)" : "";
 }
 
 export class KafkaSink extends BaseSink implements Sink {
@@ -169,10 +171,7 @@ export class KafkaSink extends BaseSink implements Sink {
     const topic = this.options.topic;
     const template = this.topicTemplate;
     // Refused by Kafka anyway: said here with the setting's name (Flume's producer fails each batch on it).
-    if (template === null && !isTopicName(topic)) {
-      const why = containsEscape(topic) ? "; with allowTopicOverride = false, %{header} is not replaced, nor any other escape (as Flume 1.11)" : "";
-      throw new KafkaSettingError(`${this.label}: kafka.topic = "${topic}" is not a Kafka topic name (${TOPIC_NAME_RULE})${why}`);
-    }
+    if (template === null && !isTopicName(topic)) throw new KafkaSettingError(`${this.label}: kafka.topic = "${topic}" is not a Kafka topic name (${TOPIC_NAME_RULE})${literalTopicWhy(topic)}`);
     if (template !== null && this.escaper === null) {
       this.escaper = new Escaper(TOPIC_ESCAPES, template.needsHosts ? await lookupHostNames(localAddress) : NO_HOSTS, () => this.clock.now());
     }
@@ -401,10 +400,15 @@ export const definition = defineComponent({
   groups,
   validate(o) {
     const problems: PropError[] = [];
-    if (!o.allowTopicOverride && containsEscape(o["kafka.topic"])) {
-      problems.push({ key: "kafka.topic", severity: "warning", message: "is sent to as written: with allowTopicOverride = false, %{header} is not replaced, nor any other escape (as Flume 1.11)", hint: "set allowTopicOverride = true to choose the topic from the event's headers" });
+    const topic = o["kafka.topic"];
+    const template = configurationProblems(() => topicTemplate(topic, o.allowTopicOverride));
+    problems.push(...template);
+    // Sent to as written: a name Kafka refuses fails every batch (Flume's producer's too), so it is said here.
+    if (template.length === 0 && topicTemplate(topic, o.allowTopicOverride) === null) {
+      const why = literalTopicWhy(topic);
+      const hint = why && "set allowTopicOverride = true to choose the topic from the event's headers";
+      problems.push(...topicNameProblems("kafka.topic", [topic], why).map((p) => (hint ? { ...p, hint } : p)));
     }
-    problems.push(...configurationProblems(() => topicTemplate(o["kafka.topic"], o.allowTopicOverride)));
     problems.push(...configurationProblems(() => sinkProducer(o, "flume", "", silentLogger), "kafka.bootstrap.servers"));
     return problems;
   },

@@ -22,6 +22,7 @@ import { CopiedValues, ResponseRelease } from "../../kafka/response-release.ts";
 import { connectionProps, consumerSettings, type ConsumerSettings, producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
 import type { PropError } from "../../config/schema.ts";
 import { configurationProblems } from "../../core/errors.ts";
+import { topicNameProblems } from "../../kafka/topic-name.ts";
 import { type ComponentContext, defineComponent } from "../component.ts";
 import { builtIn } from "../registry.ts";
 import { BaseSource } from "./base.ts";
@@ -378,6 +379,10 @@ function deadLetterProducer(o: { "kafka.bootstrap.servers": string; consumerProp
   });
 }
 
+function topicList(raw: string | undefined): string[] {
+  return (raw ?? "").split(",").map((t) => t.trim()).filter(Boolean);
+}
+
 function topicsRegex(raw: string | undefined): RegExp | undefined {
   return raw ? new RegExp(`^(?:${raw})$`) : undefined;
 }
@@ -390,6 +395,8 @@ export const definition = defineComponent({
   validate(o) {
     const errors: PropError[] = [];
     if (!o["kafka.topics"] && !o["kafka.topics.regex"]) errors.push({ key: "kafka.topics", message: "is required: give kafka.topics (comma-separated) or kafka.topics.regex" });
+    if (!o["kafka.topics.regex"]) errors.push(...topicNameProblems("kafka.topics", topicList(o["kafka.topics"])));
+    if (o["kafka.deadLetterTopic"]) errors.push(...topicNameProblems("kafka.deadLetterTopic", [o["kafka.deadLetterTopic"]]));
     try {
       topicsRegex(o["kafka.topics.regex"]);
     } catch (err) {
@@ -408,7 +415,7 @@ export const definition = defineComponent({
   brokerLink: {
     protocol: "kafka",
     consumes: (o) => ({
-      topics: (o["kafka.topics"] ?? "").split(",").map((t) => t.trim()).filter(Boolean),
+      topics: topicList(o["kafka.topics"]),
       regex: o["kafka.topics.regex"] || undefined,
       group: o["kafka.consumer.group.id"],
       batchSize: o.batchSize,
@@ -420,7 +427,7 @@ export const definition = defineComponent({
     const regex = topicsRegex(o["kafka.topics.regex"]);
     return new KafkaSource(ctx, {
       consumer: settings(o, ctx, label),
-      topics: regex ? undefined : (o["kafka.topics"] ?? "").split(",").map((t) => t.trim()).filter(Boolean),
+      topics: regex ? undefined : topicList(o["kafka.topics"]),
       topicsRegex: regex,
       batchSize: o.batchSize,
       batchDurationMillis: o.batchDurationMillis,

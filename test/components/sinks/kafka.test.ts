@@ -97,13 +97,19 @@ needsJvm.test(
   240_000,
 );
 
-test("allowTopicOverride = false with %{header} in kafka.topic: validation warns that it is not replaced, and the start fails naming the setting", async () => {
+test("allowTopicOverride = false with %{header} in kafka.topic: validation and the start both fail naming the setting and why it is not replaced", async () => {
   // Refused before any broker is asked.
   const props = { "kafka.bootstrap.servers": "127.0.0.1:9", "kafka.topic": "%{dest}", allowTopicOverride: "false" };
   const { options, errors } = definition.parse(props);
   expect(errors).toEqual([]);
   const problems = definition.validate?.(options) ?? [];
-  expect(problems).toEqual([expect.objectContaining({ key: "kafka.topic", severity: "warning", message: expect.stringContaining("%{header} is not replaced") })]);
+  expect(problems).toEqual([
+    {
+      key: "kafka.topic",
+      message: '"%{dest}" is not a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -, not . or ..); with allowTopicOverride = false, %{header} is not replaced, nor any other escape (as Flume 1.11)',
+      hint: "set allowTopicOverride = true to choose the topic from the event's headers",
+    },
+  ]);
   // Kafka refuses the name as written (Flume's producer fails each batch on it): the start fails naming it.
   const k = definition.create(options, componentContext("k1", { logger: new MemoryLogger() }));
   k.setChannel(memoryChannel("k1-in"));
@@ -237,7 +243,7 @@ needsJvm.test(
   240_000,
 );
 
-test("kafka.topic is compiled at configure time: an unknown %[...] is a problem at kafka.topic (with allowTopicOverride = false, a date escape is only warned about)", () => {
+test("kafka.topic is compiled at configure time: an unknown %[...] is a problem at kafka.topic, and so is a topic sent to as written that Kafka would refuse", () => {
   const problemsOf = (props: Record<string, string>) => {
     const { options, errors } = definition.parse({ "kafka.bootstrap.servers": "127.0.0.1:9", ...props });
     expect(errors).toEqual([]);
@@ -247,7 +253,10 @@ test("kafka.topic is compiled at configure time: an unknown %[...] is a problem 
   expect(bad.problems).toEqual([{ key: "kafka.topic", message: "the static escape %[hostname] matches none of localhost, IP, FQDN" }]);
   expect(bad.create).toThrow("kafka.topic: the static escape %[hostname] matches none of localhost, IP, FQDN");
   const asWritten = problemsOf({ "kafka.topic": "logs-%Y", allowTopicOverride: "false" });
-  expect(asWritten.problems).toEqual([expect.objectContaining({ key: "kafka.topic", severity: "warning", message: expect.stringContaining("nor any other escape") })]);
+  expect(asWritten.problems).toEqual([expect.objectContaining({ key: "kafka.topic", message: expect.stringContaining('"logs-%Y" is not a Kafka topic name') })]);
+  expect(asWritten.problems[0].message).toContain("nor any other escape");
+  expect(problemsOf({ "kafka.topic": "logs today" }).problems).toEqual([{ key: "kafka.topic", message: '"logs today" is not a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -, not . or ..)' }]);
+  expect(problemsOf({ "kafka.topic": "logs.today_1-a" }).problems).toEqual([]);
   expect(problemsOf({ "kafka.topic": "logs-%Y-%{app}-%[IP]" }).problems).toEqual([]);
 });
 

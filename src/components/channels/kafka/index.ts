@@ -3,6 +3,7 @@ import { configurationProblems } from "../../../core/errors.ts";
 import { silentLogger } from "../../../core/logger.ts";
 import { unusedDeadLetterTopic } from "../../../kafka/dead-letters.ts";
 import { consumerSettings, producerSettings } from "../../../kafka/settings.ts";
+import { topicNameProblems } from "../../../kafka/topic-name.ts";
 import type { PropError } from "../../../config/schema.ts";
 import { type ComponentContext, defineComponent } from "../../component.ts";
 import { builtIn } from "../../registry.ts";
@@ -80,9 +81,9 @@ export const definition = defineComponent({
   },
   validate(o) {
     const settings = configurationProblems(() => settingsOf(o, { agentName: "a1", name: "c", logger: silentLogger }), "kafka.bootstrap.servers");
-    if (settings.length > 0) return settings;
+    const topics = [...topicNameProblems("kafka.topic", [o["kafka.topic"]]), ...(o["kafka.deadLetterTopic"] ? topicNameProblems("kafka.deadLetterTopic", [o["kafka.deadLetterTopic"]]) : [])];
     // Without the Avro format every record is a body: none can fail to read, none is dead-lettered.
-    return [...oldOffsetReset(o), ...(o["kafka.deadLetterTopic"] && !o.parseAsFlumeEvent ? [unusedDeadLetterTopic("parseAsFlumeEvent")] : [])];
+    return [...settings, ...topics, ...oldOffsetReset(o), ...(o["kafka.deadLetterTopic"] && !o.parseAsFlumeEvent ? [unusedDeadLetterTopic("parseAsFlumeEvent")] : [])];
   },
   create(o, ctx) {
     const { producer, consumer } = settingsOf(o, ctx);
