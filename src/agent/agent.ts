@@ -271,7 +271,15 @@ export class Agent implements MetricsProvider {
    * channels close. Committed events left in a memory channel are reported.
    */
   stop(): Promise<void> {
-    return this.serialized(() => this.doStop());
+    // Now, not once a start under way ends: a component waiting on a peer would hold it.
+    this.supervisor.abandonStarts();
+    return this.serialized(async () => {
+      try {
+        await this.doStop();
+      } finally {
+        this.supervisor.resume();
+      }
+    });
   }
 
   private async doStop(): Promise<void> {

@@ -7,4 +7,9 @@ export interface LifecycleAware {
   start(): void | Promise<void>;
   stop(): void | Promise<void>;
   getLifecycleState(): LifecycleState;
+  /**
+   * Its owner stops it while start() is under way: a start waiting on a peer (a broker that does
+   * not answer) fails soon instead of when its own bound runs out, so the stop is not held.
+   */
+  abortStart?(): void;
 }

@@ -179,6 +179,10 @@ export class SinkRunner implements LifecycleAware {
     this.state = "STOP";
   }
 
+  abortStart(): void {
+    for (const s of this.processor.sinks) s.abortStart?.();
+  }
+
   /** Wakes the runner from any sleep, a sleep after an error included. */
   poke(): void {
     this.loop.interrupt();
@@ -246,6 +250,10 @@ export class SourceRunner implements LifecycleAware {
     await this.source.stop();
     this.source.getChannelProcessor().close();
     this.state = "STOP";
+  }
+
+  abortStart(): void {
+    this.source.abortStart?.();
   }
 
   getLifecycleState(): LifecycleState {

@@ -44,6 +44,8 @@ interface Supervised {
  */
 export class LifecycleSupervisor {
   private readonly supervised = new Map<LifecycleAware, Supervised>();
+  /** Between abandonStarts() and resume(): nothing is started or tried again. */
+  private stopping = false;
 
   constructor(
     private readonly clock: Clock = systemClock,
@@ -86,8 +88,12 @@ export class LifecycleSupervisor {
     this.supervised.delete(component);
     if (entry.timer) this.clock.clearTimeout(entry.timer);
     entry.settle();
-    // A start in flight (a retry) would otherwise finish after this and leave it running.
-    if (entry.inflight) await entry.inflight;
+    // A start in flight (a retry) would otherwise finish after this and leave it running; one
+    // waiting on a peer is told to give up, so the stop is not held by the peer's timeouts.
+    if (entry.inflight) {
+      component.abortStart?.();
+      await entry.inflight;
+    }
     if (component.getLifecycleState() === "START") {
       try {
         await component.stop();
@@ -114,13 +120,32 @@ export class LifecycleSupervisor {
     return this.supervised.get(component)?.status.error ?? false;
   }
 
+  /**
+   * The owner is about to stop everything: starts under way are told to give up (abortStart),
+   * and until resume() no start is tried, or tried again. A start that waits on a peer would
+   * otherwise hold the owner's stop, which waits for its start to end, for the peer's timeouts.
+   */
+  abandonStarts(): void {
+    this.stopping = true;
+    for (const entry of this.supervised.values()) {
+      if (entry.timer) this.clock.clearTimeout(entry.timer);
+      entry.timer = null;
+      if (entry.inflight) entry.component.abortStart?.();
+    }
+  }
+
+  /** Starts may be tried again (after abandonStarts). */
+  resume(): void {
+    this.stopping = false;
+  }
+
   /** Unsupervises and stops everything, in reverse order of supervision. */
   async stop(): Promise<void> {
     for (const c of [...this.supervised.keys()].reverse()) await this.unsupervise(c);
   }
 
   private schedule(entry: Supervised, ms: number): void {
-    if (!this.supervised.has(entry.component)) return;
+    if (this.stopping || !this.supervised.has(entry.component)) return;
     if (entry.timer) this.clock.clearTimeout(entry.timer);
     entry.timer = this.clock.setTimeout(() => {
       entry.timer = null;
@@ -130,6 +155,11 @@ export class LifecycleSupervisor {
 
   private check(entry: Supervised): Promise<void> {
     if (entry.busy || !this.supervised.has(entry.component)) return Promise.resolve();
+    // Left as it is; whoever waits for its first check goes on.
+    if (this.stopping) {
+      entry.settle();
+      return Promise.resolve();
+    }
     entry.busy = true;
     const run = this.runCheck(entry);
     entry.inflight = run;
@@ -153,6 +183,11 @@ export class LifecycleSupervisor {
         await component.stop();
       }
     } catch (err) {
+      // Abandoned or unsupervised while it started (the owner stops): no retry follows, nothing to report.
+      if (status.desired === "START" && (this.stopping || !this.supervised.has(component))) {
+        this.logger.info(`${component.name}: start given up, as it stops (${(err as Error).message})`);
+        return;
+      }
       status.failures++;
       const starting = status.desired === "START";
       if (starting) entry.failedStarts++;

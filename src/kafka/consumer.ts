@@ -16,7 +16,8 @@
 import type { Consumer } from "@platformatic/kafka";
 import type { Logger } from "../core/logger.ts";
 import { type KafkaModule, loadKafka } from "./client.ts";
-import { isUnknownTopic, KafkaTopicMissingError, messageOf } from "./errors.ts";
+import { ConnectBound } from "./connect-bound.ts";
+import { isUnknownTopic, KafkaConnectAbortedError, KafkaTopicMissingError, messageOf } from "./errors.ts";
 import { DirectCommits } from "./commit-api.ts";
 import { useOwnFetchReader } from "./fetch-api.ts";
 import { Fetcher } from "./fetcher.ts";
@@ -91,6 +92,7 @@ export function highestOfEachPartition(batches: readonly (readonly KafkaMessage[
 export class KafkaPoller {
   private kafka: KafkaModule | null = null;
   private consumer: KafkaConsumer | null = null;
+  private readonly connecting = new ConnectBound();
   /** The consumer's offset commits (commit-api.ts). */
   private commits: DirectCommits | null = null;
   private fetcher: Fetcher | null = null;
@@ -198,8 +200,7 @@ export class KafkaPoller {
       this.dropBuffered();
       fetcher.restart().catch((err) => this.lost(fetcher, messageOf(err)));
     });
-    // Bounded: the client may keep retrying a broker that came back in another state.
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    // Bounded: the client may keep retrying a broker that came back in another state, or one that never answers.
     const bound = s.requestTimeout + s.sessionTimeout;
     try {
       const join = async () => {
@@ -211,10 +212,7 @@ export class KafkaPoller {
         joined = true;
         await fetcher.restart();
       };
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer from the brokers within ${bound} ms (request.timeout.ms + session.timeout.ms)`)), bound);
-      });
-      await Promise.race([join(), timeout]);
+      await this.connecting.run(join, bound, () => new Error(`no answer from the brokers within ${bound} ms (request.timeout.ms + session.timeout.ms)`));
       if (failedRejoin !== null) throw new Error(failedRejoin);
       this.consumer = consumer;
       this.commits = commits;
@@ -222,10 +220,10 @@ export class KafkaPoller {
     } catch (err) {
       await fetcher.stop();
       await consumer.close(true).catch(() => {});
+      if (err instanceof KafkaConnectAbortedError) throw err;
       throw this.explain(err);
     } finally {
       starting = false;
-      clearTimeout(timer);
     }
     if (this.subscription.regex) {
       this.patternTimer = setInterval(() => void this.followPattern(), s.metadataMaxAge);
@@ -477,7 +475,13 @@ export class KafkaPoller {
     return held;
   }
 
+  /** Fails the connect under way, or else the next one, with `why` (a component that stops while it starts). */
+  abortConnect(why: string): void {
+    this.connecting.abort(`${this.label}: ${why}`);
+  }
+
   async close(): Promise<void> {
+    this.connecting.clear();
     const { consumer, fetcher } = this.detach();
     this.wake();
     await this.following;

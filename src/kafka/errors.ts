@@ -74,6 +74,9 @@ export class KafkaDeliveryTimeoutError extends FlumeError {}
 /** A send given up because its component stops (its batch goes back to the channel). */
 export class KafkaSendAbortedError extends FlumeError {}
 
+/** A connect given up because its component stops (ConnectBound.abort). */
+export class KafkaConnectAbortedError extends FlumeError {}
+
 /** What chose a record's partition, when the record does not say (KafkaRecord.partitionFrom). */
 export const PARTITION_SETTINGS = "partitionIdHeader or defaultPartitionId";
 

@@ -6,10 +6,11 @@ import type { Producer } from "@platformatic/kafka";
 import type { Event } from "../core/event.ts";
 import type { Logger } from "../core/logger.ts";
 import { loadKafka } from "./client.ts";
+import { ConnectBound } from "./connect-bound.ts";
 import { javaPartitioner, KafkaProducerIdDroppedError, LeanSender, type LibraryPartitioner, withChosenPartitions } from "./lean-send.ts";
 import { encodeFlumeEvent } from "./flume-event.ts";
 import { useOwnRecordBatches } from "./produce-api.ts";
-import { isTooLarge, isUnknownTopic, KafkaDeliveryTimeoutError, KafkaPartitionMissingError, KafkaRecordTooLargeError, KafkaSendAbortedError, KafkaTopicMissingError, messageOf } from "./errors.ts";
+import { isTooLarge, isUnknownTopic, KafkaConnectAbortedError, KafkaDeliveryTimeoutError, KafkaPartitionMissingError, KafkaRecordTooLargeError, KafkaSendAbortedError, KafkaTopicMissingError, messageOf } from "./errors.ts";
 import { isRetriable } from "./retriable.ts";
 import { clientOptions, describeBrokers, type ProducerSettings } from "./settings.ts";
 
@@ -72,6 +73,7 @@ export class KafkaPublisher {
   private readonly pending = new Set<(err: Error) => void>();
   /** The compressed sends so far: each one's unkeyed records go to one partition (javaPartitioner). */
   private librarySends = 0;
+  private readonly connecting = new ConnectBound();
 
   constructor(
     readonly label: string,
@@ -89,7 +91,11 @@ export class KafkaPublisher {
     return this.producer !== null;
   }
 
-  /** Creates the producer and checks that a broker answers (and that `topic` exists, when given). */
+  /**
+   * Creates the producer and checks that a broker answers (and that `topic` exists, when given),
+   * within socket.connection.setup.timeout.ms + request.timeout.ms (one request's worth; the
+   * owner's start is retried); abortConnect() ends it at once.
+   */
   async connect(topic?: string): Promise<void> {
     if (this.producer) return;
     const kafka = await loadKafka();
@@ -103,10 +109,12 @@ export class KafkaPublisher {
       autocreateTopics: true,
     });
     useOwnRecordBatches(kafka, producer);
+    const bound = s.connectTimeout + s.requestTimeout;
     try {
-      await producer.metadata({ topics: topic ? [topic] : [], autocreateTopics: true });
+      await this.connecting.run(() => producer.metadata({ topics: topic ? [topic] : [], autocreateTopics: true }), bound, () => new Error(`no answer from the brokers within ${bound} ms (socket.connection.setup.timeout.ms + request.timeout.ms)`));
     } catch (err) {
       await producer.close(true).catch(() => {});
+      if (err instanceof KafkaConnectAbortedError) throw err;
       throw this.explain(err, topic ? [topic] : []);
     }
     this.producer = producer;
@@ -185,6 +193,11 @@ export class KafkaPublisher {
     await producer.send({ messages, partitioner });
   }
 
+  /** Fails the connect under way, or else the next one, with `why` (a component that stops while it starts). */
+  abortConnect(why: string): void {
+    this.connecting.abort(`${this.label}: ${why}`);
+  }
+
   /** Fails every send under way with `why` (a component that stops: its batches go back to the channel). */
   abort(why: string): void {
     for (const fail of [...this.pending]) fail(new KafkaSendAbortedError(`${this.label}: ${why}`));
@@ -223,6 +236,7 @@ export class KafkaPublisher {
   }
 
   async close(): Promise<void> {
+    this.connecting.clear();
     const p = this.producer;
     this.producer = null;
     this.lean = null;

@@ -255,6 +255,63 @@ describe("supervisor retry racing a stop", () => {
   });
 });
 
+/** A component whose start waits on a peer that never answers, until abortStart() makes it fail. */
+class WaitingOnPeer implements LifecycleAware {
+  readonly name = "k1";
+  starts = 0;
+  aborts = 0;
+  private fail: ((err: Error) => void) | null = null;
+  start(): Promise<void> {
+    this.starts++;
+    return new Promise((_, reject) => (this.fail = reject));
+  }
+  abortStart(): void {
+    this.aborts++;
+    this.fail?.(new Error("k1: stopped while it started"));
+  }
+  stop(): void {}
+  getLifecycleState(): LifecycleState {
+    return "IDLE";
+  }
+}
+
+describe("a start waiting on a peer when its owner stops", () => {
+  test("unsupervise tells the start to give up (abortStart) instead of waiting for the peer, and logs no retry", async () => {
+    const { logger, supervisor } = setup();
+    const c = new WaitingOnPeer();
+    void supervisor.supervise(c);
+    expect(c.starts).toBe(1);
+    await supervisor.unsupervise(c);
+    expect(c.aborts).toBe(1);
+    expect(logger.lines).toEqual([{ level: "info", message: "k1: start given up, as it stops (k1: stopped while it started)" }]);
+  });
+
+  test("abandonStarts aborts the starts under way, settles whoever waits for a first check, and tries nothing again until resume", async () => {
+    const { clock, logger, supervisor } = setup();
+    const waiting = new WaitingOnPeer();
+    const settled = supervisor.supervise(waiting);
+    const retried = new Counting("c2", clock);
+    retried.failStarts = 1;
+    await supervisor.supervise(retried);
+    expect(retried.starts).toHaveLength(1);
+    supervisor.abandonStarts();
+    await settled;
+    expect(waiting.aborts).toBe(1);
+    // Neither the failed start nor the aborted one is tried again; a component supervised now is not started.
+    const later = new Counting("c3", clock);
+    await supervisor.supervise(later);
+    await clock.advance(supervisor.monitorInterval * 3);
+    expect(waiting.starts).toBe(1);
+    expect(retried.starts).toHaveLength(1);
+    expect(later.starts).toHaveLength(0);
+    expect(logger.lines.map((l) => l.message)).toEqual(["Unable to start c2, retrying in 250 ms: c2 cannot start", "k1: start given up, as it stops (k1: stopped while it started)"]);
+    supervisor.resume();
+    supervisor.setDesiredState(later, "START");
+    await clock.advance(0);
+    expect(later.starts).toHaveLength(1);
+  });
+});
+
 /** An error saying that trying again cannot help (a channel on another program's directories). */
 class FinalError extends ChannelException {
   readonly retryable = false;

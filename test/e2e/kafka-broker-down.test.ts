@@ -6,7 +6,7 @@
  */
 import { expect } from "bun:test";
 import { DEFAULT_BATCHES_IN_FLIGHT } from "../../src/components/sinks/kafka.ts";
-import { type AgentProcess, agentsAfterEach, freePort, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
+import { agentsAfterEach, expectStopsOnSigterm, freePort, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
 import { needsJvm } from "../support/jvm.ts";
 import { kafkaForFile, readTopic, seqFileKafkaConf } from "../support/kafka-tests.ts";
 
@@ -55,15 +55,6 @@ async function allAccepted(port: number): Promise<void> {
   await waitForMetrics(port, `all ${total} events in the file channel`, (m) => Number(m["SOURCE.r1"]?.EventAcceptedCount ?? 0) === total, 120_000, 50);
 }
 
-/** SIGTERM: the agent exits by itself (code 0), in bounded time. */
-async function expectStopped(agent: AgentProcess): Promise<void> {
-  agent.child.kill("SIGTERM");
-  let code: number | null | undefined;
-  void agent.exited().then((c) => (code = c));
-  await waitUntil(() => code !== undefined, "the agent exiting after SIGTERM", 90_000, 50);
-  expect(agent.child.signalCode).toBeNull();
-  expect(code).toBe(0);
-}
 
 /** Starts the agent again on the same file channel (its source adds nothing) with the broker back; resolves once the channel is empty. */
 async function drainAgain(start: ReturnType<typeof agentsAfterEach>["startAgent"], dir: string, topic: string, batch: number, port: number): Promise<void> {
@@ -91,7 +82,7 @@ needsJvm.test(
     await allAccepted(port);
 
     // Far below delivery.timeout.ms: the drain (5 s) and request.timeout.ms (3 s) bound the stop.
-    await expectStopped(agent);
+    await expectStopsOnSigterm(agent, 90_000);
     expect(agent.stdout + agent.stderr).toContain("rolled back into the channel");
 
     await broker.restart();
@@ -134,7 +125,7 @@ needsJvm.test(
 
     // Stopped while the broker is still down: the batches in flight go back into the file channel.
     await allAccepted(port);
-    await expectStopped(agent);
+    await expectStopsOnSigterm(agent, 90_000);
 
     await broker.restart();
     await drainAgain(startAgent, dir, topic, batch, port);

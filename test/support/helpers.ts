@@ -1,4 +1,4 @@
-import { afterEach } from "bun:test";
+import { afterEach, expect } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
@@ -271,6 +271,16 @@ export function agentsAfterEach() {
     return a;
   }
   return { cleanups, startAgent };
+}
+
+/** Sends SIGTERM and expects the agent to exit by itself within ms (waitBound), with code 0. */
+export async function expectStopsOnSigterm(agent: AgentProcess, ms: number): Promise<void> {
+  agent.child.kill("SIGTERM");
+  let code: number | null | undefined;
+  void agent.exited().then((c) => (code = c));
+  await waitUntil(() => code !== undefined, "the agent exiting after SIGTERM", ms, 50);
+  expect(agent.child.signalCode).toBeNull();
+  expect(code).toBe(0);
 }
 
 /** Makes every batch the source hands on wait ms before it reaches the channel, as a file channel's commit does. */

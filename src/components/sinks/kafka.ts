@@ -10,6 +10,7 @@ import { configurationProblems } from "../../core/errors.ts";
 import { type Event, readHeaders } from "../../core/event.ts";
 import { type Logger, silentLogger } from "../../core/logger.ts";
 import type { DeliveryFailure, Sink } from "../../core/sink.ts";
+import { STOPPED_STARTING } from "../../kafka/connect-bound.ts";
 import { KafkaSinkCounter } from "../../kafka/counters.ts";
 import { isTooLarge, KafkaSettingError, messageOf, partitionChoosers } from "../../kafka/errors.ts";
 import { flumeEventSize } from "../../kafka/flume-event.ts";
@@ -184,6 +185,10 @@ export class KafkaSink extends BaseSink implements Sink {
 
   deliveryFailure(): DeliveryFailure | null {
     return this.failing;
+  }
+
+  abortStart(): void {
+    this.publisher.abortConnect(STOPPED_STARTING);
   }
 
   /** The runner stops: batches in flight end within request.timeout.ms (acknowledged, or rolled back). */

@@ -11,6 +11,7 @@ import type { Event } from "../../core/event.ts";
 import { type Logger, silentLogger } from "../../core/logger.ts";
 import type { Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
+import { STOPPED_STARTING } from "../../kafka/connect-bound.ts";
 import { highestOfEachPartition, KafkaPoller, type KafkaMessage } from "../../kafka/consumer.ts";
 import { KAFKA_SOURCE_COUNTERS } from "../../kafka/counters.ts";
 import { BadRecordsSeen } from "../../kafka/bad-records.ts";
@@ -133,6 +134,11 @@ export class KafkaSource extends BaseSource implements PollableSource {
     this.counter.values.OpenConnectionCount = 1;
     this.state = "START";
     this.logger.info(`${this.label} started (brokers ${this.poller.brokers}, topics ${this.poller.topics.join(",")}, group ${this.options.consumer.groupId})`);
+  }
+
+  abortStart(): void {
+    this.deadLetters?.publisher.abortConnect(STOPPED_STARTING);
+    this.poller.abortConnect(STOPPED_STARTING);
   }
 
   async stop(): Promise<void> {

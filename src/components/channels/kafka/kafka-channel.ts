@@ -21,6 +21,7 @@ import type { LifecycleState } from "../../../core/lifecycle.ts";
 import { type Logger, silentLogger } from "../../../core/logger.ts";
 import { PutListeners } from "../../../core/put-listeners.ts";
 import { ChannelTransaction } from "../../../core/transaction.ts";
+import { STOPPED_STARTING } from "../../../kafka/connect-bound.ts";
 import { type KafkaMessage, KafkaPoller } from "../../../kafka/consumer.ts";
 import { KafkaChannelCounter } from "../../../kafka/counters.ts";
 import { messageOf, partitionChoosers } from "../../../kafka/errors.ts";
@@ -269,6 +270,11 @@ export class KafkaChannel implements Channel {
     this.logger.info(`${this.label} started (brokers ${this.publisher.brokers}, topic ${this.options.topic}, group ${this.options.consumer.groupId})`);
   }
 
+  abortStart(): void {
+    this.publisher.abortConnect(STOPPED_STARTING);
+    this.poller.abortConnect(STOPPED_STARTING);
+  }
+
   async stop(): Promise<void> {
     await this.shutDown("stop");
   }
@@ -406,7 +412,9 @@ export class KafkaChannel implements Channel {
       try {
         await this.publisher.send(records);
       } catch (err) {
-        throw new ChannelException(`${this.label}: ${messageOf(err)}`, { cause: err });
+        // The producer's errors name this channel already (its label is the channel's).
+        const why = messageOf(err);
+        throw new ChannelException(why.startsWith(`${this.label}:`) ? why : `${this.label}: ${why}`, { cause: err });
       }
       this.counter.values.KafkaEventSendTimer += Date.now() - started;
     } finally {
