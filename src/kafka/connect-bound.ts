@@ -43,8 +43,9 @@ export class ConnectBound {
     else this.abortedWhy = why;
   }
 
-  /** Forgets an abort that found no connect under way (the client closed: it may connect again). */
-  clear(): void {
+  /** The client closes: fails the connect under way, if any (a reconnect in the background), and forgets an earlier abort, so that it may connect again later. */
+  cancel(why: string): void {
+    this.abortCurrent?.(new KafkaConnectAbortedError(why));
     this.abortedWhy = null;
   }
 }

@@ -115,7 +115,6 @@ export class KafkaPoller {
   generation = 0;
   /** The consumer group's generation (Kafka's) the records of this generation are fetched in: their offsets are committed only in it. */
   private groupGeneration = -1;
-  lastError: string | null = null;
   /** Called with the count of records each fetch brought and the milliseconds from its request to them read (a channel counts what arrived for its ChannelSize, and times its fetches). */
   onRecords?: (count: number, ms: number) => void;
   /**
@@ -238,7 +237,6 @@ export class KafkaPoller {
    */
   private lost(fetcher: Fetcher, why: string): void {
     if (this.fetcher !== fetcher) return;
-    this.lastError = why;
     this.logger.warn(`${this.label}: the Kafka consumer at ${this.brokers} stopped (${why}); connecting again`);
     void this.crash();
   }
@@ -292,8 +290,12 @@ export class KafkaPoller {
     return this.connect()
       .then(() => this.logger.info(`${this.label}: connected again to ${this.brokers}`))
       .catch((err) => {
-        this.lastError = messageOf(err);
-        this.logger.warn(`${this.label}: ${this.lastError}`);
+        const why = messageOf(err);
+        // connect()'s errors name this consumer already.
+        const line = why.startsWith(`${this.label}:`) ? why : `${this.label}: ${why}`;
+        // Closed while it connected (its component stops): nothing went wrong.
+        if (err instanceof KafkaConnectAbortedError) this.logger.info(line);
+        else this.logger.warn(line);
       })
       .finally(() => (this.reconnecting = null));
   }
@@ -481,7 +483,7 @@ export class KafkaPoller {
   }
 
   async close(): Promise<void> {
-    this.connecting.clear();
+    this.connecting.cancel(`${this.label}: closed while it connected`);
     const { consumer, fetcher } = this.detach();
     this.wake();
     await this.following;

@@ -236,7 +236,7 @@ export class KafkaPublisher {
   }
 
   async close(): Promise<void> {
-    this.connecting.clear();
+    this.connecting.cancel(`${this.label}: closed while it connected`);
     const p = this.producer;
     this.producer = null;
     this.lean = null;

@@ -5,30 +5,12 @@
  * agent stopped while those starts wait stops at once instead of after the client's retries.
  */
 import { afterEach, expect, test } from "bun:test";
-import net from "node:net";
 import { agentsAfterEach, expectStopsOnSigterm, freePort, tempDir, waitUntil } from "../support/helpers.ts";
+import { type SilentPeer, silentPeer } from "../support/silent-peer.ts";
 
 const { cleanups, startAgent } = agentsAfterEach();
 
-/** A TCP server on 127.0.0.1 that accepts, reads and never writes. */
-async function silentPeer() {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((s) => {
-    sockets.add(s);
-    s.on("error", () => {});
-    s.on("close", () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  let accepted = 0;
-  server.on("connection", () => accepted++);
-  const close = () => {
-    for (const s of sockets) s.destroy();
-    server.close();
-  };
-  return { port: (server.address() as net.AddressInfo).port, accepted: () => accepted, close };
-}
-
-let peer: Awaited<ReturnType<typeof silentPeer>> | null = null;
+let peer: SilentPeer | null = null;
 afterEach(() => {
   peer?.close();
   peer = null;
