@@ -16,7 +16,7 @@ import { highestOfEachPartition, KafkaPoller, type KafkaMessage } from "../../ka
 import { KAFKA_SOURCE_COUNTERS } from "../../kafka/counters.ts";
 import { BadRecordsSeen } from "../../kafka/bad-records.ts";
 import { DeadLetters, unusedDeadLetterTopic } from "../../kafka/dead-letters.ts";
-import { type KafkaBadRecordError, KafkaDeadLetterError, messageOf } from "../../kafka/errors.ts";
+import { type KafkaBadRecordError, KafkaConnectAbortedError, KafkaDeadLetterError, messageOf } from "../../kafka/errors.ts";
 import { KafkaPublisher } from "../../kafka/producer.ts";
 import { eventOfRecord, keyText, setSourceHeaders, type SourceHeaderShape, SourceRecordEvent, type SourceRun, where } from "../../kafka/records.ts";
 import { CopiedValues, ResponseRelease } from "../../kafka/response-release.ts";
@@ -126,10 +126,17 @@ export class KafkaSource extends BaseSource implements PollableSource {
         await dlq.publisher.connect(dlq.topic);
       } catch (err) {
         await dlq.publisher.close();
+        if (err instanceof KafkaConnectAbortedError) throw err;
         throw new KafkaDeadLetterError(`${this.label}: the dead-letter topic ${dlq.topic} (kafka.deadLetterTopic) cannot be written: ${messageOf(err)}; create it, or remove kafka.deadLetterTopic to only log and skip records that are no FlumeEvent`, { cause: err });
       }
     }
-    await this.poller.connect();
+    try {
+      await this.poller.connect();
+    } catch (err) {
+      // Not started, so never stopped: the dead-letter producer would stay connected.
+      await dlq?.publisher.close();
+      throw err;
+    }
     this.badSeen.clear();
     this.counter.values.OpenConnectionCount = 1;
     this.state = "START";

@@ -22,6 +22,7 @@ import { MemoryLogger } from "../../../src/core/logger.ts";
 import { MemoryChannel } from "../../../src/core/memory-channel.ts";
 import { ReplicatingChannelSelector } from "../../../src/core/selectors.ts";
 import type { KafkaPoller } from "../../../src/kafka/consumer.ts";
+import type { KafkaPublisher } from "../../../src/kafka/producer.ts";
 import { openChannel, takeSome } from "../../support/file-channel.ts";
 import { tempDir, waitUntil } from "../../support/helpers.ts";
 import { needsJvm } from "../../support/jvm.ts";
@@ -454,6 +455,18 @@ needsJvm.test(
     const topic = await kafka.newTopic();
     const { source: r } = source({ "kafka.topics": topic, useFlumeEventFormat: "true", "kafka.deadLetterTopic": "no-such-dead-letters" });
     await expect(r.start()).rejects.toThrow(/kafka source r1: the dead-letter topic no-such-dead-letters \(kafka\.deadLetterTopic\) cannot be written: .*topic no-such-dead-letters does not exist/);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "a start that fails after the dead-letter producer connected (the topic read does not exist) closes that producer: a source not started is never stopped",
+  async () => {
+    const dlq = await kafka.newTopic();
+    const { source: r } = source({ "kafka.topics": "no-such-topic-read", useFlumeEventFormat: "true", "kafka.deadLetterTopic": dlq });
+    await expect(r.start()).rejects.toThrow(/kafka source r1: topic no-such-topic-read does not exist/);
+    const publisher = (r as unknown as { deadLetters: { publisher: KafkaPublisher } }).deadLetters.publisher;
+    expect(publisher.connected).toBe(false);
   },
   240_000,
 );
