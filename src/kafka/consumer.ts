@@ -17,7 +17,7 @@ import type { Consumer } from "@platformatic/kafka";
 import type { Logger } from "../core/logger.ts";
 import { type KafkaModule, loadKafka } from "./client.ts";
 import { ConnectBound } from "./connect-bound.ts";
-import { isUnknownTopic, KafkaConnectAbortedError, KafkaTopicMissingError, messageOf } from "./errors.ts";
+import { isUnknownTopic, KafkaConnectAbortedError, KafkaTopicMissingError, messageOf, namedBy } from "./errors.ts";
 import { DirectCommits } from "./commit-api.ts";
 import { useOwnFetchReader } from "./fetch-api.ts";
 import { Fetcher } from "./fetcher.ts";
@@ -290,9 +290,7 @@ export class KafkaPoller {
     return this.connect()
       .then(() => this.logger.info(`${this.label}: connected again to ${this.brokers}`))
       .catch((err) => {
-        const why = messageOf(err);
-        // connect()'s errors name this consumer already.
-        const line = why.startsWith(`${this.label}:`) ? why : `${this.label}: ${why}`;
+        const line = namedBy(this.label, err);
         // Closed while it connected (its component stops): nothing went wrong.
         if (err instanceof KafkaConnectAbortedError) this.logger.info(line);
         else this.logger.warn(line);

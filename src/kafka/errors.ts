@@ -21,6 +21,12 @@ export class KafkaCorruptRecordError extends FlumeError {}
 /** The dead-letter topic (kafka.deadLetterTopic) cannot be written: missing, or refused by the broker. */
 export class KafkaDeadLetterError extends FlumeError {}
 
+/** The error's text led by `label` (a component's), unless it names it already: the client's own errors do not, ours do. */
+export function namedBy(label: string, err: unknown): string {
+  const why = messageOf(err);
+  return why.startsWith(`${label}:`) ? why : `${label}: ${why}`;
+}
+
 export function messageOf(err: unknown): string {
   // The client nests one error per broker and retry: each distinct message once.
   if (err instanceof AggregateError && err.errors.length > 0) return `${err.message}: ${[...new Set(err.errors.map(messageOf))].join("; ")}`;

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { messageOf } from "../../src/kafka/errors.ts";
+import { messageOf, namedBy } from "../../src/kafka/errors.ts";
 
 test("messageOf says a cause once: appended in parentheses, not again when the message already says it", () => {
   const refused = new Error("connect ECONNREFUSED 127.0.0.1:9092");
@@ -14,4 +14,11 @@ test("messageOf says a cause once: appended in parentheses, not again when the m
 test("messageOf lists each distinct error of an AggregateError once (the client's one error per attempt)", () => {
   const attempt = () => new Error("Cannot connect to any broker.");
   expect(messageOf(new AggregateError([attempt(), attempt(), attempt()], "metadata failed 3 times."))).toBe("metadata failed 3 times.: Cannot connect to any broker.");
+});
+
+test("namedBy leads an error with the component's label once: the client's errors get it, ours (which carry it) are left as they are", () => {
+  expect(namedBy("kafka channel c1", new Error("Request timed out"))).toBe("kafka channel c1: Request timed out");
+  expect(namedBy("kafka channel c1", new Error("kafka channel c1: Kafka at b1:9092: no answer"))).toBe("kafka channel c1: Kafka at b1:9092: no answer");
+  // Another component's label is no name of this one.
+  expect(namedBy("kafka channel c1", new Error("kafka channel c10: down"))).toBe("kafka channel c1: kafka channel c10: down");
 });

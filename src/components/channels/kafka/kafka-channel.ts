@@ -24,7 +24,7 @@ import { ChannelTransaction } from "../../../core/transaction.ts";
 import { STOPPED_STARTING } from "../../../kafka/connect-bound.ts";
 import { type KafkaMessage, KafkaPoller } from "../../../kafka/consumer.ts";
 import { KafkaChannelCounter } from "../../../kafka/counters.ts";
-import { messageOf, partitionChoosers } from "../../../kafka/errors.ts";
+import { messageOf, namedBy, partitionChoosers } from "../../../kafka/errors.ts";
 import { BadRecordsSeen } from "../../../kafka/bad-records.ts";
 import { DeadLetters } from "../../../kafka/dead-letters.ts";
 import { flumeEventSize } from "../../../kafka/flume-event.ts";
@@ -412,9 +412,8 @@ export class KafkaChannel implements Channel {
       try {
         await this.publisher.send(records);
       } catch (err) {
-        // The producer's errors name this channel already (its label is the channel's).
-        const why = messageOf(err);
-        throw new ChannelException(why.startsWith(`${this.label}:`) ? why : `${this.label}: ${why}`, { cause: err });
+        // The producer's label is the channel's.
+        throw new ChannelException(namedBy(this.label, err), { cause: err });
       }
       this.counter.values.KafkaEventSendTimer += Date.now() - started;
     } finally {
