@@ -105,9 +105,9 @@ export class Agent implements MetricsProvider {
     // On the first start, a channel that will never start (the supervisor gave up) fails the
     // start (doStart): its sources and sinks would only repeat its error.
     if (!this.running && [...next.channels.values()].some((c) => this.supervisor.isComponentInErrorState(c.channel))) return;
+    // Sources start right after the sink runners, without waiting for their first start to end
+    // (as Flume): a sink whose broker does not answer must not keep the sources from accepting.
     for (const r of next.runners.values()) if (!keep.has(r.runner)) waits.push(this.supervisor.supervise(r.runner));
-    await Promise.all(waits);
-    waits.length = 0;
     for (const s of next.sources.values()) if (!keep.has(s.runner)) waits.push(this.supervisor.supervise(s.runner));
     await Promise.all(waits);
   }
@@ -188,8 +188,9 @@ export class Agent implements MetricsProvider {
     const check = (kind: string, name: string, c: LifecycleAware) => {
       const state = c.getLifecycleState();
       if (state === "START") return;
-      const error = this.supervisor.status(c)?.lastError;
-      notStarted.push({ kind, name, state, ...(error ? { error } : {}) });
+      const status = this.supervisor.status(c);
+      const error = status?.lastError;
+      notStarted.push({ kind, name, state: status?.starting ? "STARTING" : state, ...(error ? { error } : {}) });
     };
     for (const c of this.built.channels.values()) check("channel", c.name, c.channel);
     for (const r of this.built.runners.values()) check("sink runner", r.name, r.runner);

@@ -205,16 +205,8 @@ export class AgentService extends EventEmitter<AgentServiceEvents> {
       // A stop() while the tracer was made: the agent never starts.
       if (this.stopping) return;
     }
-    try {
-      await this.agent.start(this.model);
-    } catch (err) {
-      return this.failStart(`agent ${name} failed to start: ${(err as Error).message}`, err, () => this.agent.stop().catch(() => {}));
-    }
-    if (this.stopping) return;
-    reportStart(this.agent, name, this.log);
-    this.emit("started");
-    this.watchReadiness();
-
+    // Served before the components start: a start held by a peer (a broker that does not
+    // answer takes its client's whole connect bound) must not keep /health and /ready silent.
     if (o.metrics) {
       const bind = o.metrics.bind ?? "0.0.0.0";
       const { MetricsServer } = await import("../monitoring/http-server.ts");
@@ -227,13 +219,25 @@ export class AgentService extends EventEmitter<AgentServiceEvents> {
         const message = `cannot serve metrics on ${bind}:${o.metrics.port}: ${(err as Error).message}`;
         // Stopping already: that stop ends the service with its own code.
         if (this.stopping) return this.log.error(message);
-        return this.failStart(message, err, () => this.agent.stop());
+        return this.failStart(message, err);
       }
       if (this.stopping) {
         await metrics.stop();
         return;
       }
     }
+    try {
+      await this.agent.start(this.model);
+    } catch (err) {
+      return this.failStart(`agent ${name} failed to start: ${(err as Error).message}`, err, async () => {
+        await this.agent.stop().catch(() => {});
+        await this.metrics?.stop();
+      });
+    }
+    if (this.stopping) return;
+    reportStart(this.agent, name, this.log);
+    this.emit("started");
+    this.watchReadiness();
 
     if (o.statsIntervalSec) {
       this.stats = new StatsReporter(this.agent, this.clock, (line) => this.log.info(line), o.statsIntervalSec * 1000);

@@ -18,6 +18,8 @@ export interface SupervisedStatus {
   cause: unknown;
   /** True when a start failed and the policy forbids another try. */
   error: boolean;
+  /** True while a start attempt is under way (one waiting on a peer may take its whole bound). */
+  starting: boolean;
 }
 
 interface Supervised {
@@ -68,7 +70,7 @@ export class LifecycleSupervisor {
     const entry: Supervised = {
       component,
       policy,
-      status: { desired, failures: 0, lastError: null, cause: null, error: false },
+      status: { desired, failures: 0, lastError: null, cause: null, error: false, starting: false },
       busy: false,
       inflight: null,
       timer: null,
@@ -174,6 +176,7 @@ export class LifecycleSupervisor {
         if (entry.policy === "once" && status.failures > 0) {
           status.error = true;
         } else {
+          status.starting = true;
           await component.start();
           entry.failedStarts = 0;
           status.lastError = null;
@@ -203,6 +206,7 @@ export class LifecycleSupervisor {
       if (isRetryable(err)) this.logger.error(line);
       else this.logger.debug(line);
     } finally {
+      status.starting = false;
       entry.busy = false;
       entry.inflight = null;
       entry.settle();

@@ -50,6 +50,45 @@ class RefusingSink implements Sink {
 }
 registry.registerComponent(defineComponent({ kind: "sink", type: "refusing", doc: "Test sink: starts, then fails every batch.", props: {}, create: (_, ctx) => new RefusingSink(ctx) }));
 
+/** A sink whose start waits until released (as one whose peer does not answer), then keeps what it takes. */
+class HeldSink implements Sink {
+  static release: () => void = () => {};
+  static readonly taken: string[] = [];
+  readonly name: string;
+  private state: LifecycleState = "IDLE";
+  private channel: Channel | null = null;
+
+  constructor(ctx: ComponentContext) {
+    this.name = ctx.name;
+  }
+  setChannel(channel: Channel): void {
+    this.channel = channel;
+  }
+  getChannel(): Channel {
+    return this.channel!;
+  }
+  getLifecycleState(): LifecycleState {
+    return this.state;
+  }
+  async start(): Promise<void> {
+    await new Promise<void>((r) => (HeldSink.release = r));
+    this.state = "START";
+  }
+  stop(): void {
+    this.state = "STOP";
+  }
+  async process(): Promise<Status> {
+    const tx = this.getChannel().getTransaction();
+    tx.begin();
+    const e = tx.take();
+    if (e) HeldSink.taken.push(new TextDecoder().decode(e.body));
+    tx.commit();
+    tx.close();
+    return e ? "READY" : "BACKOFF";
+  }
+}
+registry.registerComponent(defineComponent({ kind: "sink", type: "held", doc: "Test sink: its start waits until released.", props: {}, create: (_, ctx) => new HeldSink(ctx) }));
+
 /** A service started from a config text, stopped at once after the test if still running. */
 async function started(text: string, o: Parameters<typeof startAgentService>[1] = {}): Promise<AgentService> {
   const service = await startAgentService(text, { drainTimeoutMs: 200, ...o });
@@ -242,7 +281,7 @@ describe("agent service, in-process", () => {
     expect(log.lines.some((l) => l.message.includes("--fail-fast"))).toBe(false);
   }, 30_000);
 
-  test("a metrics server that cannot listen: the start rejects and the agent's source is closed again, exit 1", async () => {
+  test("a metrics server that cannot listen: the start rejects before any component starts (the source never listens), exit 1", async () => {
     const blocker = net.createServer();
     const taken = await listenLocal(blocker);
     cleanups.push(() => new Promise<void>((r) => blocker.close(() => r())));
@@ -260,6 +299,33 @@ describe("agent service, in-process", () => {
     await waitUntil(async () => (await fetchMetrics(metricsPort))["SOURCE.r1"]?.EventAcceptedCount === "1", "r1 counted one event");
     expect(await service.stop()).toBe(EXIT.ok);
     expect(await canConnect(metricsPort)).toBe(false);
+  });
+
+  test("a sink whose start is held by its peer: /health and /ready answer meanwhile (the sink runner STARTING), the source already accepts, and its events are delivered once the sink starts", async () => {
+    const [port, metricsPort] = [await freePort(), await freePort()];
+    const service = new AgentService(parseAgentConfig(netcatConf(port, { sink: "held" })), { drainTimeoutMs: 200, metrics: { port: metricsPort, bind: "127.0.0.1" } });
+    cleanups.push(() => service.stopNow());
+    const ready: string[] = [];
+    service.on("ready", () => ready.push("ready"));
+    const starting = service.start();
+    await waitUntil(async () => (await fetch(`http://127.0.0.1:${metricsPort}/health`).catch(() => null))?.status === 200, "/health answering during the start", 10_000, 50);
+    type Ready = { ready: boolean; notStarted: { kind: string; name: string; state: string }[] };
+    const r = await fetch(`http://127.0.0.1:${metricsPort}/ready`);
+    expect(r.status).toBe(503);
+    const body = (await r.json()) as Ready;
+    expect(body.ready).toBe(false);
+    expect(body.notStarted).toContainEqual({ kind: "sink runner", name: "k1", state: "STARTING" });
+    await waitUntilListening(port);
+    expect(await sendLines(port, "early\n")).toBe("OK\n");
+    expect(HeldSink.taken).toEqual([]);
+    expect(ready).toEqual([]);
+
+    HeldSink.release();
+    await starting;
+    await waitUntil(() => HeldSink.taken.includes("early"), "the line accepted during the start delivered", 10_000, 20);
+    await waitUntil(() => ready.length === 1, "the service ready", 10_000, 20);
+    expect((await fetch(`http://127.0.0.1:${metricsPort}/ready`)).status).toBe(200);
+    expect(await service.stop()).toBe(EXIT.ok);
   });
 
   test("a stop() before start() leaves nothing started", async () => {

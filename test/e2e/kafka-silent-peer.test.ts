@@ -5,7 +5,7 @@
  * agent stopped while those starts wait stops at once instead of after the client's retries.
  */
 import { afterEach, expect, test } from "bun:test";
-import { agentsAfterEach, expectStopsOnSigterm, freePort, tempDir, waitUntil } from "../support/helpers.ts";
+import { agentsAfterEach, expectStopsOnSigterm, fetchMetrics, freePort, tempDir, waitUntil } from "../support/helpers.ts";
 import { type SilentPeer, silentPeer } from "../support/silent-peer.ts";
 
 const { cleanups, startAgent } = agentsAfterEach();
@@ -89,11 +89,12 @@ test("a broker that accepts connections and never answers: each Kafka start give
   expect(agent.stdout + agent.stderr).not.toContain("kafka channel c3: kafka channel c3");
 });
 
-/** One Kafka component at the peer, the rest of its agent local: a channel starts before its sink runners, and they before the sources, so each is alone in waiting. */
-const ALONE: Record<"sink" | "source" | "channel", { name: string; conf: (bootstrap: string) => string }> = {
+/** One Kafka component at the peer, the rest of its agent local: a channel starts before its sink runners and the sources, so each is alone in waiting. */
+const ALONE: Record<"sink" | "source" | "channel", { name: string; conf: (bootstrap: string, dir: string) => string }> = {
+  // A file channel: the seq source runs beside the waiting sink, and what it accepted is kept for the next start.
   sink: {
     name: "k1",
-    conf: (b) => `a1.sources = r1\na1.channels = c1\na1.sinks = k1\na1.sources.r1.type = seq\na1.sources.r1.channels = c1\na1.channels.c1.type = memory\na1.sinks.k1.type = kafka\na1.sinks.k1.channel = c1\na1.sinks.k1.kafka.bootstrap.servers = ${b}\na1.sinks.k1.kafka.topic = out\na1.sinks.k1.kafka.producer.request.timeout.ms = 300000\n`,
+    conf: (b, dir) => `a1.sources = r1\na1.channels = c1\na1.sinks = k1\na1.sources.r1.type = seq\na1.sources.r1.channels = c1\na1.channels.c1.type = file\na1.channels.c1.checkpointDir = ${dir}/checkpoint\na1.channels.c1.dataDirs = ${dir}/data\na1.sinks.k1.type = kafka\na1.sinks.k1.channel = c1\na1.sinks.k1.kafka.bootstrap.servers = ${b}\na1.sinks.k1.kafka.topic = out\na1.sinks.k1.kafka.producer.request.timeout.ms = 300000\n`,
   },
   source: {
     name: "r1",
@@ -111,7 +112,7 @@ for (const kind of ["sink", "source", "channel"] as const) {
     const { dir, cleanup } = tempDir("flume-kafka-silent-stop-");
     cleanups.push(cleanup);
     const { name, conf: confOf } = ALONE[kind];
-    const agent = startAgent(dir, "a1", confOf(`127.0.0.1:${peer.port}`), await freePort());
+    const agent = startAgent(dir, "a1", confOf(`127.0.0.1:${peer.port}`, dir), await freePort());
     await waitUntil(() => peer!.accepted() >= 1, `the Kafka ${kind} connected to the peer`, 60_000, 50);
     // Without the abort, the start waits 300 s for its first answer, and the stop waits for the start.
     await expectStopsOnSigterm(agent, 60_000);
@@ -121,3 +122,27 @@ for (const kind of ["sink", "source", "channel"] as const) {
     expect(log).not.toContain("Unable to start");
   });
 }
+
+test("a Kafka sink and a Kafka channel whose starts wait on a broker that never answers: /health and /ready answer meanwhile (/ready lists each as STARTING), and the sink's source already fills its channel", async () => {
+  peer = await silentPeer();
+  const { dir, cleanup } = tempDir("flume-kafka-silent-health-");
+  cleanups.push(cleanup);
+  const bootstrap = `127.0.0.1:${peer.port}`;
+  // k1's agent (a1) and c1's agent (a2), each with a first request that may wait 300 s.
+  const agents = [
+    { name: "a1", waiting: { kind: "sink runner", name: "k1" }, conf: ALONE.sink.conf(bootstrap, dir), port: await freePort() },
+    { name: "a2", waiting: { kind: "channel", name: "c1" }, conf: ALONE.channel.conf(bootstrap, dir).replaceAll("a1.", "a2."), port: await freePort() },
+  ];
+  for (const a of agents) startAgent(dir, a.name, a.conf, a.port);
+  await waitUntil(() => peer!.accepted() >= 2, "both agents connected to the peer", 60_000, 50);
+  for (const a of agents) {
+    await waitUntil(async () => (await fetch(`http://127.0.0.1:${a.port}/health`).catch(() => null))?.status === 200, `${a.name}'s /health answering`, 60_000, 50);
+    const r = await fetch(`http://127.0.0.1:${a.port}/ready`);
+    expect(r.status).toBe(503);
+    const ready = (await r.json()) as { ready: boolean; notStarted: { kind: string; name: string; state: string }[] };
+    expect(ready.ready).toBe(false);
+    expect(ready.notStarted).toContainEqual({ ...a.waiting, state: "STARTING" });
+  }
+  // a1's seq source started beside its waiting sink: its events wait in the file channel.
+  await waitUntil(async () => Number((await fetchMetrics(agents[0].port))["CHANNEL.c1"]?.ChannelSize ?? 0) > 0, "a1's seq events waiting in c1", 60_000, 50);
+});
