@@ -17,7 +17,7 @@ import type { Consumer } from "@platformatic/kafka";
 import type { Logger } from "../core/logger.ts";
 import { type KafkaModule, loadKafka } from "./client.ts";
 import { ConnectBound } from "./connect-bound.ts";
-import { isUnknownTopic, KafkaConnectAbortedError, KafkaTopicMissingError, messageOf, namedBy } from "./errors.ts";
+import { isUnknownTopic, KafkaConnectAbortedError, KafkaTopicMissingError, messageOf, namedBy, withProtocolHint } from "./errors.ts";
 import { DirectCommits } from "./commit-api.ts";
 import { useOwnFetchReader } from "./fetch-api.ts";
 import { Fetcher } from "./fetcher.ts";
@@ -322,7 +322,7 @@ export class KafkaPoller {
   private explain(err: unknown): Error {
     if (err instanceof KafkaTopicMissingError) return err;
     if (isUnknownTopic(err)) return this.topicMissing(this.subscription.topics ?? [], err);
-    return new Error(`${this.label}: Kafka at ${this.brokers}: ${messageOf(err)}`, { cause: err });
+    return new Error(`${this.label}: Kafka at ${this.brokers}: ${withProtocolHint(err, this.settings)}`, { cause: err });
   }
 
   private arrived(records: KafkaMessage[], bytes: number, ms: number): void {

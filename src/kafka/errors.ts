@@ -28,8 +28,8 @@ export function namedBy(label: string, err: unknown): string {
 }
 
 export function messageOf(err: unknown): string {
-  // The client nests one error per broker and retry: each distinct message once.
-  if (err instanceof AggregateError && err.errors.length > 0) return `${err.message}: ${[...new Set(err.errors.map(messageOf))].join("; ")}`;
+  // The client nests one error per broker and retry: each distinct message once (its "failed 3 times." without the full stop).
+  if (err instanceof AggregateError && err.errors.length > 0) return `${err.message.replace(/\.$/, "")}: ${[...new Set(err.errors.map(messageOf))].join("; ")}`;
   if (err instanceof Error) {
     const own = err.message || err.name;
     const cause = (err as { cause?: unknown }).cause;
@@ -39,6 +39,34 @@ export function messageOf(err: unknown): string {
     return own.includes(inner) ? own : `${own} (${inner})`;
   }
   return String(err);
+}
+
+/**
+ * A failed connect's text, with what it says about security.protocol: a TLS listener answers a
+ * client without TLS with a TLS alert (the client's "Broker requires TLS.") or closes the
+ * connection before answering, and a listener without TLS breaks off a client's TLS handshake;
+ * the client's own errors name no setting, and the last two not even TLS.
+ */
+export function withProtocolHint(err: unknown, s: { securityProtocol: string; securityProtocolKey: string }): string {
+  const why = messageOf(err);
+  const hint = protocolMismatchHint(err, s);
+  return hint ? `${why.replace(/\.$/, "")}; ${hint}` : why;
+}
+
+export function protocolMismatchHint(err: unknown, s: { securityProtocol: string; securityProtocolKey: string }): string {
+  const tls = s.securityProtocol.endsWith("SSL");
+  const is = `${s.securityProtocolKey} is ${s.securityProtocol}`;
+  if (!tls && someError(err, (e) => e.message === "Broker requires TLS.")) {
+    return `the listener speaks TLS (${is}): set ${s.securityProtocolKey} = SSL, or SASL_SSL for a SASL listener`;
+  }
+  if (!tls && someError(err, (e) => e.message === "Connection closed")) {
+    return `the broker closed the connection without answering, as a TLS listener may do to a client without TLS (${is}): if this is an SSL or SASL_SSL listener, set ${s.securityProtocolKey} to match`;
+  }
+  // Only while connecting: a reset after the handshake says nothing about it.
+  if (tls && someError(err, (e) => e.message.startsWith("Connection to ") && /ECONNRESET|before secure TLS connection|wrong version number/.test(messageOf(e)))) {
+    return `the TLS handshake was broken off, as a listener without TLS does (${is}): if this is a PLAINTEXT or SASL_PLAINTEXT listener, set ${s.securityProtocolKey} to match`;
+  }
+  return "";
 }
 
 /** Whether `err` or an error it wraps (cause, AggregateError / the client's MultipleErrors) passes `test`. */

@@ -10,7 +10,7 @@ import { ConnectBound } from "./connect-bound.ts";
 import { javaPartitioner, KafkaProducerIdDroppedError, LeanSender, type LibraryPartitioner, withChosenPartitions } from "./lean-send.ts";
 import { encodeFlumeEvent } from "./flume-event.ts";
 import { useOwnRecordBatches } from "./produce-api.ts";
-import { isTooLarge, isUnknownTopic, KafkaConnectAbortedError, KafkaDeliveryTimeoutError, KafkaPartitionMissingError, KafkaRecordTooLargeError, KafkaSendAbortedError, KafkaTopicMissingError, messageOf } from "./errors.ts";
+import { isTooLarge, isUnknownTopic, KafkaConnectAbortedError, KafkaDeliveryTimeoutError, KafkaPartitionMissingError, KafkaRecordTooLargeError, KafkaSendAbortedError, KafkaTopicMissingError, messageOf, withProtocolHint } from "./errors.ts";
 import { isRetriable } from "./retriable.ts";
 import { clientOptions, describeBrokers, type ProducerSettings } from "./settings.ts";
 
@@ -232,7 +232,7 @@ export class KafkaPublisher {
     if (isTooLarge(err)) {
       return new KafkaRecordTooLargeError(`${this.label}: the broker refused a batch as too large; raise the topic's max.message.bytes (and kafka.producer.max.request.size) or lower the batch size (${why})`, { cause: err });
     }
-    return new Error(`${this.label}: Kafka at ${this.brokers}: ${why}`, { cause: err });
+    return new Error(`${this.label}: Kafka at ${this.brokers}: ${withProtocolHint(err, this.settings)}`, { cause: err });
   }
 
   async close(): Promise<void> {

@@ -23,6 +23,9 @@ export interface SaslSettings {
 export interface ConnectionSettings {
   bootstrapBrokers: Broker[];
   clientId: string;
+  /** security.protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) and its key as written, for errors. */
+  securityProtocol: string;
+  securityProtocolKey: string;
   tls?: { ca?: string; cert?: string; key?: string; rejectUnauthorized: boolean; checkServerIdentity?: () => undefined };
   sasl?: SaslSettings;
   connectTimeout: number;
@@ -216,6 +219,8 @@ function connectionSettings(i: ClientInput, prefix: string): ConnectionSettings 
   const settings: ConnectionSettings = {
     bootstrapBrokers: parseBrokers(i.bootstrap, i.bootstrapKey),
     clientId: props["client.id"] ?? i.clientId,
+    securityProtocol: protocol,
+    securityProtocolKey: `${prefix}security.protocol`,
     connectTimeout: intOf(props, "socket.connection.setup.timeout.ms", prefix, 10_000),
     requestTimeout: intOf(props, "request.timeout.ms", prefix, 30_000),
     retries: intOf(props, "retries", prefix, 3),

@@ -8,6 +8,8 @@ import type { LifecycleState } from "../../src/core/lifecycle.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import type { DeliveryFailure, Sink, Status } from "../../src/core/sink.ts";
 import { type ComponentContext, defineComponent } from "../../src/components/component.ts";
+import { BaseSink } from "../../src/components/sinks/base.ts";
+import { bodyText } from "../../src/core/event.ts";
 import * as registry from "../../src/components/registry.ts";
 import { AgentService, ConfigRejectedError, EXIT, type ReloadOutcome, ServiceStartError, startAgentService } from "../../src/agent/service.ts";
 import { parseAgentConfig } from "../support/agent.ts";
@@ -51,40 +53,19 @@ class RefusingSink implements Sink {
 registry.registerComponent(defineComponent({ kind: "sink", type: "refusing", doc: "Test sink: starts, then fails every batch.", props: {}, create: (_, ctx) => new RefusingSink(ctx) }));
 
 /** A sink whose start waits until released (as one whose peer does not answer), then keeps what it takes. */
-class HeldSink implements Sink {
+class HeldSink extends BaseSink {
   static release: () => void = () => {};
   static readonly taken: string[] = [];
-  readonly name: string;
-  private state: LifecycleState = "IDLE";
-  private channel: Channel | null = null;
+  protected readonly takeLoop = this.newTakeLoop({
+    batchSize: 100,
+    deliver: (events) => {
+      for (const e of events) HeldSink.taken.push(bodyText(e));
+    },
+  });
 
-  constructor(ctx: ComponentContext) {
-    this.name = ctx.name;
-  }
-  setChannel(channel: Channel): void {
-    this.channel = channel;
-  }
-  getChannel(): Channel {
-    return this.channel!;
-  }
-  getLifecycleState(): LifecycleState {
-    return this.state;
-  }
-  async start(): Promise<void> {
+  override async start(): Promise<void> {
     await new Promise<void>((r) => (HeldSink.release = r));
-    this.state = "START";
-  }
-  stop(): void {
-    this.state = "STOP";
-  }
-  async process(): Promise<Status> {
-    const tx = this.getChannel().getTransaction();
-    tx.begin();
-    const e = tx.take();
-    if (e) HeldSink.taken.push(new TextDecoder().decode(e.body));
-    tx.commit();
-    tx.close();
-    return e ? "READY" : "BACKOFF";
+    super.start();
   }
 }
 registry.registerComponent(defineComponent({ kind: "sink", type: "held", doc: "Test sink: its start waits until released.", props: {}, create: (_, ctx) => new HeldSink(ctx) }));

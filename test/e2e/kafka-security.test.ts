@@ -146,6 +146,37 @@ needs.test(
   240_000,
 );
 
+needs.test(
+  "a security.protocol that does not match the listener fails the start with what to set: a client without TLS at the SSL listener, a TLS client at the PLAINTEXT listener, the sink's and the source's alike; the failed start counts no connection and logs no stop",
+  async () => {
+    const node = kafka.nodes[0];
+    const [ssl, plain] = [`127.0.0.1:${node.sslPort}`, `127.0.0.1:${node.port}`];
+    const speaksTls = (key: string) => `: Broker requires TLS; the listener speaks TLS (${key} is PLAINTEXT): set ${key} = SSL, or SASL_SSL for a SASL listener`;
+    const sinkAt = async (name: string, bootstrap: string, extra: Record<string, string>) => {
+      const built = kafkaSink({ "kafka.bootstrap.servers": bootstrap, "kafka.topic": "any", "kafka.producer.retries": "0", ...extra }, { cleanups, name });
+      const err = await built.sink.start().then(() => null, (e: Error) => e);
+      // What its runner does after a failed start, before the retry.
+      await built.sink.stop();
+      return { err, ...built };
+    };
+
+    const k1 = await sinkAt("k1", ssl, {});
+    expect(k1.err?.message).toStartWith(`kafka sink k1: Kafka at ${ssl}: `);
+    expect(k1.err?.message).toEndWith(speaksTls("kafka.producer.security.protocol"));
+    expect(k1.sink.counter.values.ConnectionClosedCount).toBe(0);
+    expect(k1.logger.lines.map((l) => l.message).filter((m) => m.includes("stopped"))).toEqual([]);
+
+    const { source: r1 } = kafkaSource({ "kafka.bootstrap.servers": ssl, "kafka.topics": "any", "kafka.consumer.retries": "0" }, { cleanups });
+    const r1Err = await r1.start().then(() => null, (e: Error) => e);
+    expect(r1Err?.message).toEndWith(speaksTls("kafka.consumer.security.protocol"));
+
+    const k2 = await sinkAt("k2", plain, tlsOnly("kafka.producer."));
+    expect(k2.err?.message).toStartWith(`kafka sink k2: Kafka at ${plain}: `);
+    expect(k2.err?.message).toEndWith("; the TLS handshake was broken off, as a listener without TLS does (kafka.producer.security.protocol is SSL): if this is a PLAINTEXT or SASL_PLAINTEXT listener, set kafka.producer.security.protocol to match");
+  },
+  240_000,
+);
+
 needsOpenssl.test(
   "a peer that offers only TLS 1.1 is refused: the sink's start fails and the peer sees the handshake refused for its protocol version",
   async () => {

@@ -197,11 +197,15 @@ export class KafkaSink extends BaseSink implements Sink {
   }
 
   override async stop(): Promise<void> {
+    // Also called after a start that failed (its runner cleans up before the retry): then there
+    // is no connection to count as closed, and nothing stopped to report at every retry.
+    const started = this.getLifecycleState() === "START";
     await this.drain();
     this.timestampWarnings.stop();
     await this.publisher.close();
-    this.counter.values.ConnectionClosedCount++;
     super.stop();
+    if (!started) return;
+    this.counter.values.ConnectionClosedCount++;
     this.logger.info(`${this.label} stopped. Metrics: ${JSON.stringify(this.counter.values)}`);
   }
 
