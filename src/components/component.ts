@@ -145,6 +145,14 @@ export interface BrokerLink<O> {
   channel?(options: O): { topic: string; group: string; idempotent: boolean; requestTimeoutMs: number; lossy: boolean };
   /** A source: the topics it reads, in which consumer group, and its batches. */
   consumes?(options: O): { topics: readonly string[]; regex?: string; group: string; batchSize: number; batchDurationMs: number };
+  /**
+   * A header that carries topic names, for `flume validate`. A source: the header it sets on
+   * each event to the topic it read it from; a sink: the header whose value it sends an event
+   * to. null when it does neither. `name` is the property naming the header, `off` the boolean
+   * one that turns it off. A source's header read by a sink of its channels, on the same
+   * brokers, sends every event back to where it was read: an endless loop.
+   */
+  topicHeader?(options: O): { header: string; brokers: readonly string[]; name: string; off: string } | null;
 }
 
 /** See ComponentDefinition.fileStore. */

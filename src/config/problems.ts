@@ -39,6 +39,7 @@ export type ProblemCode =
   | "batch-exceeds-transaction"
   | "transaction-exceeds-capacity"
   | "channel-unused"
+  | "topic-loop" // a sink sends each event back to the topic its source read it from
   | "no-channels"
   | "no-sources-or-sinks";
 

@@ -117,6 +117,7 @@ class Validator {
     for (const sink of this.active("sink")) this.checkSink(sink);
     this.checkSinkGroups();
     this.checkChannelUse();
+    this.checkTopicLoops();
     return this.problems;
   }
 
@@ -128,6 +129,11 @@ class Validator {
 
   private addFor(entry: ComponentEntry, severity: Severity, code: ProblemCode, line: number, key: string, message: string, hint?: string): void {
     this.add(severity, code, line, componentLabel(entry.kind, entry.name), key, message, hint, { kind: entry.kind, name: entry.name });
+  }
+
+  private hasAnyError(entry: ComponentEntry): boolean {
+    const label = componentLabel(entry.kind, entry.name);
+    return this.problems.some((p) => p.severity === "error" && p.component === label);
   }
 
   private hasError(entry: ComponentEntry, key: string): boolean {
@@ -498,6 +504,39 @@ class Validator {
       }
       if (!readers.has(channel.name)) {
         this.addFor(channel, "warning", "channel-unused", channel.line, "", "no sink reads from this channel, so it fills up and then blocks its sources", `add a sink with ${this.a}.sinks.<sink>.channel = ${channel.name}`);
+      }
+    }
+  }
+
+  /**
+   * A source that puts each event's topic in a header, feeding (through a channel) a sink that
+   * sends each event to the topic its header names, on the same brokers: every event goes back
+   * to the topic it came from and is read again (Flume's User Guide warns of it for its Kafka
+   * source and sink, whose defaults do it). Not said when the source has interceptors, which
+   * may change or remove the header.
+   */
+  private checkTopicLoops(): void {
+    for (const source of this.active("source")) {
+      const from = this.checked.get(`source ${source.name}`);
+      const origin = from?.definition.brokerLink?.topicHeader?.(from.options);
+      if (!from || !origin || listNames(source.props.interceptors).length > 0 || this.hasAnyError(source)) continue;
+      const channels = new Set(sourceChannels(source));
+      for (const sink of this.active("sink")) {
+        const ch = sinkChannel(sink);
+        const to = this.checked.get(`sink ${sink.name}`);
+        if (ch === undefined || !channels.has(ch) || !to || this.hasAnyError(sink) || to.definition.brokerLink?.protocol !== from.definition.brokerLink?.protocol) continue;
+        const dest = to.definition.brokerLink?.topicHeader?.(to.options);
+        const shared = dest?.brokers.filter((b) => origin.brokers.includes(b)) ?? [];
+        if (!dest || dest.header !== origin.header || shared.length === 0) continue;
+        this.addFor(
+          sink,
+          "warning",
+          "topic-loop",
+          (sink.props[dest.name] ?? sink.props[dest.off])?.line ?? sink.line,
+          dest.name,
+          `sends each event to the topic its header "${dest.header}" names, and source ${source.name} sets that header to the topic it read the event from (through channel ${ch}, on the same brokers ${shared.join(",")}): every event goes back to its topic and is read again, endlessly`,
+          `set ${this.fullKey(sink, dest.off)} = false, or give ${this.fullKey(sink, dest.name)} or ${this.fullKey(source, origin.name)} another header, or set ${this.fullKey(source, origin.off)} = false`,
+        );
       }
     }
   }

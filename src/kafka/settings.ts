@@ -162,6 +162,14 @@ export function connectionProps(props: Readonly<Record<string, string>>): Record
   return Object.fromEntries(Object.entries(props).filter(([k]) => COMMON_KEYS.has(k)));
 }
 
+/** The brokers of a bootstrap list as written, for comparing lists (lowercase, no scheme); never throws. */
+export function brokerList(list: string): string[] {
+  return list
+    .split(",")
+    .map((s) => s.trim().toLowerCase().replace(/^[a-z_]+:\/\//, ""))
+    .filter(Boolean);
+}
+
 export function parseBrokers(list: string, key: string): Broker[] {
   const brokers: Broker[] = [];
   for (const item of list.split(",").map((s) => s.trim()).filter(Boolean)) {

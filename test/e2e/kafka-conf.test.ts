@@ -243,6 +243,52 @@ test("flume validate reports a bad kafka.producer.* or kafka.consumer.* setting,
   }
 });
 
+test("flume validate warns at the sink's line when a Kafka source feeds a Kafka sink on the same brokers that sends each event to the topic its source set in the header (every event read again, endlessly), and --strict refuses to run it; not when they use other brokers or headers, or an interceptor may change the header", () => {
+  const { dir, cleanup } = tempDir("flume-kafka-loop-conf-");
+  try {
+    const conf = path.join(dir, "loop.conf");
+    const source = (name: string, brokers: string, channel: string, extra: string[] = []) => [`a1.sources.${name}.type = kafka`, `a1.sources.${name}.kafka.bootstrap.servers = ${brokers}`, `a1.sources.${name}.kafka.topics = in`, `a1.sources.${name}.batchSize = 100`, `a1.sources.${name}.channels = ${channel}`, ...extra];
+    const sink = (name: string, brokers: string, channel: string, extra: string[] = []) => [`a1.sinks.${name}.type = kafka`, `a1.sinks.${name}.kafka.bootstrap.servers = ${brokers}`, `a1.sinks.${name}.channel = ${channel}`, ...extra];
+    const lines = [
+      "a1.sources = r1 r2 r3 r4",
+      "a1.channels = c1 c2 c3 c4",
+      "a1.sinks = k1 k2 k3 k4 k5",
+      ...["c1", "c2", "c3", "c4"].map((c) => `a1.channels.${c}.type = memory`),
+      // r1 -> c1 -> k1: Flume's defaults on both sides, one broker in common: the loop (k1 at line 13).
+      ...source("r1", "kafka1:9092,kafka2:9092", "c1"),
+      ...sink("k1", "KAFKA2:9092,kafka3:9092", "c1"),
+      // k2 reads c1 too, with the header named apart from the source's: no loop.
+      ...sink("k2", "kafka1:9092", "c1", ["a1.sinks.k2.topicHeader = dest"]),
+      // r2 -> c2 -> k3: another cluster (mirroring under the same topic names): no loop.
+      ...source("r2", "kafka1:9092", "c2"),
+      ...sink("k3", "mirror:9092", "c2"),
+      // r3 -> c3 -> k4: the header renamed on both sides to the same name: the loop again (k4's topicHeader line).
+      ...source("r3", "kafka1:9092", "c3", ["a1.sources.r3.topicHeader = t"]),
+      ...sink("k4", "kafka1:9092", "c3", ["a1.sinks.k4.topicHeader = t"]),
+      // r4 -> c4 -> k5: an interceptor of the source may set or remove the header: not said.
+      ...source("r4", "kafka1:9092", "c4", ["a1.sources.r4.interceptors = i1", "a1.sources.r4.interceptors.i1.type = static", "a1.sources.r4.interceptors.i1.key = topic", "a1.sources.r4.interceptors.i1.value = out", "a1.sources.r4.interceptors.i1.preserveExisting = false"]),
+      ...sink("k5", "kafka1:9092", "c4"),
+    ];
+    writeFileSync(conf, `${lines.join("\n")}\n`);
+    const lineOf = (text: string) => lines.indexOf(text) + 1;
+    const r = runCli(["validate", conf]);
+    const hint = (k: string, r: string) => `(set a1.sinks.${k}.allowTopicOverride = false, or give a1.sinks.${k}.topicHeader or a1.sources.${r}.topicHeader another header, or set a1.sources.${r}.setTopicHeader = false)`;
+    expect(r.stdout.split("\n").filter((l) => l !== "")).toEqual([
+      `${conf}:${lineOf("a1.sinks.k1.type = kafka")}: warning: sink k1: topicHeader: sends each event to the topic its header "topic" names, and source r1 sets that header to the topic it read the event from (through channel c1, on the same brokers kafka2:9092): every event goes back to its topic and is read again, endlessly ${hint("k1", "r1")}`,
+      `${conf}:${lineOf("a1.sinks.k4.topicHeader = t")}: warning: sink k4: topicHeader: sends each event to the topic its header "t" names, and source r3 sets that header to the topic it read the event from (through channel c3, on the same brokers kafka1:9092): every event goes back to its topic and is read again, endlessly ${hint("k4", "r3")}`,
+      `${conf}: agent a1 is valid (2 warnings)`,
+    ]);
+    expect(r.code).toBe(0);
+    // A warning: run starts it, unless --strict.
+    const strict = runCli(["run", "-f", conf, "-n", "a1", "--strict"]);
+    expect(strict.code).not.toBe(0);
+    expect(strict.stdout + strict.stderr).toContain("sink k1: topicHeader: sends each event to the topic its header");
+    expect(strict.stdout + strict.stderr).toContain("2 warning(s) in");
+  } finally {
+    cleanup();
+  }
+});
+
 /** An agent whose channel is a Kafka channel (acks as given), fed by a simulated client. */
 function kafkaChannelConf(dir: string, acks?: string): string {
   const conf = path.join(dir, `kafka-channel-${acks ?? "default"}.conf`);

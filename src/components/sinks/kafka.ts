@@ -15,7 +15,7 @@ import { KafkaSinkCounter } from "../../kafka/counters.ts";
 import { isTooLarge, KafkaSettingError, messageOf, partitionChoosers } from "../../kafka/errors.ts";
 import { flumeEventSize } from "../../kafka/flume-event.ts";
 import { KafkaPublisher, type KafkaRecord, recordSize } from "../../kafka/producer.ts";
-import { producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
+import { brokerList, producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
 import { isTopicName, TOPIC_NAME_RULE, topicNameProblems } from "../../kafka/topic-name.ts";
 import { containsEscape, type EscapeOptions, EscapeTemplate, Escaper, type HostNames, lookupHostNames, MissingTimestampError } from "../../pipeline/bucket-path.ts";
 import { WarningThrottle } from "../../pipeline/warning-throttle.ts";
@@ -427,6 +427,7 @@ export const definition = defineComponent({
       const s = sinkProducer(o, "flume", "", silentLogger);
       return { topic: o["kafka.topic"], batchSize: o.flumeBatchSize, idempotent: s.idempotent, requestTimeoutMs: s.requestTimeout, lossy: s.acks !== -1 };
     },
+    topicHeader: (o) => (o.allowTopicOverride ? { header: o.topicHeader, brokers: brokerList(o["kafka.bootstrap.servers"]), name: "topicHeader", off: "allowTopicOverride" } : null),
   },
   create(o, ctx) {
     const label = `kafka sink ${ctx.name}`;

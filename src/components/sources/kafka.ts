@@ -20,7 +20,7 @@ import { type KafkaBadRecordError, KafkaConnectAbortedError, KafkaDeadLetterErro
 import { KafkaPublisher } from "../../kafka/producer.ts";
 import { eventOfRecord, keyText, setSourceHeaders, type SourceHeaderShape, SourceRecordEvent, type SourceRun, where } from "../../kafka/records.ts";
 import { CopiedValues, ResponseRelease } from "../../kafka/response-release.ts";
-import { connectionProps, consumerSettings, type ConsumerSettings, producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
+import { brokerList, connectionProps, consumerSettings, type ConsumerSettings, producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
 import type { PropError } from "../../config/schema.ts";
 import { configurationProblems } from "../../core/errors.ts";
 import { topicNameProblems } from "../../kafka/topic-name.ts";
@@ -434,6 +434,7 @@ export const definition = defineComponent({
       batchSize: o.batchSize,
       batchDurationMs: o.batchDurationMillis,
     }),
+    topicHeader: (o) => (o.setTopicHeader ? { header: o.topicHeader, brokers: brokerList(o["kafka.bootstrap.servers"]), name: "topicHeader", off: "setTopicHeader" } : null),
   },
   create(o, ctx) {
     const label = `kafka source ${ctx.name}`;
