@@ -178,8 +178,9 @@ export class KafkaSink extends BaseSink implements Sink {
     }
     // A broker that does not answer fails the start: the supervisor retries with backoff and /ready names the error.
     await this.publisher.connect(template === null ? topic : undefined);
-    this.counter.values.ConnectionCreatedCount++;
+    // After the counters' start, which sets them to 0 (as Flume's MonitoredCounterGroup.start).
     super.start();
+    this.counter.values.ConnectionCreatedCount++;
     this.logger.info(`${this.label} started (brokers ${this.publisher.brokers}, topic ${this.options.topic}, acks ${this.options.producer.acks === -1 ? "all" : this.options.producer.acks})`);
   }
 
