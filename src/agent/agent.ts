@@ -5,6 +5,7 @@ import type { CounterGroup } from "../core/counters.ts";
 import { ChannelException } from "../core/errors.ts";
 import type { LifecycleAware } from "../core/lifecycle.ts";
 import type { Logger } from "../core/logger.ts";
+import type { DeliveryFailure } from "../core/sink.ts";
 import { FlumeError } from "../core/errors.ts";
 import { otherOwner } from "../io/owner-lock.ts";
 import { silentLogger } from "../core/logger.ts";
@@ -195,14 +196,17 @@ export class Agent implements MetricsProvider {
     for (const c of this.built.channels.values()) check("channel", c.name, c.channel);
     for (const r of this.built.runners.values()) check("sink runner", r.name, r.runner);
     for (const s of this.built.sources.values()) check("source", s.name, s.runner);
-    // A sink that runs but whose deliveries fail (its broker gone) is not ready either.
+    // A sink that runs but whose deliveries fail (its broker gone) is not ready either, nor a
+    // source or channel whose reads from its broker fail.
+    const fails = (kind: string, name: string, f: DeliveryFailure | null | undefined) => {
+      if (f) failing.push({ kind, name, state: "FAILING", error: f.error, since: new Date(f.since).toISOString() });
+    };
+    for (const c of this.built.channels.values()) fails("channel", c.name, c.channel.readFailure?.());
     for (const r of this.built.runners.values()) {
       if (r.runner.getLifecycleState() !== "START") continue;
-      for (const s of r.sinks) {
-        const f = s.deliveryFailure?.();
-        if (f) failing.push({ kind: "sink", name: s.name, state: "FAILING", error: f.error, since: new Date(f.since).toISOString() });
-      }
+      for (const s of r.sinks) fails("sink", s.name, s.deliveryFailure?.());
     }
+    for (const s of this.built.sources.values()) if (s.runner.getLifecycleState() === "START") fails("source", s.name, s.source.readFailure?.());
     return { ready: this.running && notStarted.length === 0 && failing.length === 0, notStarted, failing };
   }
 

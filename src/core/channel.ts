@@ -1,6 +1,7 @@
 import type { ChannelCounter } from "./counters.ts";
 import type { LifecycleAware } from "./lifecycle.ts";
 import type { Event } from "./event.ts";
+import type { DeliveryFailure } from "./sink.ts";
 import type { Transaction } from "./transaction.ts";
 
 /** A source's opaque position after a batch (a file offset), stored by durable channels in the same commit. */
@@ -15,6 +16,8 @@ export interface Channel extends LifecycleAware {
   readonly counter: ChannelCounter<string>;
   /** A fresh transaction; the caller begins, commits or rolls back, and closes it. */
   getTransaction(): Transaction;
+  /** A started channel kept by a peer (a Kafka topic), while reading from it fails: why, and since when (for /ready); null once it works again. */
+  readFailure?(): DeliveryFailure | null;
   /**
    * The position a source stored with its last committed put (see
    * Transaction.setSourcePosition), or undefined when the channel keeps none.

@@ -1,13 +1,15 @@
 import type { ChannelProcessor } from "./channel-processor.ts";
 import type { SourceCounter } from "./counters.ts";
 import type { LifecycleAware } from "./lifecycle.ts";
-import type { Status } from "./sink.ts";
+import type { DeliveryFailure, Status } from "./sink.ts";
 
 /** A source hands events to its ChannelProcessor, which writes them to channels in transactions. */
 export interface Source extends LifecycleAware {
   readonly counter: SourceCounter;
   setChannelProcessor(processor: ChannelProcessor): void;
   getChannelProcessor(): ChannelProcessor;
+  /** A started source that reads from a peer (a Kafka broker), while its reads fail: why, and since when (for /ready); null once they work again. */
+  readFailure?(): DeliveryFailure | null;
 }
 
 /** A source the runner polls (Flume's PollableSource): process() is called in a loop. */

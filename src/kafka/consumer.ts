@@ -15,6 +15,7 @@
  */
 import type { Consumer } from "@platformatic/kafka";
 import type { Logger } from "../core/logger.ts";
+import type { DeliveryFailure } from "../core/sink.ts";
 import { type KafkaModule, loadKafka } from "./client.ts";
 import { ConnectBound } from "./connect-bound.ts";
 import { isUnknownTopic, KafkaConnectAbortedError, KafkaTopicMissingError, messageOf, namedBy, withProtocolHint } from "./errors.ts";
@@ -107,6 +108,8 @@ export class KafkaPoller {
   private committing: Promise<void> = Promise.resolve();
   /** The topics the consumer subscribed to. */
   topics: string[] = [];
+  /** While reading fails (the consumer lost, connecting again failing): the last error, since the first; null once connected again. */
+  failure: DeliveryFailure | null = null;
   /**
    * Counts the times fetching started again from the group's committed offsets (a rebalance,
    * the consumer lost): a record taken in an older generation is fetched again, by this member
@@ -237,8 +240,14 @@ export class KafkaPoller {
    */
   private lost(fetcher: Fetcher, why: string): void {
     if (this.fetcher !== fetcher) return;
-    this.logger.warn(`${this.label}: the Kafka consumer at ${this.brokers} stopped (${why}); connecting again`);
+    const error = `${this.label}: the Kafka consumer at ${this.brokers} stopped (${why}); connecting again`;
+    this.failing(error);
+    this.logger.warn(error);
     void this.crash();
+  }
+
+  private failing(error: string): void {
+    this.failure = { error, since: this.failure?.since ?? Date.now() };
   }
 
   /** Lists the topics again and reads the new ones that match the pattern. One check at a time. */
@@ -288,12 +297,16 @@ export class KafkaPoller {
 
   private reconnect(): Promise<void> {
     return this.connect()
-      .then(() => this.logger.info(`${this.label}: connected again to ${this.brokers}`))
+      .then(() => {
+        this.failure = null;
+        this.logger.info(`${this.label}: connected again to ${this.brokers}`);
+      })
       .catch((err) => {
         const line = namedBy(this.label, err);
         // Closed while it connected (its component stops): nothing went wrong.
-        if (err instanceof KafkaConnectAbortedError) this.logger.info(line);
-        else this.logger.warn(line);
+        if (err instanceof KafkaConnectAbortedError) return this.logger.info(line);
+        this.failing(line);
+        this.logger.warn(line);
       })
       .finally(() => (this.reconnecting = null));
   }

@@ -7,12 +7,13 @@
 import { expect } from "bun:test";
 import { agentsAfterEach, freePort, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
 import { needsJvm } from "../support/jvm.ts";
-import { consoleConsume, consoleProduce } from "../support/kafka.ts";
+import { consoleConsume, consoleProduce, kafkaTool } from "../support/kafka.ts";
 import { kafkaForFile } from "../support/kafka-tests.ts";
 
 interface ReadyBody {
   ready: boolean;
   notStarted: { kind: string; name: string; error?: string }[];
+  failing: { kind: string; name: string; state: string; error: string; since: string }[];
 }
 
 const { cleanups, startAgent } = agentsAfterEach();
@@ -89,6 +90,86 @@ a1.sinks.k2.channel = c2
     await consoleProduce(kafka, "missing-in", ["one", "two", "three"]);
     expect(await consoleConsume(kafka, "missing-out", 3)).toEqual(["one", "two", "three"]);
     await waitForMetrics(port, "the seq events through the kafka channel", (m) => Number(m["CHANNEL.c2"]?.EventTakeSuccessCount ?? 0) === 100, 120_000, 100);
+    expect(agent.child.exitCode).toBeNull();
+  },
+  300_000,
+);
+
+needsJvm.test(
+  "topics deleted under a running kafka source and kafka channel: /ready lists both under failing with their error and since when, the agent stays up, and once the topics exist again they read on and /ready answers 200",
+  async () => {
+    const { dir, cleanup } = tempDir("flume-kafka-deleted-");
+    cleanups.push(cleanup);
+    for (const t of ["deleted-in", "deleted-channel"]) await kafka.createTopic(t);
+    const port = await freePort();
+    const agent = startAgent(
+      dir,
+      "a1",
+      `a1.sources = r1 r2
+a1.channels = c1 c2
+a1.sinks = k1 k2
+a1.sources.r1.type = kafka
+a1.sources.r1.channels = c1
+a1.sources.r1.kafka.bootstrap.servers = ${kafka.bootstrap}
+a1.sources.r1.kafka.topics = deleted-in
+a1.sources.r1.kafka.consumer.group.id = deleted-source
+a1.sources.r1.kafka.consumer.auto.offset.reset = earliest
+a1.sources.r1.batchSize = 100
+a1.sources.r1.batchDurationMillis = 100
+a1.channels.c1.type = memory
+a1.sinks.k1.type = null
+a1.sinks.k1.channel = c1
+a1.sources.r2.type = seq
+a1.sources.r2.totalEvents = 100
+a1.sources.r2.channels = c2
+a1.channels.c2.type = kafka
+a1.channels.c2.kafka.bootstrap.servers = ${kafka.bootstrap}
+a1.channels.c2.kafka.topic = deleted-channel
+a1.channels.c2.kafka.consumer.group.id = deleted-channel
+a1.sinks.k2.type = null
+a1.sinks.k2.channel = c2
+`,
+      port,
+    );
+    const ready = async (): Promise<{ status: number; body: ReadyBody }> => {
+      const r = await fetch(`http://127.0.0.1:${port}/ready`, { signal: AbortSignal.timeout(10_000) });
+      return { status: r.status, body: (await r.json()) as ReadyBody };
+    };
+    await waitForMetrics(port, "the seq events through the kafka channel", (m) => Number(m["CHANNEL.c2"]?.EventTakeSuccessCount ?? 0) === 100, 120_000, 100);
+    await consoleProduce(kafka, "deleted-in", ["one", "two", "three"]);
+    await waitForMetrics(port, "the source reading the topic", (m) => m["SOURCE.r1"]?.EventAcceptedCount === "3", 120_000, 100);
+    expect((await ready()).status).toBe(200);
+
+    const t0 = Date.now();
+    for (const t of ["deleted-in", "deleted-channel"]) {
+      const r = await kafkaTool(kafka.classpath, "org.apache.kafka.tools.TopicCommand", ["--bootstrap-server", kafka.bootstrap, "--delete", "--topic", t]);
+      expect(r.code).toBe(0);
+    }
+    let seen: ReadyBody | null = null;
+    await waitUntil(
+      async () => {
+        const r = await ready();
+        seen = r.body;
+        return r.status === 503 && ["r1", "c2"].every((n) => r.body.failing.some((f) => f.name === n));
+      },
+      "/ready listing the source and the channel as failing",
+      120_000,
+      200,
+    );
+    const failing = (seen as ReadyBody | null)?.failing ?? [];
+    for (const [kind, name] of [["source", "r1"], ["channel", "c2"]]) {
+      const f = failing.find((x) => x.name === name);
+      expect(f).toMatchObject({ kind, name, state: "FAILING" });
+      expect(f?.error).toContain(`kafka ${kind} ${name}: `);
+      expect(Date.parse(f?.since ?? "")).toBeGreaterThanOrEqual(t0 - 1000);
+    }
+    expect((seen as ReadyBody | null)?.notStarted).toEqual([]);
+    expect(agent.child.exitCode).toBeNull();
+
+    for (const t of ["deleted-in", "deleted-channel"]) await kafka.createTopic(t);
+    await waitUntil(async () => (await ready()).status === 200, "the agent ready once the topics exist again", 120_000, 200);
+    await consoleProduce(kafka, "deleted-in", ["four", "five"]);
+    await waitForMetrics(port, "the source reading the new topic", (m) => m["SOURCE.r1"]?.EventAcceptedCount === "5", 120_000, 100);
     expect(agent.child.exitCode).toBeNull();
   },
   300_000,

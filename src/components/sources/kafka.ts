@@ -9,7 +9,7 @@
 import type { SourceCounter } from "../../core/counters.ts";
 import type { Event } from "../../core/event.ts";
 import { type Logger, silentLogger } from "../../core/logger.ts";
-import type { Status } from "../../core/sink.ts";
+import type { DeliveryFailure, Status } from "../../core/sink.ts";
 import type { PollableSource } from "../../core/source.ts";
 import { STOPPED_STARTING } from "../../kafka/connect-bound.ts";
 import { highestOfEachPartition, KafkaPoller, type KafkaMessage } from "../../kafka/consumer.ts";
@@ -141,6 +141,10 @@ export class KafkaSource extends BaseSource implements PollableSource {
     this.counter.values.OpenConnectionCount = 1;
     this.state = "START";
     this.logger.info(`${this.label} started (brokers ${this.poller.brokers}, topics ${this.poller.topics.join(",")}, group ${this.options.consumer.groupId})`);
+  }
+
+  readFailure(): DeliveryFailure | null {
+    return this.state === "START" ? this.poller.failure : null;
   }
 
   abortStart(): void {

@@ -18,6 +18,7 @@ import type { Channel } from "../../../core/channel.ts";
 import { ChannelException } from "../../../core/errors.ts";
 import { type Event, readHeaders } from "../../../core/event.ts";
 import type { LifecycleState } from "../../../core/lifecycle.ts";
+import type { DeliveryFailure } from "../../../core/sink.ts";
 import { type Logger, silentLogger } from "../../../core/logger.ts";
 import { PutListeners } from "../../../core/put-listeners.ts";
 import { ChannelTransaction } from "../../../core/transaction.ts";
@@ -268,6 +269,10 @@ export class KafkaChannel implements Channel {
     }
     this.state = "START";
     this.logger.info(`${this.label} started (brokers ${this.publisher.brokers}, topic ${this.options.topic}, group ${this.options.consumer.groupId})`);
+  }
+
+  readFailure(): DeliveryFailure | null {
+    return this.state === "START" ? this.poller.failure : null;
   }
 
   abortStart(): void {
