@@ -5,7 +5,7 @@ import type { LifecycleAware } from "./lifecycle.ts";
 /** What one process() call achieved: READY to call again at once, BACKOFF to wait. */
 export type Status = "READY" | "BACKOFF";
 
-/** A started sink whose deliveries fail: the last failure, and when the first of them happened. */
+/** A started component whose work with its peer fails (a sink's deliveries, a source's or channel's reads): the last failure, and when the first of them happened. */
 export interface DeliveryFailure {
   error: string;
   /** Epoch milliseconds of the first failure since the last success. */

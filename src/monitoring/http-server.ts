@@ -8,8 +8,8 @@ const PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
 /**
  * What /ready reports: every configured component that did not start, with its last error; and
- * every started sink whose deliveries fail (state FAILING), with the last error and since when
- * (ISO 8601). Ready only when both are empty.
+ * every started sink whose deliveries fail, source or channel whose reads fail (state FAILING),
+ * with the last error and since when (ISO 8601). Ready only when both are empty.
  */
 export interface Readiness {
   ready: boolean;
