@@ -28,7 +28,7 @@ export interface AgentOptions {
 
 /**
  * A running agent: builds the components of a configuration, starts channels, then sink
- * runners, then sources (each under the lifecycle supervisor, which restarts one that fails),
+ * runners and sources (each under the lifecycle supervisor, which restarts one that fails),
  * and stops them in the reverse order. reload() applies a new configuration, keeping what
  * did not change.
  */
@@ -98,7 +98,7 @@ export class Agent implements MetricsProvider {
     const starting = [...next.channels.values()].filter((c) => !keep.has(c.channel)).map((c) => `channel ${c.name}`);
     starting.push(...[...next.runners.values()].filter((r) => !keep.has(r.runner)).map((r) => `sink runner ${r.name}`));
     starting.push(...[...next.sources.values()].filter((s) => !keep.has(s.runner)).map((s) => `source ${s.name}`));
-    this.logger.debug(`starting ${starting.join(", ") || "nothing new"} (channels, then sink runners, then sources)`);
+    this.logger.debug(`starting ${starting.join(", ") || "nothing new"} (channels, then sink runners and sources)`);
     const waits: Promise<void>[] = [];
     for (const c of next.channels.values()) if (!keep.has(c.channel)) waits.push(this.supervisor.supervise(c.channel));
     await Promise.all(waits);
