@@ -15,8 +15,8 @@ type Metrics = Record<string, Record<string, string>>;
 interface Sample {
   at: number;
   metrics: Metrics;
-  notStarted: { kind: string; name: string; error?: string }[];
-  /** Started sinks whose deliveries fail (from /ready; empty from an agent without the list). */
+  notStarted: { kind: string; name: string; state?: string; error?: string }[];
+  /** Started sinks whose deliveries fail, sources and channels whose reads fail (from /ready; empty from an agent without the list). */
   failing: { kind: string; name: string; error: string; since: string }[];
   /** Every configured component (from /components; empty from an agent without it). */
   components: ComponentInfo[];
@@ -113,7 +113,8 @@ export function renderTop(url: string, rows: TopRow[], sample: Sample, error: st
   if (sample.notStarted.length > 0) {
     lines.push("");
     lines.push("not started:");
-    for (const c of sample.notStarted) lines.push(`  ${c.kind} ${c.name}${c.error ? `: ${c.error}` : ""}`);
+    // A first start still under way has no error yet: its state (STARTING) says so.
+    for (const c of sample.notStarted) lines.push(`  ${c.kind} ${c.name}${c.error ? `: ${c.error}` : c.state ? ` (${c.state})` : ""}`);
   }
   if (sample.failing.length > 0) {
     lines.push("");

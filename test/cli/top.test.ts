@@ -71,17 +71,24 @@ describe("flume top", () => {
     expect(total(blocks[2])).toBeGreaterThan(total(blocks[0]));
   });
 
-  test("a started sink whose sends fail is listed under failing, with since when and why, apart from what did not start", () => {
+  test("a started sink whose sends fail, or a source whose reads fail, is listed under failing, with since when and why, apart from what did not start (a start under way as STARTING)", () => {
     const sample = {
       at: Date.parse("2026-01-02T03:04:05.000Z"),
       metrics: {},
-      notStarted: [{ kind: "source", name: "r1", error: "listen EADDRINUSE" }],
-      failing: [{ kind: "sink", name: "k1", error: "Kafka at 127.0.0.1:9092 did not acknowledge 500 records", since: "2026-01-02T03:00:00.000Z" }],
+      notStarted: [
+        { kind: "source", name: "r1", state: "IDLE", error: "listen EADDRINUSE" },
+        { kind: "sink runner", name: "k2", state: "STARTING" },
+      ],
+      failing: [
+        { kind: "sink", name: "k1", error: "Kafka at 127.0.0.1:9092 did not acknowledge 500 records", since: "2026-01-02T03:00:00.000Z" },
+        { kind: "source", name: "r3", error: "kafka source r3: topic in does not exist", since: "2026-01-02T03:01:00.000Z" },
+      ],
       components: [],
     };
     const text = renderTop("http://127.0.0.1:41414", [], sample, null);
-    expect(text).toContain("\nnot started:\n  source r1: listen EADDRINUSE\n");
-    expect(text).toContain("\nfailing:\n  sink k1 since 2026-01-02T03:00:00.000Z: Kafka at 127.0.0.1:9092 did not acknowledge 500 records\n");
+    // A first start under way, with no error yet, is shown with its state.
+    expect(text).toContain("\nnot started:\n  source r1: listen EADDRINUSE\n  sink runner k2 (STARTING)\n");
+    expect(text).toContain("\nfailing:\n  sink k1 since 2026-01-02T03:00:00.000Z: Kafka at 127.0.0.1:9092 did not acknowledge 500 records\n  source r3 since 2026-01-02T03:01:00.000Z: kafka source r3: topic in does not exist\n");
     expect(renderTop("http://127.0.0.1:41414", [], { ...sample, failing: [] }, null)).not.toContain("failing:");
   });
 
