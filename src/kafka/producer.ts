@@ -115,7 +115,7 @@ export class KafkaPublisher {
     } catch (err) {
       await producer.close(true).catch(() => {});
       if (err instanceof KafkaConnectAbortedError) throw err;
-      throw this.explain(err, topic ? [topic] : []);
+      throw this.explain(err, topic ? [topic] : [], true);
     }
     this.producer = producer;
     if (s.compression === "none") this.lean = new LeanSender(kafka, producer, s.acks, s.idempotent);
@@ -221,7 +221,8 @@ export class KafkaPublisher {
     );
   }
 
-  private explain(err: unknown, topics: string[]): Error {
+  /** `connecting`: the error ended a connect, so it may say the listener wants another security.protocol. */
+  private explain(err: unknown, topics: string[], connecting = false): Error {
     if (err instanceof KafkaPartitionMissingError) return err.labelled(this.label);
     // It names another batch's failure (too large, a topic missing): not this batch's kind.
     if (err instanceof KafkaProducerIdDroppedError) return new Error(`${this.label}: Kafka at ${this.brokers}: ${err.message}`, { cause: err });
@@ -232,7 +233,7 @@ export class KafkaPublisher {
     if (isTooLarge(err)) {
       return new KafkaRecordTooLargeError(`${this.label}: the broker refused a batch as too large; raise the topic's max.message.bytes (and kafka.producer.max.request.size) or lower the batch size (${why})`, { cause: err });
     }
-    return new Error(`${this.label}: Kafka at ${this.brokers}: ${withProtocolHint(err, this.settings)}`, { cause: err });
+    return new Error(`${this.label}: Kafka at ${this.brokers}: ${connecting ? withProtocolHint(err, this.settings) : why}`, { cause: err });
   }
 
   async close(): Promise<void> {
