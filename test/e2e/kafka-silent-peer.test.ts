@@ -91,10 +91,10 @@ test("a broker that accepts connections and never answers: each Kafka start give
 
 /** One Kafka component at the peer, the rest of its agent local: a channel starts before its sink runners and the sources, so each is alone in waiting. */
 const ALONE: Record<"sink" | "source" | "channel", { name: string; conf: (bootstrap: string, dir: string) => string }> = {
-  // A file channel: the seq source runs beside the waiting sink, and what it accepted is kept for the next start.
+  // A file channel: the seq source runs beside the waiting sink, and what it accepted (1,000 events, not the disk's worth) is kept for the next start.
   sink: {
     name: "k1",
-    conf: (b, dir) => `a1.sources = r1\na1.channels = c1\na1.sinks = k1\na1.sources.r1.type = seq\na1.sources.r1.channels = c1\na1.channels.c1.type = file\na1.channels.c1.checkpointDir = ${dir}/checkpoint\na1.channels.c1.dataDirs = ${dir}/data\na1.sinks.k1.type = kafka\na1.sinks.k1.channel = c1\na1.sinks.k1.kafka.bootstrap.servers = ${b}\na1.sinks.k1.kafka.topic = out\na1.sinks.k1.kafka.producer.request.timeout.ms = 300000\n`,
+    conf: (b, dir) => `a1.sources = r1\na1.channels = c1\na1.sinks = k1\na1.sources.r1.type = seq\na1.sources.r1.totalEvents = 1000\na1.sources.r1.channels = c1\na1.channels.c1.type = file\na1.channels.c1.checkpointDir = ${dir}/checkpoint\na1.channels.c1.dataDirs = ${dir}/data\na1.sinks.k1.type = kafka\na1.sinks.k1.channel = c1\na1.sinks.k1.kafka.bootstrap.servers = ${b}\na1.sinks.k1.kafka.topic = out\na1.sinks.k1.kafka.producer.request.timeout.ms = 300000\n`,
   },
   source: {
     name: "r1",
