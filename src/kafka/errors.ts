@@ -3,6 +3,21 @@ import { FlumeError } from "../core/errors.ts";
 /** A topic or partition the Kafka sink cannot send to: kafka.topic not a topic name, or one a header chose. (A bad setting is a ConfigurationError.) */
 export class KafkaSettingError extends FlumeError {}
 
+/**
+ * An event the Kafka sink can never send as configured: the topic or partition its headers
+ * choose is none Kafka accepts, or kafka.topic's date escapes find no timestamp header.
+ * `problem` says what is wrong with the event, for the dead-letter topic and the log.
+ */
+export class KafkaUnsendableEventError extends KafkaSettingError {
+  constructor(
+    message: string,
+    readonly problem: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
 /** The topic does not exist and the broker does not create topics on use. */
 export class KafkaTopicMissingError extends FlumeError {}
 

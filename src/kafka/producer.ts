@@ -109,16 +109,30 @@ export class KafkaPublisher {
       autocreateTopics: true,
     });
     useOwnRecordBatches(kafka, producer);
-    const bound = s.connectTimeout + s.requestTimeout;
     try {
-      await this.connecting.run(() => producer.metadata({ topics: topic ? [topic] : [], autocreateTopics: true }), bound, () => new Error(`no answer from the brokers within ${bound} ms (socket.connection.setup.timeout.ms + request.timeout.ms)`));
+      await this.metadataWithin(producer, topic);
     } catch (err) {
       await producer.close(true).catch(() => {});
-      if (err instanceof KafkaConnectAbortedError) throw err;
-      throw this.explain(err, topic ? [topic] : [], true);
+      throw err;
     }
     this.producer = producer;
     if (s.compression === "none") this.lean = new LeanSender(kafka, producer, s.acks, s.idempotent);
+  }
+
+  /** Checks on the connected producer that `topic` exists (or is created on use), within connect's bound; the error names the topic. */
+  async checkTopic(topic: string): Promise<void> {
+    if (this.producer === null) throw new Error(`${this.label}: not connected`);
+    await this.metadataWithin(this.producer, topic);
+  }
+
+  private async metadataWithin(producer: Producer<Buffer, Uint8Array, Buffer, Buffer>, topic: string | undefined): Promise<void> {
+    const bound = this.settings.connectTimeout + this.settings.requestTimeout;
+    try {
+      await this.connecting.run(() => producer.metadata({ topics: topic ? [topic] : [], autocreateTopics: true }), bound, () => new Error(`no answer from the brokers within ${bound} ms (socket.connection.setup.timeout.ms + request.timeout.ms)`));
+    } catch (err) {
+      if (err instanceof KafkaConnectAbortedError) throw err;
+      throw this.explain(err, topic ? [topic] : [], true);
+    }
   }
 
   /**

@@ -139,7 +139,7 @@ test("flume simulate runs the two Kafka configs as one tier over the simulated t
   }
 }, 120_000);
 
-test("flume validate warns at its line when a Kafka source or channel names a dead-letter topic while reading plain records (nothing could ever go there)", () => {
+test("flume validate warns at its line when a Kafka source or channel names a dead-letter topic while reading plain records, or a Kafka sink while it sends every event as configured (nothing could ever go there)", () => {
   const { dir, cleanup } = tempDir("flume-kafka-dlq-conf-");
   try {
     const conf = path.join(dir, "dlq.conf");
@@ -166,7 +166,10 @@ test("flume validate warns at its line when a Kafka source or channel names a de
       "a1.channels.c2.kafka.bootstrap.servers = localhost:9092",
       "a1.channels.c2.parseAsFlumeEvent = false",
       "a1.channels.c2.kafka.deadLetterTopic = c2-dlq",
-      "a1.sinks.k1.type = null",
+      "a1.sinks.k1.type = kafka",
+      "a1.sinks.k1.kafka.bootstrap.servers = localhost:9092",
+      "a1.sinks.k1.allowTopicOverride = false",
+      "a1.sinks.k1.kafka.deadLetterTopic = k1-dlq",
       "a1.sinks.k1.channel = c1",
       "a1.sinks.k2.type = null",
       "a1.sinks.k2.channel = c2",
@@ -176,7 +179,8 @@ test("flume validate warns at its line when a Kafka source or channel names a de
     expect(r.stdout.split("\n")).toEqual([
       `${conf}:8: warning: source r1: kafka.deadLetterTopic: is set while useFlumeEventFormat is false: every record is then read as a plain body, none can fail to read, so nothing is ever sent to this topic (set useFlumeEventFormat = true if the topic holds Avro FlumeEvents, or remove kafka.deadLetterTopic)`,
       `${conf}:21: warning: channel c2: kafka.deadLetterTopic: is set while parseAsFlumeEvent is false: every record is then read as a plain body, none can fail to read, so nothing is ever sent to this topic (set parseAsFlumeEvent = true if the topic holds Avro FlumeEvents, or remove kafka.deadLetterTopic)`,
-      `${conf}: agent a1 is valid (2 warnings)`,
+      `${conf}:25: warning: sink k1: kafka.deadLetterTopic: is set while allowTopicOverride is false and partitionIdHeader is not set: every event then goes to kafka.topic as written, none can fail to be sent as configured, so nothing is ever sent to this topic (remove kafka.deadLetterTopic, or set allowTopicOverride = true / partitionIdHeader)`,
+      `${conf}: agent a1 is valid (3 warnings)`,
       "",
     ]);
     expect(r.code).toBe(0);

@@ -12,7 +12,8 @@ import { type Logger, silentLogger } from "../../core/logger.ts";
 import type { DeliveryFailure, Sink } from "../../core/sink.ts";
 import { STOPPED_STARTING } from "../../kafka/connect-bound.ts";
 import { KafkaSinkCounter } from "../../kafka/counters.ts";
-import { isTooLarge, KafkaSettingError, messageOf, partitionChoosers } from "../../kafka/errors.ts";
+import { DEAD_LETTER_HEADERS } from "../../kafka/dead-letters.ts";
+import { isTooLarge, KafkaConnectAbortedError, KafkaDeadLetterError, KafkaSettingError, KafkaUnsendableEventError, messageOf, partitionChoosers } from "../../kafka/errors.ts";
 import { flumeEventSize } from "../../kafka/flume-event.ts";
 import { KafkaPublisher, type KafkaRecord, recordSize } from "../../kafka/producer.ts";
 import { brokerList, producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
@@ -37,6 +38,8 @@ export interface KafkaSinkOptions {
   timestampHeader?: string;
   /** Flume header -> Kafka header (header.NAME = kafkaName). */
   kafkaHeaders: Readonly<Record<string, string>>;
+  /** kafka.deadLetterTopic: where events go that can never be sent as configured (KafkaUnsendableEventError). */
+  deadLetterTopic?: string;
 }
 
 /**
@@ -61,6 +64,7 @@ const NO_HOSTS: HostNames = { localhost: "", ip: "", fqdn: "" };
 const PARTITION_NUMBER = /^\+?\d{1,10}$/;
 const MAX_INT = 2 ** 31 - 1;
 const EMPTY = new Uint8Array(0);
+const DEAD_LETTER_ERROR = Buffer.from(DEAD_LETTER_HEADERS.error);
 
 /** The largest timestamp taken from timestampHeader: the record batch is written from numbers, which lose milliseconds beyond it. */
 const MAX_TIMESTAMP = Number.MAX_SAFE_INTEGER;
@@ -95,6 +99,28 @@ function topicTemplate(topic: string, allowTopicOverride: boolean): EscapeTempla
   return t.isLiteral ? null : t;
 }
 
+/**
+ * Fills `record` in as the dead letter of event e: its body (or the FlumeEvent), its key header
+ * as the key, every header as a record header, and flume.dlq.error saying why it could not be
+ * sent; the partition is the producer's choice.
+ */
+function deadLetterOf(record: KafkaRecord, topic: string, e: Event, problem: string, asFlumeEvent: boolean): KafkaRecord {
+  const headers = readHeaders(e);
+  record.topic = topic;
+  record.value = e.body;
+  record.flumeEvent = asFlumeEvent ? e : undefined;
+  record.eventSize = asFlumeEvent ? flumeEventSize(e) : undefined;
+  record.key = headers.key === undefined ? undefined : Buffer.from(headers.key);
+  record.partition = undefined;
+  record.partitionFrom = undefined;
+  record.timestamp = undefined;
+  const out = new Map<Buffer, Buffer>();
+  for (const name in headers) if (name !== DEAD_LETTER_HEADERS.error) out.set(Buffer.from(name), Buffer.from(headers[name]));
+  out.set(DEAD_LETTER_ERROR, Buffer.from(problem));
+  record.headers = out;
+  return record;
+}
+
 /** Why a kafka.topic sent to as written holds an escape, if it does. */
 function literalTopicWhy(topic: string): string {
   return containsEscape(topic) ? "; with allowTopicOverride = false, %{header} is not replaced, nor any other escape (as Flume 1.11)" : "";
@@ -122,6 +148,8 @@ export class KafkaSink extends BaseSink implements Sink {
   private readonly choosers: { byHeader: string; byDefault: string };
   /** Invalid timestampHeader values: one line at once, then one per interval, not one per event. */
   private readonly timestampWarnings: WarningThrottle;
+  /** Events sent to kafka.deadLetterTopic, logged as timestampWarnings. */
+  private readonly deadLetterWarnings: WarningThrottle;
 
   constructor(
     ctx: ComponentContext,
@@ -134,6 +162,7 @@ export class KafkaSink extends BaseSink implements Sink {
     this.headerNames = Object.entries(options.kafkaHeaders).map(([flume, kafka]) => [flume, Buffer.from(kafka)]);
     this.choosers = partitionChoosers(options);
     this.timestampWarnings = new WarningThrottle(this.clock, (m) => this.logger.warn(m));
+    this.deadLetterWarnings = new WarningThrottle(this.clock, (m) => this.logger.error(m));
     this.takeLoop = this.newTakeLoop({
       label: this.publisher.label,
       counter: this.counter,
@@ -178,10 +207,24 @@ export class KafkaSink extends BaseSink implements Sink {
     }
     // A broker that does not answer fails the start: the supervisor retries with backoff and /ready names the error.
     await this.publisher.connect(template === null ? topic : undefined);
+    await this.checkDeadLetterTopic();
     // After the counters' start, which sets them to 0 (as Flume's MonitoredCounterGroup.start).
     super.start();
     this.counter.values.ConnectionCreatedCount++;
     this.logger.info(`${this.label} started (brokers ${this.publisher.brokers}, topic ${this.options.topic}, acks ${this.options.producer.acks === -1 ? "all" : this.options.producer.acks})`);
+  }
+
+  /** The dead-letter topic must exist before an event needs it: checked at start, as the source's. */
+  private async checkDeadLetterTopic(): Promise<void> {
+    const dlq = this.options.deadLetterTopic;
+    if (dlq === undefined) return;
+    try {
+      await this.publisher.checkTopic(dlq);
+    } catch (err) {
+      await this.publisher.close();
+      if (err instanceof KafkaConnectAbortedError) throw err;
+      throw new KafkaDeadLetterError(`${this.label}: the dead-letter topic ${dlq} (kafka.deadLetterTopic) cannot be written: ${messageOf(err)}; create it, or remove kafka.deadLetterTopic to hold a batch with an event that cannot be sent until the event is fixed (as Flume)`, { cause: err });
+    }
   }
 
   deliveryFailure(): DeliveryFailure | null {
@@ -203,6 +246,7 @@ export class KafkaSink extends BaseSink implements Sink {
     const started = this.getLifecycleState() === "START";
     await this.drain();
     this.timestampWarnings.stop();
+    this.deadLetterWarnings.stop();
     await this.publisher.close();
     super.stop();
     if (!started) return;
@@ -240,7 +284,7 @@ export class KafkaSink extends BaseSink implements Sink {
     // Unlike Flume, an empty header names no topic: kafka.topic is used (Flume sends to "", which the broker refuses, batch after batch).
     if (t) {
       // The broker's refusal names neither the topic nor the header.
-      if (!this.isValidTopic(t)) throw new KafkaSettingError(`${this.label}: header ${o.topicHeader} = "${t}" is not a Kafka topic name (${TOPIC_NAME_RULE}); the batch is rolled back and taken again: fix the event's header, or set allowTopicOverride = false`);
+      if (!this.isValidTopic(t)) throw this.unsendable(`header ${o.topicHeader} = "${t}" is not a Kafka topic name (${TOPIC_NAME_RULE})`, "fix the event's header, or set allowTopicOverride = false");
       return t;
     }
     const template = this.topicTemplate;
@@ -250,15 +294,30 @@ export class KafkaSink extends BaseSink implements Sink {
       topic = (this.escaper as Escaper).escape(template, headers);
     } catch (err) {
       // The batch rolls back and is taken again, as Flume's; the error names the sink.
-      if (err instanceof MissingTimestampError) throw new MissingTimestampError(`${this.label}: ${err.message}`, { cause: err });
+      if (err instanceof MissingTimestampError) throw this.unsendable(err.message, "", err);
       throw err;
     }
     if (!this.isValidTopic(topic)) {
-      throw new KafkaSettingError(
-        `${this.label}: kafka.topic = "${template.template}" gives the topic "${topic}" for an event, which is not a Kafka topic name (${TOPIC_NAME_RULE}); the batch is rolled back and taken again: fix the event's headers or kafka.topic`,
-      );
+      throw this.unsendable(`kafka.topic = "${template.template}" gives the topic "${topic}" for an event, which is not a Kafka topic name (${TOPIC_NAME_RULE})`, "fix the event's headers or kafka.topic");
     }
     return topic;
+  }
+
+  /**
+   * An event that can never be sent as configured (as Flume's sink, its batch fails on every
+   * retry); with kafka.deadLetterTopic it is sent there instead (recordOrDeadLetter).
+   */
+  private unsendable(problem: string, fix: string, cause?: unknown): KafkaUnsendableEventError {
+    const then = `the batch is rolled back and taken again${fix ? `: ${fix}` : ""} (or set kafka.deadLetterTopic to send such events there)`;
+    return new KafkaUnsendableEventError(`${this.label}: ${problem}; ${then}`, problem, { cause });
+  }
+
+  /** With kafka.deadLetterTopic, the dead letter of event e, which recordOf found cannot be sent as configured (err); otherwise err is thrown on. */
+  private deadLetterFor(err: unknown, record: KafkaRecord, e: Event): KafkaRecord {
+    const dlq = this.options.deadLetterTopic;
+    if (dlq === undefined || !(err instanceof KafkaUnsendableEventError)) throw err;
+    this.deadLetterWarnings.warn(`${this.label}: an event sent to the dead-letter topic ${dlq} (kafka.deadLetterTopic): ${err.problem}`);
+    return deadLetterOf(record, dlq, e, err.problem, this.options.useFlumeEventFormat);
   }
 
   /**
@@ -287,7 +346,7 @@ export class KafkaSink extends BaseSink implements Sink {
       const text = headers[o.partitionIdHeader];
       // Decimal digits only, as Flume's Integer.parseInt ("", " 1", "1.0", "0x1" fail the batch there too).
       const p = PARTITION_NUMBER.test(text) ? Number(text) : NaN;
-      if (!(p >= 0 && p <= MAX_INT)) throw new KafkaSettingError(`${this.label}: header ${o.partitionIdHeader} = "${text}" is not a partition number`);
+      if (!(p >= 0 && p <= MAX_INT)) throw this.unsendable(`header ${o.partitionIdHeader} = "${text}" (partitionIdHeader) is not a partition number`, "fix the event's header");
       record.partition = p;
       record.partitionFrom = this.choosers.byHeader;
     } else if (o.defaultPartitionId !== undefined) {
@@ -337,8 +396,16 @@ export class KafkaSink extends BaseSink implements Sink {
 
   private async sendWith({ records, pool }: RecordSlot, events: readonly Event[]): Promise<void> {
     let refused = 0;
+    let deadLetters = 0;
     for (let i = 0; i < events.length; i++) {
-      const r = this.recordOf(pool, i, events[i]);
+      let r: KafkaRecord;
+      let dead = false;
+      try {
+        r = this.recordOf(pool, i, events[i]);
+      } catch (err) {
+        r = this.deadLetterFor(err, pool[i], events[i]);
+        dead = true;
+      }
       const tooLarge = this.publisher.checkSize(r);
       if (tooLarge) {
         // Never accepted however often it is retried: reported and left out, the rest goes.
@@ -346,6 +413,7 @@ export class KafkaSink extends BaseSink implements Sink {
         refused++;
         continue;
       }
+      if (dead) deadLetters++;
       records.push(r);
     }
     if (refused > 0) this.counter.values.EventWriteFail += refused;
@@ -359,6 +427,8 @@ export class KafkaSink extends BaseSink implements Sink {
       }
       this.counter.values.KafkaEventSendTimer += Date.now() - started;
     }
+    // Counted once acknowledged: a failed batch is taken again and its events dead-lettered again.
+    this.counter.values.EventWriteFail += deadLetters;
   }
 
   /**
@@ -391,12 +461,26 @@ const props = {
   allowTopicOverride: { type: "boolean", default: true, doc: "Let the topicHeader header, else the escapes in kafka.topic, choose the topic of an event; false: kafka.topic as written" },
   topicHeader: { type: "string", default: "topic", doc: "Header naming the topic, with allowTopicOverride" },
   timestampHeader: { type: "string", doc: "Header whose value (epoch milliseconds) becomes the record's timestamp" },
+  "kafka.deadLetterTopic": {
+    type: "string",
+    doc: "Ours, not Flume's: an event that can never be sent as configured (the topic its headers choose is no Kafka topic name, kafka.topic's date escapes find no timestamp header, its partitionIdHeader value is no number) is sent to this topic (its body or FlumeEvent, its headers as record headers, flume.dlq.error saying why), logged and counted (EventWriteFail), and the rest of its batch is sent; unset, its batch fails on every retry, as Flume's; the topic must exist",
+  },
 } as const;
 
 const groups = {
   producerProps: { prefix: "kafka.producer.", doc: "Kafka producer settings (acks, compression.type, enable.idempotence, max.request.size, max.in.flight.requests.per.connection (Flume batches sent before the first is acknowledged, each committed once acknowledged; default 2, 1 = one at a time as Flume 1.11), client.id, request.timeout.ms, retries, retry.backoff.ms, security.protocol, sasl.*, ssl.*); others are reported at start" },
   kafkaHeaders: { prefix: "header.", doc: "header.NAME = KAFKA_NAME: the event's header NAME is sent as the record header KAFKA_NAME" },
 } as const;
+
+/** With the topic as written and no partition header, every event can be sent: nothing ever goes to the dead-letter topic. */
+function unusedSinkDeadLetterTopic(): PropError {
+  return {
+    key: "kafka.deadLetterTopic",
+    severity: "warning",
+    message: "is set while allowTopicOverride is false and partitionIdHeader is not set: every event then goes to kafka.topic as written, none can fail to be sent as configured, so nothing is ever sent to this topic",
+    hint: "remove kafka.deadLetterTopic, or set allowTopicOverride = true / partitionIdHeader",
+  };
+}
 
 /** The sink's producer settings: several batches in flight, so max.in.flight.requests.per.connection counts. */
 function sinkProducer(o: { "kafka.bootstrap.servers": string; "kafka.producer.acks": string; producerProps: Readonly<Record<string, string>> }, clientId: string, label: string, logger: Logger): ProducerSettings {
@@ -420,6 +504,11 @@ export const definition = defineComponent({
       problems.push(...topicNameProblems("kafka.topic", [topic], why).map((p) => (hint ? { ...p, hint } : p)));
     }
     problems.push(...configurationProblems(() => sinkProducer(o, "flume", "", silentLogger), "kafka.bootstrap.servers"));
+    const dlq = o["kafka.deadLetterTopic"];
+    if (dlq) {
+      problems.push(...topicNameProblems("kafka.deadLetterTopic", [dlq]));
+      if (!o.allowTopicOverride && !o.partitionIdHeader) problems.push(unusedSinkDeadLetterTopic());
+    }
     return problems;
   },
   brokerLink: {
@@ -443,6 +532,7 @@ export const definition = defineComponent({
       defaultPartitionId: o.defaultPartitionId,
       timestampHeader: o.timestampHeader || undefined,
       kafkaHeaders: o.kafkaHeaders,
+      deadLetterTopic: o["kafka.deadLetterTopic"] || undefined,
     });
   },
 });

@@ -47,6 +47,7 @@ async function readEvents(topic: string, quietMs = 3000, atLeast = 0): Promise<E
 }
 
 const bodiesOf = (events: Event[]) => events.map(bodyText).sort();
+const RULE = "1 to 249 of a-z A-Z 0-9 . _ -, not . or ..";
 
 needsJvm.test(
   "with useFlumeEventFormat and a kafka.producer.compression.type (gzip, snappy, lz4, zstd) each event is still written as a FlumeEvent: a source with useFlumeEventFormat gets its body and headers",
@@ -258,6 +259,8 @@ test("kafka.topic is compiled at configure time: an unknown %[...] is a problem 
   expect(problemsOf({ "kafka.topic": "logs today" }).problems).toEqual([{ key: "kafka.topic", message: '"logs today" is not a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -, not . or ..)' }]);
   expect(problemsOf({ "kafka.topic": "logs.today_1-a" }).problems).toEqual([]);
   expect(problemsOf({ "kafka.topic": "logs-%Y-%{app}-%[IP]" }).problems).toEqual([]);
+  expect(problemsOf({ "kafka.deadLetterTopic": "dead letters" }).problems).toEqual([{ key: "kafka.deadLetterTopic", message: `"dead letters" is not a Kafka topic name (${RULE})` }]);
+  expect(problemsOf({ "kafka.deadLetterTopic": "dead", allowTopicOverride: "false", partitionIdHeader: "p" }).problems).toEqual([]);
 });
 
 needsJvm.test(
@@ -305,12 +308,72 @@ needsJvm.test(
       await k.start();
       await putEvents(channel, [createEvent("good", { p: "0" }), createEvent("bad", { p: bad }), createEvent("no header")]);
       const err = await failureOf(k);
-      expect(err.message).toContain(`header p = "${bad}" is not a partition number`);
+      expect(err.message).toContain(`header p = "${bad}" (partitionIdHeader) is not a partition number; the batch is rolled back and taken again: fix the event's header (or set kafka.deadLetterTopic to send such events there)`);
       expect(k.counter.values).toMatchObject({ RollbackCount: 1, EventDrainSuccessCount: 0 });
       // The whole batch is back in the channel (taken again, failing again, as Flume's).
       expect(channel.counter.values.ChannelSize).toBe(3);
     }
     expect(await readEvents(topic, 1500)).toEqual([]);
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "kafka.deadLetterTopic (ours): events whose headers choose no Kafka topic or no partition number, or whose dated topic finds no timestamp, go there with their headers and flume.dlq.error; the rest of the batch is delivered and the channel emptied",
+  async () => {
+    const base = uniqueName("sinkdlq");
+    const ts = Date.UTC(2024, 2, 5, 12);
+    const [ok, dead] = [`${base}-ok-${localDate(ts)}`, `${base}-dead`];
+    await kafka.createTopic(ok, { partitions: 2 });
+    await kafka.createTopic(dead, { partitions: 1 });
+    const { sink: k, channel, logger } = sink({ "kafka.topic": `${base}-%{app}-%Y-%m-%d`, partitionIdHeader: "p", "kafka.deadLetterTopic": dead });
+    await k.start();
+    const stamp = String(ts);
+    const events = [
+      createEvent("good 1", { app: "ok", timestamp: stamp }),
+      createEvent("bad topic", { app: "two words", timestamp: stamp, key: "k1" }),
+      createEvent("bad partition", { app: "ok", timestamp: stamp, p: "x" }),
+      createEvent("no timestamp", { app: "ok" }),
+      createEvent("good 2", { app: "ok", timestamp: stamp, p: "1" }),
+      createEvent("bad topic header", { topic: "a/b" }),
+    ];
+    await sendAll(k, channel, events);
+    expect(channel.counter.values.ChannelSize).toBe(0);
+    expect(k.counter.values).toMatchObject({ EventDrainSuccessCount: 6, EventWriteFail: 4, RollbackCount: 0 });
+    expect(bodiesOf(await readEvents(ok, 1500, 2))).toEqual(["good 1", "good 2"]);
+    const lines = (await consoleConsume(kafka, dead, 4, { printKey: true, printHeaders: true })).sort();
+    expect(lines).toEqual([
+      `app:two words,timestamp:${stamp},key:k1,flume.dlq.error:kafka.topic = "${base}-%{app}-%Y-%m-%d" gives the topic "${base}-two words-${localDate(ts)}" for an event, which is not a Kafka topic name (${RULE})\tk1\tbad topic`,
+      `topic:a/b,flume.dlq.error:header topic = "a/b" is not a Kafka topic name (${RULE})\tnull\tbad topic header`,
+      `app:ok,flume.dlq.error:kafka.topic "${base}-%{app}-%Y-%m-%d" needs the event's time, but the event has no timestamp header: add a timestamp interceptor to the source\tnull\tno timestamp`,
+      `app:ok,timestamp:${stamp},p:x,flume.dlq.error:header p = "x" (partitionIdHeader) is not a partition number\tnull\tbad partition`,
+    ].sort());
+    // One line at once, the rest summed up when the sink stops (not one line per event).
+    await k.stop();
+    const errors = logger.lines.filter((l) => l.level === "error").map((l) => l.message);
+    expect(errors[0]).toBe(`kafka sink k1: an event sent to the dead-letter topic ${dead} (kafka.deadLetterTopic): kafka.topic = "${base}-%{app}-%Y-%m-%d" gives the topic "${base}-two words-${localDate(ts)}" for an event, which is not a Kafka topic name (${RULE})`);
+    expect(errors.length).toBe(2);
+    expect(errors[1]).toContain("(3 more like this");
+  },
+  240_000,
+);
+
+needsJvm.test(
+  "without kafka.deadLetterTopic the error of an event that cannot be sent says it can be set; a dead-letter topic that does not exist fails the start naming it",
+  async () => {
+    const topic = await kafka.newTopic();
+    const { sink: k, channel } = sink({ "kafka.topic": topic });
+    await k.start();
+    await putEvents(channel, [createEvent("bad", { topic: "a/b" })]);
+    expect((await failureOf(k)).message).toContain(
+      `kafka sink k1: header topic = "a/b" is not a Kafka topic name (${RULE}); the batch is rolled back and taken again: fix the event's header, or set allowTopicOverride = false (or set kafka.deadLetterTopic to send such events there)`,
+    );
+    await k.stop();
+    const missing = uniqueName("nodlq");
+    const { sink: k2 } = sink({ "kafka.topic": topic, "kafka.deadLetterTopic": missing });
+    const err = await k2.start().then(() => null, (e: Error) => e);
+    expect(err?.message).toContain(`kafka sink k1: the dead-letter topic ${missing} (kafka.deadLetterTopic) cannot be written: kafka sink k1: topic ${missing} does not exist`);
+    expect(err?.message).toContain("create it, or remove kafka.deadLetterTopic");
   },
   240_000,
 );
