@@ -164,7 +164,8 @@ export class LifecycleSupervisor {
     }
     entry.busy = true;
     const run = this.runCheck(entry);
-    entry.inflight = run;
+    // A check with nothing to do (the component is as desired) ended within the call: nothing is under way.
+    if (entry.busy) entry.inflight = run;
     return run;
   }
 

@@ -276,6 +276,20 @@ class WaitingOnPeer implements LifecycleAware {
 }
 
 describe("a start waiting on a peer when its owner stops", () => {
+  test("a component that started long ago is not told to give up a start (abortStart) when it is unsupervised or the owner abandons starts: none is under way", async () => {
+    const { clock, supervisor } = setup();
+    const aborts: string[] = [];
+    const started = [new Counting("c1", clock), new Counting("c2", clock)].map((c) => Object.assign(c, { abortStart: () => aborts.push(c.name) }));
+    for (const c of started) await supervisor.supervise(c, "always", "START");
+    // Monitor checks that find each as desired.
+    await clock.advance(supervisor.monitorInterval * 2 + 1);
+    expect(started.map((c) => c.starts.length)).toEqual([1, 1]);
+    supervisor.abandonStarts();
+    await supervisor.unsupervise(started[0]);
+    expect(aborts).toEqual([]);
+    expect(started[0].stops).toHaveLength(1);
+  });
+
   test("unsupervise tells the start to give up (abortStart) instead of waiting for the peer, and logs no retry", async () => {
     const { logger, supervisor } = setup();
     const c = new WaitingOnPeer();

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { type AgentProcess, agentsAfterEach, freePort, ROOT, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
+import { type AgentProcess, agentsAfterEach, expectStopsOnSigterm, freePort, ROOT, tempDir, waitForMetrics, waitUntil } from "../support/helpers.ts";
 import { definition, type HdfsSink } from "../../src/components/sinks/hdfs/index.ts";
 import { systemClock } from "../../src/core/clock.ts";
 import { createEvent } from "../../src/core/event.ts";
@@ -13,6 +13,7 @@ import { type HdfsCluster, startHdfs } from "../support/hdfs.ts";
 import { HADOOP } from "../support/jvm-artifacts.ts";
 import { needsJvm } from "../support/jvm.ts";
 import { precondition } from "../support/requires.ts";
+import { silentPeer } from "../support/silent-peer.ts";
 
 const DENO = path.join(ROOT, "node_modules", ".bin", "deno");
 const needsDeno = precondition(() => existsSync(DENO), "needs deno from npm (npm install)");
@@ -98,8 +99,11 @@ ${sink}
 `;
 }
 
-/** http source (JSON events) on 127.0.0.1:port -> memory -> hdfs with the given sink lines. */
-function httpToHdfs(port: number, sink: string): string {
+const MEMORY_CHANNEL = `a1.channels.c1.type = memory
+a1.channels.c1.capacity = 100000`;
+
+/** http source (JSON events) on 127.0.0.1:port -> c1 (memory unless channel lines are given) -> hdfs with the given sink lines. */
+function httpToHdfs(port: number, sink: string, channel = MEMORY_CHANNEL): string {
   return `a1.sources = r1
 a1.channels = c1
 a1.sinks = k1
@@ -107,8 +111,7 @@ a1.sources.r1.type = http
 a1.sources.r1.bind = 127.0.0.1
 a1.sources.r1.port = ${port}
 a1.sources.r1.channels = c1
-a1.channels.c1.type = memory
-a1.channels.c1.capacity = 100000
+${channel}
 a1.sinks.k1.type = hdfs
 a1.sinks.k1.channel = c1
 ${sink}
@@ -557,6 +560,87 @@ ${NEVER_ROLL}`,
       expect((await hdfs.cat(files[0])).toString()).toBe(numbers(300));
     },
     300_000,
+  );
+});
+
+for (const scheme of ["hdfs", "webhdfs"]) {
+  test(`SIGTERM while an hdfs sink starts, looking for in-use files on a NameNode that never answers (${scheme}://): the start is given up at once and the agent exits, though hdfs.callTimeout is 300 s`, async () => {
+    const peer = await silentPeer();
+    cleanups.push(() => peer.close());
+    const { agent } = await runAgent(httpToHdfs(await freePort(), `a1.sinks.k1.hdfs.path = ${scheme}://127.0.0.1:${peer.port}/flume/events\na1.sinks.k1.hdfs.callTimeout = 300000`));
+    await waitUntil(() => peer.accepted() >= 1, "the hdfs sink connected to the NameNode", 60_000, 50);
+    // Before, the start waited 300 s for the listing's answer, and the stop for the start.
+    await expectStopsOnSigterm(agent, 60_000);
+    const log = agent.stdout + agent.stderr;
+    expect(log).toContain(`k1: start given up, as it stops (hdfs sink k1: the agent stopped while the sink started (looking for in-use files left in /flume/events on ${scheme}://127.0.0.1:${peer.port}))`);
+    expect(log).not.toContain("could not look for in-use files");
+    expect(log).toContain("agent a1 stopped");
+  });
+}
+
+describe("hdfs sink on a real HDFS frozen mid-stream", () => {
+  needsJvm.test(
+    "the NameNode and DataNode stopped (SIGSTOP) with five files open and a batch under way: SIGTERM stops the agent within the drain and one hdfs.callTimeout in all, not one per call; the next run renames the files left in use and delivers the batch from the file channel, none lost",
+    async () => {
+      const tmp = tempDir();
+      cleanups.push(tmp.cleanup);
+      const port = await freePort();
+      const conf = httpToHdfs(
+        port,
+        `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}/flume/frozen/%{app}
+a1.sinks.k1.hdfs.fileType = DataStream
+a1.sinks.k1.hdfs.callTimeout = 10000
+${NEVER_ROLL}`,
+        `a1.channels.c1.type = file
+a1.channels.c1.checkpointDir = ${tmp.dir}/checkpoint
+a1.channels.c1.dataDirs = ${tmp.dir}/data`,
+      );
+      const post = async (app: string, bodies: string[]) => {
+        const r = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: JSON.stringify(bodies.map((body) => ({ headers: { app }, body }))) });
+        expect(r.status).toBe(200);
+      };
+      const apps = ["a", "b", "c", "d", "e"];
+      const first = await runAgent(conf);
+      await first.agent.waitFor(/agent a1 started/, 60_000);
+      for (const [i, app] of apps.entries()) await post(app, numbered(i * 10, 10));
+      await drained(first.metrics, 50);
+      const frozen = [hdfs.nameNode, ...hdfs.dataNodes];
+      for (const p of frozen) process.kill(p.pid, "SIGSTOP");
+      let elapsed: number;
+      try {
+        await post("a", numbered(50, 10));
+        await waitForMetrics(first.metrics, "the sink taking the batch", (m) => Number(m["SINK.k1"]?.EventDrainAttemptCount ?? 0) >= 60, 60_000, 50);
+        const t0 = Date.now();
+        // Before: the batch's append, then each open file's close, each call waiting its own 10 s.
+        await expectStopsOnSigterm(first.agent, 60_000);
+        elapsed = Date.now() - t0;
+      } finally {
+        for (const p of frozen) process.kill(p.pid, "SIGCONT");
+      }
+      const log = first.agent.stdout + first.agent.stderr;
+      expect(log).toContain(`hdfs sink k1: stopping: hdfs://127.0.0.1:${hdfs.rpcPort} did not finish within hdfs.callTimeout (10000 ms)`);
+      // The drain (5 s) and one callTimeout (10 s), and what the machine adds; before, the batch and
+      // then four closes waited 10 s each: 50 s.
+      expect(elapsed).toBeLessThan(35_000);
+      const second = await runAgent(conf);
+      await second.agent.waitFor(/agent a1 started/, 60_000);
+      // The other apps get an event too, so that the second run looks at each directory's in-use files.
+      for (const [i, app] of apps.slice(1).entries()) await post(app, numbered(60 + i, 1));
+      try {
+        await drained(second.metrics, 14, 120_000);
+      } catch (err) {
+        throw new Error(`${(err as Error).message}\nfirst run:\n${log}\nsecond run:\n${second.agent.stdout}${second.agent.stderr}\nfiles: ${(await hdfs.list("/flume/frozen")).join(" ")}`);
+      }
+      // The stop closes the second run's files: then none is left in use.
+      await stop(second.agent);
+      const files = await hdfs.list("/flume/frozen");
+      expect(files.filter((f) => f.endsWith(".tmp"))).toEqual([]);
+      const lines = (await catAll(hdfs, files)).split("\n").filter(Boolean);
+      expect(new Set(lines)).toEqual(new Set(numbered(0, 64)));
+      // The batch under way at the freeze may be in its file as well as written again: at most once more.
+      expect(lines.length - 64).toBeLessThanOrEqual(10);
+    },
+    400_000,
   );
 });
 

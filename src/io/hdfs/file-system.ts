@@ -32,6 +32,12 @@ export interface DfsClient {
   /** The mark set by setMark, or null. */
   getMark(path: string, name: string): Promise<string | null>;
   close(): Promise<void>;
+  /**
+   * Gives the client up: every operation under way fails at once with `why`, and so does every
+   * later one (the sink is stopping and HDFS does not answer). Files left open stay in use
+   * until lease recovery closes them.
+   */
+  abort(why: string): void;
 }
 
 /** An operation on the file system failed; names the operation, the path and the cause. */

@@ -80,4 +80,7 @@ export class LocalClient implements DfsClient {
   }
 
   async close(): Promise<void> {}
+
+  /** Local writes do not wait on a peer: nothing to give up. */
+  abort(): void {}
 }

@@ -31,6 +31,8 @@ export class WebHdfsClient implements DfsClient {
   readonly label: string;
   /** Per file: the DataNode URL its last write went to (with namenoderpcaddress). */
   private readonly dataNodeOf = new Map<string, URL>();
+  /** Aborted by abort(): fails every exchange under way and every later one. */
+  private readonly aborted = new AbortController();
 
   constructor(private readonly o: WebHdfsOptions) {
     this.label = `webhdfs://${o.nameNode.host}`;
@@ -53,12 +55,13 @@ export class WebHdfsClient implements DfsClient {
         body,
         redirect: "manual",
         headers: body ? { "content-type": "application/octet-stream" } : undefined,
-        signal: AbortSignal.timeout(this.o.timeoutMs),
+        signal: AbortSignal.any([AbortSignal.timeout(this.o.timeoutMs), this.aborted.signal]),
       });
       const text = await res.text();
       return { status: res.status, text, location: res.headers.get("location") };
     } catch (err) {
       const e = err as Error & { code?: string };
+      if (this.aborted.signal.aborted) throw new HdfsError(op, path, `${url.host}: ${String(this.aborted.signal.reason)}`, undefined, { cause: err });
       const why = e.name === "TimeoutError" ? `no answer within callTimeout (${this.o.timeoutMs} ms)` : `${e.code ?? e.name}: ${e.message}`;
       throw new HdfsError(op, path, `${url.host} unreachable: ${why}`, undefined, { cause: err });
     }
@@ -168,6 +171,10 @@ export class WebHdfsClient implements DfsClient {
 
   async close(): Promise<void> {
     this.dataNodeOf.clear();
+  }
+
+  abort(why: string): void {
+    this.aborted.abort(why);
   }
 }
 

@@ -13,8 +13,9 @@
  */
 import { userInfo, hostname } from "node:os";
 import type { OptionsOf } from "../../../config/schema.ts";
+import type { TimerHandle } from "../../../core/clock.ts";
 import { SinkCounter } from "../../../core/counters.ts";
-import { ConfigurationError, configurationProblems } from "../../../core/errors.ts";
+import { ConfigurationError, configurationProblems, FlumeError } from "../../../core/errors.ts";
 import type { Status } from "../../../core/sink.ts";
 import type { DfsClient } from "../../../io/hdfs/file-system.ts";
 import { type HadoopConf, readHadoopConf } from "../../../io/hdfs/hadoop-conf.ts";
@@ -74,11 +75,22 @@ export interface SinkShared {
   recover(dir: string): Promise<void>;
 }
 
+/** The agent stopped while the sink started: the start gave up its wait on HDFS. */
+export class HdfsStartAbortedError extends FlumeError {}
+
 export class HdfsSink extends BaseSink {
   override readonly counter: SinkCounter;
   protected readonly takeLoop: TakeLoop;
   private readonly templates: SinkShared["templates"];
   private shared: SinkShared | null = null;
+  /** The file system of the current start, set before its first wait so that abortStart reaches it. */
+  private fs: DfsClient | null = null;
+  /** Armed when the sink is told to stop: what HDFS has not finished within hdfs.callTimeout is given up. */
+  private stopDeadline: TimerHandle | null = null;
+  /** Set by abortStart: the start under way fails once its wait on HDFS ended. */
+  private startAborted = false;
+  /** A start is under way (abortStart may also come for a sink that started long ago). */
+  private starting = false;
   private readonly lanes: WriterLane[] = [];
   /** Lanes not writing a batch now. */
   private readonly free: WriterLane[] = [];
@@ -122,8 +134,19 @@ export class HdfsSink extends BaseSink {
   }
 
   override async start(): Promise<void> {
+    this.starting = true;
+    try {
+      await this.open();
+    } finally {
+      this.starting = false;
+    }
+  }
+
+  private async open(): Promise<void> {
     const o = this.options;
     const fs = openDfsClient(o.target, { user: o.user, proxyUser: o.proxyUser, timeoutMs: o.callTimeout });
+    this.fs = fs;
+    this.startAborted = false;
     const hosts = await lookupHostNames(localAddress);
     this.shared = {
       name: this.name,
@@ -136,8 +159,6 @@ export class HdfsSink extends BaseSink {
       recover: (dir) => this.recover(dir),
     };
     this.laneError = null;
-    this.counter.start();
-    this.state = "START";
     this.logger.info(`hdfs sink ${this.name}: writing ${o.fileType} files to ${fs.label}${o.path} as ${o.user}${o.proxyUser ? ` (proxy for ${o.proxyUser})` : ""}`);
     const p = this.templates.path;
     const literalDir = p.fixedPrefix.slice(0, p.isLiteral ? undefined : p.fixedPrefix.lastIndexOf("/") + 1);
@@ -145,16 +166,55 @@ export class HdfsSink extends BaseSink {
       try {
         await this.lanes[0].serial(() => this.recover(stripSlash(literalDir)));
       } catch (err) {
-        this.logger.warn(`hdfs sink ${this.name}: could not look for in-use files left in ${literalDir}: ${(err as Error).message}`);
+        if (!this.startAborted) this.logger.warn(`hdfs sink ${this.name}: could not look for in-use files left in ${literalDir}: ${(err as Error).message}`);
       }
     }
+    if (this.startAborted) {
+      await fs.close();
+      throw new HdfsStartAbortedError(`hdfs sink ${this.name}: the agent stopped while the sink started (looking for in-use files left in ${literalDir} on ${fs.label})`);
+    }
+    this.counter.start();
+    this.state = "START";
+  }
+
+  /** The agent stops while the sink starts (looking for in-use files left in hdfs.path): given up at once. */
+  abortStart(): void {
+    if (!this.starting) return;
+    this.startAborted = true;
+    this.fs?.abort("the agent stopped while the sink started");
+  }
+
+  /** The runner stops: the batch under way and the files' closing get hdfs.callTimeout in all, not each call its own. */
+  interrupt(): void {
+    this.armStopDeadline();
+  }
+
+  private armStopDeadline(): void {
+    const fs = this.fs;
+    if (fs === null || this.stopDeadline !== null) return;
+    const ms = this.options.callTimeout;
+    this.stopDeadline = this.clock.setTimeout(() => {
+      this.logger.warn(
+        `hdfs sink ${this.name}: stopping: ${fs.label} did not finish within hdfs.callTimeout (${ms} ms); a batch under way is rolled back into the channel, files still open are left in use (.tmp) and renamed at the next start`,
+      );
+      fs.abort(`the sink stopped: no answer within hdfs.callTimeout (${ms} ms)`);
+    }, ms);
   }
 
   override async stop(): Promise<void> {
+    // Also called after a start that failed (its runner cleans up before the retry): nothing started to report.
+    const started = this.state === "START";
     this.state = "STOP";
-    while (this.inFlight.size > 0) await Promise.race(this.inFlight);
-    for (const lane of this.lanes) await lane.closeAll();
-    await this.shared?.fs.close();
+    this.armStopDeadline();
+    try {
+      while (this.inFlight.size > 0) await Promise.race(this.inFlight);
+      for (const lane of this.lanes) await lane.closeAll();
+      await this.shared?.fs.close();
+    } finally {
+      if (this.stopDeadline !== null) this.clock.clearTimeout(this.stopDeadline);
+      this.stopDeadline = null;
+    }
+    if (!started) return;
     this.counter.stop();
     this.logger.info(`hdfs sink ${this.name} stopped. Event metrics: ${JSON.stringify(this.counter.snapshot())}`);
   }

@@ -44,6 +44,8 @@ export class NativeHdfsClient implements DfsClient {
   /** recoverLease refuses the holder itself: recoveries go under another client name. */
   private readonly recoveryName = `${this.clientName}_recovery`;
   private readonly streams = new Map<string, HdfsOutputStream>();
+  /** Streams being closed by rename (no longer in streams): abort reaches them too. */
+  private readonly closing = new Set<HdfsOutputStream>();
   private defaults: ServerDefaults | null = null;
   private leaseTimer: ReturnType<typeof setInterval> | null = null;
 
@@ -123,8 +125,14 @@ export class NativeHdfsClient implements DfsClient {
   async rename(from: string, to: string): Promise<boolean> {
     const stream = this.forget(from);
     try {
-      if (stream) await stream.close();
-      else {
+      if (stream) {
+        this.closing.add(stream);
+        try {
+          await stream.close();
+        } finally {
+          this.closing.delete(stream);
+        }
+      } else {
         // Not open here: a file whose stream failed, or one a killed agent left open. Close it
         // by lease recovery (a closed file answers true at once).
         await this.nn.recoverLease(from, this.recoveryName).catch((err: unknown) => {
@@ -172,6 +180,12 @@ export class NativeHdfsClient implements DfsClient {
     } catch {
       return null;
     }
+  }
+
+  abort(why: string): void {
+    this.nn.ipc.abort(why);
+    for (const path of [...this.streams.keys()]) this.forget(path)?.abort(new Error(why));
+    for (const s of this.closing) s.abort(new Error(why));
   }
 
   async close(): Promise<void> {

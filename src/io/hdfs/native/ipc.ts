@@ -59,6 +59,8 @@ export class IpcConnection {
   private nextId = 0;
   private readonly clientId = randomBytes(16);
   private inbox: Buffer = Buffer.alloc(0);
+  /** Set by abort: the error of every later call. */
+  private aborted: IpcError | null = null;
 
   constructor(private readonly o: IpcOptions) {}
 
@@ -164,7 +166,9 @@ export class IpcConnection {
 
   /** Calls `method` of the protocol with an encoded request; the decoded response. */
   async call(method: string, request: Uint8Array): Promise<Fields> {
+    if (this.aborted) throw this.aborted;
     const s = await this.open();
+    if (this.aborted) throw this.aborted;
     const callId = this.nextId;
     this.nextId = (this.nextId + 1) & 0x7fffffff;
     const requestHeader = new Msg().str(1, method).str(2, this.o.protocol).uint(3, this.o.protocolVersion).finish();
@@ -180,5 +184,11 @@ export class IpcConnection {
 
   close(): void {
     this.broken(new Error("closed"));
+  }
+
+  /** Fails the calls under way with `why`, and every later call without connecting. */
+  abort(why: string): void {
+    this.aborted = new IpcError(`${this.address}: ${why}`);
+    this.broken(new Error(why));
   }
 }
