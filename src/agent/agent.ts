@@ -137,9 +137,10 @@ export class Agent implements MetricsProvider {
     // A memory channel that goes away would lose its events: its old sinks drain it first (bounded).
     const replaced = [...old.channels.values()].filter((c) => !keep.has(c.channel));
     await this.drain(old, new Set(replaced.filter((c) => !durable(c)).map((c) => c.channel)));
+    const drained = this.drainable(old);
     for (const r of old.runners.values()) if (!keep.has(r.runner)) (await this.supervisor.unsupervise(r.runner), stopped.push(`sink runner ${r.name}`));
     for (const c of replaced) {
-      this.warnLeftover(c);
+      this.warnLeftover(c, drained.has(c.channel));
       await this.supervisor.unsupervise(c.channel);
       stopped.push(`channel ${c.name}`);
     }
@@ -221,10 +222,16 @@ export class Agent implements MetricsProvider {
     ];
   }
 
-  /** Events waiting in the channels that some sink reads (the ones a drain can empty). */
-  pendingEvents(built: BuiltAgent = this.built, only?: Set<Channel>): number {
-    const drained = new Set<unknown>();
-    for (const r of built.runners.values()) for (const s of r.sinks) drained.add(s.getChannel());
+  /** The channels a started sink reads: a drain can empty only those (a sink whose start failed or was given up takes nothing). */
+  private drainable(built: BuiltAgent): Set<Channel> {
+    const drained = new Set<Channel>();
+    for (const r of built.runners.values()) if (r.runner.getLifecycleState() === "START") for (const s of r.sinks) drained.add(s.getChannel());
+    return drained;
+  }
+
+  /** Events waiting in the channels that a started sink reads (the ones a drain can empty). */
+  private pendingEvents(built: BuiltAgent, only?: Set<Channel>): number {
+    const drained = this.drainable(built);
     let n = 0;
     for (const c of built.channels.values()) if (drained.has(c.channel) && (!only || only.has(c.channel))) n += c.channel.counter.values.ChannelSize;
     return n;
@@ -259,15 +266,13 @@ export class Agent implements MetricsProvider {
     return this.lost;
   }
 
-  private warnLeftover(c: BuiltChannel): void {
+  /** `drained`: whether a started sink read the channel during the drain. */
+  private warnLeftover(c: BuiltChannel, drained: boolean): void {
     const left = c.channel.counter.values.ChannelSize;
     if (left === 0) return;
     if (!durable(c)) this.lost += left;
-    this.logger.warn(
-      durable(c)
-        ? `channel ${c.name} keeps ${left} events on disk for the next start`
-        : `channel ${c.name} still held ${left} events ${this.hurry ? "when the drain was cut short" : `after the ${this.options.drainTimeout ?? 5000} ms drain`}; a memory channel loses them`,
-    );
+    const when = !drained ? "; no sink reading it had started, so nothing drained it" : this.hurry ? " when the drain was cut short" : ` after the ${this.options.drainTimeout ?? 5000} ms drain`;
+    this.logger.warn(durable(c) ? `channel ${c.name} keeps ${left} events on disk for the next start` : `channel ${c.name} still held ${left} events${when}; a memory channel loses them`);
   }
 
   /**
@@ -293,9 +298,10 @@ export class Agent implements MetricsProvider {
     this.lost = 0;
     for (const s of [...this.built.sources.values()].reverse()) await this.supervisor.unsupervise(s.runner);
     await this.drain(this.built);
+    const drained = this.drainable(this.built);
     for (const r of [...this.built.runners.values()].reverse()) await this.supervisor.unsupervise(r.runner);
     for (const c of [...this.built.channels.values()].reverse()) {
-      this.warnLeftover(c);
+      this.warnLeftover(c, drained.has(c.channel));
       await this.supervisor.unsupervise(c.channel);
     }
     await this.supervisor.stop();

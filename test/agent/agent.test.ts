@@ -7,6 +7,7 @@ import { Agent } from "../../src/agent/agent.ts";
 import { MemoryLogger } from "../../src/core/logger.ts";
 import { type ComponentContext, defineComponent } from "../../src/components/component.ts";
 import * as registry from "../../src/components/registry.ts";
+import { BaseSink } from "../../src/components/sinks/base.ts";
 import { BaseSource } from "../../src/components/sources/base.ts";
 import { createEvent } from "../../src/core/event.ts";
 import { canConnect, cleanupsAfterEach, fileChannelLines, freePort, listenLocal, netcatConf, sleep, tempDir, tempDirFor, waitUntil } from "../support/helpers.ts";
@@ -278,6 +279,34 @@ a1.sinks.k1.backoff.200 = false` })),
     expect(c1.counter.values.ChannelSize).toBe(0);
     expect(logger.lines.some((l) => l.message.includes("still held"))).toBe(false);
   });
+});
+
+/** A sink whose start waits on a peer that never answers, until the agent stops and gives it up (abortStart). */
+class NeverStartingSink extends BaseSink {
+  private fail: ((err: Error) => void) | null = null;
+  protected readonly takeLoop = this.newTakeLoop({ batchSize: 100, deliver: () => {} });
+  override start(): Promise<void> {
+    return new Promise((_, reject) => (this.fail = reject));
+  }
+  abortStart(): void {
+    this.fail?.(new Error(`${this.name}: given up while it started`));
+  }
+}
+registry.registerComponent(defineComponent({ kind: "sink", type: "never-starting", doc: "Test sink: its start waits until given up.", props: {}, create: (_, ctx) => new NeverStartingSink(ctx) }));
+
+describe("drain on stop, when a sink never started", () => {
+  test("the stop does not sit out the drain for a channel no started sink reads (its sink's start waits on a peer), and says why its events were not drained", async () => {
+    const logger = new MemoryLogger();
+    const agent = new Agent("a1", { drainTimeout: 60_000, logger });
+    // The start waits for the sink's first start; the seq source fills c1 meanwhile.
+    const starting = agent.start(parse(seqConf(10, { sink: "a1.sinks.k1.type = never-starting" }))).catch(() => {});
+    await waitUntil(() => agent.components.channels.get("c1")?.channel.counter.values.ChannelSize === 10, "10 events in c1", 10_000);
+    const outcome = await Promise.race([agent.stop().then(() => "stopped"), sleep(10_000).then(() => "still draining")]);
+    expect(outcome).toBe("stopped");
+    await starting;
+    expect(logger.lines.filter((l) => l.level === "warn").map((l) => l.message)).toContain("channel c1 still held 10 events; no sink reading it had started, so nothing drained it; a memory channel loses them");
+    expect(agent.lostAtStop).toBe(10);
+  }, 30_000);
 });
 
 /** A source that hands its buffered batch to the channel when it stops (as a tailer flushes). */
