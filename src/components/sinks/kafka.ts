@@ -305,7 +305,7 @@ export class KafkaSink extends BaseSink implements Sink {
 
   /**
    * An event that can never be sent as configured (as Flume's sink, its batch fails on every
-   * retry); with kafka.deadLetterTopic it is sent there instead (recordOrDeadLetter).
+   * retry); with kafka.deadLetterTopic it is sent there instead (deadLetterFor).
    */
   private unsendable(problem: string, fix: string, cause?: unknown): KafkaUnsendableEventError {
     const then = `the batch is rolled back and taken again${fix ? `: ${fix}` : ""} (or set kafka.deadLetterTopic to send such events there)`;

@@ -30,6 +30,47 @@ export interface BucketOptions {
   writerMark: string;
   closeTries: number;
   retryInterval: number;
+  /** The sink's renames waiting to be tried again (retryInterval). */
+  renameRetries: RenameRetries;
+}
+
+/**
+ * The renames of files whose write or close failed, each tried again later; when the sink stops
+ * they are cancelled and none is scheduled any more (its client is closed): the sink's next
+ * start renames those files, as after a kill.
+ */
+export class RenameRetries {
+  private readonly timers = new Set<TimerHandle>();
+  private stoppedNow = false;
+
+  constructor(private readonly clock: Clock) {}
+
+  get stopped(): boolean {
+    return this.stoppedNow;
+  }
+
+  /** Runs fn after ms, unless the sink stopped before. */
+  schedule(fn: () => void, ms: number): void {
+    if (this.stoppedNow) return;
+    const timer = this.clock.setTimeout(() => {
+      this.timers.delete(timer);
+      fn();
+    }, ms);
+    this.timers.add(timer);
+  }
+
+  start(): void {
+    this.stoppedNow = false;
+  }
+
+  /** Cancels the waiting tries; how many there were. */
+  stop(): number {
+    this.stoppedNow = true;
+    for (const t of this.timers) this.clock.clearTimeout(t);
+    const n = this.timers.size;
+    this.timers.clear();
+    return n;
+  }
 }
 
 interface OpenFile {
@@ -169,13 +210,15 @@ export class BucketWriter {
       return;
     }
     const delay = attempt === 1 ? 0 : this.o.retryInterval * 1000;
-    this.clock.setTimeout(() => {
+    const retries = this.o.renameRetries;
+    retries.schedule(() => {
       this.serialize(`rename ${f.inUsePath}`, async () => {
         try {
           await this.rename(f);
         } catch (err) {
-          this.logger.warn(`hdfs sink: renaming ${f.inUsePath} failed (${(err as Error).message}); trying again in ${this.o.retryInterval} s`);
-          if (this.o.retryInterval > 0) this.retryRename(f, attempt + 1);
+          const again = this.o.retryInterval > 0 && !retries.stopped;
+          this.logger.warn(`hdfs sink: renaming ${f.inUsePath} failed (${(err as Error).message}); ${again ? `trying again in ${this.o.retryInterval} s` : "the sink's next start renames it"}`);
+          if (again) this.retryRename(f, attempt + 1);
         }
       });
     }, delay);

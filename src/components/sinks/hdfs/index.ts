@@ -27,7 +27,7 @@ import { builtIn } from "../../registry.ts";
 import { localAddress } from "../../interceptors/host.ts";
 import type { SerializerFactory } from "../../serializers/serializer.ts";
 import { BaseSink } from "../base.ts";
-import { type BucketOptions, WRITER_MARK } from "./bucket-writer.ts";
+import { type BucketOptions, RenameRetries, WRITER_MARK } from "./bucket-writer.ts";
 import { stripSlash, WriterLane } from "./lane.ts";
 import { type Codec, type CompressionType, type FileType, findCodec } from "./formats.ts";
 
@@ -91,6 +91,8 @@ export class HdfsSink extends BaseSink {
   private startAborted = false;
   /** A start is under way (abortStart may also come for a sink that started long ago). */
   private starting = false;
+  /** Renames of files whose write or close failed, waiting for their next try. */
+  private readonly renameRetries: RenameRetries;
   private readonly lanes: WriterLane[] = [];
   /** Lanes not writing a batch now. */
   private readonly free: WriterLane[] = [];
@@ -108,6 +110,7 @@ export class HdfsSink extends BaseSink {
   ) {
     super(ctx);
     this.counter = new SinkCounter(ctx.name, ctx.clock);
+    this.renameRetries = new RenameRetries(ctx.clock);
     this.templates = {
       path: new EscapeTemplate(options.path, "hdfs.path"),
       prefix: new EscapeTemplate(options.filePrefix, "hdfs.filePrefix"),
@@ -147,6 +150,7 @@ export class HdfsSink extends BaseSink {
     const fs = openDfsClient(o.target, { user: o.user, proxyUser: o.proxyUser, timeoutMs: o.callTimeout });
     this.fs = fs;
     this.startAborted = false;
+    this.renameRetries.start();
     const hosts = await lookupHostNames(localAddress);
     this.shared = {
       name: this.name,
@@ -201,6 +205,12 @@ export class HdfsSink extends BaseSink {
     }, ms);
   }
 
+  /** A stopped sink tries no rename again (its client is closed): the next start renames those files, as after a kill. */
+  private cancelRenameRetries(): void {
+    const left = this.renameRetries.stop();
+    if (left > 0) this.logger.warn(`hdfs sink ${this.name}: ${left} in-use file(s) whose rename failed are left for the next start, which renames them`);
+  }
+
   override async stop(): Promise<void> {
     // Also called after a start that failed (its runner cleans up before the retry): nothing started to report.
     const started = this.state === "START";
@@ -213,6 +223,7 @@ export class HdfsSink extends BaseSink {
     } finally {
       if (this.stopDeadline !== null) this.clock.clearTimeout(this.stopDeadline);
       this.stopDeadline = null;
+      this.cancelRenameRetries();
     }
     if (!started) return;
     this.counter.stop();
@@ -301,6 +312,7 @@ export class HdfsSink extends BaseSink {
       writerMark: this.writerMark,
       closeTries: o.closeTries,
       retryInterval: o.retryInterval,
+      renameRetries: this.renameRetries,
     };
   }
 }

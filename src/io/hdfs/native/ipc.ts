@@ -108,7 +108,12 @@ export class IpcConnection {
         reject(new IpcError(`${this.address}: ${(err as NodeJS.ErrnoException).code ?? err.name}: ${err.message}`));
         this.broken(err, s);
       });
-      s.on("close", () => this.broken(new Error("connection closed by the NameNode"), s));
+      s.on("close", () => {
+        // Closed before it connected (abort destroys it): the open fails now, not at its timer.
+        clearTimeout(timer);
+        reject(new IpcError(`${this.address}: connection closed before it was set up`));
+        this.broken(new Error("connection closed by the NameNode"), s);
+      });
     });
     return this.ready;
   }
@@ -167,7 +172,12 @@ export class IpcConnection {
   /** Calls `method` of the protocol with an encoded request; the decoded response. */
   async call(method: string, request: Uint8Array): Promise<Fields> {
     if (this.aborted) throw this.aborted;
-    const s = await this.open();
+    let s: Socket;
+    try {
+      s = await this.open();
+    } catch (err) {
+      throw this.aborted ?? err;
+    }
     if (this.aborted) throw this.aborted;
     const callId = this.nextId;
     this.nextId = (this.nextId + 1) & 0x7fffffff;

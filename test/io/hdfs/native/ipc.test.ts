@@ -6,6 +6,7 @@ import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { IpcConnection, IpcError, RemoteError } from "../../../../src/io/hdfs/native/ipc.ts";
 import { NameNode } from "../../../../src/io/hdfs/native/namenode.ts";
 import { type Fields, Msg, decode, delimited, field } from "../../../../src/io/hdfs/native/proto.ts";
+import { waitUntil } from "../../../support/helpers.ts";
 
 interface Call {
   header: Fields;
@@ -135,5 +136,19 @@ describe("Hadoop IPC client", () => {
     const client = new NameNode({ host: "127.0.0.1", port: nn.port, user: "flume", timeoutMs: 300 });
     await expect(client.renewLease("c1")).rejects.toThrow(/no answer to renewLease within 300 ms/);
     client.close();
+  });
+
+  test("abort fails the call under way at once with its reason, and every later call without connecting again", async () => {
+    const nn = await standIn(() => {});
+    servers.push(nn.server);
+    const client = new NameNode({ host: "127.0.0.1", port: nn.port, user: "flume", timeoutMs: 300_000 });
+    const pending = client.renewLease("c1").catch((e: unknown) => e);
+    await waitUntil(() => nn.calls.length === 2, "the call to reach the NameNode", 10_000, 10);
+    client.ipc.abort("the sink stopped");
+    const err = (await pending) as Error;
+    expect(err).toBeInstanceOf(IpcError);
+    expect(err.message).toBe(`127.0.0.1:${nn.port}: the sink stopped`);
+    await expect(client.rename("/a", "/b")).rejects.toThrow(`127.0.0.1:${nn.port}: the sink stopped`);
+    expect(nn.preambles).toHaveLength(1);
   });
 });
