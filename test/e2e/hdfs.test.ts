@@ -579,71 +579,79 @@ for (const scheme of ["hdfs", "webhdfs"]) {
 }
 
 describe("hdfs sink on a real HDFS frozen mid-stream", () => {
-  needsJvm.test(
-    "the NameNode and DataNode stopped (SIGSTOP) with five files open and a batch under way: SIGTERM stops the agent within the drain and one hdfs.callTimeout in all, not one per call; the next run renames the files left in use and delivers the batch from the file channel, none lost",
-    async () => {
-      const tmp = tempDir();
-      cleanups.push(tmp.cleanup);
-      const port = await freePort();
-      const conf = httpToHdfs(
-        port,
-        `a1.sinks.k1.hdfs.path = hdfs://127.0.0.1:${hdfs.rpcPort}/flume/frozen/%{app}
+  // webhdfs:// closes each file after its batch; its stop still renames each bucket's file (a NameNode call each).
+  const schemes = [
+    { scheme: "hdfs", open: "with five files open", nameNode: () => `hdfs://127.0.0.1:${hdfs.rpcPort}` },
+    { scheme: "webhdfs", open: "with five buckets", nameNode: () => `webhdfs://127.0.0.1:${hdfs.httpPort}` },
+  ];
+  for (const { scheme, open, nameNode } of schemes) {
+    needsJvm.test(
+      `${scheme}://: the NameNode and DataNode stopped (SIGSTOP) ${open} and a batch under way: SIGTERM stops the agent within the drain and one hdfs.callTimeout in all, not one per call; the next run renames the files left in use and delivers the batch from the file channel, none lost`,
+      async () => {
+        const dir = `/flume/frozen-${scheme}`;
+        const tmp = tempDir();
+        cleanups.push(tmp.cleanup);
+        const port = await freePort();
+        const conf = httpToHdfs(
+          port,
+          `a1.sinks.k1.hdfs.path = ${nameNode()}${dir}/%{app}
 a1.sinks.k1.hdfs.fileType = DataStream
 a1.sinks.k1.hdfs.callTimeout = 10000
 ${NEVER_ROLL}`,
-        `a1.channels.c1.type = file
+          `a1.channels.c1.type = file
 a1.channels.c1.checkpointDir = ${tmp.dir}/checkpoint
 a1.channels.c1.dataDirs = ${tmp.dir}/data`,
-      );
-      const post = async (app: string, bodies: string[]) => {
-        const r = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: JSON.stringify(bodies.map((body) => ({ headers: { app }, body }))) });
-        expect(r.status).toBe(200);
-      };
-      const apps = ["a", "b", "c", "d", "e"];
-      const first = await runAgent(conf);
-      await first.agent.waitFor(/agent a1 started/, 60_000);
-      for (const [i, app] of apps.entries()) await post(app, numbered(i * 10, 10));
-      await drained(first.metrics, 50);
-      const frozen = [hdfs.nameNode, ...hdfs.dataNodes];
-      for (const p of frozen) process.kill(p.pid, "SIGSTOP");
-      let elapsed: number;
-      try {
-        await post("a", numbered(50, 10));
-        await waitForMetrics(first.metrics, "the sink taking the batch", (m) => Number(m["SINK.k1"]?.EventDrainAttemptCount ?? 0) >= 60, 60_000, 50);
-        const t0 = Date.now();
-        // Before: the batch's append, then each open file's close, each call waiting its own 10 s.
-        await expectStopsOnSigterm(first.agent, 60_000);
-        elapsed = Date.now() - t0;
-      } finally {
-        for (const p of frozen) process.kill(p.pid, "SIGCONT");
-      }
-      const log = first.agent.stdout + first.agent.stderr;
-      expect(log).toContain(`hdfs sink k1: stopping: hdfs://127.0.0.1:${hdfs.rpcPort} did not finish within hdfs.callTimeout (10000 ms)`);
-      // Nothing is tried again once stopped (the client is closed): the next start renames the files.
-      expect(log.slice(log.indexOf("hdfs sink k1 stopped"))).not.toContain("trying again");
-      // The drain (5 s) and one callTimeout (10 s), and what the machine adds; before, the batch and
-      // then four closes waited 10 s each: 50 s.
-      expect(elapsed).toBeLessThan(35_000);
-      const second = await runAgent(conf);
-      await second.agent.waitFor(/agent a1 started/, 60_000);
-      // The other apps get an event too, so that the second run looks at each directory's in-use files.
-      for (const [i, app] of apps.slice(1).entries()) await post(app, numbered(60 + i, 1));
-      try {
-        await drained(second.metrics, 14, 120_000);
-      } catch (err) {
-        throw new Error(`${(err as Error).message}\nfirst run:\n${log}\nsecond run:\n${second.agent.stdout}${second.agent.stderr}\nfiles: ${(await hdfs.list("/flume/frozen")).join(" ")}`);
-      }
-      // The stop closes the second run's files: then none is left in use.
-      await stop(second.agent);
-      const files = await hdfs.list("/flume/frozen");
-      expect(files.filter((f) => f.endsWith(".tmp"))).toEqual([]);
-      const lines = (await catAll(hdfs, files)).split("\n").filter(Boolean);
-      expect(new Set(lines)).toEqual(new Set(numbered(0, 64)));
-      // The batch under way at the freeze may be in its file as well as written again: at most once more.
-      expect(lines.length - 64).toBeLessThanOrEqual(10);
-    },
-    400_000,
-  );
+        );
+        const post = async (app: string, bodies: string[]) => {
+          const r = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: JSON.stringify(bodies.map((body) => ({ headers: { app }, body }))) });
+          expect(r.status).toBe(200);
+        };
+        const apps = ["a", "b", "c", "d", "e"];
+        const first = await runAgent(conf);
+        await first.agent.waitFor(/agent a1 started/, 60_000);
+        for (const [i, app] of apps.entries()) await post(app, numbered(i * 10, 10));
+        await drained(first.metrics, 50);
+        const frozen = [hdfs.nameNode, ...hdfs.dataNodes];
+        for (const p of frozen) process.kill(p.pid, "SIGSTOP");
+        let elapsed: number;
+        try {
+          await post("a", numbered(50, 10));
+          await waitForMetrics(first.metrics, "the sink taking the batch", (m) => Number(m["SINK.k1"]?.EventDrainAttemptCount ?? 0) >= 60, 60_000, 50);
+          const t0 = Date.now();
+          // Before: the batch's append, then each open file's close, each call waiting its own 10 s.
+          await expectStopsOnSigterm(first.agent, 60_000);
+          elapsed = Date.now() - t0;
+        } finally {
+          for (const p of frozen) process.kill(p.pid, "SIGCONT");
+        }
+        const log = first.agent.stdout + first.agent.stderr;
+        expect(log).toContain(`hdfs sink k1: stopping: ${nameNode()} did not finish within hdfs.callTimeout (10000 ms)`);
+        // Nothing is tried again once stopped (the client is closed): the next start renames the files.
+        expect(log.slice(log.indexOf("hdfs sink k1 stopped"))).not.toContain("trying again");
+        // The drain (5 s) and one callTimeout (10 s), and what the machine adds; before, the batch and
+        // then four closes waited 10 s each: 50 s.
+        expect(elapsed).toBeLessThan(35_000);
+        const second = await runAgent(conf);
+        await second.agent.waitFor(/agent a1 started/, 60_000);
+        // The other apps get an event too, so that the second run looks at each directory's in-use files.
+        for (const [i, app] of apps.slice(1).entries()) await post(app, numbered(60 + i, 1));
+        try {
+          await drained(second.metrics, 14, 120_000);
+        } catch (err) {
+          throw new Error(`${(err as Error).message}\nfirst run:\n${log}\nsecond run:\n${second.agent.stdout}${second.agent.stderr}\nfiles: ${(await hdfs.list(dir)).join(" ")}`);
+        }
+        // The stop closes the second run's files: then none is left in use.
+        await stop(second.agent);
+        const files = await hdfs.list(dir);
+        expect(files.filter((f) => f.endsWith(".tmp"))).toEqual([]);
+        const lines = (await catAll(hdfs, files)).split("\n").filter(Boolean);
+        expect(new Set(lines)).toEqual(new Set(numbered(0, 64)));
+        // The batch under way at the freeze may be in its file as well as written again: at most once more.
+        expect(lines.length - 64).toBeLessThanOrEqual(10);
+      },
+      400_000,
+    );
+  }
 });
 
 describe("hdfs sink on two DataNodes, replication 2", () => {
