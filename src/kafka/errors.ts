@@ -42,6 +42,12 @@ export function namedBy(label: string, err: unknown): string {
   return why.startsWith(`${label}:`) ? why : `${label}: ${why}`;
 }
 
+/** The error's text without a leading `label: ` (a publisher's own label, inside a message that names its component already). */
+export function unlabelled(label: string, err: unknown): string {
+  const why = messageOf(err);
+  return why.startsWith(`${label}: `) ? why.slice(label.length + 2) : why;
+}
+
 export function messageOf(err: unknown): string {
   // The client nests one error per broker and retry: each distinct message once (its "failed 3 times." without the full stop).
   if (err instanceof AggregateError && err.errors.length > 0) return `${err.message.replace(/\.$/, "")}: ${[...new Set(err.errors.map(messageOf))].join("; ")}`;

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { messageOf, namedBy, protocolMismatchHint, withProtocolHint } from "../../src/kafka/errors.ts";
+import { messageOf, namedBy, protocolMismatchHint, unlabelled, withProtocolHint } from "../../src/kafka/errors.ts";
 
 test("messageOf says a cause once: appended in parentheses, not again when the message already says it", () => {
   const refused = new Error("connect ECONNREFUSED 127.0.0.1:9092");
@@ -42,4 +42,10 @@ test("protocolMismatchHint speaks only of what a mismatched security.protocol do
     "metadata failed 1 times: Broker requires TLS; the listener speaks TLS (kafka.producer.security.protocol is PLAINTEXT): set kafka.producer.security.protocol = SSL, or SASL_SSL for a SASL listener",
   );
   expect(withProtocolHint(refused, plain)).toBe("Connection to 127.0.0.1:9092 failed. (connect ECONNREFUSED 127.0.0.1:9092)");
+});
+
+test("unlabelled drops a publisher's own label from an error quoted inside a message that names the component already; other labels stay", () => {
+  expect(unlabelled("kafka sink k1", new Error("kafka sink k1: topic d does not exist"))).toBe("topic d does not exist");
+  expect(unlabelled("kafka sink k1", new Error("kafka sink k10: topic d does not exist"))).toBe("kafka sink k10: topic d does not exist");
+  expect(unlabelled("kafka sink k1", new Error("Request timed out"))).toBe("Request timed out");
 });

@@ -13,7 +13,7 @@ import type { DeliveryFailure, Sink } from "../../core/sink.ts";
 import { STOPPED_STARTING } from "../../kafka/connect-bound.ts";
 import { KafkaSinkCounter } from "../../kafka/counters.ts";
 import { DEAD_LETTER_HEADERS } from "../../kafka/dead-letters.ts";
-import { isTooLarge, KafkaConnectAbortedError, KafkaDeadLetterError, KafkaSettingError, KafkaUnsendableEventError, messageOf, partitionChoosers } from "../../kafka/errors.ts";
+import { isTooLarge, KafkaConnectAbortedError, KafkaDeadLetterError, KafkaSettingError, KafkaUnsendableEventError, messageOf, partitionChoosers, unlabelled } from "../../kafka/errors.ts";
 import { flumeEventSize } from "../../kafka/flume-event.ts";
 import { KafkaPublisher, type KafkaRecord, recordSize } from "../../kafka/producer.ts";
 import { brokerList, producerSettings, type ProducerSettings } from "../../kafka/settings.ts";
@@ -223,7 +223,7 @@ export class KafkaSink extends BaseSink implements Sink {
     } catch (err) {
       await this.publisher.close();
       if (err instanceof KafkaConnectAbortedError) throw err;
-      throw new KafkaDeadLetterError(`${this.label}: the dead-letter topic ${dlq} (kafka.deadLetterTopic) cannot be written: ${messageOf(err)}; create it, or remove kafka.deadLetterTopic to hold a batch with an event that cannot be sent until the event is fixed (as Flume)`, { cause: err });
+      throw new KafkaDeadLetterError(`${this.label}: the dead-letter topic ${dlq} (kafka.deadLetterTopic) cannot be written: ${unlabelled(this.label, err)}; create it, or remove kafka.deadLetterTopic to hold a batch with an event that cannot be sent until the event is fixed (as Flume)`, { cause: err });
     }
   }
 

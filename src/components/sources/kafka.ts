@@ -16,7 +16,7 @@ import { highestOfEachPartition, KafkaPoller, type KafkaMessage } from "../../ka
 import { KAFKA_SOURCE_COUNTERS } from "../../kafka/counters.ts";
 import { BadRecordsSeen } from "../../kafka/bad-records.ts";
 import { DeadLetters, unusedDeadLetterTopic } from "../../kafka/dead-letters.ts";
-import { type KafkaBadRecordError, KafkaConnectAbortedError, KafkaDeadLetterError, messageOf } from "../../kafka/errors.ts";
+import { type KafkaBadRecordError, KafkaConnectAbortedError, KafkaDeadLetterError, messageOf, unlabelled } from "../../kafka/errors.ts";
 import { KafkaPublisher } from "../../kafka/producer.ts";
 import { eventOfRecord, keyText, setSourceHeaders, type SourceHeaderShape, SourceRecordEvent, type SourceRun, where } from "../../kafka/records.ts";
 import { CopiedValues, ResponseRelease } from "../../kafka/response-release.ts";
@@ -127,7 +127,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
       } catch (err) {
         await dlq.publisher.close();
         if (err instanceof KafkaConnectAbortedError) throw err;
-        throw new KafkaDeadLetterError(`${this.label}: the dead-letter topic ${dlq.topic} (kafka.deadLetterTopic) cannot be written: ${messageOf(err)}; create it, or remove kafka.deadLetterTopic to only log and skip records that are no FlumeEvent`, { cause: err });
+        throw new KafkaDeadLetterError(`${this.label}: the dead-letter topic ${dlq.topic} (kafka.deadLetterTopic) cannot be written: ${unlabelled(dlq.publisher.label, err)}; create it, or remove kafka.deadLetterTopic to only log and skip records that are no FlumeEvent`, { cause: err });
       }
     }
     try {

@@ -372,7 +372,7 @@ needsJvm.test(
     const missing = uniqueName("nodlq");
     const { sink: k2 } = sink({ "kafka.topic": topic, "kafka.deadLetterTopic": missing });
     const err = await k2.start().then(() => null, (e: Error) => e);
-    expect(err?.message).toContain(`kafka sink k1: the dead-letter topic ${missing} (kafka.deadLetterTopic) cannot be written: kafka sink k1: topic ${missing} does not exist`);
+    expect(err?.message).toContain(`kafka sink k1: the dead-letter topic ${missing} (kafka.deadLetterTopic) cannot be written: topic ${missing} does not exist`);
     expect(err?.message).toContain("create it, or remove kafka.deadLetterTopic");
   },
   240_000,

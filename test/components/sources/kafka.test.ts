@@ -454,7 +454,7 @@ needsJvm.test(
   async () => {
     const topic = await kafka.newTopic();
     const { source: r } = source({ "kafka.topics": topic, useFlumeEventFormat: "true", "kafka.deadLetterTopic": "no-such-dead-letters" });
-    await expect(r.start()).rejects.toThrow(/kafka source r1: the dead-letter topic no-such-dead-letters \(kafka\.deadLetterTopic\) cannot be written: .*topic no-such-dead-letters does not exist/);
+    await expect(r.start()).rejects.toThrow(/kafka source r1: the dead-letter topic no-such-dead-letters \(kafka\.deadLetterTopic\) cannot be written: topic no-such-dead-letters does not exist on /);
   },
   240_000,
 );
