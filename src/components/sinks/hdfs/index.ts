@@ -89,8 +89,6 @@ export class HdfsSink extends BaseSink {
   private stopDeadline: TimerHandle | null = null;
   /** Set by abortStart: the start under way fails once its wait on HDFS ended. */
   private startAborted = false;
-  /** A start is under way (abortStart may also come for a sink that started long ago). */
-  private starting = false;
   /** Renames of files whose write or close failed, waiting for their next try. */
   private readonly renameRetries: RenameRetries;
   private readonly lanes: WriterLane[] = [];
@@ -122,7 +120,7 @@ export class HdfsSink extends BaseSink {
       lane.takeLoop = this.newTakeLoop({
         counter: this.counter,
         batchSize: options.batchSize,
-        target: () => `${this.shared?.fs.label ?? ""}${options.path}`,
+        target: () => `${this.fs?.label ?? ""}${options.path}`,
         deliver: (events) => lane.serial(() => lane.deliver(events)),
       });
       this.lanes.push(lane);
@@ -137,15 +135,6 @@ export class HdfsSink extends BaseSink {
   }
 
   override async start(): Promise<void> {
-    this.starting = true;
-    try {
-      await this.open();
-    } finally {
-      this.starting = false;
-    }
-  }
-
-  private async open(): Promise<void> {
     const o = this.options;
     const fs = openDfsClient(o.target, { user: o.user, proxyUser: o.proxyUser, timeoutMs: o.callTimeout });
     this.fs = fs;
@@ -183,7 +172,8 @@ export class HdfsSink extends BaseSink {
 
   /** The agent stops while the sink starts (looking for in-use files left in hdfs.path): given up at once. */
   abortStart(): void {
-    if (!this.starting) return;
+    // A started sink has no start to give up (its client is in use); a stopped one's is closed.
+    if (this.state === "START") return;
     this.startAborted = true;
     this.fs?.abort("the agent stopped while the sink started");
   }
@@ -219,7 +209,7 @@ export class HdfsSink extends BaseSink {
     try {
       while (this.inFlight.size > 0) await Promise.race(this.inFlight);
       for (const lane of this.lanes) await lane.closeAll();
-      await this.shared?.fs.close();
+      await this.fs?.close();
     } finally {
       if (this.stopDeadline !== null) this.clock.clearTimeout(this.stopDeadline);
       this.stopDeadline = null;
