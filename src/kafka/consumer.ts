@@ -5,9 +5,10 @@
  * take commit). A batch that failed goes back to the head of the buffer, in order. Offsets are
  * never committed automatically, so a crash re-reads at most what was taken and not committed.
  * After a rebalance the buffer is dropped and fetching starts again from the committed offsets.
- * With a pattern (kafka.topics.regex) the topics are listed again every metadata.max.age.ms, as
- * the Java consumer's pattern subscription does, and new matching ones join the subscription
- * (the group rebalances once to spread their partitions).
+ * Every metadata.max.age.ms, as the Java consumer: with a pattern (kafka.topics.regex) the topics
+ * are listed again and new matching ones join the subscription; and a member that led the last
+ * assignment looks at the partition counts of the group's topics. Either makes the group
+ * rebalance once, to spread the new partitions.
  *
  * The client library keeps the group, metadata, connections and offset commits; the fetching
  * and the reading of record batches are ours (fetcher.ts, record-batch-reader.ts): its message
@@ -22,7 +23,7 @@ import { isUnknownTopic, KafkaConnectAbortedError, KafkaTopicMissingError, messa
 import { DirectCommits } from "./commit-api.ts";
 import { useOwnFetchReader } from "./fetch-api.ts";
 import { Fetcher } from "./fetcher.ts";
-import { GROUP_PROTOCOLS, rangeAssigner } from "./group-assigner.ts";
+import { GROUP_PROTOCOLS, watchedRangeAssigner } from "./group-assigner.ts";
 import type { FetchedRecord } from "./record-batch-reader.ts";
 import { clientOptions, type ConsumerSettings, describeBrokers } from "./settings.ts";
 
@@ -90,6 +91,19 @@ export function highestOfEachPartition(batches: readonly (readonly KafkaMessage[
   return [...last.values()].flatMap((partitions) => [...partitions.values()]);
 }
 
+/** What the client's consumer:group:join event tells. */
+interface GroupJoin {
+  isLeader?: boolean;
+  assignments?: readonly { topic: string; partitions: readonly number[] }[];
+}
+
+/** Topic -> partitions of a lone member's assignment: the client gives it every partition of its topics without asking the assigner. */
+function wholeTopics(assignments: GroupJoin["assignments"]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const a of assignments ?? []) counts.set(a.topic, Math.max(counts.get(a.topic) ?? 0, a.partitions.length));
+  return counts;
+}
+
 export class KafkaPoller {
   private kafka: KafkaModule | null = null;
   private consumer: KafkaConsumer | null = null;
@@ -97,8 +111,11 @@ export class KafkaPoller {
   /** The consumer's offset commits (commit-api.ts). */
   private commits: DirectCommits | null = null;
   private fetcher: Fetcher | null = null;
-  private patternTimer: ReturnType<typeof setInterval> | null = null;
+  private metadataTimer: ReturnType<typeof setInterval> | null = null;
   private following: Promise<void> | null = null;
+  private watching: Promise<void> | null = null;
+  /** Topic -> partitions, as the group's last assignment saw them, when this member made it (led the group); else null. */
+  private ledAssignment: Map<string, number> | null = null;
   private buffer: KafkaMessage[] = [];
   private head = 0;
   /** Bytes of the buffered records' keys and values. */
@@ -169,7 +186,7 @@ export class KafkaPoller {
     const consumer = new kafka.Consumer<Buffer, Buffer, Buffer, Buffer>({
       ...clientOptions(s),
       groupId: s.groupId,
-      partitionAssigner: rangeAssigner,
+      partitionAssigner: watchedRangeAssigner((counts) => (assigning = counts)),
       protocols: GROUP_PROTOCOLS,
       autocommit: false,
       sessionTimeout: s.sessionTimeout,
@@ -196,8 +213,14 @@ export class KafkaPoller {
     });
     // Every join after the first (a rebalance; one during the start too): what was fetched may now be another member's.
     let joined = false;
-    consumer.on("consumer:group:join", () => {
-      if (!joined || fetcher.stopped || (this.fetcher !== null && this.fetcher !== fetcher)) return;
+    // Set by the assigner while this member leads a join of several members, read as that join ends.
+    let assigning: Map<string, number> | null = null;
+    consumer.on("consumer:group:join", (join?: GroupJoin) => {
+      const led = assigning;
+      assigning = null;
+      if (fetcher.stopped || (this.fetcher !== null && this.fetcher !== fetcher)) return;
+      this.ledAssignment = join?.isLeader ? (led ?? wholeTopics(join.assignments)) : null;
+      if (!joined) return;
       this.groupGeneration = consumer.generationId;
       this.dropBuffered();
       fetcher.restart().catch((err) => this.lost(fetcher, messageOf(err)));
@@ -227,10 +250,11 @@ export class KafkaPoller {
     } finally {
       starting = false;
     }
-    if (this.subscription.regex) {
-      this.patternTimer = setInterval(() => void this.followPattern(), s.metadataMaxAge);
-      this.patternTimer.unref?.();
-    }
+    this.metadataTimer = setInterval(() => {
+      if (this.subscription.regex) void this.followPattern();
+      void this.watchPartitions();
+    }, s.metadataMaxAge);
+    this.metadataTimer.unref?.();
   }
 
   /**
@@ -268,6 +292,36 @@ export class KafkaPoller {
     // The group rebalances to spread the new partitions; the join restarts the fetching.
     await consumer.joinGroup({});
     this.logger.info(`${this.label}: reading ${fresh.length === 1 ? "topic" : "topics"} ${fresh.join(", ")} too (created since, matching kafka.topics.regex ${this.subscription.regex.source})`);
+  }
+
+  /**
+   * When this member made the group's last assignment: reads the partition counts of its topics
+   * again, and makes the group rebalance if one changed (partitions added). One check at a time.
+   */
+  watchPartitions(): Promise<void> {
+    this.watching ??= this.rebalanceOnNewPartitions()
+      .catch((err) => {
+        // Closed meanwhile: nothing to report.
+        if (this.consumer) this.logger.warn(`${this.label}: reading the partition counts of the group's topics failed (${messageOf(err)}); trying again in ${this.settings.metadataMaxAge} ms (metadata.max.age.ms)`);
+      })
+      .finally(() => (this.watching = null));
+    return this.watching;
+  }
+
+  private async rebalanceOnNewPartitions(): Promise<void> {
+    const consumer = this.consumer;
+    const led = this.ledAssignment;
+    if (!consumer || !led || led.size === 0) return;
+    const md = await consumer.metadata({ topics: [...led.keys()], forceUpdate: true, autocreateTopics: false });
+    const changed: string[] = [];
+    for (const [topic, before] of led) {
+      const now = md.topics.get(topic)?.partitionsCount;
+      if (now !== undefined && now !== before) changed.push(`topic ${topic} has ${now} partitions (${before} before)`);
+    }
+    if (changed.length === 0 || this.consumer !== consumer || this.ledAssignment !== led) return;
+    this.ledAssignment = null;
+    this.logger.info(`${this.label}: ${changed.join(", ")}; consumer group ${this.settings.groupId} rebalances to read them`);
+    await consumer.joinGroup({});
   }
 
   private async matchingTopics(): Promise<string[]> {
@@ -479,8 +533,9 @@ export class KafkaPoller {
   /** Stops following, drops what is buffered, and hands over the consumer and fetcher to close. */
   private detach() {
     const held = { consumer: this.consumer, fetcher: this.fetcher };
-    if (this.patternTimer) clearInterval(this.patternTimer);
-    this.patternTimer = null;
+    if (this.metadataTimer) clearInterval(this.metadataTimer);
+    this.metadataTimer = null;
+    this.ledAssignment = null;
     this.consumer = null;
     this.commits = null;
     this.fetcher = null;

@@ -67,3 +67,21 @@ export const rangeAssigner: GroupPartitionsAssigner = (_leader, members, _leader
   }
   return result;
 };
+
+/**
+ * rangeAssigner, telling `assigned` the partition count of each topic the members subscribed to
+ * as this assignment saw it: the leader watches those counts and makes the group rebalance when
+ * one changes, as the Java consumer's leader does (its assignment snapshot), or partitions
+ * added to a topic would never be read.
+ */
+export function watchedRangeAssigner(assigned: (counts: Map<string, number>) => void): GroupPartitionsAssigner {
+  return (leader, members, leaderTopics, metadata) => {
+    const counts = new Map<string, number>();
+    for (const subscription of members.values()) {
+      for (const topic of subscription.topics ?? []) counts.set(topic, metadata.topics.get(topic)?.partitionsCount ?? 0);
+    }
+    const result = rangeAssigner(leader, members, leaderTopics, metadata);
+    assigned(counts);
+    return result;
+  };
+}
