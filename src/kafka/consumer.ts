@@ -19,7 +19,8 @@ import type { Logger } from "../core/logger.ts";
 import type { DeliveryFailure } from "../core/sink.ts";
 import { type KafkaModule, loadKafka } from "./client.ts";
 import { ConnectBound } from "./connect-bound.ts";
-import { isUnknownTopic, KafkaConnectAbortedError, KafkaTopicMissingError, messageOf, namedBy, withProtocolHint } from "./errors.ts";
+import { isUnknownTopic, KafkaConnectAbortedError, KafkaTopicMissingError, messageOf, namedBy } from "./errors.ts";
+import { withListenerHint } from "./listener-probe.ts";
 import { DirectCommits } from "./commit-api.ts";
 import { useOwnFetchReader } from "./fetch-api.ts";
 import { Fetcher } from "./fetcher.ts";
@@ -246,7 +247,7 @@ export class KafkaPoller {
       await fetcher.stop();
       await consumer.close(true).catch(() => {});
       if (err instanceof KafkaConnectAbortedError) throw err;
-      throw this.explain(err);
+      throw await this.explain(err);
     } finally {
       starting = false;
     }
@@ -386,10 +387,10 @@ export class KafkaPoller {
     return new KafkaTopicMissingError(`${this.label}: topic ${topics.join(", ")} does not exist on ${this.brokers}${why}: create it (kafka-topics.sh --create --topic ${topics[0]}) ${how}`, cause === undefined ? undefined : { cause });
   }
 
-  private explain(err: unknown): Error {
+  private async explain(err: unknown): Promise<Error> {
     if (err instanceof KafkaTopicMissingError) return err;
     if (isUnknownTopic(err)) return this.topicMissing(this.subscription.topics ?? [], err);
-    return new Error(`${this.label}: Kafka at ${this.brokers}: ${withProtocolHint(err, this.settings)}`, { cause: err });
+    return new Error(`${this.label}: Kafka at ${this.brokers}: ${await withListenerHint(err, this.settings)}`, { cause: err });
   }
 
   private arrived(records: KafkaMessage[], bytes: number, ms: number): void {

@@ -10,7 +10,8 @@ import { ConnectBound } from "./connect-bound.ts";
 import { javaPartitioner, KafkaProducerIdDroppedError, LeanSender, type LibraryPartitioner, withChosenPartitions } from "./lean-send.ts";
 import { encodeFlumeEvent } from "./flume-event.ts";
 import { useOwnRecordBatches } from "./produce-api.ts";
-import { isTooLarge, isUnknownTopic, KafkaConnectAbortedError, KafkaDeliveryTimeoutError, KafkaPartitionMissingError, KafkaRecordTooLargeError, KafkaSendAbortedError, KafkaTopicMissingError, messageOf, withProtocolHint } from "./errors.ts";
+import { isTooLarge, isUnknownTopic, KafkaConnectAbortedError, KafkaDeliveryTimeoutError, KafkaPartitionMissingError, KafkaRecordTooLargeError, KafkaSendAbortedError, KafkaTopicMissingError, messageOf } from "./errors.ts";
+import { withListenerHint } from "./listener-probe.ts";
 import { isRetriable } from "./retriable.ts";
 import { clientOptions, describeBrokers, type ProducerSettings } from "./settings.ts";
 
@@ -131,7 +132,12 @@ export class KafkaPublisher {
       await this.connecting.run(() => producer.metadata({ topics: topic ? [topic] : [], autocreateTopics: true }), bound, () => new Error(`no answer from the brokers within ${bound} ms (socket.connection.setup.timeout.ms + request.timeout.ms)`));
     } catch (err) {
       if (err instanceof KafkaConnectAbortedError) throw err;
-      throw this.explain(err, topic ? [topic] : [], true);
+      const known = this.known(err, topic ? [topic] : []);
+      if (known) throw known;
+      // An error of no known kind may be a listener that is not Kafka's without TLS: the message says what listens there.
+      // A connect's client stops its retries first, so that only the probe talks to it meanwhile.
+      if (producer !== this.producer) await producer.close(true).catch(() => {});
+      throw new Error(`${this.label}: Kafka at ${this.brokers}: ${await withListenerHint(err, this.settings)}`, { cause: err });
     }
   }
 
@@ -235,8 +241,12 @@ export class KafkaPublisher {
     );
   }
 
-  /** `connecting`: the error ended a connect, so it may say the listener wants another security.protocol. */
-  private explain(err: unknown, topics: string[], connecting = false): Error {
+  private explain(err: unknown, topics: string[]): Error {
+    return this.known(err, topics) ?? new Error(`${this.label}: Kafka at ${this.brokers}: ${messageOf(err)}`, { cause: err });
+  }
+
+  /** The error as one of the kinds the sink and channel act on (a partition or topic missing, too large), or null. */
+  private known(err: unknown, topics: string[]): Error | null {
     if (err instanceof KafkaPartitionMissingError) return err.labelled(this.label);
     // It names another batch's failure (too large, a topic missing): not this batch's kind.
     if (err instanceof KafkaProducerIdDroppedError) return new Error(`${this.label}: Kafka at ${this.brokers}: ${err.message}`, { cause: err });
@@ -247,7 +257,7 @@ export class KafkaPublisher {
     if (isTooLarge(err)) {
       return new KafkaRecordTooLargeError(`${this.label}: the broker refused a batch as too large; raise the topic's max.message.bytes (and kafka.producer.max.request.size) or lower the batch size (${why})`, { cause: err });
     }
-    return new Error(`${this.label}: Kafka at ${this.brokers}: ${connecting ? withProtocolHint(err, this.settings) : why}`, { cause: err });
+    return null;
   }
 
   async close(): Promise<void> {
