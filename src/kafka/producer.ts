@@ -12,6 +12,8 @@ import { encodeFlumeEvent } from "./flume-event.ts";
 import { useOwnRecordBatches } from "./produce-api.ts";
 import { isTooLarge, isUnknownTopic, KafkaConnectAbortedError, KafkaDeliveryTimeoutError, KafkaPartitionMissingError, KafkaRecordTooLargeError, KafkaSendAbortedError, KafkaTopicMissingError, messageOf } from "./errors.ts";
 import { withListenerHint } from "./listener-probe.ts";
+import { systemClock } from "../core/clock.ts";
+import { WarningThrottle } from "../pipeline/warning-throttle.ts";
 import { isRetriable } from "./retriable.ts";
 import { clientOptions, describeBrokers, type ProducerSettings } from "./settings.ts";
 
@@ -75,6 +77,9 @@ export class KafkaPublisher {
   /** The compressed sends so far: each one's unkeyed records go to one partition (javaPartitioner). */
   private librarySends = 0;
   private readonly connecting = new ConnectBound();
+
+  /** Sends tried again after a retriable failure: the first logged at once, then one line every 10 s. */
+  private readonly retryWarnings = new WarningThrottle(systemClock, (m) => this.logger.warn(m));
 
   constructor(
     readonly label: string,
@@ -184,6 +189,10 @@ export class KafkaPublisher {
             throw this.explain(dropped ?? err, topicsOf(records));
           }
           if (Date.now() + s.retryDelay >= deadline) throw this.timedOut(records, err);
+          // The Java producer logs each retry; an operator sees why the batches wait (too few in-sync replicas, a leader moving).
+          this.retryWarnings.warn(
+            `${this.label}: Kafka at ${this.brokers} did not take a batch of ${records.length} record${records.length === 1 ? "" : "s"} for topic ${topicsOf(records).join(", ")} (${messageOf(err)}); sending it again every ${s.retryDelay} ms until ${s.deliveryTimeout} ms after its first send (kafka.producer.retry.backoff.ms, kafka.producer.delivery.timeout.ms)`,
+          );
           last = err;
           await Promise.race([delay(s.retryDelay), givenUp]);
         }
@@ -262,6 +271,7 @@ export class KafkaPublisher {
 
   async close(): Promise<void> {
     this.connecting.cancel(`${this.label}: closed while it connected`);
+    this.retryWarnings.stop();
     const p = this.producer;
     this.producer = null;
     this.lean = null;

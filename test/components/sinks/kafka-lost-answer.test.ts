@@ -8,6 +8,7 @@
 import { expect } from "bun:test";
 import type { KafkaSink } from "../../../src/components/sinks/kafka.ts";
 import { createEvent } from "../../../src/core/event.ts";
+import type { MemoryLogger } from "../../../src/core/logger.ts";
 import { waitUntil } from "../../support/helpers.ts";
 import { needsJvm } from "../../support/jvm.ts";
 import { cleanupsAfterEach, kafkaForFileBehindProxy, kafkaSink, memoryChannel, putEvents, readTopic } from "../../support/kafka-tests.ts";
@@ -18,9 +19,9 @@ const cleanups = cleanupsAfterEach();
 const BATCH = 100;
 const bodies = (n: number, from = 0) => Array.from({ length: n }, (_, i) => `event-${String(from + i).padStart(6, "0")}`);
 
-async function sinkOnNewTopic(inFlight: number, total: number): Promise<{ sink: KafkaSink; topic: string }> {
+async function sinkOnNewTopic(inFlight: number, total: number): Promise<{ sink: KafkaSink; topic: string; logger: MemoryLogger }> {
   const topic = await kafka.newTopic();
-  const { sink } = kafkaSink(
+  const { sink, logger } = kafkaSink(
     {
       "kafka.bootstrap.servers": `127.0.0.1:${proxy().port}`,
       "kafka.topic": topic,
@@ -36,7 +37,7 @@ async function sinkOnNewTopic(inFlight: number, total: number): Promise<{ sink: 
   sink.setChannel(channel);
   await putEvents(channel, bodies(total).map((b) => createEvent(b)));
   await sink.start();
-  return { sink, topic };
+  return { sink, topic, logger };
 }
 
 /** Calls process() as the sink runner does until every event is acknowledged; the failures seen. */
@@ -74,12 +75,17 @@ needsJvm.test(
   "one batch at a time, the broker's answer to a written batch lost: the retry under the same producer id and sequences leaves each event once in the topic",
   async () => {
     const total = 5 * BATCH;
-    const { sink: k, topic } = await sinkOnNewTopic(1, total);
+    const { sink: k, topic, logger } = await sinkOnNewTopic(1, total);
     expect(await k.process()).toBe("READY");
     await waitUntil(() => k.counter.values.EventDrainSuccessCount === BATCH, "a first batch acknowledged", 60_000);
     proxy().loseProduceAnswers(1);
     const failures = await drain(k, total);
     await expectExactlyOnce(k, topic, total, failures, 1);
+    // The wait is not silent: the retry is logged, with why and until when.
+    const retried = logger.lines.filter((l) => l.level === "warn" && l.message.includes("did not take a batch"));
+    expect(retried.length).toBeGreaterThanOrEqual(1);
+    expect(retried[0].message).toStartWith(`kafka sink k1: Kafka at 127.0.0.1:${proxy().port} did not take a batch of ${BATCH} records for topic ${topic} (`);
+    expect(retried[0].message).toEndWith("); sending it again every 100 ms until 120000 ms after its first send (kafka.producer.retry.backoff.ms, kafka.producer.delivery.timeout.ms)");
   },
   240_000,
 );
