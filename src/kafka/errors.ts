@@ -80,9 +80,7 @@ export function protocolMismatchHint(err: unknown, s: { securityProtocol: string
   if (!tls && someError(err, (e) => e.message === "Broker requires TLS.")) {
     return `the listener speaks TLS (${is}): set ${s.securityProtocolKey} = SSL, or SASL_SSL for a SASL listener`;
   }
-  if (!tls && someError(err, (e) => e.message === "Connection closed")) {
-    return `the broker closed the connection without answering, as a TLS listener may do to a client without TLS (${is}): if this is an SSL or SASL_SSL listener, set ${s.securityProtocolKey} to match`;
-  }
+  // A connection closed without an answer is looked into by a probe of the listener (listener-probe.ts).
   // Only while connecting: a reset after the handshake says nothing about it.
   if (tls && someError(err, (e) => e.message.startsWith("Connection to ") && /ECONNRESET|before secure TLS connection|wrong version number/.test(messageOf(e)))) {
     return `the TLS handshake was broken off, as a listener without TLS does (${is}): if this is a PLAINTEXT or SASL_PLAINTEXT listener, set ${s.securityProtocolKey} to match`;

@@ -23,6 +23,8 @@ export type ListenerKind =
   /** No connection (refused, unreachable, timed out). */
   | { kind: "unreachable"; error: string };
 
+/** How long a listener is given to answer the probe. */
+const PROBE_WAIT_MS = 2000;
 const API_VERSIONS = 18;
 const CORRELATION_ID = 0x4b50;
 
@@ -101,9 +103,8 @@ export function describeListener(address: string, found: ListenerKind, s: { secu
 
 /**
  * withProtocolHint, for a connect that failed without an answer the client could read (the
- * connection closed, or no answer within the bound) over a connection without TLS: the bootstrap
- * listeners are asked once (listener-probe.ts) and the message says what answers there instead
- * of guessing.
+ * connection closed, or no answer within the bound) over a connection without TLS: the first
+ * bootstrap listeners are probed once each, and the message says what answers there.
  */
 export async function withListenerHint(err: unknown, s: ConnectionSettings): Promise<string> {
   const why = messageOf(err);
@@ -116,6 +117,3 @@ export async function withListenerHint(err: unknown, s: ConnectionSettings): Pro
   const hints = found.map((f, i) => describeListener(`${brokers[i].host}:${brokers[i].port}`, f, s)).filter((h) => h !== "");
   return hints.length > 0 ? `${why.replace(/\.$/, "")}; ${hints.join("; ")}` : why;
 }
-
-/** How long a listener is given to answer the probe. */
-const PROBE_WAIT_MS = 2000;
