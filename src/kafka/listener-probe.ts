@@ -5,7 +5,9 @@
  * TLS listener, an HTTP server on the wrong port and a peer that never answers; the operator
  * needs to know which. Runs only after a connect failed, never on a data path.
  */
-import { connect } from "node:net";
+import { type Clock, systemClock } from "../core/clock.ts";
+import { connectWithin } from "../net/connect.ts";
+import type { NetSocket } from "../net/network.ts";
 import { messageOf, someError, withProtocolHint } from "./errors.ts";
 import type { ConnectionSettings } from "./settings.ts";
 
@@ -55,29 +57,35 @@ export function classifyAnswer(bytes: Buffer): ListenerKind {
   return { kind: "other", sample, http: text.startsWith("HTTP/") || /^<(!doctype|html)/i.test(text) };
 }
 
-/** Connects to host:port, sends one ApiVersions request and waits up to waitMs for the first bytes back. */
-export function probeListener(host: string, port: number, waitMs: number): Promise<ListenerKind> {
+/** Connects to host:port, sends one ApiVersions request and waits up to waitMs in all for the first bytes back. */
+export async function probeListener(host: string, port: number, waitMs: number, clock: Clock = systemClock): Promise<ListenerKind> {
+  const started = clock.now();
+  let socket: NetSocket;
+  try {
+    socket = await connectWithin({ host, port, timeout: waitMs, clock, timedOut: () => new Error(`no connection within ${waitMs} ms`), failed: (err) => err }, (s) => s);
+  } catch (err) {
+    return { kind: "unreachable", error: (err as NodeJS.ErrnoException).code ?? (err as Error).message };
+  }
   return new Promise((resolve) => {
     let received = Buffer.alloc(0);
     let settled = false;
-    const socket = connect({ host, port });
-    const finish = (kind: ListenerKind) => {
+    const finish = (silent: ListenerKind) => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
       socket.destroy();
-      resolve(kind);
+      resolve(received.length > 0 ? classifyAnswer(received) : silent);
     };
-    const timer = setTimeout(() => finish(received.length > 0 ? classifyAnswer(received) : socket.readyState === "open" ? { kind: "silent" } : { kind: "unreachable", error: `no connection within ${waitMs} ms` }), waitMs);
-    // A client id ending a line, so that a line-based server (HTTP, SMTP...) answers what it read.
-    socket.on("connect", () => socket.write(apiVersionsRequest("flume-probe\r\n\r\n")));
+    const timer = clock.setTimeout(() => finish({ kind: "silent" }), Math.max(0, waitMs - (clock.now() - started)));
     socket.on("data", (chunk: Buffer) => {
       received = Buffer.concat([received, chunk]);
-      if (received.length >= 8) finish(classifyAnswer(received));
+      if (received.length >= 8) finish({ kind: "silent" });
     });
-    socket.on("end", () => finish(received.length > 0 ? classifyAnswer(received) : { kind: "closed" }));
-    socket.on("close", () => finish(received.length > 0 ? classifyAnswer(received) : { kind: "closed" }));
-    socket.on("error", (err: NodeJS.ErrnoException) => finish(received.length > 0 ? classifyAnswer(received) : { kind: "unreachable", error: err.code ?? err.message }));
+    socket.on("end", () => finish({ kind: "closed" }));
+    socket.on("close", () => finish({ kind: "closed" }));
+    socket.on("error", () => finish({ kind: "closed" }));
+    // A client id ending a line, so that a line-based server (HTTP, SMTP...) answers what it read.
+    socket.write(apiVersionsRequest("flume-probe\r\n\r\n"));
   });
 }
 
