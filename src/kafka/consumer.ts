@@ -15,8 +15,10 @@
  * stream made several objects, a copy and a commit closure per record.
  */
 import type { Consumer } from "@platformatic/kafka";
+import { systemClock } from "../core/clock.ts";
 import type { Logger } from "../core/logger.ts";
 import type { DeliveryFailure } from "../core/sink.ts";
+import { WarningThrottle } from "../pipeline/warning-throttle.ts";
 import { type KafkaModule, loadKafka } from "./client.ts";
 import { ConnectBound } from "./connect-bound.ts";
 import { isUnknownTopic, KafkaConnectAbortedError, KafkaTopicMissingError, messageOf, namedBy } from "./errors.ts";
@@ -128,6 +130,9 @@ export class KafkaPoller {
   topics: string[] = [];
   /** While reading fails (the consumer lost, connecting again failing): the last error, since the first; null once connected again. */
   failure: DeliveryFailure | null = null;
+  /** The failure set while partitions wait for their leader (the consumer kept): cleared when they are fetched again. */
+  private leaderWait: DeliveryFailure | null = null;
+  private readonly leaderWarnings = new WarningThrottle(systemClock, (m) => this.logger.warn(m));
   /**
    * Counts the times fetching started again from the group's committed offsets (a rebalance,
    * the consumer lost): a record taken in an older generation is fetched again, by this member
@@ -201,7 +206,7 @@ export class KafkaPoller {
     });
     useOwnFetchReader(kafka, consumer);
     const commits = new DirectCommits(kafka, consumer);
-    const fetcher = new Fetcher(kafka, consumer, s, this.label, this.logger, { arrived: (records, bytes, ms) => this.arrived(records, bytes, ms), full: () => this.full, failed: (err) => this.lost(fetcher, messageOf(err)) }, FETCH_BYTES, () => this.topics);
+    const fetcher = new Fetcher(kafka, consumer, s, this.label, this.logger, { arrived: (records, bytes, ms) => this.arrived(records, bytes, ms), full: () => this.full, failed: (err) => this.lost(fetcher, messageOf(err)), waiting: (problem, ms) => this.waitingForLeaders(fetcher, problem, ms) }, FETCH_BYTES, () => this.topics);
     // The client reports a rejoin that failed as an 'error' event, which with no listener would stop the agent.
     // One before the start ended (a rebalance while the positions were read) fails the start: the
     // member is out of the group, and the partitions it was given may be another member's now.
@@ -223,7 +228,8 @@ export class KafkaPoller {
       this.ledAssignment = join?.isLeader ? (led ?? wholeTopics(join.assignments)) : null;
       if (!joined) return;
       this.groupGeneration = consumer.generationId;
-      this.dropBuffered();
+      this.forgetLeaderWait();
+      this.dropBuffered(join?.assignments);
       fetcher.restart().catch((err) => this.lost(fetcher, messageOf(err)));
     });
     // Bounded: the client may keep retrying a broker that came back in another state, or one that never answers.
@@ -269,6 +275,24 @@ export class KafkaPoller {
     this.failing(error);
     this.logger.warn(error);
     void this.crash();
+  }
+
+  /** Partitions wait for their leader (problem), or are all fetched again (null): told on /ready and in the log, the consumer kept. */
+  private waitingForLeaders(fetcher: Fetcher, problem: string | null, ms: number): void {
+    if (this.fetcher !== fetcher) return;
+    if (problem !== null) {
+      this.leaderWarnings.warn(`${this.label}: ${problem}`);
+      if (this.failure === null || this.failure === this.leaderWait) this.failure = this.leaderWait = { error: `${this.label}: ${problem}`, since: Date.now() - ms };
+      return;
+    }
+    this.forgetLeaderWait();
+    this.logger.info(`${this.label}: fetching from the partitions' leaders again, after ${ms} ms`);
+  }
+
+  private forgetLeaderWait(): void {
+    this.leaderWarnings.stop();
+    if (this.failure === this.leaderWait) this.failure = null;
+    this.leaderWait = null;
   }
 
   private failing(error: string): void {
@@ -413,10 +437,16 @@ export class KafkaPoller {
     w?.();
   }
 
-  /** A rebalance: what was fetched and not taken may now belong to another member; fetching starts again from the committed offsets. */
-  private dropBuffered(): void {
+  /**
+   * A rebalance: what was fetched and not taken may now belong to another member, so it is
+   * dropped (fetching starts again from the committed offsets); what this member reads now is
+   * logged, as Flume's source logs the partitions assigned.
+   */
+  private dropBuffered(assignments: GroupJoin["assignments"]): void {
     const n = this.dropAll();
-    if (n > 0) this.logger.info(`${this.label}: consumer group ${this.settings.groupId} rebalanced; ${n} fetched records left to be fetched again from the committed offsets`);
+    const reads = (assignments ?? []).filter((a) => a.partitions.length > 0).map((a) => `topic ${a.topic} ${a.partitions.length === 1 ? "partition" : "partitions"} ${a.partitions.join(", ")}`);
+    const dropped = n > 0 ? `; ${n} fetched records left to be fetched again from the committed offsets` : "";
+    this.logger.info(`${this.label}: consumer group ${this.settings.groupId} rebalanced (generation ${this.groupGeneration}): this member reads ${reads.length > 0 ? reads.join(", ") : "no partition"}${dropped}`);
   }
 
   /** Empties the buffer, handing what it held to onDropped; returns how many records it held. */
@@ -540,6 +570,7 @@ export class KafkaPoller {
     this.consumer = null;
     this.commits = null;
     this.fetcher = null;
+    this.forgetLeaderWait();
     this.dropAll();
     return held;
   }

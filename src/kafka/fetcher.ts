@@ -10,11 +10,15 @@
  * longer has (OFFSET_OUT_OF_RANGE: the log was truncated by retention) moves by
  * auto.offset.reset, as the Java consumer's does. A batch that does not read (corrupt) holds
  * its partition, retried every second with one error logged, as the Java consumer stops on it.
+ * A fetch that failed in a way worth trying again (its broker down, the leader moving) keeps
+ * the positions: its partitions wait a second, then are fetched from the leaders the brokers
+ * name then, as the Java consumer does; the group is not rejoined, so nothing is read twice.
  */
 import type { Consumer } from "@platformatic/kafka";
 import type { Logger } from "../core/logger.ts";
 import type { KafkaModule } from "./client.ts";
 import { messageOf } from "./errors.ts";
+import { isRetriable } from "./retriable.ts";
 import { crc32c } from "../io/crc32c.ts";
 import { fetchConnectionPool, libraryInflate } from "./fetch-api.ts";
 import type { FetchResponse } from "./fetch-response.ts";
@@ -37,8 +41,13 @@ export interface FetchHooks {
   arrived(records: FetchedRecord[], bytes: number, ms: number): void;
   /** Whether the read-ahead is full: no fetch starts then (resume() starts them again). */
   full(): boolean;
-  /** A fetch failed past the library's retries (the brokers are gone): the consumer is dropped and connected again. */
+  /** A fetch failed past the library's retries in a way not worth trying again, or the metadata cannot be read (the brokers are gone): the consumer is dropped and connected again. */
   failed(err: unknown): void;
+  /**
+   * Partitions wait for their leader (a fetch from it failed, or the brokers name none): what
+   * is wrong, each time, or null once every partition is fetched again, with how long it lasted.
+   */
+  waiting(problem: string | null, ms: number): void;
 }
 
 /** The fetch connections (fetch-api.ts): one per broker, the library's. */
@@ -75,6 +84,8 @@ export class Fetcher {
   private staleMetadata = false;
   private refreshing: Promise<void> | null = null;
   private halted = false;
+  /** Partitions ("topic:partition") waiting for their leader: since when. */
+  private readonly waitingSince = new Map<string, number>();
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
   private readonly pool: FetchPool | null;
   /** Our Fetch API as the library hands it out (fetch-api.ts), once a fetch went the library's way: v13 on (topic ids both ways). */
@@ -111,6 +122,8 @@ export class Fetcher {
   restart(): Promise<void> {
     this.generation++;
     this.leaders = Number.POSITIVE_INFINITY;
+    // Assigned anew (the owner forgets what waited): the ones still waiting are told again by the next planning.
+    this.waitingSince.clear();
     const gen = this.generation;
     const run = this.loadPositions(gen).finally(() => {
       if (this.refreshing === run) this.refreshing = null;
@@ -189,6 +202,8 @@ export class Fetcher {
         const pos = all[(first + i) % all.length];
         if (pos.heldUntil > now) {
           held = true;
+          // Waiting for its leader: the planning after the wait asks the brokers, not the cache.
+          if (this.waitingSince.size > 0 && this.waitingSince.has(`${pos.topic}:${pos.partition}`)) this.staleMetadata = true;
           continue;
         }
         const leader = metadata.topics.get(pos.topic)?.partitions[pos.partition]?.leader;
@@ -196,6 +211,7 @@ export class Fetcher {
           // Being elected: asked again after a while.
           held = true;
           this.staleMetadata = true;
+          this.wait([pos], `the brokers name no leader for topic ${pos.topic} partition ${pos.partition}`, now);
           continue;
         }
         leaders.add(leader);
@@ -258,11 +274,16 @@ export class Fetcher {
       if (this.halted) return;
       if (gen === this.generation) {
         if (err) {
-          if (!this.outOfRange(err, names, asked)) {
+          if (this.outOfRange(err, names, asked)) {
+            // Moved by auto.offset.reset: fetched again at once.
+          } else if (isRetriable(err)) {
+            this.retryLater(leader, topics, err);
+          } else {
             this.hooks.failed(err);
             return;
           }
         } else {
+          if (this.waitingSince.size > 0) this.fetched(topics);
           this.read(response as FetchResponse, names, asked, started);
           if (!direct && this.directApi === null) this.learnFetchApi();
         }
@@ -286,6 +307,52 @@ export class Fetcher {
     } catch {
       viaLibrary();
     }
+  }
+
+  /**
+   * A fetch from `leader` failed in a way worth trying again (the broker down or restarting,
+   * no longer the leader): its partitions keep their positions and wait a second, then are
+   * fetched from whatever leader the brokers name then (the metadata is read again).
+   */
+  private retryLater(leader: number, topics: Map<string, Position[]>, err: unknown): void {
+    const now = Date.now();
+    const partitions: Position[] = [];
+    for (const list of topics.values()) {
+      for (const pos of list) {
+        pos.heldUntil = now + RETRY_MS;
+        partitions.push(pos);
+      }
+    }
+    this.staleMetadata = true;
+    this.wait(partitions, `fetching ${describePartitions(topics)} from broker ${leader} failed (${messageOf(err)}); asking the brokers for their leader again every ${RETRY_MS / 1000} s`, now);
+    if (!this.retryTimer) {
+      this.retryTimer = setTimeout(() => {
+        this.retryTimer = null;
+        this.pump();
+      }, RETRY_MS);
+      this.retryTimer.unref?.();
+    }
+  }
+
+  private wait(partitions: readonly Position[], problem: string, now: number): void {
+    for (const pos of partitions) {
+      const key = `${pos.topic}:${pos.partition}`;
+      if (!this.waitingSince.has(key)) this.waitingSince.set(key, now);
+    }
+    this.hooks.waiting(problem, now - Math.min(...this.waitingSince.values()));
+  }
+
+  /** A fetch of these partitions answered: once none waits any more, the owner hears so. */
+  private fetched(topics: Map<string, Position[]>): void {
+    let since = Number.POSITIVE_INFINITY;
+    for (const list of topics.values()) {
+      for (const pos of list) {
+        const key = `${pos.topic}:${pos.partition}`;
+        since = Math.min(since, this.waitingSince.get(key) ?? since);
+        this.waitingSince.delete(key);
+      }
+    }
+    if (this.waitingSince.size === 0 && since !== Number.POSITIVE_INFINITY) this.hooks.waiting(null, Date.now() - since);
   }
 
   /** Asks the library once for the Fetch API it uses (ours, fetch-api.ts): fetches go straight with it from then on. */
@@ -362,4 +429,10 @@ export class Fetcher {
     const pool = this.pool;
     if (pool) await new Promise<void>((resolve) => pool.close(() => resolve()));
   }
+}
+
+/** "topic t partitions 0, 2" or "topics a partition 0, b partition 1". */
+function describePartitions(topics: Map<string, Position[]>): string {
+  const parts = [...topics].map(([topic, list]) => `${topic} ${list.length === 1 ? "partition" : "partitions"} ${list.map((p) => p.partition).join(", ")}`);
+  return `${parts.length === 1 ? "topic" : "topics"} ${parts.join(", ")}`;
 }

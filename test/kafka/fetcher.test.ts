@@ -4,8 +4,9 @@
  * from the group's committed offsets else auto.offset.reset, one fetch in flight per leader, the
  * position moving past what was read, a corrupt batch holding its partition (logged once, with
  * where), OFFSET_OUT_OF_RANGE moving a position by auto.offset.reset, answers to fetches from
- * before a rebalance dropped, a rebalance while a fetch's metadata is looked up, and no fetch
- * while the read-ahead is full.
+ * before a rebalance dropped, a rebalance while a fetch's metadata is looked up, no fetch
+ * while the read-ahead is full, and a fetch failed for its leader (broker down) tried again at
+ * the same positions from the leader the metadata names next.
  */
 import { describe, expect, test } from "bun:test";
 import * as kafka from "@platformatic/kafka";
@@ -15,6 +16,7 @@ import { Fetcher } from "../../src/kafka/fetcher.ts";
 import { encodeRecordBatch } from "../../src/kafka/record-batch.ts";
 import type { FetchedRecord } from "../../src/kafka/record-batch-reader.ts";
 import { consumerSettings } from "../../src/kafka/settings.ts";
+import { waitUntil } from "../support/helpers.ts";
 
 interface Asked {
   options: { node: number; topics: { topicId: string; partitions: { partition: number; fetchOffset: bigint }[] }[] };
@@ -37,9 +39,13 @@ class StandInConsumer {
   }
   /** While set, metadata is answered only by answerMetadata() (a lookup that went to the network). */
   metadataWaits: (() => void)[] | null = null;
+  /** The leader of both partitions the metadata names; whether a lookup asked the brokers again (forceUpdate). */
+  leader = 1;
+  forced: boolean[] = [];
 
-  metadata(_o: unknown, cb: (err: Error | null, md: unknown) => void) {
-    const answer = () => cb(null, { topics: new Map([["t", { id: "id-t", partitions: [{ leader: 1 }, { leader: 1 }] }]]) });
+  metadata(o: { forceUpdate?: boolean }, cb: (err: Error | null, md: unknown) => void) {
+    this.forced.push(o.forceUpdate === true);
+    const answer = () => cb(null, { topics: new Map([["t", { id: "id-t", partitions: [{ leader: this.leader }, { leader: this.leader }] }]]) });
     if (this.metadataWaits) this.metadataWaits.push(answer);
     else answer();
   }
@@ -85,12 +91,13 @@ function setUp(reset = "earliest") {
   const consumer = new StandInConsumer();
   const got: FetchedRecord[] = [];
   const failures: unknown[] = [];
+  const waits: { problem: string | null; ms: number }[] = [];
   let full = false;
   const settings = consumerSettings({ bootstrap: "127.0.0.1:1", bootstrapKey: "kafka.bootstrap.servers", props: { "auto.offset.reset": reset }, groupId: "g", defaultOffsetReset: "latest", clientId: "c", label: "test", logger });
-  const fetcher = new Fetcher(kafka, consumer as never, settings, "kafka source r1", logger, { arrived: (records) => got.push(...records), full: () => full, failed: (err) => failures.push(err) }, 256 * 1024, () => ["t"]);
+  const fetcher = new Fetcher(kafka, consumer as never, settings, "kafka source r1", logger, { arrived: (records) => got.push(...records), full: () => full, failed: (err) => failures.push(err), waiting: (problem, ms) => waits.push({ problem, ms }) }, 256 * 1024, () => ["t"]);
   // By partition: the order they are asked in turns (see below).
   const offsets = (a: Asked) => a.options.topics.flatMap((t) => t.partitions.map((p) => [p.partition, Number(p.fetchOffset)])).sort((x, y) => x[0] - y[0]);
-  return { logger, consumer, got, failures, fetcher, offsets, setFull: (f: boolean) => (full = f) };
+  return { logger, consumer, got, failures, waits, fetcher, offsets, setFull: (f: boolean) => (full = f) };
 }
 
 describe("the fetch loop", () => {
@@ -159,6 +166,33 @@ describe("the fetch loop", () => {
       expect(failures.map(String)).toEqual(["Error: brokers gone"]);
       await fetcher.stop();
     }
+  });
+
+  test("a fetch whose leader is gone (connection refused) keeps the positions: a second later they are fetched from the leader the brokers name then, and the wait is told until they are", async () => {
+    const { consumer, fetcher, offsets, failures, waits, got } = setUp("earliest");
+    await fetcher.restart();
+    expect(consumer.asked[0].options.node).toBe(1);
+    const refused = Object.assign(new Error("Connection to 127.0.0.1:9093 failed."), { code: "PLT_KFK_NETWORK", cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:9093"), { code: "ECONNREFUSED" }) });
+    consumer.asked[0].answer(refused);
+    // Not the owner's failure (which drops the consumer and rejoins the group, reading again from the committed offsets).
+    expect(failures).toEqual([]);
+    expect(waits).toEqual([{ problem: "fetching topic t partitions 0, 1 from broker 1 failed (Connection to 127.0.0.1:9093 failed. (connect ECONNREFUSED 127.0.0.1:9093)); asking the brokers for their leader again every 1 s", ms: 0 }]);
+    // Nothing asked of the dead leader in the meantime.
+    expect(consumer.asked.length).toBe(1);
+    consumer.leader = 2;
+    await waitUntil(() => consumer.asked.length === 2, "the partitions fetched again", 5000);
+    expect(consumer.asked[1].options.node).toBe(2);
+    expect(consumer.forced.at(-1)).toBe(true);
+    expect(offsets(consumer.asked[1])).toEqual([
+      [0, 5],
+      [1, 3],
+    ]);
+    consumer.asked[1].answer(null, response(partition(0, batch(["a"], 5)), partition(1, null)));
+    expect(got.map((r) => r.offset)).toEqual([5]);
+    expect(waits.length).toBe(2);
+    expect(waits[1].problem).toBeNull();
+    expect(waits[1].ms).toBeGreaterThanOrEqual(900);
+    await fetcher.stop();
   });
 
   test("an answer to a fetch from before a rebalance is dropped; the fetching starts again from the committed offsets", async () => {

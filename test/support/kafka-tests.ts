@@ -71,6 +71,7 @@ export function kafkaForFile(opts: FileKafkaOptions = {}): KafkaCluster {
     createTopic: (topic, o) => started().createTopic(topic, o),
     newTopic: (o) => started().newTopic(o),
     leaderOf: (topic, partition) => started().leaderOf(topic, partition),
+    coordinatorOf: (group) => started().coordinatorOf(group),
     stop: () => started().stop(),
   };
 }

@@ -67,6 +67,8 @@ export interface KafkaCluster {
   newTopic(opts?: TopicOptions & { prefix?: string }): Promise<string>;
   /** The node leading a partition of a topic. */
   leaderOf(topic: string, partition?: number): Promise<KafkaNode>;
+  /** The node that is a consumer group's coordinator (the group must exist: a member joined). */
+  coordinatorOf(group: string): Promise<KafkaNode>;
   stop(): Promise<void>;
 }
 
@@ -247,6 +249,14 @@ export async function startKafkaCluster(size: number, opts: KafkaOptions = {}): 
       const m = line?.match(/Leader:\s*(\d+)/);
       const node = m ? nodes.find((n) => n.nodeId === Number(m[1])) : undefined;
       if (!node) throw new Error(`no leader for ${topic}-${partition} in:\n${r.output}`);
+      return node;
+    },
+    async coordinatorOf(group) {
+      const r = await kafkaTool(classpath, "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", ["--bootstrap-server", bootstrap, "--describe", "--group", group, "--state"], { timeoutMs: 120_000 });
+      // GROUP  COORDINATOR (ID)  ASSIGNMENT-STRATEGY  STATE  #MEMBERS: "g  127.0.0.1:9092  (1)  range ..."
+      const m = r.output.split("\n").find((l) => l.startsWith(`${group} `))?.match(/\(\s*(\d+)\)/);
+      const node = m ? nodes.find((n) => n.nodeId === Number(m[1])) : undefined;
+      if (!node) throw new Error(`no coordinator for group ${group} in:\n${r.output}`);
       return node;
     },
     async stop() {

@@ -24,6 +24,7 @@ import { brokerList, connectionProps, consumerSettings, type ConsumerSettings, p
 import type { PropError } from "../../config/schema.ts";
 import { configurationProblems } from "../../core/errors.ts";
 import { topicNameProblems } from "../../kafka/topic-name.ts";
+import { WarningThrottle } from "../../pipeline/warning-throttle.ts";
 import { type ComponentContext, defineComponent } from "../component.ts";
 import { builtIn } from "../registry.ts";
 import { BaseSource } from "./base.ts";
@@ -43,6 +44,8 @@ export const MOST_UNCOMMITTED = 4;
  */
 const COMMIT_BATCHES = 2;
 const COMMIT_WAIT_MS = 10;
+/** After a failed offset commit, the soonest the next one goes (as a consumer backs off before it asks the group coordinator again). */
+const COMMIT_RETRY_MS = 1000;
 
 export interface KafkaSourceOptions {
   consumer: ConsumerSettings;
@@ -89,6 +92,9 @@ export class KafkaSource extends BaseSource implements PollableSource {
   private commitTimer: ReturnType<typeof setTimeout> | null = null;
   /** When the last offset commit ended (Date.now()). */
   private commitEnded = 0;
+  /** After a failed commit: no commit before this time (Date.now()), unless the batches waiting reach uncommittedBatches. */
+  private commitRetryAt = 0;
+  private readonly commitWarnings: WarningThrottle;
   private readonly onBad = (m: KafkaMessage, error: KafkaBadRecordError): boolean => this.badSeen.report(m, error, this.deadLetters?.add);
   /** The headers set on every event besides the timestamp. */
   private readonly headerShape: SourceHeaderShape;
@@ -108,6 +114,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
       mapped: Object.keys(options.flumeHeaders).length > 0 ? options.flumeHeaders : null,
     };
     this.poller = new KafkaPoller(label, options.consumer, { topics: options.topics, regex: options.topicsRegex }, ctx.logger, options.batchSize * 2);
+    this.commitWarnings = new WarningThrottle(ctx.clock, (m) => ctx.logger.warn(m));
     const dlq = options.deadLetters;
     this.deadLetters = dlq ? new DeadLetters(dlq.topic, new KafkaPublisher(`${label} dead letters`, dlq.producer, ctx.logger)) : null;
   }
@@ -156,6 +163,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
     this.state = "STOP";
     // What was put is committed before the consumer leaves: a clean stop re-reads nothing.
     await this.commitsEnded();
+    this.commitWarnings.stop();
     await this.poller.close();
     await this.deadLetters?.publisher.close();
     this.counter.values.OpenConnectionCount = 0;
@@ -222,7 +230,7 @@ export class KafkaSource extends BaseSource implements PollableSource {
     // Counted once the batch goes on: a batch held for its dead letters counts them only when they went, and a batch read again counts each once.
     this.counter.values.EventReadFail += this.badSeen.settle();
     // At most uncommittedBatches batches are in the channels with their offsets not committed (a crash re-reads at most these).
-    while (this.uncommitted >= this.options.uncommittedBatches) await (this.committing ?? this.commitWaiting());
+    while (this.uncommitted >= this.options.uncommittedBatches) await (this.committing ?? this.commitWhenDue());
     if (events.length > 0) {
       const refused = await this.emitter.offer(events, `topics ${this.poller.topics.join(",")}`);
       if (refused) {
@@ -240,8 +248,9 @@ export class KafkaSource extends BaseSource implements PollableSource {
    * Commits a batch's offsets once its channel transaction committed, while the next batches
    * are read: one commit goes at a time, in order, and the batches put while it goes are
    * committed together by the next one (each commit took ~200 µs of the agent's CPU and more
-   * of the broker's: one a batch was a fifth of the source's CPU). A failure is logged (those
-   * batches may be read again; the next commit covers their offsets).
+   * of the broker's: one a batch was a fifth of the source's CPU). A failure is logged and the
+   * offsets go with the next commit, at least COMMIT_RETRY_MS later (the coordinator moving to
+   * another broker takes seconds); reading goes on meanwhile.
    */
   private commitLater(msgs: readonly KafkaMessage[], generation: number): void {
     // Held batches are given back at the head and read first: this batch, gone on, held every bad record seen.
@@ -261,9 +270,21 @@ export class KafkaSource extends BaseSource implements PollableSource {
   /** Commits the waiting batches unless a commit is going, or the last one ended under COMMIT_WAIT_MS ago and fewer than COMMIT_BATCHES wait (then when it is COMMIT_WAIT_MS ago). */
   private commitSoon(): void {
     if (this.committing || this.waiting.length === 0 || this.commitTimer) return;
-    const wait = this.commitEnded + COMMIT_WAIT_MS - Date.now();
+    const now = Date.now();
+    if (now < this.commitRetryAt) {
+      this.commitTimer = setTimeout(() => this.commitWaiting(), this.commitRetryAt - now);
+      return;
+    }
+    const wait = this.commitEnded + COMMIT_WAIT_MS - now;
     if (wait <= 0 || this.waiting.length >= Math.min(COMMIT_BATCHES, this.options.uncommittedBatches)) this.commitWaiting();
     else this.commitTimer = setTimeout(() => this.commitWaiting(), wait);
+  }
+
+  /** Commits the waiting batches now, or once COMMIT_RETRY_MS passed since a failed commit. */
+  private async commitWhenDue(): Promise<void> {
+    const wait = this.commitRetryAt - Date.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    await (this.committing ?? this.commitWaiting());
   }
 
   private commitWaiting(): Promise<void> {
@@ -278,6 +299,8 @@ export class KafkaSource extends BaseSource implements PollableSource {
     this.waitingEvents = 0;
     if (batches.length === 0) return Promise.resolve();
     const started = Date.now();
+    const generation = this.waitingGeneration;
+    let failed = false;
     const done = this.poller
       .commitAll(batches)
       .then(
@@ -285,18 +308,40 @@ export class KafkaSource extends BaseSource implements PollableSource {
           this.counter.values.KafkaCommitTimer += Date.now() - started;
         },
         (err: unknown) => {
-          // In the channels already; an offset commit that failed only means a re-read (at least once).
-          this.logger.warn(`${this.label}: committing offsets failed (${messageOf(err)}); those ${events} events may be read again`);
+          // In the channels already: an offset not committed means a re-read after a crash or a rebalance (at least once).
+          failed = true;
+          let fate: string;
+          if (this.state !== "START") fate = "the source stops: its next start reads them again";
+          else if (generation !== this.poller.generation) fate = "the consumer started again from the group's committed offsets: they are read again";
+          else fate = `they go with the next commit, in ${COMMIT_RETRY_MS} ms at the soonest (until it lands, a restart or a rebalance reads them again)`;
+          this.commitWarnings.warn(`${this.label}: committing the offsets of ${events} events failed (${messageOf(err)}); ${fate}`);
         },
       )
       .then(() => {
         this.uncommitted -= batches.length;
         this.committing = null;
         this.commitEnded = Date.now();
+        if (failed) this.commitAgain(batches, events, generation);
+        else this.commitWarnings.stop();
         this.commitSoon();
       });
     this.committing = done;
     return done;
+  }
+
+  /**
+   * The offsets of a failed commit wait again, as one batch, for the next commit (Flume's source
+   * keeps them for its next commit too): unless the source stops, or the consumer started again
+   * from the group's committed offsets since (they are read again from there).
+   */
+  private commitAgain(batches: readonly (readonly KafkaMessage[])[], events: number, generation: number): void {
+    if (this.state !== "START" || generation !== this.poller.generation) return;
+    this.dropStaleWaiting();
+    this.waitingGeneration = generation;
+    this.waiting.unshift(highestOfEachPartition(batches));
+    this.waitingEvents += events;
+    this.uncommitted++;
+    this.commitRetryAt = Date.now() + COMMIT_RETRY_MS;
   }
 
   /** Waiting batches read before the consumer last started again from the committed offsets commit nothing (see commitLater). */

@@ -285,6 +285,36 @@ function holdCommits(r: KafkaSource) {
 }
 
 needsJvm.test(
+  "an offset commit that failed goes again with the next one, a second later at the soonest: the group's offset reaches the last batch though no record comes after it",
+  async () => {
+    const topic = await kafka.newTopic();
+    const all = Array.from({ length: 10 }, (_, i) => `m${i}`);
+    await consoleProduce(kafka, topic, all);
+    const group = `g-${topic}`;
+    const logger = new MemoryLogger();
+    const a = source({ "kafka.topics": topic, "kafka.consumer.group.id": group, batchSize: "10" }, undefined, logger);
+    await a.source.start();
+    const { poller, spy } = holdCommits(a.source);
+    await waitUntil(() => poller.buffered >= 10, "the records fetched", 60_000, 10);
+    expect(await a.source.process()).toBe("READY");
+    expect((await takeEvents(a.channel)).map(bodyText)).toEqual(all);
+    await waitUntil(() => spy.waiting === 1, "the batch's commit asked", 10_000, 10);
+    // The coordinator gone: the commit fails, the consumer goes on.
+    spy.drop();
+    const warned = "committing the offsets of 10 events failed (connection lost); they go with the next commit, in 1000 ms at the soonest (until it lands, a restart or a rebalance reads them again)";
+    await waitUntil(() => logger.lines.some((l) => l.level === "warn" && l.message.endsWith(warned)), "the failed commit logged", 10_000, 10);
+    expect(spy.waiting).toBe(0);
+    // Nothing else read: the offsets go again by themselves.
+    await waitUntil(() => spy.waiting === 1, "the commit asked again", 10_000, 10);
+    expect(spy.asked).toEqual([[10], [10]]);
+    spy.release();
+    await waitUntil(async () => (await committedOffset(kafka.bootstrap, group, topic)) === 10, "the group's offset after the last batch", 30_000, 100);
+    await a.source.stop();
+  },
+  240_000,
+);
+
+needsJvm.test(
   "sink to broker to source with useFlumeEventFormat keeps every header, the key and the mapped Kafka headers",
   async () => {
     const topic = await kafka.newTopic();
@@ -559,7 +589,7 @@ needsJvm.test(
     // Four batches are in the channel with their offsets not committed when the process dies.
     spy.drop();
     await poller.crash();
-    await waitUntil(() => logger.lines.some((l) => l.level === "warn" && l.message.endsWith("committing offsets failed (connection lost); those 30 events may be read again")), "the failed commit logged", 10_000, 10);
+    await waitUntil(() => logger.lines.some((l) => l.level === "warn" && l.message.endsWith("committing the offsets of 30 events failed (connection lost); the consumer started again from the group's committed offsets: they are read again")), "the failed commit logged", 10_000, 10);
 
     // The next member of the group reads those four batches again, nothing of the first, and the rest.
     const b = source(props, undefined, undefined, "r2");

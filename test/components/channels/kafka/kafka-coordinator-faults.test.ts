@@ -175,7 +175,7 @@ needsJvm.test(
     const c2 = behindProxy(props, "kc2");
     await c2.start();
     // The second put's records, fetched and not taken, were dropped by the rebalance.
-    await waitUntil(() => logger.lines.some((l) => /kafka channel kc: consumer group .* rebalanced; 100 fetched records/.test(l.message)), "kc rebalanced", 60_000);
+    await waitUntil(() => logger.lines.some((l) => /kafka channel kc: consumer group .* rebalanced \(generation \d+\): this member reads .*; 100 fetched records/.test(l.message)), "kc rebalanced", 60_000);
     const failed = await commit;
     expect(String(failed)).toContain(`kafka channel kc: committing the offsets of ${BATCH} taken records failed`);
     expect(proxy().lost).toBeGreaterThan(0);
