@@ -121,7 +121,9 @@ class PollingLoop {
       } catch (err) {
         if (err instanceof EventDeliveryException) this.stats.deliveryErrors++;
         else this.stats.errors++;
-        this.logger.error(`${this.label}: ${err instanceof EventDeliveryException ? "Unable to deliver event" : "Unhandled exception"}, sleeping ${this.max} ms: ${(err as Error).message}`);
+        const what = err instanceof EventDeliveryException ? "Unable to deliver event" : "Unhandled exception";
+        // A failure that ends the loop's last step (stop() came meanwhile) is followed by no sleep.
+        this.logger.error(`${this.label}: ${what}${this.running ? `, sleeping ${this.max} ms` : " while stopping"}: ${(err as Error).message}`);
         readyStreak = 0;
         if (this.running) await this.sleep(this.max);
       }

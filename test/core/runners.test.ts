@@ -101,6 +101,21 @@ describe("sink runner", () => {
     expect(processor.stopped).toBe(1);
   });
 
+  test("a delivery that fails while the runner stops is logged as failing while stopping, not as a sleep that never comes", async () => {
+    const clock = new VirtualClock(0);
+    const logger = new MemoryLogger();
+    let fail: (err: Error) => void = () => {};
+    const processor = new ScriptedProcessor(clock, []);
+    processor.process = () => new Promise<Status>((_, reject) => (fail = reject));
+    const runner = new SinkRunner("k1", processor, clock, logger);
+    await runner.start();
+    await clock.flush();
+    const stopping = runner.stop();
+    fail(new EventDeliveryException("broker gone"));
+    await stopping;
+    expect(logger.lines.filter((l) => l.level === "error").map((l) => l.message)).toEqual(["sink runner k1: Unable to deliver event while stopping: broker gone"]);
+  });
+
   test("backoffSleepIncrement and maxBackoffSleep are configurable", async () => {
     const { clock, processor, runner } = sinkRunner(["BACKOFF", "BACKOFF", "BACKOFF", "BACKOFF", new Error("x")], { backoffSleepIncrement: 100, maxBackoffSleep: 250 });
     await runner.start();
