@@ -224,13 +224,7 @@ export class Fetcher {
       }
       this.leaders = held ? Number.POSITIVE_INFINITY : leaders.size;
       for (const [leader, topics] of byLeader) this.fetchFrom(leader, topics, metadata, gen);
-      if (held && !this.retryTimer) {
-        this.retryTimer = setTimeout(() => {
-          this.retryTimer = null;
-          this.pump();
-        }, RETRY_MS);
-        this.retryTimer.unref?.();
-      }
+      if (held) this.retrySoon();
     });
   }
 
@@ -325,13 +319,17 @@ export class Fetcher {
     }
     this.staleMetadata = true;
     this.wait(partitions, `fetching ${describePartitions(topics)} from broker ${leader} failed (${messageOf(err)}); asking the brokers for their leader again every ${RETRY_MS / 1000} s`, now);
-    if (!this.retryTimer) {
-      this.retryTimer = setTimeout(() => {
-        this.retryTimer = null;
-        this.pump();
-      }, RETRY_MS);
-      this.retryTimer.unref?.();
-    }
+    this.retrySoon();
+  }
+
+  /** Plans the fetches again in RETRY_MS (held partitions: a corrupt batch, a leader waited for), unless that is planned already. */
+  private retrySoon(): void {
+    if (this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      this.pump();
+    }, RETRY_MS);
+    this.retryTimer.unref?.();
   }
 
   private wait(partitions: readonly Position[], problem: string, now: number): void {
